@@ -1,0 +1,76 @@
+# pocketflash: C11 library + CLI. SIMD files (*_avx2.c, *_avx512.c) get per-file target flags and
+# are chosen at run time from CPUID, so the binary runs on any x86-64.
+CC      ?= cc
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -I. -Iinclude
+LDLIBS  := -lzstd -lxxhash -lm -pthread
+
+AVX2_FLAGS   := -mavx2 -mfma -mf16c
+AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mavx2 -mfma -mf16c
+
+LIB_DIRS := formats kernels engine draft verify eval
+LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+CLI_SRC  := $(sort $(wildcard cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/*.c))
+
+BUILD ?= build
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+all: pocketflash
+
+$(BUILD)/libpocketflash.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+libpocketflash.a: $(BUILD)/libpocketflash.a
+	cp $< $@
+
+pocketflash: $(CLI_OBJ) libpocketflash.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) libpocketflash.a $(LDLIBS)
+
+$(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libpocketflash.a
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libpocketflash.a $(LDLIBS)
+
+$(BUILD)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%_avx512.o: %_avx512.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The test suite runs against the CLI too (tests spawn ./pocketflash).
+test: pocketflash $(BUILD)/tests/run_tests
+	$(BUILD)/tests/run_tests $(T)
+
+# AddressSanitizer + UBSan build of the whole suite in its own build folder.
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	    build-asan/tests/run_tests pocketflash-asan
+	ASAN_OPTIONS=detect_leaks=1 PF_CLI=./pocketflash-asan build-asan/tests/run_tests $(T)
+
+pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# libFuzzer target for the GGUF reader (clang); bounded run, not part of `make test`.
+FUZZ_TIME ?= 60
+fuzz: build-fuzz/fuzz_gguf
+	mkdir -p build-fuzz/corpus
+	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=65536 build-fuzz/corpus
+
+build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c formats/gguf_read.c formats/ggml_types.c
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined -o $@ $^
+
+clean:
+	rm -rf build build-asan build-fuzz pocketflash pocketflash-asan libpocketflash.a
+
+.PHONY: all test asan fuzz clean
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,121 @@
+#include "quant.h"
+
+#include <math.h>
+
+static void quantize_q8_0(const float *x, pf_block_q8_0 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += PF_QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < PF_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        y[i].d = pf_fp32_to_fp16(d);
+        for (int j = 0; j < PF_QK; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
+/* Symmetric 4-bit: the value of largest magnitude maps to -8, as ggml does. */
+static void quantize_q4_0(const float *x, pf_block_q4_0 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += PF_QK) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < PF_QK; j++)
+            if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+        float d = max / -8.0f, id = d ? 1.0f / d : 0.0f;
+        y[i].d = pf_fp32_to_fp16(d);
+        for (int j = 0; j < PF_QK / 2; j++) {
+            int a = (int)(x[j] * id + 8.5f), b = (int)(x[j + PF_QK / 2] * id + 8.5f);
+            a = a < 0 ? 0 : a > 15 ? 15 : a;
+            b = b < 0 ? 0 : b > 15 ? 15 : b;
+            y[i].qs[j] = (uint8_t)(a | (b << 4));
+        }
+    }
+}
+
+static void quantize_q4_1(const float *x, pf_block_q4_1 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += PF_QK) {
+        float mn = x[0], mx = x[0];
+        for (int j = 1; j < PF_QK; j++) { mn = fminf(mn, x[j]); mx = fmaxf(mx, x[j]); }
+        float d = (mx - mn) / 15.0f, id = d ? 1.0f / d : 0.0f;
+        y[i].d = pf_fp32_to_fp16(d);
+        y[i].m = pf_fp32_to_fp16(mn);
+        for (int j = 0; j < PF_QK / 2; j++) {
+            int a = (int)((x[j] - mn) * id + 0.5f), b = (int)((x[j + PF_QK / 2] - mn) * id + 0.5f);
+            a = a > 15 ? 15 : a;
+            b = b > 15 ? 15 : b;
+            y[i].qs[j] = (uint8_t)(a | (b << 4));
+        }
+    }
+}
+
+void pf_quantize_row_q8_act(const float *x, pf_block_q8_act *y, int64_t n) {
+    for (int64_t i = 0; i < n / PF_QK; i++, x += PF_QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < PF_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < PF_QK; j++) {
+            y[i].qs[j] = (int8_t)roundf(x[j] * id);
+            sum += y[i].qs[j];
+        }
+        y[i].d = d;
+        y[i].s = d * (float)sum;
+    }
+}
+
+int pf_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
+    const pf_type_traits *t = pf_type_info(type);
+    if (!t || n % t->block) return -1;
+    switch (type) {
+    case PF_TYPE_F32: memcpy(dst, src, (size_t)n * 4); return 0;
+    case PF_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) ((pf_half *)dst)[i] = pf_fp32_to_fp16(src[i]);
+        return 0;
+    case PF_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = pf_fp32_to_bf16(src[i]);
+        return 0;
+    case PF_TYPE_Q8_0: quantize_q8_0(src, dst, n / PF_QK); return 0;
+    case PF_TYPE_Q4_0: quantize_q4_0(src, dst, n / PF_QK); return 0;
+    case PF_TYPE_Q4_1: quantize_q4_1(src, dst, n / PF_QK); return 0;
+    }
+    return -1;
+}
+
+int pf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
+    const pf_type_traits *t = pf_type_info(type);
+    if (!t || n % t->block) return -1;
+    switch (type) {
+    case PF_TYPE_F32: memcpy(dst, src, (size_t)n * 4); return 0;
+    case PF_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) dst[i] = pf_fp16_to_fp32(((const pf_half *)src)[i]);
+        return 0;
+    case PF_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) dst[i] = pf_bf16_to_fp32(((const uint16_t *)src)[i]);
+        return 0;
+    case PF_TYPE_Q8_0:
+        for (int64_t i = 0; i < n / PF_QK; i++) {
+            const pf_block_q8_0 *b = (const pf_block_q8_0 *)src + i;
+            float d = pf_fp16_to_fp32(b->d);
+            for (int j = 0; j < PF_QK; j++) dst[i * PF_QK + j] = d * b->qs[j];
+        }
+        return 0;
+    case PF_TYPE_Q4_0:
+        for (int64_t i = 0; i < n / PF_QK; i++) {
+            const pf_block_q4_0 *b = (const pf_block_q4_0 *)src + i;
+            float d = pf_fp16_to_fp32(b->d);
+            for (int j = 0; j < PF_QK / 2; j++) {
+                dst[i * PF_QK + j] = d * ((b->qs[j] & 15) - 8);
+                dst[i * PF_QK + j + PF_QK / 2] = d * ((b->qs[j] >> 4) - 8);
+            }
+        }
+        return 0;
+    case PF_TYPE_Q4_1:
+        for (int64_t i = 0; i < n / PF_QK; i++) {
+            const pf_block_q4_1 *b = (const pf_block_q4_1 *)src + i;
+            float d = pf_fp16_to_fp32(b->d), m = pf_fp16_to_fp32(b->m);
+            for (int j = 0; j < PF_QK / 2; j++) {
+                dst[i * PF_QK + j] = d * (b->qs[j] & 15) + m;
+                dst[i * PF_QK + j + PF_QK / 2] = d * (b->qs[j] >> 4) + m;
+            }
+        }
+        return 0;
+    }
+    return -1;
+}
