@@ -1,0 +1,78 @@
+/* Kernel families behind one dispatch table per SIMD level. Every SIMD entry has a scalar
+ * reference (level PF_LEVEL_SCALAR) it is tested against.
+ *
+ * Batch invariance (architecture.md): every output element is reduced in the same order whatever
+ * B and the thread count are. Matmuls split work by output rows only; a B-row gemm computes each
+ * (row, output) pair with exactly the arithmetic of the 1-row case. */
+#ifndef PF_KERNELS_H
+#define PF_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/ggml_types.h"
+#include "kernels/cpu.h"
+#include "kernels/pool.h"
+
+/* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes. */
+typedef struct {
+    const void *data;
+    uint32_t type;
+    int64_t rows, cols;
+    size_t row_bytes;
+} pf_weight;
+
+/* gemm: y[b*ldy + r] = dot(W row r, activation row b) for r in [r0, r1), b in [0, B).
+ * Activation row b is at (const char *)act + b*act_stride, in the format of pf_act_prepare. */
+typedef void (*pf_gemm_fn)(const pf_weight *W, const void *act, size_t act_stride, int B,
+                           float *y, int64_t ldy, int64_t r0, int64_t r1);
+
+typedef struct pf_kernels {
+    pf_level level;
+    const char *name;
+    pf_gemm_fn gemm[PF_TYPE_MAX]; /* NULL where the type is unsupported */
+    /* one row of floats -> q8 activation blocks (n multiple of 32) */
+    void (*quantize_act)(const float *x, pf_block_q8_act *y, int64_t n);
+    /* out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x */
+    void (*rmsnorm)(const float *x, const float *w, int64_t n, float eps, float *out);
+    /* out[i] = silu(gate[i]) * up[i]; out may alias gate */
+    void (*swiglu)(const float *gate, const float *up, float *out, int64_t n);
+    /* dot of two float vectors (attention scores) */
+    float (*dot_f32_f16)(const float *a, const pf_half *b, int n);
+    /* y += a * x for float y and f16 x (attention value accumulation) */
+    void (*axpy_f16)(float a, const pf_half *x, float *y, int n);
+} pf_kernels;
+
+/* Table for a level, or NULL if this CPU cannot run it. */
+const pf_kernels *pf_kernels_get(pf_level level);
+/* Table for pf_best_level(). */
+const pf_kernels *pf_kernels_best(void);
+
+/* Bytes of one prepared activation row for weights of `wtype` with `cols` inputs
+ * (q8 activation blocks for quantized types, floats otherwise). */
+size_t pf_act_row_bytes(uint32_t wtype, int64_t cols);
+/* Convert B rows of floats (row b at x + b*ldx) into the activation format for `wtype`;
+ * row b goes to act + b*pf_act_row_bytes(wtype, cols). Done once per row per matmul input. */
+void pf_act_prepare(const pf_kernels *k, uint32_t wtype, const float *x, int64_t ldx, int B,
+                    int64_t cols, void *act);
+/* y[b*ldy + r] = W row r . x row b, for all rows, split over the pool by output rows. */
+void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const void *act, int B,
+               float *y, int64_t ldy);
+
+/* NEOX RoPE (rotate-half pairs (i, i+hd/2), angle pos * theta^(-2i/hd)) applied in place to
+ * n_heads heads of hd floats. Angles are computed in double precision. */
+void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta);
+
+/* Attention of B query rows over a key/value cache of one layer.
+ * q: row b at q + b*ldq, n_head heads of hd. K, V: f16, key j at K + j*kv_stride (n_kv_head heads
+ * of hd). Row b sits at position pos0 + b and sees key j < n_keys iff (!causal || j <= pos0 + b)
+ * and (window == 0 || pos0 + b - j < window). Query head h reads KV head h / (n_head/n_kv_head).
+ * Scale 1/sqrt(hd). out: row b at out + b*ldo. Work split over (row, head) pairs. */
+void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
+                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t kv_stride,
+                  int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo);
+
+/* Numerically safe softmax in place (scalar; used by samplers). */
+void pf_softmax(float *x, int64_t n);
+
+#endif
