@@ -1,0 +1,19 @@
+/* Small helpers for the subcommands' flag parsing: every failure prints one line
+ * "pocketflash CMD: ..." on stderr and the command exits with status 1. */
+#ifndef PF_CLI_ARGS_H
+#define PF_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Print "pocketflash: <msg>" (one line) to stderr; returns 1 for `return cli_fail(...)`. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Value of flag argv[*i] (advances *i); NULL (after printing an error) if missing. */
+const char *cli_value(int argc, char **argv, int *i);
+bool cli_int(const char *flag, const char *s, long long lo, long long hi, long long *out);
+bool cli_float(const char *flag, const char *s, double lo, double hi, double *out);
+/* Read a whole file; NULL (after printing an error) on failure. */
+char *cli_read_file(const char *path, size_t *len);
+
+#endif

@@ -1,0 +1,64 @@
+/* pocketflash synth / quantize: write random-weight models of exact shapes, convert weight types. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/synth.h"
+#include "formats/ggml_types.h"
+#include "formats/requantize.h"
+
+static const char k_synth_usage[] =
+    "usage: pocketflash synth --shape pocket|qwen3-0.6b|tiny --type f32|f16|bf16|q8_0|q4_0|q4_1 -o OUT.gguf\n"
+    "                         [--seed S] [--untied]\n"
+    "  writes a random-weight Qwen3 GGUF of that exact shape with a valid byte-level BPE tokenizer\n"
+    "  (256 byte tokens, synthetic merges, Qwen3's 26 special tokens at the end)\n"
+    "  --untied   add a separate output.weight instead of tying it to token_embd\n";
+
+int cmd_synth(int argc, char **argv) {
+    const char *shape = NULL, *type = "f16", *out = NULL;
+    long long seed = 1;
+    bool untied = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_synth_usage, stdout); return 0; }
+        if (!strcmp(a, "--untied")) { untied = true; continue; }
+        if (strcmp(a, "--shape") && strcmp(a, "--type") && strcmp(a, "-o") && strcmp(a, "--seed"))
+            return cli_fail("synth: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "--shape")) shape = v;
+        else if (!strcmp(a, "--type")) type = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!cli_int(a, v, 0, INT64_MAX, &seed)) return 1;
+    }
+    if (!shape || !out) return cli_fail("synth: --shape and -o are required");
+    const pf_synth_shape *sh = pf_synth_shape_find(shape);
+    if (!sh) return cli_fail("synth: unknown shape '%s' (pocket, qwen3-0.6b, tiny)", shape);
+    int t = pf_type_from_name(type);
+    if (t < 0) return cli_fail("synth: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1)", type);
+    char err[PF_ERR_LEN];
+    if (pf_synth_write(sh, (uint32_t)t, untied, (uint64_t)seed, out, err) < 0) return cli_fail("%s", err);
+    return 0;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    const char *pos[3] = {0};
+    int np = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            puts("usage: pocketflash quantize IN.gguf OUT.gguf q8_0|q4_0|q4_1|f16|bf16|f32\n"
+                 "  converts every weight matrix (2-D, rows a multiple of 32) to the type; norms stay f32");
+            return 0;
+        }
+        if (argv[i][0] == '-') return cli_fail("quantize: unknown flag '%s'", argv[i]);
+        if (np == 3) return cli_fail("quantize: too many arguments");
+        pos[np++] = argv[i];
+    }
+    if (np != 3) return cli_fail("quantize: expected IN.gguf OUT.gguf TYPE");
+    int t = pf_type_from_name(pos[2]);
+    if (t < 0) return cli_fail("quantize: unknown type '%s' (q8_0, q4_0, q4_1, f16, bf16, f32)", pos[2]);
+    if (!strcmp(pos[0], pos[1])) return cli_fail("quantize: output must differ from input");
+    char err[PF_ERR_LEN];
+    if (pf_requantize_file(pos[0], pos[1], (uint32_t)t, err) < 0) return cli_fail("%s", err);
+    return 0;
+}

@@ -1,0 +1,96 @@
+/* pocketflash run: stream generated text to stdout, timings to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "include/pocketflash.h"
+
+static const char k_usage[] =
+    "usage: pocketflash run -m MODEL.gguf (-p PROMPT | -f FILE) [options]\n"
+    "  -m FILE        target model (qwen3 GGUF)\n"
+    "  -p TEXT        prompt text (exact bytes, UTF-8)\n"
+    "  -f FILE        read the prompt from a file\n"
+    "  -n N           tokens to generate (default 128)\n"
+    "  -c N           context size in tokens (default min(4096, model's))\n"
+    "  -t N           threads (default 1)\n"
+    "  --chat         wrap the prompt in the ChatML template (stops at <|im_end|>)\n"
+    "  --system TEXT  system message (with --chat)\n"
+    "  --temp T       sampling temperature (default 0 = greedy)\n"
+    "  --top-k K      keep the K most likely tokens (default 0 = off)\n"
+    "  --top-p P      nucleus sampling threshold (default 1 = off)\n"
+    "  --seed S       RNG seed (default 0)\n"
+    "  --ignore-eos   do not stop at the end-of-turn token\n";
+
+static int on_text(void *user, const char *text, size_t len) {
+    (void)user;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL;
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 0};
+    long long iv;
+    double fv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        else if (!strcmp(a, "--chat")) gp.chat = true;
+        else if (!strcmp(a, "--ignore-eos")) gp.stop_at_eot = false;
+        else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
+                 !strcmp(a, "-t") || !strcmp(a, "--system") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
+                 !strcmp(a, "--top-p") || !strcmp(a, "--seed")) {
+            if (!(v = cli_value(argc, argv, &i))) return 1;
+            if (!strcmp(a, "-m")) model_path = v;
+            else if (!strcmp(a, "-p")) prompt = v;
+            else if (!strcmp(a, "-f")) prompt_file = v;
+            else if (!strcmp(a, "--system")) gp.system = v;
+            else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.max_tokens = (int)iv; }
+            else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 1, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
+            else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
+            else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; gp.temp = (float)fv; }
+            else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.top_k = (int)iv; }
+            else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; gp.top_p = (float)fv; }
+            else if (!strcmp(a, "--seed")) { if (!cli_int(a, v, 0, INT64_MAX, &iv)) return 1; gp.seed = (uint64_t)iv; }
+        } else {
+            return cli_fail("run: unknown flag '%s' (try --help)", a);
+        }
+    }
+    if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
+    if (!prompt == !prompt_file) return cli_fail("run: give exactly one of -p PROMPT or -f FILE");
+    size_t plen = 0;
+    char *file_text = NULL;
+    if (prompt_file) {
+        if (!(file_text = cli_read_file(prompt_file, &plen))) return 1;
+        prompt = file_text;
+    } else {
+        plen = strlen(prompt);
+    }
+    char err[PF_ERR_LEN];
+    int rc = 1;
+    pf_model *m = pf_load_model(model_path, err);
+    pf_session *s = NULL;
+    if (!m) { cli_fail("%s", err); goto done; }
+    if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
+    pf_gen_stats st;
+    pf_status r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);
+    if (r != PF_OK) { cli_fail("%s", err); goto done; }
+    fputc('\n', stdout);
+    fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s)\n", st.n_prompt, st.prefill_s,
+            st.prefill_s > 0 ? st.n_prompt / st.prefill_s : 0.0);
+    fprintf(stderr, "decode: %d tokens in %.3f s (%.1f tok/s), time to first token %.3f s, stop: %s\n", st.n_gen,
+            st.decode_s, st.decode_s > 0 && st.n_gen > 1 ? (st.n_gen - 1) / st.decode_s : 0.0, st.ttft_s,
+            st.stop == PF_STOP_EOT ? "end of turn" : st.stop == PF_STOP_LENGTH ? "length" :
+            st.stop == PF_STOP_CONTEXT ? "context full" : "callback");
+    rc = 0;
+done:
+    pf_session_free(s);
+    pf_free_model(m);
+    free(file_text);
+    return rc;
+}

@@ -1,0 +1,12 @@
+/* Subcommands of the pocketflash CLI; argv[0] is the subcommand name. Each returns the exit status. */
+#ifndef PF_CLI_COMMANDS_H
+#define PF_CLI_COMMANDS_H
+
+int cmd_run(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_vocab_import(int argc, char **argv);
+
+#endif

@@ -1,0 +1,33 @@
+/* pocketflash command-line entry: dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+
+static const char k_usage[] =
+    "usage: pocketflash COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  run          generate text with a model (plain or speculative decoding)\n"
+    "  info         print a GGUF file's metadata and tensors\n"
+    "  synth        write a random-weight Qwen3 GGUF of an exact shape\n"
+    "  quantize     convert a GGUF's weight matrices to q8_0 / q4_0 / q4_1 / f16 / bf16 / f32\n"
+    "  tokenize     print the token ids of a text (or decode ids with --decode)\n"
+    "  vocab-import convert a Hugging Face tokenizer.json into a tokenizer-only GGUF\n"
+    "\n"
+    "Run 'pocketflash COMMAND --help' for a command's options.\n";
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        fputs(k_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
+        {"run", cmd_run},           {"info", cmd_info},         {"synth", cmd_synth},
+        {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    return cli_fail("unknown command '%s' (try --help)", argv[1]);
+}

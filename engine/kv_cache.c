@@ -1,0 +1,33 @@
+/* Per-layer f16 KV cache. Rollback after a rejected speculative block is a length change:
+ * rows past `len` are simply overwritten by the next forward. */
+#include <stdlib.h>
+
+#include "engine/model.h"
+
+pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx) {
+    pf_kv_cache *kv = calloc(1, sizeof *kv);
+    if (!kv) return NULL;
+    kv->n_layer = hp->n_layer;
+    kv->kv_dim = hp->n_head_kv * hp->head_dim;
+    kv->n_ctx = n_ctx;
+    size_t n = (size_t)hp->n_layer * (size_t)n_ctx * (size_t)kv->kv_dim;
+    kv->k = malloc(n * sizeof(pf_half));
+    kv->v = malloc(n * sizeof(pf_half));
+    if (!kv->k || !kv->v) {
+        pf_kv_free(kv);
+        return NULL;
+    }
+    return kv;
+}
+
+void pf_kv_free(pf_kv_cache *kv) {
+    if (!kv) return;
+    free(kv->k);
+    free(kv->v);
+    free(kv);
+}
+
+void pf_kv_truncate(pf_kv_cache *kv, int64_t len) {
+    if (len < 0) len = 0;
+    if (len < kv->len) kv->len = len;
+}

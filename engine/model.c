@@ -1,0 +1,236 @@
+/* Loading a qwen3 GGUF into pf_model: hyper-parameters, tensor lookup with shape/type checks. */
+#include "engine/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/tokenizer.h"
+#include "formats/quant.h"
+
+static int get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err) {
+    int r = gguf_get_u32(f, key, out);
+    if (r == 0) return 0;
+    if (r == -1 && !required) return 1;
+    snprintf(err, PF_ERR_LEN, "%s: %s: %s", f->path, key,
+             r == -1 ? "missing" : "has the wrong type or an out-of-range value");
+    return -1;
+}
+
+/* A weight matrix [rows, cols] (GGUF dims {cols, rows}) of a type the kernels can multiply. */
+static int bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w,
+                       char *err) {
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", f->path, name);
+        return -1;
+    }
+    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path,
+                 name, (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
+        return -1;
+    }
+    w->data = t->data;
+    w->type = t->type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = pf_row_bytes(t->type, cols);
+    return 0;
+}
+
+/* A norm vector of n floats; converted to f32 in `store` if it is stored as another type. */
+static int bind_vector(const gguf_file *f, const char *name, int64_t n, const float **out, float *store,
+                       char *err) {
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", f->path, name);
+        return -1;
+    }
+    if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has %lld elements, expected %lld", f->path, name,
+                 (long long)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), (long long)n);
+        return -1;
+    }
+    if (t->type == PF_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
+        *out = t->data;
+        return 0;
+    }
+    if (pf_dequantize_row(t->type, t->data, store, n) != 0) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has unsupported type %u", f->path, name, t->type);
+        return -1;
+    }
+    *out = store;
+    return 0;
+}
+
+static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
+    gguf_str arch;
+    if (gguf_get_str(f, "general.architecture", &arch) != 0) {
+        snprintf(err, PF_ERR_LEN, "%s: general.architecture: missing (not a model file)", f->path);
+        return -1;
+    }
+    if (!gguf_str_eq(arch, "qwen3")) {
+        snprintf(err, PF_ERR_LEN, "%s: general.architecture: '%.*s' is not supported (expected qwen3)", f->path,
+                 (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
+        return -1;
+    }
+    uint32_t v[7];
+    static const char *keys[7] = {"qwen3.block_count", "qwen3.embedding_length", "qwen3.feed_forward_length",
+                                  "qwen3.attention.head_count", "qwen3.attention.head_count_kv",
+                                  "qwen3.attention.key_length", "qwen3.context_length"};
+    for (int i = 0; i < 7; i++) {
+        int r = get_u32(f, keys[i], &v[i], i < 4, err);
+        if (r < 0) return -1;
+        if (r == 1) v[i] = 0;
+    }
+    hp->n_layer = (int)v[0];
+    hp->n_embd = (int)v[1];
+    hp->n_ff = (int)v[2];
+    hp->n_head = (int)v[3];
+    hp->n_head_kv = v[4] ? (int)v[4] : hp->n_head;
+    hp->head_dim = v[5] ? (int)v[5] : (hp->n_head ? hp->n_embd / hp->n_head : 0);
+    hp->n_ctx_train = v[6] ? v[6] : 4096;
+    uint32_t vlen;
+    if (gguf_get_u32(f, "qwen3.attention.value_length", &vlen) == 0 && (int)vlen != hp->head_dim) {
+        snprintf(err, PF_ERR_LEN, "%s: qwen3.attention.value_length: %u differs from key_length %d", f->path,
+                 vlen, hp->head_dim);
+        return -1;
+    }
+    hp->rope_theta = 1e6f;
+    hp->rms_eps = 1e-6f;
+    if (gguf_get_f32(f, "qwen3.rope.freq_base", &hp->rope_theta) == -2 ||
+        gguf_get_f32(f, "qwen3.attention.layer_norm_rms_epsilon", &hp->rms_eps) == -2) {
+        snprintf(err, PF_ERR_LEN, "%s: qwen3.rope.freq_base / layer_norm_rms_epsilon: wrong type", f->path);
+        return -1;
+    }
+    if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_embd > 65536 || hp->n_ff < 1 ||
+        hp->n_ff > 1 << 20 || hp->n_head < 1 || hp->n_head > 1024 || hp->n_head_kv < 1 ||
+        hp->n_head % hp->n_head_kv || hp->head_dim < 2 || hp->head_dim % 2 || hp->head_dim > 1024 ||
+        !(hp->rope_theta > 0) || !(hp->rms_eps > 0)) {
+        snprintf(err, PF_ERR_LEN,
+                 "%s: hyper-parameters out of range (layers %d, hidden %d, ffn %d, heads %d/%d, head_dim %d)",
+                 f->path, hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim);
+        return -1;
+    }
+    const gguf_tensor *te = gguf_find_tensor(f, "token_embd.weight");
+    if (!te || te->n_dims != 2 || te->ne[0] != hp->n_embd) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor 'token_embd.weight' is missing or not [vocab, %d]", f->path,
+                 hp->n_embd);
+        return -1;
+    }
+    hp->n_vocab = (int)te->ne[1];
+    return 0;
+}
+
+/* Every matrix must be one the kernels multiply, with rows that are whole blocks. */
+static int check_weight(const gguf_file *f, const char *name, const pf_weight *w, char *err) {
+    const pf_type_traits *t = pf_type_info(w->type);
+    if (!t || !pf_kernels_get(PF_LEVEL_SCALAR)->gemm[w->type]) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': weight type %u is not supported", f->path, name, w->type);
+        return -1;
+    }
+    if (w->cols % PF_QK) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': input size %lld is not a multiple of 32", f->path, name,
+                 (long long)w->cols);
+        return -1;
+    }
+    return 0;
+}
+
+pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
+    pf_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        if (own_file) gguf_close(f);
+        return NULL;
+    }
+    m->file = f;
+    m->own_file = own_file;
+    pf_hparams *hp = &m->hp;
+    if (read_hparams(f, hp, err) < 0) goto fail;
+    int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    /* room for every norm vector in f32: per layer 2*n_embd + 2*head_dim, plus the output norm */
+    m->norm_store = malloc(((size_t)hp->n_layer * (2 * hp->n_embd + 2 * hp->head_dim) + hp->n_embd) * sizeof(float));
+    if (!m->layers || !m->norm_store) {
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        goto fail;
+    }
+    float *store = m->norm_store;
+    if (bind_matrix(f, "token_embd.weight", hp->n_vocab, hp->n_embd, &m->tok_embd, err) < 0) goto fail;
+    if (!pf_type_info(m->tok_embd.type)) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor 'token_embd.weight': unsupported type", f->path);
+        goto fail;
+    }
+    if (gguf_find_tensor(f, "output.weight")) {
+        if (bind_matrix(f, "output.weight", hp->n_vocab, hp->n_embd, &m->output, err) < 0) goto fail;
+    } else {
+        m->output = m->tok_embd;
+        m->tied = true;
+    }
+    if (check_weight(f, "output.weight", &m->output, err) < 0) goto fail;
+    if (bind_vector(f, "output_norm.weight", hp->n_embd, &m->output_norm, store, err) < 0) goto fail;
+    store += hp->n_embd;
+    for (int l = 0; l < hp->n_layer; l++) {
+        pf_layer *L = &m->layers[l];
+        struct { const char *name; int64_t rows, cols; pf_weight *w; } mats[] = {
+            {"attn_q", qd, hp->n_embd, &L->attn_q},        {"attn_k", kvd, hp->n_embd, &L->attn_k},
+            {"attn_v", kvd, hp->n_embd, &L->attn_v},       {"attn_output", hp->n_embd, qd, &L->attn_o},
+            {"ffn_gate", hp->n_ff, hp->n_embd, &L->ffn_gate}, {"ffn_up", hp->n_ff, hp->n_embd, &L->ffn_up},
+            {"ffn_down", hp->n_embd, hp->n_ff, &L->ffn_down},
+        };
+        char name[96];
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[i].name);
+            if (bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) goto fail;
+            if (check_weight(f, name, mats[i].w, err) < 0) goto fail;
+        }
+        struct { const char *name; int64_t n; const float **out; } vecs[] = {
+            {"attn_norm", hp->n_embd, &L->attn_norm}, {"ffn_norm", hp->n_embd, &L->ffn_norm},
+            {"attn_q_norm", hp->head_dim, &L->q_norm}, {"attn_k_norm", hp->head_dim, &L->k_norm},
+        };
+        for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, vecs[i].name);
+            if (bind_vector(f, name, vecs[i].n, vecs[i].out, store, err) < 0) goto fail;
+            store += vecs[i].n;
+        }
+    }
+    m->tok = pf_tokenizer_load(f, err);
+    if (!m->tok) goto fail;
+    if (pf_tokenizer_n_vocab(m->tok) > hp->n_vocab) {
+        snprintf(err, PF_ERR_LEN, "%s: tokenizer.ggml.tokens: %d tokens but the embedding has %d rows", f->path,
+                 pf_tokenizer_n_vocab(m->tok), hp->n_vocab);
+        goto fail;
+    }
+    return m;
+fail:
+    pf_model_free(m);
+    return NULL;
+}
+
+pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {
+    gguf_file *f = gguf_open(path, err);
+    if (!f) return NULL;
+    return pf_model_from_gguf(f, 1, err);
+}
+
+void pf_model_free(pf_model *m) {
+    if (!m) return;
+    if (m->tok) pf_tokenizer_free(m->tok);
+    if (m->own_file) gguf_close(m->file);
+    free(m->layers);
+    free(m->norm_store);
+    free(m);
+}
+
+size_t pf_model_weight_bytes(const pf_model *m) {
+    size_t n = m->tied ? 0 : m->output.row_bytes * (size_t)m->output.rows;
+    n += m->tok_embd.row_bytes; /* one embedding row is read per token */
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const pf_layer *L = &m->layers[l];
+        const pf_weight *w[] = {&L->attn_q, &L->attn_k, &L->attn_v, &L->attn_o, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        for (int i = 0; i < 7; i++) n += w[i]->row_bytes * (size_t)w[i]->rows;
+    }
+    if (m->tied) n += m->output.row_bytes * (size_t)m->output.rows;
+    return n;
+}

@@ -1,0 +1,218 @@
+#include "engine/synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/sampler.h"
+#include "formats/ggml_types.h"
+#include "formats/requantize.h"
+
+static const pf_synth_shape k_shapes[] = {
+    {"pocket", 28, 896, 2560, 14, 2, 64, 65536, 40960},
+    {"qwen3-0.6b", 28, 1024, 3072, 16, 8, 128, 151936, 40960},
+    {"tiny", 2, 128, 384, 4, 2, 32, 512, 2048},
+};
+static const char *const k_names[] = {"pocket", "qwen3-0.6b", "tiny", NULL};
+
+const pf_synth_shape *pf_synth_shape_find(const char *name) {
+    for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
+        if (strcmp(k_shapes[i].name, name) == 0) return &k_shapes[i];
+    return NULL;
+}
+
+const char *const *pf_synth_shape_names(void) { return k_names; }
+
+/* Qwen3's 26 added tokens in their original order; the last six are not "special" (user-defined). */
+static const char *const k_specials[26] = {
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
+    "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
+    "<tool_response>", "</tool_response>", "<think>", "</think>"};
+
+/* GPT-2 byte-to-unicode map as UTF-8 strings. */
+static void byte_piece(int b, char out[4]) {
+    int cp;
+    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255)) {
+        cp = b;
+    } else {
+        int n = 0;
+        for (int x = 0; x < b; x++)
+            if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) n++;
+        cp = 256 + n;
+    }
+    if (cp < 0x80) { out[0] = (char)cp; out[1] = 0; }
+    else { out[0] = (char)(0xc0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3f)); out[2] = 0; }
+}
+
+typedef struct {
+    char **strs;
+    int n, cap;
+} strlist;
+
+static int sl_push(strlist *l, char *s) {
+    if (!s) return -1;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 1024;
+        char **p = realloc(l->strs, (size_t)cap * sizeof *p);
+        if (!p) { free(s); return -1; }
+        l->strs = p;
+        l->cap = cap;
+    }
+    l->strs[l->n++] = s;
+    return 0;
+}
+
+static void sl_free(strlist *l) {
+    for (int i = 0; i < l->n; i++) free(l->strs[i]);
+    free(l->strs);
+}
+
+static char *cat2(const char *a, const char *b, char sep) {
+    size_t la = strlen(a), lb = strlen(b);
+    char *r = malloc(la + lb + 2);
+    if (!r) return NULL;
+    memcpy(r, a, la);
+    size_t o = la;
+    if (sep) r[o++] = sep;
+    memcpy(r + o, b, lb + 1);
+    return r;
+}
+
+/* Merges in a fixed order: letter pairs, "Ġ"+letter, "Ġ"+pair, then letter triples; every result is
+ * made of two pieces that already exist, so BPE stays consistent. */
+int pf_synth_tokenizer(gguf_writer *w, int n_vocab) {
+    int n_merge = n_vocab - 256 - 26;
+    if (n_merge < 0) return -1;
+    static const char letters[] = "etaoinshrdlucmfwypvbgkqjxzETAOINSHRDLUCMFWYPVBGKQJXZ";
+    const int NL = 52;
+    strlist toks = {0}, merges = {0};
+    int rc = -1;
+    for (int b = 0; b < 256; b++) {
+        char p[4];
+        byte_piece(b, p);
+        if (sl_push(&toks, strdup(p)) < 0) goto done;
+    }
+    const char *G = "\xc4\xa0"; /* byte-mapped space */
+    for (int stage = 0; stage < 4 && merges.n < n_merge; stage++) {
+        int total = stage == 0 ? NL * NL : stage == 1 ? NL : stage == 2 ? NL * NL : NL * NL * NL;
+        for (int i = 0; i < total && merges.n < n_merge; i++) {
+            char l[8], r[8];
+            if (stage == 0) { snprintf(l, sizeof l, "%c", letters[i / NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
+            else if (stage == 1) { snprintf(l, sizeof l, "%s", G); snprintf(r, sizeof r, "%c", letters[i]); }
+            else if (stage == 2) { snprintf(l, sizeof l, "%s%c", G, letters[i / NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
+            else { snprintf(l, sizeof l, "%c%c", letters[i / (NL * NL)], letters[i / NL % NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
+            if (sl_push(&merges, cat2(l, r, ' ')) < 0 || sl_push(&toks, cat2(l, r, 0)) < 0) goto done;
+        }
+    }
+    if (merges.n < n_merge) goto done;
+    for (int i = 0; i < 26; i++)
+        if (sl_push(&toks, strdup(k_specials[i])) < 0) goto done;
+    int32_t *types = malloc((size_t)n_vocab * sizeof *types);
+    if (!types) goto done;
+    for (int i = 0; i < n_vocab; i++) types[i] = i < n_vocab - 26 ? 1 : (i < n_vocab - 6 ? 3 : 4);
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "qwen2");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks.strs, NULL, (uint64_t)toks.n);
+    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_I32, types, (uint64_t)n_vocab);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)merges.strs, NULL, (uint64_t)merges.n);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(n_vocab - 26 + 2));
+    gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)(n_vocab - 26));
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
+    gguf_w_str(w, "tokenizer.chat_template",
+               "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+               "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+    free(types);
+    rc = 0;
+done:
+    sl_free(&toks);
+    sl_free(&merges);
+    return rc;
+}
+
+static float gauss(pf_rng *r) {
+    double u1 = pf_rng_uniform(r), u2 = pf_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+int pf_synth_write(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_t seed, const char *path,
+                   char err[PF_ERR_LEN]) {
+    gguf_writer *w = gguf_writer_new();
+    pf_rng rng;
+    pf_rng_seed(&rng, seed);
+    int cap = 16 + sh->n_layer * 11, n_owned = 0, rc = -1;
+    void **owned = calloc((size_t)cap, sizeof *owned);
+    if (!w || !owned) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    gguf_w_str(w, "general.architecture", "qwen3");
+    char nm[96];
+    snprintf(nm, sizeof nm, "synthetic-%s-%s", sh->name, pf_type_info(type)->name);
+    gguf_w_str(w, "general.name", nm);
+    gguf_w_u32(w, "qwen3.block_count", (uint32_t)sh->n_layer);
+    gguf_w_u32(w, "qwen3.context_length", (uint32_t)sh->n_ctx);
+    gguf_w_u32(w, "qwen3.embedding_length", (uint32_t)sh->n_embd);
+    gguf_w_u32(w, "qwen3.feed_forward_length", (uint32_t)sh->n_ff);
+    gguf_w_u32(w, "qwen3.attention.head_count", (uint32_t)sh->n_head);
+    gguf_w_u32(w, "qwen3.attention.head_count_kv", (uint32_t)sh->n_head_kv);
+    gguf_w_u32(w, "qwen3.attention.key_length", (uint32_t)sh->head_dim);
+    gguf_w_u32(w, "qwen3.attention.value_length", (uint32_t)sh->head_dim);
+    gguf_w_f32(w, "qwen3.rope.freq_base", 1e6f);
+    gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+    if (pf_synth_tokenizer(w, sh->n_vocab) < 0) { snprintf(err, PF_ERR_LEN, "tokenizer: vocabulary too small"); goto done; }
+
+    /* one scratch buffer of floats large enough for the biggest matrix */
+    int64_t qd = (int64_t)sh->n_head * sh->head_dim, kvd = (int64_t)sh->n_head_kv * sh->head_dim;
+    int64_t big = (int64_t)sh->n_vocab * sh->n_embd;
+    if ((int64_t)sh->n_ff * sh->n_embd > big) big = (int64_t)sh->n_ff * sh->n_embd;
+    float *tmp = malloc((size_t)big * sizeof(float));
+    if (!tmp) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+#define MAT(NAME, ROWS, COLS, STD, TYPE) do {                                             \
+        int64_t r_ = (ROWS), c_ = (COLS);                                               \
+        for (int64_t i_ = 0; i_ < r_ * c_; i_++) tmp[i_] = gauss(&rng) * (STD);          \
+        size_t nb_ = 0;                                                                 \
+        void *d_ = pf_convert_matrix((TYPE), tmp, r_, c_, &nb_);                        \
+        if (!d_) { snprintf(err, PF_ERR_LEN, "out of memory"); free(tmp); goto done; }  \
+        owned[n_owned++] = d_;                                                          \
+        int64_t ne_[2] = {c_, r_};                                                      \
+        gguf_w_tensor(w, (NAME), (TYPE), 2, ne_, d_, nb_);                              \
+    } while (0)
+#define VEC(NAME, N) do {                                                                \
+        int64_t n_ = (N);                                                               \
+        float *v_ = malloc((size_t)n_ * sizeof(float));                                 \
+        if (!v_) { snprintf(err, PF_ERR_LEN, "out of memory"); free(tmp); goto done; }  \
+        for (int64_t i_ = 0; i_ < n_; i_++) v_[i_] = 1.0f + 0.1f * gauss(&rng);         \
+        owned[n_owned++] = v_;                                                          \
+        gguf_w_tensor(w, (NAME), PF_TYPE_F32, 1, &n_, v_, (size_t)n_ * sizeof(float));  \
+    } while (0)
+    MAT("token_embd.weight", sh->n_vocab, sh->n_embd, 0.05f, type);
+    if (untied) MAT("output.weight", sh->n_vocab, sh->n_embd, 0.05f, type);
+    VEC("output_norm.weight", sh->n_embd);
+    float sh_in = 1.0f / sqrtf((float)sh->n_embd), sq_in = 1.0f / sqrtf((float)qd), sf_in = 1.0f / sqrtf((float)sh->n_ff);
+    char name[96];
+    for (int l = 0; l < sh->n_layer; l++) {
+#define LN(S) (snprintf(name, sizeof name, "blk.%d." S, l), name)
+        VEC(LN("attn_norm.weight"), sh->n_embd);
+        MAT(LN("attn_q.weight"), qd, sh->n_embd, sh_in, type);
+        MAT(LN("attn_k.weight"), kvd, sh->n_embd, sh_in, type);
+        MAT(LN("attn_v.weight"), kvd, sh->n_embd, sh_in, type);
+        VEC(LN("attn_q_norm.weight"), sh->head_dim);
+        VEC(LN("attn_k_norm.weight"), sh->head_dim);
+        MAT(LN("attn_output.weight"), sh->n_embd, qd, sq_in, type);
+        VEC(LN("ffn_norm.weight"), sh->n_embd);
+        MAT(LN("ffn_gate.weight"), sh->n_ff, sh->n_embd, sh_in, type);
+        MAT(LN("ffn_up.weight"), sh->n_ff, sh->n_embd, sh_in, type);
+        MAT(LN("ffn_down.weight"), sh->n_embd, sh->n_ff, sf_in, type);
+#undef LN
+    }
+#undef MAT
+#undef VEC
+    free(tmp);
+    rc = gguf_w_write(w, path, err);
+done:
+    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    free(owned);
+    gguf_writer_free(w);
+    return rc;
+}

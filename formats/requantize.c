@@ -1,0 +1,80 @@
+#include "formats/requantize.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/ggml_types.h"
+#include "formats/quant.h"
+
+void *pf_convert_matrix(uint32_t type, const float *src, int64_t rows, int64_t cols, size_t *nbytes) {
+    size_t rb = pf_row_bytes(type, cols);
+    if (!rb) return NULL;
+    uint8_t *dst = malloc(rb * (size_t)rows);
+    if (!dst) return NULL;
+    for (int64_t r = 0; r < rows; r++) pf_quantize_row(type, src + r * cols, dst + rb * (size_t)r, cols);
+    *nbytes = rb * (size_t)rows;
+    return dst;
+}
+
+/* ggml's LLAMA_FTYPE numbering for general.file_type */
+static uint32_t file_type_of(uint32_t type) {
+    switch (type) {
+    case PF_TYPE_F32: return 0;
+    case PF_TYPE_F16: return 1;
+    case PF_TYPE_Q4_0: return 2;
+    case PF_TYPE_Q4_1: return 3;
+    case PF_TYPE_Q8_0: return 7;
+    case PF_TYPE_BF16: return 32;
+    }
+    return 0;
+}
+
+static bool skip_file_type(const char *key) { return strcmp(key, "general.file_type") == 0; }
+
+int pf_requantize_file(const char *in, const char *out, uint32_t type, char err[PF_ERR_LEN]) {
+    if (!pf_type_info(type)) {
+        snprintf(err, PF_ERR_LEN, "unsupported output type %u", type);
+        return -1;
+    }
+    gguf_file *f = gguf_open(in, err);
+    if (!f) return -1;
+    gguf_writer *w = gguf_writer_new();
+    void **owned = calloc((size_t)f->n_tensors + 1, sizeof *owned);
+    int rc = -1;
+    if (!w || !owned) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        goto done;
+    }
+    gguf_w_copy_kv(w, f, skip_file_type);
+    gguf_w_u32(w, "general.file_type", file_type_of(type));
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        char *name = gguf_str_dup(t->name);
+        int64_t rows = t->ne[1] * t->ne[2] * t->ne[3], cols = t->ne[0];
+        if (t->n_dims >= 2 && cols % PF_QK == 0 && t->type != type) {
+            float *tmp = malloc((size_t)(rows * cols) * sizeof(float));
+            size_t nb = 0;
+            if (tmp && pf_dequantize_row(t->type, t->data, tmp, rows * cols) == 0)
+                owned[i] = pf_convert_matrix(type, tmp, rows, cols, &nb);
+            free(tmp);
+            if (!owned[i]) {
+                snprintf(err, PF_ERR_LEN, "%s: tensor '%s': conversion failed", in, name);
+                free(name);
+                goto done;
+            }
+            gguf_w_tensor(w, name, type, t->n_dims, t->ne, owned[i], nb);
+        } else {
+            gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+        }
+        free(name);
+    }
+    rc = gguf_w_write(w, out, err);
+done:
+    if (owned)
+        for (uint64_t i = 0; i < f->n_tensors; i++) free(owned[i]);
+    free(owned);
+    gguf_writer_free(w);
+    gguf_close(f);
+    return rc;
+}
