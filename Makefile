@@ -46,15 +46,26 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# Fixtures the tests need, made from ../shared (CI keeps a copy of shared/ beside the clone).
+SHARED ?= ../shared
+PYTHON ?= /usr/bin/python3
+GOLDEN := $(foreach t,f32 q8_0 q4_1,.cache/golden-pocket2-$(t).gguf)
+.cache/golden-pocket2-%.gguf: $(SHARED)/fixtures/llamacpp-golden/mkgguf.py
+	@mkdir -p .cache
+	$(PYTHON) $< $@.tmp $* && mv $@.tmp $@
+
+TEST_DATA := $(GOLDEN)
+
 # The test suite runs against the CLI too (tests spawn ./pocketflash).
-test: pocketflash $(BUILD)/tests/run_tests
-	$(BUILD)/tests/run_tests $(T)
+test: pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
+	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
 
 # AddressSanitizer + UBSan build of the whole suite in its own build folder.
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    build-asan/tests/run_tests pocketflash-asan
-	ASAN_OPTIONS=detect_leaks=1 PF_CLI=./pocketflash-asan build-asan/tests/run_tests $(T)
+	    build-asan/tests/run_tests pocketflash-asan $(TEST_DATA)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-asan \
+	    build-asan/tests/run_tests $(T)
 
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)

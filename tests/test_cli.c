@@ -1,0 +1,146 @@
+/* The CLI end to end: bad input gets ONE line naming the problem and a non-zero exit; the main
+ * commands work on a synthetic model. Runs ./pocketflash (or $PF_CLI). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "formats/gguf.h"
+#include "test.h"
+
+static const char *cli(void) {
+    const char *c = getenv("PF_CLI");
+    return c ? c : "./pocketflash";
+}
+
+/* Runs `pocketflash ARGS`, returns the exit status; stdout/stderr captured into out/err. */
+static int run(const char *args, char *out, size_t out_n, char *err, size_t err_n) {
+    char cmd[2048], po[300], pe[300];
+    snprintf(po, sizeof po, "%s/cli.out", pf_test_tmpdir());
+    snprintf(pe, sizeof pe, "%s/cli.err", pf_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", cli(), args, po, pe);
+    int st = system(cmd);
+    const char *paths[2] = {po, pe};
+    char *bufs[2] = {out, err};
+    size_t ns[2] = {out_n, err_n};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        size_t n = f ? fread(bufs[i], 1, ns[i] - 1, f) : 0;
+        bufs[i][n] = 0;
+        if (f) fclose(f);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* Non-zero exit, exactly one line on stderr containing `expect`, nothing on stdout. */
+#define CHECK_FAILS(args, expect)                                                               \
+    do {                                                                                        \
+        char o_[8192], e_[8192];                                                                \
+        int rc_ = run(args, o_, sizeof o_, e_, sizeof e_);                                     \
+        CHECKF(rc_ != 0 && rc_ < 128, "%s: exit %d", args, rc_);                                \
+        CHECKF(count_lines(e_) == 1 && strstr(e_, expect), "%s: stderr '%s' lacks '%s'", args, e_, expect); \
+        CHECKF(strstr(e_, "pocketflash: ") == e_, "%s: message not prefixed: '%s'", args, e_);   \
+    } while (0)
+
+static const char *tiny_model(void) {
+    static char path[300];
+    snprintf(path, sizeof path, "%s/cli-tiny.gguf", pf_test_tmpdir());
+    char cmd[600], o[4096], e[4096];
+    snprintf(cmd, sizeof cmd, "synth --shape tiny --type q8_0 -o %s", path);
+    if (run(cmd, o, sizeof o, e, sizeof e) != 0) printf("    synth failed: %s\n", e);
+    return path;
+}
+
+TEST(cli_run_tiny_model) {
+    const char *m = tiny_model();
+    char args[600], o[8192], e[8192];
+    snprintf(args, sizeof args, "run -m %s -p hello -n 16", m);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run failed: %s", e);
+    CHECK(strlen(o) > 1);
+    CHECK(strstr(e, "prefill:") && strstr(e, "decode: 16 tokens") && strstr(e, "tok/s"));
+    /* greedy is deterministic; sampled with a seed is reproducible */
+    char o2[8192];
+    CHECK(run(args, o2, sizeof o2, e, sizeof e) == 0 && !strcmp(o, o2));
+    snprintf(args, sizeof args, "run -m %s -p hello -n 16 --temp 0.9 --top-k 40 --top-p 0.9 --seed 5 -t 2", m);
+    CHECK(run(args, o, sizeof o, e, sizeof e) == 0);
+    CHECK(run(args, o2, sizeof o2, e, sizeof e) == 0 && !strcmp(o, o2));
+    snprintf(args, sizeof args, "run -m %s -p hello -n 8 --chat --system 'be brief'", m);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "chat run failed: %s", e);
+}
+
+TEST(cli_bad_inputs_one_line_errors) {
+    const char *m = tiny_model();
+    char args[1200], path[300];
+    CHECK_FAILS("run -m /nonexistent.gguf -p hi", "cannot open");
+    snprintf(path, sizeof path, "%s/notgguf.txt", pf_test_tmpdir());
+    FILE *f = fopen(path, "w");
+    fputs("this is not a model file, just some text that is long enough", f);
+    fclose(f);
+    snprintf(args, sizeof args, "run -m %s -p hi", path);
+    CHECK_FAILS(args, "not a GGUF file");
+    /* truncated model */
+    snprintf(args, sizeof args, "head -c 5000 %s > %s/trunc.gguf", m, pf_test_tmpdir());
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "run -m %s/trunc.gguf -p hi", pf_test_tmpdir());
+    CHECK_FAILS(args, "trunc.gguf");
+    /* wrong architecture */
+    gguf_writer *w = gguf_writer_new();
+    gguf_w_str(w, "general.architecture", "llama");
+    snprintf(path, sizeof path, "%s/llama.gguf", pf_test_tmpdir());
+    char err[PF_ERR_LEN];
+    CHECK(gguf_w_write(w, path, err) == 0);
+    gguf_writer_free(w);
+    snprintf(args, sizeof args, "run -m %s -p hi", path);
+    CHECK_FAILS(args, "architecture: 'llama' is not supported");
+    /* prompt longer than the context */
+    snprintf(args, sizeof args, "run -m %s -c 16 -p 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen'", m);
+    CHECK_FAILS(args, "does not fit the context");
+    /* invalid UTF-8 prompt */
+    snprintf(path, sizeof path, "%s/bad-utf8.txt", pf_test_tmpdir());
+    f = fopen(path, "wb");
+    fputs("abc\xc3(def", f);
+    fclose(f);
+    snprintf(args, sizeof args, "run -m %s -f %s", m, path);
+    CHECK_FAILS(args, "UTF-8");
+    /* flags */
+    snprintf(args, sizeof args, "run -m %s -p hi --bogus", m);
+    CHECK_FAILS(args, "unknown flag '--bogus'");
+    snprintf(args, sizeof args, "run -m %s -p hi -n", m);
+    CHECK_FAILS(args, "needs a value");
+    snprintf(args, sizeof args, "run -m %s -p hi -n abc", m);
+    CHECK_FAILS(args, "not an integer");
+    snprintf(args, sizeof args, "run -m %s -p hi --top-p 1.5", m);
+    CHECK_FAILS(args, "--top-p");
+    CHECK_FAILS("frobnicate", "unknown command");
+    CHECK_FAILS("synth --shape huge -o /tmp/x.gguf", "unknown shape");
+    CHECK_FAILS("info /nonexistent.gguf", "cannot open");
+    snprintf(args, sizeof args, "info %s --x", m);
+    CHECK_FAILS(args, "unknown flag");
+}
+
+TEST(cli_quantize_and_info) {
+    const char *m = tiny_model();
+    char args[1200], o[65536], e[8192];
+    static const char *types[] = {"q4_1", "q4_0", "f16", "bf16", "f32"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(args, sizeof args, "quantize %s %s/q-%s.gguf %s", m, pf_test_tmpdir(), types[i], types[i]);
+        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "quantize %s: %s", types[i], e);
+        snprintf(args, sizeof args, "info %s/q-%s.gguf", pf_test_tmpdir(), types[i]);
+        CHECK(run(args, o, sizeof o, e, sizeof e) == 0);
+        CHECK(strstr(o, "blk.1.ffn_down.weight") && strstr(o, types[i]) && strstr(o, "qwen3.block_count"));
+        snprintf(args, sizeof args, "run -m %s/q-%s.gguf -p abc -n 4", pf_test_tmpdir(), types[i]);
+        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run on %s: %s", types[i], e);
+    }
+    /* a failed conversion leaves no output file behind */
+    snprintf(args, sizeof args, "quantize /nonexistent.gguf %s/never.gguf q8_0", pf_test_tmpdir());
+    CHECK_FAILS(args, "cannot open");
+    snprintf(args, sizeof args, "ls %s | grep -c never > /dev/null", pf_test_tmpdir());
+    CHECK(system(args) != 0);
+    snprintf(args, sizeof args, "quantize %s %s/x.gguf q5_k", m, pf_test_tmpdir());
+    CHECK_FAILS(args, "unknown type");
+}

@@ -1,0 +1,275 @@
+/* The target forward: against a naive float64 reference written here, batch invariance (B rows
+ * == B single rows, bitwise, any thread count, any kernel level), and KV truncation. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model.h"
+#include "engine/synth.h"
+#include "engine/sampler.h"
+#include "formats/quant.h"
+#include "test.h"
+
+static pf_model *synth_model(const char *shape, uint32_t type, bool untied, const char *tag) {
+    char path[300], err[PF_ERR_LEN];
+    snprintf(path, sizeof path, "%s/%s-%s.gguf", pf_test_tmpdir(), shape, tag);
+    const pf_synth_shape *sh = pf_synth_shape_find(shape);
+    if (pf_synth_write(sh, type, untied, 7, path, err) < 0) {
+        printf("    synth: %s\n", err);
+        return NULL;
+    }
+    pf_model *m = pf_model_load(path, err);
+    if (!m) printf("    load: %s\n", err);
+    return m;
+}
+
+/* ---- float64 reference: target.md's pseudo-code, one row at a time ---- */
+typedef struct {
+    const pf_model *m;
+    int64_t len;
+    double *k, *v; /* [layer][pos][kvd], values rounded through f16 like the engine's cache */
+} ref_state;
+
+static void deq(const pf_weight *w, int64_t row, double *out) {
+    float *tmp = malloc((size_t)w->cols * sizeof(float));
+    pf_dequantize_row(w->type, (const char *)w->data + (size_t)row * w->row_bytes, tmp, w->cols);
+    for (int64_t i = 0; i < w->cols; i++) out[i] = tmp[i];
+    free(tmp);
+}
+
+static void ref_matvec(const pf_weight *w, const double *x, double *y) {
+    double *row = malloc((size_t)w->cols * sizeof(double));
+    for (int64_t r = 0; r < w->rows; r++) {
+        deq(w, r, row);
+        double s = 0;
+        for (int64_t i = 0; i < w->cols; i++) s += row[i] * x[i];
+        y[r] = s;
+    }
+    free(row);
+}
+
+static void ref_rmsnorm(const double *x, const float *w, int n, double eps, double *out) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    double sc = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * sc * w[i];
+}
+
+static void ref_rope(double *x, int nh, int hd, int64_t pos, double theta) {
+    for (int h = 0; h < nh; h++)
+        for (int i = 0; i < hd / 2; i++) {
+            double a = (double)pos * pow(theta, -2.0 * i / hd), c = cos(a), s = sin(a);
+            double *p = x + h * hd;
+            double x0 = p[i], x1 = p[i + hd / 2];
+            p[i] = x0 * c - x1 * s;
+            p[i + hd / 2] = x0 * s + x1 * c;
+        }
+}
+
+static double f16r(double x) { return pf_fp16_to_fp32(pf_fp32_to_fp16((float)x)); }
+
+/* One token through the reference; fills logits (n_vocab doubles). */
+static void ref_step(ref_state *st, int32_t tok, double *logits) {
+    const pf_model *m = st->m;
+    const pf_hparams *hp = &m->hp;
+    int H = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd, F = hp->n_ff;
+    int64_t pos = st->len, nctx = 256;
+    double *x = malloc(H * sizeof(double)), *u = malloc(H * sizeof(double)), *q = malloc(qd * sizeof(double));
+    double *k = malloc(kvd * sizeof(double)), *v = malloc(kvd * sizeof(double)), *a = malloc(qd * sizeof(double));
+    double *t = malloc(H * sizeof(double)), *g = malloc(F * sizeof(double)), *up = malloc(F * sizeof(double));
+    double *sc = malloc((size_t)(pos + 1) * sizeof(double));
+    deq(&m->tok_embd, tok, x);
+    for (int l = 0; l < hp->n_layer; l++) {
+        const pf_layer *L = &m->layers[l];
+        ref_rmsnorm(x, L->attn_norm, H, hp->rms_eps, u);
+        ref_matvec(&L->attn_q, u, q);
+        ref_matvec(&L->attn_k, u, k);
+        ref_matvec(&L->attn_v, u, v);
+        for (int h = 0; h < hp->n_head; h++) ref_rmsnorm(q + h * hd, L->q_norm, hd, hp->rms_eps, q + h * hd);
+        for (int h = 0; h < hp->n_head_kv; h++) ref_rmsnorm(k + h * hd, L->k_norm, hd, hp->rms_eps, k + h * hd);
+        ref_rope(q, hp->n_head, hd, pos, hp->rope_theta);
+        ref_rope(k, hp->n_head_kv, hd, pos, hp->rope_theta);
+        double *K = st->k + ((size_t)l * nctx) * kvd, *V = st->v + ((size_t)l * nctx) * kvd;
+        for (int i = 0; i < kvd; i++) {
+            K[pos * kvd + i] = f16r(k[i]);
+            V[pos * kvd + i] = f16r(v[i]);
+        }
+        int grp = hp->n_head / hp->n_head_kv;
+        for (int h = 0; h < hp->n_head; h++) {
+            int kh = h / grp;
+            double mx = -1e300, sum = 0;
+            for (int64_t j = 0; j <= pos; j++) {
+                double s = 0;
+                for (int i = 0; i < hd; i++) s += q[h * hd + i] * K[j * kvd + kh * hd + i];
+                sc[j] = s / sqrt((double)hd);
+                if (sc[j] > mx) mx = sc[j];
+            }
+            for (int i = 0; i < hd; i++) a[h * hd + i] = 0;
+            for (int64_t j = 0; j <= pos; j++) {
+                double e = exp(sc[j] - mx);
+                sum += e;
+                for (int i = 0; i < hd; i++) a[h * hd + i] += e * V[j * kvd + kh * hd + i];
+            }
+            for (int i = 0; i < hd; i++) a[h * hd + i] /= sum;
+        }
+        ref_matvec(&L->attn_o, a, t);
+        for (int i = 0; i < H; i++) x[i] += t[i];
+        ref_rmsnorm(x, L->ffn_norm, H, hp->rms_eps, u);
+        ref_matvec(&L->ffn_gate, u, g);
+        ref_matvec(&L->ffn_up, u, up);
+        for (int i = 0; i < F; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * up[i];
+        ref_matvec(&L->ffn_down, g, t);
+        for (int i = 0; i < H; i++) x[i] += t[i];
+    }
+    ref_rmsnorm(x, m->output_norm, H, hp->rms_eps, u);
+    ref_matvec(&m->output, u, logits);
+    st->len++;
+    free(x); free(u); free(q); free(k); free(v); free(a); free(t); free(g); free(up); free(sc);
+}
+
+static void check_against_reference(uint32_t type, bool untied, double tol) {
+    pf_model *m = synth_model("tiny", type, untied, untied ? "ref-untied" : "ref-tied");
+    CHECK(m);
+    const pf_hparams *hp = &m->hp;
+    ref_state st = {m, 0, calloc((size_t)hp->n_layer * 256 * hp->n_head_kv * hp->head_dim, sizeof(double)),
+                    calloc((size_t)hp->n_layer * 256 * hp->n_head_kv * hp->head_dim, sizeof(double))};
+    char err[PF_ERR_LEN];
+    pf_ctx *c = pf_ctx_new(m, 256, 2, NULL, err);
+    CHECK(c);
+    double *rl = malloc(hp->n_vocab * sizeof(double));
+    float *lg = malloc(hp->n_vocab * sizeof(float));
+    double worst = 0;
+    for (int p = 0; p < 40; p++) {
+        int32_t tok = (p * 131 + 7) % hp->n_vocab;
+        ref_step(&st, tok, rl);
+        pf_batch b = {.tokens = &tok, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = lg};
+        CHECK(pf_forward(c, &b, err) == 0);
+        double scale = 0;
+        for (int i = 0; i < hp->n_vocab; i++) scale = fmax(scale, fabs(rl[i]));
+        for (int i = 0; i < hp->n_vocab; i++) worst = fmax(worst, fabs(lg[i] - rl[i]) / scale);
+    }
+    CHECKF(worst < tol, "%s %s: max relative logit error %.3g >= %.3g", pf_type_info(type)->name,
+           untied ? "untied" : "tied", worst, tol);
+    free(rl); free(lg); free(st.k); free(st.v);
+    pf_ctx_free(c);
+    pf_model_free(m);
+}
+
+TEST(forward_matches_float64_reference_f32) { check_against_reference(PF_TYPE_F32, true, 1e-4); }
+TEST(forward_matches_float64_reference_f32_tied) { check_against_reference(PF_TYPE_F32, false, 1e-4); }
+TEST(forward_matches_float64_reference_f16) { check_against_reference(PF_TYPE_F16, false, 1e-4); }
+TEST(forward_matches_float64_reference_bf16) { check_against_reference(PF_TYPE_BF16, true, 1e-4); }
+/* Quantized weights: the reference uses the same dequantized weights but float activations, so the
+ * gap is the int8 activation quantization (about 1/254 per block, averaged over the dot). */
+TEST(forward_matches_float64_reference_q8_0) { check_against_reference(PF_TYPE_Q8_0, true, 2e-2); }
+TEST(forward_matches_float64_reference_q4_0) { check_against_reference(PF_TYPE_Q4_0, false, 2e-2); }
+TEST(forward_matches_float64_reference_q4_1) { check_against_reference(PF_TYPE_Q4_1, true, 2e-2); }
+
+/* Logits of `n` tokens run as one B-row forward must equal n one-row forwards, bit for bit, for
+ * every kernel level and thread count; taps too. */
+static void check_batch_invariance(uint32_t type) {
+    pf_model *m = synth_model("tiny", type, true, "inv");
+    CHECK(m);
+    const pf_hparams *hp = &m->hp;
+    enum { N = 40 }; /* > one internal chunk of 32 rows */
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (i * 97 + 3) % hp->n_vocab;
+    int taps_l[2] = {0, hp->n_layer - 1};
+    float *ref = malloc((size_t)N * hp->n_vocab * sizeof(float)), *got = malloc((size_t)N * hp->n_vocab * sizeof(float));
+    float *rtap = malloc((size_t)N * 2 * hp->n_embd * sizeof(float)), *gtap = malloc((size_t)N * 2 * hp->n_embd * sizeof(float));
+    char err[PF_ERR_LEN];
+    for (int lv = 0; lv < PF_LEVEL_COUNT; lv++) {
+        const pf_kernels *k = pf_kernels_get((pf_level)lv);
+        if (!k) continue;
+        /* reference: one row at a time, 1 thread */
+        pf_ctx *c = pf_ctx_new(m, 128, 1, k, err);
+        CHECK(c);
+        for (int i = 0; i < N; i++) {
+            pf_batch b = {.tokens = &toks[i], .n = 1, .logits_mode = PF_LOGITS_ALL, .logits = ref + (size_t)i * hp->n_vocab,
+                          .tap_layers = taps_l, .n_taps = 2, .taps = rtap + (size_t)i * 2 * hp->n_embd};
+            CHECK(pf_forward(c, &b, err) == 0);
+        }
+        pf_ctx_free(c);
+        int splits[][3] = {{N, 0, 0}, {5, 35, 0}, {1, 16, 23}, {17, 17, 6}};
+        for (int threads = 1; threads <= 3; threads++)
+            for (size_t sp = 0; sp < sizeof splits / sizeof splits[0]; sp++) {
+                c = pf_ctx_new(m, 128, threads, k, err);
+                CHECK(c);
+                int at = 0;
+                for (int j = 0; j < 3 && splits[sp][j]; j++) {
+                    pf_batch b = {.tokens = toks + at, .n = splits[sp][j], .logits_mode = PF_LOGITS_ALL,
+                                  .logits = got + (size_t)at * hp->n_vocab, .tap_layers = taps_l, .n_taps = 2,
+                                  .taps = gtap + (size_t)at * 2 * hp->n_embd};
+                    CHECK(pf_forward(c, &b, err) == 0);
+                    at += splits[sp][j];
+                }
+                pf_ctx_free(c);
+                CHECKF(!memcmp(ref, got, (size_t)N * hp->n_vocab * sizeof(float)),
+                       "%s level %s threads %d split %zu: logits differ", pf_type_info(type)->name,
+                       k->name, threads, sp);
+                CHECKF(!memcmp(rtap, gtap, (size_t)N * 2 * hp->n_embd * sizeof(float)),
+                       "%s level %s threads %d split %zu: taps differ", pf_type_info(type)->name, k->name, threads, sp);
+            }
+    }
+    free(ref); free(got); free(rtap); free(gtap);
+    pf_model_free(m);
+}
+
+TEST(forward_batch_invariant_f32) { check_batch_invariance(PF_TYPE_F32); }
+TEST(forward_batch_invariant_f16) { check_batch_invariance(PF_TYPE_F16); }
+TEST(forward_batch_invariant_q8_0) { check_batch_invariance(PF_TYPE_Q8_0); }
+TEST(forward_batch_invariant_q4_0) { check_batch_invariance(PF_TYPE_Q4_0); }
+TEST(forward_batch_invariant_q4_1) { check_batch_invariance(PF_TYPE_Q4_1); }
+
+/* Rolling the cache back and running different rows gives exactly what a run that never saw the
+ * discarded rows gives. */
+TEST(forward_truncate_equals_never_run) {
+    pf_model *m = synth_model("tiny", PF_TYPE_Q4_1, false, "trunc");
+    CHECK(m);
+    const pf_hparams *hp = &m->hp;
+    char err[PF_ERR_LEN];
+    int32_t prefix[12], junk[9], next[5];
+    for (int i = 0; i < 12; i++) prefix[i] = (i * 31 + 5) % hp->n_vocab;
+    for (int i = 0; i < 9; i++) junk[i] = (i * 53 + 11) % hp->n_vocab;
+    for (int i = 0; i < 5; i++) next[i] = (i * 17 + 2) % hp->n_vocab;
+    float *a = malloc(5 * hp->n_vocab * sizeof(float)), *b2 = malloc(5 * hp->n_vocab * sizeof(float));
+    pf_ctx *c = pf_ctx_new(m, 64, 2, NULL, err);
+    pf_batch b = {.tokens = prefix, .n = 12};
+    CHECK(pf_forward(c, &b, err) == 0);
+    b = (pf_batch){.tokens = next, .n = 5, .logits_mode = PF_LOGITS_ALL, .logits = a};
+    CHECK(pf_forward(c, &b, err) == 0);
+    pf_ctx_free(c);
+    c = pf_ctx_new(m, 64, 2, NULL, err);
+    b = (pf_batch){.tokens = prefix, .n = 12};
+    CHECK(pf_forward(c, &b, err) == 0);
+    for (int round = 0; round < 3; round++) { /* several rejected blocks in a row */
+        b = (pf_batch){.tokens = junk, .n = 9 - round, .logits_mode = PF_LOGITS_ALL, .logits = b2};
+        CHECK(pf_forward(c, &b, err) == 0);
+        pf_kv_truncate(c->kv, 12);
+    }
+    b = (pf_batch){.tokens = next, .n = 5, .logits_mode = PF_LOGITS_ALL, .logits = b2};
+    CHECK(pf_forward(c, &b, err) == 0);
+    CHECK(c->kv->len == 17);
+    CHECK(!memcmp(a, b2, 5 * hp->n_vocab * sizeof(float)));
+    pf_ctx_free(c);
+    free(a); free(b2);
+    pf_model_free(m);
+}
+
+TEST(forward_rejects_overflow_and_bad_tokens) {
+    pf_model *m = synth_model("tiny", PF_TYPE_F16, false, "bad");
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    pf_ctx *c = pf_ctx_new(m, 8, 1, NULL, err);
+    int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    pf_batch b = {.tokens = toks, .n = 9};
+    CHECK(pf_forward(c, &b, err) < 0 && strstr(err, "context"));
+    CHECK(c->kv->len == 0);
+    toks[2] = 100000;
+    b.n = 3;
+    CHECK(pf_forward(c, &b, err) < 0 && strstr(err, "vocabulary"));
+    toks[2] = 3;
+    CHECK(pf_forward(c, &b, err) == 0 && c->kv->len == 3);
+    pf_ctx_free(c);
+    pf_model_free(m);
+}
