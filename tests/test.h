@@ -8,6 +8,7 @@
 typedef void (*pf_test_fn)(void);
 void pf_test_register(const char *name, pf_test_fn fn, const char *file);
 void pf_test_fail(const char *file, int line, const char *msg);
+void pf_test_failf(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pf_test_failed(void); /* current test already failed */
 /* Path to a scratch directory unique to this run (created on first use). */
 const char *pf_test_tmpdir(void);
@@ -33,9 +34,7 @@ const char *pf_test_shared(void);
 #define CHECKF(cond, ...)                                                            \
     do {                                                                             \
         if (!(cond)) {                                                               \
-            char pf_msg_[512];                                                       \
-            snprintf(pf_msg_, sizeof pf_msg_, __VA_ARGS__);                          \
-            pf_test_fail(__FILE__, __LINE__, pf_msg_);                               \
+            pf_test_failf(__FILE__, __LINE__, __VA_ARGS__);                          \
             return;                                                                  \
         }                                                                            \
     } while (0)

@@ -2,6 +2,7 @@
  * "N passed, N failed" as its last line. */
 #include "test.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,6 +28,15 @@ void pf_test_fail(const char *file, int line, const char *msg) {
     printf("    FAIL %s:%d: %s\n", file, line, msg);
     fflush(stdout);
     g_cur_failed = 1;
+}
+
+void pf_test_failf(const char *file, int line, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pf_test_fail(file, line, msg);
 }
 
 int pf_test_failed(void) { return g_cur_failed; }
