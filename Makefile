@@ -72,9 +72,11 @@ pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 
 # libFuzzer target for the GGUF reader (clang); bounded run, not part of `make test`.
 FUZZ_TIME ?= 60
-fuzz: build-fuzz/fuzz_gguf
+# The seed corpus is a small synthetic model, so mutations start from a valid file.
+fuzz: build-fuzz/fuzz_gguf pocketflash
 	mkdir -p build-fuzz/corpus
-	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=65536 build-fuzz/corpus
+	./pocketflash synth --shape tiny --type q4_1 -o build-fuzz/corpus/seed-tiny.gguf
+	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=400000 -rss_limit_mb=4096 build-fuzz/corpus
 
 build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c formats/gguf_read.c formats/ggml_types.c
 	@mkdir -p build-fuzz
