@@ -45,9 +45,10 @@ static int run_golden(const char *type, int threads, int *total, int *first_toke
         }
         for (size_t j = 0; j < nt; j++)
             if (toks[j] != (unsigned char)prompt->u.str.s[j]) printf("    token %zu: %d != byte\n", j, toks[j]);
-        pf_ctx *ctx = pf_ctx_new(m, 128, threads, NULL, err);
+        pf_ctx *ctx = pf_ctx_new(m, 512, threads, NULL, err);
         pf_batch b = {.tokens = toks, .n = (int)nt, .logits_mode = PF_LOGITS_LAST, .logits = logits};
         int match = pf_forward(ctx, &b, err) == 0;
+        if (!match) printf("    forward: %s\n", err);
         for (size_t j = 0; match && j < ids->u.arr.n; j++) {
             int32_t t = pf_argmax(logits, m->hp.n_vocab);
             if (t != (int32_t)ids->u.arr.items[j].u.num.i) {

@@ -1,0 +1,35 @@
+/* The interface every draft source implements for the speculative round loop (verify/).
+ * A drafter sees the committed sequence through begin/commit and proposes tokens that follow a
+ * "bonus" token: the last committed token, not yet in the target's cache. */
+#ifndef PF_DRAFTER_H
+#define PF_DRAFTER_H
+
+#include <stdint.h>
+
+#include "engine/sampler.h"
+#include "formats/gguf.h"
+
+typedef struct pf_drafter {
+    const char *name;
+    void *state;
+    /* Target layers whose residual rows the drafter needs for every committed row (0 = none). */
+    const int *tap_layers;
+    int n_taps;
+    /* The prompt was prefilled; taps holds its rows (n * n_taps * n_embd floats, or NULL). */
+    int (*begin)(void *state, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]);
+    /* Propose up to B-1 tokens following `bonus` (at position `pos`). Returns how many (0 allowed).
+     * Greedy when samp is NULL or samp->temp <= 0. When q is given, q[k] receives the exact
+     * distribution draft[k] was drawn from (a point mass for deterministic drafts). */
+    int (*propose)(void *state, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                   int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]);
+    /* n rows were committed: tokens[0] is the bonus, then the accepted drafts; taps are their rows. */
+    int (*commit)(void *state, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]);
+    /* True when every proposal is a point mass (q need not be kept). */
+    int deterministic;
+    void (*free)(void *state);
+} pf_drafter;
+
+/* Calls d->free(d->state) and frees d. */
+void pf_drafter_free(pf_drafter *d);
+
+#endif
