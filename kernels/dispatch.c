@@ -1,0 +1,134 @@
+/* Level tables, activation preparation, the pooled matmul, RoPE and softmax. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/kernels_impl.h"
+
+const pf_kernels *pf_kernels_get(pf_level level) {
+    if (!pf_level_supported(level)) return NULL;
+    switch (level) {
+    case PF_LEVEL_SCALAR: return &pf_kernels_scalar_table;
+    case PF_LEVEL_AVX2: return &pf_kernels_avx2_table;
+    case PF_LEVEL_AVX512: return &pf_kernels_avx512_table;
+    default: return NULL;
+    }
+}
+
+const pf_kernels *pf_kernels_best(void) { return pf_kernels_get(pf_best_level()); }
+
+size_t pf_act_row_bytes(uint32_t wtype, int64_t cols) {
+    const pf_type_traits *t = pf_type_info(wtype);
+    if (!t || cols < 0) return 0;
+    if (t->quantized) return cols % PF_QK ? 0 : (size_t)(cols / PF_QK) * sizeof(pf_block_q8_act);
+    return (size_t)cols * sizeof(float);
+}
+
+void pf_act_prepare(const pf_kernels *k, uint32_t wtype, const float *x, int64_t ldx, int B,
+                    int64_t cols, void *act) {
+    const pf_type_traits *t = pf_type_info(wtype);
+    size_t rb = pf_act_row_bytes(wtype, cols);
+    if (!t || !rb) return;
+    for (int b = 0; b < B; b++) {
+        char *dst = (char *)act + (size_t)b * rb;
+        if (t->quantized)
+            k->quantize_act(x + b * ldx, (pf_block_q8_act *)dst, cols);
+        else
+            memcpy(dst, x + b * ldx, rb);
+    }
+}
+
+/* ---- matmul over the pool ---- */
+
+#define ROW_ALIGN 16            /* chunks of output rows are multiples of this */
+#define INLINE_WORK (1 << 17)  /* weights x rows below which waking the pool costs more than it saves */
+
+typedef struct {
+    pf_gemm_fn fn;
+    const pf_weight *W;
+    const void *act;
+    size_t stride;
+    int B;
+    float *y;
+    int64_t ldy;
+    int64_t chunk;
+    _Atomic int64_t next; /* first row of the next unclaimed chunk */
+} matmul_job;
+
+/* Threads claim chunks dynamically (a core shared with another process just takes fewer); each
+ * output row is computed whole by one gemm call, so the split never changes the arithmetic. */
+static void matmul_worker(void *arg, int ith, int nth) {
+    (void)ith;
+    (void)nth;
+    matmul_job *j = arg;
+    int64_t rows = j->W->rows;
+    for (;;) {
+        int64_t r0 = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
+        if (r0 >= rows) break;
+        int64_t r1 = r0 + j->chunk < rows ? r0 + j->chunk : rows;
+        j->fn(j->W, j->act, j->stride, j->B, j->y, j->ldy, r0, r1);
+    }
+}
+
+void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const void *act, int B,
+               float *y, int64_t ldy) {
+    if (B <= 0 || W->rows <= 0) return;
+    pf_gemm_fn fn = W->type < PF_TYPE_MAX ? k->gemm[W->type] : NULL;
+    if (!fn) {
+        /* Model loaders reject unsupported types; reaching this is a bug, make it visible. */
+        fprintf(stderr, "pocketflash: pf_matmul: no %s kernel for weight type %u\n", k->name,
+                (unsigned)W->type);
+        for (int b = 0; b < B; b++)
+            for (int64_t r = 0; r < W->rows; r++) y[b * ldy + r] = NAN;
+        return;
+    }
+    size_t stride = pf_act_row_bytes(W->type, W->cols);
+    int nth = pf_pool_size(pool);
+    int64_t work = W->rows * W->cols * (int64_t)B;
+    if (nth <= 1 || work < INLINE_WORK || W->rows <= ROW_ALIGN) {
+        fn(W, act, stride, B, y, ldy, 0, W->rows);
+        return;
+    }
+    /* ~4 chunks per thread for balance, rounded up to whole ROW_ALIGN groups */
+    int64_t chunk = (W->rows + 4 * nth - 1) / (4 * nth);
+    chunk = (chunk + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+    matmul_job job = {fn, W, act, stride, B, y, ldy, chunk, 0};
+    pf_pool_run(pool, matmul_worker, &job);
+}
+
+/* ---- RoPE, softmax ---- */
+
+void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta) {
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        double freq = pow((double)theta, -2.0 * i / hd);
+        double s, c;
+        sincos((double)pos * freq, &s, &c);
+        float cf = (float)c, sf = (float)s;
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (int64_t)h * hd;
+            float a = v[i], b = v[i + half];
+            v[i] = a * cf - b * sf;
+            v[i + half] = a * sf + b * cf;
+        }
+    }
+}
+
+void pf_softmax(float *x, int64_t n) {
+    if (n <= 0) return;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    if (mx == -INFINITY) { /* everything masked: uniform rather than NaN */
+        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (float)n;
+        return;
+    }
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}

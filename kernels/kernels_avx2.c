@@ -1,0 +1,346 @@
+/* AVX2 + FMA + F16C kernels.
+ *
+ * gemm: each weight block is loaded and decoded once per chunk of up to NB_MAX activation rows.
+ * Every activation row b has its own accumulators and the per-b code is identical whatever the
+ * chunk size, so output (r, b) is bitwise the same for B = 1 and B = 16 and for any row split.
+ *   float weights: two 8-lane accumulators over alternating 8-column chunks, then one fixed
+ *     horizontal sum; the last partial chunk is zero padded.
+ *   quantized: per block, int8 products with maddubs (u8 x s8 -> s16 pairs, no saturation is
+ *     possible: |pair| <= 2*15*127 for nibbles, 2*128*127 for Q8_0 after the sign trick), madd to
+ *     int32, convert, then acc = fma(isum_lanes, d_w*x.d, acc); the Q4 offset/minimum term
+ *     (m_w * x.s, m_w = -8 d_w for Q4_0) is a separate scalar float sum added at the end. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "formats/quant.h"
+#include "kernels/kernels_impl.h"
+
+#define NB_MAX 4
+#define PF_DIST 1024 /* weight prefetch distance, bytes */
+
+static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+static inline double hsum256d(__m256d v) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
+}
+
+static inline float half_at(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* ---- float-weight gemm ---- */
+
+PF_FORCE_INLINE __m256 wload8(uint32_t wt, const void *w, int64_t i) {
+    if (wt == PF_TYPE_F32) return _mm256_loadu_ps((const float *)w + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (wt == PF_TYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Dot products of one weight row with NB activation rows. */
+PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const float *const *x,
+                               float *out, int NB) {
+    size_t es = wt == PF_TYPE_F32 ? 4 : 2;
+    __m256 acc0[NB_MAX], acc1[NB_MAX];
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; b++) acc0[b] = acc1[b] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        _mm_prefetch((const char *)w + (size_t)i * es + PF_DIST, _MM_HINT_T0);
+        __m256 w0 = wload8(wt, w, i), w1 = wload8(wt, w, i + 8);
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; b++) {
+            acc0[b] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[b] + i), acc0[b]);
+            acc1[b] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[b] + i + 8), acc1[b]);
+        }
+    }
+    /* at most two more 8-column chunks, the last one possibly partial (zero padded) */
+    for (int c = 0; i < n; c++, i += 8) {
+        int64_t m = n - i < 8 ? n - i : 8;
+        uint8_t wbuf[32] = {0};
+        memcpy(wbuf, (const char *)w + (size_t)i * es, (size_t)m * es);
+        __m256 wv = wload8(wt, wbuf, 0);
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; b++) {
+            float xbuf[8] = {0};
+            memcpy(xbuf, x[b] + i, (size_t)m * sizeof(float));
+            __m256 xv = _mm256_loadu_ps(xbuf);
+            if (c == 0)
+                acc0[b] = _mm256_fmadd_ps(wv, xv, acc0[b]);
+            else
+                acc1[b] = _mm256_fmadd_ps(wv, xv, acc1[b]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; b++) out[b] = hsum256(_mm256_add_ps(acc0[b], acc1[b]));
+}
+
+PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
+                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+        const void *w = (const char *)W->data + (size_t)r * W->row_bytes;
+        for (int b0 = 0; b0 < B; b0 += NB_MAX) {
+            int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
+            const float *x[NB_MAX];
+            float out[NB_MAX];
+            for (int b = 0; b < nb; b++) x[b] = (const float *)((const char *)act + (size_t)(b0 + b) * stride);
+            switch (nb) {
+            case 1: fdot_rows(wt, w, W->cols, x, out, 1); break;
+            case 2: fdot_rows(wt, w, W->cols, x, out, 2); break;
+            case 3: fdot_rows(wt, w, W->cols, x, out, 3); break;
+            default: fdot_rows(wt, w, W->cols, x, out, 4); break;
+            }
+            for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r] = out[b];
+        }
+    }
+}
+
+static void gemm_f32(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                     int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_float(PF_TYPE_F32, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_f16(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                     int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_float(PF_TYPE_F16, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_float(PF_TYPE_BF16, W, act, stride, B, y, ldy, r0, r1);
+}
+
+/* ---- quantized gemm ---- */
+
+PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, int64_t nblk,
+                               const pf_block_q8_act *const *x, float *out, int NB) {
+    const size_t ts = wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
+                      : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    __m256 acc[NB_MAX];
+    float accm[NB_MAX];
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; b++) {
+        acc[b] = _mm256_setzero_ps();
+        accm[b] = 0.0f;
+    }
+    for (int64_t k = 0; k < nblk; k++) {
+        const uint8_t *blk = w + (size_t)k * ts;
+        _mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
+        float d = half_at(blk), m = 0.0f;
+        __m256i wv;
+        if (wt == PF_TYPE_Q8_0) {
+            wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
+        } else {
+            const uint8_t *qs = blk + (wt == PF_TYPE_Q4_1 ? 4 : 2);
+            __m128i q = _mm_loadu_si128((const __m128i *)qs);
+            wv = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+            m = wt == PF_TYPE_Q4_1 ? half_at(blk + 2) : -8.0f * d;
+        }
+        __m256i wabs = wt == PF_TYPE_Q8_0 ? _mm256_sign_epi8(wv, wv) : wv;
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; b++) {
+            const pf_block_q8_act *xb = x[b] + k;
+            __m256i xv = _mm256_loadu_si256((const __m256i *)xb->qs);
+            if (wt == PF_TYPE_Q8_0) xv = _mm256_sign_epi8(xv, wv);
+            __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, xv), ones);
+            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(d * xb->d), acc[b]);
+            if (wt != PF_TYPE_Q8_0) accm[b] += m * xb->s;
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; b++) out[b] = hsum256(acc[b]) + accm[b];
+}
+
+PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
+                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    int64_t nblk = W->cols / PF_QK;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+        for (int b0 = 0; b0 < B; b0 += NB_MAX) {
+            int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
+            const pf_block_q8_act *x[NB_MAX];
+            float out[NB_MAX];
+            for (int b = 0; b < nb; b++)
+                x[b] = (const pf_block_q8_act *)((const char *)act + (size_t)(b0 + b) * stride);
+            switch (nb) {
+            case 1: qdot_rows(wt, w, nblk, x, out, 1); break;
+            case 2: qdot_rows(wt, w, nblk, x, out, 2); break;
+            case 3: qdot_rows(wt, w, nblk, x, out, 3); break;
+            default: qdot_rows(wt, w, nblk, x, out, 4); break;
+            }
+            for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r] = out[b];
+        }
+    }
+}
+
+static void gemm_q8_0(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_quant(PF_TYPE_Q8_0, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_q4_0(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_quant(PF_TYPE_Q4_0, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_q4_1(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_quant(PF_TYPE_Q4_1, W, act, stride, B, y, ldy, r0, r1);
+}
+
+/* ---- activation quantization: bitwise equal to pf_quantize_row_q8_act ---- */
+
+/* roundf (half away from zero) exactly: t - trunc(t) is exact for |t| < 2^23. */
+static inline __m256 round_half_away(__m256 t) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 r = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(t, r));
+    __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    __m256 one = _mm256_or_ps(_mm256_and_ps(t, sign), _mm256_set1_ps(1.0f));
+    return _mm256_add_ps(r, _mm256_and_ps(up, one));
+}
+
+static void quantize_act(const float *x, pf_block_q8_act *y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t i = 0; i < n / PF_QK; i++, x += PF_QK) {
+        __m256 v[4];
+        __m256 mx = _mm256_setzero_ps();
+        for (int j = 0; j < 4; j++) {
+            v[j] = _mm256_loadu_ps(x + 8 * j);
+            mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[j]));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+        float amax = _mm_cvtss_f32(m4);
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        __m256 idv = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int j = 0; j < 4; j++)
+            q[j] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[j], idv)));
+        __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+        int sum = _mm_cvtsi128_si32(s4);
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i *)y[i].qs, _mm256_permutevar8x32_epi32(p, perm));
+        y[i].d = d;
+        y[i].s = d * (float)sum;
+    }
+}
+
+/* ---- elementwise ---- */
+
+static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+        __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        a0 = _mm256_fmadd_pd(lo, lo, a0);
+        a1 = _mm256_fmadd_pd(hi, hi, a1);
+    }
+    double ss = hsum256d(_mm256_add_pd(a0, a1));
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    __m256 sv = _mm256_set1_ps(scale);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv),
+                                                _mm256_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+/* exp(x) for x in [-87, 88] (clamped): Cephes expf polynomial, ~1 ulp. */
+static inline __m256 exp256(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 e = exp256(_mm256_xor_ps(g, neg));
+        __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+static float dot_f32_f16(const float *a, const pf_half *b, int n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
+                               _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8),
+                               _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i + 8))), acc1);
+    }
+    for (int c = 0; i < n; c++, i += 8) {
+        int m = n - i < 8 ? n - i : 8;
+        float abuf[8] = {0};
+        pf_half bbuf[8] = {0};
+        memcpy(abuf, a + i, (size_t)m * sizeof(float));
+        memcpy(bbuf, b + i, (size_t)m * sizeof(pf_half));
+        __m256 p = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)bbuf));
+        if (c == 0)
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(abuf), p, acc0);
+        else
+            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(abuf), p, acc1);
+    }
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+
+static void axpy_f16(float a, const pf_half *x, float *y, int n) {
+    __m256 av = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i)));
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, xv, _mm256_loadu_ps(y + i)));
+    }
+    for (; i < n; i++) y[i] = fmaf(a, _cvtsh_ss(x[i]), y[i]);
+}
+
+const pf_kernels pf_kernels_avx2_table = {
+    .level = PF_LEVEL_AVX2,
+    .name = "avx2",
+    .gemm = {
+        [PF_TYPE_F32] = gemm_f32,
+        [PF_TYPE_F16] = gemm_f16,
+        [PF_TYPE_BF16] = gemm_bf16,
+        [PF_TYPE_Q8_0] = gemm_q8_0,
+        [PF_TYPE_Q4_0] = gemm_q4_0,
+        [PF_TYPE_Q4_1] = gemm_q4_1,
+    },
+    .quantize_act = quantize_act,
+    .rmsnorm = rmsnorm,
+    .swiglu = swiglu,
+    .dot_f32_f16 = dot_f32_f16,
+    .axpy_f16 = axpy_f16,
+};

@@ -1,0 +1,742 @@
+/* Kernel tests: every SIMD level this CPU runs against the scalar reference, exact integer paths,
+ * batch and thread invariance (bitwise), the pool, RoPE, softmax and attention against double
+ * precision references. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/quant.h"
+#include "kernels/kernels.h"
+#include "test.h"
+
+/* ---- helpers ---- */
+
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static float rng_unit(uint64_t *s) { /* uniform in [-1, 1) */
+    return (float)((double)(rng_next(s) >> 11) / (double)(1ull << 52) - 1.0);
+}
+
+static void fill(float *x, int64_t n, float scale, uint64_t *s) {
+    for (int64_t i = 0; i < n; i++) x[i] = scale * rng_unit(s);
+}
+
+static const uint32_t k_types[] = {PF_TYPE_F32, PF_TYPE_F16,  PF_TYPE_BF16,
+                                   PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+#define N_TYPES ((int)(sizeof k_types / sizeof k_types[0]))
+
+/* Random weight matrix in `type`, rows scaled differently so scales vary. Caller frees W->data. */
+static void make_weight(uint32_t type, int64_t rows, int64_t cols, uint64_t seed, pf_weight *W) {
+    size_t rb = pf_row_bytes(type, cols);
+    char *data = malloc(rb * (size_t)rows);
+    float *tmp = malloc((size_t)cols * sizeof(float));
+    uint64_t s = seed * 2654435761u + 1;
+    for (int64_t r = 0; r < rows; r++) {
+        fill(tmp, cols, 0.05f + 0.02f * (float)(r % 7), &s);
+        pf_quantize_row(type, tmp, data + (size_t)r * rb, cols);
+    }
+    free(tmp);
+    *W = (pf_weight){data, type, rows, cols, rb};
+}
+
+/* B activation rows, prepared with the scalar table so every level sees the same input. */
+static void *make_act(uint32_t type, int64_t cols, int B, uint64_t seed, float **xout) {
+    float *x = malloc((size_t)B * (size_t)cols * sizeof(float));
+    uint64_t s = seed * 40503u + 7;
+    for (int b = 0; b < B; b++) fill(x + (size_t)b * cols, cols, 1.0f + 0.5f * (float)b, &s);
+    void *act = malloc((size_t)B * pf_act_row_bytes(type, cols));
+    pf_act_prepare(pf_kernels_get(PF_LEVEL_SCALAR), type, x, cols, B, cols, act);
+    if (xout) *xout = x;
+    else free(x);
+    return act;
+}
+
+/* The activation row as the weights see it (dequantized q8 for quantized types). */
+static void act_values(uint32_t type, const void *act, int64_t cols, int b, double *out) {
+    size_t rb = pf_act_row_bytes(type, cols);
+    const char *row = (const char *)act + (size_t)b * rb;
+    if (pf_type_info(type)->quantized) {
+        const pf_block_q8_act *x = (const pf_block_q8_act *)row;
+        for (int64_t i = 0; i < cols; i++) out[i] = (double)x[i / 32].d * x[i / 32].qs[i % 32];
+    } else {
+        for (int64_t i = 0; i < cols; i++) out[i] = ((const float *)row)[i];
+    }
+}
+
+/* mag[b*rows + r] = sum |w_i x_i| over the row, the scale that float rounding error is relative to. */
+static double *magnitudes(const pf_weight *W, const void *act, int B) {
+    double *mag = calloc((size_t)B * (size_t)W->rows, sizeof(double));
+    float *w = malloc((size_t)W->cols * sizeof(float));
+    double *x = malloc((size_t)W->cols * sizeof(double));
+    for (int b = 0; b < B; b++) {
+        act_values(W->type, act, W->cols, b, x);
+        for (int64_t r = 0; r < W->rows; r++) {
+            pf_dequantize_row(W->type, (const char *)W->data + (size_t)r * W->row_bytes, w, W->cols);
+            double m = 0;
+            for (int64_t i = 0; i < W->cols; i++) m += fabs((double)w[i] * x[i]);
+            mag[(size_t)b * W->rows + r] = m;
+        }
+    }
+    free(w);
+    free(x);
+    return mag;
+}
+
+/* ---- CPU and dispatch ---- */
+
+TEST(kernels_cpu_levels) {
+    const pf_cpu_features *f = pf_cpu();
+    CHECK(f != NULL);
+    CHECK(pf_level_supported(PF_LEVEL_SCALAR));
+    CHECK(pf_kernels_get(PF_LEVEL_SCALAR) != NULL);
+    if (f->avx512f) CHECK(f->avx2);
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        CHECK((k != NULL) == pf_level_supported((pf_level)l));
+        if (k) {
+            CHECK(k->level == (pf_level)l);
+            CHECK(strcmp(k->name, pf_level_name((pf_level)l)) == 0);
+            for (int t = 0; t < N_TYPES; t++) CHECK(k->gemm[k_types[t]] != NULL);
+        }
+    }
+    printf("    cpu: avx2=%d fma=%d f16c=%d avx512f=%d bw=%d vl=%d dq=%d vnni=%d bf16=%d amx=%d -> %s\n",
+           f->avx2, f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq,
+           f->avx512vnni, f->avx512bf16, f->amx_tile, pf_level_name(pf_best_level()));
+
+    const char *old = getenv("PF_KERNELS");
+    char saved[32] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    pf_level best_uncapped;
+    unsetenv("PF_KERNELS");
+    best_uncapped = pf_best_level();
+    CHECK(pf_level_supported(best_uncapped));
+    CHECK(pf_kernels_best() == pf_kernels_get(best_uncapped));
+    setenv("PF_KERNELS", "scalar", 1);
+    CHECK(pf_best_level() == PF_LEVEL_SCALAR);
+    setenv("PF_KERNELS", "avx2", 1);
+    CHECK(pf_best_level() == (best_uncapped >= PF_LEVEL_AVX2 ? PF_LEVEL_AVX2 : best_uncapped));
+    setenv("PF_KERNELS", "avx512", 1);
+    CHECK(pf_best_level() == best_uncapped);
+    if (old) setenv("PF_KERNELS", saved, 1);
+    else unsetenv("PF_KERNELS");
+}
+
+TEST(kernels_act_row_bytes) {
+    CHECK(pf_act_row_bytes(PF_TYPE_Q4_1, 896) == 28 * sizeof(pf_block_q8_act));
+    CHECK(pf_act_row_bytes(PF_TYPE_Q8_0, 64) == 2 * sizeof(pf_block_q8_act));
+    CHECK(pf_act_row_bytes(PF_TYPE_F16, 896) == 896 * sizeof(float));
+    CHECK(pf_act_row_bytes(PF_TYPE_F32, 7) == 7 * sizeof(float));
+    CHECK(pf_act_row_bytes(PF_TYPE_Q4_0, 33) == 0);
+    CHECK(pf_act_row_bytes(12, 256) == 0);
+}
+
+/* ---- pool ---- */
+
+typedef struct {
+    int run;
+    int nth_expected;
+    int seen_run[16];
+    _Atomic int count[16];
+    _Atomic int bad;
+} pool_probe;
+
+static void pool_probe_fn(void *arg, int ith, int nth) {
+    pool_probe *p = arg;
+    if (nth != p->nth_expected || ith < 0 || ith >= nth) atomic_fetch_add(&p->bad, 1);
+    else {
+        p->seen_run[ith] = p->run;
+        atomic_fetch_add(&p->count[ith], 1);
+    }
+}
+
+TEST(kernels_pool_runs_every_thread_once) {
+    const int sizes[] = {0, 1, 2, 3, 4, 8};
+    for (int si = 0; si < (int)(sizeof sizes / sizeof sizes[0]); si++) {
+        int n = sizes[si];
+        pf_pool *pool = pf_pool_create(n);
+        CHECK(pool != NULL);
+        int nth = pf_pool_size(pool);
+        CHECKF(nth == (n < 1 ? 1 : n), "pool of %d has size %d", n, nth);
+        static pool_probe p;
+        memset(&p, 0, sizeof p);
+        p.nth_expected = nth;
+        int runs = n > 4 ? 300 : 3000;
+        for (int r = 1; r <= runs; r++) {
+            p.run = r;
+            pf_pool_run(pool, pool_probe_fn, &p);
+            for (int i = 0; i < nth; i++)
+                CHECKF(p.seen_run[i] == r, "n=%d run %d: thread %d saw run %d", n, r, i, p.seen_run[i]);
+            /* now and then let the workers fall asleep, to exercise the futex path */
+            if (r % 500 == 0) usleep(2000);
+        }
+        CHECK(atomic_load(&p.bad) == 0);
+        for (int i = 0; i < nth; i++) CHECK(atomic_load(&p.count[i]) == runs);
+        pf_pool_destroy(pool);
+    }
+    pf_pool_destroy(NULL);
+    /* create/destroy churn, with and without runs */
+    for (int i = 0; i < 20; i++) {
+        pf_pool *pool = pf_pool_create(3);
+        static pool_probe p;
+        memset(&p, 0, sizeof p);
+        p.nth_expected = 3;
+        if (i % 2) pf_pool_run(pool, pool_probe_fn, &p);
+        pf_pool_destroy(pool);
+        CHECK(atomic_load(&p.bad) == 0);
+    }
+}
+
+/* ---- gemm ---- */
+
+static void gemm_all(const pf_kernels *k, const pf_weight *W, const void *act, int B, float *y) {
+    k->gemm[W->type](W, act, pf_act_row_bytes(W->type, W->cols), B, y, W->rows, 0, W->rows);
+}
+
+TEST(kernels_gemm_levels_vs_scalar) {
+    const int64_t cols_list[] = {32, 96, 160, 896};
+    const int64_t rows_list[] = {1, 7, 33, 130};
+    const int b_list[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17};
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    double worst[PF_LEVEL_COUNT] = {0};
+    for (int t = 0; t < N_TYPES; t++)
+        for (int ci = 0; ci < 4; ci++)
+            for (int ri = 0; ri < 4; ri++)
+                for (int bi = 0; bi < (int)(sizeof b_list / sizeof b_list[0]); bi++) {
+                    uint32_t type = k_types[t];
+                    int64_t cols = cols_list[ci], rows = rows_list[ri];
+                    int B = b_list[bi];
+                    if (B > 5 && rows * cols > 33 * 160 && B != 17) continue; /* keep it quick */
+                    pf_weight W;
+                    make_weight(type, rows, cols, (uint64_t)(t * 1000 + ci * 100 + ri * 10 + bi), &W);
+                    void *act = make_act(type, cols, B, (uint64_t)(ci + bi * 3 + 11), NULL);
+                    float *yref = malloc((size_t)B * rows * sizeof(float));
+                    float *y = malloc((size_t)B * rows * sizeof(float));
+                    double *mag = magnitudes(&W, act, B);
+                    gemm_all(ks, &W, act, B, yref);
+                    int ok = 1;
+                    for (int l = 0; l < PF_LEVEL_COUNT && ok; l++) {
+                        const pf_kernels *k = pf_kernels_get((pf_level)l);
+                        if (!k) continue;
+                        gemm_all(k, &W, act, B, y);
+                        for (int64_t i = 0; i < B * rows && ok; i++) {
+                            double err = fabs((double)y[i] - yref[i]) / (mag[i] + 1e-30);
+                            if (err > worst[l]) worst[l] = err;
+                            if (!(err <= 1e-5)) {
+                                ok = 0;
+                                pf_test_fail(__FILE__, __LINE__, "gemm level mismatch");
+                                printf("    %s %s rows=%lld cols=%lld B=%d i=%lld: %.9g vs scalar %.9g (mag %g)\n",
+                                       k->name, pf_type_info(type)->name, (long long)rows,
+                                       (long long)cols, B, (long long)i, y[i], yref[i], mag[i]);
+                            }
+                        }
+                    }
+                    free((void *)W.data), free(act), free(yref), free(y), free(mag);
+                    if (!ok) return;
+                }
+    for (int l = 1; l < PF_LEVEL_COUNT; l++)
+        if (pf_kernels_get((pf_level)l))
+            printf("    %s vs scalar: worst |diff| / sum|w x| = %.2e\n", pf_level_name((pf_level)l),
+                   worst[l]);
+}
+
+/* Integer weights and activations with power-of-two scales: every partial sum is an integer
+ * times the same power of two below 2^24, so every level must give the exact value. This fails
+ * if any integer product or sum is wrong by one. */
+TEST(kernels_gemm_quant_exact_integer) {
+    const uint32_t qtypes[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+    const int64_t cols = 896, rows = 7, nb = cols / 32;
+    const int B = 5;
+    uint64_t s = 99;
+    for (int variant = 0; variant < 2; variant++) {
+        float wd = variant ? 0.125f : 1.0f, xd = variant ? 0.0625f : 1.0f;
+        pf_block_q8_act *act = malloc((size_t)B * nb * sizeof *act);
+        for (int b = 0; b < B; b++)
+            for (int64_t k = 0; k < nb; k++) {
+                pf_block_q8_act *a = &act[b * nb + k];
+                int sum = 0;
+                for (int j = 0; j < 32; j++) {
+                    int v = (int)(rng_next(&s) % 255) - 127;
+                    if (k == 0 && j < 2) v = j ? -127 : 127;
+                    a->qs[j] = (int8_t)v;
+                    sum += v;
+                }
+                a->d = xd;
+                a->s = xd * (float)sum;
+            }
+        for (int t = 0; t < 3; t++) {
+            uint32_t type = qtypes[t];
+            size_t rb = pf_row_bytes(type, cols);
+            uint8_t *data = malloc(rb * rows);
+            double *expect = malloc((size_t)B * rows * sizeof(double));
+            for (int64_t r = 0; r < rows; r++) {
+                for (int64_t k = 0; k < nb; k++) {
+                    uint8_t *blk = data + r * rb + k * pf_type_info(type)->type_size;
+                    pf_half hd = pf_fp32_to_fp16(wd), hm = pf_fp32_to_fp16(wd * (float)((int)(r % 5) - 3));
+                    memcpy(blk, &hd, 2);
+                    if (type == PF_TYPE_Q8_0) {
+                        for (int j = 0; j < 32; j++) {
+                            int v = (int)(rng_next(&s) % 256) - 128;
+                            if (k == 1 && j < 3) v = j == 0 ? -128 : j == 1 ? 127 : -127;
+                            ((int8_t *)blk + 2)[j] = (int8_t)v;
+                        }
+                    } else {
+                        uint8_t *qs = blk + (type == PF_TYPE_Q4_1 ? 4 : 2);
+                        if (type == PF_TYPE_Q4_1) memcpy(blk + 2, &hm, 2);
+                        for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(rng_next(&s) & 0xff);
+                        if (k == 2) qs[0] = 0xf0, qs[15] = 0x0f;
+                    }
+                }
+                float *wf = malloc((size_t)cols * sizeof(float));
+                pf_dequantize_row(type, data + r * rb, wf, cols);
+                for (int b = 0; b < B; b++) {
+                    double e = 0;
+                    for (int64_t i = 0; i < cols; i++)
+                        e += (double)wf[i] * xd * act[b * nb + i / 32].qs[i % 32];
+                    expect[b * rows + r] = e;
+                }
+                free(wf);
+            }
+            pf_weight W = {data, type, rows, cols, rb};
+            float *y = malloc((size_t)B * rows * sizeof(float));
+            for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                if (!k) continue;
+                gemm_all(k, &W, act, B, y);
+                for (int64_t i = 0; i < B * rows; i++)
+                    CHECKF((double)y[i] == expect[i], "%s %s variant %d i=%lld: %.9g != exact %.9g",
+                           k->name, pf_type_info(type)->name, variant, (long long)i, y[i], expect[i]);
+            }
+            free(y), free(data), free(expect);
+        }
+        free(act);
+    }
+}
+
+/* Q8_0 with realistic data against the exact products in double: the only error allowed is
+ * float rounding of the scales and of the accumulation, (nb + 8) * 2^-24 of sum |w x|. */
+TEST(kernels_gemm_q8_0_vs_double) {
+    const int64_t cols_list[] = {32, 160, 896, 2560};
+    for (int ci = 0; ci < 4; ci++) {
+        int64_t cols = cols_list[ci], rows = 9, nb = cols / 32;
+        int B = 3;
+        pf_weight W;
+        make_weight(PF_TYPE_Q8_0, rows, cols, 5 + ci, &W);
+        void *act = make_act(PF_TYPE_Q8_0, cols, B, 17 + ci, NULL);
+        float *y = malloc((size_t)B * rows * sizeof(float));
+        for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            gemm_all(k, &W, act, B, y);
+            for (int b = 0; b < B; b++)
+                for (int64_t r = 0; r < rows; r++) {
+                    const pf_block_q8_0 *w = (const pf_block_q8_0 *)((char *)W.data + r * W.row_bytes);
+                    const pf_block_q8_act *x = (const pf_block_q8_act *)act + b * nb;
+                    double ref = 0, mag = 0;
+                    for (int64_t kb = 0; kb < nb; kb++) {
+                        double sc = (double)pf_fp16_to_fp32(w[kb].d) * x[kb].d;
+                        long isum = 0, iabs = 0;
+                        for (int j = 0; j < 32; j++) {
+                            isum += w[kb].qs[j] * x[kb].qs[j];
+                            iabs += labs((long)(w[kb].qs[j] * x[kb].qs[j]));
+                        }
+                        ref += sc * (double)isum;
+                        mag += fabs(sc) * (double)iabs;
+                    }
+                    double tol = (double)(nb + 8) * 0x1p-24 * mag;
+                    CHECKF(fabs(y[b * rows + r] - ref) <= tol, "%s cols=%lld: %.9g vs %.9g (tol %g)",
+                           k->name, (long long)cols, y[b * rows + r], ref, tol);
+                }
+        }
+        free((void *)W.data), free(act), free(y);
+    }
+}
+
+/* Batch invariance: for every level and type, a B-row gemm equals B one-row gemms bitwise, and
+ * computing the rows in pieces equals computing them at once. */
+TEST(kernels_gemm_batch_invariance) {
+    const struct { int64_t rows, cols; int B; } cases[] = {{33, 160, 17}, {130, 896, 9}, {7, 96, 16}};
+    for (int ci = 0; ci < 3; ci++)
+        for (int t = 0; t < N_TYPES; t++) {
+            uint32_t type = k_types[t];
+            int64_t rows = cases[ci].rows, cols = cases[ci].cols;
+            int B = cases[ci].B;
+            size_t stride = pf_act_row_bytes(type, cols);
+            pf_weight W;
+            make_weight(type, rows, cols, 300 + t + ci * 10, &W);
+            void *act = make_act(type, cols, B, 400 + t, NULL);
+            float *yb = malloc((size_t)B * rows * sizeof(float));
+            float *y1 = malloc((size_t)B * rows * sizeof(float));
+            float *yp = malloc((size_t)B * rows * sizeof(float));
+            for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                if (!k) continue;
+                gemm_all(k, &W, act, B, yb);
+                for (int b = 0; b < B; b++)
+                    k->gemm[type](&W, (const char *)act + b * stride, stride, 1, y1 + b * rows, rows, 0, rows);
+                /* uneven pieces, and a different B chunking (B split as 3 + rest) */
+                int64_t cuts[] = {0, 1, 5, rows / 2, rows};
+                for (int c = 0; c < 4; c++) {
+                    int64_t a = cuts[c] < rows ? cuts[c] : rows, e = cuts[c + 1] < rows ? cuts[c + 1] : rows;
+                    if (a >= e) continue;
+                    k->gemm[type](&W, act, stride, 3, yp, rows, a, e);
+                    k->gemm[type](&W, (const char *)act + 3 * stride, stride, B - 3, yp + 3 * rows, rows, a, e);
+                }
+                CHECKF(memcmp(yb, y1, (size_t)B * rows * sizeof(float)) == 0,
+                       "%s %s rows=%lld: B-row gemm differs from 1-row gemms", k->name,
+                       pf_type_info(type)->name, (long long)rows);
+                CHECKF(memcmp(yb, yp, (size_t)B * rows * sizeof(float)) == 0,
+                       "%s %s rows=%lld: row pieces differ", k->name, pf_type_info(type)->name,
+                       (long long)rows);
+            }
+            free((void *)W.data), free(act), free(yb), free(y1), free(yp);
+        }
+}
+
+/* pf_matmul with pools of 1, 2 and 3 threads (large enough to really split) == direct gemm. */
+TEST(kernels_matmul_pool_invariance) {
+    pf_pool *pools[3] = {pf_pool_create(1), pf_pool_create(2), pf_pool_create(3)};
+    const struct { int64_t rows, cols; int B; } cases[] = {{1000, 256, 1}, {517, 896, 5}, {20, 64, 2}};
+    for (int ci = 0; ci < 3; ci++)
+        for (int t = 0; t < N_TYPES; t++) {
+            uint32_t type = k_types[t];
+            int64_t rows = cases[ci].rows, cols = cases[ci].cols;
+            int B = cases[ci].B;
+            pf_weight W;
+            make_weight(type, rows, cols, 500 + t, &W);
+            void *act = make_act(type, cols, B, 600 + t, NULL);
+            int64_t ldy = rows + 3;
+            float *yd = malloc((size_t)B * ldy * sizeof(float));
+            float *ym = malloc((size_t)B * ldy * sizeof(float));
+            for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                if (!k) continue;
+                memset(yd, 0, (size_t)B * ldy * sizeof(float));
+                k->gemm[type](&W, act, pf_act_row_bytes(type, cols), B, yd, ldy, 0, rows);
+                for (int p = 0; p < 3; p++) {
+                    memset(ym, 0, (size_t)B * ldy * sizeof(float));
+                    pf_matmul(k, pools[p], &W, act, B, ym, ldy);
+                    CHECKF(memcmp(yd, ym, (size_t)B * ldy * sizeof(float)) == 0,
+                           "%s %s rows=%lld: pf_matmul with %d threads differs", k->name,
+                           pf_type_info(type)->name, (long long)rows, p + 1);
+                }
+                pf_matmul(k, NULL, &W, act, B, ym, ldy);
+                CHECK(memcmp(yd, ym, (size_t)B * ldy * sizeof(float)) == 0);
+            }
+            free((void *)W.data), free(act), free(yd), free(ym);
+        }
+    for (int p = 0; p < 3; p++) pf_pool_destroy(pools[p]);
+}
+
+/* ---- activation quantization ---- */
+
+TEST(kernels_quantize_act_bitwise) {
+    const int64_t n = 32 * 12;
+    float *x = malloc(n * sizeof(float));
+    uint64_t s = 3;
+    fill(x, n, 3.0f, &s);
+    /* block 1: amax 127 -> d = 1, id = 1: exact .5 ties must round away from zero */
+    for (int j = 0; j < 32; j++) x[32 + j] = (float)(j - 16) + 0.5f;
+    x[32] = 127.0f;
+    x[33] = -126.5f;
+    /* block 2: amax 63.5 -> d = 0.5, id = 2: ties again */
+    for (int j = 0; j < 32; j++) x[64 + j] = 0.25f * (float)(2 * j - 31);
+    x[64] = -63.5f;
+    memset(x + 96, 0, 32 * sizeof(float)); /* all zero: d = 0 */
+    for (int j = 0; j < 32; j++) x[128 + j] = 1e-30f * (float)(j - 7); /* tiny values */
+    for (int j = 0; j < 32; j++) x[160 + j] = 1e6f * rng_unit(&s);     /* large values */
+    pf_block_q8_act *ref = malloc((size_t)n / 32 * sizeof *ref), *y = malloc((size_t)n / 32 * sizeof *y);
+    pf_quantize_row_q8_act(x, ref, n);
+    CHECK(ref[1].d == 1.0f && ref[1].qs[2] == -14 && ref[1].qs[31] == 16 && ref[1].qs[1] == -127);
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        if (!k) continue;
+        memset(y, 0x5a, (size_t)n / 32 * sizeof *y);
+        k->quantize_act(x, y, n);
+        for (int64_t i = 0; i < n / 32; i++)
+            CHECKF(memcmp(&y[i], &ref[i], sizeof *y) == 0, "%s: block %lld differs from scalar",
+                   k->name, (long long)i);
+    }
+    free(x), free(ref), free(y);
+}
+
+/* ---- elementwise ---- */
+
+TEST(kernels_rmsnorm_swiglu_vs_scalar) {
+    const int64_t ns[] = {1, 7, 16, 64, 100, 896, 2560};
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    uint64_t s = 11;
+    for (int ni = 0; ni < 7; ni++) {
+        int64_t n = ns[ni];
+        float *x = malloc(n * sizeof(float)), *w = malloc(n * sizeof(float)), *u = malloc(n * sizeof(float));
+        float *ref = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+        fill(x, n, 4.0f, &s);
+        fill(w, n, 2.0f, &s);
+        fill(u, n, 3.0f, &s);
+        for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            /* rmsnorm: same formula, only the double sum order differs */
+            ks->rmsnorm(x, w, n, 1e-6f, ref);
+            k->rmsnorm(x, w, n, 1e-6f, out);
+            for (int64_t i = 0; i < n; i++)
+                CHECKF(fabsf(out[i] - ref[i]) <= 1e-6f * fabsf(ref[i]), "%s rmsnorm n=%lld i=%lld: %g vs %g",
+                       k->name, (long long)n, (long long)i, out[i], ref[i]);
+            memcpy(out, x, n * sizeof(float)); /* in place */
+            k->rmsnorm(out, w, n, 1e-6f, out);
+            for (int64_t i = 0; i < n; i++) CHECK(fabsf(out[i] - ref[i]) <= 1e-6f * fabsf(ref[i]));
+            /* swiglu over a wide gate range, extremes included */
+            float *g = malloc(n * sizeof(float));
+            for (int64_t i = 0; i < n; i++) g[i] = x[i] * 5.0f;
+            if (n > 4) g[0] = -100.0f, g[1] = 100.0f, g[2] = 0.0f, g[3] = -87.5f;
+            ks->swiglu(g, u, ref, n);
+            k->swiglu(g, u, out, n);
+            for (int64_t i = 0; i < n; i++)
+                CHECKF(fabsf(out[i] - ref[i]) <= 1e-6f * fabsf(ref[i]) + 1e-30f,
+                       "%s swiglu n=%lld g=%g: %.9g vs %.9g", k->name, (long long)n, g[i], out[i], ref[i]);
+            k->swiglu(g, u, g, n); /* out aliases gate */
+            CHECK(memcmp(g, out, n * sizeof(float)) == 0);
+            free(g);
+        }
+        free(x), free(w), free(u), free(ref), free(out);
+    }
+}
+
+TEST(kernels_rmsnorm_vs_double) {
+    const int64_t n = 896;
+    float x[896], w[896], out[896];
+    uint64_t s = 12;
+    fill(x, n, 10.0f, &s);
+    fill(w, n, 1.5f, &s);
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    double inv = 1.0 / sqrt(ss / n + 1e-6);
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        if (!k) continue;
+        k->rmsnorm(x, w, n, 1e-6f, out);
+        for (int64_t i = 0; i < n; i++) {
+            double ref = x[i] * inv * w[i];
+            CHECKF(fabs(out[i] - ref) <= 3e-7 * fabs(ref) + 1e-30, "%s i=%lld", k->name, (long long)i);
+        }
+    }
+}
+
+TEST(kernels_dot_axpy_f16_vs_scalar) {
+    const int ns[] = {1, 7, 16, 31, 33, 64, 100, 128};
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    uint64_t s = 21;
+    for (int ni = 0; ni < 8; ni++) {
+        int n = ns[ni];
+        float a[128], bf[128], y0[128], yr[128], y[128];
+        pf_half b[128];
+        fill(a, n, 2.0f, &s);
+        fill(bf, n, 3.0f, &s);
+        fill(y0, 128, 1.0f, &s);
+        double mag = 0;
+        for (int i = 0; i < n; i++) {
+            b[i] = pf_fp32_to_fp16(bf[i]);
+            mag += fabs((double)a[i] * pf_fp16_to_fp32(b[i]));
+        }
+        float ref = ks->dot_f32_f16(a, b, n);
+        memcpy(yr, y0, sizeof y0);
+        ks->axpy_f16(0.37f, b, yr, n);
+        for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            float d = k->dot_f32_f16(a, b, n);
+            CHECKF(fabs((double)d - ref) <= 1e-5 * mag, "%s dot n=%d: %g vs %g", k->name, n, d, ref);
+            memcpy(y, y0, sizeof y0);
+            k->axpy_f16(0.37f, b, y, n);
+            for (int i = 0; i < n; i++)
+                CHECKF(fabsf(y[i] - yr[i]) <= 1e-6f * (fabsf(y0[i]) + fabsf(0.37f * pf_fp16_to_fp32(b[i]))),
+                       "%s axpy n=%d i=%d", k->name, n, i);
+            for (int i = n; i < 128; i++) CHECKF(y[i] == y0[i], "%s axpy wrote past n", k->name);
+        }
+    }
+}
+
+/* ---- RoPE, softmax ---- */
+
+TEST(kernels_rope_vs_double) {
+    const int hd = 64, nh = 3;
+    const int64_t positions[] = {0, 1, 17, 4095, 30000};
+    float x[3 * 64], x0[3 * 64];
+    uint64_t s = 31;
+    fill(x0, nh * hd, 2.0f, &s);
+    for (int pi = 0; pi < 5; pi++) {
+        int64_t pos = positions[pi];
+        memcpy(x, x0, sizeof x);
+        pf_rope_neox(x, nh, hd, pos, 1e6f);
+        for (int h = 0; h < nh; h++)
+            for (int i = 0; i < hd / 2; i++) {
+                double ang = (double)pos * pow(1e6, -2.0 * i / hd);
+                double a = x0[h * hd + i], b = x0[h * hd + i + hd / 2];
+                double ra = a * cos(ang) - b * sin(ang), rb = a * sin(ang) + b * cos(ang);
+                double tol = 1e-6 * (fabs(a) + fabs(b)) + 1e-7;
+                CHECKF(fabs(x[h * hd + i] - ra) <= tol && fabs(x[h * hd + i + hd / 2] - rb) <= tol,
+                       "pos=%lld h=%d i=%d", (long long)pos, h, i);
+            }
+        if (pos == 0) CHECK(memcmp(x, x0, sizeof x) == 0);
+    }
+}
+
+TEST(kernels_softmax) {
+    float x[37];
+    double e[37], sum = 0;
+    uint64_t s = 41;
+    fill(x, 37, 20.0f, &s);
+    x[5] = -INFINITY;
+    double mx = -INFINITY;
+    for (int i = 0; i < 37; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int i = 0; i < 37; i++) sum += e[i] = exp((double)x[i] - mx);
+    pf_softmax(x, 37);
+    double tot = 0;
+    for (int i = 0; i < 37; i++) {
+        CHECK(fabs(x[i] - e[i] / sum) <= 1e-6 * (e[i] / sum) + 1e-12);
+        tot += x[i];
+    }
+    CHECK(x[5] == 0.0f);
+    CHECK(fabs(tot - 1.0) < 1e-6);
+    float m[3] = {-INFINITY, -INFINITY, -INFINITY};
+    pf_softmax(m, 3);
+    CHECK(fabsf(m[0] - 1.0f / 3) < 1e-7f && m[0] == m[2]);
+}
+
+/* ---- attention ---- */
+
+typedef struct {
+    int n_head, n_kv, hd;
+    int64_t pos0, n_keys, window;
+    int B, causal;
+} attn_case;
+
+/* Naive two-pass softmax attention in double. */
+static void attention_ref(const attn_case *c, const float *q, int64_t ldq, const pf_half *K,
+                          const pf_half *V, int64_t kvs, double *out) {
+    int group = c->n_head / c->n_kv;
+    double *sc = malloc((size_t)(c->n_keys + 1) * sizeof(double));
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->n_head; h++) {
+            int64_t pos = c->pos0 + b;
+            int kvh = h / group;
+            double mx = -INFINITY;
+            for (int64_t j = 0; j < c->n_keys; j++) {
+                int vis = (!c->causal || j <= pos) && (c->window == 0 || pos - j < c->window);
+                sc[j] = -INFINITY;
+                if (!vis) continue;
+                double d = 0;
+                for (int i = 0; i < c->hd; i++)
+                    d += (double)q[b * ldq + h * c->hd + i] * pf_fp16_to_fp32(K[j * kvs + kvh * c->hd + i]);
+                sc[j] = d / sqrt((double)c->hd);
+                if (sc[j] > mx) mx = sc[j];
+            }
+            double *o = out + ((size_t)b * c->n_head + h) * c->hd, sum = 0;
+            for (int i = 0; i < c->hd; i++) o[i] = 0;
+            if (mx == -INFINITY) continue;
+            for (int64_t j = 0; j < c->n_keys; j++) {
+                if (sc[j] == -INFINITY) continue;
+                double p = exp(sc[j] - mx);
+                sum += p;
+                for (int i = 0; i < c->hd; i++) o[i] += p * pf_fp16_to_fp32(V[j * kvs + kvh * c->hd + i]);
+            }
+            for (int i = 0; i < c->hd; i++) o[i] /= sum;
+        }
+    free(sc);
+}
+
+static void make_kv(int64_t n_keys, int64_t kvs, pf_half **K, pf_half **V, uint64_t seed) {
+    uint64_t s = seed;
+    *K = malloc((size_t)(n_keys * kvs + 1) * sizeof(pf_half));
+    *V = malloc((size_t)(n_keys * kvs + 1) * sizeof(pf_half));
+    for (int64_t i = 0; i < n_keys * kvs; i++) {
+        (*K)[i] = pf_fp32_to_fp16(2.0f * rng_unit(&s));
+        (*V)[i] = pf_fp32_to_fp16(rng_unit(&s));
+    }
+}
+
+TEST(kernels_attention_vs_double) {
+    const attn_case cases[] = {
+        {14, 2, 64, 100, 105, 0, 5, 1},  /* causal decode/verify, GQA 7:1 */
+        {14, 2, 64, 40, 56, 0, 16, 0},   /* non-causal block (draft style) */
+        {4, 4, 32, 200, 204, 32, 4, 1},  /* causal + sliding window */
+        {8, 2, 128, 127, 130, 0, 3, 1},  /* crosses a key-chunk boundary */
+        {4, 2, 64, 50, 80, 20, 4, 0},    /* non-causal with window */
+        {2, 1, 64, 0, 1, 0, 1, 1},       /* first token */
+        {2, 1, 64, 0, 0, 0, 1, 0},       /* empty cache: zeros */
+        {6, 3, 48, 300, 303, 0, 3, 1},   /* head dim not a multiple of 16 */
+    };
+    pf_pool *pool = pf_pool_create(3);
+    for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
+        const attn_case *c = &cases[ci];
+        int64_t kvs = (int64_t)c->n_kv * c->hd + 8; /* padded key stride */
+        int64_t ldq = (int64_t)c->n_head * c->hd + 5, ldo = (int64_t)c->n_head * c->hd + 3;
+        pf_half *K, *V;
+        make_kv(c->n_keys, kvs, &K, &V, 77 + ci);
+        float *q = malloc((size_t)c->B * ldq * sizeof(float));
+        uint64_t s = 5 + ci;
+        fill(q, c->B * ldq, 1.5f, &s);
+        double *ref = malloc((size_t)c->B * c->n_head * c->hd * sizeof(double));
+        attention_ref(c, q, ldq, K, V, kvs, ref);
+        float *out = malloc((size_t)c->B * ldo * sizeof(float));
+        for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            for (int pi = 0; pi < 2; pi++) {
+                pf_attention(k, pi ? pool : NULL, q, ldq, c->B, c->n_head, c->n_kv, c->hd, K, V, kvs,
+                             c->pos0, c->n_keys, c->causal, c->window, out, ldo);
+                for (int b = 0; b < c->B; b++)
+                    for (int i = 0; i < c->n_head * c->hd; i++) {
+                        double r = ref[(size_t)b * c->n_head * c->hd + i];
+                        CHECKF(fabs(out[b * ldo + i] - r) <= 2e-6, "%s case %d b=%d i=%d: %.8g vs %.8g",
+                               k->name, ci, b, i, out[b * ldo + i], r);
+                    }
+            }
+        }
+        free(K), free(V), free(q), free(ref), free(out);
+    }
+    pf_pool_destroy(pool);
+}
+
+/* B causal rows at once == each row alone with the cache grown to it, bitwise; and the thread
+ * count does not matter. */
+TEST(kernels_attention_batch_invariance) {
+    const attn_case cases[] = {{14, 2, 64, 61, 0, 0, 16, 1}, {4, 4, 32, 130, 0, 40, 9, 1}};
+    pf_pool *pool1 = pf_pool_create(1), *pool3 = pf_pool_create(3);
+    for (int ci = 0; ci < 2; ci++) {
+        const attn_case *c = &cases[ci];
+        int64_t n_keys = c->pos0 + c->B, kvs = (int64_t)c->n_kv * c->hd;
+        int64_t ld = (int64_t)c->n_head * c->hd;
+        pf_half *K, *V;
+        make_kv(n_keys, kvs, &K, &V, 900 + ci);
+        float *q = malloc((size_t)c->B * ld * sizeof(float));
+        uint64_t s = 50 + ci;
+        fill(q, c->B * ld, 1.5f, &s);
+        float *ob = malloc((size_t)c->B * ld * sizeof(float)), *o1 = malloc((size_t)c->B * ld * sizeof(float));
+        float *o3 = malloc((size_t)c->B * ld * sizeof(float));
+        for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            pf_attention(k, pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, K, V, kvs, c->pos0, n_keys,
+                         1, c->window, ob, ld);
+            pf_attention(k, pool3, q, ld, c->B, c->n_head, c->n_kv, c->hd, K, V, kvs, c->pos0, n_keys,
+                         1, c->window, o3, ld);
+            for (int b = 0; b < c->B; b++)
+                pf_attention(k, pool3, q + b * ld, ld, 1, c->n_head, c->n_kv, c->hd, K, V, kvs,
+                             c->pos0 + b, c->pos0 + b + 1, 1, c->window, o1 + b * ld, ld);
+            CHECKF(memcmp(ob, o1, (size_t)c->B * ld * sizeof(float)) == 0,
+                   "%s case %d: B rows differ from one row at a time", k->name, ci);
+            CHECKF(memcmp(ob, o3, (size_t)c->B * ld * sizeof(float)) == 0,
+                   "%s case %d: 1 vs 3 threads differ", k->name, ci);
+        }
+        free(K), free(V), free(q), free(ob), free(o1), free(o3);
+    }
+    pf_pool_destroy(pool1);
+    pf_pool_destroy(pool3);
+}
