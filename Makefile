@@ -73,8 +73,9 @@ test: pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
 
 # AddressSanitizer + UBSan build of the whole suite in its own build folder.
 asan:
+	$(MAKE) $(TEST_DATA)
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    build-asan/tests/run_tests pocketflash-asan $(TEST_DATA)
+	    build-asan/tests/run_tests pocketflash-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-asan \
 	    build-asan/tests/run_tests $(T)
 

@@ -5,7 +5,10 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "engine/generate.h"
 #include "include/pocketflash.h"
+#include "verify/spec.h"
+#include "verify/strategies.h"
 
 static const char k_usage[] =
     "usage: pocketflash run -m MODEL.gguf (-p PROMPT | -f FILE) [options]\n"
@@ -21,7 +24,14 @@ static const char k_usage[] =
     "  --top-k K      keep the K most likely tokens (default 0 = off)\n"
     "  --top-p P      nucleus sampling threshold (default 1 = off)\n"
     "  --seed S       RNG seed (default 0)\n"
-    "  --ignore-eos   do not stop at the end-of-turn token\n";
+    "  --ignore-eos   do not stop at the end-of-turn token\n"
+    "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
+    "  --spec S       ar (plain, default without -d), dflash (default with -d), ngram (prompt lookup)\n"
+    "  -d FILE        DFlash / DFlash2 draft GGUF for the target\n"
+    "  --block B      rows verified per round, 2..64 (default: the draft's trained block, 8 for ngram)\n"
+    "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
+    "  --stats        print round statistics (tau, accepted-length histogram, per-position\n"
+    "                 acceptance, time split) to stderr\n";
 
 static int on_text(void *user, const char *text, size_t len) {
     (void)user;
@@ -31,7 +41,9 @@ static int on_text(void *user, const char *text, size_t len) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL;
+    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *draft_path = NULL, *spec_name = NULL;
+    int block = 0, ngram_n = 3;
+    bool show_stats = false;
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     pf_session_params sp = {.n_threads = 1, .n_ctx = 0};
@@ -42,6 +54,14 @@ int cmd_run(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         else if (!strcmp(a, "--chat")) gp.chat = true;
         else if (!strcmp(a, "--ignore-eos")) gp.stop_at_eot = false;
+        else if (!strcmp(a, "--stats")) show_stats = true;
+        else if (!strcmp(a, "-d") || !strcmp(a, "--spec") || !strcmp(a, "--block") || !strcmp(a, "--ngram")) {
+            if (!(v = cli_value(argc, argv, &i))) return 1;
+            if (!strcmp(a, "-d")) draft_path = v;
+            else if (!strcmp(a, "--spec")) spec_name = v;
+            else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
+            else { if (!cli_int(a, v, 1, 16, &iv)) return 1; ngram_n = (int)iv; }
+        }
         else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
                  !strcmp(a, "-t") || !strcmp(a, "--system") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
                  !strcmp(a, "--top-p") || !strcmp(a, "--seed")) {
@@ -62,6 +82,10 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
+    if (!spec_name) spec_name = draft_path ? "dflash" : "ar";
+    if (strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram"))
+        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram)", spec_name);
+    if (!strcmp(spec_name, "dflash") && !draft_path) return cli_fail("run: --spec dflash needs -d DRAFT.gguf");
     if (!prompt == !prompt_file) return cli_fail("run: give exactly one of -p PROMPT or -f FILE");
     size_t plen = 0;
     char *file_text = NULL;
@@ -75,8 +99,15 @@ int cmd_run(int argc, char **argv) {
     int rc = 1;
     pf_model *m = pf_load_model(model_path, err);
     pf_session *s = NULL;
+    pf_drafter *drafter = NULL;
+    pf_spec *spec = NULL;
     if (!m) { cli_fail("%s", err); goto done; }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
+    if (strcmp(spec_name, "ar")) {
+        if (!(drafter = pf_drafter_open(spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
+        if (!(spec = pf_spec_new(s, drafter, block, err))) { cli_fail("%s", err); goto done; }
+        gp.strategy = pf_spec_strategy(spec);
+    }
     pf_gen_stats st;
     pf_status r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);
     if (r != PF_OK) { cli_fail("%s", err); goto done; }
@@ -87,8 +118,11 @@ int cmd_run(int argc, char **argv) {
             st.decode_s, st.decode_s > 0 && st.n_gen > 1 ? (st.n_gen - 1) / st.decode_s : 0.0, st.ttft_s,
             st.stop == PF_STOP_EOT ? "end of turn" : st.stop == PF_STOP_LENGTH ? "length" :
             st.stop == PF_STOP_CONTEXT ? "context full" : "callback");
+    if (spec && show_stats) pf_spec_stats_print(pf_spec_stats_get(spec), block, stderr);
     rc = 0;
 done:
+    pf_spec_free(spec);
+    pf_drafter_free(drafter);
     pf_session_free(s);
     pf_free_model(m);
     free(file_text);

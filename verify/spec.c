@@ -139,8 +139,10 @@ void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file) {
     fprintf(f, "accepted drafts per round:");
     for (int a = 0; a < block; a++) fprintf(f, " %d:%lld", a, (long long)st->hist[a]);
     fprintf(f, "\nacceptance by block position:");
-    for (int k = 0; k < block - 1; k++)
-        fprintf(f, " %d:%.0f%%", k + 1, st->pos_tried[k] ? 100.0 * (double)st->pos_accepted[k] / (double)st->pos_tried[k] : 0.0);
+    for (int k = 0; k < block - 1; k++) {
+        if (st->pos_tried[k]) fprintf(f, " %d:%.0f%%", k + 1, 100.0 * (double)st->pos_accepted[k] / (double)st->pos_tried[k]);
+        else fprintf(f, " %d:-", k + 1);
+    }
     double other = st->t_total - st->t_draft - st->t_verify - st->t_accept - st->t_ctx;
     if (other < 0) other = 0;
     double T = st->t_total > 0 ? st->t_total : 1;

@@ -1,0 +1,394 @@
+/* Speculative decoding is lossless: greedy output equals plain decoding token for token for many
+ * prompts and every block size; a fixed seed with a point-mass draft reproduces plain sampling;
+ * a stochastic draft keeps the sampling distribution (chi-square). Oracle drafts check the
+ * acceptance index, the bonus and the rollback arithmetic. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "draft/ngram.h"
+#include "engine/generate.h"
+#include "engine/synth.h"
+#include "test.h"
+#include "verify/accept.h"
+#include "verify/spec.h"
+
+static pf_model *load_tiny(uint32_t type, uint64_t seed) {
+    char path[300], err[PF_ERR_LEN];
+    snprintf(path, sizeof path, "%s/spec-tiny-%u-%llu.gguf", pf_test_tmpdir(), type, (unsigned long long)seed);
+    if (pf_synth_write(pf_synth_shape_find("tiny"), type, false, seed, path, err) < 0) return NULL;
+    return pf_model_load(path, err);
+}
+
+typedef struct { int32_t toks[1024]; int n; } seq;
+
+static int on_tok(void *u, int32_t t) {
+    seq *s = u;
+    if (s->n < 1024) s->toks[s->n++] = t;
+    return 0;
+}
+
+static void make_prompt(int i, int32_t *p, int *n, int V) {
+    *n = 3 + i % 17;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+    for (int j = 0; j < *n; j++) {
+        x ^= x >> 29; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 32;
+        /* every third prompt repeats a short motif so the lookup draft finds matches */
+        p[j] = i % 3 == 0 ? (int32_t)((j % 4) * 37 % V) : (int32_t)(x % (uint64_t)V);
+    }
+}
+
+/* ---- an oracle drafter: runs the target itself (its own cache) to propose the exact greedy
+ * continuation, or samples it at another temperature (a stochastic draft); optional corruption of
+ * position `corrupt` (1-based) ---- */
+typedef struct {
+    const pf_model *m;
+    pf_ctx *ctx;
+    float *lg;
+    int corrupt;
+    float draft_temp; /* > 0: sample proposals at this temperature (stochastic q) */
+    int64_t rounds;
+} oracle;
+
+static int or_begin(void *st, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
+    oracle *o = st;
+    (void)taps;
+    pf_kv_truncate(o->ctx->kv, 0);
+    pf_batch b = {.tokens = prompt, .n = n};
+    return pf_forward(o->ctx, &b, err);
+}
+
+static int or_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                      int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]) {
+    oracle *o = st;
+    if (o->ctx->kv->len != pos) { snprintf(err, PF_ERR_LEN, "oracle out of sync"); return -1; }
+    int32_t t = bonus;
+    int V = o->m->hp.n_vocab;
+    for (int k = 0; k < B - 1; k++) {
+        pf_batch b = {.tokens = &t, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = o->lg};
+        if (pf_forward(o->ctx, &b, err) < 0) return -1;
+        if (o->draft_temp > 0 && samp) {
+            pf_sampling ds = {o->draft_temp, samp->top_k, 1.0f};
+            pf_sampling_probs(&ds, o->lg, V, &q[k]);
+            t = pf_dist_sample(&q[k], rng);
+        } else {
+            t = pf_argmax(o->lg, V);
+        }
+        if (k + 1 == o->corrupt) t = (t + 1) % V;
+        draft[k] = t;
+    }
+    pf_kv_truncate(o->ctx->kv, pos);
+    o->rounds++;
+    return B - 1;
+}
+
+static int or_commit(void *st, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
+    oracle *o = st;
+    (void)taps;
+    pf_batch b = {.tokens = tokens, .n = n};
+    return pf_forward(o->ctx, &b, err);
+}
+
+static pf_drafter *oracle_new(const pf_model *m, int corrupt, float draft_temp) {
+    char err[PF_ERR_LEN];
+    oracle *o = calloc(1, sizeof *o);
+    o->m = m;
+    o->ctx = pf_ctx_new(m, 512, 1, NULL, err);
+    o->lg = malloc((size_t)m->hp.n_vocab * sizeof(float));
+    o->corrupt = corrupt;
+    o->draft_temp = draft_temp;
+    pf_drafter *d = calloc(1, sizeof *d);
+    *d = (pf_drafter){.name = "oracle", .state = o, .begin = or_begin, .propose = or_propose, .commit = or_commit,
+                      .deterministic = draft_temp <= 0};
+    return d;
+}
+
+static void oracle_free(pf_drafter *d) {
+    oracle *o = d->state;
+    pf_ctx_free(o->ctx);
+    free(o->lg);
+    free(o);
+    free(d);
+}
+
+static pf_gen_params params(int n, float temp, uint64_t seed) {
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = n;
+    gp.temp = temp;
+    gp.top_k = temp > 0 ? 6 : 0;
+    gp.seed = seed;
+    gp.stop_at_eot = false;
+    return gp;
+}
+
+/* 51 prompts x blocks 2..16 with the lookup draft; output equals plain decoding. */
+TEST(spec_greedy_lossless_ngram_many_prompts_all_blocks) {
+    pf_model *m = load_tiny(PF_TYPE_Q8_0, 11);
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
+    pf_session *s = pf_session_new(m, &sp, err);
+    int64_t accepted = 0;
+    for (int i = 0; i < 51; i++) {
+        int32_t prompt[32];
+        int np;
+        make_prompt(i, prompt, &np, m->hp.n_vocab);
+        pf_gen_params gp = params(40, 0, 0);
+        seq plain = {.n = 0};
+        CHECK(pf_generate_tokens(s, prompt, np, &gp, on_tok, &plain, NULL, err) == PF_OK);
+        for (int B = 2; B <= 16; B++) {
+            if ((i + B) % 3) continue; /* every block size, a third of the prompts each */
+            pf_drafter *d = pf_ngram_drafter_new(1, 3);
+            pf_spec *spec = pf_spec_new(s, d, B, err);
+            gp.strategy = pf_spec_strategy(spec);
+            seq got = {.n = 0};
+            CHECK(pf_generate_tokens(s, prompt, np, &gp, on_tok, &got, NULL, err) == PF_OK);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, (size_t)plain.n * sizeof(int32_t)),
+                   "prompt %d block %d: speculative output differs", i, B);
+            accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+            pf_spec_free(spec);
+            pf_drafter_free(d);
+        }
+    }
+    CHECKF(accepted > 100, "the lookup draft never got accepted (%lld): test exercises nothing", (long long)accepted);
+    pf_session_free(s);
+    pf_model_free(m);
+}
+
+/* Oracle drafts: every round accepts B-1, or exactly corrupt-1 with a corrupted position. */
+TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
+    pf_model *m = load_tiny(PF_TYPE_Q4_1, 12);
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 512};
+    pf_session *s = pf_session_new(m, &sp, err);
+    int32_t prompt[6] = {4, 8, 15, 16, 23, 42};
+    pf_gen_params gp = params(61, 0, 0);
+    seq plain = {.n = 0};
+    CHECK(pf_generate_tokens(s, prompt, 6, &gp, on_tok, &plain, NULL, err) == PF_OK);
+    for (int B = 2; B <= 16; B += 3) {
+        for (int corrupt = 0; corrupt < B; corrupt += (B > 4 ? 3 : 1)) {
+            pf_drafter *d = oracle_new(m, corrupt, 0);
+            pf_spec *spec = pf_spec_new(s, d, B, err);
+            gp.strategy = pf_spec_strategy(spec);
+            seq got = {.n = 0};
+            CHECK(pf_generate_tokens(s, prompt, 6, &gp, on_tok, &got, NULL, err) == PF_OK);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, (size_t)plain.n * sizeof(int32_t)),
+                   "block %d corrupt %d: output differs", B, corrupt);
+            const pf_spec_stats *st = pf_spec_stats_get(spec);
+            int want = corrupt ? corrupt - 1 : B - 1;
+            /* all rounds but possibly the last (cut by the length limit) accept exactly `want` */
+            CHECKF(st->hist[want] >= st->rounds - 1, "block %d corrupt %d: hist[%d] = %lld of %lld rounds", B,
+                   corrupt, want, (long long)st->hist[want], (long long)st->rounds);
+            CHECK(st->tokens == 60); /* the first token comes from the prefill */
+            /* the target cache holds exactly the committed rows: prompt + all but the last token */
+            CHECK(s->ctx->kv->len == 6 + 60);
+            pf_spec_free(spec);
+            oracle_free(d);
+        }
+    }
+    pf_session_free(s);
+    pf_model_free(m);
+}
+
+/* After a partially rejected round, the cache and the next logits equal plain decoding's. */
+TEST(spec_rollback_cache_equals_plain) {
+    pf_model *m = load_tiny(PF_TYPE_F16, 13);
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 128};
+    pf_session *s = pf_session_new(m, &sp, err), *s2 = pf_session_new(m, &sp, err);
+    int32_t prompt[5] = {100, 200, 300, 400, 500};
+    pf_gen_params gp = params(20, 0, 0);
+    seq plain = {.n = 0}, got = {.n = 0};
+    CHECK(pf_generate_tokens(s2, prompt, 5, &gp, on_tok, &plain, NULL, err) == PF_OK);
+    pf_drafter *d = oracle_new(m, 3, 0); /* rejects at position 3 every round */
+    pf_spec *spec = pf_spec_new(s, d, 6, err);
+    gp.strategy = pf_spec_strategy(spec);
+    CHECK(pf_generate_tokens(s, prompt, 5, &gp, on_tok, &got, NULL, err) == PF_OK);
+    CHECK(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n));
+    CHECK(s->ctx->kv->len == s2->ctx->kv->len);
+    const pf_kv_cache *a = s->ctx->kv, *b = s2->ctx->kv;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        size_t off = (size_t)l * a->n_ctx * a->kv_dim, n = (size_t)a->len * a->kv_dim * sizeof(pf_half);
+        CHECK(!memcmp(a->k + off, b->k + off, n) && !memcmp(a->v + off, b->v + off, n));
+    }
+    /* next logits after the same last token */
+    int32_t last = got.toks[got.n - 1];
+    float *l1 = malloc((size_t)m->hp.n_vocab * 4), *l2 = malloc((size_t)m->hp.n_vocab * 4);
+    pf_batch b1 = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = l1};
+    pf_batch b2 = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = l2};
+    CHECK(pf_forward(s->ctx, &b1, err) == 0 && pf_forward(s2->ctx, &b2, err) == 0);
+    CHECK(!memcmp(l1, l2, (size_t)m->hp.n_vocab * 4));
+    free(l1); free(l2);
+    pf_spec_free(spec);
+    oracle_free(d);
+    pf_session_free(s);
+    pf_session_free(s2);
+    pf_model_free(m);
+}
+
+/* A point-mass draft with a fixed seed gives plain sampling's tokens exactly. */
+TEST(spec_sampled_point_mass_same_tokens_as_plain) {
+    pf_model *m = load_tiny(PF_TYPE_Q8_0, 14);
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 256};
+    pf_session *s = pf_session_new(m, &sp, err);
+    for (int seed = 1; seed <= 12; seed++) {
+        int32_t prompt[32];
+        int np;
+        make_prompt(seed, prompt, &np, m->hp.n_vocab);
+        pf_gen_params gp = params(30, 0.8f, (uint64_t)seed);
+        gp.top_k = 0;
+        gp.top_p = 0.95f;
+        seq plain = {.n = 0}, got = {.n = 0}, got2 = {.n = 0};
+        CHECK(pf_generate_tokens(s, prompt, np, &gp, on_tok, &plain, NULL, err) == PF_OK);
+        pf_drafter *d = oracle_new(m, 0, 0), *ng = pf_ngram_drafter_new(1, 3);
+        pf_spec *spec = pf_spec_new(s, d, 5, err), *spec2 = pf_spec_new(s, ng, 7, err);
+        gp.strategy = pf_spec_strategy(spec);
+        CHECK(pf_generate_tokens(s, prompt, np, &gp, on_tok, &got, NULL, err) == PF_OK);
+        gp.strategy = pf_spec_strategy(spec2);
+        CHECK(pf_generate_tokens(s, prompt, np, &gp, on_tok, &got2, NULL, err) == PF_OK);
+        CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n), "seed %d oracle", seed);
+        CHECKF(got2.n == plain.n && !memcmp(got2.toks, plain.toks, sizeof(int32_t) * (size_t)got2.n), "seed %d ngram", seed);
+        pf_spec_free(spec);
+        pf_spec_free(spec2);
+        oracle_free(d);
+        pf_drafter_free(ng);
+    }
+    pf_session_free(s);
+    pf_model_free(m);
+}
+
+/* Two-sample chi-square over (t1, t2, t3) outcomes of plain vs speculative sampling with a
+ * stochastic draft (the target itself at a higher temperature). Categories with few counts are
+ * pooled; threshold: the 0.999 quantile for the degrees of freedom (Wilson-Hilferty). */
+TEST(spec_sampled_stochastic_draft_same_distribution) {
+    pf_model *m = load_tiny(PF_TYPE_Q8_0, 15);
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
+    pf_session *s = pf_session_new(m, &sp, err);
+    int32_t prompt[4] = {7, 77, 177, 277};
+    enum { RUNS = 3000, POS = 3 };
+    int V = m->hp.n_vocab;
+    /* per position, counts over token ids for plain (0) and spec (1) */
+    int *cnt = calloc((size_t)2 * POS * V, sizeof(int));
+    pf_drafter *d = oracle_new(m, 0, 0.35f);
+    pf_spec *spec = pf_spec_new(s, d, 4, err);
+    int64_t acc = 0, drafted = 0;
+    for (int run = 0; run < RUNS; run++)
+        for (int w = 0; w < 2; w++) {
+            pf_gen_params gp = params(POS + 1, 1.0f, (uint64_t)(run * 2 + w) * 7919 + 1);
+            gp.top_k = 4;
+            gp.strategy = w ? pf_spec_strategy(spec) : NULL;
+            seq got = {.n = 0};
+            CHECK(pf_generate_tokens(s, prompt, 4, &gp, on_tok, &got, NULL, err) == PF_OK);
+            /* positions 1..POS come from rounds (position 0 is the prefill's sample) */
+            for (int p = 0; p < POS; p++) cnt[((size_t)w * POS + p) * V + got.toks[p + 1]]++;
+            if (w) {
+                acc += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+                drafted += pf_spec_stats_get(spec)->drafted;
+            }
+        }
+    CHECKF(acc > drafted / 10 && acc < drafted, "acceptance %lld of %lld: both paths must be exercised", (long long)acc, (long long)drafted);
+    for (int p = 0; p < POS; p++) {
+        double chi = 0;
+        int df = -1;
+        int pool0 = 0, pool1 = 0;
+        for (int t = 0; t < V; t++) {
+            int a = cnt[(size_t)p * V + t], b = cnt[((size_t)POS + p) * V + t];
+            if (a + b < 20) { pool0 += a; pool1 += b; continue; }
+            chi += (double)(a - b) * (a - b) / (a + b);
+            df++;
+        }
+        if (pool0 + pool1 > 0) { chi += (double)(pool0 - pool1) * (pool0 - pool1) / (pool0 + pool1); df++; }
+        if (df < 1) df = 1;
+        double z = 3.09, h = 2.0 / (9.0 * df), crit = df * pow(1 - h + z * sqrt(h), 3);
+        CHECKF(chi < crit, "position %d: chi-square %.1f >= %.1f (df %d)", p + 1, chi, crit, df);
+    }
+    free(cnt);
+    pf_spec_free(spec);
+    oracle_free(d);
+    pf_session_free(s);
+    pf_model_free(m);
+}
+
+/* Near the context limit blocks shrink; generation ends exactly where plain decoding ends. */
+TEST(spec_shrinks_blocks_at_context_limit) {
+    pf_model *m = load_tiny(PF_TYPE_Q8_0, 16);
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 40};
+    pf_session *s = pf_session_new(m, &sp, err);
+    int32_t prompt[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    pf_gen_params gp = params(100, 0, 0);
+    seq plain = {.n = 0}, got = {.n = 0};
+    pf_gen_stats a, b;
+    CHECK(pf_generate_tokens(s, prompt, 10, &gp, on_tok, &plain, &a, err) == PF_OK);
+    pf_drafter *d = oracle_new(m, 0, 0);
+    pf_spec *spec = pf_spec_new(s, d, 16, err);
+    gp.strategy = pf_spec_strategy(spec);
+    CHECK(pf_generate_tokens(s, prompt, 10, &gp, on_tok, &got, &b, err) == PF_OK);
+    CHECK(a.stop == PF_STOP_CONTEXT && b.stop == PF_STOP_CONTEXT && a.n_gen == b.n_gen);
+    CHECK(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n));
+    pf_spec_free(spec);
+    oracle_free(d);
+    pf_session_free(s);
+    pf_model_free(m);
+}
+
+/* The acceptance rule on hand-made logits. */
+TEST(spec_accept_greedy_index_and_bonus) {
+    enum { V = 5 };
+    float lg[4 * V] = {0};
+    lg[0 * V + 2] = 1; /* row 0 -> 2 */
+    lg[1 * V + 3] = 1; /* row 1 -> 3 */
+    lg[2 * V + 1] = 1; /* row 2 -> 1 */
+    lg[3 * V + 4] = 1;
+    int32_t d1[3] = {2, 3, 1}, d2[3] = {2, 4, 1}, d3[3] = {0, 3, 1}, bonus;
+    CHECK(pf_accept_greedy(lg, V, d1, 3, &bonus) == 3 && bonus == 4);
+    CHECK(pf_accept_greedy(lg, V, d2, 3, &bonus) == 1 && bonus == 3);
+    CHECK(pf_accept_greedy(lg, V, d3, 3, &bonus) == 0 && bonus == 2);
+    CHECK(pf_accept_greedy(lg, V, d1, 0, &bonus) == 0 && bonus == 2);
+}
+
+/* The sampled acceptance rule alone, on hand-made p and q very different from each other: the
+ * first committed token (accepted draft or the residual draw) must follow p exactly, and the second
+ * position must follow p of row 1 whenever row 0's draft was kept. 200k trials; chi-square 0.999
+ * quantile for 4 degrees of freedom is 18.47. */
+TEST(spec_accept_sampled_follows_target_distribution) {
+    enum { V = 5, TRIALS = 200000 };
+    float lg[2 * V] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, 0.0f, 1.5f, 0.2f, 0.9f, -0.3f};
+    pf_sampling samp = {1.0f, 0, 1.0f};
+    pf_dist p, resid, q[1], pr, pr1;
+    pf_dist_init(&p, V); pf_dist_init(&resid, V); pf_dist_init(&q[0], V);
+    pf_dist_init(&pr, V); pf_dist_init(&pr1, V);
+    pf_sampling_probs(&samp, lg, V, &pr);
+    pf_sampling_probs(&samp, lg + V, V, &pr1);
+    /* q favours the tokens p likes least */
+    float qp[V] = {0.02f, 0.08f, 0.1f, 0.3f, 0.5f};
+    pf_rng rng;
+    pf_rng_seed(&rng, 99);
+    int c0[V] = {0}, c1[V] = {0}, kept = 0;
+    for (int i = 0; i < TRIALS; i++) {
+        q[0].n = V;
+        for (int t = 0; t < V; t++) { q[0].ids[t] = t; q[0].p[t] = qp[t]; }
+        int32_t d = pf_dist_sample(&q[0], &rng), bonus;
+        int a = pf_accept_sampled(lg, V, &d, q, 1, 0, &samp, &rng, &p, &resid, &bonus);
+        c0[a ? d : bonus]++;
+        if (a) { kept++; c1[bonus]++; }
+    }
+    double chi0 = 0, chi1 = 0;
+    for (int t = 0; t < V; t++) {
+        double e0 = TRIALS * pf_dist_prob(&pr, t), e1 = kept * pf_dist_prob(&pr1, t);
+        chi0 += (c0[t] - e0) * (c0[t] - e0) / e0;
+        chi1 += (c1[t] - e1) * (c1[t] - e1) / e1;
+    }
+    CHECKF(kept > TRIALS / 20 && kept < TRIALS / 2, "kept %d", kept);
+    CHECKF(chi0 < 18.47, "first token: chi-square %.1f", chi0);
+    CHECKF(chi1 < 18.47, "bonus after a kept draft: chi-square %.1f", chi1);
+    pf_dist_free(&p); pf_dist_free(&resid); pf_dist_free(&q[0]); pf_dist_free(&pr); pf_dist_free(&pr1);
+}

@@ -1,0 +1,13 @@
+/* Drafter construction by name, for front ends (CLI, bench): "ngram" or "dflash". */
+#ifndef PF_STRATEGIES_H
+#define PF_STRATEGIES_H
+
+#include "draft/drafter.h"
+#include "engine/generate.h"
+
+/* *block: in = requested rows per round (0 = default), out = the block to use (the draft's trained
+ * block size for dflash, 8 for ngram). NULL with err on failure. */
+pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session *s, int ngram_n, int *block,
+                            char err[PF_ERR_LEN]);
+
+#endif
