@@ -8,10 +8,12 @@
  *   quantized: pairs of blocks fill a 512-bit register (block k in lanes 0..7, block k+1 in
  *     lanes 8..15; an odd last block pairs with zeros). Q4 nibbles are laid out low half / high
  *     half to match the activation's 32 bytes; VNNI vpdpbusd (u8 x s8, exact int32) gives 8
- *     partial sums per block, converted and fma'd with (d_w * x.d) broadcast per block. Scales go
- *     as one 4-float product [d_w*x.d, m_w*x.s] x 2 blocks per pair; the m_w*x.s lanes (Q4_1 min,
- *     -8 d_w for Q4_0) accumulate in a separate 128-bit sum added at the end. No gathers: they
- *     are microcoded and slow on the CPUs that matter (~40 cycles each on Zen 4 here).
+ *     partial sums per block, converted and fma'd with d_w * x.d broadcast per block. The
+ *     m_w * x.s terms (Q4_1 minimum, m_w = -8 d_w for Q4_0) accumulate by fma in a separate
+ *     128-bit sum (even blocks lane 0, odd lane 1) added after the 16-lane reduction. The
+ *     activation rows are first repacked per pair (64 bytes of q, d broadcast, s) so the inner
+ *     loop takes them as aligned memory operands. No gathers: they are microcoded and slow
+ *     (~40 cycles each on the Zen 4 here).
  *     Q8_0 x q8 is signed x signed: |w| is the unsigned operand and x gets w's sign (x is never
  *     -128; |w| = 128 as unsigned is fine). */
 #include <immintrin.h>
@@ -113,6 +115,11 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
 /* ---- quantized gemm ---- */
 
 #define XB ((int)sizeof(pf_block_q8_act)) /* 40 */
+/* Per pair of activation blocks in the repacked row: qs[64] | xd broadcast [16 floats] | xs[4]. */
+#define PAIR_QS 64
+#define PAIR_XD 64
+#define PAIR_XS 16
+#define SCRATCH_BYTES (48 * 1024) /* stack scratch for repacked activation rows */
 
 static inline uint32_t load_u32(const void *p) {
     uint32_t v;
@@ -126,33 +133,87 @@ static inline uint16_t load_u16(const void *p) {
     return v;
 }
 
-/* Weight scales of blocks k and k+1 (k+1 absent: zeros) as [d_k, m_k, d_k1, m_k1] where the "m"
- * lane multiplies x.s: the minimum for Q4_1, -8 d for Q4_0, 0 for Q8_0. */
-PF_FORCE_INLINE __m128 pair_scales(uint32_t wt, const uint8_t *bk, int ts, int full) {
-    if (wt == PF_TYPE_Q4_1) {
-        __m128i h = _mm_cvtsi32_si128((int)load_u32(bk));
-        if (full) h = _mm_unpacklo_epi32(h, _mm_cvtsi32_si128((int)load_u32(bk + ts)));
-        return _mm_cvtph_ps(h);
-    }
-    __m128i h = _mm_cvtsi32_si128(load_u16(bk));
-    if (full) h = _mm_insert_epi16(h, load_u16(bk + ts), 2);
-    __m128 d = _mm_cvtph_ps(h); /* [d_k, 0, d_k1, 0] */
-    if (wt == PF_TYPE_Q8_0) return d;
-    /* [d_k, -8 d_k, d_k1, -8 d_k1] */
-    return _mm_mul_ps(_mm_moveldup_ps(d), _mm_setr_ps(1.0f, -8.0f, 1.0f, -8.0f));
+/* A chunk of activation rows as the pair kernel reads them: either repacked (SoA per pair, the
+ * fast path) or the original q8 blocks. Both feed the same values to the same float ops, so the
+ * result does not depend on which one is used. */
+typedef struct {
+    const uint8_t *row[NB_MAX]; /* repacked row, or the original pf_block_q8_act row */
+    int64_t npair;
+} act_rows;
+
+/* Repacked row layout: [npair x 64 qs][npair x 16 floats d broadcast][npair x 4 floats s]. */
+static size_t packed_row_bytes(int64_t npair) {
+    return ((size_t)npair * (PAIR_QS + PAIR_XD + PAIR_XS) + 63) / 64 * 64;
 }
 
-/* One pair of blocks (k, k+1), or block k alone when !full, for NB activation rows. */
-PF_FORCE_INLINE void qdot_pair(uint32_t wt, const uint8_t *bk, int64_t k, int full,
-                               const uint8_t *const *x, __m512 *acc, __m128 *accm, int NB) {
+static void repack_row(const pf_block_q8_act *x, int64_t nblk, uint8_t *dst) {
+    int64_t npair = (nblk + 1) / 2;
+    uint8_t *qs = dst;
+    float *xd = (float *)(dst + npair * PAIR_QS), *xs = (float *)(dst + npair * (PAIR_QS + PAIR_XD));
+    for (int64_t p = 0; p < npair; p++) {
+        const pf_block_q8_act *a = x + 2 * p, *b = 2 * p + 1 < nblk ? a + 1 : NULL;
+        __m256i qa = _mm256_loadu_si256((const __m256i *)a->qs);
+        __m256i qb = b ? _mm256_loadu_si256((const __m256i *)b->qs) : _mm256_setzero_si256();
+        _mm512_store_si512(qs + p * PAIR_QS, _mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1));
+        __m512 d = _mm512_mask_broadcastss_ps(_mm512_set1_ps(a->d), 0xff00,
+                                              _mm_set_ss(b ? b->d : 0.0f));
+        _mm512_store_ps(xd + p * 16, d);
+        _mm_store_ps(xs + p * 4, _mm_setr_ps(a->s, b ? b->s : 0.0f, 0.0f, 0.0f));
+    }
+}
+
+/* Activation operands of pair p for row b: qs (64 bytes), d broadcast per block, [s_k, s_k1, 0, 0]. */
+PF_FORCE_INLINE __m512i act_qs(const act_rows *ar, int packed, int b, int64_t p, int full) {
+    if (packed) return _mm512_load_si512(ar->row[b] + p * PAIR_QS);
+    const uint8_t *xk = ar->row[b] + (size_t)(2 * p) * XB + 8;
+    __m256i a = _mm256_loadu_si256((const __m256i *)xk);
+    return full ? _mm512_inserti64x4(_mm512_castsi256_si512(a),
+                                     _mm256_loadu_si256((const __m256i *)(xk + XB)), 1)
+                : _mm512_inserti64x4(_mm512_setzero_si512(), a, 0);
+}
+
+PF_FORCE_INLINE __m512 act_xd(const act_rows *ar, int packed, int b, int64_t p, int full) {
+    if (packed) return _mm512_load_ps(ar->row[b] + ar->npair * PAIR_QS + p * PAIR_XD);
+    const pf_block_q8_act *x = (const pf_block_q8_act *)ar->row[b] + 2 * p;
+    return _mm512_mask_broadcastss_ps(_mm512_set1_ps(x[0].d), 0xff00, _mm_set_ss(full ? x[1].d : 0.0f));
+}
+
+PF_FORCE_INLINE __m128 act_xs(const act_rows *ar, int packed, int b, int64_t p, int full) {
+    if (packed)
+        return _mm_load_ps((const float *)(ar->row[b] + ar->npair * (PAIR_QS + PAIR_XD)) + p * 4);
+    const pf_block_q8_act *x = (const pf_block_q8_act *)ar->row[b] + 2 * p;
+    return _mm_setr_ps(x[0].s, full ? x[1].s : 0.0f, 0.0f, 0.0f);
+}
+
+/* Pair p = blocks (2p, 2p+1) of one weight row (block 2p alone when !full), NB activation rows. */
+PF_FORCE_INLINE void qdot_pair(uint32_t wt, const uint8_t *bk, int64_t p, int full, const act_rows *ar,
+                               int packed, __m512 *acc, __m128 *accm, int NB) {
     const int ts = wt == PF_TYPE_Q8_0 ? (int)sizeof(pf_block_q8_0)
                    : wt == PF_TYPE_Q4_0 ? (int)sizeof(pf_block_q4_0) : (int)sizeof(pf_block_q4_1);
     const uint8_t *q0 = bk + (wt == PF_TYPE_Q4_1 ? 4 : 2);
-    /* lanes 0..7 take scale lane 0 (block k), lanes 8..15 scale lane 2 (block k+1) */
-    const __m512i sidx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
     const __m512i zero = _mm512_setzero_si512();
     _mm_prefetch((const char *)bk + PF_DIST, _MM_HINT_T0);
-    __m128 wsc = pair_scales(wt, bk, ts, full);
+
+    /* weight scales: wd = d per block broadcast over its 8 lanes; wm = [m_k, m_k1, ., .] where m
+     * multiplies x.s: the Q4_1 minimum, -8 d for Q4_0 */
+    __m512 wd;
+    __m128 wm = _mm_setzero_ps();
+    if (wt == PF_TYPE_Q4_1) {
+        __m128i h = _mm_cvtsi32_si128((int)load_u32(bk));
+        if (full) h = _mm_unpacklo_epi32(h, _mm_cvtsi32_si128((int)load_u32(bk + ts)));
+        __m128 f = _mm_cvtph_ps(h); /* [d_k, m_k, d_k1, m_k1] */
+        wd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+                                   _mm512_castps128_ps512(f));
+        wm = _mm_shuffle_ps(f, f, _MM_SHUFFLE(3, 1, 3, 1));
+    } else {
+        __m128i h = _mm_cvtsi32_si128(load_u16(bk));
+        if (full) h = _mm_insert_epi16(h, load_u16(bk + ts), 1);
+        __m128 f = _mm_cvtph_ps(h); /* [d_k, d_k1, 0, 0] */
+        wd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                   _mm512_castps128_ps512(f));
+        if (wt == PF_TYPE_Q4_0) wm = _mm_mul_ps(f, _mm_set1_ps(-8.0f));
+    }
+
     __m512i wv;
     __mmask64 neg = 0;
     if (wt == PF_TYPE_Q8_0) {
@@ -172,25 +233,17 @@ PF_FORCE_INLINE void qdot_pair(uint32_t wt, const uint8_t *bk, int64_t k, int fu
     }
 #pragma GCC unroll 8
     for (int b = 0; b < NB; b++) {
-        const uint8_t *xk = x[b] + (size_t)k * XB;
-        /* [x.d_k, x.s_k, x.d_k1, x.s_k1] */
-        __m128d ds = _mm_load_sd((const double *)xk);
-        if (full) ds = _mm_loadh_pd(ds, (const double *)(xk + XB));
-        __m128 prod = _mm_mul_ps(wsc, _mm_castpd_ps(ds));
-        if (wt != PF_TYPE_Q8_0) accm[b] = _mm_add_ps(accm[b], prod);
-        __m256i a = _mm256_loadu_si256((const __m256i *)(xk + 8));
-        __m512i xv = full ? _mm512_inserti64x4(_mm512_castsi256_si512(a),
-                                               _mm256_loadu_si256((const __m256i *)(xk + XB + 8)), 1)
-                          : _mm512_inserti64x4(zero, a, 0);
+        __m512i xv = act_qs(ar, packed, b, p, full);
         if (wt == PF_TYPE_Q8_0) xv = _mm512_mask_sub_epi8(xv, neg, zero, xv);
         __m512i dot = _mm512_dpbusd_epi32(zero, wv, xv);
-        __m512 sc = _mm512_permutexvar_ps(sidx, _mm512_castps128_ps512(prod));
+        __m512 sc = _mm512_mul_ps(wd, act_xd(ar, packed, b, p, full));
         acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sc, acc[b]);
+        if (wt != PF_TYPE_Q8_0) accm[b] = _mm_fmadd_ps(wm, act_xs(ar, packed, b, p, full), accm[b]);
     }
 }
 
-PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, int64_t nblk,
-                               const uint8_t *const *x, float *out, int NB) {
+PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, int64_t nblk, const act_rows *ar,
+                               int packed, float *out, int NB) {
     const size_t ts = wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
                       : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
     __m512 acc[NB_MAX];
@@ -200,40 +253,70 @@ PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, int64_t nblk,
         acc[b] = _mm512_setzero_ps();
         accm[b] = _mm_setzero_ps();
     }
-    int64_t k = 0;
-    for (; k + 2 <= nblk; k += 2) qdot_pair(wt, w + (size_t)k * ts, k, 1, x, acc, accm, NB);
-    if (k < nblk) qdot_pair(wt, w + (size_t)k * ts, k, 0, x, acc, accm, NB);
+    int64_t p = 0;
+    for (; 2 * p + 2 <= nblk; p++) qdot_pair(wt, w + (size_t)(2 * p) * ts, p, 1, ar, packed, acc, accm, NB);
+    if (2 * p < nblk) qdot_pair(wt, w + (size_t)(2 * p) * ts, p, 0, ar, packed, acc, accm, NB);
 #pragma GCC unroll 8
     for (int b = 0; b < NB; b++) {
         float m = 0.0f;
-        if (wt != PF_TYPE_Q8_0) /* lanes 1 and 3 hold the sums of m_w * x.s */
-            m = _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(accm[b]),
-                                         _mm_shuffle_ps(accm[b], accm[b], _MM_SHUFFLE(3, 3, 3, 3))));
+        if (wt != PF_TYPE_Q8_0) /* lanes 0 and 1 hold the sums of m_w * x.s of even and odd blocks */
+            m = _mm_cvtss_f32(_mm_add_ss(accm[b], _mm_movehdup_ps(accm[b])));
         out[b] = _mm512_reduce_add_ps(acc[b]) + m;
     }
 }
 
-PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
-                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+/* Rows [r0, r1) for the nb <= NB_MAX activation rows in ar; outputs of row b go to y[b*ldy + r]. */
+PF_FORCE_INLINE void qdot_range(uint32_t wt, const pf_weight *W, const act_rows *ar, int packed, int nb,
+                                float *y, int64_t ldy, int64_t r0, int64_t r1) {
     int64_t nblk = W->cols / PF_QK;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *w = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+        float out[NB_MAX];
+        switch (nb) {
+        case 1: qdot_rows(wt, w, nblk, ar, packed, out, 1); break;
+        case 2: qdot_rows(wt, w, nblk, ar, packed, out, 2); break;
+        case 3: qdot_rows(wt, w, nblk, ar, packed, out, 3); break;
+        case 4: qdot_rows(wt, w, nblk, ar, packed, out, 4); break;
+        case 5: qdot_rows(wt, w, nblk, ar, packed, out, 5); break;
+        case 6: qdot_rows(wt, w, nblk, ar, packed, out, 6); break;
+        case 7: qdot_rows(wt, w, nblk, ar, packed, out, 7); break;
+        default: qdot_rows(wt, w, nblk, ar, packed, out, 8); break;
+        }
+        for (int b = 0; b < nb; b++) y[b * ldy + r] = out[b];
+    }
+}
+
+/* Activation rows are repacked once per call into stack scratch (as many as fit), then every
+ * weight row of [r0, r1) is run against them NB_MAX at a time while it is hot in L1. Rows too
+ * long for the scratch (over ~10K columns) read the q8 blocks in place: same values, same ops. */
+PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
+                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    int64_t nblk = W->cols / PF_QK, npair = (nblk + 1) / 2;
+    size_t prow = packed_row_bytes(npair);
+    int fit = (int)(SCRATCH_BYTES / prow);
+    act_rows ar;
+    ar.npair = npair;
+    if (fit == 0) {
         for (int b0 = 0; b0 < B; b0 += NB_MAX) {
             int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
-            const uint8_t *x[NB_MAX];
-            float out[NB_MAX];
-            for (int b = 0; b < nb; b++) x[b] = (const uint8_t *)act + (size_t)(b0 + b) * stride;
-            switch (nb) {
-            case 1: qdot_rows(wt, w, nblk, x, out, 1); break;
-            case 2: qdot_rows(wt, w, nblk, x, out, 2); break;
-            case 3: qdot_rows(wt, w, nblk, x, out, 3); break;
-            case 4: qdot_rows(wt, w, nblk, x, out, 4); break;
-            case 5: qdot_rows(wt, w, nblk, x, out, 5); break;
-            case 6: qdot_rows(wt, w, nblk, x, out, 6); break;
-            case 7: qdot_rows(wt, w, nblk, x, out, 7); break;
-            default: qdot_rows(wt, w, nblk, x, out, 8); break;
+            for (int b = 0; b < nb; b++) ar.row[b] = (const uint8_t *)act + (size_t)(b0 + b) * stride;
+            qdot_range(wt, W, &ar, 0, nb, y + b0 * ldy, ldy, r0, r1);
+        }
+        return;
+    }
+    _Alignas(64) uint8_t scratch[SCRATCH_BYTES];
+    for (int s0 = 0; s0 < B; s0 += fit) {
+        int sb = B - s0 < fit ? B - s0 : fit;
+        for (int b = 0; b < sb; b++)
+            repack_row((const pf_block_q8_act *)((const char *)act + (size_t)(s0 + b) * stride), nblk,
+                       scratch + (size_t)b * prow);
+        for (int64_t rt = r0; rt < r1; rt += 16) { /* 16-row tiles stay in L1 across the chunks */
+            int64_t re = rt + 16 < r1 ? rt + 16 : r1;
+            for (int c = 0; c < sb; c += NB_MAX) {
+                int nb = sb - c < NB_MAX ? sb - c : NB_MAX;
+                for (int b = 0; b < nb; b++) ar.row[b] = scratch + (size_t)(c + b) * prow;
+                qdot_range(wt, W, &ar, 1, nb, y + (s0 + c) * ldy, ldy, rt, re);
             }
-            for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r] = out[b];
         }
     }
 }

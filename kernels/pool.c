@@ -19,15 +19,16 @@
 #include <string.h>
 #include <time.h>
 
+#include <sched.h>
+
 #ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#else
-#include <sched.h>
 #endif
 
 #define SPIN_NS 100000 /* spin this long before sleeping (~100 us) */
+#define YIELD_NS 20000 /* ... yielding the core after this long */
 
 typedef struct {
     pf_pool *pool;
@@ -77,20 +78,23 @@ static void futex_wake(_Atomic uint32_t *addr, int n) {
 #endif
 }
 
-/* Called every spin iteration; true once SPIN_NS has passed since the first check. */
-static int spin_expired(unsigned i, int64_t *deadline) {
+/* Called every spin iteration; true once SPIN_NS has passed since the first check. After
+ * YIELD_NS the spinner also yields, so that with more threads than free cores the thread being
+ * waited for gets to run instead of losing its core to spinners for a whole time slice. */
+static int spin_expired(unsigned i, int64_t *start) {
     if (i & 63) return 0;
     int64_t t = now_ns();
-    if (!*deadline) *deadline = t + SPIN_NS;
-    return t > *deadline;
+    if (!*start) *start = t;
+    if (t - *start > YIELD_NS) sched_yield();
+    return t - *start > SPIN_NS;
 }
 
 /* Spin until *w != seen or SPIN_NS passes; returns the value seen last. */
 static uint32_t spin_while_equal(_Atomic uint32_t *w, uint32_t seen) {
-    int64_t deadline = 0;
+    int64_t start = 0;
     for (unsigned i = 1;; i++) {
         uint32_t v = atomic_load_explicit(w, memory_order_acquire);
-        if (v != seen || spin_expired(i, &deadline)) return v;
+        if (v != seen || spin_expired(i, &start)) return v;
         cpu_relax();
     }
 }
@@ -166,9 +170,9 @@ void pf_pool_run(pf_pool *p, pf_pool_fn fn, void *arg) {
     fn(arg, 0, p->n);
 
     uint32_t target = (uint32_t)(p->n - 1), v;
-    int64_t deadline = 0;
+    int64_t start = 0;
     for (unsigned i = 1; (v = atomic_load_explicit(&p->done, memory_order_acquire)) != target; i++) {
-        if (spin_expired(i, &deadline)) break;
+        if (spin_expired(i, &start)) break;
         cpu_relax();
     }
     if (v != target) {
