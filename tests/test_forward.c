@@ -163,6 +163,7 @@ static void check_against_reference(uint32_t type, bool untied, double tol) {
     }
     CHECKF(worst < tol, "%s %s: max relative logit error %.3g >= %.3g", pf_type_info(type)->name,
            untied ? "untied" : "tied", worst, tol);
+
     free(rl); free(lg); free(st.k); free(st.v);
     pf_ctx_free(c);
     pf_model_free(m);
@@ -172,14 +173,20 @@ TEST(forward_matches_float64_reference_f32) { check_against_reference(PF_TYPE_F3
 TEST(forward_matches_float64_reference_f32_tied) { check_against_reference(PF_TYPE_F32, false, 1e-4); }
 TEST(forward_matches_float64_reference_f16) { check_against_reference(PF_TYPE_F16, false, 1e-4); }
 TEST(forward_matches_float64_reference_bf16) { check_against_reference(PF_TYPE_BF16, true, 1e-4); }
-/* Quantized weights: the reference quantizes activations like the engine, but from its float64
- * values, so a value on a rounding boundary can land one step apart: a looser bound. */
-TEST(forward_matches_float64_reference_q8_0) { check_against_reference(PF_TYPE_Q8_0, true, 2e-3); }
-TEST(forward_matches_float64_reference_q4_0) { check_against_reference(PF_TYPE_Q4_0, false, 2e-3); }
-TEST(forward_matches_float64_reference_q4_0_untied) { check_against_reference(PF_TYPE_Q4_0, true, 2e-3); }
-TEST(forward_matches_float64_reference_q4_1_tied) { check_against_reference(PF_TYPE_Q4_1, false, 2e-3); }
-TEST(forward_matches_float64_reference_q8_0_tied) { check_against_reference(PF_TYPE_Q8_0, false, 2e-3); }
-TEST(forward_matches_float64_reference_q4_1) { check_against_reference(PF_TYPE_Q4_1, true, 2e-3); }
+/* Quantized weights: the reference quantizes activations like the engine (int8 blocks), but from
+ * its float64 values. An activation that float32 and float64 put on opposite sides of an int8
+ * rounding boundary moves by one step (max/127) and the move propagates. Q4_0/Q4_1 make such flips
+ * common: their dot products add two large terms of opposite sign (the scale term and the offset
+ * or minimum term), so the float32 result carries ~1e-5 relative error. The bound is the size of
+ * this tiny model's whole int8 activation noise (~2% of the largest logit vs float activations);
+ * exact layouts are checked against llama.cpp in test_golden.c and kernel by kernel in
+ * test_kernels.c. */
+TEST(forward_matches_float64_reference_q8_0) { check_against_reference(PF_TYPE_Q8_0, true, 3e-2); }
+TEST(forward_matches_float64_reference_q8_0_tied) { check_against_reference(PF_TYPE_Q8_0, false, 3e-2); }
+TEST(forward_matches_float64_reference_q4_0) { check_against_reference(PF_TYPE_Q4_0, false, 3e-2); }
+TEST(forward_matches_float64_reference_q4_0_untied) { check_against_reference(PF_TYPE_Q4_0, true, 3e-2); }
+TEST(forward_matches_float64_reference_q4_1) { check_against_reference(PF_TYPE_Q4_1, true, 3e-2); }
+TEST(forward_matches_float64_reference_q4_1_tied) { check_against_reference(PF_TYPE_Q4_1, false, 3e-2); }
 
 /* Logits of `n` tokens run as one B-row forward must equal n one-row forwards, bit for bit, for
  * every kernel level and thread count; taps too. */
