@@ -11,4 +11,38 @@ extern const pf_kernels pf_kernels_avx512_table;
 
 #define PF_FORCE_INLINE static inline __attribute__((always_inline))
 
+/* One pf_attention call, shared by attention.c and its SIMD variants. */
+typedef struct {
+    const pf_kernels *k;
+    const float *q;
+    int64_t ldq;
+    int B, n_head, n_kv_head, hd;
+    const pf_half *K, *V;
+    int64_t kv_stride, pos0, n_keys;
+    int causal;
+    int64_t window;
+    float *out;
+    int64_t ldo;
+    float scale;
+    int next; /* next unclaimed task, used atomically */
+} pf_attn_job;
+
+#define PF_ATTN_KCHUNK 64 /* keys per online-softmax step */
+
+/* Keys [*lo, *hi) visible to row b: they depend only on the row's position, the mask and the
+ * window, never on B or on how long the cache is beyond what the row may see. */
+static inline void pf_attn_range(const pf_attn_job *j, int b, int64_t *lo, int64_t *hi) {
+    int64_t pos = j->pos0 + b;
+    *lo = 0;
+    *hi = j->n_keys;
+    if (j->causal && pos + 1 < *hi) *hi = pos + 1;
+    if (j->window > 0 && pos - j->window + 1 > *lo) *lo = pos - j->window + 1;
+}
+
+/* All query heads of KV head kvh for row b, on one SIMD level. Returns 0 without touching
+ * anything if the level does not handle this head dim / group size (the caller falls back);
+ * the answer depends only on those two, so a whole call takes one path. */
+int pf_attend_group_avx2(const pf_attn_job *j, int b, int kvh);
+int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh);
+
 #endif

@@ -701,7 +701,10 @@ TEST(kernels_attention_vs_double) {
         {4, 2, 64, 50, 80, 20, 4, 0},    /* non-causal with window */
         {2, 1, 64, 0, 1, 0, 1, 1},       /* first token */
         {2, 1, 64, 0, 0, 0, 1, 0},       /* empty cache: zeros */
-        {6, 3, 48, 300, 303, 0, 3, 1},   /* head dim not a multiple of 16 */
+        {6, 3, 48, 300, 303, 0, 3, 1},   /* head dim not a multiple of 32 */
+        {4, 2, 20, 30, 33, 0, 3, 1},     /* head dim not a multiple of 8: generic path */
+        {20, 1, 16, 30, 33, 0, 2, 1},    /* 20 query heads on one KV head: generic path */
+        {14, 2, 64, 1000, 1003, 0, 3, 1},/* many chunks, running max rescaled */
     };
     pf_pool *pool = pf_pool_create(3);
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
@@ -738,9 +741,10 @@ TEST(kernels_attention_vs_double) {
 /* B causal rows at once == each row alone with the cache grown to it, bitwise; and the thread
  * count does not matter. */
 TEST(kernels_attention_batch_invariance) {
-    const attn_case cases[] = {{14, 2, 64, 61, 0, 0, 16, 1}, {4, 4, 32, 130, 0, 40, 9, 1}};
+    const attn_case cases[] = {{14, 2, 64, 61, 0, 0, 16, 1}, {4, 4, 32, 130, 0, 40, 9, 1},
+                               {4, 2, 20, 70, 0, 0, 5, 1}};
     pf_pool *pool1 = pf_pool_create(1), *pool3 = pf_pool_create(3);
-    for (int ci = 0; ci < 2; ci++) {
+    for (int ci = 0; ci < 3; ci++) {
         const attn_case *c = &cases[ci];
         int64_t n_keys = c->pos0 + c->B, kvs = (int64_t)c->n_kv * c->hd;
         int64_t ld = (int64_t)c->n_head * c->hd;
