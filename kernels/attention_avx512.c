@@ -1,10 +1,14 @@
 /* AVX-512 attention for one (row, KV head) task: all query heads of the GQA group at once, so
  * each f16 key/value row is converted once per group. Same chunked online softmax as the scalar
- * path (attention.c); per head the operations depend only on the visible key range.
- *   scores: 16-lane fma over the head dim, one fixed horizontal sum per (key, head), then * scale
+ * path (attention.c); per head the operations depend only on the visible key range, never on B,
+ * the group size or the thread.
+ *   scores: keys go 16 at a time; per (key, head) a 16-lane fma chain over the head dim, then one
+ *           16x16 transpose-and-add gives the 16 scores in one register (no per-key horizontal
+ *           sum), times the scale
  *   softmax: chunk max, one rescale (expf) when it grows, exp512 over the chunk; the running sum
- *            is a 16-lane vector (lane = key index mod 16), reduced once at the end
- *   values: out += p * v per key, in key order. */
+ *           is a 16-lane vector (lane = key index mod 16), reduced once at the end
+ *   values: per 16 keys, even keys fma into the running output and odd keys into a second
+ *           accumulator (two chains hide the fma latency), added at the end of the 16. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -15,9 +19,38 @@
 #define MAX_GROUP 16
 #define MAX_HD 256
 
-int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) {
-    const int hd = j->hd, g = j->n_head / j->n_kv_head, nv = hd / 16;
-    if (hd % 16 || hd > MAX_HD || g > MAX_GROUP) return 0;
+/* r[t] = sum of the 16 lanes of a[t], t = 0..15, as one register. */
+PF_FORCE_INLINE __m512 transpose_sum16(const __m512 *a) {
+    __m512 b[8], c[4];
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; p++)
+        b[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * p], a[2 * p + 1]),
+                             _mm512_unpackhi_ps(a[2 * p], a[2 * p + 1]));
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; p++) {
+        __m512d x = _mm512_castps_pd(b[2 * p]), y = _mm512_castps_pd(b[2 * p + 1]);
+        c[p] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    /* c[p]: keys 4p..4p+3 in every 128-bit lane, one partial sum per lane */
+    __m512 e0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    __m512 e1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+static inline void convert_rows(const pf_half *src, int64_t stride, int m, int nv, float *dst) {
+    for (int t = 0; t < m; t++)
+        for (int i = 0; i < nv; i++)
+            _mm512_store_ps(dst + (t * nv + i) * 16,
+                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + t * stride + 16 * i))));
+}
+
+/* nv = hd / 16; constant where the caller instantiates it, so the head's vectors live in registers. */
+PF_FORCE_INLINE void attend_group(const pf_attn_job *j, int b, int kvh, int nv) {
+    const int hd = 16 * nv, g = j->n_head / j->n_kv_head;
     int64_t lo, hi;
     pf_attn_range(j, b, &lo, &hi);
     const float *qh[MAX_GROUP];
@@ -27,10 +60,10 @@ int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) {
         o[h] = j->out + b * j->ldo + (int64_t)(kvh * g + h) * hd;
         memset(o[h], 0, (size_t)hd * sizeof(float));
     }
-    if (lo >= hi) return 1;
+    if (lo >= hi) return;
 
     _Alignas(64) float s[MAX_GROUP][PF_ATTN_KCHUNK];
-    _Alignas(64) float row[MAX_HD];
+    _Alignas(64) float rows[16 * MAX_HD];
     __m512 lsum[MAX_GROUP];
     float mx[MAX_GROUP];
     for (int h = 0; h < g; h++) {
@@ -38,17 +71,25 @@ int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) {
         mx[h] = -INFINITY;
     }
     const pf_half *Kh = j->K + (int64_t)kvh * hd, *Vh = j->V + (int64_t)kvh * hd;
+    const __m512 scale = _mm512_set1_ps(j->scale);
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
-        for (int t = 0; t < n; t++) {
-            const pf_half *kr = Kh + (c0 + t) * j->kv_stride;
-            for (int i = 0; i < nv; i++)
-                _mm512_store_ps(row + 16 * i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 16 * i))));
+        for (int t0 = 0; t0 < n; t0 += 16) {
+            int m = n - t0 < 16 ? n - t0 : 16;
+            convert_rows(Kh + (c0 + t0) * j->kv_stride, j->kv_stride, m, nv, rows);
             for (int h = 0; h < g; h++) {
-                __m512 acc = _mm512_mul_ps(_mm512_load_ps(row), _mm512_loadu_ps(qh[h]));
-                for (int i = 1; i < nv; i++)
-                    acc = _mm512_fmadd_ps(_mm512_load_ps(row + 16 * i), _mm512_loadu_ps(qh[h] + 16 * i), acc);
-                s[h][t] = _mm512_reduce_add_ps(acc) * j->scale;
+                __m512 a[16];
+#pragma GCC unroll 16
+                for (int t = 0; t < 16; t++) {
+                    a[t] = _mm512_setzero_ps();
+                    if (t >= m) continue;
+                    const float *r = rows + t * hd;
+                    a[t] = _mm512_mul_ps(_mm512_load_ps(r), _mm512_loadu_ps(qh[h]));
+                    #pragma GCC unroll 16
+                    for (int i = 1; i < nv; i++)
+                        a[t] = _mm512_fmadd_ps(_mm512_load_ps(r + 16 * i), _mm512_loadu_ps(qh[h] + 16 * i), a[t]);
+                }
+                _mm512_store_ps(s[h] + t0, _mm512_mul_ps(transpose_sum16(a), scale));
             }
         }
         for (int h = 0; h < g; h++) {
@@ -60,6 +101,7 @@ int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) {
                 if (mx[h] != -INFINITY) {
                     __m512 f = _mm512_set1_ps(expf(mx[h] - cmax));
                     lsum[h] = _mm512_mul_ps(lsum[h], f);
+                    #pragma GCC unroll 16
                     for (int i = 0; i < nv; i++)
                         _mm512_storeu_ps(o[h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[h] + 16 * i), f));
                 }
@@ -73,22 +115,53 @@ int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) {
                 lsum[h] = _mm512_add_ps(lsum[h], p);
             }
         }
-        for (int t = 0; t < n; t++) {
-            const pf_half *vr = Vh + (c0 + t) * j->kv_stride;
-            for (int i = 0; i < nv; i++)
-                _mm512_store_ps(row + 16 * i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * i))));
+        for (int t0 = 0; t0 < n; t0 += 16) {
+            int m = n - t0 < 16 ? n - t0 : 16;
+            convert_rows(Vh + (c0 + t0) * j->kv_stride, j->kv_stride, m, nv, rows);
             for (int h = 0; h < g; h++) {
-                __m512 p = _mm512_set1_ps(s[h][t]);
-                for (int i = 0; i < nv; i++)
-                    _mm512_storeu_ps(o[h] + 16 * i, _mm512_fmadd_ps(p, _mm512_load_ps(row + 16 * i),
-                                                                    _mm512_loadu_ps(o[h] + 16 * i)));
+                /* even keys into the running output, odd keys into a second set: two fma
+                 * chains per vector instead of one latency-bound chain */
+                __m512 acc[MAX_HD / 16] = {0}, acc2[MAX_HD / 16] = {0};
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) {
+                    acc[i] = _mm512_loadu_ps(o[h] + 16 * i);
+                    acc2[i] = _mm512_setzero_ps();
+                }
+                int t = 0;
+                for (; t + 2 <= m; t += 2) {
+                    __m512 p0 = _mm512_set1_ps(s[h][t0 + t]), p1 = _mm512_set1_ps(s[h][t0 + t + 1]);
+#pragma GCC unroll 16
+                    for (int i = 0; i < nv; i++) {
+                        acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
+                        acc2[i] = _mm512_fmadd_ps(p1, _mm512_load_ps(rows + (t + 1) * hd + 16 * i), acc2[i]);
+                    }
+                }
+                if (t < m) {
+                    __m512 p0 = _mm512_set1_ps(s[h][t0 + t]);
+#pragma GCC unroll 16
+                    for (int i = 0; i < nv; i++)
+                        acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
+                }
+#pragma GCC unroll 16
+                for (int i = 0; i < nv; i++) _mm512_storeu_ps(o[h] + 16 * i, _mm512_add_ps(acc[i], acc2[i]));
             }
         }
     }
     for (int h = 0; h < g; h++) {
         __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(lsum[h]));
+        #pragma GCC unroll 16
         for (int i = 0; i < nv; i++)
             _mm512_storeu_ps(o[h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[h] + 16 * i), inv));
+    }
+}
+
+int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) {
+    const int hd = j->hd;
+    if (hd % 16 || hd > MAX_HD || j->n_head / j->n_kv_head > MAX_GROUP) return 0;
+    switch (hd) {
+    case 64: attend_group(j, b, kvh, 4); break;
+    case 128: attend_group(j, b, kvh, 8); break;
+    default: attend_group(j, b, kvh, hd / 16); break;
     }
     return 1;
 }
