@@ -3,12 +3,25 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "draft/dflash_drafter.h"
 #include "draft/ngram.h"
+
+static pf_drafter *open_dflash(const char *path, pf_session *s, int *block, char err[PF_ERR_LEN]) {
+    pf_dflash *w = pf_dflash_load(path, s->model, err);
+    if (!w) return NULL;
+    if (*block <= 0) *block = pf_dflash_block_size(w);
+    pf_drafter *d = pf_dflash_drafter_new(w, s, err);
+    if (!d) {
+        pf_dflash_free(w);
+        return NULL;
+    }
+    pf_dflash_drafter_own_weights(d);
+    return d;
+}
 
 pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session *s, int ngram_n, int *block,
                             char err[PF_ERR_LEN]) {
-    (void)s;
-    (void)draft_path;
+    if (!strcmp(spec, "dflash")) return open_dflash(draft_path, s, block, err);
     if (!strcmp(spec, "ngram")) {
         if (*block <= 0) *block = 8;
         pf_drafter *d = pf_ngram_drafter_new(1, ngram_n);

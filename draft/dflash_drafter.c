@@ -1,0 +1,73 @@
+#include "draft/dflash_drafter.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    pf_dflash_state *st;
+    int64_t n_ctx;
+    const pf_dflash *weights;
+    int own_weights;
+} df_state;
+
+static int df_begin(void *p, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
+    df_state *s = p;
+    (void)prompt;
+    pf_dflash_reset(s->st);
+    return pf_dflash_append_context(s->st, taps, n, err);
+}
+
+static int df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                      int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]) {
+    df_state *s = p;
+    if (pf_dflash_context_len(s->st) != pos) {
+        snprintf(err, PF_ERR_LEN, "draft context (%lld rows) out of step with the target (position %lld)",
+                 (long long)pf_dflash_context_len(s->st), (long long)pos);
+        return -1;
+    }
+    if (pos + B > s->n_ctx) B = (int)(s->n_ctx - pos);
+    if (B < 2) return 0;
+    if (pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, NULL, err) < 0) return -1;
+    return B - 1;
+}
+
+static int df_commit(void *p, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
+    df_state *s = p;
+    (void)tokens;
+    return pf_dflash_append_context(s->st, taps, n, err);
+}
+
+static void df_free(void *p) {
+    df_state *s = p;
+    pf_dflash_state_free(s->st);
+    if (s->own_weights) pf_dflash_free((pf_dflash *)s->weights);
+    free(s);
+}
+
+pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err[PF_ERR_LEN]) {
+    pf_drafter *dr = calloc(1, sizeof *dr);
+    df_state *s = calloc(1, sizeof *s);
+    if (!dr || !s) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        free(dr);
+        free(s);
+        return NULL;
+    }
+    /* room for the whole target context plus one block drafted past its end */
+    s->n_ctx = sess->ctx->kv->n_ctx + 64;
+    s->weights = d;
+    s->st = pf_dflash_state_new(d, s->n_ctx, sess->ctx->pool, sess->ctx->k, err);
+    if (!s->st) {
+        free(dr);
+        free(s);
+        return NULL;
+    }
+    int n_taps;
+    const int *taps = pf_dflash_tap_layers(d, &n_taps);
+    *dr = (pf_drafter){.name = pf_dflash_version(d) == 2 ? "dflash2" : "dflash", .state = s, .tap_layers = taps,
+                       .n_taps = n_taps, .begin = df_begin, .propose = df_propose, .commit = df_commit,
+                       .deterministic = 0, .free = df_free};
+    return dr;
+}
+
+void pf_dflash_drafter_own_weights(pf_drafter *dr) { ((df_state *)dr->state)->own_weights = 1; }

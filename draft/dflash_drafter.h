@@ -1,0 +1,15 @@
+/* A DFlash / DFlash2 draft behind the drafter interface: its context is the target's tapped rows of
+ * every committed position; each round is one non-causal block forward. */
+#ifndef PF_DFLASH_DRAFTER_H
+#define PF_DFLASH_DRAFTER_H
+
+#include "draft/dflash.h"
+#include "draft/drafter.h"
+#include "engine/generate.h"
+
+/* The draft (borrowed) runs on the session's thread pool and kernels. */
+pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *s, char err[PF_ERR_LEN]);
+/* From now on pf_drafter_free(dr) also frees the draft weights it was made with. */
+void pf_dflash_drafter_own_weights(pf_drafter *dr);
+
+#endif
