@@ -67,7 +67,8 @@ void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta);
  * q: row b at q + b*ldq, n_head heads of hd. K, V: f16, key j at K + j*kv_stride (n_kv_head heads
  * of hd). Row b sits at position pos0 + b and sees key j < n_keys iff (!causal || j <= pos0 + b)
  * and (window == 0 || pos0 + b - j < window). Query head h reads KV head h / (n_head/n_kv_head).
- * Scale 1/sqrt(hd). out: row b at out + b*ldo. Work split over (row, head) pairs. */
+ * Scale 1/sqrt(hd). out: row b at out + b*ldo (must not alias q, K or V). Work split over
+ * (row, KV head) pairs. */
 void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
                   int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t kv_stride,
                   int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo);

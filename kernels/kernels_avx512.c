@@ -299,6 +299,11 @@ PF_FORCE_INLINE void qdot_range(uint32_t wt, const pf_weight *W, const act_rows 
 PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
                                 int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
     int64_t nblk = W->cols / PF_QK, npair = (nblk + 1) / 2;
+    if (npair == 0) { /* no columns: empty sums */
+        for (int b = 0; b < B; b++)
+            for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
+        return;
+    }
     size_t prow = packed_row_bytes(npair);
     int fit = (int)(SCRATCH_BYTES / prow);
     act_rows ar;

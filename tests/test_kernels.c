@@ -399,6 +399,21 @@ TEST(kernels_gemm_batch_invariance) {
         }
 }
 
+/* Zero columns: every level writes zeros (empty sums), reads nothing. */
+TEST(kernels_gemm_empty_rows) {
+    static char dummy[64];
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        if (!k) continue;
+        for (int t = 0; t < N_TYPES; t++) {
+            pf_weight W = {dummy, k_types[t], 3, 0, 0};
+            float y[6] = {1, 1, 1, 1, 1, 1};
+            k->gemm[k_types[t]](&W, dummy, 0, 2, y, 3, 0, 3);
+            for (int i = 0; i < 6; i++) CHECKF(y[i] == 0.0f, "%s %s", k->name, pf_type_info(k_types[t])->name);
+        }
+    }
+}
+
 /* Rows longer than the AVX-512 kernel's activation scratch take its in-place path. */
 TEST(kernels_gemm_long_rows) {
     const int64_t rows = 3, cols = 32 * 701;
