@@ -8,5 +8,6 @@ int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_vocab_import(int argc, char **argv);
+int cmd_synth_draft(int argc, char **argv);
 
 #endif

@@ -1,0 +1,90 @@
+/* pocketflash synth-draft: write a random-weight DFlash / DFlash2 draft GGUF for a target. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "draft/dflash_synth.h"
+
+static const char k_usage[] =
+    "usage: pocketflash synth-draft -m TARGET.gguf -o DRAFT.gguf [--version 1|2] [--layers N] [--block B]\n"
+    "                               [--taps L1,L2,..] [--seed S] [--identity]\n"
+    "  writes a random-weight DFlash (1) or DFlash2 (2) draft for the target: its hidden size, heads and\n"
+    "  tokenizer, matrices in the target's weight type, MASK = <|fim_pad|> (or the last control token)\n"
+    "  -m FILE       target model (qwen3 GGUF)\n"
+    "  -o FILE       output draft GGUF\n"
+    "  --version V   1 = DFlash, 2 = DFlash2 (conv + candidate selector); default 1\n"
+    "  --layers N    draft layers (default 5)\n"
+    "  --block B     trained block size stored as dflash.block_size (default 16)\n"
+    "  --taps LIST   target layers to tap, 0-based 'after layer L' (default: one per draft layer,\n"
+    "                spread over the target's depth)\n"
+    "  --seed S      RNG seed (default 1); the same seed gives the same shared weights for v1 and v2\n"
+    "  --identity    DFlash2 starts as plain DFlash: conv base = identity tap, dyn proj = 0,\n"
+    "                selector successor = 0\n";
+
+/* "3,7,11" -> taps; false after printing an error. */
+static bool parse_taps(const char *s, int **out, int *n) {
+    int cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    int *t = malloc((size_t)cap * sizeof *t);
+    if (!t) return cli_fail("out of memory"), false;
+    char *copy = strdup(s), *save = NULL;
+    int k = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long v;
+        if (!cli_int("--taps", tok, 0, 4095, &v)) {
+            free(copy);
+            free(t);
+            return false;
+        }
+        t[k++] = (int)v;
+    }
+    free(copy);
+    if (k == 0) {
+        free(t);
+        cli_fail("--taps: expected a comma-separated list of layer indices");
+        return false;
+    }
+    *out = t;
+    *n = k;
+    return true;
+}
+
+int cmd_synth_draft(int argc, char **argv) {
+    const char *target = NULL, *out = NULL, *taps_s = NULL;
+    long long version = 1, layers = 5, block = 16, seed = 1;
+    bool identity = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(k_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--identity")) {
+            identity = true;
+            continue;
+        }
+        if (strcmp(a, "-m") && strcmp(a, "-o") && strcmp(a, "--version") && strcmp(a, "--layers") &&
+            strcmp(a, "--block") && strcmp(a, "--taps") && strcmp(a, "--seed"))
+            return cli_fail("synth-draft: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) target = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--taps")) taps_s = v;
+        else if (!strcmp(a, "--version") && !cli_int(a, v, 1, 2, &version)) return 1;
+        else if (!strcmp(a, "--layers") && !cli_int(a, v, 1, 256, &layers)) return 1;
+        else if (!strcmp(a, "--block") && !cli_int(a, v, 2, 4096, &block)) return 1;
+        else if (!strcmp(a, "--seed") && !cli_int(a, v, 0, INT64_MAX, &seed)) return 1;
+    }
+    if (!target || !out) return cli_fail("synth-draft: -m and -o are required");
+    if (identity && version != 2) return cli_fail("synth-draft: --identity needs --version 2");
+    int *taps = NULL, n_taps = 0;
+    if (taps_s && !parse_taps(taps_s, &taps, &n_taps)) return 1;
+    char err[PF_ERR_LEN];
+    int rc = pf_dflash_synth(target, (int)version, (int)layers, (int)block, taps, n_taps, (uint64_t)seed, identity,
+                             out, err);
+    free(taps);
+    if (rc < 0) return cli_fail("%s", err);
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* DFlash / DFlash2 block drafts (dflash.md §1-2): a small Qwen3-style transformer without its own
+ * embedding or head. It reads the target's tapped residual rows as context (fused by `fc`, turned
+ * into per-layer K/V once and cached), then fills a block [bonus, MASK x (B-1)] in ONE non-causal
+ * forward and projects rows 1..B-1 with the target's output head. DFlash2 adds a short causal conv
+ * around every sublayer and a low-rank candidate selector walked left to right.
+ *
+ * The draft's hidden size must equal the target's: its rows go through the target's head and its
+ * input rows are the target's embedding rows. */
+#ifndef PF_DFLASH_H
+#define PF_DFLASH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/model.h"
+#include "engine/sampler.h"
+#include "formats/gguf.h"
+#include "kernels/kernels.h"
+
+typedef struct pf_dflash pf_dflash; /* weights of a dflash GGUF; borrows the target's token_embd and output head */
+
+/* Load and validate against the target (hidden size, fc width = n_taps * target hidden, tapped
+ * layers within the target's depth, mask id and selector vocabulary within the target's vocabulary).
+ * Errors are one line naming the file and the field. The target must outlive the draft. */
+pf_dflash *pf_dflash_load(const char *path, const pf_model *target, char err[PF_ERR_LEN]);
+/* Over an already parsed file; takes ownership of f when own_file (closed on failure too). */
+pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, char err[PF_ERR_LEN]);
+void pf_dflash_free(pf_dflash *d);
+
+int pf_dflash_block_size(const pf_dflash *d); /* dflash.block_size (trained B) */
+int pf_dflash_version(const pf_dflash *d);    /* 1 = DFlash, 2 = DFlash2 (conv + selector present) */
+/* Target layers whose residual rows the draft needs, as 0-based "after layer L" indices for
+ * pf_batch.tap_layers (dflash.target_layers stores L+1: the INPUT of layer L+1 = the output of L). */
+const int *pf_dflash_tap_layers(const pf_dflash *d, int *n_taps);
+int32_t pf_dflash_mask_token(const pf_dflash *d);
+int pf_dflash_n_layer(const pf_dflash *d);
+int pf_dflash_n_embd(const pf_dflash *d);   /* == the target's hidden size */
+int pf_dflash_kv_dim(const pf_dflash *d);   /* head_count_kv * key_length of the draft */
+int pf_dflash_selector_top_k(const pf_dflash *d); /* 0 for DFlash v1 */
+bool pf_dflash_causal(const pf_dflash *d);  /* dflash.attention.causal */
+/* Sliding window of draft layer l (0 = full attention). */
+int64_t pf_dflash_layer_window(const pf_dflash *d, int l);
+
+typedef struct pf_dflash_state pf_dflash_state; /* per generation: per-layer context K/V cache, scratch */
+
+/* n_ctx: positions the context cache holds (context rows plus the block being drafted must fit).
+ * pool: borrowed, may be NULL (single thread); k NULL selects the best kernels for this CPU. */
+pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool *pool, const pf_kernels *k,
+                                     char err[PF_ERR_LEN]);
+void pf_dflash_state_free(pf_dflash_state *s);
+void pf_dflash_reset(pf_dflash_state *s); /* context length back to 0 */
+int64_t pf_dflash_context_len(const pf_dflash_state *s);
+/* Context length back to len (<= the current length): a length change, no copy. */
+void pf_dflash_truncate(pf_dflash_state *s, int64_t len);
+
+/* Append n committed positions: taps = n rows of n_taps*Ht floats (the layout pf_batch.taps
+ * produces: row b, tap t at (b*n_taps+t)*Ht), at positions context_len .. context_len+n-1:
+ * ctx = rmsnorm(fc @ feat)*enc.output_norm, then per draft layer K = rope(k_norm(attn_k @ ctx), pos),
+ * V = attn_v @ ctx, appended to that layer's f16 cache. Row for row the same arithmetic whatever
+ * n is and however the rows are split over calls. Fails (cache unchanged) if the rows do not fit. */
+int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]);
+
+/* One non-causal block forward of B rows [bonus, MASK x (B-1)] at positions start = context_len ..
+ * start+B-1 (block K/V are written after the context for attention, then dropped: the context
+ * length is unchanged afterwards). Needs context_len + B <= n_ctx.
+ * Writes B-1 draft tokens draft[k-1] for positions start+k, k = 1..B-1.
+ * Greedy (samp == NULL or samp->temp <= 0): DFlash v1 = argmax of the target head on draft row k
+ * (lowest id among ties); DFlash2 = selector walk argmax (dflash.md §2; first candidate among ties).
+ * Sampled: v1 draws draft[k-1] from q_k = pf_sampling_probs(samp, row-k logits) independently per
+ * row; v2 draws from softmax(score/T) over the selector's top-k candidates given the previous token
+ * (top_k / top_p of samp are not applied to the selector). rng is required when sampling.
+ * If q != NULL, q[k-1] receives the exact distribution draft[k-1] was drawn from (greedy: a point
+ * mass); every q[i] must have been pf_dist_init'ed with cap >= the target's vocabulary.
+ * If hidden != NULL it receives the B final-normed draft rows, row b at hidden + b*n_embd (row 0
+ * is the bonus row). B may be any value >= 2 that fits, not only the trained block size. */
+int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
+                      int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]);
+
+/* ---- inspection (tests, tools) ---- */
+/* Layer l's context cache: position p at + p*kv_dim (f16); valid for p < context_len. */
+const pf_half *pf_dflash_cache_k(const pf_dflash_state *s, int layer);
+const pf_half *pf_dflash_cache_v(const pf_dflash_state *s, int layer);
+/* Logits of draft rows 1..B-1 of the last propose: row k-1 at + (k-1)*n_vocab. *n_rows = B-1. */
+const float *pf_dflash_last_logits(const pf_dflash_state *s, int *n_rows);
+/* DFlash2, last propose: for draft row k (1..B-1), the top-k candidates cand[(k-1)*top_k + j]
+ * (by decreasing logit, ties by id) and their scores given the previous token of the walk
+ * score[(k-1)*top_k + j]. Returns top_k, or 0 for a v1 draft / before any propose. */
+int pf_dflash_last_selector(const pf_dflash_state *s, const int32_t **cand, const float **score);
+
+#endif

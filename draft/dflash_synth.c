@@ -1,0 +1,250 @@
+/* Random-weight dflash GGUF writer (pf_dflash_synth). */
+#include "draft/dflash_synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model.h"
+#include "engine/sampler.h"
+#include "engine/tokenizer.h"
+#include "formats/ggml_types.h"
+#include "formats/requantize.h"
+
+static float gauss(pf_rng *r) {
+    double u1 = pf_rng_uniform(r), u2 = pf_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* Only the tokenizer travels from the target (its mask id is set separately). */
+static bool skip_non_tokenizer(const char *key) {
+    return strncmp(key, "tokenizer.", 10) != 0 || strcmp(key, "tokenizer.ggml.mask_token_id") == 0;
+}
+
+/* The MASK token: the target's own, else <|fim_pad|>, else the last control token. */
+static int32_t pick_mask(const pf_tokenizer *tok) {
+    int32_t m = pf_tokenizer_mask(tok);
+    if (m >= 0) return m;
+    m = pf_tokenizer_find(tok, "<|fim_pad|>", 11);
+    if (m >= 0) return m;
+    for (int32_t i = pf_tokenizer_n_vocab(tok) - 1; i >= 0; i--)
+        if (pf_tokenizer_token_type(tok, i) == PF_TOKEN_CONTROL) return i;
+    return -1;
+}
+
+/* Taps spread evenly over the target's depth, skipping the first and last layer when there are
+ * enough (the DFlash recipe taps inside the stack). */
+static int spread_tap(int n_layer, int n_taps, int i) {
+    int lo = n_layer >= 4 ? 1 : 0, hi = n_layer >= 4 ? n_layer - 2 : n_layer - 1;
+    if (n_taps == 1) return (lo + hi) / 2;
+    return lo + (int)lround((double)i * (hi - lo) / (n_taps - 1));
+}
+
+typedef struct {
+    gguf_writer *w;
+    void **owned;
+    int n_owned, cap;
+    float *tmp;
+    int oom;
+} tensor_sink;
+
+static void *own(tensor_sink *s, void *p) {
+    if (!p) {
+        s->oom = 1;
+        return NULL;
+    }
+    if (s->n_owned == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 64;
+        void **o = realloc(s->owned, (size_t)cap * sizeof *o);
+        if (!o) {
+            free(p);
+            s->oom = 1;
+            return NULL;
+        }
+        s->owned = o;
+        s->cap = cap;
+    }
+    s->owned[s->n_owned++] = p;
+    return p;
+}
+
+/* Matrix [rows, cols] of gaussians * std (or all `fill` when std == 0) stored as `type`. */
+static void put_matrix(tensor_sink *s, const char *name, int64_t rows, int64_t cols, float std, float fill,
+                       uint32_t type, pf_rng *rng) {
+    if (s->oom) return;
+    for (int64_t i = 0; i < rows * cols; i++) s->tmp[i] = std != 0 ? gauss(rng) * std : fill;
+    size_t nb = 0;
+    void *data = own(s, pf_convert_matrix(type, s->tmp, rows, cols, &nb));
+    if (!data) return;
+    int64_t ne[2] = {cols, rows};
+    gguf_w_tensor(s->w, name, type, 2, ne, data, nb);
+}
+
+/* f32 tensor of n_dims dims ne[]; the caller fills the returned buffer. */
+static float *put_f32(tensor_sink *s, const char *name, uint32_t n_dims, const int64_t *ne) {
+    if (s->oom) return NULL;
+    int64_t n = 1;
+    for (uint32_t i = 0; i < n_dims; i++) n *= ne[i];
+    float *v = own(s, malloc((size_t)n * sizeof(float)));
+    if (!v) return NULL;
+    gguf_w_tensor(s->w, name, PF_TYPE_F32, n_dims, ne, v, (size_t)n * sizeof(float));
+    return v;
+}
+
+static void put_norm(tensor_sink *s, const char *name, int64_t n, pf_rng *rng) {
+    float *v = put_f32(s, name, 1, &n);
+    if (v)
+        for (int64_t i = 0; i < n; i++) v[i] = 1.0f + 0.1f * gauss(rng);
+}
+
+int pf_dflash_synth(const char *target_path, int version, int n_layers, int block_size, const int *target_layers,
+                    int n_taps, uint64_t seed, bool identity_v2, const char *out, char err[PF_ERR_LEN]) {
+    if (version != 1 && version != 2) {
+        snprintf(err, PF_ERR_LEN, "synth-draft: version %d (1 = DFlash, 2 = DFlash2)", version);
+        return -1;
+    }
+    if (n_layers < 1 || n_layers > 256 || block_size < 2 || block_size > 4096 || n_taps > 256 ||
+        (n_taps < 1 && target_layers)) {
+        snprintf(err, PF_ERR_LEN, "synth-draft: layers %d (1..256), block %d (2..4096) or taps %d (1..256) out of range",
+                 n_layers, block_size, n_taps);
+        return -1;
+    }
+    gguf_file *tf = gguf_open(target_path, err);
+    if (!tf) return -1;
+    pf_model *m = pf_model_from_gguf(tf, 0, err);
+    if (!m) {
+        gguf_close(tf);
+        return -1;
+    }
+    const pf_hparams *th = &m->hp;
+    if (n_taps < 1) n_taps = n_layers < th->n_layer ? n_layers : th->n_layer;
+    int rc = -1;
+    tensor_sink s = {0};
+    int32_t *layers_p1 = malloc((size_t)n_taps * sizeof *layers_p1);
+    s.w = gguf_writer_new();
+    if (!s.w || !layers_p1) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n_taps; i++) {
+        int L = target_layers ? target_layers[i] : spread_tap(th->n_layer, n_taps, i);
+        if (L < 0 || L >= th->n_layer) {
+            snprintf(err, PF_ERR_LEN, "synth-draft: tapped layer %d is outside the target's layers 0..%d", L,
+                     th->n_layer - 1);
+            goto done;
+        }
+        layers_p1[i] = L + 1;
+    }
+    int32_t mask = pick_mask(m->tok);
+    if (mask < 0) {
+        snprintf(err, PF_ERR_LEN, "%s: no mask token candidate (no mask id, <|fim_pad|> or control token)", target_path);
+        goto done;
+    }
+    const int H = th->n_embd, hd = th->head_dim, F = th->n_ff, V = th->n_vocab;
+    const int64_t qd = (int64_t)th->n_head * hd, kvd = (int64_t)th->n_head_kv * hd, fc_in = (int64_t)n_taps * H;
+    const uint32_t type = m->layers[0].attn_q.type;
+    const int conv_k = 2, conv_group = 16, top_k = V < 16 ? V : 16;
+    int rank = H / 2 / 32 * 32;
+    if (rank > 256) rank = 256;
+    if (rank < 32) rank = 32;
+
+    gguf_writer *w = s.w;
+    gguf_w_str(w, "general.architecture", "dflash");
+    char nm[128];
+    snprintf(nm, sizeof nm, "synthetic-dflash%s-%dL", version == 2 ? "2" : "", n_layers);
+    gguf_w_str(w, "general.name", nm);
+    gguf_w_u32(w, "dflash.block_count", (uint32_t)n_layers);
+    gguf_w_u32(w, "dflash.context_length", (uint32_t)th->n_ctx_train);
+    gguf_w_u32(w, "dflash.embedding_length", (uint32_t)H);
+    gguf_w_u32(w, "dflash.feed_forward_length", (uint32_t)F);
+    gguf_w_u32(w, "dflash.attention.head_count", (uint32_t)th->n_head);
+    gguf_w_u32(w, "dflash.attention.head_count_kv", (uint32_t)th->n_head_kv);
+    gguf_w_u32(w, "dflash.attention.key_length", (uint32_t)hd);
+    gguf_w_u32(w, "dflash.attention.value_length", (uint32_t)hd);
+    gguf_w_f32(w, "dflash.rope.freq_base", th->rope_theta);
+    gguf_w_f32(w, "dflash.attention.layer_norm_rms_epsilon", th->rms_eps);
+    gguf_w_u32(w, "dflash.block_size", (uint32_t)block_size);
+    gguf_w_arr(w, "dflash.target_layers", GGUF_I32, layers_p1, (uint64_t)n_taps);
+    gguf_w_bool(w, "dflash.attention.causal", false);
+    if (version == 2) {
+        gguf_w_u32(w, "dflash.conv_kernel_size", (uint32_t)conv_k);
+        gguf_w_u32(w, "dflash.conv_group_size", (uint32_t)conv_group);
+        gguf_w_u32(w, "dflash.selector_rank", (uint32_t)rank);
+        gguf_w_u32(w, "dflash.selector_top_k", (uint32_t)top_k);
+    }
+    gguf_w_copy_kv(w, tf, skip_non_tokenizer);
+    gguf_w_u32(w, "tokenizer.ggml.mask_token_id", (uint32_t)mask);
+
+    int64_t big = (int64_t)F * H;
+    if (fc_in * H > big) big = fc_in * H;
+    if ((int64_t)V * rank > big) big = (int64_t)V * rank;
+    s.tmp = malloc((size_t)big * sizeof(float));
+    if (!s.tmp) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        goto done;
+    }
+    /* shared weights: one stream, the same for both versions */
+    pf_rng rng;
+    pf_rng_seed(&rng, seed);
+    char name[96];
+    put_matrix(&s, "fc.weight", H, fc_in, 1.0f / sqrtf((float)fc_in), 0, PF_TYPE_F32, &rng);
+    put_norm(&s, "enc.output_norm.weight", H, &rng);
+    put_norm(&s, "output_norm.weight", H, &rng);
+    const float s_h = 1.0f / sqrtf((float)H), s_q = 1.0f / sqrtf((float)qd), s_f = 1.0f / sqrtf((float)F);
+    for (int l = 0; l < n_layers; l++) {
+#define LN(S) (snprintf(name, sizeof name, "blk.%d." S, l), name)
+        put_norm(&s, LN("attn_norm.weight"), H, &rng);
+        put_matrix(&s, LN("attn_q.weight"), qd, H, s_h, 0, type, &rng);
+        put_matrix(&s, LN("attn_k.weight"), kvd, H, s_h, 0, type, &rng);
+        put_matrix(&s, LN("attn_v.weight"), kvd, H, s_h, 0, type, &rng);
+        put_norm(&s, LN("attn_q_norm.weight"), hd, &rng);
+        put_norm(&s, LN("attn_k_norm.weight"), hd, &rng);
+        put_matrix(&s, LN("attn_output.weight"), H, qd, s_q, 0, type, &rng);
+        put_norm(&s, LN("ffn_norm.weight"), H, &rng);
+        put_matrix(&s, LN("ffn_gate.weight"), F, H, s_h, 0, type, &rng);
+        put_matrix(&s, LN("ffn_up.weight"), F, H, s_h, 0, type, &rng);
+        put_matrix(&s, LN("ffn_down.weight"), H, F, s_f, 0, type, &rng);
+    }
+    if (version == 2) {
+        pf_rng rng2;
+        pf_rng_seed(&rng2, seed ^ 0xd1f1a5402ull);
+        const int G = H / conv_group;
+        const float s_sel = powf((float)rank, -0.25f);
+        for (int l = 0; l < n_layers; l++) {
+            static const char *const sub[2] = {"attn", "ffn"};
+            for (int k = 0; k < 2; k++) {
+                int64_t ne[3] = {H, conv_k, 2}; /* torch [2 sides, K taps, H] */
+                snprintf(name, sizeof name, "blk.%d.%s_conv_base", l, sub[k]);
+                float *b = put_f32(&s, name, 3, ne);
+                if (b)
+                    for (int side = 0; side < 2; side++)
+                        for (int tap = 0; tap < conv_k; tap++)
+                            for (int c = 0; c < H; c++)
+                                b[((size_t)side * conv_k + tap) * H + c] =
+                                    (tap == 0 ? 1.0f : 0.0f) + (identity_v2 ? 0.0f : 0.1f * gauss(&rng2));
+                snprintf(name, sizeof name, "blk.%d.%s_conv_proj.weight", l, sub[k]);
+                put_matrix(&s, name, 2 * conv_k * G, H, identity_v2 ? 0 : 0.2f * s_h, 0, type, &rng2);
+            }
+        }
+        put_matrix(&s, "selector_hidden.weight", rank, H, s_h, 0, type, &rng2);
+        put_matrix(&s, "selector_predecessor.weight", V, rank, s_sel, 0, type, &rng2);
+        put_matrix(&s, "selector_successor.weight", V, rank, identity_v2 ? 0 : s_sel, 0, type, &rng2);
+    }
+#undef LN
+    if (s.oom) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        goto done;
+    }
+    rc = gguf_w_write(w, out, err);
+done:
+    for (int i = 0; i < s.n_owned; i++) free(s.owned[i]);
+    free(s.owned);
+    free(s.tmp);
+    free(layers_p1);
+    gguf_writer_free(s.w);
+    pf_model_free(m);
+    gguf_close(tf);
+    return rc;
+}
