@@ -12,6 +12,7 @@ static const char k_usage[] =
     "  run          generate text with a model (plain or speculative decoding)\n"
     "  info         print a GGUF file's metadata and tensors\n"
     "  synth        write a random-weight Qwen3 GGUF of an exact shape\n"
+    "  synth-draft  write a random-weight DFlash / DFlash2 draft for a target\n"
     "  quantize     convert a GGUF's weight matrices to q8_0 / q4_0 / q4_1 / f16 / bf16 / f32\n"
     "  tokenize     print the token ids of a text (or decode ids with --decode)\n"
     "  vocab-import convert a Hugging Face tokenizer.json into a tokenizer-only GGUF\n"
