@@ -126,7 +126,10 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
 #define PAIR_QS 64
 #define PAIR_XD 64
 #define PAIR_XS 16
-#define SCRATCH_BYTES (48 * 1024) /* stack scratch for repacked activation rows */
+/* Stack scratch for repacked activation rows: 16 rows of 3072 columns fit, so a verify pass of
+ * up to 16 rows streams each weight row from memory once. */
+#define SCRATCH_BYTES (128 * 1024)
+#define QROW_TILE 32 /* weight rows per tile in the quantized gemm */
 
 static inline uint32_t load_u32(const void *p) {
     uint32_t v;
@@ -317,15 +320,20 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
         return;
     }
     _Alignas(64) uint8_t scratch[SCRATCH_BYTES];
+    /* rows per chunk: the chunk's repacked rows should stay in L1 (~24 KB) while a weight row
+     * passes; fewer rows per chunk never changes a result, only how often weights are decoded */
+    int nbmax = (int)((24 * 1024) / prow);
+    nbmax = nbmax < 1 ? 1 : nbmax > NB_MAX ? NB_MAX : nbmax;
     for (int s0 = 0; s0 < B; s0 += fit) {
-        int sb = B - s0 < fit ? B - s0 : fit;
+        int sb = B - s0 < fit ? B - s0 : fit, nb;
+        int nchunk = (sb + nbmax - 1) / nbmax;
         for (int b = 0; b < sb; b++)
             repack_row((const pf_block_q8_act *)((const char *)act + (size_t)(s0 + b) * stride), nblk,
                        scratch + (size_t)b * prow);
-        for (int64_t rt = r0; rt < r1; rt += 16) { /* 16-row tiles stay in L1 across the chunks */
-            int64_t re = rt + 16 < r1 ? rt + 16 : r1;
-            for (int c = 0; c < sb; c += NB_MAX) {
-                int nb = sb - c < NB_MAX ? sb - c : NB_MAX;
+        for (int64_t rt = r0; rt < r1; rt += QROW_TILE) { /* row tiles stay in L1 across the chunks */
+            int64_t re = rt + QROW_TILE < r1 ? rt + QROW_TILE : r1;
+            for (int c = 0, left = nchunk; c < sb; c += nb, left--) {
+                nb = (sb - c + left - 1) / left; /* balanced: 9 rows go as 5 + 4, not 8 + 1 */
                 for (int b = 0; b < nb; b++) ar.row[b] = scratch + (size_t)(c + b) * prow;
                 qdot_range(wt, W, &ar, 1, nb, y + (s0 + c) * ldy, ldy, rt, re);
             }
