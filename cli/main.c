@@ -10,6 +10,7 @@ static const char k_usage[] =
     "\n"
     "commands:\n"
     "  run          generate text with a model (plain or speculative decoding)\n"
+    "  bench-model  measure prefill, decode by depth, c(B) and the bandwidth ceiling of a model\n"
     "  info         print a GGUF file's metadata and tensors\n"
     "  synth        write a random-weight Qwen3 GGUF of an exact shape\n"
     "  synth-draft  write a random-weight DFlash / DFlash2 draft for a target\n"
@@ -25,7 +26,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-        {"run", cmd_run},           {"info", cmd_info},         {"synth", cmd_synth},
+        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
     };

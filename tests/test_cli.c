@@ -144,3 +144,19 @@ TEST(cli_quantize_and_info) {
     snprintf(args, sizeof args, "quantize %s %s/x.gguf q5_k", m, pf_test_tmpdir());
     CHECK_FAILS(args, "unknown type");
 }
+
+TEST(cli_bench_model_reports_and_json) {
+    const char *m = tiny_model();
+    char args[1200], o[16384], e[8192], js[300];
+    snprintf(js, sizeof js, "%s/bm.json", pf_test_tmpdir());
+    snprintf(args, sizeof args, "bench-model -m %s --reps 2 --bw-mib 32 --json %s", m, js);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench-model failed: %s", e);
+    CHECK(strstr(o, "c(8) at depth 512") && strstr(o, "decode tok/s, depth 2048") && strstr(o, "bandwidth ceiling"));
+    FILE *f = fopen(js, "r");
+    CHECK(f);
+    size_t n = fread(o, 1, sizeof o - 1, f);
+    o[n] = 0;
+    fclose(f);
+    CHECK(strstr(o, "\"c\": {\"1\": 1.0000") && strstr(o, "\"decode_tok_s\"") && strstr(o, "\"peak_rss_mb\"") &&
+          strstr(o, "\"bandwidth_gb_s\"") && strstr(o, "\"decode_fraction_of_ceiling\""));
+}

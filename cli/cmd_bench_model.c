@@ -1,0 +1,102 @@
+/* pocketflash bench-model: prefill, decode by depth, c(B), bandwidth ceiling, peak memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "eval/bench_model.h"
+
+static const char k_usage[] =
+    "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE]\n"
+    "  measures, in one run with every configuration interleaved and repeated (median and range):\n"
+    "  prefill tok/s (512-token prompt), plain decode tok/s at depths 0, 512, 2048, c(B) = time of a\n"
+    "  B-row forward / time of a 1-row forward for B = 1, 2, 4, 8, 12, 16 at depth D (default 512),\n"
+    "  the memory read bandwidth (1 GiB array, same threads), the decode ceiling it implies\n"
+    "  (bandwidth / weight bytes per token) and peak resident memory.\n"
+    "  -t N         threads (default 2)\n"
+    "  --depth D    context depth of the c(B) measurements (default 512)\n"
+    "  --reps R     interleaved repetitions (default 5)\n"
+    "  --json FILE  also write the medians as JSON\n"
+    "  --bw-mib N   size of the bandwidth test array in MiB (default 1024)\n";
+
+static void stat_cell(char *buf, size_t n, const pf_stat *s, const char *fmt) {
+    char a[24], b[24], c[24];
+    snprintf(a, sizeof a, fmt, s->median);
+    snprintf(b, sizeof b, fmt, s->lo);
+    snprintf(c, sizeof c, fmt, s->hi);
+    snprintf(buf, n, "%s (%s-%s)", a, b, c);
+}
+
+int cmd_bench_model(int argc, char **argv) {
+    const char *path = NULL, *json = NULL;
+    long long iv;
+    pf_bench_model_opts o = {.threads = 2, .reps = 5, .inner = 3, .depths = {0, 512, 2048}, .n_depths = 3,
+                             .blocks = {1, 2, 4, 8, 12, 16}, .n_blocks = 6, .cb_depth = 512,
+                             .prefill_tokens = 512, .bandwidth_mib = 1024, .progress = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        if (strcmp(a, "-m") && strcmp(a, "-t") && strcmp(a, "--depth") && strcmp(a, "--reps") && strcmp(a, "--json") &&
+            strcmp(a, "--bw-mib"))
+            return cli_fail("bench-model: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) path = v;
+        else if (!strcmp(a, "--json")) json = v;
+        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
+        else if (!strcmp(a, "--depth")) { if (!cli_int(a, v, 0, 1 << 20, &iv)) return 1; o.cb_depth = (int)iv; }
+        else if (!strcmp(a, "--bw-mib")) { if (!cli_int(a, v, 1, 1 << 16, &iv)) return 1; o.bandwidth_mib = (int)iv; }
+        else { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
+    }
+    if (!path) return cli_fail("bench-model: missing -m MODEL.gguf");
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load(path, err);
+    if (!m) return cli_fail("%s", err);
+    pf_bench_model_result r;
+    if (pf_bench_model(m, &o, &r, err) < 0) {
+        pf_model_free(m);
+        return cli_fail("bench-model: %s", err);
+    }
+    char cell[160];
+    printf("## bench-model: %s, %d threads, %d interleaved repetitions (median, min-max)\n\n", path, o.threads, o.reps);
+    printf("| measure | value |\n|---|---|\n");
+    stat_cell(cell, sizeof cell, &r.prefill_tok_s, "%.1f");
+    printf("| prefill tok/s (%d-token prompt) | %s |\n", o.prefill_tokens, cell);
+    for (int i = 0; i < o.n_depths; i++) {
+        stat_cell(cell, sizeof cell, &r.decode_tok_s[i], "%.1f");
+        printf("| decode tok/s, depth %d | %s |\n", o.depths[i], cell);
+    }
+    for (int i = 0; i < o.n_blocks; i++) {
+        stat_cell(cell, sizeof cell, &r.c[i], "%.2f");
+        char ms[160];
+        stat_cell(ms, sizeof ms, &r.block_ms[i], "%.2f");
+        printf("| c(%d) at depth %d | %s (%s ms) |\n", o.blocks[i], o.cb_depth, cell, ms);
+    }
+    printf("| memory read bandwidth | %.1f GB/s |\n", r.bandwidth_gb_s);
+    printf("| weight bytes per token | %.1f MB |\n", r.bytes_per_token / 1e6);
+    printf("| bandwidth ceiling | %.1f tok/s |\n", r.ceiling_tok_s);
+    printf("| decode (depth 0) / ceiling | %.0f%% |\n", 100 * r.decode_tok_s[0].median / r.ceiling_tok_s);
+    printf("| peak resident memory | %.0f MB |\n", r.peak_rss_mb);
+    int rc = 0;
+    if (json) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", json);
+        FILE *f = fopen(tmp, "w");
+        if (!f) {
+            rc = cli_fail("%s: cannot create", json);
+        } else {
+            fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"c\": {", path, o.threads);
+            for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.c[i].median);
+            fprintf(f, "}, \"decode_tok_s\": {");
+            for (int i = 0; i < o.n_depths; i++)
+                fprintf(f, "%s\"%d\": %.3f", i ? ", " : "", o.depths[i], r.decode_tok_s[i].median);
+            fprintf(f, "}, \"prefill_tok_s\": %.3f, \"bandwidth_gb_s\": %.3f, \"decode_fraction_of_ceiling\": %.4f, "
+                       "\"peak_rss_mb\": %.1f, \"c_depth\": %d, \"weight_bytes_per_token\": %zu}\n",
+                    r.prefill_tok_s.median, r.bandwidth_gb_s, r.decode_tok_s[0].median / r.ceiling_tok_s, r.peak_rss_mb,
+                    o.cb_depth, r.bytes_per_token);
+            if (fclose(f) != 0 || rename(tmp, json) != 0) rc = cli_fail("%s: write failed", json);
+        }
+    }
+    pf_model_free(m);
+    return rc;
+}

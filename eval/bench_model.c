@@ -1,0 +1,195 @@
+/* bench-model: the target's cost regime on this device, measured in ONE run with every
+ * configuration interleaved and repeated (median and spread), so a noisy shared machine drifts all
+ * of them alike: prefill, plain decode at several depths, c(B) = t(B rows) / t(1 row) at one depth,
+ * memory read bandwidth, the bandwidth ceiling and peak resident memory. */
+#include "eval/bench_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "engine/model.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void summarize(double *v, int n, pf_stat *out) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    out->lo = v[0];
+    out->hi = v[n - 1];
+}
+
+/* ---- memory bandwidth: each pool thread sums its share of a large array ---- */
+typedef struct {
+    const uint64_t *a;
+    size_t n;
+    uint64_t sums[64];
+} bw_job;
+
+static void bw_worker(void *arg, int ith, int nth) {
+    bw_job *j = arg;
+    size_t lo = j->n * (size_t)ith / (size_t)nth, hi = j->n * (size_t)(ith + 1) / (size_t)nth;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = lo; i + 4 <= hi; i += 4) {
+        s0 += j->a[i];
+        s1 += j->a[i + 1];
+        s2 += j->a[i + 2];
+        s3 += j->a[i + 3];
+    }
+    j->sums[ith & 63] = s0 + s1 + s2 + s3;
+}
+
+static double measure_bandwidth(pf_pool *pool, size_t bytes, int reps) {
+    size_t n = bytes / sizeof(uint64_t);
+    uint64_t *a = malloc(n * sizeof *a);
+    if (!a) return 0;
+    for (size_t i = 0; i < n; i++) a[i] = i;
+    bw_job j = {.a = a, .n = n};
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        pf_pool_run(pool, bw_worker, &j);
+        double gbs = (double)(n * sizeof *a) / (now_s() - t0) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    free(a);
+    return best;
+}
+
+static int forward_rows(pf_ctx *c, const int32_t *toks, int n, float *logits, char *err) {
+    pf_batch b = {.tokens = toks, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = logits};
+    return pf_forward(c, &b, err);
+}
+
+int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]) {
+    memset(r, 0, sizeof *r);
+    const int V = m->hp.n_vocab;
+    int max_depth = 0;
+    for (int i = 0; i < o->n_depths; i++)
+        if (o->depths[i] > max_depth) max_depth = o->depths[i];
+    if (o->cb_depth > max_depth) max_depth = o->cb_depth;
+    int max_b = 1;
+    for (int i = 0; i < o->n_blocks; i++)
+        if (o->blocks[i] > max_b) max_b = o->blocks[i];
+    int64_t n_ctx = (int64_t)max_depth + (o->prefill_tokens > max_b ? o->prefill_tokens : max_b) + 8;
+    pf_ctx *c = pf_ctx_new(m, n_ctx, o->threads, NULL, err);
+    int32_t *toks = malloc((size_t)n_ctx * sizeof *toks);
+    float *logits = malloc((size_t)(max_b > 0 ? max_b : 1) * V * sizeof(float));
+    double *t_decode = calloc((size_t)o->n_depths * o->reps, sizeof(double));
+    double *t_block = calloc((size_t)o->n_blocks * o->reps, sizeof(double));
+    double *t_prefill = calloc((size_t)o->reps, sizeof(double));
+    int rc = -1;
+    if (!c || !toks || !logits || !t_decode || !t_block || !t_prefill) {
+        if (c) snprintf(err, PF_ERR_LEN, "out of memory");
+        goto done;
+    }
+    /* real-looking ids spread over the vocabulary (never one repeated token) */
+    uint64_t x = 0x243f6a8885a308d3ull;
+    for (int64_t i = 0; i < n_ctx; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        toks[i] = (int32_t)(x % (uint64_t)(V > 256 ? V - 64 : V));
+    }
+    /* fill the cache to the deepest depth once; timed rows overwrite rows past their depth only */
+    if (o->progress) fprintf(stderr, "bench-model: filling the cache to %d tokens...\n", max_depth);
+    pf_kv_truncate(c->kv, 0);
+    {
+        pf_batch b = {.tokens = toks, .n = max_depth, .logits_mode = PF_LOGITS_NONE};
+        if (max_depth > 0 && pf_forward(c, &b, err) < 0) goto done;
+    }
+    /* warm-up: one of each */
+    for (int i = 0; i < o->n_blocks; i++) {
+        pf_kv_truncate(c->kv, o->cb_depth);
+        if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
+    }
+    for (int rep = 0; rep < o->reps; rep++) {
+        if (o->progress) fprintf(stderr, "\rbench-model: repetition %d/%d", rep + 1, o->reps);
+        for (int i = 0; i < o->n_depths; i++) {
+            int d = o->depths[i];
+            double best = 1e9;
+            /* a decode step = one row with all logits; several rows in a row, the fastest kept, so a
+             * single descheduling does not dominate */
+            for (int k = 0; k < o->inner; k++) {
+                pf_kv_truncate(c->kv, d);
+                double t0 = now_s();
+                if (forward_rows(c, toks + d, 1, logits, err) < 0) goto done;
+                double t = now_s() - t0;
+                if (t < best) best = t;
+            }
+            t_decode[i * o->reps + rep] = best;
+        }
+        for (int i = 0; i < o->n_blocks; i++) {
+            double best = 1e9;
+            for (int k = 0; k < o->inner; k++) {
+                pf_kv_truncate(c->kv, o->cb_depth);
+                double t0 = now_s();
+                if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
+                double t = now_s() - t0;
+                if (t < best) best = t;
+            }
+            t_block[i * o->reps + rep] = best;
+        }
+        if (o->prefill_tokens > 0) {
+            /* prefill writes rows 0..P-1: refill the deep rows afterwards is unnecessary for timing */
+            pf_kv_truncate(c->kv, 0);
+            double t0 = now_s();
+            pf_batch b = {.tokens = toks, .n = o->prefill_tokens, .logits_mode = PF_LOGITS_LAST, .logits = logits};
+            if (pf_forward(c, &b, err) < 0) goto done;
+            t_prefill[rep] = now_s() - t0;
+        }
+    }
+    if (o->progress) fprintf(stderr, "\n");
+    /* c(B) per repetition (same repetition's B=1 time), then the median over repetitions */
+    int one = -1;
+    for (int i = 0; i < o->n_blocks; i++)
+        if (o->blocks[i] == 1) one = i;
+    for (int i = 0; i < o->n_blocks; i++) {
+        double ratios[256];
+        int n = o->reps < 256 ? o->reps : 256;
+        for (int rep = 0; rep < n; rep++)
+            ratios[rep] = one >= 0 ? t_block[i * o->reps + rep] / t_block[one * o->reps + rep] : 0;
+        summarize(ratios, n, &r->c[i]);
+        double ms[256];
+        for (int rep = 0; rep < n; rep++) ms[rep] = t_block[i * o->reps + rep] * 1e3;
+        summarize(ms, n, &r->block_ms[i]);
+    }
+    for (int i = 0; i < o->n_depths; i++) {
+        double tps[256];
+        int n = o->reps < 256 ? o->reps : 256;
+        for (int rep = 0; rep < n; rep++) tps[rep] = 1.0 / t_decode[i * o->reps + rep];
+        summarize(tps, n, &r->decode_tok_s[i]);
+    }
+    if (o->prefill_tokens > 0) {
+        double tps[256];
+        int n = o->reps < 256 ? o->reps : 256;
+        for (int rep = 0; rep < n; rep++) tps[rep] = o->prefill_tokens / t_prefill[rep];
+        summarize(tps, n, &r->prefill_tok_s);
+    }
+    /* peak memory of the model work, before the bandwidth array is allocated */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
+    if (o->progress) fprintf(stderr, "bench-model: measuring memory bandwidth...\n");
+    r->bandwidth_gb_s = measure_bandwidth(c->pool, (size_t)o->bandwidth_mib << 20, 5);
+    r->bytes_per_token = pf_model_weight_bytes(m);
+    r->ceiling_tok_s = r->bandwidth_gb_s * 1e9 / (double)r->bytes_per_token;
+    rc = 0;
+done:
+    pf_ctx_free(c);
+    free(toks);
+    free(logits);
+    free(t_decode);
+    free(t_block);
+    free(t_prefill);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/* Device cost model of a target: prefill, plain decode by depth, c(B), bandwidth ceiling. */
+#ifndef PF_BENCH_MODEL_H
+#define PF_BENCH_MODEL_H
+
+#include "engine/model.h"
+
+#define PF_BENCH_MAX 16
+
+typedef struct { double median, lo, hi; } pf_stat;
+
+typedef struct {
+    int threads;
+    int reps;  /* interleaved repetitions */
+    int inner; /* timed forwards per configuration per repetition (fastest kept) */
+    int depths[PF_BENCH_MAX], n_depths;
+    int blocks[PF_BENCH_MAX], n_blocks; /* must include 1 */
+    int cb_depth;       /* context depth of the c(B) measurements */
+    int prefill_tokens; /* prompt length of the prefill measurement (0 = skip) */
+    int bandwidth_mib;  /* array size of the bandwidth measurement */
+    int progress;       /* print progress to stderr */
+} pf_bench_model_opts;
+
+typedef struct {
+    pf_stat decode_tok_s[PF_BENCH_MAX]; /* by depth */
+    pf_stat c[PF_BENCH_MAX];            /* by block */
+    pf_stat block_ms[PF_BENCH_MAX];
+    pf_stat prefill_tok_s;
+    double bandwidth_gb_s, ceiling_tok_s, peak_rss_mb;
+    size_t bytes_per_token;
+} pf_bench_model_result;
+
+int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]);
+
+#endif
