@@ -10,6 +10,7 @@ static const char k_usage[] =
     "\n"
     "commands:\n"
     "  run          generate text with a model (plain or speculative decoding)\n"
+    "  bench        per-task speedup of speculative over plain decoding (interleaved, checked)\n"
     "  bench-model  measure prefill, decode by depth, c(B) and the bandwidth ceiling of a model\n"
     "  info         print a GGUF file's metadata and tensors\n"
     "  synth        write a random-weight Qwen3 GGUF of an exact shape\n"
@@ -26,7 +27,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model},         {"synth", cmd_synth},
+        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
     };

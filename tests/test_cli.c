@@ -160,3 +160,37 @@ TEST(cli_bench_model_reports_and_json) {
     CHECK(strstr(o, "\"c\": {\"1\": 1.0000") && strstr(o, "\"decode_tok_s\"") && strstr(o, "\"peak_rss_mb\"") &&
           strstr(o, "\"bandwidth_gb_s\"") && strstr(o, "\"decode_fraction_of_ceiling\""));
 }
+
+TEST(cli_bench_per_task_checks_identical) {
+    const char *m = tiny_model();
+    char dir[300], args[1500], o[32768], e[32768], path[400];
+    snprintf(dir, sizeof dir, "%s/tasks", pf_test_tmpdir());
+    snprintf(args, sizeof args, "mkdir -p %s", dir);
+    CHECK(system(args) == 0);
+    static const char *const types[] = {"math", "chat"};
+    for (int t = 0; t < 2; t++) {
+        snprintf(path, sizeof path, "%s/%s.jsonl", dir, types[t]);
+        FILE *f = fopen(path, "w");
+        for (int i = 0; i < 3; i++)
+            fprintf(f, "{\"id\": \"%s-%d\", \"type\": \"%s\", \"lang\": \"en\", \"prompt\": \"%s question %d: what is 2 + %d? %d %d %d\"}\n",
+                    types[t], i, types[t], types[t], i, i, i, i, i);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/bench.json", pf_test_tmpdir());
+    snprintf(args, sizeof args, "bench -m %s --tasks %s --spec ngram -n 12 --reps 2 --json %s --svg %s/b.svg", m, dir, path,
+             pf_test_tmpdir());
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench failed: %s", e);
+    CHECK(strstr(o, "| math | 3 |") && strstr(o, "| chat | 3 |") && strstr(o, "**overall** (geomean)"));
+    CHECK(!strstr(o, "| NO |"));
+    FILE *f = fopen(path, "r");
+    CHECK(f);
+    size_t n = fread(o, 1, sizeof o - 1, f);
+    o[n] = 0;
+    fclose(f);
+    CHECK(strstr(o, "\"math\": {") && strstr(o, "\"speedup\": ") && strstr(o, "\"identical\": true") &&
+          strstr(o, "\"speedup_geomean\": "));
+    snprintf(args, sizeof args, "grep -c '<rect' %s/b.svg > /dev/null", pf_test_tmpdir());
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "bench -m %s --tasks /nonexistent", m);
+    CHECK_FAILS(args, "cannot open the task folder");
+}

@@ -1,0 +1,186 @@
+/* pocketflash bench: per-task speedup of speculative over plain decoding, measured interleaved. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "eval/bench.h"
+
+static const char k_usage[] =
+    "usage: pocketflash bench -m TARGET.gguf [-d DRAFT.gguf] --tasks DIR [options]\n"
+    "  for every task type in DIR (eval/tasks/<type>.jsonl) and overall (geometric mean): plain and\n"
+    "  speculative decode tok/s measured interleaved in one process (median and range over\n"
+    "  repetitions), speedup, tau, accepted-length histogram, acceptance by block position, time\n"
+    "  split of a round, prefill tok/s and time to first token; greedy runs check that every\n"
+    "  speculative output equals the plain output.\n"
+    "  --spec S       dflash (default with -d) or ngram\n"
+    "  --block B      rows verified per round (default: the draft's trained block; 8 for ngram)\n"
+    "  --ngram N      longest ngram pattern (default 3)\n"
+    "  -n N           tokens generated per prompt (default 64)\n"
+    "  --prompts N    prompts per task type (default 8)\n"
+    "  --reps R       interleaved repetitions (default 3)\n"
+    "  -t N           threads (default 2)\n"
+    "  -c N           context size (default 1024)\n"
+    "  --temp T --top-k K --top-p P --seed S   sampled decoding (default greedy)\n"
+    "  --json FILE    write the results as JSON\n"
+    "  --svg FILE     write a bar chart of speedup per task type (with tau)\n";
+
+static void write_svg(FILE *f, const pf_bench_result *r) {
+    int n = r->n + 1, bw = 60, gap = 30, left = 60, top = 40, h = 260;
+    double mx = r->speedup_geomean;
+    for (int i = 0; i < r->n; i++)
+        if (r->tasks[i].speedup.median > mx) mx = r->tasks[i].speedup.median;
+    mx = mx < 1.5 ? 1.5 : mx * 1.15;
+    int W = left + n * (bw + gap) + gap, H = top + h + 70;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\">Speedup over plain decoding per task type (block %d, label: tau)</text>\n", left, r->block);
+    for (int k = 0; k <= 4; k++) {
+        double v = mx * k / 4;
+        int y = top + h - (int)(h * v / mx);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", left, y, W - gap, y);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.2fx</text>\n", left - 6, y + 4, v);
+    }
+    int y1 = top + h - (int)(h / mx);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\n", left, y1, W - gap, y1);
+    for (int i = 0; i < n; i++) {
+        int overall = i == r->n;
+        double v = overall ? r->speedup_geomean : r->tasks[i].speedup.median;
+        double tau = overall ? r->tau : pf_spec_tau(&r->tasks[i].st);
+        const char *name = overall ? "overall" : r->tasks[i].type;
+        int x = left + gap + i * (bw + gap), bh = (int)(h * v / mx);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", x, top + h - bh, bw, bh,
+                overall ? "#555" : "#3a7bd5");
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.2fx</text>\n", x + bw / 2, top + h - bh - 16, v);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">tau %.2f</text>\n", x + bw / 2, top + h - bh - 3, tau);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x + bw / 2, top + h + 18, name);
+    }
+    fprintf(f, "</svg>\n");
+}
+
+static void write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+    fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"spec\": \"%s\", \"block\": %d, \"threads\": %d, \"temp\": %g, "
+               "\"max_tokens\": %d, \"reps\": %d,\n \"tasks\": {", r->model, r->draft, o->spec, r->block, o->threads,
+            o->temp, o->max_tokens, o->reps);
+    for (int i = 0; i < r->n; i++) {
+        const pf_bench_task *t = &r->tasks[i];
+        fprintf(f, "%s\n  \"%s\": {\"prompts\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, \"speedup_max\": %.4f, "
+                   "\"tau\": %.4f, \"ar_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"identical\": %s, \"rounds\": %lld, "
+                   "\"prefill_tok_s\": %.1f, \"ttft_ar_ms\": %.2f, \"ttft_spec_ms\": %.2f, \"accepted_hist\": [",
+                i ? "," : "", t->type, t->n_prompts, t->speedup.median, t->speedup.lo, t->speedup.hi, pf_spec_tau(&t->st),
+                t->ar_tok_s.median, t->spec_tok_s.median, t->identical < 0 ? "null" : t->identical ? "true" : "false",
+                (long long)t->st.rounds, t->prefill_tok_s, t->ttft_ar_ms, t->ttft_spec_ms);
+        for (int a = 0; a < r->block; a++) fprintf(f, "%s%lld", a ? ", " : "", (long long)t->st.hist[a]);
+        fprintf(f, "], \"acceptance_by_position\": [");
+        for (int k = 0; k < r->block - 1; k++)
+            fprintf(f, "%s%.4f", k ? ", " : "", t->st.pos_tried[k] ? (double)t->st.pos_accepted[k] / (double)t->st.pos_tried[k] : 0.0);
+        double T = t->st.t_total > 0 ? t->st.t_total : 1;
+        double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
+        fprintf(f, "], \"time_split\": {\"draft\": %.4f, \"context\": %.4f, \"verify\": %.4f, \"accept\": %.4f, \"other\": %.4f}}",
+                t->st.t_draft / T, t->st.t_ctx / T, t->st.t_verify / T, t->st.t_accept / T, (other > 0 ? other : 0) / T);
+    }
+    fprintf(f, "\n },\n \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}}\n", r->speedup_geomean,
+            r->tau, r->identical < 0 ? "null" : r->identical ? "true" : "false");
+}
+
+/* Write through a temporary file so a failed run never leaves a partial output. */
+static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result *, const pf_bench_opts *),
+                     const pf_bench_result *r, const pf_bench_opts *o) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return cli_fail("%s: cannot create", path);
+    fn(f, r, o);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) return cli_fail("%s: write failed", path);
+    return 0;
+}
+
+static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { (void)o; write_svg(f, r); }
+
+int cmd_bench(int argc, char **argv) {
+    const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL;
+    pf_bench_opts o = {.threads = 2, .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
+                       .progress = 1};
+    int max_prompts = 8;
+    long long iv;
+    double fv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
+                                                 "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
+                                                 "--json", "--svg", NULL};
+        int known = 0;
+        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
+        if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-d")) o.draft_path = v;
+        else if (!strcmp(a, "--tasks")) tasks = v;
+        else if (!strcmp(a, "--spec")) o.spec = v;
+        else if (!strcmp(a, "--json")) json = v;
+        else if (!strcmp(a, "--svg")) svg = v;
+        else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; o.block = (int)iv; }
+        else if (!strcmp(a, "--ngram")) { if (!cli_int(a, v, 1, 16, &iv)) return 1; o.ngram_n = (int)iv; }
+        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.max_tokens = (int)iv; }
+        else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; max_prompts = (int)iv; }
+        else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
+        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
+        else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; o.n_ctx = iv; }
+        else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; o.temp = (float)fv; }
+        else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; o.top_k = (int)iv; }
+        else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; o.top_p = (float)fv; }
+        else if (!strcmp(a, "--seed")) { if (!cli_int(a, v, 0, INT64_MAX, &iv)) return 1; o.seed = (uint64_t)iv; }
+    }
+    if (!model) return cli_fail("bench: missing -m TARGET.gguf");
+    if (!tasks) return cli_fail("bench: missing --tasks DIR");
+    if (!o.spec) o.spec = o.draft_path ? "dflash" : "ngram";
+    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram"))
+        return cli_fail("bench: unknown --spec '%s' (dflash, ngram)", o.spec);
+    if (!strcmp(o.spec, "dflash") && !o.draft_path) return cli_fail("bench: --spec dflash needs -d DRAFT.gguf");
+    char err[PF_ERR_LEN];
+    pf_task_suite suite;
+    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_bench_result r;
+    if (pf_bench_run(model, &suite, &o, &r, err) < 0) {
+        pf_tasks_free(&suite);
+        return cli_fail("bench: %s", err);
+    }
+    printf("## bench: %s%s%s, spec %s, block %d, %d threads, %s, %d tokens per prompt, %d interleaved repetitions\n\n",
+           model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.spec, r.block, o.threads,
+           o.temp > 0 ? "sampled" : "greedy", o.max_tokens, o.reps);
+    printf("| task | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < r.n; i++) {
+        const pf_bench_task *t = &r.tasks[i];
+        printf("| %s | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->n_prompts,
+               t->ar_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
+               pf_spec_tau(&t->st), t->st.drafted ? 100.0 * (double)(t->st.tokens - t->st.rounds) / (double)t->st.drafted : 0.0,
+               t->identical < 0 ? "n/a (sampled)" : t->identical ? "yes" : "NO");
+    }
+    printf("| **overall** (geomean) | | | | **%.2fx** | %.2f | | %s |\n\n", r.speedup_geomean, r.tau,
+           r.identical < 0 ? "n/a (sampled)" : r.identical ? "yes" : "NO");
+    printf("| task | accepted drafts per round (0..%d) | acceptance by position | time split draft/ctx/verify/accept/other | prefill tok/s | TTFT plain / spec |\n",
+           r.block - 1);
+    printf("|---|---|---|---|---|---|\n");
+    for (int i = 0; i < r.n; i++) {
+        const pf_bench_task *t = &r.tasks[i];
+        printf("| %s |", t->type);
+        for (int a = 0; a < r.block; a++) printf(" %lld", (long long)t->st.hist[a]);
+        printf(" |");
+        for (int k = 0; k < r.block - 1; k++)
+            printf(" %.0f", t->st.pos_tried[k] ? 100.0 * (double)t->st.pos_accepted[k] / (double)t->st.pos_tried[k] : 0.0);
+        double T = t->st.t_total > 0 ? t->st.t_total : 1;
+        double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
+        printf(" | %.0f/%.0f/%.0f/%.0f/%.0f%% | %.0f | %.1f / %.1f ms |\n", 100 * t->st.t_draft / T, 100 * t->st.t_ctx / T,
+               100 * t->st.t_verify / T, 100 * t->st.t_accept / T, 100 * (other > 0 ? other : 0) / T, t->prefill_tok_s,
+               t->ttft_ar_ms, t->ttft_spec_ms);
+    }
+    int rc = 0;
+    if (json && write_out(json, write_json, &r, &o)) rc = 1;
+    if (svg && write_out(svg, svg_fn, &r, &o)) rc = 1;
+    pf_bench_result_free(&r);
+    pf_tasks_free(&suite);
+    return rc;
+}

@@ -1,0 +1,143 @@
+#include "eval/tasks.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/json.h"
+
+static char *dup_json_str(const pf_json *v, const char *fallback) {
+    if (v && v->type == PF_JSON_STRING) {
+        char *r = malloc(v->u.str.len + 1);
+        if (r) {
+            memcpy(r, v->u.str.s, v->u.str.len);
+            r[v->u.str.len] = 0;
+        }
+        return r;
+    }
+    return strdup(fallback);
+}
+
+static pf_task_type *find_type(pf_task_suite *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->types[i].type, name)) return &s->types[i];
+    pf_task_type *t = realloc(s->types, (size_t)(s->n + 1) * sizeof *t);
+    if (!t) return NULL;
+    s->types = t;
+    t = &s->types[s->n++];
+    memset(t, 0, sizeof *t);
+    t->type = strdup(name);
+    return t;
+}
+
+static int add_prompt(pf_task_type *t, const pf_json *rec, int max_per_type) {
+    if (max_per_type > 0 && t->n >= max_per_type) return 0;
+    pf_task_prompt *p = realloc(t->prompts, (size_t)(t->n + 1) * sizeof *p);
+    if (!p) return -1;
+    t->prompts = p;
+    p = &t->prompts[t->n++];
+    p->id = dup_json_str(pf_json_get(rec, "id"), "");
+    p->lang = dup_json_str(pf_json_get(rec, "lang"), "");
+    p->prompt = dup_json_str(pf_json_get(rec, "prompt"), "");
+    return p->id && p->lang && p->prompt ? 0 : -1;
+}
+
+static int load_file(const char *path, int max_per_type, pf_task_suite *s, char err[PF_ERR_LEN]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, PF_ERR_LEN, "%.200s: cannot open", path);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0, rc = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+        if (len == 0) continue;
+        char jerr[PF_ERR_LEN];
+        pf_json_doc *doc = pf_json_parse(line, (size_t)len, jerr);
+        if (!doc) {
+            snprintf(err, PF_ERR_LEN, "%.120s:%d: %.120s", path, lineno, jerr);
+            rc = -1;
+            break;
+        }
+        const pf_json *rec = pf_json_root(doc), *type = pf_json_get(rec, "type"), *prompt = pf_json_get(rec, "prompt");
+        if (!prompt || prompt->type != PF_JSON_STRING || !type || type->type != PF_JSON_STRING) {
+            pf_json_free(doc);
+            if (lineno == 1) break; /* not a task file (e.g. token id dumps) */
+            snprintf(err, PF_ERR_LEN, "%.160s:%d: a record needs string fields \"type\" and \"prompt\"", path, lineno);
+            rc = -1;
+            break;
+        }
+        pf_task_type *t = find_type(s, type->u.str.s);
+        if (!t || add_prompt(t, rec, max_per_type) < 0) {
+            snprintf(err, PF_ERR_LEN, "out of memory");
+            rc = -1;
+        }
+        pf_json_free(doc);
+        if (rc) break;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_type(const void *a, const void *b) {
+    return strcmp(((const pf_task_type *)a)->type, ((const pf_task_type *)b)->type);
+}
+
+int pf_tasks_load(const char *dir, int max_per_type, pf_task_suite *out, char err[PF_ERR_LEN]) {
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, PF_ERR_LEN, "%s: cannot open the task folder", dir);
+        return -1;
+    }
+    char **names = NULL;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) {
+            char **nn = realloc(names, (size_t)(n + 1) * sizeof *nn);
+            if (!nn) break;
+            names = nn;
+            names[n++] = strdup(e->d_name);
+        }
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (!rc && load_file(path, max_per_type, out, err) < 0) rc = -1;
+        free(names[i]);
+    }
+    free(names);
+    if (!rc && out->n == 0) {
+        snprintf(err, PF_ERR_LEN, "%s: no task prompts found (*.jsonl with \"type\" and \"prompt\")", dir);
+        rc = -1;
+    }
+    if (rc) pf_tasks_free(out);
+    else qsort(out->types, (size_t)out->n, sizeof *out->types, cmp_type);
+    return rc;
+}
+
+void pf_tasks_free(pf_task_suite *s) {
+    for (int i = 0; i < s->n; i++) {
+        for (int j = 0; j < s->types[i].n; j++) {
+            free(s->types[i].prompts[j].id);
+            free(s->types[i].prompts[j].lang);
+            free(s->types[i].prompts[j].prompt);
+        }
+        free(s->types[i].prompts);
+        free(s->types[i].type);
+    }
+    free(s->types);
+    memset(s, 0, sizeof *s);
+}
