@@ -12,6 +12,7 @@ static const char k_usage[] =
     "  run          generate text with a model (plain or speculative decoding)\n"
     "  bench        per-task speedup of speculative over plain decoding (interleaved, checked)\n"
     "  bench-model  measure prefill, decode by depth, c(B) and the bandwidth ceiling of a model\n"
+    "  gen          batch generation over a JSONL prompt file (responses and token ids)\n"
     "  info         print a GGUF file's metadata and tensors\n"
     "  synth        write a random-weight Qwen3 GGUF of an exact shape\n"
     "  synth-draft  write a random-weight DFlash / DFlash2 draft for a target\n"
@@ -27,7 +28,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench},         {"synth", cmd_synth},
+        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
     };

@@ -194,3 +194,30 @@ TEST(cli_bench_per_task_checks_identical) {
     snprintf(args, sizeof args, "bench -m %s --tasks /nonexistent", m);
     CHECK_FAILS(args, "cannot open the task folder");
 }
+
+TEST(cli_gen_batch_jsonl) {
+    const char *m = tiny_model();
+    char in[300], out[400], args[1200], o[16384], e[4096];
+    snprintf(in, sizeof in, "%s/prompts.jsonl", pf_test_tmpdir());
+    snprintf(out, sizeof out, "%s/gen.jsonl", pf_test_tmpdir());
+    FILE *f = fopen(in, "w");
+    fputs("{\"id\": \"a\", \"prompt\": \"hello \\\"there\\\"\"}\n{\"prompt\": \"second\"}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "gen -m %s -i %s -o %s -n 5", m, in, out);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "gen failed: %s", e);
+    f = fopen(out, "r");
+    CHECK(f);
+    size_t n = fread(o, 1, sizeof o - 1, f);
+    o[n] = 0;
+    fclose(f);
+    CHECK(count_lines(o) == 2 && strstr(o, "{\"id\": \"a\", \"prompt\": \"hello \\\"there\\\"\"") &&
+          strstr(o, "\"response_ids\": [") && strstr(o, "{\"id\": 1,"));
+    /* a bad line fails without leaving an output file */
+    f = fopen(in, "w");
+    fputs("{\"nope\": 1}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "gen -m %s -i %s -o %s.x -n 5", m, in, out);
+    CHECK_FAILS(args, "no string field");
+    snprintf(args, sizeof args, "test -e %s.x", out);
+    CHECK(system(args) != 0);
+}

@@ -1,0 +1,192 @@
+/* pocketflash gen: batch generation over a JSONL prompt file (for building draft training data and
+ * for inspecting a model on many prompts). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/chat.h"
+#include "engine/generate.h"
+#include "engine/tokenizer.h"
+#include "formats/json.h"
+
+static const char k_usage[] =
+    "usage: pocketflash gen -m MODEL.gguf -i PROMPTS.jsonl -o OUT.jsonl [options]\n"
+    "  generates a response for every line {\"prompt\": ..., \"id\": ...} of PROMPTS.jsonl (ChatML-wrapped)\n"
+    "  and writes one line per prompt: {\"id\", \"prompt\", \"response\", \"prompt_ids\", \"response_ids\",\n"
+    "  \"stop\"}; the output is written to a temporary file and renamed when complete.\n"
+    "  -n N           max tokens per response (default 256)\n"
+    "  -t N           threads (default 2)\n"
+    "  -c N           context size (default 2048)\n"
+    "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
+    "  --limit N      only the first N prompts\n";
+
+typedef struct {
+    int32_t *ids;
+    int n, cap;
+} idbuf;
+
+static int push_id(void *u, int32_t t) {
+    idbuf *b = u;
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 256;
+        int32_t *p = realloc(b->ids, (size_t)cap * sizeof *p);
+        if (!p) return 1;
+        b->ids = p;
+        b->cap = cap;
+    }
+    b->ids[b->n++] = t;
+    return 0;
+}
+
+static void json_str(FILE *f, const char *s, size_t n) {
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_ids(FILE *f, const int32_t *ids, int n) {
+    fputc('[', f);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? ", " : "", ids[i]);
+    fputc(']', f);
+}
+
+int cmd_gen(int argc, char **argv) {
+    const char *model = NULL, *in = NULL, *out = NULL;
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 256;
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 2048};
+    long long iv, limit = -1;
+    double fv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
+                                                 "--seed", "--limit", NULL};
+        int known = 0;
+        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
+        if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-i")) in = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; gp.max_tokens = (int)iv; }
+        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
+        else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
+        else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; gp.temp = (float)fv; }
+        else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.top_k = (int)iv; }
+        else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; gp.top_p = (float)fv; }
+        else if (!strcmp(a, "--seed")) { if (!cli_int(a, v, 0, INT64_MAX, &iv)) return 1; gp.seed = (uint64_t)iv; }
+        else if (!cli_int(a, v, 0, 1ll << 40, &limit)) return 1;
+    }
+    if (!model || !in || !out) return cli_fail("gen: -m, -i and -o are required");
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load(model, err);
+    if (!m) return cli_fail("%s", err);
+    pf_session *s = pf_session_new(m, &sp, err);
+    FILE *fi = fopen(in, "rb");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    FILE *fo = fopen(tmp, "w");
+    int rc = 1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0;
+    uint64_t seed0 = gp.seed;
+    idbuf resp = {0};
+    if (!s) { cli_fail("%s", err); goto done; }
+    if (!fi) { cli_fail("%s: cannot open", in); goto done; }
+    if (!fo) { cli_fail("%s: cannot create", out); goto done; }
+    while ((len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+        if (!len) continue;
+        pf_json_doc *doc = pf_json_parse(line, (size_t)len, err);
+        const pf_json *p = doc ? pf_json_get(pf_json_root(doc), "prompt") : NULL, *id = doc ? pf_json_get(pf_json_root(doc), "id") : NULL;
+        if (!p || p->type != PF_JSON_STRING) {
+            cli_fail("%s:%d: %s", in, lineno, doc ? "no string field \"prompt\"" : err);
+            pf_json_free(doc);
+            goto done;
+        }
+        char *text = pf_chat_format(NULL, p->u.str.s);
+        int32_t *ids = NULL;
+        size_t n_ids = 0;
+        if (!text || pf_tokenize(m->tok, text, strlen(text), true, &ids, &n_ids, err) < 0) {
+            cli_fail("%s:%d: %s", in, lineno, text ? err : "out of memory");
+            free(text);
+            pf_json_free(doc);
+            goto done;
+        }
+        free(text);
+        resp.n = 0;
+        gp.seed = seed0 + (uint64_t)(lineno - 1);
+        pf_gen_stats st;
+        if (pf_generate_tokens(s, ids, (int)n_ids, &gp, push_id, &resp, &st, err) != PF_OK) {
+            cli_fail("%s:%d: %s", in, lineno, err);
+            free(ids);
+            pf_json_free(doc);
+            goto done;
+        }
+        fputs("{\"id\": ", fo);
+        if (id && id->type == PF_JSON_STRING) json_str(fo, id->u.str.s, id->u.str.len);
+        else fprintf(fo, "%d", lineno - 1);
+        fputs(", \"prompt\": ", fo);
+        json_str(fo, p->u.str.s, p->u.str.len);
+        fputs(", \"response\": ", fo);
+        pf_detok dt;
+        pf_detok_init(&dt, m->tok, true);
+        char *acc = NULL;
+        size_t acc_n = 0;
+        for (int i = 0; i <= resp.n; i++) {
+            size_t k = 0;
+            const char *piece = i < resp.n ? pf_detok_push(&dt, resp.ids[i], &k) : pf_detok_flush(&dt, &k);
+            if (!piece || !k) continue;
+            char *na = realloc(acc, acc_n + k);
+            if (!na) break;
+            acc = na;
+            memcpy(acc + acc_n, piece, k);
+            acc_n += k;
+        }
+        pf_detok_free(&dt);
+        json_str(fo, acc ? acc : "", acc_n);
+        free(acc);
+        fputs(", \"prompt_ids\": ", fo);
+        json_ids(fo, ids, (int)n_ids);
+        fputs(", \"response_ids\": ", fo);
+        json_ids(fo, resp.ids, resp.n);
+        fprintf(fo, ", \"stop\": \"%s\"}\n", st.stop == PF_STOP_EOT ? "eot" : st.stop == PF_STOP_LENGTH ? "length" : "context");
+        free(ids);
+        pf_json_free(doc);
+        if (lineno % 50 == 0) fprintf(stderr, "\rgen: %d prompts", lineno);
+    }
+    fprintf(stderr, "\rgen: %d prompts done\n", lineno);
+    if (fclose(fo) != 0 || rename(tmp, out) != 0) {
+        fo = NULL;
+        cli_fail("%s: write failed", out);
+        goto done;
+    }
+    fo = NULL;
+    rc = 0;
+done:
+    if (fo) {
+        fclose(fo);
+        remove(tmp);
+    }
+    if (fi) fclose(fi);
+    free(line);
+    free(resp.ids);
+    pf_session_free(s);
+    pf_model_free(m);
+    return rc;
+}
