@@ -24,7 +24,8 @@ static const char k_usage[] =
     "  -c N           context size (default 1024)\n"
     "  --temp T --top-k K --top-p P --seed S   sampled decoding (default greedy)\n"
     "  --json FILE    write the results as JSON\n"
-    "  --svg FILE     write a bar chart of speedup per task type (with tau)\n";
+    "  --svg FILE     write a bar chart of speedup per task type (with tau)\n"
+    "  --profile FILE per task type, use the strategy and block size of a tuned profile (pocketflash tune)\n";
 
 static void write_svg(FILE *f, const pf_bench_result *r) {
     int n = r->n + 1, bw = 60, gap = 30, left = 60, top = 40, h = 260;
@@ -65,15 +66,15 @@ static void write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o
             o->temp, o->max_tokens, o->reps);
     for (int i = 0; i < r->n; i++) {
         const pf_bench_task *t = &r->tasks[i];
-        fprintf(f, "%s\n  \"%s\": {\"prompts\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, \"speedup_max\": %.4f, "
+        fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"prompts\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, \"speedup_max\": %.4f, "
                    "\"tau\": %.4f, \"ar_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"identical\": %s, \"rounds\": %lld, "
                    "\"prefill_tok_s\": %.1f, \"ttft_ar_ms\": %.2f, \"ttft_spec_ms\": %.2f, \"accepted_hist\": [",
-                i ? "," : "", t->type, t->n_prompts, t->speedup.median, t->speedup.lo, t->speedup.hi, pf_spec_tau(&t->st),
+                i ? "," : "", t->type, t->spec, t->block, t->n_prompts, t->speedup.median, t->speedup.lo, t->speedup.hi, pf_spec_tau(&t->st),
                 t->ar_tok_s.median, t->spec_tok_s.median, t->identical < 0 ? "null" : t->identical ? "true" : "false",
                 (long long)t->st.rounds, t->prefill_tok_s, t->ttft_ar_ms, t->ttft_spec_ms);
-        for (int a = 0; a < r->block; a++) fprintf(f, "%s%lld", a ? ", " : "", (long long)t->st.hist[a]);
+        for (int a = 0; a < t->block; a++) fprintf(f, "%s%lld", a ? ", " : "", (long long)t->st.hist[a]);
         fprintf(f, "], \"acceptance_by_position\": [");
-        for (int k = 0; k < r->block - 1; k++)
+        for (int k = 0; k < t->block - 1; k++)
             fprintf(f, "%s%.4f", k ? ", " : "", t->st.pos_tried[k] ? (double)t->st.pos_accepted[k] / (double)t->st.pos_tried[k] : 0.0);
         double T = t->st.t_total > 0 ? t->st.t_total : 1;
         double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
@@ -99,7 +100,7 @@ static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result 
 static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { (void)o; write_svg(f, r); }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL;
+    const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL;
     pf_bench_opts o = {.threads = 2, .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                        .progress = 1};
     int max_prompts = 8;
@@ -110,7 +111,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
-                                                 "--json", "--svg", NULL};
+                                                 "--json", "--svg", "--profile", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", a);
@@ -121,6 +122,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--spec")) o.spec = v;
         else if (!strcmp(a, "--json")) json = v;
         else if (!strcmp(a, "--svg")) svg = v;
+        else if (!strcmp(a, "--profile")) profile_path = v;
         else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; o.block = (int)iv; }
         else if (!strcmp(a, "--ngram")) { if (!cli_int(a, v, 1, 16, &iv)) return 1; o.ngram_n = (int)iv; }
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.max_tokens = (int)iv; }
@@ -140,26 +142,35 @@ int cmd_bench(int argc, char **argv) {
         return cli_fail("bench: unknown --spec '%s' (dflash, ngram)", o.spec);
     if (!strcmp(o.spec, "dflash") && !o.draft_path) return cli_fail("bench: --spec dflash needs -d DRAFT.gguf");
     char err[PF_ERR_LEN];
+    pf_profile prof;
+    if (profile_path) {
+        if (pf_profile_load(profile_path, &prof, err) < 0) return cli_fail("%s", err);
+        o.profile = &prof;
+    }
     pf_task_suite suite;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) {
+        if (o.profile) pf_profile_free(&prof);
+        return cli_fail("%s", err);
+    }
     pf_bench_result r;
     if (pf_bench_run(model, &suite, &o, &r, err) < 0) {
         pf_tasks_free(&suite);
+        if (o.profile) pf_profile_free(&prof);
         return cli_fail("bench: %s", err);
     }
-    printf("## bench: %s%s%s, spec %s, block %d, %d threads, %s, %d tokens per prompt, %d interleaved repetitions\n\n",
-           model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.spec, r.block, o.threads,
-           o.temp > 0 ? "sampled" : "greedy", o.max_tokens, o.reps);
-    printf("| task | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+    printf("## bench: %s%s%s, %s%s, %d threads, %s, %d tokens per prompt, %d interleaved repetitions\n\n",
+           model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.profile ? "profile " : "spec ",
+           o.profile ? profile_path : o.spec, o.threads, o.temp > 0 ? "sampled" : "greedy", o.max_tokens, o.reps);
+    printf("| task | strategy/block | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < r.n; i++) {
         const pf_bench_task *t = &r.tasks[i];
-        printf("| %s | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->n_prompts,
+        printf("| %s | %s/%d | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->spec, t->block, t->n_prompts,
                t->ar_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
                pf_spec_tau(&t->st), t->st.drafted ? 100.0 * (double)(t->st.tokens - t->st.rounds) / (double)t->st.drafted : 0.0,
                t->identical < 0 ? "n/a (sampled)" : t->identical ? "yes" : "NO");
     }
-    printf("| **overall** (geomean) | | | | **%.2fx** | %.2f | | %s |\n\n", r.speedup_geomean, r.tau,
+    printf("| **overall** (geomean) | | | | | **%.2fx** | %.2f | | %s |\n\n", r.speedup_geomean, r.tau,
            r.identical < 0 ? "n/a (sampled)" : r.identical ? "yes" : "NO");
     printf("| task | accepted drafts per round (0..%d) | acceptance by position | time split draft/ctx/verify/accept/other | prefill tok/s | TTFT plain / spec |\n",
            r.block - 1);
@@ -182,5 +193,6 @@ int cmd_bench(int argc, char **argv) {
     if (svg && write_out(svg, svg_fn, &r, &o)) rc = 1;
     pf_bench_result_free(&r);
     pf_tasks_free(&suite);
+    if (o.profile) pf_profile_free(&prof);
     return rc;
 }

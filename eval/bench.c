@@ -67,19 +67,38 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx};
     pf_session *s = pf_session_new(m, &sp, err);
-    pf_drafter *d = NULL;
-    pf_spec *spec = NULL;
-    int block = o->block, rc = -1;
+    pf_drafter *drafters[2] = {NULL, NULL}; /* dflash, ngram: opened when a task needs them */
+    int dblock[2] = {0, 0};
+    pf_spec **specs = NULL;
+    int rc = -1;
     int32_t ***prompts = NULL;
     int **np = NULL;
     tokbuf a = {0}, b = {0};
     double *ar_t = NULL, *sp_t = NULL;
     if (!s) goto done;
-    if (!(d = pf_drafter_open(o->spec, o->draft_path, s, o->ngram_n, &block, err))) goto done;
-    if (!(spec = pf_spec_new(s, d, block, err))) goto done;
-    r->block = block;
     r->n = suite->n;
     r->tasks = calloc((size_t)suite->n, sizeof *r->tasks);
+    specs = calloc((size_t)suite->n, sizeof *specs);
+    if (!r->tasks || !specs) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        goto done;
+    }
+    /* the strategy and block of every task: the profile's entry, else the options */
+    for (int t = 0; t < suite->n; t++) {
+        const pf_profile_task *pt = pf_profile_find(o->profile, suite->types[t].type);
+        const char *name = pt ? pt->spec : o->profile ? o->profile->spec : o->spec;
+        int want = pt ? pt->block : o->profile ? o->profile->block : o->block;
+        int which = !strcmp(name, "ngram");
+        if (!drafters[which]) {
+            dblock[which] = 0;
+            if (!(drafters[which] = pf_drafter_open(name, o->draft_path, s, o->ngram_n, &dblock[which], err))) goto done;
+        }
+        int block = want > 0 ? want : dblock[which];
+        if (!(specs[t] = pf_spec_new(s, drafters[which], block, err))) goto done;
+        snprintf(r->tasks[t].spec, sizeof r->tasks[t].spec, "%s", name);
+        r->tasks[t].block = block;
+        if (t == 0 || block > r->block) r->block = block;
+    }
     prompts = calloc((size_t)suite->n, sizeof *prompts);
     np = calloc((size_t)suite->n, sizeof *np);
     a.cap = b.cap = o->max_tokens;
@@ -88,7 +107,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     /* per type, per repetition: decode seconds and tokens of each method */
     ar_t = calloc((size_t)suite->n * o->reps * 2, sizeof(double));
     sp_t = calloc((size_t)suite->n * o->reps * 2, sizeof(double));
-    if (!r->tasks || !prompts || !np || !a.toks || !b.toks || !ar_t || !sp_t) {
+    if (!prompts || !np || !a.toks || !b.toks || !ar_t || !sp_t) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
     }
@@ -130,12 +149,12 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
                 /* alternate the order so neither method always runs on a warmer cache */
                 for (int k = 0; k < 2; k++) {
                     int use_spec = (k + rep + i) % 2;
-                    gp.strategy = use_spec ? pf_spec_strategy(spec) : NULL;
+                    gp.strategy = use_spec ? pf_spec_strategy(specs[t]) : NULL;
                     tokbuf *out = use_spec ? &b : &a;
                     out->n = 0;
                     if (pf_generate_tokens(s, prompts[t][i], np[t][i], &gp, collect, out, use_spec ? &ss : &sa, err) != PF_OK)
                         goto done;
-                    if (use_spec && rep == 0) add_stats(&bt->st, pf_spec_stats_get(spec));
+                    if (use_spec && rep == 0) add_stats(&bt->st, pf_spec_stats_get(specs[t]));
                 }
                 if (o->temp <= 0 && (a.n != b.n || memcmp(a.toks, b.toks, (size_t)a.n * sizeof(int32_t))))
                     bt->identical = 0;
@@ -198,8 +217,11 @@ done:
     free(b.toks);
     free(ar_t);
     free(sp_t);
-    pf_spec_free(spec);
-    pf_drafter_free(d);
+    if (specs)
+        for (int t = 0; t < suite->n; t++) pf_spec_free(specs[t]);
+    free(specs);
+    pf_drafter_free(drafters[0]);
+    pf_drafter_free(drafters[1]);
     pf_session_free(s);
     pf_model_free(m);
     if (rc) pf_bench_result_free(r);

@@ -5,6 +5,7 @@
 #define PF_BENCH_H
 
 #include "eval/bench_model.h"
+#include "eval/profile.h"
 #include "eval/tasks.h"
 #include "verify/spec.h"
 
@@ -22,10 +23,13 @@ typedef struct {
     int block;        /* 0 = the draft's default */
     int ngram_n;
     int progress;
+    const pf_profile *profile; /* per-task strategy and block (overrides spec/block) */
 } pf_bench_opts;
 
 typedef struct {
     char type[64];
+    char spec[16];
+    int block;
     int n_prompts;
     int64_t ar_tokens, spec_tokens; /* decode tokens per repetition (first excluded) */
     pf_stat ar_tok_s, spec_tok_s, speedup;

@@ -179,8 +179,8 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
-    if (o->progress) fprintf(stderr, "bench-model: measuring memory bandwidth...\n");
-    r->bandwidth_gb_s = measure_bandwidth(c->pool, (size_t)o->bandwidth_mib << 20, 5);
+    if (o->progress && o->bandwidth_mib > 0) fprintf(stderr, "bench-model: measuring memory bandwidth...\n");
+    if (o->bandwidth_mib > 0) r->bandwidth_gb_s = measure_bandwidth(c->pool, (size_t)o->bandwidth_mib << 20, 5);
     r->bytes_per_token = pf_model_weight_bytes(m);
     r->ceiling_tok_s = r->bandwidth_gb_s * 1e9 / (double)r->bytes_per_token;
     rc = 0;

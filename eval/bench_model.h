@@ -16,7 +16,7 @@ typedef struct {
     int blocks[PF_BENCH_MAX], n_blocks; /* must include 1 */
     int cb_depth;       /* context depth of the c(B) measurements */
     int prefill_tokens; /* prompt length of the prefill measurement (0 = skip) */
-    int bandwidth_mib;  /* array size of the bandwidth measurement */
+    int bandwidth_mib;  /* array size of the bandwidth measurement (0 = skip) */
     int progress;       /* print progress to stderr */
 } pf_bench_model_opts;
 

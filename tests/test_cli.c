@@ -180,7 +180,7 @@ TEST(cli_bench_per_task_checks_identical) {
     snprintf(args, sizeof args, "bench -m %s --tasks %s --spec ngram -n 12 --reps 2 --json %s --svg %s/b.svg", m, dir, path,
              pf_test_tmpdir());
     CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench failed: %s", e);
-    CHECK(strstr(o, "| math | 3 |") && strstr(o, "| chat | 3 |") && strstr(o, "**overall** (geomean)"));
+    CHECK(strstr(o, "| math | ngram/8 | 3 |") && strstr(o, "| chat | ngram/8 | 3 |") && strstr(o, "**overall** (geomean)"));
     CHECK(!strstr(o, "| NO |"));
     FILE *f = fopen(path, "r");
     CHECK(f);

@@ -1,0 +1,124 @@
+/* pocketflash tune: pick the strategy and block size per task type on this device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "eval/tune.h"
+
+static const char k_usage[] =
+    "usage: pocketflash tune -m TARGET.gguf [-d DRAFT.gguf] --tasks DIR -o PROFILE.json [options]\n"
+    "  measures this device's c(B) for the target at --depth, each drafter's cost per block (ngram, and\n"
+    "  dflash with -d), and acceptance by block position per task type; predicts the speedup\n"
+    "  tau(B) / (c(B) + draft(B)) of every (strategy, B), picks the best per task type, measures\n"
+    "  the chosen settings against plain decoding (interleaved), prints predicted vs measured and\n"
+    "  writes the profile that run and bench accept with --profile.\n"
+    "  --blocks LIST  candidate block sizes (default 2,3,4,6,8,12,16)\n"
+    "  --depth D      context depth of the cost measurements (default 256)\n"
+    "  -n N           tokens per prompt (default 64)\n"
+    "  --prompts N    prompts per task type (default 8)\n"
+    "  --reps R       repetitions of the final measurement (default 3)\n"
+    "  -t N           threads (default 2)\n"
+    "  -c N           context size (default 1024)\n";
+
+int cmd_tune(int argc, char **argv) {
+    const char *model = NULL, *tasks = NULL, *out = NULL, *blocks = "2,3,4,6,8,12,16";
+    pf_tune_opts o = {.depth = 256};
+    o.bench = (pf_bench_opts){.threads = 2, .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
+                              .progress = 1};
+    int max_prompts = 8;
+    long long iv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        static const char *const with_value[] = {"-m", "-d", "--tasks", "-o", "--blocks", "--depth", "-n", "--prompts",
+                                                 "--reps", "-t", "-c", NULL};
+        int known = 0;
+        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
+        if (!known) return cli_fail("tune: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-d")) o.bench.draft_path = v;
+        else if (!strcmp(a, "--tasks")) tasks = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--blocks")) blocks = v;
+        else if (!strcmp(a, "--depth")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; o.depth = (int)iv; }
+        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.bench.max_tokens = (int)iv; }
+        else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; max_prompts = (int)iv; }
+        else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.bench.reps = (int)iv; }
+        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.bench.threads = (int)iv; }
+        else if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1;
+        else o.bench.n_ctx = iv;
+    }
+    if (!model || !tasks || !out) return cli_fail("tune: -m, --tasks and -o are required");
+    for (const char *p = blocks; *p;) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        if (end == p || b < 2 || b > PF_MAX_BLOCK || o.n_blocks == PF_BENCH_MAX || (*end && *end != ','))
+            return cli_fail("tune: --blocks: '%s' is not a list of block sizes 2..%d", blocks, PF_MAX_BLOCK);
+        o.blocks[o.n_blocks++] = (int)b;
+        p = *end ? end + 1 : end;
+    }
+    if (o.bench.n_ctx < o.depth + 80) o.bench.n_ctx = o.depth + 80;
+    char err[PF_ERR_LEN];
+    pf_task_suite suite;
+    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_tune_result r;
+    if (pf_tune_run(model, &suite, &o, &r, err) < 0) {
+        pf_tasks_free(&suite);
+        return cli_fail("tune: %s", err);
+    }
+    printf("## tune: %s%s%s, %d threads, depth %d, 1-row forward %.3f ms\n\n", model, o.bench.draft_path ? " + " : "",
+           o.bench.draft_path ? o.bench.draft_path : "", o.bench.threads, o.depth, r.t1_ms);
+    printf("| B |");
+    for (int i = 0; i < o.n_blocks; i++) printf(" %d |", o.blocks[i]);
+    printf("\n|---|");
+    for (int i = 0; i < o.n_blocks; i++) printf("---|");
+    printf("\n| c(B) |");
+    for (int i = 0; i < o.n_blocks; i++) printf(" %.2f |", r.c[i]);
+    for (int s = 0; s < r.n_strategies; s++) {
+        printf("\n| %s draft cost |", r.strategies[s]);
+        for (int i = 0; i < o.n_blocks; i++) printf(" %.2f |", r.draft_cost[s][i]);
+    }
+    printf("\n\n| task | chosen | predicted speedup | measured speedup | predicted by B (%s) |\n|---|---|---|---|---|\n",
+           r.strategies[r.n_strategies - 1]);
+    for (int t = 0; t < r.n; t++) {
+        const pf_tune_task *tt = &r.tasks[t];
+        printf("| %s | %s/%d | %.2fx | %.2fx |", tt->type, r.strategies[tt->best_s], o.blocks[tt->best_b],
+               tt->predicted[tt->best_s][tt->best_b], tt->measured);
+        for (int i = 0; i < o.n_blocks; i++) printf(" %d:%.2f", o.blocks[i], tt->predicted[r.n_strategies - 1][i]);
+        printf(" |\n");
+    }
+    printf("| **overall** (geomean) | default %s/%d | %.2fx | %.2fx | |\n", r.profile.spec, r.profile.block,
+           r.predicted_geomean, r.measured_geomean);
+    int rc = 0;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        rc = cli_fail("%s: cannot create", out);
+    } else {
+        fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"depth\": %d, \"t1_ms\": %.4f,\n \"c\": {", model,
+                o.bench.draft_path ? o.bench.draft_path : "", o.bench.threads, o.depth, r.t1_ms);
+        for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.c[i]);
+        fprintf(f, "},\n \"draft_cost\": {");
+        for (int s = 0; s < r.n_strategies; s++) {
+            fprintf(f, "%s\"%s\": {", s ? ", " : "", r.strategies[s]);
+            for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.draft_cost[s][i]);
+            fputc('}', f);
+        }
+        fprintf(f, "},\n \"default\": {\"spec\": \"%s\", \"block\": %d},\n \"tasks\": {", r.profile.spec, r.profile.block);
+        for (int t = 0; t < r.profile.n; t++) {
+            const pf_profile_task *pt = &r.profile.tasks[t];
+            fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"predicted_speedup\": %.4f, \"measured_speedup\": %.4f}",
+                    t ? "," : "", pt->type, pt->spec, pt->block, pt->predicted, pt->measured);
+        }
+        fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
+                r.predicted_geomean, r.measured_geomean);
+        if (fclose(f) != 0 || rename(tmp, out) != 0) rc = cli_fail("%s: write failed", out);
+    }
+    pf_tune_result_free(&r);
+    pf_tasks_free(&suite);
+    return rc;
+}

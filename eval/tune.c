@@ -1,0 +1,174 @@
+#include "eval/tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "verify/strategies.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Draft time per round at each candidate block, relative to t1: the drafter sees a real context of
+ * `depth` target rows (taps included) and proposes after it; the fastest of several calls. */
+static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *o, double t1_s, double *cost,
+                       char err[PF_ERR_LEN]) {
+    pf_session_params sp = {.n_threads = o->bench.threads, .n_ctx = o->depth + 80};
+    pf_session *s = pf_session_new(m, &sp, err);
+    int block = 0, rc = -1;
+    pf_drafter *d = s ? pf_drafter_open(spec, o->bench.draft_path, s, o->bench.ngram_n, &block, err) : NULL;
+    int32_t *toks = malloc((size_t)(o->depth + 1) * sizeof *toks), *draft = malloc(PF_MAX_BLOCK * sizeof *draft);
+    float *taps = NULL;
+    if (!d || !toks || !draft) goto done;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i <= o->depth; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        toks[i] = (int32_t)(x % (uint64_t)(m->hp.n_vocab > 300 ? m->hp.n_vocab - 40 : m->hp.n_vocab));
+    }
+    if (d->n_taps) taps = malloc((size_t)o->depth * d->n_taps * m->hp.n_embd * sizeof(float));
+    pf_batch b = {.tokens = toks, .n = o->depth, .tap_layers = d->tap_layers, .n_taps = d->n_taps, .taps = taps};
+    if (pf_forward(s->ctx, &b, err) < 0) goto done;
+    if (d->begin && d->begin(d->state, toks, o->depth, taps, err) < 0) goto done;
+    for (int i = 0; i < o->n_blocks; i++) {
+        double best = 1e9;
+        for (int k = 0; k < 5; k++) {
+            double t0 = now_s();
+            if (d->propose(d->state, toks[o->depth], o->depth, o->blocks[i], NULL, NULL, draft, NULL, err) < 0) goto done;
+            double t = now_s() - t0;
+            if (t < best) best = t;
+        }
+        cost[i] = best / t1_s;
+    }
+    rc = 0;
+done:
+    free(toks);
+    free(draft);
+    free(taps);
+    pf_drafter_free(d);
+    pf_session_free(s);
+    return rc;
+}
+
+int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
+                char err[PF_ERR_LEN]) {
+    memset(r, 0, sizeof *r);
+    r->strategies[r->n_strategies++] = "ngram";
+    if (o->bench.draft_path) r->strategies[r->n_strategies++] = "dflash";
+    int bmax = 2;
+    for (int i = 0; i < o->n_blocks; i++)
+        if (o->blocks[i] > bmax) bmax = o->blocks[i];
+    pf_model *m = pf_model_load(model_path, err);
+    if (!m) return -1;
+    int rc = -1;
+    /* 1. c(B) at the working depth */
+    pf_bench_model_opts bo = {.threads = o->bench.threads, .reps = 3, .inner = 3, .n_depths = 0, .cb_depth = o->depth,
+                              .prefill_tokens = 0, .bandwidth_mib = 0, .progress = 0};
+    bo.blocks[0] = 1;
+    bo.n_blocks = 1;
+    for (int i = 0; i < o->n_blocks && bo.n_blocks < PF_BENCH_MAX; i++)
+        if (o->blocks[i] != 1) bo.blocks[bo.n_blocks++] = o->blocks[i];
+    pf_bench_model_result br;
+    if (o->bench.progress) fprintf(stderr, "tune: measuring c(B) at depth %d...\n", o->depth);
+    if (pf_bench_model(m, &bo, &br, err) < 0) goto done;
+    r->t1_ms = br.block_ms[0].median;
+    for (int i = 0; i < o->n_blocks; i++)
+        for (int j = 0; j < bo.n_blocks; j++)
+            if (bo.blocks[j] == o->blocks[i]) r->c[i] = br.c[j].median;
+    /* 2. draft cost per block */
+    for (int s = 0; s < r->n_strategies; s++) {
+        if (o->bench.progress) fprintf(stderr, "tune: measuring %s draft cost...\n", r->strategies[s]);
+        if (draft_costs(m, r->strategies[s], o, r->t1_ms / 1e3, r->draft_cost[s], err) < 0) goto done;
+    }
+    /* 3. acceptance by position per task at the largest block */
+    r->n = suite->n;
+    r->tasks = calloc((size_t)suite->n, sizeof *r->tasks);
+    if (!r->tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    for (int s = 0; s < r->n_strategies; s++) {
+        if (o->bench.progress) fprintf(stderr, "tune: acceptance of %s at block %d per task...\n", r->strategies[s], bmax);
+        pf_bench_opts bo2 = o->bench;
+        bo2.spec = r->strategies[s];
+        bo2.block = bmax;
+        bo2.reps = 1;
+        bo2.profile = NULL;
+        pf_bench_result acc;
+        if (pf_bench_run(model_path, suite, &bo2, &acc, err) < 0) goto done;
+        for (int t = 0; t < suite->n; t++) {
+            pf_tune_task *tt = &r->tasks[t];
+            snprintf(tt->type, sizeof tt->type, "%s", acc.tasks[t].type);
+            const pf_spec_stats *st = &acc.tasks[t].st;
+            /* P(position k kept | k-1 kept): counts rounds where the drafter proposed nothing at k
+             * as misses, which matters for the lookup draft */
+            for (int k = 0; k < bmax - 1; k++) {
+                int64_t prev = k ? st->pos_accepted[k - 1] : st->rounds;
+                tt->alpha[s][k] = prev ? (double)st->pos_accepted[k] / (double)prev : 0;
+            }
+        }
+        pf_bench_result_free(&acc);
+    }
+    /* 4. predicted speedup = tau(B) / (c(B) + draft(B)); tau(B) = 1 + sum_k prod_{j<=k} alpha_j */
+    r->profile.tasks = calloc((size_t)suite->n, sizeof *r->profile.tasks);
+    if (!r->profile.tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    double log_pred = 0;
+    int votes[2][PF_BENCH_MAX] = {{0}};
+    for (int t = 0; t < suite->n; t++) {
+        pf_tune_task *tt = &r->tasks[t];
+        double best = -1;
+        for (int s = 0; s < r->n_strategies; s++)
+            for (int i = 0; i < o->n_blocks; i++) {
+                double tau = 1, prod = 1;
+                for (int k = 0; k < o->blocks[i] - 1; k++) {
+                    prod *= tt->alpha[s][k];
+                    tau += prod;
+                }
+                tt->predicted[s][i] = tau / (r->c[i] + r->draft_cost[s][i]);
+                if (tt->predicted[s][i] > best) {
+                    best = tt->predicted[s][i];
+                    tt->best_s = s;
+                    tt->best_b = i;
+                }
+            }
+        votes[tt->best_s][tt->best_b]++;
+        log_pred += log(best > 0 ? best : 1e-9);
+        pf_profile_task *pt = &r->profile.tasks[r->profile.n++];
+        snprintf(pt->type, sizeof pt->type, "%s", tt->type);
+        snprintf(pt->spec, sizeof pt->spec, "%s", r->strategies[tt->best_s]);
+        pt->block = o->blocks[tt->best_b];
+        pt->predicted = best;
+    }
+    r->predicted_geomean = suite->n ? exp(log_pred / suite->n) : 0;
+    /* default for untyped prompts: the choice most task types made */
+    int bs = 0, bb = 0;
+    for (int s = 0; s < r->n_strategies; s++)
+        for (int i = 0; i < o->n_blocks; i++)
+            if (votes[s][i] > votes[bs][bb]) { bs = s; bb = i; }
+    snprintf(r->profile.spec, sizeof r->profile.spec, "%s", r->strategies[bs]);
+    r->profile.block = o->blocks[bb];
+    /* 5. measure the chosen settings against plain decoding */
+    if (o->bench.progress) fprintf(stderr, "tune: measuring the chosen settings...\n");
+    pf_bench_opts bo3 = o->bench;
+    bo3.profile = &r->profile;
+    pf_bench_result meas;
+    if (pf_bench_run(model_path, suite, &bo3, &meas, err) < 0) goto done;
+    for (int t = 0; t < suite->n; t++) {
+        r->tasks[t].measured = meas.tasks[t].speedup.median;
+        r->profile.tasks[t].measured = meas.tasks[t].speedup.median;
+    }
+    r->measured_geomean = meas.speedup_geomean;
+    pf_bench_result_free(&meas);
+    rc = 0;
+done:
+    pf_model_free(m);
+    if (rc) pf_tune_result_free(r);
+    return rc;
+}
+
+void pf_tune_result_free(pf_tune_result *r) {
+    free(r->tasks);
+    r->tasks = NULL;
+    pf_profile_free(&r->profile);
+}
