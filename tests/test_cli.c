@@ -221,3 +221,32 @@ TEST(cli_gen_batch_jsonl) {
     snprintf(args, sizeof args, "test -e %s.x", out);
     CHECK(system(args) != 0);
 }
+
+TEST(cli_tune_writes_profile_used_by_run_and_bench) {
+    const char *m = tiny_model();
+    char dir[300], args[2000], o[32768], e[32768], path[400], prof[400], draft[400];
+    snprintf(dir, sizeof dir, "%s/tune-tasks", pf_test_tmpdir());
+    snprintf(args, sizeof args, "mkdir -p %s", dir);
+    CHECK(system(args) == 0);
+    snprintf(path, sizeof path, "%s/code.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"type\": \"code\", \"prompt\": \"def f(x): return x + x + x\"}\n", f);
+    fclose(f);
+    snprintf(draft, sizeof draft, "%s/tune-draft.gguf", pf_test_tmpdir());
+    snprintf(args, sizeof args, "synth-draft -m %s -o %s --layers 1 --block 4", m, draft);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "synth-draft: %s", e);
+    snprintf(prof, sizeof prof, "%s/profile.json", pf_test_tmpdir());
+    snprintf(args, sizeof args, "tune -m %s -d %s --tasks %s -o %s --blocks 2,4 --depth 32 -n 8 --reps 1 --prompts 1", m,
+             draft, dir, prof);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "tune failed: %s", e);
+    CHECK(strstr(o, "| c(B) |") && strstr(o, "| code |") && strstr(o, "dflash draft cost"));
+    snprintf(args, sizeof args, "bench -m %s -d %s --tasks %s --profile %s -n 8 --reps 1", m, draft, dir, prof);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench --profile failed: %s", e);
+    CHECK(strstr(o, "| code | ") && !strstr(o, "| NO |"));
+    snprintf(args, sizeof args, "run -m %s -d %s --profile %s --task code -p hi -n 4", m, draft, prof);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run --profile failed: %s", e);
+    snprintf(args, sizeof args, "run -m %s --profile %s --task nosuch -p hi", m, prof);
+    CHECK_FAILS(args, "not in the profile");
+    snprintf(args, sizeof args, "run -m %s --profile %s -p hi", m, path);
+    CHECK_FAILS(args, "profile");
+}
