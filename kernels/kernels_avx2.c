@@ -8,7 +8,9 @@
  *   quantized: per block, int8 products with maddubs (u8 x s8 -> s16 pairs, no saturation is
  *     possible: |pair| <= 2*15*127 for nibbles, 2*128*127 for Q8_0 after the sign trick), madd to
  *     int32, convert, then acc = fma(isum_lanes, d_w*x.d, acc); the Q4 offset/minimum term
- *     (m_w * x.s, m_w = -8 d_w for Q4_0) is a separate scalar float sum added at the end. */
+ *     (m_w * x.s, m_w = -8 d_w for Q4_0) is a separate scalar fma sum added at the end. The
+ *     activation rows are repacked first (q aligned, x.d broadcast) so the inner loop takes them
+ *     as memory operands; chunks of rows are sized to stay in L1, which never changes a result. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -93,7 +95,7 @@ PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act
                 x[b] = (const float *)((const char *)act + (size_t)(b0 + b) * stride);
             for (int64_t r = rt; r < re; r++) {
                 const void *w = (const char *)W->data + (size_t)r * W->row_bytes;
-                float out[NB_MAX];
+                float out[NB_MAX] = {0};
                 switch (nb) {
                 case 1: fdot_rows(wt, w, W->cols, x, out, 1); break;
                 case 2: fdot_rows(wt, w, W->cols, x, out, 2); break;
@@ -121,22 +123,69 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
 
 /* ---- quantized gemm ---- */
 
-PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, int64_t nblk,
-                               const pf_block_q8_act *const *x, float *out, int NB) {
+/* Activation rows as the block kernel reads them: repacked (the fast path: per block the 32 q
+ * aligned, x.d broadcast to 8 floats, x.s) or the original q8 blocks. Both give the same values
+ * to the same float ops, so the result does not depend on which one is used. */
+#define BLK_QS 32
+#define BLK_XD 32
+#define BLK_XS 4
+/* Stack scratch for repacked rows: 16 rows of 3072 columns fit (see the AVX-512 file). */
+#define SCRATCH_BYTES (128 * 1024)
+#define QROW_TILE 32
+
+typedef struct {
+    const uint8_t *base; /* row b at base + b * stride (rows as bytes: repacked or q8 blocks) */
+    size_t stride;
+    int64_t nblk;
+} act_rows;
+#define AR_ROW(ar, b) ((ar)->base + (size_t)(b) * (ar)->stride)
+
+static size_t packed_row_bytes(int64_t nblk) {
+    return ((size_t)nblk * (BLK_QS + BLK_XD + BLK_XS) + 31) / 32 * 32;
+}
+
+PF_NOIPA static void repack_row(const pf_block_q8_act *x, int64_t nblk, uint8_t *dst) {
+    float *xd = (float *)(dst + nblk * BLK_QS), *xs = (float *)(dst + nblk * (BLK_QS + BLK_XD));
+    for (int64_t k = 0; k < nblk; k++) {
+        _mm256_store_si256((__m256i *)(dst + k * BLK_QS), _mm256_loadu_si256((const __m256i *)x[k].qs));
+        _mm256_store_ps(xd + k * 8, _mm256_set1_ps(x[k].d));
+        xs[k] = x[k].s;
+    }
+}
+
+PF_FORCE_INLINE __m256i act_qs(const act_rows *ar, int packed, int b, int64_t k) {
+    if (packed) return _mm256_load_si256((const __m256i *)(AR_ROW(ar, b) + k * BLK_QS));
+    return _mm256_loadu_si256((const __m256i *)((const pf_block_q8_act *)AR_ROW(ar, b) + k)->qs);
+}
+
+PF_FORCE_INLINE __m256 act_xd(const act_rows *ar, int packed, int b, int64_t k) {
+    if (packed) return _mm256_load_ps((const float *)(AR_ROW(ar, b) + ar->nblk * BLK_QS) + k * 8);
+    return _mm256_set1_ps(((const pf_block_q8_act *)AR_ROW(ar, b) + k)->d);
+}
+
+PF_FORCE_INLINE __m128 act_xs(const act_rows *ar, int packed, int b, int64_t k) {
+    if (packed) return _mm_load_ss((const float *)(AR_ROW(ar, b) + ar->nblk * (BLK_QS + BLK_XD)) + k);
+    return _mm_set_ss(((const pf_block_q8_act *)AR_ROW(ar, b) + k)->s);
+}
+
+PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, const act_rows *ar, int packed,
+                               float *out, int NB) {
     const size_t ts = wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
                       : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     __m256 acc[NB_MAX];
-    float accm[NB_MAX];
+    __m128 accm[NB_MAX];
 #pragma GCC unroll 8
     for (int b = 0; b < NB; b++) {
         acc[b] = _mm256_setzero_ps();
-        accm[b] = 0.0f;
+        accm[b] = _mm_setzero_ps();
     }
-    for (int64_t k = 0; k < nblk; k++) {
+    for (int64_t k = 0; k < ar->nblk; k++) {
         const uint8_t *blk = w + (size_t)k * ts;
         _mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
-        float d = half_at(blk), m = 0.0f;
+        float d = half_at(blk);
+        __m256 wd = _mm256_set1_ps(d);
+        __m128 wm = _mm_setzero_ps();
         __m256i wv;
         if (wt == PF_TYPE_Q8_0) {
             wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
@@ -144,41 +193,72 @@ PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, int64_t nblk,
             const uint8_t *qs = blk + (wt == PF_TYPE_Q4_1 ? 4 : 2);
             __m128i q = _mm_loadu_si128((const __m128i *)qs);
             wv = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
-            m = wt == PF_TYPE_Q4_1 ? half_at(blk + 2) : -8.0f * d;
+            wm = _mm_set_ss(wt == PF_TYPE_Q4_1 ? half_at(blk + 2) : -8.0f * d);
         }
         __m256i wabs = wt == PF_TYPE_Q8_0 ? _mm256_sign_epi8(wv, wv) : wv;
 #pragma GCC unroll 8
         for (int b = 0; b < NB; b++) {
-            const pf_block_q8_act *xb = x[b] + k;
-            __m256i xv = _mm256_loadu_si256((const __m256i *)xb->qs);
+            __m256i xv = act_qs(ar, packed, b, k);
             if (wt == PF_TYPE_Q8_0) xv = _mm256_sign_epi8(xv, wv);
             __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, xv), ones);
-            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(d * xb->d), acc[b]);
-            if (wt != PF_TYPE_Q8_0) accm[b] += m * xb->s;
+            __m256 sc = _mm256_mul_ps(wd, act_xd(ar, packed, b, k));
+            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), sc, acc[b]);
+            if (wt != PF_TYPE_Q8_0) accm[b] = _mm_fmadd_ss(wm, act_xs(ar, packed, b, k), accm[b]);
         }
     }
 #pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) out[b] = hsum256(acc[b]) + accm[b];
+    for (int b = 0; b < NB; b++) out[b] = hsum256(acc[b]) + _mm_cvtss_f32(accm[b]);
 }
 
-PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
-                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
-    int64_t nblk = W->cols / PF_QK;
+PF_FORCE_INLINE void qdot_range(uint32_t wt, const pf_weight *W, const act_rows *ar, int packed, int nb,
+                                float *y, int64_t ldy, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *w = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
+        float out[NB_MAX] = {0};
+        switch (nb) {
+        case 1: qdot_rows(wt, w, ar, packed, out, 1); break;
+        case 2: qdot_rows(wt, w, ar, packed, out, 2); break;
+        case 3: qdot_rows(wt, w, ar, packed, out, 3); break;
+        default: qdot_rows(wt, w, ar, packed, out, 4); break;
+        }
+        for (int b = 0; b < nb; b++) y[b * ldy + r] = out[b];
+    }
+}
+
+/* As in the AVX-512 file: repack the activation rows once per call into stack scratch, then run
+ * tiles of weight rows against chunks of them; rows too long for the scratch read in place. */
+PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
+                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    act_rows ar;
+    ar.nblk = W->cols / PF_QK;
+    size_t prow = packed_row_bytes(ar.nblk);
+    int fit = prow ? (int)(SCRATCH_BYTES / prow) : 0;
+    if (fit == 0) {
         for (int b0 = 0; b0 < B; b0 += NB_MAX) {
             int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
-            const pf_block_q8_act *x[NB_MAX];
-            float out[NB_MAX];
-            for (int b = 0; b < nb; b++)
-                x[b] = (const pf_block_q8_act *)((const char *)act + (size_t)(b0 + b) * stride);
-            switch (nb) {
-            case 1: qdot_rows(wt, w, nblk, x, out, 1); break;
-            case 2: qdot_rows(wt, w, nblk, x, out, 2); break;
-            case 3: qdot_rows(wt, w, nblk, x, out, 3); break;
-            default: qdot_rows(wt, w, nblk, x, out, 4); break;
+            ar.base = (const uint8_t *)act + (size_t)b0 * stride;
+            ar.stride = stride;
+            qdot_range(wt, W, &ar, 0, nb, y + b0 * ldy, ldy, r0, r1);
+        }
+        return;
+    }
+    _Alignas(32) uint8_t scratch[SCRATCH_BYTES];
+    int nbmax = (int)((24 * 1024) / prow);
+    nbmax = nbmax < 1 ? 1 : nbmax > NB_MAX ? NB_MAX : nbmax;
+    for (int s0 = 0; s0 < B; s0 += fit) {
+        int sb = B - s0 < fit ? B - s0 : fit, nb;
+        int nchunk = (sb + nbmax - 1) / nbmax;
+        for (int b = 0; b < sb; b++)
+            repack_row((const pf_block_q8_act *)((const char *)act + (size_t)(s0 + b) * stride), ar.nblk,
+                       scratch + (size_t)b * prow);
+        for (int64_t rt = r0; rt < r1; rt += QROW_TILE) {
+            int64_t re = rt + QROW_TILE < r1 ? rt + QROW_TILE : r1;
+            for (int c = 0, left = nchunk; c < sb; c += nb, left--) {
+                nb = (sb - c + left - 1) / left;
+                ar.base = scratch + (size_t)c * prow;
+                ar.stride = prow;
+                qdot_range(wt, W, &ar, 1, nb, y + (s0 + c) * ldy, ldy, rt, re);
             }
-            for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r] = out[b];
         }
     }
 }

@@ -89,7 +89,7 @@ PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act
                 x[b] = (const float *)((const char *)act + (size_t)(b0 + b) * stride);
             for (int64_t r = rt; r < re; r++) {
                 const void *w = (const char *)W->data + (size_t)r * W->row_bytes;
-                float out[NB_MAX];
+                float out[NB_MAX] = {0};
                 switch (nb) {
                 case 1: fdot_rows(wt, w, W->cols, x, out, 1); break;
                 case 2: fdot_rows(wt, w, W->cols, x, out, 2); break;
@@ -147,16 +147,18 @@ static inline uint16_t load_u16(const void *p) {
  * fast path) or the original q8 blocks. Both feed the same values to the same float ops, so the
  * result does not depend on which one is used. */
 typedef struct {
-    const uint8_t *row[NB_MAX]; /* repacked row, or the original pf_block_q8_act row */
+    const uint8_t *base; /* row b at base + b * stride: repacked, or the original q8 blocks */
+    size_t stride;
     int64_t npair;
 } act_rows;
+#define AR_ROW(ar, b) ((ar)->base + (size_t)(b) * (ar)->stride)
 
 /* Repacked row layout: [npair x 64 qs][npair x 16 floats d broadcast][npair x 4 floats s]. */
 static size_t packed_row_bytes(int64_t npair) {
     return ((size_t)npair * (PAIR_QS + PAIR_XD + PAIR_XS) + 63) / 64 * 64;
 }
 
-static void repack_row(const pf_block_q8_act *x, int64_t nblk, uint8_t *dst) {
+PF_NOIPA static void repack_row(const pf_block_q8_act *x, int64_t nblk, uint8_t *dst) {
     int64_t npair = (nblk + 1) / 2;
     uint8_t *qs = dst;
     float *xd = (float *)(dst + npair * PAIR_QS), *xs = (float *)(dst + npair * (PAIR_QS + PAIR_XD));
@@ -174,8 +176,8 @@ static void repack_row(const pf_block_q8_act *x, int64_t nblk, uint8_t *dst) {
 
 /* Activation operands of pair p for row b: qs (64 bytes), d broadcast per block, [s_k, s_k1, 0, 0]. */
 PF_FORCE_INLINE __m512i act_qs(const act_rows *ar, int packed, int b, int64_t p, int full) {
-    if (packed) return _mm512_load_si512(ar->row[b] + p * PAIR_QS);
-    const uint8_t *xk = ar->row[b] + (size_t)(2 * p) * XB + 8;
+    if (packed) return _mm512_load_si512(AR_ROW(ar, b) + p * PAIR_QS);
+    const uint8_t *xk = AR_ROW(ar, b) + (size_t)(2 * p) * XB + 8;
     __m256i a = _mm256_loadu_si256((const __m256i *)xk);
     return full ? _mm512_inserti64x4(_mm512_castsi256_si512(a),
                                      _mm256_loadu_si256((const __m256i *)(xk + XB)), 1)
@@ -183,15 +185,15 @@ PF_FORCE_INLINE __m512i act_qs(const act_rows *ar, int packed, int b, int64_t p,
 }
 
 PF_FORCE_INLINE __m512 act_xd(const act_rows *ar, int packed, int b, int64_t p, int full) {
-    if (packed) return _mm512_load_ps(ar->row[b] + ar->npair * PAIR_QS + p * PAIR_XD);
-    const pf_block_q8_act *x = (const pf_block_q8_act *)ar->row[b] + 2 * p;
+    if (packed) return _mm512_load_ps(AR_ROW(ar, b) + ar->npair * PAIR_QS + p * PAIR_XD);
+    const pf_block_q8_act *x = (const pf_block_q8_act *)AR_ROW(ar, b) + 2 * p;
     return _mm512_mask_broadcastss_ps(_mm512_set1_ps(x[0].d), 0xff00, _mm_set_ss(full ? x[1].d : 0.0f));
 }
 
 PF_FORCE_INLINE __m128 act_xs(const act_rows *ar, int packed, int b, int64_t p, int full) {
     if (packed)
-        return _mm_load_ps((const float *)(ar->row[b] + ar->npair * (PAIR_QS + PAIR_XD)) + p * 4);
-    const pf_block_q8_act *x = (const pf_block_q8_act *)ar->row[b] + 2 * p;
+        return _mm_load_ps((const float *)(AR_ROW(ar, b) + ar->npair * (PAIR_QS + PAIR_XD)) + p * 4);
+    const pf_block_q8_act *x = (const pf_block_q8_act *)AR_ROW(ar, b) + 2 * p;
     return _mm_setr_ps(x[0].s, full ? x[1].s : 0.0f, 0.0f, 0.0f);
 }
 
@@ -281,7 +283,7 @@ PF_FORCE_INLINE void qdot_range(uint32_t wt, const pf_weight *W, const act_rows 
     int64_t nblk = W->cols / PF_QK;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *w = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-        float out[NB_MAX];
+        float out[NB_MAX] = {0};
         switch (nb) {
         case 1: qdot_rows(wt, w, nblk, ar, packed, out, 1); break;
         case 2: qdot_rows(wt, w, nblk, ar, packed, out, 2); break;
@@ -314,7 +316,8 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     if (fit == 0) {
         for (int b0 = 0; b0 < B; b0 += NB_MAX) {
             int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
-            for (int b = 0; b < nb; b++) ar.row[b] = (const uint8_t *)act + (size_t)(b0 + b) * stride;
+            ar.base = (const uint8_t *)act + (size_t)b0 * stride;
+            ar.stride = stride;
             qdot_range(wt, W, &ar, 0, nb, y + b0 * ldy, ldy, r0, r1);
         }
         return;
@@ -334,7 +337,8 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
             int64_t re = rt + QROW_TILE < r1 ? rt + QROW_TILE : r1;
             for (int c = 0, left = nchunk; c < sb; c += nb, left--) {
                 nb = (sb - c + left - 1) / left; /* balanced: 9 rows go as 5 + 4, not 8 + 1 */
-                for (int b = 0; b < nb; b++) ar.row[b] = scratch + (size_t)(c + b) * prow;
+                ar.base = scratch + (size_t)c * prow;
+                ar.stride = prow;
                 qdot_range(wt, W, &ar, 1, nb, y + (s0 + c) * ldy, ldy, rt, re);
             }
         }

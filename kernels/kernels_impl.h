@@ -11,6 +11,12 @@ extern const pf_kernels pf_kernels_avx512_table;
 
 #define PF_FORCE_INLINE static inline __attribute__((always_inline))
 
+/* For helpers that fill a caller's stack scratch which the caller then reads. GCC 12.2 (-O1 and
+ * -O2) was seen deleting such a call as dead: DSE used the helper's modref summary and judged all
+ * its stores unread (the AVX2 gemm returned zeros; tests/test_kernels.c catches it). noipa keeps
+ * interprocedural summaries out of it; the call costs nothing next to the work on the rows. */
+#define PF_NOIPA __attribute__((noipa))
+
 /* One pf_attention call, shared by attention.c and its SIMD variants. */
 typedef struct {
     const pf_kernels *k;
