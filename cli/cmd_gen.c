@@ -10,6 +10,8 @@
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
 #include "formats/json.h"
+#include "verify/spec.h"
+#include "verify/strategies.h"
 
 static const char k_usage[] =
     "usage: pocketflash gen -m MODEL.gguf -i PROMPTS.jsonl -o OUT.jsonl [options]\n"
@@ -20,7 +22,11 @@ static const char k_usage[] =
     "  -t N           threads (default 2)\n"
     "  -c N           context size (default 2048)\n"
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
-    "  --limit N      only the first N prompts\n";
+    "  --limit N      only the first N prompts\n"
+    "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output)\n"
+    "  --block B      rows verified per round with -d (default: the draft's block size)\n"
+    "  --log-rounds FILE  with -d: append every round's Dec features and accepted length to FILE\n"
+    "                 (the training data of a Dec head, see draft/train/train_dec.py)\n";
 
 typedef struct {
     int32_t *ids;
@@ -61,7 +67,11 @@ static void json_ids(FILE *f, const int32_t *ids, int n) {
 }
 
 int cmd_gen(int argc, char **argv) {
-    const char *model = NULL, *in = NULL, *out = NULL;
+    const char *model = NULL, *in = NULL, *out = NULL, *draft = NULL, *log_rounds = NULL;
+    int block = 0;
+    pf_drafter *drafter = NULL;
+    pf_spec *spec = NULL;
+    FILE *log_file = NULL;
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     gp.max_tokens = 256;
@@ -72,7 +82,7 @@ int cmd_gen(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
-                                                 "--seed", "--limit", NULL};
+                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", a);
@@ -80,6 +90,9 @@ int cmd_gen(int argc, char **argv) {
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-i")) in = v;
         else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "-d")) draft = v;
+        else if (!strcmp(a, "--log-rounds")) log_rounds = v;
+        else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; gp.max_tokens = (int)iv; }
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
         else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
@@ -90,6 +103,7 @@ int cmd_gen(int argc, char **argv) {
         else if (!cli_int(a, v, 0, 1ll << 40, &limit)) return 1;
     }
     if (!model || !in || !out) return cli_fail("gen: -m, -i and -o are required");
+    if (log_rounds && !draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load(model, err);
     if (!m) return cli_fail("%s", err);
@@ -106,6 +120,17 @@ int cmd_gen(int argc, char **argv) {
     uint64_t seed0 = gp.seed;
     idbuf resp = {0};
     if (!s) { cli_fail("%s", err); goto done; }
+    if (draft) {
+        if (!(drafter = pf_drafter_open("dflash", draft, s, 3, &block, err)) || !(spec = pf_spec_new(s, drafter, block, err))) {
+            cli_fail("%s", err);
+            goto done;
+        }
+        gp.strategy = pf_spec_strategy(spec);
+        if (log_rounds) {
+            if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
+            if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
+        }
+    }
     if (!fi) { cli_fail("%s: cannot open", in); goto done; }
     if (!fo) { cli_fail("%s: cannot create", out); goto done; }
     while ((len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
@@ -186,6 +211,9 @@ done:
     if (fi) fclose(fi);
     free(line);
     free(resp.ids);
+    if (log_file) fclose(log_file);
+    pf_spec_free(spec);
+    pf_drafter_free(drafter);
     pf_session_free(s);
     pf_model_free(m);
     return rc;

@@ -8,7 +8,11 @@ typedef struct {
     int64_t n_ctx;
     const pf_dflash *weights;
     int own_weights;
+    float *hidden; /* PF_DRAFT_MAX_ROWS x n_embd: rows of the last proposal */
+    int n_hidden;
 } df_state;
+
+#define PF_DRAFT_MAX_ROWS 64
 
 static int df_begin(void *p, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
     df_state *s = p;
@@ -27,7 +31,9 @@ static int df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampl
     }
     if (pos + B > s->n_ctx) B = (int)(s->n_ctx - pos);
     if (B < 2) return 0;
-    if (pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, NULL, err) < 0) return -1;
+    if (B > PF_DRAFT_MAX_ROWS) B = PF_DRAFT_MAX_ROWS;
+    if (pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err) < 0) return -1;
+    s->n_hidden = B;
     return B - 1;
 }
 
@@ -37,9 +43,17 @@ static int df_commit(void *p, const int32_t *tokens, int n, const float *taps, c
     return pf_dflash_append_context(s->st, taps, n, err);
 }
 
+static const float *df_hidden(void *p, int *n_rows, int *dim) {
+    df_state *s = p;
+    *n_rows = s->n_hidden;
+    *dim = pf_dflash_n_embd(s->weights);
+    return s->hidden;
+}
+
 static void df_free(void *p) {
     df_state *s = p;
     pf_dflash_state_free(s->st);
+    free(s->hidden);
     if (s->own_weights) pf_dflash_free((pf_dflash *)s->weights);
     free(s);
 }
@@ -56,8 +70,12 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
     /* room for the whole target context plus one block drafted past its end */
     s->n_ctx = sess->ctx->kv->n_ctx + 64;
     s->weights = d;
+    s->hidden = malloc((size_t)PF_DRAFT_MAX_ROWS * pf_dflash_n_embd(d) * sizeof(float));
     s->st = pf_dflash_state_new(d, s->n_ctx, sess->ctx->pool, sess->ctx->k, err);
-    if (!s->st) {
+    if (!s->st || !s->hidden) {
+        if (!s->hidden) snprintf(err, PF_ERR_LEN, "out of memory");
+        pf_dflash_state_free(s->st);
+        free(s->hidden);
         free(dr);
         free(s);
         return NULL;
@@ -66,7 +84,7 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
     const int *taps = pf_dflash_tap_layers(d, &n_taps);
     *dr = (pf_drafter){.name = pf_dflash_version(d) == 2 ? "dflash2" : "dflash", .state = s, .tap_layers = taps,
                        .n_taps = n_taps, .begin = df_begin, .propose = df_propose, .commit = df_commit,
-                       .deterministic = 0, .free = df_free};
+                       .hidden = df_hidden, .deterministic = 0, .free = df_free};
     return dr;
 }
 

@@ -24,6 +24,9 @@ typedef struct pf_drafter {
                    int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]);
     /* n rows were committed: tokens[0] is the bonus, then the accepted drafts; taps are their rows. */
     int (*commit)(void *state, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]);
+    /* Optional: the drafter's hidden rows of its last proposal (row 0 = the bonus row, then one per
+     * drafted position), for a decision head; NULL when the drafter has none. */
+    const float *(*hidden)(void *state, int *n_rows, int *dim);
     /* True when every proposal is a point mass (q need not be kept). */
     int deterministic;
     void (*free)(void *state);

@@ -15,10 +15,36 @@ struct pf_spec {
     pf_spec_stats st;
     int32_t *rows;  /* [bonus, d1..] */
     float *logits;  /* block * n_vocab */
-    float *taps;    /* block * n_taps * n_embd */
+    float *taps;    /* block * n_taps * n_embd (the drafter's taps, plus the final layer with Dec/logging) */
+    float *dtaps;   /* the drafter's taps alone, repacked, when the final layer is added */
     pf_dist *q;     /* block proposal distributions */
     pf_dist p, resid;
+    /* Dec gating and round logging (NULL / 0 when off) */
+    const pf_dec *dec;
+    FILE *log;
+    int *tap_list, n_taps; /* what the verify forward taps */
+    float *h_target;       /* final residual row of the last committed position */
+    double cost[PF_MAX_BLOCK + 1]; /* cost[n] = c(n): n-row forward / 1-row forward */
+    int have_cost, backoff, skip;
 };
+
+/* Extra final-layer tap: the target row a decision head reads. */
+static int needs_final_tap(const pf_spec *sp) { return sp->dec || sp->log; }
+
+/* Copy the drafter's taps (all but the last per row) of n rows into dtaps. */
+static const float *drafter_taps(pf_spec *sp, const float *taps, int n) {
+    if (!needs_final_tap(sp) || !taps) return taps;
+    const int H = sp->s->model->hp.n_embd, nd = sp->d->n_taps;
+    for (int r = 0; r < n; r++)
+        memcpy(sp->dtaps + (size_t)r * nd * H, taps + (size_t)r * sp->n_taps * H, (size_t)nd * H * sizeof(float));
+    return sp->dtaps;
+}
+
+static void keep_final_row(pf_spec *sp, const float *taps, int row) {
+    if (!needs_final_tap(sp) || !taps) return;
+    const int H = sp->s->model->hp.n_embd;
+    memcpy(sp->h_target, taps + ((size_t)row * sp->n_taps + sp->n_taps - 1) * H, (size_t)H * sizeof(float));
+}
 
 static double now_s(void) {
     struct timespec t;
@@ -26,15 +52,89 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* c(n) for n = 1..block at the current depth, measured once per speculation object: n-row forwards
+ * whose rows are then truncated away (the cache is unchanged). */
+static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
+    pf_ctx *c = sp->s->ctx;
+    int64_t len = c->kv->len;
+    int32_t rows[PF_MAX_BLOCK];
+    for (int i = 0; i < sp->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
+    double t[PF_MAX_BLOCK + 1];
+    for (int n = 1; n <= sp->block && len + n <= c->kv->n_ctx; n++) {
+        double best = 1e9;
+        for (int rep = 0; rep < 3; rep++) {
+            pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits};
+            double t0 = now_s();
+            if (pf_forward(c, &b, err) < 0) return -1;
+            double dt = now_s() - t0;
+            pf_kv_truncate(c->kv, len);
+            if (dt < best) best = dt;
+        }
+        t[n] = best;
+        sp->cost[n] = best / t[1];
+    }
+    sp->have_cost = 1;
+    return 0;
+}
+
 static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_prompt, const float *taps,
                       char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     (void)s;
     memset(&sp->st, 0, sizeof sp->st);
+    sp->backoff = sp->skip = 0;
+    if (sp->dec && !sp->have_cost && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
     double t0 = now_s();
+    keep_final_row(sp, taps, n_prompt - 1);
+    const float *dt = NULL;
+    if (taps && needs_final_tap(sp)) {
+        /* repack the prompt's rows in chunks of the block buffer */
+        for (int r0 = 0; r0 < n_prompt; r0 += sp->block) {
+            int n = n_prompt - r0 < sp->block ? n_prompt - r0 : sp->block;
+            dt = drafter_taps(sp, taps + (size_t)r0 * sp->n_taps * s->model->hp.n_embd, n);
+            int r = r0 == 0 ? (sp->d->begin ? sp->d->begin(sp->d->state, prompt, n, dt, err) : 0)
+                            : (sp->d->commit ? sp->d->commit(sp->d->state, prompt + r0, n, dt, err) : 0);
+            if (r < 0) return -1;
+        }
+        sp->st.t_ctx += now_s() - t0;
+        return 0;
+    }
     int r = sp->d->begin ? sp->d->begin(sp->d->state, prompt, n_prompt, taps, err) : 0;
     sp->st.t_ctx += now_s() - t0;
     return r;
+}
+
+/* How many of the nd drafts to verify: maximise expected tokens per unit of target cost,
+ * E(n) / c(n+1) with E(n) = 1 + sum_{k<=n} prod_{j<=k} s_j; n = 0 is a plain step. */
+static int dec_choose(pf_spec *sp, int nd) {
+    int n_rows = 0, dim = 0;
+    const float *h = sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
+    if (!h || n_rows < nd + 1) return nd;
+    float s[PF_MAX_BLOCK];
+    pf_dec_survival(sp->dec, sp->h_target, h, nd, s);
+    double e = 1, surv = 1, best = 1.0 / sp->cost[1];
+    int best_n = 0;
+    for (int n = 1; n <= nd; n++) {
+        surv *= s[n - 1];
+        e += surv;
+        if (!sp->cost[n + 1]) break;
+        double v = e / sp->cost[n + 1];
+        if (v > best) {
+            best = v;
+            best_n = n;
+        }
+    }
+    return best_n;
+}
+
+static void log_round(pf_spec *sp, int nd, int a) {
+    int n_rows = 0, dim = 0;
+    const float *h = sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
+    if (!h || n_rows < nd + 1 || nd < 1) return;
+    int32_t hdr[4] = {0x52434544, dim, nd, a}; /* "DECR" */
+    fwrite(hdr, sizeof hdr, 1, sp->log);
+    fwrite(sp->h_target, sizeof(float), (size_t)dim, sp->log);
+    fwrite(h, sizeof(float), (size_t)(nd + 1) * dim, sp->log);
 }
 
 static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
@@ -47,17 +147,30 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     if (B > cap) B = cap; /* length limit and room left in the context */
     int64_t start = c->kv->len;
     int greedy = s->sampling.temp <= 0;
-    int nd = 0;
-    if (B >= 2) {
+    int nd = 0, proposed = 0;
+    if (sp->skip > 0) {
+        sp->skip--; /* Dec backoff: plain steps without drafting */
+    } else if (B >= 2) {
         nd = sp->d->propose(sp->d->state, last, start, B, greedy ? NULL : &s->sampling, &s->rng, sp->rows + 1,
                             greedy || sp->d->deterministic ? NULL : sp->q, err);
         if (nd < 0) return -1;
         if (nd > B - 1) nd = B - 1;
+        proposed = nd;
+        if (sp->dec && nd > 0) {
+            nd = dec_choose(sp, nd);
+            /* nothing worth verifying: skip drafting for a while, longer each time */
+            if (nd == 0) {
+                sp->backoff = sp->backoff ? (sp->backoff * 2 > 16 ? 16 : sp->backoff * 2) : 1;
+                sp->skip = sp->backoff;
+            } else {
+                sp->backoff = 0;
+            }
+        }
     }
     t1 = now_s();
     sp->rows[0] = last;
     pf_batch b = {.tokens = sp->rows, .n = nd + 1, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits,
-                  .tap_layers = sp->d->tap_layers, .n_taps = sp->d->n_taps, .taps = sp->taps};
+                  .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps, .taps = sp->taps};
     if (pf_forward(c, &b, err) < 0) return -1;
     t2 = now_s();
     int32_t bonus;
@@ -68,7 +181,10 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
     out[a] = bonus;
     t3 = now_s();
-    if (sp->d->commit && sp->d->commit(sp->d->state, sp->rows, a + 1, sp->taps, err) < 0) return -1;
+    if (sp->log && proposed == nd) log_round(sp, nd, a);
+    keep_final_row(sp, sp->taps, a);
+    if (sp->d->commit && sp->d->commit(sp->d->state, sp->rows, a + 1, drafter_taps(sp, sp->taps, a + 1), err) < 0)
+        return -1;
     t4 = now_s();
     st->rounds++;
     st->tokens += a + 1;
@@ -123,6 +239,9 @@ void pf_spec_free(pf_spec *sp) {
     free(sp->rows);
     free(sp->logits);
     free(sp->taps);
+    free(sp->dtaps);
+    free(sp->tap_list);
+    free(sp->h_target);
     free(sp);
 }
 
@@ -149,4 +268,50 @@ void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file) {
     fprintf(f, "\ntime in rounds %.3f s: draft %.1f%%, context %.1f%%, verify %.1f%%, accept/sample %.1f%%, other %.1f%%\n",
             st->t_total, 100 * st->t_draft / T, 100 * st->t_ctx / T, 100 * st->t_verify / T, 100 * st->t_accept / T,
             100 * other / T);
+}
+
+/* Re-plan the taps: the drafter's, plus the target's last layer when Dec or logging needs it. */
+static int retap(pf_spec *sp, char err[PF_ERR_LEN]) {
+    const pf_hparams *hp = &sp->s->model->hp;
+    int n = sp->d->n_taps + (needs_final_tap(sp) ? 1 : 0);
+    free(sp->tap_list);
+    free(sp->taps);
+    free(sp->dtaps);
+    free(sp->h_target);
+    sp->tap_list = malloc((size_t)(n ? n : 1) * sizeof(int));
+    sp->taps = n ? malloc((size_t)sp->block * n * hp->n_embd * sizeof(float)) : NULL;
+    sp->dtaps = malloc((size_t)sp->block * (sp->d->n_taps ? sp->d->n_taps : 1) * hp->n_embd * sizeof(float));
+    sp->h_target = calloc((size_t)hp->n_embd, sizeof(float));
+    if (!sp->tap_list || (n && !sp->taps) || !sp->dtaps || !sp->h_target) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < sp->d->n_taps; i++) sp->tap_list[i] = sp->d->tap_layers[i];
+    if (needs_final_tap(sp)) sp->tap_list[n - 1] = hp->n_layer - 1;
+    sp->n_taps = n;
+    sp->strat.tap_layers = sp->tap_list;
+    sp->strat.n_taps = n;
+    return 0;
+}
+
+int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]) {
+    if (!sp->d->hidden) {
+        snprintf(err, PF_ERR_LEN, "Dec gating needs a drafter with hidden rows (dflash)");
+        return -1;
+    }
+    sp->dec = dec;
+    if (cost && n_cost > sp->block) {
+        memcpy(sp->cost, cost, (size_t)(sp->block + 1) * sizeof(double));
+        sp->have_cost = 1;
+    }
+    return retap(sp, err);
+}
+
+int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]) {
+    if (!sp->d->hidden) {
+        snprintf(err, PF_ERR_LEN, "round logging needs a drafter with hidden rows (dflash)");
+        return -1;
+    }
+    sp->log = log;
+    return retap(sp, err);
 }

@@ -5,6 +5,9 @@
 #ifndef PF_SPEC_H
 #define PF_SPEC_H
 
+#include <stdio.h>
+
+#include "draft/dec.h"
 #include "draft/drafter.h"
 #include "engine/generate.h"
 
@@ -29,6 +32,15 @@ pf_strategy *pf_spec_strategy(pf_spec *sp);
 const pf_spec_stats *pf_spec_stats_get(const pf_spec *sp);
 /* Mean tokens per round (bonus included). */
 double pf_spec_tau(const pf_spec_stats *st);
+/* Dec gating: each round, verify only as many drafts as maximise expected tokens per unit of
+ * target cost (a plain step when none is worth it, then back off from drafting for 1, 2, 4.. 16
+ * steps). cost[n] = c(n) for n = 0..n_cost-1 (NULL: measured once at the first generation).
+ * Output is unchanged: only how much is verified changes. */
+int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]);
+/* Log every full round (features for training a Dec head): int32 {0x52434544, H, nd, a}, float32
+ * h_target[H], float32 h_draft[(nd+1) * H] (row 0 = bonus row). */
+int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]);
+
 /* Human-readable report (tau, histogram, per-position acceptance, time split) to f. */
 void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file);
 

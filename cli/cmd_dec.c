@@ -1,0 +1,69 @@
+/* pocketflash dec-attach: store a trained Dec head (JSON from draft/train/train_dec.py) in a draft. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "draft/dec.h"
+#include "formats/json.h"
+
+static const char k_usage[] =
+    "usage: pocketflash dec-attach -d DRAFT.gguf --dec DEC.json -o OUT.gguf\n"
+    "  writes the draft with its Dec head as tensors dec.weight [2H], dec.bias [1], dec.pos_bias [P]\n"
+    "  (replacing any earlier head). DEC.json: {\"weight\": [2H numbers: target half, then draft half],\n"
+    "  \"bias\": number, \"pos_bias\": [P numbers]}, as written by draft/train/train_dec.py.\n";
+
+static float *numbers(const pf_json *a, int *n) {
+    if (!a || a->type != PF_JSON_ARRAY || a->u.arr.n == 0 || a->u.arr.n > (1u << 20)) return NULL;
+    float *v = malloc(a->u.arr.n * sizeof *v);
+    for (size_t i = 0; v && i < a->u.arr.n; i++) {
+        if (a->u.arr.items[i].type != PF_JSON_NUMBER) {
+            free(v);
+            return NULL;
+        }
+        v[i] = (float)a->u.arr.items[i].u.num.d;
+    }
+    *n = (int)a->u.arr.n;
+    return v;
+}
+
+int cmd_dec_attach(int argc, char **argv) {
+    const char *draft = NULL, *dec = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        if (strcmp(a, "-d") && strcmp(a, "--dec") && strcmp(a, "-o")) return cli_fail("dec-attach: unknown flag '%s'", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-d")) draft = v;
+        else if (!strcmp(a, "--dec")) dec = v;
+        else out = v;
+    }
+    if (!draft || !dec || !out) return cli_fail("dec-attach: -d, --dec and -o are required");
+    char err[PF_ERR_LEN];
+    pf_json_doc *doc = pf_json_parse_file(dec, err);
+    if (!doc) return cli_fail("%s", err);
+    const pf_json *root = pf_json_root(doc), *b = pf_json_get(root, "bias");
+    int nw = 0, np = 0;
+    float *w = numbers(pf_json_get(root, "weight"), &nw), *pb = numbers(pf_json_get(root, "pos_bias"), &np);
+    int rc = 1;
+    if (!w || !pb || nw % 2 || !b || b->type != PF_JSON_NUMBER) {
+        cli_fail("%s: needs \"weight\" (2H numbers), \"bias\" (number) and \"pos_bias\" (numbers)", dec);
+    } else if (pf_dec_attach(draft, w, nw / 2, (float)b->u.num.d, pb, np, out, err) < 0) {
+        cli_fail("%s", err);
+    } else {
+        /* the head must fit the draft's hidden size */
+        pf_dec *d = pf_dec_load_path(out, nw / 2, err);
+        if (!d) {
+            remove(out);
+            cli_fail("%s", err);
+        } else {
+            pf_dec_free(d);
+            rc = 0;
+        }
+    }
+    free(w);
+    free(pb);
+    pf_json_free(doc);
+    return rc;
+}

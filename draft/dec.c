@@ -1,0 +1,112 @@
+#include "draft/dec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/ggml_types.h"
+
+struct pf_dec {
+    int n_embd, n_pos;
+    float *w; /* 2 * n_embd */
+    float bias;
+    float *pos_bias;
+};
+
+static const gguf_tensor *f32_tensor(const gguf_file *f, const char *name, int64_t n, char err[PF_ERR_LEN]) {
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) {
+        snprintf(err, PF_ERR_LEN, "%.180s: tensor '%s' is missing (no Dec head in this draft)", f->path, name);
+        return NULL;
+    }
+    if (t->type != PF_TYPE_F32 || (n > 0 && (t->n_dims != 1 || t->ne[0] != n))) {
+        snprintf(err, PF_ERR_LEN, "%.180s: tensor '%s' must be f32 [%lld]", f->path, name, (long long)n);
+        return NULL;
+    }
+    return t;
+}
+
+pf_dec *pf_dec_load(const gguf_file *f, int n_embd, char err[PF_ERR_LEN]) {
+    const gguf_tensor *w = f32_tensor(f, "dec.weight", 2 * (int64_t)n_embd, err);
+    const gguf_tensor *b = w ? f32_tensor(f, "dec.bias", 1, err) : NULL;
+    const gguf_tensor *pb = b ? f32_tensor(f, "dec.pos_bias", 0, err) : NULL;
+    if (!pb) return NULL;
+    if (pb->n_dims != 1 || pb->ne[0] < 1 || pb->ne[0] > 1024) {
+        snprintf(err, PF_ERR_LEN, "%.180s: tensor 'dec.pos_bias' must be f32 [1..1024]", f->path);
+        return NULL;
+    }
+    pf_dec *d = calloc(1, sizeof *d);
+    if (!d) goto oom;
+    d->n_embd = n_embd;
+    d->n_pos = (int)pb->ne[0];
+    d->w = malloc((size_t)2 * n_embd * sizeof(float));
+    d->pos_bias = malloc((size_t)d->n_pos * sizeof(float));
+    if (!d->w || !d->pos_bias) goto oom;
+    memcpy(d->w, w->data, (size_t)2 * n_embd * sizeof(float));
+    memcpy(&d->bias, b->data, sizeof(float));
+    memcpy(d->pos_bias, pb->data, (size_t)d->n_pos * sizeof(float));
+    return d;
+oom:
+    pf_dec_free(d);
+    snprintf(err, PF_ERR_LEN, "out of memory");
+    return NULL;
+}
+
+pf_dec *pf_dec_load_path(const char *path, int n_embd, char err[PF_ERR_LEN]) {
+    gguf_file *f = gguf_open(path, err);
+    if (!f) return NULL;
+    pf_dec *d = pf_dec_load(f, n_embd, err);
+    gguf_close(f);
+    return d;
+}
+
+void pf_dec_free(pf_dec *d) {
+    if (!d) return;
+    free(d->w);
+    free(d->pos_bias);
+    free(d);
+}
+
+void pf_dec_survival(const pf_dec *d, const float *h_target, const float *h_draft, int n, float *s) {
+    const int H = d->n_embd;
+    double base = d->bias;
+    for (int i = 0; i < H; i++) base += (double)d->w[i] * h_target[i];
+    for (int k = 1; k <= n; k++) {
+        const float *h = h_draft + (size_t)k * H;
+        double z = base + d->pos_bias[k - 1 < d->n_pos ? k - 1 : d->n_pos - 1];
+        for (int i = 0; i < H; i++) z += (double)d->w[H + i] * h[i];
+        s[k - 1] = (float)(1.0 / (1.0 + exp(-z)));
+    }
+}
+
+static bool is_dec(const char *key) { return !strncmp(key, "dflash.dec.", 11); }
+
+int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias, const float *pos_bias, int n_pos,
+                  const char *out, char err[PF_ERR_LEN]) {
+    gguf_file *f = gguf_open(draft_path, err);
+    if (!f) return -1;
+    gguf_writer *wr = gguf_writer_new();
+    if (!wr) {
+        gguf_close(f);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
+    gguf_w_copy_kv(wr, f, is_dec);
+    gguf_w_u32(wr, "dflash.dec.positions", (uint32_t)n_pos);
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        if (t->name.len > 4 && !memcmp(t->name.ptr, "dec.", 4)) continue;
+        char *name = gguf_str_dup(t->name);
+        gguf_w_tensor(wr, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+        free(name);
+    }
+    int64_t nw = 2 * (int64_t)n_embd, nb = 1, np = n_pos;
+    gguf_w_tensor(wr, "dec.weight", PF_TYPE_F32, 1, &nw, w, (size_t)nw * sizeof(float));
+    gguf_w_tensor(wr, "dec.bias", PF_TYPE_F32, 1, &nb, &bias, sizeof(float));
+    gguf_w_tensor(wr, "dec.pos_bias", PF_TYPE_F32, 1, &np, pos_bias, (size_t)np * sizeof(float));
+    int rc = gguf_w_write(wr, out, err);
+    gguf_writer_free(wr);
+    gguf_close(f);
+    return rc;
+}

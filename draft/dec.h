@@ -1,0 +1,26 @@
+/* Dec: the decision head of a draft (dflash.md §4). Per drafted position k it predicts the
+ * probability that the target keeps draft k given that it kept drafts 1..k-1:
+ *     s_k = sigmoid(w_t . h_target + w_d . h_draft_k + pos_bias[k-1] + bias)
+ * with h_target the target's final residual row of the last committed position (before the
+ * output norm) and h_draft_k the draft's final normed row k. Stored in the draft GGUF as
+ * dec.weight [2H] (f32: w_t then w_d), dec.bias [1], dec.pos_bias [P] (P positions; later
+ * positions use the last), so one file carries the draft and its head. */
+#ifndef PF_DEC_H
+#define PF_DEC_H
+
+#include "formats/gguf.h"
+
+typedef struct pf_dec pf_dec;
+
+/* NULL with err if the file has no dec.* tensors or they do not fit n_embd. */
+pf_dec *pf_dec_load(const gguf_file *f, int n_embd, char err[PF_ERR_LEN]);
+pf_dec *pf_dec_load_path(const char *path, int n_embd, char err[PF_ERR_LEN]);
+void pf_dec_free(pf_dec *d);
+/* s[k-1] for k = 1..n: draft rows are h_draft + k*n_embd (row 0 = bonus row, not scored). */
+void pf_dec_survival(const pf_dec *d, const float *h_target, const float *h_draft, int n, float *s);
+
+/* Write draft + head: copies every key and tensor of `draft_path` (replacing dec.* ones). */
+int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias, const float *pos_bias, int n_pos,
+                  const char *out, char err[PF_ERR_LEN]);
+
+#endif

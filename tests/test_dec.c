@@ -1,0 +1,174 @@
+/* Dec gating: the decision head only changes how much is verified, never the output; extreme
+ * heads verify everything / nothing; the round log has the documented layout; dec-attach stores
+ * the head so that pf_dec_survival reproduces the formula. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "draft/dec.h"
+#include "draft/dflash_drafter.h"
+#include "draft/dflash_synth.h"
+#include "engine/synth.h"
+#include "test.h"
+#include "verify/spec.h"
+
+typedef struct { int32_t toks[256]; int n; } seq;
+
+static int on_tok(void *u, int32_t t) {
+    seq *s = u;
+    if (s->n < 256) s->toks[s->n++] = t;
+    return 0;
+}
+
+typedef struct {
+    char target[300], draft[300];
+    pf_model *m;
+    pf_dflash *w;
+} fixture;
+
+static int setup(fixture *f) {
+    char err[PF_ERR_LEN];
+    snprintf(f->target, sizeof f->target, "%s/dec-target.gguf", pf_test_tmpdir());
+    snprintf(f->draft, sizeof f->draft, "%s/dec-draft.gguf", pf_test_tmpdir());
+    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 31, f->target, err) < 0) return -1;
+    if (pf_dflash_synth(f->target, 1, 1, 8, NULL, 2, 9, false, f->draft, err) < 0) return -1;
+    f->m = pf_model_load(f->target, err);
+    f->w = f->m ? pf_dflash_load(f->draft, f->m, err) : NULL;
+    return f->w ? 0 : -1;
+}
+
+static void teardown(fixture *f) {
+    pf_dflash_free(f->w);
+    pf_model_free(f->m);
+}
+
+/* A head with weights w = scale * (deterministic pattern) and the given bias. */
+static pf_dec *make_head(const fixture *f, float scale, float bias, const char *name) {
+    char path[400], err[PF_ERR_LEN];
+    int H = f->m->hp.n_embd;
+    float *w = malloc((size_t)2 * H * sizeof(float)), pb[8];
+    for (int i = 0; i < 2 * H; i++) w[i] = scale * (float)(((i * 37) % 11) - 5) / 5.0f;
+    for (int k = 0; k < 8; k++) pb[k] = -0.3f * (float)k;
+    snprintf(path, sizeof path, "%s/%s.gguf", pf_test_tmpdir(), name);
+    int r = pf_dec_attach(f->draft, w, H, bias, pb, 8, path, err);
+    free(w);
+    return r < 0 ? NULL : pf_dec_load_path(path, H, err);
+}
+
+TEST(dec_attach_round_trip_and_formula) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    pf_dec *d = make_head(&f, 0.01f, 0.5f, "head-a");
+    CHECK(d);
+    int H = f.m->hp.n_embd;
+    float *ht = malloc((size_t)H * 4), *hd = malloc((size_t)3 * H * 4), s[2];
+    for (int i = 0; i < H; i++) ht[i] = (float)sin(i * 0.1);
+    for (int i = 0; i < 3 * H; i++) hd[i] = (float)cos(i * 0.07);
+    pf_dec_survival(d, ht, hd, 2, s);
+    for (int k = 1; k <= 2; k++) {
+        double z = 0.5 - 0.3 * (k - 1);
+        for (int i = 0; i < 2 * H; i++) {
+            double wi = 0.01 * (double)(((i * 37) % 11) - 5) / 5.0;
+            z += wi * (i < H ? ht[i] : hd[(size_t)k * H + i - H]);
+        }
+        CHECKF(fabs(s[k - 1] - 1 / (1 + exp(-z))) < 1e-5, "k %d: %g vs %g", k, s[k - 1], 1 / (1 + exp(-z)));
+    }
+    /* the draft with a head still loads as a draft */
+    char err[PF_ERR_LEN], path[400];
+    snprintf(path, sizeof path, "%s/head-a.gguf", pf_test_tmpdir());
+    pf_dflash *w2 = pf_dflash_load(path, f.m, err);
+    CHECKF(w2, "%s", err);
+    pf_dflash_free(w2);
+    CHECK(!pf_dec_load_path(f.draft, H, err) && strstr(err, "dec.weight"));
+    free(ht);
+    free(hd);
+    pf_dec_free(d);
+    teardown(&f);
+}
+
+/* Greedy output equals plain decoding whatever the head says; extreme heads verify all or none. */
+TEST(dec_gating_lossless_and_extremes) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
+    pf_session *s = pf_session_new(f.m, &sp, err);
+    struct { float scale, bias; } heads[3] = {{0.02f, 0}, {0, 30}, {0, -30}};
+    for (int h = 0; h < 3; h++) {
+        char name[32];
+        snprintf(name, sizeof name, "head-%d", h);
+        pf_dec *dec = make_head(&f, heads[h].scale, heads[h].bias, name);
+        CHECK(dec);
+        for (int p = 0; p < 12; p++) {
+            int32_t prompt[8];
+            for (int i = 0; i < 8; i++) prompt[i] = (int32_t)((p * 53 + i * (p % 3 ? 7 : 0) + 1) % 400);
+            pf_gen_params gp;
+            pf_gen_params_default(&gp);
+            gp.max_tokens = 30;
+            gp.stop_at_eot = false;
+            seq plain = {.n = 0}, got = {.n = 0};
+            CHECK(pf_generate_tokens(s, prompt, 8, &gp, on_tok, &plain, NULL, err) == PF_OK);
+            pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
+            pf_spec *spec = pf_spec_new(s, d, 6, err);
+            /* c(n) = 1 + 0.1 (n-1): drafting is cheap, so only the head decides */
+            double cost[8];
+            for (int n = 0; n < 8; n++) cost[n] = 1 + 0.1 * (n - 1);
+            CHECK(pf_spec_set_dec(spec, dec, cost, 8, err) == 0);
+            gp.strategy = pf_spec_strategy(spec);
+            CHECK(pf_generate_tokens(s, prompt, 8, &gp, on_tok, &got, NULL, err) == PF_OK);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+                   "head %d prompt %d: output differs", h, p);
+            const pf_spec_stats *st = pf_spec_stats_get(spec);
+            /* the last rounds are shortened by the length limit */
+            if (h == 1) CHECKF(st->drafted >= 5 * (st->rounds - 5), "confident head verified %lld in %lld rounds",
+                               (long long)st->drafted, (long long)st->rounds);
+            if (h == 2) CHECKF(st->drafted == 0, "hopeless head still verified %lld drafts", (long long)st->drafted);
+            pf_spec_free(spec);
+            pf_drafter_free(d);
+        }
+        pf_dec_free(dec);
+    }
+    pf_session_free(s);
+    teardown(&f);
+}
+
+/* The round log: one record per full round, in the documented layout. */
+TEST(dec_round_log_layout) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    char err[PF_ERR_LEN], path[400];
+    snprintf(path, sizeof path, "%s/rounds.bin", pf_test_tmpdir());
+    pf_session *s = pf_session_new(f.m, NULL, err);
+    pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
+    pf_spec *spec = pf_spec_new(s, d, 5, err);
+    FILE *log = fopen(path, "wb");
+    CHECK(pf_spec_set_log(spec, log, err) == 0);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 41; /* 40 tokens from rounds */
+    gp.stop_at_eot = false;
+    gp.strategy = pf_spec_strategy(spec);
+    int32_t prompt[5] = {3, 1, 4, 1, 5};
+    seq got = {.n = 0}, plain = {.n = 0};
+    CHECK(pf_generate_tokens(s, prompt, 5, &gp, on_tok, &got, NULL, err) == PF_OK);
+    fclose(log);
+    gp.strategy = NULL;
+    CHECK(pf_generate_tokens(s, prompt, 5, &gp, on_tok, &plain, NULL, err) == PF_OK);
+    CHECK(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n));
+    FILE *in = fopen(path, "rb");
+    int records = 0, H = f.m->hp.n_embd;
+    int32_t hdr[4];
+    while (fread(hdr, sizeof hdr, 1, in) == 1) {
+        CHECK(hdr[0] == 0x52434544 && hdr[1] == H && hdr[2] >= 1 && hdr[2] <= 4 && hdr[3] >= 0 && hdr[3] <= hdr[2]);
+        CHECK(fseek(in, (long)sizeof(float) * H * (hdr[2] + 2), SEEK_CUR) == 0);
+        records++;
+    }
+    fclose(in);
+    const pf_spec_stats *st = pf_spec_stats_get(spec);
+    /* every round but possibly the last (shortened by the length limit) is logged */
+    CHECKF(records >= st->rounds - 1 && records <= st->rounds, "%d records for %lld rounds", records, (long long)st->rounds);
+    pf_spec_free(spec);
+    pf_drafter_free(d);
+    pf_session_free(s);
+    teardown(&f);
+}
