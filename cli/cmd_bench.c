@@ -14,7 +14,8 @@ static const char k_usage[] =
     "  repetitions), speedup, tau, accepted-length histogram, acceptance by block position, time\n"
     "  split of a round, prefill tok/s and time to first token; greedy runs check that every\n"
     "  speculative output equals the plain output.\n"
-    "  --spec S       dflash (default with -d) or ngram\n"
+    "  --spec S       dflash (default with -d), ngram, or dec (dflash with the draft's Dec head deciding\n"
+    "                 each round how many drafts to verify; --block is then the most it drafts)\n"
     "  --block B      rows verified per round (default: the draft's trained block; 8 for ngram)\n"
     "  --ngram N      longest ngram pattern (default 3)\n"
     "  -n N           tokens generated per prompt (default 64)\n"
@@ -138,9 +139,9 @@ int cmd_bench(int argc, char **argv) {
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
     if (!tasks) return cli_fail("bench: missing --tasks DIR");
     if (!o.spec) o.spec = o.draft_path ? "dflash" : "ngram";
-    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram"))
-        return cli_fail("bench: unknown --spec '%s' (dflash, ngram)", o.spec);
-    if (!strcmp(o.spec, "dflash") && !o.draft_path) return cli_fail("bench: --spec dflash needs -d DRAFT.gguf");
+    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram") && strcmp(o.spec, "dec"))
+        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, dec)", o.spec);
+    if (strcmp(o.spec, "ngram") && !o.draft_path) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     char err[PF_ERR_LEN];
     pf_profile prof;
     if (profile_path) {

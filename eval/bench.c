@@ -69,6 +69,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     pf_session *s = pf_session_new(m, &sp, err);
     pf_drafter *drafters[2] = {NULL, NULL}; /* dflash, ngram: opened when a task needs them */
     int dblock[2] = {0, 0};
+    pf_dec *dec = NULL; /* with --spec dec: the draft's decision head */
     pf_spec **specs = NULL;
     int rc = -1;
     int32_t ***prompts = NULL;
@@ -88,13 +89,18 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
         const pf_profile_task *pt = pf_profile_find(o->profile, suite->types[t].type);
         const char *name = pt ? pt->spec : o->profile ? o->profile->spec : o->spec;
         int want = pt ? pt->block : o->profile ? o->profile->block : o->block;
-        int which = !strcmp(name, "ngram");
+        int which = !strcmp(name, "ngram"), use_dec = !strcmp(name, "dec");
         if (!drafters[which]) {
             dblock[which] = 0;
-            if (!(drafters[which] = pf_drafter_open(name, o->draft_path, s, o->ngram_n, &dblock[which], err))) goto done;
+            if (!(drafters[which] = pf_drafter_open(which ? "ngram" : "dflash", o->draft_path, s, o->ngram_n, &dblock[which], err)))
+                goto done;
         }
         int block = want > 0 ? want : dblock[which];
         if (!(specs[t] = pf_spec_new(s, drafters[which], block, err))) goto done;
+        if (use_dec) {
+            if (!dec && !(dec = pf_dec_load_path(o->draft_path, m->hp.n_embd, err))) goto done;
+            if (pf_spec_set_dec(specs[t], dec, NULL, 0, err) < 0) goto done;
+        }
         snprintf(r->tasks[t].spec, sizeof r->tasks[t].spec, "%s", name);
         r->tasks[t].block = block;
         if (t == 0 || block > r->block) r->block = block;
@@ -222,6 +228,7 @@ done:
     free(specs);
     pf_drafter_free(drafters[0]);
     pf_drafter_free(drafters[1]);
+    pf_dec_free(dec);
     pf_session_free(s);
     pf_model_free(m);
     if (rc) pf_bench_result_free(r);

@@ -26,6 +26,8 @@ struct pf_spec {
     float *h_target;       /* final residual row of the last committed position */
     double cost[PF_MAX_BLOCK + 1]; /* cost[n] = c(n): n-row forward / 1-row forward */
     int have_cost, backoff, skip;
+    double t1;         /* seconds of a 1-row target forward (calibrated) */
+    double draft_rel;  /* running mean of draft time / t1 */
 };
 
 /* Extra final-layer tap: the target row a decision head reads. */
@@ -71,9 +73,10 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
             if (dt < best) best = dt;
         }
         t[n] = best;
-        sp->cost[n] = best / t[1];
+        if (!sp->have_cost) sp->cost[n] = best / t[1];
     }
     sp->have_cost = 1;
+    sp->t1 = t[1];
     return 0;
 }
 
@@ -83,7 +86,7 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
     (void)s;
     memset(&sp->st, 0, sizeof sp->st);
     sp->backoff = sp->skip = 0;
-    if (sp->dec && !sp->have_cost && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
+    if (sp->dec && !sp->t1 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
     double t0 = now_s();
     keep_final_row(sp, taps, n_prompt - 1);
     const float *dt = NULL;
@@ -105,14 +108,17 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
 }
 
 /* How many of the nd drafts to verify: maximise expected tokens per unit of target cost,
- * E(n) / c(n+1) with E(n) = 1 + sum_{k<=n} prod_{j<=k} s_j; n = 0 is a plain step. */
-static int dec_choose(pf_spec *sp, int nd) {
+ * E(n) / c(n+1) with E(n) = 1 + sum_{k<=n} prod_{j<=k} s_j; n = 0 is a plain step. The draft is
+ * already paid for; *worth reports whether the round beats plain decoding with the draft's cost
+ * counted, E(n)/(c(n+1) + draft), which decides whether to keep drafting. */
+static int dec_choose(pf_spec *sp, int nd, int *worth) {
     int n_rows = 0, dim = 0;
     const float *h = sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
+    *worth = 1;
     if (!h || n_rows < nd + 1) return nd;
     float s[PF_MAX_BLOCK];
     pf_dec_survival(sp->dec, sp->h_target, h, nd, s);
-    double e = 1, surv = 1, best = 1.0 / sp->cost[1];
+    double e = 1, surv = 1, best = 1.0 / sp->cost[1], best_e = 1;
     int best_n = 0;
     for (int n = 1; n <= nd; n++) {
         surv *= s[n - 1];
@@ -122,8 +128,10 @@ static int dec_choose(pf_spec *sp, int nd) {
         if (v > best) {
             best = v;
             best_n = n;
+            best_e = e;
         }
     }
+    *worth = best_n > 0 && best_e / (sp->cost[best_n + 1] + sp->draft_rel) > 1.0 / sp->cost[1];
     return best_n;
 }
 
@@ -157,9 +165,14 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
         if (nd > B - 1) nd = B - 1;
         proposed = nd;
         if (sp->dec && nd > 0) {
-            nd = dec_choose(sp, nd);
-            /* nothing worth verifying: skip drafting for a while, longer each time */
-            if (nd == 0) {
+            if (sp->t1 > 0) { /* running mean of the draft's cost in 1-row forwards */
+                double rel = (now_s() - t0) / sp->t1;
+                sp->draft_rel = sp->draft_rel > 0 ? 0.9 * sp->draft_rel + 0.1 * rel : rel;
+            }
+            int worth;
+            nd = dec_choose(sp, nd, &worth);
+            /* speculation not paying for its draft: skip drafting for a while, longer each time */
+            if (!worth) {
                 sp->backoff = sp->backoff ? (sp->backoff * 2 > 16 ? 16 : sp->backoff * 2) : 1;
                 sp->skip = sp->backoff;
             } else {
