@@ -82,17 +82,25 @@ asan:
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# libFuzzer target for the GGUF reader (clang); bounded run, not part of `make test`.
+# libFuzzer targets for the GGUF and .pfb bundle readers (clang); bounded runs (FUZZ_TIME seconds
+# each), not part of `make test`.
 FUZZ_TIME ?= 60
-# The seed corpus is a small synthetic model, so mutations start from a valid file.
-fuzz: build-fuzz/fuzz_gguf pocketflash
-	mkdir -p build-fuzz/corpus
+# The seed corpora are a small synthetic model and its bundle, so mutations start from valid files.
+fuzz: build-fuzz/fuzz_gguf build-fuzz/fuzz_pfb pocketflash
+	mkdir -p build-fuzz/corpus build-fuzz/corpus-pfb
 	./pocketflash synth --shape tiny --type q4_1 -o build-fuzz/corpus/seed-tiny.gguf
 	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=400000 -rss_limit_mb=4096 build-fuzz/corpus
+	./pocketflash pack -m build-fuzz/corpus/seed-tiny.gguf -o build-fuzz/corpus-pfb/seed-tiny.pfb >/dev/null
+	build-fuzz/fuzz_pfb -max_total_time=$(FUZZ_TIME) -max_len=400000 -rss_limit_mb=4096 build-fuzz/corpus-pfb
 
 build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c formats/gguf_read.c formats/ggml_types.c
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined -o $@ $^
+
+build-fuzz/fuzz_pfb: tests/fuzz/fuzz_pfb.c formats/pfb.c formats/gguf_read.c formats/ggml_types.c
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -DPFB_MAX_RAW='(64ull << 20)' -fsanitize=fuzzer,address,undefined \
+	    -o $@ $^ -lzstd -lxxhash
 
 clean:
 	rm -rf build build-asan build-fuzz pocketflash pocketflash-asan libpocketflash.a

@@ -6,13 +6,14 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "engine/generate.h"
+#include "formats/pfb.h"
 #include "include/pocketflash.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
 
 static const char k_usage[] =
-    "usage: pocketflash run -m MODEL.gguf (-p PROMPT | -f FILE) [options]\n"
-    "  -m FILE        target model (qwen3 GGUF)\n"
+    "usage: pocketflash run -m MODEL.gguf|APP.pfb (-p PROMPT | -f FILE) [options]\n"
+    "  -m FILE        target model (qwen3 GGUF), or a .pfb bundle (its draft is used unless --spec/-d)\n"
     "  -p TEXT        prompt text (exact bytes, UTF-8)\n"
     "  -f FILE        read the prompt from a file\n"
     "  -n N           tokens to generate (default 128)\n"
@@ -25,8 +26,12 @@ static const char k_usage[] =
     "  --top-p P      nucleus sampling threshold (default 1 = off)\n"
     "  --seed S       RNG seed (default 0)\n"
     "  --ignore-eos   do not stop at the end-of-turn token\n"
+    "  --prompt-cache FILE  restore the K/V rows of a cached prompt prefix from FILE (same output,\n"
+    "                 shorter prefill); written when absent or unusable: the --system block with\n"
+    "                 --chat, else the whole prompt minus its last token\n"
     "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
-    "  --spec S       ar (plain, default without -d), dflash (default with -d), ngram (prompt lookup)\n"
+    "  --spec S       ar (plain, default without a draft), dflash (default with -d or a bundled\n"
+    "                 draft), ngram (prompt lookup)\n"
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target\n"
     "  --block B      rows verified per round, 2..64 (default: the draft's trained block, 8 for ngram)\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
@@ -64,12 +69,13 @@ int cmd_run(int argc, char **argv) {
         }
         else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
                  !strcmp(a, "-t") || !strcmp(a, "--system") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
-                 !strcmp(a, "--top-p") || !strcmp(a, "--seed")) {
+                 !strcmp(a, "--top-p") || !strcmp(a, "--seed") || !strcmp(a, "--prompt-cache")) {
             if (!(v = cli_value(argc, argv, &i))) return 1;
             if (!strcmp(a, "-m")) model_path = v;
             else if (!strcmp(a, "-p")) prompt = v;
             else if (!strcmp(a, "-f")) prompt_file = v;
             else if (!strcmp(a, "--system")) gp.system = v;
+            else if (!strcmp(a, "--prompt-cache")) gp.prompt_cache = v;
             else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.max_tokens = (int)iv; }
             else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 1, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
             else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
@@ -82,10 +88,8 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
-    if (!spec_name) spec_name = draft_path ? "dflash" : "ar";
-    if (strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram"))
+    if (spec_name && strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram"))
         return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram)", spec_name);
-    if (!strcmp(spec_name, "dflash") && !draft_path) return cli_fail("run: --spec dflash needs -d DRAFT.gguf");
     if (!prompt == !prompt_file) return cli_fail("run: give exactly one of -p PROMPT or -f FILE");
     size_t plen = 0;
     char *file_text = NULL;
@@ -102,6 +106,13 @@ int cmd_run(int argc, char **argv) {
     pf_drafter *drafter = NULL;
     pf_spec *spec = NULL;
     if (!m) { cli_fail("%s", err); goto done; }
+    /* a bundle (detected by its magic) that carries a draft speculates with it by default */
+    bool bundled_draft = m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT);
+    if (!spec_name) spec_name = draft_path || bundled_draft ? "dflash" : "ar";
+    if (!strcmp(spec_name, "dflash") && !draft_path && !bundled_draft) {
+        cli_fail("run: --spec dflash needs -d DRAFT.gguf (or a bundle that holds a draft)");
+        goto done;
+    }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
     if (strcmp(spec_name, "ar")) {
         if (!(drafter = pf_drafter_open(spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
@@ -112,8 +123,13 @@ int cmd_run(int argc, char **argv) {
     pf_status r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);
     if (r != PF_OK) { cli_fail("%s", err); goto done; }
     fputc('\n', stdout);
-    fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s)\n", st.n_prompt, st.prefill_s,
-            st.prefill_s > 0 ? st.n_prompt / st.prefill_s : 0.0);
+    if (st.n_cached)
+        fprintf(stderr, "prefill: %d tokens (%d more restored from the prompt cache) in %.3f s (%.1f tok/s)\n",
+                st.n_prompt - st.n_cached, st.n_cached, st.prefill_s,
+                st.prefill_s > 0 ? (st.n_prompt - st.n_cached) / st.prefill_s : 0.0);
+    else
+        fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s)\n", st.n_prompt, st.prefill_s,
+                st.prefill_s > 0 ? st.n_prompt / st.prefill_s : 0.0);
     fprintf(stderr, "decode: %d tokens in %.3f s (%.1f tok/s), time to first token %.3f s, stop: %s\n", st.n_gen,
             st.decode_s, st.decode_s > 0 && st.n_gen > 1 ? (st.n_gen - 1) / st.decode_s : 0.0, st.ttft_s,
             st.stop == PF_STOP_EOT ? "end of turn" : st.stop == PF_STOP_LENGTH ? "length" :

@@ -19,6 +19,8 @@ static const char k_usage[] =
     "  quantize     convert a GGUF's weight matrices to q8_0 / q4_0 / q4_1 / f16 / bf16 / f32\n"
     "  tokenize     print the token ids of a text (or decode ids with --decode)\n"
     "  vocab-import convert a Hugging Face tokenizer.json into a tokenizer-only GGUF\n"
+    "  pack         bundle a target, its draft and a tuned profile into one .pfb file\n"
+    "  verify       check every section hash of a .pfb bundle\n"
     "\n"
     "Run 'pocketflash COMMAND --help' for a command's options.\n";
 
@@ -31,6 +33,7 @@ int main(int argc, char **argv) {
         {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
+        {"pack", cmd_pack},         {"verify", cmd_verify},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "engine/chat.h"
+#include "engine/prompt_cache.h"
 #include "engine/tokenizer.h"
 #include "engine/unicode.h"
 
@@ -74,8 +75,13 @@ static int is_stop(const pf_tokenizer *t, int32_t id) {
     return id == pf_tokenizer_eot(t) || id == pf_tokenizer_eos(t);
 }
 
-pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,
-                             pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
+static void cache_warning(const char *path, const char *why) {
+    fprintf(stderr, "pocketflash: warning: prompt cache %s: %s, ignored\n", path, why);
+}
+
+/* save_len: prompt tokens whose rows go to p->prompt_cache when it is absent or was ignored. */
+static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
+                          pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
     pf_gen_stats st = {0};
     st.n_prompt = n_prompt;
     pf_strategy *strat = p->strategy ? p->strategy : &k_ar;
@@ -98,17 +104,33 @@ pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt,
     pf_rng_seed(&s->rng, p->seed);
     pf_kv_truncate(c->kv, 0);
 
+    size_t tap_row = (size_t)strat->n_taps * hp->n_embd;
     float *taps = NULL;
     if (strat->n_taps) {
-        taps = malloc((size_t)n_prompt * strat->n_taps * hp->n_embd * sizeof(float));
+        taps = malloc((size_t)n_prompt * tap_row * sizeof(float));
         if (!taps) {
             snprintf(err, PF_ERR_LEN, "out of memory");
             return PF_ERR_OOM;
         }
     }
     double t0 = now_s();
-    pf_batch b = {.tokens = prompt, .n = n_prompt, .logits_mode = PF_LOGITS_LAST, .logits = s->logits,
-                  .tap_layers = strat->tap_layers, .n_taps = strat->n_taps, .taps = taps};
+    /* A prompt-cache hit restores the prefix's K/V and tapped rows; the prefill covers the rest.
+     * Rows are batch invariant, so this is bitwise the cold prefill. */
+    int n_cached = 0, save = 0;
+    uint64_t key = 0;
+    if (p->prompt_cache) {
+        char why[PF_ERR_LEN];
+        key = pf_prompt_cache_key(s->model, c->k);
+        n_cached = pf_prompt_cache_restore(p->prompt_cache, key, c->kv, hp->n_embd, prompt, n_prompt,
+                                           strat->tap_layers, strat->n_taps, taps, why);
+        if (n_cached < 0) cache_warning(p->prompt_cache, why);
+        save = n_cached <= 0 && save_len >= 1;
+        if (n_cached < 0) n_cached = 0;
+    }
+    st.n_cached = n_cached;
+    pf_batch b = {.tokens = prompt + n_cached, .n = n_prompt - n_cached, .logits_mode = PF_LOGITS_LAST,
+                  .logits = s->logits, .tap_layers = strat->tap_layers, .n_taps = strat->n_taps,
+                  .taps = taps ? taps + (size_t)n_cached * tap_row : NULL};
     if (pf_forward(c, &b, err) < 0) {
         free(taps);
         return PF_ERR_ARG;
@@ -118,7 +140,10 @@ pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt,
         free(taps);
         return PF_ERR_INTERNAL;
     }
-    free(taps);
+    if (!save) { /* otherwise kept for the save after generation (off the clock) */
+        free(taps);
+        taps = NULL;
+    }
 
     pf_status rc = PF_OK;
     int32_t last = -1;
@@ -126,6 +151,7 @@ pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt,
     int cap_buf = 256;
     int32_t *buf = malloc((size_t)cap_buf * sizeof *buf);
     if (!buf) {
+        free(taps);
         snprintf(err, PF_ERR_LEN, "out of memory");
         return PF_ERR_OOM;
     }
@@ -175,8 +201,42 @@ pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt,
     st.ttft_s = (t_first > 0 ? t_first : t_end) - t0;
     st.decode_s = t_first > 0 ? t_end - t_first : 0;
     free(buf);
+    /* decoding only appended rows past the prompt, so rows 0..save_len-1 are still the prefill's */
+    if (save && rc == PF_OK) {
+        char why[PF_ERR_LEN];
+        int n_save = save_len < n_prompt ? save_len : n_prompt;
+        if (pf_prompt_cache_save(p->prompt_cache, key, c->kv, hp->n_embd, prompt, n_save, strat->tap_layers,
+                                 strat->n_taps, taps, why) < 0)
+            fprintf(stderr, "pocketflash: warning: prompt cache %s: %s, not saved\n", p->prompt_cache, why);
+    }
+    free(taps);
     if (stats) *stats = st;
     return rc;
+}
+
+pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,
+                             pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
+    return generate(s, prompt, n_prompt, n_prompt - 1, p, on_token, user, stats, err);
+}
+
+/* Tokens of the ChatML system block that `ids` starts with (the prefix every prompt with this
+ * system message shares), or -1 when there is none or it does not tokenize as a prefix. */
+static int system_block_len(const pf_tokenizer *tok, const char *system, const int32_t *ids, size_t n_ids) {
+    char *with = pf_chat_format(system, ""), *without = pf_chat_format(NULL, "");
+    int r = -1;
+    int32_t *sys = NULL;
+    size_t n_sys = 0;
+    char err[PF_ERR_LEN];
+    if (with && without) {
+        size_t len = strlen(with) - strlen(without); /* the system block comes first */
+        if (pf_tokenize(tok, with, len, true, &sys, &n_sys, err) == 0 && n_sys >= 1 && n_sys < n_ids &&
+            memcmp(sys, ids, n_sys * sizeof *sys) == 0)
+            r = (int)n_sys;
+    }
+    free(sys);
+    free(with);
+    free(without);
+    return r;
 }
 
 typedef struct {
@@ -217,7 +277,13 @@ pf_status pf_generate(pf_session *s, const char *prompt, size_t len, const pf_ge
     if (r < 0) return PF_ERR_ARG;
     text_sink sink = {.tok = s->model->tok, .cb = on_text, .user = user};
     pf_detok_init(&sink.dt, s->model->tok, false);
-    pf_status rc = pf_generate_tokens(s, ids, (int)n_ids, p, emit_text, &sink, stats, err);
+    /* what a prompt cache keeps: the shared system block of a chat, else all but the last token */
+    int save_len = (int)n_ids - 1;
+    if (p->chat && p->system && p->prompt_cache) {
+        int k = system_block_len(s->model->tok, p->system, ids, n_ids);
+        if (k > 0) save_len = k;
+    }
+    pf_status rc = generate(s, ids, (int)n_ids, save_len, p, emit_text, &sink, stats, err);
     size_t n = 0;
     const char *out = pf_detok_flush(&sink.dt, &n);
     if (out && n && on_text) on_text(user, out, n);

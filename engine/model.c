@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/tokenizer.h"
+#include "formats/pfb.h"
 #include "formats/quant.h"
 
 static int get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err) {
@@ -208,7 +209,21 @@ fail:
     return NULL;
 }
 
+static pf_model *load_bundle(const char *path, char err[PF_ERR_LEN]) {
+    pfb_bundle *b = pfb_open(path, err);
+    if (!b) return NULL;
+    gguf_file *f = pfb_gguf(b, PFB_OWNER_TARGET, err);
+    pf_model *m = f ? pf_model_from_gguf(f, 1, err) : NULL;
+    if (!m) {
+        pfb_close(b);
+        return NULL;
+    }
+    m->bundle = b;
+    return m;
+}
+
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {
+    if (pfb_sniff(path)) return load_bundle(path, err);
     gguf_file *f = gguf_open(path, err);
     if (!f) return NULL;
     return pf_model_from_gguf(f, 1, err);
@@ -218,6 +233,7 @@ void pf_model_free(pf_model *m) {
     if (!m) return;
     if (m->tok) pf_tokenizer_free(m->tok);
     if (m->own_file) gguf_close(m->file);
+    pfb_close(m->bundle); /* after the file, whose tables point into it */
     free(m->layers);
     free(m->norm_store);
     free(m);

@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 
 typedef struct pf_tokenizer pf_tokenizer;
+typedef struct pfb_bundle pfb_bundle;
 
 typedef struct {
     int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab;
@@ -32,10 +33,15 @@ typedef struct pf_model {
     bool tied;
     pf_tokenizer *tok;
     float *norm_store; /* norm vectors converted to f32 when stored otherwise */
+    /* Set when loaded from a .pfb bundle: `file` and every weight point into it, and so does a
+     * draft built from it (pfb_gguf(bundle, PFB_OWNER_DRAFT)), which must be freed before the
+     * model. Closed by pf_model_free after `file`. */
+    pfb_bundle *bundle;
 } pf_model;
 
-/* Load a qwen3-architecture GGUF. Errors name the file and the field (wrong architecture,
- * missing tensor, wrong shape or type). */
+/* Load a qwen3-architecture GGUF, or the target of a .pfb bundle (recognised by its magic, not
+ * its name). Errors name the file and the field (wrong architecture, missing tensor, wrong shape
+ * or type; for a bundle also the section). */
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]);
 /* Build a model over an already parsed file; takes ownership of f when own_file. */
 pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]);

@@ -65,6 +65,11 @@ typedef struct gguf_file {
 gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]);
 /* Parse a buffer the caller keeps alive (fuzzing, bundles). `name` is used in messages. */
 gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
+/* Parse only the header (metadata + tensor infos) of a GGUF held in buf; tensor data need not
+ * follow (bundles keep it in separate sections). Same validation as gguf_parse except that tensor
+ * data is not located: every tensor's `data` is NULL for the caller to set; data_offset is the
+ * aligned end of the header (it may exceed size when buf holds no padding). */
+gguf_file *gguf_parse_meta(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
 void gguf_close(gguf_file *f);
 
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);

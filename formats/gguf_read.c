@@ -224,7 +224,9 @@ static int parse_tensors(cursor *c, gguf_file *f) {
     return 0;
 }
 
-gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
+/* need_data: tensor data follows the header inside buf (a GGUF file); otherwise only the header
+ * is parsed and validated, tensor `data` stays NULL and `data_offset` is the aligned header end. */
+static gguf_file *parse(const void *buf, size_t size, const char *name, int need_data, char err[PF_ERR_LEN]) {
     cursor c = {(const uint8_t *)buf, (const uint8_t *)buf + size, (const uint8_t *)buf, name, err, 0};
     err[0] = 0;
     gguf_file *f = calloc(1, sizeof *f);
@@ -277,7 +279,7 @@ gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[P
     if (parse_tensors(&c, f) < 0) goto bad;
     size_t hdr = (size_t)(c.p - (const uint8_t *)buf);
     size_t data = (hdr + f->alignment - 1) / f->alignment * f->alignment;
-    if (f->n_tensors && data > size) {
+    if (need_data && f->n_tensors && data > size) {
         fail(&c, "data section: starts at %zu beyond the end of the file (%zu bytes)", data, size);
         goto bad;
     }
@@ -292,6 +294,7 @@ gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[P
                  (unsigned long long)f->alignment);
             goto bad;
         }
+        if (!need_data) continue;
         if (t->offset > size - data || t->nbytes > size - data - t->offset) {
             fail(&c, "%s: data (offset %llu, %zu bytes) runs past the end of the file", field,
                  (unsigned long long)t->offset, t->nbytes);
@@ -304,6 +307,14 @@ bad:
     free_contents(f);
     free(f);
     return NULL;
+}
+
+gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
+    return parse(buf, size, name, 1, err);
+}
+
+gguf_file *gguf_parse_meta(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
+    return parse(buf, size, name, 0, err);
 }
 
 gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]) {

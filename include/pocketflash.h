@@ -52,12 +52,18 @@ typedef struct {
     const char *system; /* optional system message with chat */
     bool stop_at_eot; /* stop at the end-of-turn / end-of-text token (default true) */
     pf_strategy *strategy;
+    /* Prompt cache file (NULL = none): when it holds the K/V rows of a prefix of this prompt for
+     * this model, that prefix is restored instead of prefilled (output unchanged); when it is
+     * absent or unusable (warning on stderr) it is written after generation with the prefix:
+     * the ChatML system block with chat + system, else the prompt minus its last token. */
+    const char *prompt_cache;
 } pf_gen_params;
 
 void pf_gen_params_default(pf_gen_params *p);
 
 typedef struct {
     int n_prompt, n_gen;
+    int n_cached;     /* prompt tokens restored from the prompt cache (n_prompt - n_cached prefilled) */
     double prefill_s; /* prompt forward */
     double ttft_s;    /* prompt forward + first token */
     double decode_s;  /* first generated token to last (speculation work included) */

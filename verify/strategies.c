@@ -5,9 +5,20 @@
 
 #include "draft/dflash_drafter.h"
 #include "draft/ngram.h"
+#include "formats/pfb.h"
+
+/* The draft a bundled target carries; its weights point into the target's bundle. */
+static pf_dflash *bundled_dflash(const pf_model *target, char err[PF_ERR_LEN]) {
+    if (!target->bundle || !pfb_has_model(target->bundle, PFB_OWNER_DRAFT)) {
+        snprintf(err, PF_ERR_LEN, "--spec dflash needs a draft: -d DRAFT.gguf, or a bundle that holds one");
+        return NULL;
+    }
+    gguf_file *f = pfb_gguf(target->bundle, PFB_OWNER_DRAFT, err);
+    return f ? pf_dflash_from_gguf(f, 1, target, err) : NULL;
+}
 
 static pf_drafter *open_dflash(const char *path, pf_session *s, int *block, char err[PF_ERR_LEN]) {
-    pf_dflash *w = pf_dflash_load(path, s->model, err);
+    pf_dflash *w = path ? pf_dflash_load(path, s->model, err) : bundled_dflash(s->model, err);
     if (!w) return NULL;
     if (*block <= 0) *block = pf_dflash_block_size(w);
     pf_drafter *d = pf_dflash_drafter_new(w, s, err);

@@ -6,7 +6,8 @@
 #include "engine/generate.h"
 
 /* *block: in = requested rows per round (0 = default), out = the block to use (the draft's trained
- * block size for dflash, 8 for ngram). NULL with err on failure. */
+ * block size for dflash, 8 for ngram). For dflash, draft_path NULL takes the draft bundled with
+ * the session's target (a .pfb). NULL with err on failure. */
 pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session *s, int ngram_n, int *block,
                             char err[PF_ERR_LEN]);
 

@@ -1,0 +1,102 @@
+/* pocketflash pack / verify: write and check .pfb deployment bundles. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "formats/pfb.h"
+
+static const char k_pack_usage[] =
+    "usage: pocketflash pack -m TARGET.gguf [-d DRAFT.gguf] [--profile TUNED.json] -o APP.pfb\n"
+    "                        [--level L] [--min-saving P]\n"
+    "  writes one bundle holding the target (weights, tokenizer, chat template), optionally a DFlash draft\n"
+    "  and a tuned profile; each section is zstd-compressed only where that saves >= 5%\n"
+    "  -m FILE          target model (qwen3 GGUF)\n"
+    "  -d FILE          draft GGUF (used by 'run -m APP.pfb' unless --spec or -d says otherwise)\n"
+    "  --profile FILE   tuned profile (opaque JSON text) stored as its own section\n"
+    "  -o FILE          output bundle (written to a temporary file, renamed when complete)\n"
+    "  --level L        zstd level for large tensor sections, 1..19 (default 3; small ones get 19)\n"
+    "  --min-saving P   store a section compressed only if that saves at least P% (default 5);\n"
+    "                   100 stores everything raw (every tensor used in place from the mapping)\n";
+
+static const char k_verify_usage[] =
+    "usage: pocketflash verify APP.pfb\n"
+    "  checks the header, the section table, every section's xxh3-64 and every model's metadata;\n"
+    "  prints 'ok' with the section count, or the first bad section (exit 1)\n";
+
+static void print_section(void *user, const pfb_section *s) {
+    (void)user;
+    printf("  %-8s %-40s %-5s %12llu -> %12llu  ratio %.2f\n", pfb_owner_name(s->owner), s->name,
+           pfb_codec_name(s->codec), (unsigned long long)s->raw_size, (unsigned long long)s->stored_size,
+           (double)s->raw_size / (double)s->stored_size);
+}
+
+int cmd_pack(int argc, char **argv) {
+    const char *target = NULL, *draft = NULL, *profile = NULL, *out = NULL;
+    long long level = 3, min_saving = 5;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(k_pack_usage, stdout);
+            return 0;
+        }
+        if (strcmp(a, "-m") && strcmp(a, "-d") && strcmp(a, "--profile") && strcmp(a, "-o") && strcmp(a, "--level") &&
+            strcmp(a, "--min-saving"))
+            return cli_fail("pack: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) target = v;
+        else if (!strcmp(a, "-d")) draft = v;
+        else if (!strcmp(a, "--profile")) profile = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--level")) { if (!cli_int(a, v, 1, 19, &level)) return 1; }
+        else if (!cli_int(a, v, 1, 100, &min_saving)) return 1;
+    }
+    if (!target || !out) return cli_fail("pack: -m TARGET.gguf and -o APP.pfb are required");
+    char err[PF_ERR_LEN];
+    int rc = 1;
+    gguf_file *t = NULL, *d = NULL;
+    char *prof = NULL;
+    size_t prof_len = 0;
+    if (!(t = gguf_open(target, err))) { cli_fail("%s", err); goto done; }
+    if (draft && !(d = gguf_open(draft, err))) { cli_fail("%s", err); goto done; }
+    if (profile && !(prof = cli_read_file(profile, &prof_len))) goto done;
+    if (profile && prof_len == 0) { cli_fail("%s: the profile is empty", profile); goto done; }
+    pfb_pack_params pp = {.target = t, .draft = d, .profile = prof, .profile_len = prof_len, .level = (int)level,
+                          .min_saving = (int)min_saving,
+                          .on_section = print_section};
+    printf("%s:\n  %-8s %-40s %-5s %12s    %12s\n", out, "owner", "section", "codec", "raw bytes", "stored bytes");
+    if (pfb_write(out, &pp, err) < 0) { cli_fail("%s", err); goto done; }
+    size_t src = t->size + (d ? d->size : 0) + prof_len;
+    pfb_bundle *b = pfb_open(out, err); /* read back: the bundle just written must validate */
+    if (!b) { cli_fail("%s", err); goto done; }
+    size_t raw = 0;
+    for (int i = 0; i < pfb_n_sections(b); i++) raw += (size_t)pfb_section_at(b, i)->raw_size;
+    printf("%d sections, %zu bytes (sections %zu raw); source files %zu bytes; compression ratio %.3f\n",
+           pfb_n_sections(b), pfb_size(b), raw, src, (double)src / (double)pfb_size(b));
+    pfb_close(b);
+    rc = 0;
+done:
+    gguf_close(t);
+    gguf_close(d);
+    free(prof);
+    return rc;
+}
+
+int cmd_verify(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(k_verify_usage, stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' || path) return cli_fail("verify: unexpected argument '%s' (try --help)", argv[i]);
+        path = argv[i];
+    }
+    if (!path) return cli_fail("verify: missing APP.pfb");
+    char err[PF_ERR_LEN];
+    int n = pfb_verify_file(path, err);
+    if (n < 0) return cli_fail("%s", err);
+    printf("%s: ok, %d sections\n", path, n);
+    return 0;
+}

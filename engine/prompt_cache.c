@@ -1,0 +1,267 @@
+/* Prompt cache files (layout in prompt_cache.h): every field is checked before use; a file that
+ * fails any check is reported and never partly applied. */
+#include "engine/prompt_cache.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#define PC_MAGIC "PFPCACHE"
+#define PC_VERSION 1
+#define PC_HEADER 64
+#define PC_MAX_TOKENS (1u << 24)
+#define PC_MAX_TAPS 256u
+#define PC_MAX_RAW (1ull << 38)
+#define PC_SAMPLE 4096 /* bytes of each tensor's data hashed at its start, middle and end */
+
+static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+uint64_t pf_prompt_cache_key(const pf_model *m, const pf_kernels *k) {
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) return 0;
+    XXH3_64bits_reset(st);
+    static const char tag[] = "pocketflash prompt cache key v1";
+    XXH3_64bits_update(st, tag, sizeof tag);
+    const gguf_file *f = m->file;
+    size_t hdr = f->data_offset < f->size ? f->data_offset : f->size;
+    XXH3_64bits_update(st, f->base, hdr);
+    const pf_hparams *hp = &m->hp;
+    int64_t h[] = {hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_vocab,
+                   hp->n_ctx_train};
+    XXH3_64bits_update(st, h, sizeof h);
+    XXH3_64bits_update(st, &hp->rope_theta, sizeof hp->rope_theta);
+    XXH3_64bits_update(st, &hp->rms_eps, sizeof hp->rms_eps);
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        XXH3_64bits_update(st, t->name.ptr, (size_t)t->name.len);
+        XXH3_64bits_update(st, &t->type, sizeof t->type);
+        XXH3_64bits_update(st, t->ne, sizeof t->ne);
+        uint64_t nb = t->nbytes;
+        XXH3_64bits_update(st, &nb, sizeof nb);
+        if (!t->data) continue;
+        size_t n = t->nbytes < PC_SAMPLE ? t->nbytes : PC_SAMPLE;
+        const uint8_t *d = t->data;
+        XXH3_64bits_update(st, d, n);
+        XXH3_64bits_update(st, d + (t->nbytes - n) / 2, n);
+        XXH3_64bits_update(st, d + t->nbytes - n, n);
+    }
+    if (k && k->name) XXH3_64bits_update(st, k->name, strlen(k->name));
+    uint64_t r = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    return r;
+}
+
+/* Byte size of the raw payload, or 0 if it overflows the limit. */
+static uint64_t payload_size(uint64_t n, uint64_t n_layer, uint64_t kv_dim, uint64_t n_embd, uint64_t n_taps) {
+    /* with every factor bounded no product overflows; the sum is checked against the limit */
+    if (n > PC_MAX_TOKENS || n_layer > (1u << 20) || kv_dim > (1u << 20) || n_embd > (1u << 20) || n_taps > PC_MAX_TAPS)
+        return 0;
+    uint64_t kv = n_layer * kv_dim;
+    if (kv > (1ull << 32)) return 0;
+    uint64_t r = 4 * n + 4 * n_taps + 4 * n * kv; /* tokens, tap ids, K and V in f16 */
+    uint64_t t = n_taps * n_embd;
+    if (t > (1ull << 32) || r > PC_MAX_RAW) return 0;
+    r += 4 * n * t;
+    return r > PC_MAX_RAW ? 0 : r;
+}
+
+static int errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int errf(char *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, PF_ERR_LEN, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, int n_embd, const int32_t *tokens,
+                         int n_tokens, const int *tap_layers, int n_taps, const float *taps, char err[PF_ERR_LEN]) {
+    if (n_tokens < 1 || n_tokens > kv->len || (uint32_t)n_taps > PC_MAX_TAPS || (n_taps && !taps))
+        return errf(err, "nothing valid to save (%d tokens, %lld cached rows)", n_tokens, (long long)kv->len);
+    uint64_t raw = payload_size((uint64_t)n_tokens, (uint64_t)kv->n_layer, (uint64_t)kv->kv_dim, (uint64_t)n_embd,
+                                (uint64_t)n_taps);
+    if (!raw) return errf(err, "the prefix is too large to save");
+    uint8_t *buf = malloc((size_t)raw);
+    size_t cap = ZSTD_compressBound((size_t)raw);
+    uint8_t *out = malloc(PC_HEADER + cap);
+    if (!buf || !out) {
+        free(buf);
+        free(out);
+        return errf(err, "out of memory");
+    }
+    uint8_t *p = buf;
+    memcpy(p, tokens, (size_t)n_tokens * 4);
+    p += (size_t)n_tokens * 4;
+    for (int t = 0; t < n_taps; t++, p += 4) wr32(p, (uint32_t)tap_layers[t]);
+    size_t row = (size_t)kv->kv_dim * sizeof(pf_half);
+    for (int which = 0; which < 2; which++)
+        for (int l = 0; l < kv->n_layer; l++) {
+            const pf_half *src = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->n_ctx * (size_t)kv->kv_dim;
+            memcpy(p, src, (size_t)n_tokens * row);
+            p += (size_t)n_tokens * row;
+        }
+    if (n_taps) memcpy(p, taps, (size_t)n_tokens * (size_t)n_taps * (size_t)n_embd * sizeof(float));
+    size_t z = ZSTD_compress(out + PC_HEADER, cap, buf, (size_t)raw, 3);
+    free(buf);
+    if (ZSTD_isError(z)) {
+        free(out);
+        return errf(err, "zstd: %s", ZSTD_getErrorName(z));
+    }
+    uint8_t *h = out;
+    memset(h, 0, PC_HEADER);
+    memcpy(h, PC_MAGIC, 8);
+    wr32(h + 8, PC_VERSION);
+    wr32(h + 12, (uint32_t)n_tokens);
+    wr64(h + 16, key);
+    wr32(h + 24, (uint32_t)kv->n_layer);
+    wr32(h + 28, (uint32_t)kv->kv_dim);
+    wr32(h + 32, (uint32_t)n_embd);
+    wr32(h + 36, (uint32_t)n_taps);
+    wr64(h + 40, raw);
+    wr64(h + 48, XXH3_64bits(out + PC_HEADER, z));
+    wr64(h + 56, XXH3_64bits(h, 56));
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *fp = fopen(tmp, "wb");
+    int ok = fp && fwrite(out, 1, PC_HEADER + z, fp) == PC_HEADER + z;
+    if (fp && fclose(fp) != 0) ok = 0;
+    free(out);
+    if (!ok || rename(tmp, path) != 0) {
+        errf(err, "cannot write: %s", strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static uint8_t *read_all(const char *path, size_t *size, int *absent, char *err) {
+    *absent = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        *absent = errno == ENOENT;
+        errf(err, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(fp), &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > PC_MAX_RAW) {
+        fclose(fp);
+        errf(err, "not a regular file of a sane size");
+        return NULL;
+    }
+    *size = (size_t)st.st_size;
+    uint8_t *buf = malloc(*size ? *size : 1);
+    if (!buf) {
+        fclose(fp);
+        errf(err, "out of memory");
+        return NULL;
+    }
+    size_t n = fread(buf, 1, *size, fp);
+    fclose(fp);
+    if (n != *size) {
+        free(buf);
+        errf(err, "read failed");
+        return NULL;
+    }
+    return buf;
+}
+
+int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int n_embd, const int32_t *prompt,
+                            int n_prompt, const int *tap_layers, int n_taps, float *taps, char err[PF_ERR_LEN]) {
+    size_t size = 0;
+    int absent;
+    uint8_t *file = read_all(path, &size, &absent, err), *raw = NULL;
+    if (!file) return absent ? 0 : -1;
+    int rc = -1;
+    const uint8_t *h = file;
+    if (size < PC_HEADER) {
+        errf(err, "truncated file (%zu bytes)", size);
+        goto done;
+    }
+    if (memcmp(h, PC_MAGIC, 8) != 0) {
+        errf(err, "not a prompt cache file");
+        goto done;
+    }
+    if (XXH3_64bits(h, 56) != rd64(h + 56)) {
+        errf(err, "header hash mismatch (corrupt file)");
+        goto done;
+    }
+    uint32_t version = rd32(h + 8), n = rd32(h + 12), n_layer = rd32(h + 24), kv_dim = rd32(h + 28),
+             embd = rd32(h + 32), nt = rd32(h + 36);
+    uint64_t raw_size = rd64(h + 40);
+    if (version != PC_VERSION) {
+        errf(err, "unsupported version %u", version);
+        goto done;
+    }
+    if (rd64(h + 16) != key || (int)n_layer != kv->n_layer || (int)kv_dim != kv->kv_dim || (int)embd != n_embd) {
+        errf(err, "made with another model (or kernel level)");
+        goto done;
+    }
+    if (n < 1 || n > PC_MAX_TOKENS || nt > PC_MAX_TAPS ||
+        payload_size(n, n_layer, kv_dim, embd, nt) != raw_size || raw_size == 0) {
+        errf(err, "header fields out of range (corrupt file)");
+        goto done;
+    }
+    const uint8_t *z = file + PC_HEADER;
+    size_t zn = size - PC_HEADER;
+    if (XXH3_64bits(z, zn) != rd64(h + 48)) {
+        errf(err, "payload hash mismatch (corrupt or truncated file)");
+        goto done;
+    }
+    if (ZSTD_getFrameContentSize(z, zn) != raw_size || !(raw = malloc((size_t)raw_size))) {
+        errf(err, "payload size does not match its header (corrupt file)");
+        goto done;
+    }
+    size_t got = ZSTD_decompress(raw, (size_t)raw_size, z, zn);
+    if (ZSTD_isError(got) || got != raw_size) {
+        errf(err, "payload does not decompress (corrupt file)");
+        goto done;
+    }
+    const int32_t *toks = (const int32_t *)raw;
+    if ((int)n > n_prompt || memcmp(toks, prompt, (size_t)n * 4) != 0) {
+        errf(err, "the prompt does not start with its %u-token prefix", n);
+        goto done;
+    }
+    const uint8_t *tl = raw + (size_t)n * 4;
+    int idx[PC_MAX_TAPS];
+    for (int t = 0; t < n_taps; t++) {
+        idx[t] = -1;
+        for (uint32_t j = 0; j < nt && idx[t] < 0; j++)
+            if ((int32_t)rd32(tl + 4 * j) == tap_layers[t]) idx[t] = (int)j;
+        if (idx[t] < 0) {
+            errf(err, "holds no tapped rows for target layer %d (saved by another strategy)", tap_layers[t]);
+            goto done;
+        }
+    }
+    int use = (int)n < n_prompt ? (int)n : n_prompt - 1; /* at least one token must be prefilled */
+    if (use < 1 || kv->len != 0 || use > kv->n_ctx) {
+        errf(err, "leaves no prompt token to prefill");
+        goto done;
+    }
+    size_t row = (size_t)kv_dim * sizeof(pf_half);
+    const uint8_t *p = tl + 4 * (size_t)nt;
+    for (int which = 0; which < 2; which++)
+        for (uint32_t l = 0; l < n_layer; l++) {
+            pf_half *dst = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->n_ctx * kv_dim;
+            memcpy(dst, p, (size_t)use * row);
+            p += (size_t)n * row;
+        }
+    for (int b = 0; b < use; b++)
+        for (int t = 0; t < n_taps; t++)
+            memcpy(taps + ((size_t)b * n_taps + t) * embd, p + (((size_t)b * nt + idx[t]) * embd) * sizeof(float),
+                   embd * sizeof(float));
+    kv->len = use;
+    rc = use;
+done:
+    free(raw);
+    free(file);
+    return rc;
+}
