@@ -9,6 +9,7 @@
 #include "formats/pfb.h"
 #include "include/pocketflash.h"
 #include "verify/spec.h"
+#include "eval/profile.h"
 #include "verify/strategies.h"
 
 static const char k_usage[] =
@@ -35,6 +36,10 @@ static const char k_usage[] =
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target\n"
     "  --block B      rows verified per round, 2..64 (default: the draft's trained block, 8 for ngram)\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
+    "  --profile FILE use the strategy and block size of a tuned profile (pocketflash tune): the entry\n"
+    "                 of --task TYPE, else the profile's default; explicit --spec/--block win\n"
+    "  --task TYPE    task type to look up in the profile (e.g. math, code, extraction)\n"
+    "  --log-rounds FILE  append every full round's Dec features and accepted length (binary) to FILE\n"
     "  --stats        print round statistics (tau, accepted-length histogram, per-position\n"
     "                 acceptance, time split) to stderr\n";
 
@@ -47,6 +52,9 @@ static int on_text(void *user, const char *text, size_t len) {
 
 int cmd_run(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *draft_path = NULL, *spec_name = NULL;
+    const char *profile_path = NULL, *task = NULL, *log_rounds = NULL;
+    pf_dec *dec = NULL;
+    FILE *log_file = NULL;
     int block = 0, ngram_n = 3;
     bool show_stats = false;
     pf_gen_params gp;
@@ -60,9 +68,13 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--chat")) gp.chat = true;
         else if (!strcmp(a, "--ignore-eos")) gp.stop_at_eot = false;
         else if (!strcmp(a, "--stats")) show_stats = true;
-        else if (!strcmp(a, "-d") || !strcmp(a, "--spec") || !strcmp(a, "--block") || !strcmp(a, "--ngram")) {
+        else if (!strcmp(a, "-d") || !strcmp(a, "--spec") || !strcmp(a, "--block") || !strcmp(a, "--ngram") ||
+                 !strcmp(a, "--profile") || !strcmp(a, "--task") || !strcmp(a, "--log-rounds")) {
             if (!(v = cli_value(argc, argv, &i))) return 1;
+            if (!strcmp(a, "--log-rounds")) log_rounds = v;
             if (!strcmp(a, "-d")) draft_path = v;
+            else if (!strcmp(a, "--profile")) profile_path = v;
+            else if (!strcmp(a, "--task")) task = v;
             else if (!strcmp(a, "--spec")) spec_name = v;
             else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
             else { if (!cli_int(a, v, 1, 16, &iv)) return 1; ngram_n = (int)iv; }
@@ -88,8 +100,28 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
-    if (spec_name && strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram"))
-        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram)", spec_name);
+    static char prof_spec[16];
+    if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
+    if (profile_path) {
+        char perr[PF_ERR_LEN];
+        pf_profile prof;
+        if (pf_profile_load(profile_path, &prof, perr) < 0) return cli_fail("%s", perr);
+        const pf_profile_task *pt = task ? pf_profile_find(&prof, task) : NULL;
+        if (task && !pt) {
+            pf_profile_free(&prof);
+            return cli_fail("run: task '%s' is not in the profile %s", task, profile_path);
+        }
+        snprintf(prof_spec, sizeof prof_spec, "%s", pt ? pt->spec : prof.spec);
+        if (!spec_name) spec_name = prof_spec;
+        if (!block) block = pt ? pt->block : prof.block;
+        pf_profile_free(&prof);
+    }
+    if (spec_name && strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram") &&
+        strcmp(spec_name, "dec"))
+        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec)", spec_name);
+    if (spec_name && !strcmp(spec_name, "dec") && !draft_path)
+        return cli_fail("run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)");
+    if (log_rounds && !draft_path) return cli_fail("run: --log-rounds needs -d DRAFT.gguf");
     if (!prompt == !prompt_file) return cli_fail("run: give exactly one of -p PROMPT or -f FILE");
     size_t plen = 0;
     char *file_text = NULL;
@@ -115,8 +147,15 @@ int cmd_run(int argc, char **argv) {
     }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
     if (strcmp(spec_name, "ar")) {
-        if (!(drafter = pf_drafter_open(spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
+        int is_dec = !strcmp(spec_name, "dec");
+        if (!(drafter = pf_drafter_open(is_dec ? "dflash" : spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
         if (!(spec = pf_spec_new(s, drafter, block, err))) { cli_fail("%s", err); goto done; }
+        if (is_dec && (!(dec = pf_dec_load_path(draft_path, m->hp.n_embd, err)) ||
+                       pf_spec_set_dec(spec, dec, NULL, 0, err) < 0)) { cli_fail("%s", err); goto done; }
+        if (log_rounds) {
+            if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
+            if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
+        }
         gp.strategy = pf_spec_strategy(spec);
     }
     pf_gen_stats st;
@@ -137,7 +176,9 @@ int cmd_run(int argc, char **argv) {
     if (spec && show_stats) pf_spec_stats_print(pf_spec_stats_get(spec), block, stderr);
     rc = 0;
 done:
+    if (log_file) fclose(log_file);
     pf_spec_free(spec);
+    pf_dec_free(dec);
     pf_drafter_free(drafter);
     pf_session_free(s);
     pf_free_model(m);

@@ -7,6 +7,8 @@ int cmd_info(int argc, char **argv);
 int cmd_bench_model(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_dec_attach(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
