@@ -102,6 +102,18 @@ build-fuzz/fuzz_pfb: tests/fuzz/fuzz_pfb.c formats/pfb.c formats/gguf_read.c for
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -DPFB_MAX_RAW='(64ull << 20)' -fsanitize=fuzzer,address,undefined \
 	    -o $@ $^ -lzstd -lxxhash
 
+# Pocket-shape stand-in (README "expand"): the trained target, and its drafts when present, grown
+# function-preservingly to MNN-Pocket-0.3B's exact shape as Q4_1 and Q8_0, on demand into the ignored
+# .cache/ (~190 MB and ~330 MB targets; never committed). Benchmarks on them are labelled
+# "Pocket-shape stand-in".
+STANDIN_DRAFTS = $(foreach v,dflash dflash2,$(if $(wildcard models/pf-draft-$(v).gguf),-d models/pf-draft-$(v).gguf -O .cache/pocket-standin-$(v)-$$t.gguf))
+.PHONY: pocket-standin
+pocket-standin: pocketflash
+	@mkdir -p .cache
+	for t in q4_1 q8_0; do \
+	    ./pocketflash expand -m models/pf-target-f16.gguf -o .cache/pocket-standin-$$t.gguf --type $$t $(STANDIN_DRAFTS) || exit 1; \
+	done
+
 clean:
 	rm -rf build build-asan build-fuzz pocketflash pocketflash-asan libpocketflash.a
 

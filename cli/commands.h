@@ -14,6 +14,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_vocab_import(int argc, char **argv);
 int cmd_synth_draft(int argc, char **argv);
+int cmd_expand(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 

@@ -18,6 +18,7 @@ static const char k_usage[] =
     "  info         print a GGUF file's metadata and tensors\n"
     "  synth        write a random-weight Qwen3 GGUF of an exact shape\n"
     "  synth-draft  write a random-weight DFlash / DFlash2 draft for a target\n"
+    "  expand       grow a small target (and drafts) to Pocket's shape, function-preserving\n"
     "  quantize     convert a GGUF's weight matrices to q8_0 / q4_0 / q4_1 / f16 / bf16 / f32\n"
     "  tokenize     print the token ids of a text (or decode ids with --decode)\n"
     "  vocab-import convert a Hugging Face tokenizer.json into a tokenizer-only GGUF\n"
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
         {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen}, {"tune", cmd_tune}, {"dec-attach", cmd_dec_attach},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
+        {"expand", cmd_expand},
         {"pack", cmd_pack},         {"verify", cmd_verify},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

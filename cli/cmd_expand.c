@@ -1,0 +1,113 @@
+/* pocketflash expand: function-preserving expansion of a small target (and its drafts) to a larger
+ * shape, by default MNN-Pocket-0.3B's: the Pocket-shape stand-in. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "eval/expand.h"
+#include "formats/ggml_types.h"
+
+static const char k_usage[] =
+    "usage: pocketflash expand -m SMALL.gguf -o BIG.gguf [-d DRAFT.gguf -O BIG-DRAFT.gguf]... [--type T]\n"
+    "                          [--seed S] [--shape pocket|qwen3-0.6b|tiny] [--layers N] [--hidden N] [--ffn N]\n"
+    "                          [--heads N] [--heads-kv N] [--head-dim N] [--vocab N] [--ctx N] [--keep-eps]\n"
+    "  writes a model of the target shape that computes exactly the small model's function (greedy\n"
+    "  output identical, real-token logits equal up to float rounding): extra layers, heads, FFN and\n"
+    "  hidden dims contribute zero, extra vocabulary tokens can never win (guard dimension), the\n"
+    "  tokenizer is padded with unused tokens. Benchmarks on it are labelled Pocket-shape stand-in.\n"
+    "  -m FILE        the small qwen3 target (GGUF)\n"
+    "  -o FILE        the expanded target\n"
+    "  -d FILE        a DFlash / DFlash2 draft of the small target (repeatable, each with its -O)\n"
+    "  -O FILE        where the preceding -d's expanded draft goes\n"
+    "  --type T       matrices of the outputs: f32 (default), f16, bf16, q8_0, q4_0, q4_1; norms stay f32\n"
+    "  --seed S       seed of the random entries (default 1); the same seed writes the same files\n"
+    "  --shape NAME   the target shape (default pocket: 28 layers, hidden 896, FFN 2560, 14/2 heads of 64,\n"
+    "                 vocabulary 65536, context 40960); the flags below override single fields\n"
+    "  --layers N --hidden N --ffn N --heads N --heads-kv N --head-dim N --vocab N --ctx N\n"
+    "                 (head_dim must equal the source's: heads are added, never resized)\n"
+    "  --keep-eps     keep the source's RMSNorm eps (the effective eps then grows by hidden'/hidden);\n"
+    "                 by default it is scaled by hidden/hidden' so every norm is exact\n";
+
+int cmd_expand(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *type_s = "f32", *shape_s = "pocket";
+    enum { MAX_DRAFTS = 8 };
+    const char *din[MAX_DRAFTS], *dout[MAX_DRAFTS];
+    int nd = 0, no = 0;
+    long long seed = 1, ov[8];
+    static const char *const ov_flags[8] = {"--layers", "--hidden", "--ffn", "--heads", "--heads-kv", "--head-dim", "--vocab", "--ctx"};
+    bool ov_set[8] = {0}, keep_eps = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(k_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--keep-eps")) {
+            keep_eps = true;
+            continue;
+        }
+        int ovi = -1;
+        for (int k = 0; k < 8; k++)
+            if (!strcmp(a, ov_flags[k])) ovi = k;
+        if (ovi < 0 && strcmp(a, "-m") && strcmp(a, "-o") && strcmp(a, "-d") && strcmp(a, "-O") && strcmp(a, "--type") &&
+            strcmp(a, "--seed") && strcmp(a, "--shape"))
+            return cli_fail("expand: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (ovi >= 0) {
+            if (!cli_int(a, v, 1, ovi == 7 ? 1 << 30 : 1 << 20, &ov[ovi])) return 1;
+            ov_set[ovi] = true;
+        } else if (!strcmp(a, "-m")) in = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--type")) type_s = v;
+        else if (!strcmp(a, "--shape")) shape_s = v;
+        else if (!strcmp(a, "--seed") && !cli_int(a, v, 0, INT64_MAX, &seed)) return 1;
+        else if (!strcmp(a, "-d") || !strcmp(a, "-O")) {
+            int *n = a[1] == 'd' ? &nd : &no;
+            if (*n == MAX_DRAFTS) return cli_fail("expand: at most %d drafts", MAX_DRAFTS);
+            (a[1] == 'd' ? din : dout)[(*n)++] = v;
+        }
+    }
+    if (!in || !out) return cli_fail("expand: -m and -o are required");
+    if (nd != no) return cli_fail("expand: every -d needs its -O (%d drafts, %d outputs)", nd, no);
+    const pf_synth_shape *base = pf_synth_shape_find(shape_s);
+    if (!base) return cli_fail("expand: unknown shape '%s' (pocket, qwen3-0.6b, tiny)", shape_s);
+    int t = pf_type_from_name(type_s);
+    if (t < 0) return cli_fail("expand: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1)", type_s);
+    pf_expand_opts o = {.shape = *base, .type = (uint32_t)t, .seed = (uint64_t)seed, .keep_eps = keep_eps};
+    int *fields[7] = {&o.shape.n_layer, &o.shape.n_embd,     &o.shape.n_ff,   &o.shape.n_head,
+                      &o.shape.n_head_kv, &o.shape.head_dim, &o.shape.n_vocab};
+    for (int k = 0; k < 7; k++)
+        if (ov_set[k]) *fields[k] = (int)ov[k];
+    if (ov_set[7]) o.shape.n_ctx = ov[7];
+    for (int k = 0; k < 8; k++)
+        if (ov_set[k]) o.shape.name = "custom";
+    for (int k = 0; k < nd; k++)
+        if (!strcmp(din[k], dout[k]) || !strcmp(dout[k], in) || !strcmp(dout[k], out))
+            return cli_fail("expand: %s: an output must differ from every input and the other output", dout[k]);
+    if (!strcmp(in, out)) return cli_fail("expand: output must differ from input");
+
+    char err[PF_ERR_LEN];
+    pf_expand_info info;
+    if (pf_expand_target(in, out, &o, &info, err) < 0) return cli_fail("%s", err);
+    const pf_synth_shape *d = &o.shape;
+    fprintf(stderr,
+            "expand: %s -> %s: %d layers, hidden %d, FFN %d, %d/%d heads of %d, vocabulary %d, %s\n"
+            "  source: %d layers, hidden %d, FFN %d, %d/%d heads, vocabulary %d, %s; eps %g -> %g\n",
+            in, out, d->n_layer, d->n_embd, d->n_ff, d->n_head, d->n_head_kv, d->head_dim, d->n_vocab,
+            pf_type_info(o.type)->name, info.src.n_layer, info.src.n_embd, info.src.n_ff, info.src.n_head,
+            info.src.n_head_kv, info.src.n_vocab, info.tied ? "tied" : "untied", info.src.rms_eps, info.eps);
+    if (info.guard >= 0)
+        fprintf(stderr,
+                "  guard dim %d: c = %.3g (embedding rms %.3g, norm perturbation <= %.2g), output_norm %.4g, A = %g;\n"
+                "  final residual rms %.3g..%.3g on the probe; real logits within +-%.3g of the shift; extra tokens\n"
+                "  lose by >= %.3g nats (a residual %g times larger still loses); tied shift <= %.3g\n",
+                info.guard, info.guard_c, info.e_rms, info.norm_perturb, info.guard_w, info.guard_a, info.rho_min,
+                info.rho, info.logit_bound, info.guard_gap, PF_EXPAND_GUARD_MARGIN, info.shift_max);
+    for (int k = 0; k < nd; k++) {
+        if (pf_expand_draft(din[k], in, dout[k], &o, &info, err) < 0) return cli_fail("%s", err);
+        fprintf(stderr, "expand: draft %s -> %s\n", din[k], dout[k]);
+    }
+    return 0;
+}
