@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/tokenizer.h"
+#include "engine/weights.h"
 #include "formats/quant.h"
 
 #define CHUNK_ROWS 32 /* context rows per internal pass of append_context */
@@ -48,85 +49,9 @@ struct pf_dflash {
 
 /* ---------------------------------------------------------------- loading */
 
-static int get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err) {
-    int r = gguf_get_u32(f, key, out);
-    if (r == 0) return 0;
-    if (r == -1 && !required) return 1;
-    snprintf(err, PF_ERR_LEN, "%s: %s: %s", f->path, key,
-             r == -1 ? "missing" : "has the wrong type or an out-of-range value");
-    return -1;
-}
-
-static const gguf_tensor *find_tensor(const gguf_file *f, const char *name, char *err) {
-    const gguf_tensor *t = gguf_find_tensor(f, name);
-    if (!t) snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", f->path, name);
-    return t;
-}
-
-/* A weight matrix [rows, cols] (GGUF dims {cols, rows}) the kernels can multiply. */
-static int bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err) {
-    const gguf_tensor *t = find_tensor(f, name, err);
-    if (!t) return -1;
-    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path, name,
-                 (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
-        return -1;
-    }
-    const pf_type_traits *tr = pf_type_info(t->type);
-    if (!tr || !pf_kernels_get(PF_LEVEL_SCALAR)->gemm[t->type]) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': weight type %u is not supported", f->path, name, t->type);
-        return -1;
-    }
-    if (cols % PF_QK) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': input size %lld is not a multiple of 32", f->path, name,
-                 (long long)cols);
-        return -1;
-    }
-    w->data = t->data;
-    w->type = t->type;
-    w->rows = rows;
-    w->cols = cols;
-    w->row_bytes = pf_row_bytes(t->type, cols);
-    return 0;
-}
-
-/* A float tensor of exactly the dims ne[0..3] (unused 1); converted into `store` unless it is
- * aligned f32 already. */
-static int bind_floats(const gguf_file *f, const char *name, const int64_t ne[4], const float **out, float *store,
-                       char *err) {
-    const gguf_tensor *t = find_tensor(f, name, err);
-    if (!t) return -1;
-    int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
-    if (t->ne[0] != ne[0] || t->ne[1] != ne[1] || t->ne[2] != ne[2] || t->ne[3] != ne[3]) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld]",
-                 f->path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)ne[0],
-                 (long long)ne[1], (long long)ne[2]);
-        return -1;
-    }
-    if (t->type == PF_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
-        *out = t->data;
-        return 0;
-    }
-    if (t->type != PF_TYPE_F32 && t->type != PF_TYPE_F16 && t->type != PF_TYPE_BF16) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has unsupported type %u (f32, f16 or bf16)", f->path, name, t->type);
-        return -1;
-    }
-    if (t->type == PF_TYPE_F32)
-        memcpy(store, t->data, (size_t)n * sizeof(float));
-    else
-        pf_dequantize_row(t->type, t->data, store, n);
-    *out = store;
-    return 0;
-}
-
-static int bind_vector(const gguf_file *f, const char *name, int64_t n, const float **out, float *store, char *err) {
-    const int64_t ne[4] = {n, 1, 1, 1};
-    return bind_floats(f, name, ne, out, store, err);
-}
-
 /* A matrix whose rows are looked up one at a time (selector predecessor/successor). */
 static int bind_table(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err) {
-    const gguf_tensor *t = find_tensor(f, name, err);
+    const gguf_tensor *t = pf_find_tensor(f, name, err);
     if (!t) return -1;
     if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
         snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path, name,
@@ -164,7 +89,7 @@ static int read_hparams(pf_dflash *d, const gguf_file *f, char *err) {
                                   "dflash.attention.key_length", "dflash.block_size"};
     uint32_t v[7];
     for (int i = 0; i < 7; i++) {
-        int r = get_u32(f, keys[i], &v[i], i < 4 || i == 6, err);
+        int r = pf_get_u32(f, keys[i], &v[i], i < 4 || i == 6, err);
         if (r < 0) return -1;
         if (r == 1) v[i] = 0;
     }
@@ -264,7 +189,7 @@ static int read_attention(pf_dflash *d, const gguf_file *f, char *err) {
         d->causal = iv != 0;
     }
     uint32_t window = 0;
-    if (get_u32(f, "dflash.attention.sliding_window", &window, 0, err) < 0) return -1;
+    if (pf_get_u32(f, "dflash.attention.sliding_window", &window, 0, err) < 0) return -1;
     const char *pk = "dflash.attention.sliding_window_pattern";
     const gguf_kv *pat = gguf_find(f, pk);
     int n = d->hp.n_layer;
@@ -325,8 +250,8 @@ static int read_mask(pf_dflash *d, const gguf_file *f, char *err) {
 /* DFlash2 metadata and selector; the per-layer conv tensors are bound with the layers. */
 static int read_v2_globals(pf_dflash *d, const gguf_file *f, char *err) {
     uint32_t k = 2, g = 16, rank = 0, topk = 16;
-    if (get_u32(f, "dflash.conv_kernel_size", &k, 0, err) < 0 || get_u32(f, "dflash.conv_group_size", &g, 0, err) < 0 ||
-        get_u32(f, "dflash.selector_rank", &rank, 0, err) < 0 || get_u32(f, "dflash.selector_top_k", &topk, 0, err) < 0)
+    if (pf_get_u32(f, "dflash.conv_kernel_size", &k, 0, err) < 0 || pf_get_u32(f, "dflash.conv_group_size", &g, 0, err) < 0 ||
+        pf_get_u32(f, "dflash.selector_rank", &rank, 0, err) < 0 || pf_get_u32(f, "dflash.selector_top_k", &topk, 0, err) < 0)
         return -1;
     int H = d->hp.n_embd;
     if (k < 1 || k > 64) {
@@ -341,7 +266,7 @@ static int read_v2_globals(pf_dflash *d, const gguf_file *f, char *err) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.selector_top_k: %u is outside 1..min(1024, vocabulary)", f->path, topk);
         return -1;
     }
-    const gguf_tensor *sh = find_tensor(f, "selector_hidden.weight", err);
+    const gguf_tensor *sh = pf_find_tensor(f, "selector_hidden.weight", err);
     if (!sh) return -1;
     if (!rank) rank = (uint32_t)sh->ne[1]; /* absent key: the tensor says */
     if (rank < 1 || rank > 65536) {
@@ -353,7 +278,7 @@ static int read_v2_globals(pf_dflash *d, const gguf_file *f, char *err) {
     d->conv_groups = H / (int)g;
     d->sel_rank = (int)rank;
     d->sel_top_k = (int)topk;
-    if (bind_matrix(f, "selector_hidden.weight", rank, H, &d->sel_hidden, err) < 0) return -1;
+    if (pf_bind_matrix(f, "selector_hidden.weight", rank, H, &d->sel_hidden, err) < 0) return -1;
     if (bind_table(f, "selector_predecessor.weight", d->hp.n_vocab, rank, &d->sel_pred, err) < 0) return -1;
     if (bind_table(f, "selector_successor.weight", d->hp.n_vocab, rank, &d->sel_succ, err) < 0) return -1;
     return 0;
@@ -395,10 +320,10 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
                  (long long)fct->ne[0], d->n_taps, target->hp.n_embd, (long long)fc_in);
         goto fail;
     }
-    if (bind_matrix(f, "fc.weight", H, fc_in, &d->fc, err) < 0) goto fail;
-    if (bind_vector(f, "enc.output_norm.weight", H, &d->enc_norm, store, err) < 0) goto fail;
+    if (pf_bind_matrix(f, "fc.weight", H, fc_in, &d->fc, err) < 0) goto fail;
+    if (pf_bind_vector(f, "enc.output_norm.weight", H, &d->enc_norm, store, err) < 0) goto fail;
     store += H;
-    if (bind_vector(f, "output_norm.weight", H, &d->output_norm, store, err) < 0) goto fail;
+    if (pf_bind_vector(f, "output_norm.weight", H, &d->output_norm, store, err) < 0) goto fail;
     store += H;
     char name[96];
     for (int l = 0; l < hp->n_layer; l++) {
@@ -411,7 +336,7 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
         };
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[i].name);
-            if (bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) goto fail;
+            if (pf_bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) goto fail;
         }
         struct { const char *name; int64_t n; const float **out; } vecs[] = {
             {"attn_norm", H, &L->attn_norm}, {"ffn_norm", H, &L->ffn_norm},
@@ -419,21 +344,21 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
         };
         for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, vecs[i].name);
-            if (bind_vector(f, name, vecs[i].n, vecs[i].out, store, err) < 0) goto fail;
+            if (pf_bind_vector(f, name, vecs[i].n, vecs[i].out, store, err) < 0) goto fail;
             store += vecs[i].n;
         }
         if (d->version == 2) {
             const int64_t ne[4] = {H, K, 2, 1};
             snprintf(name, sizeof name, "blk.%d.attn_conv_base", l);
-            if (bind_floats(f, name, ne, &L->attn_conv_base, store, err) < 0) goto fail;
+            if (pf_bind_floats(f, name, ne, &L->attn_conv_base, store, err) < 0) goto fail;
             store += 2 * (size_t)K * H;
             snprintf(name, sizeof name, "blk.%d.ffn_conv_base", l);
-            if (bind_floats(f, name, ne, &L->ffn_conv_base, store, err) < 0) goto fail;
+            if (pf_bind_floats(f, name, ne, &L->ffn_conv_base, store, err) < 0) goto fail;
             store += 2 * (size_t)K * H;
             snprintf(name, sizeof name, "blk.%d.attn_conv_proj.weight", l);
-            if (bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->attn_conv_proj, err) < 0) goto fail;
+            if (pf_bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->attn_conv_proj, err) < 0) goto fail;
             snprintf(name, sizeof name, "blk.%d.ffn_conv_proj.weight", l);
-            if (bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->ffn_conv_proj, err) < 0) goto fail;
+            if (pf_bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->ffn_conv_proj, err) < 0) goto fail;
         }
     }
     /* the widest prepared activation row of anything multiplied, incl. the target's head */

@@ -6,63 +6,9 @@
 #include <string.h>
 
 #include "engine/tokenizer.h"
+#include "engine/weights.h"
 #include "formats/pfb.h"
 #include "formats/quant.h"
-
-static int get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err) {
-    int r = gguf_get_u32(f, key, out);
-    if (r == 0) return 0;
-    if (r == -1 && !required) return 1;
-    snprintf(err, PF_ERR_LEN, "%s: %s: %s", f->path, key,
-             r == -1 ? "missing" : "has the wrong type or an out-of-range value");
-    return -1;
-}
-
-/* A weight matrix [rows, cols] (GGUF dims {cols, rows}) of a type the kernels can multiply. */
-static int bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w,
-                       char *err) {
-    const gguf_tensor *t = gguf_find_tensor(f, name);
-    if (!t) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", f->path, name);
-        return -1;
-    }
-    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path,
-                 name, (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
-        return -1;
-    }
-    w->data = t->data;
-    w->type = t->type;
-    w->rows = rows;
-    w->cols = cols;
-    w->row_bytes = pf_row_bytes(t->type, cols);
-    return 0;
-}
-
-/* A norm vector of n floats; converted to f32 in `store` if it is stored as another type. */
-static int bind_vector(const gguf_file *f, const char *name, int64_t n, const float **out, float *store,
-                       char *err) {
-    const gguf_tensor *t = gguf_find_tensor(f, name);
-    if (!t) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", f->path, name);
-        return -1;
-    }
-    if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has %lld elements, expected %lld", f->path, name,
-                 (long long)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), (long long)n);
-        return -1;
-    }
-    if (t->type == PF_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
-        *out = t->data;
-        return 0;
-    }
-    if (pf_dequantize_row(t->type, t->data, store, n) != 0) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has unsupported type %u", f->path, name, t->type);
-        return -1;
-    }
-    *out = store;
-    return 0;
-}
 
 static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
     gguf_str arch;
@@ -80,7 +26,7 @@ static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
                                   "qwen3.attention.head_count", "qwen3.attention.head_count_kv",
                                   "qwen3.attention.key_length", "qwen3.context_length"};
     for (int i = 0; i < 7; i++) {
-        int r = get_u32(f, keys[i], &v[i], i < 4, err);
+        int r = pf_get_u32(f, keys[i], &v[i], i < 4, err);
         if (r < 0) return -1;
         if (r == 1) v[i] = 0;
     }
@@ -123,21 +69,6 @@ static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
     return 0;
 }
 
-/* Every matrix must be one the kernels multiply, with rows that are whole blocks. */
-static int check_weight(const gguf_file *f, const char *name, const pf_weight *w, char *err) {
-    const pf_type_traits *t = pf_type_info(w->type);
-    if (!t || !pf_kernels_get(PF_LEVEL_SCALAR)->gemm[w->type]) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': weight type %u is not supported", f->path, name, w->type);
-        return -1;
-    }
-    if (w->cols % PF_QK) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': input size %lld is not a multiple of 32", f->path, name,
-                 (long long)w->cols);
-        return -1;
-    }
-    return 0;
-}
-
 pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
     pf_model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -158,19 +89,14 @@ pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
         goto fail;
     }
     float *store = m->norm_store;
-    if (bind_matrix(f, "token_embd.weight", hp->n_vocab, hp->n_embd, &m->tok_embd, err) < 0) goto fail;
-    if (!pf_type_info(m->tok_embd.type)) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor 'token_embd.weight': unsupported type", f->path);
-        goto fail;
-    }
+    if (pf_bind_matrix(f, "token_embd.weight", hp->n_vocab, hp->n_embd, &m->tok_embd, err) < 0) goto fail;
     if (gguf_find_tensor(f, "output.weight")) {
-        if (bind_matrix(f, "output.weight", hp->n_vocab, hp->n_embd, &m->output, err) < 0) goto fail;
+        if (pf_bind_matrix(f, "output.weight", hp->n_vocab, hp->n_embd, &m->output, err) < 0) goto fail;
     } else {
         m->output = m->tok_embd;
         m->tied = true;
     }
-    if (check_weight(f, "output.weight", &m->output, err) < 0) goto fail;
-    if (bind_vector(f, "output_norm.weight", hp->n_embd, &m->output_norm, store, err) < 0) goto fail;
+    if (pf_bind_vector(f, "output_norm.weight", hp->n_embd, &m->output_norm, store, err) < 0) goto fail;
     store += hp->n_embd;
     for (int l = 0; l < hp->n_layer; l++) {
         pf_layer *L = &m->layers[l];
@@ -183,8 +109,7 @@ pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
         char name[96];
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[i].name);
-            if (bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) goto fail;
-            if (check_weight(f, name, mats[i].w, err) < 0) goto fail;
+            if (pf_bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) goto fail;
         }
         struct { const char *name; int64_t n; const float **out; } vecs[] = {
             {"attn_norm", hp->n_embd, &L->attn_norm}, {"ffn_norm", hp->n_embd, &L->ffn_norm},
@@ -192,7 +117,7 @@ pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
         };
         for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, vecs[i].name);
-            if (bind_vector(f, name, vecs[i].n, vecs[i].out, store, err) < 0) goto fail;
+            if (pf_bind_vector(f, name, vecs[i].n, vecs[i].out, store, err) < 0) goto fail;
             store += vecs[i].n;
         }
     }

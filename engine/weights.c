@@ -1,0 +1,82 @@
+#include "engine/weights.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "formats/quant.h"
+
+int pf_get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err) {
+    int r = gguf_get_u32(f, key, out);
+    if (r == 0) return 0;
+    if (r == -1 && !required) return 1;
+    snprintf(err, PF_ERR_LEN, "%s: %s: %s", f->path, key,
+             r == -1 ? "missing" : "has the wrong type or an out-of-range value");
+    return -1;
+}
+
+const gguf_tensor *pf_find_tensor(const gguf_file *f, const char *name, char *err) {
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", f->path, name);
+    return t;
+}
+
+int pf_bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err) {
+    const gguf_tensor *t = pf_find_tensor(f, name, err);
+    if (!t) return -1;
+    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path, name,
+                 (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
+        return -1;
+    }
+    const pf_type_traits *tr = pf_type_info(t->type);
+    if (!tr || !pf_kernels_get(PF_LEVEL_SCALAR)->gemm[t->type]) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': weight type %u is not supported", f->path, name, t->type);
+        return -1;
+    }
+    if (cols % PF_QK) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': input size %lld is not a multiple of 32", f->path, name,
+                 (long long)cols);
+        return -1;
+    }
+    w->data = t->data;
+    w->type = t->type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = pf_row_bytes(t->type, cols);
+    return 0;
+}
+
+/* A float tensor of exactly the dims ne[0..3] (unused 1); converted into `store` unless it is
+ * aligned f32 already. */
+int pf_bind_floats(const gguf_file *f, const char *name, const int64_t ne[4], const float **out, float *store,
+                       char *err) {
+    const gguf_tensor *t = pf_find_tensor(f, name, err);
+    if (!t) return -1;
+    int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
+    if (t->ne[0] != ne[0] || t->ne[1] != ne[1] || t->ne[2] != ne[2] || t->ne[3] != ne[3]) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld]",
+                 f->path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)ne[0],
+                 (long long)ne[1], (long long)ne[2]);
+        return -1;
+    }
+    if (t->type == PF_TYPE_F32 && ((uintptr_t)t->data & 3) == 0) {
+        *out = t->data;
+        return 0;
+    }
+    if (t->type != PF_TYPE_F32 && t->type != PF_TYPE_F16 && t->type != PF_TYPE_BF16) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has unsupported type %u (f32, f16 or bf16)", f->path, name, t->type);
+        return -1;
+    }
+    if (t->type == PF_TYPE_F32)
+        memcpy(store, t->data, (size_t)n * sizeof(float));
+    else
+        pf_dequantize_row(t->type, t->data, store, n);
+    *out = store;
+    return 0;
+}
+
+int pf_bind_vector(const gguf_file *f, const char *name, int64_t n, const float **out, float *store, char *err) {
+    const int64_t ne[4] = {n, 1, 1, 1};
+    return pf_bind_floats(f, name, ne, out, store, err);
+}
+

@@ -1,0 +1,22 @@
+/* Binding GGUF tensors and keys to the engine's weight views, with shape/type checks whose
+ * errors name the file and the field. Shared by every model loader (target, drafts). */
+#ifndef PF_WEIGHTS_H
+#define PF_WEIGHTS_H
+
+#include <stdint.h>
+
+#include "formats/gguf.h"
+#include "kernels/kernels.h"
+
+/* 0 found; 1 absent and optional; -1 error (err filled). */
+int pf_get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err);
+const gguf_tensor *pf_find_tensor(const gguf_file *f, const char *name, char *err);
+/* A weight matrix [rows, cols] (GGUF dims {cols, rows}) the kernels can multiply. */
+int pf_bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err);
+/* A float tensor of exactly the dims ne[0..3] (unused 1); converted into `store` unless it is
+ * aligned f32 already. */
+int pf_bind_floats(const gguf_file *f, const char *name, const int64_t ne[4], const float **out, float *store,
+                   char *err);
+int pf_bind_vector(const gguf_file *f, const char *name, int64_t n, const float **out, float *store, char *err);
+
+#endif
