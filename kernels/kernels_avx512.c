@@ -5,17 +5,16 @@
  * chunk size, so output (r, b) is bitwise the same for B = 1 and B = 16 and for any row split.
  *   float weights (F32/F16/BF16 -> f32): two 16-lane accumulators over alternating 16-column
  *     chunks (the last one masked), then one fixed horizontal sum.
- *   quantized: pairs of blocks fill a 512-bit register (block k in lanes 0..7, block k+1 in
- *     lanes 8..15; an odd last block pairs with zeros). Q4 nibbles are laid out low half / high
- *     half to match the activation's 32 bytes; VNNI vpdpbusd (u8 x s8, exact int32) gives 8
- *     partial sums per block, converted and fma'd with d_w * x.d broadcast per block. The
- *     m_w * x.s terms (Q4_1 minimum, m_w = -8 d_w for Q4_0) accumulate by fma in a separate
- *     128-bit sum (even blocks lane 0, odd lane 1) added after the 16-lane reduction. The
- *     activation rows are first repacked per pair (64 bytes of q, d broadcast, s) so the inner
- *     loop takes them as aligned memory operands. No gathers: they are microcoded and slow
- *     (~40 cycles each on the Zen 4 here).
- *     Q8_0 x q8 is signed x signed: |w| is the unsigned operand and x gets w's sign (x is never
- *     -128; |w| = 128 as unsigned is fine). */
+ *   quantized (Q8_0, Q4_0, Q4_1): register-blocked on groups of 16 consecutive weight rows, one
+ *     row per 32-bit lane. Per block the group's 16 x 32 weights are loaded 16 bytes per row,
+ *     transposed in registers (4x4 dword transposes within 128-bit lanes) and decoded once into
+ *     8 registers of unsigned bytes (Q4: nibbles; Q8_0: w + 128); the scales come in with one
+ *     gather. Each activation row then takes 8 vpdpbusd against broadcast dwords of its q8
+ *     block, read in place (exact int32 block sums, one per lane), and 2 or 3 float ops per
+ *     block into its own 16-lane accumulator; so an output is one lane's chain of float ops in
+ *     block order, with no horizontal reduction, whatever B, the group or the thread split. Up
+ *     to 16 activation rows share each decoded block. Integer offsets (Q4_0: nibble - 8; Q8_0:
+ *     the +128) are removed exactly with the activation block's integer sum. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -121,15 +120,14 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
 
 /* ---- quantized gemm ---- */
 
-#define XB ((int)sizeof(pf_block_q8_act)) /* 40 */
-/* Per pair of activation blocks in the repacked row: qs[64] | xd broadcast [16 floats] | xs[4]. */
-#define PAIR_QS 64
-#define PAIR_XD 64
-#define PAIR_XS 16
-/* Stack scratch for repacked activation rows: 16 rows of 3072 columns fit, so a verify pass of
- * up to 16 rows streams each weight row from memory once. */
-#define SCRATCH_BYTES (128 * 1024)
-#define QROW_TILE 32 /* weight rows per tile in the quantized gemm */
+#define XB ((int)sizeof(pf_block_q8_act)) /* 40: float d, float s, int8 qs[32] */
+#define QRG 16           /* weight rows per group: one per 32-bit lane */
+#define QNB 16           /* activation rows per pass over a group's blocks */
+#define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
+#define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q8_0, Q4_0) */
+#ifndef QPF_AHEAD
+#define QPF_AHEAD 2      /* groups ahead that the weight prefetch reads */
+#endif
 
 static inline uint32_t load_u32(const void *p) {
     uint32_t v;
@@ -137,209 +135,199 @@ static inline uint32_t load_u32(const void *p) {
     return v;
 }
 
-static inline uint16_t load_u16(const void *p) {
-    uint16_t v;
-    memcpy(&v, p, 2);
+static inline float load_f32(const void *p) {
+    float v;
+    memcpy(&v, p, 4);
     return v;
 }
 
-/* A chunk of activation rows as the pair kernel reads them: either repacked (SoA per pair, the
- * fast path) or the original q8 blocks. Both feed the same values to the same float ops, so the
- * result does not depend on which one is used. */
-typedef struct {
-    const uint8_t *base; /* row b at base + b * stride: repacked, or the original q8 blocks */
-    size_t stride;
-    int64_t npair;
-} act_rows;
-#define AR_ROW(ar, b) ((ar)->base + (size_t)(b) * (ar)->stride)
-
-/* Repacked row layout: [npair x 64 qs][npair x 16 floats d broadcast][npair x 4 floats s]. */
-static size_t packed_row_bytes(int64_t npair) {
-    return ((size_t)npair * (PAIR_QS + PAIR_XD + PAIR_XS) + 63) / 64 * 64;
+PF_FORCE_INLINE size_t qtype_size(uint32_t wt) {
+    return wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
+           : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
 }
 
-PF_NOIPA static void repack_row(const pf_block_q8_act *x, int64_t nblk, uint8_t *dst) {
-    int64_t npair = (nblk + 1) / 2;
-    uint8_t *qs = dst;
-    float *xd = (float *)(dst + npair * PAIR_QS), *xs = (float *)(dst + npair * (PAIR_QS + PAIR_XD));
-    for (int64_t p = 0; p < npair; p++) {
-        const pf_block_q8_act *a = x + 2 * p, *b = 2 * p + 1 < nblk ? a + 1 : NULL;
-        __m256i qa = _mm256_loadu_si256((const __m256i *)a->qs);
-        __m256i qb = b ? _mm256_loadu_si256((const __m256i *)b->qs) : _mm256_setzero_si256();
-        _mm512_store_si512(qs + p * PAIR_QS, _mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1));
-        __m512 d = _mm512_mask_broadcastss_ps(_mm512_set1_ps(a->d), 0xff00,
-                                              _mm_set_ss(b ? b->d : 0.0f));
-        _mm512_store_ps(xd + p * 16, d);
-        _mm_store_ps(xs + p * 4, _mm_setr_ps(a->s, b ? b->s : 0.0f, 0.0f, 0.0f));
-    }
-}
-
-/* Activation operands of pair p for row b: qs (64 bytes), d broadcast per block, [s_k, s_k1, 0, 0]. */
-PF_FORCE_INLINE __m512i act_qs(const act_rows *ar, int packed, int b, int64_t p, int full) {
-    if (packed) return _mm512_load_si512(AR_ROW(ar, b) + p * PAIR_QS);
-    const uint8_t *xk = AR_ROW(ar, b) + (size_t)(2 * p) * XB + 8;
-    __m256i a = _mm256_loadu_si256((const __m256i *)xk);
-    return full ? _mm512_inserti64x4(_mm512_castsi256_si512(a),
-                                     _mm256_loadu_si256((const __m256i *)(xk + XB)), 1)
-                : _mm512_inserti64x4(_mm512_setzero_si512(), a, 0);
-}
-
-PF_FORCE_INLINE __m512 act_xd(const act_rows *ar, int packed, int b, int64_t p, int full) {
-    if (packed) return _mm512_load_ps(AR_ROW(ar, b) + ar->npair * PAIR_QS + p * PAIR_XD);
-    const pf_block_q8_act *x = (const pf_block_q8_act *)AR_ROW(ar, b) + 2 * p;
-    return _mm512_mask_broadcastss_ps(_mm512_set1_ps(x[0].d), 0xff00, _mm_set_ss(full ? x[1].d : 0.0f));
-}
-
-PF_FORCE_INLINE __m128 act_xs(const act_rows *ar, int packed, int b, int64_t p, int full) {
-    if (packed)
-        return _mm_load_ps((const float *)(AR_ROW(ar, b) + ar->npair * (PAIR_QS + PAIR_XD)) + p * 4);
-    const pf_block_q8_act *x = (const pf_block_q8_act *)AR_ROW(ar, b) + 2 * p;
-    return _mm_setr_ps(x[0].s, full ? x[1].s : 0.0f, 0.0f, 0.0f);
-}
-
-/* Pair p = blocks (2p, 2p+1) of one weight row (block 2p alone when !full), NB activation rows. */
-PF_FORCE_INLINE void qdot_pair(uint32_t wt, const uint8_t *bk, int64_t p, int full, const act_rows *ar,
-                               int packed, __m512 *acc, __m128 *accm, int NB) {
-    const int ts = wt == PF_TYPE_Q8_0 ? (int)sizeof(pf_block_q8_0)
-                   : wt == PF_TYPE_Q4_0 ? (int)sizeof(pf_block_q4_0) : (int)sizeof(pf_block_q4_1);
-    const uint8_t *q0 = bk + (wt == PF_TYPE_Q4_1 ? 4 : 2);
-    const __m512i zero = _mm512_setzero_si512();
-    _mm_prefetch((const char *)bk + PF_DIST, _MM_HINT_T0);
-
-    /* weight scales: wd = d per block broadcast over its 8 lanes; wm = [m_k, m_k1, ., .] where m
-     * multiplies x.s: the Q4_1 minimum, -8 d for Q4_0 */
-    __m512 wd;
-    __m128 wm = _mm_setzero_ps();
-    if (wt == PF_TYPE_Q4_1) {
-        __m128i h = _mm_cvtsi32_si128((int)load_u32(bk));
-        if (full) h = _mm_unpacklo_epi32(h, _mm_cvtsi32_si128((int)load_u32(bk + ts)));
-        __m128 f = _mm_cvtph_ps(h); /* [d_k, m_k, d_k1, m_k1] */
-        wd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
-                                   _mm512_castps128_ps512(f));
-        wm = _mm_shuffle_ps(f, f, _MM_SHUFFLE(3, 1, 3, 1));
-    } else {
-        __m128i h = _mm_cvtsi32_si128(load_u16(bk));
-        if (full) h = _mm_insert_epi16(h, load_u16(bk + ts), 1);
-        __m128 f = _mm_cvtph_ps(h); /* [d_k, d_k1, 0, 0] */
-        wd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                                   _mm512_castps128_ps512(f));
-        if (wt == PF_TYPE_Q4_0) wm = _mm_mul_ps(f, _mm_set1_ps(-8.0f));
-    }
-
-    __m512i wv;
-    __mmask64 neg = 0;
-    if (wt == PF_TYPE_Q8_0) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)q0);
-        __m512i v = full ? _mm512_inserti64x4(_mm512_castsi256_si512(a),
-                                              _mm256_loadu_si256((const __m256i *)(q0 + ts)), 1)
-                         : _mm512_inserti64x4(zero, a, 0);
-        wv = _mm512_abs_epi8(v);
-        neg = _mm512_movepi8_mask(v);
-    } else {
-        __m128i a = _mm_loadu_si128((const __m128i *)q0);
-        __m512i v = full ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(a), 0xff00,
-                                                       _mm_loadu_si128((const __m128i *)(q0 + ts)))
-                         : _mm512_maskz_broadcast_i32x4(0x00ff, a);
-        /* 128-bit lanes 1 and 3 take the high nibbles (weights 16..31 of each block) */
-        wv = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xff00ff00u, v, 4), _mm512_set1_epi8(0x0f));
-    }
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) {
-        __m512i xv = act_qs(ar, packed, b, p, full);
-        if (wt == PF_TYPE_Q8_0) xv = _mm512_mask_sub_epi8(xv, neg, zero, xv);
-        __m512i dot = _mm512_dpbusd_epi32(zero, wv, xv);
-        __m512 sc = _mm512_mul_ps(wd, act_xd(ar, packed, b, p, full));
-        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sc, acc[b]);
-        if (wt != PF_TYPE_Q8_0) accm[b] = _mm_fmadd_ps(wm, act_xs(ar, packed, b, p, full), accm[b]);
-    }
-}
-
-PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, int64_t nblk, const act_rows *ar,
-                               int packed, float *out, int NB) {
-    const size_t ts = wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
-                      : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
-    __m512 acc[NB_MAX];
-    __m128 accm[NB_MAX];
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) {
-        acc[b] = _mm512_setzero_ps();
-        accm[b] = _mm_setzero_ps();
-    }
-    int64_t p = 0;
-    for (; 2 * p + 2 <= nblk; p++) qdot_pair(wt, w + (size_t)(2 * p) * ts, p, 1, ar, packed, acc, accm, NB);
-    if (2 * p < nblk) qdot_pair(wt, w + (size_t)(2 * p) * ts, p, 0, ar, packed, acc, accm, NB);
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) {
-        float m = 0.0f;
-        if (wt != PF_TYPE_Q8_0) /* lanes 0 and 1 hold the sums of m_w * x.s of even and odd blocks */
-            m = _mm_cvtss_f32(_mm_add_ss(accm[b], _mm_movehdup_ps(accm[b])));
-        out[b] = _mm512_reduce_add_ps(acc[b]) + m;
-    }
-}
-
-/* Rows [r0, r1) for the nb <= NB_MAX activation rows in ar; outputs of row b go to y[b*ldy + r]. */
-PF_FORCE_INLINE void qdot_range(uint32_t wt, const pf_weight *W, const act_rows *ar, int packed, int nb,
-                                float *y, int64_t ldy, int64_t r0, int64_t r1) {
-    int64_t nblk = W->cols / PF_QK;
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *w = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-        float out[NB_MAX] = {0};
-        switch (nb) {
-        case 1: qdot_rows(wt, w, nblk, ar, packed, out, 1); break;
-        case 2: qdot_rows(wt, w, nblk, ar, packed, out, 2); break;
-        case 3: qdot_rows(wt, w, nblk, ar, packed, out, 3); break;
-        case 4: qdot_rows(wt, w, nblk, ar, packed, out, 4); break;
-        case 5: qdot_rows(wt, w, nblk, ar, packed, out, 5); break;
-        case 6: qdot_rows(wt, w, nblk, ar, packed, out, 6); break;
-        case 7: qdot_rows(wt, w, nblk, ar, packed, out, 7); break;
-        default: qdot_rows(wt, w, nblk, ar, packed, out, 8); break;
+/* out[b*nk + k] = mul * (sum of the 32 int8 of activation row b's block k0+k), exact. */
+PF_NOIPA static void act_sums(const uint8_t *act, size_t stride, int nb, int64_t k0, int64_t nk, int mul,
+                              int32_t *out) {
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int b = 0; b < nb; b++) {
+        const pf_block_q8_act *x = (const pf_block_q8_act *)(act + (size_t)b * stride) + k0;
+        for (int64_t k = 0; k < nk; k++) {
+            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k].qs), bias);
+            __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256()); /* sums of (q + 128) */
+            __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
+            out[(size_t)b * nk + k] = mul * (_mm_cvtsi128_si32(t) - 32 * 128);
         }
-        for (int b = 0; b < nb; b++) y[b * ldy + r] = out[b];
     }
 }
 
-/* Activation rows are repacked once per call into stack scratch (as many as fit), then every
- * weight row of [r0, r1) is run against them NB_MAX at a time while it is hot in L1. Rows too
- * long for the scratch (over ~10K columns) read the q8 blocks in place: same values, same ops. */
-PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
+/* 16 bytes at byte offset off of each of 16 rows: row i at p[i / 4] + (i % 4) * rb. Returns
+ * t[g] with lane i = dword g of row i. */
+PF_FORCE_INLINE void load_transposed(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2,
+                                     const uint8_t *p3, size_t rb, size_t off, __m512i t[4]) {
+    __m512i z[4];
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) { /* 128-bit lane l of z[m] = row 4l + m */
+        size_t o = off + (size_t)m * rb;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p0 + o)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p1 + o)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p2 + o)), 2);
+        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p3 + o)), 3);
+    }
+    __m512i a = _mm512_unpacklo_epi32(z[0], z[1]), b = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i c = _mm512_unpacklo_epi32(z[2], z[3]), d = _mm512_unpackhi_epi32(z[2], z[3]);
+    t[0] = _mm512_unpacklo_epi64(a, c);
+    t[1] = _mm512_unpackhi_epi64(a, c);
+    t[2] = _mm512_unpacklo_epi64(b, d);
+    t[3] = _mm512_unpackhi_epi64(b, d);
+}
+
+/* One group of 16 consecutive weight rows (lane i = row i; g points at row 0's block k0) against
+ * NB activation rows (row b at act + b*stride, pointing at its block k0) over nk blocks: per
+ * block the weights are decoded once into 8 registers w[j] (lane i = unsigned bytes 4j..4j+3 of
+ * row i's block), then per activation row b
+ *   isum = c_b + sum_j vpdpbusd(w[j], broadcast dword j of x_b)          (exact int32)
+ *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
+ * with c_b = 0 (Q4_1), -8 sum(x) (Q4_0: nibble - 8), -128 sum(x) (Q8_0: w + 128 as unsigned).
+ * Every output is one lane's sequence of these ops in block order: nothing depends on NB, on
+ * the lane, on the group or on the split of rows. acc starts at 0 if first, else from y
+ * (parked there by the previous k super-chunk). Lanes outside mask are not stored. */
+PF_FORCE_INLINE void qgroup(uint32_t wt, const uint8_t *g, size_t rb, int64_t nk, const uint8_t *act, size_t stride, const int32_t *asum,
+                            int64_t ald, int first, __mmask16 mask, float *y, int64_t ldy,
+                            const uint8_t *pf, int NB) {
+    const size_t ts = qtype_size(wt);
+    const uint8_t *p0 = g + (wt == PF_TYPE_Q4_1 ? 4 : 2), *p1 = p0 + 4 * rb, *p2 = p0 + 8 * rb,
+                  *p3 = p0 + 12 * rb;
+    __m512 acc[QNB];
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++)
+        acc[b] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + b * ldy);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), bias = _mm512_set1_epi8((char)0x80);
+    /* gather offsets of the 16 rows (row_bytes * 15 < 2^31 for any matrix that fits in memory) */
+    const __m512i gidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)rb));
+    for (int64_t k = 0; k < nk; k++) {
+        size_t ko = (size_t)k * ts;
+        __m512i w[8], t[4];
+        if (pf) /* the group QPF_AHEAD ahead, a block column of it per block: into L2 */
+            for (size_t o = 0; o < QRG * ts; o += 64) _mm_prefetch((const char *)pf + QRG * ko + o, _MM_HINT_T1);
+        if (wt == PF_TYPE_Q8_0) {
+            load_transposed(p0, p1, p2, p3, rb, ko, t);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) w[j] = _mm512_xor_si512(t[j], bias);
+            load_transposed(p0, p1, p2, p3, rb, ko + 16, t);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) w[4 + j] = _mm512_xor_si512(t[j], bias);
+        } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
+            load_transposed(p0, p1, p2, p3, rb, ko, t);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                w[j] = _mm512_and_si512(t[j], lo4);
+                w[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t[j], 4), lo4);
+            }
+        }
+        /* scales: lane i = the first dword of row i's block (d | m << 16 for Q4_1) */
+        __m512i dm = _mm512_i32gather_epi32(gidx, g + ko, 1);
+        __m512 dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+        __m512 mv = wt == PF_TYPE_Q4_1 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)))
+                                       : _mm512_setzero_ps();
+#pragma GCC unroll 16
+        for (int b = 0; b < NB; b++) {
+            const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
+            __m512i s = wt == PF_TYPE_Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(asum[b * ald + k]);
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++)
+                s = _mm512_dpbusd_epi32(s, w[j], _mm512_set1_epi32((int)load_u32(xb + 8 + 4 * j)));
+            __m512 sc = _mm512_mul_ps(dv, _mm512_set1_ps(load_f32(xb)));
+            acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[b]);
+            if (wt == PF_TYPE_Q4_1) acc[b] = _mm512_fmadd_ps(mv, _mm512_set1_ps(load_f32(xb + 4)), acc[b]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++) _mm512_mask_storeu_ps(y + b * ldy, mask, acc[b]);
+}
+
+#define QGROUP_CASE(N) \
+    case N: qgroup(wt, g, rb, nk, act, stride, asum, ald, first, mask, y, ldy, pf, N); break;
+
+PF_FORCE_INLINE void qgroup_nb(uint32_t wt, int nb, const uint8_t *g, size_t rb, int64_t nk,
+                               const uint8_t *act, size_t stride,
+                               const int32_t *asum, int64_t ald, int first, __mmask16 mask, float *y,
+                               int64_t ldy, const uint8_t *pf) {
+    switch (nb) {
+        QGROUP_CASE(1) QGROUP_CASE(2) QGROUP_CASE(3) QGROUP_CASE(4) QGROUP_CASE(5) QGROUP_CASE(6)
+        QGROUP_CASE(7) QGROUP_CASE(8) QGROUP_CASE(9) QGROUP_CASE(10) QGROUP_CASE(11) QGROUP_CASE(12)
+        QGROUP_CASE(13) QGROUP_CASE(14) QGROUP_CASE(15)
+        default: qgroup(wt, g, rb, nk, act, stride, asum, ald, first, mask, y, ldy, pf, QNB); break;
+    }
+}
+
+/* Copy rows [0, n) of W's blocks [k0, k0+nk) into dst as 16 rows of nk*ts bytes (rows n.. are
+ * zeros): the group layout for matrices of fewer than 16 rows. */
+PF_NOIPA static void pad_rows(const pf_weight *W, size_t ts, int n, int64_t k0, int64_t nk, uint8_t *dst) {
+    size_t len = (size_t)nk * ts;
+    for (int i = 0; i < QRG; i++) {
+        if (i < n) memcpy(dst + i * len, (const uint8_t *)W->data + (size_t)i * W->row_bytes + k0 * ts, len);
+        else memset(dst + i * len, 0, len);
+    }
+}
+
+#define QPAD_BYTES (32 * 1024) /* padded copy of a matrix of fewer than 16 rows, per k chunk */
+
+/* Rows [r0, r1) in groups of 16 consecutive rows; a last partial group is shifted back to end at
+ * r1 (recomputing some rows of the previous group, bitwise the same values, stored only once) or,
+ * for matrices under 16 rows, read from a zero-padded copy. Per group the blocks' scales go into
+ * a table once, then the activation rows pass over it QNB at a time (balanced: 17 rows go as
+ * 9 + 8) while the group's weights are hot in L1. Rows over kc blocks run in k super-chunks, the
+ * accumulators parked in y in between (a float store and reload changes nothing). */
+PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act_, size_t stride,
                                 int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
-    int64_t nblk = W->cols / PF_QK, npair = (nblk + 1) / 2;
-    if (npair == 0) { /* no columns: empty sums */
+    const uint8_t *act = act_;
+    const size_t ts = qtype_size(wt), rb = W->row_bytes;
+    int64_t nblk = W->cols / PF_QK;
+    if (nblk == 0) { /* no columns: empty sums */
         for (int b = 0; b < B; b++)
             for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
         return;
     }
-    size_t prow = packed_row_bytes(npair);
-    int fit = (int)(SCRATCH_BYTES / prow);
-    act_rows ar;
-    ar.npair = npair;
-    if (fit == 0) {
-        for (int b0 = 0; b0 < B; b0 += NB_MAX) {
-            int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
-            ar.base = (const uint8_t *)act + (size_t)b0 * stride;
-            ar.stride = stride;
-            qdot_range(wt, W, &ar, 0, nb, y + b0 * ldy, ldy, r0, r1);
-        }
-        return;
-    }
-    _Alignas(64) uint8_t scratch[SCRATCH_BYTES];
-    /* rows per chunk: the chunk's repacked rows should stay in L1 (~24 KB) while a weight row
-     * passes; fewer rows per chunk never changes a result, only how often weights are decoded */
-    int nbmax = (int)((24 * 1024) / prow);
-    nbmax = nbmax < 1 ? 1 : nbmax > NB_MAX ? NB_MAX : nbmax;
-    for (int s0 = 0; s0 < B; s0 += fit) {
-        int sb = B - s0 < fit ? B - s0 : fit, nb;
-        int nchunk = (sb + nbmax - 1) / nbmax;
-        for (int b = 0; b < sb; b++)
-            repack_row((const pf_block_q8_act *)((const char *)act + (size_t)(s0 + b) * stride), nblk,
-                       scratch + (size_t)b * prow);
-        for (int64_t rt = r0; rt < r1; rt += QROW_TILE) { /* row tiles stay in L1 across the chunks */
-            int64_t re = rt + QROW_TILE < r1 ? rt + QROW_TILE : r1;
-            for (int c = 0, left = nchunk; c < sb; c += nb, left--) {
-                nb = (sb - c + left - 1) / left; /* balanced: 9 rows go as 5 + 4, not 8 + 1 */
-                ar.base = scratch + (size_t)c * prow;
-                ar.stride = prow;
-                qdot_range(wt, W, &ar, 1, nb, y + (s0 + c) * ldy, ldy, rt, re);
+    _Alignas(64) int32_t asum[wt == PF_TYPE_Q4_1 ? 1 : ASUM_INTS];
+    _Alignas(64) uint8_t pad[W->rows < QRG ? QPAD_BYTES : 1];
+    int64_t kc = QKS;
+    if (W->rows < QRG && kc * ts * QRG > QPAD_BYTES) kc = QPAD_BYTES / (ts * QRG);
+    for (int64_t k0 = 0; k0 < nblk; k0 += kc) {
+        int64_t nk = nblk - k0 < kc ? nblk - k0 : kc;
+        int first = k0 == 0;
+        int sbmax = wt == PF_TYPE_Q4_1 ? B : (int)(ASUM_INTS / nk); /* >= 32 */
+        if (W->rows < QRG) pad_rows(W, ts, (int)W->rows, k0, nk, pad);
+        for (int s0 = 0; s0 < B; s0 += sbmax) {
+            int sb = B - s0 < sbmax ? B - s0 : sbmax;
+            const uint8_t *as = act + (size_t)s0 * stride;
+            if (wt != PF_TYPE_Q4_1) act_sums(as, stride, sb, k0, nk, wt == PF_TYPE_Q8_0 ? -128 : -8, asum);
+            for (int64_t g0 = r0; g0 < r1; g0 += QRG) {
+                int n = r1 - g0 < QRG ? (int)(r1 - g0) : QRG;
+                int64_t gs = g0; /* first row of the 16 read */
+                const uint8_t *g;
+                size_t grb;
+                __mmask16 mask = (__mmask16)((1u << n) - 1);
+                if (W->rows < QRG) {
+                    gs = 0, g = pad, grb = (size_t)nk * ts;
+                    mask = (__mmask16)(((1u << n) - 1) << g0);
+                } else {
+                    if (n < QRG) gs = r1 - QRG, mask = (__mmask16)(((1u << n) - 1) << (QRG - n));
+                    g = (const uint8_t *)W->data + (size_t)gs * rb + (size_t)k0 * ts, grb = rb;
+                }
+                /* prefetch: rows [gs + 16*QPF_AHEAD, +16) of this k chunk, when whole in W */
+                const uint8_t *pf = NULL;
+                if (grb == rb && gs + QRG * (QPF_AHEAD + 1) <= W->rows && nk == nblk)
+                    pf = g + (size_t)QPF_AHEAD * QRG * rb;
+                int npass = (sb + QNB - 1) / QNB;
+                for (int c = 0, left = npass, nb; c < sb; c += nb, left--) {
+                    nb = (sb - c + left - 1) / left;
+                    qgroup_nb(wt, nb, g, grb, nk, as + (size_t)c * stride + (size_t)k0 * XB, stride,
+                              asum + (size_t)c * nk, nk, first, mask, y + (s0 + c) * ldy + gs, ldy,
+                              c ? NULL : pf);
+                }
             }
         }
     }
