@@ -67,6 +67,16 @@ static void linear(pf_ctx *c, const pf_weight *W, const float *x, int64_t ldx, i
     pf_matmul(c->k, c->pool, W, c->act, B, y, ldy);
 }
 
+/* Like linear, reusing the activations prepared for P when W takes the same format and width
+ * (q/k/v and gate/up read the same rows): the prepared rows are the same bytes either way. */
+static void linear_same(pf_ctx *c, const pf_weight *P, const pf_weight *W, const float *x, int64_t ldx, int B,
+                        float *y, int64_t ldy) {
+    if (W->type == P->type && W->cols == P->cols)
+        pf_matmul(c->k, c->pool, W, c->act, B, y, ldy);
+    else
+        linear(c, W, x, ldx, B, y, ldy);
+}
+
 static void head_norm(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps) {
     for (int h = 0; h < n_heads; h++) k->rmsnorm(x + (size_t)h * hd, w, hd, eps, x + (size_t)h * hd);
 }
@@ -83,19 +93,30 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     for (int r = 0; r < B; r++) pf_dequantize_row(m->tok_embd.type,
         (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->x + (size_t)r * H, H);
 
+    /* RoPE angles of the chunk's positions, once for all layers (hd <= 256: else per call) */
+    float rope_cs[CHUNK_ROWS * 256];
+    const int rope_tab = hd <= 256 && B <= CHUNK_ROWS;
+    if (rope_tab)
+        for (int r = 0; r < B; r++) pf_rope_angles(hd, pos0 + r, hp->rope_theta, rope_cs + (size_t)r * hd);
+
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];
         for (int r = 0; r < B; r++) k->rmsnorm(c->x + (size_t)r * H, L->attn_norm, H, hp->rms_eps, c->xn + (size_t)r * H);
         linear(c, &L->attn_q, c->xn, H, B, c->q, qd);
-        linear(c, &L->attn_k, c->xn, H, B, c->kbuf, kvd);
-        linear(c, &L->attn_v, c->xn, H, B, c->vbuf, kvd);
+        linear_same(c, &L->attn_q, &L->attn_k, c->xn, H, B, c->kbuf, kvd);
+        linear_same(c, &L->attn_k, &L->attn_v, c->xn, H, B, c->vbuf, kvd);
         pf_half *Kc = kv->k + (size_t)l * kv->n_ctx * kvd, *Vc = kv->v + (size_t)l * kv->n_ctx * kvd;
         for (int r = 0; r < B; r++) {
             float *q = c->q + (size_t)r * qd, *kr = c->kbuf + (size_t)r * kvd, *vr = c->vbuf + (size_t)r * kvd;
             head_norm(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
             head_norm(k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
-            pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
-            pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
+            if (rope_tab) {
+                pf_rope_neox_cs(q, hp->n_head, hd, rope_cs + (size_t)r * hd);
+                pf_rope_neox_cs(kr, hp->n_head_kv, hd, rope_cs + (size_t)r * hd);
+            } else {
+                pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
+                pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
+            }
             pf_half *kd = Kc + (size_t)(pos0 + r) * kvd, *vd = Vc + (size_t)(pos0 + r) * kvd;
             for (int64_t i = 0; i < kvd; i++) {
                 kd[i] = pf_fp32_to_fp16(kr[i]);
@@ -109,7 +130,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
 
         for (int r = 0; r < B; r++) k->rmsnorm(c->x + (size_t)r * H, L->ffn_norm, H, hp->rms_eps, c->xn + (size_t)r * H);
         linear(c, &L->ffn_gate, c->xn, H, B, c->gate, hp->n_ff);
-        linear(c, &L->ffn_up, c->xn, H, B, c->up, hp->n_ff);
+        linear_same(c, &L->ffn_gate, &L->ffn_up, c->xn, H, B, c->up, hp->n_ff);
         for (int r = 0; r < B; r++)
             k->swiglu(c->gate + (size_t)r * hp->n_ff, c->up + (size_t)r * hp->n_ff, c->gate + (size_t)r * hp->n_ff, hp->n_ff);
         linear(c, &L->ffn_down, c->gate, hp->n_ff, B, c->tmp, H);

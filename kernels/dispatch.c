@@ -99,7 +99,37 @@ void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const voi
 
 /* ---- RoPE, softmax ---- */
 
+void pf_rope_angles(int hd, int64_t pos, float theta, float *cs) {
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        double freq = pow((double)theta, -2.0 * i / hd);
+        double s, c;
+        sincos((double)pos * freq, &s, &c);
+        cs[i] = (float)c;
+        cs[half + i] = (float)s;
+    }
+}
+
+void pf_rope_neox_cs(float *x, int n_heads, int hd, const float *cs) {
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        float cf = cs[i], sf = cs[half + i];
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (int64_t)h * hd;
+            float a = v[i], b = v[i + half];
+            v[i] = a * cf - b * sf;
+            v[i + half] = a * sf + b * cf;
+        }
+    }
+}
+
 void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta) {
+    float cs[512];
+    if (hd <= 512) {
+        pf_rope_angles(hd, pos, theta, cs);
+        pf_rope_neox_cs(x, n_heads, hd, cs);
+        return;
+    }
     int half = hd / 2;
     for (int i = 0; i < half; i++) {
         double freq = pow((double)theta, -2.0 * i / hd);

@@ -62,6 +62,11 @@ void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const voi
 /* NEOX RoPE (rotate-half pairs (i, i+hd/2), angle pos * theta^(-2i/hd)) applied in place to
  * n_heads heads of hd floats. Angles are computed in double precision. */
 void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta);
+/* The same in two steps, so the angles of a position are computed once for every layer and
+ * both q and k: cs[0..hd/2) = cos, cs[hd/2..hd) = sin of the angles (as floats) of pos;
+ * pf_rope_neox_cs then rotates exactly as pf_rope_neox does (bitwise the same results). */
+void pf_rope_angles(int hd, int64_t pos, float theta, float *cs);
+void pf_rope_neox_cs(float *x, int n_heads, int hd, const float *cs);
 
 /* Attention of B query rows over a key/value cache of one layer.
  * q: row b at q + b*ldq, n_head heads of hd. K, V: f16, key j at K + j*kv_stride (n_kv_head heads
