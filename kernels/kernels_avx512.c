@@ -275,8 +275,8 @@ PF_NOIPA static void pad_rows(const pf_weight *W, size_t ts, int n, int64_t k0, 
 
 #define QPAD_BYTES (32 * 1024) /* padded copy of a matrix of fewer than 16 rows, per k chunk */
 
-/* Rows [r0, r1) in groups of 16 consecutive rows; a last partial group is shifted back to end at
- * r1 (recomputing some rows of the previous group, bitwise the same values, stored only once) or,
+/* Rows [r0, r1) in groups of 16 consecutive rows of W; a partial group is shifted back to end at
+ * W's last row (recomputing rows outside [r0, r1), bitwise the same values, never stored) or,
  * for matrices under 16 rows, read from a zero-padded copy. Per group the blocks' scales go into
  * a table once, then the activation rows pass over it QNB at a time (balanced: 17 rows go as
  * 9 + 8) while the group's weights are hot in L1. Rows over kc blocks run in k super-chunks, the
@@ -314,7 +314,8 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                     gs = 0, g = pad, grb = (size_t)nk * ts;
                     mask = (__mmask16)(((1u << n) - 1) << g0);
                 } else {
-                    if (n < QRG) gs = r1 - QRG, mask = (__mmask16)(((1u << n) - 1) << (QRG - n));
+                    if (gs > W->rows - QRG) gs = W->rows - QRG; /* a partial group ends at the last row */
+                    mask = (__mmask16)(((1u << n) - 1) << (g0 - gs));
                     g = (const uint8_t *)W->data + (size_t)gs * rb + (size_t)k0 * ts, grb = rb;
                 }
                 /* prefetch: rows [gs + 16*QPF_AHEAD, +16) of this k chunk, when whole in W */

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "formats/quant.h"
@@ -443,6 +444,67 @@ TEST(kernels_gemm_long_rows) {
         }
         free((void *)W.data), free(act), free(mag), free(yref), free(y), free(y1);
     }
+}
+
+/* Weights between two PROT_NONE pages (the matrix ends exactly at the second one): every level
+ * computes row ranges at both ends of the matrix, of matrices over and under 16 rows, without
+ * reading outside it (a stray read faults), bitwise equal to the whole-matrix gemm. */
+TEST(kernels_gemm_guard_pages) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    const struct { int64_t rows, cols; } cases[] = {{40, 96}, {7, 64}, {16, 32}, {33, 160}};
+    for (int ci = 0; ci < 4; ci++)
+        for (int t = 0; t < N_TYPES; t++) {
+            uint32_t type = k_types[t];
+            int64_t rows = cases[ci].rows, cols = cases[ci].cols;
+            const int B = 3;
+            pf_weight W0;
+            make_weight(type, rows, cols, 900 + t + 10 * ci, &W0);
+            size_t bytes = W0.row_bytes * (size_t)rows, span = (bytes + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+            char *map = mmap(NULL, span + 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            CHECK(map != MAP_FAILED);
+            if (map == MAP_FAILED) return;
+            mprotect(map, (size_t)pg, PROT_NONE);
+            mprotect(map + (size_t)pg + span, (size_t)pg, PROT_NONE);
+            char *data = map + (size_t)pg + (span - bytes); /* ends at the guard page */
+            memcpy(data, W0.data, bytes);
+            pf_weight W = W0;
+            W.data = data;
+            void *act = make_act(type, cols, B, 950 + t, NULL);
+            size_t stride = pf_act_row_bytes(type, cols);
+            float *yf = malloc((size_t)B * rows * sizeof(float)), *yp = malloc((size_t)B * rows * sizeof(float));
+            for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                if (!k) continue;
+                k->gemm[type](&W, act, stride, B, yf, rows, 0, rows);
+                int64_t cuts[][2] = {{0, 1}, {0, 5}, {1, 3}, {rows - 3, rows}, {rows - 1, rows}, {rows / 2, rows}};
+                memset(yp, 0, (size_t)B * rows * sizeof(float));
+                for (int c = 0; c < 6; c++) {
+                    int64_t a = cuts[c][0] < 0 ? 0 : cuts[c][0], e = cuts[c][1];
+                    k->gemm[type](&W, act, stride, B, yp, rows, a, e);
+                    for (int b = 0; b < B; b++)
+                        for (int64_t r = a; r < e; r++)
+                            CHECKF(yp[b * rows + r] == yf[b * rows + r], "%s %s rows=%lld [%lld,%lld) b=%d r=%lld",
+                                   k->name, pf_type_info(type)->name, (long long)rows, (long long)a,
+                                   (long long)e, b, (long long)r);
+                }
+            }
+            /* the same with the matrix starting right at the first guard page */
+            char *data2 = map + (size_t)pg;
+            memmove(data2, data, bytes);
+            W.data = data2;
+            for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                if (!k) continue;
+                k->gemm[type](&W, act, stride, B, yf, rows, 0, rows);
+                k->gemm[type](&W, act, stride, B, yp, rows, 0, rows < 5 ? rows : 5);
+                for (int b = 0; b < B; b++)
+                    for (int64_t r = 0; r < (rows < 5 ? rows : 5); r++)
+                        CHECKF(yp[b * rows + r] == yf[b * rows + r], "%s %s rows=%lld start b=%d r=%lld", k->name,
+                               pf_type_info(type)->name, (long long)rows, b, (long long)r);
+            }
+            munmap(map, span + 2 * (size_t)pg);
+            free((void *)W0.data), free(act), free(yf), free(yp);
+        }
 }
 
 /* pf_matmul with pools of 1, 2 and 3 threads (large enough to really split) == direct gemm. */
