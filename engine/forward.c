@@ -67,14 +67,20 @@ static void linear(pf_ctx *c, const pf_weight *W, const float *x, int64_t ldx, i
     pf_matmul(c->k, c->pool, W, c->act, B, y, ldy);
 }
 
-/* Like linear, reusing the activations prepared for P when W takes the same format and width
- * (q/k/v and gate/up read the same rows): the prepared rows are the same bytes either way. */
-static void linear_same(pf_ctx *c, const pf_weight *P, const pf_weight *W, const float *x, int64_t ldx, int B,
-                        float *y, int64_t ldy) {
-    if (W->type == P->type && W->cols == P->cols)
-        pf_matmul(c->k, c->pool, W, c->act, B, y, ldy);
-    else
-        linear(c, W, x, ldx, B, y, ldy);
+/* Several weights reading the same rows (q/k/v, gate/up): when all take the same activation
+ * format and width, the rows are prepared once and the matmuls share one pool run (the results
+ * are the same bytes either way); otherwise one linear each. */
+static void linear_n(pf_ctx *c, int n, const pf_weight *const *W, const float *x, int64_t ldx, int B,
+                     float *const *y, const int64_t *ldy) {
+    int same = 1;
+    for (int i = 1; i < n; i++)
+        if (W[i]->type != W[0]->type || W[i]->cols != W[0]->cols) same = 0;
+    if (!same) {
+        for (int i = 0; i < n; i++) linear(c, W[i], x, ldx, B, y[i], ldy[i]);
+        return;
+    }
+    pf_act_prepare(c->k, W[0]->type, x, ldx, B, W[0]->cols, c->act);
+    pf_matmul_n(c->k, c->pool, n, W, c->act, B, y, ldy);
 }
 
 static void head_norm(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps) {
@@ -102,9 +108,12 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];
         for (int r = 0; r < B; r++) k->rmsnorm(c->x + (size_t)r * H, L->attn_norm, H, hp->rms_eps, c->xn + (size_t)r * H);
-        linear(c, &L->attn_q, c->xn, H, B, c->q, qd);
-        linear_same(c, &L->attn_q, &L->attn_k, c->xn, H, B, c->kbuf, kvd);
-        linear_same(c, &L->attn_k, &L->attn_v, c->xn, H, B, c->vbuf, kvd);
+        {
+            const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
+            float *y[3] = {c->q, c->kbuf, c->vbuf};
+            const int64_t ldy[3] = {qd, kvd, kvd};
+            linear_n(c, 3, W, c->xn, H, B, y, ldy);
+        }
         pf_half *Kc = kv->k + (size_t)l * kv->n_ctx * kvd, *Vc = kv->v + (size_t)l * kv->n_ctx * kvd;
         for (int r = 0; r < B; r++) {
             float *q = c->q + (size_t)r * qd, *kr = c->kbuf + (size_t)r * kvd, *vr = c->vbuf + (size_t)r * kvd;
@@ -129,8 +138,12 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         for (int64_t i = 0; i < (int64_t)B * H; i++) c->x[i] += c->tmp[i];
 
         for (int r = 0; r < B; r++) k->rmsnorm(c->x + (size_t)r * H, L->ffn_norm, H, hp->rms_eps, c->xn + (size_t)r * H);
-        linear(c, &L->ffn_gate, c->xn, H, B, c->gate, hp->n_ff);
-        linear_same(c, &L->ffn_gate, &L->ffn_up, c->xn, H, B, c->up, hp->n_ff);
+        {
+            const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
+            float *y[2] = {c->gate, c->up};
+            const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
+            linear_n(c, 2, W, c->xn, H, B, y, ldy);
+        }
         for (int r = 0; r < B; r++)
             k->swiglu(c->gate + (size_t)r * hp->n_ff, c->up + (size_t)r * hp->n_ff, c->gate + (size_t)r * hp->n_ff, hp->n_ff);
         linear(c, &L->ffn_down, c->gate, hp->n_ff, B, c->tmp, H);

@@ -43,17 +43,24 @@ void pf_act_prepare(const pf_kernels *k, uint32_t wtype, const float *x, int64_t
 
 #define ROW_ALIGN 16            /* chunks of output rows are multiples of this */
 #define INLINE_WORK (1 << 17)  /* weights x rows below which waking the pool costs more than it saves */
+#define MAX_PARTS 4
 
 typedef struct {
     pf_gemm_fn fn;
     const pf_weight *W;
-    const void *act;
-    size_t stride;
-    int B;
     float *y;
     int64_t ldy;
-    int64_t chunk;
-    _Atomic int64_t next; /* first row of the next unclaimed chunk */
+    int64_t chunk;  /* rows per chunk */
+    int64_t first;  /* index of this part's first chunk in the job */
+} matmul_part;
+
+typedef struct {
+    const void *act;
+    size_t stride;
+    int B, n;
+    matmul_part part[MAX_PARTS];
+    int64_t total;        /* chunks over all parts */
+    _Atomic int64_t next; /* next unclaimed chunk */
 } matmul_job;
 
 /* Threads claim chunks dynamically (a core shared with another process just takes fewer); each
@@ -62,39 +69,61 @@ static void matmul_worker(void *arg, int ith, int nth) {
     (void)ith;
     (void)nth;
     matmul_job *j = arg;
-    int64_t rows = j->W->rows;
     for (;;) {
-        int64_t r0 = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
-        if (r0 >= rows) break;
-        int64_t r1 = r0 + j->chunk < rows ? r0 + j->chunk : rows;
-        j->fn(j->W, j->act, j->stride, j->B, j->y, j->ldy, r0, r1);
+        int64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (c >= j->total) break;
+        int p = 0;
+        while (p + 1 < j->n && c >= j->part[p + 1].first) p++;
+        const matmul_part *m = &j->part[p];
+        int64_t rows = m->W->rows, r0 = (c - m->first) * m->chunk;
+        int64_t r1 = r0 + m->chunk < rows ? r0 + m->chunk : rows;
+        m->fn(m->W, j->act, j->stride, j->B, m->y, m->ldy, r0, r1);
     }
+}
+
+static int no_kernel(const pf_kernels *k, const pf_weight *W, int B, float *y, int64_t ldy) {
+    if (W->type < PF_TYPE_MAX && k->gemm[W->type]) return 0;
+    /* Model loaders reject unsupported types; reaching this is a bug, make it visible. */
+    fprintf(stderr, "pocketflash: pf_matmul: no %s kernel for weight type %u\n", k->name, (unsigned)W->type);
+    for (int b = 0; b < B; b++)
+        for (int64_t r = 0; r < W->rows; r++) y[b * ldy + r] = NAN;
+    return 1;
+}
+
+void pf_matmul_n(const pf_kernels *k, pf_pool *pool, int n, const pf_weight *const *W, const void *act, int B,
+                 float *const *y, const int64_t *ldy) {
+    if (B <= 0) return;
+    if (n > MAX_PARTS) { /* more than one job holds */
+        pf_matmul_n(k, pool, MAX_PARTS, W, act, B, y, ldy);
+        pf_matmul_n(k, pool, n - MAX_PARTS, W + MAX_PARTS, act, B, y + MAX_PARTS, ldy + MAX_PARTS);
+        return;
+    }
+    int nth = pf_pool_size(pool);
+    matmul_job job = {.act = act, .B = B, .n = 0, .total = 0};
+    int64_t work = 0;
+    for (int i = 0; i < n; i++) {
+        if (W[i]->rows <= 0 || no_kernel(k, W[i], B, y[i], ldy[i])) continue;
+        /* ~4 chunks per thread per matrix for balance, rounded up to whole ROW_ALIGN groups */
+        int64_t chunk = (W[i]->rows + 4 * nth - 1) / (4 * nth);
+        chunk = (chunk + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+        matmul_part *m = &job.part[job.n++];
+        *m = (matmul_part){k->gemm[W[i]->type], W[i], y[i], ldy[i], chunk, job.total};
+        job.total += (W[i]->rows + chunk - 1) / chunk;
+        job.stride = pf_act_row_bytes(W[i]->type, W[i]->cols);
+        work += W[i]->rows * W[i]->cols * (int64_t)B;
+    }
+    if (job.n == 0) return;
+    if (nth <= 1 || work < INLINE_WORK || job.total < 2) {
+        for (int i = 0; i < job.n; i++)
+            job.part[i].fn(job.part[i].W, act, job.stride, B, job.part[i].y, job.part[i].ldy, 0, job.part[i].W->rows);
+        return;
+    }
+    pf_pool_run(pool, matmul_worker, &job);
 }
 
 void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const void *act, int B,
                float *y, int64_t ldy) {
-    if (B <= 0 || W->rows <= 0) return;
-    pf_gemm_fn fn = W->type < PF_TYPE_MAX ? k->gemm[W->type] : NULL;
-    if (!fn) {
-        /* Model loaders reject unsupported types; reaching this is a bug, make it visible. */
-        fprintf(stderr, "pocketflash: pf_matmul: no %s kernel for weight type %u\n", k->name,
-                (unsigned)W->type);
-        for (int b = 0; b < B; b++)
-            for (int64_t r = 0; r < W->rows; r++) y[b * ldy + r] = NAN;
-        return;
-    }
-    size_t stride = pf_act_row_bytes(W->type, W->cols);
-    int nth = pf_pool_size(pool);
-    int64_t work = W->rows * W->cols * (int64_t)B;
-    if (nth <= 1 || work < INLINE_WORK || W->rows <= ROW_ALIGN) {
-        fn(W, act, stride, B, y, ldy, 0, W->rows);
-        return;
-    }
-    /* ~4 chunks per thread for balance, rounded up to whole ROW_ALIGN groups */
-    int64_t chunk = (W->rows + 4 * nth - 1) / (4 * nth);
-    chunk = (chunk + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
-    matmul_job job = {fn, W, act, stride, B, y, ldy, chunk, 0};
-    pf_pool_run(pool, matmul_worker, &job);
+    pf_matmul_n(k, pool, 1, &W, act, B, &y, &ldy);
 }
 
 /* ---- RoPE, softmax ---- */

@@ -58,6 +58,10 @@ void pf_act_prepare(const pf_kernels *k, uint32_t wtype, const float *x, int64_t
 /* y[b*ldy + r] = W row r . x row b, for all rows, split over the pool by output rows. */
 void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const void *act, int B,
                float *y, int64_t ldy);
+/* n matmuls over the same prepared activations (every W[i] of one type and width), in one pool
+ * run: y[i] rows (ldy[i]) = W[i] . act rows. Each result equals pf_matmul's, bitwise. */
+void pf_matmul_n(const pf_kernels *k, pf_pool *pool, int n, const pf_weight *const *W, const void *act, int B,
+                 float *const *y, const int64_t *ldy);
 
 /* NEOX RoPE (rotate-half pairs (i, i+hd/2), angle pos * theta^(-2i/hd)) applied in place to
  * n_heads heads of hd floats. Angles are computed in double precision. */

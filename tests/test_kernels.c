@@ -542,6 +542,44 @@ TEST(kernels_matmul_pool_invariance) {
     for (int p = 0; p < 3; p++) pf_pool_destroy(pools[p]);
 }
 
+/* pf_matmul_n (several matrices over the same activations in one pool run) == one gemm each. */
+TEST(kernels_matmul_n_equals_gemm) {
+    pf_pool *pools[3] = {pf_pool_create(1), pf_pool_create(2), pf_pool_create(3)};
+    const int64_t rows[3] = {700, 130, 7}, cols = 256;
+    const int B = 5;
+    for (int t = 0; t < N_TYPES; t++) {
+        uint32_t type = k_types[t];
+        pf_weight Ws[3];
+        const pf_weight *W[3];
+        float *yd[3], *ym[3];
+        int64_t ldy[3];
+        for (int i = 0; i < 3; i++) {
+            make_weight(type, rows[i], cols, 1100 + t * 3 + i, &Ws[i]);
+            W[i] = &Ws[i];
+            ldy[i] = rows[i] + 1;
+            yd[i] = calloc((size_t)B * ldy[i], sizeof(float));
+            ym[i] = calloc((size_t)B * ldy[i], sizeof(float));
+        }
+        void *act = make_act(type, cols, B, 1200 + t, NULL);
+        for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            for (int i = 0; i < 3; i++)
+                k->gemm[type](W[i], act, pf_act_row_bytes(type, cols), B, yd[i], ldy[i], 0, rows[i]);
+            for (int p = 0; p < 3; p++) {
+                for (int i = 0; i < 3; i++) memset(ym[i], 0, (size_t)B * ldy[i] * sizeof(float));
+                pf_matmul_n(k, pools[p], 3, W, act, B, ym, ldy);
+                for (int i = 0; i < 3; i++)
+                    CHECKF(memcmp(yd[i], ym[i], (size_t)B * ldy[i] * sizeof(float)) == 0,
+                           "%s %s matrix %d, %d threads", k->name, pf_type_info(type)->name, i, p + 1);
+            }
+        }
+        for (int i = 0; i < 3; i++) free((void *)Ws[i].data), free(yd[i]), free(ym[i]);
+        free(act);
+    }
+    for (int p = 0; p < 3; p++) pf_pool_destroy(pools[p]);
+}
+
 /* ---- activation quantization ---- */
 
 TEST(kernels_quantize_act_bitwise) {
