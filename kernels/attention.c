@@ -66,11 +66,13 @@ static void attn_worker(void *arg, int ith, int nth) {
     (void)ith;
     (void)nth;
     pf_attn_job *j = arg;
-    int total = j->B * j->n_kv_head;
+    int R = j->rows_per_task, groups = (j->B + R - 1) / R, total = groups * j->n_kv_head;
     for (;;) {
         int t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
         if (t >= total) break;
-        attend_group(j, t / j->n_kv_head, t % j->n_kv_head);
+        int b0 = t / j->n_kv_head * R, kvh = t % j->n_kv_head, nr = j->B - b0 < R ? j->B - b0 : R;
+        if (nr > 1 && j->k->level == PF_LEVEL_AVX512 && pf_attend_rows_avx512(j, b0, nr, kvh)) continue;
+        for (int b = b0; b < b0 + nr; b++) attend_group(j, b, kvh);
     }
 }
 
@@ -80,8 +82,12 @@ void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ld
     if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;
     pf_attn_job j = {k,      q,      ldq,       B,    n_head, n_kv_head,
                      hd,     K,      V,         kv_stride, pos0, n_keys,
-                     causal, window, out,       ldo,  (float)(1.0 / sqrt((double)hd)), 0};
+                     causal, window, out,       ldo,  (float)(1.0 / sqrt((double)hd)), 0, 1};
     int64_t work = (int64_t)B * n_head * (n_keys + 1) * hd;
+    /* rows per task: up to 4 share each key/value conversion, while leaving ~2 tasks per thread */
+    int nth = pf_pool_size(pool) < 1 ? 1 : pf_pool_size(pool);
+    int R = B * n_kv_head / (2 * nth);
+    j.rows_per_task = R < 1 ? 1 : R > 4 ? 4 : R;
     if (pf_pool_size(pool) <= 1 || work < INLINE_WORK || B * n_kv_head < 2)
         attn_worker(&j, 0, 1);
     else

@@ -18,6 +18,7 @@
 
 #define MAX_GROUP 16
 #define MAX_HD 256
+#define MAX_ROWS 4 /* rows per task sharing the key/value conversion */
 
 /* r[t] = sum of the 16 lanes of a[t], t = 0..15, as one register. */
 PF_FORCE_INLINE __m512 transpose_sum16(const __m512 *a) {
@@ -48,120 +49,155 @@ static inline void convert_rows(const pf_half *src, int64_t stride, int m, int n
                             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + t * stride + 16 * i))));
 }
 
-/* nv = hd / 16; constant where the caller instantiates it, so the head's vectors live in registers. */
-PF_FORCE_INLINE void attend_group(const pf_attn_job *j, int b, int kvh, int nv) {
+/* Rows b0 .. b0+nr-1 (nr <= MAX_ROWS; with a window, nr = 1) for KV head kvh: all rows walk the
+ * same chunks from the same lo, each only over its own visible keys, and share the f16 -> f32
+ * conversion of every key and value row. Each row's operations are those of the row alone.
+ * nv = hd / 16; constant where the caller instantiates it, so the head's vectors live in
+ * registers. */
+PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, int nv) {
     const int hd = 16 * nv, g = j->n_head / j->n_kv_head;
-    int64_t lo, hi;
-    pf_attn_range(j, b, &lo, &hi);
-    const float *qh[MAX_GROUP];
-    float *o[MAX_GROUP];
-    for (int h = 0; h < g; h++) {
-        qh[h] = j->q + b * j->ldq + (int64_t)(kvh * g + h) * hd;
-        o[h] = j->out + b * j->ldo + (int64_t)(kvh * g + h) * hd;
-        memset(o[h], 0, (size_t)hd * sizeof(float));
+    int64_t lo = 0, hi[MAX_ROWS], hmax = 0;
+    const float *qh[MAX_ROWS][MAX_GROUP];
+    float *o[MAX_ROWS][MAX_GROUP];
+    for (int r = 0; r < nr; r++) {
+        int b = b0 + r;
+        pf_attn_range(j, b, &lo, &hi[r]); /* lo is the same for every row (no window when nr > 1) */
+        if (hi[r] > hmax) hmax = hi[r];
+        for (int h = 0; h < g; h++) {
+            qh[r][h] = j->q + b * j->ldq + (int64_t)(kvh * g + h) * hd;
+            o[r][h] = j->out + b * j->ldo + (int64_t)(kvh * g + h) * hd;
+            memset(o[r][h], 0, (size_t)hd * sizeof(float));
+        }
     }
-    if (lo >= hi) return;
+    if (lo >= hmax) return;
 
-    _Alignas(64) float s[MAX_GROUP][PF_ATTN_KCHUNK];
+    _Alignas(64) float s[MAX_ROWS][MAX_GROUP][PF_ATTN_KCHUNK];
     _Alignas(64) float rows[16 * MAX_HD];
-    __m512 lsum[MAX_GROUP];
-    float mx[MAX_GROUP];
-    for (int h = 0; h < g; h++) {
-        lsum[h] = _mm512_setzero_ps();
-        mx[h] = -INFINITY;
-    }
+    __m512 lsum[MAX_ROWS][MAX_GROUP];
+    float mx[MAX_ROWS][MAX_GROUP];
+    for (int r = 0; r < nr; r++)
+        for (int h = 0; h < g; h++) {
+            lsum[r][h] = _mm512_setzero_ps();
+            mx[r][h] = -INFINITY;
+        }
     const pf_half *Kh = j->K + (int64_t)kvh * hd, *Vh = j->V + (int64_t)kvh * hd;
     const __m512 scale = _mm512_set1_ps(j->scale);
-    for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
-        int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
-        for (int t0 = 0; t0 < n; t0 += 16) {
-            int m = n - t0 < 16 ? n - t0 : 16;
-            convert_rows(Kh + (c0 + t0) * j->kv_stride, j->kv_stride, m, nv, rows);
-            for (int h = 0; h < g; h++) {
-                __m512 a[16];
+    for (int64_t c0 = lo; c0 < hmax; c0 += PF_ATTN_KCHUNK) {
+        int nc[MAX_ROWS], nmax = 0; /* keys of this chunk each row sees (<= 0: none) */
+        for (int r = 0; r < nr; r++) {
+            int64_t left = hi[r] - c0;
+            nc[r] = left <= 0 ? 0 : left < PF_ATTN_KCHUNK ? (int)left : PF_ATTN_KCHUNK;
+            if (nc[r] > nmax) nmax = nc[r];
+        }
+        for (int t0 = 0; t0 < nmax; t0 += 16) {
+            int mm = nmax - t0 < 16 ? nmax - t0 : 16;
+            convert_rows(Kh + (c0 + t0) * j->kv_stride, j->kv_stride, mm, nv, rows);
+            for (int r = 0; r < nr; r++) {
+                if (t0 >= nc[r]) continue;
+                int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
+                for (int h = 0; h < g; h++) {
+                    const float *q = qh[r][h];
+                    __m512 a[16];
 #pragma GCC unroll 16
-                for (int t = 0; t < 16; t++) {
-                    a[t] = _mm512_setzero_ps();
-                    if (t >= m) continue;
-                    const float *r = rows + t * hd;
-                    a[t] = _mm512_mul_ps(_mm512_load_ps(r), _mm512_loadu_ps(qh[h]));
-                    #pragma GCC unroll 16
-                    for (int i = 1; i < nv; i++)
-                        a[t] = _mm512_fmadd_ps(_mm512_load_ps(r + 16 * i), _mm512_loadu_ps(qh[h] + 16 * i), a[t]);
+                    for (int t = 0; t < 16; t++) {
+                        a[t] = _mm512_setzero_ps();
+                        if (t >= m) continue;
+                        const float *rw = rows + t * hd;
+                        a[t] = _mm512_mul_ps(_mm512_load_ps(rw), _mm512_loadu_ps(q));
+                        #pragma GCC unroll 16
+                        for (int i = 1; i < nv; i++)
+                            a[t] = _mm512_fmadd_ps(_mm512_load_ps(rw + 16 * i), _mm512_loadu_ps(q + 16 * i), a[t]);
+                    }
+                    _mm512_store_ps(s[r][h] + t0, _mm512_mul_ps(transpose_sum16(a), scale));
                 }
-                _mm512_store_ps(s[h] + t0, _mm512_mul_ps(transpose_sum16(a), scale));
             }
         }
-        for (int h = 0; h < g; h++) {
-            __m512 vm = _mm512_set1_ps(-INFINITY);
-            for (int t = 0; t < n; t += 16)
-                vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - t), s[h] + t));
-            float cmax = _mm512_reduce_max_ps(vm);
-            if (cmax > mx[h]) {
-                if (mx[h] != -INFINITY) {
-                    __m512 f = _mm512_set1_ps(expf(mx[h] - cmax));
-                    lsum[h] = _mm512_mul_ps(lsum[h], f);
-                    #pragma GCC unroll 16
-                    for (int i = 0; i < nv; i++)
-                        _mm512_storeu_ps(o[h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[h] + 16 * i), f));
+        for (int r = 0; r < nr; r++) {
+            int n = nc[r];
+            if (n == 0) continue;
+            for (int h = 0; h < g; h++) {
+                float *sh = s[r][h];
+                __m512 vm = _mm512_set1_ps(-INFINITY);
+                for (int t = 0; t < n; t += 16)
+                    vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - t), sh + t));
+                float cmax = _mm512_reduce_max_ps(vm);
+                if (cmax > mx[r][h]) {
+                    if (mx[r][h] != -INFINITY) {
+                        __m512 f = _mm512_set1_ps(expf(mx[r][h] - cmax));
+                        lsum[r][h] = _mm512_mul_ps(lsum[r][h], f);
+                        #pragma GCC unroll 16
+                        for (int i = 0; i < nv; i++)
+                            _mm512_storeu_ps(o[r][h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[r][h] + 16 * i), f));
+                    }
+                    mx[r][h] = cmax;
                 }
-                mx[h] = cmax;
-            }
-            __m512 mv = _mm512_set1_ps(mx[h]);
-            for (int t = 0; t < n; t += 16) {
-                __mmask16 m = tail_mask(n - t);
-                __m512 p = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s[h] + t), mv)));
-                _mm512_store_ps(s[h] + t, p);
-                lsum[h] = _mm512_add_ps(lsum[h], p);
+                __m512 mv = _mm512_set1_ps(mx[r][h]);
+                for (int t = 0; t < n; t += 16) {
+                    __mmask16 m = tail_mask(n - t);
+                    __m512 p = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sh + t), mv)));
+                    _mm512_store_ps(sh + t, p);
+                    lsum[r][h] = _mm512_add_ps(lsum[r][h], p);
+                }
             }
         }
-        for (int t0 = 0; t0 < n; t0 += 16) {
-            int m = n - t0 < 16 ? n - t0 : 16;
-            convert_rows(Vh + (c0 + t0) * j->kv_stride, j->kv_stride, m, nv, rows);
-            for (int h = 0; h < g; h++) {
-                /* even keys into the running output, odd keys into a second set: two fma
-                 * chains per vector instead of one latency-bound chain */
-                __m512 acc[MAX_HD / 16] = {0}, acc2[MAX_HD / 16] = {0};
-#pragma GCC unroll 16
-                for (int i = 0; i < nv; i++) {
-                    acc[i] = _mm512_loadu_ps(o[h] + 16 * i);
-                    acc2[i] = _mm512_setzero_ps();
-                }
-                int t = 0;
-                for (; t + 2 <= m; t += 2) {
-                    __m512 p0 = _mm512_set1_ps(s[h][t0 + t]), p1 = _mm512_set1_ps(s[h][t0 + t + 1]);
+        for (int t0 = 0; t0 < nmax; t0 += 16) {
+            int mm = nmax - t0 < 16 ? nmax - t0 : 16;
+            convert_rows(Vh + (c0 + t0) * j->kv_stride, j->kv_stride, mm, nv, rows);
+            for (int r = 0; r < nr; r++) {
+                if (t0 >= nc[r]) continue;
+                int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
+                for (int h = 0; h < g; h++) {
+                    const float *sh = s[r][h];
+                    float *oh = o[r][h];
+                    /* even keys into the running output, odd keys into a second set: two fma
+                     * chains per vector instead of one latency-bound chain */
+                    __m512 acc[MAX_HD / 16] = {0}, acc2[MAX_HD / 16] = {0};
 #pragma GCC unroll 16
                     for (int i = 0; i < nv; i++) {
-                        acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
-                        acc2[i] = _mm512_fmadd_ps(p1, _mm512_load_ps(rows + (t + 1) * hd + 16 * i), acc2[i]);
+                        acc[i] = _mm512_loadu_ps(oh + 16 * i);
+                        acc2[i] = _mm512_setzero_ps();
                     }
-                }
-                if (t < m) {
-                    __m512 p0 = _mm512_set1_ps(s[h][t0 + t]);
+                    int t = 0;
+                    for (; t + 2 <= m; t += 2) {
+                        __m512 p0 = _mm512_set1_ps(sh[t0 + t]), p1 = _mm512_set1_ps(sh[t0 + t + 1]);
 #pragma GCC unroll 16
-                    for (int i = 0; i < nv; i++)
-                        acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
-                }
+                        for (int i = 0; i < nv; i++) {
+                            acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
+                            acc2[i] = _mm512_fmadd_ps(p1, _mm512_load_ps(rows + (t + 1) * hd + 16 * i), acc2[i]);
+                        }
+                    }
+                    if (t < m) {
+                        __m512 p0 = _mm512_set1_ps(sh[t0 + t]);
 #pragma GCC unroll 16
-                for (int i = 0; i < nv; i++) _mm512_storeu_ps(o[h] + 16 * i, _mm512_add_ps(acc[i], acc2[i]));
+                        for (int i = 0; i < nv; i++)
+                            acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
+                    }
+#pragma GCC unroll 16
+                    for (int i = 0; i < nv; i++) _mm512_storeu_ps(oh + 16 * i, _mm512_add_ps(acc[i], acc2[i]));
+                }
             }
         }
     }
-    for (int h = 0; h < g; h++) {
-        __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(lsum[h]));
-        #pragma GCC unroll 16
-        for (int i = 0; i < nv; i++)
-            _mm512_storeu_ps(o[h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[h] + 16 * i), inv));
-    }
+    for (int r = 0; r < nr; r++)
+        for (int h = 0; h < g; h++) {
+            if (hi[r] <= lo) continue; /* nothing visible: zeros */
+            __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(lsum[r][h]));
+            #pragma GCC unroll 16
+            for (int i = 0; i < nv; i++)
+                _mm512_storeu_ps(o[r][h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[r][h] + 16 * i), inv));
+        }
 }
 
-int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) {
+int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh) {
     const int hd = j->hd;
-    if (hd % 16 || hd > MAX_HD || j->n_head / j->n_kv_head > MAX_GROUP) return 0;
+    if (hd % 16 || hd > MAX_HD || j->n_head / j->n_kv_head > MAX_GROUP || nr > MAX_ROWS) return 0;
+    if (nr > 1 && j->window > 0) return 0; /* rows would not share lo */
     switch (hd) {
-    case 64: attend_group(j, b, kvh, 4); break;
-    case 128: attend_group(j, b, kvh, 8); break;
-    default: attend_group(j, b, kvh, hd / 16); break;
+    case 64: attend_rows(j, b0, nr, kvh, 4); break;
+    case 128: attend_rows(j, b0, nr, kvh, 8); break;
+    default: attend_rows(j, b0, nr, kvh, hd / 16); break;
     }
     return 1;
 }
+
+int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh) { return pf_attend_rows_avx512(j, b, 1, kvh); }

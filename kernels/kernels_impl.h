@@ -31,6 +31,7 @@ typedef struct {
     int64_t ldo;
     float scale;
     int next; /* next unclaimed task, used atomically */
+    int rows_per_task; /* consecutive rows of one task (they share the K/V conversion) */
 } pf_attn_job;
 
 #define PF_ATTN_KCHUNK 64 /* keys per online-softmax step */
@@ -50,5 +51,8 @@ static inline void pf_attn_range(const pf_attn_job *j, int b, int64_t *lo, int64
  * the answer depends only on those two, so a whole call takes one path. */
 int pf_attend_group_avx2(const pf_attn_job *j, int b, int kvh);
 int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh);
+/* Rows b0 .. b0+nr-1 of KV head kvh in one pass (same per-row arithmetic as one row at a time);
+ * 0 if this level does not take the shape or the row count. */
+int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh);
 
 #endif
