@@ -204,7 +204,7 @@ PF_FORCE_INLINE void qgroup(uint32_t wt, const uint8_t *g, size_t rb, int64_t nk
     for (int b = 0; b < NB; b++)
         acc[b] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + b * ldy);
     const __m512i lo4 = _mm512_set1_epi8(0x0f), bias = _mm512_set1_epi8((char)0x80);
-    /* gather offsets of the 16 rows (row_bytes * 15 < 2^31 for any matrix that fits in memory) */
+    /* gather offsets of the 16 rows (15 * rb < 2^31: see gemm_quant) */
     const __m512i gidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)rb));
     for (int64_t k = 0; k < nk; k++) {
@@ -263,21 +263,26 @@ PF_FORCE_INLINE void qgroup_nb(uint32_t wt, int nb, const uint8_t *g, size_t rb,
     }
 }
 
-/* Copy rows [0, n) of W's blocks [k0, k0+nk) into dst as 16 rows of nk*ts bytes (rows n.. are
- * zeros): the group layout for matrices of fewer than 16 rows. */
-PF_NOIPA static void pad_rows(const pf_weight *W, size_t ts, int n, int64_t k0, int64_t nk, uint8_t *dst) {
+/* Copy rows [r, r+n) of W's blocks [k0, k0+nk) into dst as 16 rows of nk*ts bytes (rows n.. are
+ * zeros): the group layout for matrices of fewer than 16 rows or of rows too long for the gather
+ * offsets. */
+PF_NOIPA static void pad_rows(const pf_weight *W, size_t ts, int64_t r, int n, int64_t k0, int64_t nk,
+                              uint8_t *dst) {
     size_t len = (size_t)nk * ts;
     for (int i = 0; i < QRG; i++) {
-        if (i < n) memcpy(dst + i * len, (const uint8_t *)W->data + (size_t)i * W->row_bytes + k0 * ts, len);
-        else memset(dst + i * len, 0, len);
+        if (i < n)
+            memcpy(dst + i * len, (const uint8_t *)W->data + (size_t)(r + i) * W->row_bytes + k0 * ts, len);
+        else
+            memset(dst + i * len, 0, len);
     }
 }
 
-#define QPAD_BYTES (32 * 1024) /* padded copy of a matrix of fewer than 16 rows, per k chunk */
+#define QPAD_BYTES (32 * 1024) /* padded copy of one group, per k chunk */
 
 /* Rows [r0, r1) in groups of 16 consecutive rows of W; a partial group is shifted back to end at
  * W's last row (recomputing rows outside [r0, r1), bitwise the same values, never stored) or,
- * for matrices under 16 rows, read from a zero-padded copy. Per group the blocks' scales go into
+ * for matrices under 16 rows, read from a zero-padded copy (the same values in the same lanes'
+ * operations). Per group the blocks' scales go into
  * a table once, then the activation rows pass over it QNB at a time (balanced: 17 rows go as
  * 9 + 8) while the group's weights are hot in L1. Rows over kc blocks run in k super-chunks, the
  * accumulators parked in y in between (a float store and reload changes nothing). */
@@ -292,14 +297,16 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
         return;
     }
     _Alignas(64) int32_t asum[wt == PF_TYPE_Q4_1 ? 1 : ASUM_INTS];
-    _Alignas(64) uint8_t pad[W->rows < QRG ? QPAD_BYTES : 1];
+    /* groups are read in place (gather offsets up to 15 * row_bytes must fit in int32) or from a
+     * zero-padded copy when the matrix has under 16 rows */
+    const int padded = W->rows < QRG || rb > (size_t)INT32_MAX / QRG;
+    _Alignas(64) uint8_t pad[padded ? QPAD_BYTES : 1];
     int64_t kc = QKS;
-    if (W->rows < QRG && kc * ts * QRG > QPAD_BYTES) kc = QPAD_BYTES / (ts * QRG);
+    if (padded && kc * ts * QRG > QPAD_BYTES) kc = QPAD_BYTES / (ts * QRG);
     for (int64_t k0 = 0; k0 < nblk; k0 += kc) {
         int64_t nk = nblk - k0 < kc ? nblk - k0 : kc;
         int first = k0 == 0;
         int sbmax = wt == PF_TYPE_Q4_1 ? B : (int)(ASUM_INTS / nk); /* >= 32 */
-        if (W->rows < QRG) pad_rows(W, ts, (int)W->rows, k0, nk, pad);
         for (int s0 = 0; s0 < B; s0 += sbmax) {
             int sb = B - s0 < sbmax ? B - s0 : sbmax;
             const uint8_t *as = act + (size_t)s0 * stride;
@@ -310,9 +317,9 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                 const uint8_t *g;
                 size_t grb;
                 __mmask16 mask = (__mmask16)((1u << n) - 1);
-                if (W->rows < QRG) {
-                    gs = 0, g = pad, grb = (size_t)nk * ts;
-                    mask = (__mmask16)(((1u << n) - 1) << g0);
+                if (padded) {
+                    pad_rows(W, ts, g0, n, k0, nk, pad);
+                    g = pad, grb = (size_t)nk * ts;
                 } else {
                     if (gs > W->rows - QRG) gs = W->rows - QRG; /* a partial group ends at the last row */
                     mask = (__mmask16)(((1u << n) - 1) << (g0 - gs));
@@ -320,7 +327,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                 }
                 /* prefetch: rows [gs + 16*QPF_AHEAD, +16) of this k chunk, when whole in W */
                 const uint8_t *pf = NULL;
-                if (grb == rb && gs + QRG * (QPF_AHEAD + 1) <= W->rows && nk == nblk)
+                if (!padded && gs + QRG * (QPF_AHEAD + 1) <= W->rows && nk == nblk)
                     pf = g + (size_t)QPF_AHEAD * QRG * rb;
                 int npass = (sb + QNB - 1) / QNB;
                 for (int c = 0, left = npass, nb; c < sb; c += nb, left--) {
