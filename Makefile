@@ -102,6 +102,11 @@ build-fuzz/fuzz_pfb: tests/fuzz/fuzz_pfb.c formats/pfb.c formats/gguf_read.c for
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -DPFB_MAX_RAW='(64ull << 20)' -fsanitize=fuzzer,address,undefined \
 	    -o $@ $^ -lzstd -lxxhash
 
+# Stand-in target model (Python training recipe in draft/train; see draft/train/README.md).
+.PHONY: models
+models:
+	bash draft/train/make_models.sh
+
 # Pocket-shape stand-in (README "expand"): the trained target, and its drafts when present, grown
 # function-preservingly to MNN-Pocket-0.3B's exact shape as Q4_1 and Q8_0, on demand into the ignored
 # .cache/ (~190 MB and ~330 MB targets; never committed). Benchmarks on them are labelled

@@ -1,0 +1,119 @@
+"""Shared training loop pieces (target now, DFlash drafts later).
+
+Budget in TOKENS (window tokens processed), fixed seeds, deterministic data order derived from
+(seed, epoch), checkpoint + exact resume (model, optimizer, step, RNG), log to a file.
+"""
+import json
+import math
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
+
+
+def setup_torch(threads=2):
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)
+
+
+class WindowData:
+    """Packed fixed-length windows: ids [N,T], weights [N,T]; batches by a seeded permutation."""
+
+    def __init__(self, data_dir, seed):
+        self.ids = np.load(os.path.join(data_dir, "train_ids.npy"))
+        self.w = np.load(os.path.join(data_dir, "train_w.npy"))
+        self.n, self.T = self.ids.shape
+        self.seed = seed
+
+    def batch(self, step, bsz):
+        """Deterministic batch for a global step (independent of resume point)."""
+        per_epoch = self.n // bsz
+        epoch, k = divmod(step, per_epoch)
+        perm = np.random.RandomState(self.seed + 1000 * epoch).permutation(self.n)
+        idx = np.sort(perm[k * bsz:(k + 1) * bsz])
+        ids = torch.from_numpy(self.ids[idx].astype(np.int64))
+        w = torch.from_numpy(self.w[idx].astype(np.float32))
+        return ids, w
+
+
+def weighted_lm_loss(logits, ids, w):
+    """Next-token CE; target position t+1 carries weight w[t+1]. Returns (loss, weight sum)."""
+    lg = logits[:, :-1].reshape(-1, logits.shape[-1]).float()
+    tgt = ids[:, 1:].reshape(-1)
+    ww = w[:, 1:].reshape(-1)
+    ce = F.cross_entropy(lg, tgt, reduction="none")
+    s = ww.sum().clamp_min(1e-6)
+    return (ce * ww).sum() / s, s
+
+
+def lr_at(step, total, peak, warmup, min_ratio=0.1):
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    p = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+@torch.no_grad()
+def eval_per_task(model_fn, val, bf16=False, max_items=None):
+    """val: list of {"type","ids","w"}; loss on RESPONSE tokens only (w == 1). Returns {type: loss}."""
+    tot, cnt = {}, {}
+    for k, e in enumerate(val):
+        if max_items and cnt.get(e["type"], 0) >= max_items:
+            continue
+        ids = torch.tensor([e["ids"]])
+        w = torch.tensor([[1.0 if x >= 1.0 else 0.0 for x in e["w"]]])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model_fn(ids)
+        lg = logits[0, :-1].float()
+        ce = F.cross_entropy(lg, ids[0, 1:], reduction="none")
+        ww = w[0, 1:]
+        tot[e["type"]] = tot.get(e["type"], 0.0) + float((ce * ww).sum())
+        cnt[e["type"]] = cnt.get(e["type"], 0) + float(ww.sum())
+    out = {t: tot[t] / cnt[t] for t in tot}
+    out["all"] = sum(tot.values()) / sum(cnt.values())
+    return out
+
+
+class Logger:
+    def __init__(self, path):
+        self.f = open(path, "a", buffering=1)
+
+    def __call__(self, *a):
+        s = " ".join(str(x) for x in a)
+        print(s, flush=True)
+        self.f.write(time.strftime("%H:%M:%S ") + s + "\n")
+
+
+def save_ckpt(path, model, opt, step, extra):
+    tmp = path + ".tmp"
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                "rng": torch.get_rng_state(), "extra": extra}, tmp)
+    os.replace(tmp, path)
+
+
+def load_ckpt(path, model, opt):
+    ck = torch.load(path, map_location="cpu")
+    model.load_state_dict(ck["model"])
+    if opt is not None:
+        opt.load_state_dict(ck["opt"])
+    torch.set_rng_state(ck["rng"])
+    return ck["step"], ck.get("extra", {})
+
+
+def make_optimizer(model, lr, wd=0.1, betas=(0.9, 0.95)):
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.dim() < 2 else decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": wd},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=betas)
+
+
+def dump_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
