@@ -162,6 +162,7 @@ int cmd_run(int argc, char **argv) {
     pf_status r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);
     if (r != PF_OK) { cli_fail("%s", err); goto done; }
     fputc('\n', stdout);
+    fflush(stdout);
     if (st.n_cached)
         fprintf(stderr, "prefill: %d tokens (%d more restored from the prompt cache) in %.3f s (%.1f tok/s)\n",
                 st.n_prompt - st.n_cached, st.n_cached, st.prefill_s,
