@@ -77,6 +77,7 @@ TEST(target_ref_logits_and_greedy_match_pytorch) {
         free(ids);
         pf_ctx_free(c);
     }
+    printf("    max logit error vs PyTorch: %.2e of the top logit\n", worst);
     CHECKF(worst < LOGIT_TOL, "max logit error %.3g (relative to the top logit) >= %.3g", worst, LOGIT_TOL);
     pf_model_free(m);
     pf_json_free(doc);
