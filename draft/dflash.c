@@ -74,16 +74,7 @@ static int bind_table(const gguf_file *f, const char *name, int64_t rows, int64_
 static int read_hparams(pf_dflash *d, const gguf_file *f, char *err) {
     const pf_hparams *th = &d->target->hp;
     pf_hparams *hp = &d->hp;
-    gguf_str arch;
-    if (gguf_get_str(f, "general.architecture", &arch) != 0) {
-        snprintf(err, PF_ERR_LEN, "%s: general.architecture: missing (not a model file)", f->path);
-        return -1;
-    }
-    if (!gguf_str_eq(arch, "dflash")) {
-        snprintf(err, PF_ERR_LEN, "%s: general.architecture: '%.*s' is not a draft (expected dflash)", f->path,
-                 (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
-        return -1;
-    }
+    if (pf_check_architecture(f, "dflash", "is not a draft", err) < 0) return -1;
     static const char *keys[7] = {"dflash.block_count", "dflash.embedding_length", "dflash.feed_forward_length",
                                   "dflash.attention.head_count", "dflash.attention.head_count_kv",
                                   "dflash.attention.key_length", "dflash.block_size"};

@@ -11,16 +11,7 @@
 #include "formats/quant.h"
 
 static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
-    gguf_str arch;
-    if (gguf_get_str(f, "general.architecture", &arch) != 0) {
-        snprintf(err, PF_ERR_LEN, "%s: general.architecture: missing (not a model file)", f->path);
-        return -1;
-    }
-    if (!gguf_str_eq(arch, "qwen3")) {
-        snprintf(err, PF_ERR_LEN, "%s: general.architecture: '%.*s' is not supported (expected qwen3)", f->path,
-                 (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
-        return -1;
-    }
+    if (pf_check_architecture(f, "qwen3", "is not supported", err) < 0) return -1;
     uint32_t v[7];
     static const char *keys[7] = {"qwen3.block_count", "qwen3.embedding_length", "qwen3.feed_forward_length",
                                   "qwen3.attention.head_count", "qwen3.attention.head_count_kv",

@@ -80,3 +80,17 @@ int pf_bind_vector(const gguf_file *f, const char *name, int64_t n, const float 
     return pf_bind_floats(f, name, ne, out, store, err);
 }
 
+
+int pf_check_architecture(const gguf_file *f, const char *expected, const char *what, char *err) {
+    gguf_str arch;
+    if (gguf_get_str(f, "general.architecture", &arch) != 0) {
+        snprintf(err, PF_ERR_LEN, "%s: general.architecture: missing (not a model file)", f->path);
+        return -1;
+    }
+    if (!gguf_str_eq(arch, expected)) {
+        snprintf(err, PF_ERR_LEN, "%s: general.architecture: '%.*s' %s (expected %s)", f->path,
+                 (int)(arch.len > 40 ? 40 : arch.len), arch.ptr, what, expected);
+        return -1;
+    }
+    return 0;
+}

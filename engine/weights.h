@@ -8,6 +8,8 @@
 #include "formats/gguf.h"
 #include "kernels/kernels.h"
 
+/* general.architecture must equal `expected`; else "FILE: general.architecture: 'X' WHAT (expected E)". */
+int pf_check_architecture(const gguf_file *f, const char *expected, const char *what, char *err);
 /* 0 found; 1 absent and optional; -1 error (err filled). */
 int pf_get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err);
 const gguf_tensor *pf_find_tensor(const gguf_file *f, const char *name, char *err);
