@@ -123,4 +123,11 @@ clean:
 	rm -rf build build-asan build-fuzz pocketflash pocketflash-asan libpocketflash.a
 
 .PHONY: all test asan fuzz clean
+
+# Draft models (DFlash, DFlash2) trained on the stand-in target's own responses; needs
+# models/pf-target-f16.gguf (`make models`). See draft/train/DRAFTS.md.
+.PHONY: drafts
+drafts:
+	bash draft/train/make_drafts.sh
+
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,213 @@
+"""Draft training data: the target's OWN responses to TRAINING prompts, and its tapped features.
+
+  draft_data.py prompts [--n N] [--sampled-frac F] [--max-prompt-tokens T] [--shards S]
+      picks N training prompts (work/corpus/<type>.jsonl, equal share per task type, seeded), never
+      an eval prompt (eval/tasks/*.jsonl are held out by source item when the corpus is built; the
+      exact prompt texts are also checked here), and writes pocketflash-gen input shards
+      work/drafts/prompts_{greedy,sampled}_<k>.jsonl
+  draft_data.py evalprompts
+      the held-out eval prompts (all types) for the OFFLINE acceptance measurement only
+  draft_data.py features <name> <gen.jsonl ...>
+      runs the frozen target (read back from models/pf-target-f16.gguf, f32) over prompt+response and
+      stores the residual rows after the tapped layers: work/drafts/<name>_feats.npy (f16 [tokens, n_taps*H]),
+      <name>_toks.npy (i32), <name>_index.npz (offset, length, response start, task type per sequence)
+Generation itself is `pocketflash gen` (see make_drafts.sh).
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qwen_bpe import QwenBPE  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+WORK = os.path.join(HERE, "work")
+OUT = os.path.join(WORK, "drafts")
+TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
+TAP_LAYERS = [1, 3, 5]   # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1)
+MAX_SEQ = 512            # the target's training context
+
+
+def chatml(prompt):
+    return "<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n"
+
+
+def eval_prompts():
+    out = []
+    for t in TYPES:
+        for line in open(os.path.join(ROOT, "eval", "tasks", t + ".jsonl"), encoding="utf-8"):
+            out.append(json.loads(line))
+    return out
+
+
+def cmd_prompts(a):
+    os.makedirs(OUT, exist_ok=True)
+    tok = QwenBPE.load(os.path.join(ROOT, "models", "pf-tokenizer.json"))
+    held = {e["prompt"] for e in eval_prompts()}
+    rs = np.random.RandomState(a.seed)
+    per = [a.n // len(TYPES) + (1 if i < a.n % len(TYPES) else 0) for i in range(len(TYPES))]
+    chosen = []
+    for t, n in zip(TYPES, per):
+        items = [json.loads(l) for l in open(os.path.join(WORK, "corpus", t + ".jsonl"), encoding="utf-8")]
+        order = rs.permutation(len(items))
+        got = 0
+        for j in order:
+            e = items[j]
+            if e["prompt"] in held:
+                continue
+            if len(tok.encode(chatml(e["prompt"]))) > a.max_prompt_tokens:
+                continue
+            chosen.append({"id": e["id"], "prompt": e["prompt"]})
+            got += 1
+            if got == n:
+                break
+    order = rs.permutation(len(chosen))
+    chosen = [chosen[i] for i in order]
+    n_s = int(round(len(chosen) * a.sampled_frac))
+    groups = {"sampled": chosen[:n_s], "greedy": chosen[n_s:]}
+    for g, items in groups.items():
+        for k in range(a.shards):
+            with open(os.path.join(OUT, f"prompts_{g}_{k}.jsonl"), "w", encoding="utf-8") as f:
+                for e in items[k::a.shards]:
+                    f.write(json.dumps(e, ensure_ascii=False) + "\n")
+    print(f"prompts: {len(chosen)} ({len(groups['greedy'])} greedy, {len(groups['sampled'])} sampled) "
+          f"per type {per}", flush=True)
+
+
+def cmd_evalprompts(a):
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "eval_prompts.jsonl"), "w", encoding="utf-8") as f:
+        for e in eval_prompts():
+            f.write(json.dumps({"id": e["id"], "prompt": e["prompt"]}, ensure_ascii=False) + "\n")
+
+
+def load_target(dtype=torch.float32):
+    from export_target import model_from_gguf
+    m, meta = model_from_gguf(os.path.join(ROOT, "models", "pf-target-f16.gguf"), dtype)
+    for p in m.parameters():
+        p.requires_grad_(False)
+    return m, meta
+
+
+def _fast_attention(self, u, cos, sin, mask):
+    """qwen3_model.Attention.forward, same arithmetic, with 3-D bmm over contiguous operands (torch 1.13's
+    CPU matmul on the transposed 4-D views is ~100x slower here). Patched in this process only."""
+    import math
+    from qwen3_model import apply_rope
+    B, T, _ = u.shape
+    c = self.c
+    q = self.q_norm(self.q_proj(u).view(B, T, c.n_heads, c.head_dim)).transpose(1, 2)
+    k = self.k_norm(self.k_proj(u).view(B, T, c.n_kv_heads, c.head_dim)).transpose(1, 2)
+    v = self.v_proj(u).view(B, T, c.n_kv_heads, c.head_dim).transpose(1, 2)
+    q = apply_rope(q, cos.to(q.dtype), sin.to(q.dtype))
+    k = apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))
+    rep = c.n_heads // c.n_kv_heads
+    if rep > 1:
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+    nh = c.n_heads
+    s = torch.bmm(q.reshape(B * nh, T, c.head_dim).contiguous(),
+                  k.reshape(B * nh, T, c.head_dim).transpose(1, 2).contiguous())
+    s = s.view(B, nh, T, T) * (1.0 / math.sqrt(c.head_dim)) + mask.to(s.dtype)
+    p = torch.softmax(s.float(), dim=-1).to(v.dtype)
+    a = torch.bmm(p.view(B * nh, T, T), v.reshape(B * nh, T, c.head_dim).contiguous())
+    return self.o_proj(a.view(B, nh, T, c.head_dim).transpose(1, 2).reshape(B, T, nh * c.head_dim))
+
+
+@torch.no_grad()
+def target_taps(model, seqs, layers=TAP_LAYERS, batch_tokens=8192, bf16=False):
+    """seqs: list of id lists -> list of float32 arrays [len, n_taps*H] (causal forward, right-padded batches)."""
+    import qwen3_model
+    qwen3_model.Attention.forward = _fast_attention
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    out = [None] * len(seqs)
+    i = 0
+    while i < len(order):
+        L = len(seqs[order[i]])
+        j = i
+        while j < len(order) and (j - i + 1) * len(seqs[order[j]]) <= batch_tokens:
+            j += 1
+        j = max(j, i + 1)
+        idx = order[i:j]
+        T = max(len(seqs[k]) for k in idx)
+        ids = torch.zeros(len(idx), T, dtype=torch.long)
+        for r, k in enumerate(idx):
+            ids[r, :len(seqs[k])] = torch.tensor(seqs[k])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            hs = model.hidden_states(ids, layers)
+        cat = torch.cat(hs, dim=-1).float().numpy()
+        for r, k in enumerate(idx):
+            out[k] = cat[r, :len(seqs[k])]
+        i = j
+        del L
+    return out
+
+
+def cmd_features(a):
+    torch.set_num_threads(2)
+    torch.set_flush_denormal(True)
+    t0 = time.time()
+    model, meta = load_target()
+    eos = meta["tokenizer.ggml.eos_token_id"]
+    type_of = {}
+    for t in TYPES:
+        type_of[t] = TYPES.index(t)
+    seqs, rstart, types, ids_ = [], [], [], []
+    for path in a.files:
+        for line in open(path, encoding="utf-8"):
+            e = json.loads(line)
+            p, r = e["prompt_ids"], e["response_ids"]
+            if e.get("stop") == "eot" and (not r or r[-1] != eos):
+                r = r + [eos]   # gen leaves the end-of-turn token out; the draft should learn to predict it
+            if len(r) < 2:
+                continue
+            s = (p + r)[:MAX_SEQ]
+            seqs.append(s)
+            rstart.append(len(p))
+            types.append(TYPES.index(e["id"].split("-")[0]))
+            ids_.append(e["id"])
+    feats = target_taps(model, seqs, bf16=a.bf16)
+    lens = np.array([len(s) for s in seqs], dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    F = feats[0].shape[1]
+    big = np.lib.format.open_memmap(os.path.join(OUT, a.name + "_feats.npy"), mode="w+", dtype=np.float16,
+                                    shape=(int(lens.sum()), F))
+    for k, f in enumerate(feats):
+        big[off[k]:off[k] + lens[k]] = f.astype(np.float16)
+    big.flush()
+    np.save(os.path.join(OUT, a.name + "_toks.npy"), np.concatenate([np.array(s, dtype=np.int32) for s in seqs]))
+    np.savez(os.path.join(OUT, a.name + "_index.npz"), offset=off, length=lens, rstart=np.array(rstart),
+             type=np.array(types), ids=np.array(ids_))
+    resp = int(sum(lens[k] - rstart[k] for k in range(len(seqs))))
+    print(f"features {a.name}: {len(seqs)} sequences, {int(lens.sum())} tokens ({resp} response), "
+          f"{F} features, {time.time() - t0:.0f}s; max |feat| {max(float(np.abs(f).max()) for f in feats):.1f}",
+          flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prompts")
+    p.add_argument("--n", type=int, default=2400)
+    p.add_argument("--sampled-frac", type=float, default=0.25)
+    p.add_argument("--max-prompt-tokens", type=int, default=320)
+    p.add_argument("--shards", type=int, default=2)
+    p.add_argument("--seed", type=int, default=20261130)
+    sub.add_parser("evalprompts")
+    p = sub.add_parser("features")
+    p.add_argument("name")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast for the target forward (~3x faster here)")
+    a = ap.parse_args()
+    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "features": cmd_features}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
