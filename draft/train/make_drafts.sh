@@ -75,10 +75,15 @@ log "v2 (DFlash2): $(tail -1 "$W/v2/train.log")"
 log "v1b (DFlash): $(tail -1 "$W/v1b/train.log")"
 
 # 5. export + reference for tests/test_draft_ref.c
-$PY draft/train/export_draft.py gguf "$W/v1b/final.pt" models/pf-draft-dflash.gguf | tee -a "$W/pipeline.log"
-$PY draft/train/export_draft.py gguf "$W/v2/final.pt" models/pf-draft-dflash2.gguf | tee -a "$W/pipeline.log"
-$PY draft/train/export_draft.py ref models/pf-draft-dflash.gguf models/pf-draft-dflash2.gguf models/pf-draft-ref.json \
-    | tee -a "$W/pipeline.log"
+#    (only when a checkpoint is newer than its file: a re-run keeps the Dec head make_dec.sh attached)
+D1=models/pf-draft-dflash.gguf
+D2=models/pf-draft-dflash2.gguf
+[ "$D1" -nt "$W/v1b/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v1b/final.pt" "$D1" | tee -a "$W/pipeline.log"
+[ "$D2" -nt "$W/v2/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v2/final.pt" "$D2" | tee -a "$W/pipeline.log"
+if [ ! -f models/pf-draft-ref.json ] || [ "$W/v1b/final.pt" -nt models/pf-draft-ref.json ] || \
+   [ "$W/v2/final.pt" -nt models/pf-draft-ref.json ]; then
+    $PY draft/train/export_draft.py ref "$D1" "$D2" models/pf-draft-ref.json | tee -a "$W/pipeline.log"
+fi
 
 # 6. offline acceptance: held-out eval prompts, teacher-forced on the target's greedy responses
 if [ "${PF_DRAFT_ACCEPT:-1}" != 0 ]; then
@@ -86,7 +91,7 @@ if [ "${PF_DRAFT_ACCEPT:-1}" != 0 ]; then
     gen "$W/eval_prompts.jsonl" "$W/gen_eval.jsonl"
     [ -f "$W/eval_index.npz" ] || $PY draft/train/draft_data.py features eval --bf16 "$W/gen_eval.jsonl"
     for v in 1b 2; do
-        $PY draft/train/train_draft.py accept --ckpt "$W/v$v/final.pt" --data eval --blocks 4 8 16 --stride 2 \
+        [ -f "$W/accept_v$v.json" ] || $PY draft/train/train_draft.py accept --ckpt "$W/v$v/final.pt" --data eval --blocks 4 8 16 --stride 2 \
             --out "$W/accept_v$v.json" | tee -a "$W/pipeline.log"
     done
 fi
