@@ -9,6 +9,8 @@
 #include "draft/dflash_drafter.h"
 #include "draft/dflash_synth.h"
 #include "draft/ngram.h"
+#include "engine/chat.h"
+#include "engine/tokenizer.h"
 #include "engine/generate.h"
 #include "engine/synth.h"
 #include "test.h"
@@ -440,6 +442,59 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
         }
         pf_dflash_free(w);
     }
+    pf_session_free(s);
+    pf_model_free(m);
+}
+
+/* The committed trained pair: greedy speculative output equals plain decoding on eval prompts of
+ * every task type, for DFlash and DFlash2 at block sizes 2..16, and the drafts are accepted. */
+TEST(spec_greedy_lossless_trained_drafts) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
+    CHECKF(m, "%s", err);
+    static const char *const drafts[2] = {"models/pf-draft-dflash.gguf", "models/pf-draft-dflash2.gguf"};
+    static const char *const prompts[7] = {
+        "Convert this description into JSON with the keys name, version, section.\n\nVersion 2.1-3 of libfoo is available. It belongs to the libs section.",
+        "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
+        "Write a Python function add(a, b) that returns the sum of a and b.",
+        "Translate into Chinese: Open the file",
+        "Summarize in one line: a library for parsing and writing JSON documents quickly and safely in C.",
+        "What does serendipity mean?",
+        "Continue this passage:\n\nThe morning was cold and the road was long."};
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
+    pf_session *s = pf_session_new(m, &sp, err);
+    int64_t accepted = 0;
+    for (int dv = 0; dv < 2; dv++) {
+        pf_dflash *w = pf_dflash_load(drafts[dv], m, err);
+        CHECKF(w, "%s", err);
+        for (int pi = 0; pi < 7; pi++) {
+            char *text = pf_chat_format(NULL, prompts[pi]);
+            int32_t *ids = NULL;
+            size_t n = 0;
+            CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
+            free(text);
+            pf_gen_params gp = params(40, 0, 0);
+            gp.stop_at_eot = true;
+            seq plain = {.n = 0};
+            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &plain, NULL, err) == PF_OK);
+            for (int B = 2 + (pi + dv) % 3; B <= 16; B += 3) {
+                pf_drafter *d = pf_dflash_drafter_new(w, s, err);
+                pf_spec *spec = pf_spec_new(s, d, B, err);
+                gp.strategy = pf_spec_strategy(spec);
+                seq got = {.n = 0};
+                CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &got, NULL, err) == PF_OK);
+                CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+                       "%s prompt %d block %d: speculative output differs", drafts[dv], pi, B);
+                accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+                pf_spec_free(spec);
+                pf_drafter_free(d);
+                gp.strategy = NULL;
+            }
+            free(ids);
+        }
+        pf_dflash_free(w);
+    }
+    CHECKF(accepted > 200, "trained drafts accepted only %lld tokens", (long long)accepted);
     pf_session_free(s);
     pf_model_free(m);
 }

@@ -59,3 +59,8 @@ fi
 # ---- export GGUF + reference logits + samples, then the manifest
 $PY export_target.py
 $PY write_manifest.py
+
+# ---- the drafts (DFlash, DFlash2) and the DFlash2 draft's Dec head
+cd ../..  # the repository root (this script runs inside draft/train)
+bash draft/train/make_drafts.sh
+bash draft/train/make_dec.sh
