@@ -129,5 +129,6 @@ clean:
 .PHONY: drafts
 drafts:
 	bash draft/train/make_drafts.sh
+	bash draft/train/make_dec.sh
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
