@@ -81,8 +81,8 @@ static char *cat2(const char *a, const char *b, char sep) {
     return r;
 }
 
-/* Merges in a fixed order: letter pairs, "Ġ"+letter, "Ġ"+pair, then letter triples; every result is
- * made of two pieces that already exist, so BPE stays consistent. */
+/* Merges in a fixed order: letter pairs, "Ġ"+letter, "Ġ"+pair, letter triples, then "Ġ"+triple;
+ * every result is made of two pieces that already exist, so BPE stays consistent. */
 int pf_synth_tokenizer(gguf_writer *w, int n_vocab) {
     int n_merge = n_vocab - 256 - 26;
     if (n_merge < 0) return -1;
@@ -96,14 +96,15 @@ int pf_synth_tokenizer(gguf_writer *w, int n_vocab) {
         if (sl_push(&toks, strdup(p)) < 0) goto done;
     }
     const char *G = "\xc4\xa0"; /* byte-mapped space */
-    for (int stage = 0; stage < 4 && merges.n < n_merge; stage++) {
+    for (int stage = 0; stage < 5 && merges.n < n_merge; stage++) {
         int total = stage == 0 ? NL * NL : stage == 1 ? NL : stage == 2 ? NL * NL : NL * NL * NL;
         for (int i = 0; i < total && merges.n < n_merge; i++) {
-            char l[8], r[8];
+            char l[12], r[8];
             if (stage == 0) { snprintf(l, sizeof l, "%c", letters[i / NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
             else if (stage == 1) { snprintf(l, sizeof l, "%s", G); snprintf(r, sizeof r, "%c", letters[i]); }
             else if (stage == 2) { snprintf(l, sizeof l, "%s%c", G, letters[i / NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
-            else { snprintf(l, sizeof l, "%c%c", letters[i / (NL * NL)], letters[i / NL % NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
+            else if (stage == 3) { snprintf(l, sizeof l, "%c%c", letters[i / (NL * NL)], letters[i / NL % NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
+            else { snprintf(l, sizeof l, "%s%c%c", G, letters[i / (NL * NL)], letters[i / NL % NL]); snprintf(r, sizeof r, "%c", letters[i % NL]); }
             if (sl_push(&merges, cat2(l, r, ' ')) < 0 || sl_push(&toks, cat2(l, r, 0)) < 0) goto done;
         }
     }
