@@ -20,18 +20,6 @@ static int collect(void *u, int32_t t) {
     return 0;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void stat_of(double *v, int n, pf_stat *s) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    s->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    s->lo = v[0];
-    s->hi = v[n - 1];
-}
-
 static void add_stats(pf_spec_stats *a, const pf_spec_stats *b) {
     a->rounds += b->rounds;
     a->tokens += b->tokens;
@@ -197,9 +185,9 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
         }
         bt->ar_tokens = (int64_t)ar_t[((size_t)t * o->reps) * 2 + 1];
         bt->spec_tokens = (int64_t)sp_t[((size_t)t * o->reps) * 2 + 1];
-        stat_of(va, n, &bt->ar_tok_s);
-        stat_of(vs, n, &bt->spec_tok_s);
-        stat_of(vr, n, &bt->speedup);
+        pf_stat_summarize(va, n, &bt->ar_tok_s);
+        pf_stat_summarize(vs, n, &bt->spec_tok_s);
+        pf_stat_summarize(vr, n, &bt->speedup);
         logsum += log(bt->speedup.median > 0 ? bt->speedup.median : 1e-9);
         rounds += bt->st.rounds;
         toks += bt->st.tokens;

@@ -23,7 +23,7 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void summarize(double *v, int n, pf_stat *out) {
+void pf_stat_summarize(double *v, int n, pf_stat *out) {
     qsort(v, (size_t)n, sizeof *v, cmp_d);
     out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     out->lo = v[0];
@@ -158,22 +158,22 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         int n = o->reps < 256 ? o->reps : 256;
         for (int rep = 0; rep < n; rep++)
             ratios[rep] = one >= 0 ? t_block[i * o->reps + rep] / t_block[one * o->reps + rep] : 0;
-        summarize(ratios, n, &r->c[i]);
+        pf_stat_summarize(ratios, n, &r->c[i]);
         double ms[256];
         for (int rep = 0; rep < n; rep++) ms[rep] = t_block[i * o->reps + rep] * 1e3;
-        summarize(ms, n, &r->block_ms[i]);
+        pf_stat_summarize(ms, n, &r->block_ms[i]);
     }
     for (int i = 0; i < o->n_depths; i++) {
         double tps[256];
         int n = o->reps < 256 ? o->reps : 256;
         for (int rep = 0; rep < n; rep++) tps[rep] = 1.0 / t_decode[i * o->reps + rep];
-        summarize(tps, n, &r->decode_tok_s[i]);
+        pf_stat_summarize(tps, n, &r->decode_tok_s[i]);
     }
     if (o->prefill_tokens > 0) {
         double tps[256];
         int n = o->reps < 256 ? o->reps : 256;
         for (int rep = 0; rep < n; rep++) tps[rep] = o->prefill_tokens / t_prefill[rep];
-        summarize(tps, n, &r->prefill_tok_s);
+        pf_stat_summarize(tps, n, &r->prefill_tok_s);
     }
     /* peak memory of the model work, before the bandwidth array is allocated */
     struct rusage ru;

@@ -8,6 +8,9 @@
 
 typedef struct { double median, lo, hi; } pf_stat;
 
+/* Median and range of n values (sorts v in place). */
+void pf_stat_summarize(double *v, int n, pf_stat *out);
+
 typedef struct {
     int threads;
     int reps;  /* interleaved repetitions */

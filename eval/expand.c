@@ -212,18 +212,6 @@ static float *read_f32(const gguf_file *f, const char *name, int64_t n, char *er
     return d;
 }
 
-/* ggml's LLAMA_FTYPE numbering for general.file_type */
-static uint32_t file_type_of(uint32_t type) {
-    switch (type) {
-    case PF_TYPE_F16: return 1;
-    case PF_TYPE_Q4_0: return 2;
-    case PF_TYPE_Q4_1: return 3;
-    case PF_TYPE_Q8_0: return 7;
-    case PF_TYPE_BF16: return 32;
-    }
-    return 0;
-}
-
 static bool output_type_ok(uint32_t t) {
     return t == PF_TYPE_F32 || t == PF_TYPE_F16 || t == PF_TYPE_BF16 || t == PF_TYPE_Q8_0 || t == PF_TYPE_Q4_0 ||
            t == PF_TYPE_Q4_1;
@@ -584,7 +572,7 @@ int pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, p
     gguf_writer *w = s.w;
     gguf_w_copy_kv(w, f, skip_target_key);
     write_name(w, f, d, "target");
-    gguf_w_u32(w, "general.file_type", file_type_of(o->type));
+    gguf_w_u32(w, "general.file_type", pf_file_type_of(o->type));
     gguf_w_u32(w, "qwen3.block_count", (uint32_t)d->n_layer);
     gguf_w_u32(w, "qwen3.context_length", (uint32_t)d->n_ctx);
     gguf_w_u32(w, "qwen3.embedding_length", (uint32_t)Hd);
@@ -746,7 +734,7 @@ int pf_expand_draft(const char *in, const char *small_target, const char *out, c
     gguf_writer *w = s.w;
     gguf_w_copy_kv(w, f, skip_draft_key);
     write_name(w, f, d, "draft");
-    gguf_w_u32(w, "general.file_type", file_type_of(o->type));
+    gguf_w_u32(w, "general.file_type", pf_file_type_of(o->type));
     gguf_w_u32(w, "dflash.context_length", (uint32_t)d->n_ctx);
     gguf_w_u32(w, "dflash.embedding_length", (uint32_t)Hd);
     gguf_w_u32(w, "dflash.feed_forward_length", (uint32_t)mp.F_d);

@@ -18,7 +18,7 @@ void *pf_convert_matrix(uint32_t type, const float *src, int64_t rows, int64_t c
 }
 
 /* ggml's LLAMA_FTYPE numbering for general.file_type */
-static uint32_t file_type_of(uint32_t type) {
+uint32_t pf_file_type_of(uint32_t type) {
     switch (type) {
     case PF_TYPE_F32: return 0;
     case PF_TYPE_F16: return 1;
@@ -47,7 +47,7 @@ int pf_requantize_file(const char *in, const char *out, uint32_t type, char err[
         goto done;
     }
     gguf_w_copy_kv(w, f, skip_file_type);
-    gguf_w_u32(w, "general.file_type", file_type_of(type));
+    gguf_w_u32(w, "general.file_type", pf_file_type_of(type));
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         char *name = gguf_str_dup(t->name);
