@@ -8,7 +8,7 @@
 #include "eval/bench_model.h"
 
 static const char k_usage[] =
-    "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE]\n"
+    "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops]\n"
     "  measures, in one run with every configuration interleaved and repeated (median and range):\n"
     "  prefill tok/s (512-token prompt), plain decode tok/s at depths 0, 512, 2048, c(B) = time of a\n"
     "  B-row forward / time of a 1-row forward for B = 1, 2, 4, 8, 12, 16 at depth D (default 512),\n"
@@ -18,7 +18,8 @@ static const char k_usage[] =
     "  --depth D    context depth of the c(B) measurements (default 512)\n"
     "  --reps R     interleaved repetitions (default 5)\n"
     "  --json FILE  also write the medians as JSON\n"
-    "  --bw-mib N   size of the bandwidth test array in MiB (default 1024)\n";
+    "  --bw-mib N   size of the bandwidth test array in MiB (default 1024)\n"
+    "  --ops        also print where a B-row forward's time goes (ms per operation, per B)\n";
 
 static void stat_cell(char *buf, size_t n, const pf_stat *s, const char *fmt) {
     char a[24], b[24], c[24];
@@ -37,6 +38,7 @@ int cmd_bench_model(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        if (!strcmp(a, "--ops")) { o.ops = 1; continue; }
         if (strcmp(a, "-m") && strcmp(a, "-t") && strcmp(a, "--depth") && strcmp(a, "--reps") && strcmp(a, "--json") &&
             strcmp(a, "--bw-mib"))
             return cli_fail("bench-model: unknown flag '%s' (try --help)", a);
@@ -77,6 +79,25 @@ int cmd_bench_model(int argc, char **argv) {
     printf("| bandwidth ceiling | %.1f tok/s |\n", r.ceiling_tok_s);
     printf("| decode (depth 0) / ceiling | %.0f%% |\n", 100 * r.decode_tok_s[0].median / r.ceiling_tok_s);
     printf("| peak resident memory | %.0f MB |\n", r.peak_rss_mb);
+    if (o.ops) {
+        printf("\n### time per operation at depth %d (mean ms per forward)\n\n| operation |", o.cb_depth);
+        for (int i = 0; i < o.n_blocks; i++) printf(" B=%d |", o.blocks[i]);
+        printf("\n|---|");
+        for (int i = 0; i < o.n_blocks; i++) printf("---|");
+        printf("\n");
+        double tot[PF_BENCH_MAX] = {0};
+        for (int p = 0; p < PF_OP_COUNT; p++) {
+            printf("| %s |", pf_op_names[p]);
+            for (int i = 0; i < o.n_blocks; i++) {
+                printf(" %.2f |", r.op_ms[i][p]);
+                tot[i] += r.op_ms[i][p];
+            }
+            printf("\n");
+        }
+        printf("| total |");
+        for (int i = 0; i < o.n_blocks; i++) printf(" %.2f |", tot[i]);
+        printf("\n");
+    }
     int rc = 0;
     if (json) {
         char tmp[4096];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/model.h"
 #include "engine/tokenizer.h"
 #include "engine/weights.h"
 #include "formats/quant.h"
@@ -44,6 +45,7 @@ struct pf_dflash {
     int sel_rank, sel_top_k;
     pf_weight sel_hidden, sel_pred, sel_succ;
     float *store; /* vectors converted to f32 when stored otherwise */
+    void *packed_store; /* packed copies of the matrices (pf_weights_pack), or NULL */
     size_t act_max; /* widest prepared activation row of any matrix the draft multiplies */
 };
 
@@ -362,6 +364,29 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
     }
     if (d->version == 2) act = max_sz(act, pf_act_row_bytes(d->sel_hidden.type, H));
     d->act_max = act;
+    {
+        /* packed copies for the fast gemm, as the target's (pf_model_pack_weights) */
+        pf_weight **ws = malloc((1 + 9 * (size_t)hp->n_layer) * sizeof *ws);
+        bool *rel = malloc((1 + 9 * (size_t)hp->n_layer) * sizeof *rel);
+        if (!ws || !rel) {
+            free(ws), free(rel);
+            snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+            goto fail;
+        }
+        int n = 0;
+        ws[n++] = &d->fc;
+        for (int l = 0; l < hp->n_layer; l++) {
+            dflash_layer *L = &d->layers[l];
+            pf_weight *lw[] = {&L->attn_q, &L->attn_k, &L->attn_v, &L->attn_o, &L->ffn_gate, &L->ffn_up,
+                               &L->ffn_down, &L->attn_conv_proj, &L->ffn_conv_proj};
+            for (int i = 0; i < (d->version == 2 ? 9 : 7); i++) ws[n++] = lw[i];
+        }
+        for (int i = 0; i < n; i++) rel[i] = f->mapped;
+        const char *env = getenv("PF_REPACK");
+        int rc = env && !strcmp(env, "0") ? 0 : pf_weights_pack(ws, rel, n, &d->packed_store, err);
+        free(ws), free(rel);
+        if (rc < 0) goto fail;
+    }
     return d;
 fail:
     pf_dflash_free(d);
@@ -380,6 +405,7 @@ void pf_dflash_free(pf_dflash *d) {
     free(d->taps);
     free(d->layers);
     free(d->store);
+    free(d->packed_store);
     free(d);
 }
 

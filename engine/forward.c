@@ -5,11 +5,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/model.h"
 #include "formats/quant.h"
 
 #define CHUNK_ROWS 32
+
+const char *const pf_op_names[PF_OP_COUNT] = {"q/k/v", "attention", "o", "gate/up", "down", "head", "elementwise"};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Op timing: the time since the previous mark goes to op (nothing when timing is off). */
+static void op_mark(pf_ctx *c, int op, double *t) {
+    if (!c->op_s) return;
+    double n = now_s();
+    c->op_s[op] += n - *t;
+    *t = n;
+}
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -95,6 +112,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     const int H = hp->n_embd, hd = hp->head_dim;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     const int64_t pos0 = kv->len;
+    double tm = c->op_s ? now_s() : 0;
 
     for (int r = 0; r < B; r++) pf_dequantize_row(m->tok_embd.type,
         (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->x + (size_t)r * H, H);
@@ -108,12 +126,14 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];
         for (int r = 0; r < B; r++) k->rmsnorm(c->x + (size_t)r * H, L->attn_norm, H, hp->rms_eps, c->xn + (size_t)r * H);
+        op_mark(c, PF_OP_ELEMENT, &tm);
         {
             const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
             float *y[3] = {c->q, c->kbuf, c->vbuf};
             const int64_t ldy[3] = {qd, kvd, kvd};
             linear_n(c, 3, W, c->xn, H, B, y, ldy);
         }
+        op_mark(c, PF_OP_QKV, &tm);
         pf_half *Kc = kv->k + (size_t)l * kv->n_ctx * kvd, *Vc = kv->v + (size_t)l * kv->n_ctx * kvd;
         for (int r = 0; r < B; r++) {
             float *q = c->q + (size_t)r * qd, *kr = c->kbuf + (size_t)r * kvd, *vr = c->vbuf + (size_t)r * kvd;
@@ -132,27 +152,35 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
                 vd[i] = pf_fp32_to_fp16(vr[i]);
             }
         }
+        op_mark(c, PF_OP_ELEMENT, &tm);
         pf_attention(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, kvd, pos0, pos0 + B, 1, 0,
                      c->att, qd);
+        op_mark(c, PF_OP_ATTENTION, &tm);
         linear(c, &L->attn_o, c->att, qd, B, c->tmp, H);
+        op_mark(c, PF_OP_O, &tm);
         for (int64_t i = 0; i < (int64_t)B * H; i++) c->x[i] += c->tmp[i];
 
         for (int r = 0; r < B; r++) k->rmsnorm(c->x + (size_t)r * H, L->ffn_norm, H, hp->rms_eps, c->xn + (size_t)r * H);
+        op_mark(c, PF_OP_ELEMENT, &tm);
         {
             const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
             float *y[2] = {c->gate, c->up};
             const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
             linear_n(c, 2, W, c->xn, H, B, y, ldy);
         }
+        op_mark(c, PF_OP_GATE_UP, &tm);
         for (int r = 0; r < B; r++)
             k->swiglu(c->gate + (size_t)r * hp->n_ff, c->up + (size_t)r * hp->n_ff, c->gate + (size_t)r * hp->n_ff, hp->n_ff);
+        op_mark(c, PF_OP_ELEMENT, &tm);
         linear(c, &L->ffn_down, c->gate, hp->n_ff, B, c->tmp, H);
+        op_mark(c, PF_OP_DOWN, &tm);
         for (int64_t i = 0; i < (int64_t)B * H; i++) c->x[i] += c->tmp[i];
 
         for (int t = 0; t < b->n_taps; t++)
             if (b->tap_layers[t] == l)
                 for (int r = 0; r < B; r++)
                     memcpy(b->taps + ((size_t)(row0 + r) * b->n_taps + t) * H, c->x + (size_t)r * H, (size_t)H * sizeof(float));
+        op_mark(c, PF_OP_ELEMENT, &tm);
     }
     kv->len = pos0 + B;
 
@@ -167,6 +195,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         k->rmsnorm(c->x + (size_t)r * H, m->output_norm, H, hp->rms_eps, c->xn + (size_t)(r - first) * H);
     float *out = b->logits_mode == PF_LOGITS_ALL ? b->logits + (size_t)row0 * hp->n_vocab : b->logits;
     linear(c, &m->output, c->xn, H, nr, out, hp->n_vocab);
+    op_mark(c, PF_OP_HEAD, &tm);
 }
 
 int pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {

@@ -138,11 +138,21 @@ static pf_model *load_bundle(const char *path, char err[PF_ERR_LEN]) {
     return m;
 }
 
-pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {
+static pf_model *load_file(const char *path, char err[PF_ERR_LEN]) {
     if (pfb_sniff(path)) return load_bundle(path, err);
     gguf_file *f = gguf_open(path, err);
     if (!f) return NULL;
     return pf_model_from_gguf(f, 1, err);
+}
+
+pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {
+    pf_model *m = load_file(path, err);
+    const char *env = getenv("PF_REPACK");
+    if (m && !(env && !strcmp(env, "0")) && pf_model_pack_weights(m, err) < 0) {
+        pf_model_free(m);
+        return NULL;
+    }
+    return m;
 }
 
 void pf_model_free(pf_model *m) {
@@ -152,6 +162,7 @@ void pf_model_free(pf_model *m) {
     pfb_close(m->bundle); /* after the file, whose tables point into it */
     free(m->layers);
     free(m->norm_store);
+    free(m->packed_store);
     free(m);
 }
 

@@ -37,6 +37,7 @@ typedef struct pf_model {
      * draft built from it (pfb_gguf(bundle, PFB_OWNER_DRAFT)), which must be freed before the
      * model. Closed by pf_model_free after `file`. */
     pfb_bundle *bundle;
+    void *packed_store; /* the weights' packed copies (pf_model_pack_weights), or NULL */
 } pf_model;
 
 /* Load a qwen3-architecture GGUF, or the target of a .pfb bundle (recognised by its magic, not
@@ -46,6 +47,16 @@ pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]);
 /* Build a model over an already parsed file; takes ownership of f when own_file. */
 pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]);
 void pf_model_free(pf_model *m);
+/* Give every weight matrix the fast kernels can read packed (kernels.h) a packed copy, made
+ * once; pf_model_load does this unless the environment has PF_REPACK=0. Where the file is
+ * mapped, the pages of the originals are handed back to the OS (they are re-read from the file
+ * if anything reads them again), so resident memory does not double. Returns -1 (err set) when
+ * out of memory. */
+int pf_model_pack_weights(pf_model *m, char err[PF_ERR_LEN]);
+/* The same for any n weights (drafts): packed copies of those the kernels want packed, in one
+ * 64-byte aligned allocation returned in *store (NULL if none; the caller frees it); release[i]
+ * says whether weight i's original pages are a file mapping that may be handed back. */
+int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **store, char err[PF_ERR_LEN]);
 /* Bytes of all weight tensors (what a decode step streams). */
 size_t pf_model_weight_bytes(const pf_model *m);
 
@@ -69,7 +80,23 @@ typedef struct pf_ctx {
     int max_rows; /* rows per internal chunk */
     float *x, *xn, *q, *kbuf, *vbuf, *att, *tmp, *gate, *up, *logit_row;
     void *act;
+    /* Per-operation wall time in seconds, accumulated by every forward when not NULL (the
+     * caller owns the PF_OP_COUNT doubles; bench-model --ops). */
+    double *op_s;
 } pf_ctx;
+
+/* The forward's operations as op_s indexes them. */
+enum {
+    PF_OP_QKV,       /* q, k, v projections (activation quantization included) */
+    PF_OP_ATTENTION, /* attention over the cache */
+    PF_OP_O,         /* output projection */
+    PF_OP_GATE_UP,   /* FFN gate and up projections */
+    PF_OP_DOWN,      /* FFN down projection */
+    PF_OP_HEAD,      /* final norm and the output head */
+    PF_OP_ELEMENT,   /* embedding, norms, RoPE, cache writes, residual adds, SwiGLU */
+    PF_OP_COUNT
+};
+extern const char *const pf_op_names[PF_OP_COUNT];
 
 /* n_threads >= 1; k NULL selects the best kernels for this CPU. */
 pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_kernels *k,

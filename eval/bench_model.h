@@ -21,6 +21,7 @@ typedef struct {
     int prefill_tokens; /* prompt length of the prefill measurement (0 = skip) */
     int bandwidth_mib;  /* array size of the bandwidth measurement (0 = skip) */
     int progress;       /* print progress to stderr */
+    int ops;            /* also time each operation of the forward per block size (op_ms) */
 } pf_bench_model_opts;
 
 typedef struct {
@@ -30,6 +31,7 @@ typedef struct {
     pf_stat prefill_tok_s;
     double bandwidth_gb_s, ceiling_tok_s, peak_rss_mb;
     size_t bytes_per_token;
+    double op_ms[PF_BENCH_MAX][PF_OP_COUNT]; /* by block, mean ms per forward (opts.ops) */
 } pf_bench_model_result;
 
 int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]);

@@ -14,12 +14,15 @@
 #include "kernels/cpu.h"
 #include "kernels/pool.h"
 
-/* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes. */
+/* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes.
+ * packed, when not NULL, holds the same weights in the row-group layout of pf_pack_weight, which
+ * the AVX-512 quantized gemm reads instead of data (same results, bit for bit). */
 typedef struct {
     const void *data;
     uint32_t type;
     int64_t rows, cols;
     size_t row_bytes;
+    const void *packed;
 } pf_weight;
 
 /* gemm: y[b*ldy + r] = dot(W row r, activation row b) for r in [r0, r1), b in [0, B).
@@ -62,6 +65,19 @@ void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const voi
  * run: y[i] rows (ldy[i]) = W[i] . act rows. Each result equals pf_matmul's, bitwise. */
 void pf_matmul_n(const pf_kernels *k, pf_pool *pool, int n, const pf_weight *const *W, const void *act, int B,
                  float *const *y, const int64_t *ldy);
+
+/* Packed weights (kernels/repack.c). The AVX-512 quantized gemm works on groups of 16
+ * consecutive rows, one row per 32-bit lane; in the GGUF layout every block of a group needs a
+ * register transpose and a gather of its scales. Packed, a group's block k is one run of
+ * [16 f16 scales d][16 f16 minimums m (Q4_1)][quant bytes as dword columns: column j holds dword j
+ * of the 16 rows' quants] and groups follow each other (the last one padded with zero rows), so a
+ * block is a few aligned loads. 1 if type (Q8_0, Q4_0, Q4_1) can be packed and the best kernel
+ * level reads packed weights. */
+int pf_pack_wanted(uint32_t type);
+/* Bytes of W in the packed layout. */
+size_t pf_packed_bytes(const pf_weight *W);
+/* Write W's weights into dst (pf_packed_bytes(W) bytes, 64-byte aligned) in the packed layout. */
+void pf_pack_weight(const pf_weight *W, void *dst);
 
 /* NEOX RoPE (rotate-half pairs (i, i+hd/2), angle pos * theta^(-2i/hd)) applied in place to
  * n_heads heads of hd floats. Angles are computed in double precision. */

@@ -183,19 +183,24 @@ PF_FORCE_INLINE void load_transposed(const uint8_t *p0, const uint8_t *p1, const
     t[3] = _mm512_unpackhi_epi64(b, d);
 }
 
-/* One group of 16 consecutive weight rows (lane i = row i; g points at row 0's block k0) against
- * NB activation rows (row b at act + b*stride, pointing at its block k0) over nk blocks: per
- * block the weights are decoded once into 8 registers w[j] (lane i = unsigned bytes 4j..4j+3 of
- * row i's block), then per activation row b
+/* One group of 16 consecutive weight rows (lane i = row i) against NB activation rows (row b at
+ * act + b*stride, pointing at its block k0) over nk blocks: per block the weights are decoded
+ * once into 8 registers w[j] (lane i = unsigned bytes 4j..4j+3 of row i's block), then per
+ * activation row b
  *   isum = c_b + sum_j vpdpbusd(w[j], broadcast dword j of x_b)          (exact int32)
  *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
  * with c_b = 0 (Q4_1), -8 sum(x) (Q4_0: nibble - 8), -128 sum(x) (Q8_0: w + 128 as unsigned).
  * Every output is one lane's sequence of these ops in block order: nothing depends on NB, on
- * the lane, on the group or on the split of rows. acc starts at 0 if first, else from y
- * (parked there by the previous k super-chunk). Lanes outside mask are not stored. */
-PF_FORCE_INLINE void qgroup(uint32_t wt, const uint8_t *g, size_t rb, int64_t nk, const uint8_t *act, size_t stride, const int32_t *asum,
-                            int64_t ald, int first, __mmask16 mask, float *y, int64_t ldy,
-                            const uint8_t *pf, int NB) {
+ * the lane, on the group, on the split of rows or on the layout the weights come from. acc
+ * starts at 0 if first, else from y (parked there by the previous k super-chunk). Lanes outside
+ * mask are not stored.
+ *   GGUF layout (packed = 0): g points at row 0's block k0, rows rb bytes apart; per block the
+ *     16 rows are transposed in registers and the scales gathered.
+ *   packed layout (packed = 1, kernels.h): g points at the group's block k0, blocks 16 * ts
+ *     bytes apart; per block the scales and the dword columns are plain loads. */
+PF_FORCE_INLINE void qgroup(uint32_t wt, int packed, const uint8_t *g, size_t rb, int64_t nk, const uint8_t *act,
+                            size_t stride, const int32_t *asum, int64_t ald, int first, __mmask16 mask, float *y,
+                            int64_t ldy, const uint8_t *pf, int NB) {
     const size_t ts = qtype_size(wt);
     const uint8_t *p0 = g + (wt == PF_TYPE_Q4_1 ? 4 : 2), *p1 = p0 + 4 * rb, *p2 = p0 + 8 * rb,
                   *p3 = p0 + 12 * rb;
@@ -210,35 +215,59 @@ PF_FORCE_INLINE void qgroup(uint32_t wt, const uint8_t *g, size_t rb, int64_t nk
     for (int64_t k = 0; k < nk; k++) {
         size_t ko = (size_t)k * ts;
         __m512i w[8], t[4];
-        if (pf) /* the group QPF_AHEAD ahead, a block column of it per block: into L2 */
-            for (size_t o = 0; o < QRG * ts; o += 64) _mm_prefetch((const char *)pf + QRG * ko + o, _MM_HINT_T1);
-        if (wt == PF_TYPE_Q8_0) {
-            load_transposed(p0, p1, p2, p3, rb, ko, t);
+        __m512 dv, mv = _mm512_setzero_ps();
+        if (packed) {
+            const uint8_t *blk = g + QRG * ko, *q = blk + (wt == PF_TYPE_Q4_1 ? 64 : 32);
+            if (pf)
+                for (size_t o = 0; o < QRG * ts; o += 64) _mm_prefetch((const char *)pf + QRG * ko + o, _MM_HINT_T1);
+            dv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+            if (wt == PF_TYPE_Q4_1) mv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+            if (wt == PF_TYPE_Q8_0) {
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) w[j] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * j), bias);
+            } else {
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) w[j] = _mm512_xor_si512(t[j], bias);
-            load_transposed(p0, p1, p2, p3, rb, ko + 16, t);
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) w[4 + j] = _mm512_xor_si512(t[j], bias);
-        } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
-            load_transposed(p0, p1, p2, p3, rb, ko, t);
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                w[j] = _mm512_and_si512(t[j], lo4);
-                w[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t[j], 4), lo4);
+                for (int j = 0; j < 4; j++) {
+                    __m512i v = _mm512_loadu_si512(q + 64 * j);
+                    w[j] = _mm512_and_si512(v, lo4);
+                    w[4 + j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
+                }
             }
+        } else {
+            if (pf) /* the group QPF_AHEAD ahead, a block column of it per block: into L2 */
+                for (size_t o = 0; o < QRG * ts; o += 64) _mm_prefetch((const char *)pf + QRG * ko + o, _MM_HINT_T1);
+            if (wt == PF_TYPE_Q8_0) {
+                load_transposed(p0, p1, p2, p3, rb, ko, t);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) w[j] = _mm512_xor_si512(t[j], bias);
+                load_transposed(p0, p1, p2, p3, rb, ko + 16, t);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) w[4 + j] = _mm512_xor_si512(t[j], bias);
+            } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
+                load_transposed(p0, p1, p2, p3, rb, ko, t);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    w[j] = _mm512_and_si512(t[j], lo4);
+                    w[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t[j], 4), lo4);
+                }
+            }
+            /* scales: lane i = the first dword of row i's block (d | m << 16 for Q4_1) */
+            __m512i dm = _mm512_i32gather_epi32(gidx, g + ko, 1);
+            dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+            if (wt == PF_TYPE_Q4_1) mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
         }
-        /* scales: lane i = the first dword of row i's block (d | m << 16 for Q4_1) */
-        __m512i dm = _mm512_i32gather_epi32(gidx, g + ko, 1);
-        __m512 dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
-        __m512 mv = wt == PF_TYPE_Q4_1 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)))
-                                       : _mm512_setzero_ps();
 #pragma GCC unroll 16
         for (int b = 0; b < NB; b++) {
             const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
+            /* two dependency chains of 4 (exact int32 sums: the split changes nothing) */
             __m512i s = wt == PF_TYPE_Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(asum[b * ald + k]);
-#pragma GCC unroll 8
-            for (int j = 0; j < 8; j++)
+            __m512i s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
                 s = _mm512_dpbusd_epi32(s, w[j], _mm512_set1_epi32((int)load_u32(xb + 8 + 4 * j)));
+                s1 = _mm512_dpbusd_epi32(s1, w[4 + j], _mm512_set1_epi32((int)load_u32(xb + 24 + 4 * j)));
+            }
+            s = _mm512_add_epi32(s, s1);
             __m512 sc = _mm512_mul_ps(dv, _mm512_set1_ps(load_f32(xb)));
             acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[b]);
             if (wt == PF_TYPE_Q4_1) acc[b] = _mm512_fmadd_ps(mv, _mm512_set1_ps(load_f32(xb + 4)), acc[b]);
@@ -249,9 +278,9 @@ PF_FORCE_INLINE void qgroup(uint32_t wt, const uint8_t *g, size_t rb, int64_t nk
 }
 
 #define QGROUP_CASE(N) \
-    case N: qgroup(wt, g, rb, nk, act, stride, asum, ald, first, mask, y, ldy, pf, N); break;
+    case N: qgroup(wt, packed, g, rb, nk, act, stride, asum, ald, first, mask, y, ldy, pf, N); break;
 
-PF_FORCE_INLINE void qgroup_nb(uint32_t wt, int nb, const uint8_t *g, size_t rb, int64_t nk,
+PF_FORCE_INLINE void qgroup_nb(uint32_t wt, int packed, int nb, const uint8_t *g, size_t rb, int64_t nk,
                                const uint8_t *act, size_t stride,
                                const int32_t *asum, int64_t ald, int first, __mmask16 mask, float *y,
                                int64_t ldy, const uint8_t *pf) {
@@ -259,7 +288,7 @@ PF_FORCE_INLINE void qgroup_nb(uint32_t wt, int nb, const uint8_t *g, size_t rb,
         QGROUP_CASE(1) QGROUP_CASE(2) QGROUP_CASE(3) QGROUP_CASE(4) QGROUP_CASE(5) QGROUP_CASE(6)
         QGROUP_CASE(7) QGROUP_CASE(8) QGROUP_CASE(9) QGROUP_CASE(10) QGROUP_CASE(11) QGROUP_CASE(12)
         QGROUP_CASE(13) QGROUP_CASE(14) QGROUP_CASE(15)
-        default: qgroup(wt, g, rb, nk, act, stride, asum, ald, first, mask, y, ldy, pf, QNB); break;
+        default: qgroup(wt, packed, g, rb, nk, act, stride, asum, ald, first, mask, y, ldy, pf, QNB); break;
     }
 }
 
@@ -299,7 +328,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     _Alignas(64) int32_t asum[wt == PF_TYPE_Q4_1 ? 1 : ASUM_INTS];
     /* groups are read in place (gather offsets up to 15 * row_bytes must fit in int32) or from a
      * zero-padded copy when the matrix has under 16 rows */
-    const int padded = W->rows < QRG || rb > (size_t)INT32_MAX / QRG;
+    const int padded = !W->packed && (W->rows < QRG || rb > (size_t)INT32_MAX / QRG);
     _Alignas(64) uint8_t pad[padded ? QPAD_BYTES : 1];
     int64_t kc = QKS;
     if (padded && kc * ts * QRG > QPAD_BYTES) kc = QPAD_BYTES / (ts * QRG);
@@ -311,6 +340,26 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
             int sb = B - s0 < sbmax ? B - s0 : sbmax;
             const uint8_t *as = act + (size_t)s0 * stride;
             if (wt != PF_TYPE_Q4_1) act_sums(as, stride, sb, k0, nk, wt == PF_TYPE_Q8_0 ? -128 : -8, asum);
+            if (W->packed) {
+                /* groups of the packed layout start at multiples of 16 rows; lanes outside
+                 * [r0, r1) are computed (zero rows past the matrix) but never stored */
+                const size_t gbytes = (size_t)nblk * QRG * ts; /* one group, all blocks */
+                const int64_t ngroups = (W->rows + QRG - 1) / QRG;
+                for (int64_t gs = r0 / QRG * QRG; gs < r1; gs += QRG) {
+                    int64_t a = r0 > gs ? r0 : gs, e = r1 < gs + QRG ? r1 : gs + QRG;
+                    __mmask16 mask = (__mmask16)(((1u << (e - a)) - 1) << (a - gs));
+                    const uint8_t *g = (const uint8_t *)W->packed + (size_t)(gs / QRG) * gbytes + (size_t)k0 * QRG * ts;
+                    const uint8_t *pf = gs / QRG + QPF_AHEAD < ngroups ? g + QPF_AHEAD * gbytes : NULL;
+                    int npass = (sb + QNB - 1) / QNB;
+                    for (int c = 0, left = npass, nb; c < sb; c += nb, left--) {
+                        nb = (sb - c + left - 1) / left;
+                        qgroup_nb(wt, 1, nb, g, 0, nk, as + (size_t)c * stride + (size_t)k0 * XB, stride,
+                                  asum + (size_t)c * nk, nk, first, mask, y + (s0 + c) * ldy + gs, ldy,
+                                  c ? NULL : pf);
+                    }
+                }
+                continue;
+            }
             for (int64_t g0 = r0; g0 < r1; g0 += QRG) {
                 int n = r1 - g0 < QRG ? (int)(r1 - g0) : QRG;
                 int64_t gs = g0; /* first row of the 16 read */
@@ -332,7 +381,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                 int npass = (sb + QNB - 1) / QNB;
                 for (int c = 0, left = npass, nb; c < sb; c += nb, left--) {
                     nb = (sb - c + left - 1) / left;
-                    qgroup_nb(wt, nb, g, grb, nk, as + (size_t)c * stride + (size_t)k0 * XB, stride,
+                    qgroup_nb(wt, 0, nb, g, grb, nk, as + (size_t)c * stride + (size_t)k0 * XB, stride,
                               asum + (size_t)c * nk, nk, first, mask, y + (s0 + c) * ldy + gs, ldy,
                               c ? NULL : pf);
                 }

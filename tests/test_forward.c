@@ -244,6 +244,43 @@ TEST(forward_batch_invariant_q8_0) { check_batch_invariance(PF_TYPE_Q8_0); }
 TEST(forward_batch_invariant_q4_0) { check_batch_invariance(PF_TYPE_Q4_0); }
 TEST(forward_batch_invariant_q4_1) { check_batch_invariance(PF_TYPE_Q4_1); }
 
+/* A model loaded with packed weights (pf_model_load) gives the same logits, bit for bit, as the
+ * same file bound without them; with AVX-512 the packed copies are really the ones read. */
+static void check_packed_equals_unpacked(uint32_t type) {
+    pf_model *m = synth_model("tiny", type, true, "pack");
+    CHECK(m);
+    char err[PF_ERR_LEN];
+    gguf_file *f = gguf_open(m->file->path, err);
+    CHECK(f);
+    pf_model *u = pf_model_from_gguf(f, 1, err);
+    CHECK(u);
+    CHECKF(u->layers[0].ffn_up.packed == NULL, "pf_model_from_gguf packs nothing by itself");
+    CHECKF((m->layers[0].ffn_up.packed != NULL) == pf_pack_wanted(type), "packed iff the kernels want it");
+    const pf_hparams *hp = &m->hp;
+    enum { N = 9 };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (i * 131 + 5) % hp->n_vocab;
+    float *a = malloc((size_t)N * hp->n_vocab * sizeof(float)), *b = malloc((size_t)N * hp->n_vocab * sizeof(float));
+    pf_model *ms[2] = {m, u};
+    float *out[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        pf_ctx *c = pf_ctx_new(ms[i], 64, 2, NULL, err);
+        CHECK(c);
+        pf_batch bt = {.tokens = toks, .n = N, .logits_mode = PF_LOGITS_ALL, .logits = out[i]};
+        CHECK(pf_forward(c, &bt, err) == 0);
+        pf_ctx_free(c);
+    }
+    CHECKF(!memcmp(a, b, (size_t)N * hp->n_vocab * sizeof(float)), "%s: packed and unpacked logits differ",
+           pf_type_info(type)->name);
+    free(a), free(b);
+    pf_model_free(u);
+    pf_model_free(m);
+}
+
+TEST(forward_packed_equals_unpacked_q8_0) { check_packed_equals_unpacked(PF_TYPE_Q8_0); }
+TEST(forward_packed_equals_unpacked_q4_0) { check_packed_equals_unpacked(PF_TYPE_Q4_0); }
+TEST(forward_packed_equals_unpacked_q4_1) { check_packed_equals_unpacked(PF_TYPE_Q4_1); }
+
 /* Rolling the cache back and running different rows gives exactly what a run that never saw the
  * discarded rows gives. */
 TEST(forward_truncate_equals_never_run) {

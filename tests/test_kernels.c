@@ -44,7 +44,7 @@ static void make_weight(uint32_t type, int64_t rows, int64_t cols, uint64_t seed
         pf_quantize_row(type, tmp, data + (size_t)r * rb, cols);
     }
     free(tmp);
-    *W = (pf_weight){data, type, rows, cols, rb};
+    *W = (pf_weight){data, type, rows, cols, rb, NULL};
 }
 
 /* B activation rows, prepared with the scalar table so every level sees the same input. */
@@ -304,7 +304,7 @@ TEST(kernels_gemm_quant_exact_integer) {
                 }
                 free(wf);
             }
-            pf_weight W = {data, type, rows, cols, rb};
+            pf_weight W = {data, type, rows, cols, rb, NULL};
             float *y = malloc((size_t)B * rows * sizeof(float));
             for (int l = 0; l < PF_LEVEL_COUNT; l++) {
                 const pf_kernels *k = pf_kernels_get((pf_level)l);
@@ -407,7 +407,7 @@ TEST(kernels_gemm_empty_rows) {
         const pf_kernels *k = pf_kernels_get((pf_level)l);
         if (!k) continue;
         for (int t = 0; t < N_TYPES; t++) {
-            pf_weight W = {dummy, k_types[t], 3, 0, 0};
+            pf_weight W = {dummy, k_types[t], 3, 0, 0, NULL};
             float y[6] = {1, 1, 1, 1, 1, 1};
             k->gemm[k_types[t]](&W, dummy, 0, 2, y, 3, 0, 3);
             for (int i = 0; i < 6; i++) CHECKF(y[i] == 0.0f, "%s %s", k->name, pf_type_info(k_types[t])->name);
@@ -444,6 +444,52 @@ TEST(kernels_gemm_long_rows) {
         }
         free((void *)W.data), free(act), free(mag), free(yref), free(y), free(y1);
     }
+}
+
+/* The packed layout (kernels/repack.c) gives the AVX-512 gemm the same bits as the GGUF layout:
+ * matrices over and under 16 rows and not a multiple of it, row ranges that start and end inside
+ * a group, rows long enough for several k super-chunks, B from 1 to 17. */
+TEST(kernels_gemm_packed_bitwise) {
+    const pf_kernels *k = pf_kernels_get(PF_LEVEL_AVX512);
+    if (!k) {
+        printf("    no AVX-512 on this CPU: the packed layout is not used here\n");
+        CHECK(!pf_pack_wanted(PF_TYPE_Q4_1));
+        return;
+    }
+    static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+    static const int64_t shapes[][2] = {{1, 64}, {5, 96}, {16, 32}, {17, 256}, {40, 128}, {53, 32 * 1100}};
+    static const int64_t ranges[][2] = {{0, -1}, {3, -1}, {0, 7}, {5, 21}, {17, 35}};
+    int compared = 0;
+    for (int t = 0; t < 3; t++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            int64_t rows = shapes[si][0], cols = shapes[si][1];
+            pf_weight W, P;
+            make_weight(qt[t], rows, cols, 900 + 10 * t + si, &W);
+            P = W;
+            void *packed = aligned_alloc(64, (pf_packed_bytes(&W) + 63) / 64 * 64);
+            pf_pack_weight(&W, packed);
+            P.packed = packed;
+            const int B = 17;
+            size_t stride = pf_act_row_bytes(qt[t], cols);
+            void *act = make_act(qt[t], cols, B, 1000 + t, NULL);
+            float *y0 = malloc((size_t)B * rows * sizeof(float)), *y1 = malloc((size_t)B * rows * sizeof(float));
+            for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++) {
+                int64_t r0 = ranges[ri][0], r1 = ranges[ri][1] < 0 ? rows : ranges[ri][1];
+                if (r1 > rows) r1 = rows;
+                if (r0 >= r1) continue;
+                for (int nb = 1; nb <= B; nb += nb < 4 ? 1 : 6) {
+                    for (int64_t i = 0; i < (int64_t)B * rows; i++) y0[i] = y1[i] = -7.0f;
+                    k->gemm[qt[t]](&W, act, stride, nb, y0, rows, r0, r1);
+                    k->gemm[qt[t]](&P, act, stride, nb, y1, rows, r0, r1);
+                    CHECKF(memcmp(y0, y1, (size_t)B * rows * sizeof(float)) == 0,
+                           "%s %lldx%lld rows [%lld, %lld) B=%d: packed != GGUF layout", pf_type_info(qt[t])->name,
+                           (long long)rows, (long long)cols, (long long)r0, (long long)r1, nb);
+                    compared++;
+                }
+            }
+            free((void *)W.data), free(packed), free(act), free(y0), free(y1);
+        }
+    printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched)\n", compared);
 }
 
 /* Weights between two PROT_NONE pages (the matrix ends exactly at the second one): every level

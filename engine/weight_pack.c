@@ -1,0 +1,66 @@
+/* Packed copies of a model's weight matrices for the fast gemm (kernels.h, pf_pack_weight). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "engine/model.h"
+
+/* Drop the resident pages wholly inside [p, p + n) of a read-only file mapping: the packed copy
+ * is what the gemm reads now, and anything else that reads the original gets it back from the
+ * file. Only for mmap'd files (for memory we own, MADV_DONTNEED would zero it). */
+static void release_pages(const void *p, size_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0) return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)ps - 1) & ~(uintptr_t)(ps - 1), e = ((uintptr_t)p + n) & ~(uintptr_t)(ps - 1);
+    if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **store_out, char err[PF_ERR_LEN]) {
+    *store_out = NULL;
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (pf_pack_wanted(ws[i]->type)) total += (pf_packed_bytes(ws[i]) + 63) & ~(size_t)63;
+    if (total == 0) return 0;
+    uint8_t *store = aligned_alloc(64, total);
+    if (!store) {
+        snprintf(err, PF_ERR_LEN, "out of memory for %zu bytes of packed weights", total);
+        return -1;
+    }
+    uint8_t *p = store;
+    for (int i = 0; i < n; i++) {
+        pf_weight *w = ws[i];
+        if (!pf_pack_wanted(w->type)) continue;
+        pf_pack_weight(w, p);
+        w->packed = p;
+        p += (pf_packed_bytes(w) + 63) & ~(size_t)63;
+        if (release[i]) release_pages(w->data, (size_t)w->rows * w->row_bytes);
+    }
+    *store_out = store;
+    return 0;
+}
+
+int pf_model_pack_weights(pf_model *m, char err[PF_ERR_LEN]) {
+    if (m->packed_store) return 0;
+    int nl = m->hp.n_layer, n = 0;
+    pf_weight **ws = malloc(((size_t)nl * 7 + 1) * sizeof *ws);
+    bool *rel = malloc(((size_t)nl * 7 + 1) * sizeof *rel);
+    int rc = -1;
+    if (!ws || !rel) {
+        snprintf(err, PF_ERR_LEN, "out of memory for the packed weights");
+        goto done;
+    }
+    for (int l = 0; l < nl; l++) {
+        pf_layer *L = &m->layers[l];
+        pf_weight *lw[7] = {&L->attn_q, &L->attn_k, &L->attn_v, &L->attn_o, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        for (int i = 0; i < 7; i++) rel[n] = m->file->mapped, ws[n++] = lw[i];
+    }
+    /* when tied, output is a view of tok_embd whose rows the embedding lookup keeps reading */
+    rel[n] = m->file->mapped && !m->tied, ws[n++] = &m->output;
+    rc = pf_weights_pack(ws, rel, n, &m->packed_store, err);
+done:
+    free(ws);
+    free(rel);
+    return rc;
+}
