@@ -80,7 +80,7 @@ int cmd_bench_model(int argc, char **argv) {
     printf("| decode (depth 0) / ceiling | %.0f%% |\n", 100 * r.decode_tok_s[0].median / r.ceiling_tok_s);
     printf("| peak resident memory | %.0f MB |\n", r.peak_rss_mb);
     if (o.ops) {
-        printf("\n### time per operation at depth %d (mean ms per forward)\n\n| operation |", o.cb_depth);
+        printf("\n### time per operation at depth %d (ms, the fastest forward of each B)\n\n| operation |", o.cb_depth);
         for (int i = 0; i < o.n_blocks; i++) printf(" B=%d |", o.blocks[i]);
         printf("\n|---|");
         for (int i = 0; i < o.n_blocks; i++) printf("---|");

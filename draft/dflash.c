@@ -585,11 +585,8 @@ static void store_kv(pf_dflash_state *s, int l, const float *in, int B, int64_t 
         float *kr = s->kbuf + (size_t)r * kvd, *vr = s->vbuf + (size_t)r * kvd;
         head_norm(s->k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
         pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
-        pf_half *kd = Kc + (size_t)(pos0 + r) * kvd, *vd = Vc + (size_t)(pos0 + r) * kvd;
-        for (int64_t i = 0; i < kvd; i++) {
-            kd[i] = pf_fp32_to_fp16(kr[i]);
-            vd[i] = pf_fp32_to_fp16(vr[i]);
-        }
+        s->k->f32_to_f16(kr, Kc + (size_t)(pos0 + r) * kvd, kvd);
+        s->k->f32_to_f16(vr, Vc + (size_t)(pos0 + r) * kvd, kvd);
     }
 }
 

@@ -146,11 +146,8 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
                 pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
                 pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
             }
-            pf_half *kd = Kc + (size_t)(pos0 + r) * kvd, *vd = Vc + (size_t)(pos0 + r) * kvd;
-            for (int64_t i = 0; i < kvd; i++) {
-                kd[i] = pf_fp32_to_fp16(kr[i]);
-                vd[i] = pf_fp32_to_fp16(vr[i]);
-            }
+            k->f32_to_f16(kr, Kc + (size_t)(pos0 + r) * kvd, kvd);
+            k->f32_to_f16(vr, Vc + (size_t)(pos0 + r) * kvd, kvd);
         }
         op_mark(c, PF_OP_ELEMENT, &tm);
         pf_attention(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, kvd, pos0, pos0 + B, 1, 0,

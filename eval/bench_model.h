@@ -31,7 +31,7 @@ typedef struct {
     pf_stat prefill_tok_s;
     double bandwidth_gb_s, ceiling_tok_s, peak_rss_mb;
     size_t bytes_per_token;
-    double op_ms[PF_BENCH_MAX][PF_OP_COUNT]; /* by block, mean ms per forward (opts.ops) */
+    double op_ms[PF_BENCH_MAX][PF_OP_COUNT]; /* by block, ms per operation of the fastest forward (opts.ops) */
 } pf_bench_model_result;
 
 int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]);

@@ -44,6 +44,8 @@ typedef struct pf_kernels {
     float (*dot_f32_f16)(const float *a, const pf_half *b, int n);
     /* y += a * x for float y and f16 x (attention value accumulation) */
     void (*axpy_f16)(float a, const pf_half *x, float *y, int n);
+    /* y[i] = x[i] rounded to f16 (nearest even), bitwise pf_fp32_to_fp16 (KV cache writes) */
+    void (*f32_to_f16)(const float *x, pf_half *y, int64_t n);
 } pf_kernels;
 
 /* Table for a level, or NULL if this CPU cannot run it. */

@@ -380,6 +380,28 @@ static float dot_f32_f16(const float *a, const pf_half *b, int n) {
     return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
+/* F16C rounds to nearest even like pf_fp32_to_fp16 (overflow to inf, subnormals exact); NaNs
+ * become its canonical quiet NaN (sign kept) instead of the hardware's truncated payload. */
+static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        if (!_mm256_testz_ps(nan, nan)) {
+            __m128i sign = _mm_and_si128(_mm_packs_epi32(_mm256_castsi256_si128(_mm256_srai_epi32(_mm256_castps_si256(v), 16)),
+                                                         _mm256_extracti128_si256(_mm256_srai_epi32(_mm256_castps_si256(v), 16), 1)),
+                                         _mm_set1_epi16((short)0x8000));
+            __m128i qnan = _mm_or_si128(sign, _mm_set1_epi16(0x7e00));
+            __m128i m = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
+                                        _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
+            h = _mm_blendv_epi8(h, qnan, m);
+        }
+        _mm_storeu_si128((__m128i *)(y + i), h);
+    }
+    for (; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
+}
+
 static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     __m256 av = _mm256_set1_ps(a);
     int i = 0;
@@ -406,4 +428,5 @@ const pf_kernels pf_kernels_avx2_table = {
     .swiglu = swiglu,
     .dot_f32_f16 = dot_f32_f16,
     .axpy_f16 = axpy_f16,
+    .f32_to_f16 = f32_to_f16,
 };

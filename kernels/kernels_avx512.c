@@ -486,6 +486,22 @@ static float dot_f32_f16(const float *a, const pf_half *b, int n) {
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
+/* Rounds to nearest even like pf_fp32_to_fp16; NaNs become its canonical quiet NaN. */
+static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        if (nan) {
+            __m256i sign = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+            sign = _mm256_and_si256(sign, _mm256_set1_epi16((short)0x8000));
+            h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
+        }
+        _mm256_mask_storeu_epi16(y + i, m, h);
+    }
+}
+
 static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     __m512 av = _mm512_set1_ps(a);
     for (int i = 0; i < n; i += 16) {
@@ -511,4 +527,5 @@ const pf_kernels pf_kernels_avx512_table = {
     .swiglu = swiglu,
     .dot_f32_f16 = dot_f32_f16,
     .axpy_f16 = axpy_f16,
+    .f32_to_f16 = f32_to_f16,
 };

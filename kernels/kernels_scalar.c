@@ -144,6 +144,10 @@ static float dot_f32_f16(const float *a, const pf_half *b, int n) {
     return acc;
 }
 
+static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
+}
+
 static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] += a * pf_fp16_to_fp32(x[i]);
 }
@@ -164,4 +168,5 @@ const pf_kernels pf_kernels_scalar_table = {
     .swiglu = swiglu,
     .dot_f32_f16 = dot_f32_f16,
     .axpy_f16 = axpy_f16,
+    .f32_to_f16 = f32_to_f16,
 };

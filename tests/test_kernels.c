@@ -756,6 +756,46 @@ TEST(kernels_dot_axpy_f16_vs_scalar) {
 
 /* ---- RoPE, softmax ---- */
 
+/* The KV cache's f32 -> f16 rounding: every level bitwise equal to pf_fp32_to_fp16 on random
+ * values of every magnitude, on rounding ties, subnormals, overflow, infinities and NaNs, and at
+ * every length (tails). */
+TEST(kernels_f32_to_f16_bitwise) {
+    enum { N = 4099 };
+    float *x = malloc(N * sizeof(float));
+    pf_half *ref = malloc(N * sizeof(pf_half)), *got = malloc(N * sizeof(pf_half));
+    uint64_t s = 77;
+    for (int i = 0; i < N; i++) {
+        uint32_t bits = (uint32_t)rng_next(&s);
+        switch (i % 5) {
+        case 0: bits = (bits & 0x807fffffu) | ((uint32_t)(100 + i % 60) << 23); break; /* f16 range, subnormals */
+        case 1: bits = (bits & 0x8000ffffu & ~0x1fffu) | 0x1000u | ((uint32_t)(113 + i % 30) << 23); break; /* ties */
+        case 2: break;                                                                                  /* anything */
+        default: memcpy(&bits, &(float){rng_unit(&s) * (float)(1 << (i % 20))}, 4); break;
+        }
+        memcpy(&x[i], &bits, 4);
+    }
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65519.99f, 65520.0f, -65520.0f,
+                             5.96046448e-08f, 2.98023224e-08f, 2.98023242e-08f, 6.10351562e-05f, 1e-10f, 1e10f};
+    memcpy(x, special, sizeof special);
+    uint32_t payload_nan = 0x7fa00001u; /* a signalling NaN with a payload */
+    memcpy(&x[sizeof special / sizeof special[0]], &payload_nan, 4);
+    for (int i = 0; i < N; i++) ref[i] = pf_fp32_to_fp16(x[i]);
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        if (!k) continue;
+        for (int n = 0; n <= 40; n++) { /* every tail length */
+            memset(got, 0xab, 48 * sizeof(pf_half));
+            k->f32_to_f16(x + 3, got, n);
+            for (int i = 0; i < n; i++) CHECKF(got[i] == ref[3 + i], "%s n=%d i=%d", k->name, n, i);
+            CHECKF(got[n] == 0xabab, "%s n=%d: wrote past the end", k->name, n);
+        }
+        k->f32_to_f16(x, got, N);
+        for (int i = 0; i < N; i++)
+            CHECKF(got[i] == ref[i], "%s i=%d: %a -> %04x, reference %04x", k->name, i, x[i], got[i], ref[i]);
+    }
+    free(x), free(ref), free(got);
+}
+
 TEST(kernels_rope_vs_double) {
     const int hd = 64, nh = 3;
     const int64_t positions[] = {0, 1, 17, 4095, 30000};
