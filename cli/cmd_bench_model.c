@@ -12,8 +12,9 @@ static const char k_usage[] =
     "  measures, in one run with every configuration interleaved and repeated (median and range):\n"
     "  prefill tok/s (512-token prompt), plain decode tok/s at depths 0, 512, 2048, c(B) = time of a\n"
     "  B-row forward / time of a 1-row forward for B = 1, 2, 4, 8, 12, 16 at depth D (default 512),\n"
-    "  the memory read bandwidth (1 GiB array, same threads), the decode ceiling it implies\n"
-    "  (bandwidth / weight bytes per token) and peak resident memory.\n"
+    "  the memory read bandwidth (1 GiB array, same threads, once per repetition), the decode\n"
+    "  ceiling it implies (bandwidth / weight bytes per token), decode as a fraction of the same\n"
+    "  repetition's ceiling, and peak resident memory.\n"
     "  -t N         threads (default 2)\n"
     "  --depth D    context depth of the c(B) measurements (default 512)\n"
     "  --reps R     interleaved repetitions (default 5)\n"
@@ -74,10 +75,13 @@ int cmd_bench_model(int argc, char **argv) {
         stat_cell(ms, sizeof ms, &r.block_ms[i], "%.2f");
         printf("| c(%d) at depth %d | %s (%s ms) |\n", o.blocks[i], o.cb_depth, cell, ms);
     }
-    printf("| memory read bandwidth | %.1f GB/s |\n", r.bandwidth_gb_s);
+    stat_cell(cell, sizeof cell, &r.bandwidth, "%.1f");
+    printf("| memory read bandwidth (each repetition) | %s GB/s |\n", cell);
     printf("| weight bytes per token | %.1f MB |\n", r.bytes_per_token / 1e6);
-    printf("| bandwidth ceiling | %.1f tok/s |\n", r.ceiling_tok_s);
-    printf("| decode (depth 0) / ceiling | %.0f%% |\n", 100 * r.decode_tok_s[0].median / r.ceiling_tok_s);
+    printf("| bandwidth ceiling (median bandwidth) | %.1f tok/s |\n", r.ceiling_tok_s);
+    pf_stat pct = {100 * r.decode_fraction.median, 100 * r.decode_fraction.lo, 100 * r.decode_fraction.hi};
+    stat_cell(cell, sizeof cell, &pct, "%.0f%%");
+    printf("| decode (depth %d) / ceiling of the same repetition | %s |\n", o.depths[0], cell);
     printf("| peak resident memory | %.0f MB |\n", r.peak_rss_mb);
     if (o.ops) {
         printf("\n### time per operation at depth %d (ms, the fastest forward of each B)\n\n| operation |", o.cb_depth);
@@ -113,7 +117,7 @@ int cmd_bench_model(int argc, char **argv) {
                 fprintf(f, "%s\"%d\": %.3f", i ? ", " : "", o.depths[i], r.decode_tok_s[i].median);
             fprintf(f, "}, \"prefill_tok_s\": %.3f, \"bandwidth_gb_s\": %.3f, \"decode_fraction_of_ceiling\": %.4f, "
                        "\"peak_rss_mb\": %.1f, \"c_depth\": %d, \"weight_bytes_per_token\": %zu}\n",
-                    r.prefill_tok_s.median, r.bandwidth_gb_s, r.decode_tok_s[0].median / r.ceiling_tok_s, r.peak_rss_mb,
+                    r.prefill_tok_s.median, r.bandwidth_gb_s, r.decode_fraction.median, r.peak_rss_mb,
                     o.cb_depth, r.bytes_per_token);
             if (fclose(f) != 0 || rename(tmp, json) != 0) rc = cli_fail("%s: write failed", json);
         }

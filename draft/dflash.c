@@ -46,6 +46,7 @@ struct pf_dflash {
     pf_weight sel_hidden, sel_pred, sel_succ;
     float *store; /* vectors converted to f32 when stored otherwise */
     void *packed_store; /* packed copies of the matrices (pf_weights_pack), or NULL */
+    size_t packed_map_len;
     size_t act_max; /* widest prepared activation row of any matrix the draft multiplies */
 };
 
@@ -383,7 +384,7 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
         }
         for (int i = 0; i < n; i++) rel[i] = f->mapped;
         const char *env = getenv("PF_REPACK");
-        int rc = env && !strcmp(env, "0") ? 0 : pf_weights_pack(ws, rel, n, &d->packed_store, err);
+        int rc = env && !strcmp(env, "0") ? 0 : pf_weights_pack(ws, rel, n, &d->packed_store, &d->packed_map_len, err);
         free(ws), free(rel);
         if (rc < 0) goto fail;
     }
@@ -405,7 +406,7 @@ void pf_dflash_free(pf_dflash *d) {
     free(d->taps);
     free(d->layers);
     free(d->store);
-    free(d->packed_store);
+    pf_weights_free(d->packed_store, d->packed_map_len);
     free(d);
 }
 

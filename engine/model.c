@@ -162,7 +162,7 @@ void pf_model_free(pf_model *m) {
     pfb_close(m->bundle); /* after the file, whose tables point into it */
     free(m->layers);
     free(m->norm_store);
-    free(m->packed_store);
+    pf_weights_free(m->packed_store, m->packed_map_len);
     free(m);
 }
 

@@ -38,6 +38,7 @@ typedef struct pf_model {
      * model. Closed by pf_model_free after `file`. */
     pfb_bundle *bundle;
     void *packed_store; /* the weights' packed copies (pf_model_pack_weights), or NULL */
+    size_t packed_map_len; /* for pf_weights_free */
 } pf_model;
 
 /* Load a qwen3-architecture GGUF, or the target of a .pfb bundle (recognised by its magic, not
@@ -54,9 +55,15 @@ void pf_model_free(pf_model *m);
  * out of memory. */
 int pf_model_pack_weights(pf_model *m, char err[PF_ERR_LEN]);
 /* The same for any n weights (drafts): packed copies of those the kernels want packed, in one
- * 64-byte aligned allocation returned in *store (NULL if none; the caller frees it); release[i]
+ * allocation of pf_weights_alloc returned in *store and *map_len (NULL if none; the caller frees
+ * it with pf_weights_free); release[i]
  * says whether weight i's original pages are a file mapping that may be handed back. */
-int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **store, char err[PF_ERR_LEN]);
+int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **store, size_t *map_len,
+                    char err[PF_ERR_LEN]);
+/* Memory for weights: 2 MiB aligned with transparent huge pages requested (PF_HUGEPAGES=0: plain
+ * aligned_alloc); free with pf_weights_free(p, *map_len). NULL when out of memory. */
+void *pf_weights_alloc(size_t size, size_t *map_len);
+void pf_weights_free(void *p, size_t map_len);
 /* Bytes of all weight tensors (what a decode step streams). */
 size_t pf_model_weight_bytes(const pf_model *m);
 

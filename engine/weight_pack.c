@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "engine/model.h"
@@ -17,13 +18,45 @@ static void release_pages(const void *p, size_t n) {
     if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **store_out, char err[PF_ERR_LEN]) {
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* size bytes, 2 MiB aligned, asking the kernel for transparent huge pages: the weights are
+ * streamed once per token, and with 4 KiB pages the TLB misses (two-level page walks under a
+ * hypervisor) cost a large part of the memory bandwidth. *map_len is the mapping's length for
+ * pf_weights_free, 0 where it fell back to aligned_alloc (or PF_HUGEPAGES=0). */
+void *pf_weights_alloc(size_t size, size_t *map_len) {
+    const char *env = getenv("PF_HUGEPAGES");
+    *map_len = 0;
+    if (!(env && !strcmp(env, "0"))) {
+        size_t len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        uint8_t *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            uint8_t *data = (uint8_t *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+            if (data > p) munmap(p, (size_t)(data - p));
+            if (p + HUGE_PAGE > data) munmap(data + len, (size_t)(p + HUGE_PAGE - data));
+            madvise(data, len, MADV_HUGEPAGE);
+            *map_len = len;
+            return data;
+        }
+    }
+    return aligned_alloc(64, (size + 63) & ~(size_t)63);
+}
+
+void pf_weights_free(void *p, size_t map_len) {
+    if (!p) return;
+    if (map_len) munmap(p, map_len);
+    else free(p);
+}
+
+int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **store_out, size_t *map_len,
+                    char err[PF_ERR_LEN]) {
     *store_out = NULL;
+    *map_len = 0;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         if (pf_pack_wanted(ws[i]->type)) total += (pf_packed_bytes(ws[i]) + 63) & ~(size_t)63;
     if (total == 0) return 0;
-    uint8_t *store = aligned_alloc(64, total);
+    uint8_t *store = pf_weights_alloc(total, map_len);
     if (!store) {
         snprintf(err, PF_ERR_LEN, "out of memory for %zu bytes of packed weights", total);
         return -1;
@@ -58,7 +91,7 @@ int pf_model_pack_weights(pf_model *m, char err[PF_ERR_LEN]) {
     }
     /* when tied, output is a view of tok_embd whose rows the embedding lookup keeps reading */
     rel[n] = m->file->mapped && !m->tied, ws[n++] = &m->output;
-    rc = pf_weights_pack(ws, rel, n, &m->packed_store, err);
+    rc = pf_weights_pack(ws, rel, n, &m->packed_store, &m->packed_map_len, err);
 done:
     free(ws);
     free(rel);

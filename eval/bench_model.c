@@ -50,20 +50,16 @@ static void bw_worker(void *arg, int ith, int nth) {
     j->sums[ith & 63] = s0 + s1 + s2 + s3;
 }
 
-static double measure_bandwidth(pf_pool *pool, size_t bytes, int reps) {
-    size_t n = bytes / sizeof(uint64_t);
-    uint64_t *a = malloc(n * sizeof *a);
-    if (!a) return 0;
-    for (size_t i = 0; i < n; i++) a[i] = i;
+/* Best of `passes` reads of the n-word array a by the pool's threads, in GB/s. */
+static double measure_bandwidth(pf_pool *pool, const uint64_t *a, size_t n, int passes) {
     bw_job j = {.a = a, .n = n};
     double best = 0;
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < passes; r++) {
         double t0 = now_s();
         pf_pool_run(pool, bw_worker, &j);
         double gbs = (double)(n * sizeof *a) / (now_s() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
-    free(a);
     return best;
 }
 
@@ -89,8 +85,11 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     double *t_decode = calloc((size_t)o->n_depths * o->reps, sizeof(double));
     double *t_block = calloc((size_t)o->n_blocks * o->reps, sizeof(double));
     double *t_prefill = calloc((size_t)o->reps, sizeof(double));
+    double *bw = calloc((size_t)o->reps, sizeof(double));
+    uint64_t *bw_array = NULL;
+    size_t bw_words = (size_t)o->bandwidth_mib << 17, bw_map = 0; /* MiB / 8 bytes */
     int rc = -1;
-    if (!c || !toks || !logits || !t_decode || !t_block || !t_prefill) {
+    if (!c || !toks || !logits || !t_decode || !t_block || !t_prefill || !bw) {
         if (c) snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
     }
@@ -112,8 +111,24 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         pf_kv_truncate(c->kv, o->cb_depth);
         if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
     }
+    /* peak memory of the model work (it allocates nothing more), before the bandwidth array */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
+    if (o->bandwidth_mib > 0) {
+        /* the same kind of memory as the packed weights (huge pages where the kernel gives them);
+         * read once per repetition, next to the decode measurements, since this machine's
+         * bandwidth drifts between runs */
+        bw_array = pf_weights_alloc(bw_words * sizeof *bw_array, &bw_map);
+        if (!bw_array) {
+            snprintf(err, PF_ERR_LEN, "out of memory for the %d MiB bandwidth array", o->bandwidth_mib);
+            goto done;
+        }
+        for (size_t i = 0; i < bw_words; i++) bw_array[i] = i;
+    }
     for (int rep = 0; rep < o->reps; rep++) {
         if (o->progress) fprintf(stderr, "\rbench-model: repetition %d/%d", rep + 1, o->reps);
+        if (bw_array) bw[rep] = measure_bandwidth(c->pool, bw_array, bw_words, 2);
         for (int i = 0; i < o->n_depths; i++) {
             int d = o->depths[i];
             double best = 1e9;
@@ -197,13 +212,16 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
                 }
             }
     }
-    /* peak memory of the model work, before the bandwidth array is allocated */
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
-    if (o->progress && o->bandwidth_mib > 0) fprintf(stderr, "bench-model: measuring memory bandwidth...\n");
-    if (o->bandwidth_mib > 0) r->bandwidth_gb_s = measure_bandwidth(c->pool, (size_t)o->bandwidth_mib << 20, 5);
     r->bytes_per_token = pf_model_weight_bytes(m);
+    if (bw_array) {
+        /* decode at depth 0 over the ceiling of the same repetition, then the median */
+        double frac[256];
+        int n = o->reps < 256 ? o->reps : 256;
+        for (int rep = 0; rep < n; rep++) frac[rep] = (1.0 / t_decode[rep]) / (bw[rep] * 1e9 / (double)r->bytes_per_token);
+        pf_stat_summarize(frac, n, &r->decode_fraction);
+        pf_stat_summarize(bw, n, &r->bandwidth);
+        r->bandwidth_gb_s = r->bandwidth.median;
+    }
     r->ceiling_tok_s = r->bandwidth_gb_s * 1e9 / (double)r->bytes_per_token;
     rc = 0;
 done:
@@ -213,5 +231,7 @@ done:
     free(t_decode);
     free(t_block);
     free(t_prefill);
+    free(bw);
+    pf_weights_free(bw_array, bw_map);
     return rc;
 }
