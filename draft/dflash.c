@@ -695,12 +695,17 @@ static void block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
     }
 }
 
-/* The k largest logits by (value desc, id asc): cand/unary sorted. */
-static void top_k(const float *logits, int n, int k, int32_t *cand, float *unary) {
+/* The k largest logits, by decreasing value (ties: lower index first), in one pass. Once k are
+ * held, only values above the k-th can enter, so the scan jumps to the next such value (kernel
+ * first_above); the entries and their order are those of the plain loop. */
+static void top_k(const pf_kernels *kn, const float *logits, int n, int k, int32_t *cand, float *unary) {
     int m = 0;
     for (int i = 0; i < n; i++) {
+        if (m == k) {
+            i += (int)kn->first_above(logits + i, n - i, unary[k - 1]);
+            if (i >= n) break;
+        }
         float v = logits[i];
-        if (m == k && !(v > unary[m - 1])) continue;
         int p = m < k ? m : k - 1; /* slot freed at the end */
         while (p > 0 && v > unary[p - 1]) {
             unary[p] = unary[p - 1];
@@ -807,7 +812,7 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     linear(s, &d->sel_hidden, s->hn + H, H, B - 1, s->g, R);
     for (int t = 1; t < B; t++) {
         int32_t *cand = s->cand + (size_t)(t - 1) * kk;
-        top_k(s->logits + (size_t)(t - 1) * V, V, kk, cand, s->unary + (size_t)(t - 1) * kk);
+        top_k(s->k, s->logits + (size_t)(t - 1) * V, V, kk, cand, s->unary + (size_t)(t - 1) * kk);
         for (int j = 0; j < kk; j++) weight_row(&d->sel_succ, cand[j], s->succ + ((size_t)(t - 1) * kk + j) * R);
     }
     /* ... then the walk: score_t(prev, j) = unary_t[j] + <A[prev] * g_t, Bsucc[cand_t[j]]> */

@@ -1,5 +1,7 @@
 #include "engine/sampler.h"
 
+#include "kernels/kernels.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -27,12 +29,7 @@ uint64_t pf_rng_next(pf_rng *r) {
 
 double pf_rng_uniform(pf_rng *r) { return (double)(pf_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 
-int32_t pf_argmax(const float *logits, int n) {
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
+int32_t pf_argmax(const float *logits, int n) { return pf_kernels_best()->argmax(logits, n); }
 
 int pf_dist_init(pf_dist *d, int cap) {
     d->ids = malloc((size_t)cap * sizeof *d->ids);

@@ -46,6 +46,11 @@ typedef struct pf_kernels {
     void (*axpy_f16)(float a, const pf_half *x, float *y, int n);
     /* y[i] = x[i] rounded to f16 (nearest even), bitwise pf_fp32_to_fp16 (KV cache writes) */
     void (*f32_to_f16)(const float *x, pf_half *y, int64_t n);
+    /* index of the first maximum of x[0..n), n >= 1, NaNs skipped (0 when x[0] is NaN): exactly
+     * the scalar loop "if (x[i] > x[best]) best = i" (greedy decoding and verification) */
+    int32_t (*argmax)(const float *x, int64_t n);
+    /* index of the first x[i] > t in [0, n), n if none (a NaN is never above): scans for top-k */
+    int64_t (*first_above)(const float *x, int64_t n, float t);
 } pf_kernels;
 
 /* Table for a level, or NULL if this CPU cannot run it. */

@@ -380,6 +380,42 @@ static float dot_f32_f16(const float *a, const pf_half *b, int n) {
     return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
+/* The scalar loop's answer in two passes: the largest non-NaN value (vmaxps returns its second
+ * operand when the first is NaN), then the first index holding it (-0 == +0, as the loop keeps the
+ * first of equal values). */
+static int32_t argmax(const float *x, int64_t n) {
+    if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ps(h, _mm_shuffle_ps(h, h, 1));
+    float mx = _mm_cvtss_f32(h);
+    for (; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    const __m256 mv = _mm256_set1_ps(mx);
+    for (i = 0; i + 8 <= n; i += 8) {
+        int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
+        if (bits) return (int32_t)(i + __builtin_ctz((unsigned)bits));
+    }
+    for (; i < n; i++)
+        if (x[i] == mx) return (int32_t)i;
+    return 0; /* unreachable: mx is x[0] or larger and present */
+}
+
+static int64_t first_above(const float *x, int64_t n, float t) {
+    const __m256 tv = _mm256_set1_ps(t);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), tv, _CMP_GT_OQ));
+        if (bits) return i + __builtin_ctz((unsigned)bits);
+    }
+    for (; i < n; i++)
+        if (x[i] > t) return i;
+    return n;
+}
+
 /* F16C rounds to nearest even like pf_fp32_to_fp16 (overflow to inf, subnormals exact); NaNs
  * become its canonical quiet NaN (sign kept) instead of the hardware's truncated payload. */
 static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
@@ -429,4 +465,6 @@ const pf_kernels pf_kernels_avx2_table = {
     .dot_f32_f16 = dot_f32_f16,
     .axpy_f16 = axpy_f16,
     .f32_to_f16 = f32_to_f16,
+    .argmax = argmax,
+    .first_above = first_above,
 };

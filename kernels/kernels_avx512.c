@@ -486,6 +486,31 @@ static float dot_f32_f16(const float *a, const pf_half *b, int n) {
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
+/* Two passes like the AVX2 one: the largest non-NaN value, then the first index holding it. */
+static int32_t argmax(const float *x, int64_t n) {
+    if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16) /* masked-off lanes load -inf */
+        m = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i), m);
+    const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 t = tail_mask(n - i);
+        __mmask16 eq = _mm512_mask_cmp_ps_mask(t, _mm512_maskz_loadu_ps(t, x + i), mv, _CMP_EQ_OQ);
+        if (eq) return (int32_t)(i + __builtin_ctz((unsigned)eq));
+    }
+    return 0; /* unreachable: the maximum is present */
+}
+
+static int64_t first_above(const float *x, int64_t n, float t) {
+    const __m512 tv = _mm512_set1_ps(t);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __mmask16 gt = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), tv, _CMP_GT_OQ);
+        if (gt) return i + __builtin_ctz((unsigned)gt);
+    }
+    return n;
+}
+
 /* Rounds to nearest even like pf_fp32_to_fp16; NaNs become its canonical quiet NaN. */
 static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
@@ -528,4 +553,6 @@ const pf_kernels pf_kernels_avx512_table = {
     .dot_f32_f16 = dot_f32_f16,
     .axpy_f16 = axpy_f16,
     .f32_to_f16 = f32_to_f16,
+    .argmax = argmax,
+    .first_above = first_above,
 };

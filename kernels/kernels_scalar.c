@@ -144,6 +144,19 @@ static float dot_f32_f16(const float *a, const pf_half *b, int n) {
     return acc;
 }
 
+static int32_t argmax(const float *x, int64_t n) {
+    int32_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = (int32_t)i;
+    return best;
+}
+
+static int64_t first_above(const float *x, int64_t n, float t) {
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > t) return i;
+    return n;
+}
+
 static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
 }
@@ -169,4 +182,6 @@ const pf_kernels pf_kernels_scalar_table = {
     .dot_f32_f16 = dot_f32_f16,
     .axpy_f16 = axpy_f16,
     .f32_to_f16 = f32_to_f16,
+    .argmax = argmax,
+    .first_above = first_above,
 };

@@ -796,6 +796,59 @@ TEST(kernels_f32_to_f16_bitwise) {
     free(x), free(ref), free(got);
 }
 
+/* argmax on every level equals the scalar loop: ties (first wins, -0 == +0), NaNs anywhere
+ * (skipped; NaN at 0 gives 0), infinities, every length up to 70 and a vocabulary-sized row. */
+TEST(kernels_argmax_first_above_levels) {
+    enum { N = 65536 + 7 };
+    float *x = malloc(N * sizeof(float));
+    uint64_t s = 99;
+    int checked = 0;
+    for (int round = 0; round < 400; round++) {
+        int64_t n = round < 280 ? 1 + round % 70 : N - (round % 9);
+        int kind = round % 7;
+        for (int64_t i = 0; i < n; i++) {
+            float v = rng_unit(&s);
+            if (kind == 1) v = (float)(int)(v * 3); /* many ties */
+            if (kind == 2 && i % 5 == 3) v = NAN;
+            if (kind == 3) v = (i % 2) ? -0.0f : 0.0f;
+            if (kind == 4 && i % 11 == 7) v = INFINITY;
+            if (kind == 5) v = -INFINITY;
+            x[i] = v;
+        }
+        if (kind == 6) x[0] = NAN;
+        if (kind == 2 && n > 1) x[n - 1] = 5.0f; /* the maximum in the tail */
+        int32_t ref = pf_kernels_get(PF_LEVEL_SCALAR)->argmax(x, n);
+        for (int l = 1; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            int32_t got = k->argmax(x, n);
+            CHECKF(got == ref, "%s n=%lld kind %d: %d, scalar %d", k->name, (long long)n, kind, got, ref);
+            checked++;
+        }
+    }
+    /* first_above: every level equals the scalar scan, thresholds around the values, NaN rows */
+    for (int round = 0; round < 300; round++) {
+        int64_t n = round < 200 ? round % 70 : N - (round % 9);
+        for (int64_t i = 0; i < n; i++) x[i] = round % 3 == 2 && i % 4 == 1 ? NAN : rng_unit(&s);
+        float t = round % 5 == 0 ? 0.999f : round % 5 == 1 ? 2.0f : rng_unit(&s);
+        int64_t ref = pf_kernels_get(PF_LEVEL_SCALAR)->first_above(x, n, t);
+        for (int l = 1; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            int64_t got = k->first_above(x, n, t);
+            CHECKF(got == ref, "%s first_above n=%lld t=%g: %lld, scalar %lld", k->name, (long long)n, t,
+                   (long long)got, (long long)ref);
+        }
+    }
+    /* the scalar references themselves on hand-made rows */
+    CHECK(pf_kernels_get(PF_LEVEL_SCALAR)->first_above((const float[]){NAN, 1.0f, 3.0f}, 3, 2.0f) == 2);
+    CHECK(pf_kernels_get(PF_LEVEL_SCALAR)->first_above((const float[]){NAN, 1.0f, 3.0f}, 3, 3.0f) == 3);
+    float h[6] = {1.0f, NAN, 3.0f, -0.0f, 3.0f, 2.0f};
+    CHECK(pf_kernels_get(PF_LEVEL_SCALAR)->argmax(h, 6) == 2);
+    free(x);
+    printf("    %d SIMD argmax calls equal to the scalar loop\n", checked);
+}
+
 TEST(kernels_rope_vs_double) {
     const int hd = 64, nh = 3;
     const int64_t positions[] = {0, 1, 17, 4095, 30000};
