@@ -31,6 +31,7 @@ static void add_stats(pf_spec_stats *a, const pf_spec_stats *b) {
     }
     a->t_draft += b->t_draft;
     a->t_ctx += b->t_ctx;
+    a->t_prompt_ctx += b->t_prompt_ctx;
     a->t_verify += b->t_verify;
     a->t_accept += b->t_accept;
     a->t_other += b->t_other;

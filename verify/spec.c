@@ -99,11 +99,11 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
                             : (sp->d->commit ? sp->d->commit(sp->d->state, prompt + r0, n, dt, err) : 0);
             if (r < 0) return -1;
         }
-        sp->st.t_ctx += now_s() - t0;
+        sp->st.t_prompt_ctx += now_s() - t0;
         return 0;
     }
     int r = sp->d->begin ? sp->d->begin(sp->d->state, prompt, n_prompt, taps, err) : 0;
-    sp->st.t_ctx += now_s() - t0;
+    sp->st.t_prompt_ctx += now_s() - t0;
     return r;
 }
 
@@ -278,9 +278,10 @@ void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file) {
     double other = st->t_total - st->t_draft - st->t_verify - st->t_accept - st->t_ctx;
     if (other < 0) other = 0;
     double T = st->t_total > 0 ? st->t_total : 1;
-    fprintf(f, "\ntime in rounds %.3f s: draft %.1f%%, context %.1f%%, verify %.1f%%, accept/sample %.1f%%, other %.1f%%\n",
+    fprintf(f, "\ntime in rounds %.3f s: draft %.1f%%, context %.1f%%, verify %.1f%%, accept/sample %.1f%%, other %.1f%%"
+               " (and %.3f s building the draft's context from the prompt)\n",
             st->t_total, 100 * st->t_draft / T, 100 * st->t_ctx / T, 100 * st->t_verify / T, 100 * st->t_accept / T,
-            100 * other / T);
+            100 * other / T, st->t_prompt_ctx);
 }
 
 /* Re-plan the taps: the drafter's, plus the target's last layer when Dec or logging needs it. */

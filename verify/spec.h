@@ -20,6 +20,7 @@ typedef struct {
     int64_t pos_accepted[PF_MAX_BLOCK];
     int64_t drafted;                 /* draft tokens proposed */
     double t_draft, t_ctx, t_verify, t_accept, t_other, t_total; /* seconds inside rounds */
+    double t_prompt_ctx; /* seconds building the drafter's context from the prompt (before round 1) */
 } pf_spec_stats;
 
 typedef struct pf_spec pf_spec;
