@@ -51,7 +51,9 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
     for (int b = 0; b < NB; b++) acc0[b] = acc1[b] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        _mm_prefetch((const char *)w + (size_t)i * es + PF_DIST, _MM_HINT_T0);
+        /* prefetch pays with several rows (c(8) ~1.5x better for F16); one row streams as fast
+         * on the hardware prefetcher alone */
+        if (NB > 1) _mm_prefetch((const char *)w + (size_t)i * es + PF_DIST, _MM_HINT_T0);
         __m512 w0 = wload16(wt, w, i), w1 = wload16(wt, w, i + 16);
 #pragma GCC unroll 8
         for (int b = 0; b < NB; b++) {
