@@ -77,3 +77,14 @@ char *cli_read_file(const char *path, size_t *len) {
     *len = n;
     return buf;
 }
+
+bool cli_draft_head(const char *flag, const char *s, int *out) {
+    if (!strcmp(s, "full")) {
+        *out = -1;
+        return true;
+    }
+    long long v;
+    if (!cli_int(flag, s, 1, 1 << 24, &v)) return false;
+    *out = (int)v;
+    return true;
+}

@@ -13,6 +13,8 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *cli_value(int argc, char **argv, int *i);
 bool cli_int(const char *flag, const char *s, long long lo, long long hi, long long *out);
 bool cli_float(const char *flag, const char *s, double lo, double hi, double *out);
+/* --draft-head N|full: *out = N (1..65536) or -1 for "full" (the whole vocabulary). */
+bool cli_draft_head(const char *flag, const char *s, int *out);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);
 

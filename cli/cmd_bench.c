@@ -18,6 +18,8 @@ static const char k_usage[] =
     "                 each round how many drafts to verify; --block is then the most it drafts)\n"
     "  --block B      rows verified per round (default: the draft's trained block; 8 for ngram)\n"
     "  --ngram N      longest ngram pattern (default 3)\n"
+    "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
+    "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  -n N           tokens generated per prompt (default 64)\n"
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       interleaved repetitions (default 3)\n"
@@ -112,7 +114,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
-                                                 "--json", "--svg", "--profile", NULL};
+                                                 "--json", "--svg", "--profile", "--draft-head", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", a);
@@ -126,6 +128,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--profile")) profile_path = v;
         else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; o.block = (int)iv; }
         else if (!strcmp(a, "--ngram")) { if (!cli_int(a, v, 1, 16, &iv)) return 1; o.ngram_n = (int)iv; }
+        else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &o.draft_head)) return 1; }
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.max_tokens = (int)iv; }
         else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; max_prompts = (int)iv; }
         else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }

@@ -25,6 +25,8 @@ static const char k_usage[] =
     "  --limit N      only the first N prompts\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output)\n"
     "  --block B      rows verified per round with -d (default: the draft's block size)\n"
+    "  --draft-head N|full  with -d: the draft's head scores its N most frequent tokens, or the whole\n"
+    "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --log-rounds FILE  with -d: append every round's Dec features and accepted length to FILE\n"
     "                 (the training data of a Dec head, see draft/train/train_dec.py)\n";
 
@@ -68,7 +70,7 @@ static void json_ids(FILE *f, const int32_t *ids, int n) {
 
 int cmd_gen(int argc, char **argv) {
     const char *model = NULL, *in = NULL, *out = NULL, *draft = NULL, *log_rounds = NULL;
-    int block = 0;
+    int block = 0, draft_head = 0;
     pf_drafter *drafter = NULL;
     pf_spec *spec = NULL;
     FILE *log_file = NULL;
@@ -82,7 +84,7 @@ int cmd_gen(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
-                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", NULL};
+                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", a);
@@ -93,6 +95,7 @@ int cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "-d")) draft = v;
         else if (!strcmp(a, "--log-rounds")) log_rounds = v;
         else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
+        else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; gp.max_tokens = (int)iv; }
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
         else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
@@ -121,7 +124,8 @@ int cmd_gen(int argc, char **argv) {
     idbuf resp = {0};
     if (!s) { cli_fail("%s", err); goto done; }
     if (draft) {
-        if (!(drafter = pf_drafter_open("dflash", draft, s, 3, &block, err)) || !(spec = pf_spec_new(s, drafter, block, err))) {
+        if (!(drafter = pf_drafter_open("dflash", draft, s, 3, &block, err)) ||
+            pf_drafter_apply_head(drafter, draft_head, err) < 0 || !(spec = pf_spec_new(s, drafter, block, err))) {
             cli_fail("%s", err);
             goto done;
         }

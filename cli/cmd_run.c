@@ -36,6 +36,8 @@ static const char k_usage[] =
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target\n"
     "  --block B      rows verified per round, 2..64 (default: the draft's trained block, 8 for ngram)\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
+    "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
+    "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --profile FILE use the strategy and block size of a tuned profile (pocketflash tune): the entry\n"
     "                 of --task TYPE, else the profile's default; explicit --spec/--block win\n"
     "  --task TYPE    task type to look up in the profile (e.g. math, code, extraction)\n"
@@ -55,7 +57,7 @@ int cmd_run(int argc, char **argv) {
     const char *profile_path = NULL, *task = NULL, *log_rounds = NULL;
     pf_dec *dec = NULL;
     FILE *log_file = NULL;
-    int block = 0, ngram_n = 3;
+    int block = 0, ngram_n = 3, draft_head = 0;
     bool show_stats = false;
     pf_gen_params gp;
     pf_gen_params_default(&gp);
@@ -69,7 +71,8 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--ignore-eos")) gp.stop_at_eot = false;
         else if (!strcmp(a, "--stats")) show_stats = true;
         else if (!strcmp(a, "-d") || !strcmp(a, "--spec") || !strcmp(a, "--block") || !strcmp(a, "--ngram") ||
-                 !strcmp(a, "--profile") || !strcmp(a, "--task") || !strcmp(a, "--log-rounds")) {
+                 !strcmp(a, "--profile") || !strcmp(a, "--task") || !strcmp(a, "--log-rounds") ||
+                 !strcmp(a, "--draft-head")) {
             if (!(v = cli_value(argc, argv, &i))) return 1;
             if (!strcmp(a, "--log-rounds")) log_rounds = v;
             if (!strcmp(a, "-d")) draft_path = v;
@@ -77,6 +80,7 @@ int cmd_run(int argc, char **argv) {
             else if (!strcmp(a, "--task")) task = v;
             else if (!strcmp(a, "--spec")) spec_name = v;
             else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
+            else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
             else { if (!cli_int(a, v, 1, 16, &iv)) return 1; ngram_n = (int)iv; }
         }
         else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
@@ -149,6 +153,7 @@ int cmd_run(int argc, char **argv) {
     if (strcmp(spec_name, "ar")) {
         int is_dec = !strcmp(spec_name, "dec");
         if (!(drafter = pf_drafter_open(is_dec ? "dflash" : spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
+        if (draft_head && strcmp(spec_name, "ngram") && pf_drafter_apply_head(drafter, draft_head, err) < 0) { cli_fail("%s", err); goto done; }
         if (!(spec = pf_spec_new(s, drafter, block, err))) { cli_fail("%s", err); goto done; }
         if (is_dec && (!(dec = pf_dec_load_path(draft_path, m->hp.n_embd, err)) ||
                        pf_spec_set_dec(spec, dec, NULL, 0, err) < 0)) { cli_fail("%s", err); goto done; }

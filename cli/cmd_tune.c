@@ -20,7 +20,9 @@ static const char k_usage[] =
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       repetitions of the final measurement (default 3)\n"
     "  -t N           threads (default 2)\n"
-    "  -c N           context size (default 1024)\n";
+    "  -c N           context size (default 1024)\n"
+    "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
+    "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n";
 
 int cmd_tune(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *out = NULL, *blocks = "2,3,4,6,8,12,16";
@@ -33,7 +35,7 @@ int cmd_tune(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "-o", "--blocks", "--depth", "-n", "--prompts",
-                                                 "--reps", "-t", "-c", NULL};
+                                                 "--reps", "-t", "-c", "--draft-head", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("tune: unknown flag '%s' (try --help)", a);
@@ -48,6 +50,7 @@ int cmd_tune(int argc, char **argv) {
         else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; max_prompts = (int)iv; }
         else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.bench.reps = (int)iv; }
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.bench.threads = (int)iv; }
+        else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &o.bench.draft_head)) return 1; }
         else if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1;
         else o.bench.n_ctx = iv;
     }

@@ -9,6 +9,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_dec_attach(int argc, char **argv);
+int cmd_draft_head(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

@@ -12,6 +12,7 @@ static const char k_usage[] =
     "  run          generate text with a model (plain or speculative decoding)\n"
     "  bench        per-task speedup of speculative over plain decoding (interleaved, checked)\n"
     "  dec-attach   store a trained Dec head (decision head) in a draft GGUF\n"
+    "  draft-head   store a frequency-ranked head vocabulary in a draft GGUF\n"
     "  tune         pick the strategy and block size per task type on this device (writes a profile)\n"
     "  bench-model  measure prefill, decode by depth, c(B) and the bandwidth ceiling of a model\n"
     "  gen          batch generation over a JSONL prompt file (responses and token ids)\n"
@@ -33,7 +34,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen}, {"tune", cmd_tune}, {"dec-attach", cmd_dec_attach},         {"synth", cmd_synth},
+        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen}, {"tune", cmd_tune}, {"dec-attach", cmd_dec_attach}, {"draft-head", cmd_draft_head},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
         {"expand", cmd_expand},

@@ -43,6 +43,10 @@ struct pf_dflash {
     /* DFlash2 */
     int conv_k, conv_group, conv_groups;
     int sel_rank, sel_top_k;
+    /* draft-head vocabulary (optional): token ids by decreasing training frequency and how many
+     * of the most frequent the draft's head scores by default (dflash.head_tokens, .head_vocab) */
+    int32_t *head_rank;
+    int n_head_rank, head_default;
     pf_weight sel_hidden, sel_pred, sel_succ;
     float *store; /* vectors converted to f32 when stored otherwise */
     void *packed_store; /* packed copies of the matrices (pf_weights_pack), or NULL */
@@ -278,6 +282,56 @@ static int read_v2_globals(pf_dflash *d, const gguf_file *f, char *err) {
     return 0;
 }
 
+/* dflash.head_tokens (integer array: distinct token ids, most frequent first) and
+ * dflash.head_vocab (how many of them the head scores by default; all when absent). */
+static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
+    const gguf_kv *kv = gguf_find(f, "dflash.head_tokens");
+    uint32_t nv = 0;
+    if (pf_get_u32(f, "dflash.head_vocab", &nv, 0, err) < 0) return -1;
+    if (!kv) {
+        if (gguf_find(f, "dflash.head_vocab")) {
+            snprintf(err, PF_ERR_LEN, "%s: dflash.head_vocab is set but dflash.head_tokens is missing", f->path);
+            return -1;
+        }
+        return 0;
+    }
+    const int V = d->hp.n_vocab;
+    int ints = kv->type == GGUF_ARR && kv->v.arr.type != GGUF_STR && kv->v.arr.type != GGUF_F32 &&
+               kv->v.arr.type != GGUF_BOOL && kv->v.arr.type != GGUF_F64;
+    if (!ints || kv->v.arr.n < 1 || kv->v.arr.n > (uint64_t)V) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens: expected an array of 1..%d token ids", f->path, V);
+        return -1;
+    }
+    int n = (int)kv->v.arr.n;
+    uint8_t *seen = calloc((size_t)V, 1);
+    d->head_rank = malloc((size_t)n * sizeof *d->head_rank);
+    if (!seen || !d->head_rank) {
+        free(seen);
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t id = gguf_arr_int(kv, (uint64_t)i);
+        if (id < 0 || id >= V || seen[id]) {
+            snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens[%d] = %lld is %s", f->path, i, (long long)id,
+                     id < 0 || id >= V ? "outside the vocabulary" : "listed twice");
+            free(seen);
+            return -1;
+        }
+        seen[id] = 1;
+        d->head_rank[i] = (int32_t)id;
+    }
+    free(seen);
+    if (!gguf_find(f, "dflash.head_vocab")) nv = (uint32_t)n;
+    if (nv < 1 || nv > (uint32_t)n) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.head_vocab: %u is outside 1..%d (the ranked tokens)", f->path, nv, n);
+        return -1;
+    }
+    d->n_head_rank = n;
+    d->head_default = (int)nv;
+    return 0;
+}
+
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
 pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, char err[PF_ERR_LEN]) {
@@ -291,7 +345,9 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
     d->own_file = own_file;
     d->target = target;
     pf_hparams *hp = &d->hp;
-    if (read_hparams(d, f, err) < 0 || read_taps(d, f, err) < 0 || read_mask(d, f, err) < 0) goto fail;
+    if (read_hparams(d, f, err) < 0 || read_taps(d, f, err) < 0 || read_mask(d, f, err) < 0 ||
+        read_head_tokens(d, f, err) < 0)
+        goto fail;
     const int H = hp->n_embd, hd = hp->head_dim;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     d->version = gguf_find_tensor(f, "selector_hidden.weight") || gguf_find_tensor(f, "blk.0.attn_conv_base") ? 2 : 1;
@@ -406,6 +462,7 @@ void pf_dflash_free(pf_dflash *d) {
     free(d->taps);
     free(d->layers);
     free(d->store);
+    free(d->head_rank);
     pf_weights_free(d->packed_store, d->packed_map_len);
     free(d);
 }
@@ -442,7 +499,76 @@ struct pf_dflash_state {
     int32_t *cand;
     int last_B;
     pf_dist dist; /* v1 proposals when the caller keeps no q */
+    /* head subset (pf_dflash_set_head): the target's output rows of sub_ids (ascending), so the
+     * draft scores n_sub tokens instead of the whole vocabulary; n_sub = 0: the whole head */
+    pf_weight sub_head;
+    int32_t *sub_ids;
+    int n_sub;
+    uint8_t *sub_rows;
+    void *sub_packed;
+    size_t sub_map;
 };
+
+static void free_head(pf_dflash_state *s) {
+    free(s->sub_ids);
+    free(s->sub_rows);
+    pf_weights_free(s->sub_packed, s->sub_map);
+    s->sub_ids = NULL;
+    s->sub_rows = NULL;
+    s->sub_packed = NULL;
+    s->sub_map = 0;
+    s->n_sub = 0;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int pf_dflash_head_default(const pf_dflash *d) { return d->head_rank ? d->head_default : 0; }
+int pf_dflash_head_ranked(const pf_dflash *d) { return d->n_head_rank; }
+
+int pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]) {
+    const pf_dflash *d = s->d;
+    const pf_weight *out = &d->target->output;
+    if (n < 0) n = pf_dflash_head_default(d);
+    free_head(s);
+    if (n == 0) return 0;
+    if (n > d->n_head_rank) {
+        snprintf(err, PF_ERR_LEN, "draft head of %d tokens: the draft ranks %d (dflash.head_tokens)", n, d->n_head_rank);
+        return -1;
+    }
+    if (d->version == 2 && n < d->sel_top_k) {
+        snprintf(err, PF_ERR_LEN, "draft head of %d tokens: the DFlash2 selector takes the top %d", n, d->sel_top_k);
+        return -1;
+    }
+    s->sub_ids = malloc((size_t)n * sizeof *s->sub_ids);
+    s->sub_rows = malloc((size_t)n * out->row_bytes);
+    if (!s->sub_ids || !s->sub_rows) {
+        free_head(s);
+        snprintf(err, PF_ERR_LEN, "out of memory for a draft head of %d tokens", n);
+        return -1;
+    }
+    memcpy(s->sub_ids, d->head_rank, (size_t)n * sizeof *s->sub_ids);
+    qsort(s->sub_ids, (size_t)n, sizeof *s->sub_ids, cmp_i32); /* id order: ties resolve as in the full head */
+    for (int i = 0; i < n; i++)
+        memcpy(s->sub_rows + (size_t)i * out->row_bytes, (const uint8_t *)out->data + (size_t)s->sub_ids[i] * out->row_bytes,
+               out->row_bytes);
+    s->sub_head = (pf_weight){s->sub_rows, out->type, n, out->cols, out->row_bytes, NULL};
+    pf_weight *w = &s->sub_head;
+    bool rel = false;
+    if (pf_weights_pack(&w, &rel, 1, &s->sub_packed, &s->sub_map, err) < 0) {
+        free_head(s);
+        return -1;
+    }
+    s->n_sub = n;
+    return 0;
+}
+
+int pf_dflash_head(const pf_dflash_state *s, const int32_t **ids) {
+    if (ids) *ids = s->sub_ids;
+    return s->n_sub;
+}
 
 static void free_scratch(pf_dflash_state *s) {
     free(s->x); free(s->xn); free(s->cu); free(s->tmp); free(s->q); free(s->att); free(s->kbuf); free(s->vbuf);
@@ -528,6 +654,7 @@ fail:
 void pf_dflash_state_free(pf_dflash_state *s) {
     if (!s) return;
     free_scratch(s);
+    free_head(s);
     free(s->kc);
     free(s->vc);
     pf_dist_free(&s->dist);
@@ -793,15 +920,20 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     for (int l = 0; l < hp->n_layer; l++) block_layer(s, l, B, s->len);
     for (int r = 0; r < B; r++) s->k->rmsnorm(s->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
     if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));
-    /* row k predicts the token at start + k (mask filling, no shift); row 0 is discarded */
-    linear(s, &tm->output, s->hn + H, H, B - 1, s->logits, V);
+    /* row k predicts the token at start + k (mask filling, no shift); row 0 is discarded. With a
+     * head subset the logits are those of its NV tokens (the same values the whole head gives
+     * them), and indices map back to token ids through sub_ids. */
+    const int NV = s->n_sub ? s->n_sub : V;
+    linear(s, s->n_sub ? &s->sub_head : &tm->output, s->hn + H, H, B - 1, s->logits, NV);
     s->last_B = B;
 
     if (!v2) {
         pf_sampling greedy = {0, 0, 1};
         for (int t = 1; t < B; t++) {
             pf_dist *dist = q ? &q[t - 1] : &s->dist;
-            pf_sampling_probs(sampled ? samp : &greedy, s->logits + (size_t)(t - 1) * V, V, dist);
+            pf_sampling_probs(sampled ? samp : &greedy, s->logits + (size_t)(t - 1) * NV, NV, dist);
+            if (s->n_sub)
+                for (int i = 0; i < dist->n; i++) dist->ids[i] = s->sub_ids[dist->ids[i]];
             draft[t - 1] = pf_dist_sample(dist, rng);
         }
         return 0;
@@ -812,7 +944,9 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     linear(s, &d->sel_hidden, s->hn + H, H, B - 1, s->g, R);
     for (int t = 1; t < B; t++) {
         int32_t *cand = s->cand + (size_t)(t - 1) * kk;
-        top_k(s->k, s->logits + (size_t)(t - 1) * V, V, kk, cand, s->unary + (size_t)(t - 1) * kk);
+        top_k(s->k, s->logits + (size_t)(t - 1) * NV, NV, kk, cand, s->unary + (size_t)(t - 1) * kk);
+        if (s->n_sub)
+            for (int j = 0; j < kk; j++) cand[j] = s->sub_ids[cand[j]];
         for (int j = 0; j < kk; j++) weight_row(&d->sel_succ, cand[j], s->succ + ((size_t)(t - 1) * kk + j) * R);
     }
     /* ... then the walk: score_t(prev, j) = unary_t[j] + <A[prev] * g_t, Bsucc[cand_t[j]]> */

@@ -82,6 +82,20 @@ const pf_half *pf_dflash_cache_k(const pf_dflash_state *s, int layer);
 const pf_half *pf_dflash_cache_v(const pf_dflash_state *s, int layer);
 /* Logits of draft rows 1..B-1 of the last propose: row k-1 at + (k-1)*n_vocab. *n_rows = B-1. */
 const float *pf_dflash_last_logits(const pf_dflash_state *s, int *n_rows);
+
+/* Draft-head vocabulary. A draft may rank token ids by training frequency (dflash.head_tokens,
+ * with a default count dflash.head_vocab); its head can then score only the n most frequent
+ * instead of the whole vocabulary (the head is the target's output matrix, most of a draft pass
+ * for a 65,536-token vocabulary). Proposals then come from those tokens only; speculation stays
+ * lossless (the target verifies every token, and a sampled draft's q is its own distribution).
+ * pf_dflash_set_head: n = 0 the whole vocabulary (the default of a new state), n < 0 the draft's
+ * default (0 when it ranks nothing), else 1..ranked (DFlash2: at least its selector's top-k).
+ * With a subset, pf_dflash_last_logits rows have pf_dflash_head() columns, for the token ids
+ * *ids (ascending); the values are those the whole head gives these tokens. */
+int pf_dflash_head_default(const pf_dflash *d); /* dflash.head_vocab, 0 without ranked tokens */
+int pf_dflash_head_ranked(const pf_dflash *d);  /* entries of dflash.head_tokens (0: none) */
+int pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]);
+int pf_dflash_head(const pf_dflash_state *s, const int32_t **ids); /* columns (0: the whole vocabulary) */
 /* DFlash2, last propose: for draft row k (1..B-1), the top-k candidates cand[(k-1)*top_k + j]
  * (by decreasing logit, ties by id) and their scores given the previous token of the walk
  * score[(k-1)*top_k + j]. Returns top_k, or 0 for a v1 draft / before any propose. */

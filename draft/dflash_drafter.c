@@ -80,6 +80,13 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
         free(s);
         return NULL;
     }
+    if (pf_dflash_set_head(s->st, -1, err) < 0) { /* the draft's default head vocabulary */
+        pf_dflash_state_free(s->st);
+        free(s->hidden);
+        free(dr);
+        free(s);
+        return NULL;
+    }
     int n_taps;
     const int *taps = pf_dflash_tap_layers(d, &n_taps);
     *dr = (pf_drafter){.name = pf_dflash_version(d) == 2 ? "dflash2" : "dflash", .state = s, .tap_layers = taps,
@@ -89,3 +96,11 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
 }
 
 void pf_dflash_drafter_own_weights(pf_drafter *dr) { ((df_state *)dr->state)->own_weights = 1; }
+
+int pf_dflash_drafter_set_head(pf_drafter *dr, int n, char err[PF_ERR_LEN]) {
+    if (!dr || dr->free != df_free) {
+        snprintf(err, PF_ERR_LEN, "--draft-head applies to DFlash drafts only");
+        return -1;
+    }
+    return pf_dflash_set_head(((df_state *)dr->state)->st, n, err);
+}

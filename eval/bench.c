@@ -83,6 +83,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
             dblock[which] = 0;
             if (!(drafters[which] = pf_drafter_open(which ? "ngram" : "dflash", o->draft_path, s, o->ngram_n, &dblock[which], err)))
                 goto done;
+            if (!which && pf_drafter_apply_head(drafters[which], o->draft_head, err) < 0) goto done;
         }
         int block = want > 0 ? want : dblock[which];
         if (!(specs[t] = pf_spec_new(s, drafters[which], block, err))) goto done;

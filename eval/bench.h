@@ -22,6 +22,7 @@ typedef struct {
     const char *draft_path;
     int block;        /* 0 = the draft's default */
     int ngram_n;
+    int draft_head;   /* 0 the draft's default head vocabulary, -1 the whole vocabulary, N the N most frequent */
     int progress;
     const pf_profile *profile; /* per-task strategy and block (overrides spec/block) */
 } pf_bench_opts;

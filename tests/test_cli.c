@@ -250,3 +250,47 @@ TEST(cli_tune_writes_profile_used_by_run_and_bench) {
     snprintf(args, sizeof args, "run -m %s --profile %s -p hi", m, path);
     CHECK_FAILS(args, "profile");
 }
+
+/* draft-head: a ranked list goes into a draft that then loads and speculates with it (run
+ * --draft-head full|N|default all give the plain output); bad lists get one-line errors and no
+ * output file. */
+TEST(cli_draft_head) {
+    const char *m = tiny_model();
+    char args[1600], draft[300], ranked[300], out[300], o[8192], e[8192];
+    snprintf(draft, sizeof draft, "%s/cli-dh-raw.gguf", pf_test_tmpdir());
+    snprintf(ranked, sizeof ranked, "%s/cli-dh-ranked.txt", pf_test_tmpdir());
+    snprintf(out, sizeof out, "%s/cli-dh.gguf", pf_test_tmpdir());
+    snprintf(args, sizeof args, "synth-draft -m %s -o %s --version 2", m, draft);
+    CHECK(run(args, o, sizeof o, e, sizeof e) == 0);
+    FILE *f = fopen(ranked, "w");
+    for (int i = 0; i < 120; i++) fprintf(f, "%d%c", (i * 7 + 3) % 512, i % 10 == 9 ? '\n' : ' ');
+    fclose(f);
+    snprintf(args, sizeof args, "draft-head -d %s -m %s --ranked %s -n 100 -o %s", draft, m, ranked, out);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0 && strstr(o, "100 tokens (of 120 ranked"), "%s%s", o, e);
+    char plain[8192];
+    snprintf(args, sizeof args, "run -m %s -p 'a b c' -n 12 --ignore-eos", m);
+    CHECK(run(args, plain, sizeof plain, e, sizeof e) == 0);
+    static const char *const heads[3] = {"", "--draft-head full", "--draft-head 40"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "run -m %s -d %s %s -p 'a b c' -n 12 --ignore-eos", m, out, heads[i]);
+        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0 && !strcmp(o, plain), "%s: '%s' vs plain '%s' (%s)", heads[i], o, plain, e);
+    }
+    snprintf(args, sizeof args, "run -m %s -d %s --draft-head 121 -p 'a b c' -n 4", m, out);
+    CHECK_FAILS(args, "ranks 120");
+    snprintf(args, sizeof args, "run -m %s -d %s --draft-head 8 -p 'a b c' -n 4", m, out);
+    CHECK_FAILS(args, "selector");
+    /* duplicates, ids past the vocabulary, text: refused, nothing written */
+    static const char *const bad[3][2] = {{"1 2 3 2", "listed twice"}, {"1 2 512", "outside the vocabulary"},
+                                          {"1 two 3", "not a token id"}};
+    for (int i = 0; i < 3; i++) {
+        f = fopen(ranked, "w");
+        fputs(bad[i][0], f);
+        fclose(f);
+        remove(out);
+        snprintf(args, sizeof args, "draft-head -d %s -m %s --ranked %s -o %s", draft, m, ranked, out);
+        CHECK_FAILS(args, bad[i][1]);
+        CHECKF(!fopen(out, "rb"), "%s: output written despite the error", bad[i][0]);
+    }
+    snprintf(args, sizeof args, "draft-head -d %s -m %s --ranked %s -o %s --bogus 1", draft, m, ranked, out);
+    CHECK_FAILS(args, "unknown flag");
+}

@@ -42,3 +42,8 @@ pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session
     snprintf(err, PF_ERR_LEN, "unknown speculative strategy '%s'", spec);
     return NULL;
 }
+
+int pf_drafter_apply_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]) {
+    if (draft_head == 0) return 0;
+    return pf_dflash_drafter_set_head(d, draft_head < 0 ? 0 : draft_head, err);
+}

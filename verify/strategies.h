@@ -11,4 +11,8 @@
 pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session *s, int ngram_n, int *block,
                             char err[PF_ERR_LEN]);
 
+/* Apply a front end's --draft-head value to a drafter: 0 leaves the draft's default, -1 the whole
+ * vocabulary, N > 0 the N most frequent ranked tokens (DFlash drafts only). */
+int pf_drafter_apply_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]);
+
 #endif

@@ -85,6 +85,15 @@ if [ ! -f models/pf-draft-ref.json ] || [ "$W/v1b/final.pt" -nt models/pf-draft-
     $PY draft/train/export_draft.py ref "$D1" "$D2" models/pf-draft-ref.json | tee -a "$W/pipeline.log"
 fi
 
+# 5b. draft-head vocabulary: the target's response tokens the drafts are trained on, ranked by
+#     frequency; the head scores by default the top ones covering 99.9% of them (pocketflash
+#     draft-head; run/bench --draft-head overrides). Re-applied on every run (idempotent).
+HEAD_N=$($PY draft/train/head_tokens.py "$W/head_tokens.txt" 0.999)
+for D in "$D1" "$D2"; do
+    ./pocketflash draft-head -d "$D" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D.head.tmp" | tee -a "$W/pipeline.log"
+    mv "$D.head.tmp" "$D"
+done
+
 # 6. offline acceptance: held-out eval prompts, teacher-forced on the target's greedy responses
 if [ "${PF_DRAFT_ACCEPT:-1}" != 0 ]; then
     $PY draft/train/draft_data.py evalprompts

@@ -1,0 +1,108 @@
+/* pocketflash draft-head: store a frequency-ranked head vocabulary in a DFlash draft. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "draft/dflash.h"
+#include "draft/head_vocab.h"
+#include "engine/model.h"
+
+static const char k_usage[] =
+    "usage: pocketflash draft-head -d DRAFT.gguf -m TARGET.gguf --ranked FILE [-n N] -o OUT.gguf\n"
+    "  writes the draft with dflash.head_tokens = the token ids of FILE (whitespace-separated, most\n"
+    "  frequent first, as draft/train/head_tokens.py ranks the training data) and dflash.head_vocab = N\n"
+    "  (default: all of them): by default the draft's head then scores only those N tokens instead of\n"
+    "  the whole vocabulary (--draft-head of run/bench/tune/gen overrides it). The output is loaded\n"
+    "  with the target before the command succeeds.\n";
+
+/* Token ids of a text file; NULL (after printing an error) on failure. */
+static int32_t *read_ids(const char *path, int limit, int *n) {
+    size_t len;
+    char *text = cli_read_file(path, &len);
+    if (!text) return NULL;
+    int cap = 1024, m = 0;
+    int32_t *ids = malloc((size_t)cap * sizeof *ids);
+    char *p = text;
+    while (ids) {
+        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+        if (!*p) break;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 1 << 30 || (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r')) {
+            cli_fail("%s: entry %d is not a token id", path, m + 1);
+            free(ids);
+            free(text);
+            return NULL;
+        }
+        if (m == limit) {
+            cli_fail("%s: more than %d token ids (the vocabulary)", path, limit);
+            free(ids);
+            free(text);
+            return NULL;
+        }
+        if (m == cap) {
+            int32_t *q = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
+            if (!q) free(ids);
+            ids = q;
+            if (!ids) break;
+        }
+        ids[m++] = (int32_t)v;
+        p = end;
+    }
+    free(text);
+    if (!ids) {
+        cli_fail("out of memory");
+        return NULL;
+    }
+    if (m == 0) {
+        free(ids);
+        cli_fail("%s: no token ids", path);
+        return NULL;
+    }
+    *n = m;
+    return ids;
+}
+
+int cmd_draft_head(int argc, char **argv) {
+    const char *draft = NULL, *target = NULL, *ranked = NULL, *out = NULL;
+    long long nv = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        if (strcmp(a, "-d") && strcmp(a, "-m") && strcmp(a, "--ranked") && strcmp(a, "-n") && strcmp(a, "-o"))
+            return cli_fail("draft-head: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-d")) draft = v;
+        else if (!strcmp(a, "-m")) target = v;
+        else if (!strcmp(a, "--ranked")) ranked = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!cli_int(a, v, 1, 1 << 24, &nv)) return 1;
+    }
+    if (!draft || !target || !ranked || !out) return cli_fail("draft-head: -d, -m, --ranked and -o are required");
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load(target, err);
+    if (!m) return cli_fail("%s", err);
+    int n = 0, rc = 1;
+    int32_t *ids = read_ids(ranked, m->hp.n_vocab, &n);
+    if (ids) {
+        if (pf_draft_head_attach(draft, ids, n, nv ? (int)nv : n, m->hp.n_vocab, out, err) < 0) {
+            cli_fail("%s", err);
+        } else {
+            pf_dflash *d = pf_dflash_load(out, m, err); /* the result must load with this target */
+            if (!d) {
+                remove(out);
+                cli_fail("%s", err);
+            } else {
+                printf("%s: head vocabulary of %d tokens (of %d ranked, vocabulary %d)\n", out, pf_dflash_head_default(d),
+                       pf_dflash_head_ranked(d), m->hp.n_vocab);
+                pf_dflash_free(d);
+                rc = 0;
+            }
+        }
+    }
+    free(ids);
+    pf_model_free(m);
+    return rc;
+}
