@@ -12,14 +12,14 @@ make -s pocketflash
 T=${THREADS:-2}
 
 if [ "$what" = perf ] || [ "$what" = all ]; then
-    # Synthetic models of exact shapes: the target's cost regime on this device.
-    for shape in pocket qwen3-0.6b; do
-        for type in q4_1 q8_0 f16; do
-            f=.cache/synth-$shape-$type.gguf
-            [ -f "$f" ] || ./pocketflash synth --shape "$shape" --type "$type" -o "$f"
-            ./pocketflash bench-model -m "$f" -t "$T" --json "$out/bench-model-$shape-$type.json" \
-                | tee "$out/bench-model-$shape-$type.md"
-        done
+    # Synthetic models of exact shapes: the target's cost regime on this device (--ops: where a
+    # B-row forward's time goes).
+    for sm in pocket:q4_1 pocket:q8_0 pocket:f16 qwen3-0.6b:q4_1; do
+        shape=${sm%%:*} type=${sm#*:}
+        f=.cache/synth-$shape-$type.gguf
+        [ -f "$f" ] || ./pocketflash synth --shape "$shape" --type "$type" -o "$f"
+        ./pocketflash bench-model -m "$f" -t "$T" --reps 3 --ops --json "$out/bench-model-$shape-$type.json" \
+            | tee "$out/bench-model-$shape-$type.md"
     done
 fi
 
@@ -37,24 +37,28 @@ if [ "$what" = pair ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = pocket ] || [ "$what" = all ]; then
-    # The Pocket-shape stand-in (function-preserving expansion of the trained pair), Q4_1.
+    # The Pocket-shape stand-in (function-preserving expansion of the trained pair), Q4_1, with the
+    # DFlash2 draft (its Dec head and head vocabulary included).
     make -s pocket-standin
     tgt=.cache/pocket-standin-q4_1.gguf
     d=.cache/pocket-standin-dflash2-q4_1.gguf
-    [ -f "$d" ] || d=.cache/pocket-standin-dflash-q4_1.gguf
-    ./pocketflash bench-model -m "$tgt" -t "$T" --json "$out/bench-model-standin-q4_1.json" \
+    common=(--tasks eval/tasks --prompts 4 -n 48 --reps 2 -t "$T")
+    ./pocketflash bench-model -m "$tgt" -t "$T" --reps 3 --json "$out/bench-model-standin-q4_1.json" \
         | tee "$out/bench-model-standin-q4_1.md"
-    ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --prompts 4 -n 48 --reps 2 -t "$T" \
-        --json "$out/bench-pocket-fixed.json" --svg "$out/bench-pocket-fixed.svg" | tee "$out/bench-pocket-fixed.md"
+    for B in 4 8; do
+        ./pocketflash bench -m "$tgt" -d "$d" --block "$B" "${common[@]}" --json "$out/bench-pocket-dflash2-b$B.json" \
+            --svg "$out/bench-pocket-dflash2-b$B.svg" | tee "$out/bench-pocket-dflash2-b$B.md"
+    done
+    # the same B=4 run with the draft's head over the whole vocabulary (what the head vocabulary saves)
+    ./pocketflash bench -m "$tgt" -d "$d" --block 4 --draft-head full "${common[@]}" \
+        --json "$out/bench-pocket-dflash2-b4-fullhead.json" | tee "$out/bench-pocket-dflash2-b4-fullhead.md"
     ./pocketflash tune -m "$tgt" -d "$d" --tasks eval/tasks --prompts 3 -n 48 --reps 2 -t "$T" \
         -o "$out/profile-pocket.json" | tee "$out/tune-pocket.md"
-    ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --profile "$out/profile-pocket.json" --prompts 4 -n 48 \
-        --reps 2 -t "$T" --json "$out/bench-pocket-tuned.json" | tee "$out/bench-pocket-tuned.md"
-    if [ -f models/pf-draft-dec.gguf ]; then
-        [ -f .cache/pocket-standin-dec-q4_1.gguf ] || ./pocketflash expand -m models/pf-target-f16.gguf \
-            -o .cache/pocket-standin-q4_1.gguf --type q4_1 -d models/pf-draft-dec.gguf -O .cache/pocket-standin-dec-q4_1.gguf
-        ./pocketflash bench -m "$tgt" -d .cache/pocket-standin-dec-q4_1.gguf --spec dec --block 16 \
-            --tasks eval/tasks --prompts 4 -n 48 --reps 2 -t "$T" --json "$out/bench-pocket-dec.json" \
-            | tee "$out/bench-pocket-dec.md"
-    fi
+    ./pocketflash bench -m "$tgt" -d "$d" --profile "$out/profile-pocket.json" "${common[@]}" \
+        --json "$out/bench-pocket-tuned.json" --svg "$out/bench-pocket-tuned.svg" | tee "$out/bench-pocket-tuned.md"
+    ./pocketflash bench -m "$tgt" -d "$d" --spec dec --block 8 "${common[@]}" --json "$out/bench-pocket-dec-b8.json" \
+        | tee "$out/bench-pocket-dec-b8.md"
+    ./pocketflash bench -m "$tgt" -d "$d" --spec dec --block 16 "${common[@]}" --json "$out/bench-pocket-dec.json" \
+        | tee "$out/bench-pocket-dec.md"
 fi
+
