@@ -81,6 +81,7 @@ void pf_dec_survival(const pf_dec *d, const float *h_target, const float *h_draf
 }
 
 static bool is_dec(const char *key) { return !strncmp(key, "dflash.dec.", 11); }
+static bool is_dec_tensor(const char *name) { return !strncmp(name, "dec.", 4); }
 
 int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias, const float *pos_bias, int n_pos,
                   const char *out, char err[PF_ERR_LEN]) {
@@ -94,13 +95,7 @@ int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias
     }
     gguf_w_copy_kv(wr, f, is_dec);
     gguf_w_u32(wr, "dflash.dec.positions", (uint32_t)n_pos);
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        const gguf_tensor *t = &f->tensors[i];
-        if (t->name.len > 4 && !memcmp(t->name.ptr, "dec.", 4)) continue;
-        char *name = gguf_str_dup(t->name);
-        gguf_w_tensor(wr, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
-        free(name);
-    }
+    gguf_w_copy_tensors(wr, f, is_dec_tensor);
     int64_t nw = 2 * (int64_t)n_embd, nb = 1, np = n_pos;
     gguf_w_tensor(wr, "dec.weight", PF_TYPE_F32, 1, &nw, w, (size_t)nw * sizeof(float));
     gguf_w_tensor(wr, "dec.bias", PF_TYPE_F32, 1, &nb, &bias, sizeof(float));

@@ -45,12 +45,7 @@ int pf_draft_head_attach(const char *draft_path, const int32_t *ranked, int n, i
     gguf_w_copy_kv(wr, f, is_head_key);
     gguf_w_arr(wr, "dflash.head_tokens", GGUF_I32, ranked, (uint64_t)n);
     gguf_w_u32(wr, "dflash.head_vocab", (uint32_t)head_vocab);
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        const gguf_tensor *t = &f->tensors[i];
-        char *name = gguf_str_dup(t->name);
-        gguf_w_tensor(wr, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
-        free(name);
-    }
+    gguf_w_copy_tensors(wr, f, NULL);
     int rc = gguf_w_write(wr, out, err);
     gguf_writer_free(wr);
     gguf_close(f);

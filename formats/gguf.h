@@ -113,6 +113,8 @@ void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *strs, co
                     uint64_t n);
 /* Copy every key of `src` except those for which skip(key) returns true (skip may be NULL). */
 void gguf_w_copy_kv(gguf_writer *w, const gguf_file *src, bool (*skip)(const char *key));
+/* Every tensor of src (data borrowed: src must outlive the write) except those skip() names. */
+void gguf_w_copy_tensors(gguf_writer *w, const gguf_file *src, bool (*skip)(const char *name));
 /* Add a tensor; data is NOT copied and must stay valid until gguf_w_write returns. */
 void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                    const int64_t *ne, const void *data, size_t nbytes);

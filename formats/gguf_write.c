@@ -158,6 +158,16 @@ void gguf_w_copy_kv(gguf_writer *w, const gguf_file *src, bool (*skip)(const cha
     }
 }
 
+void gguf_w_copy_tensors(gguf_writer *w, const gguf_file *src, bool (*skip)(const char *name)) {
+    for (uint64_t i = 0; i < src->n_tensors; i++) {
+        const gguf_tensor *t = &src->tensors[i];
+        char *name = gguf_str_dup(t->name);
+        if (!name) { w->oom = 1; return; }
+        if (!skip || !skip(name)) gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+        free(name);
+    }
+}
+
 void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                    const int64_t *ne, const void *data, size_t nbytes) {
     if (w->n_t == w->cap_t) {

@@ -71,12 +71,7 @@ static int rewrite_gguf(const char *src, const char *dst, bool (*drop_key)(const
     gguf_w_copy_kv(w, f, skip_key);
     g_drop_key = NULL;
     if (add) add(w);
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        const gguf_tensor *t = &f->tensors[i];
-        char *name = gguf_str_dup(t->name);
-        if (!drop_tensor || !drop_tensor(name)) gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
-        free(name);
-    }
+    gguf_w_copy_tensors(w, f, drop_tensor);
     int rc = gguf_w_write(w, dst, err);
     if (rc < 0) printf("    write: %s\n", err);
     gguf_writer_free(w);

@@ -256,12 +256,7 @@ TEST(draft_head_bad_files_rejected) {
         gguf_w_copy_kv(w, f, is_head_key);
         if (cases[c].n) gguf_w_arr(w, "dflash.head_tokens", GGUF_I32, cases[c].ids, (uint64_t)cases[c].n);
         gguf_w_u32(w, "dflash.head_vocab", (uint32_t)cases[c].vocab);
-        for (uint64_t i = 0; i < f->n_tensors; i++) {
-            const gguf_tensor *t = &f->tensors[i];
-            char *name = gguf_str_dup(t->name);
-            gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
-            free(name);
-        }
+        gguf_w_copy_tensors(w, f, NULL);
         CHECK(gguf_w_write(w, bad, err) == 0);
         gguf_writer_free(w);
         gguf_close(f);
