@@ -24,7 +24,7 @@ static const char k_usage[] =
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output)\n"
-    "  --block B      rows verified per round with -d (default: the draft's block size)\n"
+    "  --block B      rows verified per round with -d (default: min(4, the draft's block size))\n"
     "  --draft-head N|full  with -d: the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --log-rounds FILE  with -d: append every round's Dec features and accepted length to FILE\n"
@@ -124,8 +124,14 @@ int cmd_gen(int argc, char **argv) {
     idbuf resp = {0};
     if (!s) { cli_fail("%s", err); goto done; }
     if (draft) {
+        int asked = block;
         if (!(drafter = pf_drafter_open("dflash", draft, s, 3, &block, err)) ||
-            pf_drafter_apply_head(drafter, draft_head, err) < 0 || !(spec = pf_spec_new(s, drafter, block, err))) {
+            pf_drafter_apply_head(drafter, draft_head, err) < 0) {
+            cli_fail("%s", err);
+            goto done;
+        }
+        if (!asked) block = pf_default_block("dflash", block);
+        if (!(spec = pf_spec_new(s, drafter, block, err))) {
             cli_fail("%s", err);
             goto done;
         }

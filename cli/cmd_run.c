@@ -34,7 +34,8 @@ static const char k_usage[] =
     "  --spec S       ar (plain, default without a draft), dflash (default with -d or a bundled\n"
     "                 draft), ngram (prompt lookup)\n"
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target\n"
-    "  --block B      rows verified per round, 2..64 (default: the draft's trained block, 8 for ngram)\n"
+    "  --block B      rows verified per round, 2..64 (default: dflash min(4, the draft's trained block),\n"
+    "                 dec the draft's trained block as the most it drafts, ngram 8)\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
@@ -152,7 +153,9 @@ int cmd_run(int argc, char **argv) {
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
     if (strcmp(spec_name, "ar")) {
         int is_dec = !strcmp(spec_name, "dec");
+        int asked = block;
         if (!(drafter = pf_drafter_open(is_dec ? "dflash" : spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
+        if (!asked) block = pf_default_block(spec_name, block);
         if (draft_head && strcmp(spec_name, "ngram") && pf_drafter_apply_head(drafter, draft_head, err) < 0) { cli_fail("%s", err); goto done; }
         if (!(spec = pf_spec_new(s, drafter, block, err))) { cli_fail("%s", err); goto done; }
         if (is_dec && (!(dec = pf_dec_load_path(draft_path, m->hp.n_embd, err)) ||

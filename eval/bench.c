@@ -85,7 +85,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
                 goto done;
             if (!which && pf_drafter_apply_head(drafters[which], o->draft_head, err) < 0) goto done;
         }
-        int block = want > 0 ? want : dblock[which];
+        int block = want > 0 ? want : pf_default_block(name, dblock[which]);
         if (!(specs[t] = pf_spec_new(s, drafters[which], block, err))) goto done;
         if (use_dec) {
             if (!dec && !(dec = pf_dec_load_path(o->draft_path, m->hp.n_embd, err))) goto done;

@@ -47,3 +47,8 @@ int pf_drafter_apply_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]) {
     if (draft_head == 0) return 0;
     return pf_dflash_drafter_set_head(d, draft_head < 0 ? 0 : draft_head, err);
 }
+
+int pf_default_block(const char *spec, int drafter_block) {
+    if (!strcmp(spec, "dflash") && drafter_block > PF_FIXED_BLOCK_DEFAULT) return PF_FIXED_BLOCK_DEFAULT;
+    return drafter_block;
+}

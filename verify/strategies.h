@@ -11,6 +11,14 @@
 pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session *s, int ngram_n, int *block,
                             char err[PF_ERR_LEN]);
 
+/* Rows per round when the user gives none: for a fixed-block DFlash strategy at most
+ * PF_FIXED_BLOCK_DEFAULT of the draft's trained block (a CPU verifies 4 rows for ~1.2x a one-row
+ * forward but 8 for ~1.7x, so on the Pocket-shape stand-in B=4 gave 1.66x overall and the trained
+ * B=16 well under 1x; `tune` picks per device and task); Dec gating ("dec") keeps the trained block
+ * as the most it drafts (it chooses per round how many to verify); ngram keeps its 8. */
+#define PF_FIXED_BLOCK_DEFAULT 4
+int pf_default_block(const char *spec, int drafter_block);
+
 /* Apply a front end's --draft-head value to a drafter: 0 leaves the draft's default, -1 the whole
  * vocabulary, N > 0 the N most frequent ranked tokens (DFlash drafts only). */
 int pf_drafter_apply_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]);
