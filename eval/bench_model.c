@@ -63,6 +63,15 @@ static double measure_bandwidth(pf_pool *pool, const uint64_t *a, size_t n, int 
     return best;
 }
 
+/* Put the cache at context depth d (<= the filled depth). pf_kv_truncate only shrinks, and a timed
+ * forward at a shallower depth shortens the cache, so the length is set back here: rows below the
+ * filled depth still hold the fill, since every timed forward rewrites rows d.. with the tokens
+ * they were filled with, which by batch invariance gives bitwise the same K/V rows. */
+static void at_depth(pf_ctx *c, int d, int filled) {
+    if (d > filled) d = filled;
+    c->kv->len = d;
+}
+
 static int forward_rows(pf_ctx *c, const int32_t *toks, int n, float *logits, char *err) {
     pf_batch b = {.tokens = toks, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = logits};
     return pf_forward(c, &b, err);
@@ -108,7 +117,7 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     }
     /* warm-up: one of each */
     for (int i = 0; i < o->n_blocks; i++) {
-        pf_kv_truncate(c->kv, o->cb_depth);
+        at_depth(c, o->cb_depth, max_depth);
         if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
     }
     /* peak memory of the model work (it allocates nothing more), before the bandwidth array */
@@ -135,7 +144,7 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
             /* a decode step = one row with all logits; several rows in a row, the fastest kept, so a
              * single descheduling does not dominate */
             for (int k = 0; k < o->inner; k++) {
-                pf_kv_truncate(c->kv, d);
+                at_depth(c, d, max_depth);
                 double t0 = now_s();
                 if (forward_rows(c, toks + d, 1, logits, err) < 0) goto done;
                 double t = now_s() - t0;
@@ -146,7 +155,7 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         for (int i = 0; i < o->n_blocks; i++) {
             double best = 1e9;
             for (int k = 0; k < o->inner; k++) {
-                pf_kv_truncate(c->kv, o->cb_depth);
+                at_depth(c, o->cb_depth, max_depth);
                 double t0 = now_s();
                 if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
                 double t = now_s() - t0;
@@ -200,7 +209,7 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         for (int rep = 0; rep < o->reps * o->inner; rep++)
             for (int i = 0; i < o->n_blocks; i++) {
                 double op_s[PF_OP_COUNT] = {0}, tot = 0;
-                pf_kv_truncate(c->kv, o->cb_depth);
+                at_depth(c, o->cb_depth, max_depth);
                 c->op_s = op_s;
                 int rc2 = forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err);
                 c->op_s = NULL;

@@ -49,6 +49,33 @@ static inline void convert_rows(const pf_half *src, int64_t stride, int m, int n
                             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + t * stride + 16 * i))));
 }
 
+/* o[q] += sum_{t < m} s[q][t0 + t] * value row t (rows: f32, hd = 16 * nv) for NQ heads of one row;
+ * per output vector one fma chain in key order. */
+PF_FORCE_INLINE void values_block(float *const *o, float (*s)[PF_ATTN_KCHUNK], int t0, const float *rows, int m,
+                                  int nv, int NQ) {
+    __m512 acc[4][MAX_HD / 16];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+#pragma GCC unroll 16
+        for (int i = 0; i < MAX_HD / 16; i++) acc[q][i] = q < NQ && i < nv ? _mm512_loadu_ps(o[q] + 16 * i) : _mm512_setzero_ps();
+    for (int t = 0; t < m; t++) {
+        __m512 v[MAX_HD / 16];
+#pragma GCC unroll 16
+        for (int i = 0; i < MAX_HD / 16; i++)
+            v[i] = i < nv ? _mm512_load_ps(rows + (size_t)t * 16 * nv + 16 * i) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int q = 0; q < NQ; q++) {
+            __m512 p = _mm512_set1_ps(s[q][t0 + t]);
+#pragma GCC unroll 16
+            for (int i = 0; i < nv; i++) acc[q][i] = _mm512_fmadd_ps(p, v[i], acc[q][i]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < NQ; q++)
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++) _mm512_storeu_ps(o[q] + 16 * i, acc[q][i]);
+}
+
 /* Rows b0 .. b0+nr-1 (nr <= MAX_ROWS; with a window, nr = 1) for KV head kvh: all rows walk the
  * same chunks from the same lo, each only over its own visible keys, and share the f16 -> f32
  * conversion of every key and value row. Each row's operations are those of the row alone.
@@ -146,34 +173,18 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             for (int r = 0; r < nr; r++) {
                 if (t0 >= nc[r]) continue;
                 int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
-                for (int h = 0; h < g; h++) {
-                    const float *sh = s[r][h];
-                    float *oh = o[r][h];
-                    /* even keys into the running output, odd keys into a second set: two fma
-                     * chains per vector instead of one latency-bound chain */
-                    __m512 acc[MAX_HD / 16] = {0}, acc2[MAX_HD / 16] = {0};
-#pragma GCC unroll 16
-                    for (int i = 0; i < nv; i++) {
-                        acc[i] = _mm512_loadu_ps(oh + 16 * i);
-                        acc2[i] = _mm512_setzero_ps();
+                /* heads in blocks of up to 4 (2 for hd 128, 1 beyond): each value row is loaded
+                 * once for the block and every output vector is one fma chain in key order, the
+                 * block's independent chains hiding the latency */
+                const int hb = nv <= 4 ? 4 : nv <= 8 ? 2 : 1;
+                for (int h0 = 0; h0 < g; h0 += hb) {
+                    int nq = g - h0 < hb ? g - h0 : hb;
+                    switch (nq) {
+                    case 1: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 1); break;
+                    case 2: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 2); break;
+                    case 3: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 3); break;
+                    default: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 4); break;
                     }
-                    int t = 0;
-                    for (; t + 2 <= m; t += 2) {
-                        __m512 p0 = _mm512_set1_ps(sh[t0 + t]), p1 = _mm512_set1_ps(sh[t0 + t + 1]);
-#pragma GCC unroll 16
-                        for (int i = 0; i < nv; i++) {
-                            acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
-                            acc2[i] = _mm512_fmadd_ps(p1, _mm512_load_ps(rows + (t + 1) * hd + 16 * i), acc2[i]);
-                        }
-                    }
-                    if (t < m) {
-                        __m512 p0 = _mm512_set1_ps(sh[t0 + t]);
-#pragma GCC unroll 16
-                        for (int i = 0; i < nv; i++)
-                            acc[i] = _mm512_fmadd_ps(p0, _mm512_load_ps(rows + t * hd + 16 * i), acc[i]);
-                    }
-#pragma GCC unroll 16
-                    for (int i = 0; i < nv; i++) _mm512_storeu_ps(oh + 16 * i, _mm512_add_ps(acc[i], acc2[i]));
                 }
             }
         }
