@@ -12,8 +12,8 @@ pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session
                             char err[PF_ERR_LEN]);
 
 /* Rows per round when the user gives none: for a fixed-block DFlash strategy at most
- * PF_FIXED_BLOCK_DEFAULT of the draft's trained block (a CPU verifies 4 rows for ~1.2x a one-row
- * forward but 8 for ~1.7x, so on the Pocket-shape stand-in B=4 gave 1.66x overall and the trained
+ * PF_FIXED_BLOCK_DEFAULT of the draft's trained block (a CPU verifies 4 rows for ~1.4x a one-row
+ * forward but 8 for ~2.1x, so on the Pocket-shape stand-in B=4 gave 1.66x overall and the trained
  * B=16 well under 1x; `tune` picks per device and task); Dec gating ("dec") keeps the trained block
  * as the most it drafts (it chooses per round how many to verify); ngram keeps its 8. */
 #define PF_FIXED_BLOCK_DEFAULT 4
