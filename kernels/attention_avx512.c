@@ -1,14 +1,15 @@
-/* AVX-512 attention for one (row, KV head) task: all query heads of the GQA group at once, so
- * each f16 key/value row is converted once per group. Same chunked online softmax as the scalar
- * path (attention.c); per head the operations depend only on the visible key range, never on B,
- * the group size or the thread.
+/* AVX-512 attention for one task: up to 4 rows of one KV head with all query heads of its GQA
+ * group, so each f16 key/value row is converted once for all of them (or, where at most 4 queries
+ * share it, converted on the fly: the same values). Same chunked online softmax as the scalar path
+ * (attention.c); per head the operations depend only on the visible key range, never on B, the
+ * rows sharing the task, the group size or the thread.
  *   scores: keys go 16 at a time; per (key, head) a 16-lane fma chain over the head dim, then one
  *           16x16 transpose-and-add gives the 16 scores in one register (no per-key horizontal
  *           sum), times the scale
  *   softmax: chunk max, one rescale (expf) when it grows, exp512 over the chunk; the running sum
  *           is a 16-lane vector (lane = key index mod 16), reduced once at the end
- *   values: per 16 keys, even keys fma into the running output and odd keys into a second
- *           accumulator (two chains hide the fma latency), added at the end of the 16. */
+ *   values: heads in blocks of up to 4; each value row is loaded once per block and every output
+ *           vector is one fma chain in key order (the block's chains hide the fma latency). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -42,6 +43,9 @@ PF_FORCE_INLINE __m512 transpose_sum16(const __m512 *a) {
                          _mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+/* 16 f16 values as f32 (exact). */
+PF_FORCE_INLINE __m512 load_h16(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+
 static inline void convert_rows(const pf_half *src, int64_t stride, int m, int nv, float *dst) {
     for (int t = 0; t < m; t++)
         for (int i = 0; i < nv; i++)
@@ -49,10 +53,11 @@ static inline void convert_rows(const pf_half *src, int64_t stride, int m, int n
                             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + t * stride + 16 * i))));
 }
 
-/* o[q] += sum_{t < m} s[q][t0 + t] * value row t (rows: f32, hd = 16 * nv) for NQ heads of one row;
- * per output vector one fma chain in key order. */
-PF_FORCE_INLINE void values_block(float *const *o, float (*s)[PF_ATTN_KCHUNK], int t0, const float *rows, int m,
-                                  int nv, int NQ) {
+/* o[q] += sum_{t < m} s[q][t0 + t] * value row t for NQ heads of one row (rows: the tile converted
+ * to f32, hd = 16 * nv; direct: converted from vsrc on the fly, the same values); per output vector
+ * one fma chain in key order. */
+PF_FORCE_INLINE void values_block(float *const *o, float (*s)[PF_ATTN_KCHUNK], int t0, const float *rows,
+                                  const pf_half *vsrc, int64_t vstride, int direct, int m, int nv, int NQ) {
     __m512 acc[4][MAX_HD / 16];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
@@ -62,7 +67,8 @@ PF_FORCE_INLINE void values_block(float *const *o, float (*s)[PF_ATTN_KCHUNK], i
         __m512 v[MAX_HD / 16];
 #pragma GCC unroll 16
         for (int i = 0; i < MAX_HD / 16; i++)
-            v[i] = i < nv ? _mm512_load_ps(rows + (size_t)t * 16 * nv + 16 * i) : _mm512_setzero_ps();
+            v[i] = i >= nv ? _mm512_setzero_ps()
+                   : direct ? load_h16(vsrc + t * vstride + 16 * i) : _mm512_load_ps(rows + (size_t)t * 16 * nv + 16 * i);
 #pragma GCC unroll 4
         for (int q = 0; q < NQ; q++) {
             __m512 p = _mm512_set1_ps(s[q][t0 + t]);
@@ -81,7 +87,7 @@ PF_FORCE_INLINE void values_block(float *const *o, float (*s)[PF_ATTN_KCHUNK], i
  * conversion of every key and value row. Each row's operations are those of the row alone.
  * nv = hd / 16; constant where the caller instantiates it, so the head's vectors live in
  * registers. */
-PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, int nv) {
+PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, int nv, int direct) {
     const int hd = 16 * nv, g = j->n_head / j->n_kv_head;
     int64_t lo = 0, hi[MAX_ROWS], hmax = 0;
     const float *qh[MAX_ROWS][MAX_GROUP];
@@ -118,7 +124,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         }
         for (int t0 = 0; t0 < nmax; t0 += 16) {
             int mm = nmax - t0 < 16 ? nmax - t0 : 16;
-            convert_rows(Kh + (c0 + t0) * j->kv_stride, j->kv_stride, mm, nv, rows);
+            const pf_half *kt0 = Kh + (c0 + t0) * j->kv_stride;
+            if (!direct) convert_rows(kt0, j->kv_stride, mm, nv, rows);
             for (int r = 0; r < nr; r++) {
                 if (t0 >= nc[r]) continue;
                 int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
@@ -130,10 +137,12 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                         a[t] = _mm512_setzero_ps();
                         if (t >= m) continue;
                         const float *rw = rows + t * hd;
-                        a[t] = _mm512_mul_ps(_mm512_load_ps(rw), _mm512_loadu_ps(q));
+                        const pf_half *kr = kt0 + t * j->kv_stride;
+                        a[t] = _mm512_mul_ps(direct ? load_h16(kr) : _mm512_load_ps(rw), _mm512_loadu_ps(q));
                         #pragma GCC unroll 16
                         for (int i = 1; i < nv; i++)
-                            a[t] = _mm512_fmadd_ps(_mm512_load_ps(rw + 16 * i), _mm512_loadu_ps(q + 16 * i), a[t]);
+                            a[t] = _mm512_fmadd_ps(direct ? load_h16(kr + 16 * i) : _mm512_load_ps(rw + 16 * i),
+                                                   _mm512_loadu_ps(q + 16 * i), a[t]);
                     }
                     _mm512_store_ps(s[r][h] + t0, _mm512_mul_ps(transpose_sum16(a), scale));
                 }
@@ -169,7 +178,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         }
         for (int t0 = 0; t0 < nmax; t0 += 16) {
             int mm = nmax - t0 < 16 ? nmax - t0 : 16;
-            convert_rows(Vh + (c0 + t0) * j->kv_stride, j->kv_stride, mm, nv, rows);
+            const pf_half *vt0 = Vh + (c0 + t0) * j->kv_stride;
+            if (!direct) convert_rows(vt0, j->kv_stride, mm, nv, rows);
             for (int r = 0; r < nr; r++) {
                 if (t0 >= nc[r]) continue;
                 int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
@@ -180,10 +190,10 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 for (int h0 = 0; h0 < g; h0 += hb) {
                     int nq = g - h0 < hb ? g - h0 : hb;
                     switch (nq) {
-                    case 1: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 1); break;
-                    case 2: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 2); break;
-                    case 3: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 3); break;
-                    default: values_block(o[r] + h0, s[r] + h0, t0, rows, m, nv, 4); break;
+                    case 1: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 1); break;
+                    case 2: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 2); break;
+                    case 3: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 3); break;
+                    default: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 4); break;
                     }
                 }
             }
@@ -200,13 +210,18 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
 }
 
 int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh) {
-    const int hd = j->hd;
-    if (hd % 16 || hd > MAX_HD || j->n_head / j->n_kv_head > MAX_GROUP || nr > MAX_ROWS) return 0;
+    const int hd = j->hd, g = j->n_head / j->n_kv_head;
+    if (hd % 16 || hd > MAX_HD || g > MAX_GROUP || nr > MAX_ROWS) return 0;
     if (nr > 1 && j->window > 0) return 0; /* rows would not share lo */
+    /* Where few queries share each key and value row (GQA group x rows <= 4), converting them on
+     * the fly beats converting a tile into a buffer and reading it back (Qwen3-0.6B shape, group 2:
+     * 1.56x at B=1, 1.2x at B=2; Pocket's group of 7 keeps the buffer); the arithmetic is the same
+     * (f16 -> f32 is exact), only where the f32 values come from differs, so B never changes it. */
+    const int direct = g * nr <= 4;
     switch (hd) {
-    case 64: attend_rows(j, b0, nr, kvh, 4); break;
-    case 128: attend_rows(j, b0, nr, kvh, 8); break;
-    default: attend_rows(j, b0, nr, kvh, hd / 16); break;
+    case 64: direct ? attend_rows(j, b0, nr, kvh, 4, 1) : attend_rows(j, b0, nr, kvh, 4, 0); break;
+    case 128: direct ? attend_rows(j, b0, nr, kvh, 8, 1) : attend_rows(j, b0, nr, kvh, 8, 0); break;
+    default: direct ? attend_rows(j, b0, nr, kvh, hd / 16, 1) : attend_rows(j, b0, nr, kvh, hd / 16, 0); break;
     }
     return 1;
 }
