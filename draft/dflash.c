@@ -439,8 +439,7 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
             for (int i = 0; i < (d->version == 2 ? 9 : 7); i++) ws[n++] = lw[i];
         }
         for (int i = 0; i < n; i++) rel[i] = f->mapped;
-        const char *env = getenv("PF_REPACK");
-        int rc = env && !strcmp(env, "0") ? 0 : pf_weights_pack(ws, rel, n, &d->packed_store, &d->packed_map_len, err);
+        int rc = pf_weights_pack(ws, rel, n, &d->packed_store, &d->packed_map_len, err);
         free(ws), free(rel);
         if (rc < 0) goto fail;
     }

@@ -147,8 +147,7 @@ static pf_model *load_file(const char *path, char err[PF_ERR_LEN]) {
 
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {
     pf_model *m = load_file(path, err);
-    const char *env = getenv("PF_REPACK");
-    if (m && !(env && !strcmp(env, "0")) && pf_model_pack_weights(m, err) < 0) {
+    if (m && pf_model_pack_weights(m, err) < 0) {
         pf_model_free(m);
         return NULL;
     }

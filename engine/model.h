@@ -49,12 +49,12 @@ pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]);
 pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]);
 void pf_model_free(pf_model *m);
 /* Give every weight matrix the fast kernels can read packed (kernels.h) a packed copy, made
- * once; pf_model_load does this unless the environment has PF_REPACK=0. Where the file is
+ * once (pf_model_load does this; nothing is packed when the environment has PF_REPACK=0). Where the file is
  * mapped, the pages of the originals are handed back to the OS (they are re-read from the file
  * if anything reads them again), so resident memory does not double. Returns -1 (err set) when
  * out of memory. */
 int pf_model_pack_weights(pf_model *m, char err[PF_ERR_LEN]);
-/* The same for any n weights (drafts): packed copies of those the kernels want packed, in one
+/* The same for any n weights (drafts; PF_REPACK=0 packs nothing): packed copies of those the kernels want packed, in one
  * allocation of pf_weights_alloc returned in *store and *map_len (NULL if none; the caller frees
  * it with pf_weights_free); release[i]
  * says whether weight i's original pages are a file mapping that may be handed back. */

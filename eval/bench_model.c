@@ -223,11 +223,13 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     }
     r->bytes_per_token = pf_model_weight_bytes(m);
     if (bw_array) {
-        /* decode at depth 0 over the ceiling of the same repetition, then the median */
-        double frac[256];
         int n = o->reps < 256 ? o->reps : 256;
-        for (int rep = 0; rep < n; rep++) frac[rep] = (1.0 / t_decode[rep]) / (bw[rep] * 1e9 / (double)r->bytes_per_token);
-        pf_stat_summarize(frac, n, &r->decode_fraction);
+        if (o->n_depths > 0) {
+            /* decode at the first depth over the ceiling of the same repetition, then the median */
+            double frac[256];
+            for (int rep = 0; rep < n; rep++) frac[rep] = (1.0 / t_decode[rep]) / (bw[rep] * 1e9 / (double)r->bytes_per_token);
+            pf_stat_summarize(frac, n, &r->decode_fraction);
+        }
         pf_stat_summarize(bw, n, &r->bandwidth);
         r->bandwidth_gb_s = r->bandwidth.median;
     }
