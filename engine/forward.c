@@ -5,25 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/model.h"
 #include "formats/quant.h"
+#include "engine/clock.h"
 
 #define CHUNK_ROWS 32
 
 const char *const pf_op_names[PF_OP_COUNT] = {"q/k/v", "attention", "o", "gate/up", "down", "head", "elementwise"};
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Op timing: the time since the previous mark goes to op (nothing when timing is off). */
 static void op_mark(pf_ctx *c, int op, double *t) {
     if (!c->op_s) return;
-    double n = now_s();
+    double n = pf_now_s();
     c->op_s[op] += n - *t;
     *t = n;
 }
@@ -112,7 +106,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     const int H = hp->n_embd, hd = hp->head_dim;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     const int64_t pos0 = kv->len;
-    double tm = c->op_s ? now_s() : 0;
+    double tm = c->op_s ? pf_now_s() : 0;
 
     for (int r = 0; r < B; r++) pf_dequantize_row(m->tok_embd.type,
         (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->x + (size_t)r * H, H);

@@ -5,18 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/chat.h"
 #include "engine/prompt_cache.h"
 #include "engine/tokenizer.h"
 #include "engine/unicode.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "engine/clock.h"
 
 void pf_gen_params_default(pf_gen_params *p) {
     memset(p, 0, sizeof *p);
@@ -113,7 +107,7 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
             return PF_ERR_OOM;
         }
     }
-    double t0 = now_s();
+    double t0 = pf_now_s();
     /* A prompt-cache hit restores the prefix's K/V and tapped rows; the prefill covers the rest.
      * Rows are batch invariant, so this is bitwise the cold prefill. */
     int n_cached = 0, save = 0;
@@ -135,7 +129,7 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
         free(taps);
         return PF_ERR_ARG;
     }
-    st.prefill_s = now_s() - t0;
+    st.prefill_s = pf_now_s() - t0;
     if (strat->begin && strat->begin(strat->state, s, prompt, n_prompt, taps, err) < 0) {
         free(taps);
         return PF_ERR_INTERNAL;
@@ -179,7 +173,7 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
         }
         int stop = 0;
         for (int i = 0; i < n && !stop; i++) {
-            if (st.n_gen == 0) t_first = now_s();
+            if (st.n_gen == 0) t_first = pf_now_s();
             if (p->stop_at_eot && is_stop(s->model->tok, buf[i])) {
                 st.stop = PF_STOP_EOT;
                 stop = 1;
@@ -197,7 +191,7 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
         }
         if (stop) break;
     }
-    double t_end = now_s();
+    double t_end = pf_now_s();
     st.ttft_s = (t_first > 0 ? t_first : t_end) - t0;
     st.decode_s = t_first > 0 ? t_end - t_first : 0;
     free(buf);

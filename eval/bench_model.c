@@ -8,15 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "engine/model.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "engine/clock.h"
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -55,9 +49,9 @@ static double measure_bandwidth(pf_pool *pool, const uint64_t *a, size_t n, int 
     bw_job j = {.a = a, .n = n};
     double best = 0;
     for (int r = 0; r < passes; r++) {
-        double t0 = now_s();
+        double t0 = pf_now_s();
         pf_pool_run(pool, bw_worker, &j);
-        double gbs = (double)(n * sizeof *a) / (now_s() - t0) / 1e9;
+        double gbs = (double)(n * sizeof *a) / (pf_now_s() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
     return best;
@@ -145,9 +139,9 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
              * single descheduling does not dominate */
             for (int k = 0; k < o->inner; k++) {
                 at_depth(c, d, max_depth);
-                double t0 = now_s();
+                double t0 = pf_now_s();
                 if (forward_rows(c, toks + d, 1, logits, err) < 0) goto done;
-                double t = now_s() - t0;
+                double t = pf_now_s() - t0;
                 if (t < best) best = t;
             }
             t_decode[i * o->reps + rep] = best;
@@ -156,9 +150,9 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
             double best = 1e9;
             for (int k = 0; k < o->inner; k++) {
                 at_depth(c, o->cb_depth, max_depth);
-                double t0 = now_s();
+                double t0 = pf_now_s();
                 if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
-                double t = now_s() - t0;
+                double t = pf_now_s() - t0;
                 if (t < best) best = t;
             }
             t_block[i * o->reps + rep] = best;
@@ -166,10 +160,10 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         if (o->prefill_tokens > 0) {
             /* prefill writes rows 0..P-1: refill the deep rows afterwards is unnecessary for timing */
             pf_kv_truncate(c->kv, 0);
-            double t0 = now_s();
+            double t0 = pf_now_s();
             pf_batch b = {.tokens = toks, .n = o->prefill_tokens, .logits_mode = PF_LOGITS_LAST, .logits = logits};
             if (pf_forward(c, &b, err) < 0) goto done;
-            t_prefill[rep] = now_s() - t0;
+            t_prefill[rep] = pf_now_s() - t0;
         }
     }
     if (o->progress) fprintf(stderr, "\n");

@@ -4,15 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "verify/strategies.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "engine/clock.h"
 
 /* Draft time per round at each candidate block, relative to t1: the drafter sees a real context of
  * `depth` target rows (taps included) and proposes after it; the fastest of several calls. */
@@ -38,9 +32,9 @@ static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *
     for (int i = 0; i < o->n_blocks; i++) {
         double best = 1e9;
         for (int k = 0; k < 5; k++) {
-            double t0 = now_s();
+            double t0 = pf_now_s();
             if (d->propose(d->state, toks[o->depth], o->depth, o->blocks[i], NULL, NULL, draft, NULL, err) < 0) goto done;
-            double t = now_s() - t0;
+            double t = pf_now_s() - t0;
             if (t < best) best = t;
         }
         cost[i] = best / t1_s;

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "verify/accept.h"
+#include "engine/clock.h"
 
 struct pf_spec {
     pf_session *s;
@@ -48,12 +48,6 @@ static void keep_final_row(pf_spec *sp, const float *taps, int row) {
     memcpy(sp->h_target, taps + ((size_t)row * sp->n_taps + sp->n_taps - 1) * H, (size_t)H * sizeof(float));
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* c(n) for n = 1..block at the current depth, measured once per speculation object: n-row forwards
  * whose rows are then truncated away (the cache is unchanged). */
 static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
@@ -66,9 +60,9 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
         double best = 1e9;
         for (int rep = 0; rep < 3; rep++) {
             pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits};
-            double t0 = now_s();
+            double t0 = pf_now_s();
             if (pf_forward(c, &b, err) < 0) return -1;
-            double dt = now_s() - t0;
+            double dt = pf_now_s() - t0;
             pf_kv_truncate(c->kv, len);
             if (dt < best) best = dt;
         }
@@ -87,7 +81,7 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
     memset(&sp->st, 0, sizeof sp->st);
     sp->backoff = sp->skip = 0;
     if (sp->dec && !sp->t1 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
-    double t0 = now_s();
+    double t0 = pf_now_s();
     keep_final_row(sp, taps, n_prompt - 1);
     const float *dt = NULL;
     if (taps && needs_final_tap(sp)) {
@@ -99,11 +93,11 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
                             : (sp->d->commit ? sp->d->commit(sp->d->state, prompt + r0, n, dt, err) : 0);
             if (r < 0) return -1;
         }
-        sp->st.t_prompt_ctx += now_s() - t0;
+        sp->st.t_prompt_ctx += pf_now_s() - t0;
         return 0;
     }
     int r = sp->d->begin ? sp->d->begin(sp->d->state, prompt, n_prompt, taps, err) : 0;
-    sp->st.t_prompt_ctx += now_s() - t0;
+    sp->st.t_prompt_ctx += pf_now_s() - t0;
     return r;
 }
 
@@ -150,7 +144,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     pf_spec_stats *st = &sp->st;
     pf_ctx *c = s->ctx;
     const int V = s->model->hp.n_vocab;
-    double t0 = now_s(), t1, t2, t3, t4;
+    double t0 = pf_now_s(), t1, t2, t3, t4;
     int B = sp->block;
     if (B > cap) B = cap; /* length limit and room left in the context */
     int64_t start = c->kv->len;
@@ -166,7 +160,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
         proposed = nd;
         if (sp->dec && nd > 0) {
             if (sp->t1 > 0) { /* running mean of the draft's cost in 1-row forwards */
-                double rel = (now_s() - t0) / sp->t1;
+                double rel = (pf_now_s() - t0) / sp->t1;
                 sp->draft_rel = sp->draft_rel > 0 ? 0.9 * sp->draft_rel + 0.1 * rel : rel;
             }
             int worth;
@@ -180,12 +174,12 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
             }
         }
     }
-    t1 = now_s();
+    t1 = pf_now_s();
     sp->rows[0] = last;
     pf_batch b = {.tokens = sp->rows, .n = nd + 1, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits,
                   .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps, .taps = sp->taps};
     if (pf_forward(c, &b, err) < 0) return -1;
-    t2 = now_s();
+    t2 = pf_now_s();
     int32_t bonus;
     int a = greedy ? pf_accept_greedy(sp->logits, V, sp->rows + 1, nd, &bonus)
                    : pf_accept_sampled(sp->logits, V, sp->rows + 1, sp->q, nd, sp->d->deterministic,
@@ -193,12 +187,12 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     pf_kv_truncate(c->kv, start + a + 1);
     memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
     out[a] = bonus;
-    t3 = now_s();
+    t3 = pf_now_s();
     if (sp->log && proposed == nd) log_round(sp, nd, a);
     keep_final_row(sp, sp->taps, a);
     if (sp->d->commit && sp->d->commit(sp->d->state, sp->rows, a + 1, drafter_taps(sp, sp->taps, a + 1), err) < 0)
         return -1;
-    t4 = now_s();
+    t4 = pf_now_s();
     st->rounds++;
     st->tokens += a + 1;
     st->hist[a]++;
@@ -209,7 +203,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     st->t_verify += t2 - t1;
     st->t_accept += t3 - t2;
     st->t_ctx += t4 - t3;
-    st->t_total += now_s() - t0;
+    st->t_total += pf_now_s() - t0;
     return a + 1;
 }
 

@@ -1,0 +1,9 @@
+#include "engine/clock.h"
+
+#include <time.h>
+
+double pf_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
