@@ -82,44 +82,7 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
     for (int b = 0; b < NB; b++) out[b] = hsum256(_mm256_add_ps(acc0[b], acc1[b]));
 }
 
-/* Rows go in tiles of ROW_TILE: each chunk of NB_MAX activation rows stays in L1 while the tile's
- * weight rows (in L2 after the first chunk) pass over it. */
-PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
-                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
-    for (int64_t rt = r0; rt < r1; rt += ROW_TILE) {
-        int64_t re = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
-        for (int b0 = 0; b0 < B; b0 += NB_MAX) {
-            int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
-            const float *x[NB_MAX];
-            for (int b = 0; b < nb; b++)
-                x[b] = (const float *)((const char *)act + (size_t)(b0 + b) * stride);
-            for (int64_t r = rt; r < re; r++) {
-                const void *w = (const char *)W->data + (size_t)r * W->row_bytes;
-                float out[NB_MAX] = {0};
-                switch (nb) {
-                case 1: fdot_rows(wt, w, W->cols, x, out, 1); break;
-                case 2: fdot_rows(wt, w, W->cols, x, out, 2); break;
-                case 3: fdot_rows(wt, w, W->cols, x, out, 3); break;
-                default: fdot_rows(wt, w, W->cols, x, out, 4); break;
-                }
-                for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r] = out[b];
-            }
-        }
-    }
-}
-
-static void gemm_f32(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                     int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_float(PF_TYPE_F32, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_f16(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                     int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_float(PF_TYPE_F16, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                      int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_float(PF_TYPE_BF16, W, act, stride, B, y, ldy, r0, r1);
-}
+#include "kernels/gemm_float_tiles.h"
 
 /* ---- quantized gemm ---- */
 
