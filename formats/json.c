@@ -314,6 +314,27 @@ static bool push_mem(parser *ps, const pf_json_member *m) {
     return true;
 }
 
+/* After an array item or object member: 1 on ',' (another follows), 0 on `close` (done), -1
+ * (failed, expecting `expect`) otherwise; the separator is consumed. */
+static int next_item(parser *ps, char close, const char *expect) {
+    skip_ws(ps);
+    if (ps->p < ps->end && (*ps->p == ',' || *ps->p == close)) return *ps->p++ == ',';
+    fail_unexpected(ps, expect);
+    return -1;
+}
+
+/* A copy of the n bytes at src in the document's arena; NULL when n is 0, or (after fail_oom)
+ * when out of memory. */
+static void *arena_copy(parser *ps, const void *src, size_t n) {
+    if (!n) return NULL;
+    void *dst = arena_alloc(ps->doc, n);
+    if (!dst) {
+        fail_oom(ps);
+        return NULL;
+    }
+    return memcpy(dst, src, n);
+}
+
 static bool parse_array(parser *ps, pf_json *v, int depth) {
     size_t base = ps->n_vals;
     ps->p++; /* [ */
@@ -327,31 +348,16 @@ static bool parse_array(parser *ps, pf_json *v, int depth) {
                 fail_oom(ps);
                 return false;
             }
-            skip_ws(ps);
-            if (ps->p < ps->end && *ps->p == ',') {
-                ps->p++;
-                continue;
-            }
-            if (ps->p < ps->end && *ps->p == ']') {
-                ps->p++;
-                break;
-            }
-            fail_unexpected(ps, "',' or ']'");
-            return false;
+            int more = next_item(ps, ']', "',' or ']'");
+            if (more < 0) return false;
+            if (!more) break;
         }
     }
     size_t n = ps->n_vals - base;
     v->type = PF_JSON_ARRAY;
     v->u.arr.n = n;
-    v->u.arr.items = NULL;
-    if (n) {
-        v->u.arr.items = arena_alloc(ps->doc, n * sizeof(pf_json));
-        if (!v->u.arr.items) {
-            fail_oom(ps);
-            return false;
-        }
-        memcpy(v->u.arr.items, ps->vals + base, n * sizeof(pf_json));
-    }
+    v->u.arr.items = arena_copy(ps, ps->vals + base, n * sizeof(pf_json));
+    if (n && !v->u.arr.items) return false;
     ps->n_vals = base;
     return true;
 }
@@ -381,31 +387,16 @@ static bool parse_object(parser *ps, pf_json *v, int depth) {
                 fail_oom(ps);
                 return false;
             }
-            skip_ws(ps);
-            if (ps->p < ps->end && *ps->p == ',') {
-                ps->p++;
-                continue;
-            }
-            if (ps->p < ps->end && *ps->p == '}') {
-                ps->p++;
-                break;
-            }
-            fail_unexpected(ps, "',' or '}'");
-            return false;
+            int more = next_item(ps, '}', "',' or '}'");
+            if (more < 0) return false;
+            if (!more) break;
         }
     }
     size_t n = ps->n_mems - base;
     v->type = PF_JSON_OBJECT;
     v->u.obj.n = n;
-    v->u.obj.members = NULL;
-    if (n) {
-        v->u.obj.members = arena_alloc(ps->doc, n * sizeof(pf_json_member));
-        if (!v->u.obj.members) {
-            fail_oom(ps);
-            return false;
-        }
-        memcpy(v->u.obj.members, ps->mems + base, n * sizeof(pf_json_member));
-    }
+    v->u.obj.members = arena_copy(ps, ps->mems + base, n * sizeof(pf_json_member));
+    if (n && !v->u.obj.members) return false;
     ps->n_mems = base;
     return true;
 }
