@@ -512,23 +512,4 @@ static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     }
 }
 
-const pf_kernels pf_kernels_avx512_table = {
-    .level = PF_LEVEL_AVX512,
-    .name = "avx512",
-    .gemm = {
-        [PF_TYPE_F32] = gemm_f32,
-        [PF_TYPE_F16] = gemm_f16,
-        [PF_TYPE_BF16] = gemm_bf16,
-        [PF_TYPE_Q8_0] = gemm_q8_0,
-        [PF_TYPE_Q4_0] = gemm_q4_0,
-        [PF_TYPE_Q4_1] = gemm_q4_1,
-    },
-    .quantize_act = quantize_act,
-    .rmsnorm = rmsnorm,
-    .swiglu = swiglu,
-    .dot_f32_f16 = dot_f32_f16,
-    .axpy_f16 = axpy_f16,
-    .f32_to_f16 = f32_to_f16,
-    .argmax = argmax,
-    .first_above = first_above,
-};
+PF_DEFINE_KERNELS(pf_kernels_avx512_table, PF_LEVEL_AVX512, "avx512", quantize_act);

@@ -11,6 +11,24 @@ extern const pf_kernels pf_kernels_avx512_table;
 
 #define PF_FORCE_INLINE static inline __attribute__((always_inline))
 
+/* A level's dispatch table, from the static kernels its file defines under the same names as
+ * every other level's (quantize_act differs: the scalar level uses the formats/ reference). */
+#define PF_DEFINE_KERNELS(table, lvl, lvl_name, quantize_act_fn)                                   \
+    const pf_kernels table = {                                                                      \
+        .level = lvl,                                                                               \
+        .name = lvl_name,                                                                           \
+        .gemm = {[PF_TYPE_F32] = gemm_f32, [PF_TYPE_F16] = gemm_f16, [PF_TYPE_BF16] = gemm_bf16,   \
+                 [PF_TYPE_Q8_0] = gemm_q8_0, [PF_TYPE_Q4_0] = gemm_q4_0, [PF_TYPE_Q4_1] = gemm_q4_1}, \
+        .quantize_act = quantize_act_fn,                                                            \
+        .rmsnorm = rmsnorm,                                                                         \
+        .swiglu = swiglu,                                                                           \
+        .dot_f32_f16 = dot_f32_f16,                                                                 \
+        .axpy_f16 = axpy_f16,                                                                       \
+        .f32_to_f16 = f32_to_f16,                                                                   \
+        .argmax = argmax,                                                                           \
+        .first_above = first_above,                                                                 \
+    }
+
 /* For helpers that fill a caller's stack scratch which the caller then reads. GCC 12.2 (-O1 and
  * -O2) was seen deleting such a call as dead: DSE used the helper's modref summary and judged all
  * its stores unread (the AVX2 gemm returned zeros; tests/test_kernels.c catches it). noipa keeps

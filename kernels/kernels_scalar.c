@@ -165,23 +165,4 @@ static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] += a * pf_fp16_to_fp32(x[i]);
 }
 
-const pf_kernels pf_kernels_scalar_table = {
-    .level = PF_LEVEL_SCALAR,
-    .name = "scalar",
-    .gemm = {
-        [PF_TYPE_F32] = gemm_f32,
-        [PF_TYPE_F16] = gemm_f16,
-        [PF_TYPE_BF16] = gemm_bf16,
-        [PF_TYPE_Q8_0] = gemm_q8_0,
-        [PF_TYPE_Q4_0] = gemm_q4_0,
-        [PF_TYPE_Q4_1] = gemm_q4_1,
-    },
-    .quantize_act = pf_quantize_row_q8_act,
-    .rmsnorm = rmsnorm,
-    .swiglu = swiglu,
-    .dot_f32_f16 = dot_f32_f16,
-    .axpy_f16 = axpy_f16,
-    .f32_to_f16 = f32_to_f16,
-    .argmax = argmax,
-    .first_above = first_above,
-};
+PF_DEFINE_KERNELS(pf_kernels_scalar_table, PF_LEVEL_SCALAR, "scalar", pf_quantize_row_q8_act);
