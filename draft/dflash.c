@@ -82,37 +82,14 @@ static int read_hparams(pf_dflash *d, const gguf_file *f, char *err) {
     const pf_hparams *th = &d->target->hp;
     pf_hparams *hp = &d->hp;
     if (pf_check_architecture(f, "dflash", "is not a draft", err) < 0) return -1;
-    static const char *keys[7] = {"dflash.block_count", "dflash.embedding_length", "dflash.feed_forward_length",
-                                  "dflash.attention.head_count", "dflash.attention.head_count_kv",
-                                  "dflash.attention.key_length", "dflash.block_size"};
-    uint32_t v[7];
-    for (int i = 0; i < 7; i++) {
-        int r = pf_get_u32(f, keys[i], &v[i], i < 4 || i == 6, err);
-        if (r < 0) return -1;
-        if (r == 1) v[i] = 0;
-    }
-    hp->n_layer = (int)v[0];
-    hp->n_embd = (int)v[1];
-    hp->n_ff = (int)v[2];
-    hp->n_head = (int)v[3];
-    hp->n_head_kv = v[4] ? (int)v[4] : hp->n_head;
-    hp->head_dim = v[5] ? (int)v[5] : (hp->n_head ? hp->n_embd / hp->n_head : 0);
-    hp->n_vocab = th->n_vocab;
-    hp->n_ctx_train = th->n_ctx_train;
-    d->block_size = (int)v[6];
-    uint32_t vlen;
-    if (gguf_get_u32(f, "dflash.attention.value_length", &vlen) == 0 && (int)vlen != hp->head_dim) {
-        snprintf(err, PF_ERR_LEN, "%s: dflash.attention.value_length: %u differs from key_length %d", f->path, vlen,
-                 hp->head_dim);
-        return -1;
-    }
     hp->rope_theta = th->rope_theta;
     hp->rms_eps = th->rms_eps;
-    if (gguf_get_f32(f, "dflash.rope.freq_base", &hp->rope_theta) == -2 ||
-        gguf_get_f32(f, "dflash.attention.layer_norm_rms_epsilon", &hp->rms_eps) == -2) {
-        snprintf(err, PF_ERR_LEN, "%s: dflash.rope.freq_base / layer_norm_rms_epsilon: wrong type", f->path);
-        return -1;
-    }
+    if (pf_read_shape(f, "dflash", hp, err) < 0) return -1;
+    uint32_t block = 0;
+    if (pf_get_u32(f, "dflash.block_size", &block, 1, err) < 0) return -1;
+    hp->n_vocab = th->n_vocab;
+    hp->n_ctx_train = th->n_ctx_train;
+    d->block_size = (int)block;
     if (hp->n_layer < 1 || hp->n_layer > 256 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_ff > 1 << 20 ||
         hp->n_head < 1 || hp->n_head > 1024 || hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv ||
         hp->head_dim < 2 || hp->head_dim % 2 || hp->head_dim > 1024 || !(hp->rope_theta > 0) || !(hp->rms_eps > 0)) {

@@ -12,35 +12,12 @@
 
 static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
     if (pf_check_architecture(f, "qwen3", "is not supported", err) < 0) return -1;
-    uint32_t v[7];
-    static const char *keys[7] = {"qwen3.block_count", "qwen3.embedding_length", "qwen3.feed_forward_length",
-                                  "qwen3.attention.head_count", "qwen3.attention.head_count_kv",
-                                  "qwen3.attention.key_length", "qwen3.context_length"};
-    for (int i = 0; i < 7; i++) {
-        int r = pf_get_u32(f, keys[i], &v[i], i < 4, err);
-        if (r < 0) return -1;
-        if (r == 1) v[i] = 0;
-    }
-    hp->n_layer = (int)v[0];
-    hp->n_embd = (int)v[1];
-    hp->n_ff = (int)v[2];
-    hp->n_head = (int)v[3];
-    hp->n_head_kv = v[4] ? (int)v[4] : hp->n_head;
-    hp->head_dim = v[5] ? (int)v[5] : (hp->n_head ? hp->n_embd / hp->n_head : 0);
-    hp->n_ctx_train = v[6] ? v[6] : 4096;
-    uint32_t vlen;
-    if (gguf_get_u32(f, "qwen3.attention.value_length", &vlen) == 0 && (int)vlen != hp->head_dim) {
-        snprintf(err, PF_ERR_LEN, "%s: qwen3.attention.value_length: %u differs from key_length %d", f->path,
-                 vlen, hp->head_dim);
-        return -1;
-    }
     hp->rope_theta = 1e6f;
     hp->rms_eps = 1e-6f;
-    if (gguf_get_f32(f, "qwen3.rope.freq_base", &hp->rope_theta) == -2 ||
-        gguf_get_f32(f, "qwen3.attention.layer_norm_rms_epsilon", &hp->rms_eps) == -2) {
-        snprintf(err, PF_ERR_LEN, "%s: qwen3.rope.freq_base / layer_norm_rms_epsilon: wrong type", f->path);
-        return -1;
-    }
+    if (pf_read_shape(f, "qwen3", hp, err) < 0) return -1;
+    uint32_t ctx = 0;
+    if (pf_get_u32(f, "qwen3.context_length", &ctx, 0, err) < 0) return -1;
+    hp->n_ctx_train = ctx ? ctx : 4096;
     if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_embd > 65536 || hp->n_ff < 1 ||
         hp->n_ff > 1 << 20 || hp->n_head < 1 || hp->n_head > 1024 || hp->n_head_kv < 1 ||
         hp->n_head % hp->n_head_kv || hp->head_dim < 2 || hp->head_dim % 2 || hp->head_dim > 1024 ||

@@ -94,3 +94,36 @@ int pf_check_architecture(const gguf_file *f, const char *expected, const char *
     }
     return 0;
 }
+
+int pf_read_shape(const gguf_file *f, const char *prefix, pf_hparams *hp, char *err) {
+    static const char *const keys[6] = {"block_count", "embedding_length", "feed_forward_length",
+                                        "attention.head_count", "attention.head_count_kv", "attention.key_length"};
+    char key[96];
+    uint32_t v[6];
+    for (int i = 0; i < 6; i++) {
+        snprintf(key, sizeof key, "%s.%s", prefix, keys[i]);
+        int r = pf_get_u32(f, key, &v[i], i < 4, err);
+        if (r < 0) return -1;
+        if (r == 1) v[i] = 0;
+    }
+    hp->n_layer = (int)v[0];
+    hp->n_embd = (int)v[1];
+    hp->n_ff = (int)v[2];
+    hp->n_head = (int)v[3];
+    hp->n_head_kv = v[4] ? (int)v[4] : hp->n_head;
+    hp->head_dim = v[5] ? (int)v[5] : (hp->n_head ? hp->n_embd / hp->n_head : 0);
+    uint32_t vlen;
+    snprintf(key, sizeof key, "%s.attention.value_length", prefix);
+    if (gguf_get_u32(f, key, &vlen) == 0 && (int)vlen != hp->head_dim) {
+        snprintf(err, PF_ERR_LEN, "%s: %s: %u differs from key_length %d", f->path, key, vlen, hp->head_dim);
+        return -1;
+    }
+    char key2[96];
+    snprintf(key, sizeof key, "%s.rope.freq_base", prefix);
+    snprintf(key2, sizeof key2, "%s.attention.layer_norm_rms_epsilon", prefix);
+    if (gguf_get_f32(f, key, &hp->rope_theta) == -2 || gguf_get_f32(f, key2, &hp->rms_eps) == -2) {
+        snprintf(err, PF_ERR_LEN, "%s: %s.rope.freq_base / layer_norm_rms_epsilon: wrong type", f->path, prefix);
+        return -1;
+    }
+    return 0;
+}

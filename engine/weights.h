@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "engine/model.h"
 #include "formats/gguf.h"
 #include "kernels/kernels.h"
 
@@ -12,6 +13,12 @@
 int pf_check_architecture(const gguf_file *f, const char *expected, const char *what, char *err);
 /* 0 found; 1 absent and optional; -1 error (err filled). */
 int pf_get_u32(const gguf_file *f, const char *key, uint32_t *out, int required, char *err);
+/* The shape keys of a Qwen3-style architecture under `prefix` ("qwen3", "dflash"): .block_count,
+ * .embedding_length, .feed_forward_length, .attention.head_count (required), .attention.head_count_kv
+ * (default: the head count), .attention.key_length (default: hidden / heads; a present
+ * .attention.value_length must equal it), .rope.freq_base and .attention.layer_norm_rms_epsilon
+ * (left as hp has them when absent). The caller range-checks the result. */
+int pf_read_shape(const gguf_file *f, const char *prefix, pf_hparams *hp, char *err);
 const gguf_tensor *pf_find_tensor(const gguf_file *f, const char *name, char *err);
 /* A weight matrix [rows, cols] (GGUF dims {cols, rows}) the kernels can multiply. */
 int pf_bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err);
