@@ -92,6 +92,8 @@ const gguf_kv *gguf_get_arr(const gguf_file *f, const char *key, uint32_t elem_t
 int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i);
 double gguf_arr_float(const gguf_kv *kv, uint64_t i);
 const char *gguf_vtype_name(uint32_t t);
+/* Bytes of one value of a numeric or bool GGUF type (0 for strings, arrays, unknown types). */
+size_t gguf_scalar_size(uint32_t t);
 
 /* ---- writer ---- */
 typedef struct gguf_writer gguf_writer;

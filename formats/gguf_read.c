@@ -61,7 +61,7 @@ static int take_str(cursor *c, gguf_str *s, const char *field) {
     return 0;
 }
 
-static size_t scalar_size(uint32_t t) {
+size_t gguf_scalar_size(uint32_t t) {
     switch (t) {
     case GGUF_U8: case GGUF_I8: case GGUF_BOOL: return 1;
     case GGUF_U16: case GGUF_I16: return 2;
@@ -74,7 +74,7 @@ static size_t scalar_size(uint32_t t) {
 static void load_scalar(gguf_kv *kv, uint32_t t, const uint8_t *p) {
     union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32;
             float f32; uint64_t u64; int64_t i64; double f64; } x;
-    memcpy(&x, p, scalar_size(t));
+    memcpy(&x, p, gguf_scalar_size(t));
     switch (t) {
     case GGUF_U8: kv->v.u = x.u8; break;
     case GGUF_BOOL: kv->v.u = x.u8 != 0; break;
@@ -101,7 +101,7 @@ static int read_value(cursor *c, gguf_kv *kv, const char *key) {
     if (kv->type == GGUF_STR) return take_str(c, &kv->v.s, field);
     if (kv->type != GGUF_ARR) {
         uint8_t buf[8];
-        if (take(c, buf, scalar_size(kv->type), field) < 0) return -1;
+        if (take(c, buf, gguf_scalar_size(kv->type), field) < 0) return -1;
         load_scalar(kv, kv->type, buf);
         return 0;
     }
@@ -132,7 +132,7 @@ static int read_value(cursor *c, gguf_kv *kv, const char *key) {
             if (take_str(c, &kv->v.arr.strs[i], field) < 0) return -1;
         return 0;
     }
-    size_t es = scalar_size(et);
+    size_t es = gguf_scalar_size(et);
     if (n > remain / es) {
         fail(c, "%s: array count %llu exceeds the file", field, (unsigned long long)n);
         return -1;
@@ -436,7 +436,7 @@ const gguf_kv *gguf_get_arr(const gguf_file *f, const char *key, uint32_t elem_t
 
 int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i) {
     gguf_kv tmp;
-    const uint8_t *p = (const uint8_t *)kv->v.arr.data + i * scalar_size(kv->v.arr.type);
+    const uint8_t *p = (const uint8_t *)kv->v.arr.data + i * gguf_scalar_size(kv->v.arr.type);
     load_scalar(&tmp, kv->v.arr.type, p);
     if (is_signed(kv->v.arr.type)) return tmp.v.i;
     if (kv->v.arr.type == GGUF_F32 || kv->v.arr.type == GGUF_F64) return (int64_t)tmp.v.f;
@@ -445,7 +445,7 @@ int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i) {
 
 double gguf_arr_float(const gguf_kv *kv, uint64_t i) {
     gguf_kv tmp;
-    const uint8_t *p = (const uint8_t *)kv->v.arr.data + i * scalar_size(kv->v.arr.type);
+    const uint8_t *p = (const uint8_t *)kv->v.arr.data + i * gguf_scalar_size(kv->v.arr.type);
     load_scalar(&tmp, kv->v.arr.type, p);
     if (kv->v.arr.type == GGUF_F32 || kv->v.arr.type == GGUF_F64) return tmp.v.f;
     return is_signed(kv->v.arr.type) ? (double)tmp.v.i : (double)tmp.v.u;

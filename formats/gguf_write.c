@@ -92,18 +92,8 @@ void gguf_w_bool(gguf_writer *w, const char *k, bool v) {
     put(&w->kv, &b, 1);
 }
 
-static size_t elem_size(uint32_t t) {
-    switch (t) {
-    case GGUF_U8: case GGUF_I8: case GGUF_BOOL: return 1;
-    case GGUF_U16: case GGUF_I16: return 2;
-    case GGUF_U32: case GGUF_I32: case GGUF_F32: return 4;
-    case GGUF_U64: case GGUF_I64: case GGUF_F64: return 8;
-    }
-    return 0;
-}
-
 void gguf_w_scalar(gguf_writer *w, const char *k, uint32_t type, const void *value) {
-    size_t es = elem_size(type);
+    size_t es = gguf_scalar_size(type);
     if (!es) return;
     key(w, k, type);
     put(&w->kv, value, es);
@@ -113,7 +103,7 @@ void gguf_w_arr(gguf_writer *w, const char *k, uint32_t elem_type, const void *d
     key(w, k, GGUF_ARR);
     put_u32(&w->kv, elem_type);
     put_u64(&w->kv, n);
-    put(&w->kv, data, (size_t)n * elem_size(elem_type));
+    put(&w->kv, data, (size_t)n * gguf_scalar_size(elem_type));
 }
 
 void gguf_w_arr_str(gguf_writer *w, const char *k, const char *const *strs, const uint64_t *lens,
@@ -144,14 +134,14 @@ void gguf_w_copy_kv(gguf_writer *w, const gguf_file *src, bool (*skip)(const cha
                 for (uint64_t j = 0; j < kv->v.arr.n; j++)
                     put_str(&w->kv, kv->v.arr.strs[j].ptr, kv->v.arr.strs[j].len);
             else
-                put(&w->kv, kv->v.arr.data, (size_t)kv->v.arr.n * elem_size(kv->v.arr.type));
+                put(&w->kv, kv->v.arr.data, (size_t)kv->v.arr.n * gguf_scalar_size(kv->v.arr.type));
             break;
         case GGUF_F32: { float f = (float)kv->v.f; put(&w->kv, &f, 4); break; }
         case GGUF_F64: put(&w->kv, &kv->v.f, 8); break;
         default: {
             /* integers and bool: little-endian low bytes of the stored 64-bit value */
             uint64_t u = kv->v.u;
-            put(&w->kv, &u, elem_size(kv->type));
+            put(&w->kv, &u, gguf_scalar_size(kv->type));
         }
         }
         free(k);
