@@ -670,10 +670,6 @@ static void linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64
     pf_matmul(s->k, s->pool, W, s->act, B, y, ldy);
 }
 
-static void head_norm(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps) {
-    for (int h = 0; h < n_heads; h++) k->rmsnorm(x + (size_t)h * hd, w, hd, eps, x + (size_t)h * hd);
-}
-
 /* K/V rows of layer l from its input rows `in` (ctx rows for the context, block rows otherwise),
  * QK-normed, roped at pos0 + r and stored in f16 at cache position pos0 + r. */
 static void store_kv(pf_dflash_state *s, int l, const float *in, int B, int64_t pos0) {
@@ -687,7 +683,7 @@ static void store_kv(pf_dflash_state *s, int l, const float *in, int B, int64_t 
     pf_half *Kc = s->kc + (size_t)l * s->n_ctx * kvd, *Vc = s->vc + (size_t)l * s->n_ctx * kvd;
     for (int r = 0; r < B; r++) {
         float *kr = s->kbuf + (size_t)r * kvd, *vr = s->vbuf + (size_t)r * kvd;
-        head_norm(s->k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
+        pf_rmsnorm_heads(s->k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
         pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
         s->k->f32_to_f16(kr, Kc + (size_t)(pos0 + r) * kvd, kvd);
         s->k->f32_to_f16(vr, Vc + (size_t)(pos0 + r) * kvd, kvd);
@@ -762,7 +758,7 @@ static void block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
     linear(s, &L->attn_q, in, H, B, s->q, qd);
     for (int r = 0; r < B; r++) {
         float *q = s->q + (size_t)r * qd;
-        head_norm(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
+        pf_rmsnorm_heads(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
         pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
     }
     store_kv(s, l, in, B, pos0); /* after the context; dropped when the block is done */

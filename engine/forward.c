@@ -94,10 +94,6 @@ static void linear_n(pf_ctx *c, int n, const pf_weight *const *W, const float *x
     pf_matmul_n(c->k, c->pool, n, W, c->act, B, y, ldy);
 }
 
-static void head_norm(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps) {
-    for (int h = 0; h < n_heads; h++) k->rmsnorm(x + (size_t)h * hd, w, hd, eps, x + (size_t)h * hd);
-}
-
 static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batch *b, int row0) {
     const pf_model *m = c->model;
     const pf_hparams *hp = &m->hp;
@@ -131,8 +127,8 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         pf_half *Kc = kv->k + (size_t)l * kv->n_ctx * kvd, *Vc = kv->v + (size_t)l * kv->n_ctx * kvd;
         for (int r = 0; r < B; r++) {
             float *q = c->q + (size_t)r * qd, *kr = c->kbuf + (size_t)r * kvd, *vr = c->vbuf + (size_t)r * kvd;
-            head_norm(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
-            head_norm(k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
+            pf_rmsnorm_heads(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
+            pf_rmsnorm_heads(k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
             if (rope_tab) {
                 pf_rope_neox_cs(q, hp->n_head, hd, rope_cs + (size_t)r * hd);
                 pf_rope_neox_cs(kr, hp->n_head_kv, hd, rope_cs + (size_t)r * hd);

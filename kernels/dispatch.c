@@ -152,6 +152,10 @@ void pf_rope_neox_cs(float *x, int n_heads, int hd, const float *cs) {
     }
 }
 
+void pf_rmsnorm_heads(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps) {
+    for (int h = 0; h < n_heads; h++) k->rmsnorm(x + (size_t)h * hd, w, hd, eps, x + (size_t)h * hd);
+}
+
 void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta) {
     float cs[512];
     if (hd <= 512) {

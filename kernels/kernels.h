@@ -86,6 +86,9 @@ size_t pf_packed_bytes(const pf_weight *W);
 /* Write W's weights into dst (pf_packed_bytes(W) bytes, 64-byte aligned) in the packed layout. */
 void pf_pack_weight(const pf_weight *W, void *dst);
 
+/* Qwen3's QK-norm: RMSNorm of each of n_heads heads of hd floats in place, with the same weight w. */
+void pf_rmsnorm_heads(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps);
+
 /* NEOX RoPE (rotate-half pairs (i, i+hd/2), angle pos * theta^(-2i/hd)) applied in place to
  * n_heads heads of hd floats. Angles are computed in double precision. */
 void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta);
