@@ -44,29 +44,13 @@ static int spread_tap(int n_layer, int n_taps, int i) {
 
 typedef struct {
     gguf_writer *w;
-    void **owned;
-    int n_owned, cap;
     float *tmp;
     int oom;
 } tensor_sink;
 
+/* Tensor data kept by the writer until it has written them. */
 static void *own(tensor_sink *s, void *p) {
-    if (!p) {
-        s->oom = 1;
-        return NULL;
-    }
-    if (s->n_owned == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 64;
-        void **o = realloc(s->owned, (size_t)cap * sizeof *o);
-        if (!o) {
-            free(p);
-            s->oom = 1;
-            return NULL;
-        }
-        s->owned = o;
-        s->cap = cap;
-    }
-    s->owned[s->n_owned++] = p;
+    if (!(p = gguf_w_own(s->w, p))) s->oom = 1;
     return p;
 }
 
@@ -239,8 +223,6 @@ int pf_dflash_synth(const char *target_path, int version, int n_layers, int bloc
     }
     rc = gguf_w_write(w, out, err);
 done:
-    for (int i = 0; i < s.n_owned; i++) free(s.owned[i]);
-    free(s.owned);
     free(s.tmp);
     free(layers_p1);
     gguf_writer_free(s.w);

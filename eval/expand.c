@@ -97,36 +97,15 @@ int pf_expand_tensor_shape(const pf_synth_shape *d, bool tied, const char *name,
 /* Uniform on [-sqrt(3), sqrt(3)): unit variance, cheap enough for 300M draws. */
 static float urand(pf_rng *r) { return (float)(((double)(pf_rng_next(r) >> 11) * 0x1p-53 * 2.0 - 1.0) * 1.7320508075688772); }
 
-/* Tensors of the output file: their data must outlive gguf_w_write. */
+/* Tensors of the output file: the writer keeps their data until it has written them. */
 typedef struct {
     gguf_writer *w;
-    void **owned;
-    int n, cap, oom;
+    int oom;
 } sink;
 
 static void *own(sink *s, void *p) {
-    if (!p) {
-        s->oom = 1;
-        return NULL;
-    }
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 256;
-        void **o = realloc(s->owned, (size_t)cap * sizeof *o);
-        if (!o) {
-            free(p);
-            s->oom = 1;
-            return NULL;
-        }
-        s->owned = o;
-        s->cap = cap;
-    }
-    return s->owned[s->n++] = p;
-}
-
-static void sink_free(sink *s) {
-    for (int i = 0; i < s->n; i++) free(s->owned[i]);
-    free(s->owned);
-    gguf_writer_free(s->w);
+    if (!(p = gguf_w_own(s->w, p))) s->oom = 1;
+    return p;
 }
 
 /* Matrix [rows, cols] (GGUF dims {cols, rows}) stored as `type`; takes ownership of data. */
@@ -628,7 +607,7 @@ done:
     free(src);
     free(vmap);
     maps_free(&mp);
-    sink_free(&s);
+    gguf_writer_free(s.w);
     pf_model_free(m);
     return rc;
 }
@@ -855,7 +834,7 @@ done:
     free(fc_cols);
     free(proj_rows);
     maps_free(&mp);
-    sink_free(&s);
+    gguf_writer_free(s.w);
     gguf_close(f);
     pf_model_free(tm);
     return rc;

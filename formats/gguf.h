@@ -115,6 +115,10 @@ void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *strs, co
                     uint64_t n);
 /* Copy every key of `src` except those for which skip(key) returns true (skip may be NULL). */
 void gguf_w_copy_kv(gguf_writer *w, const gguf_file *src, bool (*skip)(const char *key));
+/* Hand the writer a malloc'd buffer (tensor data it will write) to free with the writer; returns p,
+ * or NULL (p freed, the writer marked out of memory, so the write fails) when p is NULL or the
+ * writer cannot record it. */
+void *gguf_w_own(gguf_writer *w, void *p);
 /* Every tensor of src (data borrowed: src must outlive the write) except those skip() names. */
 void gguf_w_copy_tensors(gguf_writer *w, const gguf_file *src, bool (*skip)(const char *name));
 /* Add a tensor; data is NOT copied and must stay valid until gguf_w_write returns. */

@@ -30,6 +30,8 @@ struct gguf_writer {
     uint64_t n_t, cap_t;
     uint32_t alignment;
     int oom;
+    void **owned; /* buffers gguf_w_own handed over, freed with the writer */
+    size_t n_owned, cap_owned;
 };
 
 static void put(buf_t *b, const void *src, size_t n) {
@@ -66,11 +68,32 @@ void gguf_writer_free(gguf_writer *w) {
     if (!w) return;
     for (uint64_t i = 0; i < w->n_t; i++) free(w->t[i].name);
     free(w->t);
+    for (size_t i = 0; i < w->n_owned; i++) free(w->owned[i]);
+    free(w->owned);
     free(w->kv.p);
     free(w);
 }
 
 void gguf_w_alignment(gguf_writer *w, uint32_t alignment) { w->alignment = alignment; }
+
+void *gguf_w_own(gguf_writer *w, void *p) {
+    if (p && w->n_owned == w->cap_owned) {
+        size_t cap = w->cap_owned ? 2 * w->cap_owned : 64;
+        void **o = realloc(w->owned, cap * sizeof *o);
+        if (!o) {
+            free(p);
+            p = NULL;
+        } else {
+            w->owned = o;
+            w->cap_owned = cap;
+        }
+    }
+    if (!p) {
+        w->oom = 1;
+        return NULL;
+    }
+    return w->owned[w->n_owned++] = p;
+}
 
 static void key(gguf_writer *w, const char *k, uint32_t type) {
     put_str(&w->kv, k, strlen(k));
