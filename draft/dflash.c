@@ -273,9 +273,8 @@ static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
         return 0;
     }
     const int V = d->hp.n_vocab;
-    int ints = kv->type == GGUF_ARR && kv->v.arr.type != GGUF_STR && kv->v.arr.type != GGUF_F32 &&
-               kv->v.arr.type != GGUF_BOOL && kv->v.arr.type != GGUF_F64;
-    if (!ints || kv->v.arr.n < 1 || kv->v.arr.n > (uint64_t)V) {
+    kv = gguf_get_arr(f, "dflash.head_tokens", GGUF_I32); /* any integer element type */
+    if (!kv || kv->v.arr.n < 1 || kv->v.arr.n > (uint64_t)V) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens: expected an array of 1..%d token ids", f->path, V);
         return -1;
     }
