@@ -263,6 +263,21 @@ TEST(draft_head_bad_files_rejected) {
         pf_dflash *d = pf_dflash_load(bad, m, err);
         CHECKF(!d && strstr(err, cases[c].expect), "case %zu: %s", c, d ? "loaded" : err);
     }
+    /* a list of floats is not a list of token ids */
+    {
+        gguf_file *f = gguf_open(dpath, err);
+        CHECK(f);
+        gguf_writer *w = gguf_writer_new();
+        gguf_w_copy_kv(w, f, is_head_key);
+        const float ids[3] = {4, 8, 12};
+        gguf_w_arr(w, "dflash.head_tokens", GGUF_F32, ids, 3);
+        gguf_w_copy_tensors(w, f, NULL);
+        CHECK(gguf_w_write(w, bad, err) == 0);
+        gguf_writer_free(w);
+        gguf_close(f);
+        pf_dflash *d = pf_dflash_load(bad, m, err);
+        CHECKF(!d && strstr(err, "dflash.head_tokens: expected an array"), "float ids: %s", d ? "loaded" : err);
+    }
     /* the good file loads, and a drafter starts with its default head */
     pf_dflash *d = pf_dflash_load(dpath, m, err);
     CHECK(d);
