@@ -465,7 +465,8 @@ struct pf_dflash_state {
     const pf_kernels *k;
     pf_pool *pool;
     int64_t n_ctx, len;
-    pf_half *kc, *vc; /* layer l, position p: + (l*n_ctx + p)*kv_dim */
+    pf_half *kc, *vc; /* layer l at + l*layer_stride, in pf_attention's layout (kernels.h) */
+    int64_t head_stride, layer_stride;
     int rows;         /* scratch capacity in rows */
     float *x, *xn, *cu, *tmp, *q, *att, *kbuf, *vbuf, *gate, *up, *dyn, *hn, *logits;
     void *act;
@@ -612,9 +613,12 @@ pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool 
     s->k = k ? k : pf_kernels_best();
     s->pool = pool;
     s->n_ctx = n_ctx;
-    size_t kvd = (size_t)pf_dflash_kv_dim(d), cells = (size_t)d->hp.n_layer * (size_t)n_ctx * kvd;
-    s->kc = malloc(cells * sizeof(pf_half));
-    s->vc = malloc(cells * sizeof(pf_half));
+    s->head_stride = pf_kv_head_stride(n_ctx, d->hp.head_dim);
+    s->layer_stride = s->head_stride * d->hp.n_head_kv;
+    size_t cells = (size_t)d->hp.n_layer * (size_t)s->layer_stride;
+    /* zeroed: attention reads whole key tiles (kv_cache.c) */
+    s->kc = calloc(cells, sizeof(pf_half));
+    s->vc = calloc(cells, sizeof(pf_half));
     if (!s->kc || !s->vc || pf_dist_init(&s->dist, d->hp.n_vocab) < 0) goto oom;
     int R = d->block_size > CHUNK_ROWS ? d->block_size : CHUNK_ROWS;
     if (ensure_rows(s, R, err) < 0) goto fail;
@@ -642,11 +646,9 @@ void pf_dflash_truncate(pf_dflash_state *s, int64_t len) {
     if (len >= 0 && len < s->len) s->len = len;
 }
 
-const pf_half *pf_dflash_cache_k(const pf_dflash_state *s, int layer) {
-    return s->kc + (size_t)layer * s->n_ctx * pf_dflash_kv_dim(s->d);
-}
-const pf_half *pf_dflash_cache_v(const pf_dflash_state *s, int layer) {
-    return s->vc + (size_t)layer * s->n_ctx * pf_dflash_kv_dim(s->d);
+void pf_dflash_cache_row(const pf_dflash_state *s, int layer, int keys, int64_t pos, pf_half *row) {
+    const pf_half *X = (keys ? s->kc : s->vc) + (size_t)layer * s->layer_stride;
+    pf_kv_row_get(X, keys, s->head_stride, s->d->hp.n_head_kv, s->d->hp.head_dim, pos, row);
 }
 
 const float *pf_dflash_last_logits(const pf_dflash_state *s, int *n_rows) {
@@ -679,13 +681,12 @@ static void store_kv(pf_dflash_state *s, int l, const float *in, int B, int64_t 
     const int64_t kvd = (int64_t)hp->n_head_kv * hd;
     linear(s, &L->attn_k, in, H, B, s->kbuf, kvd);
     linear(s, &L->attn_v, in, H, B, s->vbuf, kvd);
-    pf_half *Kc = s->kc + (size_t)l * s->n_ctx * kvd, *Vc = s->vc + (size_t)l * s->n_ctx * kvd;
+    pf_half *Kc = s->kc + (size_t)l * s->layer_stride, *Vc = s->vc + (size_t)l * s->layer_stride;
     for (int r = 0; r < B; r++) {
         float *kr = s->kbuf + (size_t)r * kvd, *vr = s->vbuf + (size_t)r * kvd;
         pf_rmsnorm_heads(s->k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
         pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
-        s->k->f32_to_f16(kr, Kc + (size_t)(pos0 + r) * kvd, kvd);
-        s->k->f32_to_f16(vr, Vc + (size_t)(pos0 + r) * kvd, kvd);
+        pf_kv_store(s->k, Kc, Vc, s->head_stride, hp->n_head_kv, hd, pos0 + r, kr, vr);
     }
 }
 
@@ -742,7 +743,7 @@ static void block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
     const dflash_layer *L = &d->layers[l];
     const pf_kernels *k = s->k;
     const int H = hp->n_embd, hd = hp->head_dim, v2 = d->version == 2;
-    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    const int64_t qd = (int64_t)hp->n_head * hd;
     const size_t BH = (size_t)B * H;
     const int64_t dynw = 2 * (int64_t)d->conv_k * d->conv_groups;
 
@@ -761,8 +762,8 @@ static void block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
         pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
     }
     store_kv(s, l, in, B, pos0); /* after the context; dropped when the block is done */
-    const pf_half *Kc = s->kc + (size_t)l * s->n_ctx * kvd, *Vc = s->vc + (size_t)l * s->n_ctx * kvd;
-    pf_attention(k, s->pool, s->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, kvd, pos0, pos0 + B, d->causal,
+    const pf_half *Kc = s->kc + (size_t)l * s->layer_stride, *Vc = s->vc + (size_t)l * s->layer_stride;
+    pf_attention(k, s->pool, s->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, s->head_stride, pos0, pos0 + B, d->causal,
                  L->window, s->att, qd);
     linear(s, &L->attn_o, s->att, qd, B, s->tmp, H);
     if (v2) {

@@ -77,9 +77,9 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
                       int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]);
 
 /* ---- inspection (tests, tools) ---- */
-/* Layer l's context cache: position p at + p*kv_dim (f16); valid for p < context_len. */
-const pf_half *pf_dflash_cache_k(const pf_dflash_state *s, int layer);
-const pf_half *pf_dflash_cache_v(const pf_dflash_state *s, int layer);
+/* Position pos of layer l's context cache, keys (keys != 0) or values, as one f16 row of kv_dim;
+ * valid for pos < context_len. */
+void pf_dflash_cache_row(const pf_dflash_state *s, int layer, int keys, int64_t pos, pf_half *row);
 /* Logits of draft rows 1..B-1 of the last propose: row k-1 at + (k-1)*n_vocab. *n_rows = B-1. */
 const float *pf_dflash_last_logits(const pf_dflash_state *s, int *n_rows);
 

@@ -124,7 +124,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
             linear_n(c, 3, W, c->xn, H, B, y, ldy);
         }
         op_mark(c, PF_OP_QKV, &tm);
-        pf_half *Kc = kv->k + (size_t)l * kv->n_ctx * kvd, *Vc = kv->v + (size_t)l * kv->n_ctx * kvd;
+        pf_half *Kc = kv->k + (size_t)l * kv->layer_stride, *Vc = kv->v + (size_t)l * kv->layer_stride;
         for (int r = 0; r < B; r++) {
             float *q = c->q + (size_t)r * qd, *kr = c->kbuf + (size_t)r * kvd, *vr = c->vbuf + (size_t)r * kvd;
             pf_rmsnorm_heads(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
@@ -136,11 +136,10 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
                 pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
                 pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
             }
-            k->f32_to_f16(kr, Kc + (size_t)(pos0 + r) * kvd, kvd);
-            k->f32_to_f16(vr, Vc + (size_t)(pos0 + r) * kvd, kvd);
+            pf_kv_store(k, Kc, Vc, kv->head_stride, hp->n_head_kv, hd, pos0 + r, kr, vr);
         }
         op_mark(c, PF_OP_ELEMENT, &tm);
-        pf_attention(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, kvd, pos0, pos0 + B, 1, 0,
+        pf_attention(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, kv->head_stride, pos0, pos0 + B, 1, 0,
                      c->att, qd);
         op_mark(c, PF_OP_ATTENTION, &tm);
         linear(c, &L->attn_o, c->att, qd, B, c->tmp, H);

@@ -9,10 +9,16 @@ pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx) {
     if (!kv) return NULL;
     kv->n_layer = hp->n_layer;
     kv->kv_dim = hp->n_head_kv * hp->head_dim;
+    kv->n_kv_head = hp->n_head_kv;
+    kv->head_dim = hp->head_dim;
     kv->n_ctx = n_ctx;
-    size_t n = (size_t)hp->n_layer * (size_t)n_ctx * (size_t)kv->kv_dim;
-    kv->k = malloc(n * sizeof(pf_half));
-    kv->v = malloc(n * sizeof(pf_half));
+    kv->head_stride = pf_kv_head_stride(n_ctx, hp->head_dim);
+    kv->layer_stride = kv->head_stride * hp->n_head_kv;
+    size_t n = (size_t)hp->n_layer * (size_t)kv->layer_stride;
+    /* zeroed: attention reads whole key tiles, also the not yet written positions of the last
+     * one (their scores are never used, but they are read) */
+    kv->k = calloc(n, sizeof(pf_half));
+    kv->v = calloc(n, sizeof(pf_half));
     if (!kv->k || !kv->v) {
         pf_kv_free(kv);
         return NULL;

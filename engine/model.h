@@ -67,11 +67,14 @@ void pf_weights_free(void *p, size_t map_len);
 /* Bytes of all weight tensors (what a decode step streams). */
 size_t pf_model_weight_bytes(const pf_model *m);
 
-/* Per-layer KV cache in f16; truncation is a length change (no copy). */
+/* Per-layer KV cache in f16, in the layout pf_attention reads (kernels.h); truncation is a length
+ * change (no copy). */
 typedef struct {
-    int n_layer, kv_dim;
+    int n_layer, kv_dim, n_kv_head, head_dim;
     int64_t n_ctx, len;
-    pf_half *k, *v; /* layer l, position p: k + (l*n_ctx + p)*kv_dim */
+    int64_t head_stride; /* halves per KV head of one layer (pf_kv_head_stride) */
+    pf_half *k, *v;      /* layer l: k + l * layer_stride, n_kv_head regions of head_stride */
+    int64_t layer_stride;
 } pf_kv_cache;
 
 pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx);

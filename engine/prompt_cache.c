@@ -105,9 +105,9 @@ int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, 
     size_t row = (size_t)kv->kv_dim * sizeof(pf_half);
     for (int which = 0; which < 2; which++)
         for (int l = 0; l < kv->n_layer; l++) {
-            const pf_half *src = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->n_ctx * (size_t)kv->kv_dim;
-            memcpy(p, src, (size_t)n_tokens * row);
-            p += (size_t)n_tokens * row;
+            const pf_half *src = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->layer_stride;
+            for (int t = 0; t < n_tokens; t++, p += row)
+                pf_kv_row_get(src, !which, kv->head_stride, kv->n_kv_head, kv->head_dim, t, (pf_half *)p);
         }
     if (n_taps) memcpy(p, taps, (size_t)n_tokens * (size_t)n_taps * (size_t)n_embd * sizeof(float));
     size_t z = ZSTD_compress(out + PC_HEADER, cap, buf, (size_t)raw, 3);
@@ -250,8 +250,10 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
     const uint8_t *p = tl + 4 * (size_t)nt;
     for (int which = 0; which < 2; which++)
         for (uint32_t l = 0; l < n_layer; l++) {
-            pf_half *dst = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->n_ctx * kv_dim;
-            memcpy(dst, p, (size_t)use * row);
+            pf_half *dst = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->layer_stride;
+            for (int t = 0; t < use; t++)
+                pf_kv_row_put(dst, !which, kv->head_stride, kv->n_kv_head, kv->head_dim, t,
+                              (const pf_half *)(p + (size_t)t * row));
             p += (size_t)n * row;
         }
     for (int b = 0; b < use; b++)

@@ -8,8 +8,9 @@
  *
  * Work is split over (row, KV head) tasks: the query heads sharing a KV head (GQA) run together
  * so the SIMD variants convert each f16 key and value row once for the whole group. The scalar
- * level (and shapes the SIMD variants do not take) runs head by head through the level's
- * dot_f32_f16 / axpy_f16. out must not alias q, K or V. */
+ * level (and shapes the SIMD variants do not take) runs head by head: each score one fmaf chain
+ * over the head dim in order (the same chain as one SIMD lane of the vector levels), values
+ * through the level's axpy_f16. out must not alias q, K or V. */
 #include <math.h>
 #include <string.h>
 
@@ -27,14 +28,18 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
     if (lo >= hi) return; /* nothing visible: zeros */
 
     const float *qh = j->q + b * j->ldq + (int64_t)h * hd;
-    int64_t kvoff = (int64_t)(h / (j->n_head / j->n_kv_head)) * hd;
+    int64_t kvh = h / (j->n_head / j->n_kv_head);
+    const pf_half *Kh = j->K + kvh * j->head_stride, *Vh = j->V + kvh * j->head_stride;
     float s[PF_ATTN_KCHUNK];
     float mx = -INFINITY, l = 0.0f;
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         float cmax = -INFINITY;
         for (int t = 0; t < n; t++) {
-            s[t] = k->dot_f32_f16(qh, j->K + (c0 + t) * j->kv_stride + kvoff, hd) * j->scale;
+            const pf_half *kt = Kh + pf_kv_key_at(c0 + t, 0, hd);
+            float a = 0.0f;
+            for (int d = 0; d < hd; d++) a = fmaf(qh[d], pf_fp16_to_fp32(kt[d * PF_KV_TILE]), a);
+            s[t] = a * j->scale;
             if (s[t] > cmax) cmax = s[t];
         }
         if (cmax > mx) {
@@ -48,7 +53,7 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
         for (int t = 0; t < n; t++) {
             float e = expf(s[t] - mx);
             l += e;
-            k->axpy_f16(e, j->V + (c0 + t) * j->kv_stride + kvoff, o, hd);
+            k->axpy_f16(e, Vh + (c0 + t) * hd, o, hd);
         }
     }
     float inv = 1.0f / l;
@@ -77,11 +82,11 @@ static void attn_worker(void *arg, int ith, int nth) {
 }
 
 void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t kv_stride,
+                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t head_stride,
                   int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo) {
     if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;
     pf_attn_job j = {k,      q,      ldq,       B,    n_head, n_kv_head,
-                     hd,     K,      V,         kv_stride, pos0, n_keys,
+                     hd,     K,      V,         head_stride, pos0, n_keys,
                      causal, window, out,       ldo,  (float)(1.0 / sqrt((double)hd)), 0, 1};
     int64_t work = (int64_t)B * n_head * (n_keys + 1) * hd;
     /* rows per task: up to 4 share each key/value conversion, about one task per thread (measured

@@ -1,11 +1,12 @@
 /* AVX-512 attention for one task: up to 4 rows of one KV head with all query heads of its GQA
- * group, so each f16 key/value row is converted once for all of them (or, where at most 4 queries
- * share it, converted on the fly: the same values). Same chunked online softmax as the scalar path
- * (attention.c); per head the operations depend only on the visible key range, never on B, the
- * rows sharing the task, the group size or the thread.
- *   scores: keys go 16 at a time; per (key, head) a 16-lane fma chain over the head dim, then one
- *           16x16 transpose-and-add gives the 16 scores in one register (no per-key horizontal
- *           sum), times the scale
+ * group, so each f16 key/value vector is converted once for many of them. Same chunked online
+ * softmax as the scalar path (attention.c); per head the operations depend only on the visible key
+ * range, never on B, the rows sharing the task, the group size or the thread.
+ *   scores: keys come in dimension-major tiles of 16 (kernels.h), so one converted vector is one
+ *           dimension of 16 keys: per (row, head) pair an fma with that query element broadcast,
+ *           one chain over the head dim in order per key lane (the scalar reference's fmaf
+ *           chain, bitwise), no horizontal sums; pairs in blocks of up to 8, 1-4 tiles at once so
+ *           at least 8 independent chains hide the fma latency
  *   softmax: chunk max, one rescale (expf) when it grows, exp512 over the chunk; the running sum
  *           is a 16-lane vector (lane = key index mod 16), reduced once at the end
  *   values: heads in blocks of up to 4; each value row is loaded once per block and every output
@@ -20,28 +21,8 @@
 #define MAX_GROUP 16
 #define MAX_HD 256
 #define MAX_ROWS 4 /* rows per task sharing the key/value conversion */
-
-/* r[t] = sum of the 16 lanes of a[t], t = 0..15, as one register. */
-PF_FORCE_INLINE __m512 transpose_sum16(const __m512 *a) {
-    __m512 b[8], c[4];
-#pragma GCC unroll 8
-    for (int p = 0; p < 8; p++)
-        b[p] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * p], a[2 * p + 1]),
-                             _mm512_unpackhi_ps(a[2 * p], a[2 * p + 1]));
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; p++) {
-        __m512d x = _mm512_castps_pd(b[2 * p]), y = _mm512_castps_pd(b[2 * p + 1]);
-        c[p] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
-                             _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-    }
-    /* c[p]: keys 4p..4p+3 in every 128-bit lane, one partial sum per lane */
-    __m512 e0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                              _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    __m512 e1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                              _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
+#define MAX_PAIRS 8 /* (row, head) pairs per score block */
+#define SPAN (PF_ATTN_KCHUNK + PF_KV_TILE) /* a chunk's scores from its first tile's start */
 
 /* 16 f16 values as f32 (exact). */
 PF_FORCE_INLINE __m512 load_h16(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
@@ -53,10 +34,62 @@ static inline void convert_rows(const pf_half *src, int64_t stride, int m, int n
                             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + t * stride + 16 * i))));
 }
 
+/* Scores of NP (row, head) pairs for keys of nt <= NT consecutive tiles starting at tile: s[p] +
+ * 16 i + lane = scale * sum_d q[p][d] * key(16 i + lane, d), each an fma chain over d in order. */
+PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, int NP, const float *const *q,
+                                  float *const *s, __m512 scale) {
+    __m512 acc[4][MAX_PAIRS];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; p++) acc[t][p] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            if (t >= nt) break;
+            __m512 kd = load_h16(tile + (int64_t)t * PF_KV_TILE * hd + d * PF_KV_TILE);
+#pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) acc[t][p] = _mm512_fmadd_ps(_mm512_set1_ps(q[p][d]), kd, acc[t][p]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) {
+        if (t >= nt) break;
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; p++) _mm512_storeu_ps(s[p] + 16 * t, _mm512_mul_ps(acc[t][p], scale));
+    }
+}
+
+/* All tiles [0, ntile) for np pairs, blocks of up to 8 pairs, tiles 4 at a time for blocks of up to
+ * 4 pairs (2 for more): at least 8 independent chains wherever the pairs allow. */
+static void scores_tiles(const pf_half *tile, int hd, int ntile, int np, const float *const *q, float *const *s,
+                         __m512 scale) {
+    for (int p0 = 0; p0 < np; p0 += MAX_PAIRS) {
+        int n = np - p0 < MAX_PAIRS ? np - p0 : MAX_PAIRS;
+        const int NT = n <= 4 ? 4 : 2;
+        for (int t0 = 0; t0 < ntile; t0 += NT) {
+            const pf_half *tl = tile + (int64_t)t0 * PF_KV_TILE * hd;
+            int nt = ntile - t0 < NT ? ntile - t0 : NT;
+            float *sp[MAX_PAIRS];
+            for (int p = 0; p < n; p++) sp[p] = s[p0 + p] + 16 * t0;
+            switch (n) {
+            case 1: scores_block(tl, hd, nt, 4, 1, q + p0, sp, scale); break;
+            case 2: scores_block(tl, hd, nt, 4, 2, q + p0, sp, scale); break;
+            case 3: scores_block(tl, hd, nt, 4, 3, q + p0, sp, scale); break;
+            case 4: scores_block(tl, hd, nt, 4, 4, q + p0, sp, scale); break;
+            case 5: scores_block(tl, hd, nt, 2, 5, q + p0, sp, scale); break;
+            case 6: scores_block(tl, hd, nt, 2, 6, q + p0, sp, scale); break;
+            case 7: scores_block(tl, hd, nt, 2, 7, q + p0, sp, scale); break;
+            default: scores_block(tl, hd, nt, 2, 8, q + p0, sp, scale); break;
+            }
+        }
+    }
+}
+
 /* o[q] += sum_{t < m} s[q][t0 + t] * value row t for NQ heads of one row (rows: the tile converted
  * to f32, hd = 16 * nv; direct: converted from vsrc on the fly, the same values); per output vector
  * one fma chain in key order. */
-PF_FORCE_INLINE void values_block(float *const *o, float (*s)[PF_ATTN_KCHUNK], int t0, const float *rows,
+PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, const float *rows,
                                   const pf_half *vsrc, int64_t vstride, int direct, int m, int nv, int NQ) {
     __m512 acc[4][MAX_HD / 16];
 #pragma GCC unroll 4
@@ -84,27 +117,36 @@ PF_FORCE_INLINE void values_block(float *const *o, float (*s)[PF_ATTN_KCHUNK], i
 
 /* Rows b0 .. b0+nr-1 (nr <= MAX_ROWS; with a window, nr = 1) for KV head kvh: all rows walk the
  * same chunks from the same lo, each only over its own visible keys, and share the f16 -> f32
- * conversion of every key and value row. Each row's operations are those of the row alone.
+ * conversion of every key and value vector. Each row's operations are those of the row alone.
  * nv = hd / 16; constant where the caller instantiates it, so the head's vectors live in
- * registers. */
+ * registers. Scores are computed for whole tiles, from the tile holding the chunk's first key
+ * (lanes outside a row's visible keys are never read). */
 PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, int nv, int direct) {
-    const int hd = 16 * nv, g = j->n_head / j->n_kv_head;
+    const int hd = 16 * nv, g = j->n_head / j->n_kv_head, np = nr * g;
     int64_t lo = 0, hi[MAX_ROWS], hmax = 0;
-    const float *qh[MAX_ROWS][MAX_GROUP];
+    const float *qp[MAX_ROWS * MAX_GROUP];
     float *o[MAX_ROWS][MAX_GROUP];
     for (int r = 0; r < nr; r++) {
         int b = b0 + r;
         pf_attn_range(j, b, &lo, &hi[r]); /* lo is the same for every row (no window when nr > 1) */
         if (hi[r] > hmax) hmax = hi[r];
         for (int h = 0; h < g; h++) {
-            qh[r][h] = j->q + b * j->ldq + (int64_t)(kvh * g + h) * hd;
+            qp[r * g + h] = j->q + b * j->ldq + (int64_t)(kvh * g + h) * hd;
             o[r][h] = j->out + b * j->ldo + (int64_t)(kvh * g + h) * hd;
             memset(o[r][h], 0, (size_t)hd * sizeof(float));
         }
     }
     if (lo >= hmax) return;
 
-    _Alignas(64) float s[MAX_ROWS][MAX_GROUP][PF_ATTN_KCHUNK];
+    /* sb[pair]: scores from the start of the chunk's first tile; s[r][h] points at the chunk's
+     * first key (off = lo mod 16, the same for every chunk: they start at lo + 64 k) */
+    _Alignas(64) float sb[MAX_ROWS * MAX_GROUP][SPAN];
+    const int off = (int)(lo % PF_KV_TILE);
+    float *sbp[MAX_ROWS * MAX_GROUP], *s[MAX_ROWS][MAX_GROUP];
+    for (int p = 0; p < np; p++) {
+        sbp[p] = sb[p];
+        s[p / g][p % g] = sb[p] + off;
+    }
     _Alignas(64) float rows[16 * MAX_HD];
     __m512 lsum[MAX_ROWS][MAX_GROUP];
     float mx[MAX_ROWS][MAX_GROUP];
@@ -113,7 +155,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             lsum[r][h] = _mm512_setzero_ps();
             mx[r][h] = -INFINITY;
         }
-    const pf_half *Kh = j->K + (int64_t)kvh * hd, *Vh = j->V + (int64_t)kvh * hd;
+    const pf_half *Kh = j->K + (int64_t)kvh * j->head_stride, *Vh = j->V + (int64_t)kvh * j->head_stride;
     const __m512 scale = _mm512_set1_ps(j->scale);
     for (int64_t c0 = lo; c0 < hmax; c0 += PF_ATTN_KCHUNK) {
         int nc[MAX_ROWS], nmax = 0; /* keys of this chunk each row sees (<= 0: none) */
@@ -122,32 +164,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             nc[r] = left <= 0 ? 0 : left < PF_ATTN_KCHUNK ? (int)left : PF_ATTN_KCHUNK;
             if (nc[r] > nmax) nmax = nc[r];
         }
-        for (int t0 = 0; t0 < nmax; t0 += 16) {
-            int mm = nmax - t0 < 16 ? nmax - t0 : 16;
-            const pf_half *kt0 = Kh + (c0 + t0) * j->kv_stride;
-            if (!direct) convert_rows(kt0, j->kv_stride, mm, nv, rows);
-            for (int r = 0; r < nr; r++) {
-                if (t0 >= nc[r]) continue;
-                int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
-                for (int h = 0; h < g; h++) {
-                    const float *q = qh[r][h];
-                    __m512 a[16];
-#pragma GCC unroll 16
-                    for (int t = 0; t < 16; t++) {
-                        a[t] = _mm512_setzero_ps();
-                        if (t >= m) continue;
-                        const float *rw = rows + t * hd;
-                        const pf_half *kr = kt0 + t * j->kv_stride;
-                        a[t] = _mm512_mul_ps(direct ? load_h16(kr) : _mm512_load_ps(rw), _mm512_loadu_ps(q));
-                        #pragma GCC unroll 16
-                        for (int i = 1; i < nv; i++)
-                            a[t] = _mm512_fmadd_ps(direct ? load_h16(kr + 16 * i) : _mm512_load_ps(rw + 16 * i),
-                                                   _mm512_loadu_ps(q + 16 * i), a[t]);
-                    }
-                    _mm512_store_ps(s[r][h] + t0, _mm512_mul_ps(transpose_sum16(a), scale));
-                }
-            }
-        }
+        scores_tiles(Kh + pf_kv_key_at(c0 - off, 0, hd), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE, np, qp,
+                     sbp, scale);
         for (int r = 0; r < nr; r++) {
             int n = nc[r];
             if (n == 0) continue;
@@ -171,15 +189,15 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 for (int t = 0; t < n; t += 16) {
                     __mmask16 m = tail_mask(n - t);
                     __m512 p = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sh + t), mv)));
-                    _mm512_store_ps(sh + t, p);
+                    _mm512_storeu_ps(sh + t, p);
                     lsum[r][h] = _mm512_add_ps(lsum[r][h], p);
                 }
             }
         }
         for (int t0 = 0; t0 < nmax; t0 += 16) {
             int mm = nmax - t0 < 16 ? nmax - t0 : 16;
-            const pf_half *vt0 = Vh + (c0 + t0) * j->kv_stride;
-            if (!direct) convert_rows(vt0, j->kv_stride, mm, nv, rows);
+            const pf_half *vt0 = Vh + (c0 + t0) * hd;
+            if (!direct) convert_rows(vt0, hd, mm, nv, rows);
             for (int r = 0; r < nr; r++) {
                 if (t0 >= nc[r]) continue;
                 int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
@@ -190,10 +208,10 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 for (int h0 = 0; h0 < g; h0 += hb) {
                     int nq = g - h0 < hb ? g - h0 : hb;
                     switch (nq) {
-                    case 1: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 1); break;
-                    case 2: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 2); break;
-                    case 3: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 3); break;
-                    default: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, j->kv_stride, direct, m, nv, 4); break;
+                    case 1: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 1); break;
+                    case 2: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 2); break;
+                    case 3: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 3); break;
+                    default: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 4); break;
                     }
                 }
             }
@@ -213,9 +231,9 @@ int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh) {
     const int hd = j->hd, g = j->n_head / j->n_kv_head;
     if (hd % 16 || hd > MAX_HD || g > MAX_GROUP || nr > MAX_ROWS) return 0;
     if (nr > 1 && j->window > 0) return 0; /* rows would not share lo */
-    /* Where few queries share each key and value row (GQA group x rows <= 4), converting them on
-     * the fly beats converting a tile into a buffer and reading it back (Qwen3-0.6B shape, group 2:
-     * 1.56x at B=1, 1.2x at B=2; Pocket's group of 7 keeps the buffer); the arithmetic is the same
+    /* Where few queries share each value row (GQA group x rows <= 4), converting them on the fly
+     * beats converting a tile into a buffer and reading it back (Qwen3-0.6B shape, group 2: 1.56x
+     * at B=1, 1.2x at B=2; Pocket's group of 7 keeps the buffer); the arithmetic is the same
      * (f16 -> f32 is exact), only where the f32 values come from differs, so B never changes it. */
     const int direct = g * nr <= 4;
     switch (hd) {

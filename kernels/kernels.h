@@ -98,14 +98,36 @@ void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta);
 void pf_rope_angles(int hd, int64_t pos, float theta, float *cs);
 void pf_rope_neox_cs(float *x, int n_heads, int hd, const float *cs);
 
-/* Attention of B query rows over a key/value cache of one layer.
- * q: row b at q + b*ldq, n_head heads of hd. K, V: f16, key j at K + j*kv_stride (n_kv_head heads
- * of hd). Row b sits at position pos0 + b and sees key j < n_keys iff (!causal || j <= pos0 + b)
- * and (window == 0 || pos0 + b - j < window). Query head h reads KV head h / (n_head/n_kv_head).
- * Scale 1/sqrt(hd). out: row b at out + b*ldo (must not alias q, K or V). Work split over
- * (row, KV head) pairs. */
+/* The KV cache layout of one layer, what pf_attention reads: each KV head owns head_stride halves
+ * (pf_kv_head_stride) holding its keys, then (separately) its values. Keys sit in tiles of
+ * PF_KV_TILE positions, each tile dimension-major ([hd][PF_KV_TILE]: one vector load gives one
+ * dimension of 16 keys, so scores need no horizontal sums); values are position-major ([pos][hd]).
+ * Every head's keys and values are contiguous streams, which the hardware prefetchers follow. */
+#define PF_KV_TILE 16
+static inline int64_t pf_kv_head_stride(int64_t n_ctx, int hd) {
+    return (n_ctx + PF_KV_TILE - 1) / PF_KV_TILE * PF_KV_TILE * hd;
+}
+/* Offset of key position j, dimension d, within its head's key region. */
+static inline int64_t pf_kv_key_at(int64_t j, int d, int hd) {
+    return j / PF_KV_TILE * PF_KV_TILE * hd + (int64_t)d * PF_KV_TILE + j % PF_KV_TILE;
+}
+/* Store position pos of all n_kv_head heads from f32 rows (key row, value row: n_kv_head * hd). */
+void pf_kv_store(const pf_kernels *k, pf_half *K, pf_half *V, int64_t head_stride, int n_kv_head, int hd,
+                 int64_t pos, const float *krow, const float *vrow);
+/* Copy position pos of all heads out of / into the keys (keys != 0) or values as one f16 row of
+ * n_kv_head * hd (the prompt cache's file layout). */
+void pf_kv_row_get(const pf_half *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos,
+                   pf_half *row);
+void pf_kv_row_put(pf_half *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos,
+                   const pf_half *row);
+
+/* Attention of B query rows over the key/value cache of one layer (layout above).
+ * q: row b at q + b*ldq, n_head heads of hd. Row b sits at position pos0 + b and sees key j < n_keys
+ * iff (!causal || j <= pos0 + b) and (window == 0 || pos0 + b - j < window). Query head h reads KV
+ * head h / (n_head/n_kv_head). Scale 1/sqrt(hd). out: row b at out + b*ldo (must not alias q, K or
+ * V). Work split over (row, KV head) pairs. */
 void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t kv_stride,
+                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t head_stride,
                   int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo);
 
 /* Numerically safe softmax in place (scalar; used by samplers). */

@@ -42,7 +42,7 @@ typedef struct {
     int64_t ldq;
     int B, n_head, n_kv_head, hd;
     const pf_half *K, *V;
-    int64_t kv_stride, pos0, n_keys;
+    int64_t head_stride, pos0, n_keys;
     int causal;
     int64_t window;
     float *out;

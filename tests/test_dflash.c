@@ -668,13 +668,20 @@ static void check_invariance(int version) {
     CHECK(pf_dflash_append_context(c, taps, 5, err) == 0 && pf_dflash_append_context(c, taps + 5 * row, 0, err) == 0);
     CHECK(pf_dflash_append_context(c, taps + 5 * row, N - 6, err) == 0);
     CHECK(pf_dflash_context_len(a) == N - 1 && pf_dflash_context_len(b) == N - 1 && pf_dflash_context_len(c) == N - 1);
-    size_t kvb = (size_t)(N - 1) * pf_dflash_kv_dim(d) * sizeof(pf_half);
-    for (int l = 0; l < pf_dflash_n_layer(d); l++) {
-        CHECKF(!memcmp(pf_dflash_cache_k(a, l), pf_dflash_cache_k(b, l), kvb), "layer %d: K one call != row by row", l);
-        CHECKF(!memcmp(pf_dflash_cache_v(a, l), pf_dflash_cache_v(b, l), kvb), "layer %d: V one call != row by row", l);
-        CHECKF(!memcmp(pf_dflash_cache_k(a, l), pf_dflash_cache_k(c, l), kvb), "layer %d: K 5+35 split differs", l);
-        CHECKF(!memcmp(pf_dflash_cache_v(a, l), pf_dflash_cache_v(c, l), kvb), "layer %d: V 5+35 split differs", l);
-    }
+    const int kvd = pf_dflash_kv_dim(d);
+    pf_half *ra = malloc((size_t)kvd * sizeof(pf_half)), *rb = malloc((size_t)kvd * sizeof(pf_half)),
+            *rc = malloc((size_t)kvd * sizeof(pf_half));
+    for (int l = 0; l < pf_dflash_n_layer(d); l++)
+        for (int keys = 0; keys < 2; keys++)
+            for (int p = 0; p < N - 1; p++) {
+                pf_dflash_cache_row(a, l, keys, p, ra);
+                pf_dflash_cache_row(b, l, keys, p, rb);
+                pf_dflash_cache_row(c, l, keys, p, rc);
+                size_t nb = (size_t)kvd * sizeof(pf_half);
+                CHECKF(!memcmp(ra, rb, nb), "layer %d %s, position %d: one call != row by row", l, keys ? "K" : "V", p);
+                CHECKF(!memcmp(ra, rc, nb), "layer %d %s, position %d: 5+35 split differs", l, keys ? "K" : "V", p);
+            }
+    free(ra), free(rb), free(rc);
     int V = m->hp.n_vocab;
     enum { B = 8 };
     int32_t d0[B], d1[B];

@@ -946,6 +946,23 @@ static void make_kv(int64_t n_keys, int64_t kvs, pf_half **K, pf_half **V, uint6
     }
 }
 
+/* The same keys and values in the cache layout pf_attention reads, with a head stride one tile
+ * longer than needed; every slot no key was written to holds NaN, so a score or value of an
+ * invisible or missing position that leaked into a result would show. */
+static int64_t cache_layout(const attn_case *c, int64_t n_keys, const pf_half *K, const pf_half *V, int64_t kvs,
+                            pf_half **Kc, pf_half **Vc) {
+    int64_t hs = pf_kv_head_stride(n_keys, c->hd) + PF_KV_TILE * c->hd;
+    size_t n = (size_t)(hs * c->n_kv);
+    *Kc = malloc(n * sizeof(pf_half));
+    *Vc = malloc(n * sizeof(pf_half));
+    for (size_t i = 0; i < n; i++) (*Kc)[i] = (*Vc)[i] = 0x7e00; /* f16 NaN */
+    for (int64_t j = 0; j < n_keys; j++) {
+        pf_kv_row_put(*Kc, 1, hs, c->n_kv, c->hd, j, K + j * kvs);
+        pf_kv_row_put(*Vc, 0, hs, c->n_kv, c->hd, j, V + j * kvs);
+    }
+    return hs;
+}
+
 TEST(kernels_attention_vs_double) {
     const attn_case cases[] = {
         {14, 2, 64, 100, 105, 0, 5, 1},  /* causal decode/verify, GQA 7:1 */
@@ -967,6 +984,8 @@ TEST(kernels_attention_vs_double) {
         int64_t ldq = (int64_t)c->n_head * c->hd + 5, ldo = (int64_t)c->n_head * c->hd + 3;
         pf_half *K, *V;
         make_kv(c->n_keys, kvs, &K, &V, 77 + ci);
+        pf_half *Kc, *Vc;
+        int64_t hs = cache_layout(c, c->n_keys, K, V, kvs, &Kc, &Vc);
         float *q = malloc((size_t)c->B * ldq * sizeof(float));
         uint64_t s = 5 + ci;
         fill(q, c->B * ldq, 1.5f, &s);
@@ -977,7 +996,7 @@ TEST(kernels_attention_vs_double) {
             const pf_kernels *k = pf_kernels_get((pf_level)l);
             if (!k) continue;
             for (int pi = 0; pi < 2; pi++) {
-                pf_attention(k, pi ? pool : NULL, q, ldq, c->B, c->n_head, c->n_kv, c->hd, K, V, kvs,
+                pf_attention(k, pi ? pool : NULL, q, ldq, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs,
                              c->pos0, c->n_keys, c->causal, c->window, out, ldo);
                 for (int b = 0; b < c->B; b++)
                     for (int i = 0; i < c->n_head * c->hd; i++) {
@@ -987,7 +1006,7 @@ TEST(kernels_attention_vs_double) {
                     }
             }
         }
-        free(K), free(V), free(q), free(ref), free(out);
+        free(K), free(V), free(Kc), free(Vc), free(q), free(ref), free(out);
     }
     pf_pool_destroy(pool);
 }
@@ -1004,6 +1023,8 @@ TEST(kernels_attention_batch_invariance) {
         int64_t ld = (int64_t)c->n_head * c->hd;
         pf_half *K, *V;
         make_kv(n_keys, kvs, &K, &V, 900 + ci);
+        pf_half *Kc, *Vc;
+        int64_t hs = cache_layout(c, n_keys, K, V, kvs, &Kc, &Vc);
         float *q = malloc((size_t)c->B * ld * sizeof(float));
         uint64_t s = 50 + ci;
         fill(q, c->B * ld, 1.5f, &s);
@@ -1012,19 +1033,19 @@ TEST(kernels_attention_batch_invariance) {
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = pf_kernels_get((pf_level)l);
             if (!k) continue;
-            pf_attention(k, pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, K, V, kvs, c->pos0, n_keys,
+            pf_attention(k, pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs, c->pos0, n_keys,
                          1, c->window, ob, ld);
-            pf_attention(k, pool3, q, ld, c->B, c->n_head, c->n_kv, c->hd, K, V, kvs, c->pos0, n_keys,
+            pf_attention(k, pool3, q, ld, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs, c->pos0, n_keys,
                          1, c->window, o3, ld);
             for (int b = 0; b < c->B; b++)
-                pf_attention(k, pool3, q + b * ld, ld, 1, c->n_head, c->n_kv, c->hd, K, V, kvs,
+                pf_attention(k, pool3, q + b * ld, ld, 1, c->n_head, c->n_kv, c->hd, Kc, Vc, hs,
                              c->pos0 + b, c->pos0 + b + 1, 1, c->window, o1 + b * ld, ld);
             CHECKF(memcmp(ob, o1, (size_t)c->B * ld * sizeof(float)) == 0,
                    "%s case %d: B rows differ from one row at a time", k->name, ci);
             CHECKF(memcmp(ob, o3, (size_t)c->B * ld * sizeof(float)) == 0,
                    "%s case %d: 1 vs 3 threads differ", k->name, ci);
         }
-        free(K), free(V), free(q), free(ob), free(o1), free(o3);
+        free(K), free(V), free(Kc), free(Vc), free(q), free(ob), free(o1), free(o3);
     }
     pf_pool_destroy(pool1);
     pf_pool_destroy(pool3);
