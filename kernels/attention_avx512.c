@@ -22,7 +22,8 @@
 #define MAX_HD 256
 #define MAX_ROWS 4 /* rows per task sharing the key/value conversion */
 #define MAX_PAIRS 8 /* (row, head) pairs per score block */
-#define SPAN (PF_ATTN_KCHUNK + PF_KV_TILE) /* a chunk's scores from its first tile's start */
+#define SPAN (PF_ATTN_KCHUNK + PF_KV_TILE)
+#define VROWS 4096 /* floats of converted value rows */ /* a chunk's scores from its first tile's start */
 
 /* 16 f16 values as f32 (exact). */
 PF_FORCE_INLINE __m512 load_h16(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
@@ -102,6 +103,10 @@ PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, cons
         for (int i = 0; i < MAX_HD / 16; i++)
             v[i] = i >= nv ? _mm512_setzero_ps()
                    : direct ? load_h16(vsrc + t * vstride + 16 * i) : _mm512_load_ps(rows + (size_t)t * 16 * nv + 16 * i);
+        /* in registers, loaded once: GCC would otherwise fold the load into each head's fma, and
+         * NQ loads of every vector make the loop load-bound (one 64-byte load per cycle) */
+#pragma GCC unroll 16
+        for (int i = 0; i < nv; i++) __asm__("" : "+v"(v[i]));
 #pragma GCC unroll 4
         for (int q = 0; q < NQ; q++) {
             __m512 p = _mm512_set1_ps(s[q][t0 + t]);
@@ -147,7 +152,10 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         sbp[p] = sb[p];
         s[p / g][p % g] = sb[p] + off;
     }
-    _Alignas(64) float rows[16 * MAX_HD];
+    /* value rows converted VT at a time (16 KiB of f32): each output block's accumulators stay in
+     * registers over VT keys (64 for hd 64) */
+    _Alignas(64) float rows[VROWS];
+    const int VT = VROWS / hd < PF_ATTN_KCHUNK ? VROWS / hd : PF_ATTN_KCHUNK;
     __m512 lsum[MAX_ROWS][MAX_GROUP];
     float mx[MAX_ROWS][MAX_GROUP];
     for (int r = 0; r < nr; r++)
@@ -194,13 +202,13 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 }
             }
         }
-        for (int t0 = 0; t0 < nmax; t0 += 16) {
-            int mm = nmax - t0 < 16 ? nmax - t0 : 16;
+        for (int t0 = 0; t0 < nmax; t0 += VT) {
+            int mm = nmax - t0 < VT ? nmax - t0 : VT;
             const pf_half *vt0 = Vh + (c0 + t0) * hd;
             if (!direct) convert_rows(vt0, hd, mm, nv, rows);
             for (int r = 0; r < nr; r++) {
                 if (t0 >= nc[r]) continue;
-                int m = nc[r] - t0 < 16 ? nc[r] - t0 : 16;
+                int m = nc[r] - t0 < VT ? nc[r] - t0 : VT;
                 /* heads in blocks of up to 4 (2 for hd 128, 1 beyond): each value row is loaded
                  * once for the block and every output vector is one fma chain in key order, the
                  * block's independent chains hiding the latency */
