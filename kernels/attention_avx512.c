@@ -20,7 +20,7 @@
 
 #define MAX_GROUP 16
 #define MAX_HD 256
-#define MAX_ROWS 4 /* rows per task sharing the key/value conversion */
+#define MAX_ROWS 8 /* rows per task sharing the key/value conversion */
 #define MAX_PAIRS 8 /* (row, head) pairs per score block */
 #define SPAN (PF_ATTN_KCHUNK + PF_KV_TILE)
 #define VROWS 4096 /* floats of converted value rows */ /* a chunk's scores from its first tile's start */
