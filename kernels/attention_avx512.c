@@ -63,12 +63,24 @@ PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, i
 
 /* All tiles [0, ntile) for np pairs, blocks of up to 8 pairs, tiles 4 at a time for blocks of up to
  * 4 pairs (2 for more): at least 8 independent chains wherever the pairs allow. */
+/* pk, pv, pbytes: the next chunk's keys and values (pbytes of each), fetched into L2 a slice per
+ * group of tiles while this chunk is scored. The layer's cache is cold here (its weights have streamed
+ * through the caches since), and one chunk ahead is ~1 us of work. Measured interleaved against no
+ * prefetch (kernel with cold caches, Pocket shape, 2 threads): B=1 at depth 2048 2.52 -> 2.36 ms,
+ * B=4 at 512 1.65 -> 1.55, B=8 2.82 -> 2.76; into L1, or further ahead, no better. */
 static void scores_tiles(const pf_half *tile, int hd, int ntile, int np, const float *const *q, float *const *s,
-                         __m512 scale) {
+                         __m512 scale, const char *pk, const char *pv, int64_t pbytes) {
     for (int p0 = 0; p0 < np; p0 += MAX_PAIRS) {
         int n = np - p0 < MAX_PAIRS ? np - p0 : MAX_PAIRS;
         const int NT = n <= 4 ? 4 : 2;
         for (int t0 = 0; t0 < ntile; t0 += NT) {
+            if (p0 == 0) {
+                int64_t from = (int64_t)t0 * PF_KV_TILE * hd * 2, to = from + (int64_t)NT * PF_KV_TILE * hd * 2;
+                for (int64_t b = from; b < to && b < pbytes; b += 64) {
+                    _mm_prefetch(pk + b, _MM_HINT_T1);
+                    _mm_prefetch(pv + b, _MM_HINT_T1);
+                }
+            }
             const pf_half *tl = tile + (int64_t)t0 * PF_KV_TILE * hd;
             int nt = ntile - t0 < NT ? ntile - t0 : NT;
             float *sp[MAX_PAIRS];
@@ -172,8 +184,13 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             nc[r] = left <= 0 ? 0 : left < PF_ATTN_KCHUNK ? (int)left : PF_ATTN_KCHUNK;
             if (nc[r] > nmax) nmax = nc[r];
         }
-        scores_tiles(Kh + pf_kv_key_at(c0 - off, 0, hd), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE, np, qp,
-                     sbp, scale);
+        {
+            int64_t k1 = c0 - off + PF_ATTN_KCHUNK, left = hmax - k1; /* the next chunk, from its tile */
+            int64_t pb = left <= 0 ? 0 : (left < SPAN ? left : SPAN) * hd * 2;
+            if (left <= 0) k1 = 0;
+            scores_tiles(Kh + pf_kv_key_at(c0 - off, 0, hd), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE, np, qp,
+                         sbp, scale, (const char *)(Kh + pf_kv_key_at(k1, 0, hd)), (const char *)(Vh + k1 * hd), pb);
+        }
         for (int r = 0; r < nr; r++) {
             int n = nc[r];
             if (n == 0) continue;
