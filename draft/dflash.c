@@ -28,6 +28,17 @@ typedef struct {
     int64_t window; /* 0 = full attention */
 } dflash_layer;
 
+/* A draft head over part of the vocabulary: the target's output rows of ids (ascending, so ties
+ * resolve as in the full head), packed like the target's own matrices; n = 0: none. */
+typedef struct {
+    pf_weight w;
+    int32_t *ids;
+    int n;
+    uint8_t *rows;
+    void *packed;
+    size_t map;
+} head_subset;
+
 struct pf_dflash {
     gguf_file *file;
     int own_file;
@@ -47,12 +58,52 @@ struct pf_dflash {
      * of the most frequent the draft's head scores by default (dflash.head_tokens, .head_vocab) */
     int32_t *head_rank;
     int n_head_rank, head_default;
+    head_subset def_head; /* the default head vocabulary's rows, built once at load, shared by states */
     pf_weight sel_hidden, sel_pred, sel_succ;
     float *store; /* vectors converted to f32 when stored otherwise */
     void *packed_store; /* packed copies of the matrices (pf_weights_pack), or NULL */
     size_t packed_map_len;
     size_t act_max; /* widest prepared activation row of any matrix the draft multiplies */
 };
+
+static void head_subset_free(head_subset *h) {
+    free(h->ids);
+    free(h->rows);
+    pf_weights_free(h->packed, h->map);
+    memset(h, 0, sizeof *h);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The head over d's n most frequent tokens (1 <= n <= n_head_rank). */
+static int head_subset_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR_LEN]) {
+    const pf_weight *out = &d->target->output;
+    memset(h, 0, sizeof *h);
+    h->ids = malloc((size_t)n * sizeof *h->ids);
+    h->rows = malloc((size_t)n * out->row_bytes);
+    if (!h->ids || !h->rows) {
+        head_subset_free(h);
+        snprintf(err, PF_ERR_LEN, "out of memory for a draft head of %d tokens", n);
+        return -1;
+    }
+    memcpy(h->ids, d->head_rank, (size_t)n * sizeof *h->ids);
+    qsort(h->ids, (size_t)n, sizeof *h->ids, cmp_i32);
+    for (int i = 0; i < n; i++)
+        memcpy(h->rows + (size_t)i * out->row_bytes, (const uint8_t *)out->data + (size_t)h->ids[i] * out->row_bytes,
+               out->row_bytes);
+    h->w = (pf_weight){h->rows, out->type, n, out->cols, out->row_bytes, NULL};
+    pf_weight *w = &h->w;
+    bool rel = false;
+    if (pf_weights_pack(&w, &rel, 1, &h->packed, &h->map, err) < 0) {
+        head_subset_free(h);
+        return -1;
+    }
+    h->n = n;
+    return 0;
+}
 
 /* ---------------------------------------------------------------- loading */
 
@@ -419,6 +470,11 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
         free(ws), free(rel);
         if (rc < 0) goto fail;
     }
+    /* the default head vocabulary, gathered once for every state that keeps it (where the
+     * selector can take it; pf_dflash_set_head reports it otherwise) */
+    if (d->head_rank && !(d->version == 2 && d->head_default < d->sel_top_k) &&
+        head_subset_build(&d->def_head, d, d->head_default, err) < 0)
+        goto fail;
     return d;
 fail:
     pf_dflash_free(d);
@@ -438,6 +494,7 @@ void pf_dflash_free(pf_dflash *d) {
     free(d->layers);
     free(d->store);
     free(d->head_rank);
+    head_subset_free(&d->def_head);
     pf_weights_free(d->packed_store, d->packed_map_len);
     free(d);
 }
@@ -475,30 +532,15 @@ struct pf_dflash_state {
     int32_t *cand;
     int last_B;
     pf_dist dist; /* v1 proposals when the caller keeps no q */
-    /* head subset (pf_dflash_set_head): the target's output rows of sub_ids (ascending), so the
-     * draft scores n_sub tokens instead of the whole vocabulary; n_sub = 0: the whole head */
-    pf_weight sub_head;
-    int32_t *sub_ids;
-    int n_sub;
-    uint8_t *sub_rows;
-    void *sub_packed;
-    size_t sub_map;
+    /* head vocabulary (pf_dflash_set_head): the draft scores sub->n tokens instead of the whole
+     * vocabulary; sub is the draft's shared default or own_head, NULL: the whole head */
+    const head_subset *sub;
+    head_subset own_head;
 };
 
 static void free_head(pf_dflash_state *s) {
-    free(s->sub_ids);
-    free(s->sub_rows);
-    pf_weights_free(s->sub_packed, s->sub_map);
-    s->sub_ids = NULL;
-    s->sub_rows = NULL;
-    s->sub_packed = NULL;
-    s->sub_map = 0;
-    s->n_sub = 0;
-}
-
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
+    head_subset_free(&s->own_head);
+    s->sub = NULL;
 }
 
 int pf_dflash_head_default(const pf_dflash *d) { return d->head_rank ? d->head_default : 0; }
@@ -506,7 +548,6 @@ int pf_dflash_head_ranked(const pf_dflash *d) { return d->n_head_rank; }
 
 int pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
-    const pf_weight *out = &d->target->output;
     if (n < 0) n = pf_dflash_head_default(d);
     free_head(s);
     if (n == 0) return 0;
@@ -518,32 +559,18 @@ int pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]) {
         snprintf(err, PF_ERR_LEN, "draft head of %d tokens: the DFlash2 selector takes the top %d", n, d->sel_top_k);
         return -1;
     }
-    s->sub_ids = malloc((size_t)n * sizeof *s->sub_ids);
-    s->sub_rows = malloc((size_t)n * out->row_bytes);
-    if (!s->sub_ids || !s->sub_rows) {
-        free_head(s);
-        snprintf(err, PF_ERR_LEN, "out of memory for a draft head of %d tokens", n);
-        return -1;
+    if (n == d->def_head.n) { /* the default: built once with the draft */
+        s->sub = &d->def_head;
+        return 0;
     }
-    memcpy(s->sub_ids, d->head_rank, (size_t)n * sizeof *s->sub_ids);
-    qsort(s->sub_ids, (size_t)n, sizeof *s->sub_ids, cmp_i32); /* id order: ties resolve as in the full head */
-    for (int i = 0; i < n; i++)
-        memcpy(s->sub_rows + (size_t)i * out->row_bytes, (const uint8_t *)out->data + (size_t)s->sub_ids[i] * out->row_bytes,
-               out->row_bytes);
-    s->sub_head = (pf_weight){s->sub_rows, out->type, n, out->cols, out->row_bytes, NULL};
-    pf_weight *w = &s->sub_head;
-    bool rel = false;
-    if (pf_weights_pack(&w, &rel, 1, &s->sub_packed, &s->sub_map, err) < 0) {
-        free_head(s);
-        return -1;
-    }
-    s->n_sub = n;
+    if (head_subset_build(&s->own_head, d, n, err) < 0) return -1;
+    s->sub = &s->own_head;
     return 0;
 }
 
 int pf_dflash_head(const pf_dflash_state *s, const int32_t **ids) {
-    if (ids) *ids = s->sub_ids;
-    return s->n_sub;
+    if (ids) *ids = s->sub ? s->sub->ids : NULL;
+    return s->sub ? s->sub->n : 0;
 }
 
 static void free_scratch(pf_dflash_state *s) {
@@ -894,9 +921,9 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));
     /* row k predicts the token at start + k (mask filling, no shift); row 0 is discarded. With a
      * head subset the logits are those of its NV tokens (the same values the whole head gives
-     * them), and indices map back to token ids through sub_ids. */
-    const int NV = s->n_sub ? s->n_sub : V;
-    linear(s, s->n_sub ? &s->sub_head : &tm->output, s->hn + H, H, B - 1, s->logits, NV);
+     * them), and indices map back to token ids through sub->ids. */
+    const int NV = s->sub ? s->sub->n : V;
+    linear(s, s->sub ? &s->sub->w : &tm->output, s->hn + H, H, B - 1, s->logits, NV);
     s->last_B = B;
 
     if (!v2) {
@@ -904,8 +931,8 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
         for (int t = 1; t < B; t++) {
             pf_dist *dist = q ? &q[t - 1] : &s->dist;
             pf_sampling_probs(sampled ? samp : &greedy, s->logits + (size_t)(t - 1) * NV, NV, dist);
-            if (s->n_sub)
-                for (int i = 0; i < dist->n; i++) dist->ids[i] = s->sub_ids[dist->ids[i]];
+            if (s->sub)
+                for (int i = 0; i < dist->n; i++) dist->ids[i] = s->sub->ids[dist->ids[i]];
             draft[t - 1] = pf_dist_sample(dist, rng);
         }
         return 0;
@@ -917,8 +944,8 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     for (int t = 1; t < B; t++) {
         int32_t *cand = s->cand + (size_t)(t - 1) * kk;
         top_k(s->k, s->logits + (size_t)(t - 1) * NV, NV, kk, cand, s->unary + (size_t)(t - 1) * kk);
-        if (s->n_sub)
-            for (int j = 0; j < kk; j++) cand[j] = s->sub_ids[cand[j]];
+        if (s->sub)
+            for (int j = 0; j < kk; j++) cand[j] = s->sub->ids[cand[j]];
         for (int j = 0; j < kk; j++) weight_row(&d->sel_succ, cand[j], s->succ + ((size_t)(t - 1) * kk + j) * R);
     }
     /* ... then the walk: score_t(prev, j) = unary_t[j] + <A[prev] * g_t, Bsucc[cand_t[j]]> */

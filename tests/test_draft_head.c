@@ -94,6 +94,13 @@ static void check_greedy(int version) {
     for (int i = 1; i < NHEAD; i++) /* ascending ids of the first NHEAD ranked */
         for (int j = i; j > 0 && want[j - 1] > want[j]; j--) { int32_t t = want[j]; want[j] = want[j - 1]; want[j - 1] = t; }
     CHECK(!memcmp(ids, want, sizeof want));
+    /* the default list is gathered once per draft and shared; another size is a state's own, and
+     * freeing that state leaves the shared one to the others (sub goes on using ids below) */
+    pf_dflash_state *other = pf_dflash_state_new(d, 64, NULL, NULL, err);
+    const int32_t *ids2 = NULL;
+    CHECK(other && pf_dflash_set_head(other, -1, err) == 0 && pf_dflash_head(other, &ids2) == NHEAD && ids2 == ids);
+    CHECK(pf_dflash_set_head(other, NRANK, err) == 0 && pf_dflash_head(other, &ids2) == NRANK && ids2 != ids);
+    pf_dflash_state_free(other);
     CHECK(pf_dflash_append_context(full, taps, N, err) == 0 && pf_dflash_append_context(sub, taps, N, err) == 0);
     int32_t df[16], ds[16];
     CHECK(pf_dflash_propose(full, 3, B, NULL, NULL, df, NULL, NULL, err) == 0);
