@@ -66,8 +66,8 @@ static void write_svg(FILE *f, const pf_bench_result *r) {
 
 static void write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
     fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"spec\": \"%s\", \"block\": %d, \"threads\": %d, \"temp\": %g, "
-               "\"max_tokens\": %d, \"reps\": %d,\n \"tasks\": {", r->model, r->draft, o->spec, r->block, o->threads,
-            o->temp, o->max_tokens, o->reps);
+               "\"max_tokens\": %d, \"reps\": %d, \"compute_gfma_s\": [%.2f, %.2f],\n \"tasks\": {", r->model, r->draft,
+            o->spec, r->block, o->threads, o->temp, o->max_tokens, o->reps, r->compute_start, r->compute_end);
     for (int i = 0; i < r->n; i++) {
         const pf_bench_task *t = &r->tasks[i];
         fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"prompts\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, \"speedup_max\": %.4f, "
@@ -166,6 +166,10 @@ int cmd_bench(int argc, char **argv) {
     printf("## bench: %s%s%s, %s%s, %d threads, %s, %d tokens per prompt, %d interleaved repetitions\n\n",
            model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.profile ? "profile " : "spec ",
            o.profile ? profile_path : o.spec, o.threads, o.temp > 0 ? "sampled" : "greedy", o.max_tokens, o.reps);
+    /* plain decoding is memory-bound and verification compute-bound: the ratios depend on both */
+    printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end (it drifts on a shared "
+           "machine; plain tok/s shows the memory side)\n\n",
+           r.compute_start, r.compute_end);
     printf("| task | strategy/block | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < r.n; i++) {

@@ -14,7 +14,9 @@ static const char k_usage[] =
     "  B-row forward / time of a 1-row forward for B = 1, 2, 4, 8, 12, 16 at depth D (default 512),\n"
     "  the memory read bandwidth (1 GiB array, same threads, once per repetition), the decode\n"
     "  ceiling it implies (bandwidth / weight bytes per token), decode as a fraction of the same\n"
-    "  repetition's ceiling, and peak resident memory.\n"
+    "  repetition's ceiling, the fp32 compute rate of the threads (the attention kernel on a small\n"
+    "  cache in L2, once per repetition: on a shared machine it drifts like the bandwidth) and peak\n"
+    "  resident memory.\n"
     "  -t N         threads (default 2)\n"
     "  --depth D    context depth of the c(B) measurements (default 512)\n"
     "  --reps R     interleaved repetitions (default 5)\n"
@@ -82,6 +84,8 @@ int cmd_bench_model(int argc, char **argv) {
     pf_stat pct = {100 * r.decode_fraction.median, 100 * r.decode_fraction.lo, 100 * r.decode_fraction.hi};
     stat_cell(cell, sizeof cell, &pct, "%.0f%%");
     printf("| decode (depth %d) / ceiling of the same repetition | %s |\n", o.depths[0], cell);
+    stat_cell(cell, sizeof cell, &r.compute, "%.1f");
+    printf("| fp32 compute of the threads (attention kernel, hot caches, each repetition) | %s GFMA/s |\n", cell);
     printf("| peak resident memory | %.0f MB |\n", r.peak_rss_mb);
     if (o.ops) {
         printf("\n### time per operation at depth %d (ms, the fastest forward of each B)\n\n| operation |", o.cb_depth);
@@ -116,9 +120,10 @@ int cmd_bench_model(int argc, char **argv) {
             for (int i = 0; i < o.n_depths; i++)
                 fprintf(f, "%s\"%d\": %.3f", i ? ", " : "", o.depths[i], r.decode_tok_s[i].median);
             fprintf(f, "}, \"prefill_tok_s\": %.3f, \"bandwidth_gb_s\": %.3f, \"decode_fraction_of_ceiling\": %.4f, "
-                       "\"peak_rss_mb\": %.1f, \"c_depth\": %d, \"weight_bytes_per_token\": %zu}\n",
+                       "\"peak_rss_mb\": %.1f, \"c_depth\": %d, \"weight_bytes_per_token\": %zu, "
+                       "\"compute_gfma_s\": %.2f}\n",
                     r.prefill_tok_s.median, r.bandwidth_gb_s, r.decode_fraction.median, r.peak_rss_mb,
-                    o.cb_depth, r.bytes_per_token);
+                    o.cb_depth, r.bytes_per_token, r.compute.median);
             if (fclose(f) != 0 || rename(tmp, json) != 0) rc = cli_fail("%s: write failed", json);
         }
     }

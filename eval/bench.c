@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "engine/chat.h"
+#include "engine/generate.h"
 #include "engine/tokenizer.h"
+#include "eval/probe.h"
 #include "verify/strategies.h"
 
 typedef struct {
@@ -66,6 +68,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     tokbuf a = {0}, b = {0};
     double *ar_t = NULL, *sp_t = NULL;
     if (!s) goto done;
+    r->compute_start = pf_probe_compute(s->ctx->k, s->ctx->pool, 3);
     r->n = suite->n;
     r->tasks = calloc((size_t)suite->n, sizeof *r->tasks);
     specs = calloc((size_t)suite->n, sizeof *specs);
@@ -198,6 +201,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     }
     r->speedup_geomean = suite->n ? exp(logsum / suite->n) : 0;
     r->tau = rounds ? (double)toks / (double)rounds : 0;
+    r->compute_end = pf_probe_compute(s->ctx->k, s->ctx->pool, 3);
     rc = 0;
 done:
     if (prompts)

@@ -46,6 +46,7 @@ typedef struct {
     double speedup_geomean, tau;
     int identical;
     char model[256], draft[256];
+    double compute_start, compute_end; /* pf_probe_compute before and after the run (G fp32 FMA/s) */
 } pf_bench_result;
 
 int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,

@@ -1,7 +1,8 @@
 /* bench-model: the target's cost regime on this device, measured in ONE run with every
  * configuration interleaved and repeated (median and spread), so a noisy shared machine drifts all
  * of them alike: prefill, plain decode at several depths, c(B) = t(B rows) / t(1 row) at one depth,
- * memory read bandwidth, the bandwidth ceiling and peak resident memory. */
+ * memory read bandwidth, the bandwidth ceiling, the compute throughput (probe.h) and peak resident
+ * memory. */
 #include "eval/bench_model.h"
 
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "engine/model.h"
 #include "engine/clock.h"
+#include "eval/probe.h"
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -22,39 +24,6 @@ void pf_stat_summarize(double *v, int n, pf_stat *out) {
     out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     out->lo = v[0];
     out->hi = v[n - 1];
-}
-
-/* ---- memory bandwidth: each pool thread sums its share of a large array ---- */
-typedef struct {
-    const uint64_t *a;
-    size_t n;
-    uint64_t sums[64];
-} bw_job;
-
-static void bw_worker(void *arg, int ith, int nth) {
-    bw_job *j = arg;
-    size_t lo = j->n * (size_t)ith / (size_t)nth, hi = j->n * (size_t)(ith + 1) / (size_t)nth;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = lo; i + 4 <= hi; i += 4) {
-        s0 += j->a[i];
-        s1 += j->a[i + 1];
-        s2 += j->a[i + 2];
-        s3 += j->a[i + 3];
-    }
-    j->sums[ith & 63] = s0 + s1 + s2 + s3;
-}
-
-/* Best of `passes` reads of the n-word array a by the pool's threads, in GB/s. */
-static double measure_bandwidth(pf_pool *pool, const uint64_t *a, size_t n, int passes) {
-    bw_job j = {.a = a, .n = n};
-    double best = 0;
-    for (int r = 0; r < passes; r++) {
-        double t0 = pf_now_s();
-        pf_pool_run(pool, bw_worker, &j);
-        double gbs = (double)(n * sizeof *a) / (pf_now_s() - t0) / 1e9;
-        if (gbs > best) best = gbs;
-    }
-    return best;
 }
 
 /* Put the cache at context depth d (<= the filled depth). pf_kv_truncate only shrinks, and a timed
@@ -88,11 +57,11 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     double *t_decode = calloc((size_t)o->n_depths * o->reps, sizeof(double));
     double *t_block = calloc((size_t)o->n_blocks * o->reps, sizeof(double));
     double *t_prefill = calloc((size_t)o->reps, sizeof(double));
-    double *bw = calloc((size_t)o->reps, sizeof(double));
+    double *bw = calloc((size_t)o->reps, sizeof(double)), *cp = calloc((size_t)o->reps, sizeof(double));
     uint64_t *bw_array = NULL;
     size_t bw_words = (size_t)o->bandwidth_mib << 17, bw_map = 0; /* MiB / 8 bytes */
     int rc = -1;
-    if (!c || !toks || !logits || !t_decode || !t_block || !t_prefill || !bw) {
+    if (!c || !toks || !logits || !t_decode || !t_block || !t_prefill || !bw || !cp) {
         if (c) snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
     }
@@ -131,7 +100,8 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     }
     for (int rep = 0; rep < o->reps; rep++) {
         if (o->progress) fprintf(stderr, "\rbench-model: repetition %d/%d", rep + 1, o->reps);
-        if (bw_array) bw[rep] = measure_bandwidth(c->pool, bw_array, bw_words, 2);
+        if (bw_array) bw[rep] = pf_probe_bandwidth(c->pool, bw_array, bw_words, 2);
+        cp[rep] = pf_probe_compute(c->k, c->pool, 3);
         for (int i = 0; i < o->n_depths; i++) {
             int d = o->depths[i];
             double best = 1e9;
@@ -228,6 +198,7 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         r->bandwidth_gb_s = r->bandwidth.median;
     }
     r->ceiling_tok_s = r->bandwidth_gb_s * 1e9 / (double)r->bytes_per_token;
+    pf_stat_summarize(cp, o->reps, &r->compute);
     rc = 0;
 done:
     pf_ctx_free(c);
@@ -237,6 +208,7 @@ done:
     free(t_block);
     free(t_prefill);
     free(bw);
+    free(cp);
     pf_weights_free(bw_array, bw_map);
     return rc;
 }

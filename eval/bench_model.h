@@ -31,6 +31,7 @@ typedef struct {
     pf_stat prefill_tok_s;
     double bandwidth_gb_s, ceiling_tok_s, peak_rss_mb; /* bandwidth: median over repetitions */
     pf_stat bandwidth;       /* GB/s, one measurement per repetition */
+    pf_stat compute;         /* G fp32 multiply-adds/s of the threads (pf_probe_compute), per repetition */
     pf_stat decode_fraction; /* decode (depth 0) / ceiling, per repetition (same repetition's bandwidth) */
     size_t bytes_per_token;
     double op_ms[PF_BENCH_MAX][PF_OP_COUNT]; /* by block, ms per operation of the fastest forward (opts.ops) */

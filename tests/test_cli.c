@@ -159,6 +159,8 @@ TEST(cli_bench_model_reports_and_json) {
     fclose(f);
     CHECK(strstr(o, "\"c\": {\"1\": 1.0000") && strstr(o, "\"decode_tok_s\"") && strstr(o, "\"peak_rss_mb\"") &&
           strstr(o, "\"bandwidth_gb_s\"") && strstr(o, "\"decode_fraction_of_ceiling\""));
+    const char *cg = strstr(o, "\"compute_gfma_s\": "); /* the compute probe ran and measured something */
+    CHECKF(cg && atof(cg + strlen("\"compute_gfma_s\": ")) > 0.1, "compute probe: %s", cg ? cg : "missing");
 }
 
 TEST(cli_bench_per_task_checks_identical) {
@@ -182,13 +184,15 @@ TEST(cli_bench_per_task_checks_identical) {
     CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench failed: %s", e);
     CHECK(strstr(o, "| math | ngram/8 | 3 |") && strstr(o, "| chat | ngram/8 | 3 |") && strstr(o, "**overall** (geomean)"));
     CHECK(!strstr(o, "| NO |"));
+    const char *mc = strstr(o, "machine: fp32 compute of the threads ");
+    CHECKF(mc && atof(mc + strlen("machine: fp32 compute of the threads ")) > 0.1, "no compute reading: %s", o);
     FILE *f = fopen(path, "r");
     CHECK(f);
     size_t n = fread(o, 1, sizeof o - 1, f);
     o[n] = 0;
     fclose(f);
     CHECK(strstr(o, "\"math\": {") && strstr(o, "\"speedup\": ") && strstr(o, "\"identical\": true") &&
-          strstr(o, "\"speedup_geomean\": "));
+          strstr(o, "\"speedup_geomean\": ") && strstr(o, "\"compute_gfma_s\": ["));
     snprintf(args, sizeof args, "grep -c '<rect' %s/b.svg > /dev/null", pf_test_tmpdir());
     CHECK(system(args) == 0);
     snprintf(args, sizeof args, "bench -m %s --tasks /nonexistent", m);
