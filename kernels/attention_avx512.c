@@ -1,4 +1,4 @@
-/* AVX-512 attention for one task: up to 4 rows of one KV head with all query heads of its GQA
+/* AVX-512 attention for one task: up to 8 rows of one KV head with all query heads of its GQA
  * group, so each f16 key/value vector is converted once for many of them. Same chunked online
  * softmax as the scalar path (attention.c); per head the operations depend only on the visible key
  * range, never on B, the rows sharing the task, the group size or the thread.
@@ -22,8 +22,8 @@
 #define MAX_HD 256
 #define MAX_ROWS 8 /* rows per task sharing the key/value conversion */
 #define MAX_PAIRS 8 /* (row, head) pairs per score block */
-#define SPAN (PF_ATTN_KCHUNK + PF_KV_TILE)
-#define VROWS 4096 /* floats of converted value rows */ /* a chunk's scores from its first tile's start */
+#define SPAN (PF_ATTN_KCHUNK + PF_KV_TILE) /* a chunk's scores from its first tile's start */
+#define VROWS 4096 /* floats of converted value rows */
 
 /* 16 f16 values as f32 (exact). */
 PF_FORCE_INLINE __m512 load_h16(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
@@ -62,8 +62,8 @@ PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, i
 }
 
 /* All tiles [0, ntile) for np pairs, blocks of up to 8 pairs, tiles 4 at a time for blocks of up to
- * 4 pairs (2 for more): at least 8 independent chains wherever the pairs allow. */
-/* pk, pv, pbytes: the next chunk's keys and values (pbytes of each), fetched into L2 a slice per
+ * 4 pairs (2 for more): at least 8 independent chains wherever the pairs allow.
+ * pk, pv, pbytes: the next chunk's keys and values (pbytes of each), fetched into L2 a slice per
  * group of tiles while this chunk is scored. The layer's cache is cold here (its weights have streamed
  * through the caches since), and one chunk ahead is ~1 us of work. Measured interleaved against no
  * prefetch (kernel with cold caches, Pocket shape, 2 threads): B=1 at depth 2048 2.52 -> 2.36 ms,
