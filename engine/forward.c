@@ -95,7 +95,7 @@ static void linear_n(pf_ctx *c, int n, const pf_weight *const *W, const float *x
 }
 
 /* The per-row steps between matmuls. From ROWS_POOL_MIN rows they are split over the pool by rows
- * (B=8: 0.70 -> ~0.4 ms a forward on 2 threads); below, the pool's wake-up costs about what
+ * (B=8: 0.70 -> 0.46 ms a forward on 2 threads); below, the pool's wake-up costs about what
  * it saves. Each row's arithmetic is the same either way. */
 #define ROWS_POOL_MIN 4
 
