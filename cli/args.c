@@ -88,3 +88,12 @@ bool cli_draft_head(const char *flag, const char *s, int *out) {
     *out = (int)v;
     return true;
 }
+
+bool cli_kv(const char *flag, const char *s, int *q8) {
+    if (!strcmp(s, "f16") || !strcmp(s, "q8")) {
+        *q8 = s[0] == 'q';
+        return true;
+    }
+    cli_fail("%s: unknown KV cache type '%s' (f16 or q8)", flag, s);
+    return false;
+}

@@ -15,6 +15,8 @@ bool cli_int(const char *flag, const char *s, long long lo, long long hi, long l
 bool cli_float(const char *flag, const char *s, double lo, double hi, double *out);
 /* --draft-head N|full: *out = N (1..65536) or -1 for "full" (the whole vocabulary). */
 bool cli_draft_head(const char *flag, const char *s, int *out);
+/* --kv f16|q8: *q8 = 0 or 1. */
+bool cli_kv(const char *flag, const char *s, int *q8);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);
 

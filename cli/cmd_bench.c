@@ -26,6 +26,8 @@ static const char k_usage[] =
     "  --reps R       interleaved repetitions (default 3)\n"
     "  -t N           threads (default 2)\n"
     "  -c N           context size (default 1024)\n"
+    "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
+    "                 the memory and the bytes attention reads; slightly less exact)\n"
     "  --temp T --top-k K --top-p P --seed S   sampled decoding (default greedy)\n"
     "  --json FILE    write the results as JSON\n"
     "  --svg FILE     write a bar chart of speedup per task type (with tau)\n"
@@ -115,7 +117,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
-                                                 "--json", "--svg", "--profile", "--draft-head", NULL};
+                                                 "--json", "--svg", "--profile", "--draft-head", "--kv", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", a);
@@ -135,6 +137,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
         else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; o.n_ctx = iv; }
+        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &o.kv_q8)) return 1; }
         else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; o.temp = (float)fv; }
         else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; o.top_k = (int)iv; }
         else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; o.top_p = (float)fv; }
@@ -163,9 +166,10 @@ int cmd_bench(int argc, char **argv) {
         if (o.profile) pf_profile_free(&prof);
         return cli_fail("bench: %s", err);
     }
-    printf("## bench: %s%s%s, %s%s, %d threads, %s, %d tokens per prompt, %d interleaved repetitions\n\n",
+    printf("## bench: %s%s%s, %s%s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n",
            model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.profile ? "profile " : "spec ",
-           o.profile ? profile_path : o.spec, o.threads, o.temp > 0 ? "sampled" : "greedy", o.max_tokens, o.reps);
+           o.profile ? profile_path : o.spec, o.threads, o.kv_q8 ? " 8-bit KV cache," : "", o.temp > 0 ? "sampled" : "greedy",
+           o.max_tokens, o.reps);
     /* plain decoding is memory-bound and verification compute-bound: the ratios depend on both */
     printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end (it drifts on a shared "
            "machine; plain tok/s shows the memory side)\n\n",

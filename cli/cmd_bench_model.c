@@ -8,7 +8,7 @@
 #include "eval/bench_model.h"
 
 static const char k_usage[] =
-    "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops]\n"
+    "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops] [--kv f16|q8]\n"
     "  measures, in one run with every configuration interleaved and repeated (median and range):\n"
     "  prefill tok/s (512-token prompt), plain decode tok/s at depths 0, 512, 2048, c(B) = time of a\n"
     "  B-row forward / time of a 1-row forward for B = 1, 2, 4, 8, 12, 16 at depth D (default 512),\n"
@@ -18,6 +18,7 @@ static const char k_usage[] =
     "  cache in L2, once per repetition: on a shared machine it drifts like the bandwidth) and peak\n"
     "  resident memory.\n"
     "  -t N         threads (default 2)\n"
+    "  --kv f16|q8  KV cache type (default f16; q8: 8-bit keys and values)\n"
     "  --depth D    context depth of the c(B) measurements (default 512)\n"
     "  --reps R     interleaved repetitions (default 5)\n"
     "  --json FILE  also write the medians as JSON\n"
@@ -43,7 +44,7 @@ int cmd_bench_model(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         if (!strcmp(a, "--ops")) { o.ops = 1; continue; }
         if (strcmp(a, "-m") && strcmp(a, "-t") && strcmp(a, "--depth") && strcmp(a, "--reps") && strcmp(a, "--json") &&
-            strcmp(a, "--bw-mib"))
+            strcmp(a, "--bw-mib") && strcmp(a, "--kv"))
             return cli_fail("bench-model: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) path = v;
@@ -51,6 +52,7 @@ int cmd_bench_model(int argc, char **argv) {
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
         else if (!strcmp(a, "--depth")) { if (!cli_int(a, v, 0, 1 << 20, &iv)) return 1; o.cb_depth = (int)iv; }
         else if (!strcmp(a, "--bw-mib")) { if (!cli_int(a, v, 1, 1 << 16, &iv)) return 1; o.bandwidth_mib = (int)iv; }
+        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &o.kv_q8)) return 1; }
         else { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
     }
     if (!path) return cli_fail("bench-model: missing -m MODEL.gguf");
@@ -63,7 +65,8 @@ int cmd_bench_model(int argc, char **argv) {
         return cli_fail("bench-model: %s", err);
     }
     char cell[160];
-    printf("## bench-model: %s, %d threads, %d interleaved repetitions (median, min-max)\n\n", path, o.threads, o.reps);
+    printf("## bench-model: %s, %d threads, %s KV cache, %d interleaved repetitions (median, min-max)\n\n", path, o.threads,
+           o.kv_q8 ? "8-bit" : "f16", o.reps);
     printf("| measure | value |\n|---|---|\n");
     stat_cell(cell, sizeof cell, &r.prefill_tok_s, "%.1f");
     printf("| prefill tok/s (%d-token prompt) | %s |\n", o.prefill_tokens, cell);

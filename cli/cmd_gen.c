@@ -21,6 +21,8 @@ static const char k_usage[] =
     "  -n N           max tokens per response (default 256)\n"
     "  -t N           threads (default 2)\n"
     "  -c N           context size (default 2048)\n"
+    "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
+    "                 the memory and the bytes attention reads; slightly less exact)\n"
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output)\n"
@@ -84,7 +86,7 @@ int cmd_gen(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
-                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", NULL};
+                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", a);
@@ -99,6 +101,7 @@ int cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; gp.max_tokens = (int)iv; }
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
         else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
+        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &sp.kv_q8)) return 1; }
         else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; gp.temp = (float)fv; }
         else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.top_k = (int)iv; }
         else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; gp.top_p = (float)fv; }

@@ -20,6 +20,8 @@ static const char k_usage[] =
     "  -n N           tokens to generate (default 128)\n"
     "  -c N           context size in tokens (default min(4096, model's))\n"
     "  -t N           threads (default 1)\n"
+    "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
+    "                 the memory and the bytes attention reads; slightly less exact)\n"
     "  --chat         wrap the prompt in the ChatML template (stops at <|im_end|>)\n"
     "  --system TEXT  system message (with --chat)\n"
     "  --temp T       sampling temperature (default 0 = greedy)\n"
@@ -86,7 +88,7 @@ int cmd_run(int argc, char **argv) {
         }
         else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
                  !strcmp(a, "-t") || !strcmp(a, "--system") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
-                 !strcmp(a, "--top-p") || !strcmp(a, "--seed") || !strcmp(a, "--prompt-cache")) {
+                 !strcmp(a, "--top-p") || !strcmp(a, "--seed") || !strcmp(a, "--prompt-cache") || !strcmp(a, "--kv")) {
             if (!(v = cli_value(argc, argv, &i))) return 1;
             if (!strcmp(a, "-m")) model_path = v;
             else if (!strcmp(a, "-p")) prompt = v;
@@ -96,6 +98,7 @@ int cmd_run(int argc, char **argv) {
             else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.max_tokens = (int)iv; }
             else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 1, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
             else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
+            else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &sp.kv_q8)) return 1; }
             else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; gp.temp = (float)fv; }
             else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.top_k = (int)iv; }
             else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; gp.top_p = (float)fv; }
@@ -105,6 +108,7 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
+    if (gp.prompt_cache && sp.kv_q8) return cli_fail("run: --prompt-cache holds f16 keys and values: not with --kv q8");
     static char prof_spec[16];
     if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
     if (profile_path) {

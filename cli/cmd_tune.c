@@ -21,6 +21,8 @@ static const char k_usage[] =
     "  --reps R       repetitions of the final measurement (default 3)\n"
     "  -t N           threads (default 2)\n"
     "  -c N           context size (default 1024)\n"
+    "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
+    "                 the memory and the bytes attention reads; slightly less exact)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n";
 
@@ -35,7 +37,7 @@ int cmd_tune(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "-o", "--blocks", "--depth", "-n", "--prompts",
-                                                 "--reps", "-t", "-c", "--draft-head", NULL};
+                                                 "--reps", "-t", "-c", "--draft-head", "--kv", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("tune: unknown flag '%s' (try --help)", a);
@@ -51,6 +53,7 @@ int cmd_tune(int argc, char **argv) {
         else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.bench.reps = (int)iv; }
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.bench.threads = (int)iv; }
         else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &o.bench.draft_head)) return 1; }
+        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &o.bench.kv_q8)) return 1; }
         else if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1;
         else o.bench.n_ctx = iv;
     }

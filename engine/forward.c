@@ -32,7 +32,7 @@ pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_ker
     c->k = k ? k : pf_kernels_best();
     c->max_rows = CHUNK_ROWS;
     c->pool = pf_pool_create(n_threads < 1 ? 1 : n_threads);
-    c->kv = pf_kv_new(hp, n_ctx);
+    c->kv = pf_kv_new(hp, n_ctx, PF_KV_F16);
     size_t R = (size_t)c->max_rows;
     size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     c->x = malloc(R * hp->n_embd * sizeof(float));
@@ -70,6 +70,22 @@ void pf_ctx_free(pf_ctx *c) {
     free(c->x); free(c->xn); free(c->tmp); free(c->q); free(c->att); free(c->kbuf); free(c->vbuf);
     free(c->gate); free(c->up); free(c->logit_row); free(c->act);
     free(c);
+}
+
+int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
+    if (c->kv->type == type) return 0;
+    if (c->kv->len) {
+        snprintf(err, PF_ERR_LEN, "the KV cache type can only change while the cache is empty");
+        return -1;
+    }
+    pf_kv_cache *kv = pf_kv_new(&c->model->hp, c->kv->n_ctx, type);
+    if (!kv) {
+        snprintf(err, PF_ERR_LEN, "out of memory for a KV cache of %lld tokens", (long long)c->kv->n_ctx);
+        return -1;
+    }
+    pf_kv_free(c->kv);
+    c->kv = kv;
+    return 0;
 }
 
 /* y rows (ldy) = W . x rows (ldx): activations prepared once, then one pooled matmul. */
@@ -139,8 +155,15 @@ static void row_step(const rows_job *j, int r) {
             pf_rope_neox(kr, hp->n_head_kv, hd, j->pos0 + r, hp->rope_theta);
         }
         pf_kv_cache *kv = c->kv;
-        pf_kv_store(k, kv->k + (size_t)j->l * kv->layer_stride, kv->v + (size_t)j->l * kv->layer_stride,
-                    kv->head_stride, hp->n_head_kv, hd, j->pos0 + r, kr, vr);
+        if (kv->type == PF_KV_Q8) {
+            size_t so = (size_t)j->l * hp->n_head_kv * kv->scale_stride;
+            pf_kv_store_q8(kv->k8 + (size_t)j->l * kv->layer_stride, kv->v8 + (size_t)j->l * kv->layer_stride,
+                           kv->ks + so, kv->vs + so, kv->head_stride, kv->scale_stride, hp->n_head_kv, hd, j->pos0 + r,
+                           kr, vr);
+        } else {
+            pf_kv_store(k, kv->k + (size_t)j->l * kv->layer_stride, kv->v + (size_t)j->l * kv->layer_stride,
+                        kv->head_stride, hp->n_head_kv, hd, j->pos0 + r, kr, vr);
+        }
         break;
     }
     case ROWS_O_OUT:
@@ -211,9 +234,15 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         op_mark(c, PF_OP_QKV, &tm);
         rows_run(&rj, ROWS_QK);
         op_mark(c, PF_OP_ELEMENT, &tm);
-        pf_half *Kc = kv->k + (size_t)l * kv->layer_stride, *Vc = kv->v + (size_t)l * kv->layer_stride;
-        pf_attention(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, kv->head_stride, pos0, pos0 + B, 1, 0,
-                     c->att, qd);
+        if (kv->type == PF_KV_Q8) {
+            size_t so = (size_t)l * hp->n_head_kv * kv->scale_stride;
+            pf_attention_q8(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, kv->k8 + (size_t)l * kv->layer_stride,
+                            kv->v8 + (size_t)l * kv->layer_stride, kv->ks + so, kv->vs + so, kv->head_stride,
+                            kv->scale_stride, pos0, pos0 + B, 1, 0, c->att, qd);
+        } else {
+            pf_attention(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, kv->k + (size_t)l * kv->layer_stride,
+                         kv->v + (size_t)l * kv->layer_stride, kv->head_stride, pos0, pos0 + B, 1, 0, c->att, qd);
+        }
         op_mark(c, PF_OP_ATTENTION, &tm);
         linear(c, &L->attn_o, c->att, qd, B, c->tmp, H);
         op_mark(c, PF_OP_O, &tm);

@@ -38,6 +38,10 @@ pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char e
         pf_session_free(s);
         return NULL;
     }
+    if (p && p->kv_q8 && pf_ctx_set_kv_type(s->ctx, PF_KV_Q8, err) < 0) {
+        pf_session_free(s);
+        return NULL;
+    }
     return s;
 }
 

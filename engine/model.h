@@ -71,13 +71,19 @@ size_t pf_model_weight_bytes(const pf_model *m);
  * change (no copy). */
 typedef struct {
     int n_layer, kv_dim, n_kv_head, head_dim;
+    pf_kv_type type;     /* PF_KV_F16 (k, v) or PF_KV_Q8 (k8, v8 with scales ks, vs) */
     int64_t n_ctx, len;
-    int64_t head_stride; /* halves per KV head of one layer (pf_kv_head_stride) */
+    int64_t head_stride; /* elements per KV head of one layer (pf_kv_head_stride) */
     pf_half *k, *v;      /* layer l: k + l * layer_stride, n_kv_head regions of head_stride */
     int64_t layer_stride;
+    int8_t *k8, *v8;     /* the same layout in int8 */
+    float *ks, *vs;      /* layer l, head h, position p: ks[(l * n_kv_head + h) * scale_stride + p] */
+    int64_t scale_stride;
 } pf_kv_cache;
 
-pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx);
+pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx, pf_kv_type type);
+/* Bytes the cache holds per position (all layers, keys and values, scales included). */
+size_t pf_kv_bytes_per_token(const pf_kv_cache *kv);
 void pf_kv_free(pf_kv_cache *kv);
 void pf_kv_truncate(pf_kv_cache *kv, int64_t len);
 
@@ -111,6 +117,8 @@ extern const char *const pf_op_names[PF_OP_COUNT];
 /* n_threads >= 1; k NULL selects the best kernels for this CPU. */
 pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_kernels *k,
                    char err[PF_ERR_LEN]);
+/* Replace the (empty) KV cache by one of another type (PF_KV_F16 is what pf_ctx_new makes). */
+int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]);
 void pf_ctx_free(pf_ctx *c);
 
 enum { PF_LOGITS_NONE = 0, PF_LOGITS_LAST = 1, PF_LOGITS_ALL = 2 };

@@ -85,6 +85,7 @@ static int errf(char *err, const char *fmt, ...) {
 
 int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, int n_embd, const int32_t *tokens,
                          int n_tokens, const int *tap_layers, int n_taps, const float *taps, char err[PF_ERR_LEN]) {
+    if (kv->type != PF_KV_F16) return errf(err, "prompt caches hold f16 keys and values: not with --kv q8");
     if (n_tokens < 1 || n_tokens > kv->len || (uint32_t)n_taps > PC_MAX_TAPS || (n_taps && !taps))
         return errf(err, "nothing valid to save (%d tokens, %lld cached rows)", n_tokens, (long long)kv->len);
     uint64_t raw = payload_size((uint64_t)n_tokens, (uint64_t)kv->n_layer, (uint64_t)kv->kv_dim, (uint64_t)n_embd,
@@ -176,6 +177,7 @@ static uint8_t *read_all(const char *path, size_t *size, int *absent, char *err)
 
 int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int n_embd, const int32_t *prompt,
                             int n_prompt, const int *tap_layers, int n_taps, float *taps, char err[PF_ERR_LEN]) {
+    if (kv->type != PF_KV_F16) return errf(err, "prompt caches hold f16 keys and values: not with --kv q8");
     size_t size = 0;
     int absent;
     uint8_t *file = read_all(path, &size, &absent, err), *raw = NULL;

@@ -56,7 +56,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     snprintf(r->draft, sizeof r->draft, "%s", o->draft_path ? o->draft_path : "");
     pf_model *m = pf_model_load(model_path, err);
     if (!m) return -1;
-    pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx};
+    pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
     pf_drafter *drafters[2] = {NULL, NULL}; /* dflash, ngram: opened when a task needs them */
     int dblock[2] = {0, 0};

@@ -12,6 +12,7 @@
 typedef struct {
     int threads;
     int64_t n_ctx;
+    int kv_q8;        /* 8-bit KV cache (pf_session_params.kv_q8) */
     int max_tokens;   /* generated tokens per prompt */
     int reps;         /* interleaved repetitions */
     float temp;       /* 0 = greedy */

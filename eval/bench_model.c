@@ -52,6 +52,10 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         if (o->blocks[i] > max_b) max_b = o->blocks[i];
     int64_t n_ctx = (int64_t)max_depth + (o->prefill_tokens > max_b ? o->prefill_tokens : max_b) + 8;
     pf_ctx *c = pf_ctx_new(m, n_ctx, o->threads, NULL, err);
+    if (c && o->kv_q8 && pf_ctx_set_kv_type(c, PF_KV_Q8, err) < 0) {
+        pf_ctx_free(c);
+        return -1;
+    }
     int32_t *toks = malloc((size_t)n_ctx * sizeof *toks);
     float *logits = malloc((size_t)(max_b > 0 ? max_b : 1) * V * sizeof(float));
     double *t_decode = calloc((size_t)o->n_depths * o->reps, sizeof(double));

@@ -22,6 +22,7 @@ typedef struct {
     int bandwidth_mib;  /* array size of the bandwidth measurement (0 = skip) */
     int progress;       /* print progress to stderr */
     int ops;            /* also time each operation of the forward per block size (op_ms) */
+    int kv_q8;          /* 8-bit KV cache */
 } pf_bench_model_opts;
 
 typedef struct {

@@ -12,7 +12,7 @@
  * `depth` target rows (taps included) and proposes after it; the fastest of several calls. */
 static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *o, double t1_s, double *cost,
                        char err[PF_ERR_LEN]) {
-    pf_session_params sp = {.n_threads = o->bench.threads, .n_ctx = o->depth + 80};
+    pf_session_params sp = {.n_threads = o->bench.threads, .n_ctx = o->depth + 80, .kv_q8 = o->bench.kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
     int block = 0, rc = -1;
     pf_drafter *d = s ? pf_drafter_open(spec, o->bench.draft_path, s, o->bench.ngram_n, &block, err) : NULL;

@@ -29,16 +29,23 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
 
     const float *qh = j->q + b * j->ldq + (int64_t)h * hd;
     int64_t kvh = h / (j->n_head / j->n_kv_head);
-    const pf_half *Kh = j->K + kvh * j->head_stride, *Vh = j->V + kvh * j->head_stride;
+    const pf_half *Kh = j->q8 ? NULL : j->K + kvh * j->head_stride, *Vh = j->q8 ? NULL : j->V + kvh * j->head_stride;
+    const int8_t *K8 = j->q8 ? j->K8 + kvh * j->head_stride : NULL, *V8 = j->q8 ? j->V8 + kvh * j->head_stride : NULL;
+    const float *ks = j->q8 ? j->ks + kvh * j->scale_stride : NULL, *vs = j->q8 ? j->vs + kvh * j->scale_stride : NULL;
     float s[PF_ATTN_KCHUNK];
     float mx = -INFINITY, l = 0.0f;
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         float cmax = -INFINITY;
         for (int t = 0; t < n; t++) {
-            const pf_half *kt = Kh + pf_kv_key_at(c0 + t, 0, hd);
+            int64_t at = pf_kv_key_at(c0 + t, 0, hd);
             float a = 0.0f;
-            for (int d = 0; d < hd; d++) a = fmaf(qh[d], pf_fp16_to_fp32(kt[d * PF_KV_TILE]), a);
+            if (j->q8) {
+                for (int d = 0; d < hd; d++) a = fmaf(qh[d], (float)K8[at + d * PF_KV_TILE], a);
+                a *= ks[c0 + t];
+            } else {
+                for (int d = 0; d < hd; d++) a = fmaf(qh[d], pf_fp16_to_fp32(Kh[at + d * PF_KV_TILE]), a);
+            }
             s[t] = a * j->scale;
             if (s[t] > cmax) cmax = s[t];
         }
@@ -53,7 +60,13 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
         for (int t = 0; t < n; t++) {
             float e = expf(s[t] - mx);
             l += e;
-            k->axpy_f16(e, Vh + (c0 + t) * hd, o, hd);
+            if (j->q8) {
+                const int8_t *v = V8 + (c0 + t) * hd;
+                float w = e * vs[c0 + t];
+                for (int i = 0; i < hd; i++) o[i] = fmaf(w, (float)v[i], o[i]);
+            } else {
+                k->axpy_f16(e, Vh + (c0 + t) * hd, o, hd);
+            }
         }
     }
     float inv = 1.0f / l;
@@ -62,7 +75,7 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
 
 static void attend_group(const pf_attn_job *j, int b, int kvh) {
     if (j->k->level == PF_LEVEL_AVX512 && pf_attend_group_avx512(j, b, kvh)) return;
-    if (j->k->level == PF_LEVEL_AVX2 && pf_attend_group_avx2(j, b, kvh)) return;
+    if (j->k->level == PF_LEVEL_AVX2 && !j->q8 && pf_attend_group_avx2(j, b, kvh)) return;
     int g = j->n_head / j->n_kv_head;
     for (int h = kvh * g; h < (kvh + 1) * g; h++) attend_head(j, b, h);
 }
@@ -81,22 +94,40 @@ static void attn_worker(void *arg, int ith, int nth) {
     }
 }
 
-void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t head_stride,
-                  int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo) {
-    if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;
-    pf_attn_job j = {k,      q,      ldq,       B,    n_head, n_kv_head,
-                     hd,     K,      V,         head_stride, pos0, n_keys,
-                     causal, window, out,       ldo,  (float)(1.0 / sqrt((double)hd)), 0, 1};
-    int64_t work = (int64_t)B * n_head * (n_keys + 1) * hd;
+/* Split j over the pool: rows per task so each thread gets about one task. */
+static void run_attention(pf_attn_job *j, pf_pool *pool) {
+    int B = j->B, n_kv_head = j->n_kv_head;
+    int64_t work = (int64_t)B * j->n_head * (j->n_keys + 1) * j->hd;
     /* rows per task: up to 8 share each key/value conversion, about one task per thread (measured
      * 3-8% faster at B = 2..4 than two smaller tasks per thread; 8 rather than 4 rows a task: 6-9%
      * faster at B = 8 and 16, Pocket shape) */
     int nth = pf_pool_size(pool) < 1 ? 1 : pf_pool_size(pool);
     int R = B * n_kv_head / nth;
-    j.rows_per_task = R < 1 ? 1 : R > 8 ? 8 : R;
+    j->rows_per_task = R < 1 ? 1 : R > 8 ? 8 : R;
     if (pf_pool_size(pool) <= 1 || work < INLINE_WORK || B * n_kv_head < 2)
-        attn_worker(&j, 0, 1);
+        attn_worker(j, 0, 1);
     else
-        pf_pool_run(pool, attn_worker, &j);
+        pf_pool_run(pool, attn_worker, j);
+}
+
+void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
+                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t head_stride,
+                  int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo) {
+    if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;
+    pf_attn_job j = {.k = k, .q = q, .ldq = ldq, .B = B, .n_head = n_head, .n_kv_head = n_kv_head, .hd = hd,
+                     .K = K, .V = V, .head_stride = head_stride, .pos0 = pos0, .n_keys = n_keys, .causal = causal,
+                     .window = window, .out = out, .ldo = ldo, .scale = (float)(1.0 / sqrt((double)hd))};
+    run_attention(&j, pool);
+}
+
+void pf_attention_q8(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
+                     int n_kv_head, int hd, const int8_t *K, const int8_t *V, const float *ks, const float *vs,
+                     int64_t head_stride, int64_t scale_stride, int64_t pos0, int64_t n_keys, int causal,
+                     int64_t window, float *out, int64_t ldo) {
+    if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;
+    pf_attn_job j = {.k = k, .q = q, .ldq = ldq, .B = B, .n_head = n_head, .n_kv_head = n_kv_head, .hd = hd,
+                     .K8 = K, .V8 = V, .ks = ks, .vs = vs, .scale_stride = scale_stride, .q8 = 1,
+                     .head_stride = head_stride, .pos0 = pos0, .n_keys = n_keys, .causal = causal,
+                     .window = window, .out = out, .ldo = ldo, .scale = (float)(1.0 / sqrt((double)hd))};
+    run_attention(&j, pool);
 }

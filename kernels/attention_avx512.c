@@ -27,18 +27,25 @@
 
 /* 16 f16 values as f32 (exact). */
 PF_FORCE_INLINE __m512 load_h16(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+/* 16 int8 values as f32 (exact). */
+PF_FORCE_INLINE __m512 load_q16(const int8_t *p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+/* Element i of a cache region of f16 (q8 = 0) or int8 (q8 = 1) values, and 16 from there as f32. */
+PF_FORCE_INLINE const void *kv_at(const void *base, int64_t i, int q8) {
+    return q8 ? (const void *)((const int8_t *)base + i) : (const void *)((const pf_half *)base + i);
+}
+PF_FORCE_INLINE __m512 load_kv16(const void *p, int q8) { return q8 ? load_q16(p) : load_h16(p); }
 
-static inline void convert_rows(const pf_half *src, int64_t stride, int m, int nv, float *dst) {
+PF_FORCE_INLINE void convert_rows(const void *src, int64_t stride, int m, int nv, float *dst, int q8) {
     for (int t = 0; t < m; t++)
-        for (int i = 0; i < nv; i++)
-            _mm512_store_ps(dst + (t * nv + i) * 16,
-                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + t * stride + 16 * i))));
+        for (int i = 0; i < nv; i++) _mm512_store_ps(dst + (t * nv + i) * 16, load_kv16(kv_at(src, t * stride + 16 * i, q8), q8));
 }
 
 /* Scores of NP (row, head) pairs for keys of nt <= NT consecutive tiles starting at tile: s[p] +
  * 16 i + lane = scale * sum_d q[p][d] * key(16 i + lane, d), each an fma chain over d in order. */
-PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, int NP, const float *const *q,
-                                  float *const *s, __m512 scale) {
+PF_FORCE_INLINE void scores_block(const void *tile, int hd, int nt, int NT, int NP, const float *const *q,
+                                  float *const *s, __m512 scale, int q8, const float *ks) {
     __m512 acc[4][MAX_PAIRS];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++)
@@ -48,7 +55,7 @@ PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, i
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
             if (t >= nt) break;
-            __m512 kd = load_h16(tile + (int64_t)t * PF_KV_TILE * hd + d * PF_KV_TILE);
+            __m512 kd = load_kv16(kv_at(tile, (int64_t)t * PF_KV_TILE * hd + d * PF_KV_TILE, q8), q8);
 #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) acc[t][p] = _mm512_fmadd_ps(_mm512_set1_ps(q[p][d]), kd, acc[t][p]);
         }
@@ -56,6 +63,12 @@ PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, i
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) {
         if (t >= nt) break;
+        /* 8-bit keys: times each key's scale first (the scalar reference's order) */
+        if (q8) {
+            __m512 kscale = _mm512_loadu_ps(ks + 16 * t);
+#pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) acc[t][p] = _mm512_mul_ps(acc[t][p], kscale);
+        }
 #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(s[p] + 16 * t, _mm512_mul_ps(acc[t][p], scale));
     }
@@ -68,32 +81,35 @@ PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, i
  * through the caches since), and one chunk ahead is ~1 us of work. Measured interleaved against no
  * prefetch (kernel with cold caches, Pocket shape, 2 threads): B=1 at depth 2048 2.52 -> 2.36 ms,
  * B=4 at 512 1.65 -> 1.55, B=8 2.82 -> 2.76; into L1, or further ahead, no better. */
-static void scores_tiles(const pf_half *tile, int hd, int ntile, int np, const float *const *q, float *const *s,
-                         __m512 scale, const char *pk, const char *pv, int64_t pbytes) {
+PF_FORCE_INLINE void scores_tiles(const void *tile, int hd, int ntile, int np, const float *const *q, float *const *s,
+                                  __m512 scale, const char *pk, const char *pv, int64_t pbytes, int q8,
+                                  const float *ks) {
     for (int p0 = 0; p0 < np; p0 += MAX_PAIRS) {
         int n = np - p0 < MAX_PAIRS ? np - p0 : MAX_PAIRS;
         const int NT = n <= 4 ? 4 : 2;
         for (int t0 = 0; t0 < ntile; t0 += NT) {
             if (p0 == 0) {
-                int64_t from = (int64_t)t0 * PF_KV_TILE * hd * 2, to = from + (int64_t)NT * PF_KV_TILE * hd * 2;
+                const int es = q8 ? 1 : 2;
+                int64_t from = (int64_t)t0 * PF_KV_TILE * hd * es, to = from + (int64_t)NT * PF_KV_TILE * hd * es;
                 for (int64_t b = from; b < to && b < pbytes; b += 64) {
                     _mm_prefetch(pk + b, _MM_HINT_T1);
                     _mm_prefetch(pv + b, _MM_HINT_T1);
                 }
             }
-            const pf_half *tl = tile + (int64_t)t0 * PF_KV_TILE * hd;
+            const void *tl = kv_at(tile, (int64_t)t0 * PF_KV_TILE * hd, q8);
+            const float *kst = q8 ? ks + 16 * t0 : NULL;
             int nt = ntile - t0 < NT ? ntile - t0 : NT;
             float *sp[MAX_PAIRS];
             for (int p = 0; p < n; p++) sp[p] = s[p0 + p] + 16 * t0;
             switch (n) {
-            case 1: scores_block(tl, hd, nt, 4, 1, q + p0, sp, scale); break;
-            case 2: scores_block(tl, hd, nt, 4, 2, q + p0, sp, scale); break;
-            case 3: scores_block(tl, hd, nt, 4, 3, q + p0, sp, scale); break;
-            case 4: scores_block(tl, hd, nt, 4, 4, q + p0, sp, scale); break;
-            case 5: scores_block(tl, hd, nt, 2, 5, q + p0, sp, scale); break;
-            case 6: scores_block(tl, hd, nt, 2, 6, q + p0, sp, scale); break;
-            case 7: scores_block(tl, hd, nt, 2, 7, q + p0, sp, scale); break;
-            default: scores_block(tl, hd, nt, 2, 8, q + p0, sp, scale); break;
+            case 1: scores_block(tl, hd, nt, 4, 1, q + p0, sp, scale, q8, kst); break;
+            case 2: scores_block(tl, hd, nt, 4, 2, q + p0, sp, scale, q8, kst); break;
+            case 3: scores_block(tl, hd, nt, 4, 3, q + p0, sp, scale, q8, kst); break;
+            case 4: scores_block(tl, hd, nt, 4, 4, q + p0, sp, scale, q8, kst); break;
+            case 5: scores_block(tl, hd, nt, 2, 5, q + p0, sp, scale, q8, kst); break;
+            case 6: scores_block(tl, hd, nt, 2, 6, q + p0, sp, scale, q8, kst); break;
+            case 7: scores_block(tl, hd, nt, 2, 7, q + p0, sp, scale, q8, kst); break;
+            default: scores_block(tl, hd, nt, 2, 8, q + p0, sp, scale, q8, kst); break;
             }
         }
     }
@@ -103,7 +119,7 @@ static void scores_tiles(const pf_half *tile, int hd, int ntile, int np, const f
  * to f32, hd = 16 * nv; direct: converted from vsrc on the fly, the same values); per output vector
  * one fma chain in key order. */
 PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, const float *rows,
-                                  const pf_half *vsrc, int64_t vstride, int direct, int m, int nv, int NQ) {
+                                  const void *vsrc, int64_t vstride, int direct, int m, int nv, int NQ, int q8) {
     __m512 acc[4][MAX_HD / 16];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
@@ -114,7 +130,8 @@ PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, cons
 #pragma GCC unroll 16
         for (int i = 0; i < MAX_HD / 16; i++)
             v[i] = i >= nv ? _mm512_setzero_ps()
-                   : direct ? load_h16(vsrc + t * vstride + 16 * i) : _mm512_load_ps(rows + (size_t)t * 16 * nv + 16 * i);
+                   : direct ? load_kv16(kv_at(vsrc, t * vstride + 16 * i, q8), q8)
+                            : _mm512_load_ps(rows + (size_t)t * 16 * nv + 16 * i);
         /* in registers, loaded once: GCC would otherwise fold the load into each head's fma, and
          * NQ loads of every vector make the loop load-bound (one 64-byte load per cycle) */
 #pragma GCC unroll 16
@@ -138,7 +155,7 @@ PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, cons
  * nv = hd / 16; constant where the caller instantiates it, so the head's vectors live in
  * registers. Scores are computed for whole tiles, from the tile holding the chunk's first key
  * (lanes outside a row's visible keys are never read). */
-PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, int nv, int direct) {
+PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, int nv, int direct, int q8) {
     const int hd = 16 * nv, g = j->n_head / j->n_kv_head, np = nr * g;
     int64_t lo = 0, hi[MAX_ROWS], hmax = 0;
     const float *qp[MAX_ROWS * MAX_GROUP];
@@ -175,7 +192,11 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             lsum[r][h] = _mm512_setzero_ps();
             mx[r][h] = -INFINITY;
         }
-    const pf_half *Kh = j->K + (int64_t)kvh * j->head_stride, *Vh = j->V + (int64_t)kvh * j->head_stride;
+    const int64_t hoff = (int64_t)kvh * j->head_stride;
+    const void *Kh = q8 ? (const void *)(j->K8 + hoff) : (const void *)(j->K + hoff);
+    const void *Vh = q8 ? (const void *)(j->V8 + hoff) : (const void *)(j->V + hoff);
+    const float *ks = q8 ? j->ks + (int64_t)kvh * j->scale_stride : NULL;
+    const float *vs = q8 ? j->vs + (int64_t)kvh * j->scale_stride : NULL;
     const __m512 scale = _mm512_set1_ps(j->scale);
     for (int64_t c0 = lo; c0 < hmax; c0 += PF_ATTN_KCHUNK) {
         int nc[MAX_ROWS], nmax = 0; /* keys of this chunk each row sees (<= 0: none) */
@@ -186,10 +207,11 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         }
         {
             int64_t k1 = c0 - off + PF_ATTN_KCHUNK, left = hmax - k1; /* the next chunk, from its tile */
-            int64_t pb = left <= 0 ? 0 : (left < SPAN ? left : SPAN) * hd * 2;
+            int64_t pb = left <= 0 ? 0 : (left < SPAN ? left : SPAN) * hd * (q8 ? 1 : 2);
             if (left <= 0) k1 = 0;
-            scores_tiles(Kh + pf_kv_key_at(c0 - off, 0, hd), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE, np, qp,
-                         sbp, scale, (const char *)(Kh + pf_kv_key_at(k1, 0, hd)), (const char *)(Vh + k1 * hd), pb);
+            scores_tiles(kv_at(Kh, pf_kv_key_at(c0 - off, 0, hd), q8), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE,
+                         np, qp, sbp, scale, (const char *)kv_at(Kh, pf_kv_key_at(k1, 0, hd), q8),
+                         (const char *)kv_at(Vh, k1 * hd, q8), pb, q8, q8 ? ks + (c0 - off) : NULL);
         }
         for (int r = 0; r < nr; r++) {
             int n = nc[r];
@@ -214,15 +236,17 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 for (int t = 0; t < n; t += 16) {
                     __mmask16 m = tail_mask(n - t);
                     __m512 p = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sh + t), mv)));
-                    _mm512_storeu_ps(sh + t, p);
                     lsum[r][h] = _mm512_add_ps(lsum[r][h], p);
+                    /* 8-bit values: the weight carries the value row's scale (sum unscaled) */
+                    if (q8) p = _mm512_mul_ps(p, _mm512_maskz_loadu_ps(m, vs + c0 + t));
+                    _mm512_storeu_ps(sh + t, p);
                 }
             }
         }
         for (int t0 = 0; t0 < nmax; t0 += VT) {
             int mm = nmax - t0 < VT ? nmax - t0 : VT;
-            const pf_half *vt0 = Vh + (c0 + t0) * hd;
-            if (!direct) convert_rows(vt0, hd, mm, nv, rows);
+            const void *vt0 = kv_at(Vh, (c0 + t0) * hd, q8);
+            if (!direct) convert_rows(vt0, hd, mm, nv, rows, q8);
             for (int r = 0; r < nr; r++) {
                 if (t0 >= nc[r]) continue;
                 int m = nc[r] - t0 < VT ? nc[r] - t0 : VT;
@@ -233,10 +257,10 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 for (int h0 = 0; h0 < g; h0 += hb) {
                     int nq = g - h0 < hb ? g - h0 : hb;
                     switch (nq) {
-                    case 1: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 1); break;
-                    case 2: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 2); break;
-                    case 3: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 3); break;
-                    default: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 4); break;
+                    case 1: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 1, q8); break;
+                    case 2: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 2, q8); break;
+                    case 3: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 3, q8); break;
+                    default: values_block(o[r] + h0, s[r] + h0, t0, rows, vt0, hd, direct, m, nv, 4, q8); break;
                     }
                 }
             }
@@ -262,9 +286,18 @@ int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh) {
      * (f16 -> f32 is exact), only where the f32 values come from differs, so B never changes it. */
     const int direct = g * nr <= 4;
     switch (hd) {
-    case 64: direct ? attend_rows(j, b0, nr, kvh, 4, 1) : attend_rows(j, b0, nr, kvh, 4, 0); break;
-    case 128: direct ? attend_rows(j, b0, nr, kvh, 8, 1) : attend_rows(j, b0, nr, kvh, 8, 0); break;
-    default: direct ? attend_rows(j, b0, nr, kvh, hd / 16, 1) : attend_rows(j, b0, nr, kvh, hd / 16, 0); break;
+    case 64:
+        if (j->q8) direct ? attend_rows(j, b0, nr, kvh, 4, 1, 1) : attend_rows(j, b0, nr, kvh, 4, 0, 1);
+        else direct ? attend_rows(j, b0, nr, kvh, 4, 1, 0) : attend_rows(j, b0, nr, kvh, 4, 0, 0);
+        break;
+    case 128:
+        if (j->q8) direct ? attend_rows(j, b0, nr, kvh, 8, 1, 1) : attend_rows(j, b0, nr, kvh, 8, 0, 1);
+        else direct ? attend_rows(j, b0, nr, kvh, 8, 1, 0) : attend_rows(j, b0, nr, kvh, 8, 0, 0);
+        break;
+    default:
+        if (j->q8) direct ? attend_rows(j, b0, nr, kvh, hd / 16, 1, 1) : attend_rows(j, b0, nr, kvh, hd / 16, 0, 1);
+        else direct ? attend_rows(j, b0, nr, kvh, hd / 16, 1, 0) : attend_rows(j, b0, nr, kvh, hd / 16, 0, 0);
+        break;
     }
     return 1;
 }

@@ -42,6 +42,10 @@ typedef struct {
     int64_t ldq;
     int B, n_head, n_kv_head, hd;
     const pf_half *K, *V;
+    const int8_t *K8, *V8;   /* the 8-bit cache instead of K, V (q8 = 1) */
+    const float *ks, *vs;    /* its scales, head h at + h * scale_stride */
+    int64_t scale_stride;
+    int q8;
     int64_t head_stride, pos0, n_keys;
     int causal;
     int64_t window;

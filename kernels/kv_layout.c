@@ -1,5 +1,7 @@
 /* Writing and reading rows of the KV cache layout pf_attention reads (kernels.h): keys in
  * dimension-major tiles of PF_KV_TILE positions, values position-major, one region per KV head. */
+#include <math.h>
+
 #include "kernels/kernels.h"
 
 void pf_kv_store(const pf_kernels *k, pf_half *K, pf_half *V, int64_t head_stride, int n_kv_head, int hd,
@@ -28,4 +30,22 @@ void pf_kv_row_put(pf_half *X, int keys, int64_t head_stride, int n_kv_head, int
     for (int h = 0; h < n_kv_head; h++)
         for (int d = 0; d < hd; d++)
             X[h * head_stride + (keys ? pf_kv_key_at(pos, d, hd) : pos * hd + d)] = row[h * hd + d];
+}
+
+/* One head's row of hd values as int8 with one scale (max |x| / 127; 0 for an all-zero row). */
+static float quantize_row_q8(const float *x, int hd, int8_t *q, int64_t stride_of_d) {
+    float amax = 0;
+    for (int d = 0; d < hd; d++) amax = fmaxf(amax, fabsf(x[d]));
+    float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0;
+    for (int d = 0; d < hd; d++) q[d * stride_of_d] = (int8_t)lrintf(x[d] * inv);
+    return scale;
+}
+
+void pf_kv_store_q8(int8_t *K, int8_t *V, float *ks, float *vs, int64_t head_stride, int64_t scale_stride,
+                    int n_kv_head, int hd, int64_t pos, const float *krow, const float *vrow) {
+    for (int h = 0; h < n_kv_head; h++) {
+        int8_t *kh = K + h * head_stride + pf_kv_key_at(pos, 0, hd);
+        ks[h * scale_stride + pos] = quantize_row_q8(krow + (int64_t)h * hd, hd, kh, PF_KV_TILE);
+        vs[h * scale_stride + pos] = quantize_row_q8(vrow + (int64_t)h * hd, hd, V + h * head_stride + pos * hd, 1);
+    }
 }

@@ -298,3 +298,18 @@ TEST(cli_draft_head) {
     snprintf(args, sizeof args, "draft-head -d %s -m %s --ranked %s -o %s --bogus 1", draft, m, ranked, out);
     CHECK_FAILS(args, "unknown flag");
 }
+
+/* --kv q8: the same command runs with the 8-bit cache; a wrong type and the prompt cache (which
+ * holds f16 rows) are refused in one line. */
+TEST(cli_kv_q8) {
+    const char *m = tiny_model();
+    char args[1200], o[16384], e[8192];
+    snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run --kv q8 failed: %s", e);
+    snprintf(args, sizeof args, "bench-model -m %s --reps 1 --bw-mib 16 --kv q8", m);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0 && strstr(o, "8-bit KV cache"), "bench-model --kv q8: %s", e);
+    snprintf(args, sizeof args, "run -m %s -p hi --kv q4", m);
+    CHECK_FAILS(args, "unknown KV cache type 'q4'");
+    snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 2 --kv q8 --prompt-cache %s/kv.pc", m, pf_test_tmpdir());
+    CHECK_FAILS(args, "--prompt-cache holds f16 keys and values: not with --kv q8");
+}

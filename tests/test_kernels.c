@@ -902,9 +902,10 @@ typedef struct {
     int B, causal;
 } attn_case;
 
-/* Naive two-pass softmax attention in double. */
-static void attention_ref(const attn_case *c, const float *q, int64_t ldq, const pf_half *K,
-                          const pf_half *V, int64_t kvs, double *out) {
+/* Naive two-pass softmax attention in double over row-major keys and values (key j of KV head h
+ * at j * kvs + h * hd). */
+static void attention_ref(const attn_case *c, const float *q, int64_t ldq, const float *K,
+                          const float *V, int64_t kvs, double *out) {
     int group = c->n_head / c->n_kv;
     double *sc = malloc((size_t)(c->n_keys + 1) * sizeof(double));
     for (int b = 0; b < c->B; b++)
@@ -918,7 +919,7 @@ static void attention_ref(const attn_case *c, const float *q, int64_t ldq, const
                 if (!vis) continue;
                 double d = 0;
                 for (int i = 0; i < c->hd; i++)
-                    d += (double)q[b * ldq + h * c->hd + i] * pf_fp16_to_fp32(K[j * kvs + kvh * c->hd + i]);
+                    d += (double)q[b * ldq + h * c->hd + i] * K[j * kvs + kvh * c->hd + i];
                 sc[j] = d / sqrt((double)c->hd);
                 if (sc[j] > mx) mx = sc[j];
             }
@@ -929,11 +930,17 @@ static void attention_ref(const attn_case *c, const float *q, int64_t ldq, const
                 if (sc[j] == -INFINITY) continue;
                 double p = exp(sc[j] - mx);
                 sum += p;
-                for (int i = 0; i < c->hd; i++) o[i] += p * pf_fp16_to_fp32(V[j * kvs + kvh * c->hd + i]);
+                for (int i = 0; i < c->hd; i++) o[i] += p * V[j * kvs + kvh * c->hd + i];
             }
             for (int i = 0; i < c->hd; i++) o[i] /= sum;
         }
     free(sc);
+}
+
+static float *to_floats(const pf_half *h, int64_t n) {
+    float *f = malloc((size_t)(n + 1) * sizeof *f);
+    for (int64_t i = 0; i < n; i++) f[i] = pf_fp16_to_fp32(h[i]);
+    return f;
 }
 
 static void make_kv(int64_t n_keys, int64_t kvs, pf_half **K, pf_half **V, uint64_t seed) {
@@ -990,7 +997,9 @@ TEST(kernels_attention_vs_double) {
         uint64_t s = 5 + ci;
         fill(q, c->B * ldq, 1.5f, &s);
         double *ref = malloc((size_t)c->B * c->n_head * c->hd * sizeof(double));
-        attention_ref(c, q, ldq, K, V, kvs, ref);
+        float *Kf = to_floats(K, c->n_keys * kvs), *Vf = to_floats(V, c->n_keys * kvs);
+        attention_ref(c, q, ldq, Kf, Vf, kvs, ref);
+        free(Kf), free(Vf);
         float *out = malloc((size_t)c->B * ldo * sizeof(float));
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = pf_kernels_get((pf_level)l);
@@ -1046,6 +1055,101 @@ TEST(kernels_attention_batch_invariance) {
                    "%s case %d: 1 vs 3 threads differ", k->name, ci);
         }
         free(K), free(V), free(Kc), free(Vc), free(q), free(ob), free(o1), free(o3);
+    }
+    pf_pool_destroy(pool1);
+    pf_pool_destroy(pool3);
+}
+
+/* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as
+ * int8 with per-(head, position) scales; the reference reads the dequantized values, so this
+ * checks the kernels' arithmetic on them. Unwritten slots hold 127 and NaN scales, so a leak of a
+ * position past the cache would show. Every level (AVX2 falls back to the scalar path), 1 and 3
+ * threads; then B rows at once == one row at a time, bitwise. */
+typedef struct {
+    int8_t *K, *V;
+    float *ks, *vs;
+    int64_t hs, ss;
+    float *Kd, *Vd; /* dequantized, row-major (kvs = n_kv * hd) */
+} q8_cache;
+
+static void q8_cache_make(const attn_case *c, int64_t n_keys, uint64_t seed, q8_cache *qc) {
+    int64_t kvs = (int64_t)c->n_kv * c->hd;
+    qc->hs = pf_kv_head_stride(n_keys, c->hd) + PF_KV_TILE * c->hd;
+    qc->ss = qc->hs / c->hd;
+    qc->K = malloc((size_t)(qc->hs * c->n_kv));
+    qc->V = malloc((size_t)(qc->hs * c->n_kv));
+    qc->ks = malloc((size_t)(qc->ss * c->n_kv) * sizeof(float));
+    qc->vs = malloc((size_t)(qc->ss * c->n_kv) * sizeof(float));
+    memset(qc->K, 127, (size_t)(qc->hs * c->n_kv));
+    memset(qc->V, 127, (size_t)(qc->hs * c->n_kv));
+    for (int64_t i = 0; i < qc->ss * c->n_kv; i++) qc->ks[i] = qc->vs[i] = NAN;
+    qc->Kd = malloc((size_t)(n_keys * kvs + 1) * sizeof(float));
+    qc->Vd = malloc((size_t)(n_keys * kvs + 1) * sizeof(float));
+    float *kr = malloc((size_t)kvs * sizeof(float)), *vr = malloc((size_t)kvs * sizeof(float));
+    uint64_t s = seed;
+    for (int64_t j = 0; j < n_keys; j++) {
+        for (int64_t i = 0; i < kvs; i++) {
+            kr[i] = 2.0f * rng_unit(&s);
+            vr[i] = rng_unit(&s);
+        }
+        pf_kv_store_q8(qc->K, qc->V, qc->ks, qc->vs, qc->hs, qc->ss, c->n_kv, c->hd, j, kr, vr);
+        for (int h = 0; h < c->n_kv; h++)
+            for (int d = 0; d < c->hd; d++) {
+                int8_t kq = qc->K[h * qc->hs + pf_kv_key_at(j, d, c->hd)], vq = qc->V[h * qc->hs + j * c->hd + d];
+                qc->Kd[j * kvs + h * c->hd + d] = (float)kq * qc->ks[h * qc->ss + j];
+                qc->Vd[j * kvs + h * c->hd + d] = (float)vq * qc->vs[h * qc->ss + j];
+                /* the quantization itself: within half a step of the stored row */
+                CHECK(fabsf(qc->Kd[j * kvs + h * c->hd + d] - kr[h * c->hd + d]) <= 0.5f * qc->ks[h * qc->ss + j] * 1.0001f);
+            }
+    }
+    free(kr), free(vr);
+}
+
+static void q8_cache_free(q8_cache *qc) { free(qc->K), free(qc->V), free(qc->ks), free(qc->vs), free(qc->Kd), free(qc->Vd); }
+
+TEST(kernels_attention_q8) {
+    const attn_case cases[] = {
+        {14, 2, 64, 100, 105, 0, 5, 1},   /* causal decode/verify, GQA 7:1 */
+        {14, 2, 64, 40, 56, 0, 16, 0},    /* non-causal block */
+        {4, 4, 32, 200, 204, 32, 4, 1},   /* causal + sliding window */
+        {8, 2, 128, 127, 130, 0, 3, 1},   /* crosses a key-chunk boundary */
+        {16, 8, 128, 30, 38, 0, 8, 1},    /* Qwen3-0.6B heads, group of 2 (values converted on the fly) */
+        {6, 3, 48, 300, 303, 0, 3, 1},    /* head dim not a multiple of 32 */
+        {4, 2, 20, 30, 33, 0, 3, 1},      /* head dim not a multiple of 16: scalar path */
+        {14, 2, 64, 1000, 1003, 0, 3, 1}, /* many chunks, running max rescaled */
+    };
+    pf_pool *pool1 = pf_pool_create(1), *pool3 = pf_pool_create(3);
+    for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
+        const attn_case *c = &cases[ci];
+        q8_cache qc;
+        q8_cache_make(c, c->n_keys, 300 + ci, &qc);
+        int64_t ld = (int64_t)c->n_head * c->hd, kvs = (int64_t)c->n_kv * c->hd;
+        float *q = malloc((size_t)c->B * ld * sizeof(float)), *out = malloc((size_t)c->B * ld * sizeof(float));
+        float *o1 = malloc((size_t)c->B * ld * sizeof(float));
+        uint64_t s = 40 + ci;
+        fill(q, c->B * ld, 1.5f, &s);
+        double *ref = malloc((size_t)c->B * ld * sizeof(double));
+        attention_ref(c, q, ld, qc.Kd, qc.Vd, kvs, ref);
+        for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            if (!k) continue;
+            for (int pi = 0; pi < 2; pi++) {
+                pf_attention_q8(k, pi ? pool3 : pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, qc.K, qc.V, qc.ks, qc.vs,
+                                qc.hs, qc.ss, c->pos0, c->n_keys, c->causal, c->window, out, ld);
+                for (int64_t i = 0; i < c->B * ld; i++)
+                    CHECKF(fabs(out[i] - ref[i]) <= 5e-6, "%s case %d i=%lld: %.8g vs %.8g", k->name, ci, (long long)i,
+                           out[i], ref[i]);
+            }
+            if (!c->causal) continue;
+            for (int b = 0; b < c->B; b++) /* causal rows one at a time, the cache cut at each */
+                pf_attention_q8(k, pool3, q + b * ld, ld, 1, c->n_head, c->n_kv, c->hd, qc.K, qc.V, qc.ks, qc.vs, qc.hs,
+                                qc.ss, c->pos0 + b, c->pos0 + b + 1 < c->n_keys ? c->pos0 + b + 1 : c->n_keys, 1,
+                                c->window, o1 + b * ld, ld);
+            CHECKF(memcmp(out, o1, (size_t)c->B * ld * sizeof(float)) == 0, "%s case %d: B rows != one at a time",
+                   k->name, ci);
+        }
+        q8_cache_free(&qc);
+        free(q), free(out), free(o1), free(ref);
     }
     pf_pool_destroy(pool1);
     pf_pool_destroy(pool3);

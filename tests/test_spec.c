@@ -498,3 +498,51 @@ TEST(spec_greedy_lossless_trained_drafts) {
     pf_session_free(s);
     pf_model_free(m);
 }
+
+/* With the 8-bit KV cache, speculative output still equals plain decoding with that cache: the
+ * verify pass writes and reads the same rows as one-row decoding (the trained DFlash2 draft). */
+TEST(spec_greedy_lossless_kv_q8) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
+    CHECKF(m, "%s", err);
+    static const char *const prompts[4] = {
+        "Convert this description into JSON with the keys name, version.\n\nVersion 0.9-1 of libbar is available.",
+        "A box holds 7 pens. How many pens are in 6 boxes?",
+        "Write a C function that returns the larger of two ints.",
+        "What does ephemeral mean?"};
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 512, .kv_q8 = 1};
+    pf_session *s = pf_session_new(m, &sp, err);
+    CHECKF(s && s->ctx->kv->type == PF_KV_Q8, "%s", err);
+    pf_dflash *w = pf_dflash_load("models/pf-draft-dflash2.gguf", m, err);
+    CHECKF(w, "%s", err);
+    int64_t accepted = 0;
+    for (int pi = 0; pi < 4; pi++) {
+        char *text = pf_chat_format(NULL, prompts[pi]);
+        int32_t *ids = NULL;
+        size_t n = 0;
+        CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
+        free(text);
+        pf_gen_params gp = params(40, 0, 0);
+        gp.stop_at_eot = true;
+        seq plain = {.n = 0};
+        CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &plain, NULL, err) == PF_OK);
+        for (int B = 3; B <= 9; B += 6) {
+            pf_drafter *d = pf_dflash_drafter_new(w, s, err);
+            pf_spec *spec = pf_spec_new(s, d, B, err);
+            gp.strategy = pf_spec_strategy(spec);
+            seq got = {.n = 0};
+            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &got, NULL, err) == PF_OK);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+                   "prompt %d block %d: speculative output differs with the 8-bit cache", pi, B);
+            accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+            pf_spec_free(spec);
+            pf_drafter_free(d);
+            gp.strategy = NULL;
+        }
+        free(ids);
+    }
+    CHECKF(accepted > 40, "the draft was accepted only %lld times", (long long)accepted);
+    pf_dflash_free(w);
+    pf_session_free(s);
+    pf_model_free(m);
+}
