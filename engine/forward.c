@@ -74,6 +74,12 @@ void pf_ctx_free(pf_ctx *c) {
 
 int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
     if (c->kv->type == type) return 0;
+    int hd = c->model->hp.head_dim;
+    if (type == PF_KV_Q8 && (hd % 4 || hd > PF_KV_Q8_MAX_HD)) {
+        snprintf(err, PF_ERR_LEN, "the 8-bit KV cache needs a head dimension that is a multiple of 4 up to %d (this "
+                 "model's: %d)", PF_KV_Q8_MAX_HD, hd);
+        return -1;
+    }
     if (c->kv->len) {
         snprintf(err, PF_ERR_LEN, "the KV cache type can only change while the cache is empty");
         return -1;

@@ -76,7 +76,8 @@ typedef struct {
     int64_t head_stride; /* elements per KV head of one layer (pf_kv_head_stride) */
     pf_half *k, *v;      /* layer l: k + l * layer_stride, n_kv_head regions of head_stride */
     int64_t layer_stride;
-    int8_t *k8, *v8;     /* the same layout in int8 */
+    uint8_t *k8;         /* the 8-bit cache (kernels.h) */
+    int8_t *v8;
     float *ks, *vs;      /* layer l, head h, position p: ks[(l * n_kv_head + h) * scale_stride + p] */
     int64_t scale_stride;
 } pf_kv_cache;

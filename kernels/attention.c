@@ -30,7 +30,12 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
     const float *qh = j->q + b * j->ldq + (int64_t)h * hd;
     int64_t kvh = h / (j->n_head / j->n_kv_head);
     const pf_half *Kh = j->q8 ? NULL : j->K + kvh * j->head_stride, *Vh = j->q8 ? NULL : j->V + kvh * j->head_stride;
-    const int8_t *K8 = j->q8 ? j->K8 + kvh * j->head_stride : NULL, *V8 = j->q8 ? j->V8 + kvh * j->head_stride : NULL;
+    const uint8_t *K8 = j->q8 ? j->K8 + kvh * j->head_stride : NULL;
+    const int8_t *V8 = j->q8 ? j->V8 + kvh * j->head_stride : NULL;
+    int8_t q8[PF_KV_Q8_MAX_HD];
+    float qs = 0;
+    int32_t qsum = 0;
+    if (j->q8) pf_attn_quantize_q(qh, hd, q8, &qs, &qsum);
     const float *ks = j->q8 ? j->ks + kvh * j->scale_stride : NULL, *vs = j->q8 ? j->vs + kvh * j->scale_stride : NULL;
     float s[PF_ATTN_KCHUNK];
     float mx = -INFINITY, l = 0.0f;
@@ -38,13 +43,15 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         float cmax = -INFINITY;
         for (int t = 0; t < n; t++) {
-            int64_t at = pf_kv_key_at(c0 + t, 0, hd);
             float a = 0.0f;
-            if (j->q8) {
-                for (int d = 0; d < hd; d++) a = fmaf(qh[d], (float)K8[at + d * PF_KV_TILE], a);
-                a *= ks[c0 + t];
+            if (j->q8) { /* exact integer dot product of the rounded query with the keys (stored + 128) */
+                const uint8_t *kt = K8 + pf_kv_key_at_q8(c0 + t, 0, hd);
+                int32_t isum = 0;
+                for (int d = 0; d < hd; d++) isum += (int32_t)q8[d] * kt[d / 4 * (PF_KV_TILE * 4) + d % 4];
+                a = (float)(isum - 128 * qsum) * qs * ks[c0 + t];
             } else {
-                for (int d = 0; d < hd; d++) a = fmaf(qh[d], pf_fp16_to_fp32(Kh[at + d * PF_KV_TILE]), a);
+                const pf_half *kt = Kh + pf_kv_key_at(c0 + t, 0, hd);
+                for (int d = 0; d < hd; d++) a = fmaf(qh[d], pf_fp16_to_fp32(kt[d * PF_KV_TILE]), a);
             }
             s[t] = a * j->scale;
             if (s[t] > cmax) cmax = s[t];
@@ -121,7 +128,7 @@ void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ld
 }
 
 void pf_attention_q8(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                     int n_kv_head, int hd, const int8_t *K, const int8_t *V, const float *ks, const float *vs,
+                     int n_kv_head, int hd, const uint8_t *K, const int8_t *V, const float *ks, const float *vs,
                      int64_t head_stride, int64_t scale_stride, int64_t pos0, int64_t n_keys, int causal,
                      int64_t window, float *out, int64_t ldo) {
     if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;

@@ -44,8 +44,8 @@ PF_FORCE_INLINE void convert_rows(const void *src, int64_t stride, int m, int nv
 
 /* Scores of NP (row, head) pairs for keys of nt <= NT consecutive tiles starting at tile: s[p] +
  * 16 i + lane = scale * sum_d q[p][d] * key(16 i + lane, d), each an fma chain over d in order. */
-PF_FORCE_INLINE void scores_block(const void *tile, int hd, int nt, int NT, int NP, const float *const *q,
-                                  float *const *s, __m512 scale, int q8, const float *ks) {
+PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, int NP, const float *const *q,
+                                  float *const *s, __m512 scale) {
     __m512 acc[4][MAX_PAIRS];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++)
@@ -55,7 +55,7 @@ PF_FORCE_INLINE void scores_block(const void *tile, int hd, int nt, int NT, int 
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
             if (t >= nt) break;
-            __m512 kd = load_kv16(kv_at(tile, (int64_t)t * PF_KV_TILE * hd + d * PF_KV_TILE, q8), q8);
+            __m512 kd = load_h16(tile + (int64_t)t * PF_KV_TILE * hd + d * PF_KV_TILE);
 #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) acc[t][p] = _mm512_fmadd_ps(_mm512_set1_ps(q[p][d]), kd, acc[t][p]);
         }
@@ -63,14 +63,48 @@ PF_FORCE_INLINE void scores_block(const void *tile, int hd, int nt, int NT, int 
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) {
         if (t >= nt) break;
-        /* 8-bit keys: times each key's scale first (the scalar reference's order) */
-        if (q8) {
-            __m512 kscale = _mm512_loadu_ps(ks + 16 * t);
-#pragma GCC unroll 8
-            for (int p = 0; p < NP; p++) acc[t][p] = _mm512_mul_ps(acc[t][p], kscale);
-        }
 #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(s[p] + 16 * t, _mm512_mul_ps(acc[t][p], scale));
+    }
+}
+
+/* The 8-bit cache: the same for keys stored + 128 in [hd/4][16][4] tiles, the rounded queries q8
+ * (4 bytes broadcast per step), integer dot products with vpdpbusd (exact), then per key
+ * ((dot - 128 * qsum) * qs) * ks * scale in the scalar reference's order. */
+PF_FORCE_INLINE void scores_block_q8(const uint8_t *tile, int hd, int nt, int NT, int NP, const int8_t *const *q8,
+                                     const float *qs, const int32_t *qsum, float *const *s, __m512 scale,
+                                     const float *ks) {
+    __m512i acc[4][MAX_PAIRS];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; p++) acc[t][p] = _mm512_setzero_si512();
+    for (int d4 = 0; d4 < hd / 4; d4++) {
+        __m512i qb[MAX_PAIRS];
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; p++) {
+            int32_t w;
+            memcpy(&w, q8[p] + 4 * d4, 4);
+            qb[p] = _mm512_set1_epi32(w);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            if (t >= nt) break;
+            __m512i kd = _mm512_loadu_si512(tile + (int64_t)t * PF_KV_TILE * hd + d4 * (PF_KV_TILE * 4));
+#pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) acc[t][p] = _mm512_dpbusd_epi32(acc[t][p], kd, qb[p]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) {
+        if (t >= nt) break;
+        __m512 kscale = _mm512_loadu_ps(ks + 16 * t);
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; p++) {
+            __m512 x = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[t][p], _mm512_set1_epi32(128 * qsum[p])));
+            x = _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(qs[p])), kscale);
+            _mm512_storeu_ps(s[p] + 16 * t, _mm512_mul_ps(x, scale));
+        }
     }
 }
 
@@ -83,7 +117,7 @@ PF_FORCE_INLINE void scores_block(const void *tile, int hd, int nt, int NT, int 
  * B=4 at 512 1.65 -> 1.55, B=8 2.82 -> 2.76; into L1, or further ahead, no better. */
 PF_FORCE_INLINE void scores_tiles(const void *tile, int hd, int ntile, int np, const float *const *q, float *const *s,
                                   __m512 scale, const char *pk, const char *pv, int64_t pbytes, int q8,
-                                  const float *ks) {
+                                  const float *ks, const int8_t *const *q8p, const float *qs, const int32_t *qsum) {
     for (int p0 = 0; p0 < np; p0 += MAX_PAIRS) {
         int n = np - p0 < MAX_PAIRS ? np - p0 : MAX_PAIRS;
         const int NT = n <= 4 ? 4 : 2;
@@ -101,16 +135,20 @@ PF_FORCE_INLINE void scores_tiles(const void *tile, int hd, int ntile, int np, c
             int nt = ntile - t0 < NT ? ntile - t0 : NT;
             float *sp[MAX_PAIRS];
             for (int p = 0; p < n; p++) sp[p] = s[p0 + p] + 16 * t0;
+#define BLOCK(NT_, NP_)                                                                                           \
+    (q8 ? scores_block_q8(tl, hd, nt, NT_, NP_, q8p + p0, qs + p0, qsum + p0, sp, scale, kst)                   \
+        : scores_block(tl, hd, nt, NT_, NP_, q + p0, sp, scale))
             switch (n) {
-            case 1: scores_block(tl, hd, nt, 4, 1, q + p0, sp, scale, q8, kst); break;
-            case 2: scores_block(tl, hd, nt, 4, 2, q + p0, sp, scale, q8, kst); break;
-            case 3: scores_block(tl, hd, nt, 4, 3, q + p0, sp, scale, q8, kst); break;
-            case 4: scores_block(tl, hd, nt, 4, 4, q + p0, sp, scale, q8, kst); break;
-            case 5: scores_block(tl, hd, nt, 2, 5, q + p0, sp, scale, q8, kst); break;
-            case 6: scores_block(tl, hd, nt, 2, 6, q + p0, sp, scale, q8, kst); break;
-            case 7: scores_block(tl, hd, nt, 2, 7, q + p0, sp, scale, q8, kst); break;
-            default: scores_block(tl, hd, nt, 2, 8, q + p0, sp, scale, q8, kst); break;
+            case 1: BLOCK(4, 1); break;
+            case 2: BLOCK(4, 2); break;
+            case 3: BLOCK(4, 3); break;
+            case 4: BLOCK(4, 4); break;
+            case 5: BLOCK(2, 5); break;
+            case 6: BLOCK(2, 6); break;
+            case 7: BLOCK(2, 7); break;
+            default: BLOCK(2, 8); break;
             }
+#undef BLOCK
         }
     }
 }
@@ -197,6 +235,16 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
     const void *Vh = q8 ? (const void *)(j->V8 + hoff) : (const void *)(j->V + hoff);
     const float *ks = q8 ? j->ks + (int64_t)kvh * j->scale_stride : NULL;
     const float *vs = q8 ? j->vs + (int64_t)kvh * j->scale_stride : NULL;
+    /* 8-bit cache: each pair's query rounded once (pf_attn_quantize_q, as the scalar path) */
+    int8_t q8b[q8 ? MAX_ROWS * MAX_GROUP : 1][q8 ? PF_KV_Q8_MAX_HD : 1];
+    const int8_t *q8p[MAX_ROWS * MAX_GROUP];
+    float qsc[MAX_ROWS * MAX_GROUP];
+    int32_t qsm[MAX_ROWS * MAX_GROUP];
+    if (q8)
+        for (int p = 0; p < np; p++) {
+            pf_attn_quantize_q(qp[p], hd, q8b[p], &qsc[p], &qsm[p]);
+            q8p[p] = q8b[p];
+        }
     const __m512 scale = _mm512_set1_ps(j->scale);
     for (int64_t c0 = lo; c0 < hmax; c0 += PF_ATTN_KCHUNK) {
         int nc[MAX_ROWS], nmax = 0; /* keys of this chunk each row sees (<= 0: none) */
@@ -209,9 +257,10 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             int64_t k1 = c0 - off + PF_ATTN_KCHUNK, left = hmax - k1; /* the next chunk, from its tile */
             int64_t pb = left <= 0 ? 0 : (left < SPAN ? left : SPAN) * hd * (q8 ? 1 : 2);
             if (left <= 0) k1 = 0;
+            /* a tile starts at the same offset in both layouts (16 * hd elements a tile) */
             scores_tiles(kv_at(Kh, pf_kv_key_at(c0 - off, 0, hd), q8), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE,
                          np, qp, sbp, scale, (const char *)kv_at(Kh, pf_kv_key_at(k1, 0, hd), q8),
-                         (const char *)kv_at(Vh, k1 * hd, q8), pb, q8, q8 ? ks + (c0 - off) : NULL);
+                         (const char *)kv_at(Vh, k1 * hd, q8), pb, q8, q8 ? ks + (c0 - off) : NULL, q8p, qsc, qsm);
         }
         for (int r = 0; r < nr; r++) {
             int n = nc[r];

@@ -114,13 +114,23 @@ static inline int64_t pf_kv_key_at(int64_t j, int d, int hd) {
 /* Store position pos of all n_kv_head heads from f32 rows (key row, value row: n_kv_head * hd). */
 void pf_kv_store(const pf_kernels *k, pf_half *K, pf_half *V, int64_t head_stride, int n_kv_head, int hd,
                  int64_t pos, const float *krow, const float *vrow);
-/* The 8-bit cache (PF_KV_Q8): int8 keys and values in the same layout (head_stride bytes a head),
- * each (head, position) with its own scale, at ks / vs [h * scale_stride + pos] (scale_stride >=
- * the padded positions): x = scale * q, q = round(x / scale) in [-127, 127], scale = max |x| / 127.
- * Half the bytes of f16 (attention at depth reads the cache from memory each step). */
+/* The 8-bit cache (PF_KV_Q8): head_stride bytes of keys and of values a head, each (head, position)
+ * with its own scale at ks / vs [h * scale_stride + pos] (scale_stride >= the padded positions):
+ * x = scale * q, q = round(x / scale) in [-127, 127], scale = max |x| / 127. Keys are stored as
+ * q + 128 (unsigned) in tiles of 16 positions laid out [hd/4][16][4], four consecutive dimensions of
+ * a key in one 32-bit lane, as vpdpbusd multiplies them; values as int8, position-major. hd must be
+ * a multiple of 4, at most PF_KV_Q8_MAX_HD. Half the bytes of f16 (attention at depth reads the
+ * cache each step). */
 typedef enum { PF_KV_F16, PF_KV_Q8 } pf_kv_type;
-void pf_kv_store_q8(int8_t *K, int8_t *V, float *ks, float *vs, int64_t head_stride, int64_t scale_stride,
+#define PF_KV_Q8_MAX_HD 256
+static inline int64_t pf_kv_key_at_q8(int64_t j, int d, int hd) {
+    return j / PF_KV_TILE * PF_KV_TILE * hd + (int64_t)(d / 4) * (PF_KV_TILE * 4) + j % PF_KV_TILE * 4 + d % 4;
+}
+void pf_kv_store_q8(uint8_t *K, int8_t *V, float *ks, float *vs, int64_t head_stride, int64_t scale_stride,
                     int n_kv_head, int hd, int64_t pos, const float *krow, const float *vrow);
+/* The query rounding the 8-bit attention applies to each (row, head) before its integer dot
+ * products with the keys: the same rule as the cache (*qs = max |q| / 127), *qsum = sum of q8. */
+void pf_attn_quantize_q(const float *q, int hd, int8_t *q8, float *qs, int32_t *qsum);
 /* Copy position pos of all heads out of / into the keys (keys != 0) or values as one f16 row of
  * n_kv_head * hd (the prompt cache's file layout). */
 void pf_kv_row_get(const pf_half *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos,
@@ -136,9 +146,10 @@ void pf_kv_row_put(pf_half *X, int keys, int64_t head_stride, int n_kv_head, int
 void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
                   int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t head_stride,
                   int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo);
-/* The same over the 8-bit cache (scores: scale_k * (q . k8); values weighted by p * scale_v). */
+/* The same over the 8-bit cache: a score is ((q8 . k8) * qs) * ks * scale with the query rounded by
+ * pf_attn_quantize_q (exact integer dot products); values are weighted by p * vs. */
 void pf_attention_q8(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                     int n_kv_head, int hd, const int8_t *K, const int8_t *V, const float *ks, const float *vs,
+                     int n_kv_head, int hd, const uint8_t *K, const int8_t *V, const float *ks, const float *vs,
                      int64_t head_stride, int64_t scale_stride, int64_t pos0, int64_t n_keys, int causal,
                      int64_t window, float *out, int64_t ldo);
 

@@ -42,7 +42,8 @@ typedef struct {
     int64_t ldq;
     int B, n_head, n_kv_head, hd;
     const pf_half *K, *V;
-    const int8_t *K8, *V8;   /* the 8-bit cache instead of K, V (q8 = 1) */
+    const uint8_t *K8;       /* the 8-bit cache instead of K, V (q8 = 1) */
+    const int8_t *V8;
     const float *ks, *vs;    /* its scales, head h at + h * scale_stride */
     int64_t scale_stride;
     int q8;

@@ -32,20 +32,32 @@ void pf_kv_row_put(pf_half *X, int keys, int64_t head_stride, int n_kv_head, int
             X[h * head_stride + (keys ? pf_kv_key_at(pos, d, hd) : pos * hd + d)] = row[h * hd + d];
 }
 
-/* One head's row of hd values as int8 with one scale (max |x| / 127; 0 for an all-zero row). */
-static float quantize_row_q8(const float *x, int hd, int8_t *q, int64_t stride_of_d) {
+/* hd values as int8 with one scale (max |x| / 127; 0 for an all-zero row). */
+static float quantize_q8(const float *x, int hd, int8_t *q) {
     float amax = 0;
     for (int d = 0; d < hd; d++) amax = fmaxf(amax, fabsf(x[d]));
-    float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0;
-    for (int d = 0; d < hd; d++) q[d * stride_of_d] = (int8_t)lrintf(x[d] * inv);
-    return scale;
+    float inv = amax > 0 ? 127.0f / amax : 0;
+    /* round half away from zero, in plain arithmetic (lrintf is a libm call here) */
+    for (int d = 0; d < hd; d++) {
+        float y = x[d] * inv;
+        q[d] = (int8_t)(int)(y + (y >= 0 ? 0.5f : -0.5f));
+    }
+    return amax / 127.0f;
 }
 
-void pf_kv_store_q8(int8_t *K, int8_t *V, float *ks, float *vs, int64_t head_stride, int64_t scale_stride,
+void pf_attn_quantize_q(const float *q, int hd, int8_t *q8, float *qs, int32_t *qsum) {
+    *qs = quantize_q8(q, hd, q8);
+    int32_t sum = 0;
+    for (int d = 0; d < hd; d++) sum += q8[d];
+    *qsum = sum;
+}
+
+void pf_kv_store_q8(uint8_t *K, int8_t *V, float *ks, float *vs, int64_t head_stride, int64_t scale_stride,
                     int n_kv_head, int hd, int64_t pos, const float *krow, const float *vrow) {
+    int8_t tmp[PF_KV_Q8_MAX_HD];
     for (int h = 0; h < n_kv_head; h++) {
-        int8_t *kh = K + h * head_stride + pf_kv_key_at(pos, 0, hd);
-        ks[h * scale_stride + pos] = quantize_row_q8(krow + (int64_t)h * hd, hd, kh, PF_KV_TILE);
-        vs[h * scale_stride + pos] = quantize_row_q8(vrow + (int64_t)h * hd, hd, V + h * head_stride + pos * hd, 1);
+        ks[h * scale_stride + pos] = quantize_q8(krow + (int64_t)h * hd, hd, tmp);
+        for (int d = 0; d < hd; d++) K[h * head_stride + pf_kv_key_at_q8(pos, d, hd)] = (uint8_t)(tmp[d] + 128);
+        vs[h * scale_stride + pos] = quantize_q8(vrow + (int64_t)h * hd, hd, V + h * head_stride + pos * hd);
     }
 }

@@ -1061,12 +1061,13 @@ TEST(kernels_attention_batch_invariance) {
 }
 
 /* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as
- * int8 with per-(head, position) scales; the reference reads the dequantized values, so this
- * checks the kernels' arithmetic on them. Unwritten slots hold 127 and NaN scales, so a leak of a
+ * int8 with per-(head, position) scales; the reference reads the dequantized values and the queries
+ * rounded as the kernel rounds them (pf_attn_quantize_q), so this checks the kernels' arithmetic. Unwritten slots hold 127 and NaN scales, so a leak of a
  * position past the cache would show. Every level (AVX2 falls back to the scalar path), 1 and 3
  * threads; then B rows at once == one row at a time, bitwise. */
 typedef struct {
-    int8_t *K, *V;
+    uint8_t *K;
+    int8_t *V;
     float *ks, *vs;
     int64_t hs, ss;
     float *Kd, *Vd; /* dequantized, row-major (kvs = n_kv * hd) */
@@ -1095,7 +1096,7 @@ static void q8_cache_make(const attn_case *c, int64_t n_keys, uint64_t seed, q8_
         pf_kv_store_q8(qc->K, qc->V, qc->ks, qc->vs, qc->hs, qc->ss, c->n_kv, c->hd, j, kr, vr);
         for (int h = 0; h < c->n_kv; h++)
             for (int d = 0; d < c->hd; d++) {
-                int8_t kq = qc->K[h * qc->hs + pf_kv_key_at(j, d, c->hd)], vq = qc->V[h * qc->hs + j * c->hd + d];
+                int kq = qc->K[h * qc->hs + pf_kv_key_at_q8(j, d, c->hd)] - 128, vq = qc->V[h * qc->hs + j * c->hd + d];
                 qc->Kd[j * kvs + h * c->hd + d] = (float)kq * qc->ks[h * qc->ss + j];
                 qc->Vd[j * kvs + h * c->hd + d] = (float)vq * qc->vs[h * qc->ss + j];
                 /* the quantization itself: within half a step of the stored row */
@@ -1129,7 +1130,21 @@ TEST(kernels_attention_q8) {
         uint64_t s = 40 + ci;
         fill(q, c->B * ld, 1.5f, &s);
         double *ref = malloc((size_t)c->B * ld * sizeof(double));
-        attention_ref(c, q, ld, qc.Kd, qc.Vd, kvs, ref);
+        float *qr = malloc((size_t)c->B * ld * sizeof(float)); /* the queries as the kernel rounds them */
+        for (int64_t r = 0; r < (int64_t)c->B * c->n_head; r++) {
+            int8_t q8[PF_KV_Q8_MAX_HD];
+            float qs;
+            int32_t qsum, sum = 0;
+            pf_attn_quantize_q(q + r * c->hd, c->hd, q8, &qs, &qsum);
+            for (int d = 0; d < c->hd; d++) {
+                qr[r * c->hd + d] = (float)q8[d] * qs;
+                sum += q8[d];
+                CHECK(fabsf(qr[r * c->hd + d] - q[r * c->hd + d]) <= 0.5f * qs * 1.0001f);
+            }
+            CHECK(sum == qsum);
+        }
+        attention_ref(c, qr, ld, qc.Kd, qc.Vd, kvs, ref);
+        free(qr);
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = pf_kernels_get((pf_level)l);
             if (!k) continue;
