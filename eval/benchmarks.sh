@@ -21,6 +21,13 @@ if [ "$what" = perf ] || [ "$what" = all ]; then
         ./pocketflash bench-model -m "$f" -t "$T" --reps 3 --ops --json "$out/bench-model-$shape-$type.json" \
             | tee "$out/bench-model-$shape-$type.md"
     done
+    # the 8-bit KV cache (--kv q8) on the quantized shapes
+    for sm in pocket:q4_1 pocket:q8_0 qwen3-0.6b:q4_1; do
+        shape=${sm%%:*} type=${sm#*:}
+        f=.cache/synth-$shape-$type.gguf
+        ./pocketflash bench-model -m "$f" -t "$T" --reps 3 --ops --kv q8 \
+            --json "$out/bench-model-$shape-$type-kvq8.json" | tee "$out/bench-model-$shape-$type-kvq8.md"
+    done
 fi
 
 if [ "$what" = pair ] || [ "$what" = all ]; then
