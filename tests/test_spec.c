@@ -448,19 +448,52 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
 
 /* The committed trained pair: greedy speculative output equals plain decoding on eval prompts of
  * every task type, for DFlash and DFlash2 at block sizes 2..16, and the drafts are accepted. */
-TEST(spec_greedy_lossless_trained_drafts) {
+/* Greedy speculative decoding with draft w over one ChatML prompt, blocks B0, B0 + 3, .. <= 16,
+ * each output compared with plain decoding in the same session; adds the drafts accepted to
+ * *accepted. */
+static void check_lossless_prompt(pf_session *s, pf_dflash *w, const char *prompt, int B0, const char *what,
+                                  int64_t *accepted) {
     char err[PF_ERR_LEN];
+    const pf_model *m = s->model;
+    char *text = pf_chat_format(NULL, prompt);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
+    free(text);
+    pf_gen_params gp = params(40, 0, 0);
+    gp.stop_at_eot = true;
+    seq plain = {.n = 0};
+    CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &plain, NULL, err) == PF_OK);
+    for (int B = B0; B <= 16; B += 3) {
+        pf_drafter *d = pf_dflash_drafter_new(w, s, err);
+        pf_spec *spec = pf_spec_new(s, d, B, err);
+        gp.strategy = pf_spec_strategy(spec);
+        seq got = {.n = 0};
+        CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &got, NULL, err) == PF_OK);
+        CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+               "%s, block %d: speculative output differs from plain decoding", what, B);
+        *accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+        pf_spec_free(spec);
+        pf_drafter_free(d);
+        gp.strategy = NULL;
+    }
+    free(ids);
+}
+
+static const char *const k_lossless_prompts[7] = {
+    "Convert this description into JSON with the keys name, version, section.\n\nVersion 2.1-3 of libfoo is available. It belongs to the libs section.",
+    "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
+    "Write a Python function add(a, b) that returns the sum of a and b.",
+    "Translate into Chinese: Open the file",
+    "Summarize in one line: a library for parsing and writing JSON documents quickly and safely in C.",
+    "What does serendipity mean?",
+    "Continue this passage:\n\nThe morning was cold and the road was long."};
+
+TEST(spec_greedy_lossless_trained_drafts) {
+    char err[PF_ERR_LEN], what[160];
     pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
     CHECKF(m, "%s", err);
     static const char *const drafts[2] = {"models/pf-draft-dflash.gguf", "models/pf-draft-dflash2.gguf"};
-    static const char *const prompts[7] = {
-        "Convert this description into JSON with the keys name, version, section.\n\nVersion 2.1-3 of libfoo is available. It belongs to the libs section.",
-        "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
-        "Write a Python function add(a, b) that returns the sum of a and b.",
-        "Translate into Chinese: Open the file",
-        "Summarize in one line: a library for parsing and writing JSON documents quickly and safely in C.",
-        "What does serendipity mean?",
-        "Continue this passage:\n\nThe morning was cold and the road was long."};
     pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
     pf_session *s = pf_session_new(m, &sp, err);
     int64_t accepted = 0;
@@ -468,29 +501,8 @@ TEST(spec_greedy_lossless_trained_drafts) {
         pf_dflash *w = pf_dflash_load(drafts[dv], m, err);
         CHECKF(w, "%s", err);
         for (int pi = 0; pi < 7; pi++) {
-            char *text = pf_chat_format(NULL, prompts[pi]);
-            int32_t *ids = NULL;
-            size_t n = 0;
-            CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
-            free(text);
-            pf_gen_params gp = params(40, 0, 0);
-            gp.stop_at_eot = true;
-            seq plain = {.n = 0};
-            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &plain, NULL, err) == PF_OK);
-            for (int B = 2 + (pi + dv) % 3; B <= 16; B += 3) {
-                pf_drafter *d = pf_dflash_drafter_new(w, s, err);
-                pf_spec *spec = pf_spec_new(s, d, B, err);
-                gp.strategy = pf_spec_strategy(spec);
-                seq got = {.n = 0};
-                CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &got, NULL, err) == PF_OK);
-                CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
-                       "%s prompt %d block %d: speculative output differs", drafts[dv], pi, B);
-                accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
-                pf_spec_free(spec);
-                pf_drafter_free(d);
-                gp.strategy = NULL;
-            }
-            free(ids);
+            snprintf(what, sizeof what, "%s prompt %d", drafts[dv], pi);
+            check_lossless_prompt(s, w, k_lossless_prompts[pi], 2 + (pi + dv) % 3, what, &accepted);
         }
         pf_dflash_free(w);
     }
@@ -499,47 +511,26 @@ TEST(spec_greedy_lossless_trained_drafts) {
     pf_model_free(m);
 }
 
-/* With the 8-bit KV cache, speculative output still equals plain decoding with that cache: the
- * verify pass writes and reads the same rows as one-row decoding (the trained DFlash2 draft). */
+/* With the 8-bit KV cache (where the AVX-512 kernels run), speculative output still equals plain
+ * decoding with that cache: the verify pass writes and reads the same rows as one-row decoding. */
 TEST(spec_greedy_lossless_kv_q8) {
-    char err[PF_ERR_LEN];
+    char err[PF_ERR_LEN], what[160];
     pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
     CHECKF(m, "%s", err);
-    static const char *const prompts[4] = {
-        "Convert this description into JSON with the keys name, version.\n\nVersion 0.9-1 of libbar is available.",
-        "A box holds 7 pens. How many pens are in 6 boxes?",
-        "Write a C function that returns the larger of two ints.",
-        "What does ephemeral mean?"};
     pf_session_params sp = {.n_threads = 2, .n_ctx = 512, .kv_q8 = 1};
     pf_session *s = pf_session_new(m, &sp, err);
+    if (!pf_kernels_get(PF_LEVEL_AVX512)) { /* refused below AVX-512 (the CLI test checks the message) */
+        CHECK(!s && strstr(err, "AVX-512"));
+        pf_model_free(m);
+        return;
+    }
     CHECKF(s && s->ctx->kv->type == PF_KV_Q8, "%s", err);
     pf_dflash *w = pf_dflash_load("models/pf-draft-dflash2.gguf", m, err);
     CHECKF(w, "%s", err);
     int64_t accepted = 0;
-    for (int pi = 0; pi < 4; pi++) {
-        char *text = pf_chat_format(NULL, prompts[pi]);
-        int32_t *ids = NULL;
-        size_t n = 0;
-        CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
-        free(text);
-        pf_gen_params gp = params(40, 0, 0);
-        gp.stop_at_eot = true;
-        seq plain = {.n = 0};
-        CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &plain, NULL, err) == PF_OK);
-        for (int B = 3; B <= 9; B += 6) {
-            pf_drafter *d = pf_dflash_drafter_new(w, s, err);
-            pf_spec *spec = pf_spec_new(s, d, B, err);
-            gp.strategy = pf_spec_strategy(spec);
-            seq got = {.n = 0};
-            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &got, NULL, err) == PF_OK);
-            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
-                   "prompt %d block %d: speculative output differs with the 8-bit cache", pi, B);
-            accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
-            pf_spec_free(spec);
-            pf_drafter_free(d);
-            gp.strategy = NULL;
-        }
-        free(ids);
+    for (int pi = 0; pi < 7; pi += 2) {
+        snprintf(what, sizeof what, "8-bit cache, prompt %d", pi);
+        check_lossless_prompt(s, w, k_lossless_prompts[pi], 3 + pi % 2, what, &accepted);
     }
     CHECKF(accepted > 40, "the draft was accepted only %lld times", (long long)accepted);
     pf_dflash_free(w);
