@@ -6,11 +6,14 @@
  *           dimension of 16 keys: per (row, head) pair an fma with that query element broadcast,
  *           one chain over the head dim in order per key lane (the scalar reference's fmaf
  *           chain, bitwise), no horizontal sums; pairs in blocks of up to 8, 1-4 tiles at once so
- *           at least 8 independent chains hide the fma latency
+ *           at least 8 independent chains hide the fma latency. The 8-bit cache: vpdpbusd of the
+ *           keys (+128, four dimensions a lane) with the int8-rounded query, exact, then scaled
+ *           (scores_block_q8)
  *   softmax: chunk max, one rescale (expf) when it grows, exp512 over the chunk; the running sum
  *           is a 16-lane vector (lane = key index mod 16), reduced once at the end
  *   values: heads in blocks of up to 4; each value row is loaded once per block and every output
- *           vector is one fma chain in key order (the block's chains hide the fma latency). */
+ *           vector is one fma chain in key order (the block's chains hide the fma latency); 8-bit
+ *           values are converted from int8 and their scale rides on the softmax weight. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
