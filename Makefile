@@ -82,16 +82,18 @@ asan:
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# libFuzzer targets for the GGUF and .pfb bundle readers (clang); bounded runs (FUZZ_TIME seconds
+# libFuzzer targets for the GGUF, .pfb bundle and prompt-cache readers (clang); bounded runs (FUZZ_TIME seconds
 # each), not part of `make test`.
 FUZZ_TIME ?= 60
 # The seed corpora are a small synthetic model and its bundle, so mutations start from valid files.
-fuzz: build-fuzz/fuzz_gguf build-fuzz/fuzz_pfb pocketflash
+fuzz: build-fuzz/fuzz_gguf build-fuzz/fuzz_pfb build-fuzz/fuzz_prompt_cache pocketflash
 	mkdir -p build-fuzz/corpus build-fuzz/corpus-pfb
 	./pocketflash synth --shape tiny --type q4_1 -o build-fuzz/corpus/seed-tiny.gguf
 	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=400000 -rss_limit_mb=4096 build-fuzz/corpus
 	./pocketflash pack -m build-fuzz/corpus/seed-tiny.gguf -o build-fuzz/corpus-pfb/seed-tiny.pfb >/dev/null
 	build-fuzz/fuzz_pfb -max_total_time=$(FUZZ_TIME) -max_len=400000 -rss_limit_mb=4096 build-fuzz/corpus-pfb
+	mkdir -p build-fuzz/corpus-pc
+	build-fuzz/fuzz_prompt_cache -max_total_time=$(FUZZ_TIME) -max_len=65536 -rss_limit_mb=4096 build-fuzz/corpus-pc
 
 build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c formats/gguf_read.c formats/ggml_types.c
 	@mkdir -p build-fuzz
@@ -101,6 +103,13 @@ build-fuzz/fuzz_pfb: tests/fuzz/fuzz_pfb.c formats/pfb.c formats/gguf_read.c for
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -DPFB_MAX_RAW='(64ull << 20)' -fsanitize=fuzzer,address,undefined \
 	    -o $@ $^ -lzstd -lxxhash
+
+# The prompt-cache reader: the target builds hash-valid files from its input (see the file).
+build-fuzz/fuzz_prompt_cache: tests/fuzz/fuzz_prompt_cache.c engine/prompt_cache.c engine/kv_cache.c kernels/kv_layout.c \
+                              formats/ggml_types.c
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_prompt_cache.c \
+	    engine/kv_cache.c kernels/kv_layout.c formats/ggml_types.c -lzstd -lxxhash -lm
 
 # Stand-in target model (Python training recipe in draft/train; see draft/train/README.md).
 .PHONY: models
