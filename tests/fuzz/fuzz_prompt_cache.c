@@ -16,10 +16,15 @@ static uint32_t pick(const uint8_t *b, uint32_t good) {
     return (b[0] & 7) ? good : (uint32_t)b[1] * (b[0] >> 3 & 3 ? 1u : 65793u);
 }
 
+static char path[64];
+static void remove_file(void) { unlink(path); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 24) return 0;
-    static char path[64];
-    if (!path[0]) snprintf(path, sizeof path, "/tmp/fuzz-pc-%d.bin", (int)getpid());
+    if (!path[0]) {
+        snprintf(path, sizeof path, "/tmp/fuzz-pc-%d.bin", (int)getpid());
+        atexit(remove_file);
+    }
     const uint8_t *ctl = data;
     const uint8_t *raw = data + 24;
     size_t raw_n = size - 24;
