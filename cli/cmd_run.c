@@ -108,7 +108,6 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
-    if (gp.prompt_cache && sp.kv_q8) return cli_fail("run: --prompt-cache holds f16 keys and values: not with --kv q8");
     static char prof_spec[16];
     if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
     if (profile_path) {

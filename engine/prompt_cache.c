@@ -13,7 +13,8 @@
 #include <zstd.h>
 
 #define PC_MAGIC "PFPCACHE"
-#define PC_VERSION 1
+#define PC_VERSION 1    /* f16 keys and values */
+#define PC_VERSION_Q8 2 /* the 8-bit cache: int8 rows and their scales */
 #define PC_HEADER 64
 #define PC_MAX_TOKENS (1u << 24)
 #define PC_MAX_TAPS 256u
@@ -60,14 +61,18 @@ uint64_t pf_prompt_cache_key(const pf_model *m, const pf_kernels *k) {
     return r;
 }
 
-/* Byte size of the raw payload, or 0 if it overflows the limit. */
-static uint64_t payload_size(uint64_t n, uint64_t n_layer, uint64_t kv_dim, uint64_t n_embd, uint64_t n_taps) {
+/* Byte size of the raw payload, or 0 if it overflows the limit (n_kv_head: the 8-bit cache's scales
+ * per row, 0 for f16). */
+static uint64_t payload_size(uint64_t n, uint64_t n_layer, uint64_t kv_dim, uint64_t n_embd, uint64_t n_taps,
+                             uint64_t n_kv_head) {
     /* with every factor bounded no product overflows; the sum is checked against the limit */
-    if (n > PC_MAX_TOKENS || n_layer > (1u << 20) || kv_dim > (1u << 20) || n_embd > (1u << 20) || n_taps > PC_MAX_TAPS)
+    if (n > PC_MAX_TOKENS || n_layer > (1u << 20) || kv_dim > (1u << 20) || n_embd > (1u << 20) || n_taps > PC_MAX_TAPS ||
+        n_kv_head > kv_dim)
         return 0;
     uint64_t kv = n_layer * kv_dim;
     if (kv > (1ull << 32)) return 0;
-    uint64_t r = 4 * n + 4 * n_taps + 4 * n * kv; /* tokens, tap ids, K and V in f16 */
+    /* tokens, tap ids, K and V (f16; or int8 plus an f32 scale per layer, row and head) */
+    uint64_t r = 4 * n + 4 * n_taps + (n_kv_head ? 2 * n * kv + 8 * n * n_layer * n_kv_head : 4 * n * kv);
     uint64_t t = n_taps * n_embd;
     if (t > (1ull << 32) || r > PC_MAX_RAW) return 0;
     r += 4 * n * t;
@@ -83,13 +88,54 @@ static int errf(char *err, const char *fmt, ...) {
     return -1;
 }
 
+/* The K/V part of the payload: keys, then values, each rows [n_layer][n][kv_dim] (f16; the 8-bit
+ * cache: int8, then the scales [n_layer][n][n_kv_head]). save: cache rows 0..n-1 -> p; else
+ * p -> cache rows 0..use-1 (the file holds n). Returns the bytes of the part. */
+static size_t kv_section(pf_kv_cache *kv, uint8_t *p, uint32_t n, int use, int save) {
+    const int q8 = kv->type == PF_KV_Q8, nh = kv->n_kv_head, hd = kv->head_dim;
+    const size_t row = (size_t)kv->kv_dim * (q8 ? 1 : sizeof(pf_half));
+    uint8_t *p0 = p;
+    int rows = save ? (int)n : use;
+    for (int which = 0; which < 2; which++) {
+        for (int l = 0; l < kv->n_layer; l++) {
+            for (int t = 0; t < rows; t++) {
+                uint8_t *r = p + (size_t)t * row;
+                if (q8) {
+                    void *X = which ? (void *)(kv->v8 + (size_t)l * kv->layer_stride)
+                                    : (void *)(kv->k8 + (size_t)l * kv->layer_stride);
+                    if (save) pf_kv_row_get_q8(X, !which, kv->head_stride, nh, hd, t, (int8_t *)r);
+                    else pf_kv_row_put_q8(X, !which, kv->head_stride, nh, hd, t, (const int8_t *)r);
+                } else {
+                    pf_half *X = (which ? kv->v : kv->k) + (size_t)l * kv->layer_stride;
+                    if (save) pf_kv_row_get(X, !which, kv->head_stride, nh, hd, t, (pf_half *)r);
+                    else pf_kv_row_put(X, !which, kv->head_stride, nh, hd, t, (const pf_half *)r);
+                }
+            }
+            p += (size_t)n * row;
+        }
+        if (!q8) continue;
+        float *sc = which ? kv->vs : kv->ks;
+        for (int l = 0; l < kv->n_layer; l++) {
+            for (int t = 0; t < rows; t++)
+                for (int h = 0; h < nh; h++) {
+                    float *c = &sc[((size_t)l * nh + h) * kv->scale_stride + t];
+                    uint8_t *f = p + ((size_t)t * nh + h) * sizeof(float);
+                    if (save) memcpy(f, c, sizeof(float));
+                    else memcpy(c, f, sizeof(float));
+                }
+            p += (size_t)n * nh * sizeof(float);
+        }
+    }
+    return (size_t)(p - p0);
+}
+
 int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, int n_embd, const int32_t *tokens,
                          int n_tokens, const int *tap_layers, int n_taps, const float *taps, char err[PF_ERR_LEN]) {
-    if (kv->type != PF_KV_F16) return errf(err, "prompt caches hold f16 keys and values: not with --kv q8");
     if (n_tokens < 1 || n_tokens > kv->len || (uint32_t)n_taps > PC_MAX_TAPS || (n_taps && !taps))
         return errf(err, "nothing valid to save (%d tokens, %lld cached rows)", n_tokens, (long long)kv->len);
+    const int q8 = kv->type == PF_KV_Q8;
     uint64_t raw = payload_size((uint64_t)n_tokens, (uint64_t)kv->n_layer, (uint64_t)kv->kv_dim, (uint64_t)n_embd,
-                                (uint64_t)n_taps);
+                                (uint64_t)n_taps, q8 ? (uint64_t)kv->n_kv_head : 0);
     if (!raw) return errf(err, "the prefix is too large to save");
     uint8_t *buf = malloc((size_t)raw);
     size_t cap = ZSTD_compressBound((size_t)raw);
@@ -103,13 +149,7 @@ int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, 
     memcpy(p, tokens, (size_t)n_tokens * 4);
     p += (size_t)n_tokens * 4;
     for (int t = 0; t < n_taps; t++, p += 4) wr32(p, (uint32_t)tap_layers[t]);
-    size_t row = (size_t)kv->kv_dim * sizeof(pf_half);
-    for (int which = 0; which < 2; which++)
-        for (int l = 0; l < kv->n_layer; l++) {
-            const pf_half *src = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->layer_stride;
-            for (int t = 0; t < n_tokens; t++, p += row)
-                pf_kv_row_get(src, !which, kv->head_stride, kv->n_kv_head, kv->head_dim, t, (pf_half *)p);
-        }
+    p += kv_section((pf_kv_cache *)kv, p, (uint32_t)n_tokens, 0, 1); /* reads kv only */
     if (n_taps) memcpy(p, taps, (size_t)n_tokens * (size_t)n_taps * (size_t)n_embd * sizeof(float));
     size_t z = ZSTD_compress(out + PC_HEADER, cap, buf, (size_t)raw, 3);
     free(buf);
@@ -120,7 +160,7 @@ int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, 
     uint8_t *h = out;
     memset(h, 0, PC_HEADER);
     memcpy(h, PC_MAGIC, 8);
-    wr32(h + 8, PC_VERSION);
+    wr32(h + 8, q8 ? PC_VERSION_Q8 : PC_VERSION);
     wr32(h + 12, (uint32_t)n_tokens);
     wr64(h + 16, key);
     wr32(h + 24, (uint32_t)kv->n_layer);
@@ -177,7 +217,6 @@ static uint8_t *read_all(const char *path, size_t *size, int *absent, char *err)
 
 int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int n_embd, const int32_t *prompt,
                             int n_prompt, const int *tap_layers, int n_taps, float *taps, char err[PF_ERR_LEN]) {
-    if (kv->type != PF_KV_F16) return errf(err, "prompt caches hold f16 keys and values: not with --kv q8");
     size_t size = 0;
     int absent;
     uint8_t *file = read_all(path, &size, &absent, err), *raw = NULL;
@@ -199,8 +238,13 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
     uint32_t version = rd32(h + 8), n = rd32(h + 12), n_layer = rd32(h + 24), kv_dim = rd32(h + 28),
              embd = rd32(h + 32), nt = rd32(h + 36);
     uint64_t raw_size = rd64(h + 40);
-    if (version != PC_VERSION) {
+    const int q8 = kv->type == PF_KV_Q8;
+    if (version != PC_VERSION && version != PC_VERSION_Q8) {
         errf(err, "unsupported version %u", version);
+        goto done;
+    }
+    if ((version == PC_VERSION_Q8) != q8) {
+        errf(err, "saved with the %s KV cache, this run uses the %s one", q8 ? "f16" : "8-bit", q8 ? "8-bit" : "f16");
         goto done;
     }
     if (rd64(h + 16) != key || (int)n_layer != kv->n_layer || (int)kv_dim != kv->kv_dim || (int)embd != n_embd) {
@@ -208,7 +252,7 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
         goto done;
     }
     if (n < 1 || n > PC_MAX_TOKENS || nt > PC_MAX_TAPS ||
-        payload_size(n, n_layer, kv_dim, embd, nt) != raw_size || raw_size == 0) {
+        payload_size(n, n_layer, kv_dim, embd, nt, q8 ? (uint64_t)kv->n_kv_head : 0) != raw_size || raw_size == 0) {
         errf(err, "header fields out of range (corrupt file)");
         goto done;
     }
@@ -248,16 +292,8 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
         errf(err, "leaves no prompt token to prefill");
         goto done;
     }
-    size_t row = (size_t)kv_dim * sizeof(pf_half);
     const uint8_t *p = tl + 4 * (size_t)nt;
-    for (int which = 0; which < 2; which++)
-        for (uint32_t l = 0; l < n_layer; l++) {
-            pf_half *dst = (which ? kv->v : kv->k) + (size_t)l * (size_t)kv->layer_stride;
-            for (int t = 0; t < use; t++)
-                pf_kv_row_put(dst, !which, kv->head_stride, kv->n_kv_head, kv->head_dim, t,
-                              (const pf_half *)(p + (size_t)t * row));
-            p += (size_t)n * row;
-        }
+    p += kv_section(kv, (uint8_t *)p, n, use, 0);
     for (int b = 0; b < use; b++)
         for (int t = 0; t < n_taps; t++)
             memcpy(taps + ((size_t)b * n_taps + t) * embd, p + (((size_t)b * nt + idx[t]) * embd) * sizeof(float),

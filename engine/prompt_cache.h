@@ -6,7 +6,7 @@
  *
  * File layout (little-endian):
  *   header, 64 bytes:
- *     0  magic "PFPCACHE"   8 u32 version (1)     12 u32 n_tokens (prefix length, >= 1)
+ *     0  magic "PFPCACHE"   8 u32 version (1: f16 cache, 2: 8-bit cache)  12 u32 n_tokens (>= 1)
  *     16 u64 model key (pf_prompt_cache_key)       24 u32 n_layer   28 u32 kv_dim
  *     32 u32 n_embd         36 u32 n_taps          40 u64 raw payload size
  *     48 u64 xxh3-64 of the stored (compressed) payload
@@ -14,7 +14,9 @@
  *   payload, one zstd frame of:
  *     i32 tokens[n_tokens], i32 tap_layers[n_taps],
  *     f16 K[n_layer][n_tokens][kv_dim], f16 V[n_layer][n_tokens][kv_dim],
- *     f32 taps[n_tokens][n_taps][n_embd] */
+ *     f32 taps[n_tokens][n_taps][n_embd]
+ *   version 2 (the 8-bit cache) instead of each f16 K / V: i8 rows[n_layer][n_tokens][kv_dim], then
+ *     f32 scales[n_layer][n_tokens][n_kv_head]. A file restores only into a cache of its type. */
 #ifndef PF_PROMPT_CACHE_H
 #define PF_PROMPT_CACHE_H
 

@@ -128,6 +128,11 @@ static inline int64_t pf_kv_key_at_q8(int64_t j, int d, int hd) {
 }
 void pf_kv_store_q8(uint8_t *K, int8_t *V, float *ks, float *vs, int64_t head_stride, int64_t scale_stride,
                     int n_kv_head, int hd, int64_t pos, const float *krow, const float *vrow);
+/* Position pos of all heads of the 8-bit keys (keys != 0: X is the uint8 key region, values as
+ * stored minus 128) or values (X the int8 value region) as one row of n_kv_head * hd int8 (the
+ * prompt cache's layout; the scales are copied apart). */
+void pf_kv_row_get_q8(const void *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos, int8_t *row);
+void pf_kv_row_put_q8(void *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos, const int8_t *row);
 /* The query rounding the 8-bit attention applies to each (row, head) before its integer dot
  * products with the keys: the same rule as the cache (*qs = max |q| / 127), *qsum = sum of q8. */
 void pf_attn_quantize_q(const float *q, int hd, int8_t *q8, float *qs, int32_t *qsum);

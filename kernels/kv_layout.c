@@ -61,3 +61,18 @@ void pf_kv_store_q8(uint8_t *K, int8_t *V, float *ks, float *vs, int64_t head_st
         vs[h * scale_stride + pos] = quantize_q8(vrow + (int64_t)h * hd, hd, V + h * head_stride + pos * hd);
     }
 }
+
+void pf_kv_row_get_q8(const void *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos, int8_t *row) {
+    for (int h = 0; h < n_kv_head; h++)
+        for (int d = 0; d < hd; d++)
+            row[h * hd + d] = keys ? (int8_t)(((const uint8_t *)X)[h * head_stride + pf_kv_key_at_q8(pos, d, hd)] - 128)
+                                   : ((const int8_t *)X)[h * head_stride + pos * hd + d];
+}
+
+void pf_kv_row_put_q8(void *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos, const int8_t *row) {
+    for (int h = 0; h < n_kv_head; h++)
+        for (int d = 0; d < hd; d++) {
+            if (keys) ((uint8_t *)X)[h * head_stride + pf_kv_key_at_q8(pos, d, hd)] = (uint8_t)(row[h * hd + d] + 128);
+            else ((int8_t *)X)[h * head_stride + pos * hd + d] = row[h * hd + d];
+        }
+}

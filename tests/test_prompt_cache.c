@@ -83,17 +83,21 @@ typedef struct {
     pf_spec *sp;
 } runner;
 
-/* spec: NULL (plain), "dflash" (draft file), "ngram" */
-static int runner_open(runner *r, const char *model, const char *spec, const char *draft, char *err) {
+/* spec: NULL (plain), "dflash" (draft file), "ngram"; kv_q8: the 8-bit KV cache */
+static int runner_open_kv(runner *r, const char *model, const char *spec, const char *draft, int kv_q8, char *err) {
     memset(r, 0, sizeof *r);
     if (!(r->m = pf_model_load(model, err))) return -1;
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 256};
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 256, .kv_q8 = kv_q8};
     if (!(r->s = pf_session_new(r->m, &sp, err))) return -1;
     int block = 0;
     if (spec && (!(r->d = pf_drafter_open(spec, draft, r->s, 3, &block, err)) ||
                  !(r->sp = pf_spec_new(r->s, r->d, block, err))))
         return -1;
     return 0;
+}
+
+static int runner_open(runner *r, const char *model, const char *spec, const char *draft, char *err) {
+    return runner_open_kv(r, model, spec, draft, 0, err);
 }
 
 static void runner_close(runner *r) {
@@ -308,4 +312,47 @@ TEST(prompt_cache_cli) {
     free(cli);
     int st = system(cmd);
     CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "CLI prompt cache round trip failed (see %s/e*)", d);
+}
+
+/* The 8-bit KV cache: its files (version 2) hold its int8 rows and scales, so a hit gives the cold
+ * output exactly, plain and speculative; a file restores only into a cache of its own type. */
+TEST(prompt_cache_kv_q8) {
+    const pc_fixture *f = fix();
+    CHECK(f);
+    char err[PF_ERR_LEN], path[300];
+    if (!pf_kernels_get(PF_LEVEL_AVX512)) { /* sessions refuse the 8-bit cache there */
+        runner r;
+        CHECK(runner_open_kv(&r, f->a, NULL, NULL, 1, err) < 0 && strstr(err, "AVX-512"));
+        runner_close(&r);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/pc-q8.bin", pf_test_tmpdir());
+    const char *specs[] = {NULL, "dflash"};
+    int32_t p[60];
+    for (int si = 0; si < 2; si++) {
+        runner r;
+        CHECKF(runner_open_kv(&r, f->a, specs[si], f->draft, 1, err) == 0, "%s", err);
+        make_prompt(p, 60, 21, r.m->hp.n_vocab);
+        seq cold, first, hit;
+        pf_gen_stats st;
+        unlink(path);
+        CHECK(run_tokens(&r, p, 60, 0, 0, NULL, &cold, &st, err) == PF_OK);
+        CHECK(run_tokens(&r, p, 60, 0, 0, path, &first, &st, err) == PF_OK && exists(path) && same(&cold, &first));
+        CHECK(run_tokens(&r, p, 60, 0, 0, path, &hit, &st, err) == PF_OK);
+        CHECKF(st.n_cached == 59 && same(&cold, &hit), "spec %s: 8-bit cache hit: %d restored, same %d",
+               specs[si] ? specs[si] : "ar", st.n_cached, same(&cold, &hit));
+        runner_close(&r);
+    }
+    /* the file is the 8-bit cache's: an f16 run refuses it (and rewrites it), then the 8-bit run
+     * refuses the f16 file */
+    runner a, q;
+    CHECKF(runner_open(&a, f->a, NULL, NULL, err) == 0 && runner_open_kv(&q, f->a, NULL, NULL, 1, err) == 0, "%s", err);
+    seq cold_a, cold_q;
+    pf_gen_stats st;
+    CHECK(run_tokens(&a, p, 60, 0, 0, NULL, &cold_a, &st, err) == PF_OK);
+    CHECK(run_tokens(&q, p, 60, 0, 0, NULL, &cold_q, &st, err) == PF_OK);
+    expect_refused(&a, p, 60, path, "saved with the 8-bit KV cache, this run uses the f16 one", &cold_a);
+    expect_refused(&q, p, 60, path, "saved with the f16 KV cache, this run uses the 8-bit one", &cold_q);
+    runner_close(&a);
+    runner_close(&q);
 }

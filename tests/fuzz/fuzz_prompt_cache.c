@@ -1,7 +1,8 @@
 /* libFuzzer target for the prompt-cache reader (engine/prompt_cache.c). Random bytes would almost
  * never get past the two xxh3 checks, so the input is read as a recipe for a file that passes
  * them: 24 bytes choose the header fields (mostly the values the cache expects, sometimes not),
- * the rest is the raw payload, compressed and hashed like a real file. The restore must then load
+ * the rest is the raw payload, compressed and hashed like a real file (f16 or 8-bit cache files,
+ * restored into a cache of the same or the other type). The restore must then load
  * it or refuse it cleanly, writing only inside the cache and the taps buffer; on success the
  * restored row count must be in range. The reader's source is included for its constants and
  * writers. `make fuzz`. */
@@ -31,7 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t n = 1 + ctl[0] % 40, nt = ctl[1] % 3;
     uint32_t n_layer = pick(ctl + 2, N_LAYER), kv_dim = pick(ctl + 4, N_KV * HD), embd = pick(ctl + 6, EMBD);
     if (ctl[8] & 1) n = pick(ctl + 9, n);
-    uint64_t want = payload_size(n, n_layer, kv_dim, embd, nt);
+    /* the 8-bit cache's files (version 2) in 1 of 4 inputs */
+    const int q8 = (ctl[22] & 3) == 0;
+    uint64_t want = payload_size(n, n_layer, kv_dim, embd, nt, q8 ? N_KV : 0);
     uint64_t raw_size = (ctl[11] & 7) ? want : raw_n;
     if (want && (ctl[11] & 7) && raw_n < want) return 0; /* too short a recipe for these fields */
     size_t used = (size_t)(raw_size < raw_n ? raw_size : raw_n);
@@ -46,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *h = file;
     memset(h, 0, PC_HEADER);
     memcpy(h, PC_MAGIC, 8);
-    wr32(h + 8, (ctl[12] & 15) ? PC_VERSION : ctl[13]);
+    wr32(h + 8, (ctl[12] & 15) ? (q8 ? PC_VERSION_Q8 : PC_VERSION) : ctl[13]);
     wr32(h + 12, n);
     const uint64_t key = 0x1234abcdull;
     wr64(h + 16, (ctl[14] & 15) ? key : key ^ ctl[15]);
@@ -69,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(file);
 
     pf_hparams hp = {.n_layer = N_LAYER, .n_head_kv = N_KV, .head_dim = HD};
-    pf_kv_cache *kv = pf_kv_new(&hp, N_CTX, PF_KV_F16);
+    /* usually the cache type of the file; sometimes the other (must be refused) */
+    pf_kv_cache *kv = pf_kv_new(&hp, N_CTX, (q8 ^ ((ctl[23] & 7) == 0)) ? PF_KV_Q8 : PF_KV_F16);
     if (!kv) return 0;
     /* the prompt: the payload's first tokens when there are enough (so the prefix check can pass) */
     int32_t prompt[N_PROMPT];
