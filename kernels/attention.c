@@ -131,7 +131,9 @@ void pf_attention_q8(const pf_kernels *k, pf_pool *pool, const float *q, int64_t
                      int n_kv_head, int hd, const uint8_t *K, const int8_t *V, const float *ks, const float *vs,
                      int64_t head_stride, int64_t scale_stride, int64_t pos0, int64_t n_keys, int causal,
                      int64_t window, float *out, int64_t ldo) {
-    if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;
+    /* the 8-bit layout's preconditions (kernels.h); pf_ctx_set_kv_type refuses other models */
+    if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head || hd % 4 || hd > PF_KV_Q8_MAX_HD)
+        return;
     pf_attn_job j = {.k = k, .q = q, .ldq = ldq, .B = B, .n_head = n_head, .n_kv_head = n_kv_head, .hd = hd,
                      .K8 = K, .V8 = V, .ks = ks, .vs = vs, .scale_stride = scale_stride, .q8 = 1,
                      .head_stride = head_stride, .pos0 = pos0, .n_keys = n_keys, .causal = causal,
