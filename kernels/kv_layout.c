@@ -55,6 +55,7 @@ void pf_attn_quantize_q(const float *q, int hd, int8_t *q8, float *qs, int32_t *
 void pf_kv_store_q8(uint8_t *K, int8_t *V, float *ks, float *vs, int64_t head_stride, int64_t scale_stride,
                     int n_kv_head, int hd, int64_t pos, const float *krow, const float *vrow) {
     int8_t tmp[PF_KV_Q8_MAX_HD];
+    if (hd > PF_KV_Q8_MAX_HD || hd % 4) return; /* outside the layout (kernels.h); refused by pf_ctx_set_kv_type */
     for (int h = 0; h < n_kv_head; h++) {
         ks[h * scale_stride + pos] = quantize_q8(krow + (int64_t)h * hd, hd, tmp);
         for (int d = 0; d < hd; d++) K[h * head_stride + pf_kv_key_at_q8(pos, d, hd)] = (uint8_t)(tmp[d] + 128);
