@@ -85,15 +85,9 @@ static bool is_dec_tensor(const char *name) { return !strncmp(name, "dec.", 4); 
 
 int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias, const float *pos_bias, int n_pos,
                   const char *out, char err[PF_ERR_LEN]) {
-    gguf_file *f = gguf_open(draft_path, err);
-    if (!f) return -1;
-    gguf_writer *wr = gguf_writer_new();
-    if (!wr) {
-        gguf_close(f);
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
-    }
-    gguf_w_copy_kv(wr, f, is_dec);
+    gguf_file *f;
+    gguf_writer *wr = gguf_writer_from(draft_path, is_dec, &f, err);
+    if (!wr) return -1;
     gguf_w_u32(wr, "dflash.dec.positions", (uint32_t)n_pos);
     gguf_w_copy_tensors(wr, f, is_dec_tensor);
     int64_t nw = 2 * (int64_t)n_embd, nb = 1, np = n_pos;

@@ -34,15 +34,9 @@ int pf_draft_head_attach(const char *draft_path, const int32_t *ranked, int n, i
         seen[ranked[i]] = 1;
     }
     free(seen);
-    gguf_file *f = gguf_open(draft_path, err);
-    if (!f) return -1;
-    gguf_writer *wr = gguf_writer_new();
-    if (!wr) {
-        gguf_close(f);
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
-    }
-    gguf_w_copy_kv(wr, f, is_head_key);
+    gguf_file *f;
+    gguf_writer *wr = gguf_writer_from(draft_path, is_head_key, &f, err);
+    if (!wr) return -1;
     gguf_w_arr(wr, "dflash.head_tokens", GGUF_I32, ranked, (uint64_t)n);
     gguf_w_u32(wr, "dflash.head_vocab", (uint32_t)head_vocab);
     gguf_w_copy_tensors(wr, f, NULL);

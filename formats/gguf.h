@@ -115,6 +115,10 @@ void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *strs, co
                     uint64_t n);
 /* Copy every key of `src` except those for which skip(key) returns true (skip may be NULL). */
 void gguf_w_copy_kv(gguf_writer *w, const gguf_file *src, bool (*skip)(const char *key));
+/* A writer seeded with the metadata of the file at path (gguf_w_copy_kv with skip); *src receives
+ * the open file, for gguf_w_copy_tensors, to close after the write. NULL with err (nothing open). */
+gguf_writer *gguf_writer_from(const char *path, bool (*skip)(const char *key), gguf_file **src,
+                              char err[PF_ERR_LEN]);
 /* Hand the writer a malloc'd buffer (tensor data it will write) to free with the writer; returns p,
  * or NULL (p freed, the writer marked out of memory, so the write fails) when p is NULL or the
  * writer cannot record it. */

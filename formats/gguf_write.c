@@ -76,6 +76,21 @@ void gguf_writer_free(gguf_writer *w) {
 
 void gguf_w_alignment(gguf_writer *w, uint32_t alignment) { w->alignment = alignment; }
 
+gguf_writer *gguf_writer_from(const char *path, bool (*skip)(const char *key), gguf_file **src,
+                              char err[PF_ERR_LEN]) {
+    gguf_file *f = gguf_open(path, err);
+    if (!f) return NULL;
+    gguf_writer *w = gguf_writer_new();
+    if (!w) {
+        gguf_close(f);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return NULL;
+    }
+    gguf_w_copy_kv(w, f, skip);
+    *src = f;
+    return w;
+}
+
 void *gguf_w_own(gguf_writer *w, void *p) {
     if (p && w->n_owned == w->cap_owned) {
         size_t cap = w->cap_owned ? 2 * w->cap_owned : 64;

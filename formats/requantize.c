@@ -37,16 +37,10 @@ int pf_requantize_file(const char *in, const char *out, uint32_t type, char err[
         snprintf(err, PF_ERR_LEN, "unsupported output type %u", type);
         return -1;
     }
-    gguf_file *f = gguf_open(in, err);
-    if (!f) return -1;
-    gguf_writer *w = gguf_writer_new();
-    void **owned = calloc((size_t)f->n_tensors + 1, sizeof *owned);
+    gguf_file *f;
+    gguf_writer *w = gguf_writer_from(in, skip_file_type, &f, err);
+    if (!w) return -1;
     int rc = -1;
-    if (!w || !owned) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        goto done;
-    }
-    gguf_w_copy_kv(w, f, skip_file_type);
     gguf_w_u32(w, "general.file_type", pf_file_type_of(type));
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
@@ -55,15 +49,16 @@ int pf_requantize_file(const char *in, const char *out, uint32_t type, char err[
         if (t->n_dims >= 2 && cols % PF_QK == 0 && t->type != type) {
             float *tmp = malloc((size_t)(rows * cols) * sizeof(float));
             size_t nb = 0;
+            void *conv = NULL; /* the writer keeps it (gguf_w_own) */
             if (tmp && pf_dequantize_row(t->type, t->data, tmp, rows * cols) == 0)
-                owned[i] = pf_convert_matrix(type, tmp, rows, cols, &nb);
+                conv = pf_convert_matrix(type, tmp, rows, cols, &nb);
             free(tmp);
-            if (!owned[i]) {
+            if (!conv) {
                 snprintf(err, PF_ERR_LEN, "%s: tensor '%s': conversion failed", in, name);
                 free(name);
                 goto done;
             }
-            gguf_w_tensor(w, name, type, t->n_dims, t->ne, owned[i], nb);
+            gguf_w_tensor(w, name, type, t->n_dims, t->ne, gguf_w_own(w, conv), nb);
         } else {
             gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
         }
@@ -71,9 +66,6 @@ int pf_requantize_file(const char *in, const char *out, uint32_t type, char err[
     }
     rc = gguf_w_write(w, out, err);
 done:
-    if (owned)
-        for (uint64_t i = 0; i < f->n_tensors; i++) free(owned[i]);
-    free(owned);
     gguf_writer_free(w);
     gguf_close(f);
     return rc;
