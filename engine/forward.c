@@ -160,16 +160,7 @@ static void row_step(const rows_job *j, int r) {
             pf_rope_neox(q, hp->n_head, hd, j->pos0 + r, hp->rope_theta);
             pf_rope_neox(kr, hp->n_head_kv, hd, j->pos0 + r, hp->rope_theta);
         }
-        pf_kv_cache *kv = c->kv;
-        if (kv->type == PF_KV_Q8) {
-            size_t so = (size_t)j->l * hp->n_head_kv * kv->scale_stride;
-            pf_kv_store_q8(kv->k8 + (size_t)j->l * kv->layer_stride, kv->v8 + (size_t)j->l * kv->layer_stride,
-                           kv->ks + so, kv->vs + so, kv->head_stride, kv->scale_stride, hp->n_head_kv, hd, j->pos0 + r,
-                           kr, vr);
-        } else {
-            pf_kv_store(k, kv->k + (size_t)j->l * kv->layer_stride, kv->v + (size_t)j->l * kv->layer_stride,
-                        kv->head_stride, hp->n_head_kv, hd, j->pos0 + r, kr, vr);
-        }
+        pf_kv_write(k, c->kv, j->l, j->pos0 + r, kr, vr);
         break;
     }
     case ROWS_O_OUT:
@@ -240,15 +231,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         op_mark(c, PF_OP_QKV, &tm);
         rows_run(&rj, ROWS_QK);
         op_mark(c, PF_OP_ELEMENT, &tm);
-        if (kv->type == PF_KV_Q8) {
-            size_t so = (size_t)l * hp->n_head_kv * kv->scale_stride;
-            pf_attention_q8(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, kv->k8 + (size_t)l * kv->layer_stride,
-                            kv->v8 + (size_t)l * kv->layer_stride, kv->ks + so, kv->vs + so, kv->head_stride,
-                            kv->scale_stride, pos0, pos0 + B, 1, 0, c->att, qd);
-        } else {
-            pf_attention(k, c->pool, c->q, qd, B, hp->n_head, hp->n_head_kv, hd, kv->k + (size_t)l * kv->layer_stride,
-                         kv->v + (size_t)l * kv->layer_stride, kv->head_stride, pos0, pos0 + B, 1, 0, c->att, qd);
-        }
+        pf_kv_attend(k, c->pool, kv, l, c->q, qd, B, hp->n_head, pos0, c->att, qd);
         op_mark(c, PF_OP_ATTENTION, &tm);
         linear(c, &L->attn_o, c->att, qd, B, c->tmp, H);
         op_mark(c, PF_OP_O, &tm);

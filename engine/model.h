@@ -85,6 +85,15 @@ typedef struct {
 pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx, pf_kv_type type);
 /* Bytes the cache holds per position (all layers, keys and values, scales included). */
 size_t pf_kv_bytes_per_token(const pf_kv_cache *kv);
+/* Layer l, position pos, from f32 key and value rows (n_kv_head * head_dim each), for either type. */
+void pf_kv_write(const pf_kernels *k, pf_kv_cache *kv, int l, int64_t pos, const float *krow, const float *vrow);
+/* Causal attention of B query rows at positions pos0.. over layer l's keys [0, pos0 + B), for
+ * either type (pf_attention / pf_attention_q8). */
+void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int l, const float *q, int64_t ldq, int B,
+                  int n_head, int64_t pos0, float *out, int64_t ldo);
+/* 1 if kernels k read the 8-bit cache at speed (the AVX-512 ones; elsewhere its scalar path is
+ * several times slower than the f16 cache), else 0 with the reason in err. */
+int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]);
 void pf_kv_free(pf_kv_cache *kv);
 void pf_kv_truncate(pf_kv_cache *kv, int64_t len);
 

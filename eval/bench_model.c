@@ -52,12 +52,7 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         if (o->blocks[i] > max_b) max_b = o->blocks[i];
     int64_t n_ctx = (int64_t)max_depth + (o->prefill_tokens > max_b ? o->prefill_tokens : max_b) + 8;
     pf_ctx *c = pf_ctx_new(m, n_ctx, o->threads, NULL, err);
-    if (c && o->kv_q8 && c->k->level < PF_LEVEL_AVX512) {
-        snprintf(err, PF_ERR_LEN, "the 8-bit KV cache needs the AVX-512 kernels (these are %s)", c->k->name);
-        pf_ctx_free(c);
-        return -1;
-    }
-    if (c && o->kv_q8 && pf_ctx_set_kv_type(c, PF_KV_Q8, err) < 0) {
+    if (c && o->kv_q8 && (!pf_kv_q8_usable(c->k, err) || pf_ctx_set_kv_type(c, PF_KV_Q8, err) < 0)) {
         pf_ctx_free(c);
         return -1;
     }
