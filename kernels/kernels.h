@@ -40,8 +40,6 @@ typedef struct pf_kernels {
     void (*rmsnorm)(const float *x, const float *w, int64_t n, float eps, float *out);
     /* out[i] = silu(gate[i]) * up[i]; out may alias gate */
     void (*swiglu)(const float *gate, const float *up, float *out, int64_t n);
-    /* dot of two float vectors (attention scores) */
-    float (*dot_f32_f16)(const float *a, const pf_half *b, int n);
     /* y += a * x for float y and f16 x (attention value accumulation) */
     void (*axpy_f16)(float a, const pf_half *x, float *y, int n);
     /* y[i] = x[i] rounded to f16 (nearest even), bitwise pf_fp32_to_fp16 (KV cache writes) */

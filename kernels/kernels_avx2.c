@@ -319,30 +319,6 @@ static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
     }
 }
 
-static float dot_f32_f16(const float *a, const pf_half *b, int n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
-                               _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8),
-                               _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i + 8))), acc1);
-    }
-    for (int c = 0; i < n; c++, i += 8) {
-        int m = n - i < 8 ? n - i : 8;
-        float abuf[8] = {0};
-        pf_half bbuf[8] = {0};
-        memcpy(abuf, a + i, (size_t)m * sizeof(float));
-        memcpy(bbuf, b + i, (size_t)m * sizeof(pf_half));
-        __m256 p = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)bbuf));
-        if (c == 0)
-            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(abuf), p, acc0);
-        else
-            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(abuf), p, acc1);
-    }
-    return hsum256(_mm256_add_ps(acc0, acc1));
-}
-
 /* The scalar loop's answer in two passes: the largest non-NaN value (vmaxps returns its second
  * operand when the first is NaN), then the first index holding it (-0 == +0, as the loop keeps the
  * first of equal values). */

@@ -441,27 +441,6 @@ static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
     }
 }
 
-static float dot_f32_f16(const float *a, const pf_half *b, int n) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i),
-                               _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16),
-                               _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i + 16))), acc1);
-    }
-    for (int c = 0; i < n; c++, i += 16) {
-        __mmask16 m = tail_mask(n - i);
-        __m512 av = _mm512_maskz_loadu_ps(m, a + i);
-        __m512 bv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b + i));
-        if (c == 0)
-            acc0 = _mm512_fmadd_ps(av, bv, acc0);
-        else
-            acc1 = _mm512_fmadd_ps(av, bv, acc1);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-}
-
 /* Two passes like the AVX2 one: the largest non-NaN value, then the first index holding it. */
 static int32_t argmax(const float *x, int64_t n) {
     if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */

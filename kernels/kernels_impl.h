@@ -22,7 +22,6 @@ extern const pf_kernels pf_kernels_avx512_table;
         .quantize_act = quantize_act_fn,                                                            \
         .rmsnorm = rmsnorm,                                                                         \
         .swiglu = swiglu,                                                                           \
-        .dot_f32_f16 = dot_f32_f16,                                                                 \
         .axpy_f16 = axpy_f16,                                                                       \
         .f32_to_f16 = f32_to_f16,                                                                   \
         .argmax = argmax,                                                                           \

@@ -138,12 +138,6 @@ static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
     }
 }
 
-static float dot_f32_f16(const float *a, const pf_half *b, int n) {
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++) acc += a[i] * pf_fp16_to_fp32(b[i]);
-    return acc;
-}
-
 static int32_t argmax(const float *x, int64_t n) {
     int32_t best = 0;
     for (int64_t i = 1; i < n; i++)

@@ -720,30 +720,22 @@ TEST(kernels_rmsnorm_vs_double) {
     }
 }
 
-TEST(kernels_dot_axpy_f16_vs_scalar) {
+TEST(kernels_axpy_f16_vs_scalar) {
     const int ns[] = {1, 7, 16, 31, 33, 64, 100, 128};
     const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
     uint64_t s = 21;
     for (int ni = 0; ni < 8; ni++) {
         int n = ns[ni];
-        float a[128], bf[128], y0[128], yr[128], y[128];
+        float bf[128], y0[128], yr[128], y[128];
         pf_half b[128];
-        fill(a, n, 2.0f, &s);
         fill(bf, n, 3.0f, &s);
         fill(y0, 128, 1.0f, &s);
-        double mag = 0;
-        for (int i = 0; i < n; i++) {
-            b[i] = pf_fp32_to_fp16(bf[i]);
-            mag += fabs((double)a[i] * pf_fp16_to_fp32(b[i]));
-        }
-        float ref = ks->dot_f32_f16(a, b, n);
+        for (int i = 0; i < n; i++) b[i] = pf_fp32_to_fp16(bf[i]);
         memcpy(yr, y0, sizeof y0);
         ks->axpy_f16(0.37f, b, yr, n);
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = pf_kernels_get((pf_level)l);
             if (!k) continue;
-            float d = k->dot_f32_f16(a, b, n);
-            CHECKF(fabs((double)d - ref) <= 1e-5 * mag, "%s dot n=%d: %g vs %g", k->name, n, d, ref);
             memcpy(y, y0, sizeof y0);
             k->axpy_f16(0.37f, b, y, n);
             for (int i = 0; i < n; i++)
