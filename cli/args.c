@@ -1,5 +1,7 @@
 #include "cli/args.h"
 
+#include "verify/spec.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -96,4 +98,25 @@ bool cli_kv(const char *flag, const char *s, int *q8) {
     }
     cli_fail("%s: unknown KV cache type '%s' (f16 or q8)", flag, s);
     return false;
+}
+
+const char *cli_alias(const char *flag) {
+    /* llama.cpp's spellings (common/arg.cpp) that mean exactly one of ours */
+    static const char *const map[][2] = {
+        {"--model", "-m"},        {"--prompt", "-p"},        {"--file", "-f"},
+        {"--predict", "-n"},      {"--n-predict", "-n"},     {"--ctx-size", "-c"},
+        {"--threads", "-t"},      {"-s", "--seed"},          {"-md", "-d"},
+        {"--model-draft", "-d"},  {"--draft", "--draft-max"}, {"--draft-n", "--draft-max"},
+        {"-sys", "--system"},     {"--system-prompt", "--system"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(flag, map[i][0])) return map[i][1];
+    return flag;
+}
+
+bool cli_draft_max(const char *flag, const char *s, int *block) {
+    long long v;
+    if (!cli_int(flag, s, 1, PF_MAX_BLOCK - 1, &v)) return false;
+    *block = (int)v + 1; /* N drafted tokens are verified with the bonus row: B = N + 1 */
+    return true;
 }

@@ -17,6 +17,11 @@ bool cli_float(const char *flag, const char *s, double lo, double hi, double *ou
 bool cli_draft_head(const char *flag, const char *s, int *out);
 /* --kv f16|q8: *q8 = 0 or 1. */
 bool cli_kv(const char *flag, const char *s, int *q8);
+/* The flag name a command knows for FLAG: llama.cpp's one-to-one spellings (--model, -md,
+ * --n-predict, --ctx-size, --threads, -s, --draft, ...) map to ours, anything else is returned as is. */
+const char *cli_alias(const char *flag);
+/* --draft-max N (llama.cpp: tokens drafted per round, 1..PF_MAX_BLOCK-1): *block = N + 1 rows verified. */
+bool cli_draft_max(const char *flag, const char *s, int *block);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);
 

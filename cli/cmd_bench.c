@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
+#include "kernels/topology.h"
 
 static const char k_usage[] =
     "usage: pocketflash bench -m TARGET.gguf [-d DRAFT.gguf] --tasks DIR [options]\n"
@@ -18,20 +19,24 @@ static const char k_usage[] =
     "                 each round how many drafts to verify; --block is then the most it drafts)\n"
     "  --block B      rows verified per round (default: dflash min(4, the draft's trained block), dec\n"
     "                 the draft's trained block as the most it drafts, ngram 8)\n"
+    "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest ngram pattern (default 3)\n"
+    "  --no-special   special-token texts inside the prompts are plain text (template markers stay special)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  -n N           tokens generated per prompt (default 64)\n"
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       interleaved repetitions (default 3)\n"
-    "  -t N           threads (default 2)\n"
+    "  -t N           threads (default: the physical cores, here %d)\n"
     "  -c N           context size (default 1024)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; AVX-512 only)\n"
     "  --temp T --top-k K --top-p P --seed S   sampled decoding (default greedy)\n"
     "  --json FILE    write the results as JSON\n"
     "  --svg FILE     write a bar chart of speedup per task type (with tau)\n"
-    "  --profile FILE per task type, use the strategy and block size of a tuned profile (pocketflash tune)\n";
+    "  --profile FILE per task type, use the strategy and block size of a tuned profile (pocketflash tune)\n"
+    "llama.cpp spellings accepted: --model, --predict/--n-predict, --ctx-size, --threads, -s (--seed),\n"
+    "  -md/--model-draft, --draft/--draft-n (--draft-max)\n";
 
 static void write_svg(FILE *f, const pf_bench_result *r) {
     int n = r->n + 1, bw = 60, gap = 30, left = 60, top = 40, h = 260;
@@ -107,20 +112,21 @@ static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { 
 
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL;
-    pf_bench_opts o = {.threads = 2, .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
+    pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                        .progress = 1};
     int max_prompts = 8;
     long long iv;
     double fv;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        const char *a = cli_alias(argv[i]), *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, o.threads); return 0; }
+        if (!strcmp(a, "--no-special")) { o.no_special = 1; continue; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
-                                                 "--json", "--svg", "--profile", "--draft-head", "--kv", NULL};
+                                                 "--json", "--svg", "--profile", "--draft-head", "--kv", "--draft-max", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", a);
+        if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-d")) o.draft_path = v;
@@ -130,6 +136,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--svg")) svg = v;
         else if (!strcmp(a, "--profile")) profile_path = v;
         else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; o.block = (int)iv; }
+        else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &o.block)) return 1; }
         else if (!strcmp(a, "--ngram")) { if (!cli_int(a, v, 1, 16, &iv)) return 1; o.ngram_n = (int)iv; }
         else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &o.draft_head)) return 1; }
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.max_tokens = (int)iv; }

@@ -6,10 +6,11 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "engine/chat.h"
+#include "engine/chat_tokens.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
 #include "formats/json.h"
+#include "kernels/topology.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
 
@@ -19,18 +20,23 @@ static const char k_usage[] =
     "  and writes one line per prompt: {\"id\", \"prompt\", \"response\", \"prompt_ids\", \"response_ids\",\n"
     "  \"stop\"}; the output is written to a temporary file and renamed when complete.\n"
     "  -n N           max tokens per response (default 256)\n"
-    "  -t N           threads (default 2)\n"
+    "  -t N           threads (default: the physical cores, here %d)\n"
     "  -c N           context size (default 2048)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; AVX-512 only)\n"
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
-    "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output)\n"
+    "  --no-special   special-token texts inside the prompts are plain text (the ChatML template's\n"
+    "                 own markers stay special; default: parsed as special tokens)\n"
+    "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output; also -md)\n"
     "  --block B      rows verified per round with -d (default: min(4, the draft's block size))\n"
+    "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --draft-head N|full  with -d: the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --log-rounds FILE  with -d: append every round's Dec features and accepted length to FILE\n"
-    "                 (the training data of a Dec head, see draft/train/train_dec.py)\n";
+    "                 (the training data of a Dec head, see draft/train/train_dec.py)\n"
+    "llama.cpp spellings accepted: --model, --predict/--n-predict, --ctx-size, --threads, -s (--seed),\n"
+    "  -md/--model-draft, --draft/--draft-n (--draft-max)\n";
 
 typedef struct {
     int32_t *ids;
@@ -79,17 +85,19 @@ int cmd_gen(int argc, char **argv) {
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     gp.max_tokens = 256;
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 2048};
+    pf_session_params sp = {.n_threads = pf_physical_cores(), .n_ctx = 2048};
+    bool no_special = false;
     long long iv, limit = -1;
     double fv;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        const char *a = cli_alias(argv[i]), *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, sp.n_threads); return 0; }
+        if (!strcmp(a, "--no-special")) { no_special = true; continue; }
         static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
-                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", NULL};
+                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", "--draft-max", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", a);
+        if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-i")) in = v;
@@ -98,6 +106,7 @@ int cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "--log-rounds")) log_rounds = v;
         else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
         else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
+        else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &block)) return 1; }
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; gp.max_tokens = (int)iv; }
         else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
         else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
@@ -157,16 +166,13 @@ int cmd_gen(int argc, char **argv) {
             pf_json_free(doc);
             goto done;
         }
-        char *text = pf_chat_format(NULL, p->u.str.s);
         int32_t *ids = NULL;
         size_t n_ids = 0;
-        if (!text || pf_tokenize(m->tok, text, strlen(text), true, &ids, &n_ids, err) < 0) {
-            cli_fail("%s:%d: %s", in, lineno, text ? err : "out of memory");
-            free(text);
+        if (pf_chat_tokenize(m->tok, NULL, p->u.str.s, !no_special, &ids, &n_ids, err) < 0) {
+            cli_fail("%s:%d: %s", in, lineno, err);
             pf_json_free(doc);
             goto done;
         }
-        free(text);
         resp.n = 0;
         gp.seed = seed0 + (uint64_t)(lineno - 1);
         pf_gen_stats st;

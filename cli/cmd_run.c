@@ -8,6 +8,7 @@
 #include "engine/generate.h"
 #include "formats/pfb.h"
 #include "include/pocketflash.h"
+#include "kernels/topology.h"
 #include "verify/spec.h"
 #include "eval/profile.h"
 #include "verify/strategies.h"
@@ -15,11 +16,14 @@
 static const char k_usage[] =
     "usage: pocketflash run -m MODEL.gguf|APP.pfb (-p PROMPT | -f FILE) [options]\n"
     "  -m FILE        target model (qwen3 GGUF), or a .pfb bundle (its draft is used unless --spec/-d)\n"
-    "  -p TEXT        prompt text (exact bytes, UTF-8)\n"
-    "  -f FILE        read the prompt from a file\n"
+    "  -p TEXT        prompt text (exact bytes, UTF-8); special-token texts such as <|im_start|> are\n"
+    "                 special tokens, as in llama.cpp\n"
+    "  -f FILE        read the prompt from a file (exact bytes)\n"
+    "  --no-special   special-token texts in the prompt are plain text (with --chat the template's\n"
+    "                 own markers stay special)\n"
     "  -n N           tokens to generate (default 128)\n"
     "  -c N           context size in tokens (default min(4096, model's))\n"
-    "  -t N           threads (default 1)\n"
+    "  -t N           threads (default: the physical cores, here %d)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; AVX-512 only)\n"
     "  --chat         wrap the prompt in the ChatML template (stops at <|im_end|>)\n"
@@ -35,9 +39,10 @@ static const char k_usage[] =
     "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
     "  --spec S       ar (plain, default without a draft), dflash (default with -d or a bundled\n"
     "                 draft), ngram (prompt lookup)\n"
-    "  -d FILE        DFlash / DFlash2 draft GGUF for the target\n"
+    "  -d FILE        DFlash / DFlash2 draft GGUF for the target (also -md)\n"
     "  --block B      rows verified per round, 2..64 (default: dflash min(4, the draft's trained block),\n"
     "                 dec the draft's trained block as the most it drafts, ngram 8)\n"
+    "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
@@ -46,7 +51,9 @@ static const char k_usage[] =
     "  --task TYPE    task type to look up in the profile (e.g. math, code, extraction)\n"
     "  --log-rounds FILE  append every full round's Dec features and accepted length (binary) to FILE\n"
     "  --stats        print round statistics (tau, accepted-length histogram, per-position\n"
-    "                 acceptance, time split) to stderr\n";
+    "                 acceptance, time split) to stderr\n"
+    "llama.cpp spellings accepted: --model, --prompt, --file, --predict/--n-predict, --ctx-size,\n"
+    "  --threads, -s (--seed), -md/--model-draft, --draft/--draft-n (--draft-max), -sys/--system-prompt\n";
 
 static int on_text(void *user, const char *text, size_t len) {
     (void)user;
@@ -64,18 +71,19 @@ int cmd_run(int argc, char **argv) {
     bool show_stats = false;
     pf_gen_params gp;
     pf_gen_params_default(&gp);
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 0};
+    pf_session_params sp = {.n_threads = pf_physical_cores(), .n_ctx = 0};
     long long iv;
     double fv;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        const char *a = cli_alias(argv[i]), *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, sp.n_threads); return 0; }
         else if (!strcmp(a, "--chat")) gp.chat = true;
+        else if (!strcmp(a, "--no-special")) gp.no_special = true;
         else if (!strcmp(a, "--ignore-eos")) gp.stop_at_eot = false;
         else if (!strcmp(a, "--stats")) show_stats = true;
         else if (!strcmp(a, "-d") || !strcmp(a, "--spec") || !strcmp(a, "--block") || !strcmp(a, "--ngram") ||
                  !strcmp(a, "--profile") || !strcmp(a, "--task") || !strcmp(a, "--log-rounds") ||
-                 !strcmp(a, "--draft-head")) {
+                 !strcmp(a, "--draft-head") || !strcmp(a, "--draft-max")) {
             if (!(v = cli_value(argc, argv, &i))) return 1;
             if (!strcmp(a, "--log-rounds")) log_rounds = v;
             if (!strcmp(a, "-d")) draft_path = v;
@@ -84,6 +92,7 @@ int cmd_run(int argc, char **argv) {
             else if (!strcmp(a, "--spec")) spec_name = v;
             else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
             else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
+            else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &block)) return 1; }
             else { if (!cli_int(a, v, 1, 16, &iv)) return 1; ngram_n = (int)iv; }
         }
         else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
@@ -104,7 +113,7 @@ int cmd_run(int argc, char **argv) {
             else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; gp.top_p = (float)fv; }
             else if (!strcmp(a, "--seed")) { if (!cli_int(a, v, 0, INT64_MAX, &iv)) return 1; gp.seed = (uint64_t)iv; }
         } else {
-            return cli_fail("run: unknown flag '%s' (try --help)", a);
+            return cli_fail("run: unknown flag '%s' (try --help)", argv[i]);
         }
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");

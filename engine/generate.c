@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/chat.h"
+#include "engine/chat_tokens.h"
 #include "engine/prompt_cache.h"
 #include "engine/tokenizer.h"
 #include "engine/unicode.h"
@@ -260,21 +261,11 @@ pf_status pf_generate(pf_session *s, const char *prompt, size_t len, const pf_ge
         snprintf(err, PF_ERR_LEN, "prompt is not valid UTF-8");
         return PF_ERR_UTF8;
     }
-    char *text = NULL;
-    if (p->chat) {
-        text = pf_chat_format(p->system, prompt);
-        if (!text) {
-            snprintf(err, PF_ERR_LEN, "out of memory");
-            return PF_ERR_OOM;
-        }
-        prompt = text;
-        len = strlen(text);
-    }
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    /* special tokens in a raw prompt are honoured only when the caller asked for chat framing */
-    int r = pf_tokenize(s->model->tok, prompt, len, p->chat, &ids, &n_ids, err);
-    free(text);
+    /* special-token texts are special unless no_special (llama.cpp's default for raw prompts) */
+    int r = p->chat ? pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, &ids, &n_ids, err)
+                    : pf_tokenize(s->model->tok, prompt, len, !p->no_special, &ids, &n_ids, err);
     if (r < 0) return PF_ERR_ARG;
     text_sink sink = {.tok = s->model->tok, .cb = on_text, .user = user};
     pf_detok_init(&sink.dt, s->model->tok, false);

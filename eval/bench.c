@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/chat.h"
+#include "engine/chat_tokens.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
 #include "eval/probe.h"
@@ -117,11 +117,9 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
         np[t] = calloc((size_t)tt->n, sizeof **np);
         if (!prompts[t] || !np[t]) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
         for (int i = 0; i < tt->n; i++) {
-            char *text = pf_chat_format(NULL, tt->prompts[i].prompt);
             size_t n = 0;
-            int ok = text && pf_tokenize(m->tok, text, strlen(text), true, &prompts[t][i], &n, err) == 0;
-            free(text);
-            if (!ok) goto done;
+            if (pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !o->no_special, &prompts[t][i], &n, err) < 0)
+                goto done;
             np[t][i] = (int)n;
         }
         snprintf(r->tasks[t].type, sizeof r->tasks[t].type, "%s", tt->type);

@@ -25,6 +25,7 @@ typedef struct {
     int ngram_n;
     int draft_head;   /* 0 the draft's default head vocabulary, -1 the whole vocabulary, N the N most frequent */
     int progress;
+    int no_special;   /* special-token texts inside the prompts are plain text (pf_chat_tokenize) */
     const pf_profile *profile; /* per-task strategy and block (overrides spec/block) */
 } pf_bench_opts;
 

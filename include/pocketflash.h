@@ -60,6 +60,9 @@ typedef struct {
      * absent or unusable (warning on stderr) it is written after generation with the prefix:
      * the ChatML system block with chat + system, else the prompt minus its last token. */
     const char *prompt_cache;
+    /* Special-token texts in the prompt (e.g. "<|im_start|>") are special tokens by default, as in
+     * llama.cpp; no_special makes them plain text (with chat the template's own markers stay special). */
+    bool no_special;
 } pf_gen_params;
 
 void pf_gen_params_default(pf_gen_params *p);

@@ -1,0 +1,83 @@
+#include "engine/chat_tokens.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/chat.h"
+
+typedef struct {
+    int32_t *ids;
+    size_t n, cap;
+} idvec;
+
+static int push(idvec *v, const int32_t *ids, size_t n) {
+    if (v->n + n > v->cap) {
+        size_t cap = (v->n + n) * 2 + 16;
+        int32_t *p = realloc(v->ids, cap * sizeof *p);
+        if (!p) return -1;
+        v->ids = p;
+        v->cap = cap;
+    }
+    if (n) memcpy(v->ids + v->n, ids, n * sizeof *ids);
+    v->n += n;
+    return 0;
+}
+
+/* head + body as one text span, no special tokens parsed (special splitting cuts the template's
+ * text at its markers, so each span between them is tokenized on its own, as here). */
+static int push_text(idvec *v, const pf_tokenizer *t, const char *head, const char *body, char err[PF_ERR_LEN]) {
+    size_t a = strlen(head), b = strlen(body);
+    char *s = malloc(a + b + 1);
+    if (!s) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
+    memcpy(s, head, a);
+    memcpy(s + a, body, b + 1);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int r = pf_tokenize(t, s, a + b, false, &ids, &n, err);
+    free(s);
+    if (r == 0 && push(v, ids, n) < 0) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        r = -1;
+    }
+    free(ids);
+    return r;
+}
+
+int pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user, bool parse_special,
+                     int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
+    int32_t open = pf_tokenizer_find(t, "<|im_start|>", 12), close = pf_tokenizer_find(t, "<|im_end|>", 10);
+    *ids = NULL;
+    *n_ids = 0;
+    if (parse_special || open < 0 || close < 0) {
+        /* without the ChatML tokens the markers are text in either mode */
+        char *text = pf_chat_format(system, user);
+        if (!text) {
+            snprintf(err, PF_ERR_LEN, "out of memory");
+            return -1;
+        }
+        int r = pf_tokenize(t, text, strlen(text), parse_special, ids, n_ids, err);
+        free(text);
+        return r;
+    }
+    /* the spans of pf_chat_format's template between its markers */
+    idvec v = {0};
+    int r = 0;
+    err[0] = 0;
+    if (system)
+        r = push(&v, &open, 1) || push_text(&v, t, "system\n", system, err) || push(&v, &close, 1) ||
+            push_text(&v, t, "\n", "", err);
+    r = r || push(&v, &open, 1) || push_text(&v, t, "user\n", user ? user : "", err) || push(&v, &close, 1) ||
+        push_text(&v, t, "\n", "", err) || push(&v, &open, 1) || push_text(&v, t, "assistant\n", "", err);
+    if (r) {
+        if (!err[0]) snprintf(err, PF_ERR_LEN, "out of memory");
+        free(v.ids);
+        return -1;
+    }
+    *ids = v.ids;
+    *n_ids = v.n;
+    return 0;
+}
