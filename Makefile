@@ -144,4 +144,5 @@ drafts:
 	bash draft/train/make_dec.sh
 
 -include mk/deps.mk
+-include mk/demo.mk
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

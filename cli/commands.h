@@ -2,6 +2,7 @@
 #ifndef PF_CLI_COMMANDS_H
 #define PF_CLI_COMMANDS_H
 
+int cmd_demo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench_model(int argc, char **argv);

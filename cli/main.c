@@ -9,6 +9,7 @@ static const char k_usage[] =
     "usage: pocketflash COMMAND [options]\n"
     "\n"
     "commands:\n"
+    "  demo         the first command: plain vs speculative decoding on a few task prompts, one table\n"
     "  run          generate text with a model (plain or speculative decoding)\n"
     "  bench        per-task speedup of speculative over plain decoding (interleaved, checked)\n"
     "  dec-attach   store a trained Dec head (decision head) in a draft GGUF\n"
@@ -34,7 +35,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-        {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen}, {"tune", cmd_tune}, {"dec-attach", cmd_dec_attach}, {"draft-head", cmd_draft_head},         {"synth", cmd_synth},
+        {"demo", cmd_demo},         {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen}, {"tune", cmd_tune}, {"dec-attach", cmd_dec_attach}, {"draft-head", cmd_draft_head},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
         {"expand", cmd_expand},

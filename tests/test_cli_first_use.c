@@ -1,7 +1,8 @@
-/* llama.cpp's conventions in the CLI: special-token texts in a raw prompt are special tokens
- * (--no-special: text), the one-to-one flag spellings, -t defaulting to the physical cores; and the
- * ChatML tokenization with and without parsing the messages' special-token texts. On the
- * committed stand-in target and its DFlash2 draft. Runs ./pocketflash (or $PF_CLI). */
+/* The CLI as a new user meets it: the demo command (`make demo`), and llama.cpp's conventions:
+ * special-token texts in a raw prompt are special tokens (--no-special: text), the one-to-one flag
+ * spellings, -t defaulting to the physical cores; and the ChatML tokenization with and without
+ * parsing the messages' special-token texts. On the committed stand-in target and its DFlash2
+ * draft. Runs ./pocketflash (or $PF_CLI). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -214,4 +215,25 @@ TEST(chat_tokenize_no_special_keeps_the_template) {
     CHECK(ok);
     CHECKF(r == 0 && end >= 0 && ends_a == 2 && ends_c == 1 && nc > na, "markers %d / %d, ids %zu / %zu", ends_a, ends_c,
            na, nc);
+}
+
+TEST(cli_demo_table) {
+    static char o[16384], e[16384];
+    CHECKF(cli("demo -m " TARGET " -d " DRAFT " --prompts 1 --reps 1 -n 8 -t 1", o, sizeof o, e, sizeof e) == 0,
+           "demo: %s", e);
+    /* the models' names, the settings, one row per task type, every one checked identical */
+    CHECKF(strstr(o, "pf-target") && strstr(o, "pf-draft-dflash2") && strstr(o, "1 threads") && strstr(o, " kernels"),
+           "header: %.400s", o);
+    CHECK(strstr(o, "| task | plain tok/s | speculative tok/s | speedup | tau | identical |"));
+    static const char *const types[] = {"chat", "code", "extraction", "math", "qa", "rewrite", "summary"};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        char row[64];
+        snprintf(row, sizeof row, "\n| %s | ", types[i]);
+        const char *r = strstr(o, row);
+        CHECKF(r && strstr(r, " | yes |\n") && strchr(r + 1, '\n') > strstr(r, " | yes |"), "row %s: %.300s", types[i],
+               r ? r : o);
+    }
+    CHECK(strstr(o, "| **overall** (geomean) |") && strstr(o, "x** |"));
+    CHECKF(cli("demo -m " TARGET, o, sizeof o, e, sizeof e) == 1 && strstr(e, "-d DRAFT.gguf are required"),
+           "%s", e);
 }

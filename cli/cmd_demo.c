@@ -1,0 +1,100 @@
+/* pocketflash demo: the first command to run (`make demo`). A few prompts of every task type,
+ * plain and speculative decoding measured interleaved in one process (bench's machinery), one
+ * short table: what speculation buys on this machine, and that it changes no token. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "eval/bench.h"
+#include "formats/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/topology.h"
+
+/* The strategy of the demo: what `run -d DRAFT` picks with no --spec (cli/cmd_run.c); block 0 is
+ * its default block (pf_default_block). Change it here, in one place, if run's default changes. */
+static const char *const k_demo_spec = "dflash";
+
+static const char k_usage[] =
+    "usage: pocketflash demo -m TARGET.gguf -d DRAFT.gguf [--tasks DIR] [options]\n"
+    "  decodes the first prompts of every task type in DIR (default eval/tasks) plain and\n"
+    "  speculatively (the strategy `run -d DRAFT` uses by default), interleaved in one process as\n"
+    "  `bench` does, greedy; prints one table: task, plain tok/s, speculative tok/s, speedup, tau\n"
+    "  (tokens committed per round) and whether every speculative output equals the plain one\n"
+    "  token for token (exit status 1 if one does not).\n"
+    "  --prompts N    prompts per task type (default 2)\n"
+    "  -n N           tokens generated per prompt (default 64)\n"
+    "  --reps R       interleaved repetitions (default 2)\n"
+    "  -t N           threads (default: the physical cores, here %d)\n"
+    "  -c N           context size (default 1024)\n";
+
+/* "general.name (TYPE)" of a GGUF, e.g. "pf-target (Pocket-shape stand-in)", or the path. */
+static void describe(const char *path, char *out, size_t n) {
+    char err[PF_ERR_LEN];
+    gguf_file *f = gguf_open(path, err);
+    gguf_str s;
+    if (f && gguf_get_str(f, "general.name", &s) == 0)
+        snprintf(out, n, "%.*s", (int)(s.len < 200 ? s.len : 200), s.ptr);
+    else
+        snprintf(out, n, "%s", path);
+    if (f) gguf_close(f);
+}
+
+int cmd_demo(int argc, char **argv) {
+    const char *model = NULL, *tasks = "eval/tasks";
+    pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 2, .top_p = 1.0f,
+                       .ngram_n = 3, .progress = 1, .spec = k_demo_spec};
+    int max_prompts = 2;
+    long long iv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = cli_alias(argv[i]), *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, o.threads); return 0; }
+        static const char *const with_value[] = {"-m", "-d", "--tasks", "--prompts", "-n", "--reps", "-t", "-c", NULL};
+        int known = 0;
+        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
+        if (!known) return cli_fail("demo: unknown flag '%s' (try --help)", argv[i]);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-d")) o.draft_path = v;
+        else if (!strcmp(a, "--tasks")) tasks = v;
+        else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 48, &iv)) return 1; max_prompts = (int)iv; }
+        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.max_tokens = (int)iv; }
+        else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
+        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
+        else if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1;
+        else o.n_ctx = iv;
+    }
+    if (!model || !o.draft_path) return cli_fail("demo: -m TARGET.gguf and -d DRAFT.gguf are required");
+    char err[PF_ERR_LEN], target_name[256], draft_name[256];
+    pf_task_suite suite;
+    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    if (suite.n == 0) {
+        pf_tasks_free(&suite);
+        return cli_fail("demo: %s: no task files (<type>.jsonl)", tasks);
+    }
+    describe(model, target_name, sizeof target_name);
+    describe(o.draft_path, draft_name, sizeof draft_name);
+    pf_bench_result r;
+    if (pf_bench_run(model, &suite, &o, &r, err) < 0) {
+        pf_tasks_free(&suite);
+        return cli_fail("demo: %s", err);
+    }
+    printf("\n%s + %s\n", target_name, draft_name);
+    printf("%d threads, %s kernels, greedy, %d tokens per prompt, %d prompts per task, %d interleaved repetitions, "
+           "strategy %s/%d\n\n",
+           o.threads, pf_level_name(pf_best_level()), o.max_tokens, max_prompts, o.reps, r.tasks[0].spec, r.block);
+    printf("| task | plain tok/s | speculative tok/s | speedup | tau | identical |\n");
+    printf("|---|---|---|---|---|---|\n");
+    for (int i = 0; i < r.n; i++) {
+        const pf_bench_task *t = &r.tasks[i];
+        printf("| %s | %.1f | %.1f | %.2fx | %.2f | %s |\n", t->type, t->ar_tok_s.median, t->spec_tok_s.median,
+               t->speedup.median, pf_spec_tau(&t->st), t->identical ? "yes" : "NO");
+    }
+    printf("| **overall** (geomean) | | | **%.2fx** | %.2f | %s |\n", r.speedup_geomean, r.tau,
+           r.identical ? "yes" : "NO");
+    int rc = r.identical == 1 ? 0 : 1;
+    if (rc) fprintf(stderr, "pocketflash: demo: a speculative output differs from plain decoding\n");
+    pf_bench_result_free(&r);
+    pf_tasks_free(&suite);
+    return rc;
+}
