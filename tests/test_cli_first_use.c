@@ -106,6 +106,14 @@ TEST(cli_llama_flag_spellings) {
     CHECK(cli("run --model " TARGET " --prompt 'The apples' --predict 12 --threads 1 -s 8 --temp 0.8", o2, sizeof o2, e2,
               sizeof e2) == 0);
     CHECKF(strcmp(o1, o2), "another seed gave the same sample: the alias -s is not the seed");
+    /* -sys / --system-prompt are the system message */
+    CHECK(cli("run -m " TARGET " --chat --system 'Answer in one word.' -p hi -n 12", o1, sizeof o1, e1, sizeof e1) == 0);
+    CHECK(cli("run -m " TARGET " --chat -sys 'Answer in one word.' -p hi -n 12", o2, sizeof o2, e2, sizeof e2) == 0);
+    CHECKF(!strcmp(o1, o2) && prefill_tokens(e1) == prefill_tokens(e2), "-sys: '%s' vs '%s'", o1, o2);
+    CHECK(cli("run -m " TARGET " --chat --system-prompt 'Answer in one word.' -p hi -n 12", o2, sizeof o2, e2, sizeof e2) == 0);
+    CHECK(!strcmp(o1, o2));
+    CHECK(cli("run -m " TARGET " --chat -p hi -n 12", o2, sizeof o2, e2, sizeof e2) == 0);
+    CHECKF(prefill_tokens(e2) < prefill_tokens(e1), "the system message was not used");
     /* -md / --model-draft are the draft, --draft-max N is --block N+1 (the same statistics) */
     CHECKF(cli("run -m " TARGET " -d " DRAFT " --block 3 --chat -p '" QUESTION "' -n 24 --stats", o1, sizeof o1, e1,
                sizeof e1) == 0, "%s", e1);
