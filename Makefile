@@ -141,3 +141,4 @@ drafts:
 	bash draft/train/make_dec.sh
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include mk/api.mk
