@@ -10,3 +10,11 @@ $(BUILD)/tests/api/%.o: tests/api/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -I.,$(CFLAGS)) -MMD -MP -c $< -o $@
 -include $(API_TEST_OBJ:.o=.d)
+
+# The example program, built by `make` against include/ and the library only.
+EXAMPLES := $(BUILD)/examples/chat
+all: $(EXAMPLES)
+test: $(EXAMPLES)
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libpocketflash.a include/pocketflash.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -I.,$(CFLAGS)) -o $@ $< $(BUILD)/libpocketflash.a $(LDLIBS)
