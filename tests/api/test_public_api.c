@@ -308,6 +308,7 @@ static void *run_job(void *p) {
     gp.stop_at_eot = false;
     gp.draft = j->d;
     gp.spec = j->id % 2 ? PF_SPEC_DEC : PF_SPEC_DFLASH;
+    gp.block = 4; /* also bounds Dec's cost calibration (slow under ThreadSanitizer) */
     int32_t h[256];
     int n = 0;
     for (int i = 0; i < 12; i++) h[n++] = 150 + (j->id * 131 + i * 29) % 6000;
