@@ -12,7 +12,7 @@ $(BUILD)/tests/api/%.o: tests/api/%.c
 -include $(API_TEST_OBJ:.o=.d)
 
 # The example program, built by `make` against include/ and the library only.
-EXAMPLES := $(BUILD)/examples/chat
+EXAMPLES := $(BUILD)/examples/chat $(BUILD)/examples/minimal
 all: $(EXAMPLES)
 test: $(EXAMPLES)
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libpocketflash.a include/pocketflash.h
