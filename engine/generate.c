@@ -33,7 +33,7 @@ pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char e
     s->model = m;
     s->ctx = pf_ctx_new(m, n_ctx, threads, NULL, err);
     s->logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
-    s->hist = malloc((size_t)(n_ctx + 1) * sizeof *s->hist);
+    s->hist = s->ctx ? malloc((size_t)(s->ctx->kv->n_ctx + 1) * sizeof *s->hist) : NULL;
     if (!s->ctx || !s->logits || !s->hist || pf_dist_init(&s->dist, m->hp.n_vocab) < 0) {
         if (s->ctx) snprintf(err, PF_ERR_LEN, "out of memory");
         pf_session_free(s);
@@ -175,7 +175,7 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
         free(taps);
         return PF_ERR_INTERNAL;
     }
-    memcpy(s->hist + n0, prompt + n0, (size_t)(n_prompt - n0) * sizeof *prompt);
+    memcpy(s->hist + n_keep, prompt + n_keep, (size_t)(n_prompt - n_keep) * sizeof *prompt);
     int64_t n_committed = 0; /* tokens the strategy returned; all but the last are in the cache */
     if (!save) { /* otherwise kept for the save after generation (off the clock) */
         free(taps);

@@ -38,6 +38,11 @@ static int keep_text(void *user, const char *text, size_t len) {
     return print_text(NULL, text, len);
 }
 
+static char *dup(const char *s) {
+    char *d = malloc(strlen(s) + 1);
+    return d ? strcpy(d, s) : NULL;
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: chat -m MODEL.gguf [-d DRAFT.gguf] [-n TOKENS] [-t THREADS] [--system TEXT]\n");
     return 2;
@@ -83,7 +88,7 @@ int main(int argc, char **argv) {
     char line[4096];
     while (turns < MAX_TURNS && fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
-        if (!(lines[turns] = strdup(line))) break;
+        if (!(lines[turns] = dup(line))) break;
         messages[n++] = (pf_message){"user", lines[turns]};
         pf_gen_stats st;
         pf_status r = pf_generate_chat(session, messages, n, &gp, keep_text, &replies[turns], &st, err);

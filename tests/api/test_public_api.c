@@ -479,3 +479,34 @@ TEST(api_draft_from_bundle) {
     pf_free_model(mb);
     pf_free_model(mg);
 }
+
+/* Rows restored from a prompt-cache file are reused by the session's next call like prefilled ones. */
+TEST(api_prompt_cache_rows_reused_next_turn) {
+    char err[PF_ERR_LEN], path[300];
+    snprintf(path, sizeof path, "%s/api-prompt.cache", pf_test_tmpdir());
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_session *s = session(m, 1), *cold = session(m, 1);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 8;
+    gp.stop_at_eot = false;
+    gp.prompt_cache = path;
+    int32_t h[128];
+    for (int i = 0; i < 30; i++) h[i] = 500 + i * 41;
+    toks a = {.n = 0}, b = {.n = 0};
+    pf_gen_stats st;
+    CHECK(pf_generate_tokens(cold, h, 30, &gp, on_tok, &b, &st, err) == PF_OK && st.n_cached == 0); /* writes */
+    CHECK(pf_generate_tokens(s, h, 30, &gp, on_tok, &a, &st, err) == PF_OK && st.n_cached == 29 && st.n_reused == 0);
+    int n = extend(h, 30, &a, 1);
+    a.n = b.n = 0;
+    gp.prompt_cache = NULL;
+    CHECK(pf_generate_tokens(s, h, n, &gp, on_tok, &a, &st, err) == PF_OK);
+    CHECKF(st.n_reused == 30 + 8 - 1 && st.n_cached == 0, "reused %d", st.n_reused);
+    pf_session_reset(cold);
+    CHECK(pf_generate_tokens(cold, h, n, &gp, on_tok, &b, &st, err) == PF_OK);
+    CHECK(a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof(int32_t)));
+    pf_session_free(s);
+    pf_session_free(cold);
+    pf_free_model(m);
+}
