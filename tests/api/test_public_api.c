@@ -111,7 +111,7 @@ static int extend(int32_t *h, int n, const toks *reply, int salt) {
 }
 
 /* Three turns on one session (reusing the cache) against three cold runs of the full histories. */
-static void three_turns(pf_model *m, const pf_draft *d, pf_spec_kind kind) {
+static void three_turns(pf_model *m, const pf_draft *d, pf_spec_kind kind, float temp) {
     char err[PF_ERR_LEN];
     pf_session *s = session(m, 1), *cold = session(m, 1);
     CHECK(s && cold);
@@ -121,6 +121,9 @@ static void three_turns(pf_model *m, const pf_draft *d, pf_spec_kind kind) {
     gp.stop_at_eot = false;
     gp.draft = d;
     gp.spec = kind;
+    gp.temp = temp; /* sampled: the same seed gives the same tokens, reused cache or not */
+    gp.top_p = 0.95f;
+    gp.seed = 7;
     int32_t h[512];
     int n = 0;
     for (int i = 0; i < 9; i++) h[n++] = 200 + i * 53;
@@ -154,10 +157,11 @@ TEST(api_multi_turn_reuse_equals_cold_runs) {
     CHECKF(m, "%s", err);
     pf_draft *d = pf_load_draft(m, DRAFT2, err);
     CHECKF(d, "%s", err);
-    three_turns(m, NULL, PF_SPEC_PLAIN);
-    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DFLASH);
-    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DEC);
-    if (!pf_test_failed()) three_turns(m, NULL, PF_SPEC_NGRAM);
+    three_turns(m, NULL, PF_SPEC_PLAIN, 0);
+    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DFLASH, 0);
+    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DEC, 0);
+    if (!pf_test_failed()) three_turns(m, NULL, PF_SPEC_NGRAM, 0);
+    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DFLASH, 0.8f);
     pf_free_draft(d);
     pf_free_model(m);
 }
