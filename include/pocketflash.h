@@ -11,10 +11,11 @@
  *   scratch and n_threads worker threads; results are bitwise the same for any thread count.
  * - Callbacks run on the calling thread, inside the call; they must not call into the same session.
  *
- * Multi-turn: a session keeps its KV cache (and its draft's context) between calls. A prompt that
- * starts with tokens the cache holds prefills only the rest (pf_gen_stats.n_reused); a prompt that
- * diverges from them keeps the shared prefix and drops the rest. The output is exactly that of the
- * same call on a fresh session (every forward is batch invariant). pf_session_reset empties it. */
+ * Multi-turn: a session keeps its KV cache (and its draft's context, while the strategy fields of
+ * pf_gen_params stay the same) between calls. A prompt that starts with tokens the cache holds
+ * prefills only the rest (pf_gen_stats.n_reused); a prompt that diverges from them keeps the shared
+ * prefix and drops the rest. The output is exactly that of the same call on a fresh session (every
+ * forward is batch invariant). pf_session_reset empties it. */
 #ifndef POCKETFLASH_H
 #define POCKETFLASH_H
 
