@@ -9,7 +9,7 @@ LDLIBS  := -lzstd -lxxhash -lm -pthread
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mavx2 -mfma -mf16c
 
-LIB_DIRS := formats kernels engine draft verify eval
+LIB_DIRS := formats kernels engine draft verify eval api
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
@@ -72,6 +72,7 @@ TEST_DATA := $(GOLDEN) .cache/qwen3-vocab.gguf
 
 # The test suite runs against the CLI too (tests spawn ./pocketflash).
 test: pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
+	@$(PF_ENSURE_PKGCONFIG)
 	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
 
 # AddressSanitizer + UBSan build of the whole suite in its own build folder.
@@ -146,3 +147,4 @@ drafts:
 -include mk/deps.mk
 -include mk/demo.mk
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include mk/api.mk

@@ -26,7 +26,7 @@ static const char k_usage[] =
     "  -t N           threads (default: the physical cores, here %d)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; AVX-512 only)\n"
-    "  --chat         wrap the prompt in the ChatML template (stops at <|im_end|>)\n"
+    "  --chat         wrap the prompt in the model's chat template, ChatML (stops at <|im_end|>)\n"
     "  --system TEXT  system message (with --chat)\n"
     "  --temp T       sampling temperature (default 0 = greedy)\n"
     "  --top-k K      keep the K most likely tokens (default 0 = off)\n"

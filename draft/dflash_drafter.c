@@ -43,6 +43,13 @@ static int df_commit(void *p, const int32_t *tokens, int n, const float *taps, c
     return pf_dflash_append_context(s->st, taps, n, err);
 }
 
+static int df_truncate(void *p, int64_t n) {
+    df_state *s = p;
+    if (n < 0 || n > pf_dflash_context_len(s->st)) return -1;
+    pf_dflash_truncate(s->st, n);
+    return 0;
+}
+
 static const float *df_hidden(void *p, int *n_rows, int *dim) {
     df_state *s = p;
     *n_rows = s->n_hidden;
@@ -91,7 +98,7 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
     const int *taps = pf_dflash_tap_layers(d, &n_taps);
     *dr = (pf_drafter){.name = pf_dflash_version(d) == 2 ? "dflash2" : "dflash", .state = s, .tap_layers = taps,
                        .n_taps = n_taps, .begin = df_begin, .propose = df_propose, .commit = df_commit,
-                       .hidden = df_hidden, .deterministic = 0, .free = df_free};
+                       .hidden = df_hidden, .truncate = df_truncate, .deterministic = 0, .free = df_free};
     return dr;
 }
 

@@ -27,6 +27,9 @@ typedef struct pf_drafter {
     /* Optional: the drafter's hidden rows of its last proposal (row 0 = the bonus row, then one per
      * drafted position), for a decision head; NULL when the drafter has none. */
     const float *(*hidden)(void *state, int *n_rows, int *dim);
+    /* Optional, multi-turn reuse: keep only the first n committed rows of the context (the target
+     * cache was cut to them). Returns 0, or -1 when the drafter holds fewer (nothing changed). */
+    int (*truncate)(void *state, int64_t n);
     /* True when every proposal is a point mass (q need not be kept). */
     int deterministic;
     void (*free)(void *state);

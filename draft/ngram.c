@@ -79,6 +79,13 @@ static int ng_commit(void *st, const int32_t *tokens, int n, const float *taps, 
     return 0;
 }
 
+static int ng_truncate(void *st, int64_t n) {
+    ngram_state *s = st;
+    if (n < 0 || n > s->n) return -1;
+    s->n = n;
+    return 0;
+}
+
 static void ng_free(void *st) {
     ngram_state *s = st;
     free(s->hist);
@@ -96,6 +103,6 @@ pf_drafter *pf_ngram_drafter_new(int min_n, int max_n) {
     s->min_n = min_n < 1 ? 1 : min_n;
     s->max_n = max_n < s->min_n ? s->min_n : max_n;
     *d = (pf_drafter){.name = "ngram", .state = s, .begin = ng_begin, .propose = ng_propose,
-                      .commit = ng_commit, .deterministic = 1, .free = ng_free};
+                      .commit = ng_commit, .truncate = ng_truncate, .deterministic = 1, .free = ng_free};
     return d;
 }

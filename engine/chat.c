@@ -1,25 +1,111 @@
-/* ChatML, as rendered by Qwen3's chat_template for [system?, user] + add_generation_prompt. */
+/* ChatML, as rendered by the Qwen2/Qwen3 chat templates for a message list +
+ * add_generation_prompt (Qwen3's with enable_thinking=false). */
 #include "engine/chat.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+bool pf_chat_template_qwen3(const char *chat_template) {
+    return chat_template && strstr(chat_template, "enable_thinking");
+}
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static int put(sbuf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) return -1;
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+    return 0;
+}
+
+static int puts_(sbuf *b, const char *s) { return put(b, s, strlen(s)); }
+
+/* Last occurrence of needle in [s, s+n), or NULL. */
+static const char *last_of(const char *s, size_t n, const char *needle) {
+    size_t k = strlen(needle);
+    for (size_t i = n >= k ? n - k + 1 : 0; i-- > 0;)
+        if (!memcmp(s + i, needle, k)) return s + i;
+    return NULL;
+}
+
+/* Qwen3's template on an assistant message: content = what follows the last "</think>" with
+ * leading newlines dropped; reasoning = what precedes the first "</think>", after its last
+ * "<think>", newlines stripped on both sides. */
+static int qwen3_assistant(sbuf *b, const char *c, bool after_last_query) {
+    const char *end_think = strstr(c, "</think>");
+    if (!end_think) return puts_(b, c);
+    const char *last_end = last_of(c, strlen(c), "</think>");
+    const char *content = last_end + strlen("</think>");
+    while (*content == '\n') content++;
+    const char *r0 = c, *r1 = end_think;
+    const char *open = last_of(c, (size_t)(end_think - c), "<think>");
+    if (open) r0 = open + strlen("<think>");
+    while (r0 < r1 && *r0 == '\n') r0++;
+    while (r1 > r0 && r1[-1] == '\n') r1--;
+    if (after_last_query && r1 > r0) { /* reasoning is kept only after the last user turn */
+        if (puts_(b, "<think>\n") < 0 || put(b, r0, (size_t)(r1 - r0)) < 0 || puts_(b, "\n</think>\n\n") < 0) return -1;
+    }
+    return puts_(b, content);
+}
+
+char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_ERR_LEN]) {
+    if (n < 1 || !messages) {
+        snprintf(err, PF_ERR_LEN, "chat: no messages");
+        return NULL;
+    }
+    int last_user = -1;
+    for (int i = 0; i < n; i++) {
+        const char *r = messages[i].role;
+        if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant"))) {
+            snprintf(err, PF_ERR_LEN, "chat: message %d: role '%s' is not system, user or assistant", i,
+                     r ? r : "(null)");
+            return NULL;
+        }
+        if (!messages[i].content) {
+            snprintf(err, PF_ERR_LEN, "chat: message %d: no content", i);
+            return NULL;
+        }
+        if (!strcmp(r, "user")) last_user = i;
+    }
+    if (!strcmp(messages[n - 1].role, "assistant")) {
+        snprintf(err, PF_ERR_LEN, "chat: the last message is the assistant's (nothing to answer)");
+        return NULL;
+    }
+    sbuf b = {0};
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        const pf_message *m = &messages[i];
+        rc |= puts_(&b, "<|im_start|>") | puts_(&b, m->role) | puts_(&b, "\n");
+        if (qwen3 && !strcmp(m->role, "assistant")) rc |= qwen3_assistant(&b, m->content, i > last_user);
+        else rc |= puts_(&b, m->content);
+        rc |= puts_(&b, "<|im_end|>\n");
+    }
+    rc |= puts_(&b, "<|im_start|>assistant\n");
+    if (qwen3) rc |= puts_(&b, "<think>\n\n</think>\n\n");
+    if (rc) {
+        free(b.s);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return NULL;
+    }
+    return b.s;
+}
+
 char *pf_chat_format_ex(const char *system, const char *user, bool empty_think) {
-    static const char sys_open[] = "<|im_start|>system\n", user_open[] = "<|im_start|>user\n",
-                      close[] = "<|im_end|>\n", gen[] = "<|im_start|>assistant\n",
-                      think[] = "<think>\n\n</think>\n\n";
-    if (!user) user = "";
-    size_t n = strlen(user_open) + strlen(user) + strlen(close) + strlen(gen) + 1;
-    if (system) n += strlen(sys_open) + strlen(system) + strlen(close);
-    if (empty_think) n += strlen(think);
-    char *out = malloc(n);
-    if (!out) return NULL;
-    char *p = out;
-    if (system) p += sprintf(p, "%s%s%s", sys_open, system, close);
-    p += sprintf(p, "%s%s%s%s", user_open, user, close, gen);
-    if (empty_think) strcpy(p, think);
-    return out;
+    pf_message m[2] = {{"system", system}, {"user", user ? user : ""}};
+    char err[PF_ERR_LEN];
+    return system ? pf_chat_render(m, 2, empty_think, err) : pf_chat_render(m + 1, 1, empty_think, err);
 }
 
 char *pf_chat_format(const char *system, const char *user) {

@@ -1,8 +1,23 @@
-/* ChatML prompt formatting (Qwen2/Qwen3 chat template, single user turn, generation prompt). */
+/* Chat prompts: a list of messages rendered as the model's chat template renders them (ChatML,
+ * Qwen2/Qwen3), ending with the generation prompt. */
 #ifndef PF_CHAT_H
 #define PF_CHAT_H
 
 #include <stdbool.h>
+
+#include "include/pocketflash.h"
+
+/* True when a tokenizer.chat_template is Qwen3's (it has the enable_thinking switch): prompts then
+ * take its non-thinking form (below). NULL (no template) is plain ChatML. */
+bool pf_chat_template_qwen3(const char *chat_template);
+
+/* messages[0..n) with roles "system", "user" or "assistant" (the last one not "assistant"), each
+ * as "<|im_start|>{role}\n{content}<|im_end|>\n", then "<|im_start|>assistant\n". With qwen3, as
+ * Qwen3's template renders them with enable_thinking=false (its model card's non-thinking mode):
+ * the generation prompt ends with an empty "<think>\n\n</think>\n\n" block, and an assistant
+ * message of the history keeps only what follows its last "</think>" (the template drops earlier
+ * turns' reasoning). A malloc'd string, or NULL with err (bad role, out of memory). */
+char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_ERR_LEN]);
 
 /* "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
  * "<|im_start|>assistant\n"; the system block is omitted when system is NULL.

@@ -47,14 +47,29 @@ static int push_text(idvec *v, const pf_tokenizer *t, const char *head, const ch
     return r;
 }
 
+/* A piece of the template itself, its special-token texts parsed. */
+static int push_special(idvec *v, const pf_tokenizer *t, const char *text, char err[PF_ERR_LEN]) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int r = pf_tokenize(t, text, strlen(text), true, &ids, &n, err);
+    if (r == 0 && push(v, ids, n) < 0) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        r = -1;
+    }
+    free(ids);
+    return r;
+}
+
 int pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user, bool parse_special,
                      int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
     int32_t open = pf_tokenizer_find(t, "<|im_start|>", 12), close = pf_tokenizer_find(t, "<|im_end|>", 10);
+    /* Qwen3's template opens the reply with an empty think block (its non-thinking form) */
+    bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(t));
     *ids = NULL;
     *n_ids = 0;
     if (parse_special || open < 0 || close < 0) {
         /* without the ChatML tokens the markers are text in either mode */
-        char *text = pf_chat_format(system, user);
+        char *text = pf_chat_format_ex(system, user, qwen3);
         if (!text) {
             snprintf(err, PF_ERR_LEN, "out of memory");
             return -1;
@@ -72,6 +87,7 @@ int pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user
             push_text(&v, t, "\n", "", err);
     r = r || push(&v, &open, 1) || push_text(&v, t, "user\n", user ? user : "", err) || push(&v, &close, 1) ||
         push_text(&v, t, "\n", "", err) || push(&v, &open, 1) || push_text(&v, t, "assistant\n", "", err);
+    if (!r && qwen3) r = push_special(&v, t, "<think>\n\n</think>\n\n", err); /* template text, not the user's */
     if (r) {
         if (!err[0]) snprintf(err, PF_ERR_LEN, "out of memory");
         free(v.ids);

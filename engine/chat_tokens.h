@@ -6,7 +6,8 @@
 
 #include "engine/tokenizer.h"
 
-/* parse_special: the ids of tokenizing pf_chat_format(system, user) with special tokens parsed.
+/* parse_special: the ids of tokenizing pf_chat_format_ex(system, user, the template is Qwen3's) with
+ * special tokens parsed.
  * Otherwise the template's markers are special and every message byte is text; for messages that
  * hold no special-token text the ids are the same as with parse_special. *ids is malloc'd; 0 or -1. */
 int pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user, bool parse_special,

@@ -16,6 +16,16 @@ struct pf_session {
     pf_rng rng;
     pf_dist dist;  /* scratch distribution (vocabulary capacity) */
     float *logits; /* n_vocab floats: logits of the last forward row */
+    /* Multi-turn reuse: hist[0..n_hist) are the tokens of cache rows 0..n_hist-1 that the last
+     * generation left (n_ctx + 1 capacity); prev is its strategy, whose context matches those
+     * rows (NULL after a reset or a failed generation). */
+    int32_t *hist;
+    int64_t n_hist;
+    const pf_strategy *prev;
+    /* Owned by the layer above the engine (api/: the speculation objects it makes from
+     * pf_gen_params for this session); pf_session_free calls ext_free(ext). */
+    void *ext;
+    void (*ext_free)(void *ext);
 };
 
 struct pf_strategy {
@@ -31,7 +41,25 @@ struct pf_strategy {
     /* `last` is committed but not yet in the target cache. Write 1..cap new committed tokens to
      * out and return how many (or -1 with err). cap >= 1 respects the length and the context. */
     int (*step)(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]);
+    /* Optional, multi-turn reuse for a strategy with taps (one without taps is simply begun again
+     * on the whole prompt). keep() is called before the prefill when this strategy ran the
+     * session's previous generation and the prompt's first n_keep tokens are in the cache: it cuts
+     * its context to those rows and returns 0, or returns -1 when it cannot (the whole prompt is
+     * then prefilled and begin() called). After a keep(), resume() replaces begin(): prompt is the
+     * whole prompt, taps hold only rows n_keep..n_prompt-1. */
+    int (*keep)(void *state, pf_session *s, int n_keep);
+    int (*resume)(void *state, pf_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
+                  char err[PF_ERR_LEN]);
 };
+
+/* Generation with the strategy p->strategy (NULL: plain decoding); p->draft and p->spec are not
+ * read here (api/ turns them into a strategy). The public pf_generate* call these. */
+pf_status pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,
+                                    pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
+pf_status pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf_gen_params *p, pf_text_cb on_text,
+                             void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
+pf_status pf_engine_generate_chat(pf_session *s, const pf_message *messages, int n, const pf_gen_params *p,
+                                  pf_text_cb on_text, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
 
 /* Draw a token from logits with the session's sampling parameters and RNG. */
 int32_t pf_session_sample(pf_session *s, const float *logits);

@@ -149,7 +149,8 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
                     gp.strategy = use_spec ? pf_spec_strategy(specs[t]) : NULL;
                     tokbuf *out = use_spec ? &b : &a;
                     out->n = 0;
-                    if (pf_generate_tokens(s, prompts[t][i], np[t][i], &gp, collect, out, use_spec ? &ss : &sa, err) != PF_OK)
+                    pf_session_reset(s); /* every run prefills its whole prompt (no reuse between runs) */
+                    if (pf_engine_generate_tokens(s, prompts[t][i], np[t][i], &gp, collect, out, use_spec ? &ss : &sa, err) != PF_OK)
                         goto done;
                     if (use_spec && rep == 0) add_stats(&bt->st, pf_spec_stats_get(specs[t]));
                 }

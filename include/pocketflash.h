@@ -1,6 +1,21 @@
-/* pocketflash public C API: load a Qwen3 GGUF target, open a session, generate text.
- * Plain autoregressive decoding and speculative decoding are strategies behind the same
- * pf_generate call, so every front end measures both the same way. */
+/* pocketflash public C API: load a Qwen3 GGUF target (and a DFlash / DFlash2 draft), open a
+ * session, generate text: plain autoregressive decoding and speculative decoding are strategies
+ * chosen in pf_gen_params behind the same pf_generate call, and speculative output equals plain
+ * output (greedy: token for token; sampling: the same distribution).
+ *
+ * Threading and lifetime:
+ * - A pf_model and a pf_draft are read-only once loaded: any number of sessions, on any threads,
+ *   may use one model and one draft at the same time. Free them after every session using them.
+ * - A pf_session is used by one thread at a time (calls on one session are not synchronised;
+ *   another thread may take it over once a call returned). Each session has its own KV cache,
+ *   scratch and n_threads worker threads; results are bitwise the same for any thread count.
+ * - Callbacks run on the calling thread, inside the call; they must not call into the same session.
+ *
+ * Multi-turn: a session keeps its KV cache (and its draft's context, while the strategy fields of
+ * pf_gen_params stay the same) between calls. A prompt that starts with tokens the cache holds
+ * prefills only the rest (pf_gen_stats.n_reused); a prompt that diverges from them keeps the shared
+ * prefix and drops the rest. The output is exactly that of the same call on a fresh session (every
+ * forward is batch invariant). pf_session_reset empties it. */
 #ifndef POCKETFLASH_H
 #define POCKETFLASH_H
 
@@ -11,6 +26,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define PF_VERSION_MAJOR 0
+#define PF_VERSION_MINOR 2
+#define PF_VERSION_PATCH 0
+#define PF_VERSION_STRING "0.2.0"
+
+/* The library's version ("MAJOR.MINOR.PATCH"); equals PF_VERSION_STRING of the header it was built with. */
+const char *pf_version(void);
 
 #define PF_ERR_LEN 256
 
@@ -27,7 +50,8 @@ typedef enum {
 
 typedef struct pf_model pf_model;
 typedef struct pf_session pf_session;
-typedef struct pf_strategy pf_strategy; /* a decoding strategy (NULL = plain autoregressive) */
+typedef struct pf_draft pf_draft;
+typedef struct pf_strategy pf_strategy; /* internal: a decoding strategy object (tools and tests) */
 
 pf_model *pf_load_model(const char *path, char err[PF_ERR_LEN]);
 void pf_free_model(pf_model *m);
@@ -41,7 +65,29 @@ typedef struct {
 } pf_session_params;
 
 pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char err[PF_ERR_LEN]);
+/* Before the model and the drafts it used. */
 void pf_session_free(pf_session *s);
+/* Forget what the cache holds: the next call prefills its whole prompt. */
+void pf_session_reset(pf_session *s);
+
+/* A DFlash / DFlash2 draft for model m: path is a draft GGUF, or NULL for the draft inside the
+ * .pfb bundle m was loaded from. A Dec head in the file (dec.* tensors) enables PF_SPEC_DEC.
+ * m must outlive the draft. NULL with err (wrong target, malformed file, no bundled draft). */
+pf_draft *pf_load_draft(const pf_model *m, const char *path, char err[PF_ERR_LEN]);
+void pf_free_draft(pf_draft *d);
+int pf_draft_block_size(const pf_draft *d); /* the block size it was trained for */
+bool pf_draft_has_dec(const pf_draft *d);
+
+/* Decoding strategy (pf_gen_params.spec). Every one gives the output of plain decoding. */
+typedef enum {
+    PF_SPEC_DEFAULT = 0, /* with a draft the project's default speculative strategy (what
+                            `pocketflash run -d` uses), with a profile its choice, else plain */
+    PF_SPEC_PLAIN,       /* plain autoregressive decoding */
+    PF_SPEC_DFLASH,      /* the draft proposes block-1 tokens, one target forward verifies them */
+    PF_SPEC_NGRAM,       /* prompt lookup: proposes what followed the last n tokens earlier (no draft) */
+    PF_SPEC_DEC          /* DFlash with Dec gating: the draft's decision head chooses each round how
+                            many drafts to verify, or a plain step (needs pf_draft_has_dec) */
+} pf_spec_kind;
 
 typedef enum { PF_STOP_EOT = 0, PF_STOP_LENGTH, PF_STOP_CONTEXT, PF_STOP_CALLBACK } pf_stop_reason;
 
@@ -51,14 +97,26 @@ typedef struct {
     int top_k;        /* <= 0 off */
     float top_p;      /* >= 1 off (default 1) */
     uint64_t seed;    /* RNG seed (default 0) */
-    bool chat;        /* wrap the prompt in the ChatML template */
+    bool chat;        /* wrap the prompt in the model's chat template (as pf_generate_chat does) */
     const char *system; /* optional system message with chat */
     bool stop_at_eot; /* stop at the end-of-turn / end-of-text token (default true) */
-    pf_strategy *strategy;
+    /* Speculation: a draft (NULL = none) and the strategy. */
+    const pf_draft *draft;
+    pf_spec_kind spec;
+    int block;          /* rows verified per round, 2..64; 0 = the strategy's default (dflash
+                           min(4, the draft's trained block), dec the trained block, ngram 8) */
+    int ngram_n;        /* longest pattern the ngram strategy matches (0 = 3) */
+    int draft_head;     /* the draft's head scores its N most frequent tokens; 0 = the draft's
+                           default, -1 = the whole vocabulary */
+    const char *profile; /* tuned profile (pocketflash tune) giving strategy and block; an explicit
+                            spec / block wins */
+    const char *task;    /* task type to look up in the profile (NULL: its default entry) */
+    pf_strategy *strategy; /* internal (overrides the fields above when set) */
     /* Prompt cache file (NULL = none): when it holds the K/V rows of a prefix of this prompt for
      * this model, that prefix is restored instead of prefilled (output unchanged); when it is
      * absent or unusable (warning on stderr) it is written after generation with the prefix:
-     * the ChatML system block with chat + system, else the prompt minus its last token. */
+     * the ChatML system block with chat + system, else the prompt minus its last token. Used only
+     * when the session's own cache holds none of the prompt (a cold session). */
     const char *prompt_cache;
     /* Special-token texts in the prompt (e.g. "<|im_start|>") are special tokens by default, as in
      * llama.cpp; no_special makes them plain text (with chat the template's own markers stay special). */
@@ -69,11 +127,23 @@ void pf_gen_params_default(pf_gen_params *p);
 
 typedef struct {
     int n_prompt, n_gen;
-    int n_cached;     /* prompt tokens restored from the prompt cache (n_prompt - n_cached prefilled) */
+    int n_reused;     /* prompt tokens whose cache rows the session kept from its previous calls */
+    int n_cached;     /* prompt tokens restored from the prompt cache file (used only when the
+                         session reuses nothing); n_prompt - n_reused - n_cached were prefilled */
     double prefill_s; /* prompt forward */
     double ttft_s;    /* prompt forward + first token */
     double decode_s;  /* first generated token to last (speculation work included) */
     pf_stop_reason stop;
+    /* Speculation rounds (all zero for plain decoding). */
+    const char *strategy; /* "ar", "dflash", "dflash2", "ngram" (static string) */
+    int block;            /* rows verified per round */
+    int64_t rounds, round_tokens; /* rounds, and tokens they committed (bonus included) */
+    int64_t drafted, accepted;    /* draft tokens proposed / kept by the target */
+    double tau;           /* round_tokens / rounds: tokens per target forward */
+    double acceptance;    /* accepted / drafted */
+    /* seconds inside rounds: drafting, draft context injection, verify forward, acceptance and
+     * sampling, the rest; and building the draft's context from the prompt before round 1 */
+    double draft_s, context_s, verify_s, accept_s, other_s, prompt_context_s;
 } pf_gen_stats;
 
 /* Called with each complete UTF-8 piece of generated text; return nonzero to stop. */
@@ -87,6 +157,22 @@ pf_status pf_generate(pf_session *s, const char *prompt, size_t len, const pf_ge
 /* Token ids in, token ids out. */
 pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,
                              pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
+
+/* One chat message; role is "system", "user" or "assistant". */
+typedef struct {
+    const char *role;
+    const char *content; /* UTF-8 */
+} pf_message;
+
+/* The conversation messages[0..n) (the last one not the assistant's) rendered with the model's
+ * chat template (ChatML; Qwen3's non-thinking form when the template is Qwen3's: an empty
+ * <think></think> block opens the reply, earlier replies lose their reasoning), then the reply is
+ * generated and streamed; it stops at <|im_end|> unless stop_at_eot is false (p->chat and
+ * p->system are ignored). For the next turn append the reply as an "assistant" message and the
+ * next "user" message: the rendered history is a prefix of the new prompt, so only the new turn is
+ * prefilled. One user message (after an optional system one) renders as pf_generate with chat. */
+pf_status pf_generate_chat(pf_session *s, const pf_message *messages, int n, const pf_gen_params *p,
+                           pf_text_cb on_text, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 # Set-up that installs itself. Before the first compile `make` checks the build dependencies (a C
 # compiler, the zstd and xxhash headers and libraries); `make test` checks, when it builds its
-# fixtures, python3-numpy (the llama.cpp golden models) and npm (the Qwen3 vocabulary). What is
+# fixtures, python3-numpy (the llama.cpp golden models) and npm (the Qwen3 vocabulary), and
+# pkg-config (the installed-library test). What is
 # missing is installed with apt-get when make runs as root on a machine that has it (one line says
 # so); otherwise make stops with one line giving the command to run.
 #
@@ -41,6 +42,8 @@ PF_ENSURE_BUILD = $(call pf_ensure,build dependencies,$(call pf_need,command -v 
     $(call pf_need,$(call pf_probe,xxhash.h,XXH_versionNumber(),xxhash),libxxhash-dev))
 PF_ENSURE_NUMPY = $(call pf_ensure,test dependencies,$(call pf_need,$(PYTHON) -c 'import numpy',python3-numpy))
 PF_ENSURE_NPM = $(call pf_ensure,test dependencies,$(call pf_need,command -v npm,npm))
+# tests/api/test_install.c builds the README's program through pkg-config
+PF_ENSURE_PKGCONFIG = $(call pf_ensure,test dependencies,$(call pf_need,command -v pkg-config,pkg-config))
 
 # Checked once per build folder (make clean forgets it), before any object is compiled.
 $(BUILD)/.deps-ok:

@@ -118,6 +118,7 @@ static pf_status run_tokens(runner *r, const int32_t *p, int n, float temp, uint
     gp.prompt_cache = cache;
     gp.strategy = r->sp ? pf_spec_strategy(r->sp) : NULL;
     out->n = 0;
+    pf_session_reset(r->s); /* the file is what these tests exercise: a cold session each run */
     return pf_generate_tokens(r->s, p, n, &gp, on_tok, out, st, err);
 }
 
@@ -201,6 +202,7 @@ TEST(prompt_cache_chat_system_block_shared) {
         pf_gen_stats cold, hit;
         CHECK(pf_generate(r.s, users[u], strlen(users[u]), &gp, NULL, NULL, &cold, err) == PF_OK);
         gp.prompt_cache = path;
+        pf_session_reset(r.s);
         CHECK(pf_generate(r.s, users[u], strlen(users[u]), &gp, NULL, NULL, &hit, err) == PF_OK);
         /* the first user saves the system block; the second reuses it */
         CHECKF(hit.n_cached == (u == 0 ? 0 : (int)n_sys), "user %d: n_cached %d, system block %zu", u, hit.n_cached,

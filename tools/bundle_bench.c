@@ -92,9 +92,11 @@ int main(int argc, char **argv) {
         int n_prompt = st.n_prompt, n_cached = 0;
         for (int r = 0; r < reps; r++) {
             gp.prompt_cache = NULL;
+            pf_session_reset(s); /* both runs start from an empty session cache */
             pf_generate(s, user, strlen(user), &gp, NULL, NULL, &st, err);
             cold[r] = st.ttft_s;
             gp.prompt_cache = cache;
+            pf_session_reset(s);
             pf_generate(s, user, strlen(user), &gp, NULL, NULL, &st, err);
             hit[r] = st.ttft_s;
             n_cached = st.n_cached;

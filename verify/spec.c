@@ -101,6 +101,35 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
     return r;
 }
 
+/* Multi-turn reuse (pf_strategy.keep / resume): the drafter keeps its context of the rows the
+ * session's cache kept, and resume feeds it the prompt's new rows as spec_begin feeds a whole
+ * prompt (context rows do not depend on how they were split over calls). */
+static int spec_keep(void *state, pf_session *s, int n_keep) {
+    pf_spec *sp = state;
+    (void)s;
+    return sp->d->truncate ? sp->d->truncate(sp->d->state, n_keep) : -1;
+}
+
+static int spec_resume(void *state, pf_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
+                       char err[PF_ERR_LEN]) {
+    pf_spec *sp = state;
+    memset(&sp->st, 0, sizeof sp->st);
+    sp->backoff = sp->skip = 0;
+    if (sp->dec && !sp->t1 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
+    double t0 = pf_now_s();
+    const int n_new = n_prompt - n_keep;
+    const size_t row = (size_t)sp->strat.n_taps * s->model->hp.n_embd;
+    keep_final_row(sp, taps, n_new - 1);
+    /* in chunks of the block buffer when the final layer's tap must be dropped */
+    for (int r0 = 0, n; r0 < n_new; r0 += n) {
+        n = needs_final_tap(sp) && n_new - r0 > sp->block ? sp->block : n_new - r0;
+        const float *dt = drafter_taps(sp, taps ? taps + (size_t)r0 * row : NULL, n);
+        if (sp->d->commit && sp->d->commit(sp->d->state, prompt + n_keep + r0, n, dt, err) < 0) return -1;
+    }
+    sp->st.t_prompt_ctx += pf_now_s() - t0;
+    return 0;
+}
+
 /* How many of the nd drafts to verify: maximise expected tokens per unit of target cost,
  * E(n) / c(n+1) with E(n) = 1 + sum_{k<=n} prod_{j<=k} s_j; n = 0 is a plain step. The draft is
  * already paid for; *worth reports whether the round beats plain decoding with the draft's cost
@@ -228,7 +257,7 @@ pf_spec *pf_spec_new(pf_session *s, pf_drafter *d, int block, char err[PF_ERR_LE
             if (pf_dist_init(&sp->q[k], hp->n_vocab) < 0) goto oom;
     if (pf_dist_init(&sp->p, hp->n_vocab) < 0 || pf_dist_init(&sp->resid, hp->n_vocab) < 0) goto oom;
     sp->strat = (pf_strategy){.name = d->name, .state = sp, .tap_layers = d->tap_layers, .n_taps = d->n_taps,
-                              .begin = spec_begin, .step = spec_step};
+                              .begin = spec_begin, .step = spec_step, .keep = spec_keep, .resume = spec_resume};
     return sp;
 oom:
     snprintf(err, PF_ERR_LEN, "out of memory");

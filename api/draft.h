@@ -1,0 +1,18 @@
+/* The public draft object: DFlash / DFlash2 weights loaded once for a target, shared read-only by
+ * every session that speculates with them, with the draft's Dec head when its file has one. */
+#ifndef PF_API_DRAFT_H
+#define PF_API_DRAFT_H
+
+#include "draft/dec.h"
+#include "draft/dflash.h"
+#include "formats/pfb.h"
+#include "include/pocketflash.h"
+
+struct pf_draft {
+    const pf_model *target;
+    pf_dflash *weights;
+    pf_dec *dec;        /* NULL when the file has no dec.* tensors */
+    pfb_bundle *bundle; /* a .pfb opened for its draft (the weights point into it), or NULL */
+};
+
+#endif

@@ -1,0 +1,48 @@
+# The public API's own tests and packaging (issue 18): the test file compiled against include/
+# alone, the example program, make install (library, header, pocketflash.pc) and make tsan.
+
+# tests/api/*.c see include/ only (CFLAGS without -I.); they link into the test runner.
+API_TEST_SRC := $(sort $(wildcard tests/api/*.c))
+API_TEST_OBJ := $(API_TEST_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ += $(API_TEST_OBJ)
+$(BUILD)/tests/run_tests: $(API_TEST_OBJ)
+$(BUILD)/tests/api/%.o: tests/api/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -I.,$(CFLAGS)) -MMD -MP -c $< -o $@
+-include $(API_TEST_OBJ:.o=.d)
+
+# The example program, built by `make` against include/ and the library only.
+EXAMPLES := $(BUILD)/examples/chat $(BUILD)/examples/minimal
+all: $(EXAMPLES)
+test: $(EXAMPLES)
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libpocketflash.a include/pocketflash.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -I.,$(CFLAGS)) -o $@ $< $(BUILD)/libpocketflash.a $(LDLIBS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the library, the public header and a pkg-config
+# file (static library: its Libs name the run-time libraries too), and the CLI.
+PREFIX ?= /usr/local
+PF_VERSION := $(shell sed -n 's/^\#define PF_VERSION_STRING "\(.*\)"/\1/p' include/pocketflash.h)
+$(BUILD)/pocketflash.pc: include/pocketflash.h mk/api.mk
+	@mkdir -p $(dir $@)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	    'Name: pocketflash' 'Description: speculative-decoding engine for Qwen3-architecture models' \
+	    'Version: $(PF_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lpocketflash $(LDLIBS)' >$@
+install: libpocketflash.a pocketflash $(BUILD)/pocketflash.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 libpocketflash.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/pocketflash.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/pocketflash.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 pocketflash $(DESTDIR)$(PREFIX)/bin/
+.PHONY: install $(BUILD)/pocketflash.pc
+
+# ThreadSanitizer: the concurrency test of the public API (N sessions on N threads sharing a model and a draft)
+# in their own build folder.
+tsan:
+	$(MAKE) BUILD=build-tsan OPT="-O1 -fsanitize=thread" build-tsan/tests/run_tests
+	TSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) build-tsan/tests/run_tests $(or $(T),api_concurrent)
+.PHONY: tsan
+clean: clean-tsan
+clean-tsan:
+	rm -rf build-tsan
+.PHONY: clean-tsan

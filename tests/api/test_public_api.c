@@ -1,0 +1,516 @@
+/* The public C API as an application sees it: this file is compiled with -Iinclude only (no
+ * internal header; tests/test.h is the harness). Speculative (dflash, dec, ngram, default) text
+ * equals plain text; multi-turn reuse gives exactly the tokens of cold runs of the full histories
+ * with the expected reused-token counts, and a prompt that diverges mid-cache keeps only the
+ * shared prefix (the draft's context too: its rounds match a cold run's); N sessions on N threads
+ * sharing one model and draft equal the sequential results (make tsan runs this under
+ * ThreadSanitizer); bad arguments fail with a message. */
+#include <pocketflash.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+
+#define TARGET "models/pf-target-f16.gguf"
+#define DRAFT2 "models/pf-draft-dflash2.gguf" /* DFlash2 with a Dec head */
+#define DRAFT1 "models/pf-draft-dflash.gguf"  /* DFlash, no Dec head */
+
+typedef struct { char s[8192]; size_t n; } text;
+typedef struct { int32_t t[1024]; int n; } toks;
+
+static int on_text(void *u, const char *s, size_t n) {
+    text *t = u;
+    if (t->n + n < sizeof t->s) {
+        memcpy(t->s + t->n, s, n);
+        t->n += n;
+        t->s[t->n] = 0;
+    }
+    return 0;
+}
+
+static int on_tok(void *u, int32_t id) {
+    toks *t = u;
+    if (t->n < 1024) t->t[t->n++] = id;
+    return 0;
+}
+
+static pf_session *session(const pf_model *m, int threads) {
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = threads, .n_ctx = 1024};
+    pf_session *s = pf_session_new(m, &sp, err);
+    if (!s) printf("    %s\n", err);
+    return s;
+}
+
+static const char *const k_prompts[3] = {
+    "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
+    "Extract the name and the version as JSON: package zlib1g, version 1.2.13, a compression library.",
+    "Translate into Chinese: the weather is nice today.",
+};
+
+TEST(api_version_matches_header) {
+    CHECK(strcmp(pf_version(), PF_VERSION_STRING) == 0);
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", PF_VERSION_MAJOR, PF_VERSION_MINOR, PF_VERSION_PATCH);
+    CHECK(strcmp(v, PF_VERSION_STRING) == 0);
+}
+
+TEST(api_speculative_text_equals_plain) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    CHECKF(d, "%s", err);
+    CHECK(pf_draft_has_dec(d) && pf_draft_block_size(d) == 16);
+    pf_session *s = session(m, 2);
+    CHECK(s);
+    static const struct { pf_spec_kind kind; const char *name; int block; } k_specs[] = {
+        {PF_SPEC_DEFAULT, "dflash2", 4}, {PF_SPEC_DFLASH, "dflash2", 6}, {PF_SPEC_DEC, "dflash2", 16},
+        {PF_SPEC_NGRAM, "ngram", 8}};
+    for (int i = 0; i < 2; i++) {
+        pf_gen_params gp;
+        pf_gen_params_default(&gp);
+        gp.max_tokens = 32;
+        gp.chat = true;
+        text plain = {0};
+        pf_gen_stats st;
+        pf_session_reset(s);
+        CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, on_text, &plain, &st, err) == PF_OK, "%s", err);
+        CHECK(st.n_gen > 0 && plain.n > 0 && st.rounds == 0 && !strcmp(st.strategy, "ar"));
+        for (int k = 0; k < 4; k++) {
+            gp.draft = k_specs[k].kind == PF_SPEC_NGRAM ? NULL : d;
+            gp.spec = k_specs[k].kind;
+            gp.block = k_specs[k].kind == PF_SPEC_DFLASH ? 6 : 0;
+            text got = {0};
+            pf_session_reset(s);
+            CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, on_text, &got, &st, err) == PF_OK, "%s", err);
+            CHECKF(got.n == plain.n && !memcmp(got.s, plain.s, plain.n), "prompt %d spec %d:\n%s\nvs plain\n%s", i, k,
+                   got.s, plain.s);
+            CHECKF(!strcmp(st.strategy, k_specs[k].name) && st.block == k_specs[k].block, "spec %d: %s block %d", k,
+                   st.strategy, st.block);
+            CHECK(st.rounds > 0 && st.round_tokens + 1 >= st.n_gen && st.tau >= 1.0);
+            CHECK(st.tau == (double)st.round_tokens / (double)st.rounds && st.accepted == st.round_tokens - st.rounds);
+            CHECK(st.acceptance >= 0 && st.acceptance <= 1 && st.accepted <= st.drafted);
+            CHECK(st.verify_s > 0 && st.draft_s >= 0 && st.other_s >= 0);
+        }
+    }
+    pf_session_free(s);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
+/* A token history: the previous turn's prompt and reply, then new "user" tokens. */
+static int extend(int32_t *h, int n, const toks *reply, int salt) {
+    memcpy(h + n, reply->t, (size_t)reply->n * sizeof *h);
+    n += reply->n;
+    for (int i = 0; i < 7; i++) h[n++] = 300 + (salt * 37 + i * 11) % 4000;
+    return n;
+}
+
+/* Three turns on one session (reusing the cache) against three cold runs of the full histories. */
+static void three_turns(pf_model *m, const pf_draft *d, pf_spec_kind kind, float temp) {
+    char err[PF_ERR_LEN];
+    pf_session *s = session(m, 1), *cold = session(m, 1);
+    CHECK(s && cold);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 24;
+    gp.stop_at_eot = false;
+    gp.draft = d;
+    gp.spec = kind;
+    gp.temp = temp; /* sampled: the same seed gives the same tokens, reused cache or not */
+    gp.top_p = 0.95f;
+    gp.seed = 7;
+    int32_t h[512];
+    int n = 0;
+    for (int i = 0; i < 9; i++) h[n++] = 200 + i * 53;
+    int prev_len = 0; /* tokens the previous turn left in the cache */
+    for (int turn = 0; turn < 3; turn++) {
+        toks a = {.n = 0}, b = {.n = 0};
+        pf_gen_stats sa, sb;
+        CHECKF(pf_generate_tokens(s, h, n, &gp, on_tok, &a, &sa, err) == PF_OK, "%s", err);
+        pf_session_reset(cold);
+        CHECKF(pf_generate_tokens(cold, h, n, &gp, on_tok, &b, &sb, err) == PF_OK, "%s", err);
+        CHECKF(a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof(int32_t)), "turn %d differs from the cold run", turn);
+        CHECKF(sa.n_reused == prev_len && sb.n_reused == 0, "turn %d: reused %d, expected %d", turn, sa.n_reused,
+               prev_len);
+        /* same draft context: the same proposals, round for round (Dec's choices depend on
+         * measured timings, so only its output is compared) */
+        if (kind == PF_SPEC_DFLASH || kind == PF_SPEC_NGRAM)
+            CHECKF(sa.rounds == sb.rounds && sa.drafted == sb.drafted && sa.accepted == sb.accepted,
+                   "turn %d: rounds %lld/%lld accepted %lld/%lld", turn, (long long)sa.rounds, (long long)sb.rounds,
+                   (long long)sa.accepted, (long long)sb.accepted);
+        /* the cache holds the prompt and the reply but its last token (never run) */
+        prev_len = n + a.n - 1;
+        n = extend(h, n, &a, turn);
+    }
+    pf_session_free(s);
+    pf_session_free(cold);
+}
+
+TEST(api_multi_turn_reuse_equals_cold_runs) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    CHECKF(d, "%s", err);
+    three_turns(m, NULL, PF_SPEC_PLAIN, 0);
+    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DFLASH, 0);
+    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DEC, 0);
+    if (!pf_test_failed()) three_turns(m, NULL, PF_SPEC_NGRAM, 0);
+    if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DFLASH, 0.8f);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
+TEST(api_divergent_prompt_truncates_cache_and_draft_context) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    CHECKF(d, "%s", err);
+    pf_session *s = session(m, 2), *cold = session(m, 2);
+    CHECK(s && cold);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 20;
+    gp.stop_at_eot = false;
+    gp.draft = d;
+    int32_t p[64];
+    for (int i = 0; i < 40; i++) p[i] = 100 + (i * 97) % 5000;
+    toks a = {.n = 0}, b = {.n = 0};
+    pf_gen_stats sa, sb;
+    CHECK(pf_generate_tokens(s, p, 40, &gp, on_tok, &a, &sa, err) == PF_OK && sa.n_reused == 0);
+    /* the same first 25 tokens, then others: 25 rows kept, the rest (and the reply) dropped */
+    for (int i = 25; i < 40; i++) p[i] = 7000 + i;
+    a.n = 0;
+    CHECK(pf_generate_tokens(s, p, 40, &gp, on_tok, &a, &sa, err) == PF_OK);
+    CHECK(pf_generate_tokens(cold, p, 40, &gp, on_tok, &b, &sb, err) == PF_OK);
+    CHECKF(sa.n_reused == 25, "reused %d", sa.n_reused);
+    CHECK(a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof(int32_t)));
+    CHECK(sa.rounds == sb.rounds && sa.drafted == sb.drafted && sa.accepted == sb.accepted);
+    /* a shorter prompt inside the cache: all but its last token kept */
+    a.n = b.n = 0;
+    CHECK(pf_generate_tokens(s, p, 30, &gp, on_tok, &a, &sa, err) == PF_OK && sa.n_reused == 29);
+    pf_session_reset(cold);
+    CHECK(pf_generate_tokens(cold, p, 30, &gp, on_tok, &b, &sb, err) == PF_OK && sb.n_reused == 0);
+    CHECK(a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof(int32_t)) && sa.accepted == sb.accepted);
+    /* a change of strategy: plain decoding reuses the rows, a new draft context cannot */
+    gp.spec = PF_SPEC_PLAIN;
+    a.n = 0;
+    CHECK(pf_generate_tokens(s, p, 30, &gp, on_tok, &a, &sa, err) == PF_OK && sa.n_reused == 29);
+    CHECK(a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof(int32_t)));
+    gp.spec = PF_SPEC_DFLASH;
+    gp.block = 3;
+    a.n = 0;
+    CHECK(pf_generate_tokens(s, p, 30, &gp, on_tok, &a, &sa, err) == PF_OK && sa.n_reused == 0 && sa.block == 3);
+    CHECK(a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof(int32_t)));
+    /* reset: nothing reused */
+    pf_session_reset(s);
+    CHECK(pf_generate_tokens(s, p, 30, &gp, on_tok, &a, &sa, err) == PF_OK && sa.n_reused == 0);
+    pf_session_free(s);
+    pf_session_free(cold);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
+/* The messages of a three-turn chat, the replies appended as they come. */
+typedef struct {
+    pf_message msg[8];
+    int n;
+    text reply[3];
+} chat_log;
+
+static const char *const k_users[3] = {
+    "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
+    "And how much do 5 apples cost?",
+    "Write that answer as JSON.",
+};
+
+static pf_status chat_turns(pf_session *s, const pf_gen_params *gp, chat_log *c, pf_gen_stats st[3], int cold_each,
+                            char err[PF_ERR_LEN]) {
+    c->n = 0;
+    c->msg[c->n++] = (pf_message){"system", "You are a helpful assistant."};
+    for (int t = 0; t < 3; t++) {
+        c->msg[c->n++] = (pf_message){"user", k_users[t]};
+        c->reply[t].n = 0;
+        c->reply[t].s[0] = 0;
+        if (cold_each) pf_session_reset(s);
+        pf_status rc = pf_generate_chat(s, c->msg, c->n, gp, on_text, &c->reply[t], &st[t], err);
+        if (rc != PF_OK) return rc;
+        c->msg[c->n++] = (pf_message){"assistant", c->reply[t].s};
+    }
+    return PF_OK;
+}
+
+TEST(api_chat_turns_reuse_and_equal_cold) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    CHECKF(d, "%s", err);
+    pf_session *s = session(m, 2);
+    CHECK(s);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 24;
+    gp.draft = d;
+    chat_log warm, cold;
+    pf_gen_stats sw[3], sc[3];
+    CHECKF(chat_turns(s, &gp, &warm, sw, 0, err) == PF_OK, "%s", err);
+    CHECKF(chat_turns(s, &gp, &cold, sc, 1, err) == PF_OK, "%s", err);
+    for (int t = 0; t < 3; t++) {
+        CHECKF(!strcmp(warm.reply[t].s, cold.reply[t].s), "turn %d:\n%s\nvs cold\n%s", t, warm.reply[t].s,
+               cold.reply[t].s);
+        CHECK(sc[t].n_reused == 0 && sw[t].n_prompt == sc[t].n_prompt && sw[t].n_gen == sc[t].n_gen);
+        /* the earlier turns are not prefilled again: the previous prompt stays but for its last
+         * token, the "\n" after "assistant", which merges with a reply that starts with one */
+        if (t > 0)
+            CHECKF(sw[t].n_reused >= sw[t - 1].n_prompt - 1 && sw[t].n_reused < sw[t].n_prompt,
+                   "turn %d: reused %d of %d", t, sw[t].n_reused, sw[t].n_prompt);
+    }
+    /* one user turn renders as pf_generate with chat */
+    text a = {0}, b = {0};
+    pf_message one[2] = {{"system", "Be brief."}, {"user", k_users[0]}};
+    gp.system = "Be brief.";
+    gp.chat = true;
+    pf_gen_stats st;
+    pf_session_reset(s);
+    CHECK(pf_generate(s, k_users[0], strlen(k_users[0]), &gp, on_text, &a, &st, err) == PF_OK);
+    int n_prompt = st.n_prompt;
+    pf_session_reset(s);
+    gp.chat = false;
+    gp.system = NULL;
+    CHECK(pf_generate_chat(s, one, 2, &gp, on_text, &b, &st, err) == PF_OK);
+    CHECK(st.n_prompt == n_prompt && !strcmp(a.s, b.s));
+    pf_session_free(s);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
+typedef struct {
+    const pf_model *m;
+    const pf_draft *d;
+    int id, threads;
+    toks out[3];
+    pf_status rc;
+} job;
+
+/* One session's work: three turns with the draft, each prompt depending on the job id. */
+static void *run_job(void *p) {
+    job *j = p;
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = j->threads, .n_ctx = 512};
+    pf_session *s = pf_session_new(j->m, &sp, err);
+    j->rc = s ? PF_OK : PF_ERR_OOM;
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 12;
+    gp.stop_at_eot = false;
+    gp.draft = j->d;
+    gp.spec = j->id % 2 ? PF_SPEC_DEC : PF_SPEC_DFLASH;
+    gp.block = 4; /* also bounds Dec's cost calibration (slow under ThreadSanitizer) */
+    int32_t h[256];
+    int n = 0;
+    for (int i = 0; i < 12; i++) h[n++] = 150 + (j->id * 131 + i * 29) % 6000;
+    for (int t = 0; t < 3 && j->rc == PF_OK; t++) {
+        j->out[t].n = 0;
+        j->rc = pf_generate_tokens(s, h, n, &gp, on_tok, &j->out[t], NULL, err);
+        n = extend(h, n, &j->out[t], j->id + t);
+    }
+    pf_session_free(s);
+    return NULL;
+}
+
+TEST(api_concurrent_sessions_equal_sequential) {
+    enum { N = 4 };
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    CHECKF(d, "%s", err);
+    job seq[N], par[N];
+    for (int i = 0; i < N; i++) {
+        seq[i] = (job){.m = m, .d = d, .id = i, .threads = 1 + i % 2};
+        par[i] = seq[i];
+        run_job(&seq[i]);
+        CHECK(seq[i].rc == PF_OK);
+    }
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) CHECK(pthread_create(&th[i], NULL, run_job, &par[i]) == 0);
+    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++) {
+        CHECK(par[i].rc == PF_OK);
+        for (int t = 0; t < 3; t++)
+            CHECKF(par[i].out[t].n == seq[i].out[t].n &&
+                       !memcmp(par[i].out[t].t, seq[i].out[t].t, (size_t)seq[i].out[t].n * sizeof(int32_t)),
+                   "session %d turn %d differs on threads", i, t);
+    }
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
+TEST(api_bad_arguments_fail_with_a_message) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    err[0] = 0;
+    CHECK(!pf_load_draft(m, "/nonexistent/draft.gguf", err) && strstr(err, "/nonexistent/draft.gguf"));
+    CHECK(!pf_load_draft(m, TARGET, err) && err[0]); /* a target is no draft */
+    CHECK(!pf_load_draft(m, NULL, err) && strstr(err, "bundle"));
+    pf_draft *d1 = pf_load_draft(m, DRAFT1, err);
+    CHECKF(d1, "%s", err);
+    CHECK(!pf_draft_has_dec(d1));
+    pf_session *s = session(m, 1);
+    CHECK(s);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 4;
+    text t = {0};
+    pf_message bad_role[1] = {{"robot", "hi"}}, last_assistant[2] = {{"user", "hi"}, {"assistant", "hello"}},
+               bad_utf8[1] = {{"user", "ab\xff"}};
+    CHECK(pf_generate_chat(s, bad_role, 1, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "robot"));
+    CHECK(pf_generate_chat(s, last_assistant, 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "assistant"));
+    CHECK(pf_generate_chat(s, bad_utf8, 1, &gp, on_text, &t, NULL, err) == PF_ERR_UTF8);
+    CHECK(pf_generate_chat(s, bad_role, 0, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
+    gp.spec = PF_SPEC_DFLASH;
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft"));
+    gp.spec = PF_SPEC_DEC;
+    gp.draft = d1;
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "Dec"));
+    gp.spec = PF_SPEC_DFLASH;
+    gp.block = 65;
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block"));
+    gp.block = 0;
+    gp.spec = (pf_spec_kind)42;
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
+    gp.spec = PF_SPEC_DEFAULT;
+    gp.task = "math";
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "profile"));
+    gp.task = NULL;
+    /* a draft loaded for another model */
+    pf_model *m2 = pf_load_model(TARGET, err);
+    CHECK(m2);
+    pf_draft *d2 = pf_load_draft(m2, DRAFT1, err);
+    CHECK(d2);
+    gp.draft = d2;
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "another model"));
+    /* after the failures the session still works and equals a fresh one */
+    gp.draft = d1;
+    t.n = 0;
+    CHECKF(pf_generate(s, "hello", 5, &gp, on_text, &t, NULL, err) == PF_OK, "%s", err);
+    pf_session_free(s);
+    pf_free_draft(d2);
+    pf_free_model(m2);
+    pf_free_draft(d1);
+    pf_free_model(m);
+}
+
+/* A tuned profile chooses strategy and block per task; explicit fields win. */
+TEST(api_profile_chooses_strategy) {
+    char err[PF_ERR_LEN], path[300];
+    snprintf(path, sizeof path, "%s/api-profile.json", pf_test_tmpdir());
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fputs("{\"default\": {\"spec\": \"ngram\", \"block\": 5}, \"tasks\": {\"math\": {\"spec\": \"dflash\", \"block\": 3}}}",
+          f);
+    fclose(f);
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    CHECKF(d, "%s", err);
+    pf_session *s = session(m, 1);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 12;
+    gp.draft = d;
+    gp.profile = path;
+    pf_gen_stats st;
+    text a = {0}, b = {0}, c = {0};
+    CHECKF(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &a, &st, err) == PF_OK, "%s", err);
+    CHECK(!strcmp(st.strategy, "ngram") && st.block == 5);
+    gp.task = "math";
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
+    CHECK(!strcmp(st.strategy, "dflash2") && st.block == 3 && !strcmp(a.s, b.s));
+    gp.block = 7;
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &c, &st, err) == PF_OK);
+    CHECK(st.block == 7 && !strcmp(a.s, c.s));
+    gp.task = "poetry";
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &c, &st, err) == PF_ERR_ARG &&
+          strstr(err, "poetry"));
+    pf_session_free(s);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
+/* pf_load_draft from a .pfb: the target's own bundle (path NULL) and another bundle's file. */
+TEST(api_draft_from_bundle) {
+    char err[PF_ERR_LEN], pfb[300], cmd[900];
+    snprintf(pfb, sizeof pfb, "%s/api-app.pfb", pf_test_tmpdir());
+    const char *cli = getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash";
+    snprintf(cmd, sizeof cmd, "%s pack -m %s -d %s -o %s >/dev/null", cli, TARGET, DRAFT2, pfb);
+    CHECK(system(cmd) == 0);
+    pf_model *mb = pf_load_model(pfb, err), *mg = pf_load_model(TARGET, err);
+    CHECKF(mb && mg, "%s", err);
+    pf_draft *db = pf_load_draft(mb, NULL, err);
+    CHECKF(db, "%s", err);
+    pf_draft *dg = pf_load_draft(mg, pfb, err);
+    CHECKF(dg, "%s", err);
+    CHECK(pf_draft_has_dec(db) && pf_draft_has_dec(dg));
+    pf_session *sb = session(mb, 1), *sg = session(mg, 1);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 24;
+    gp.chat = true;
+    text plain = {0}, a = {0}, b = {0};
+    pf_gen_stats st;
+    CHECK(pf_generate(sg, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &plain, &st, err) == PF_OK);
+    gp.draft = db;
+    gp.spec = PF_SPEC_DEC;
+    CHECK(pf_generate(sb, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &a, &st, err) == PF_OK && st.rounds > 0);
+    gp.draft = dg;
+    gp.spec = PF_SPEC_DFLASH;
+    pf_session_reset(sg);
+    CHECK(pf_generate(sg, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &b, &st, err) == PF_OK && st.rounds > 0);
+    CHECK(!strcmp(plain.s, a.s) && !strcmp(plain.s, b.s));
+    pf_session_free(sb);
+    pf_session_free(sg);
+    pf_free_draft(db);
+    pf_free_draft(dg);
+    pf_free_model(mb);
+    pf_free_model(mg);
+}
+
+/* Rows restored from a prompt-cache file are reused by the session's next call like prefilled ones. */
+TEST(api_prompt_cache_rows_reused_next_turn) {
+    char err[PF_ERR_LEN], path[300];
+    snprintf(path, sizeof path, "%s/api-prompt.cache", pf_test_tmpdir());
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_session *s = session(m, 1), *cold = session(m, 1);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 8;
+    gp.stop_at_eot = false;
+    gp.prompt_cache = path;
+    int32_t h[128];
+    for (int i = 0; i < 30; i++) h[i] = 500 + i * 41;
+    toks a = {.n = 0}, b = {.n = 0};
+    pf_gen_stats st;
+    CHECK(pf_generate_tokens(cold, h, 30, &gp, on_tok, &b, &st, err) == PF_OK && st.n_cached == 0); /* writes */
+    CHECK(pf_generate_tokens(s, h, 30, &gp, on_tok, &a, &st, err) == PF_OK && st.n_cached == 29 && st.n_reused == 0);
+    int n = extend(h, 30, &a, 1);
+    a.n = b.n = 0;
+    gp.prompt_cache = NULL;
+    CHECK(pf_generate_tokens(s, h, n, &gp, on_tok, &a, &st, err) == PF_OK);
+    CHECKF(st.n_reused == 30 + 8 - 1 && st.n_cached == 0, "reused %d", st.n_reused);
+    pf_session_reset(cold);
+    CHECK(pf_generate_tokens(cold, h, n, &gp, on_tok, &b, &st, err) == PF_OK);
+    CHECK(a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof(int32_t)));
+    pf_session_free(s);
+    pf_session_free(cold);
+    pf_free_model(m);
+}
