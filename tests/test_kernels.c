@@ -1068,8 +1068,9 @@ TEST(kernels_attention_batch_invariance) {
 /* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as
  * int8 with per-(head, position) scales; the reference reads the dequantized values and the queries
  * rounded as the kernel rounds them (pf_attn_quantize_q), so this checks the kernels' arithmetic. Unwritten slots hold 127 and NaN scales, so a leak of a
- * position past the cache would show. Every level (AVX2 falls back to the scalar path), 1 and 3
- * threads; then B rows at once == one row at a time, bitwise. */
+ * position past the cache would show. Every level (AVX2 and AVX-512 with their integer scores;
+ * head dims not a multiple of 8 take the scalar path), 1 and 3 threads; then B rows at once == one
+ * row at a time, bitwise. */
 typedef struct {
     uint8_t *K;
     int8_t *V;
