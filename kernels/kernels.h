@@ -16,7 +16,7 @@
 
 /* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes.
  * packed, when not NULL, holds the same weights in the row-group layout of pf_pack_weight, which
- * the AVX-512 quantized gemm reads instead of data (same results, bit for bit). */
+ * the AVX-512 and AVX2 quantized gemms read instead of data (same results, bit for bit). */
 typedef struct {
     const void *data;
     uint32_t type;
@@ -71,9 +71,9 @@ void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const voi
 void pf_matmul_n(const pf_kernels *k, pf_pool *pool, int n, const pf_weight *const *W, const void *act, int B,
                  float *const *y, const int64_t *ldy);
 
-/* Packed weights (kernels/repack.c). The AVX-512 quantized gemm works on groups of 16
- * consecutive rows, one row per 32-bit lane; in the GGUF layout every block of a group needs a
- * register transpose and a gather of its scales. Packed, a group's block k is one run of
+/* Packed weights (kernels/repack.c). The AVX-512 and AVX2 quantized gemms work on groups of 16
+ * consecutive rows, one row per 32-bit lane (AVX2: two halves of 8 lanes); in the GGUF layout
+ * every block of a group needs a register transpose and a gather of its scales. Packed, a group's block k is one run of
  * [16 f16 scales d][16 f16 minimums m (Q4_1)][quant bytes as dword columns: column j holds dword j
  * of the 16 rows' quants] and groups follow each other (the last one padded with zero rows), so a
  * block is a few aligned loads. 1 if type (Q8_0, Q4_0, Q4_1) can be packed and the best kernel
@@ -83,6 +83,10 @@ int pf_pack_wanted(uint32_t type);
 size_t pf_packed_bytes(const pf_weight *W);
 /* Write W's weights into dst (pf_packed_bytes(W) bytes, 64-byte aligned) in the packed layout. */
 void pf_pack_weight(const pf_weight *W, void *dst);
+/* Blocks [k0, k0 + nk) of row group g (rows 16g .. 16g+15) in the packed layout (nk * 16 * block
+ * bytes at dst): what pf_pack_weight writes there, for kernels that pack a GGUF-layout group on
+ * the fly. */
+void pf_pack_group(const pf_weight *W, int64_t g, int64_t k0, int64_t nk, void *dst);
 
 /* Qwen3's QK-norm: RMSNorm of each of n_heads heads of hd floats in place, with the same weight w. */
 void pf_rmsnorm_heads(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps);

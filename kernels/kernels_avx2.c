@@ -1,16 +1,18 @@
 /* AVX2 + FMA + F16C kernels.
  *
- * gemm: each weight block is loaded and decoded once per chunk of up to NB_MAX activation rows.
- * Every activation row b has its own accumulators and the per-b code is identical whatever the
- * chunk size, so output (r, b) is bitwise the same for B = 1 and B = 16 and for any row split.
+ * gemm: every output (r, b) has its own accumulators and its code is the same whatever the
+ * block of rows it is computed in, so it is bitwise the same for B = 1 and B = 16 and for any
+ * row split.
  *   float weights: two 8-lane accumulators over alternating 8-column chunks, then one fixed
- *     horizontal sum; the last partial chunk is zero padded.
- *   quantized: per block, int8 products with maddubs (u8 x s8 -> s16 pairs, no saturation is
- *     possible: |pair| <= 2*15*127 for nibbles, 2*128*127 for Q8_0 after the sign trick), madd to
- *     int32, convert, then acc = fma(isum_lanes, d_w*x.d, acc); the Q4 offset/minimum term
- *     (m_w * x.s, m_w = -8 d_w for Q4_0) is a separate scalar fma sum added at the end. The
- *     activation rows are repacked first (q aligned, x.d broadcast) so the inner loop takes them
- *     as memory operands; chunks of rows are sized to stay in L1, which never changes a result. */
+ *     horizontal sum; the last partial chunk is zero padded. Register blocks of 3 weight rows x
+ *     2 activation rows share every load (12 accumulators of the 16 registers).
+ *   quantized (Q8_0, Q4_0, Q4_1): the AVX-512 gemm's scheme on 8 lanes, over the packed layout
+ *     (kernels.h; GGUF-layout weights are packed a group at a time on the fly): one weight row
+ *     per 32-bit lane, each block decoded once per half-group into 8 registers (Q4: nibbles; Q8_0:
+ *     |w|), then every activation row takes 8 maddubs against broadcast dwords of its q8 block
+ *     (Q8_0: the weights' signs on the activation dwords), exact int32 block sums per lane, and
+ *     the AVX-512 gemm's float ops per block into its own accumulator: no horizontal sums, and
+ *     the same bits as the AVX-512 level. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -19,8 +21,9 @@
 #include "kernels/kernels_impl.h"
 #include "kernels/simd_avx2.h"
 
-#define NB_MAX 4
-#define ROW_TILE 32 /* weight rows per tile in the float gemm */
+#define FR_MAX 3 /* float gemm: weight rows x activation rows per register block (12 accumulators) */
+#define FB_MAX 2
+#define ROW_TILE 30 /* weight rows per tile in the float gemm (whole blocks of FR_MAX) */
 #define PF_DIST 1024 /* weight prefetch distance, bytes */
 
 static inline double hsum256d(__m256d v) {
@@ -44,183 +47,316 @@ PF_FORCE_INLINE __m256 wload8(uint32_t wt, const void *w, int64_t i) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* Dot products of one weight row with NB activation rows. */
-PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const float *const *x,
-                               float *out, int NB) {
-    size_t es = wt == PF_TYPE_F32 ? 4 : 2;
-    __m256 acc0[NB_MAX], acc1[NB_MAX];
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) acc0[b] = acc1[b] = _mm256_setzero_ps();
+/* Dot products of NR weight rows (w[r]) with NB activation rows: per (r, b) two 8-lane
+ * accumulators over alternating 8-column chunks, the last chunk possibly partial (zero padded),
+ * then one fixed horizontal sum; each output's operations are the same whatever NR and NB (the
+ * register block only shares loads: each weight vector serves NB rows, each activation vector NR). */
+PF_FORCE_INLINE void fdot_block(uint32_t wt, const void *const *w, int64_t n, const float *const *x,
+                                float (*out)[FB_MAX], int NR, int NB) {
+    const size_t es = wt == PF_TYPE_F32 ? 4 : 2;
+    __m256 acc0[FR_MAX][FB_MAX], acc1[FR_MAX][FB_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) acc0[r][b] = acc1[r][b] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)w + (size_t)i * es + PF_DIST, _MM_HINT_T0);
-        __m256 w0 = wload8(wt, w, i), w1 = wload8(wt, w, i + 8);
-#pragma GCC unroll 8
+        if ((i * es) % 64 == 0)
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) _mm_prefetch((const char *)w[r] + (size_t)i * es + PF_DIST, _MM_HINT_T0);
+        __m256 wv[FR_MAX]; /* one 8-column half at a time: 12 accumulators + 3 weights + 1 activation */
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) wv[r] = wload8(wt, w[r], i);
+#pragma GCC unroll 4
         for (int b = 0; b < NB; b++) {
-            acc0[b] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[b] + i), acc0[b]);
-            acc1[b] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[b] + i + 8), acc1[b]);
+            __m256 xv = _mm256_loadu_ps(x[b] + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) acc0[r][b] = _mm256_fmadd_ps(wv[r], xv, acc0[r][b]);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) wv[r] = wload8(wt, w[r], i + 8);
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) {
+            __m256 xv = _mm256_loadu_ps(x[b] + i + 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) acc1[r][b] = _mm256_fmadd_ps(wv[r], xv, acc1[r][b]);
         }
     }
     /* at most two more 8-column chunks, the last one possibly partial (zero padded) */
     for (int c = 0; i < n; c++, i += 8) {
         int64_t m = n - i < 8 ? n - i : 8;
-        uint8_t wbuf[32] = {0};
-        memcpy(wbuf, (const char *)w + (size_t)i * es, (size_t)m * es);
-        __m256 wv = wload8(wt, wbuf, 0);
-#pragma GCC unroll 8
-        for (int b = 0; b < NB; b++) {
-            float xbuf[8] = {0};
-            memcpy(xbuf, x[b] + i, (size_t)m * sizeof(float));
-            __m256 xv = _mm256_loadu_ps(xbuf);
-            if (c == 0)
-                acc0[b] = _mm256_fmadd_ps(wv, xv, acc0[b]);
-            else
-                acc1[b] = _mm256_fmadd_ps(wv, xv, acc1[b]);
+        for (int r = 0; r < NR; r++) {
+            uint8_t wbuf[32] = {0};
+            memcpy(wbuf, (const char *)w[r] + (size_t)i * es, (size_t)m * es);
+            __m256 wv = wload8(wt, wbuf, 0);
+            for (int b = 0; b < NB; b++) {
+                float xbuf[8] = {0};
+                memcpy(xbuf, x[b] + i, (size_t)m * sizeof(float));
+                __m256 xv = _mm256_loadu_ps(xbuf);
+                if (c == 0)
+                    acc0[r][b] = _mm256_fmadd_ps(wv, xv, acc0[r][b]);
+                else
+                    acc1[r][b] = _mm256_fmadd_ps(wv, xv, acc1[r][b]);
+            }
         }
     }
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) out[b] = hsum256(_mm256_add_ps(acc0[b], acc1[b]));
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) out[r][b] = hsum256(_mm256_add_ps(acc0[r][b], acc1[r][b]));
 }
 
-#include "kernels/gemm_float_tiles.h"
+/* Rows in tiles of ROW_TILE (in L2 after the first chunk of activation rows); per tile, chunks of
+ * FB_MAX activation rows (in L1) against blocks of FR_MAX weight rows. */
+PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                                int64_t ldy, int64_t r0, int64_t r1) {
+    for (int64_t rt = r0; rt < r1; rt += ROW_TILE) {
+        int64_t re = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
+        for (int b0 = 0; b0 < B; b0 += FB_MAX) {
+            int nb = B - b0 < FB_MAX ? B - b0 : FB_MAX;
+            const float *x[FB_MAX];
+            for (int b = 0; b < nb; b++) x[b] = (const float *)((const char *)act + (size_t)(b0 + b) * stride);
+            for (int64_t r = rt; r < re; r += FR_MAX) {
+                int nr = re - r < FR_MAX ? (int)(re - r) : FR_MAX;
+                const void *w[FR_MAX];
+                for (int i = 0; i < nr; i++) w[i] = (const char *)W->data + (size_t)(r + i) * W->row_bytes;
+                float out[FR_MAX][FB_MAX];
+                switch (nr * 4 + nb) {
+                case 5: fdot_block(wt, w, W->cols, x, out, 1, 1); break;
+                case 6: fdot_block(wt, w, W->cols, x, out, 1, 2); break;
+                case 9: fdot_block(wt, w, W->cols, x, out, 2, 1); break;
+                case 10: fdot_block(wt, w, W->cols, x, out, 2, 2); break;
+                case 13: fdot_block(wt, w, W->cols, x, out, 3, 1); break;
+                default: fdot_block(wt, w, W->cols, x, out, 3, 2); break;
+                }
+                for (int i = 0; i < nr; i++)
+                    for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r + i] = out[i][b];
+            }
+        }
+    }
+}
+
+static void gemm_f32(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
+                     int64_t r1) {
+    gemm_float(PF_TYPE_F32, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_f16(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
+                     int64_t r1) {
+    gemm_float(PF_TYPE_F16, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
+                      int64_t r1) {
+    gemm_float(PF_TYPE_BF16, W, act, stride, B, y, ldy, r0, r1);
+}
 
 /* ---- quantized gemm ---- */
 
-/* Activation rows as the block kernel reads them: repacked (the fast path: per block the 32 q
- * aligned, x.d broadcast to 8 floats, x.s) or the original q8 blocks. Both give the same values
- * to the same float ops, so the result does not depend on which one is used. */
-#define BLK_QS 32
-#define BLK_XD 32
-#define BLK_XS 4
-/* Stack scratch for repacked rows: 16 rows of 3072 columns fit (see the AVX-512 file). */
-#define SCRATCH_BYTES (128 * 1024)
-#define QROW_TILE 32
+#define XB ((int)sizeof(pf_block_q8_act)) /* 40: float d, float s, int8 qs[32] */
+#define QRG 16           /* weight rows per group (the packed layout): two halves of 8 lanes */
+#define QNB 16           /* activation rows per pass over a group's blocks */
+#define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
+#define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q4_0) */
+#define QPAD_BYTES (32 * 1024) /* a GGUF-layout group packed on the fly, per k chunk */
+#ifndef QPF_PACKED
+#define QPF_PACKED 2     /* groups ahead that the weight prefetch reads (0: none) */
+#endif
+#ifndef QPF_MIN_B
+#define QPF_MIN_B 4      /* software prefetch only from this many rows (as the AVX-512 gemm) */
+#endif
 
-typedef struct {
-    const uint8_t *base; /* row b at base + b * stride (rows as bytes: repacked or q8 blocks) */
-    size_t stride;
-    int64_t nblk;
-} act_rows;
-#define AR_ROW(ar, b) ((ar)->base + (size_t)(b) * (ar)->stride)
-
-static size_t packed_row_bytes(int64_t nblk) {
-    return ((size_t)nblk * (BLK_QS + BLK_XD + BLK_XS) + 31) / 32 * 32;
+static inline uint32_t load_u32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
 }
 
-PF_NOIPA static void repack_row(const pf_block_q8_act *x, int64_t nblk, uint8_t *dst) {
-    float *xd = (float *)(dst + nblk * BLK_QS), *xs = (float *)(dst + nblk * (BLK_QS + BLK_XD));
-    for (int64_t k = 0; k < nblk; k++) {
-        _mm256_store_si256((__m256i *)(dst + k * BLK_QS), _mm256_loadu_si256((const __m256i *)x[k].qs));
-        _mm256_store_ps(xd + k * 8, _mm256_set1_ps(x[k].d));
-        xs[k] = x[k].s;
+static inline float load_f32(const void *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+PF_FORCE_INLINE size_t qtype_size(uint32_t wt) {
+    return wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
+           : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
+}
+
+/* out[b*nk + k] = -8 * (sum of the 32 int8 of activation row b's block k0+k), exact (Q4_0's
+ * nibble - 8 offset, removed in integers). */
+PF_NOIPA static void act_sums(const uint8_t *act, size_t stride, int nb, int64_t k0, int64_t nk, int32_t *out) {
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int b = 0; b < nb; b++) {
+        const pf_block_q8_act *x = (const pf_block_q8_act *)(act + (size_t)b * stride) + k0;
+        for (int64_t k = 0; k < nk; k++) {
+            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k].qs), bias);
+            __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256()); /* sums of (q + 128) */
+            __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
+            out[(size_t)b * nk + k] = -8 * (_mm_cvtsi128_si32(t) - 32 * 128);
+        }
     }
 }
 
-PF_FORCE_INLINE __m256i act_qs(const act_rows *ar, int packed, int b, int64_t k) {
-    if (packed) return _mm256_load_si256((const __m256i *)(AR_ROW(ar, b) + k * BLK_QS));
-    return _mm256_loadu_si256((const __m256i *)((const pf_block_q8_act *)AR_ROW(ar, b) + k)->qs);
-}
-
-PF_FORCE_INLINE __m256 act_xd(const act_rows *ar, int packed, int b, int64_t k) {
-    if (packed) return _mm256_load_ps((const float *)(AR_ROW(ar, b) + ar->nblk * BLK_QS) + k * 8);
-    return _mm256_set1_ps(((const pf_block_q8_act *)AR_ROW(ar, b) + k)->d);
-}
-
-PF_FORCE_INLINE __m128 act_xs(const act_rows *ar, int packed, int b, int64_t k) {
-    if (packed) return _mm_load_ss((const float *)(AR_ROW(ar, b) + ar->nblk * (BLK_QS + BLK_XD)) + k);
-    return _mm_set_ss(((const pf_block_q8_act *)AR_ROW(ar, b) + k)->s);
-}
-
-PF_FORCE_INLINE void qdot_rows(uint32_t wt, const uint8_t *w, const act_rows *ar, int packed,
-                               float *out, int NB) {
-    const size_t ts = wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
-                      : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-    __m256 acc[NB_MAX];
-    __m128 accm[NB_MAX];
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) {
-        acc[b] = _mm256_setzero_ps();
-        accm[b] = _mm_setzero_ps();
-    }
-    for (int64_t k = 0; k < ar->nblk; k++) {
-        const uint8_t *blk = w + (size_t)k * ts;
-        _mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
-        float d = half_at(blk);
-        __m256 wd = _mm256_set1_ps(d);
-        __m128 wm = _mm_setzero_ps();
-        __m256i wv;
+/* Half h (rows 8h .. 8h+7, one per 32-bit lane) of one packed group (g at its block k0, blocks
+ * 16 * ts bytes apart) against NB activation rows (row b at act + b*stride, at its block k0) over
+ * nk blocks. Per block the half's weights are decoded once into 8 registers w[j] (lane i = four
+ * unsigned bytes of row i: Q4 nibbles; Q8_0 |w|, its signs put on the activations), then per
+ * activation row b
+ *   isum = sum_j madd(maddubs(w[j], broadcast dword j of x_b))  (+ asum for Q4_0)  (exact int32)
+ *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
+ * the AVX-512 gemm's float ops in its order (so the two levels agree bit for bit). No pair sum
+ * can saturate: Q4 nibbles sum all 8 maddubs in int16 (|sum| <= 16 * 15 * 128 < 2^15); Q8_0 pairs
+ * are |w| <= 128 times |x| <= 127, widened to int32 per dword. Every output is one lane's chain in
+ * block order, whatever NB, the half, the group or the row split. acc starts at 0 if first, else
+ * from y (parked by the previous k super-chunk); lanes outside mask are not stored. */
+PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, const uint8_t *act, size_t stride,
+                           const int32_t *asum, int64_t ald, int first, __m256i mask, float *y, int64_t ldy,
+                           const uint8_t *pf, int NB) {
+    const size_t ts = qtype_size(wt), gb = QRG * ts; /* one block of the group */
+    const size_t qoff = (wt == PF_TYPE_Q4_1 ? 64 : 32) + 32 * (size_t)h;
+    __m256 acc[QNB];
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++) acc[b] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + b * ldy, mask);
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    for (int64_t k = 0; k < nk; k++) {
+        const uint8_t *blk = g + (size_t)k * gb, *q = blk + qoff;
+        if (pf)
+            for (size_t o = 32 * (size_t)h; o < gb; o += 128) _mm_prefetch((const char *)pf + (size_t)k * gb + o, _MM_HINT_T1);
+        __m256 dv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16 * h))), mv = _mm256_setzero_ps();
+        if (wt == PF_TYPE_Q4_1) mv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 + 16 * h)));
+        __m256i w[8];
         if (wt == PF_TYPE_Q8_0) {
-            wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
-        } else {
-            const uint8_t *qs = blk + (wt == PF_TYPE_Q4_1 ? 4 : 2);
-            __m128i q = _mm_loadu_si128((const __m128i *)qs);
-            wv = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
-            wm = _mm_set_ss(wt == PF_TYPE_Q4_1 ? half_at(blk + 2) : -8.0f * d);
-        }
-        __m256i wabs = wt == PF_TYPE_Q8_0 ? _mm256_sign_epi8(wv, wv) : wv;
 #pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) w[j] = _mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)(q + 64 * j)));
+        } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * j));
+                w[j] = _mm256_and_si256(v, lo4);
+                w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+            }
+        }
+#pragma GCC unroll 16
         for (int b = 0; b < NB; b++) {
-            __m256i xv = act_qs(ar, packed, b, k);
-            if (wt == PF_TYPE_Q8_0) xv = _mm256_sign_epi8(xv, wv);
-            __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, xv), ones);
-            __m256 sc = _mm256_mul_ps(wd, act_xd(ar, packed, b, k));
-            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), sc, acc[b]);
-            if (wt != PF_TYPE_Q8_0) accm[b] = _mm_fmadd_ss(wm, act_xs(ar, packed, b, k), accm[b]);
-        }
-    }
+            const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
+            __m256i s;
+            if (wt == PF_TYPE_Q8_0) {
+                __m256i s1 = _mm256_setzero_si256();
+                s = _mm256_setzero_si256();
 #pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) out[b] = hsum256(acc[b]) + _mm_cvtss_f32(accm[b]);
+                for (int j = 0; j < 8; j += 2) { /* two chains (exact: the split changes nothing) */
+                    __m256i x0 = _mm256_sign_epi8(_mm256_set1_epi32((int)load_u32(xb + 8 + 4 * j)),
+                                                  _mm256_loadu_si256((const __m256i *)(q + 64 * j)));
+                    __m256i x1 = _mm256_sign_epi8(_mm256_set1_epi32((int)load_u32(xb + 12 + 4 * j)),
+                                                  _mm256_loadu_si256((const __m256i *)(q + 64 * j + 64)));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(w[j], x0), ones));
+                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(w[j + 1], x1), ones));
+                }
+                s = _mm256_add_epi32(s, s1);
+            } else {
+                __m256i p0 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32((int)load_u32(xb + 8)));
+                __m256i p1 = _mm256_maddubs_epi16(w[4], _mm256_set1_epi32((int)load_u32(xb + 24)));
+#pragma GCC unroll 4
+                for (int j = 1; j < 4; j++) {
+                    p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(w[j], _mm256_set1_epi32((int)load_u32(xb + 8 + 4 * j))));
+                    p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(w[4 + j],
+                                                                   _mm256_set1_epi32((int)load_u32(xb + 24 + 4 * j))));
+                }
+                s = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones);
+                if (wt == PF_TYPE_Q4_0) s = _mm256_add_epi32(s, _mm256_set1_epi32(asum[b * ald + k]));
+            }
+            __m256 sc = _mm256_mul_ps(dv, _mm256_set1_ps(load_f32(xb)));
+            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[b]);
+            if (wt == PF_TYPE_Q4_1) acc[b] = _mm256_fmadd_ps(mv, _mm256_set1_ps(load_f32(xb + 4)), acc[b]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++) _mm256_maskstore_ps(y + b * ldy, mask, acc[b]);
 }
 
-PF_FORCE_INLINE void qdot_range(uint32_t wt, const pf_weight *W, const act_rows *ar, int packed, int nb,
-                                float *y, int64_t ldy, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *w = (const uint8_t *)W->data + (size_t)r * W->row_bytes;
-        float out[NB_MAX] = {0};
-        switch (nb) {
-        case 1: qdot_rows(wt, w, ar, packed, out, 1); break;
-        case 2: qdot_rows(wt, w, ar, packed, out, 2); break;
-        case 3: qdot_rows(wt, w, ar, packed, out, 3); break;
-        default: qdot_rows(wt, w, ar, packed, out, 4); break;
-        }
-        for (int b = 0; b < nb; b++) y[b * ldy + r] = out[b];
+#define QHALF_CASE(N) \
+    case N: qhalf(wt, g, h, nk, act, stride, asum, ald, first, mask, y, ldy, pf, N); break;
+
+PF_FORCE_INLINE void qhalf_nb(uint32_t wt, int nb, const uint8_t *g, int h, int64_t nk, const uint8_t *act,
+                              size_t stride, const int32_t *asum, int64_t ald, int first, __m256i mask, float *y,
+                              int64_t ldy, const uint8_t *pf) {
+    switch (nb) {
+        QHALF_CASE(1) QHALF_CASE(2) QHALF_CASE(3) QHALF_CASE(4) QHALF_CASE(5) QHALF_CASE(6)
+        QHALF_CASE(7) QHALF_CASE(8) QHALF_CASE(9) QHALF_CASE(10) QHALF_CASE(11) QHALF_CASE(12)
+        QHALF_CASE(13) QHALF_CASE(14) QHALF_CASE(15)
+        default: qhalf(wt, g, h, nk, act, stride, asum, ald, first, mask, y, ldy, pf, QNB); break;
     }
 }
 
-/* As in the AVX-512 file: repack the activation rows once per call into stack scratch, then run
- * tiles of weight rows against chunks of them; rows too long for the scratch read in place. */
-PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride,
-                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
-    act_rows ar;
-    ar.nblk = W->cols / PF_QK;
-    size_t prow = packed_row_bytes(ar.nblk);
-    int fit = prow ? (int)(SCRATCH_BYTES / prow) : 0;
-    if (fit == 0) {
-        for (int b0 = 0; b0 < B; b0 += NB_MAX) {
-            int nb = B - b0 < NB_MAX ? B - b0 : NB_MAX;
-            ar.base = (const uint8_t *)act + (size_t)b0 * stride;
-            ar.stride = stride;
-            qdot_range(wt, W, &ar, 0, nb, y + b0 * ldy, ldy, r0, r1);
+/* Lanes [a, e) of a half (0 <= a <= e <= 8) as a maskload/maskstore mask. */
+static inline __m256i lane_mask(int a, int e) {
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(iota, _mm256_set1_epi32(a - 1)),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(e), iota));
+}
+
+/* One packed group (rows gs .. gs+15, of which [a, e) are stored) against sb activation rows, in
+ * balanced passes of at most QNB rows (17 rows go as 9 + 8) per half while the group's weights are
+ * hot in L1; only the first pass prefetches. */
+PF_FORCE_INLINE void group_passes(uint32_t wt, const uint8_t *g, int64_t gs, int64_t a, int64_t e, int64_t nk,
+                                  const uint8_t *act, size_t stride, const int32_t *asum, int sb, int first, float *y,
+                                  int64_t ldy, const uint8_t *pf) {
+    int npass = (sb + QNB - 1) / QNB;
+    for (int h = 0; h < 2; h++) {
+        int64_t ha = a - gs - 8 * h, he = e - gs - 8 * h; /* stored lanes of this half */
+        ha = ha < 0 ? 0 : ha, he = he > 8 ? 8 : he;
+        if (ha >= he) continue;
+        __m256i mask = lane_mask((int)ha, (int)he);
+        for (int c = 0, left = npass, nb; c < sb; c += nb, left--) {
+            nb = (sb - c + left - 1) / left;
+            qhalf_nb(wt, nb, g, h, nk, act + (size_t)c * stride, stride, asum + (size_t)c * nk, nk, first, mask,
+                     y + c * ldy + gs + 8 * h, ldy, c ? NULL : pf);
         }
+    }
+}
+
+/* Rows [r0, r1) in the packed layout's groups of 16 rows (a group reaching outside [r0, r1) is
+ * computed whole, zero rows past the matrix included, and only its rows inside stored). GGUF-layout
+ * weights are packed group by group into stack scratch first (pf_pack_group), so both layouts give
+ * the micro-kernel the same bytes: the same results, bit for bit. Rows over kc blocks run in k
+ * super-chunks, the accumulators parked in y in between (a float store and reload changes nothing). */
+PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act_, size_t stride,
+                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    const uint8_t *act = act_;
+    const size_t ts = qtype_size(wt);
+    const int64_t nblk = W->cols / PF_QK;
+    if (nblk == 0) { /* no columns: empty sums */
+        for (int b = 0; b < B; b++)
+            for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
         return;
     }
-    _Alignas(32) uint8_t scratch[SCRATCH_BYTES];
-    int nbmax = (int)((24 * 1024) / prow);
-    nbmax = nbmax < 1 ? 1 : nbmax > NB_MAX ? NB_MAX : nbmax;
-    for (int s0 = 0; s0 < B; s0 += fit) {
-        int sb = B - s0 < fit ? B - s0 : fit, nb;
-        int nchunk = (sb + nbmax - 1) / nbmax;
-        for (int b = 0; b < sb; b++)
-            repack_row((const pf_block_q8_act *)((const char *)act + (size_t)(s0 + b) * stride), ar.nblk,
-                       scratch + (size_t)b * prow);
-        for (int64_t rt = r0; rt < r1; rt += QROW_TILE) {
-            int64_t re = rt + QROW_TILE < r1 ? rt + QROW_TILE : r1;
-            for (int c = 0, left = nchunk; c < sb; c += nb, left--) {
-                nb = (sb - c + left - 1) / left;
-                ar.base = scratch + (size_t)c * prow;
-                ar.stride = prow;
-                qdot_range(wt, W, &ar, 1, nb, y + (s0 + c) * ldy, ldy, rt, re);
+    _Alignas(64) int32_t asum[wt == PF_TYPE_Q4_0 ? ASUM_INTS : 1];
+    const int packed = W->packed != NULL;
+    _Alignas(64) uint8_t pad[packed ? 1 : QPAD_BYTES];
+    int64_t kc = packed ? QKS : (int64_t)(QPAD_BYTES / (ts * QRG));
+    const size_t gbytes = (size_t)nblk * QRG * ts; /* one packed group, all blocks */
+    const int64_t ngroups = (W->rows + QRG - 1) / QRG;
+    for (int64_t k0 = 0; k0 < nblk; k0 += kc) {
+        int64_t nk = nblk - k0 < kc ? nblk - k0 : kc;
+        int first = k0 == 0;
+        int sbmax = wt == PF_TYPE_Q4_0 ? (int)(ASUM_INTS / nk) : B; /* >= 32 */
+        for (int s0 = 0; s0 < B; s0 += sbmax) {
+            int sb = B - s0 < sbmax ? B - s0 : sbmax;
+            const uint8_t *as = act + (size_t)s0 * stride;
+            if (wt == PF_TYPE_Q4_0) act_sums(as, stride, sb, k0, nk, asum);
+            for (int64_t gs = r0 / QRG * QRG; gs < r1; gs += QRG) {
+                int64_t a = r0 > gs ? r0 : gs, e = r1 < gs + QRG ? r1 : gs + QRG;
+                const uint8_t *g, *pf = NULL;
+                if (packed) {
+                    g = (const uint8_t *)W->packed + (size_t)(gs / QRG) * gbytes + (size_t)k0 * QRG * ts;
+                    /* one row streams at memory speed on the hardware prefetcher alone; with
+                     * several rows the compute per byte hides a prefetch (as the AVX-512 gemm) */
+                    if (QPF_PACKED && B >= QPF_MIN_B && gs / QRG + QPF_PACKED < ngroups) pf = g + QPF_PACKED * gbytes;
+                } else {
+                    pf_pack_group(W, gs / QRG, k0, nk, pad);
+                    g = pad;
+                }
+                group_passes(wt, g, gs, a, e, nk, as + (size_t)k0 * XB, stride, asum, sb, first, y + s0 * ldy, ldy, pf);
             }
         }
     }

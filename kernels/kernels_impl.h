@@ -76,5 +76,6 @@ int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh);
 /* Rows b0 .. b0+nr-1 of KV head kvh in one pass (same per-row arithmetic as one row at a time);
  * 0 if this level does not take the shape or the row count. */
 int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh);
+int pf_attend_rows_avx2(const pf_attn_job *j, int b0, int nr, int kvh);
 
 #endif

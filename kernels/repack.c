@@ -1,6 +1,6 @@
-/* Weights re-laid for the AVX-512 quantized gemm (layout in kernels.h, pf_pack_weight). The
- * packed copy is made once at load time; the kernel then reads each block of a 16-row group as
- * aligned vectors instead of transposing 16 rows in registers and gathering 16 scales. */
+/* Weights re-laid for the AVX-512 and AVX2 quantized gemms (layout in kernels.h, pf_pack_weight).
+ * The packed copy is made once at load time; the kernels then read each block of a 16-row group
+ * as aligned vectors instead of transposing 16 rows in registers and gathering 16 scales. */
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -9,7 +9,7 @@
 
 int pf_pack_wanted(uint32_t type) {
     if (type != PF_TYPE_Q8_0 && type != PF_TYPE_Q4_0 && type != PF_TYPE_Q4_1) return 0;
-    return pf_kernels_best()->level == PF_LEVEL_AVX512;
+    return pf_kernels_best()->level >= PF_LEVEL_AVX2;
 }
 
 /* Block size, offset of the quants in a GGUF block, and whether there is a minimum. */
@@ -28,23 +28,29 @@ size_t pf_packed_bytes(const pf_weight *W) {
     return groups * (size_t)(W->cols / PF_QK) * PACK_ROWS * bs;
 }
 
-void pf_pack_weight(const pf_weight *W, void *dst_) {
+void pf_pack_group(const pf_weight *W, int64_t g, int64_t k0, int64_t nk, void *dst_) {
     size_t off;
     int has_m;
     const size_t bs = block_bytes(W->type, &off, &has_m), nq = bs - off; /* quant bytes per block */
-    const int64_t nblk = W->cols / PF_QK, groups = (W->rows + PACK_ROWS - 1) / PACK_ROWS;
     uint8_t *dst = dst_;
-    for (int64_t g = 0; g < groups; g++)
-        for (int64_t k = 0; k < nblk; k++, dst += PACK_ROWS * bs) {
-            memset(dst, 0, PACK_ROWS * bs); /* rows past the matrix stay zero */
-            for (int i = 0; i < PACK_ROWS; i++) {
-                int64_t r = g * PACK_ROWS + i;
-                if (r >= W->rows) break;
-                const uint8_t *b = (const uint8_t *)W->data + (size_t)r * W->row_bytes + (size_t)k * bs;
-                memcpy(dst + 2 * i, b, 2);                               /* d */
-                if (has_m) memcpy(dst + 2 * PACK_ROWS + 2 * i, b + 2, 2); /* m */
-                uint8_t *q = dst + (has_m ? 4 : 2) * PACK_ROWS;
-                for (size_t j = 0; j < nq / 4; j++) memcpy(q + j * 4 * PACK_ROWS + 4 * i, b + off + 4 * j, 4);
-            }
+    for (int64_t k = k0; k < k0 + nk; k++, dst += PACK_ROWS * bs) {
+        memset(dst, 0, PACK_ROWS * bs); /* rows past the matrix stay zero */
+        for (int i = 0; i < PACK_ROWS; i++) {
+            int64_t r = g * PACK_ROWS + i;
+            if (r >= W->rows) break;
+            const uint8_t *b = (const uint8_t *)W->data + (size_t)r * W->row_bytes + (size_t)k * bs;
+            memcpy(dst + 2 * i, b, 2);                               /* d */
+            if (has_m) memcpy(dst + 2 * PACK_ROWS + 2 * i, b + 2, 2); /* m */
+            uint8_t *q = dst + (has_m ? 4 : 2) * PACK_ROWS;
+            for (size_t j = 0; j < nq / 4; j++) memcpy(q + j * 4 * PACK_ROWS + 4 * i, b + off + 4 * j, 4);
         }
+    }
+}
+
+void pf_pack_weight(const pf_weight *W, void *dst_) {
+    size_t off;
+    int has_m;
+    const size_t bs = block_bytes(W->type, &off, &has_m);
+    const int64_t nblk = W->cols / PF_QK, groups = (W->rows + PACK_ROWS - 1) / PACK_ROWS;
+    for (int64_t g = 0; g < groups; g++) pf_pack_group(W, g, 0, nblk, (uint8_t *)dst_ + (size_t)g * nblk * PACK_ROWS * bs);
 }

@@ -300,21 +300,24 @@ TEST(cli_draft_head) {
     CHECK_FAILS(args, "unknown flag");
 }
 
-/* --kv q8: the same command runs with the 8-bit cache where the AVX-512 kernels run; below them,
- * and a wrong type, it is refused in one line. */
+/* --kv q8: the same command runs with the 8-bit cache where the AVX2 or AVX-512 kernels run (the
+ * AVX2 ones forced by PF_KERNELS too); on the scalar kernels, and a wrong type, it is refused in
+ * one line. */
 TEST(cli_kv_q8) {
     const char *m = tiny_model();
     char args[1200], o[16384], e[8192];
-    snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
-    if (pf_kernels_get(PF_LEVEL_AVX512)) {
-        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run --kv q8 failed: %s", e);
+    for (int l = PF_LEVEL_AVX2; l <= PF_LEVEL_AVX512; l++) {
+        if (!pf_kernels_get((pf_level)l)) continue;
+        setenv("PF_KERNELS", pf_level_name((pf_level)l), 1);
+        snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
+        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "%s: run --kv q8 failed: %s", pf_level_name((pf_level)l), e);
         snprintf(args, sizeof args, "bench-model -m %s --reps 1 --bw-mib 16 --kv q8", m);
         CHECKF(run(args, o, sizeof o, e, sizeof e) == 0 && strstr(o, "8-bit KV cache"), "bench-model --kv q8: %s", e);
-        snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
     }
-    /* below AVX-512 (here forced by PF_KERNELS) the 8-bit cache is refused, not run slowly */
-    setenv("PF_KERNELS", "avx2", 1);
-    CHECK_FAILS(args, "the 8-bit KV cache needs the AVX-512 kernels");
+    /* on the scalar kernels (here forced by PF_KERNELS) the 8-bit cache is refused, not run slowly */
+    snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
+    setenv("PF_KERNELS", "scalar", 1);
+    CHECK_FAILS(args, "the 8-bit KV cache needs the AVX2 or AVX-512 kernels");
     unsetenv("PF_KERNELS");
     snprintf(args, sizeof args, "run -m %s -p hi --kv q4", m);
     CHECK_FAILS(args, "unknown KV cache type 'q4'");

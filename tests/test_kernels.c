@@ -446,20 +446,22 @@ TEST(kernels_gemm_long_rows) {
     }
 }
 
-/* The packed layout (kernels/repack.c) gives the AVX-512 gemm the same bits as the GGUF layout:
- * matrices over and under 16 rows and not a multiple of it, row ranges that start and end inside
- * a group, rows long enough for several k super-chunks, B from 1 to 17. */
+/* The packed layout (kernels/repack.c) gives the AVX-512 and AVX2 gemms the same bits as the GGUF
+ * layout: matrices over and under 16 rows and not a multiple of it, row ranges that start and end
+ * inside a group (and inside a half of the AVX2 gemm's 8 lanes), rows long enough for several k
+ * super-chunks, B from 1 to 17. The two levels run the same float ops per block (kernels_avx2.c),
+ * so where both run their results are compared bit for bit too. */
 TEST(kernels_gemm_packed_bitwise) {
-    const pf_kernels *k = pf_kernels_get(PF_LEVEL_AVX512);
-    if (!k) {
-        printf("    no AVX-512 on this CPU: the packed layout is not used here\n");
+    const pf_kernels *k2 = pf_kernels_get(PF_LEVEL_AVX2), *k5 = pf_kernels_get(PF_LEVEL_AVX512);
+    if (!k2) {
+        printf("    no AVX2 on this CPU: the packed layout is not used here\n");
         CHECK(!pf_pack_wanted(PF_TYPE_Q4_1));
         return;
     }
     static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
     static const int64_t shapes[][2] = {{1, 64}, {5, 96}, {16, 32}, {17, 256}, {40, 128}, {53, 32 * 1100}};
-    static const int64_t ranges[][2] = {{0, -1}, {3, -1}, {0, 7}, {5, 21}, {17, 35}};
-    int compared = 0;
+    static const int64_t ranges[][2] = {{0, -1}, {3, -1}, {0, 7}, {5, 21}, {17, 35}, {10, 13}};
+    int compared = 0, across = 0;
     for (int t = 0; t < 3; t++)
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             int64_t rows = shapes[si][0], cols = shapes[si][1];
@@ -470,26 +472,37 @@ TEST(kernels_gemm_packed_bitwise) {
             pf_pack_weight(&W, packed);
             P.packed = packed;
             const int B = 17;
-            size_t stride = pf_act_row_bytes(qt[t], cols);
+            size_t stride = pf_act_row_bytes(qt[t], cols), ny = (size_t)B * rows * sizeof(float);
             void *act = make_act(qt[t], cols, B, 1000 + t, NULL);
-            float *y0 = malloc((size_t)B * rows * sizeof(float)), *y1 = malloc((size_t)B * rows * sizeof(float));
+            float *y0 = malloc(ny), *y1 = malloc(ny), *y2 = malloc(ny);
             for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++) {
                 int64_t r0 = ranges[ri][0], r1 = ranges[ri][1] < 0 ? rows : ranges[ri][1];
                 if (r1 > rows) r1 = rows;
                 if (r0 >= r1) continue;
-                for (int nb = 1; nb <= B; nb += nb < 4 ? 1 : 6) {
-                    for (int64_t i = 0; i < (int64_t)B * rows; i++) y0[i] = y1[i] = -7.0f;
-                    k->gemm[qt[t]](&W, act, stride, nb, y0, rows, r0, r1);
-                    k->gemm[qt[t]](&P, act, stride, nb, y1, rows, r0, r1);
-                    CHECKF(memcmp(y0, y1, (size_t)B * rows * sizeof(float)) == 0,
-                           "%s %lldx%lld rows [%lld, %lld) B=%d: packed != GGUF layout", pf_type_info(qt[t])->name,
-                           (long long)rows, (long long)cols, (long long)r0, (long long)r1, nb);
-                    compared++;
-                }
+                for (int nb = 1; nb <= B; nb += nb < 4 ? 1 : 6)
+                    for (int l = 0; l < 2; l++) {
+                        const pf_kernels *k = l ? k5 : k2;
+                        if (!k) continue;
+                        for (int64_t i = 0; i < (int64_t)B * rows; i++) y0[i] = y1[i] = -7.0f;
+                        k->gemm[qt[t]](&W, act, stride, nb, y0, rows, r0, r1);
+                        k->gemm[qt[t]](&P, act, stride, nb, y1, rows, r0, r1);
+                        CHECKF(memcmp(y0, y1, ny) == 0, "%s %s %lldx%lld rows [%lld, %lld) B=%d: packed != GGUF layout",
+                               k->name, pf_type_info(qt[t])->name, (long long)rows, (long long)cols, (long long)r0,
+                               (long long)r1, nb);
+                        compared++;
+                        if (!l) memcpy(y2, y1, ny);
+                        else {
+                            CHECKF(memcmp(y1, y2, ny) == 0, "%s %lldx%lld rows [%lld, %lld) B=%d: avx2 != avx512",
+                                   pf_type_info(qt[t])->name, (long long)rows, (long long)cols, (long long)r0,
+                                   (long long)r1, nb);
+                            across++;
+                        }
+                    }
             }
-            free((void *)W.data), free(packed), free(act), free(y0), free(y1);
+            free((void *)W.data), free(packed), free(act), free(y0), free(y1), free(y2);
         }
-    printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched)\n", compared);
+    printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched), %d avx2 == avx512\n",
+           compared, across);
 }
 
 /* Weights between two PROT_NONE pages (the matrix ends exactly at the second one): every level
@@ -1055,8 +1068,9 @@ TEST(kernels_attention_batch_invariance) {
 /* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as
  * int8 with per-(head, position) scales; the reference reads the dequantized values and the queries
  * rounded as the kernel rounds them (pf_attn_quantize_q), so this checks the kernels' arithmetic. Unwritten slots hold 127 and NaN scales, so a leak of a
- * position past the cache would show. Every level (AVX2 falls back to the scalar path), 1 and 3
- * threads; then B rows at once == one row at a time, bitwise. */
+ * position past the cache would show. Every level (AVX2 and AVX-512 with their integer scores;
+ * head dims not a multiple of 8 take the scalar path), 1 and 3 threads; then B rows at once == one
+ * row at a time, bitwise. */
 typedef struct {
     uint8_t *K;
     int8_t *V;
