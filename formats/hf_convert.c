@@ -329,6 +329,9 @@ static int convert_target(conv *c) {
     if (n_tok != V)
         return fail(c, "%s: %lld tokens, but config.json's vocab_size (the embedding rows) is %lld", tok, (long long)n_tok,
                     (long long)V);
+    int64_t bos = -1;
+    if (cfg_int(c, pf_json_get(c->cfg, "bos_token_id"), "bos_token_id", 0, V - 1, V, &bos) < 0) return -1;
+    if (bos < V) gguf_w_u32(c->w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
     const int64_t emb[2] = {V, c->H}, vec[1] = {c->H};
     if (map(c, "model.embed_tokens.weight", "token_embd.weight", 2, emb) < 0) return -1;
     if (map(c, "model.norm.weight", "output_norm.weight", 1, vec) < 0) return -1;
