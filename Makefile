@@ -140,4 +140,5 @@ drafts:
 	bash draft/train/make_drafts.sh
 	bash draft/train/make_dec.sh
 
+-include mk/convert.mk
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

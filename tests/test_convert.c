@@ -624,3 +624,107 @@ TEST(convert_refuses_broken_drafts_and_warns_on_last_layer_taps) {
            "%s", warned);
     ck_free(&c);
 }
+
+/* ---- round trip of the committed models: GGUF -> export_hf.py -> convert -> GGUF */
+
+/* Every tensor of `ref` (except names starting with `skip`, which must be missing from `got`) is in
+ * `got` with the same type, dims and bytes, and `got` has no other tensor. "" when so, else what differs. */
+static void compare_tensors(const char *ref, const char *got, const char *skip, char *msg, size_t n) {
+    char err[PF_ERR_LEN];
+    gguf_file *a = gguf_open(ref, err), *b = gguf_open(got, err);
+    msg[0] = 0;
+    if (!a || !b) {
+        snprintf(msg, n, "%s", err);
+    } else {
+        uint64_t matched = 0;
+        for (uint64_t i = 0; i < a->n_tensors && !msg[0]; i++) {
+            const gguf_tensor *t = &a->tensors[i];
+            char *name = gguf_str_dup(t->name);
+            const gguf_tensor *u = gguf_find_tensor(b, name);
+            bool skipped = skip && !strncmp(name, skip, strlen(skip));
+            if (skipped && u) snprintf(msg, n, "%s: present, expected it left out", name);
+            else if (!skipped && !u) snprintf(msg, n, "%s: missing", name);
+            else if (u && (u->type != t->type || u->n_dims != t->n_dims || memcmp(u->ne, t->ne, sizeof t->ne) ||
+                           u->nbytes != t->nbytes || memcmp(u->data, t->data, t->nbytes)))
+                snprintf(msg, n, "%s: differs (type %u vs %u)", name, u->type, t->type);
+            matched += u != NULL;
+            free(name);
+        }
+        if (!msg[0] && matched != b->n_tensors) snprintf(msg, n, "%s has %llu tensors, %llu matched", got,
+                                                          (unsigned long long)b->n_tensors, (unsigned long long)matched);
+        static const char *arrs[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type"};
+        for (int k = 0; k < 3 && !msg[0]; k++) {
+            const gguf_kv *x = gguf_find(a, arrs[k]), *y = gguf_find(b, arrs[k]);
+            bool same = x && y && x->type == GGUF_ARR && y->type == GGUF_ARR && x->v.arr.n == y->v.arr.n;
+            for (uint64_t j = 0; same && j < x->v.arr.n; j++)
+                same = x->v.arr.type == GGUF_STR ? x->v.arr.strs[j].len == y->v.arr.strs[j].len &&
+                                                       !memcmp(x->v.arr.strs[j].ptr, y->v.arr.strs[j].ptr, x->v.arr.strs[j].len)
+                                                 : gguf_arr_int(x, j) == gguf_arr_int(y, j);
+            if (!same) snprintf(msg, n, "%s differs", arrs[k]);
+        }
+    }
+    gguf_close(a);
+    gguf_close(b);
+}
+
+static int export_hf(const char *gguf, const char *dir, const char *extra) {
+    const char *py = getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3";
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s draft/train/export_hf.py %s -o %s %s >/dev/null 2>%s/export_hf.err", py, gguf, dir, extra,
+             pf_test_tmpdir());
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+TEST(convert_round_trip_of_the_committed_models) {
+    static const char *T = "models/pf-target-f16.gguf";
+    static const char *D[2] = {"models/pf-draft-dflash.gguf", "models/pf-draft-dflash2.gguf"};
+    const char *tmp = pf_test_tmpdir();
+    char hf[400], t16[400], tq8[400], ref_q8[400], d16[2][400], msg[512], err[PF_ERR_LEN];
+    snprintf(hf, sizeof hf, "%s/rt_target", tmp);
+    snprintf(t16, sizeof t16, "%s/rt_target_f16.gguf", tmp);
+    snprintf(tq8, sizeof tq8, "%s/rt_target_q8.gguf", tmp);
+    snprintf(ref_q8, sizeof ref_q8, "%s/rt_ref_q8.gguf", tmp);
+    CHECK(export_hf(T, hf, "") == 0);
+    CHECKF(convert(hf, t16, PF_TYPE_F16, NULL, err) == 0, "%s", err);
+    compare_tensors(T, t16, NULL, msg, sizeof msg);
+    CHECKF(!msg[0], "target, f16: %s", msg);
+    /* the same type conversion as `quantize`: bitwise the same blocks */
+    CHECKF(convert(hf, tq8, PF_TYPE_Q8_0, NULL, err) == 0, "%s", err);
+    CHECK(run_cli(NULL, "quantize %s %s q8_0", T, ref_q8) == 0);
+    compare_tensors(ref_q8, tq8, NULL, msg, sizeof msg);
+    CHECKF(!msg[0], "target, q8_0: %s", msg);
+    for (int v = 0; v < 2; v++) {
+        char dir[400];
+        snprintf(dir, sizeof dir, "%s/rt_draft%d", tmp, v + 1);
+        snprintf(d16[v], sizeof d16[v], "%s/rt_draft%d_f16.gguf", tmp, v + 1);
+        char extra[500];
+        snprintf(extra, sizeof extra, "--target %s %s", T, v ? "--shard-bytes 2000000" : "");
+        CHECK(export_hf(D[v], dir, extra) == 0);
+        if (v) {
+            char idx[500];
+            snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
+            CHECK(exists(idx)); /* the sharded path */
+        }
+        CHECKF(convert(dir, d16[v], PF_TYPE_F16, t16, err) == 0, "%s", err);
+        /* everything but the Dec head (pocketflash-only, not in the HF layout) */
+        compare_tensors(D[v], d16[v], "dec.", msg, sizeof msg);
+        CHECKF(!msg[0], "%s: %s", D[v], msg);
+    }
+    /* identical greedy output: committed plain, converted plain, converted speculative (both drafts) */
+    static const char *prompts[2] = {"A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
+                                     "Summarize: the package provides a library for parsing JSON documents."};
+    for (int p = 0; p < 2; p++) {
+        char ref[400], out[400];
+        snprintf(ref, sizeof ref, "%s/rt_ref_%d.txt", tmp, p);
+        CHECK(run_cli(ref, "run -m %s --spec ar --chat -p '%s' -n 48", T, prompts[p]) == 0);
+        snprintf(out, sizeof out, "%s/rt_ar_%d.txt", tmp, p);
+        CHECK(run_cli(out, "run -m %s --spec ar --chat -p '%s' -n 48", t16, prompts[p]) == 0);
+        CHECKF(same_file(ref, out), "prompt %d: the converted target decodes differently", p);
+        for (int v = 0; v < 2; v++) {
+            snprintf(out, sizeof out, "%s/rt_spec_%d_%d.txt", tmp, p, v);
+            CHECK(run_cli(out, "run -m %s -d %s --chat -p '%s' -n 48", t16, d16[v], prompts[p]) == 0);
+            CHECKF(same_file(ref, out), "prompt %d, draft %d: speculative output differs", p, v + 1);
+        }
+    }
+}
