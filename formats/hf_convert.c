@@ -144,9 +144,14 @@ static int read_shape(conv *c) {
  * (outermost first) and marked used; NULL with err filled when absent and required. */
 static const pf_st_tensor *tensor(conv *c, const char *name, int n_dims, const int64_t *dims, bool required) {
     const pf_st_tensor *t = pf_st_find(c->st, name);
+    char alt[256];
     if (!t && c->arch != ARCH_QWEN3) {
-        char alt[256];
         snprintf(alt, sizeof alt, "model.%s", name);
+        t = pf_st_find(c->st, alt);
+    }
+    size_t nl = strlen(name);
+    if (!t && (nl < 7 || strcmp(name + nl - 7, ".weight"))) { /* some exporters suffix the codebooks */
+        snprintf(alt, sizeof alt, "%s.weight", name);
         t = pf_st_find(c->st, alt);
     }
     if (!t) {

@@ -13,3 +13,9 @@ fuzz-safetensors: build-fuzz/fuzz_safetensors
 build-fuzz/fuzz_safetensors: tests/fuzz/fuzz_safetensors.c formats/safetensors.c formats/json.c formats/ggml_types.c
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined -o $@ $^
+
+# Every committed model as a Hugging Face checkpoint in draft/train/work/hf/ (export_hf_all.sh, also
+# the last step of `make drafts`).
+.PHONY: hf-export
+hf-export: pocketflash
+	bash draft/train/export_hf_all.sh
