@@ -408,10 +408,11 @@ static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.hyper_connection_count: DeepSeek-V4 DSpark drafts are not supported", f->path);
         return -1;
     }
-    uint32_t th;
-    if (gguf_get_u32(f, "dflash.target_hidden_size", &th) == 0 && (int)th != d->target->hp.n_embd) {
-        snprintf(err, PF_ERR_LEN, "%s: dflash.target_hidden_size: %u differs from the target's hidden size %d", f->path, th,
-                 d->target->hp.n_embd);
+    uint32_t th = 0;
+    int r_th = gguf_get_u32(f, "dflash.target_hidden_size", &th);
+    if (r_th == -2 || (r_th == 0 && (int)th != d->target->hp.n_embd)) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.target_hidden_size: %s the target's hidden size %d", f->path,
+                 r_th == -2 ? "not an integer, expected" : "differs from", d->target->hp.n_embd);
         return -1;
     }
     struct { const char *key; float *out, def; } sc[] = {

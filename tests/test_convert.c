@@ -728,3 +728,126 @@ TEST(convert_round_trip_of_the_committed_models) {
         }
     }
 }
+
+/* ---- what the runtime honours of the dflash format, and what it refuses by name */
+
+/* The logits of one greedy block after 6 context rows (the same rows for every draft). */
+static int draft_logits(const char *path, const pf_model *m, float *out, int *n_out, char *err) {
+    pf_dflash *d = pf_dflash_load(path, m, err);
+    if (!d) return -1;
+    pf_dflash_state *s = pf_dflash_state_new(d, 64, NULL, NULL, err);
+    int rc = -1;
+    float taps[6 * 2 * H];
+    ckpt r = {.seed = 99};
+    for (int i = 0; i < 6 * 2 * H; i++) taps[i] = frand(&r);
+    int32_t draft[3];
+    if (s && pf_dflash_append_context(s, taps, 6, err) == 0 && pf_dflash_propose(s, 42, 4, NULL, NULL, draft, NULL, NULL, err) == 0) {
+        int rows;
+        const float *lg = pf_dflash_last_logits(s, &rows);
+        const int32_t *ids;
+        int nv = pf_dflash_head(s, &ids);
+        *n_out = rows * (nv ? nv : m->hp.n_vocab);
+        memcpy(out, lg, (size_t)*n_out * sizeof *out);
+        rc = 0;
+    }
+    pf_dflash_state_free(s);
+    pf_dflash_free(d);
+    return rc;
+}
+
+/* `path` rewritten with one extra u32/f32 key or one extra tensor. */
+static int add_to_gguf(const char *path, const char *out, const char *key, float fval, const char *tensor, uint32_t ttype,
+                       const void *tdata, int64_t n, char *err) {
+    gguf_file *f;
+    gguf_writer *w = gguf_writer_from(path, NULL, &f, err);
+    if (!w) return -1;
+    if (key) gguf_w_f32(w, key, fval);
+    gguf_w_copy_tensors(w, f, NULL);
+    const int64_t ne[4] = {n, 1, 1, 1};
+    if (tensor) gguf_w_tensor(w, tensor, ttype, 1, ne, tdata, (size_t)n * (ttype == PF_TYPE_I64 ? 8 : 4));
+    int rc = gguf_w_write(w, out, err);
+    gguf_writer_free(w);
+    gguf_close(f);
+    return rc;
+}
+
+TEST(convert_draft_runtime_honours_scales_and_refuses_what_it_cannot) {
+    ckpt c = {0};
+    const char *tmp = pf_test_tmpdir();
+    char tdir[300], tout[320], dir[320], base[340], mod[340], err[PF_ERR_LEN];
+    snprintf(tdir, sizeof tdir, "%s/hf_t_rt", tmp);
+    snprintf(tout, sizeof tout, "%s/t_rt.gguf", tmp);
+    snprintf(dir, sizeof dir, "%s/hf_d_rt", tmp);
+    snprintf(base, sizeof base, "%s/d_rt.gguf", tmp);
+    snprintf(mod, sizeof mod, "%s/d_rt_mod.gguf", tmp);
+    build_target(&c, tdir, true, F32, 1);
+    CHECKF(convert(tdir, tout, PF_TYPE_F32, NULL, err) == 0, "%s", err);
+    build_draft(&c, dir, (draft_kind){2, F32, 0, 0, 0});
+    CHECKF(convert(dir, base, PF_TYPE_F32, tout, err) == 0, "%s", err);
+    pf_model *m = pf_model_load(tout, err);
+    CHECK(m);
+    static float a[3 * V], b[3 * V];
+    int na = 0, nb = 0;
+    CHECKF(draft_logits(base, m, a, &na, err) == 0, "%s", err);
+    /* logit scale 2: every logit doubles exactly */
+    CHECK(add_to_gguf(base, mod, "dflash.logit_scale", 2.0f, NULL, 0, NULL, 0, err) == 0);
+    CHECKF(draft_logits(mod, m, b, &nb, err) == 0, "%s", err);
+    CHECK(na == nb && na == 3 * V);
+    for (int i = 0; i < na; i++) CHECKF(b[i] == 2.0f * a[i], "logit %d: %g vs 2 x %g", i, b[i], a[i]);
+    /* softcap 0.5: cap * tanh(z / cap) */
+    CHECK(add_to_gguf(base, mod, "dflash.final_logit_softcapping", 0.5f, NULL, 0, NULL, 0, err) == 0);
+    CHECKF(draft_logits(mod, m, b, &nb, err) == 0, "%s", err);
+    for (int i = 0; i < na; i++) CHECK(b[i] == 0.5f * tanhf(a[i] / 0.5f) && fabsf(b[i]) <= 0.5f);
+    /* embedding scale: 1 changes nothing, 3 changes the block's residual */
+    CHECK(add_to_gguf(base, mod, "dflash.embedding_scale", 1.0f, NULL, 0, NULL, 0, err) == 0);
+    CHECKF(draft_logits(mod, m, b, &nb, err) == 0, "%s", err);
+    CHECK(!memcmp(a, b, (size_t)na * sizeof *a));
+    CHECK(add_to_gguf(base, mod, "dflash.embedding_scale", 3.0f, NULL, 0, NULL, 0, err) == 0);
+    CHECKF(draft_logits(mod, m, b, &nb, err) == 0, "%s", err);
+    CHECK(memcmp(a, b, (size_t)na * sizeof *a) != 0);
+    /* refused by name */
+    static float zeros[8];
+    static const struct { const char *key, *tensor; const char *want; } refused[] = {
+        {"dflash.hyper_connection_count", NULL, "dflash.hyper_connection_count: DeepSeek-V4"},
+        {NULL, "markov_w1.weight", "tensor 'markov_w1.weight': not supported"},
+        {NULL, "fc.scale", "tensor 'fc.scale': not supported"},
+        {NULL, "blk.0.attn_sinks.weight", "attention sinks are not supported"},
+        {"dflash.target_hidden_size", NULL, "dflash.target_hidden_size"},
+        {"dflash.logit_scale", NULL, "dflash.logit_scale: expected a positive f32"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        float v = i == 5 ? -1.0f : 7.0f;
+        CHECK(add_to_gguf(base, mod, refused[i].key, v, refused[i].tensor, PF_TYPE_F32, zeros, 4, err) == 0);
+        pf_dflash *d = pf_dflash_load(mod, m, err);
+        CHECKF(!d && strstr(err, refused[i].want), "case %zu: wanted '%s', got '%s'", i, refused[i].want, d ? "(loaded)" : err);
+    }
+    /* an own head needs a d2t whose ids are distinct target ids */
+    ck_free(&c);
+    build_draft(&c, dir, (draft_kind){1, F32, 0, 0, 1});
+    CHECKF(convert(dir, base, PF_TYPE_F32, tout, err) == 0, "%s", err);
+    {
+        gguf_file *f;
+        gguf_writer *w = gguf_writer_from(base, NULL, &f, err);
+        CHECK(w);
+        for (uint64_t i = 0; i < f->n_tensors; i++) {
+            const gguf_tensor *t = &f->tensors[i];
+            char *name = gguf_str_dup(t->name);
+            if (strcmp(name, "d2t")) {
+                gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+            } else {
+                int64_t *dup = gguf_w_own(w, malloc(t->nbytes));
+                memcpy(dup, t->data, t->nbytes);
+                dup[5] = dup[4]; /* two rows for one target id */
+                gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, dup, t->nbytes);
+            }
+            free(name);
+        }
+        CHECK(gguf_w_write(w, mod, err) == 0);
+        gguf_writer_free(w);
+        gguf_close(f);
+        pf_dflash *d = pf_dflash_load(mod, m, err);
+        CHECKF(!d && strstr(err, "tensor 'd2t': entry 5 = 8 is listed twice"), "%s", d ? "(loaded)" : err);
+    }
+    pf_model_free(m);
+    ck_free(&c);
+}
