@@ -514,6 +514,16 @@ static int convert_draft(conv *c) {
     if (c->H != c->tgt_embd)
         return fail(c, "%s: hidden_size: %lld differs from the target's %lld (the draft embeds and projects with the target's "
                     "matrices)", c->cfg_path, (long long)c->H, (long long)c->tgt_embd);
+    /* a draft made for another target: its depth or vocabulary says so */
+    const pf_json *ntl = pf_json_get(c->cfg, "num_target_layers"), *vs = pf_json_get(c->cfg, "vocab_size");
+    int64_t v = 0;
+    if (ntl && ntl->type != PF_JSON_NULL &&
+        (cfg_int(c, ntl, "num_target_layers", 1, 4096, -1, &v) < 0 || v != c->tgt_layers))
+        return c->err[0] ? -1 : fail(c, "%s: num_target_layers: %lld, but the target %s has %lld layers", c->cfg_path,
+                                     (long long)v, c->o->target, (long long)c->tgt_layers);
+    if (vs && vs->type != PF_JSON_NULL && (cfg_int(c, vs, "vocab_size", 1, 1 << 24, -1, &v) < 0 || v != c->tgt_vocab))
+        return c->err[0] ? -1 : fail(c, "%s: vocab_size: %lld, but the target %s has %lld tokens", c->cfg_path, (long long)v,
+                                     c->o->target, (long long)c->tgt_vocab);
     general_keys(c);
     shape_keys(c);
     int64_t block = 0, mask = 0;

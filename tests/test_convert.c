@@ -590,6 +590,8 @@ TEST(convert_refuses_broken_drafts_and_warns_on_last_layer_taps) {
          "dflash_config.mask_token_id: out of range"},
         {"\"block_size\":4,\"mask_token_id\":259,\"target_layer_ids\":[0,2],%s", 96, NULL, 0,
          "hidden_size: 96 differs from the target's 64"},
+        {"\"block_size\":4,\"mask_token_id\":259,\"target_layer_ids\":[0,2],%s},\"num_target_layers\":36,\"x\":{", H,
+         NULL, 0, "num_target_layers: 36, but the target"},
         {"\"block_size\":4,\"mask_token_id\":259,\"target_layer_ids\":[0,2],%s", H,
          "candidate_selector.successor_codebook", 0, "tensor 'candidate_selector.successor_codebook': missing"},
         {"\"block_size\":4,\"mask_token_id\":259,\"target_layer_ids\":[0,2],%s", H, "layers.0.mlp_conv.base_kernel", 0,
