@@ -1,4 +1,6 @@
 /* pocketflash convert: a Hugging Face checkpoint (Qwen3 target, z-lab DFlash / DFlash2 draft) -> GGUF. */
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,13 @@ int cmd_convert(int argc, char **argv) {
         }
     }
     if (!dir || !out) return cli_fail("convert: HF_DIR and -o OUT.gguf are required (try --help)");
+    if (target) { /* the check after writing loads the target: it must not be the file written */
+        char *a = realpath(target, NULL), *b = realpath(out, NULL);
+        bool same = !strcmp(target, out) || (a && b && !strcmp(a, b));
+        free(a);
+        free(b);
+        if (same) return cli_fail("convert: -o %s: the output must differ from --target", out);
+    }
     int t = pf_type_from_name(type_s);
     if (t < 0) return cli_fail("convert: --type: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1)", type_s);
     pf_convert_opts o = {.type = (uint32_t)t, .target = target, .warn = print_warning};

@@ -853,3 +853,42 @@ TEST(convert_draft_runtime_honours_scales_and_refuses_what_it_cannot) {
     pf_model_free(m);
     ck_free(&c);
 }
+
+TEST(convert_cli_errors_are_one_line) {
+    ckpt c = {0};
+    const char *tmp = pf_test_tmpdir();
+    char tdir[300], tout[320], errp[320], cmd[1200];
+    snprintf(tdir, sizeof tdir, "%s/hf_t_cli", tmp);
+    snprintf(tout, sizeof tout, "%s/t_cli.gguf", tmp);
+    snprintf(errp, sizeof errp, "%s/cli-convert.err", tmp);
+    build_target(&c, tdir, false, F16, 1);
+    CHECK(run_cli(NULL, "convert %s -o %s --type q4_1", tdir, tout) == 0);
+    pf_model *m = NULL;
+    char err[PF_ERR_LEN];
+    CHECK((m = pf_model_load(tout, err)) != NULL);
+    pf_model_free(m);
+    static const struct { const char *args, *want; } cases[] = {
+        {"convert", "HF_DIR and -o OUT.gguf are required"},
+        {"convert %s -o %s/x.gguf --type q5", "--type: unknown type 'q5'"},
+        {"convert %s -o %s/x.gguf --frob 1", "unknown flag '--frob'"},
+        {"convert %s/nowhere -o %s/x.gguf", "config.json"},
+        {"convert %s -o %s/x.gguf --target %s/t_cli.gguf", "--target: only a draft takes"},
+        {"convert %s -o %s/t_cli.gguf --target %s/t_cli.gguf", "the output must differ from --target"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[900];
+        snprintf(args, sizeof args, cases[i].args, tdir, tmp, tmp);
+        snprintf(cmd, sizeof cmd, "%s", args);
+        CHECKF(run_cli(NULL, "%s", cmd) == 1, "case %zu exit status", i);
+        size_t n;
+        char *e = slurp(errp, &n);
+        bool one = e && n > 0 && strchr(e, '\n') == e + n - 1 && strstr(e, cases[i].want) && !strncmp(e, "pocketflash: ", 13);
+        CHECKF(one, "case %zu: '%s'", i, e ? e : "");
+        free(e);
+        char x[340];
+        snprintf(x, sizeof x, "%s/x.gguf", tmp);
+        CHECK(!exists(x));
+    }
+    CHECK(exists(tout)); /* the refused -o TARGET left the target alone */
+    ck_free(&c);
+}
