@@ -189,7 +189,7 @@ static const char *k_shape_cfg = "\"hidden_size\":%d,\"intermediate_size\":%d,\"
 /* A tiny Qwen3ForCausalLM folder; shards > 1 splits the tensors over that many files + index. */
 static void build_target(ckpt *c, const char *dir, bool tied, int dt, int shards) {
     mkdir_p(dir);
-    c->n = 0;
+    ck_free(c);
     c->seed = 12345 + (uint64_t)tied;
     ck_add(c, "model.embed_tokens.weight", dt, 2, V, H, 0, 0.8f, 0);
     add_layers(c, "model.", TL, dt);
@@ -228,7 +228,7 @@ typedef struct {
 /* A tiny z-lab draft folder for the tiny target: 1 layer, taps target layers 0 and 2, block 4. */
 static void build_draft(ckpt *c, const char *dir, draft_kind k) {
     mkdir_p(dir);
-    c->n = 0;
+    ck_free(c);
     c->seed = 777 + (uint64_t)k.version * 10 + (uint64_t)k.reduced;
     ck_add(c, "fc.weight", k.dt, 2, H, 2 * H, 0, 0.2f, 0);
     ck_add(c, "hidden_norm.weight", k.dt, 1, H, 0, 0, 0.1f, 1.0f);
