@@ -146,5 +146,6 @@ drafts:
 
 -include mk/deps.mk
 -include mk/demo.mk
+-include mk/convert.mk
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 -include mk/api.mk

@@ -6,6 +6,8 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "draft/dflash_synth.h"
+#include "draft/dflash_taps.h"
+#include "formats/gguf.h"
 
 static const char k_usage[] =
     "usage: pocketflash synth-draft -m TARGET.gguf -o DRAFT.gguf [--version 1|2] [--layers N] [--block B]\n"
@@ -17,8 +19,9 @@ static const char k_usage[] =
     "  --version V   1 = DFlash, 2 = DFlash2 (conv + candidate selector); default 1\n"
     "  --layers N    draft layers (default 5)\n"
     "  --block B     trained block size stored as dflash.block_size (default 16)\n"
-    "  --taps LIST   target layers to tap, 0-based 'after layer L' (default: one per draft layer,\n"
-    "                spread over the target's depth)\n"
+    "  --taps LIST   target layers to tap, 0-based 'after layer L' (default: one per draft layer by\n"
+    "                z-lab's rule round(1 + i*(n-4)/(layers-1)), never the last layer, which llama.cpp\n"
+    "                cannot tap; a list that taps it is written with a warning)\n"
     "  --seed S      RNG seed (default 1); the same seed gives the same shared weights for v1 and v2\n"
     "  --identity    DFlash2 starts as plain DFlash: conv base = identity tap, dyn proj = 0,\n"
     "                selector successor = 0\n";
@@ -86,5 +89,14 @@ int cmd_synth_draft(int argc, char **argv) {
                              out, err);
     free(taps);
     if (rc < 0) return cli_fail("%s", err);
+    gguf_file *tf = gguf_open(target, err);
+    uint32_t n_target = 0;
+    if (tf && gguf_get_u32(tf, "qwen3.block_count", &n_target) == 0) {
+        int at = pf_dflash_file_taps_last(out, (int)n_target);
+        if (at >= 0)
+            fprintf(stderr, "pocketflash: warning: %s: --taps entry %d taps the target's last layer %u (dflash.target_layers "
+                    "%u): pocketflash runs it, llama.cpp's loader refuses the draft\n", out, at, n_target - 1, n_target);
+    }
+    gguf_close(tf);
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "draft/dflash_taps.h"
 #include "eval/expand.h"
 #include "formats/ggml_types.h"
 
@@ -108,6 +109,18 @@ int cmd_expand(int argc, char **argv) {
     for (int k = 0; k < nd; k++) {
         if (pf_expand_draft(din[k], in, dout[k], &o, &info, err) < 0) return cli_fail("%s", err);
         fprintf(stderr, "expand: draft %s -> %s\n", din[k], dout[k]);
+        /* a tap of the small target's last layer keeps its index (the small layers come first): in a
+         * deeper expanded target that is the input of an extra layer, the same residual, which llama.cpp
+         * can tap; at equal depth it stays the last layer, which llama.cpp refuses */
+        int at = pf_dflash_file_taps_last(din[k], info.src.n_layer);
+        if (at >= 0 && d->n_layer > info.src.n_layer)
+            fprintf(stderr, "pocketflash: warning: %s: dflash.target_layers[%d] = %d taps the last layer of the %d-layer source "
+                    "target; kept as %d in %s, the input of layer %d of the %d-layer expanded target (the same residual: "
+                    "the extra layers add nothing), which llama.cpp accepts\n", din[k], at, info.src.n_layer,
+                    info.src.n_layer, info.src.n_layer, dout[k], info.src.n_layer, d->n_layer);
+        else if (at >= 0)
+            fprintf(stderr, "pocketflash: warning: %s: dflash.target_layers[%d] = %d taps the target's last layer; %s keeps it "
+                    "(pocketflash runs it, llama.cpp's loader refuses the draft)\n", din[k], at, info.src.n_layer, dout[k]);
     }
     return 0;
 }

@@ -72,14 +72,14 @@ int cmd_info(int argc, char **argv) {
         int o = snprintf(shape, sizeof shape, "[");
         for (uint32_t d = 0; d < t->n_dims; d++) o += snprintf(shape + o, sizeof shape - (size_t)o, "%s%lld", d ? ", " : "", (long long)t->ne[d]);
         snprintf(shape + o, sizeof shape - (size_t)o, "]");
-        printf("%-40.*s %-6s %-24s %12zu\n", (int)t->name.len, t->name.ptr, pf_type_info(t->type)->name, shape, t->nbytes);
+        printf("%-40.*s %-6s %-24s %12zu\n", (int)t->name.len, t->name.ptr, pf_tensor_type_info(t->type)->name, shape, t->nbytes);
         total += t->nbytes;
         by_type[t->type] += t->nbytes;
         params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
     }
     printf("\n%llu parameters, %.2f MiB of tensor data", (unsigned long long)params, total / 1048576.0);
     for (int t = 0; t < PF_TYPE_MAX; t++)
-        if (by_type[t]) printf("; %s %.2f MiB", pf_type_info((uint32_t)t)->name, by_type[t] / 1048576.0);
+        if (by_type[t]) printf("; %s %.2f MiB", pf_tensor_type_info((uint32_t)t)->name, by_type[t] / 1048576.0);
     putchar('\n');
     gguf_close(f);
     return 0;

@@ -19,5 +19,6 @@ int cmd_synth_draft(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

@@ -24,6 +24,7 @@ static const char k_usage[] =
     "  quantize     convert a GGUF's weight matrices to q8_0 / q4_0 / q4_1 / f16 / bf16 / f32\n"
     "  tokenize     print the token ids of a text (or decode ids with --decode)\n"
     "  vocab-import convert a Hugging Face tokenizer.json into a tokenizer-only GGUF\n"
+    "  convert      convert a Hugging Face checkpoint (Qwen3 target, DFlash / DFlash2 draft) into a GGUF\n"
     "  pack         bundle a target, its draft and a tuned profile into one .pfb file\n"
     "  verify       check every section hash of a .pfb bundle\n"
     "\n"
@@ -40,6 +41,7 @@ int main(int argc, char **argv) {
         {"synth-draft", cmd_synth_draft},
         {"expand", cmd_expand},
         {"pack", cmd_pack},         {"verify", cmd_verify},
+        {"convert", cmd_convert},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

@@ -59,6 +59,11 @@ struct pf_dflash {
     int32_t *head_rank;
     int n_head_rank, head_default;
     head_subset def_head; /* the default head vocabulary's rows, built once at load, shared by states */
+    /* a draft's own head (output.weight, llama.cpp's reduced draft vocabulary with d2t = the target id
+     * of each row, or the whole vocabulary without it) replaces the target's; n = 0: none */
+    head_subset base_head;
+    pf_weight own_embd; /* token_embd.weight of the draft's own, data NULL: the target's */
+    float logit_scale, softcap, embd_scale; /* dflash.logit_scale, .final_logit_softcapping, .embedding_scale */
     pf_weight sel_hidden, sel_pred, sel_succ;
     float *store; /* vectors converted to f32 when stored otherwise */
     void *packed_store; /* packed copies of the matrices (pf_weights_pack), or NULL */
@@ -78,9 +83,9 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The head over d's n most frequent tokens (1 <= n <= n_head_rank). */
-static int head_subset_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR_LEN]) {
-    const pf_weight *out = &d->target->output;
+/* A head of n rows: row i is row src_rows[i] of `out` (NULL: row i) and scores token ids[i]. */
+static int head_rows_build(head_subset *h, const pf_weight *out, const int32_t *src_rows, const int32_t *ids, int n,
+                           char err[PF_ERR_LEN]) {
     memset(h, 0, sizeof *h);
     h->ids = malloc((size_t)n * sizeof *h->ids);
     h->rows = malloc((size_t)n * out->row_bytes);
@@ -89,11 +94,10 @@ static int head_subset_build(head_subset *h, const pf_dflash *d, int n, char err
         snprintf(err, PF_ERR_LEN, "out of memory for a draft head of %d tokens", n);
         return -1;
     }
-    memcpy(h->ids, d->head_rank, (size_t)n * sizeof *h->ids);
-    qsort(h->ids, (size_t)n, sizeof *h->ids, cmp_i32);
+    memcpy(h->ids, ids, (size_t)n * sizeof *h->ids);
     for (int i = 0; i < n; i++)
-        memcpy(h->rows + (size_t)i * out->row_bytes, (const uint8_t *)out->data + (size_t)h->ids[i] * out->row_bytes,
-               out->row_bytes);
+        memcpy(h->rows + (size_t)i * out->row_bytes,
+               (const uint8_t *)out->data + (size_t)(src_rows ? src_rows[i] : i) * out->row_bytes, out->row_bytes);
     h->w = (pf_weight){h->rows, out->type, n, out->cols, out->row_bytes, NULL};
     pf_weight *w = &h->w;
     bool rel = false;
@@ -103,6 +107,21 @@ static int head_subset_build(head_subset *h, const pf_dflash *d, int n, char err
     }
     h->n = n;
     return 0;
+}
+
+/* The head over d's n most frequent tokens (1 <= n <= n_head_rank), ids ascending so that ties
+ * resolve as in the full head. */
+static int head_subset_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR_LEN]) {
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) {
+        snprintf(err, PF_ERR_LEN, "out of memory for a draft head of %d tokens", n);
+        return -1;
+    }
+    memcpy(ids, d->head_rank, (size_t)n * sizeof *ids);
+    qsort(ids, (size_t)n, sizeof *ids, cmp_i32);
+    int rc = head_rows_build(h, &d->target->output, ids, ids, n, err);
+    free(ids);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- loading */
@@ -361,6 +380,109 @@ static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
+/* What else the dflash format can say (llama.cpp's loader, src/models/dflash.cpp): the draft's own
+ * token_embd.weight; its own head output.weight {n_embd, n_vocab_draft} with d2t (I64, the target id
+ * of every draft row; needed when n_vocab_draft < n_vocab); dflash.logit_scale,
+ * .final_logit_softcapping and .embedding_scale. Parts of that format this runtime does not
+ * implement (DSpark's Markov / confidence heads, the DeepSeek-V4 backbone, per-head attention sinks,
+ * a scaled fc) are refused by name. */
+static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
+    static const char *refused[] = {"markov_w1.weight", "conf_proj.weight", "fc.scale", "hc_head_fn.weight"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (gguf_find_tensor(f, refused[i])) {
+            snprintf(err, PF_ERR_LEN, "%s: tensor '%s': not supported by this runtime (DSpark / DeepSeek-V4 drafts, scaled fc)",
+                     f->path, refused[i]);
+            return -1;
+        }
+    static const char sinks[] = ".attn_sinks.weight";
+    const size_t ns = sizeof sinks - 1;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_str n = f->tensors[i].name;
+        if (n.len > ns && memcmp(n.ptr + n.len - ns, sinks, ns) == 0) {
+            snprintf(err, PF_ERR_LEN, "%s: tensor '%.*s': attention sinks are not supported by this runtime", f->path,
+                     (int)n.len, n.ptr);
+            return -1;
+        }
+    }
+    if (gguf_find(f, "dflash.hyper_connection_count")) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.hyper_connection_count: DeepSeek-V4 DSpark drafts are not supported", f->path);
+        return -1;
+    }
+    uint32_t th = 0;
+    int r_th = gguf_get_u32(f, "dflash.target_hidden_size", &th);
+    if (r_th == -2 || (r_th == 0 && (int)th != d->target->hp.n_embd)) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.target_hidden_size: %s the target's hidden size %d", f->path,
+                 r_th == -2 ? "not an integer, expected" : "differs from", d->target->hp.n_embd);
+        return -1;
+    }
+    struct { const char *key; float *out, def; } sc[] = {
+        {"dflash.logit_scale", &d->logit_scale, 1.0f},
+        {"dflash.final_logit_softcapping", &d->softcap, 0.0f},
+        {"dflash.embedding_scale", &d->embd_scale, 1.0f},
+    };
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        float v = sc[i].def;
+        int r = gguf_get_f32(f, sc[i].key, &v);
+        if (r == -2 || (r == 0 && (!isfinite(v) || (v == 0 && sc[i].def != 0) || v < 0))) {
+            snprintf(err, PF_ERR_LEN, "%s: %s: expected a positive f32", f->path, sc[i].key);
+            return -1;
+        }
+        *sc[i].out = v;
+    }
+    const int H = d->hp.n_embd, V = d->hp.n_vocab;
+    if (gguf_find_tensor(f, "token_embd.weight") && pf_bind_matrix(f, "token_embd.weight", V, H, &d->own_embd, err) < 0)
+        return -1;
+    const gguf_tensor *out = gguf_find_tensor(f, "output.weight"), *d2t = gguf_find_tensor(f, "d2t");
+    if (!out) {
+        if (d2t) {
+            snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': present without output.weight (the draft's reduced head)", f->path);
+            return -1;
+        }
+        return 0;
+    }
+    if (d->head_rank) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens: cannot be combined with the draft's own output.weight", f->path);
+        return -1;
+    }
+    int64_t Vd = out->n_dims == 2 ? out->ne[1] : -1;
+    if (Vd < 1 || Vd > V || (Vd < V && !d2t)) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor 'output.weight': %lld rows %s", f->path, (long long)Vd,
+                 Vd < V && Vd >= 1 ? "need d2t (a reduced draft vocabulary maps its rows to target ids)"
+                                   : "(expected 1..the target's vocabulary)");
+        return -1;
+    }
+    pf_weight w;
+    if (pf_bind_matrix(f, "output.weight", Vd, H, &w, err) < 0) return -1;
+    int32_t *ids = malloc((size_t)Vd * sizeof *ids);
+    uint8_t *seen = calloc((size_t)V, 1);
+    int rc = -1;
+    if (!ids || !seen) {
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        goto done;
+    }
+    if (d2t && (d2t->type != PF_TYPE_I64 || d2t->n_dims != 1 || d2t->ne[0] != Vd)) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': expected I64 of %lld entries (one per row of output.weight)", f->path,
+                 (long long)Vd);
+        goto done;
+    }
+    for (int64_t i = 0; i < Vd; i++) {
+        int64_t id = i;
+        if (d2t) memcpy(&id, (const uint8_t *)d2t->data + 8 * i, 8);
+        if (id < 0 || id >= V || seen[id]) {
+            snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': entry %lld = %lld is %s", f->path, (long long)i, (long long)id,
+                     id < 0 || id >= V ? "outside the target's vocabulary" : "listed twice");
+            goto done;
+        }
+        seen[id] = 1;
+        ids[i] = (int32_t)id;
+    }
+    rc = head_rows_build(&d->base_head, &w, NULL, ids, (int)Vd, err);
+done:
+    free(ids);
+    free(seen);
+    return rc;
+}
+
 pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, char err[PF_ERR_LEN]) {
     pf_dflash *d = calloc(1, sizeof *d);
     if (!d) {
@@ -373,12 +495,17 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
     d->target = target;
     pf_hparams *hp = &d->hp;
     if (read_hparams(d, f, err) < 0 || read_taps(d, f, err) < 0 || read_mask(d, f, err) < 0 ||
-        read_head_tokens(d, f, err) < 0)
+        read_head_tokens(d, f, err) < 0 || read_io(d, f, err) < 0)
         goto fail;
     const int H = hp->n_embd, hd = hp->head_dim;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     d->version = gguf_find_tensor(f, "selector_hidden.weight") || gguf_find_tensor(f, "blk.0.attn_conv_base") ? 2 : 1;
     if (d->version == 2 && read_v2_globals(d, f, err) < 0) goto fail;
+    if (d->version == 2 && d->base_head.n && d->base_head.n < d->sel_top_k) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor 'output.weight': %d rows, fewer than dflash.selector_top_k %d", f->path,
+                 d->base_head.n, d->sel_top_k);
+        goto fail;
+    }
     const int K = d->conv_k, G = d->conv_groups;
     d->layers = calloc((size_t)hp->n_layer, sizeof *d->layers);
     size_t per_layer = 2 * (size_t)H + 2 * (size_t)hd + (d->version == 2 ? 4 * (size_t)K * H : 0);
@@ -440,6 +567,7 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
     }
     /* the widest prepared activation row of anything multiplied, incl. the target's head */
     size_t act = max_sz(pf_act_row_bytes(d->fc.type, d->fc.cols), pf_act_row_bytes(target->output.type, H));
+    if (d->base_head.n) act = max_sz(act, pf_act_row_bytes(d->base_head.w.type, H));
     for (int l = 0; l < hp->n_layer; l++) {
         const dflash_layer *L = &d->layers[l];
         const pf_weight *ws[] = {&L->attn_q, &L->attn_k, &L->attn_v, &L->attn_o, &L->ffn_gate, &L->ffn_up,
@@ -495,6 +623,7 @@ void pf_dflash_free(pf_dflash *d) {
     free(d->store);
     free(d->head_rank);
     head_subset_free(&d->def_head);
+    head_subset_free(&d->base_head);
     pf_weights_free(d->packed_store, d->packed_map_len);
     free(d);
 }
@@ -540,7 +669,7 @@ struct pf_dflash_state {
 
 static void free_head(pf_dflash_state *s) {
     head_subset_free(&s->own_head);
-    s->sub = NULL;
+    s->sub = s->d->base_head.n ? &s->d->base_head : NULL; /* "the whole vocabulary" is the draft's own head */
 }
 
 int pf_dflash_head_default(const pf_dflash *d) { return d->head_rank ? d->head_default : 0; }
@@ -637,6 +766,7 @@ pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool 
     pf_dflash_state *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->d = d;
+    s->sub = d->base_head.n ? &d->base_head : NULL;
     s->k = k ? k : pf_kernels_best();
     s->pool = pool;
     s->n_ctx = n_ctx;
@@ -913,9 +1043,13 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     if (ensure_rows(s, B, err) < 0) return -1;
     s->last_B = 0;
 
-    for (int r = 0; r < B; r++)
-        pf_dequantize_row(tm->tok_embd.type, (const char *)tm->tok_embd.data + (size_t)(r ? d->mask : bonus) * tm->tok_embd.row_bytes,
-                          s->x + (size_t)r * H, H);
+    const pf_weight *emb = d->own_embd.data ? &d->own_embd : &tm->tok_embd;
+    for (int r = 0; r < B; r++) {
+        float *x = s->x + (size_t)r * H;
+        pf_dequantize_row(emb->type, (const char *)emb->data + (size_t)(r ? d->mask : bonus) * emb->row_bytes, x, H);
+        if (d->embd_scale != 1.0f)
+            for (int i = 0; i < H; i++) x[i] *= d->embd_scale;
+    }
     for (int l = 0; l < hp->n_layer; l++) block_layer(s, l, B, s->len);
     for (int r = 0; r < B; r++) s->k->rmsnorm(s->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
     if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));
@@ -924,6 +1058,11 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
      * them), and indices map back to token ids through sub->ids. */
     const int NV = s->sub ? s->sub->n : V;
     linear(s, s->sub ? &s->sub->w : &tm->output, s->hn + H, H, B - 1, s->logits, NV);
+    if (d->logit_scale != 1.0f || d->softcap > 0) /* the trained output transform, as llama.cpp applies it */
+        for (size_t i = 0; i < (size_t)(B - 1) * NV; i++) {
+            float z = s->logits[i] * d->logit_scale;
+            s->logits[i] = d->softcap > 0 ? d->softcap * tanhf(z / d->softcap) : z;
+        }
     s->last_B = B;
 
     if (!v2) {

@@ -5,7 +5,11 @@
  * around every sublayer and a low-rank candidate selector walked left to right.
  *
  * The draft's hidden size must equal the target's: its rows go through the target's head and its
- * input rows are the target's embedding rows. */
+ * input rows are the target's embedding rows, unless the file carries its own token_embd.weight and
+ * output.weight (a reduced vocabulary maps its rows to target ids with d2t, as llama.cpp's loader
+ * reads it). dflash.logit_scale / final_logit_softcapping / embedding_scale are applied; the parts
+ * of llama.cpp's dflash format not implemented here (DSpark, DeepSeek-V4, attention sinks) are
+ * refused by name at load. */
 #ifndef PF_DFLASH_H
 #define PF_DFLASH_H
 

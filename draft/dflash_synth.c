@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "draft/dflash_taps.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
@@ -32,14 +33,6 @@ static int32_t pick_mask(const pf_tokenizer *tok) {
     for (int32_t i = pf_tokenizer_n_vocab(tok) - 1; i >= 0; i--)
         if (pf_tokenizer_token_type(tok, i) == PF_TOKEN_CONTROL) return i;
     return -1;
-}
-
-/* Taps spread evenly over the target's depth, skipping the first and last layer when there are
- * enough (the DFlash recipe taps inside the stack). */
-static int spread_tap(int n_layer, int n_taps, int i) {
-    int lo = n_layer >= 4 ? 1 : 0, hi = n_layer >= 4 ? n_layer - 2 : n_layer - 1;
-    if (n_taps == 1) return (lo + hi) / 2;
-    return lo + (int)lround((double)i * (hi - lo) / (n_taps - 1));
 }
 
 typedef struct {
@@ -103,7 +96,7 @@ int pf_dflash_synth(const char *target_path, int version, int n_layers, int bloc
         return -1;
     }
     const pf_hparams *th = &m->hp;
-    if (n_taps < 1) n_taps = n_layers < th->n_layer ? n_layers : th->n_layer;
+    if (n_taps < 1) n_taps = n_layers; /* z-lab: one tap per draft layer */
     int rc = -1;
     tensor_sink s = {0};
     int32_t *layers_p1 = malloc((size_t)n_taps * sizeof *layers_p1);
@@ -112,8 +105,13 @@ int pf_dflash_synth(const char *target_path, int version, int n_layers, int bloc
         snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
     }
+    int def[256];
+    if (!target_layers && pf_dflash_default_taps(th->n_layer, n_taps, def) < 0) {
+        snprintf(err, PF_ERR_LEN, "synth-draft: a target of %d layers has no layer to tap but its last", th->n_layer);
+        goto done;
+    }
     for (int i = 0; i < n_taps; i++) {
-        int L = target_layers ? target_layers[i] : spread_tap(th->n_layer, n_taps, i);
+        int L = target_layers ? target_layers[i] : def[i];
         if (L < 0 || L >= th->n_layer) {
             snprintf(err, PF_ERR_LEN, "synth-draft: tapped layer %d is outside the target's layers 0..%d", L,
                      th->n_layer - 1);

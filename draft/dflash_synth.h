@@ -10,9 +10,9 @@
 
 /* Write a draft for the target file at target_path: hidden size, FFN, heads and head size of the
  * target; matrices in the type of the target's blk.0.attn_q (fc in f32), norms and conv bases in
- * f32. target_layers: n_taps 0-based "after layer L" indices (stored as L+1), or NULL to spread
- * n_taps taps over the target's depth (n_taps <= 0 with NULL: min(n_layers, target layers), as the
- * DFlash recipe pairs one tap per draft layer). The target's tokenizer.* keys are copied and
+ * f32. target_layers: n_taps 0-based "after layer L" indices (stored as L+1), or NULL for z-lab's
+ * default rule (draft/dflash_taps.h; never the last layer, which llama.cpp cannot tap) with n_taps
+ * taps (n_taps <= 0 with NULL: one per draft layer, as z-lab's drafts have). The target's tokenizer.* keys are copied and
  * tokenizer.ggml.mask_token_id set (the target's own if it has one, else <|fim_pad|>, else its last
  * control token). version 2 adds the conv (kernel 2, group 16) and the selector (rank
  * min(256, hidden/2), top-16); identity_v2 makes it start as plain DFlash (conv base = identity tap,

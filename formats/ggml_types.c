@@ -16,6 +16,11 @@ const pf_type_traits *pf_type_info(uint32_t type) {
     return &k_traits[type];
 }
 
+const pf_type_traits *pf_tensor_type_info(uint32_t type) {
+    static const pf_type_traits i64 = {"i64", 1, 8, 0};
+    return type == PF_TYPE_I64 ? &i64 : pf_type_info(type);
+}
+
 size_t pf_row_bytes(uint32_t type, int64_t n) {
     const pf_type_traits *t = pf_type_info(type);
     if (!t || n < 0 || n % t->block) return 0;

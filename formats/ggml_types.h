@@ -40,10 +40,15 @@ typedef struct {
     int quantized;    /* 1 if activations are quantized to q8_act for the dot product */
 } pf_type_traits;
 
+/* ggml's I64: a data tensor type (a draft's d2t id map), never a weight type: pf_type_info knows it not. */
+#define PF_TYPE_I64 27
+
 /* Traits of a ggml type id, or NULL if the engine does not support it. */
 const pf_type_traits *pf_type_info(uint32_t type);
 /* Bytes of a row of n weights (n must be a multiple of the block), 0 if unsupported/unaligned. */
 size_t pf_row_bytes(uint32_t type, int64_t n);
+/* Traits of any tensor type the GGUF reader accepts: the weight types and I64. NULL otherwise. */
+const pf_type_traits *pf_tensor_type_info(uint32_t type);
 /* Type id from a name such as "q4_1", or -1. */
 int pf_type_from_name(const char *name);
 

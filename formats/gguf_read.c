@@ -203,7 +203,7 @@ static int parse_tensors(cursor *c, gguf_file *f) {
             nel *= ne;
         }
         if (take(c, &t->type, 4, field) < 0 || take(c, &t->offset, 8, field) < 0) return -1;
-        const pf_type_traits *tt = pf_type_info(t->type);
+        const pf_type_traits *tt = pf_tensor_type_info(t->type);
         if (!tt) {
             fail(c, "%s: unsupported tensor type %u", field, t->type);
             return -1;

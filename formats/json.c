@@ -356,7 +356,7 @@ static bool parse_array(parser *ps, pf_json *v, int depth) {
     size_t n = ps->n_vals - base;
     v->type = PF_JSON_ARRAY;
     v->u.arr.n = n;
-    v->u.arr.items = arena_copy(ps, ps->vals + base, n * sizeof(pf_json));
+    v->u.arr.items = n ? arena_copy(ps, ps->vals + base, n * sizeof(pf_json)) : NULL; /* vals may be NULL when n = 0 */
     if (n && !v->u.arr.items) return false;
     ps->n_vals = base;
     return true;
@@ -395,7 +395,7 @@ static bool parse_object(parser *ps, pf_json *v, int depth) {
     size_t n = ps->n_mems - base;
     v->type = PF_JSON_OBJECT;
     v->u.obj.n = n;
-    v->u.obj.members = arena_copy(ps, ps->mems + base, n * sizeof(pf_json_member));
+    v->u.obj.members = n ? arena_copy(ps, ps->mems + base, n * sizeof(pf_json_member)) : NULL;
     if (n && !v->u.obj.members) return false;
     ps->n_mems = base;
     return true;

@@ -265,14 +265,13 @@ static int collect_merges(const pf_json *root, const char *path, char err[PF_ERR
     return 0;
 }
 
-int pf_vocab_import(const char *tokenizer_json, const char *config_json, const char *out_gguf,
-                    char err[PF_ERR_LEN]) {
+int pf_vocab_import_into(gguf_writer *w, const char *tokenizer_json, const char *config_json, int64_t min_vocab,
+                         int64_t *n_tokens, char err[PF_ERR_LEN]) {
     int rc = -1;
     pf_json_doc *doc = NULL, *cdoc = NULL;
     vocab v = {.path = tokenizer_json, .err = err};
     char **merges = NULL, **pads = NULL;
     uint64_t *merge_len = NULL, n_merges = 0;
-    gguf_writer *w = NULL;
 
     if (!(doc = pf_json_parse_file(tokenizer_json, err))) goto out;
     const pf_json *root = pf_json_root(doc);
@@ -294,6 +293,26 @@ int pf_vocab_import(const char *tokenizer_json, const char *config_json, const c
         }
     }
 
+    /* A model's embedding may have more rows than the tokenizer has tokens (Qwen3: 151,936 rows,
+     * 151,669 tokens); the extra ids become unused padding tokens, as llama.cpp's converter writes. */
+    if (min_vocab > v.n) {
+        if (min_vocab > MAX_VOCAB) {
+            fail(err, tokenizer_json, "a vocabulary of %lld tokens is too large", (long long)min_vocab);
+            goto out;
+        }
+        const char **tx = realloc(v.text, (size_t)min_vocab * sizeof *tx);
+        if (tx) v.text = tx;
+        uint64_t *ln = realloc(v.len, (size_t)min_vocab * sizeof *ln);
+        if (ln) v.len = ln;
+        int32_t *ty = realloc(v.type, (size_t)min_vocab * sizeof *ty);
+        if (ty) v.type = ty;
+        if (!tx || !ln || !ty) {
+            fail(err, tokenizer_json, "out of memory");
+            goto out;
+        }
+        for (int64_t i = v.n; i < min_vocab; i++) v.text[i] = NULL;
+        v.n = min_vocab;
+    }
     /* Fill gaps so that ids stay positions in the token array. */
     pads = calloc((size_t)v.n, sizeof *pads);
     if (!pads) {
@@ -321,11 +340,6 @@ int pf_vocab_import(const char *tokenizer_json, const char *config_json, const c
     if (eos < 0) eos = find_token(&v, "<|endoftext|>", 13);
     if (pad < 0) pad = find_token(&v, "<|endoftext|>", 13);
 
-    if (!(w = gguf_writer_new())) {
-        fail(err, out_gguf, "out of memory");
-        goto out;
-    }
-    gguf_w_str(w, "general.architecture", "tokenizer");
     gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
     gguf_w_str(w, "tokenizer.ggml.pre", "qwen2");
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", v.text, v.len, (uint64_t)v.n);
@@ -336,10 +350,10 @@ int pf_vocab_import(const char *tokenizer_json, const char *config_json, const c
     gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
     const char *tmpl = cfg ? config_template(cfg) : NULL;
     if (tmpl) gguf_w_str(w, "tokenizer.chat_template", tmpl);
-    rc = gguf_w_write(w, out_gguf, err);
+    if (n_tokens) *n_tokens = v.n;
+    rc = 0;
 
 out:
-    gguf_writer_free(w);
     if (pads)
         for (int64_t i = 0; i < v.n; i++) free(pads[i]);
     free(pads);
@@ -351,5 +365,16 @@ out:
     free(v.type);
     pf_json_free(cdoc);
     pf_json_free(doc);
+    return rc;
+}
+
+int pf_vocab_import(const char *tokenizer_json, const char *config_json, const char *out_gguf,
+                    char err[PF_ERR_LEN]) {
+    gguf_writer *w = gguf_writer_new();
+    if (!w) return fail(err, out_gguf, "out of memory");
+    gguf_w_str(w, "general.architecture", "tokenizer");
+    int rc = pf_vocab_import_into(w, tokenizer_json, config_json, 0, NULL, err);
+    if (rc == 0) rc = gguf_w_write(w, out_gguf, err);
+    gguf_writer_free(w);
     return rc;
 }

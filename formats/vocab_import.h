@@ -24,5 +24,11 @@
 /* config_json (tokenizer_config.json) may be NULL. 0 or -1 (err filled; out_gguf untouched). */
 int pf_vocab_import(const char *tokenizer_json, const char *config_json, const char *out_gguf,
                     char err[PF_ERR_LEN]);
+/* The same tokenizer.* keys appended to w (no general.architecture), the token list padded with
+ * unused tokens up to min_vocab entries (0: no padding): for `convert`, whose model's embedding may
+ * have more rows than the tokenizer has tokens; *n_tokens (may be NULL) receives the token count written.
+ * 0 or -1 (err filled). */
+int pf_vocab_import_into(gguf_writer *w, const char *tokenizer_json, const char *config_json, int64_t min_vocab,
+                         int64_t *n_tokens, char err[PF_ERR_LEN]);
 
 #endif

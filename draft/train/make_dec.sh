@@ -26,3 +26,6 @@ $PY draft/train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration draft/t
 ./pocketflash dec-attach -d "$D" --dec "$W/dec.json" -o "$W/draft-with-dec.gguf"
 mv "$W/draft-with-dec.gguf" "$D"
 echo "Dec head attached to $D"
+
+# every model also as a Hugging Face checkpoint (export_hf_all.sh)
+bash draft/train/export_hf_all.sh

@@ -1,0 +1,82 @@
+/* pocketflash convert: a Hugging Face checkpoint (Qwen3 target, z-lab DFlash / DFlash2 draft) -> GGUF. */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "draft/dflash.h"
+#include "engine/model.h"
+#include "formats/ggml_types.h"
+#include "formats/hf_convert.h"
+
+static const char k_usage[] =
+    "usage: pocketflash convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--target TARGET.gguf]\n"
+    "  converts a Hugging Face checkpoint folder (config.json, model.safetensors or the shards of\n"
+    "  model.safetensors.index.json; F32 / F16 / BF16 weights) into the GGUF llama.cpp's converter writes:\n"
+    "  Qwen3ForCausalLM targets (tied or untied head; tokenizer.json and tokenizer_config.json of the\n"
+    "  folder) and z-lab DFlashDraftModel / DFlash2DraftModel drafts (--target names the target's GGUF,\n"
+    "  whose tokenizer is copied in so the draft file is self-contained).\n"
+    "  --type  weight matrices of the output (default f16); vectors and conv bases are f32\n"
+    "  The output is loaded (a draft with its target) before the command succeeds. A draft that taps the\n"
+    "  target's last layer converts with a warning: llama.cpp's loader refuses it.\n";
+
+static void print_warning(void *ctx, const char *msg) {
+    (void)ctx;
+    fprintf(stderr, "pocketflash: warning: %s\n", msg);
+}
+
+int cmd_convert(int argc, char **argv) {
+    const char *dir = NULL, *out = NULL, *target = NULL, *type_s = "f16";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        if (a[0] == '-') {
+            if (strcmp(a, "-o") && strcmp(a, "--type") && strcmp(a, "--target"))
+                return cli_fail("convert: unknown flag '%s' (try --help)", a);
+            if (!(v = cli_value(argc, argv, &i))) return 1;
+            if (!strcmp(a, "-o")) out = v;
+            else if (!strcmp(a, "--type")) type_s = v;
+            else target = v;
+        } else if (!dir) {
+            dir = a;
+        } else {
+            return cli_fail("convert: one checkpoint folder only ('%s' is a second one)", a);
+        }
+    }
+    if (!dir || !out) return cli_fail("convert: HF_DIR and -o OUT.gguf are required (try --help)");
+    if (target) { /* the check after writing loads the target: it must not be the file written */
+        char *a = realpath(target, NULL), *b = realpath(out, NULL);
+        bool same = !strcmp(target, out) || (a && b && !strcmp(a, b));
+        free(a);
+        free(b);
+        if (same) return cli_fail("convert: -o %s: the output must differ from --target", out);
+    }
+    int t = pf_type_from_name(type_s);
+    if (t < 0) return cli_fail("convert: --type: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1)", type_s);
+    pf_convert_opts o = {.type = (uint32_t)t, .target = target, .warn = print_warning};
+    char err[PF_ERR_LEN];
+    int arch = 0;
+    if (pf_hf_convert(dir, out, &o, &arch, err) < 0) return cli_fail("%s", err);
+
+    /* the result must load: a target alone, a draft with its target */
+    pf_model *m = pf_model_load(arch == 0 ? out : target, err);
+    pf_dflash *d = NULL;
+    if (m && arch != 0) d = pf_dflash_load(out, m, err);
+    int ok = m && (arch == 0 || d);
+    if (ok && arch == 0)
+        printf("%s: qwen3 target, %d layers, hidden %d, vocabulary %d, %s matrices\n", out, m->hp.n_layer, m->hp.n_embd,
+               m->hp.n_vocab, type_s);
+    else if (ok)
+        printf("%s: DFlash%s draft, %d layers, block %d, %s matrices, loads with %s\n", out, arch == 2 ? "2" : "",
+               pf_dflash_n_layer(d), pf_dflash_block_size(d), type_s, target);
+    pf_dflash_free(d);
+    pf_model_free(m);
+    if (!ok) {
+        remove(out);
+        return cli_fail("%s", err);
+    }
+    return 0;
+}
