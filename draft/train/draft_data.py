@@ -7,9 +7,9 @@
       work/drafts/prompts_{greedy,sampled}_<k>.jsonl
   draft_data.py evalprompts
       the held-out eval prompts (all types) for the OFFLINE acceptance measurement only
-  draft_data.py features <name> <gen.jsonl ...>
+  draft_data.py features <name> <gen.jsonl ...> [--layers N]
       runs the frozen target (read back from models/pf-target-f16.gguf, f32) over prompt+response and
-      stores the residual rows after the tapped layers: work/drafts/<name>_feats.npy (f16 [tokens, n_taps*H]),
+      stores the residual rows after the tapped layers (z-lab's build_target_layer_ids for an N-layer draft): work/drafts/<name>_feats.npy (f16 [tokens, n_taps*H]),
       <name>_toks.npy (i32), <name>_index.npz (offset, length, response start, task type per sequence)
 Generation itself is `pocketflash gen` (see make_drafts.sh).
 """
@@ -25,13 +25,13 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qwen_bpe import QwenBPE  # noqa: E402
+from dflash_model import DRAFT_LAYERS, build_target_layer_ids  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 WORK = os.path.join(HERE, "work")
 OUT = os.path.join(WORK, "drafts")
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
-TAP_LAYERS = [1, 3, 5]   # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1)
 MAX_SEQ = 512            # the target's training context
 
 
@@ -122,7 +122,7 @@ def _fast_attention(self, u, cos, sin, mask):
 
 
 @torch.no_grad()
-def target_taps(model, seqs, layers=TAP_LAYERS, batch_tokens=8192, bf16=False):
+def target_taps(model, seqs, layers, batch_tokens=8192, bf16=False):
     """seqs: list of id lists -> list of float32 arrays [len, n_taps*H] (causal forward, right-padded batches)."""
     import qwen3_model
     qwen3_model.Attention.forward = _fast_attention
@@ -155,6 +155,8 @@ def cmd_features(a):
     torch.set_flush_denormal(True)
     t0 = time.time()
     model, meta = load_target()
+    # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1): z-lab's rule
+    taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
     eos = meta["tokenizer.ggml.eos_token_id"]
     type_of = {}
     for t in TYPES:
@@ -173,7 +175,7 @@ def cmd_features(a):
             rstart.append(len(p))
             types.append(TYPES.index(e["id"].split("-")[0]))
             ids_.append(e["id"])
-    feats = target_taps(model, seqs, bf16=a.bf16)
+    feats = target_taps(model, seqs, taps, bf16=a.bf16)
     lens = np.array([len(s) for s in seqs], dtype=np.int64)
     off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
     F = feats[0].shape[1]
@@ -184,10 +186,10 @@ def cmd_features(a):
     big.flush()
     np.save(os.path.join(OUT, a.name + "_toks.npy"), np.concatenate([np.array(s, dtype=np.int32) for s in seqs]))
     np.savez(os.path.join(OUT, a.name + "_index.npz"), offset=off, length=lens, rstart=np.array(rstart),
-             type=np.array(types), ids=np.array(ids_))
+             type=np.array(types), ids=np.array(ids_), taps=np.array(taps))
     resp = int(sum(lens[k] - rstart[k] for k in range(len(seqs))))
     print(f"features {a.name}: {len(seqs)} sequences, {int(lens.sum())} tokens ({resp} response), "
-          f"{F} features, {time.time() - t0:.0f}s; max |feat| {max(float(np.abs(f).max()) for f in feats):.1f}",
+          f"{F} features (taps {taps}), {time.time() - t0:.0f}s; max |feat| {max(float(np.abs(f).max()) for f in feats):.1f}",
           flush=True)
 
 
@@ -205,6 +207,7 @@ def main():
     p.add_argument("name")
     p.add_argument("files", nargs="+")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for the target forward (~3x faster here)")
+    p.add_argument("--layers", type=int, default=DRAFT_LAYERS, help="draft layers: the taps follow z-lab's rule")
     a = ap.parse_args()
     {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "features": cmd_features}[a.cmd](a)
 

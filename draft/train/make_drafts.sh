@@ -5,9 +5,11 @@
 #
 #   draft/train/make_drafts.sh            everything (each step is skipped when its output exists,
 #                                         training resumes from its checkpoint)
-# Sizes (environment): PF_DRAFT_PROMPTS (training prompts, default 2800), PF_DRAFT_NEW (max response
-# tokens, 128), PF_DRAFT_ROWS1 / PF_DRAFT_ROWS2 (nominal supervised block rows, 1,920 a step, of the
-# DFlash base run / of each continuation from it; 1161600 / 1600000 = 605 / 833 steps),
+# Sizes (environment): PF_DRAFT_PROMPTS (training prompts, default 8400), PF_DRAFT_NEW (max response
+# tokens, 128), PF_DRAFT_LAYERS (draft layers, default 3; the taps follow z-lab's rule,
+# dflash_model.build_target_layer_ids), PF_DRAFT_ROWS1 / PF_DRAFT_ROWS2 (nominal supervised block
+# rows, 1,792 a step = 16 sequences x 16 anchors x 7 rows of a block of 8, of the DFlash base run / of
+# each continuation from it),
 # PF_DRAFT_MIN1 / PF_DRAFT_MIN2 (if set: shrink those budgets once, after 10 steps, to fit this many
 # minutes; recorded in the run config), PF_DRAFT_ACCEPT=0 skips the offline acceptance.
 # Outputs: models/pf-draft-dflash.gguf, models/pf-draft-dflash2.gguf, models/pf-draft-ref.json;
@@ -18,8 +20,9 @@ PY=${PYTHON:-/usr/bin/python3}
 export OPENBLAS_CORETYPE=SkylakeX
 W=draft/train/work/drafts
 T=models/pf-target-f16.gguf
-N_PROMPTS=${PF_DRAFT_PROMPTS:-2800}
+N_PROMPTS=${PF_DRAFT_PROMPTS:-8400}
 NEW=${PF_DRAFT_NEW:-128}
+LAYERS=${PF_DRAFT_LAYERS:-3}
 ROWS1=${PF_DRAFT_ROWS1:-1161600}
 ROWS2=${PF_DRAFT_ROWS2:-1600000}
 mkdir -p "$W"
@@ -58,20 +61,20 @@ wait
 log "generation: $(cat "$W"/gen_greedy_*.jsonl "$W"/gen_sampled_*.jsonl | wc -l) responses in $(( $(date +%s) - t0 ))s"
 
 # 3. tapped target features (frozen target read back from the GGUF)
-[ -f "$W/train_index.npz" ] || $PY draft/train/draft_data.py features train --bf16 "$W"/gen_greedy_*.jsonl \
+[ -f "$W/train_index.npz" ] || $PY draft/train/draft_data.py features train --bf16 --layers "$LAYERS" "$W"/gen_greedy_*.jsonl \
     "$W"/gen_sampled_*.jsonl | tee -a "$W/pipeline.log"
 
 # 4. a DFlash base run; then, from the SAME base and with the SAME row budget, (a) DFlash continued
 #    (fresh warm-up + cosine) and (b) DFlash2 (identity conv, zero successor table) fine-tuned with the
 #    selector loss: equal training for the two exported drafts.
-[ -f "$W/v1/final.pt" ] || $PY draft/train/train_draft.py train --version 1 --run "$W/v1" --rows "$ROWS1" --resume \
+[ -f "$W/v1/final.pt" ] || $PY draft/train/train_draft.py train --version 1 --run "$W/v1" --rows "$ROWS1" --layers "$LAYERS" --resume \
     --max-minutes "${PF_DRAFT_MIN1:-0}" > "$W/v1.out" 2>&1
 log "v1 base: $(tail -1 "$W/v1/train.log")"
 [ -f "$W/v2/final.pt" ] || $PY draft/train/train_draft.py train --version 2 --run "$W/v2" --init "$W/v1/final.pt" \
-    --rows "$ROWS2" --resume --max-minutes "${PF_DRAFT_MIN2:-0}" > "$W/v2.out" 2>&1
+    --rows "$ROWS2" --layers "$LAYERS" --resume --max-minutes "${PF_DRAFT_MIN2:-0}" > "$W/v2.out" 2>&1
 log "v2 (DFlash2): $(tail -1 "$W/v2/train.log")"
 [ -f "$W/v1b/final.pt" ] || $PY draft/train/train_draft.py train --version 1 --run "$W/v1b" --init "$W/v1/final.pt" \
-    --rows "$ROWS2" --resume --max-minutes "${PF_DRAFT_MIN2:-0}" > "$W/v1b.out" 2>&1
+    --rows "$ROWS2" --layers "$LAYERS" --resume --max-minutes "${PF_DRAFT_MIN2:-0}" > "$W/v1b.out" 2>&1
 log "v1b (DFlash): $(tail -1 "$W/v1b/train.log")"
 
 # 5. export + reference for tests/test_draft_ref.c
@@ -98,9 +101,9 @@ done
 if [ "${PF_DRAFT_ACCEPT:-1}" != 0 ]; then
     $PY draft/train/draft_data.py evalprompts
     gen "$W/eval_prompts.jsonl" "$W/gen_eval.jsonl"
-    [ -f "$W/eval_index.npz" ] || $PY draft/train/draft_data.py features eval --bf16 "$W/gen_eval.jsonl"
+    [ -f "$W/eval_index.npz" ] || $PY draft/train/draft_data.py features eval --bf16 --layers "$LAYERS" "$W/gen_eval.jsonl"
     for v in 1b 2; do
-        [ -f "$W/accept_v$v.json" ] || $PY draft/train/train_draft.py accept --ckpt "$W/v$v/final.pt" --data eval --blocks 4 8 16 --stride 2 \
+        [ -f "$W/accept_v$v.json" ] || $PY draft/train/train_draft.py accept --ckpt "$W/v$v/final.pt" --data eval --blocks 4 8 --stride 2 \
             --out "$W/accept_v$v.json" | tee -a "$W/pipeline.log"
     done
 fi
