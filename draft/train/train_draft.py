@@ -30,6 +30,10 @@ import train_lib as L  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 DR = os.path.join(HERE, "work", "drafts")
+# torch threads per process: PF_TORCH_THREADS, default 1. Measured on the shared 2-core AMD EPYC under
+# load ~14: 1 thread bf16 2.9 s/step, fp32 4.4 s/step; 2 threads bf16 11-12 s/step (the second thread
+# waits at every parallel region while other jobs hold the cores); the recipe runs two processes instead.
+THREADS = int(os.environ.get("PF_TORCH_THREADS", "1"))
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
 
 
@@ -98,8 +102,39 @@ def default_config(version, emb, meta, layers=DRAFT_LAYERS, block=DRAFT_BLOCK):
                        mask_id=8185, version=version)
 
 
+@torch.no_grad()
+def warm_start(model, path):
+    """Start from an exported draft (an older recipe's file, another shape): every tensor of the same
+    name and shape is copied; fc's columns of a target layer both tap are copied (a newly tapped
+    layer's are 0); a layer the old draft lacks gets zero output projections (o_proj, down_proj), so it
+    adds nothing and the new draft starts computing the old one's function minus the dropped taps."""
+    from export_draft import draft_from_gguf
+    old, _ = draft_from_gguf(path, torch.float32)
+    osd, c, oc = old.state_dict(), model.c, old.c
+    assert (c.hidden, c.vocab_size, c.mask_id) == (oc.hidden, oc.vocab_size, oc.mask_id), "incompatible draft"
+    copied, Ht = [], c.target_hidden
+    for k, v in model.state_dict().items():
+        if k == "fc.weight":
+            v.zero_()
+            for j, L in enumerate(c.tap_layers):
+                if L in oc.tap_layers:
+                    i = oc.tap_layers.index(L)
+                    v[:, j * Ht:(j + 1) * Ht] = osd[k][:, i * Ht:(i + 1) * Ht]
+            copied.append(k)
+        elif k in osd and osd[k].shape == v.shape:
+            v.copy_(osd[k])
+            copied.append(k)
+    for layer in model.layers[oc.n_layers:]:
+        layer.o_proj.weight.zero_()
+        layer.down_proj.weight.zero_()
+    shared = [L for L in c.tap_layers if L in oc.tap_layers]
+    return (f"warm start from {path} ({oc.n_layers} layers, taps {oc.tap_layers}, block {oc.block_size}): "
+            f"{len(copied)} of {len(model.state_dict())} tensors copied, shared taps {shared}, "
+            f"{max(0, c.n_layers - oc.n_layers)} added layer(s) start as identity")
+
+
 def train(a):
-    L.setup_torch(2)
+    L.setup_torch(THREADS)
     os.makedirs(a.run, exist_ok=True)
     log = L.Logger(os.path.join(a.run, "train.log"))
     emb, meta = load_emb()
@@ -111,7 +146,8 @@ def train(a):
         c0 = default_config(a.version, emb, meta, a.layers, a.block)
         run = {"draft": c0.to_dict(), "seed": a.seed, "rows_budget": a.rows, "n_seq": a.n_seq,
                "n_anchor": a.n_anchor, "lr": a.lr, "warmup_frac": 0.04, "wd": a.wd, "gamma": a.gamma,
-               "grad_clip": 1.0, "bf16": bool(a.bf16), "max_minutes": a.max_minutes, "sel_weight": a.sel_weight, "init": a.init, "data": a.data}
+               "grad_clip": 1.0, "bf16": bool(a.bf16), "max_minutes": a.max_minutes, "sel_weight": a.sel_weight, "init": a.init, "init_gguf": a.init_gguf,
+               "data": a.data}
         L.dump_json(cfgp, run)
     c = DraftConfig(**run["draft"])
     torch.manual_seed(run["seed"])
@@ -121,6 +157,8 @@ def train(a):
         missing, unexpected = model.load_state_dict(sd, strict=False)
         assert not unexpected, unexpected
         log(f"init from {run['init']}; new (identity-initialised) tensors: {len(missing)}")
+    if run.get("init_gguf"):
+        log(warm_start(model, run["init_gguf"]))
     opt = make_opt(model, run["lr"], run["wd"])
     data = SeqData(run["data"], c.block_size)
     assert data.taps == c.tap_layers, f"features tap {data.taps}, the draft {c.tap_layers}"
@@ -183,7 +221,7 @@ def train(a):
 
 
 def probe(a):
-    L.setup_torch(2)
+    L.setup_torch(THREADS)
     emb, meta = load_emb()
     data = SeqData(a.data, a.block)
     for version in (1, 2):
@@ -211,7 +249,7 @@ def accept(a):
     """Teacher-forced acceptance on the target's greedy responses: for every anchor (bonus position) the
     draft proposes B-1 tokens exactly as in a speculative round (greedy; v2 with the selector walk), and
     the accepted length is the leading run matching the target's greedy continuation. tau = 1 + mean."""
-    L.setup_torch(2)
+    L.setup_torch(THREADS)
     emb, _ = load_emb()
     ck = torch.load(a.ckpt, map_location="cpu")
     c = DraftConfig(**ck["config"])
@@ -275,6 +313,7 @@ def main():
     p.add_argument("--version", type=int, default=1)
     p.add_argument("--run", required=True)
     p.add_argument("--init", default=None)
+    p.add_argument("--init-gguf", default=None, help="warm start from an exported draft file (warm_start)")
     p.add_argument("--data", default="train")
     p.add_argument("--rows", type=int, default=1_500_000)
     p.add_argument("--n-seq", type=int, default=16)
