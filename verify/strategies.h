@@ -9,8 +9,12 @@
 /* The hybrid's lookup: patterns of at least PF_HYBRID_MIN_MATCH tokens (the bonus included, up to
  * max(ngram_n, that)), and its proposal kept when it has at least PF_HYBRID_MIN_TOKENS tokens (or fills
  * the block); otherwise the DFlash draft proposes (draft/hybrid.h). */
+#ifndef PF_HYBRID_MIN_MATCH /* overridable at build time, for measuring other settings */
 #define PF_HYBRID_MIN_MATCH 3
+#endif
+#ifndef PF_HYBRID_MIN_TOKENS
 #define PF_HYBRID_MIN_TOKENS 2
+#endif
 
 /* *block: in = requested rows per round (0 = default), out = the block to use (the draft's trained
  * block size for dflash and hybrid, 8 for ngram). For dflash, draft_path NULL takes the draft bundled with
