@@ -3,7 +3,7 @@
 # prompts speculatively at the draft's trained block (8 since the v2 drafts) and logs every round
 # (features + accepted length); a logistic regression (train_dec.py) is fitted on them; dec-attach
 # stores it in the draft file itself as dec.* tensors, so one file carries draft + Dec. Run after make_drafts.sh.
-#   draft/train/make_dec.sh      (PF_DEC_PROMPTS training prompts, default 200)
+#   draft/train/make_dec.sh      (PF_DEC_PROMPTS training prompts, default 120)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -11,7 +11,7 @@ export OPENBLAS_CORETYPE=SkylakeX
 W=draft/train/work/dec
 T=models/pf-target-f16.gguf
 D=models/pf-draft-dflash2.gguf
-N=${PF_DEC_PROMPTS:-200}
+N=${PF_DEC_PROMPTS:-120}
 mkdir -p "$W"
 make pocketflash >/dev/null
 [ -f "$D" ] || { echo "missing $D (make_drafts.sh first)" >&2; exit 1; }
