@@ -15,10 +15,11 @@ static const char k_usage[] =
     "  repetitions), speedup, tau, accepted-length histogram, acceptance by block position, time\n"
     "  split of a round, prefill tok/s and time to first token; greedy runs check that every\n"
     "  speculative output equals the plain output.\n"
-    "  --spec S       dflash (default with -d), ngram, or dec (dflash with the draft's Dec head deciding\n"
-    "                 each round how many drafts to verify; --block is then the most it drafts)\n"
-    "  --block B      rows verified per round (default: dflash min(4, the draft's trained block), dec\n"
-    "                 the draft's trained block as the most it drafts, ngram 8)\n"
+    "  --spec S       dflash (default with -d), ngram, dec (dflash with the draft's Dec head deciding\n"
+    "                 each round how many drafts to verify; --block is then the most it drafts), or\n"
+    "                 hybrid (prompt lookup where the text repeats a pattern of 3+ tokens, dflash otherwise)\n"
+    "  --block B      rows verified per round (default: dflash and hybrid min(4, the draft's trained\n"
+    "                 block), dec the draft's trained block as the most it drafts, ngram 8)\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest ngram pattern (default 3)\n"
     "  --no-special   special-token texts inside the prompts are plain text (template markers stay special)\n"
@@ -153,8 +154,8 @@ int cmd_bench(int argc, char **argv) {
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
     if (!tasks) return cli_fail("bench: missing --tasks DIR");
     if (!o.spec) o.spec = o.draft_path ? "dflash" : "ngram";
-    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram") && strcmp(o.spec, "dec"))
-        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, dec)", o.spec);
+    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram") && strcmp(o.spec, "dec") && strcmp(o.spec, "hybrid"))
+        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, dec, hybrid)", o.spec);
     if (strcmp(o.spec, "ngram") && !o.draft_path) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     char err[PF_ERR_LEN];
     pf_profile prof;

@@ -38,10 +38,11 @@ static const char k_usage[] =
     "                 --chat, else the whole prompt minus its last token\n"
     "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
     "  --spec S       ar (plain, default without a draft), dflash (default with -d or a bundled\n"
-    "                 draft), ngram (prompt lookup)\n"
+    "                 draft), ngram (prompt lookup), hybrid (prompt lookup where the text repeats a\n"
+    "                 pattern of 3+ tokens, dflash otherwise; needs -d)\n"
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target (also -md)\n"
-    "  --block B      rows verified per round, 2..64 (default: dflash min(4, the draft's trained block),\n"
-    "                 dec the draft's trained block as the most it drafts, ngram 8)\n"
+    "  --block B      rows verified per round, 2..64 (default: dflash and hybrid min(4, the draft's\n"
+    "                 trained block), dec the draft's trained block as the most it drafts, ngram 8)\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
@@ -134,8 +135,10 @@ int cmd_run(int argc, char **argv) {
         pf_profile_free(&prof);
     }
     if (spec_name && strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram") &&
-        strcmp(spec_name, "dec"))
-        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec)", spec_name);
+        strcmp(spec_name, "dec") && strcmp(spec_name, "hybrid"))
+        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec, hybrid)", spec_name);
+    if (spec_name && !strcmp(spec_name, "hybrid") && !draft_path)
+        return cli_fail("run: --spec hybrid needs -d DRAFT.gguf");
     if (spec_name && !strcmp(spec_name, "dec") && !draft_path)
         return cli_fail("run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)");
     if (log_rounds && !draft_path) return cli_fail("run: --log-rounds needs -d DRAFT.gguf");

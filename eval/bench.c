@@ -58,8 +58,8 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
-    pf_drafter *drafters[2] = {NULL, NULL}; /* dflash, ngram: opened when a task needs them */
-    int dblock[2] = {0, 0};
+    pf_drafter *drafters[3] = {NULL, NULL, NULL}; /* dflash, ngram, hybrid: opened when a task needs them */
+    int dblock[3] = {0, 0, 0};
     pf_dec *dec = NULL; /* with --spec dec: the draft's decision head */
     pf_spec **specs = NULL;
     int rc = -1;
@@ -81,12 +81,13 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
         const pf_profile_task *pt = pf_profile_find(o->profile, suite->types[t].type);
         const char *name = pt ? pt->spec : o->profile ? o->profile->spec : o->spec;
         int want = pt ? pt->block : o->profile ? o->profile->block : o->block;
-        int which = !strcmp(name, "ngram"), use_dec = !strcmp(name, "dec");
+        static const char *const opened[3] = {"dflash", "ngram", "hybrid"};
+        int which = !strcmp(name, "ngram") ? 1 : !strcmp(name, "hybrid") ? 2 : 0, use_dec = !strcmp(name, "dec");
         if (!drafters[which]) {
             dblock[which] = 0;
-            if (!(drafters[which] = pf_drafter_open(which ? "ngram" : "dflash", o->draft_path, s, o->ngram_n, &dblock[which], err)))
+            if (!(drafters[which] = pf_drafter_open(opened[which], o->draft_path, s, o->ngram_n, &dblock[which], err)))
                 goto done;
-            if (!which && pf_drafter_apply_head(drafters[which], o->draft_head, err) < 0) goto done;
+            if (which != 1 && pf_drafter_apply_head(drafters[which], o->draft_head, err) < 0) goto done;
         }
         int block = want > 0 ? want : pf_default_block(name, dblock[which]);
         if (!(specs[t] = pf_spec_new(s, drafters[which], block, err))) goto done;
@@ -219,8 +220,7 @@ done:
     if (specs)
         for (int t = 0; t < suite->n; t++) pf_spec_free(specs[t]);
     free(specs);
-    pf_drafter_free(drafters[0]);
-    pf_drafter_free(drafters[1]);
+    for (int k = 0; k < 3; k++) pf_drafter_free(drafters[k]);
     pf_dec_free(dec);
     pf_session_free(s);
     pf_model_free(m);

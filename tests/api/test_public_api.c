@@ -64,11 +64,11 @@ TEST(api_speculative_text_equals_plain) {
     CHECKF(m, "%s", err);
     pf_draft *d = pf_load_draft(m, DRAFT2, err);
     CHECKF(d, "%s", err);
-    CHECK(pf_draft_has_dec(d) && pf_draft_block_size(d) == 16);
+    CHECK(pf_draft_has_dec(d) && pf_draft_block_size(d) == 8);
     pf_session *s = session(m, 2);
     CHECK(s);
     static const struct { pf_spec_kind kind; const char *name; int block; } k_specs[] = {
-        {PF_SPEC_DEFAULT, "dflash2", 4}, {PF_SPEC_DFLASH, "dflash2", 6}, {PF_SPEC_DEC, "dflash2", 16},
+        {PF_SPEC_DEFAULT, "dflash2", 4}, {PF_SPEC_DFLASH, "dflash2", 6}, {PF_SPEC_DEC, "dflash2", 8},
         {PF_SPEC_NGRAM, "ngram", 8}};
     for (int i = 0; i < 2; i++) {
         pf_gen_params gp;
