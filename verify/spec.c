@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "verify/accept.h"
+#include "verify/adapt.h"
 #include "engine/clock.h"
 
 struct pf_spec {
@@ -19,15 +20,17 @@ struct pf_spec {
     float *dtaps;   /* the drafter's taps alone, repacked, when the final layer is added */
     pf_dist *q;     /* block proposal distributions */
     pf_dist p, resid;
-    /* Dec gating and round logging (NULL / 0 when off) */
+    /* adaptive planning (Dec gating or the adaptive block) and round logging (NULL when off) */
+    pf_adapt *ad;
     const pf_dec *dec;
+    int calibrated;       /* the cost model's starting point was measured (first generation) */
+    double prior_c[PF_MAX_BLOCK + 1], prior_d[PF_MAX_BLOCK + 1]; /* relative costs from a profile */
+    int have_prior;
+    pf_drafter *own_d; /* freed with the strategy (pf_spec_own) */
+    pf_dec *own_dec;
     FILE *log;
     int *tap_list, n_taps; /* what the verify forward taps */
     float *h_target;       /* final residual row of the last committed position */
-    double cost[PF_MAX_BLOCK + 1]; /* cost[n] = c(n): n-row forward / 1-row forward */
-    int have_cost, backoff, skip;
-    double t1;         /* seconds of a 1-row target forward (calibrated) */
-    double draft_rel;  /* running mean of draft time / t1 */
 };
 
 /* Extra final-layer tap: the target row a decision head reads. */
@@ -48,29 +51,57 @@ static void keep_final_row(pf_spec *sp, const float *taps, int row) {
     memcpy(sp->h_target, taps + ((size_t)row * sp->n_taps + sp->n_taps - 1) * H, (size_t)H * sizeof(float));
 }
 
-/* c(n) for n = 1..block at the current depth, measured once per speculation object: n-row forwards
- * whose rows are then truncated away (the cache is unchanged). */
-static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
+/* Seconds of an n-row forward at the current depth, the fastest of `reps`; its rows are then
+ * truncated away (the cache is unchanged). */
+static double time_forward(pf_spec *sp, const int32_t *rows, int n, int reps, char err[PF_ERR_LEN]) {
     pf_ctx *c = sp->s->ctx;
     int64_t len = c->kv->len;
-    int32_t rows[PF_MAX_BLOCK];
-    for (int i = 0; i < sp->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
-    double t[PF_MAX_BLOCK + 1];
-    for (int n = 1; n <= sp->block && len + n <= c->kv->n_ctx; n++) {
-        double best = 1e9;
-        for (int rep = 0; rep < 3; rep++) {
-            pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits};
-            double t0 = pf_now_s();
-            if (pf_forward(c, &b, err) < 0) return -1;
-            double dt = pf_now_s() - t0;
-            pf_kv_truncate(c->kv, len);
-            if (dt < best) best = dt;
-        }
-        t[n] = best;
-        if (!sp->have_cost) sp->cost[n] = best / t[1];
+    double best = 1e9;
+    for (int rep = 0; rep < reps; rep++) {
+        pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits};
+        double t0 = pf_now_s();
+        if (pf_forward(c, &b, err) < 0) return -1;
+        double dt = pf_now_s() - t0;
+        pf_kv_truncate(c->kv, len);
+        if (dt < best) best = dt;
     }
-    sp->have_cost = 1;
-    sp->t1 = t[1];
+    return best;
+}
+
+/* The cost model's starting point, once per speculation object (later generations keep the
+ * running estimates): t(n) at a few row counts and the draft's cost at a few block sizes, measured
+ * at the prompt's depth after the drafter has its context; with a profile's relative costs only
+ * t(1) is measured and scales them. Later rounds refine every estimate. */
+static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
+    pf_ctx *c = sp->s->ctx;
+    int32_t rows[PF_MAX_BLOCK], drafts[PF_MAX_BLOCK];
+    for (int i = 0; i < sp->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
+    double t1 = time_forward(sp, rows, 1, 2, err);
+    if (t1 < 0) return -1;
+    sp->calibrated = 1;
+    if (sp->have_prior) {
+        pf_cost_set_prior(&sp->ad->cost, sp->prior_c, sp->prior_d, sp->block + 1, t1);
+        return 0;
+    }
+    /* coarse on purpose (it delays the first token): the rounds refine every row count */
+    static const int probe_rows[] = {2, 4, 8, 16, 32, 64};
+    double cr[PF_MAX_BLOCK + 1] = {0}, dr[PF_MAX_BLOCK + 1] = {0};
+    cr[1] = 1;
+    for (size_t i = 0; i < sizeof probe_rows / sizeof *probe_rows; i++) {
+        int n = probe_rows[i] < sp->block ? probe_rows[i] : sp->block;
+        if (c->kv->len + n > c->kv->n_ctx) break;
+        double t = time_forward(sp, rows, n, 1, err);
+        if (t < 0) return -1;
+        cr[n] = t / t1;
+        if (n == 4 || n == sp->block) { /* a proposal leaves the drafter's context as it was */
+            double t0 = pf_now_s();
+            if (sp->d->propose(sp->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, err) < 0)
+                return -1;
+            dr[n] = (pf_now_s() - t0) / t1;
+        }
+        if (n == sp->block) break;
+    }
+    pf_cost_set_prior(&sp->ad->cost, cr, dr, sp->block + 1, t1);
     return 0;
 }
 
@@ -79,8 +110,7 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
     pf_spec *sp = state;
     (void)s;
     memset(&sp->st, 0, sizeof sp->st);
-    sp->backoff = sp->skip = 0;
-    if (sp->dec && !sp->t1 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
+    if (sp->ad) sp->ad->plain_run = 0;
     double t0 = pf_now_s();
     keep_final_row(sp, taps, n_prompt - 1);
     const float *dt = NULL;
@@ -94,39 +124,13 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
             if (r < 0) return -1;
         }
         sp->st.t_prompt_ctx += pf_now_s() - t0;
-        return 0;
+    } else {
+        int r = sp->d->begin ? sp->d->begin(sp->d->state, prompt, n_prompt, taps, err) : 0;
+        sp->st.t_prompt_ctx += pf_now_s() - t0;
+        if (r < 0) return -1;
     }
-    int r = sp->d->begin ? sp->d->begin(sp->d->state, prompt, n_prompt, taps, err) : 0;
-    sp->st.t_prompt_ctx += pf_now_s() - t0;
-    return r;
-}
-
-/* How many of the nd drafts to verify: maximise expected tokens per unit of target cost,
- * E(n) / c(n+1) with E(n) = 1 + sum_{k<=n} prod_{j<=k} s_j; n = 0 is a plain step. The draft is
- * already paid for; *worth reports whether the round beats plain decoding with the draft's cost
- * counted, E(n)/(c(n+1) + draft), which decides whether to keep drafting. */
-static int dec_choose(pf_spec *sp, int nd, int *worth) {
-    int n_rows = 0, dim = 0;
-    const float *h = sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
-    *worth = 1;
-    if (!h || n_rows < nd + 1) return nd;
-    float s[PF_MAX_BLOCK];
-    pf_dec_survival(sp->dec, sp->h_target, h, nd, s);
-    double e = 1, surv = 1, best = 1.0 / sp->cost[1], best_e = 1;
-    int best_n = 0;
-    for (int n = 1; n <= nd; n++) {
-        surv *= s[n - 1];
-        e += surv;
-        if (!sp->cost[n + 1]) break;
-        double v = e / sp->cost[n + 1];
-        if (v > best) {
-            best = v;
-            best_n = n;
-            best_e = e;
-        }
-    }
-    *worth = best_n > 0 && best_e / (sp->cost[best_n + 1] + sp->draft_rel) > 1.0 / sp->cost[1];
-    return best_n;
+    if (sp->ad && !sp->calibrated && n_prompt > 0 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
+    return 0;
 }
 
 static void log_round(pf_spec *sp, int nd, int a) {
@@ -150,28 +154,19 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     int64_t start = c->kv->len;
     int greedy = s->sampling.temp <= 0;
     int nd = 0, proposed = 0;
-    if (sp->skip > 0) {
-        sp->skip--; /* Dec backoff: plain steps without drafting */
-    } else if (B >= 2) {
+    /* the adaptive planner picks the rows to draft this round (1: a plain step) */
+    if (sp->ad && B >= 2) B = pf_adapt_plan(sp->ad, sp->dec ? sp->h_target : NULL, B);
+    if (B >= 2) {
         nd = sp->d->propose(sp->d->state, last, start, B, greedy ? NULL : &s->sampling, &s->rng, sp->rows + 1,
                             greedy || sp->d->deterministic ? NULL : sp->q, err);
         if (nd < 0) return -1;
         if (nd > B - 1) nd = B - 1;
         proposed = nd;
-        if (sp->dec && nd > 0) {
-            if (sp->t1 > 0) { /* running mean of the draft's cost in 1-row forwards */
-                double rel = (pf_now_s() - t0) / sp->t1;
-                sp->draft_rel = sp->draft_rel > 0 ? 0.9 * sp->draft_rel + 0.1 * rel : rel;
-            }
-            int worth;
-            nd = dec_choose(sp, nd, &worth);
-            /* speculation not paying for its draft: skip drafting for a while, longer each time */
-            if (!worth) {
-                sp->backoff = sp->backoff ? (sp->backoff * 2 > 16 ? 16 : sp->backoff * 2) : 1;
-                sp->skip = sp->backoff;
-            } else {
-                sp->backoff = 0;
-            }
+        if (sp->ad && nd > 0) {
+            pf_cost_observe_draft(&sp->ad->cost, B, pf_now_s() - t0);
+            int n_rows = 0, dim = 0; /* Dec: how many of these drafts are worth verifying */
+            const float *h = sp->dec && sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
+            if (h && n_rows >= nd + 1) nd = pf_adapt_choose(sp->ad, sp->h_target, h, nd);
         }
     }
     t1 = pf_now_s();
@@ -193,6 +188,12 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     if (sp->d->commit && sp->d->commit(sp->d->state, sp->rows, a + 1, drafter_taps(sp, sp->taps, a + 1), err) < 0)
         return -1;
     t4 = pf_now_s();
+    if (sp->ad) { /* the running cost model and acceptance follow every round */
+        pf_cost_observe_verify(&sp->ad->cost, nd + 1, t2 - t1);
+        pf_cost_observe_overhead(&sp->ad->cost, nd == 0, t4 - t2);
+        pf_adapt_observe(sp->ad, nd, a);
+    }
+    st->verified_rows[nd + 1]++;
     st->rounds++;
     st->tokens += a + 1;
     st->hist[a]++;
@@ -249,7 +250,15 @@ void pf_spec_free(pf_spec *sp) {
     free(sp->dtaps);
     free(sp->tap_list);
     free(sp->h_target);
+    free(sp->ad);
+    pf_dec_free(sp->own_dec);
+    pf_drafter_free(sp->own_d);
     free(sp);
+}
+
+void pf_spec_own(pf_spec *sp, pf_drafter *d, pf_dec *dec) {
+    sp->own_d = d;
+    sp->own_dec = dec;
 }
 
 pf_strategy *pf_spec_strategy(pf_spec *sp) { return &sp->strat; }
@@ -268,6 +277,13 @@ void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file) {
     for (int k = 0; k < block - 1; k++) {
         if (st->pos_tried[k]) fprintf(f, " %d:%.0f%%", k + 1, 100.0 * (double)st->pos_accepted[k] / (double)st->pos_tried[k]);
         else fprintf(f, " %d:-", k + 1);
+    }
+    int64_t varied = 0;
+    for (int n = 1; n <= block; n++) varied += st->verified_rows[n] && st->verified_rows[n] != st->rounds;
+    if (varied) { /* an adaptive strategy: what it chose */
+        fprintf(f, "\nrows verified per round (1 = plain step):");
+        for (int n = 1; n <= block; n++)
+            if (st->verified_rows[n]) fprintf(f, " %d:%lld", n, (long long)st->verified_rows[n]);
     }
     double other = st->t_total - st->t_draft - st->t_verify - st->t_accept - st->t_ctx;
     if (other < 0) other = 0;
@@ -302,18 +318,36 @@ static int retap(pf_spec *sp, char err[PF_ERR_LEN]) {
     return 0;
 }
 
-int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]) {
-    if (!sp->d->hidden) {
+int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *prior, char err[PF_ERR_LEN]) {
+    if (dec && !sp->d->hidden) {
         snprintf(err, PF_ERR_LEN, "Dec gating needs a drafter with hidden rows (dflash)");
         return -1;
     }
-    sp->dec = dec;
-    if (cost && n_cost > sp->block) {
-        memcpy(sp->cost, cost, (size_t)(sp->block + 1) * sizeof(double));
-        sp->have_cost = 1;
+    if (!sp->ad && !(sp->ad = malloc(sizeof *sp->ad))) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
     }
-    return retap(sp, err);
+    pf_adapt_init(sp->ad, sp->block, dec, prior ? prior->alpha : NULL, prior ? prior->n_alpha : 0);
+    sp->dec = dec;
+    sp->calibrated = 0;
+    sp->have_prior = prior && prior->c && prior->n > 1;
+    memset(sp->prior_c, 0, sizeof sp->prior_c);
+    memset(sp->prior_d, 0, sizeof sp->prior_d);
+    if (sp->have_prior)
+        for (int n = 1; n < prior->n && n <= PF_MAX_BLOCK; n++) {
+            sp->prior_c[n] = prior->c[n];
+            if (prior->draft) sp->prior_d[n] = prior->draft[n];
+        }
+    return dec ? retap(sp, err) : 0;
 }
+
+int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]) {
+    pf_spec_prior prior = {.c = cost, .n = n_cost};
+    return pf_spec_set_adaptive(sp, dec, cost ? &prior : NULL, err);
+}
+
+int pf_spec_block(const pf_spec *sp) { return sp->block; }
+int pf_spec_is_adaptive(const pf_spec *sp) { return sp->ad != NULL; }
 
 int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]) {
     if (!sp->d->hidden) {
