@@ -31,7 +31,7 @@ int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap) {
     int bmax = cap < a->max_block ? cap : a->max_block;
     if (bmax < 2) return 1;
     if (a->dec && h_target) a->z_target = pf_dec_target_logit(a->dec, h_target);
-    if (!a->cost.have_t || !a->cost.have_d) return bmax; /* nothing measured yet: draft to learn */
+    if (!a->cost.have_t) return bmax; /* nothing measured yet: draft to learn (an unknown draft cost counts as 0) */
     /* best E/T over (rows, n <= rows-1) and the plain step */
     double s[PF_ADAPT_MAX + 1], e[PF_ADAPT_MAX + 1];
     e[0] = 1;
@@ -60,7 +60,7 @@ int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap) {
     /* plain is best: a probe round after a while refreshes what the estimates cannot see without
      * drafting (acceptance, the head's draft half, draft and verify costs) */
     int probe_at = a->dec ? PF_ADAPT_PROBE : a->backoff;
-    if (++a->plain_run < probe_at) return 1;
+    if (a->plain_run++ < probe_at) return 1;
     a->plain_run = 0;
     if (a->backoff < PF_ADAPT_PROBE) a->backoff *= 2;
     int probe = 1;
@@ -85,15 +85,16 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
         double w = a->zd_n[k] < 10 ? 1.0 / (double)a->zd_n[k] : 0.1;
         a->zd[k] += w * (z[k] - a->zd[k]);
     }
-    if (!a->cost.have_t || a->rate <= 0) return nd;
+    if (!a->cost.have_t) return nd;
+    double rate = a->rate > 0 ? a->rate : 1.0 / round_s(a, 1, 0);
     /* the draft is paid for: maximise E(n) - R * (seconds of verifying n) */
-    double e = 1, surv = 1, best = 1 - a->rate * round_s(a, 1, 0);
+    double e = 1, surv = 1, best = 1 - rate * pf_cost_verify(&a->cost, 1);
     int best_n = 0;
     for (int n = 1; n <= nd; n++) {
         surv *= sigmoid(a->z_target + z[n - 1]);
         e += surv;
-        double v = e - a->rate * (pf_cost_verify(&a->cost, n + 1) + a->cost.over_spec);
-        if (v > best) {
+        double v = e - rate * pf_cost_verify(&a->cost, n + 1);
+        if (v > best + 1e-9) { /* a row that adds nothing is not verified, even when it looks free */
             best = v;
             best_n = n;
         }

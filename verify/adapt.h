@@ -28,8 +28,8 @@ typedef struct {
     int64_t zd_n[PF_ADAPT_MAX];
     double z_target; /* w_t . h_target + bias of the current step */
     double rate;     /* R of the last plan (tokens / s) */
-    int plain_run;   /* consecutive plain steps (a probe round follows PF_ADAPT_PROBE of them) */
-    int skip, backoff; /* adaptive block: plain steps still to take, and the current backoff */
+    int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */
+    int backoff;       /* without a head: plain steps before the next probe (1, 2, 4 .. PF_ADAPT_PROBE) */
     int64_t n_plain, n_rounds, rows_hist[PF_ADAPT_MAX + 1]; /* decisions (reporting) */
 } pf_adapt;
 

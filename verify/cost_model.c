@@ -60,7 +60,8 @@ void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, 
     }
 }
 
-/* Move log estimates toward log(seconds) at row count n, neighbours by half as much per row. */
+/* Move the estimate at row count n toward log(seconds), and its neighbours by the same log ratio
+ * (the machine's drift moves nearby row counts alike), half as far per row of distance. */
 static void observe(double *logv, int *have, int n_max, int n, double seconds) {
     if (seconds <= 0 || n < 1 || n > n_max) return;
     double x = log(seconds);
@@ -69,13 +70,12 @@ static void observe(double *logv, int *have, int n_max, int n, double seconds) {
         *have = 1;
         return;
     }
+    double r = x - logv[n];
+    if (r > PF_COST_CLAMP) r = PF_COST_CLAMP;
+    if (r < -PF_COST_CLAMP) r = -PF_COST_CLAMP;
     for (int i = 1; i <= n_max; i++) {
         int dist = i > n ? i - n : n - i;
-        if (dist > 8) continue;
-        double r = x - logv[i];
-        if (r > PF_COST_CLAMP) r = PF_COST_CLAMP;
-        if (r < -PF_COST_CLAMP) r = -PF_COST_CLAMP;
-        logv[i] += PF_COST_RATE * ldexp(r, -dist);
+        if (dist <= 8) logv[i] += PF_COST_RATE * ldexp(r, -dist);
     }
 }
 
@@ -95,9 +95,13 @@ void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds) {
     *o = *o > 0 ? (1 - PF_COST_RATE) * *o + PF_COST_RATE * seconds : seconds;
 }
 
+/* More rows never cost less: the largest estimate up to n (noise can invert two neighbours). */
 double pf_cost_verify(const pf_cost_model *cm, int n) {
     if (!cm->have_t || n < 1) return 0;
-    return exp(cm->log_t[n > cm->n_max ? cm->n_max : n]);
+    double m = cm->log_t[1];
+    for (int i = 2; i <= n && i <= cm->n_max; i++)
+        if (cm->log_t[i] > m) m = cm->log_t[i];
+    return exp(m);
 }
 
 double pf_cost_draft(const pf_cost_model *cm, int rows) {

@@ -157,8 +157,12 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     /* the adaptive planner picks the rows to draft this round (1: a plain step) */
     if (sp->ad && B >= 2) B = pf_adapt_plan(sp->ad, sp->dec ? sp->h_target : NULL, B);
     if (B >= 2) {
-        nd = sp->d->propose(sp->d->state, last, start, B, greedy ? NULL : &s->sampling, &s->rng, sp->rows + 1,
-                            greedy || sp->d->deterministic ? NULL : sp->q, err);
+        /* an adaptive strategy drafts point masses (the draft's argmax): the target's own samples then
+         * decide, with plain sampling's random numbers, so a seed gives plain sampling's text
+         * whatever the timing-driven decisions are */
+        int point_mass = greedy || sp->ad;
+        nd = sp->d->propose(sp->d->state, last, start, B, point_mass ? NULL : &s->sampling, &s->rng, sp->rows + 1,
+                            point_mass || sp->d->deterministic ? NULL : sp->q, err);
         if (nd < 0) return -1;
         if (nd > B - 1) nd = B - 1;
         proposed = nd;
@@ -177,7 +181,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     t2 = pf_now_s();
     int32_t bonus;
     int a = greedy ? pf_accept_greedy(sp->logits, V, sp->rows + 1, nd, &bonus)
-                   : pf_accept_sampled(sp->logits, V, sp->rows + 1, sp->q, nd, sp->d->deterministic,
+                   : pf_accept_sampled(sp->logits, V, sp->rows + 1, sp->q, nd, sp->d->deterministic || sp->ad != NULL,
                                        &s->sampling, &s->rng, &sp->p, &sp->resid, &bonus);
     pf_kv_truncate(c->kv, start + a + 1);
     memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
