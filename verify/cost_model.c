@@ -96,15 +96,15 @@ void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds) {
 }
 
 /* More rows never cost less: the largest estimate up to n (noise can invert two neighbours). */
-double pf_cost_verify(const pf_cost_model *cm, int n) {
-    if (!cm->have_t || n < 1) return 0;
-    double m = cm->log_t[1];
-    for (int i = 2; i <= n && i <= cm->n_max; i++)
-        if (cm->log_t[i] > m) m = cm->log_t[i];
+static double non_decreasing(const double *logv, int n_max, int n) {
+    double m = logv[1];
+    for (int i = 2; i <= n && i <= n_max; i++)
+        if (logv[i] > m) m = logv[i];
     return exp(m);
 }
 
+double pf_cost_verify(const pf_cost_model *cm, int n) { return cm->have_t && n >= 1 ? non_decreasing(cm->log_t, cm->n_max, n) : 0; }
+
 double pf_cost_draft(const pf_cost_model *cm, int rows) {
-    if (!cm->have_d || rows < 1) return 0;
-    return exp(cm->log_d[rows > cm->n_max ? cm->n_max : rows]);
+    return cm->have_d && rows >= 1 ? non_decreasing(cm->log_d, cm->n_max, rows) : 0;
 }

@@ -39,7 +39,7 @@ void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, 
 void pf_cost_observe_verify(pf_cost_model *cm, int n, double seconds);
 void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds);
 void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds);
-/* Current estimates in seconds (0 when nothing is known yet); t(n) is made non-decreasing in n. */
+/* Current estimates in seconds (0 when nothing is known yet), read non-decreasing in rows. */
 double pf_cost_verify(const pf_cost_model *cm, int n);
 double pf_cost_draft(const pf_cost_model *cm, int rows);
 
