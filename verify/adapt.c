@@ -16,8 +16,11 @@ void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *
 
 double pf_adapt_survival(const pf_adapt *a, int k) {
     if (k < 1 || k > PF_ADAPT_MAX) return 0;
-    if (a->dec) /* the head's target half of this step, its draft half's running mean */
-        return sigmoid(a->z_target + (a->zd_n[k - 1] ? a->zd[k - 1] : pf_dec_pos_bias(a->dec, k)));
+    if (a->dec) { /* the head's running mean survival, moved by how this step's target half differs from its mean */
+        if (!a->s_n[k - 1]) return sigmoid(a->z_target + pf_dec_pos_bias(a->dec, k));
+        double m = a->s_mean[k - 1] < 1e-6 ? 1e-6 : a->s_mean[k - 1] > 1 - 1e-6 ? 1 - 1e-6 : a->s_mean[k - 1];
+        return sigmoid(log(m / (1 - m)) + a->z_target - a->zt_mean);
+    }
     return (a->acc[k - 1] + PF_ADAPT_PRIOR_W * a->prior[k - 1]) / (a->tried[k - 1] + PF_ADAPT_PRIOR_W);
 }
 
@@ -30,7 +33,11 @@ static double round_s(const pf_adapt *a, int rows, int n) {
 int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap) {
     int bmax = cap < a->max_block ? cap : a->max_block;
     if (bmax < 2) return 1;
-    if (a->dec && h_target) a->z_target = pf_dec_target_logit(a->dec, h_target);
+    if (a->dec && h_target) {
+        a->z_target = pf_dec_target_logit(a->dec, h_target);
+        a->zt_n++;
+        a->zt_mean += (a->zt_n < 10 ? 1.0 / (double)a->zt_n : 0.1) * (a->z_target - a->zt_mean);
+    }
     if (!a->cost.have_t) return bmax; /* nothing measured yet: draft to learn (an unknown draft cost counts as 0) */
     /* best E/T over (rows, n <= rows-1) and the plain step */
     double s[PF_ADAPT_MAX + 1], e[PF_ADAPT_MAX + 1];
@@ -80,10 +87,11 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
     if (nd > PF_ADAPT_MAX - 1) nd = PF_ADAPT_MAX - 1;
     double z[PF_ADAPT_MAX];
     pf_dec_draft_logits(a->dec, h_draft, nd, z);
-    for (int k = 0; k < nd; k++) { /* running mean of the draft half: the next plans' estimate */
-        a->zd_n[k]++;
-        double w = a->zd_n[k] < 10 ? 1.0 / (double)a->zd_n[k] : 0.1;
-        a->zd[k] += w * (z[k] - a->zd[k]);
+    double sk[PF_ADAPT_MAX];
+    for (int k = 0; k < nd; k++) { /* running mean of the head's survival: the next plans' estimate */
+        sk[k] = sigmoid(a->z_target + z[k]);
+        a->s_n[k]++;
+        a->s_mean[k] += (a->s_n[k] < 10 ? 1.0 / (double)a->s_n[k] : 0.1) * (sk[k] - a->s_mean[k]);
     }
     if (!a->cost.have_t) return nd;
     double rate = a->rate > 0 ? a->rate : 1.0 / round_s(a, 1, 0);
@@ -91,7 +99,7 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
     double e = 1, surv = 1, best = 1 - rate * pf_cost_verify(&a->cost, 1);
     int best_n = 0;
     for (int n = 1; n <= nd; n++) {
-        surv *= sigmoid(a->z_target + z[n - 1]);
+        surv *= sk[n - 1];
         e += surv;
         double v = e - rate * pf_cost_verify(&a->cost, n + 1);
         if (v > best + 1e-9) { /* a row that adds nothing is not verified, even when it looks free */
@@ -103,10 +111,16 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
 }
 
 void pf_adapt_observe(pf_adapt *a, int n, int kept) {
-    /* position k was tried when drafts 1..k-1 were kept */
-    for (int k = 1; k <= n && k <= kept + 1 && k <= PF_ADAPT_MAX; k++) {
-        a->acc[k - 1] = PF_ADAPT_DECAY * a->acc[k - 1] + (k <= kept);
-        a->tried[k - 1] = PF_ADAPT_DECAY * a->tried[k - 1] + 1;
+    /* every round forgets a little of every position (one not tried for a while drifts back to
+     * its prior and is tried again: a block never chosen would otherwise keep a stale low
+     * estimate); position k was tried when drafts 1..k-1 were kept */
+    for (int k = 1; k <= PF_ADAPT_MAX; k++) {
+        a->acc[k - 1] *= PF_ADAPT_DECAY;
+        a->tried[k - 1] *= PF_ADAPT_DECAY;
+        if (k <= n && k <= kept + 1) {
+            a->acc[k - 1] += k <= kept;
+            a->tried[k - 1] += 1;
+        }
     }
     if (n == 0) a->n_plain++;
     else a->n_rounds++;

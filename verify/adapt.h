@@ -23,9 +23,10 @@ typedef struct {
     pf_cost_model cost;
     /* running acceptance per position (decayed counts) and its prior */
     double acc[PF_ADAPT_MAX], tried[PF_ADAPT_MAX], prior[PF_ADAPT_MAX];
-    /* with a head: running mean of the draft half of position k's logit, and how many rounds saw it */
-    double zd[PF_ADAPT_MAX];
-    int64_t zd_n[PF_ADAPT_MAX];
+    /* with a head: running mean of its survival at position k over the rounds that drafted it, and
+     * of the target half of its logit over the steps */
+    double s_mean[PF_ADAPT_MAX], zt_mean;
+    int64_t s_n[PF_ADAPT_MAX], zt_n;
     double z_target; /* w_t . h_target + bias of the current step */
     double rate;     /* R of the last plan (tokens / s) */
     int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */

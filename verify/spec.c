@@ -95,7 +95,7 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
     for (int i = 0; i < n_probe; i++) {
         int n = probe[i];
         if (c->kv->len + n > c->kv->n_ctx) break;
-        double t = time_forward(sp, rows, n, 1, err);
+        double t = time_forward(sp, rows, n, 2, err);
         if (t < 0) return -1;
         cr[n] = t / t1;
         if (n == 2) continue;
