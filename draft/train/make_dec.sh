@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Dec head (decision head) for the DFlash2 draft (issue #6/#7, refit in #16): the C engine decodes
 # training prompts speculatively and logs every round (features + accepted length), a third of the
-# prompts each at blocks 4, 8 and 16 (the adaptive planner drafts blocks of every size up to the
-# trained one, and a non-causal block's rows depend on its size); a logistic
+# prompts each at a quarter, half and all of the draft's trained block (4, 8, 16 for a block of 16:
+# the adaptive planner drafts blocks of every size up to the trained one, and a non-causal block's
+# rows depend on its size); a logistic
 # regression (train_dec.py) is fitted on them; dec-attach stores it in the draft file itself as
 # dec.* tensors, so one file carries draft + Dec. Run after make_drafts.sh.
 #   draft/train/make_dec.sh      (PF_DEC_PROMPTS training prompts, default 400)
@@ -24,12 +25,17 @@ rm -f "$W/rounds.bin"
 # the head must not see itself: log with the draft's weights as they are (any dec.* is ignored by
 # dflash at a fixed block); the draft's default head vocabulary is used, as at run time
 head -n "$N" "$P" > "$W/prompts.jsonl"
-for B in 4 8 16; do
-    awk -v b=$B 'NR % 3 == (b == 4 ? 1 : b == 8 ? 2 : 0)' "$W/prompts.jsonl" > "$W/prompts_b$B.jsonl"
+BLK=$(./pocketflash info "$D" | awk '$1 == "dflash.block_size" {print $3}')
+Q=$(( BLK / 4 > 2 ? BLK / 4 : 2 )); H=$(( BLK / 2 > 2 ? BLK / 2 : 2 ))
+i=1
+for B in $Q $H $BLK; do
+    awk -v i=$i 'NR % 3 == i % 3' "$W/prompts.jsonl" > "$W/prompts_b$B.jsonl"
+    i=$(( i + 1 ))
     ./pocketflash gen -m "$T" -d "$D" --block $B -i "$W/prompts_b$B.jsonl" -o "$W/gen_b$B.jsonl" -n 96 -t 2 \
         --log-rounds "$W/rounds.bin"
 done
-$PY draft/train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration draft/train/dec_calibration.md --positions 15
+$PY draft/train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration draft/train/dec_calibration.md \
+    --positions $(( BLK - 1 ))
 ./pocketflash dec-attach -d "$D" --dec "$W/dec.json" -o "$W/draft-with-dec.gguf"
 mv "$W/draft-with-dec.gguf" "$D"
 echo "Dec head attached to $D"
