@@ -104,7 +104,8 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
             double t0 = pf_now_s(); /* a proposal leaves the drafter's context as it was */
             if (sp->d->propose(sp->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, err) < 0)
                 return -1;
-            if (pf_now_s() - t0 < best) best = pf_now_s() - t0;
+            double dt = pf_now_s() - t0;
+            if (dt < best) best = dt;
         }
         dr[n] = best / t1;
     }
