@@ -88,26 +88,35 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
         pf_cost_set_prior(&sp->ad->cost, sp->prior_c, sp->prior_d, sp->block + 1, t1);
         return 0;
     }
-    /* coarse on purpose (it delays the first token): the rounds refine every row count */
-    int probe[3] = {2, 4, sp->block}, n_probe = sp->block > 4 ? 3 : sp->block > 2 ? 2 : 1;
+    /* every row count up to 8 (a B-row forward's cost is not smooth in B: the kernels switch from
+     * one-row to blocked paths, and on this CPU c(3) ~ c(2) while c(4) jumps), then 12, 16, 24..;
+     * the rounds refine every estimate */
+    static const int big[] = {12, 16, 24, 32, 48, 64};
     double cr[PF_MAX_BLOCK + 1] = {0}, dr[PF_MAX_BLOCK + 1] = {0};
     cr[1] = 1;
-    for (int i = 0; i < n_probe; i++) {
-        int n = probe[i];
+    for (int i = 2, j = 0; i <= sp->block;) {
+        int n = i;
         if (c->kv->len + n > c->kv->n_ctx) break;
-        double t = time_forward(sp, rows, n, 2, err);
+        double t = time_forward(sp, rows, n, n <= 4 ? 2 : 1, err);
         if (t < 0) return -1;
         cr[n] = t / t1;
-        if (n == 2) continue;
-        double best = 1e9; /* the fastest of two proposals (the first one warms the draft up) */
-        for (int rep = 0; rep < 2; rep++) {
-            double t0 = pf_now_s(); /* a proposal leaves the drafter's context as it was */
-            if (sp->d->propose(sp->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, err) < 0)
-                return -1;
-            double dt = pf_now_s() - t0;
-            if (dt < best) best = dt;
+        if (n == 4 || n == sp->block) {
+            double best = 1e9; /* the fastest of two proposals (the first one warms the draft up) */
+            for (int rep = 0; rep < 2; rep++) {
+                double t0 = pf_now_s(); /* a proposal leaves the drafter's context as it was */
+                if (sp->d->propose(sp->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, err) < 0)
+                    return -1;
+                double dt = pf_now_s() - t0;
+                if (dt < best) best = dt;
+            }
+            dr[n] = best / t1;
         }
-        dr[n] = best / t1;
+        if (n == sp->block) break;
+        if (i < 8) i++;
+        else {
+            while (j < 6 && big[j] <= i) j++;
+            i = j < 6 && big[j] < sp->block ? big[j] : sp->block;
+        }
     }
     pf_cost_set_prior(&sp->ad->cost, cr, dr, sp->block + 1, t1);
     return 0;
