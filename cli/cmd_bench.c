@@ -14,15 +14,16 @@ static const char k_usage[] =
     "  repetitions), speedup, tau, accepted-length histogram, acceptance by block position, time\n"
     "  split of a round, prefill tok/s and time to first token; greedy runs check that every\n"
     "  speculative output equals the plain output.\n"
-    "  --spec S       dflash (default with -d; fixed block), ngram, dec (the draft's Dec head decides each\n"
+    "  --spec S       dflash (default with -d; fixed block), ngram, hybrid (prompt lookup where the text\n"
+    "                 repeats a pattern of 3+ tokens, dflash otherwise; fixed block), dec (the draft's Dec head decides each\n"
     "                 round a plain step or how many drafts to verify, by expected tokens per second under\n"
     "                 a running cost model of the machine), adaptive (the same without a head: the block\n"
     "                 from the running acceptance by position), default (what run -d DRAFT does: dec when\n"
     "                 the draft has a Dec head, else adaptive); for dec/adaptive --block is the most rows\n"
     "  --compare LIST several strategies in ONE run, interleaved per prompt with plain decoding: a comma-\n"
-    "                 separated list of fixed:B, ngram[:B], dec[:B], adaptive[:B], default, profile:FILE\n"
+    "                 separated list of fixed:B, ngram[:B], hybrid:B, dec[:B], adaptive[:B], default, profile:FILE\n"
     "                 (at most 8); one table and one JSON (overrides --spec/--block/--profile)\n"
-    "  --block B      rows verified per round (default: dflash min(4, the draft's trained block), dec\n"
+    "  --block B      rows verified per round (default: dflash and hybrid min(4, the draft's trained block), dec\n"
     "                 the draft's trained block as the most it drafts, ngram 8)\n"
     "  --ngram N      longest ngram pattern (default 3)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
@@ -219,8 +220,8 @@ int cmd_bench(int argc, char **argv) {
     if (!tasks) return cli_fail("bench: missing --tasks DIR");
     if (!o.spec) o.spec = o.draft_path ? "dflash" : "ngram";
     if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram") && strcmp(o.spec, "dec") && strcmp(o.spec, "adaptive") &&
-        strcmp(o.spec, "default"))
-        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, dec, adaptive, default)", o.spec);
+        strcmp(o.spec, "default") && strcmp(o.spec, "hybrid"))
+        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, hybrid, dec, adaptive, default)", o.spec);
     if (strcmp(o.spec, "ngram") && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     char err[PF_ERR_LEN];
     pf_profile prof;

@@ -34,15 +34,17 @@ static const char k_usage[] =
     "                 --chat, else the whole prompt minus its last token\n"
     "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
     "  --spec S       ar (plain, default without a draft), dflash (fixed block), ngram (prompt lookup),\n"
+    "                 hybrid (prompt lookup where the text repeats a pattern of 3+ tokens, dflash\n"
+    "                 otherwise; needs -d; fixed block),\n"
     "                 dec (the draft's Dec head decides each round a plain step or how many drafts to\n"
     "                 verify, by expected tokens per second under a running cost model of this machine),\n"
     "                 adaptive (the same without a head: the block from the running acceptance).\n"
     "                 With -d (or a bundled draft) and neither --spec nor --block: dec when the draft\n"
     "                 has a Dec head, else adaptive\n"
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target\n"
-    "  --block B      rows verified per round, 2..64 (default: dflash min(4, the draft's trained block),\n"
-    "                 dec and adaptive the draft's trained block as the most rows, ngram 8); --block\n"
-    "                 without --spec is dflash with that fixed block\n"
+    "  --block B      rows verified per round, 2..64 (default: dflash and hybrid min(4, the draft's\n"
+    "                 trained block), dec and adaptive the draft's trained block as the most rows,\n"
+    "                 ngram 8); --block without --spec is dflash with that fixed block\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
@@ -127,7 +129,7 @@ int cmd_run(int argc, char **argv) {
             return cli_fail("run: task '%s' is not in the profile %s", task, profile_path);
         }
         snprintf(prof_spec, sizeof prof_spec, "%s", pt ? pt->spec : prof.spec);
-        if (!spec_name && !block && strcmp(prof_spec, "ngram")) { /* adapt from the tuned choice */
+        if (!spec_name && !block && strcmp(prof_spec, "ngram") && strcmp(prof_spec, "hybrid")) { /* adapt from the tuned choice */
             spec_name = !strcmp(prof_spec, "dec") ? "dec" : "adaptive";
             pf_profile_prior(&prof, task, &prior);
             use_prior = &prior;
@@ -136,11 +138,12 @@ int cmd_run(int argc, char **argv) {
         if (!block && !use_prior) block = pt ? pt->block : prof.block;
     }
     if (spec_name && strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram") &&
-        strcmp(spec_name, "dec") && strcmp(spec_name, "adaptive")) {
+        strcmp(spec_name, "dec") && strcmp(spec_name, "adaptive") && strcmp(spec_name, "hybrid")) {
         pf_profile_free(&prof);
-        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec, adaptive)", spec_name);
+        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec, adaptive, hybrid)", spec_name);
     }
-    const char *bad = spec_name && !strcmp(spec_name, "dec") && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
+    const char *bad = spec_name && !strcmp(spec_name, "hybrid") && !draft_path ? "run: --spec hybrid needs -d DRAFT.gguf"
+                    : spec_name && !strcmp(spec_name, "dec") && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
                     : log_rounds && !draft_path ? "run: --log-rounds needs -d DRAFT.gguf"
                     : !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE" : NULL;
     if (bad) {

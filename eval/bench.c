@@ -67,7 +67,7 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
         return 0;
     }
     static const struct { const char *key; pf_bench_arm_kind kind; const char *spec; int need_block; } kinds[] = {
-        {"fixed", PF_ARM_FIXED, "dflash", 1}, {"ngram", PF_ARM_FIXED, "ngram", 0}, {"dec", PF_ARM_DEC, "dec", 0},
+        {"fixed", PF_ARM_FIXED, "dflash", 1}, {"ngram", PF_ARM_FIXED, "ngram", 0}, {"hybrid", PF_ARM_FIXED, "hybrid", 1}, {"dec", PF_ARM_DEC, "dec", 0},
         {"adaptive", PF_ARM_ADAPTIVE, "adaptive", 0}, {"default", PF_ARM_DEFAULT, "default", -1}};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         if (strlen(kinds[k].key) != klen || strncmp(text, kinds[k].key, klen)) continue;
@@ -88,23 +88,24 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
         }
         return 0;
     }
-    snprintf(err, PF_ERR_LEN, "--compare: unknown strategy '%.40s' (fixed:B, ngram[:B], dec[:B], adaptive[:B], default, profile:FILE)",
+    snprintf(err, PF_ERR_LEN, "--compare: unknown strategy '%.40s' (fixed:B, ngram[:B], hybrid:B, dec[:B], adaptive[:B], default, profile:FILE)",
              text);
     return -1;
 }
 
 typedef struct {
-    pf_drafter *d[2]; /* dflash, ngram: opened when an arm needs them */
-    int block[2];      /* their default blocks (the draft's trained block, ngram's 8) */
+    pf_drafter *d[3]; /* dflash, ngram, hybrid: opened when an arm needs them */
+    int block[3];      /* their default blocks (the draft's trained block, ngram's 8) */
     pf_dec *dec;       /* the draft's Dec head, when an arm needs it */
 } bench_drafters;
 
 static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, int which, char err[PF_ERR_LEN]) {
     if (!dr->d[which]) {
         dr->block[which] = 0;
-        if (!(dr->d[which] = pf_drafter_open(which ? "ngram" : "dflash", o->draft_path, s, o->ngram_n, &dr->block[which], err)))
+        static const char *const names[3] = {"dflash", "ngram", "hybrid"};
+        if (!(dr->d[which] = pf_drafter_open(names[which], o->draft_path, s, o->ngram_n, &dr->block[which], err)))
             return NULL;
-        if (!which && pf_drafter_apply_head(dr->d[which], o->draft_head, err) < 0) return NULL;
+        if (which != 1 && pf_drafter_apply_head(dr->d[which], o->draft_head, err) < 0) return NULL;
     }
     return dr->d[which];
 }
@@ -128,7 +129,7 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
         const pf_profile_task *pt = pf_profile_find(arm->profile, type);
         name = pt ? pt->spec : arm->profile->spec;
         block = pt ? pt->block : arm->profile->block;
-        if (kind == PF_ARM_PROFILE_FIXED || !strcmp(name, "ngram")) {
+        if (kind == PF_ARM_PROFILE_FIXED || !strcmp(name, "ngram") || !strcmp(name, "hybrid")) {
             kind = !strcmp(name, "dec") ? PF_ARM_DEC : PF_ARM_FIXED;
         } else { /* the tuned choice as the prior; the planner may go up to the draft's block */
             kind = !strcmp(name, "dec") ? PF_ARM_DEC : PF_ARM_ADAPTIVE;
@@ -137,7 +138,7 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
             block = 0;
         }
     }
-    int which = kind == PF_ARM_FIXED && !strcmp(name, "ngram");
+    int which = kind != PF_ARM_FIXED ? 0 : !strcmp(name, "ngram") ? 1 : !strcmp(name, "hybrid") ? 2 : 0;
     pf_drafter *d = get_drafter(s, o, dr, which, err);
     if (!d) return NULL;
     if (block <= 0) block = kind == PF_ARM_FIXED ? pf_default_block(name, dr->block[which]) : dr->block[which];
@@ -201,7 +202,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
-    bench_drafters dr = {{NULL, NULL}, {0, 0}, NULL};
+    bench_drafters dr = {{NULL, NULL, NULL}, {0, 0, 0}, NULL};
     pf_spec **specs = NULL; /* [arm][task] */
     int rc = -1;
     int32_t ***prompts = NULL;
@@ -359,8 +360,7 @@ done:
     if (specs)
         for (int k = 0; k < n_arms * suite->n; k++) pf_spec_free(specs[k]);
     free(specs);
-    pf_drafter_free(dr.d[0]);
-    pf_drafter_free(dr.d[1]);
+    for (int k = 0; k < 3; k++) pf_drafter_free(dr.d[k]);
     pf_dec_free(dr.dec);
     pf_session_free(s);
     pf_model_free(m);

@@ -11,7 +11,7 @@
 
 /* One strategy of a comparison (`bench --compare`), all measured interleaved per prompt. */
 typedef enum {
-    PF_ARM_FIXED,         /* spec (dflash | ngram) at a fixed block */
+    PF_ARM_FIXED,         /* spec (dflash | ngram | hybrid) at a fixed block */
     PF_ARM_DEC,           /* adaptive Dec gating, block = the most rows */
     PF_ARM_ADAPTIVE,      /* the adaptive block (no head), block = the most rows */
     PF_ARM_DEFAULT,       /* pf_spec_default: what `run -d DRAFT` does */
@@ -29,7 +29,7 @@ typedef struct {
     const pf_profile *profile;
 } pf_bench_arm;
 
-/* "fixed:B", "ngram[:B]", "dec[:B]", "adaptive[:B]", "default"; "profile:FILE" loads FILE into
+/* "fixed:B", "ngram[:B]", "hybrid:B", "dec[:B]", "adaptive[:B]", "default"; "profile:FILE" loads FILE into
  * *prof (the caller frees it with pf_profile_free). */
 int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, char err[PF_ERR_LEN]);
 

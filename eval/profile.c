@@ -9,9 +9,10 @@
 static int get_choice(const pf_json *o, char spec[16], int *block, const char *path, const char *where,
                       char err[PF_ERR_LEN]) {
     const pf_json *s = pf_json_get(o, "spec"), *b = pf_json_get(o, "block");
-    if (!s || s->type != PF_JSON_STRING || (strcmp(s->u.str.s, "dflash") && strcmp(s->u.str.s, "ngram") && strcmp(s->u.str.s, "dec")) || !b ||
+    if (!s || s->type != PF_JSON_STRING ||
+        (strcmp(s->u.str.s, "dflash") && strcmp(s->u.str.s, "ngram") && strcmp(s->u.str.s, "dec") && strcmp(s->u.str.s, "hybrid")) || !b ||
         b->type != PF_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 2 || b->u.num.i > 64) {
-        snprintf(err, PF_ERR_LEN, "%.120s: %.40s: needs \"spec\" (dflash|ngram|dec) and \"block\" (2..64)", path, where);
+        snprintf(err, PF_ERR_LEN, "%.120s: %.40s: needs \"spec\" (dflash|ngram|dec|hybrid) and \"block\" (2..64)", path, where);
         return -1;
     }
     snprintf(spec, 16, "%s", s->u.str.s);

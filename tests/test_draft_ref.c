@@ -1,7 +1,8 @@
 /* The committed drafts (models/pf-draft-dflash.gguf, models/pf-draft-dflash2.gguf) against the
  * PyTorch reference models/pf-draft-ref.json (draft/train/export_draft.py ref): the C engine rebuilds
  * the same context (target prefill over the ChatML prompt with the draft's taps ->
- * pf_dflash_append_context), proposes one greedy block of 16 after the reference's bonus token, and
+ * pf_dflash_append_context), proposes one greedy block of the reference's size (the drafts' trained block)
+ * after the reference's bonus token, and
  *   - the logits of every draft row at the reference's top-8 ids agree within
  *     REL_TOL = 2e-3 of max(1, |largest reference logit of the row|) (F16 weights, f16 KV caches on both the
  *     target and the draft, f32 accumulation vs a float64 reference: ~1e-3 relative expected),

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "draft/dflash_drafter.h"
+#include "draft/hybrid.h"
 #include "draft/ngram.h"
 #include "formats/gguf.h"
 #include "formats/pfb.h"
@@ -40,17 +41,31 @@ pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session
         if (!d) snprintf(err, PF_ERR_LEN, "out of memory");
         return d;
     }
+    if (!strcmp(spec, "hybrid")) {
+        pf_drafter *model = open_dflash(draft_path, s, block, err);
+        if (!model) return NULL;
+        int max_n = ngram_n > PF_HYBRID_MIN_MATCH ? ngram_n : PF_HYBRID_MIN_MATCH;
+        pf_drafter *lookup = pf_ngram_drafter_new(PF_HYBRID_MIN_MATCH, max_n);
+        if (!lookup) {
+            snprintf(err, PF_ERR_LEN, "out of memory");
+            pf_drafter_free(model);
+            return NULL;
+        }
+        return pf_hybrid_drafter_new(lookup, model, PF_HYBRID_MIN_TOKENS, err);
+    }
     snprintf(err, PF_ERR_LEN, "unknown speculative strategy '%s'", spec);
     return NULL;
 }
 
 int pf_drafter_apply_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]) {
     if (draft_head == 0) return 0;
-    return pf_dflash_drafter_set_head(d, draft_head < 0 ? 0 : draft_head, err);
+    pf_drafter *inner = pf_hybrid_drafter_model(d); /* a hybrid's DFlash draft */
+    return pf_dflash_drafter_set_head(inner ? inner : d, draft_head < 0 ? 0 : draft_head, err);
 }
 
 int pf_default_block(const char *spec, int drafter_block) {
-    if (!strcmp(spec, "dflash") && drafter_block > PF_FIXED_BLOCK_DEFAULT) return PF_FIXED_BLOCK_DEFAULT;
+    if ((!strcmp(spec, "dflash") || !strcmp(spec, "hybrid")) && drafter_block > PF_FIXED_BLOCK_DEFAULT)
+        return PF_FIXED_BLOCK_DEFAULT;
     return drafter_block;
 }
 

@@ -1,4 +1,5 @@
-/* Drafter construction by name, for front ends (CLI, bench): "ngram" or "dflash". */
+/* Drafter construction by name, for front ends (CLI, bench): "ngram", "dflash" or "hybrid" (prompt
+ * lookup where the committed text repeats a long enough pattern, the DFlash draft otherwise). */
 #ifndef PF_STRATEGIES_H
 #define PF_STRATEGIES_H
 
@@ -7,8 +8,18 @@
 #include "engine/generate.h"
 #include "verify/spec.h"
 
+/* The hybrid's lookup: patterns of at least PF_HYBRID_MIN_MATCH tokens (the bonus included, up to
+ * max(ngram_n, that)), and its proposal kept when it has at least PF_HYBRID_MIN_TOKENS tokens (or fills
+ * the block); otherwise the DFlash draft proposes (draft/hybrid.h). */
+#ifndef PF_HYBRID_MIN_MATCH /* overridable at build time, for measuring other settings */
+#define PF_HYBRID_MIN_MATCH 3
+#endif
+#ifndef PF_HYBRID_MIN_TOKENS
+#define PF_HYBRID_MIN_TOKENS 2
+#endif
+
 /* *block: in = requested rows per round (0 = default), out = the block to use (the draft's trained
- * block size for dflash, 8 for ngram). For dflash, draft_path NULL takes the draft bundled with
+ * block size for dflash and hybrid, 8 for ngram). For dflash, draft_path NULL takes the draft bundled with
  * the session's target (a .pfb). NULL with err on failure. */
 pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session *s, int ngram_n, int *block,
                             char err[PF_ERR_LEN]);

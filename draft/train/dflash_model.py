@@ -54,6 +54,24 @@ class DraftConfig:
         return asdict(self)
 
 
+# The recipe's draft shape (issue #15): 3 layers (the most whose default taps are distinct on the 6-layer
+# target; 4 and 5 would tap layer 2 twice or three times), blocks of 8 (the sizes that win on CPUs are 4-8),
+# loss weight exp(-(k-1)/gamma) with the DFlash paper's gamma for blocks of 8.
+DRAFT_LAYERS = 3
+DRAFT_BLOCK = 8
+DRAFT_GAMMA = 4.0
+
+
+def build_target_layer_ids(n_target_layers, n_draft_layers):
+    """z-lab's default tap rule (DFlash modeling code): one draft layer taps the middle target layer, more
+    taps spread evenly (Python round, half to even) over target layers 1 .. n-3 (0-based, the OUTPUT of that
+    layer), so the last layers, and the last one llama.cpp's loader cannot serve, are never tapped."""
+    if n_draft_layers == 1:
+        return [n_target_layers // 2]
+    start, end = 1, n_target_layers - 3
+    return [int(round(start + i * (end - start) / (n_draft_layers - 1))) for i in range(n_draft_layers)]
+
+
 def rope_tables(pos, head_dim, theta, dtype):
     """pos: LongTensor of any shape -> cos, sin of shape pos.shape + [head_dim] (NEOX rotate-half)."""
     half = head_dim // 2

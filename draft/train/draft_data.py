@@ -7,10 +7,12 @@
       work/drafts/prompts_{greedy,sampled}_<k>.jsonl
   draft_data.py evalprompts
       the held-out eval prompts (all types) for the OFFLINE acceptance measurement only
-  draft_data.py features <name> <gen.jsonl ...>
+  draft_data.py features <name> <gen.jsonl ...> [--layers N] [--limit N]
       runs the frozen target (read back from models/pf-target-f16.gguf, f32) over prompt+response and
-      stores the residual rows after the tapped layers: work/drafts/<name>_feats.npy (f16 [tokens, n_taps*H]),
+      stores the residual rows after the tapped layers (z-lab's build_target_layer_ids for an N-layer draft): work/drafts/<name>_feats.npy (f16 [tokens, n_taps*H]),
       <name>_toks.npy (i32), <name>_index.npz (offset, length, response start, task type per sequence)
+  draft_data.py merge <name> <part> ...
+      concatenates feature sets of parallel `features` runs (make_drafts.sh runs two processes)
 Generation itself is `pocketflash gen` (see make_drafts.sh).
 """
 import argparse
@@ -25,13 +27,13 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qwen_bpe import QwenBPE  # noqa: E402
+from dflash_model import DRAFT_LAYERS, build_target_layer_ids  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 WORK = os.path.join(HERE, "work")
 OUT = os.path.join(WORK, "drafts")
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
-TAP_LAYERS = [1, 3, 5]   # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1)
 MAX_SEQ = 512            # the target's training context
 
 
@@ -122,7 +124,7 @@ def _fast_attention(self, u, cos, sin, mask):
 
 
 @torch.no_grad()
-def target_taps(model, seqs, layers=TAP_LAYERS, batch_tokens=8192, bf16=False):
+def target_taps(model, seqs, layers, batch_tokens=8192, bf16=False):
     """seqs: list of id lists -> list of float32 arrays [len, n_taps*H] (causal forward, right-padded batches)."""
     import qwen3_model
     qwen3_model.Attention.forward = _fast_attention
@@ -151,17 +153,21 @@ def target_taps(model, seqs, layers=TAP_LAYERS, batch_tokens=8192, bf16=False):
 
 
 def cmd_features(a):
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("PF_TORCH_THREADS", "1")))  # see train_draft.THREADS
     torch.set_flush_denormal(True)
     t0 = time.time()
     model, meta = load_target()
+    # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1): z-lab's rule
+    taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
     eos = meta["tokenizer.ggml.eos_token_id"]
     type_of = {}
     for t in TYPES:
         type_of[t] = TYPES.index(t)
     seqs, rstart, types, ids_ = [], [], [], []
     for path in a.files:
-        for line in open(path, encoding="utf-8"):
+        for i, line in enumerate(open(path, encoding="utf-8")):
+            if a.limit and i >= a.limit:
+                break
             e = json.loads(line)
             p, r = e["prompt_ids"], e["response_ids"]
             if e.get("stop") == "eot" and (not r or r[-1] != eos):
@@ -173,7 +179,7 @@ def cmd_features(a):
             rstart.append(len(p))
             types.append(TYPES.index(e["id"].split("-")[0]))
             ids_.append(e["id"])
-    feats = target_taps(model, seqs, bf16=a.bf16)
+    feats = target_taps(model, seqs, taps, bf16=a.bf16)
     lens = np.array([len(s) for s in seqs], dtype=np.int64)
     off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
     F = feats[0].shape[1]
@@ -184,11 +190,37 @@ def cmd_features(a):
     big.flush()
     np.save(os.path.join(OUT, a.name + "_toks.npy"), np.concatenate([np.array(s, dtype=np.int32) for s in seqs]))
     np.savez(os.path.join(OUT, a.name + "_index.npz"), offset=off, length=lens, rstart=np.array(rstart),
-             type=np.array(types), ids=np.array(ids_))
+             type=np.array(types), ids=np.array(ids_), taps=np.array(taps))
     resp = int(sum(lens[k] - rstart[k] for k in range(len(seqs))))
     print(f"features {a.name}: {len(seqs)} sequences, {int(lens.sum())} tokens ({resp} response), "
-          f"{F} features, {time.time() - t0:.0f}s; max |feat| {max(float(np.abs(f).max()) for f in feats):.1f}",
+          f"{F} features (taps {taps}), {time.time() - t0:.0f}s; max |feat| {max(float(np.abs(f).max()) for f in feats):.1f}",
           flush=True)
+
+
+def cmd_merge(a):
+    """Concatenates feature sets written by parallel `features` runs into one (in the order given)."""
+    parts = [(np.load(os.path.join(OUT, n + "_index.npz")), os.path.join(OUT, n + "_feats.npy"),
+              np.load(os.path.join(OUT, n + "_toks.npy"))) for n in a.parts]
+    taps = [list(ix["taps"]) for ix, _, _ in parts]
+    assert all(t == taps[0] for t in taps), f"parts tap different layers: {taps}"
+    lens = np.concatenate([ix["length"] for ix, _, _ in parts])
+    off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    F = np.load(parts[0][1], mmap_mode="r").shape[1]
+    big = np.lib.format.open_memmap(os.path.join(OUT, a.name + "_feats.npy.tmp"), mode="w+", dtype=np.float16,
+                                    shape=(int(lens.sum()), F))
+    o = 0
+    for _, fp, _ in parts:
+        f = np.load(fp, mmap_mode="r")
+        big[o:o + len(f)] = f
+        o += len(f)
+    big.flush()
+    del big
+    os.replace(os.path.join(OUT, a.name + "_feats.npy.tmp"), os.path.join(OUT, a.name + "_feats.npy"))
+    np.save(os.path.join(OUT, a.name + "_toks.npy"), np.concatenate([t for _, _, t in parts]))
+    cat = lambda k: np.concatenate([ix[k] for ix, _, _ in parts])  # noqa: E731
+    np.savez(os.path.join(OUT, a.name + "_index.npz"), offset=off, length=lens, rstart=cat("rstart"),
+             type=cat("type"), ids=cat("ids"), taps=np.array(taps[0]))
+    print(f"merged {a.parts} -> {a.name}: {len(lens)} sequences, {int(lens.sum())} tokens", flush=True)
 
 
 def main():
@@ -205,8 +237,13 @@ def main():
     p.add_argument("name")
     p.add_argument("files", nargs="+")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for the target forward (~3x faster here)")
+    p.add_argument("--layers", type=int, default=DRAFT_LAYERS, help="draft layers: the taps follow z-lab's rule")
+    p.add_argument("--limit", type=int, default=0, help="only the first N responses of each file")
+    p = sub.add_parser("merge")
+    p.add_argument("name")
+    p.add_argument("parts", nargs="+")
     a = ap.parse_args()
-    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "features": cmd_features}[a.cmd](a)
+    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "features": cmd_features, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

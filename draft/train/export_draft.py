@@ -6,7 +6,7 @@
       (= tapped layer index + 1), DFlash2 conv / selector keys.
   export_draft.py ref <dflash.gguf> <dflash2.gguf> <out.json>
       for fixed held-out prompts: target prefill (float64, weights READ BACK from models/pf-target-f16.gguf)
-      -> tapped rows -> context; bonus = the target's greedy next token; one block of B = 16 through each
+      -> tapped rows -> context; bonus = the target's greedy next token; one block of the drafts' size through each
       draft (weights read back from its GGUF, float64, context K/V rounded to f16 like the engine):
       top-k logits per row, the greedy draft tokens (DFlash2: the selector walk) -> models/pf-draft-ref.json.
       tests/test_draft_ref.c rebuilds the same through the C engine and compares.
@@ -201,7 +201,8 @@ def write_ref(p1, p2, out):
             evals[e["id"]] = e
     drafts = {"dflash": draft_from_gguf(p1)[0], "dflash2": draft_from_gguf(p2)[0]}
     cases = []
-    B = 16
+    B = drafts["dflash"].c.block_size   # one full block of the drafts' trained size
+    assert drafts["dflash2"].c.block_size == B
     # fixed inputs whose greedy choices are unambiguous: every top-1 margin (target bonus, both drafts'
     # rows, the DFlash2 selector walk) at least MIN_MARGIN, so the token check cannot flip on rounding
     by_type = {}
@@ -265,7 +266,7 @@ def write_ref(p1, p2, out):
            "block": B, "topk": REF_TOPK,
            "note": ("float64 PyTorch (draft/train/dflash_model.py) over the weights READ BACK from the GGUF files; "
                     "context = the target's tapped residual rows over the ChatML prompt (positions 0..P-1), bonus = "
-                    "the target's greedy token at P; one non-causal block [bonus, MASK x 15] at positions P..P+15; the "
+                    f"the target's greedy token at P; one non-causal block [bonus, MASK x {B - 1}] at positions P..P+{B - 1}; the "
                     "draft's context K/V rounded to f16 like the engine's cache. Cases: the first eval prompts (in a fixed "
                     "order, at most 40 tried) whose every greedy choice has a top-1 margin >= 0.03 (else the largest). top[k-1] = the 8 largest (id, logit) "
                     "of draft row k; tokens = greedy draft tokens (dflash: argmax, dflash2: selector walk)."),

@@ -174,8 +174,16 @@ class Qwen3(nn.Module):
         return (logits, taps) if tap_layers else logits
 
     def hidden_states(self, ids, layers):
-        """Residual-stream states after the given layer indices (for DFlash drafts)."""
-        _, taps = self.run_layers(self.embed(ids), tap_layers=tuple(layers))
+        """Residual-stream states after the given layer indices (for DFlash drafts); the layers past the
+        last tapped one are not run (they cannot change it)."""
+        x = self.embed(ids)
+        T = x.shape[1]
+        cos, sin = rope_cos_sin(torch.arange(T), self.c.head_dim, self.c.rope_theta, dtype=x.dtype)
+        mask = causal_mask(T)
+        taps = {}
+        for i, blk in enumerate(self.blocks[:max(layers) + 1]):
+            x = blk(x, cos, sin, mask)
+            taps[i] = x
         return [taps[i] for i in layers]
 
 

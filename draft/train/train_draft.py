@@ -23,12 +23,17 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dflash_model import DraftConfig, DFlashDraft, block_loss, propose  # noqa: E402
+from dflash_model import (DRAFT_BLOCK, DRAFT_GAMMA, DRAFT_LAYERS, DraftConfig, DFlashDraft,  # noqa: E402
+                          block_loss, build_target_layer_ids, propose)
 import train_lib as L  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 DR = os.path.join(HERE, "work", "drafts")
+# torch threads per process: PF_TORCH_THREADS, default 1. Measured on the shared 2-core AMD EPYC under
+# load ~14: 1 thread bf16 2.9 s/step, fp32 4.4 s/step; 2 threads bf16 11-12 s/step (the second thread
+# waits at every parallel region while other jobs hold the cores); the recipe runs two processes instead.
+THREADS = int(os.environ.get("PF_TORCH_THREADS", "1"))
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
 
 
@@ -38,6 +43,7 @@ class SeqData:
         self.off, self.len, self.rstart, self.type = ix["offset"], ix["length"], ix["rstart"], ix["type"]
         self.feats = np.load(os.path.join(DR, name + "_feats.npy"), mmap_mode="r")
         self.toks = np.load(os.path.join(DR, name + "_toks.npy"))
+        self.taps = [int(x) for x in ix["taps"]]
         self.B = block
         self.order = np.argsort(self.len, kind="stable")   # length-sorted: batches of similar length
         self.n = len(self.len)
@@ -85,18 +91,50 @@ def make_opt(model, lr, wd):
                              lr=lr, betas=(0.9, 0.95), foreach=True)
 
 
-def default_config(version, emb, meta):
-    return DraftConfig(hidden=emb.shape[1], n_layers=2, n_heads=meta["qwen3.attention.head_count"],
+def default_config(version, emb, meta, layers=DRAFT_LAYERS, block=DRAFT_BLOCK):
+    taps = build_target_layer_ids(meta["qwen3.block_count"], layers)
+    return DraftConfig(hidden=emb.shape[1], n_layers=layers, n_heads=meta["qwen3.attention.head_count"],
                        n_kv_heads=meta["qwen3.attention.head_count_kv"],
                        head_dim=meta["qwen3.attention.key_length"], ffn=768,
                        rope_theta=float(meta["qwen3.rope.freq_base"]),
                        eps=float(meta["qwen3.attention.layer_norm_rms_epsilon"]), vocab_size=emb.shape[0],
-                       target_hidden=emb.shape[1], tap_layers=[1, 3, 5], block_size=16,
+                       target_hidden=emb.shape[1], tap_layers=taps, block_size=block,
                        mask_id=8185, version=version)
 
 
+@torch.no_grad()
+def warm_start(model, path):
+    """Start from an exported draft (an older recipe's file, another shape): every tensor of the same
+    name and shape is copied; fc's columns of a target layer both tap are copied (a newly tapped
+    layer's are 0); a layer the old draft lacks gets zero output projections (o_proj, down_proj), so it
+    adds nothing and the new draft starts computing the old one's function minus the dropped taps."""
+    from export_draft import draft_from_gguf
+    old, _ = draft_from_gguf(path, torch.float32)
+    osd, c, oc = old.state_dict(), model.c, old.c
+    assert (c.hidden, c.vocab_size, c.mask_id) == (oc.hidden, oc.vocab_size, oc.mask_id), "incompatible draft"
+    copied, Ht = [], c.target_hidden
+    for k, v in model.state_dict().items():
+        if k == "fc.weight":
+            v.zero_()
+            for j, L in enumerate(c.tap_layers):
+                if L in oc.tap_layers:
+                    i = oc.tap_layers.index(L)
+                    v[:, j * Ht:(j + 1) * Ht] = osd[k][:, i * Ht:(i + 1) * Ht]
+            copied.append(k)
+        elif k in osd and osd[k].shape == v.shape:
+            v.copy_(osd[k])
+            copied.append(k)
+    for layer in model.layers[oc.n_layers:]:
+        layer.o_proj.weight.zero_()
+        layer.down_proj.weight.zero_()
+    shared = [L for L in c.tap_layers if L in oc.tap_layers]
+    return (f"warm start from {path} ({oc.n_layers} layers, taps {oc.tap_layers}, block {oc.block_size}): "
+            f"{len(copied)} of {len(model.state_dict())} tensors copied, shared taps {shared}, "
+            f"{max(0, c.n_layers - oc.n_layers)} added layer(s) start as identity")
+
+
 def train(a):
-    L.setup_torch(2)
+    L.setup_torch(THREADS)
     os.makedirs(a.run, exist_ok=True)
     log = L.Logger(os.path.join(a.run, "train.log"))
     emb, meta = load_emb()
@@ -105,10 +143,11 @@ def train(a):
     if a.resume and os.path.exists(cfgp):
         run = json.load(open(cfgp))
     else:
-        c0 = default_config(a.version, emb, meta)
+        c0 = default_config(a.version, emb, meta, a.layers, a.block)
         run = {"draft": c0.to_dict(), "seed": a.seed, "rows_budget": a.rows, "n_seq": a.n_seq,
                "n_anchor": a.n_anchor, "lr": a.lr, "warmup_frac": 0.04, "wd": a.wd, "gamma": a.gamma,
-               "grad_clip": 1.0, "bf16": bool(a.bf16), "max_minutes": a.max_minutes, "sel_weight": a.sel_weight, "init": a.init, "data": a.data}
+               "grad_clip": 1.0, "bf16": bool(a.bf16), "max_minutes": a.max_minutes, "sel_weight": a.sel_weight, "init": a.init, "init_gguf": a.init_gguf,
+               "data": a.data}
         L.dump_json(cfgp, run)
     c = DraftConfig(**run["draft"])
     torch.manual_seed(run["seed"])
@@ -118,8 +157,11 @@ def train(a):
         missing, unexpected = model.load_state_dict(sd, strict=False)
         assert not unexpected, unexpected
         log(f"init from {run['init']}; new (identity-initialised) tensors: {len(missing)}")
+    if run.get("init_gguf"):
+        log(warm_start(model, run["init_gguf"]))
     opt = make_opt(model, run["lr"], run["wd"])
     data = SeqData(run["data"], c.block_size)
+    assert data.taps == c.tap_layers, f"features tap {data.taps}, the draft {c.tap_layers}"
     rows_per_step = run["n_seq"] * run["n_anchor"] * (c.block_size - 1)
     total = max(1, run["rows_budget"] // rows_per_step)
     warm = max(1, int(round(run["warmup_frac"] * total)))
@@ -179,26 +221,26 @@ def train(a):
 
 
 def probe(a):
-    L.setup_torch(2)
+    L.setup_torch(THREADS)
     emb, meta = load_emb()
-    data = SeqData(a.data, 16)
+    data = SeqData(a.data, a.block)
     for version in (1, 2):
         for bf16 in (False, True):
             torch.manual_seed(0)
-            model = DFlashDraft(default_config(version, emb, meta))
+            model = DFlashDraft(default_config(version, emb, meta, a.layers, a.block))
             opt = make_opt(model, 6e-4, 0.01)
             ts = []
             for step in range(a.steps):
                 feats, toks, lens, anchors = data.batch(step, 1, a.n_seq, a.n_anchor)
                 t0 = time.time()
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                    loss, st = block_loss(model, emb, feats, toks, lens, anchors, 7.0)
+                    loss, st = block_loss(model, emb, feats, toks, lens, anchors, DRAFT_GAMMA)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
                 ts.append(time.time() - t0)
             dt = sum(ts[1:]) / max(1, len(ts) - 1)
-            print(f"v{version} bf16={bf16}: {dt:.2f}s/step, {a.n_seq * a.n_anchor * 15 / dt:.0f} block rows/s "
+            print(f"v{version} bf16={bf16}: {dt:.2f}s/step, {a.n_seq * a.n_anchor * (a.block - 1) / dt:.0f} block rows/s "
                   f"(loss {float(loss):.3f})", flush=True)
 
 
@@ -207,7 +249,7 @@ def accept(a):
     """Teacher-forced acceptance on the target's greedy responses: for every anchor (bonus position) the
     draft proposes B-1 tokens exactly as in a speculative round (greedy; v2 with the selector walk), and
     the accepted length is the leading run matching the target's greedy continuation. tau = 1 + mean."""
-    L.setup_torch(2)
+    L.setup_torch(THREADS)
     emb, _ = load_emb()
     ck = torch.load(a.ckpt, map_location="cpu")
     c = DraftConfig(**ck["config"])
@@ -271,13 +313,16 @@ def main():
     p.add_argument("--version", type=int, default=1)
     p.add_argument("--run", required=True)
     p.add_argument("--init", default=None)
+    p.add_argument("--init-gguf", default=None, help="warm start from an exported draft file (warm_start)")
     p.add_argument("--data", default="train")
     p.add_argument("--rows", type=int, default=1_500_000)
     p.add_argument("--n-seq", type=int, default=16)
-    p.add_argument("--n-anchor", type=int, default=8)
+    p.add_argument("--n-anchor", type=int, default=16)
     p.add_argument("--lr", type=float, default=6e-4)
     p.add_argument("--wd", type=float, default=0.01)
-    p.add_argument("--gamma", type=float, default=7.0)
+    p.add_argument("--gamma", type=float, default=DRAFT_GAMMA)
+    p.add_argument("--layers", type=int, default=DRAFT_LAYERS, help="draft layers (taps: z-lab's rule)")
+    p.add_argument("--block", type=int, default=DRAFT_BLOCK, help="training block size")
     p.add_argument("--sel-weight", type=float, default=1.0)
     p.add_argument("--bf16", type=int, default=1)
     p.add_argument("--seed", type=int, default=20261130)
@@ -287,9 +332,11 @@ def main():
                    help="shrink the row budget (once, after 10 steps) to fit this many minutes")
     p = sub.add_parser("probe")
     p.add_argument("--data", default="train")
+    p.add_argument("--layers", type=int, default=DRAFT_LAYERS)
+    p.add_argument("--block", type=int, default=DRAFT_BLOCK)
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--n-seq", type=int, default=16)
-    p.add_argument("--n-anchor", type=int, default=8)
+    p.add_argument("--n-anchor", type=int, default=16)
     p = sub.add_parser("accept")
     p.add_argument("--ckpt", required=True)
     p.add_argument("--data", default="eval")

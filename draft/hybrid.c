@@ -1,0 +1,83 @@
+#include "draft/hybrid.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    pf_drafter *lookup, *model;
+    int min_tokens;
+    int64_t n_lookup, n_rounds;
+} hybrid_state;
+
+static int hy_begin(void *p, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
+    hybrid_state *s = p;
+    s->n_lookup = s->n_rounds = 0;
+    if (s->lookup->begin(s->lookup->state, prompt, n, NULL, err) < 0) return -1;
+    return s->model->begin(s->model->state, prompt, n, taps, err);
+}
+
+static int hy_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                      int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]) {
+    hybrid_state *s = p;
+    s->n_rounds++;
+    /* lookup never draws from rng, so asking it first leaves the model's random stream unchanged */
+    int got = s->lookup->propose(s->lookup->state, bonus, pos, B, samp, rng, draft, q, err);
+    if (got < 0) return -1;
+    if (got > 0 && (got >= s->min_tokens || got >= B - 1)) {
+        s->n_lookup++;
+        return got;
+    }
+    return s->model->propose(s->model->state, bonus, pos, B, samp, rng, draft, q, err);
+}
+
+static int hy_commit(void *p, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
+    hybrid_state *s = p;
+    if (s->lookup->commit(s->lookup->state, tokens, n, NULL, err) < 0) return -1;
+    return s->model->commit(s->model->state, tokens, n, taps, err);
+}
+
+static void hy_free(void *p) {
+    hybrid_state *s = p;
+    pf_drafter_free(s->lookup);
+    pf_drafter_free(s->model);
+    free(s);
+}
+
+pf_drafter *pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min_tokens, char err[PF_ERR_LEN]) {
+    pf_drafter *d = NULL;
+    hybrid_state *s = NULL;
+    if (!lookup || !model || min_tokens < 1 || lookup->n_taps) {
+        snprintf(err, PF_ERR_LEN, "hybrid drafter: needs a lookup drafter without taps, a model drafter and min_tokens >= 1");
+        goto fail;
+    }
+    d = calloc(1, sizeof *d);
+    s = calloc(1, sizeof *s);
+    if (!d || !s) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        goto fail;
+    }
+    s->lookup = lookup;
+    s->model = model;
+    s->min_tokens = min_tokens;
+    /* no hidden rows: a round's proposal may come from lookup, which has none (no Dec gating) */
+    *d = (pf_drafter){.name = "hybrid", .state = s, .tap_layers = model->tap_layers, .n_taps = model->n_taps,
+                      .begin = hy_begin, .propose = hy_propose, .commit = hy_commit,
+                      .deterministic = model->deterministic && lookup->deterministic, .free = hy_free};
+    return d;
+fail:
+    free(d);
+    free(s);
+    pf_drafter_free(lookup);
+    pf_drafter_free(model);
+    return NULL;
+}
+
+pf_drafter *pf_hybrid_drafter_model(pf_drafter *d) {
+    return d && d->free == hy_free ? ((hybrid_state *)d->state)->model : NULL;
+}
+
+void pf_hybrid_drafter_counts(const pf_drafter *d, int64_t *lookup_rounds, int64_t *rounds) {
+    const hybrid_state *s = d && d->free == hy_free ? d->state : NULL;
+    *lookup_rounds = s ? s->n_lookup : 0;
+    *rounds = s ? s->n_rounds : 0;
+}

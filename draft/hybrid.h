@@ -1,0 +1,20 @@
+/* Hybrid drafting for copy-heavy text: a drafter that wraps two drafters. Each round it asks the
+ * lookup drafter (prompt lookup, draft/ngram.c, built to match only patterns of at least the hybrid's
+ * match length) first and keeps its proposal when it has at least min_tokens tokens; otherwise the model
+ * drafter (DFlash) proposes. Both see every committed row, so either can propose in any round. The
+ * choice depends only on the committed sequence, and each proposal comes with the exact distribution it
+ * was drawn from (a point mass for lookup), so greedy and sampled verification stay lossless. */
+#ifndef PF_HYBRID_H
+#define PF_HYBRID_H
+
+#include "draft/drafter.h"
+
+/* Takes ownership of both (freed with the hybrid, also when this fails). min_tokens >= 1; the lookup
+ * proposal is also kept when it fills the whole block (B - 1 tokens) with fewer than min_tokens rows. */
+pf_drafter *pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min_tokens, char err[PF_ERR_LEN]);
+/* The wrapped model drafter (for the draft-head setting), or NULL if d is no hybrid drafter. */
+pf_drafter *pf_hybrid_drafter_model(pf_drafter *d);
+/* Rounds of the last generation whose proposal came from the lookup drafter, and all rounds. */
+void pf_hybrid_drafter_counts(const pf_drafter *d, int64_t *lookup_rounds, int64_t *rounds);
+
+#endif

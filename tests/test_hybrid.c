@@ -1,0 +1,257 @@
+/* Hybrid drafting (draft/hybrid.c: prompt lookup where it matches, DFlash otherwise) is lossless:
+ * greedy output equals plain decoding on many prompts and block sizes (random drafts on a tiny target,
+ * and the committed trained pair on held-out eval prompts), sampled output keeps the target's
+ * distribution (chi-square), and both sources really propose. Misuse is refused with a message. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "draft/dflash_drafter.h"
+#include "draft/dflash_synth.h"
+#include "draft/hybrid.h"
+#include "draft/ngram.h"
+#include "engine/chat.h"
+#include "engine/generate.h"
+#include "engine/synth.h"
+#include "engine/tokenizer.h"
+#include "eval/tasks.h"
+#include "test.h"
+#include "verify/spec.h"
+#include "verify/strategies.h"
+
+typedef struct { int32_t toks[512]; int n; } seq;
+
+static int on_tok(void *u, int32_t t) {
+    seq *s = u;
+    if (s->n < 512) s->toks[s->n++] = t;
+    return 0;
+}
+
+/* Random prompts; every other one repeats a motif, so lookup finds patterns from the start. */
+static void make_prompt(int i, int32_t *p, int *n, int V) {
+    *n = 4 + i % 13;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 7);
+    for (int j = 0; j < *n; j++) {
+        x ^= x >> 29; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 32;
+        p[j] = i % 2 ? (int32_t)((j % 3) * 41 % V + 5) : (int32_t)(x % (uint64_t)V);
+    }
+}
+
+static pf_gen_params params(int n, float temp, uint64_t seed) {
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = n;
+    gp.temp = temp;
+    gp.seed = seed;
+    gp.stop_at_eot = false;
+    return gp;
+}
+
+/* A tiny target and a random DFlash draft of it (version 1 or 2), written once per run. */
+static pf_model *tiny_pair(int version, pf_dflash **w, char err[PF_ERR_LEN]) {
+    char tpath[300], dpath[300];
+    snprintf(tpath, sizeof tpath, "%s/hybrid-target.gguf", pf_test_tmpdir());
+    snprintf(dpath, sizeof dpath, "%s/hybrid-draft-v%d.gguf", pf_test_tmpdir(), version);
+    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 31, tpath, err) < 0) return NULL;
+    if (pf_dflash_synth(tpath, version, 2, 8, NULL, 2, 7, false, dpath, err) < 0) return NULL;
+    pf_model *m = pf_model_load(tpath, err);
+    if (m && !(*w = pf_dflash_load(dpath, m, err))) {
+        pf_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static pf_drafter *hybrid_of(pf_dflash *w, pf_session *s, int min_match, int min_tokens, char err[PF_ERR_LEN]) {
+    pf_drafter *model = pf_dflash_drafter_new(w, s, err);
+    return model ? pf_hybrid_drafter_new(pf_ngram_drafter_new(min_match, 3), model, min_tokens, err) : NULL;
+}
+
+/* Greedy, random drafts: 40 prompts x blocks 2..9 (both draft versions), output equals plain
+ * decoding, and over the run both lookup and the draft proposed. */
+TEST(hybrid_greedy_lossless_random_drafts) {
+    char err[PF_ERR_LEN];
+    for (int version = 1; version <= 2; version++) {
+        pf_dflash *w = NULL;
+        pf_model *m = tiny_pair(version, &w, err);
+        CHECKF(m, "%s", err);
+        pf_session_params sp = {.n_threads = 2, .n_ctx = 160};
+        pf_session *s = pf_session_new(m, &sp, err);
+        CHECKF(s, "%s", err);
+        int64_t lookup = 0, rounds = 0, accepted = 0;
+        for (int i = 0; i < 40; i++) {
+            int32_t prompt[32];
+            int np;
+            make_prompt(i, prompt, &np, m->hp.n_vocab);
+            pf_gen_params gp = params(32, 0, 0);
+            seq plain = {.n = 0}, got = {.n = 0};
+            CHECK(pf_generate_tokens(s, prompt, np, &gp, on_tok, &plain, NULL, err) == PF_OK);
+            int B = 2 + (i + version) % 8;
+            pf_drafter *d = hybrid_of(w, s, 1 + i % 3, 1 + i % 2, err);
+            CHECKF(d, "%s", err);
+            pf_spec *spec = pf_spec_new(s, d, B, err);
+            gp.strategy = pf_spec_strategy(spec);
+            CHECKF(pf_generate_tokens(s, prompt, np, &gp, on_tok, &got, NULL, err) == PF_OK, "%s", err);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+                   "v%d prompt %d block %d: hybrid output differs from plain decoding", version, i, B);
+            int64_t l, r;
+            pf_hybrid_drafter_counts(d, &l, &r);
+            CHECK(r > 0 && r <= pf_spec_stats_get(spec)->rounds); /* rounds at the length limit draft nothing */
+            lookup += l;
+            rounds += r;
+            accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+            pf_spec_free(spec);
+            pf_drafter_free(d);
+        }
+        CHECKF(lookup > 0 && lookup < rounds, "v%d: lookup proposed in %lld of %lld rounds: one source never ran",
+               version, (long long)lookup, (long long)rounds);
+        CHECKF(accepted > 20, "v%d: only %lld drafts accepted: the test exercises nothing", version, (long long)accepted);
+        pf_session_free(s);
+        pf_dflash_free(w);
+        pf_model_free(m);
+    }
+}
+
+/* Sampled: two-sample chi-square of (t1, t2, t3) outcomes, plain vs hybrid speculative sampling (lookup
+ * point masses and the draft's own distributions mixed within one generation). Pooled rare categories;
+ * threshold the 0.999 quantile (Wilson-Hilferty). */
+TEST(hybrid_sampled_same_distribution) {
+    char err[PF_ERR_LEN];
+    pf_dflash *w = NULL;
+    pf_model *m = tiny_pair(1, &w, err);
+    CHECKF(m, "%s", err);
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
+    pf_session *s = pf_session_new(m, &sp, err);
+    CHECKF(s, "%s", err);
+    int32_t prompt[6] = {9, 90, 9, 90, 9, 90};
+    enum { RUNS = 2500, POS = 3 };
+    int V = m->hp.n_vocab;
+    int *cnt = calloc((size_t)2 * POS * V, sizeof(int));
+    pf_drafter *d = hybrid_of(w, s, 1, 1, err);
+    CHECKF(d, "%s", err);
+    pf_spec *spec = pf_spec_new(s, d, 4, err);
+    int64_t lookup = 0, rounds = 0, acc = 0;
+    for (int run = 0; run < RUNS; run++)
+        for (int k = 0; k < 2; k++) {
+            pf_gen_params gp = params(POS + 1, 1.0f, (uint64_t)(run * 2 + k) * 104729 + 3);
+            gp.top_k = 4;
+            gp.strategy = k ? pf_spec_strategy(spec) : NULL;
+            seq got = {.n = 0};
+            CHECK(pf_generate_tokens(s, prompt, 6, &gp, on_tok, &got, NULL, err) == PF_OK);
+            for (int p = 0; p < POS; p++) cnt[((size_t)k * POS + p) * V + got.toks[p + 1]]++;
+            if (k) {
+                int64_t l, r;
+                pf_hybrid_drafter_counts(d, &l, &r);
+                lookup += l;
+                rounds += r;
+                acc += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+            }
+        }
+    CHECKF(lookup > rounds / 20 && lookup < rounds && acc > 0,
+           "lookup proposed in %lld of %lld rounds, %lld accepted: both sources must be exercised",
+           (long long)lookup, (long long)rounds, (long long)acc);
+    for (int p = 0; p < POS; p++) {
+        double chi = 0;
+        int df = -1, pool0 = 0, pool1 = 0;
+        for (int t = 0; t < V; t++) {
+            int a = cnt[(size_t)p * V + t], b = cnt[((size_t)POS + p) * V + t];
+            if (a + b < 20) { pool0 += a; pool1 += b; continue; }
+            chi += (double)(a - b) * (a - b) / (a + b);
+            df++;
+        }
+        if (pool0 + pool1 > 0) { chi += (double)(pool0 - pool1) * (pool0 - pool1) / (pool0 + pool1); df++; }
+        if (df < 1) df = 1;
+        double z = 3.09, h = 2.0 / (9.0 * df), crit = df * pow(1 - h + z * sqrt(h), 3);
+        CHECKF(chi < crit, "position %d: chi-square %.1f >= %.1f (df %d)", p + 1, chi, crit, df);
+    }
+    free(cnt);
+    pf_spec_free(spec);
+    pf_drafter_free(d);
+    pf_session_free(s);
+    pf_dflash_free(w);
+    pf_model_free(m);
+}
+
+/* The committed pair, the strategy as front ends open it ("hybrid"): greedy output equals plain decoding
+ * on held-out eval prompts of every task type (2 each, blocks 3..8), and lookup fires on them. */
+TEST(hybrid_greedy_lossless_trained_pair) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
+    CHECKF(m, "%s", err);
+    pf_task_suite suite;
+    CHECKF(pf_tasks_load("eval/tasks", 2, &suite, err) == 0, "%s", err);
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
+    pf_session *s = pf_session_new(m, &sp, err);
+    CHECKF(s, "%s", err);
+    int64_t lookup = 0, rounds = 0;
+    int cases = 0;
+    for (int t = 0; t < suite.n; t++)
+        for (int i = 0; i < suite.types[t].n; i++) {
+            char *text = pf_chat_format(NULL, suite.types[t].prompts[i].prompt);
+            int32_t *ids = NULL;
+            size_t n = 0;
+            CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
+            free(text);
+            pf_gen_params gp = params(40, 0, 0);
+            gp.stop_at_eot = true;
+            seq plain = {.n = 0}, got = {.n = 0};
+            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &plain, NULL, err) == PF_OK);
+            int block = 3 + cases % 6;
+            pf_drafter *d = pf_drafter_open("hybrid", "models/pf-draft-dflash2.gguf", s, 3, &block, err);
+            CHECKF(d && !strcmp(d->name, "hybrid"), "%s", err);
+            block = 3 + cases % 6;
+            pf_spec *spec = pf_spec_new(s, d, block, err);
+            gp.strategy = pf_spec_strategy(spec);
+            CHECKF(pf_generate_tokens(s, ids, (int)n, &gp, on_tok, &got, NULL, err) == PF_OK, "%s", err);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+                   "%s (block %d): hybrid output differs from plain decoding", suite.types[t].prompts[i].id, block);
+            int64_t l, r;
+            pf_hybrid_drafter_counts(d, &l, &r);
+            lookup += l;
+            rounds += r;
+            pf_spec_free(spec);
+            pf_drafter_free(d);
+            free(ids);
+            cases++;
+        }
+    CHECKF(cases >= 14 && lookup > 0 && lookup < rounds, "%d prompts, lookup in %lld of %lld rounds", cases,
+           (long long)lookup, (long long)rounds);
+    pf_session_free(s);
+    pf_tasks_free(&suite);
+    pf_model_free(m);
+}
+
+/* Misuse: a lookup drafter with taps or a missing part is refused (and what was passed is freed); Dec
+ * gating needs hidden rows, which a hybrid has not; the strategy needs a draft. */
+TEST(hybrid_refusals) {
+    char err[PF_ERR_LEN] = "";
+    CHECK(!pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), NULL, 2, err) && strstr(err, "hybrid drafter"));
+    err[0] = 0;
+    CHECK(!pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), pf_ngram_drafter_new(1, 3), 0, err) &&
+          strstr(err, "min_tokens"));
+    CHECK(!pf_hybrid_drafter_model(NULL));
+    pf_dflash *w = NULL;
+    pf_model *m = tiny_pair(1, &w, err);
+    CHECKF(m, "%s", err);
+    pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
+    pf_session *s = pf_session_new(m, &sp, err);
+    CHECKF(s, "%s", err);
+    pf_drafter *d = hybrid_of(w, s, 2, 2, err);
+    CHECKF(d, "%s", err);
+    CHECK(pf_hybrid_drafter_model(d) && pf_hybrid_drafter_model(d)->n_taps == d->n_taps && d->n_taps > 0);
+    pf_drafter *tapped = pf_dflash_drafter_new(w, s, err);
+    err[0] = 0;
+    CHECK(!pf_hybrid_drafter_new(tapped, pf_dflash_drafter_new(w, s, err), 2, err) && strstr(err, "without taps"));
+    pf_spec *spec = pf_spec_new(s, d, 4, err);
+    CHECK(spec);
+    err[0] = 0;
+    CHECK(pf_spec_set_dec(spec, NULL, NULL, 0, err) < 0 && strstr(err, "hidden rows"));
+    int block = 0;
+    err[0] = 0;
+    CHECK(!pf_drafter_open("hybrid", NULL, s, 3, &block, err) && strstr(err, "needs a draft"));
+    pf_spec_free(spec);
+    pf_drafter_free(d);
+    pf_session_free(s);
+    pf_dflash_free(w);
+    pf_model_free(m);
+}
