@@ -168,7 +168,7 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
         pf_dec_free(dec);
         pf_spec *spec = pf_spec_default(s, drafts[dv], 0, err);
         CHECKF(spec, "%s", err);
-        CHECK(pf_spec_is_adaptive(spec) && pf_spec_block(spec) == 16);
+        CHECK(pf_spec_is_adaptive(spec) && pf_spec_block(spec) >= 4); /* the draft's trained block */
         int64_t accepted = 0; /* drafts proposed over the prompts */
         for (int pi = 0; pi < 5; pi++) {
             char *text = pf_chat_format(NULL, prompts[pi]);
@@ -188,7 +188,7 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
             const pf_spec_stats *st = pf_spec_stats_get(spec);
             accepted += st->drafted;
             int64_t rows = 0;
-            for (int k = 1; k <= 16; k++) rows += st->verified_rows[k];
+            for (int k = 1; k <= pf_spec_block(spec); k++) rows += st->verified_rows[k];
             CHECK(rows == st->rounds);
             /* sampled: it drafts point masses, so a seed gives exactly plain sampling's tokens
              * whatever the timing-driven decisions were */

@@ -399,6 +399,10 @@ int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *pr
 }
 
 int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]) {
+    if (!sp->d->hidden) {
+        snprintf(err, PF_ERR_LEN, "Dec gating needs a drafter with hidden rows (dflash)");
+        return -1;
+    }
     pf_spec_prior prior = {.c = cost, .n = n_cost};
     return pf_spec_set_adaptive(sp, dec, cost ? &prior : NULL, err);
 }
