@@ -14,9 +14,11 @@
 #include "verify/strategies.h"
 
 /* The strategy a draft gets when the caller names none: what `pocketflash run -d` does by default
- * (cli/cmd_run.c: dflash, with pf_default_block). The one place to point at the project's default
- * strategy when it changes. */
-static pf_spec_kind default_spec(const pf_draft *d) { return d ? PF_SPEC_DFLASH : PF_SPEC_PLAIN; }
+ * (pf_spec_default in verify/strategies.c, which opens the draft from its file: adaptive Dec when
+ * the draft has a Dec head, else the adaptive block, at most the draft's trained block). */
+static pf_spec_kind default_spec(const pf_draft *d) {
+    return !d ? PF_SPEC_PLAIN : d->dec ? PF_SPEC_DEC : PF_SPEC_ADAPTIVE;
+}
 
 typedef struct {
     /* what it was built for */
@@ -41,7 +43,11 @@ static void api_spec_free(void *p) {
 }
 
 static const char *kind_name(pf_spec_kind k) {
-    return k == PF_SPEC_DFLASH ? "dflash" : k == PF_SPEC_NGRAM ? "ngram" : k == PF_SPEC_DEC ? "dec" : "ar";
+    return k == PF_SPEC_DFLASH     ? "dflash"
+           : k == PF_SPEC_NGRAM    ? "ngram"
+           : k == PF_SPEC_DEC      ? "dec"
+           : k == PF_SPEC_ADAPTIVE ? "adaptive"
+                                   : "ar";
 }
 
 static int kind_of(const char *name, pf_spec_kind *k) {
@@ -49,6 +55,7 @@ static int kind_of(const char *name, pf_spec_kind *k) {
     else if (!strcmp(name, "dflash")) *k = PF_SPEC_DFLASH;
     else if (!strcmp(name, "ngram")) *k = PF_SPEC_NGRAM;
     else if (!strcmp(name, "dec")) *k = PF_SPEC_DEC;
+    else if (!strcmp(name, "adaptive")) *k = PF_SPEC_ADAPTIVE;
     else return -1;
     return 0;
 }
@@ -90,7 +97,9 @@ static pf_status build(api_spec *a, pf_session *s, char err[PF_ERR_LEN]) {
     if (block < 2) block = 2;
     if (block > PF_MAX_BLOCK) block = PF_MAX_BLOCK;
     if (!(a->spec = pf_spec_new(s, a->drafter, block, err))) return PF_ERR_OOM;
-    if (a->kind == PF_SPEC_DEC && pf_spec_set_dec(a->spec, a->draft->dec, NULL, 0, err) < 0) return PF_ERR_INTERNAL;
+    if ((a->kind == PF_SPEC_DEC || a->kind == PF_SPEC_ADAPTIVE) &&
+        pf_spec_set_adaptive(a->spec, a->kind == PF_SPEC_DEC ? a->draft->dec : NULL, NULL, err) < 0)
+        return PF_ERR_INTERNAL;
     a->block = block;
     return PF_OK;
 }
@@ -103,7 +112,7 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
     if (p->strategy) return PF_OK;
     pf_spec_kind kind = p->spec;
     int blk = p->block, ngram_n = p->ngram_n ? p->ngram_n : 3;
-    if ((int)kind < PF_SPEC_DEFAULT || kind > PF_SPEC_DEC) {
+    if ((int)kind < PF_SPEC_DEFAULT || kind > PF_SPEC_ADAPTIVE) {
         snprintf(err, PF_ERR_LEN, "unknown strategy %d", (int)kind);
         return PF_ERR_ARG;
     }
@@ -132,7 +141,7 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
     }
     if (kind == PF_SPEC_DEFAULT) kind = default_spec(p->draft);
     if (kind == PF_SPEC_PLAIN) return PF_OK;
-    if ((kind == PF_SPEC_DFLASH || kind == PF_SPEC_DEC) && !p->draft) {
+    if ((kind == PF_SPEC_DFLASH || kind == PF_SPEC_DEC || kind == PF_SPEC_ADAPTIVE) && !p->draft) {
         snprintf(err, PF_ERR_LEN, "strategy %s needs a draft (pf_load_draft)", kind_name(kind));
         return PF_ERR_ARG;
     }

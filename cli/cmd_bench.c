@@ -15,11 +15,17 @@ static const char k_usage[] =
     "  repetitions), speedup, tau, accepted-length histogram, acceptance by block position, time\n"
     "  split of a round, prefill tok/s and time to first token; greedy runs check that every\n"
     "  speculative output equals the plain output.\n"
-    "  --spec S       dflash (default with -d), ngram, dec (dflash with the draft's Dec head deciding\n"
-    "                 each round how many drafts to verify; --block is then the most it drafts), or\n"
-    "                 hybrid (prompt lookup where the text repeats a pattern of 3+ tokens, dflash otherwise)\n"
-    "  --block B      rows verified per round (default: dflash and hybrid min(4, the draft's trained\n"
-    "                 block), dec the draft's trained block as the most it drafts, ngram 8)\n"
+    "  --spec S       dflash (default with -d; fixed block), ngram, hybrid (prompt lookup where the text\n"
+    "                 repeats a pattern of 3+ tokens, dflash otherwise; fixed block), dec (the draft's Dec head decides each\n"
+    "                 round a plain step or how many drafts to verify, by expected tokens per second under\n"
+    "                 a running cost model of the machine), adaptive (the same without a head: the block\n"
+    "                 from the running acceptance by position), default (what run -d DRAFT does: dec when\n"
+    "                 the draft has a Dec head, else adaptive); for dec/adaptive --block is the most rows\n"
+    "  --compare LIST several strategies in ONE run, interleaved per prompt with plain decoding: a comma-\n"
+    "                 separated list of fixed:B, ngram[:B], hybrid:B, dec[:B], adaptive[:B], default, profile:FILE\n"
+    "                 (at most 8); one table and one JSON (overrides --spec/--block/--profile)\n"
+    "  --block B      rows verified per round (default: dflash and hybrid min(4, the draft's trained block), dec\n"
+    "                 the draft's trained block as the most it drafts, ngram 8)\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest ngram pattern (default 3)\n"
     "  --no-special   special-token texts inside the prompts are plain text (template markers stay special)\n"
@@ -35,7 +41,8 @@ static const char k_usage[] =
     "  --temp T --top-k K --top-p P --seed S   sampled decoding (default greedy)\n"
     "  --json FILE    write the results as JSON\n"
     "  --svg FILE     write a bar chart of speedup per task type (with tau)\n"
-    "  --profile FILE per task type, use the strategy and block size of a tuned profile (pocketflash tune)\n"
+    "  --profile FILE per task type, start from a tuned profile's strategy and block (pocketflash tune)\n"
+    "                 and adapt with the running cost model (profile:FILE in --compare)\n"
     "llama.cpp spellings accepted: --model, --predict/--n-predict, --ctx-size, --threads, -s (--seed),\n"
     "  -md/--model-draft, --draft/--draft-n (--draft-max)\n";
 
@@ -93,8 +100,72 @@ static void write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o
         fprintf(f, "], \"time_split\": {\"draft\": %.4f, \"context\": %.4f, \"verify\": %.4f, \"accept\": %.4f, \"other\": %.4f}}",
                 t->st.t_draft / T, t->st.t_ctx / T, t->st.t_verify / T, t->st.t_accept / T, (other > 0 ? other : 0) / T);
     }
-    fprintf(f, "\n },\n \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}}\n", r->speedup_geomean,
-            r->tau, r->identical < 0 ? "null" : r->identical ? "true" : "false");
+    fprintf(f, "\n },\n \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}, \"load\": [%.2f, %.2f]}\n",
+            r->speedup_geomean, r->tau, r->identical < 0 ? "null" : r->identical ? "true" : "false", r->load_start, r->load_end);
+}
+
+static const char *yes_no(int identical) { return identical < 0 ? "n/a (sampled)" : identical ? "yes" : "NO"; }
+static const char *json_bool(int identical) { return identical < 0 ? "null" : identical ? "true" : "false"; }
+
+/* Mean rows verified per round (1 = a plain step) and the share of plain steps. */
+static void rows_summary(const pf_spec_stats *st, double *mean, double *plain) {
+    int64_t n = 0, sum = 0;
+    for (int k = 1; k <= PF_MAX_BLOCK + 1; k++) {
+        n += st->verified_rows[k];
+        sum += (int64_t)k * st->verified_rows[k];
+    }
+    *mean = n ? (double)sum / (double)n : 0;
+    *plain = n ? (double)st->verified_rows[1] / (double)n : 0;
+}
+
+static void write_compare_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+    fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"temp\": %g, \"max_tokens\": %d, \"reps\": %d, "
+               "\"compute_gfma_s\": [%.2f, %.2f], \"load\": [%.2f, %.2f],\n \"plain_tok_s\": {",
+            r->model, r->draft, o->threads, o->temp, o->max_tokens, o->reps, r->compute_start, r->compute_end, r->load_start,
+            r->load_end);
+    for (int i = 0; i < r->n; i++) fprintf(f, "%s\"%s\": %.3f", i ? ", " : "", r->tasks[i].type, r->tasks[i].ar_tok_s.median);
+    fprintf(f, "},\n \"strategies\": [");
+    for (int k = 0; k < r->n_arms; k++) {
+        const pf_bench_arm_result *ar = &r->arms[k];
+        fprintf(f, "%s\n  {\"name\": \"%s\", \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}, \"tasks\": {",
+                k ? "," : "", ar->name, ar->speedup_geomean, ar->tau, json_bool(ar->identical));
+        for (int i = 0; i < r->n; i++) {
+            const pf_bench_task *t = &ar->tasks[i];
+            double mean, plain;
+            rows_summary(&t->st, &mean, &plain);
+            fprintf(f, "%s\n   \"%s\": {\"spec\": \"%s\", \"block\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, "
+                       "\"speedup_max\": %.4f, \"tau\": %.4f, \"spec_tok_s\": %.3f, \"identical\": %s, \"rounds\": %lld, "
+                       "\"mean_rows_verified\": %.3f, \"plain_step_share\": %.4f}",
+                    i ? "," : "", t->type, t->spec, t->block, t->speedup.median, t->speedup.lo, t->speedup.hi,
+                    pf_spec_tau(&t->st), t->spec_tok_s.median, json_bool(t->identical), (long long)t->st.rounds, mean, plain);
+        }
+        fprintf(f, "}}");
+    }
+    fprintf(f, "\n ]}\n");
+}
+
+/* One table: a row per strategy, a column per task type, speedups over the same run's plain decoding. */
+static void print_compare(const pf_bench_result *r) {
+    printf("| strategy |");
+    for (int i = 0; i < r->n; i++) printf(" %s |", r->tasks[i].type);
+    printf(" **overall** (geomean) | tau | rows verified (mean) | plain steps | identical |\n|---|");
+    for (int i = 0; i < r->n; i++) printf("---|");
+    printf("---|---|---|---|---|\n| plain tok/s |");
+    for (int i = 0; i < r->n; i++) printf(" %.1f |", r->tasks[i].ar_tok_s.median);
+    printf(" | | | | |\n");
+    for (int k = 0; k < r->n_arms; k++) {
+        const pf_bench_arm_result *ar = &r->arms[k];
+        pf_spec_stats all = {0};
+        printf("| %s |", ar->name);
+        for (int i = 0; i < r->n; i++) {
+            printf(" %.2fx |", ar->tasks[i].speedup.median);
+            for (int n = 0; n < PF_MAX_BLOCK + 2; n++) all.verified_rows[n] += ar->tasks[i].st.verified_rows[n];
+        }
+        double mean, plain;
+        rows_summary(&all, &mean, &plain);
+        printf(" **%.2fx** | %.2f | %.2f | %.0f%% | %s |\n", ar->speedup_geomean, ar->tau, mean, 100 * plain, yes_no(ar->identical));
+    }
+    printf("\n");
 }
 
 /* Write through a temporary file so a failed run never leaves a partial output. */
@@ -112,7 +183,7 @@ static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result 
 static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { (void)o; write_svg(f, r); }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL;
+    const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL, *compare = NULL;
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                        .progress = 1};
     int max_prompts = 8;
@@ -124,7 +195,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "--no-special")) { o.no_special = 1; continue; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
-                                                 "--json", "--svg", "--profile", "--draft-head", "--kv", "--draft-max", NULL};
+                                                 "--json", "--svg", "--profile", "--draft-head", "--kv", "--compare", "--draft-max", NULL};
         int known = 0;
         for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", argv[i]);
@@ -136,6 +207,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--json")) json = v;
         else if (!strcmp(a, "--svg")) svg = v;
         else if (!strcmp(a, "--profile")) profile_path = v;
+        else if (!strcmp(a, "--compare")) compare = v;
         else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; o.block = (int)iv; }
         else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &o.block)) return 1; }
         else if (!strcmp(a, "--ngram")) { if (!cli_int(a, v, 1, 16, &iv)) return 1; o.ngram_n = (int)iv; }
@@ -154,25 +226,79 @@ int cmd_bench(int argc, char **argv) {
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
     if (!tasks) return cli_fail("bench: missing --tasks DIR");
     if (!o.spec) o.spec = o.draft_path ? "dflash" : "ngram";
-    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram") && strcmp(o.spec, "dec") && strcmp(o.spec, "hybrid"))
-        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, dec, hybrid)", o.spec);
-    if (strcmp(o.spec, "ngram") && !o.draft_path) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
+    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram") && strcmp(o.spec, "dec") && strcmp(o.spec, "adaptive") &&
+        strcmp(o.spec, "default") && strcmp(o.spec, "hybrid"))
+        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, hybrid, dec, adaptive, default)", o.spec);
+    if (strcmp(o.spec, "ngram") && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     char err[PF_ERR_LEN];
     pf_profile prof;
-    if (profile_path) {
+    if (profile_path && !compare) {
         if (pf_profile_load(profile_path, &prof, err) < 0) return cli_fail("%s", err);
         o.profile = &prof;
     }
-    pf_task_suite suite;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) {
-        if (o.profile) pf_profile_free(&prof);
-        return cli_fail("%s", err);
+    pf_bench_arm arms[PF_BENCH_MAX_ARMS];
+    pf_profile arm_prof[PF_BENCH_MAX_ARMS];
+    int n_arms = 0, n_prof = 0;
+    for (const char *c = compare; c && *c;) {
+        const char *e = strchr(c, ',');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        char item[1024];
+        if (n_arms == PF_BENCH_MAX_ARMS || len >= sizeof item) {
+            for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
+            return cli_fail("bench: --compare: at most %d strategies, each under 1024 bytes", PF_BENCH_MAX_ARMS);
+        }
+        memcpy(item, c, len);
+        item[len] = 0;
+        memset(&arm_prof[n_prof], 0, sizeof arm_prof[n_prof]);
+        int r = pf_bench_arm_parse(item, &arms[n_arms], &arm_prof[n_prof], err);
+        if (r == 0 && arms[n_arms].kind != PF_ARM_FIXED && !o.draft_path) {
+            snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs -d DRAFT.gguf", item);
+            r = -1;
+        }
+        if (r == 0 && arms[n_arms].kind == PF_ARM_FIXED && strcmp(arms[n_arms].spec, "ngram") && !o.draft_path) {
+            snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs -d DRAFT.gguf", item);
+            r = -1;
+        }
+        if (r < 0) {
+            for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
+            return cli_fail("bench: %s", err);
+        }
+        if (arms[n_arms].kind == PF_ARM_PROFILE) n_prof++;
+        n_arms++;
+        c = e ? e + 1 : c + len;
     }
+    if (compare && !n_arms) return cli_fail("bench: --compare needs a list of strategies");
+    /* profiles were loaded into arm_prof in order; point each profile arm at its own */
+    for (int k = 0, p = 0; k < n_arms; k++)
+        if (arms[k].kind == PF_ARM_PROFILE) arms[k].profile = &arm_prof[p++];
+    o.arms = n_arms ? arms : NULL;
+    o.n_arms = n_arms;
+    pf_task_suite suite;
     pf_bench_result r;
-    if (pf_bench_run(model, &suite, &o, &r, err) < 0) {
+    int failed = pf_tasks_load(tasks, max_prompts, &suite, err) < 0;
+    if (!failed && pf_bench_run(model, &suite, &o, &r, err) < 0) {
         pf_tasks_free(&suite);
+        failed = 2;
+    }
+    if (failed) {
         if (o.profile) pf_profile_free(&prof);
-        return cli_fail("bench: %s", err);
+        for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
+        return failed == 2 ? cli_fail("bench: %s", err) : cli_fail("%s", err);
+    }
+    if (n_arms) {
+        printf("## bench --compare: %s + %s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n", model,
+               o.draft_path ? o.draft_path : "(no draft)", o.threads, o.kv_q8 ? " 8-bit KV cache," : "",
+               o.temp > 0 ? "sampled" : "greedy", o.max_tokens, o.reps);
+        printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end; load average %.2f at the "
+               "start, %.2f at the end\n\n", r.compute_start, r.compute_end, r.load_start, r.load_end);
+        print_compare(&r);
+        int rc = 0;
+        if (json && write_out(json, write_compare_json, &r, &o)) rc = 1;
+        if (svg && write_out(svg, svg_fn, &r, &o)) rc = 1;
+        pf_bench_result_free(&r);
+        pf_tasks_free(&suite);
+        for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
+        return rc;
     }
     printf("## bench: %s%s%s, %s%s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n",
            model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.profile ? "profile " : "spec ",
@@ -180,8 +306,8 @@ int cmd_bench(int argc, char **argv) {
            o.max_tokens, o.reps);
     /* plain decoding is memory-bound and verification compute-bound: the ratios depend on both */
     printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end (it drifts on a shared "
-           "machine; plain tok/s shows the memory side)\n\n",
-           r.compute_start, r.compute_end);
+           "machine; plain tok/s shows the memory side); load average %.2f at the start, %.2f at the end\n\n",
+           r.compute_start, r.compute_end, r.load_start, r.load_end);
     printf("| task | strategy/block | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < r.n; i++) {

@@ -37,18 +37,25 @@ static const char k_usage[] =
     "                 shorter prefill); written when absent or unusable: the --system block with\n"
     "                 --chat, else the whole prompt minus its last token\n"
     "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
-    "  --spec S       ar (plain, default without a draft), dflash (default with -d or a bundled\n"
-    "                 draft), ngram (prompt lookup), hybrid (prompt lookup where the text repeats a\n"
-    "                 pattern of 3+ tokens, dflash otherwise; needs -d)\n"
+    "  --spec S       ar (plain, default without a draft), dflash (fixed block), ngram (prompt lookup),\n"
+    "                 hybrid (prompt lookup where the text repeats a pattern of 3+ tokens, dflash\n"
+    "                 otherwise; needs -d; fixed block),\n"
+    "                 dec (the draft's Dec head decides each round a plain step or how many drafts to\n"
+    "                 verify, by expected tokens per second under a running cost model of this machine),\n"
+    "                 adaptive (the same without a head: the block from the running acceptance).\n"
+    "                 With -d (or a bundled draft) and neither --spec nor --block: dec when the draft\n"
+    "                 has a Dec head, else adaptive\n"
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target (also -md)\n"
     "  --block B      rows verified per round, 2..64 (default: dflash and hybrid min(4, the draft's\n"
-    "                 trained block), dec the draft's trained block as the most it drafts, ngram 8)\n"
+    "                 trained block), dec and adaptive the draft's trained block as the most rows,\n"
+    "                 ngram 8); --block without --spec is dflash with that fixed block\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
-    "  --profile FILE use the strategy and block size of a tuned profile (pocketflash tune): the entry\n"
-    "                 of --task TYPE, else the profile's default; explicit --spec/--block win\n"
+    "  --profile FILE start from a tuned profile's strategy and block (pocketflash tune), the entry of\n"
+    "                 --task TYPE else the profile's default, and adapt with the running cost model;\n"
+    "                 explicit --spec/--block win\n"
     "  --task TYPE    task type to look up in the profile (e.g. math, code, extraction)\n"
     "  --log-rounds FILE  append every full round's Dec features and accepted length (binary) to FILE\n"
     "  --stats        print round statistics (tau, accepted-length histogram, per-position\n"
@@ -119,10 +126,11 @@ int cmd_run(int argc, char **argv) {
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
     static char prof_spec[16];
+    pf_profile prof = {0};
+    pf_spec_prior prior, *use_prior = NULL; /* a profile's choice as the adaptive strategy's prior */
     if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
     if (profile_path) {
         char perr[PF_ERR_LEN];
-        pf_profile prof;
         if (pf_profile_load(profile_path, &prof, perr) < 0) return cli_fail("%s", perr);
         const pf_profile_task *pt = task ? pf_profile_find(&prof, task) : NULL;
         if (task && !pt) {
@@ -130,19 +138,27 @@ int cmd_run(int argc, char **argv) {
             return cli_fail("run: task '%s' is not in the profile %s", task, profile_path);
         }
         snprintf(prof_spec, sizeof prof_spec, "%s", pt ? pt->spec : prof.spec);
+        if (!spec_name && !block && strcmp(prof_spec, "ngram") && strcmp(prof_spec, "hybrid")) { /* adapt from the tuned choice */
+            spec_name = !strcmp(prof_spec, "dec") ? "dec" : "adaptive";
+            pf_profile_prior(&prof, task, &prior);
+            use_prior = &prior;
+        }
         if (!spec_name) spec_name = prof_spec;
-        if (!block) block = pt ? pt->block : prof.block;
-        pf_profile_free(&prof);
+        if (!block && !use_prior) block = pt ? pt->block : prof.block;
     }
     if (spec_name && strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram") &&
-        strcmp(spec_name, "dec") && strcmp(spec_name, "hybrid"))
-        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec, hybrid)", spec_name);
-    if (spec_name && !strcmp(spec_name, "hybrid") && !draft_path)
-        return cli_fail("run: --spec hybrid needs -d DRAFT.gguf");
-    if (spec_name && !strcmp(spec_name, "dec") && !draft_path)
-        return cli_fail("run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)");
-    if (log_rounds && !draft_path) return cli_fail("run: --log-rounds needs -d DRAFT.gguf");
-    if (!prompt == !prompt_file) return cli_fail("run: give exactly one of -p PROMPT or -f FILE");
+        strcmp(spec_name, "dec") && strcmp(spec_name, "adaptive") && strcmp(spec_name, "hybrid")) {
+        pf_profile_free(&prof);
+        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec, adaptive, hybrid)", spec_name);
+    }
+    const char *bad = spec_name && !strcmp(spec_name, "hybrid") && !draft_path ? "run: --spec hybrid needs -d DRAFT.gguf"
+                    : spec_name && !strcmp(spec_name, "dec") && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
+                    : log_rounds && !draft_path ? "run: --log-rounds needs -d DRAFT.gguf"
+                    : !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE" : NULL;
+    if (bad) {
+        pf_profile_free(&prof);
+        return cli_fail("%s", bad);
+    }
     size_t plen = 0;
     char *file_text = NULL;
     if (prompt_file) {
@@ -160,21 +176,32 @@ int cmd_run(int argc, char **argv) {
     if (!m) { cli_fail("%s", err); goto done; }
     /* a bundle (detected by its magic) that carries a draft speculates with it by default */
     bool bundled_draft = m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT);
+    /* with a draft and no --spec/--block: the project's default strategy (pf_spec_default) */
+    bool use_default = !spec_name && !block && (draft_path || bundled_draft);
     if (!spec_name) spec_name = draft_path || bundled_draft ? "dflash" : "ar";
-    if (!strcmp(spec_name, "dflash") && !draft_path && !bundled_draft) {
-        cli_fail("run: --spec dflash needs -d DRAFT.gguf (or a bundle that holds a draft)");
+    if ((!strcmp(spec_name, "dflash") || !strcmp(spec_name, "adaptive")) && !draft_path && !bundled_draft) {
+        cli_fail("run: --spec %s needs -d DRAFT.gguf (or a bundle that holds a draft)", spec_name);
         goto done;
     }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
-    if (strcmp(spec_name, "ar")) {
-        int is_dec = !strcmp(spec_name, "dec");
+    if (use_default) {
+        if (!(spec = pf_spec_default(s, draft_path, draft_head, err))) { cli_fail("%s", err); goto done; }
+        block = pf_spec_block(spec);
+        if (log_rounds) {
+            if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
+            if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
+        }
+        gp.strategy = pf_spec_strategy(spec);
+    } else if (strcmp(spec_name, "ar")) {
+        int is_dec = !strcmp(spec_name, "dec"), is_adaptive = !strcmp(spec_name, "adaptive");
         int asked = block;
-        if (!(drafter = pf_drafter_open(is_dec ? "dflash" : spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
+        if (!(drafter = pf_drafter_open(is_dec || is_adaptive ? "dflash" : spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
         if (!asked) block = pf_default_block(spec_name, block);
         if (draft_head && strcmp(spec_name, "ngram") && pf_drafter_apply_head(drafter, draft_head, err) < 0) { cli_fail("%s", err); goto done; }
         if (!(spec = pf_spec_new(s, drafter, block, err))) { cli_fail("%s", err); goto done; }
         if (is_dec && (!(dec = pf_dec_load_path(draft_path, m->hp.n_embd, err)) ||
-                       pf_spec_set_dec(spec, dec, NULL, 0, err) < 0)) { cli_fail("%s", err); goto done; }
+                       pf_spec_set_adaptive(spec, dec, use_prior, err) < 0)) { cli_fail("%s", err); goto done; }
+        if (is_adaptive && pf_spec_set_adaptive(spec, NULL, use_prior, err) < 0) { cli_fail("%s", err); goto done; }
         if (log_rounds) {
             if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
             if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
@@ -206,6 +233,7 @@ done:
     pf_drafter_free(drafter);
     pf_session_free(s);
     pf_free_model(m);
+    pf_profile_free(&prof);
     free(file_text);
     return rc;
 }

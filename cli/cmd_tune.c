@@ -117,8 +117,10 @@ int cmd_tune(int argc, char **argv) {
         fprintf(f, "},\n \"default\": {\"spec\": \"%s\", \"block\": %d},\n \"tasks\": {", r.profile.spec, r.profile.block);
         for (int t = 0; t < r.profile.n; t++) {
             const pf_profile_task *pt = &r.profile.tasks[t];
-            fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"predicted_speedup\": %.4f, \"measured_speedup\": %.4f}",
+            fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"predicted_speedup\": %.4f, \"measured_speedup\": %.4f, \"alpha\": [",
                     t ? "," : "", pt->type, pt->spec, pt->block, pt->predicted, pt->measured);
+            for (int k = 0; k < pt->n_alpha; k++) fprintf(f, "%s%.4f", k ? ", " : "", pt->alpha[k]);
+            fputs("]}", f);
         }
         fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
                 r.predicted_geomean, r.measured_geomean);

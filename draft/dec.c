@@ -68,16 +68,29 @@ void pf_dec_free(pf_dec *d) {
     free(d);
 }
 
+double pf_dec_target_logit(const pf_dec *d, const float *h_target) {
+    double z = d->bias;
+    for (int i = 0; i < d->n_embd; i++) z += (double)d->w[i] * h_target[i];
+    return z;
+}
+
+double pf_dec_pos_bias(const pf_dec *d, int k) { return d->pos_bias[k - 1 < d->n_pos ? k - 1 : d->n_pos - 1]; }
+
+/* w_d . h + pos_bias[k-1] for the draft row h of position k */
+static double draft_logit(const pf_dec *d, const float *h, int k) {
+    double v = pf_dec_pos_bias(d, k);
+    for (int i = 0; i < d->n_embd; i++) v += (double)d->w[d->n_embd + i] * h[i];
+    return v;
+}
+
+void pf_dec_draft_logits(const pf_dec *d, const float *h_draft, int n, double *z) {
+    for (int k = 1; k <= n; k++) z[k - 1] = draft_logit(d, h_draft + (size_t)k * d->n_embd, k);
+}
+
 void pf_dec_survival(const pf_dec *d, const float *h_target, const float *h_draft, int n, float *s) {
-    const int H = d->n_embd;
-    double base = d->bias;
-    for (int i = 0; i < H; i++) base += (double)d->w[i] * h_target[i];
-    for (int k = 1; k <= n; k++) {
-        const float *h = h_draft + (size_t)k * H;
-        double z = base + d->pos_bias[k - 1 < d->n_pos ? k - 1 : d->n_pos - 1];
-        for (int i = 0; i < H; i++) z += (double)d->w[H + i] * h[i];
-        s[k - 1] = (float)(1.0 / (1.0 + exp(-z)));
-    }
+    double base = pf_dec_target_logit(d, h_target);
+    for (int k = 1; k <= n; k++)
+        s[k - 1] = (float)(1.0 / (1.0 + exp(-(base + draft_logit(d, h_draft + (size_t)k * d->n_embd, k)))));
 }
 
 static bool is_dec(const char *key) { return !strncmp(key, "dflash.dec.", 11); }

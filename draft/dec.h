@@ -18,6 +18,12 @@ pf_dec *pf_dec_load_path(const char *path, int n_embd, char err[PF_ERR_LEN]);
 void pf_dec_free(pf_dec *d);
 /* s[k-1] for k = 1..n: draft rows are h_draft + k*n_embd (row 0 = bonus row, not scored). */
 void pf_dec_survival(const pf_dec *d, const float *h_target, const float *h_draft, int n, float *s);
+/* The two halves of s_k's logit, for a decision before drafting: w_t . h_target + bias (known
+ * before the draft runs), and z[k-1] = w_d . h_draft_k + pos_bias[k-1] for k = 1..n. */
+double pf_dec_target_logit(const pf_dec *d, const float *h_target);
+void pf_dec_draft_logits(const pf_dec *d, const float *h_draft, int n, double *z);
+/* pos_bias of position k (1-based; later positions use the last). */
+double pf_dec_pos_bias(const pf_dec *d, int k);
 
 /* Write draft + head: copies every key and tensor of `draft_path` (replacing dec.* ones). */
 int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias, const float *pos_bias, int n_pos,

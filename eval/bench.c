@@ -26,6 +26,7 @@ static void add_stats(pf_spec_stats *a, const pf_spec_stats *b) {
     a->rounds += b->rounds;
     a->tokens += b->tokens;
     a->drafted += b->drafted;
+    for (int i = 0; i < PF_MAX_BLOCK + 2; i++) a->verified_rows[i] += b->verified_rows[i];
     for (int i = 0; i <= PF_MAX_BLOCK; i++) a->hist[i] += b->hist[i];
     for (int i = 0; i < PF_MAX_BLOCK; i++) {
         a->pos_tried[i] += b->pos_tried[i];
@@ -49,91 +50,215 @@ static void progress(const pf_bench_opts *o, int done, int total, const char *wh
     if (done == total) fputc('\n', stderr);
 }
 
+int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, char err[PF_ERR_LEN]) {
+    memset(arm, 0, sizeof *arm);
+    snprintf(arm->name, sizeof arm->name, "%s", text);
+    const char *colon = strchr(text, ':');
+    size_t klen = colon ? (size_t)(colon - text) : strlen(text);
+    const char *val = colon ? colon + 1 : NULL;
+    if (klen == 7 && !strncmp(text, "profile", 7)) {
+        if (!val || !*val) {
+            snprintf(err, PF_ERR_LEN, "--compare: profile:FILE needs a file");
+            return -1;
+        }
+        if (pf_profile_load(val, prof, err) < 0) return -1;
+        arm->kind = PF_ARM_PROFILE;
+        arm->profile = prof;
+        return 0;
+    }
+    static const struct { const char *key; pf_bench_arm_kind kind; const char *spec; int need_block; } kinds[] = {
+        {"fixed", PF_ARM_FIXED, "dflash", 1}, {"ngram", PF_ARM_FIXED, "ngram", 0}, {"hybrid", PF_ARM_FIXED, "hybrid", 1}, {"dec", PF_ARM_DEC, "dec", 0},
+        {"adaptive", PF_ARM_ADAPTIVE, "adaptive", 0}, {"default", PF_ARM_DEFAULT, "default", -1}};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        if (strlen(kinds[k].key) != klen || strncmp(text, kinds[k].key, klen)) continue;
+        arm->kind = kinds[k].kind;
+        snprintf(arm->spec, sizeof arm->spec, "%s", kinds[k].spec);
+        if (val) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            if (kinds[k].need_block < 0 || *end || b < 2 || b > PF_MAX_BLOCK) {
+                snprintf(err, PF_ERR_LEN, "--compare: '%.40s': %s", text,
+                         kinds[k].need_block < 0 ? "takes no block" : "the block must be 2..64");
+                return -1;
+            }
+            arm->block = (int)b;
+        } else if (kinds[k].need_block > 0) {
+            snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs a block (fixed:B)", text);
+            return -1;
+        }
+        return 0;
+    }
+    snprintf(err, PF_ERR_LEN, "--compare: unknown strategy '%.40s' (fixed:B, ngram[:B], hybrid:B, dec[:B], adaptive[:B], default, profile:FILE)",
+             text);
+    return -1;
+}
+
+typedef struct {
+    pf_drafter *d[3]; /* dflash, ngram, hybrid: opened when an arm needs them */
+    int block[3];      /* their default blocks (the draft's trained block, ngram's 8) */
+    pf_dec *dec;       /* the draft's Dec head, when an arm needs it */
+} bench_drafters;
+
+static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, int which, char err[PF_ERR_LEN]) {
+    if (!dr->d[which]) {
+        dr->block[which] = 0;
+        static const char *const names[3] = {"dflash", "ngram", "hybrid"};
+        if (!(dr->d[which] = pf_drafter_open(names[which], o->draft_path, s, o->ngram_n, &dr->block[which], err)))
+            return NULL;
+        if (which != 1 && pf_drafter_apply_head(dr->d[which], o->draft_head, err) < 0) return NULL;
+    }
+    return dr->d[which];
+}
+
+/* The speculation object of one arm for one task type, labelled with its strategy and block. */
+static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
+                         bench_drafters *dr, pf_bench_task *bt, char err[PF_ERR_LEN]) {
+    pf_bench_arm_kind kind = arm->kind;
+    const char *name = arm->spec;
+    int block = arm->block;
+    pf_spec_prior prior, *pp = NULL;
+    if (kind == PF_ARM_DEFAULT) {
+        pf_spec *sp = pf_spec_default(s, o->draft_path, o->draft_head, err);
+        if (sp) {
+            snprintf(bt->spec, sizeof bt->spec, "default");
+            bt->block = pf_spec_block(sp);
+        }
+        return sp;
+    }
+    if (kind == PF_ARM_PROFILE || kind == PF_ARM_PROFILE_FIXED) {
+        const pf_profile_task *pt = pf_profile_find(arm->profile, type);
+        name = pt ? pt->spec : arm->profile->spec;
+        block = pt ? pt->block : arm->profile->block;
+        if (kind == PF_ARM_PROFILE_FIXED || !strcmp(name, "ngram") || !strcmp(name, "hybrid")) {
+            kind = !strcmp(name, "dec") ? PF_ARM_DEC : PF_ARM_FIXED;
+        } else { /* the tuned choice as the prior; the planner may go up to the draft's block */
+            kind = !strcmp(name, "dec") ? PF_ARM_DEC : PF_ARM_ADAPTIVE;
+            pf_profile_prior(arm->profile, type, &prior);
+            pp = &prior;
+            block = 0;
+        }
+    }
+    int which = kind != PF_ARM_FIXED ? 0 : !strcmp(name, "ngram") ? 1 : !strcmp(name, "hybrid") ? 2 : 0;
+    pf_drafter *d = get_drafter(s, o, dr, which, err);
+    if (!d) return NULL;
+    if (block <= 0) block = kind == PF_ARM_FIXED ? pf_default_block(name, dr->block[which]) : dr->block[which];
+    pf_spec *sp = pf_spec_new(s, d, block, err);
+    if (!sp) return NULL;
+    int rc = 0;
+    if (kind == PF_ARM_DEC) {
+        if (!dr->dec && pf_draft_dec_open(s, o->draft_path, &dr->dec, err) == 0)
+            snprintf(err, PF_ERR_LEN, "%.200s: the draft has no Dec head (dec.* tensors)", o->draft_path ? o->draft_path : "bundle");
+        rc = dr->dec ? pf_spec_set_adaptive(sp, dr->dec, pp, err) : -1;
+    } else if (kind == PF_ARM_ADAPTIVE) {
+        rc = pf_spec_set_adaptive(sp, NULL, pp, err);
+    }
+    if (rc < 0) {
+        pf_spec_free(sp);
+        return NULL;
+    }
+    snprintf(bt->spec, sizeof bt->spec, "%s", arm->kind == PF_ARM_PROFILE ? (pp ? "prior" : name) :
+                                             kind == PF_ARM_DEC ? "dec" : kind == PF_ARM_ADAPTIVE ? "adaptive" : name);
+    bt->block = arm->kind == PF_ARM_PROFILE && pp ? (pf_profile_find(arm->profile, type) ? pf_profile_find(arm->profile, type)->block
+                                                                                        : arm->profile->block)
+                                                  : block;
+    return sp;
+}
+
+/* The one arm of a run without --compare: --spec/--block, or --profile. */
+static void single_arm(const pf_bench_opts *o, pf_bench_arm *arm) {
+    memset(arm, 0, sizeof *arm);
+    if (o->profile) {
+        arm->kind = o->profile_fixed ? PF_ARM_PROFILE_FIXED : PF_ARM_PROFILE;
+        arm->profile = o->profile;
+        snprintf(arm->name, sizeof arm->name, "profile");
+        return;
+    }
+    const char *spec = o->spec ? o->spec : "dflash";
+    arm->kind = !strcmp(spec, "dec") ? PF_ARM_DEC : !strcmp(spec, "adaptive") ? PF_ARM_ADAPTIVE
+              : !strcmp(spec, "default") ? PF_ARM_DEFAULT : PF_ARM_FIXED;
+    snprintf(arm->spec, sizeof arm->spec, "%s", spec);
+    arm->block = o->block;
+    snprintf(arm->name, sizeof arm->name, "%s", spec);
+}
+
 int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
                  char err[PF_ERR_LEN]) {
     memset(r, 0, sizeof *r);
     snprintf(r->model, sizeof r->model, "%s", model_path);
     snprintf(r->draft, sizeof r->draft, "%s", o->draft_path ? o->draft_path : "");
+    pf_bench_arm one;
+    const pf_bench_arm *arms = o->arms;
+    int n_arms = o->n_arms;
+    if (!arms || n_arms < 1) {
+        single_arm(o, &one);
+        arms = &one;
+        n_arms = 1;
+    }
+    if (n_arms > PF_BENCH_MAX_ARMS) {
+        snprintf(err, PF_ERR_LEN, "at most %d strategies in one run", PF_BENCH_MAX_ARMS);
+        return -1;
+    }
     pf_model *m = pf_model_load(model_path, err);
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
-    pf_drafter *drafters[3] = {NULL, NULL, NULL}; /* dflash, ngram, hybrid: opened when a task needs them */
-    int dblock[3] = {0, 0, 0};
-    pf_dec *dec = NULL; /* with --spec dec: the draft's decision head */
-    pf_spec **specs = NULL;
+    bench_drafters dr = {{NULL, NULL, NULL}, {0, 0, 0}, NULL};
+    pf_spec **specs = NULL; /* [arm][task] */
     int rc = -1;
     int32_t ***prompts = NULL;
     int **np = NULL;
-    tokbuf a = {0}, b = {0};
+    tokbuf out[PF_BENCH_MAX_ARMS + 1] = {{0}}; /* [0] plain, then each arm's output of a prompt */
     double *ar_t = NULL, *sp_t = NULL;
     if (!s) goto done;
+    double la[1];
+    r->load_start = getloadavg(la, 1) == 1 ? la[0] : -1;
     r->compute_start = pf_probe_compute(s->ctx->k, s->ctx->pool, 3);
     r->n = suite->n;
-    r->tasks = calloc((size_t)suite->n, sizeof *r->tasks);
-    specs = calloc((size_t)suite->n, sizeof *specs);
-    if (!r->tasks || !specs) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        goto done;
-    }
-    /* the strategy and block of every task: the profile's entry, else the options */
-    for (int t = 0; t < suite->n; t++) {
-        const pf_profile_task *pt = pf_profile_find(o->profile, suite->types[t].type);
-        const char *name = pt ? pt->spec : o->profile ? o->profile->spec : o->spec;
-        int want = pt ? pt->block : o->profile ? o->profile->block : o->block;
-        static const char *const opened[3] = {"dflash", "ngram", "hybrid"};
-        int which = !strcmp(name, "ngram") ? 1 : !strcmp(name, "hybrid") ? 2 : 0, use_dec = !strcmp(name, "dec");
-        if (!drafters[which]) {
-            dblock[which] = 0;
-            if (!(drafters[which] = pf_drafter_open(opened[which], o->draft_path, s, o->ngram_n, &dblock[which], err)))
-                goto done;
-            if (which != 1 && pf_drafter_apply_head(drafters[which], o->draft_head, err) < 0) goto done;
+    r->n_arms = n_arms;
+    specs = calloc((size_t)n_arms * suite->n, sizeof *specs);
+    if (!specs) goto oom;
+    for (int k = 0; k < n_arms; k++) {
+        pf_bench_arm_result *ar = &r->arms[k];
+        snprintf(ar->name, sizeof ar->name, "%s", arms[k].name);
+        if (!(ar->tasks = calloc((size_t)suite->n, sizeof *ar->tasks))) goto oom;
+        for (int t = 0; t < suite->n; t++) {
+            pf_bench_task *bt = &ar->tasks[t];
+            if (!(specs[k * suite->n + t] = arm_spec(s, o, &arms[k], suite->types[t].type, &dr, bt, err))) goto done;
+            if (t == 0 || bt->block > ar->block) ar->block = bt->block;
+            snprintf(bt->type, sizeof bt->type, "%s", suite->types[t].type);
+            bt->n_prompts = suite->types[t].n;
+            bt->identical = o->temp > 0 ? -1 : 1;
         }
-        int block = want > 0 ? want : pf_default_block(name, dblock[which]);
-        if (!(specs[t] = pf_spec_new(s, drafters[which], block, err))) goto done;
-        if (use_dec) {
-            if (!dec && !(dec = pf_dec_load_path(o->draft_path, m->hp.n_embd, err))) goto done;
-            if (pf_spec_set_dec(specs[t], dec, NULL, 0, err) < 0) goto done;
-        }
-        snprintf(r->tasks[t].spec, sizeof r->tasks[t].spec, "%s", name);
-        r->tasks[t].block = block;
-        if (t == 0 || block > r->block) r->block = block;
     }
     prompts = calloc((size_t)suite->n, sizeof *prompts);
     np = calloc((size_t)suite->n, sizeof *np);
-    a.cap = b.cap = o->max_tokens;
-    a.toks = malloc((size_t)a.cap * sizeof(int32_t));
-    b.toks = malloc((size_t)b.cap * sizeof(int32_t));
-    /* per type, per repetition: decode seconds and tokens of each method */
-    ar_t = calloc((size_t)suite->n * o->reps * 2, sizeof(double));
-    sp_t = calloc((size_t)suite->n * o->reps * 2, sizeof(double));
-    if (!prompts || !np || !a.toks || !b.toks || !ar_t || !sp_t) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        goto done;
+    for (int k = 0; k <= n_arms; k++) {
+        out[k].cap = o->max_tokens;
+        if (!(out[k].toks = malloc((size_t)out[k].cap * sizeof(int32_t)))) goto oom;
     }
+    /* per type (and arm), per repetition: decode seconds and tokens */
+    ar_t = calloc((size_t)suite->n * o->reps * 2, sizeof(double));
+    sp_t = calloc((size_t)n_arms * suite->n * o->reps * 2, sizeof(double));
+    if (!prompts || !np || !ar_t || !sp_t) goto oom;
     int total = 0;
     for (int t = 0; t < suite->n; t++) {
         const pf_task_type *tt = &suite->types[t];
         prompts[t] = calloc((size_t)tt->n, sizeof **prompts);
         np[t] = calloc((size_t)tt->n, sizeof **np);
-        if (!prompts[t] || !np[t]) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+        if (!prompts[t] || !np[t]) goto oom;
         for (int i = 0; i < tt->n; i++) {
             size_t n = 0;
             if (pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !o->no_special, &prompts[t][i], &n, err) < 0)
                 goto done;
             np[t][i] = (int)n;
         }
-        snprintf(r->tasks[t].type, sizeof r->tasks[t].type, "%s", tt->type);
-        r->tasks[t].n_prompts = tt->n;
-        r->tasks[t].identical = o->temp > 0 ? -1 : 1;
         total += tt->n;
     }
     total *= o->reps;
     int done_n = 0;
     for (int rep = 0; rep < o->reps; rep++)
         for (int t = 0; t < suite->n; t++) {
-            pf_bench_task *bt = &r->tasks[t];
-            double prefill_s = 0, ttft_a = 0, ttft_s = 0;
+            double prefill_s = 0, ttft_a = 0, ttft_s[PF_BENCH_MAX_ARMS] = {0};
             int64_t prefill_tok = 0;
             for (int i = 0; i < suite->types[t].n; i++) {
                 pf_gen_params gp;
@@ -143,66 +268,81 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
                 gp.top_k = o->top_k;
                 gp.top_p = o->top_p;
                 gp.seed = o->seed + (uint64_t)i;
-                pf_gen_stats sa, ss;
-                /* alternate the order so neither method always runs on a warmer cache */
-                for (int k = 0; k < 2; k++) {
-                    int use_spec = (k + rep + i) % 2;
-                    gp.strategy = use_spec ? pf_spec_strategy(specs[t]) : NULL;
-                    tokbuf *out = use_spec ? &b : &a;
-                    out->n = 0;
+                /* plain and every arm, the order rotating so that none always runs on a warmer cache */
+                int runs = n_arms + 1;
+                for (int k = 0; k < runs; k++) {
+                    int j = (k + rep + i) % runs; /* 0 = plain, else arm j-1 */
+                    pf_spec *spec = j ? specs[(j - 1) * suite->n + t] : NULL;
+                    pf_gen_stats gs;
+                    gp.strategy = j ? pf_spec_strategy(spec) : NULL;
+                    out[j].n = 0;
                     pf_session_reset(s); /* every run prefills its whole prompt (no reuse between runs) */
-                    if (pf_engine_generate_tokens(s, prompts[t][i], np[t][i], &gp, collect, out, use_spec ? &ss : &sa, err) != PF_OK)
-                        goto done;
-                    if (use_spec && rep == 0) add_stats(&bt->st, pf_spec_stats_get(specs[t]));
+                    if (pf_engine_generate_tokens(s, prompts[t][i], np[t][i], &gp, collect, &out[j], &gs, err) != PF_OK) goto done;
+                    size_t idx = j ? (((size_t)(j - 1) * suite->n + t) * o->reps + rep) * 2 : ((size_t)t * o->reps + rep) * 2;
+                    double *acc = j ? sp_t : ar_t;
+                    acc[idx] += gs.decode_s;
+                    acc[idx + 1] += gs.n_gen > 1 ? gs.n_gen - 1 : 0;
+                    prefill_s += gs.prefill_s;
+                    prefill_tok += gs.n_prompt;
+                    if (!j) ttft_a += gs.ttft_s;
+                    else ttft_s[j - 1] += gs.ttft_s;
+                    if (j && rep == 0) add_stats(&r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
                 }
-                if (o->temp <= 0 && (a.n != b.n || memcmp(a.toks, b.toks, (size_t)a.n * sizeof(int32_t))))
-                    bt->identical = 0;
-                size_t idx = ((size_t)t * o->reps + rep) * 2;
-                ar_t[idx] += sa.decode_s;
-                ar_t[idx + 1] += sa.n_gen > 1 ? sa.n_gen - 1 : 0;
-                sp_t[idx] += ss.decode_s;
-                sp_t[idx + 1] += ss.n_gen > 1 ? ss.n_gen - 1 : 0;
-                prefill_s += sa.prefill_s + ss.prefill_s;
-                prefill_tok += 2 * sa.n_prompt;
-                ttft_a += sa.ttft_s;
-                ttft_s += ss.ttft_s;
-                progress(o, ++done_n, total, bt->type);
+                for (int k = 0; k < n_arms && o->temp <= 0; k++)
+                    if (out[0].n != out[k + 1].n || memcmp(out[0].toks, out[k + 1].toks, (size_t)out[0].n * sizeof(int32_t)))
+                        r->arms[k].tasks[t].identical = 0;
+                progress(o, ++done_n, total, suite->types[t].type);
             }
             if (rep == 0) {
                 int n = suite->types[t].n ? suite->types[t].n : 1;
-                bt->prefill_tok_s = prefill_s > 0 ? (double)prefill_tok / prefill_s : 0;
-                bt->ttft_ar_ms = 1e3 * ttft_a / n;
-                bt->ttft_spec_ms = 1e3 * ttft_s / n;
+                for (int k = 0; k < n_arms; k++) {
+                    pf_bench_task *bt = &r->arms[k].tasks[t];
+                    bt->prefill_tok_s = prefill_s > 0 ? (double)prefill_tok / prefill_s : 0;
+                    bt->ttft_ar_ms = 1e3 * ttft_a / n;
+                    bt->ttft_spec_ms = 1e3 * ttft_s[k] / n;
+                }
             }
         }
-    double logsum = 0;
-    int64_t rounds = 0, toks = 0;
-    r->identical = 1;
-    for (int t = 0; t < suite->n; t++) {
-        pf_bench_task *bt = &r->tasks[t];
-        double va[256], vs[256], vr[256];
-        int n = o->reps < 256 ? o->reps : 256;
-        for (int rep = 0; rep < n; rep++) {
-            size_t idx = ((size_t)t * o->reps + rep) * 2;
-            va[rep] = ar_t[idx] > 0 ? ar_t[idx + 1] / ar_t[idx] : 0;
-            vs[rep] = sp_t[idx] > 0 ? sp_t[idx + 1] / sp_t[idx] : 0;
-            vr[rep] = va[rep] > 0 ? vs[rep] / va[rep] : 0;
+    for (int k = 0; k < n_arms; k++) {
+        pf_bench_arm_result *ar = &r->arms[k];
+        double logsum = 0;
+        int64_t rounds = 0, toks = 0;
+        ar->identical = 1;
+        for (int t = 0; t < suite->n; t++) {
+            pf_bench_task *bt = &ar->tasks[t];
+            double va[256], vs[256], vr[256];
+            int n = o->reps < 256 ? o->reps : 256;
+            for (int rep = 0; rep < n; rep++) {
+                size_t ia = ((size_t)t * o->reps + rep) * 2, is = (((size_t)k * suite->n + t) * o->reps + rep) * 2;
+                va[rep] = ar_t[ia] > 0 ? ar_t[ia + 1] / ar_t[ia] : 0;
+                vs[rep] = sp_t[is] > 0 ? sp_t[is + 1] / sp_t[is] : 0;
+                vr[rep] = va[rep] > 0 ? vs[rep] / va[rep] : 0;
+            }
+            bt->ar_tokens = (int64_t)ar_t[((size_t)t * o->reps) * 2 + 1];
+            bt->spec_tokens = (int64_t)sp_t[(((size_t)k * suite->n + t) * o->reps) * 2 + 1];
+            pf_stat_summarize(va, n, &bt->ar_tok_s);
+            pf_stat_summarize(vs, n, &bt->spec_tok_s);
+            pf_stat_summarize(vr, n, &bt->speedup);
+            logsum += log(bt->speedup.median > 0 ? bt->speedup.median : 1e-9);
+            rounds += bt->st.rounds;
+            toks += bt->st.tokens;
+            if (bt->identical == 0) ar->identical = 0;
+            if (bt->identical < 0 && ar->identical == 1) ar->identical = -1;
         }
-        bt->ar_tokens = (int64_t)ar_t[((size_t)t * o->reps) * 2 + 1];
-        bt->spec_tokens = (int64_t)sp_t[((size_t)t * o->reps) * 2 + 1];
-        pf_stat_summarize(va, n, &bt->ar_tok_s);
-        pf_stat_summarize(vs, n, &bt->spec_tok_s);
-        pf_stat_summarize(vr, n, &bt->speedup);
-        logsum += log(bt->speedup.median > 0 ? bt->speedup.median : 1e-9);
-        rounds += bt->st.rounds;
-        toks += bt->st.tokens;
-        if (bt->identical == 0) r->identical = 0;
-        if (bt->identical < 0 && r->identical == 1) r->identical = -1;
+        ar->speedup_geomean = suite->n ? exp(logsum / suite->n) : 0;
+        ar->tau = rounds ? (double)toks / (double)rounds : 0;
     }
-    r->speedup_geomean = suite->n ? exp(logsum / suite->n) : 0;
-    r->tau = rounds ? (double)toks / (double)rounds : 0;
+    r->tasks = r->arms[0].tasks;
+    r->block = r->arms[0].block;
+    r->speedup_geomean = r->arms[0].speedup_geomean;
+    r->tau = r->arms[0].tau;
+    r->identical = r->arms[0].identical;
     r->compute_end = pf_probe_compute(s->ctx->k, s->ctx->pool, 3);
+    r->load_end = getloadavg(la, 1) == 1 ? la[0] : -1;
     rc = 0;
+    goto done;
+oom:
+    snprintf(err, PF_ERR_LEN, "out of memory");
 done:
     if (prompts)
         for (int t = 0; t < suite->n; t++) {
@@ -213,15 +353,14 @@ done:
         }
     free(prompts);
     free(np);
-    free(a.toks);
-    free(b.toks);
+    for (int k = 0; k <= PF_BENCH_MAX_ARMS; k++) free(out[k].toks);
     free(ar_t);
     free(sp_t);
     if (specs)
-        for (int t = 0; t < suite->n; t++) pf_spec_free(specs[t]);
+        for (int k = 0; k < n_arms * suite->n; k++) pf_spec_free(specs[k]);
     free(specs);
-    for (int k = 0; k < 3; k++) pf_drafter_free(drafters[k]);
-    pf_dec_free(dec);
+    for (int k = 0; k < 3; k++) pf_drafter_free(dr.d[k]);
+    pf_dec_free(dr.dec);
     pf_session_free(s);
     pf_model_free(m);
     if (rc) pf_bench_result_free(r);
@@ -229,7 +368,10 @@ done:
 }
 
 void pf_bench_result_free(pf_bench_result *r) {
-    free(r->tasks);
+    for (int k = 0; k < PF_BENCH_MAX_ARMS; k++) {
+        free(r->arms[k].tasks);
+        r->arms[k].tasks = NULL;
+    }
     r->tasks = NULL;
-    r->n = 0;
+    r->n = r->n_arms = 0;
 }

@@ -9,6 +9,30 @@
 #include "eval/tasks.h"
 #include "verify/spec.h"
 
+/* One strategy of a comparison (`bench --compare`), all measured interleaved per prompt. */
+typedef enum {
+    PF_ARM_FIXED,         /* spec (dflash | ngram | hybrid) at a fixed block */
+    PF_ARM_DEC,           /* adaptive Dec gating, block = the most rows */
+    PF_ARM_ADAPTIVE,      /* the adaptive block (no head), block = the most rows */
+    PF_ARM_DEFAULT,       /* pf_spec_default: what `run -d DRAFT` does */
+    PF_ARM_PROFILE,       /* a tuned profile's choice per task as the prior of the adaptive strategy */
+    PF_ARM_PROFILE_FIXED, /* a tuned profile's choice per task, fixed (what tune measures) */
+} pf_bench_arm_kind;
+
+#define PF_BENCH_MAX_ARMS 8
+
+typedef struct {
+    char name[64]; /* as written: fixed:4, dec, dec:8, adaptive, default, ngram:8, profile:FILE */
+    pf_bench_arm_kind kind;
+    char spec[16]; /* PF_ARM_FIXED: dflash or ngram */
+    int block;     /* 0 = the default for the kind */
+    const pf_profile *profile;
+} pf_bench_arm;
+
+/* "fixed:B", "ngram[:B]", "hybrid:B", "dec[:B]", "adaptive[:B]", "default"; "profile:FILE" loads FILE into
+ * *prof (the caller frees it with pf_profile_free). */
+int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, char err[PF_ERR_LEN]);
+
 typedef struct {
     int threads;
     int64_t n_ctx;
@@ -26,7 +50,10 @@ typedef struct {
     int draft_head;   /* 0 the draft's default head vocabulary, -1 the whole vocabulary, N the N most frequent */
     int progress;
     int no_special;   /* special-token texts inside the prompts are plain text (pf_chat_tokenize) */
-    const pf_profile *profile; /* per-task strategy and block (overrides spec/block) */
+    const pf_profile *profile; /* per-task strategy and block as the adaptive prior (overrides spec/block) */
+    int profile_fixed;         /* use the profile's choices as fixed settings instead */
+    const pf_bench_arm *arms;  /* several strategies interleaved (overrides spec/block/profile) */
+    int n_arms;
 } pf_bench_opts;
 
 typedef struct {
@@ -42,13 +69,24 @@ typedef struct {
 } pf_bench_task;
 
 typedef struct {
-    pf_bench_task *tasks;
+    char name[64];
+    pf_bench_task *tasks; /* one per task type */
+    int block;            /* the largest block of its tasks */
+    double speedup_geomean, tau;
+    int identical;
+} pf_bench_arm_result;
+
+typedef struct {
+    pf_bench_task *tasks; /* = arms[0].tasks, and the fields below arms[0]'s (one-strategy runs) */
     int n;
     int block;
     double speedup_geomean, tau;
     int identical;
+    pf_bench_arm_result arms[PF_BENCH_MAX_ARMS];
+    int n_arms;
     char model[256], draft[256];
     double compute_start, compute_end; /* pf_probe_compute before and after the run (G fp32 FMA/s) */
+    double load_start, load_end;       /* 1-minute load average before and after (a shared machine) */
 } pf_bench_result;
 
 int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,

@@ -2,7 +2,7 @@
 # The README's Performance and Benchmarks numbers: every command that produced them, in order.
 # Long-running (tens of minutes on 2 cores); run on a quiet machine (no training). Output goes to
 # eval/results/ (markdown + JSON + SVG).
-#   bash eval/benchmarks.sh [perf|pair|pocket|all]
+#   bash eval/benchmarks.sh [perf|pair|pocket|compare|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -69,3 +69,20 @@ if [ "$what" = pocket ] || [ "$what" = all ]; then
         | tee "$out/bench-pocket-dec.md"
 fi
 
+if [ "$what" = compare ] || [ "$what" = all ]; then
+    # Issue #16: fixed blocks, Dec gating, the tuned profile as a prior and the adaptive block in ONE
+    # interleaved run per kernel level (c(B) differs by 2x between AVX-512 and AVX2), each level with
+    # its own tuned profile and bench-model's bandwidth/compute probes.
+    make -s pocket-standin
+    tgt=.cache/pocket-standin-q4_1.gguf
+    d=.cache/pocket-standin-dflash2-q4_1.gguf
+    for lvl in avx512 avx2; do
+        PF_KERNELS=$lvl ./pocketflash bench-model -m "$tgt" -t "$T" --reps 2 --json "$out/bench-model-standin-q4_1-$lvl.json" \
+            | tee "$out/bench-model-standin-q4_1-$lvl.md"
+        PF_KERNELS=$lvl ./pocketflash tune -m "$tgt" -d "$d" --tasks eval/tasks --prompts 4 -n 48 --reps 1 -t "$T" \
+            -o "$out/profile-pocket-$lvl.json" | tee "$out/tune-pocket-$lvl.md"
+        PF_KERNELS=$lvl ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --prompts 8 -n 48 --reps 1 -t "$T" \
+            --compare "fixed:2,fixed:3,fixed:4,fixed:6,dec,profile:$out/profile-pocket-$lvl.json,adaptive" \
+            --json "$out/compare-pocket-$lvl.json" | tee "$out/compare-pocket-$lvl.md"
+    done
+fi

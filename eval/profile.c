@@ -20,6 +20,28 @@ static int get_choice(const pf_json *o, char spec[16], int *block, const char *p
     return 0;
 }
 
+/* {"2": v, "4": v, ...} into v[B] (entries outside 1..PF_PROFILE_MAX_BLOCK or not numbers are skipped). */
+static void block_table(const pf_json *o, double *v) {
+    if (!o || o->type != PF_JSON_OBJECT) return;
+    for (size_t i = 0; i < o->u.obj.n; i++) {
+        char *end;
+        long b = strtol(o->u.obj.members[i].key, &end, 10);
+        const pf_json *x = &o->u.obj.members[i].val;
+        if (*end || b < 1 || b > PF_PROFILE_MAX_BLOCK || x->type != PF_JSON_NUMBER || !(x->u.num.d > 0) || x->u.num.d > 1e6)
+            continue;
+        v[b] = x->u.num.d;
+    }
+}
+
+static void alpha_list(const pf_json *o, pf_profile_task *t) {
+    if (!o || o->type != PF_JSON_ARRAY) return;
+    for (size_t i = 0; i < o->u.arr.n && t->n_alpha < PF_PROFILE_MAX_BLOCK; i++) {
+        const pf_json *x = &o->u.arr.items[i];
+        if (x->type != PF_JSON_NUMBER || !(x->u.num.d >= 0 && x->u.num.d <= 1)) break;
+        t->alpha[t->n_alpha++] = x->u.num.d;
+    }
+}
+
 static double num(const pf_json *o, const char *k) {
     const pf_json *v = pf_json_get(o, k);
     return v && v->type == PF_JSON_NUMBER ? v->u.num.d : 0;
@@ -35,6 +57,8 @@ int pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]) {
         if (!def) snprintf(err, PF_ERR_LEN, "%.200s: no \"default\" entry (not a tuned profile)", path);
         goto done;
     }
+    block_table(pf_json_get(root, "c"), p->c);
+    block_table(pf_json_get(pf_json_get(root, "draft_cost"), "dflash"), p->draft);
     if (tasks && tasks->type == PF_JSON_OBJECT && tasks->u.obj.n) {
         p->tasks = calloc(tasks->u.obj.n, sizeof *p->tasks);
         if (!p->tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
@@ -44,6 +68,7 @@ int pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]) {
             if (get_choice(&tasks->u.obj.members[i].val, t->spec, &t->block, path, t->type, err) < 0) goto done;
             t->predicted = num(&tasks->u.obj.members[i].val, "predicted_speedup");
             t->measured = num(&tasks->u.obj.members[i].val, "measured_speedup");
+            alpha_list(pf_json_get(&tasks->u.obj.members[i].val, "alpha"), t);
             p->n++;
         }
     }
@@ -63,4 +88,20 @@ const pf_profile_task *pf_profile_find(const pf_profile *p, const char *type) {
 void pf_profile_free(pf_profile *p) {
     free(p->tasks);
     memset(p, 0, sizeof *p);
+}
+
+void pf_profile_prior(const pf_profile *p, const char *type, pf_spec_prior *prior) {
+    memset(prior, 0, sizeof *prior);
+    int any = 0;
+    for (int b = 2; b <= PF_PROFILE_MAX_BLOCK; b++) any |= p->c[b] > 0;
+    if (any) {
+        prior->c = p->c;
+        prior->draft = p->draft;
+        prior->n = PF_PROFILE_MAX_BLOCK + 1;
+    }
+    const pf_profile_task *t = type ? pf_profile_find(p, type) : NULL;
+    if (t && t->n_alpha) {
+        prior->alpha = t->alpha;
+        prior->n_alpha = t->n_alpha;
+    }
 }

@@ -134,6 +134,8 @@ int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tun
         snprintf(pt->spec, sizeof pt->spec, "%s", r->strategies[tt->best_s]);
         pt->block = o->blocks[tt->best_b];
         pt->predicted = best;
+        /* the chosen strategy's acceptance by position: the prior an adaptive run starts from */
+        for (int k = 0; k < bmax - 1 && k < PF_PROFILE_MAX_BLOCK; k++) pt->alpha[pt->n_alpha++] = tt->alpha[tt->best_s][k];
     }
     r->predicted_geomean = suite->n ? exp(log_pred / suite->n) : 0;
     /* default for untyped prompts: the choice most task types made */
@@ -147,6 +149,7 @@ int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tun
     if (o->bench.progress) fprintf(stderr, "tune: measuring the chosen settings...\n");
     pf_bench_opts bo3 = o->bench;
     bo3.profile = &r->profile;
+    bo3.profile_fixed = 1; /* what was predicted: the choices themselves */
     pf_bench_result meas;
     if (pf_bench_run(model_path, suite, &bo3, &meas, err) < 0) goto done;
     for (int t = 0; t < suite->n; t++) {

@@ -81,12 +81,16 @@ bool pf_draft_has_dec(const pf_draft *d);
 /* Decoding strategy (pf_gen_params.spec). Every one gives the output of plain decoding. */
 typedef enum {
     PF_SPEC_DEFAULT = 0, /* with a draft the project's default speculative strategy (what
-                            `pocketflash run -d` uses), with a profile its choice, else plain */
+                            `pocketflash run -d` uses: PF_SPEC_DEC when the draft has a Dec head,
+                            else PF_SPEC_ADAPTIVE), with a profile its choice, else plain */
     PF_SPEC_PLAIN,       /* plain autoregressive decoding */
     PF_SPEC_DFLASH,      /* the draft proposes block-1 tokens, one target forward verifies them */
     PF_SPEC_NGRAM,       /* prompt lookup: proposes what followed the last n tokens earlier (no draft) */
-    PF_SPEC_DEC          /* DFlash with Dec gating: the draft's decision head chooses each round how
-                            many drafts to verify, or a plain step (needs pf_draft_has_dec) */
+    PF_SPEC_DEC,         /* DFlash with Dec gating: each round the draft's decision head and a running
+                            cost model of the machine choose a plain step or how many drafts to
+                            verify, for the most tokens per second (needs pf_draft_has_dec) */
+    PF_SPEC_ADAPTIVE     /* the same planner without a head: the block from the running acceptance
+                            at each position (block = the most rows a round verifies) */
 } pf_spec_kind;
 
 typedef enum { PF_STOP_EOT = 0, PF_STOP_LENGTH, PF_STOP_CONTEXT, PF_STOP_CALLBACK } pf_stop_reason;

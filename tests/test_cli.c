@@ -250,6 +250,28 @@ TEST(cli_tune_writes_profile_used_by_run_and_bench) {
     CHECK(strstr(o, "| code | ") && !strstr(o, "| NO |"));
     snprintf(args, sizeof args, "run -m %s -d %s --profile %s --task code -p hi -n 4", m, draft, prof);
     CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run --profile failed: %s", e);
+    snprintf(args, sizeof args, "grep -q '\"alpha\": \\[' %s", prof); /* the adaptive prior */
+    CHECK(system(args) == 0);
+    /* several strategies in one interleaved run: one table, one JSON */
+    snprintf(path, sizeof path, "%s/compare.json", pf_test_tmpdir());
+    snprintf(args, sizeof args, "bench -m %s -d %s --tasks %s --compare fixed:2,adaptive,default,profile:%s -n 8 --reps 1 --json %s",
+             m, draft, dir, prof, path);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench --compare failed: %s", e);
+    CHECK(strstr(o, "| plain tok/s |") && strstr(o, "| fixed:2 |") && strstr(o, "| adaptive |") && strstr(o, "| default |") &&
+          strstr(o, "| profile:") && !strstr(o, "| NO |") && strstr(o, "load average"));
+    snprintf(args, sizeof args, "grep -c '\"name\": ' %s | grep -qx 4 && grep -q '\"mean_rows_verified\": ' %s", path, path);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "bench -m %s -d %s --tasks %s --compare fixed", m, draft, dir);
+    CHECK_FAILS(args, "needs a block");
+    snprintf(args, sizeof args, "bench -m %s -d %s --tasks %s --compare fixed:4,bogus", m, draft, dir);
+    CHECK_FAILS(args, "unknown strategy 'bogus'");
+    /* run -d without --spec/--block: the default (adaptive) strategy, plain decoding's text */
+    char plain_out[4096];
+    snprintf(args, sizeof args, "run -m %s -p 'one two three' -n 12 --temp 0.7 --seed 5", m);
+    CHECKF(run(args, plain_out, sizeof plain_out, e, sizeof e) == 0, "run: %s", e);
+    snprintf(args, sizeof args, "run -m %s -d %s -p 'one two three' -n 12 --temp 0.7 --seed 5 --stats", m, draft);
+    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run -d: %s", e);
+    CHECK(!strcmp(o, plain_out) && strstr(e, "speculation:"));
     snprintf(args, sizeof args, "run -m %s --profile %s --task nosuch -p hi", m, prof);
     CHECK_FAILS(args, "not in the profile");
     snprintf(args, sizeof args, "run -m %s --profile %s -p hi", m, path);

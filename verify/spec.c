@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "verify/accept.h"
+#include "verify/adapt.h"
 #include "engine/clock.h"
 
 struct pf_spec {
@@ -19,15 +20,22 @@ struct pf_spec {
     float *dtaps;   /* the drafter's taps alone, repacked, when the final layer is added */
     pf_dist *q;     /* block proposal distributions */
     pf_dist p, resid;
-    /* Dec gating and round logging (NULL / 0 when off) */
+    /* adaptive planning (Dec gating or the adaptive block) and round logging (NULL when off) */
+    pf_adapt *ad;
     const pf_dec *dec;
+    int calibrated;       /* the cost model's starting point was measured (first generation) */
+    double prior_c[PF_MAX_BLOCK + 1], prior_d[PF_MAX_BLOCK + 1]; /* relative costs from a profile */
+    int have_prior;
+    pf_drafter *own_d; /* freed with the strategy (pf_spec_own) */
+    pf_dec *own_dec;
     FILE *log;
     int *tap_list, n_taps; /* what the verify forward taps */
+    /* rows committed by plain steps of an adaptive strategy, handed to the drafter in one batch
+     * when it drafts next (one n-row context injection is cheaper than n one-row ones) */
+    int32_t pend_tok[PF_MAX_BLOCK];
+    float *pend_taps; /* PF_MAX_BLOCK rows of the drafter's taps */
+    int n_pend;
     float *h_target;       /* final residual row of the last committed position */
-    double cost[PF_MAX_BLOCK + 1]; /* cost[n] = c(n): n-row forward / 1-row forward */
-    int have_cost, backoff, skip;
-    double t1;         /* seconds of a 1-row target forward (calibrated) */
-    double draft_rel;  /* running mean of draft time / t1 */
 };
 
 /* Extra final-layer tap: the target row a decision head reads. */
@@ -48,29 +56,69 @@ static void keep_final_row(pf_spec *sp, const float *taps, int row) {
     memcpy(sp->h_target, taps + ((size_t)row * sp->n_taps + sp->n_taps - 1) * H, (size_t)H * sizeof(float));
 }
 
-/* c(n) for n = 1..block at the current depth, measured once per speculation object: n-row forwards
- * whose rows are then truncated away (the cache is unchanged). */
-static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
+/* Seconds of an n-row forward at the current depth, the fastest of `reps`; its rows are then
+ * truncated away (the cache is unchanged). */
+static double time_forward(pf_spec *sp, const int32_t *rows, int n, int reps, char err[PF_ERR_LEN]) {
     pf_ctx *c = sp->s->ctx;
     int64_t len = c->kv->len;
-    int32_t rows[PF_MAX_BLOCK];
-    for (int i = 0; i < sp->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
-    double t[PF_MAX_BLOCK + 1];
-    for (int n = 1; n <= sp->block && len + n <= c->kv->n_ctx; n++) {
-        double best = 1e9;
-        for (int rep = 0; rep < 3; rep++) {
-            pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits};
-            double t0 = pf_now_s();
-            if (pf_forward(c, &b, err) < 0) return -1;
-            double dt = pf_now_s() - t0;
-            pf_kv_truncate(c->kv, len);
-            if (dt < best) best = dt;
-        }
-        t[n] = best;
-        if (!sp->have_cost) sp->cost[n] = best / t[1];
+    double best = 1e9;
+    for (int rep = 0; rep < reps; rep++) {
+        pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits};
+        double t0 = pf_now_s();
+        if (pf_forward(c, &b, err) < 0) return -1;
+        double dt = pf_now_s() - t0;
+        pf_kv_truncate(c->kv, len);
+        if (dt < best) best = dt;
     }
-    sp->have_cost = 1;
-    sp->t1 = t[1];
+    return best;
+}
+
+/* The cost model's starting point, once per speculation object (later generations keep the
+ * running estimates): t(n) at a few row counts and the draft's cost at a few block sizes, measured
+ * at the prompt's depth after the drafter has its context; with a profile's relative costs only
+ * t(1) is measured and scales them. Later rounds refine every estimate. */
+static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
+    pf_ctx *c = sp->s->ctx;
+    int32_t rows[PF_MAX_BLOCK], drafts[PF_MAX_BLOCK];
+    for (int i = 0; i < sp->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
+    double t1 = time_forward(sp, rows, 1, 2, err);
+    if (t1 < 0) return -1;
+    sp->calibrated = 1;
+    if (sp->have_prior) {
+        pf_cost_set_prior(&sp->ad->cost, sp->prior_c, sp->prior_d, sp->block + 1, t1);
+        return 0;
+    }
+    /* every row count up to 8 (a B-row forward's cost is not smooth in B: the kernels switch from
+     * one-row to blocked paths, and on this CPU c(3) ~ c(2) while c(4) jumps), then 12, 16, 24..;
+     * the rounds refine every estimate */
+    static const int big[] = {12, 16, 24, 32, 48, 64};
+    double cr[PF_MAX_BLOCK + 1] = {0}, dr[PF_MAX_BLOCK + 1] = {0};
+    cr[1] = 1;
+    for (int i = 2, j = 0; i <= sp->block;) {
+        int n = i;
+        if (c->kv->len + n > c->kv->n_ctx) break;
+        double t = time_forward(sp, rows, n, n <= 4 ? 2 : 1, err);
+        if (t < 0) return -1;
+        cr[n] = t / t1;
+        if (n == 4 || n == sp->block) {
+            double best = 1e9; /* the fastest of two proposals (the first one warms the draft up) */
+            for (int rep = 0; rep < 2; rep++) {
+                double t0 = pf_now_s(); /* a proposal leaves the drafter's context as it was */
+                if (sp->d->propose(sp->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, err) < 0)
+                    return -1;
+                double dt = pf_now_s() - t0;
+                if (dt < best) best = dt;
+            }
+            dr[n] = best / t1;
+        }
+        if (n == sp->block) break;
+        if (i < 8) i++;
+        else {
+            while (j < 6 && big[j] <= i) j++;
+            i = j < 6 && big[j] < sp->block ? big[j] : sp->block;
+        }
+    }
+    pf_cost_set_prior(&sp->ad->cost, cr, dr, sp->block + 1, t1);
     return 0;
 }
 
@@ -79,8 +127,8 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
     pf_spec *sp = state;
     (void)s;
     memset(&sp->st, 0, sizeof sp->st);
-    sp->backoff = sp->skip = 0;
-    if (sp->dec && !sp->t1 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
+    sp->n_pend = 0;
+    if (sp->ad) sp->ad->plain_run = 0;
     double t0 = pf_now_s();
     keep_final_row(sp, taps, n_prompt - 1);
     const float *dt = NULL;
@@ -94,68 +142,13 @@ static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_p
             if (r < 0) return -1;
         }
         sp->st.t_prompt_ctx += pf_now_s() - t0;
-        return 0;
+    } else {
+        int r = sp->d->begin ? sp->d->begin(sp->d->state, prompt, n_prompt, taps, err) : 0;
+        sp->st.t_prompt_ctx += pf_now_s() - t0;
+        if (r < 0) return -1;
     }
-    int r = sp->d->begin ? sp->d->begin(sp->d->state, prompt, n_prompt, taps, err) : 0;
-    sp->st.t_prompt_ctx += pf_now_s() - t0;
-    return r;
-}
-
-/* Multi-turn reuse (pf_strategy.keep / resume): the drafter keeps its context of the rows the
- * session's cache kept, and resume feeds it the prompt's new rows as spec_begin feeds a whole
- * prompt (context rows do not depend on how they were split over calls). */
-static int spec_keep(void *state, pf_session *s, int n_keep) {
-    pf_spec *sp = state;
-    (void)s;
-    return sp->d->truncate ? sp->d->truncate(sp->d->state, n_keep) : -1;
-}
-
-static int spec_resume(void *state, pf_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
-                       char err[PF_ERR_LEN]) {
-    pf_spec *sp = state;
-    memset(&sp->st, 0, sizeof sp->st);
-    sp->backoff = sp->skip = 0;
-    if (sp->dec && !sp->t1 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
-    double t0 = pf_now_s();
-    const int n_new = n_prompt - n_keep;
-    const size_t row = (size_t)sp->strat.n_taps * s->model->hp.n_embd;
-    keep_final_row(sp, taps, n_new - 1);
-    /* in chunks of the block buffer when the final layer's tap must be dropped */
-    for (int r0 = 0, n; r0 < n_new; r0 += n) {
-        n = needs_final_tap(sp) && n_new - r0 > sp->block ? sp->block : n_new - r0;
-        const float *dt = drafter_taps(sp, taps ? taps + (size_t)r0 * row : NULL, n);
-        if (sp->d->commit && sp->d->commit(sp->d->state, prompt + n_keep + r0, n, dt, err) < 0) return -1;
-    }
-    sp->st.t_prompt_ctx += pf_now_s() - t0;
+    if (sp->ad && !sp->calibrated && n_prompt > 0 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
     return 0;
-}
-
-/* How many of the nd drafts to verify: maximise expected tokens per unit of target cost,
- * E(n) / c(n+1) with E(n) = 1 + sum_{k<=n} prod_{j<=k} s_j; n = 0 is a plain step. The draft is
- * already paid for; *worth reports whether the round beats plain decoding with the draft's cost
- * counted, E(n)/(c(n+1) + draft), which decides whether to keep drafting. */
-static int dec_choose(pf_spec *sp, int nd, int *worth) {
-    int n_rows = 0, dim = 0;
-    const float *h = sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
-    *worth = 1;
-    if (!h || n_rows < nd + 1) return nd;
-    float s[PF_MAX_BLOCK];
-    pf_dec_survival(sp->dec, sp->h_target, h, nd, s);
-    double e = 1, surv = 1, best = 1.0 / sp->cost[1], best_e = 1;
-    int best_n = 0;
-    for (int n = 1; n <= nd; n++) {
-        surv *= s[n - 1];
-        e += surv;
-        if (!sp->cost[n + 1]) break;
-        double v = e / sp->cost[n + 1];
-        if (v > best) {
-            best = v;
-            best_n = n;
-            best_e = e;
-        }
-    }
-    *worth = best_n > 0 && best_e / (sp->cost[best_n + 1] + sp->draft_rel) > 1.0 / sp->cost[1];
-    return best_n;
 }
 
 static void log_round(pf_spec *sp, int nd, int a) {
@@ -166,6 +159,62 @@ static void log_round(pf_spec *sp, int nd, int a) {
     fwrite(hdr, sizeof hdr, 1, sp->log);
     fwrite(sp->h_target, sizeof(float), (size_t)dim, sp->log);
     fwrite(h, sizeof(float), (size_t)(nd + 1) * dim, sp->log);
+}
+
+/* Hand the pending plain-step rows to the drafter. */
+static int flush_pending(pf_spec *sp, char err[PF_ERR_LEN]) {
+    int n = sp->n_pend;
+    sp->n_pend = 0;
+    if (!n || !sp->d->commit) return 0;
+    return sp->d->commit(sp->d->state, sp->pend_tok, n, sp->d->n_taps ? sp->pend_taps : NULL, err);
+}
+
+/* Commit a round's rows to the drafter: a plain step's row waits for the next drafting round. */
+static int commit_rows(pf_spec *sp, int n, const float *taps, int plain, char err[PF_ERR_LEN]) {
+    if (!sp->d->commit) return 0;
+    if (!plain || !sp->pend_taps) {
+        if (flush_pending(sp, err) < 0) return -1;
+        return sp->d->commit(sp->d->state, sp->rows, n, taps, err);
+    }
+    if (sp->n_pend == PF_MAX_BLOCK && flush_pending(sp, err) < 0) return -1;
+    size_t row = (size_t)sp->d->n_taps * sp->s->model->hp.n_embd;
+    sp->pend_tok[sp->n_pend] = sp->rows[0];
+    if (row) memcpy(sp->pend_taps + sp->n_pend * row, taps, row * sizeof(float));
+    sp->n_pend++;
+    return 0;
+}
+
+/* Multi-turn reuse (pf_strategy.keep / resume): the drafter keeps its context of the rows the
+ * session's cache kept (pending plain-step rows are handed over first, so its context covers the
+ * cache), and resume feeds it the prompt's new rows as spec_begin feeds a whole prompt (context
+ * rows do not depend on how they were split over calls). */
+static int spec_keep(void *state, pf_session *s, int n_keep) {
+    pf_spec *sp = state;
+    (void)s;
+    char err[PF_ERR_LEN];
+    if (!sp->d->truncate || flush_pending(sp, err) < 0) return -1;
+    return sp->d->truncate(sp->d->state, n_keep);
+}
+
+static int spec_resume(void *state, pf_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
+                       char err[PF_ERR_LEN]) {
+    pf_spec *sp = state;
+    memset(&sp->st, 0, sizeof sp->st);
+    sp->n_pend = 0;
+    if (sp->ad) sp->ad->plain_run = 0;
+    double t0 = pf_now_s();
+    const int n_new = n_prompt - n_keep;
+    const size_t row = (size_t)sp->n_taps * s->model->hp.n_embd;
+    keep_final_row(sp, taps, n_new - 1);
+    /* in chunks of the block buffer when the final layer's tap must be dropped */
+    for (int r0 = 0, n; r0 < n_new; r0 += n) {
+        n = needs_final_tap(sp) && n_new - r0 > sp->block ? sp->block : n_new - r0;
+        const float *dt = drafter_taps(sp, taps ? taps + (size_t)r0 * row : NULL, n);
+        if (sp->d->commit && sp->d->commit(sp->d->state, prompt + n_keep + r0, n, dt, err) < 0) return -1;
+    }
+    sp->st.t_prompt_ctx += pf_now_s() - t0;
+    if (sp->ad && !sp->calibrated && n_prompt > 0 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
+    return 0;
 }
 
 static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
@@ -179,28 +228,30 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     int64_t start = c->kv->len;
     int greedy = s->sampling.temp <= 0;
     int nd = 0, proposed = 0;
-    if (sp->skip > 0) {
-        sp->skip--; /* Dec backoff: plain steps without drafting */
-    } else if (B >= 2) {
-        nd = sp->d->propose(sp->d->state, last, start, B, greedy ? NULL : &s->sampling, &s->rng, sp->rows + 1,
-                            greedy || sp->d->deterministic ? NULL : sp->q, err);
+    /* the adaptive planner picks the rows to draft this round (1: a plain step) */
+    if (sp->ad && B >= 2) B = pf_adapt_plan(sp->ad, sp->dec ? sp->h_target : NULL, B);
+    if (B >= 2) {
+        if (sp->n_pend) { /* the drafter needs its whole context: the plain steps' rows first */
+            if (flush_pending(sp, err) < 0) return -1;
+            double tf = pf_now_s();
+            st->t_ctx += tf - t0;
+            st->t_total += tf - t0;
+            t0 = tf;
+        }
+        /* an adaptive strategy drafts point masses (the draft's argmax): the target's own samples then
+         * decide, with plain sampling's random numbers, so a seed gives plain sampling's text
+         * whatever the timing-driven decisions are */
+        int point_mass = greedy || sp->ad;
+        nd = sp->d->propose(sp->d->state, last, start, B, point_mass ? NULL : &s->sampling, &s->rng, sp->rows + 1,
+                            point_mass || sp->d->deterministic ? NULL : sp->q, err);
         if (nd < 0) return -1;
         if (nd > B - 1) nd = B - 1;
         proposed = nd;
-        if (sp->dec && nd > 0) {
-            if (sp->t1 > 0) { /* running mean of the draft's cost in 1-row forwards */
-                double rel = (pf_now_s() - t0) / sp->t1;
-                sp->draft_rel = sp->draft_rel > 0 ? 0.9 * sp->draft_rel + 0.1 * rel : rel;
-            }
-            int worth;
-            nd = dec_choose(sp, nd, &worth);
-            /* speculation not paying for its draft: skip drafting for a while, longer each time */
-            if (!worth) {
-                sp->backoff = sp->backoff ? (sp->backoff * 2 > 16 ? 16 : sp->backoff * 2) : 1;
-                sp->skip = sp->backoff;
-            } else {
-                sp->backoff = 0;
-            }
+        if (sp->ad && nd > 0) {
+            pf_cost_observe_draft(&sp->ad->cost, B, pf_now_s() - t0);
+            int n_rows = 0, dim = 0; /* Dec: how many of these drafts are worth verifying */
+            const float *h = sp->dec && sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
+            if (h && n_rows >= nd + 1) nd = pf_adapt_choose(sp->ad, sp->h_target, h, nd);
         }
     }
     t1 = pf_now_s();
@@ -211,7 +262,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     t2 = pf_now_s();
     int32_t bonus;
     int a = greedy ? pf_accept_greedy(sp->logits, V, sp->rows + 1, nd, &bonus)
-                   : pf_accept_sampled(sp->logits, V, sp->rows + 1, sp->q, nd, sp->d->deterministic,
+                   : pf_accept_sampled(sp->logits, V, sp->rows + 1, sp->q, nd, sp->d->deterministic || sp->ad != NULL,
                                        &s->sampling, &s->rng, &sp->p, &sp->resid, &bonus);
     pf_kv_truncate(c->kv, start + a + 1);
     memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
@@ -219,9 +270,14 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     t3 = pf_now_s();
     if (sp->log && proposed == nd) log_round(sp, nd, a);
     keep_final_row(sp, sp->taps, a);
-    if (sp->d->commit && sp->d->commit(sp->d->state, sp->rows, a + 1, drafter_taps(sp, sp->taps, a + 1), err) < 0)
-        return -1;
+    if (commit_rows(sp, a + 1, drafter_taps(sp, sp->taps, a + 1), sp->ad && nd == 0, err) < 0) return -1;
     t4 = pf_now_s();
+    if (sp->ad) { /* the running cost model and acceptance follow every round */
+        pf_cost_observe_verify(&sp->ad->cost, nd + 1, t2 - t1);
+        pf_cost_observe_overhead(&sp->ad->cost, nd == 0, t4 - t2);
+        pf_adapt_observe(sp->ad, nd, a);
+    }
+    st->verified_rows[nd + 1]++;
     st->rounds++;
     st->tokens += a + 1;
     st->hist[a]++;
@@ -278,7 +334,16 @@ void pf_spec_free(pf_spec *sp) {
     free(sp->dtaps);
     free(sp->tap_list);
     free(sp->h_target);
+    free(sp->pend_taps);
+    free(sp->ad);
+    pf_dec_free(sp->own_dec);
+    pf_drafter_free(sp->own_d);
     free(sp);
+}
+
+void pf_spec_own(pf_spec *sp, pf_drafter *d, pf_dec *dec) {
+    sp->own_d = d;
+    sp->own_dec = dec;
 }
 
 pf_strategy *pf_spec_strategy(pf_spec *sp) { return &sp->strat; }
@@ -297,6 +362,13 @@ void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file) {
     for (int k = 0; k < block - 1; k++) {
         if (st->pos_tried[k]) fprintf(f, " %d:%.0f%%", k + 1, 100.0 * (double)st->pos_accepted[k] / (double)st->pos_tried[k]);
         else fprintf(f, " %d:-", k + 1);
+    }
+    int64_t varied = 0;
+    for (int n = 1; n <= block; n++) varied += st->verified_rows[n] && st->verified_rows[n] != st->rounds;
+    if (varied) { /* an adaptive strategy: what it chose */
+        fprintf(f, "\nrows verified per round (1 = plain step):");
+        for (int n = 1; n <= block; n++)
+            if (st->verified_rows[n]) fprintf(f, " %d:%lld", n, (long long)st->verified_rows[n]);
     }
     double other = st->t_total - st->t_draft - st->t_verify - st->t_accept - st->t_ctx;
     if (other < 0) other = 0;
@@ -331,18 +403,45 @@ static int retap(pf_spec *sp, char err[PF_ERR_LEN]) {
     return 0;
 }
 
+int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *prior, char err[PF_ERR_LEN]) {
+    if (dec && !sp->d->hidden) {
+        snprintf(err, PF_ERR_LEN, "Dec gating needs a drafter with hidden rows (dflash)");
+        return -1;
+    }
+    if (!sp->ad && !(sp->ad = malloc(sizeof *sp->ad))) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
+    pf_adapt_init(sp->ad, sp->block, dec, prior ? prior->alpha : NULL, prior ? prior->n_alpha : 0);
+    if (!sp->pend_taps && sp->d->n_taps &&
+        !(sp->pend_taps = malloc((size_t)PF_MAX_BLOCK * sp->d->n_taps * sp->s->model->hp.n_embd * sizeof(float)))) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
+    sp->dec = dec;
+    sp->calibrated = 0;
+    sp->have_prior = prior && prior->c && prior->n > 1;
+    memset(sp->prior_c, 0, sizeof sp->prior_c);
+    memset(sp->prior_d, 0, sizeof sp->prior_d);
+    if (sp->have_prior)
+        for (int n = 1; n < prior->n && n <= PF_MAX_BLOCK; n++) {
+            sp->prior_c[n] = prior->c[n];
+            if (prior->draft) sp->prior_d[n] = prior->draft[n];
+        }
+    return dec ? retap(sp, err) : 0;
+}
+
 int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]) {
     if (!sp->d->hidden) {
         snprintf(err, PF_ERR_LEN, "Dec gating needs a drafter with hidden rows (dflash)");
         return -1;
     }
-    sp->dec = dec;
-    if (cost && n_cost > sp->block) {
-        memcpy(sp->cost, cost, (size_t)(sp->block + 1) * sizeof(double));
-        sp->have_cost = 1;
-    }
-    return retap(sp, err);
+    pf_spec_prior prior = {.c = cost, .n = n_cost};
+    return pf_spec_set_adaptive(sp, dec, cost ? &prior : NULL, err);
 }
+
+int pf_spec_block(const pf_spec *sp) { return sp->block; }
+int pf_spec_is_adaptive(const pf_spec *sp) { return sp->ad != NULL; }
 
 int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]) {
     if (!sp->d->hidden) {

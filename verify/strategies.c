@@ -6,6 +6,7 @@
 #include "draft/dflash_drafter.h"
 #include "draft/hybrid.h"
 #include "draft/ngram.h"
+#include "formats/gguf.h"
 #include "formats/pfb.h"
 
 /* The draft a bundled target carries; its weights point into the target's bundle. */
@@ -66,4 +67,36 @@ int pf_default_block(const char *spec, int drafter_block) {
     if ((!strcmp(spec, "dflash") || !strcmp(spec, "hybrid")) && drafter_block > PF_FIXED_BLOCK_DEFAULT)
         return PF_FIXED_BLOCK_DEFAULT;
     return drafter_block;
+}
+
+int pf_draft_dec_open(const pf_session *s, const char *draft_path, pf_dec **dec, char err[PF_ERR_LEN]) {
+    *dec = NULL;
+    const pf_model *m = s->model;
+    gguf_file *f = draft_path ? gguf_open(draft_path, err)
+                              : m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT) ? pfb_gguf(m->bundle, PFB_OWNER_DRAFT, err)
+                                                                                      : NULL;
+    if (!f) {
+        if (!draft_path) snprintf(err, PF_ERR_LEN, "no draft: -d DRAFT.gguf, or a bundle that holds one");
+        return -1;
+    }
+    int rc = 0;
+    if (gguf_find_tensor(f, "dec.weight")) rc = (*dec = pf_dec_load(f, m->hp.n_embd, err)) ? 1 : -1;
+    gguf_close(f);
+    return rc;
+}
+
+pf_spec *pf_spec_default(pf_session *s, const char *draft_path, int draft_head, char err[PF_ERR_LEN]) {
+    int block = 0;
+    pf_dec *dec = NULL;
+    pf_spec *sp = NULL;
+    pf_drafter *d = pf_drafter_open("dflash", draft_path, s, 0, &block, err);
+    if (!d || pf_drafter_apply_head(d, draft_head, err) < 0 || pf_draft_dec_open(s, draft_path, &dec, err) < 0 ||
+        !(sp = pf_spec_new(s, d, block, err)) || pf_spec_set_adaptive(sp, dec, NULL, err) < 0) {
+        pf_spec_free(sp);
+        pf_dec_free(dec);
+        pf_drafter_free(d);
+        return NULL;
+    }
+    pf_spec_own(sp, d, dec);
+    return sp;
 }

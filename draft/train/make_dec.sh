@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Dec head (decision head) for the DFlash2 draft (issue #6/#7): the C engine decodes training
-# prompts speculatively at the draft's trained block (8 since the v2 drafts) and logs every round
-# (features + accepted length); a logistic regression (train_dec.py) is fitted on them; dec-attach
-# stores it in the draft file itself as dec.* tensors, so one file carries draft + Dec. Run after make_drafts.sh.
-#   draft/train/make_dec.sh      (PF_DEC_PROMPTS training prompts, default 120)
+# Dec head (decision head) for the DFlash2 draft (issue #6/#7, refit in #16): the C engine decodes
+# training prompts speculatively and logs every round (features + accepted length), a third of the
+# prompts each at a quarter, half and all of the draft's trained block (4, 8, 16 for a block of 16:
+# the adaptive planner drafts blocks of every size up to the trained one, and a non-causal block's
+# rows depend on its size); a logistic
+# regression (train_dec.py) is fitted on them; dec-attach stores it in the draft file itself as
+# dec.* tensors, so one file carries draft + Dec. Run after make_drafts.sh.
+#   draft/train/make_dec.sh      (PF_DEC_PROMPTS training prompts, default 400)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -11,7 +14,7 @@ export OPENBLAS_CORETYPE=SkylakeX
 W=draft/train/work/dec
 T=models/pf-target-f16.gguf
 D=models/pf-draft-dflash2.gguf
-N=${PF_DEC_PROMPTS:-120}
+N=${PF_DEC_PROMPTS:-400}
 mkdir -p "$W"
 make pocketflash >/dev/null
 [ -f "$D" ] || { echo "missing $D (make_drafts.sh first)" >&2; exit 1; }
@@ -19,10 +22,20 @@ make pocketflash >/dev/null
 P=draft/train/work/drafts/prompts_greedy_1.jsonl
 [ -f "$P" ] || { echo "missing $P (make_drafts.sh writes it)" >&2; exit 1; }
 rm -f "$W/rounds.bin"
-# the head must not see itself: log with the draft's weights as they are (any dec.* is ignored by dflash)
-./pocketflash gen -m "$T" -d "$D" --block 8 -i "$P" --limit "$N" -o "$W/gen.jsonl" -n 96 -t 1 \
-    --log-rounds "$W/rounds.bin"
-$PY draft/train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration draft/train/dec_calibration.md --positions 7
+# the head must not see itself: log with the draft's weights as they are (any dec.* is ignored by
+# dflash at a fixed block); the draft's default head vocabulary is used, as at run time
+head -n "$N" "$P" > "$W/prompts.jsonl"
+BLK=$(./pocketflash info "$D" | awk '$1 == "dflash.block_size" {print $3}')
+Q=$(( BLK / 4 > 2 ? BLK / 4 : 2 )); H=$(( BLK / 2 > 2 ? BLK / 2 : 2 ))
+i=1
+for B in $Q $H $BLK; do
+    awk -v i=$i 'NR % 3 == i % 3' "$W/prompts.jsonl" > "$W/prompts_b$B.jsonl"
+    i=$(( i + 1 ))
+    ./pocketflash gen -m "$T" -d "$D" --block $B -i "$W/prompts_b$B.jsonl" -o "$W/gen_b$B.jsonl" -n 96 -t 2 \
+        --log-rounds "$W/rounds.bin"
+done
+$PY draft/train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration draft/train/dec_calibration.md \
+    --positions $(( BLK - 1 ))
 ./pocketflash dec-attach -d "$D" --dec "$W/dec.json" -o "$W/draft-with-dec.gguf"
 mv "$W/draft-with-dec.gguf" "$D"
 echo "Dec head attached to $D"

@@ -1,0 +1,213 @@
+/* The running cost model (verify/cost_model.h) and the adaptive round planner (verify/adapt.h):
+ * priors are interpolated, estimates follow a drifting machine (and one outlier cannot rewrite
+ * them), the same measurements give the same estimates, and the planner's choice follows the
+ * acceptance it observes and the costs it measures. */
+#include <math.h>
+#include <string.h>
+
+#include <stdlib.h>
+
+#include "engine/chat.h"
+#include "engine/tokenizer.h"
+#include "test.h"
+#include "verify/adapt.h"
+#include "verify/strategies.h"
+
+TEST(cost_model_prior_interpolates) {
+    pf_cost_model cm;
+    pf_cost_init(&cm, 16);
+    double c[17] = {0}, d[17] = {0};
+    c[4] = 1.4;
+    c[8] = 2.2;
+    d[4] = 0.2;
+    pf_cost_set_prior(&cm, c, d, 17, 0.01);
+    CHECKF(fabs(pf_cost_verify(&cm, 1) - 0.010) < 1e-12, "t(1) %g", pf_cost_verify(&cm, 1));
+    CHECKF(fabs(pf_cost_verify(&cm, 2) - 0.01 * (1 + 0.4 / 3)) < 1e-12, "t(2) %g", pf_cost_verify(&cm, 2));
+    CHECKF(fabs(pf_cost_verify(&cm, 6) - 0.018) < 1e-12, "t(6) %g", pf_cost_verify(&cm, 6));
+    /* past the last known row count: its slope (0.2 per row) */
+    CHECKF(fabs(pf_cost_verify(&cm, 16) - 0.01 * (2.2 + 8 * 0.2)) < 1e-12, "t(16) %g", pf_cost_verify(&cm, 16));
+    /* one known draft cost: flat */
+    CHECK(fabs(pf_cost_draft(&cm, 2) - 0.002) < 1e-12 && fabs(pf_cost_draft(&cm, 16) - 0.002) < 1e-12);
+    pf_cost_model empty;
+    pf_cost_init(&empty, 8);
+    CHECK(pf_cost_verify(&empty, 3) == 0 && pf_cost_draft(&empty, 3) == 0);
+}
+
+TEST(cost_model_follows_drift_and_resists_outliers) {
+    pf_cost_model cm, twin;
+    pf_cost_init(&cm, 16);
+    double c[17] = {0};
+    for (int n = 1; n <= 16; n++) c[n] = 1 + 0.2 * (n - 1);
+    pf_cost_set_prior(&cm, c, NULL, 17, 0.01);
+    twin = cm;
+    double t16 = pf_cost_verify(&cm, 16), t3 = pf_cost_verify(&cm, 3);
+    /* the machine's compute slows: 4-row forwards now take twice as long */
+    double now = 2 * 0.01 * c[4];
+    for (int i = 0; i < 40; i++) {
+        pf_cost_observe_verify(&cm, 4, now);
+        pf_cost_observe_verify(&twin, 4, now);
+    }
+    CHECKF(fabs(pf_cost_verify(&cm, 4) / now - 1) < 0.05, "t(4) %g vs %g", pf_cost_verify(&cm, 4), now);
+    CHECKF(pf_cost_verify(&cm, 3) > 1.3 * t3, "neighbour t(3) %g did not follow (was %g)", pf_cost_verify(&cm, 3), t3);
+    CHECKF(pf_cost_verify(&cm, 16) < 1.05 * t16, "far t(16) %g moved (was %g)", pf_cost_verify(&cm, 16), t16);
+    /* deterministic given the measurements */
+    CHECK(!memcmp(&cm, &twin, sizeof cm));
+    /* one preempted forward (100x) moves the estimate by at most exp(rate * clamp) */
+    double before = pf_cost_verify(&cm, 4);
+    pf_cost_observe_verify(&cm, 4, 100 * now);
+    CHECKF(pf_cost_verify(&cm, 4) <= before * exp(PF_COST_RATE * PF_COST_CLAMP) * (1 + 1e-12), "outlier: %g -> %g", before,
+           pf_cost_verify(&cm, 4));
+    /* overheads: running means, an outlier capped at 3x */
+    pf_cost_observe_overhead(&cm, 0, 0.001);
+    pf_cost_observe_overhead(&cm, 0, 1.0);
+    CHECKF(cm.over_spec <= 0.001 * (1 + 2 * PF_COST_RATE) + 1e-12, "overhead %g", cm.over_spec);
+}
+
+/* A machine where t(n) = t1 * (1 + slope * (n - 1)) and drafting costs 0.05 t1 per row. */
+static void machine(pf_adapt *a, double slope, int observe_rows) {
+    double c[65] = {0}, d[65] = {0};
+    for (int n = 1; n <= 16; n++) {
+        c[n] = 1 + slope * (n - 1);
+        d[n] = 0.05 * n;
+    }
+    if (!observe_rows) {
+        pf_cost_set_prior(&a->cost, c, d, 17, 0.01);
+        return;
+    }
+    for (int rep = 0; rep < 60; rep++)
+        for (int n = 1; n <= 16; n++) pf_cost_observe_verify(&a->cost, n, 0.01 * c[n]);
+}
+
+/* Rounds where the target keeps a draft with probability p at every position (deterministic). */
+static void feed_acceptance(pf_adapt *a, double p, int rounds, int n) {
+    unsigned x = 12345;
+    for (int r = 0; r < rounds; r++) {
+        int kept = 0;
+        for (int k = 1; k <= n; k++) {
+            x = x * 1103515245u + 12345u;
+            if ((double)(x >> 8) / (double)(1u << 24) >= p) break;
+            kept++;
+        }
+        pf_adapt_observe(a, n, kept);
+    }
+}
+
+TEST(adapt_block_follows_acceptance_and_cost) {
+    pf_adapt a;
+    pf_adapt_init(&a, 16, NULL, NULL, 0);
+    CHECK(pf_adapt_plan(&a, NULL, 16) == 16); /* nothing measured: draft the most, to learn */
+    machine(&a, 0.1, 0);
+    /* drafts almost always kept on a cheap-to-verify machine: the largest block */
+    feed_acceptance(&a, 0.97, 60, 15);
+    int big = pf_adapt_plan(&a, NULL, 16);
+    CHECKF(big >= 12, "high acceptance, cheap rows: block %d", big);
+    CHECK(pf_adapt_plan(&a, NULL, 5) <= 5); /* the cap (length, context) */
+    /* the machine's compute slows down (the same acceptance): the running estimates see it in the
+     * rounds' measured times and the block shrinks */
+    machine(&a, 0.6, 1);
+    int small = pf_adapt_plan(&a, NULL, 16);
+    CHECKF(small < big && small >= 2, "expensive rows: block %d (was %d)", small, big);
+    /* drafts never kept: plain steps, with a probe round after 1, 2, 4, .. plain steps */
+    pf_adapt b;
+    pf_adapt_init(&b, 8, NULL, NULL, 0);
+    machine(&b, 0.1, 0);
+    feed_acceptance(&b, 0.0, 80, 7);
+    int plain = 0, probes = 0;
+    for (int step = 0; step < 64; step++) {
+        int rows = pf_adapt_plan(&b, NULL, 8);
+        if (rows == 1) plain++;
+        else probes++;
+    }
+    CHECKF(plain > 50 && probes >= 3 && probes <= 8, "hopeless drafts: %d plain steps, %d probes", plain, probes);
+}
+
+TEST(adapt_prior_sets_the_first_choice) {
+    /* a profile's acceptance prior (high for 3 positions, then nothing) picks a block of about 4 */
+    double alpha[15] = {0.95, 0.95, 0.95};
+    pf_adapt a;
+    pf_adapt_init(&a, 16, NULL, alpha, 15);
+    machine(&a, 0.1, 0);
+    int rows = pf_adapt_plan(&a, NULL, 16);
+    CHECKF(rows == 4, "prior: block %d", rows);
+    CHECKF(fabs(pf_adapt_survival(&a, 2) - 0.95) < 1e-12 && pf_adapt_survival(&a, 5) == 0, "survival %g %g",
+           pf_adapt_survival(&a, 2), pf_adapt_survival(&a, 5));
+    /* observations outweigh the prior */
+    feed_acceptance(&a, 0.97, 60, 15);
+    CHECKF(pf_adapt_plan(&a, NULL, 16) > 6, "after observing long accepted runs: block %d", pf_adapt_plan(&a, NULL, 16));
+}
+
+typedef struct { int32_t toks[256]; int n; } adapt_seq;
+
+static int adapt_on_tok(void *u, int32_t t) {
+    adapt_seq *s = u;
+    if (s->n < 256) s->toks[s->n++] = t;
+    return 0;
+}
+
+/* The default strategy (pf_spec_default: adaptive Dec with the DFlash2 draft's head, the adaptive
+ * block with the head-less DFlash draft) and a profile-style prior: greedy output equals plain
+ * decoding on prompts of several task types, one strategy object carried across the prompts (its
+ * estimates persist), and it drafts. */
+TEST(adapt_default_strategy_lossless_trained_drafts) {
+    static const char *const prompts[5] = {
+        "Convert this description into JSON with the keys name, version, section.\n\nVersion 2.1-3 of libfoo is available.",
+        "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
+        "Write a Python function add(a, b) that returns the sum of a and b.",
+        "Translate into Chinese: Open the file",
+        "What does serendipity mean?"};
+    static const char *const drafts[2] = {"models/pf-draft-dflash.gguf", "models/pf-draft-dflash2.gguf"};
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
+    CHECKF(m, "%s", err);
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
+    pf_session *s = pf_session_new(m, &sp, err);
+    CHECK(s);
+    for (int dv = 0; dv < 2; dv++) {
+        pf_dec *dec = NULL;
+        CHECK(pf_draft_dec_open(s, drafts[dv], &dec, err) == (dv == 1 ? 1 : 0));
+        pf_dec_free(dec);
+        pf_spec *spec = pf_spec_default(s, drafts[dv], 0, err);
+        CHECKF(spec, "%s", err);
+        CHECK(pf_spec_is_adaptive(spec) && pf_spec_block(spec) >= 4); /* the draft's trained block */
+        int64_t accepted = 0; /* drafts proposed over the prompts */
+        for (int pi = 0; pi < 5; pi++) {
+            char *text = pf_chat_format(NULL, prompts[pi]);
+            int32_t *ids = NULL;
+            size_t n = 0;
+            CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
+            free(text);
+            pf_gen_params gp;
+            pf_gen_params_default(&gp);
+            gp.max_tokens = 40;
+            adapt_seq plain = {.n = 0}, got = {.n = 0};
+            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &plain, NULL, err) == PF_OK);
+            gp.strategy = pf_spec_strategy(spec);
+            CHECKF(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &got, NULL, err) == PF_OK, "%s", err);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+                   "%s prompt %d: the default strategy's output differs from plain decoding", drafts[dv], pi);
+            const pf_spec_stats *st = pf_spec_stats_get(spec);
+            accepted += st->drafted;
+            int64_t rows = 0;
+            for (int k = 1; k <= pf_spec_block(spec); k++) rows += st->verified_rows[k];
+            CHECK(rows == st->rounds);
+            /* sampled: it drafts point masses, so a seed gives exactly plain sampling's tokens
+             * whatever the timing-driven decisions were */
+            gp.temp = 0.8f;
+            gp.seed = (uint64_t)pi + 7;
+            gp.strategy = NULL;
+            plain.n = got.n = 0;
+            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &plain, NULL, err) == PF_OK);
+            gp.strategy = pf_spec_strategy(spec);
+            CHECK(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &got, NULL, err) == PF_OK);
+            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+                   "%s prompt %d: sampled output differs from plain sampling with the same seed", drafts[dv], pi);
+            free(ids);
+        }
+        /* on this small target drafting costs about half a target pass, so the planner mostly takes
+         * plain steps; its probe rounds still draft (at least one per 16 plain steps) */
+        CHECKF(accepted > 0, "%s: the default strategy never drafted", drafts[dv]);
+        pf_spec_free(spec); /* frees its drafter and head */
+    }
+    pf_session_free(s);
+    pf_model_free(m);
+}

@@ -1,0 +1,58 @@
+/* The adaptive round planner: each round it chooses a plain one-token step or how many rows to
+ * draft and to verify, to maximise expected tokens per SECOND under the running cost model
+ * (verify/cost_model.h). Survival probabilities s_k (P(draft k kept | drafts 1..k-1 kept)) come
+ * from the draft's Dec head when it has one (Dec gating), else from the running acceptance at each
+ * block position (the adaptive block). It only decides how much is drafted and verified, so the
+ * output is plain decoding's whatever it decides.
+ *
+ * The criterion is the average-reward one: with R the best expected rate (tokens/s) of any choice
+ * under the current estimates, an option of expected tokens E and seconds T is worth E - R*T; before
+ * drafting that picks the option of best E/T, after drafting (the draft already paid for) it picks
+ * how many of the drafts to verify with the head's survival of THIS draft. */
+#ifndef PF_ADAPT_H
+#define PF_ADAPT_H
+
+#include "draft/dec.h"
+#include "verify/cost_model.h"
+
+#define PF_ADAPT_MAX 64
+
+typedef struct {
+    int max_block;    /* most rows a round verifies */
+    const pf_dec *dec; /* NULL: adaptive block (survival from running acceptance) */
+    pf_cost_model cost;
+    /* running acceptance per position (decayed counts) and its prior */
+    double acc[PF_ADAPT_MAX], tried[PF_ADAPT_MAX], prior[PF_ADAPT_MAX];
+    /* with a head: running mean of its survival at position k over the rounds that drafted it, and
+     * of the target half of its logit over the steps */
+    double s_mean[PF_ADAPT_MAX], zt_mean;
+    int64_t s_n[PF_ADAPT_MAX], zt_n;
+    double z_target; /* w_t . h_target + bias of the current step */
+    double rate;     /* R of the last plan (tokens / s) */
+    int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */
+    int backoff;       /* without a head: plain steps before the next probe (1, 2, 4 .. PF_ADAPT_PROBE) */
+    int64_t n_plain, n_rounds, rows_hist[PF_ADAPT_MAX + 1]; /* decisions (reporting) */
+} pf_adapt;
+
+/* Decay of the acceptance counts per observation (a window of ~20 rounds), the prior's weight in
+ * rounds, and the most plain steps in a row before a probe round refreshes what drafting costs
+ * and gains. */
+#define PF_ADAPT_DECAY 0.95
+#define PF_ADAPT_PRIOR_W 2.0
+#define PF_ADAPT_PROBE 16
+
+/* prior[k-1] = the acceptance prior of position k (NULL: 0.7 for all). */
+void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *prior, int n_prior);
+/* Before drafting: h_target is the target's final row of the last committed position (with a
+ * head; else NULL), cap the most rows this round may verify. Returns the rows to draft (>= 2), or
+ * 1 for a plain step. */
+int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap);
+/* After drafting nd tokens of a planned block: how many to verify (0 = plain step). h_draft: the
+ * draft's rows (row 0 = bonus row) with a head, else NULL. */
+int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, int nd);
+/* The round verified n drafts and kept k of them. */
+void pf_adapt_observe(pf_adapt *a, int n, int kept);
+/* Current survival estimate of position k before drafting (1-based). */
+double pf_adapt_survival(const pf_adapt *a, int k);
+
+#endif

@@ -1,0 +1,46 @@
+/* Running cost model of speculative rounds on this machine: seconds of an n-row target forward
+ * t(n), of drafting a B-row block d(B), and of a round's bookkeeping (acceptance + context
+ * injection), each a running estimate refreshed by every round's own wall-clock measurements.
+ * This machine's memory bandwidth and compute rate drift by up to 2x within a run, and they move
+ * t(1) (memory-bound) and t(16) (compute-bound) in opposite directions, so a calibration trusted
+ * for a whole run picks the wrong block: the estimates here follow the last few dozen rounds.
+ *
+ * Each estimate is kept in the log domain; an observation moves the estimate of its own row count
+ * by a fixed fraction of the (clamped) log ratio, and its neighbours by geometrically less, so row
+ * counts that are rarely used still follow the machine's drift. Pure arithmetic on the measured
+ * times: given the same measurements, the same estimates (and so the same decisions). */
+#ifndef PF_COST_MODEL_H
+#define PF_COST_MODEL_H
+
+#include <stdint.h>
+
+#define PF_COST_MAX_ROWS 64
+
+typedef struct {
+    int n_max;                             /* row counts 1..n_max are modelled */
+    double log_t[PF_COST_MAX_ROWS + 1];    /* log seconds of an n-row verify forward; index 0 unused */
+    double log_d[PF_COST_MAX_ROWS + 1];    /* log seconds of drafting a B-row block */
+    int have_t, have_d;                    /* any estimate at all */
+    int64_t n_obs_t[PF_COST_MAX_ROWS + 1]; /* observations per row count (reporting) */
+    int64_t n_obs_d[PF_COST_MAX_ROWS + 1];
+    double over_spec, over_plain; /* seconds of bookkeeping per speculative round / per plain step */
+} pf_cost_model;
+
+/* Fraction of the log ratio an observation moves its own estimate by (neighbours: halved per
+ * row of distance); the largest log ratio one observation counts with (a preempted forward on a
+ * shared machine must not rewrite the model). */
+#define PF_COST_RATE 0.15
+#define PF_COST_CLAMP 0.4
+
+void pf_cost_init(pf_cost_model *cm, int n_max);
+/* Prior from relative costs: c[n] = t(n)/t(1) and draft[n] = d(n)/t(1) for n = 1..n-1 of the
+ * arrays (0 = unknown; gaps are interpolated), scaled by t1 seconds. Either array may be NULL. */
+void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, int n, double t1);
+void pf_cost_observe_verify(pf_cost_model *cm, int n, double seconds);
+void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds);
+void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds);
+/* Current estimates in seconds (0 when nothing is known yet), read non-decreasing in rows. */
+double pf_cost_verify(const pf_cost_model *cm, int n);
+double pf_cost_draft(const pf_cost_model *cm, int rows);
+
+#endif
