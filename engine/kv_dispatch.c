@@ -30,7 +30,7 @@ void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int
 }
 
 int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]) {
-    if (k->level >= PF_LEVEL_AVX512) return 1;
+    if (k->level == PF_LEVEL_AVX512) return 1;
     snprintf(err, PF_ERR_LEN, "the 8-bit KV cache needs the AVX-512 kernels (these are %s): use the f16 cache", k->name);
     return 0;
 }

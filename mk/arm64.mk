@@ -1,0 +1,31 @@
+# ARM64: cross build (build-arm64/) and the test suite under qemu-user, one run per CPU model
+# (README "ARM64"). qemu 7.2's models cover the three levels: cortex-a53 (NEON only), neoverse-n1
+# (+ dotprod), max (+ dotprod, i8mm). Without a binfmt registration the tests reach the ARM CLI
+# through a wrapper script given as PF_CLI. PF_EXPECT_LEVEL makes kernels_cpu_levels check that
+# each model gets its level. T= selects tests as in `make test`.
+ARM64_CC     ?= aarch64-linux-gnu-gcc
+ARM64_ROOT   ?= /usr/aarch64-linux-gnu
+QEMU_AARCH64 ?= qemu-aarch64
+ARM64_CPUS   ?= cortex-a53:neon neoverse-n1:dotprod max:i8mm
+ARM64_BUILD  := build-arm64
+
+$(BUILD)/pocketflash: $(CLI_OBJ) $(BUILD)/libpocketflash.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+.PHONY: arm64 test-arm64 test-cross-device
+arm64:
+	$(MAKE) CC=$(ARM64_CC) BUILD=$(ARM64_BUILD) $(ARM64_BUILD)/pocketflash $(ARM64_BUILD)/tests/run_tests
+
+# One wrapper per model: PF_CLI for the tests (a plain path, so the tests that resolve it work).
+$(ARM64_BUILD)/qemu-%.sh: | arm64
+	printf '#!/bin/sh\nexec %s -L %s -cpu %s %s "$$@"\n' "$(QEMU_AARCH64)" "$(ARM64_ROOT)" "$*" \
+	    "$(CURDIR)/$(ARM64_BUILD)/pocketflash" > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+
+test-arm64: arm64 $(TEST_DATA)
+	@set -e; for cl in $(ARM64_CPUS); do \
+	    cpu=$${cl%%:*}; level=$${cl#*:}; \
+	    rm -f $(ARM64_BUILD)/qemu-$$cpu.sh; $(MAKE) --no-print-directory $(ARM64_BUILD)/qemu-$$cpu.sh >/dev/null; \
+	    echo "== qemu-aarch64 -cpu $$cpu (expect $$level)"; \
+	    PF_EXPECT_LEVEL=$$level PF_SHARED=$(SHARED) PF_CLI=$(CURDIR)/$(ARM64_BUILD)/qemu-$$cpu.sh \
+	        $(QEMU_AARCH64) -L $(ARM64_ROOT) -cpu $$cpu $(ARM64_BUILD)/tests/run_tests $(T); \
+	done
