@@ -12,9 +12,10 @@ ARM64_BUILD  := build-arm64
 $(BUILD)/pocketflash: $(CLI_OBJ) $(BUILD)/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-.PHONY: arm64 test-arm64 test-cross-device
+.PHONY: arm64 test-arm64 test-arm64-ci test-cross-device
 arm64:
-	$(MAKE) CC=$(ARM64_CC) BUILD=$(ARM64_BUILD) $(ARM64_BUILD)/pocketflash $(ARM64_BUILD)/tests/run_tests
+	$(MAKE) CC=$(ARM64_CC) BUILD=$(ARM64_BUILD) $(ARM64_BUILD)/pocketflash $(ARM64_BUILD)/tests/run_tests \
+	    $(ARM64_BUILD)/examples/arm64_stream
 
 # One wrapper per model: PF_CLI for the tests (a plain path, so the tests that resolve it work).
 $(ARM64_BUILD)/qemu-%.sh: | arm64
@@ -29,3 +30,20 @@ test-arm64: arm64 $(TEST_DATA)
 	    PF_EXPECT_LEVEL=$$level PF_SHARED=$(SHARED) PF_CLI=$(CURDIR)/$(ARM64_BUILD)/qemu-$$cpu.sh \
 	        $(QEMU_AARCH64) -L $(ARM64_ROOT) -cpu $$cpu $(ARM64_BUILD)/tests/run_tests $(T); \
 	done
+
+# Greedy token ids of Q8_0 and Q4_1 models: x86 (scalar and best level) = each qemu CPU model.
+test-cross-device: pocketflash arm64
+	sh tests/arm64_cross_device.sh ./pocketflash $(ARM64_BUILD)/pocketflash $(QEMU_AARCH64) $(ARM64_ROOT) \
+	    $(ARM64_BUILD)/cross-device $(foreach cl,$(ARM64_CPUS),$(firstword $(subst :, ,$(cl))))
+
+# The app-developer example (examples/arm64_stream.c) against the library of this build.
+$(BUILD)/examples/arm64_stream: examples/arm64_stream.c $(BUILD)/libpocketflash.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The CI subset (.ci/run): kernels, forward batch invariance, llama.cpp golden, lossless
+# speculation, for every CPU model, then the cross-device agreement.
+ARM64_CI_TESTS ?= test_kernels forward_batch_invariant golden_llamacpp spec_greedy_lossless
+test-arm64-ci: arm64 $(TEST_DATA)
+	@set -e; for t in $(ARM64_CI_TESTS); do $(MAKE) --no-print-directory test-arm64 T=$$t; done
+	$(MAKE) --no-print-directory test-cross-device

@@ -35,12 +35,12 @@ static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
     }
 }
 
-/* FMLA is fmaf per lane: the reference's fmaf(a, x, y) */
+/* the reference's y += a * x: a rounded multiply, then the add (no FMLA) */
 static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     float32x4_t av = vdupq_n_f32(a);
     int i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), av, pf_neon_half4(x + i)));
-    for (; i < n; i++) y[i] = fmaf(a, pf_fp16_to_fp32(x[i]), y[i]);
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(av, pf_neon_half4(x + i))));
+    for (; i < n; i++) y[i] += a * pf_fp16_to_fp32(x[i]);
 }
 
 /* FCVTN rounds to nearest even (FPCR default) like pf_fp32_to_fp16, overflow to inf, subnormals
