@@ -21,10 +21,14 @@
 
 #include "kernels/kernels_impl.h"
 
+/* The f16 at p[i] + off of four blocks as floats (lane loads: blocks are 2-byte aligned, every
+ * block size is even and GGUF data is aligned). */
 PF_FORCE_INLINE float32x4_t halves4(const uint8_t *const *p, size_t off) {
-    uint16_t h[4];
-    for (int i = 0; i < 4; i++) memcpy(&h[i], p[i] + off, 2);
-    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+    uint16x4_t h = vld1_dup_u16((const uint16_t *)(const void *)(p[0] + off));
+    h = vld1_lane_u16((const uint16_t *)(const void *)(p[1] + off), h, 1);
+    h = vld1_lane_u16((const uint16_t *)(const void *)(p[2] + off), h, 2);
+    h = vld1_lane_u16((const uint16_t *)(const void *)(p[3] + off), h, 3);
+    return vcvt_f32_f16(vreinterpret_f16_u16(h));
 }
 
 /* Four weight rows (wr) against nb <= QNB activation rows (x[b]: the row's q8 blocks). */
