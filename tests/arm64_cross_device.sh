@@ -2,8 +2,8 @@
 # Cross-device agreement (make test-cross-device): greedy token ids of the Q8_0 and Q4_1 stand-in
 # target (models/pf-target-f16.gguf quantized here) generated natively on this x86-64 machine, at
 # the scalar level and at its best level, and under qemu-aarch64 for each CPU model (NEON,
-# dotprod, i8mm levels) must be the same, token for token (one thread: qemu runs threads slowly). The expectation is computed at test
-# time on this machine, nothing is committed. The quantized matmuls and the f16 attention of the
+# dotprod, i8mm levels) must be the same, token for token (one thread each). The expectation is
+# computed at test time on this machine, nothing is committed. The quantized matmuls and the f16 attention of the
 # ARM levels are bitwise the scalar reference, so their ids must equal the x86 scalar ones;
 # the x86 SIMD levels reduce in another order, so their agreement is the tokens', not the logits'.
 # Usage: tests/arm64_cross_device.sh NATIVE_CLI ARM64_CLI QEMU SYSROOT WORKDIR CPU...
