@@ -15,6 +15,7 @@ CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
 BUILD ?= build
+include mk/arch.mk
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -147,5 +148,7 @@ drafts:
 -include mk/deps.mk
 -include mk/demo.mk
 -include mk/convert.mk
+-include mk/arm64.mk
+
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 -include mk/api.mk

@@ -31,8 +31,9 @@ void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int
 
 int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]) {
     /* the scalar path measured 8x slower than the f16 cache at depth 2048: refused, not run slowly */
-    if (k->level >= PF_LEVEL_AVX2) return 1;
-    snprintf(err, PF_ERR_LEN, "the 8-bit KV cache needs the AVX2 or AVX-512 kernels (these are %s): use the f16 cache",
+    if (k->level == PF_LEVEL_AVX2 || k->level == PF_LEVEL_AVX512) return 1;
+    snprintf(err, PF_ERR_LEN,
+             "the 8-bit KV cache needs the AVX2 or AVX-512 kernels (these are %s; no ARM path yet): use the f16 cache",
              k->name);
     return 0;
 }

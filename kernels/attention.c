@@ -81,8 +81,13 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
 }
 
 static void attend_group(const pf_attn_job *j, int b, int kvh) {
+#ifdef __x86_64__
     if (j->k->level == PF_LEVEL_AVX512 && pf_attend_group_avx512(j, b, kvh)) return;
     if (j->k->level == PF_LEVEL_AVX2 && pf_attend_group_avx2(j, b, kvh)) return;
+#endif
+#ifdef __aarch64__
+    if (j->k->level >= PF_LEVEL_NEON && !j->q8 && pf_attend_group_neon(j, b, kvh)) return;
+#endif
     int g = j->n_head / j->n_kv_head;
     for (int h = kvh * g; h < (kvh + 1) * g; h++) attend_head(j, b, h);
 }
@@ -96,8 +101,10 @@ static void attn_worker(void *arg, int ith, int nth) {
         int t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
         if (t >= total) break;
         int b0 = t / j->n_kv_head * R, kvh = t % j->n_kv_head, nr = j->B - b0 < R ? j->B - b0 : R;
+#ifdef __x86_64__
         if (nr > 1 && j->k->level == PF_LEVEL_AVX512 && pf_attend_rows_avx512(j, b0, nr, kvh)) continue;
         if (nr > 1 && j->k->level == PF_LEVEL_AVX2 && pf_attend_rows_avx2(j, b0, nr, kvh)) continue;
+#endif
         for (int b = b0; b < b0 + nr; b++) attend_group(j, b, kvh);
     }
 }

@@ -1,5 +1,7 @@
-/* CPU feature detection. A feature counts only if CPUID reports it AND the OS saves the register
- * state it needs (XCR0 via XGETBV), otherwise the first AVX instruction would fault. */
+/* CPU feature detection. x86: a feature counts only if CPUID reports it AND the OS saves the
+ * register state it needs (XCR0 via XGETBV), otherwise the first AVX instruction would fault.
+ * ARM64: the kernel's view (getauxval hwcaps on Linux/Android, sysctlbyname on Apple), which is
+ * what user space may execute; an i8mm instruction on a dotprod-only phone core is SIGILL. */
 #include "kernels/cpu.h"
 
 #include <pthread.h>
@@ -11,6 +13,12 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define PF_X86 1
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#define PF_ARM_APPLE 1
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#define PF_ARM_LINUX 1 /* Linux and Android */
 #endif
 
 /* The only global mutable state of the library: filled once by pf_cpu(). */
@@ -25,9 +33,30 @@ static uint64_t xgetbv0(void) {
 }
 #endif
 
+#ifdef PF_ARM_APPLE
+static bool sysctl_flag(const char *name) {
+    int v = 0;
+    size_t n = sizeof v;
+    return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v != 0;
+}
+#endif
+
 static void detect(void) {
     pf_cpu_features f;
     memset(&f, 0, sizeof f);
+#if defined(PF_ARM_LINUX)
+    /* bit numbers from the kernel's uapi asm/hwcap.h, stable ABI (older libc headers lack some) */
+    unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    f.neon = (hw >> 1) & 1;                  /* HWCAP_ASIMD */
+    f.dotprod = f.neon && ((hw >> 20) & 1);  /* HWCAP_ASIMDDP */
+    f.i8mm = f.neon && ((hw2 >> 13) & 1);    /* HWCAP2_I8MM */
+#elif defined(PF_ARM_APPLE)
+    f.neon = true; /* every Apple arm64 core */
+    f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    f.i8mm = sysctl_flag("hw.optional.arm.FEAT_I8MM");
+#elif defined(__aarch64__)
+    f.neon = true; /* mandatory in armv8-a; no portable way to ask for the optional features */
+#endif
 #ifdef PF_X86
     unsigned a, b, c, d;
     unsigned max_leaf = __get_cpuid_max(0, NULL);
@@ -71,15 +100,42 @@ const pf_cpu_features *pf_cpu(void) {
     return &g_cpu;
 }
 
+bool pf_level_built(pf_level level) {
+    switch (level) {
+    case PF_LEVEL_SCALAR: return true;
+    case PF_LEVEL_AVX2:
+    case PF_LEVEL_AVX512:
+#ifdef __x86_64__
+        return true;
+#else
+        return false;
+#endif
+    case PF_LEVEL_NEON:
+    case PF_LEVEL_DOTPROD:
+    case PF_LEVEL_I8MM:
+#ifdef __aarch64__
+        return true;
+#else
+        return false;
+#endif
+    default: return false;
+    }
+}
+
 bool pf_level_supported(pf_level level) {
     const pf_cpu_features *f = pf_cpu();
     bool avx2 = f->avx2 && f->fma && f->f16c;
+    if (!pf_level_built(level)) return false;
     switch (level) {
     case PF_LEVEL_SCALAR: return true;
     case PF_LEVEL_AVX2: return avx2;
     case PF_LEVEL_AVX512:
         /* the AVX-512 file is compiled with AVX2/FMA/F16C too, so it needs them as well */
         return avx2 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512vnni;
+    case PF_LEVEL_NEON: return f->neon;
+    case PF_LEVEL_DOTPROD: return f->neon && f->dotprod;
+    /* the i8mm file also uses SDOT (one-row products), so it needs both */
+    case PF_LEVEL_I8MM: return f->neon && f->dotprod && f->i8mm;
     default: return false;
     }
 }
@@ -89,6 +145,9 @@ const char *pf_level_name(pf_level level) {
     case PF_LEVEL_SCALAR: return "scalar";
     case PF_LEVEL_AVX2: return "avx2";
     case PF_LEVEL_AVX512: return "avx512";
+    case PF_LEVEL_NEON: return "neon";
+    case PF_LEVEL_DOTPROD: return "dotprod";
+    case PF_LEVEL_I8MM: return "i8mm";
     default: return "unknown";
     }
 }
@@ -100,12 +159,18 @@ pf_level pf_best_level(void) {
     if (env && *env) {
         int found = -1;
         for (int l = 0; l < PF_LEVEL_COUNT; l++)
-            if (strcmp(env, pf_level_name((pf_level)l)) == 0) found = l;
-        if (found < 0)
-            fprintf(stderr, "pocketflash: PF_KERNELS=%s is not one of scalar, avx2, avx512; ignored\n",
-                    env);
-        else
+            if (pf_level_built((pf_level)l) && strcmp(env, pf_level_name((pf_level)l)) == 0) found = l;
+        if (found < 0) {
+            char names[64] = "";
+            for (int l = 0; l < PF_LEVEL_COUNT; l++)
+                if (pf_level_built((pf_level)l))
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "",
+                             pf_level_name((pf_level)l));
+            fprintf(stderr, "pocketflash: PF_KERNELS=%s is not one of this build's levels (%s); ignored\n", env,
+                    names);
+        } else {
             cap = found;
+        }
     }
     for (int l = cap; l > PF_LEVEL_SCALAR; l--)
         if (pf_level_supported((pf_level)l)) return (pf_level)l;

@@ -10,8 +10,15 @@ const pf_kernels *pf_kernels_get(pf_level level) {
     if (!pf_level_supported(level)) return NULL;
     switch (level) {
     case PF_LEVEL_SCALAR: return &pf_kernels_scalar_table;
+#ifdef __x86_64__
     case PF_LEVEL_AVX2: return &pf_kernels_avx2_table;
     case PF_LEVEL_AVX512: return &pf_kernels_avx512_table;
+#endif
+#ifdef __aarch64__
+    case PF_LEVEL_NEON: return &pf_kernels_neon_table;
+    case PF_LEVEL_DOTPROD: return &pf_kernels_dotprod_table;
+    case PF_LEVEL_I8MM: return &pf_kernels_i8mm_table;
+#endif
     default: return NULL;
     }
 }

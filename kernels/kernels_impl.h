@@ -6,8 +6,11 @@
 #include "kernels/kernels.h"
 
 extern const pf_kernels pf_kernels_scalar_table;
-extern const pf_kernels pf_kernels_avx2_table;
+extern const pf_kernels pf_kernels_avx2_table;   /* x86-64 builds only */
 extern const pf_kernels pf_kernels_avx512_table;
+extern const pf_kernels pf_kernels_neon_table;    /* ARM64 builds only (kernels/arm/) */
+extern const pf_kernels pf_kernels_dotprod_table;
+extern const pf_kernels pf_kernels_i8mm_table;
 
 #define PF_FORCE_INLINE static inline __attribute__((always_inline))
 
@@ -77,5 +80,7 @@ int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh);
  * 0 if this level does not take the shape or the row count. */
 int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh);
 int pf_attend_rows_avx2(const pf_attn_job *j, int b0, int nr, int kvh);
+/* ARM64, every NEON level (kernels/arm/attention_neon.c): f16 cache only; bitwise the scalar path. */
+int pf_attend_group_neon(const pf_attn_job *j, int b, int kvh);
 
 #endif

@@ -9,7 +9,8 @@
 
 int pf_pack_wanted(uint32_t type) {
     if (type != PF_TYPE_Q8_0 && type != PF_TYPE_Q4_0 && type != PF_TYPE_Q4_1) return 0;
-    return pf_kernels_best()->level >= PF_LEVEL_AVX2;
+    const pf_level l = pf_kernels_best()->level; /* the x86 GEMMs read the packed layout; ARM kernels do not */
+    return l == PF_LEVEL_AVX2 || l == PF_LEVEL_AVX512;
 }
 
 /* Block size, offset of the quants in a GGUF block, and whether there is a minimum. */

@@ -107,9 +107,10 @@ TEST(kernels_cpu_levels) {
             for (int t = 0; t < N_TYPES; t++) CHECK(k->gemm[k_types[t]] != NULL);
         }
     }
-    printf("    cpu: avx2=%d fma=%d f16c=%d avx512f=%d bw=%d vl=%d dq=%d vnni=%d bf16=%d amx=%d -> %s\n",
-           f->avx2, f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq,
-           f->avx512vnni, f->avx512bf16, f->amx_tile, pf_level_name(pf_best_level()));
+    printf("    cpu: avx2=%d fma=%d f16c=%d avx512f=%d bw=%d vl=%d dq=%d vnni=%d bf16=%d amx=%d neon=%d dotprod=%d "
+           "i8mm=%d -> %s\n",
+           f->avx2, f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni,
+           f->avx512bf16, f->amx_tile, f->neon, f->dotprod, f->i8mm, pf_level_name(pf_best_level()));
 
     const char *old = getenv("PF_KERNELS");
     char saved[32] = "";
@@ -119,12 +120,24 @@ TEST(kernels_cpu_levels) {
     best_uncapped = pf_best_level();
     CHECK(pf_level_supported(best_uncapped));
     CHECK(pf_kernels_best() == pf_kernels_get(best_uncapped));
-    setenv("PF_KERNELS", "scalar", 1);
-    CHECK(pf_best_level() == PF_LEVEL_SCALAR);
-    setenv("PF_KERNELS", "avx2", 1);
-    CHECK(pf_best_level() == (best_uncapped >= PF_LEVEL_AVX2 ? PF_LEVEL_AVX2 : best_uncapped));
-    setenv("PF_KERNELS", "avx512", 1);
-    CHECK(pf_best_level() == best_uncapped);
+    /* make test-arm64 names the level each qemu CPU model must get */
+    const char *expect = getenv("PF_EXPECT_LEVEL");
+    if (expect) CHECKF(strcmp(expect, pf_level_name(best_uncapped)) == 0, "best level %s, expected %s",
+                       pf_level_name(best_uncapped), expect);
+    /* PF_KERNELS=L caps at L: the best supported level of this build not above it (scalar at
+     * worst); a level another architecture's build has is ignored (best level) */
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+        setenv("PF_KERNELS", pf_level_name((pf_level)l), 1);
+        pf_level want = best_uncapped;
+        if (pf_level_built((pf_level)l)) {
+            want = PF_LEVEL_SCALAR;
+            for (int m = 1; m <= l; m++)
+                if (pf_level_supported((pf_level)m)) want = (pf_level)m;
+        }
+        CHECKF(pf_best_level() == want, "PF_KERNELS=%s: %s, expected %s", pf_level_name((pf_level)l),
+               pf_level_name(pf_best_level()), pf_level_name(want));
+        if (!pf_level_built((pf_level)l)) CHECK(!pf_level_supported((pf_level)l) && !pf_kernels_get((pf_level)l));
+    }
     if (old) setenv("PF_KERNELS", saved, 1);
     else unsetenv("PF_KERNELS");
 }
@@ -1063,6 +1076,68 @@ TEST(kernels_attention_batch_invariance) {
     }
     pf_pool_destroy(pool1);
     pf_pool_destroy(pool3);
+}
+
+/* The ARM64 levels promise more than the tolerance: their quantized gemm runs its lanes across
+ * output rows (the reference's float operations in its order) and their f16 attention scores are
+ * the reference's fmaf chains, so both equal the scalar level bit for bit. On other builds the
+ * ARM levels must be absent. */
+TEST(kernels_arm_levels_bitwise_scalar) {
+    int arm = 0;
+    for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) arm += pf_kernels_get((pf_level)l) != NULL;
+#ifndef __aarch64__
+    CHECK(arm == 0);
+    printf("    not an ARM64 build: no ARM levels\n");
+    return;
+#endif
+    CHECK(arm >= 1); /* NEON is on every ARM64 core */
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+    static const int64_t shapes[][2] = {{1, 32}, {6, 96}, {13, 256}};
+    static const int bs[] = {1, 2, 3, 5, 9};
+    int compared = 0;
+    for (int t = 0; t < 3; t++)
+        for (int si = 0; si < 3; si++)
+            for (int bi = 0; bi < 5; bi++) {
+                int64_t rows = shapes[si][0], cols = shapes[si][1];
+                int B = bs[bi];
+                pf_weight W;
+                make_weight(qt[t], rows, cols, (uint64_t)(t * 100 + si * 10 + bi + 5000), &W);
+                void *act = make_act(qt[t], cols, B, (uint64_t)(si + bi + 77), NULL);
+                float *yref = malloc((size_t)B * rows * sizeof(float)), *y = malloc((size_t)B * rows * sizeof(float));
+                gemm_all(ks, &W, act, B, yref);
+                for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) {
+                    const pf_kernels *k = pf_kernels_get((pf_level)l);
+                    if (!k) continue;
+                    gemm_all(k, &W, act, B, y);
+                    CHECKF(memcmp(y, yref, (size_t)B * rows * sizeof(float)) == 0, "%s %s rows=%lld B=%d: not the scalar bits",
+                           k->name, pf_type_info(qt[t])->name, (long long)rows, B);
+                    compared++;
+                }
+                free((void *)W.data), free(act), free(yref), free(y);
+            }
+    const attn_case c = {4, 2, 64, 45, 0, 0, 5, 1};
+    int64_t n_keys = c.pos0 + c.B, kvs = (int64_t)c.n_kv * c.hd, ld = (int64_t)c.n_head * c.hd;
+    pf_half *K, *V, *Kc, *Vc;
+    make_kv(n_keys, kvs, &K, &V, 4242);
+    int64_t hs = cache_layout(&c, n_keys, K, V, kvs, &Kc, &Vc);
+    float *q = malloc((size_t)c.B * ld * sizeof(float)), *oref = malloc((size_t)c.B * ld * sizeof(float));
+    float *o = malloc((size_t)c.B * ld * sizeof(float));
+    uint64_t s = 4343;
+    fill(q, c.B * ld, 1.5f, &s);
+    pf_attention(ks, NULL, q, ld, c.B, c.n_head, c.n_kv, c.hd, Kc, Vc, hs, c.pos0, n_keys, 1, 0, oref, ld);
+    for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) {
+        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        if (!k) continue;
+        pf_attention(k, NULL, q, ld, c.B, c.n_head, c.n_kv, c.hd, Kc, Vc, hs, c.pos0, n_keys, 1, 0, o, ld);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < c.B * ld && bad < 0; i++)
+            if (memcmp(&o[i], &oref[i], sizeof o[i])) bad = i;
+        CHECKF(bad < 0, "%s attention: not the scalar bits (first at %lld: %.9g vs %.9g)", k->name, (long long)bad,
+               bad < 0 ? 0.0 : o[bad], bad < 0 ? 0.0 : oref[bad]);
+    }
+    free(K), free(V), free(Kc), free(Vc), free(q), free(oref), free(o);
+    printf("    %d quantized gemm calls and the f16 attention bitwise the scalar level\n", compared);
 }
 
 /* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as

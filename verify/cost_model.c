@@ -80,16 +80,19 @@ static void observe(double *logv, int *have, int n_max, int n, double seconds) {
 }
 
 void pf_cost_observe_verify(pf_cost_model *cm, int n, double seconds) {
+    if (cm->frozen) return;
     observe(cm->log_t, &cm->have_t, cm->n_max, n, seconds);
     if (n >= 1 && n <= cm->n_max) cm->n_obs_t[n]++;
 }
 
 void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds) {
+    if (cm->frozen) return;
     observe(cm->log_d, &cm->have_d, cm->n_max, rows, seconds);
     if (rows >= 1 && rows <= cm->n_max) cm->n_obs_d[rows]++;
 }
 
 void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds) {
+    if (cm->frozen) return;
     double *o = plain ? &cm->over_plain : &cm->over_spec;
     if (*o > 0 && seconds > 3 * *o) seconds = 3 * *o; /* a preempted round */
     *o = *o > 0 ? (1 - PF_COST_RATE) * *o + PF_COST_RATE * seconds : seconds;

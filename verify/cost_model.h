@@ -24,6 +24,7 @@ typedef struct {
     int64_t n_obs_t[PF_COST_MAX_ROWS + 1]; /* observations per row count (reporting) */
     int64_t n_obs_d[PF_COST_MAX_ROWS + 1];
     double over_spec, over_plain; /* seconds of bookkeeping per speculative round / per plain step */
+    int frozen;                   /* observations are ignored: the estimates stay the prior's */
 } pf_cost_model;
 
 /* Fraction of the log ratio an observation moves its own estimate by (neighbours: halved per

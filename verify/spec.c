@@ -25,7 +25,7 @@ struct pf_spec {
     const pf_dec *dec;
     int calibrated;       /* the cost model's starting point was measured (first generation) */
     double prior_c[PF_MAX_BLOCK + 1], prior_d[PF_MAX_BLOCK + 1]; /* relative costs from a profile */
-    int have_prior;
+    int have_prior, prior_fixed;
     pf_drafter *own_d; /* freed with the strategy (pf_spec_own) */
     pf_dec *own_dec;
     FILE *log;
@@ -86,6 +86,7 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
     sp->calibrated = 1;
     if (sp->have_prior) {
         pf_cost_set_prior(&sp->ad->cost, sp->prior_c, sp->prior_d, sp->block + 1, t1);
+        sp->ad->cost.frozen = sp->prior_fixed;
         return 0;
     }
     /* every row count up to 8 (a B-row forward's cost is not smooth in B: the kernels switch from
@@ -421,6 +422,7 @@ int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *pr
     sp->dec = dec;
     sp->calibrated = 0;
     sp->have_prior = prior && prior->c && prior->n > 1;
+    sp->prior_fixed = sp->have_prior && prior->fixed;
     memset(sp->prior_c, 0, sizeof sp->prior_c);
     memset(sp->prior_d, 0, sizeof sp->prior_d);
     if (sp->have_prior)

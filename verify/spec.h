@@ -50,6 +50,8 @@ typedef struct {
     int n;
     const double *alpha;
     int n_alpha;
+    int fixed; /* 1: the costs stay the prior's, no running updates (decisions independent of the
+                  machine's timing: tests) */
 } pf_spec_prior;
 int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *prior, char err[PF_ERR_LEN]);
 /* Dec gating with cost[n] = c(n) for n < n_cost as the prior (NULL: measured). */

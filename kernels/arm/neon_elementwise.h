@@ -1,0 +1,118 @@
+/* The elementwise kernels of every ARM64 level (NEON, dotprod, i8mm), included by each level's
+ * file so its table is complete; baseline armv8-a NEON only. Each gives bitwise the scalar
+ * reference's result (kernels_scalar.c, formats/quant.c): the same operations in the same order
+ * per element, vectorised across independent elements only. rmsnorm's sum of squares and swiglu's
+ * expf stay sequential scalar code for that reason (their share of decode is small next to the
+ * matmuls; README "ARM64"). */
+#ifndef PF_NEON_ELEMENTWISE_H
+#define PF_NEON_ELEMENTWISE_H
+
+#include <arm_neon.h>
+#include <math.h>
+
+#include "formats/quant.h"
+#include "kernels/kernels_impl.h"
+
+static inline float32x4_t pf_neon_half4(const pf_half *p) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+/* Sum of squares in double, in order (as the reference); the scaling is elementwise. */
+static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    float32x4_t sv = vdupq_n_f32(scale);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_f32(vld1q_f32(x + i), sv), vld1q_f32(w + i)));
+    for (; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+/* the reference's y += a * x: a rounded multiply, then the add (no FMLA) */
+static void axpy_f16(float a, const pf_half *x, float *y, int n) {
+    float32x4_t av = vdupq_n_f32(a);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(av, pf_neon_half4(x + i))));
+    for (; i < n; i++) y[i] += a * pf_fp16_to_fp32(x[i]);
+}
+
+/* FCVTN rounds to nearest even (FPCR default) like pf_fp32_to_fp16, overflow to inf, subnormals
+ * exact; NaNs become the reference's quiet NaN 0x7e00 (sign kept) instead of a truncated payload. */
+static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
+    const uint16x4_t qnan = vdup_n_u16(0x7e00), sign = vdup_n_u16(0x8000);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t v = vld1q_f32(x + i);
+        uint16x4_t h = vreinterpret_u16_f16(vcvt_f16_f32(v));
+        uint16x4_t nan = vmovn_u32(vmvnq_u32(vceqq_f32(v, v)));
+        uint16x4_t s = vand_u16(vshrn_n_u32(vreinterpretq_u32_f32(v), 16), sign);
+        vst1_u16(y + i, vbsl_u16(nan, vorr_u16(qnan, s), h));
+    }
+    for (; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
+}
+
+/* As on x86: the largest non-NaN value (FMAXNM ignores a NaN operand), then the first index that
+ * holds it (-0 == +0: the scalar loop keeps the first of equal values). */
+static int32_t argmax(const float *x, int64_t n) {
+    if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
+    float32x4_t m = vdupq_n_f32(-INFINITY);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) m = vmaxnmq_f32(m, vld1q_f32(x + i));
+    float mx = vmaxnmvq_f32(m);
+    for (; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    const float32x4_t mv = vdupq_n_f32(mx);
+    for (i = 0; i + 4 <= n; i += 4)
+        if (vmaxvq_u32(vceqq_f32(vld1q_f32(x + i), mv)))
+            for (int j = 0; j < 4; j++)
+                if (x[i + j] == mx) return (int32_t)(i + j);
+    for (; i < n; i++)
+        if (x[i] == mx) return (int32_t)i;
+    return 0; /* unreachable: mx is x[0] or larger and present */
+}
+
+static int64_t first_above(const float *x, int64_t n, float t) {
+    const float32x4_t tv = vdupq_n_f32(t);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        if (vmaxvq_u32(vcgtq_f32(vld1q_f32(x + i), tv)))
+            for (int j = 0; j < 4; j++)
+                if (x[i + j] > t) return i + j;
+    for (; i < n; i++)
+        if (x[i] > t) return i;
+    return n;
+}
+
+/* pf_quantize_row_q8_act exactly: FMAXNM is fmaxf, FRINTA is roundf (half away from zero), the
+ * same single-rounding divide and multiplies. */
+static void quantize_act(const float *x, pf_block_q8_act *y, int64_t n) {
+    for (int64_t i = 0; i < n / PF_QK; i++, x += PF_QK) {
+        float32x4_t v[8], mx = vdupq_n_f32(0.0f);
+        for (int j = 0; j < 8; j++) {
+            v[j] = vld1q_f32(x + 4 * j);
+            mx = vmaxnmq_f32(mx, vabsq_f32(v[j]));
+        }
+        float amax = vmaxnmvq_f32(mx);
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        int32x4_t q[8], s = vdupq_n_s32(0);
+        for (int j = 0; j < 8; j++) {
+            q[j] = vcvtq_s32_f32(vrndaq_f32(vmulq_n_f32(v[j], id)));
+            s = vaddq_s32(s, q[j]);
+        }
+        for (int j = 0; j < 8; j += 2) {
+            int16x8_t h = vcombine_s16(vmovn_s32(q[j]), vmovn_s32(q[j + 1]));
+            vst1_s8(y[i].qs + 4 * j, vmovn_s16(h));
+        }
+        y[i].d = d;
+        y[i].s = d * (float)vaddvq_s32(s);
+    }
+}
+
+#endif

@@ -1,0 +1,32 @@
+# Target architecture, from the compiler ($(CC) -dumpmachine): which kernel files are built and
+# with which flags. Included by the Makefile right after the source lists.
+#   x86-64:  the *_avx2.c / *_avx512.c files (flags in the Makefile), chosen at run time by CPUID
+#   aarch64: kernels/arm/*.c; *_dotprod.c and *_i8mm.c get their ISA flags, the rest baseline
+#            armv8-a NEON; chosen at run time (getauxval / sysctlbyname, kernels/cpu.c)
+#   other:   the scalar reference only
+PF_ARCH := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))
+
+ifneq (,$(filter aarch64 arm64,$(PF_ARCH)))
+LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC)) $(sort $(wildcard kernels/arm/*.c))
+# GCC 12.2 for aarch64 stops with an internal compiler error (vect_transform_reduction) in a
+# reduction loop of this test file; test code, so it is simply not vectorised.
+$(BUILD)/tests/test_expand.o: CFLAGS += -fno-tree-vectorize
+else ifeq (,$(filter x86_64 i686 i586 i386 amd64,$(PF_ARCH)))
+LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
+endif
+
+# Scalar reference results must be the same bits on every compiler and architecture: no fused
+# multiply-add unless the code asks for one (fmaf). GCC's -std=c11 already implies this; clang
+# (Android NDK, Apple) contracts by default, and GNU C mode on aarch64 would too.
+CFLAGS += -ffp-contract=off
+
+DOTPROD_FLAGS := -march=armv8.2-a+dotprod
+I8MM_FLAGS    := -march=armv8.2-a+dotprod+i8mm
+
+$(BUILD)/%_dotprod.o: %_dotprod.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DOTPROD_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%_i8mm.o: %_i8mm.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(I8MM_FLAGS) -MMD -MP -c $< -o $@

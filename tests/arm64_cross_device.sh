@@ -1,0 +1,43 @@
+#!/bin/sh
+# Cross-device agreement (make test-cross-device): greedy token ids of the Q8_0 and Q4_1 stand-in
+# target (models/pf-target-f16.gguf quantized here) generated natively on this x86-64 machine, at
+# the scalar level and at its best level, and under qemu-aarch64 for each CPU model (NEON,
+# dotprod, i8mm levels) must be the same, token for token (one thread each). The expectation is
+# computed at test time on this machine, nothing is committed. The quantized matmuls and the f16 attention of the
+# ARM levels are bitwise the scalar reference, so their ids must equal the x86 scalar ones;
+# the x86 SIMD levels reduce in another order, so their agreement is the tokens', not the logits'.
+# Usage: tests/arm64_cross_device.sh NATIVE_CLI ARM64_CLI QEMU SYSROOT WORKDIR CPU...
+set -eu
+native=$1 arm=$2 qemu=$3 root=$4 work=$5
+shift 5
+mkdir -p "$work"
+cat > "$work/prompts.jsonl" <<'JSONL'
+{"id": "a", "prompt": "What is the capital of France?"}
+{"id": "b", "prompt": "Write a short poem about the sea."}
+{"id": "c", "prompt": "List three prime numbers and explain why they are prime."}
+JSONL
+ids() { grep -o '"response_ids": *\[[^]]*\]' "$1"; }
+fail=0
+for t in q8_0 q4_1; do
+    m=$work/target-$t.gguf
+    [ -s "$m" ] || "$native" quantize models/pf-target-f16.gguf "$m" "$t" >/dev/null
+    PF_KERNELS=scalar "$native" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/x86-scalar-$t.jsonl" -n 32 -t 1 >/dev/null
+    "$native" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/x86-best-$t.jsonl" -n 32 -t 1 >/dev/null
+    ids "$work/x86-scalar-$t.jsonl" > "$work/x86-scalar-$t.ids"
+    ids "$work/x86-best-$t.jsonl" > "$work/x86-best-$t.ids"
+    n=$(grep -c '[0-9]' "$work/x86-scalar-$t.ids" || true)
+    if [ "$n" != 3 ]; then echo "FAIL $t: the x86 run gave $n id lists, expected 3"; fail=1; continue; fi
+    if ! cmp -s "$work/x86-scalar-$t.ids" "$work/x86-best-$t.ids"; then
+        echo "FAIL $t: x86 best level and x86 scalar disagree"; fail=1
+    fi
+    for cpu in "$@"; do
+        "$qemu" -L "$root" -cpu "$cpu" "$arm" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/arm-$cpu-$t.jsonl" -n 32 -t 1 >/dev/null
+        ids "$work/arm-$cpu-$t.jsonl" > "$work/arm-$cpu-$t.ids"
+        if cmp -s "$work/x86-scalar-$t.ids" "$work/arm-$cpu-$t.ids"; then
+            echo "ok   $t: qemu-aarch64 -cpu $cpu = x86 (scalar and best level), $(($(tr -cd , < "$work/arm-$cpu-$t.ids" | wc -c) + 3)) tokens"
+        else
+            echo "FAIL $t: qemu-aarch64 -cpu $cpu differs from x86 scalar"; diff "$work/x86-scalar-$t.ids" "$work/arm-$cpu-$t.ids" | head -4; fail=1
+        fi
+    done
+done
+exit $fail
