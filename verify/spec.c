@@ -248,6 +248,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
         if (nd < 0) return -1;
         if (nd > B - 1) nd = B - 1;
         proposed = nd;
+        st->draft_rounds++;
         if (sp->ad && nd > 0) {
             pf_cost_observe_draft(&sp->ad->cost, B, pf_now_s() - t0);
             int n_rows = 0, dim = 0; /* Dec: how many of these drafts are worth verifying */
