@@ -14,6 +14,7 @@
 #include "engine/model.h"
 #include "engine/sampler.h"
 #include "engine/synth.h"
+#include "chi2.h"
 #include "test.h"
 
 enum { NRANK = 300, NHEAD = 200 };
@@ -220,7 +221,7 @@ static void check_sampled(int version) {
     for (int t = 0; t < V; t++) outside += cnt[t] && pf_dist_prob(&q0, t) == 0;
     CHECKF(outside == 0, "%d drawn tokens have q = 0", outside);
     if (df < 1) df = 1;
-    double z = 3.09, h = 2.0 / (9.0 * df), crit = df * pow(1 - h + z * sqrt(h), 3);
+    double crit = pf_chi2_crit999(df);
     CHECKF(chi < crit, "draws vs q[0]: chi-square %.1f >= %.1f (df %d)", chi, crit, df);
     printf("    v%d: %d draws over %d q entries, chi-square %.1f (df %d, 0.999 bound %.1f)\n", version, DRAWS, q0.n, chi, df, crit);
     free(cnt);

@@ -13,6 +13,7 @@
 #include "engine/tokenizer.h"
 #include "engine/generate.h"
 #include "engine/synth.h"
+#include "chi2.h"
 #include "test.h"
 #include "verify/accept.h"
 #include "verify/spec.h"
@@ -299,18 +300,9 @@ TEST(spec_sampled_stochastic_draft_same_distribution) {
         }
     CHECKF(acc > drafted / 10 && acc < drafted, "acceptance %lld of %lld: both paths must be exercised", (long long)acc, (long long)drafted);
     for (int p = 0; p < POS; p++) {
-        double chi = 0;
-        int df = -1;
-        int pool0 = 0, pool1 = 0;
-        for (int t = 0; t < V; t++) {
-            int a = cnt[(size_t)p * V + t], b = cnt[((size_t)POS + p) * V + t];
-            if (a + b < 20) { pool0 += a; pool1 += b; continue; }
-            chi += (double)(a - b) * (a - b) / (a + b);
-            df++;
-        }
-        if (pool0 + pool1 > 0) { chi += (double)(pool0 - pool1) * (pool0 - pool1) / (pool0 + pool1); df++; }
-        if (df < 1) df = 1;
-        double z = 3.09, h = 2.0 / (9.0 * df), crit = df * pow(1 - h + z * sqrt(h), 3);
+        int df;
+        double chi = pf_chi2_two_sample(cnt + (size_t)p * V, cnt + ((size_t)POS + p) * V, V, 20, &df);
+        double crit = pf_chi2_crit999(df);
         CHECKF(chi < crit, "position %d: chi-square %.1f >= %.1f (df %d)", p + 1, chi, crit, df);
     }
     free(cnt);

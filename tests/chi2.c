@@ -1,0 +1,29 @@
+#include "chi2.h"
+
+#include <math.h>
+
+double pf_chi2_two_sample(const int *a, const int *b, int n, int min_count, int *df) {
+    double chi = 0;
+    int cells = -1, pool_a = 0, pool_b = 0;
+    for (int t = 0; t < n; t++) {
+        if (a[t] + b[t] < min_count) {
+            pool_a += a[t];
+            pool_b += b[t];
+            continue;
+        }
+        chi += (double)(a[t] - b[t]) * (a[t] - b[t]) / (a[t] + b[t]);
+        cells++;
+    }
+    if (pool_a + pool_b > 0) {
+        chi += (double)(pool_a - pool_b) * (pool_a - pool_b) / (pool_a + pool_b);
+        cells++;
+    }
+    *df = cells < 1 ? 1 : cells;
+    return chi;
+}
+
+double pf_chi2_crit999(int df) {
+    if (df < 1) df = 1;
+    double z = 3.09, h = 2.0 / (9.0 * df);
+    return df * pow(1 - h + z * sqrt(h), 3);
+}
