@@ -70,8 +70,9 @@ static int kind_of(const char *name, pf_spec_kind *k) {
 
 /* Strategy and block of a tuned profile (its task entry, else its default) where p leaves them open.
  * When both are open and the entry is a draft strategy, the generation adapts from it as
- * `pocketflash run --profile` and `bench --profile` do: Dec (entry "dec") or the adaptive block,
- * up to the draft's trained block, with the profile's costs and acceptance as the prior. */
+ * `pocketflash run --profile` and `bench --profile` do, up to the draft's trained block: Dec when
+ * the draft has a Dec head, else the adaptive block, with the profile's costs (and, without a head,
+ * its acceptance) as the prior. */
 static pf_status from_profile(const pf_gen_params *p, pf_spec_kind *kind, int *block, api_prior *prior,
                               char err[PF_ERR_LEN]) {
     pf_profile prof;
@@ -172,7 +173,9 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
         snprintf(err, PF_ERR_LEN, "strategy %s needs a draft (pf_load_draft)", kind_name(kind));
         return PF_ERR_ARG;
     }
-    if (kind == PF_SPEC_DEC && !p->draft->dec && prior.on) kind = PF_SPEC_ADAPTIVE; /* a "dec" profile, no head */
+    /* from a profile: the draft's Dec head decides when it has one (the profile's costs its prior) */
+    if (prior.on && (kind == PF_SPEC_DEC || kind == PF_SPEC_ADAPTIVE) && p->draft)
+        kind = p->draft->dec ? PF_SPEC_DEC : PF_SPEC_ADAPTIVE;
     if (kind == PF_SPEC_DEC && !p->draft->dec) {
         snprintf(err, PF_ERR_LEN, "strategy dec needs a draft with a Dec head (dec.* tensors)");
         return PF_ERR_ARG;
