@@ -20,11 +20,19 @@ static pf_spec_kind default_spec(const pf_draft *d) {
     return !d ? PF_SPEC_PLAIN : d->dec ? PF_SPEC_DEC : PF_SPEC_ADAPTIVE;
 }
 
+/* A tuned profile's choice as the adaptive planner's prior (copied out of the profile file). */
+typedef struct {
+    int on;
+    double c[PF_PROFILE_MAX_BLOCK + 1], draft[PF_PROFILE_MAX_BLOCK + 1], alpha[PF_PROFILE_MAX_BLOCK];
+    int n, n_alpha;
+} api_prior;
+
 typedef struct {
     /* what it was built for */
     const pf_draft *draft;
     pf_spec_kind kind;
     int asked, ngram_n, draft_head; /* asked: the block requested (0 = default) */
+    api_prior prior;
     int block;                      /* the block in use */
     pf_drafter *drafter;
     pf_spec *spec;
@@ -60,8 +68,13 @@ static int kind_of(const char *name, pf_spec_kind *k) {
     return 0;
 }
 
-/* Strategy and block of a tuned profile (its task entry, else its default) where p leaves them open. */
-static pf_status from_profile(const pf_gen_params *p, pf_spec_kind *kind, int *block, char err[PF_ERR_LEN]) {
+/* Strategy and block of a tuned profile (its task entry, else its default) where p leaves them open.
+ * When both are open and the entry is a draft strategy, the generation adapts from it as
+ * `pocketflash run --profile` and `bench --profile` do, up to the draft's trained block: Dec when
+ * the draft has a Dec head, else the adaptive block, with the profile's costs (and, without a head,
+ * its acceptance) as the prior. */
+static pf_status from_profile(const pf_gen_params *p, pf_spec_kind *kind, int *block, api_prior *prior,
+                              char err[PF_ERR_LEN]) {
     pf_profile prof;
     if (pf_profile_load(p->profile, &prof, err) < 0) return PF_ERR_FORMAT;
     const pf_profile_task *t = p->task ? pf_profile_find(&prof, p->task) : NULL;
@@ -73,6 +86,16 @@ static pf_status from_profile(const pf_gen_params *p, pf_spec_kind *kind, int *b
     } else if (kind_of(t ? t->spec : prof.spec, &k) < 0) {
         snprintf(err, PF_ERR_LEN, "%.150s: unknown strategy '%s'", p->profile, t ? t->spec : prof.spec);
         rc = PF_ERR_FORMAT;
+    } else if (*kind == PF_SPEC_DEFAULT && *block == 0 && k != PF_SPEC_NGRAM && k != PF_SPEC_PLAIN) {
+        *kind = k == PF_SPEC_DEC ? PF_SPEC_DEC : PF_SPEC_ADAPTIVE;
+        pf_spec_prior sp;
+        pf_profile_prior(&prof, p->task, &sp);
+        memset(prior, 0, sizeof *prior);
+        prior->on = 1;
+        prior->n = sp.c ? sp.n : 0;
+        for (int i = 0; i < prior->n; i++) prior->c[i] = sp.c[i], prior->draft[i] = sp.draft[i];
+        prior->n_alpha = sp.n_alpha;
+        for (int i = 0; i < sp.n_alpha; i++) prior->alpha[i] = sp.alpha[i];
     } else {
         if (*kind == PF_SPEC_DEFAULT) *kind = k;
         if (*block == 0) *block = t ? t->block : prof.block;
@@ -97,8 +120,11 @@ static pf_status build(api_spec *a, pf_session *s, char err[PF_ERR_LEN]) {
     if (block < 2) block = 2;
     if (block > PF_MAX_BLOCK) block = PF_MAX_BLOCK;
     if (!(a->spec = pf_spec_new(s, a->drafter, block, err))) return PF_ERR_OOM;
+    pf_spec_prior prior = {.c = a->prior.n ? a->prior.c : NULL, .draft = a->prior.draft, .n = a->prior.n,
+                           .alpha = a->prior.n_alpha ? a->prior.alpha : NULL, .n_alpha = a->prior.n_alpha};
     if ((a->kind == PF_SPEC_DEC || a->kind == PF_SPEC_ADAPTIVE) &&
-        pf_spec_set_adaptive(a->spec, a->kind == PF_SPEC_DEC ? a->draft->dec : NULL, NULL, err) < 0)
+        pf_spec_set_adaptive(a->spec, a->kind == PF_SPEC_DEC ? a->draft->dec : NULL, a->prior.on ? &prior : NULL,
+                             err) < 0)
         return PF_ERR_INTERNAL;
     a->block = block;
     return PF_OK;
@@ -132,8 +158,10 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
         snprintf(err, PF_ERR_LEN, "the draft was loaded for another model");
         return PF_ERR_ARG;
     }
+    api_prior prior; /* compared with memcmp below: zeroed whole, padding included */
+    memset(&prior, 0, sizeof prior);
     if (p->profile) {
-        pf_status rc = from_profile(p, &kind, &blk, err);
+        pf_status rc = from_profile(p, &kind, &blk, &prior, err);
         if (rc != PF_OK) return rc;
     } else if (p->task) {
         snprintf(err, PF_ERR_LEN, "task '%.60s' needs a profile", p->task);
@@ -145,6 +173,9 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
         snprintf(err, PF_ERR_LEN, "strategy %s needs a draft (pf_load_draft)", kind_name(kind));
         return PF_ERR_ARG;
     }
+    /* from a profile: the draft's Dec head decides when it has one (the profile's costs its prior) */
+    if (prior.on && (kind == PF_SPEC_DEC || kind == PF_SPEC_ADAPTIVE) && p->draft)
+        kind = p->draft->dec ? PF_SPEC_DEC : PF_SPEC_ADAPTIVE;
     if (kind == PF_SPEC_DEC && !p->draft->dec) {
         snprintf(err, PF_ERR_LEN, "strategy dec needs a draft with a Dec head (dec.* tensors)");
         return PF_ERR_ARG;
@@ -160,9 +191,10 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
     const pf_draft *draft = kind == PF_SPEC_NGRAM ? NULL : p->draft;
     int head = kind == PF_SPEC_NGRAM ? 0 : p->draft_head;
     if (!a->spec || a->kind != kind || a->draft != draft || a->asked != blk || a->draft_head != head ||
-        (kind == PF_SPEC_NGRAM && a->ngram_n != ngram_n)) {
+        (kind == PF_SPEC_NGRAM && a->ngram_n != ngram_n) || memcmp(&a->prior, &prior, sizeof prior)) {
         api_spec_clear(a); /* parameters changed: a new drafter (the engine then prefills afresh) */
         *a = (api_spec){.draft = draft, .kind = kind, .asked = blk, .ngram_n = ngram_n, .draft_head = head};
+        memcpy(&a->prior, &prior, sizeof prior);
         pf_status rc = build(a, s, err);
         if (rc != PF_OK) {
             api_spec_clear(a);

@@ -42,7 +42,8 @@ static const char k_usage[] =
     "  --json FILE    write the results as JSON\n"
     "  --svg FILE     write a bar chart of speedup per task type (with tau)\n"
     "  --profile FILE per task type, start from a tuned profile's strategy and block (pocketflash tune)\n"
-    "                 and adapt with the running cost model (profile:FILE in --compare)\n"
+    "                 and adapt with the running cost model, as run --profile does (profile:FILE in\n"
+    "                 --compare)\n"
     "llama.cpp spellings accepted: --model, --predict/--n-predict, --ctx-size, --threads, -s (--seed),\n"
     "  -md/--model-draft, --draft/--draft-n (--draft-max)\n";
 

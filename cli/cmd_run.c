@@ -54,7 +54,8 @@ static const char k_usage[] =
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --profile FILE start from a tuned profile's strategy and block (pocketflash tune), the entry of\n"
-    "                 --task TYPE else the profile's default, and adapt with the running cost model;\n"
+    "                 --task TYPE else the profile's default, and adapt with the running cost model\n"
+    "                 (dec when the draft has a Dec head, else adaptive; an ngram choice as it is);\n"
     "                 explicit --spec/--block win\n"
     "  --task TYPE    task type to look up in the profile (e.g. math, code, extraction)\n"
     "  --log-rounds FILE  append every full round's Dec features and accepted length (binary) to FILE\n"
@@ -194,12 +195,17 @@ int cmd_run(int argc, char **argv) {
         gp.strategy = pf_spec_strategy(spec);
     } else if (strcmp(spec_name, "ar")) {
         int is_dec = !strcmp(spec_name, "dec"), is_adaptive = !strcmp(spec_name, "adaptive");
+        if (is_adaptive && use_prior) { /* from a profile: a draft's Dec head decides, the profile's costs its prior */
+            int h = pf_draft_dec_open(s, draft_path, &dec, err);
+            if (h < 0) { cli_fail("%s", err); goto done; }
+            if (h > 0) is_dec = 1, is_adaptive = 0;
+        }
         int asked = block;
         if (!(drafter = pf_drafter_open(is_dec || is_adaptive ? "dflash" : spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
         if (!asked) block = pf_default_block(spec_name, block);
         if (draft_head && strcmp(spec_name, "ngram") && pf_drafter_apply_head(drafter, draft_head, err) < 0) { cli_fail("%s", err); goto done; }
         if (!(spec = pf_spec_new(s, drafter, block, err))) { cli_fail("%s", err); goto done; }
-        if (is_dec && (!(dec = pf_dec_load_path(draft_path, m->hp.n_embd, err)) ||
+        if (is_dec && ((!dec && !(dec = pf_dec_load_path(draft_path, m->hp.n_embd, err))) ||
                        pf_spec_set_adaptive(spec, dec, use_prior, err) < 0)) { cli_fail("%s", err); goto done; }
         if (is_adaptive && pf_spec_set_adaptive(spec, NULL, use_prior, err) < 0) { cli_fail("%s", err); goto done; }
         if (log_rounds) {

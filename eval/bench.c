@@ -131,8 +131,11 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
         block = pt ? pt->block : arm->profile->block;
         if (kind == PF_ARM_PROFILE_FIXED || !strcmp(name, "ngram") || !strcmp(name, "hybrid")) {
             kind = !strcmp(name, "dec") ? PF_ARM_DEC : PF_ARM_FIXED;
-        } else { /* the tuned choice as the prior; the planner may go up to the draft's block */
-            kind = !strcmp(name, "dec") ? PF_ARM_DEC : PF_ARM_ADAPTIVE;
+        } else { /* the tuned choice as the prior; the planner may go up to the draft's block. A
+                  * draft with a Dec head decides with it (the profile's costs its prior), as the
+                  * default strategy does; without one the profile's acceptance is the prior */
+            if (!dr->dec && pf_draft_dec_open(s, o->draft_path, &dr->dec, err) < 0) return NULL;
+            kind = !strcmp(name, "dec") || dr->dec ? PF_ARM_DEC : PF_ARM_ADAPTIVE;
             pf_profile_prior(arm->profile, type, &prior);
             pp = &prior;
             block = 0;

@@ -112,8 +112,10 @@ typedef struct {
     int ngram_n;        /* longest pattern the ngram strategy matches (0 = 3) */
     int draft_head;     /* the draft's head scores its N most frequent tokens; 0 = the draft's
                            default, -1 = the whole vocabulary */
-    const char *profile; /* tuned profile (pocketflash tune) giving strategy and block; an explicit
-                            spec / block wins */
+    const char *profile; /* tuned profile (pocketflash tune): with spec and block open, its draft
+                            choice is the prior of PF_SPEC_DEC ("dec") or PF_SPEC_ADAPTIVE, which
+                            then adapt as `run --profile` does; ngram is used as chosen; an
+                            explicit spec takes the profile's block, an explicit block wins */
     const char *task;    /* task type to look up in the profile (NULL: its default entry) */
     pf_strategy *strategy; /* internal (overrides the fields above when set) */
     /* Prompt cache file (NULL = none): when it holds the K/V rows of a prefix of this prompt for

@@ -433,9 +433,21 @@ TEST(api_profile_chooses_strategy) {
     text a = {0}, b = {0}, c = {0};
     CHECKF(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &a, &st, err) == PF_OK, "%s", err);
     CHECK(!strcmp(st.strategy, "ngram") && st.block == 5);
+    /* spec and block open, entry dflash: adaptive from the profile's prior, up to the trained block
+     * (the block a default run without a profile has) */
+    gp.profile = NULL;
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
+    int trained = st.block;
+    gp.profile = path;
     gp.task = "math";
+    b.n = 0, b.s[0] = 0;
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
+    CHECK(!strcmp(st.strategy, "dflash2") && st.block == trained && trained != 3 && !strcmp(a.s, b.s));
+    gp.spec = PF_SPEC_DFLASH; /* the strategy named, the block open: the profile's block */
+    b.n = 0, b.s[0] = 0;
     CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
     CHECK(!strcmp(st.strategy, "dflash2") && st.block == 3 && !strcmp(a.s, b.s));
+    gp.spec = PF_SPEC_DEFAULT;
     gp.block = 7;
     CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &c, &st, err) == PF_OK);
     CHECK(st.block == 7 && !strcmp(a.s, c.s));
