@@ -83,6 +83,12 @@ if [ "$what" = compare ] || [ "$what" = all ]; then
             -o "$out/profile-pocket-$lvl.json" | tee "$out/tune-pocket-$lvl.md"
         PF_KERNELS=$lvl ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --prompts 8 -n 48 --reps 1 -t "$T" \
             --compare "fixed:2,fixed:3,fixed:4,fixed:6,dec,profile:$out/profile-pocket-$lvl.json,adaptive" \
-            --json "$out/compare-pocket-$lvl.json" | tee "$out/compare-pocket-$lvl.md"
+            --json "$out/compare-pocket-final-$lvl.json" | tee "$out/compare-pocket-final-$lvl.md"
+    done
+    # the two best fixed blocks against Dec and the profile, 3 interleaved repetitions (less noise)
+    for lvl in avx2 avx512; do
+        PF_KERNELS=$lvl ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --prompts 8 -n 48 --reps 3 -t "$T" \
+            --compare "fixed:3,fixed:4,dec,profile:$out/profile-pocket-$lvl.json" \
+            --json "$out/compare-pocket-reps3-$lvl.json" | tee "$out/compare-pocket-reps3-$lvl.md"
     done
 fi
