@@ -10,6 +10,7 @@
 #include "draft/dflash_synth.h"
 #include "engine/synth.h"
 #include "test.h"
+#include "verify/adapt.h"
 #include "verify/spec.h"
 
 typedef struct { int32_t toks[256]; int n; } seq;
@@ -175,5 +176,44 @@ TEST(dec_round_log_layout) {
     pf_spec_free(spec);
     pf_drafter_free(d);
     pf_session_free(s);
+    teardown(&f);
+}
+
+/* The head's online calibration: a head that predicts almost nothing survives (bias -3) while
+ * every verified draft is kept learns to verify more; one that predicts everything survives
+ * (bias +3) while only the first draft is ever kept learns to verify less; the offsets stay
+ * bounded and move only at the positions seen. */
+TEST(dec_calibration_follows_kept_drafts) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    int H = f.m->hp.n_embd;
+    pf_dec *lo = make_head(&f, 0.0f, -2.0f, "head-pessimist"), *hi = make_head(&f, 0.0f, 3.0f, "head-optimist");
+    CHECK(lo && hi);
+    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
+    double c[10] = {0}, d[10] = {0};
+    for (int n = 1; n <= 9; n++) c[n] = 1 + 0.1 * (n - 1), d[n] = 0.02 * n;
+    pf_adapt a, b;
+    pf_adapt_init(&a, 8, lo, NULL, 0);
+    pf_adapt_init(&b, 8, hi, NULL, 0);
+    pf_cost_set_prior(&a.cost, c, d, 10, 0.01);
+    pf_cost_set_prior(&b.cost, c, d, 10, 0.01);
+    /* each round as the engine runs it: plan (the head's target half), then choose after drafting */
+    pf_adapt_plan(&a, ht, 8), pf_adapt_plan(&b, ht, 8);
+    int a0 = pf_adapt_choose(&a, ht, hd, 7), b0 = pf_adapt_choose(&b, ht, hd, 7);
+    CHECKF(a0 <= 1 && b0 >= 6, "before: pessimist verifies %d, optimist %d", a0, b0);
+    for (int r = 0; r < 300; r++) {
+        pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 7);
+        pf_adapt_observe(&a, 7, 7); /* e.g. probe rounds: all seven verified and kept */
+        pf_adapt_plan(&b, ht, 8), pf_adapt_choose(&b, ht, hd, 7);
+        pf_adapt_observe(&b, 7, 1); /* one kept: positions 1 (kept) and 2 (not) are seen */
+    }
+    pf_adapt_plan(&a, ht, 8), pf_adapt_plan(&b, ht, 8);
+    int a1 = pf_adapt_choose(&a, ht, hd, 7), b1 = pf_adapt_choose(&b, ht, hd, 7);
+    CHECKF(a1 >= 5 && b1 <= 3, "after: pessimist verifies %d, optimist %d", a1, b1);
+    for (int k = 0; k < PF_ADAPT_MAX; k++)
+        CHECK(fabs(a.cal[k]) <= PF_ADAPT_CAL_MAX && fabs(b.cal[k]) <= PF_ADAPT_CAL_MAX);
+    CHECK(a.cal[0] > 2.5 && b.cal[1] < -2.5 && b.cal[2] == 0); /* position 3 was never seen by b */
+    free(ht), free(hd);
+    pf_dec_free(lo), pf_dec_free(hi);
     teardown(&f);
 }

@@ -17,7 +17,7 @@ void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *
 double pf_adapt_survival(const pf_adapt *a, int k) {
     if (k < 1 || k > PF_ADAPT_MAX) return 0;
     if (a->dec) { /* the head's running mean survival, moved by how this step's target half differs from its mean */
-        if (!a->s_n[k - 1]) return sigmoid(a->z_target + pf_dec_pos_bias(a->dec, k));
+        if (!a->s_n[k - 1]) return sigmoid(a->z_target + pf_dec_pos_bias(a->dec, k) + a->cal[k - 1]);
         double m = a->s_mean[k - 1] < 1e-6 ? 1e-6 : a->s_mean[k - 1] > 1 - 1e-6 ? 1 - 1e-6 : a->s_mean[k - 1];
         return sigmoid(log(m / (1 - m)) + a->z_target - a->zt_mean);
     }
@@ -89,10 +89,12 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
     pf_dec_draft_logits(a->dec, h_draft, nd, z);
     double sk[PF_ADAPT_MAX];
     for (int k = 0; k < nd; k++) { /* running mean of the head's survival: the next plans' estimate */
-        sk[k] = sigmoid(a->z_target + z[k]);
+        sk[k] = sigmoid(a->z_target + z[k] + a->cal[k]);
+        a->last_sk[k] = sk[k];
         a->s_n[k]++;
         a->s_mean[k] += (a->s_n[k] < 10 ? 1.0 / (double)a->s_n[k] : 0.1) * (sk[k] - a->s_mean[k]);
     }
+    a->last_nd = nd;
     if (!a->cost.have_t) return nd;
     double rate = a->rate > 0 ? a->rate : 1.0 / round_s(a, 1, 0);
     /* the draft is paid for: maximise E(n) - R * (seconds of verifying n) */
@@ -122,6 +124,12 @@ void pf_adapt_observe(pf_adapt *a, int n, int kept) {
             a->tried[k - 1] += 1;
         }
     }
+    if (a->dec && n > 0) /* position k was predicted last_sk[k-1] and seen when drafts 1..k-1 were kept */
+        for (int k = 1; k <= n && k <= a->last_nd && k <= kept + 1; k++) {
+            double c = a->cal[k - 1] + PF_ADAPT_CAL_RATE * ((k <= kept) - a->last_sk[k - 1]);
+            a->cal[k - 1] = c > PF_ADAPT_CAL_MAX ? PF_ADAPT_CAL_MAX : c < -PF_ADAPT_CAL_MAX ? -PF_ADAPT_CAL_MAX : c;
+        }
+    a->last_nd = 0;
     if (n == 0) a->n_plain++;
     else a->n_rounds++;
     a->rows_hist[n + 1 <= PF_ADAPT_MAX ? n + 1 : PF_ADAPT_MAX]++;

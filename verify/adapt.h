@@ -28,6 +28,11 @@ typedef struct {
     double s_mean[PF_ADAPT_MAX], zt_mean;
     int64_t s_n[PF_ADAPT_MAX], zt_n;
     double z_target; /* w_t . h_target + bias of the current step */
+    /* online calibration of the head: a logit offset per position, moved after every verified
+     * round by (kept - predicted) (a log-loss gradient step on a bias), so a head fitted on other
+     * text or another machine's drafts follows what this run's drafts actually keep */
+    double cal[PF_ADAPT_MAX], last_sk[PF_ADAPT_MAX];
+    int last_nd;
     double rate;     /* R of the last plan (tokens / s) */
     int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */
     int backoff;       /* without a head: plain steps before the next probe (1, 2, 4 .. PF_ADAPT_PROBE) */
@@ -40,6 +45,8 @@ typedef struct {
 #define PF_ADAPT_DECAY 0.95
 #define PF_ADAPT_PRIOR_W 2.0
 #define PF_ADAPT_PROBE 16
+#define PF_ADAPT_CAL_RATE 0.05 /* logit step per observed position */
+#define PF_ADAPT_CAL_MAX 4.0   /* |offset| bound */
 
 /* prior[k-1] = the acceptance prior of position k (NULL: 0.7 for all). */
 void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *prior, int n_prior);
