@@ -37,7 +37,7 @@ static const char k_usage[] =
     "  -t N           threads (default: the physical cores, here %d)\n"
     "  -c N           context size (default 1024)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
-    "                 the memory and the bytes attention reads; slightly less exact; AVX2 or AVX-512)\n"
+    "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --temp T --top-k K --top-p P --seed S   sampled decoding (default greedy)\n"
     "  --json FILE    write the results as JSON\n"
     "  --svg FILE     write a bar chart of speedup per task type (with tau)\n"

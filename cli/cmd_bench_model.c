@@ -18,7 +18,7 @@ static const char k_usage[] =
     "  cache in L2, once per repetition: on a shared machine it drifts like the bandwidth) and peak\n"
     "  resident memory.\n"
     "  -t N         threads (default 2)\n"
-    "  --kv f16|q8  KV cache type (default f16; q8: 8-bit keys and values, AVX2 or AVX-512)\n"
+    "  --kv f16|q8  KV cache type (default f16; q8: 8-bit keys and values, SIMD kernels only)\n"
     "  --depth D    context depth of the c(B) measurements (default 512)\n"
     "  --reps R     interleaved repetitions (default 5)\n"
     "  --json FILE  also write the medians as JSON\n"

@@ -23,7 +23,7 @@ static const char k_usage[] =
     "  -t N           threads (default: the physical cores, here %d)\n"
     "  -c N           context size (default 2048)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
-    "                 the memory and the bytes attention reads; slightly less exact; AVX2 or AVX-512)\n"
+    "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
     "  --no-special   special-token texts inside the prompts are plain text (the ChatML template's\n"

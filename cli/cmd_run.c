@@ -25,7 +25,7 @@ static const char k_usage[] =
     "  -c N           context size in tokens (default min(4096, model's))\n"
     "  -t N           threads (default: the physical cores, here %d)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
-    "                 the memory and the bytes attention reads; slightly less exact; AVX2 or AVX-512)\n"
+    "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --chat         wrap the prompt in the model's chat template, ChatML (stops at <|im_end|>)\n"
     "  --system TEXT  system message (with --chat)\n"
     "  --temp T       sampling temperature (default 0 = greedy)\n"

@@ -22,7 +22,7 @@ static const char k_usage[] =
     "  -t N           threads (default 2)\n"
     "  -c N           context size (default 1024)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
-    "                 the memory and the bytes attention reads; slightly less exact; AVX2 or AVX-512)\n"
+    "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n";
 

@@ -30,10 +30,12 @@ void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int
 }
 
 int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]) {
-    /* the scalar path measured 8x slower than the f16 cache at depth 2048: refused, not run slowly */
-    if (k->level == PF_LEVEL_AVX2 || k->level == PF_LEVEL_AVX512) return 1;
+    /* the scalar path measured 8x slower than the f16 cache at depth 2048: refused, not run slowly;
+     * every SIMD level has integer scores (x86: AVX2, AVX-512; ARM64: NEON, dotprod, i8mm) */
+    if (k->level != PF_LEVEL_SCALAR) return 1;
     snprintf(err, PF_ERR_LEN,
-             "the 8-bit KV cache needs the AVX2 or AVX-512 kernels (these are %s; no ARM path yet): use the f16 cache",
+             "the 8-bit KV cache needs SIMD kernels (AVX2 or AVX-512; NEON, dotprod or i8mm on ARM64; these are %s): "
+             "use the f16 cache",
              k->name);
     return 0;
 }

@@ -86,6 +86,8 @@ static void attend_group(const pf_attn_job *j, int b, int kvh) {
     if (j->k->level == PF_LEVEL_AVX2 && pf_attend_group_avx2(j, b, kvh)) return;
 #endif
 #ifdef __aarch64__
+    if (j->k->level >= PF_LEVEL_DOTPROD && j->q8 && pf_attend_group_q8_dotprod(j, b, kvh)) return;
+    if (j->k->level >= PF_LEVEL_NEON && j->q8 && pf_attend_group_q8_neon(j, b, kvh)) return;
     if (j->k->level >= PF_LEVEL_NEON && !j->q8 && pf_attend_group_neon(j, b, kvh)) return;
 #endif
     int g = j->n_head / j->n_kv_head;

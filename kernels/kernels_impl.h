@@ -82,5 +82,9 @@ int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh);
 int pf_attend_rows_avx2(const pf_attn_job *j, int b0, int nr, int kvh);
 /* ARM64, every NEON level (kernels/arm/attention_neon.c): f16 cache only; bitwise the scalar path. */
 int pf_attend_group_neon(const pf_attn_job *j, int b, int kvh);
+/* ARM64, the 8-bit cache (kernels/arm/attention_q8_*.c): integer scores with widening multiplies
+ * (NEON) or SDOT (dotprod, i8mm); bitwise the scalar path; 0 for the f16 cache. */
+int pf_attend_group_q8_neon(const pf_attn_job *j, int b, int kvh);
+int pf_attend_group_q8_dotprod(const pf_attn_job *j, int b, int kvh);
 
 #endif

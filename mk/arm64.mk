@@ -18,9 +18,10 @@ $(BUILD)/pocketflash: $(CLI_OBJ) $(BUILD)/libpocketflash.a
 # and the tests use threads.
 arm64:
 	$(MAKE) CC=$(ARM64_CC) BUILD=$(ARM64_BUILD) LDLIBS="-static -lzstd -lxxhash -lm -pthread" $(ARM64_BUILD)/pocketflash $(ARM64_BUILD)/tests/run_tests \
-	    $(ARM64_BUILD)/examples/arm64_stream
+	    $(ARM64_BUILD)/examples/arm64_stream $(ARM64_BUILD)/examples/chat
 
-# One wrapper per model: PF_CLI for the tests (a plain path, so the tests that resolve it work).
+# One wrapper per model: PF_CLI for the tests (a plain path, so the tests that resolve it work);
+# test-arm64 writes a second one for examples/chat (PF_EXAMPLE_CHAT, tests/api/test_example.c).
 $(ARM64_BUILD)/qemu-%.sh: | arm64
 	printf '#!/bin/sh\nexec %s -L %s -cpu %s %s "$$@"\n' "$(QEMU_AARCH64)" "$(ARM64_ROOT)" "$*" \
 	    "$(CURDIR)/$(ARM64_BUILD)/pocketflash" > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
@@ -29,8 +30,11 @@ test-arm64: arm64 $(TEST_DATA)
 	@set -e; for cl in $(ARM64_CPUS); do \
 	    cpu=$${cl%%:*}; level=$${cl#*:}; \
 	    rm -f $(ARM64_BUILD)/qemu-$$cpu.sh; $(MAKE) --no-print-directory $(ARM64_BUILD)/qemu-$$cpu.sh >/dev/null; \
+	    chat=$(CURDIR)/$(ARM64_BUILD)/qemu-$$cpu-chat.sh; \
+	    printf '#!/bin/sh\nexec %s -L %s -cpu %s %s "$$@"\n' "$(QEMU_AARCH64)" "$(ARM64_ROOT)" "$$cpu" \
+	        "$(CURDIR)/$(ARM64_BUILD)/examples/chat" > $$chat && chmod +x $$chat; \
 	    echo "== qemu-aarch64 -cpu $$cpu (expect $$level)"; \
-	    PF_EXPECT_LEVEL=$$level PF_SHARED=$(SHARED) PF_CLI=$(CURDIR)/$(ARM64_BUILD)/qemu-$$cpu.sh \
+	    PF_EXPECT_LEVEL=$$level PF_SHARED=$(SHARED) PF_CLI=$(CURDIR)/$(ARM64_BUILD)/qemu-$$cpu.sh PF_EXAMPLE_CHAT=$$chat \
 	        $(QEMU_AARCH64) -L $(ARM64_ROOT) -cpu $$cpu $(ARM64_BUILD)/tests/run_tests $(T); \
 	done
 

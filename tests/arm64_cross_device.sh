@@ -4,8 +4,10 @@
 # the scalar level and at its best level, and under qemu-aarch64 for each CPU model (NEON,
 # dotprod, i8mm levels) must be the same, token for token (one thread each). The expectation is
 # computed at test time on this machine, nothing is committed. The quantized matmuls and the f16 attention of the
-# ARM levels are bitwise the scalar reference, so their ids must equal the x86 scalar ones;
-# the x86 SIMD levels reduce in another order, so their agreement is the tokens', not the logits'.
+# ARM levels are bitwise the scalar reference (their RMSNorm and SwiGLU are the AVX2 level's
+# float kernels), the x86 SIMD levels reduce in another order: the agreement is the tokens', not
+# the logits'. Then the 8-bit KV cache (--kv q8, refused on scalar) with the Q8_0 model: x86 best
+# level = each CPU model.
 # Usage: tests/arm64_cross_device.sh NATIVE_CLI ARM64_CLI QEMU SYSROOT WORKDIR CPU...
 set -eu
 native=$1 arm=$2 qemu=$3 root=$4 work=$5
@@ -39,5 +41,20 @@ for t in q8_0 q4_1; do
             echo "FAIL $t: qemu-aarch64 -cpu $cpu differs from x86 scalar"; diff "$work/x86-scalar-$t.ids" "$work/arm-$cpu-$t.ids" | head -4; fail=1
         fi
     done
+done
+m=$work/target-q8_0.gguf
+"$native" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/x86-best-kvq8.jsonl" -n 32 -t 1 --kv q8 >/dev/null
+ids "$work/x86-best-kvq8.jsonl" > "$work/x86-best-kvq8.ids"
+n=$(grep -c '[0-9]' "$work/x86-best-kvq8.ids" || true)
+if [ "$n" != 3 ]; then echo "FAIL kv q8: the x86 run gave $n id lists, expected 3"; fail=1; fi
+for cpu in "$@"; do
+    "$qemu" -L "$root" -cpu "$cpu" "$arm" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/arm-$cpu-kvq8.jsonl" -n 32 -t 1 \
+        --kv q8 >/dev/null
+    ids "$work/arm-$cpu-kvq8.jsonl" > "$work/arm-$cpu-kvq8.ids"
+    if [ "$n" = 3 ] && cmp -s "$work/x86-best-kvq8.ids" "$work/arm-$cpu-kvq8.ids"; then
+        echo "ok   q8_0 --kv q8: qemu-aarch64 -cpu $cpu = x86 best level"
+    else
+        echo "FAIL q8_0 --kv q8: qemu-aarch64 -cpu $cpu differs from x86 best level"; fail=1
+    fi
 done
 exit $fail

@@ -322,13 +322,13 @@ TEST(cli_draft_head) {
     CHECK_FAILS(args, "unknown flag");
 }
 
-/* --kv q8: the same command runs with the 8-bit cache where the AVX2 or AVX-512 kernels run (the
- * AVX2 ones forced by PF_KERNELS too); on the scalar kernels, and a wrong type, it is refused in
- * one line. */
+/* --kv q8: the same command runs with the 8-bit cache on every SIMD level this CPU has (AVX2,
+ * AVX-512; NEON, dotprod, i8mm on ARM64), each forced by PF_KERNELS; on the scalar kernels, and a
+ * wrong type, it is refused in one line. */
 TEST(cli_kv_q8) {
     const char *m = tiny_model();
     char args[1200], o[16384], e[8192];
-    for (int l = PF_LEVEL_AVX2; l <= PF_LEVEL_AVX512; l++) {
+    for (int l = PF_LEVEL_SCALAR + 1; l < PF_LEVEL_COUNT; l++) {
         if (!pf_kernels_get((pf_level)l)) continue;
         setenv("PF_KERNELS", pf_level_name((pf_level)l), 1);
         snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
@@ -339,7 +339,7 @@ TEST(cli_kv_q8) {
     /* on the scalar kernels (here forced by PF_KERNELS) the 8-bit cache is refused, not run slowly */
     snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
     setenv("PF_KERNELS", "scalar", 1);
-    CHECK_FAILS(args, "the 8-bit KV cache needs the AVX2 or AVX-512 kernels");
+    CHECK_FAILS(args, "the 8-bit KV cache needs SIMD kernels");
     unsetenv("PF_KERNELS");
     snprintf(args, sizeof args, "run -m %s -p hi --kv q4", m);
     CHECK_FAILS(args, "unknown KV cache type 'q4'");

@@ -1145,7 +1145,8 @@ TEST(kernels_arm_levels_bitwise_scalar) {
  * rounded as the kernel rounds them (pf_attn_quantize_q), so this checks the kernels' arithmetic. Unwritten slots hold 127 and NaN scales, so a leak of a
  * position past the cache would show. Every level (AVX2 and AVX-512 with their integer scores;
  * head dims not a multiple of 8 take the scalar path), 1 and 3 threads; then B rows at once == one
- * row at a time, bitwise. */
+ * row at a time, bitwise. The ARM64 levels (integer scores with SMULL or SDOT, the scalar walk)
+ * must give the scalar level's bits as well. */
 typedef struct {
     uint8_t *K;
     int8_t *V;
@@ -1226,6 +1227,7 @@ TEST(kernels_attention_q8) {
         }
         attention_ref(c, qr, ld, qc.Kd, qc.Vd, kvs, ref);
         free(qr);
+        float *oscal = malloc((size_t)c->B * ld * sizeof(float)); /* the scalar level's output */
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = pf_kernels_get((pf_level)l);
             if (!k) continue;
@@ -1235,6 +1237,10 @@ TEST(kernels_attention_q8) {
                 for (int64_t i = 0; i < c->B * ld; i++)
                     CHECKF(fabs(out[i] - ref[i]) <= 5e-6, "%s case %d i=%lld: %.8g vs %.8g", k->name, ci, (long long)i,
                            out[i], ref[i]);
+                if (l == PF_LEVEL_SCALAR && pi == 0) memcpy(oscal, out, (size_t)c->B * ld * sizeof(float));
+                if (l >= PF_LEVEL_NEON)
+                    CHECKF(memcmp(out, oscal, (size_t)c->B * ld * sizeof(float)) == 0,
+                           "%s case %d (%d threads): not the scalar level's bits", k->name, ci, pi ? 3 : 1);
             }
             if (!c->causal) continue;
             for (int b = 0; b < c->B; b++) /* causal rows one at a time, the cache cut at each */
@@ -1245,7 +1251,7 @@ TEST(kernels_attention_q8) {
                    k->name, ci);
         }
         q8_cache_free(&qc);
-        free(q), free(out), free(o1), free(ref);
+        free(q), free(out), free(o1), free(ref), free(oscal);
     }
     pf_pool_destroy(pool1);
     pf_pool_destroy(pool3);

@@ -5,7 +5,7 @@
  * at once: the tile layout puts dimension d of 16 consecutive keys side by side, so lane t does
  * key t's fmaf chain over the head dims in order, the reference's chain exactly. The results are
  * the scalar level's bits; the gain is the score loop (hd fmaf per key), most of the work at
- * depth. The 8-bit cache keeps the scalar path. */
+ * depth. The 8-bit cache has its own files (attention_q8_neon.c, attention_q8_dotprod.c). */
 #include <arm_neon.h>
 #include <math.h>
 #include <string.h>

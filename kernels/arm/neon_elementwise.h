@@ -1,9 +1,12 @@
 /* The elementwise kernels of every ARM64 level (NEON, dotprod, i8mm), included by each level's
- * file so its table is complete; baseline armv8-a NEON only. Each gives bitwise the scalar
- * reference's result (kernels_scalar.c, formats/quant.c): the same operations in the same order
- * per element, vectorised across independent elements only. rmsnorm's sum of squares and swiglu's
- * expf stay sequential scalar code for that reason (their share of decode is small next to the
- * matmuls; README "ARM64"). */
+ * file so its table is complete; baseline armv8-a NEON only. axpy_f16, f32_to_f16, argmax,
+ * first_above and quantize_act give bitwise the scalar reference's result (kernels_scalar.c,
+ * formats/quant.c): the same operations in the same order per element, vectorised across
+ * independent elements only. rmsnorm and swiglu are the float kernels of the x86 levels instead
+ * (within the scalar reference's tolerance, tests/test_kernels.c, and batch invariant: each row
+ * alone, in a fixed order): rmsnorm's sum of squares in double in the AVX2 level's lane order,
+ * swiglu with the AVX2 level's vector exp, so on whole 8-element groups both give the AVX2
+ * kernels' bits. */
 #ifndef PF_NEON_ELEMENTWISE_H
 #define PF_NEON_ELEMENTWISE_H
 
@@ -17,19 +20,57 @@ static inline float32x4_t pf_neon_half4(const pf_half *p) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
 }
 
-/* Sum of squares in double, in order (as the reference); the scaling is elementwise. */
+/* Sum of squares in double over 8-element groups: a[k] takes elements 2k, 2k+1 of each group
+ * (the AVX2 level's two 4-lane accumulators as four 2-lane ones; squares of floats are exact in
+ * double, so FMLA = the AVX2 fma), reduced as its hsum: (a0 + a2) + (a1 + a3), then lane 0 +
+ * lane 1; the tail in order. The scaling is elementwise. */
 static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float64x2_t a[4] = {vdupq_n_f64(0.0), vdupq_n_f64(0.0), vdupq_n_f64(0.0), vdupq_n_f64(0.0)};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 2; k++) {
+            float32x4_t v = vld1q_f32(x + i + 4 * k);
+            float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
+            a[2 * k] = vfmaq_f64(a[2 * k], lo, lo);
+            a[2 * k + 1] = vfmaq_f64(a[2 * k + 1], hi, hi);
+        }
+    float64x2_t t = vaddq_f64(vaddq_f64(a[0], a[2]), vaddq_f64(a[1], a[3]));
+    double ss = vgetq_lane_f64(t, 0) + vgetq_lane_f64(t, 1);
+    for (; i < n; i++) ss += (double)x[i] * x[i];
     float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
     float32x4_t sv = vdupq_n_f32(scale);
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_f32(vld1q_f32(x + i), sv), vld1q_f32(w + i)));
+    for (i = 0; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_f32(vld1q_f32(x + i), sv), vld1q_f32(w + i)));
     for (; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
+/* exp(x) for x in [-87, 88] (clamped): the AVX2 level's exp256 (Cephes expf polynomial, ~1 ulp)
+ * instruction for instruction: FRINTN is its round-to-nearest, FMLS/FMLA its fnmadd/fmadd. */
+static inline float32x4_t pf_neon_exp4(float32x4_t x) {
+    x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
+    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+    float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
+    int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+    return vmulq_f32(p, vreinterpretq_f32_s32(e));
+}
+
+/* g / (1 + exp(-g)) * up, four elements at a time (the AVX2 level's ops); the tail as the reference */
 static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
+    const float32x4_t one = vdupq_n_f32(1.0f);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t g = vld1q_f32(gate + i);
+        float32x4_t sg = vdivq_f32(g, vaddq_f32(one, pf_neon_exp4(vnegq_f32(g))));
+        vst1q_f32(out + i, vmulq_f32(sg, vld1q_f32(up + i)));
+    }
+    for (; i < n; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + expf(-g)) * up[i];
     }

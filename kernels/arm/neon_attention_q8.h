@@ -1,0 +1,130 @@
+/* Attention over the 8-bit KV cache for the ARM64 levels: the scalar head walk of
+ * kernels/attention.c (same chunks, online softmax, expf, values in key order), with the integer
+ * scores of 16 or 4 keys of one tile at once and the value accumulation across lanes of the head
+ * dim (a chunk's keys in order, 16 output elements held in registers). Included by a level's file
+ * after it defines
+ *   keys16(kt, q, hd, d[4]): d[i] = the exact int32 dots (key - 128) . q of keys 4i..4i+3 at kt
+ *   keys4(kt, q, hd):        the same for 4 keys at kt (kt may sit at any key <= 12 of a tile)
+ * (kt: the key's bytes for dims 0-3, dims 4d4.. at + 64 d4: the [hd/4][16][4] tile layout). The
+ * integer dot is the scalar's isum - 128 qsum exactly, the float ops on it are the scalar's in its
+ * order, and each output element gets the scalar's fused multiply-adds in key order: the results
+ * are the scalar level's bits (tests/test_kernels.c checks it). */
+#ifndef PF_NEON_ATTENTION_Q8_H
+#define PF_NEON_ATTENTION_Q8_H
+
+#include <arm_neon.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels_impl.h"
+
+/* ((dot * qs) * ks) * scale, the scalar's order, for 4 keys */
+PF_FORCE_INLINE void q8_store_scores(int32x4_t d, float qs, const float *ks, float scale, float *s) {
+    float32x4_t a = vmulq_f32(vmulq_n_f32(vcvtq_f32_s32(d), qs), vld1q_f32(ks));
+    vst1q_f32(s, vmulq_n_f32(a, scale));
+}
+
+/* s[t] for keys c0 .. c0+n-1: whole tiles 16 keys at once, 4 within a tile, else one by one */
+static void q8_scores(const uint8_t *K8, const int8_t *q8, float qs, int32_t qsum, const float *ks, int hd,
+                      int64_t c0, int n, float scale, float *s) {
+    for (int t = 0; t < n;) {
+        int64_t j = c0 + t;
+        const uint8_t *kt = K8 + pf_kv_key_at_q8(j, 0, hd);
+        if (j % PF_KV_TILE == 0 && t + 16 <= n) {
+            int32x4_t d[4];
+            keys16(kt, q8, hd, d);
+            for (int i = 0; i < 4; i++) q8_store_scores(d[i], qs, ks + j + 4 * i, scale, s + t + 4 * i);
+            t += 16;
+        } else if (j % PF_KV_TILE <= PF_KV_TILE - 4 && t + 4 <= n) {
+            q8_store_scores(keys4(kt, q8, hd), qs, ks + j, scale, s + t);
+            t += 4;
+        } else { /* the scalar reference's loop */
+            int32_t isum = 0;
+            for (int d = 0; d < hd; d++) isum += (int32_t)q8[d] * kt[d / 4 * (PF_KV_TILE * 4) + d % 4];
+            s[t++] = (float)(isum - 128 * qsum) * qs * ks[j] * scale;
+        }
+    }
+}
+
+/* o[i] = fmaf(w[t], v_t[i], o[i]) for t = 0 .. n-1 in order (the scalar's per-key updates, loops
+ * swapped: each element sees the same fused operations in the same order), 16 elements of o held
+ * in registers across the keys; v_t = V + t hd. */
+PF_FORCE_INLINE void q8_values(const float *w, const int8_t *V, int n, float *o, int hd) {
+    int i = 0;
+    for (; i + 16 <= hd; i += 16) {
+        float32x4_t a0 = vld1q_f32(o + i), a1 = vld1q_f32(o + i + 4);
+        float32x4_t a2 = vld1q_f32(o + i + 8), a3 = vld1q_f32(o + i + 12);
+        for (int t = 0; t < n; t++) {
+            int8x16_t b = vld1q_s8(V + (int64_t)t * hd + i);
+            int16x8_t lo = vmovl_s8(vget_low_s8(b)), hi = vmovl_high_s8(b);
+            float32x4_t wv = vdupq_n_f32(w[t]);
+            a0 = vfmaq_f32(a0, wv, vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))));
+            a1 = vfmaq_f32(a1, wv, vcvtq_f32_s32(vmovl_high_s16(lo)));
+            a2 = vfmaq_f32(a2, wv, vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))));
+            a3 = vfmaq_f32(a3, wv, vcvtq_f32_s32(vmovl_high_s16(hi)));
+        }
+        vst1q_f32(o + i, a0), vst1q_f32(o + i + 4, a1), vst1q_f32(o + i + 8, a2), vst1q_f32(o + i + 12, a3);
+    }
+    for (; i < hd; i++) {
+        float a = o[i];
+        for (int t = 0; t < n; t++) a = fmaf(w[t], (float)V[(int64_t)t * hd + i], a);
+        o[i] = a;
+    }
+}
+
+PF_FORCE_INLINE void q8_scale(float *o, float f, int hd) {
+    int i = 0;
+    for (; i + 4 <= hd; i += 4) vst1q_f32(o + i, vmulq_n_f32(vld1q_f32(o + i), f));
+    for (; i < hd; i++) o[i] *= f;
+}
+
+static void q8_attend_head(const pf_attn_job *j, int b, int h) {
+    const int hd = j->hd;
+    int64_t lo, hi;
+    pf_attn_range(j, b, &lo, &hi);
+    float *o = j->out + b * j->ldo + (int64_t)h * hd;
+    memset(o, 0, (size_t)hd * sizeof *o);
+    if (lo >= hi) return; /* nothing visible: zeros */
+    const int64_t kvh = h / (j->n_head / j->n_kv_head);
+    const uint8_t *K8 = j->K8 + kvh * j->head_stride;
+    const int8_t *V8 = j->V8 + kvh * j->head_stride;
+    const float *ks = j->ks + kvh * j->scale_stride, *vs = j->vs + kvh * j->scale_stride;
+    _Alignas(16) int8_t q8[PF_KV_Q8_MAX_HD]; /* 4-byte groups read as one int32 */
+    float qs;
+    int32_t qsum;
+    pf_attn_quantize_q(j->q + b * j->ldq + (int64_t)h * hd, hd, q8, &qs, &qsum);
+    float s[PF_ATTN_KCHUNK], w[PF_ATTN_KCHUNK];
+    float mx = -INFINITY, l = 0.0f;
+    for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
+        int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
+        q8_scores(K8, q8, qs, qsum, ks, hd, c0, n, j->scale, s);
+        float cmax = -INFINITY;
+        for (int t = 0; t < n; t++)
+            if (s[t] > cmax) cmax = s[t];
+        if (cmax > mx) {
+            if (mx != -INFINITY) {
+                float f = expf(mx - cmax);
+                l *= f;
+                q8_scale(o, f, hd);
+            }
+            mx = cmax;
+        }
+        for (int t = 0; t < n; t++) { /* the softmax weights, with the value rows' scales */
+            float e = expf(s[t] - mx);
+            l += e;
+            w[t] = e * vs[c0 + t];
+        }
+        q8_values(w, V8 + c0 * hd, n, o, hd);
+    }
+    q8_scale(o, 1.0f / l, hd);
+}
+
+/* All query heads of KV head kvh for row b (every shape the 8-bit cache allows: hd % 4 == 0) */
+static int q8_attend_group(const pf_attn_job *j, int b, int kvh) {
+    if (!j->q8) return 0;
+    int g = j->n_head / j->n_kv_head;
+    for (int h = kvh * g; h < (kvh + 1) * g; h++) q8_attend_head(j, b, h);
+    return 1;
+}
+
+#endif
