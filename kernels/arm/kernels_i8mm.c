@@ -16,6 +16,9 @@ PF_FORCE_INLINE int32x4_t row_isum(int8x16_t wlo, int8x16_t whi, int8x16_t xlo, 
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), wlo, xlo), whi, xhi);
 }
 
+#define PF_LEVEL_BLOCK_ISUMS /* its own below, four_rows_isum for an odd last row */
+#include "kernels/arm/neon_row_sums.h"
+
 /* p[c] = [elements 8c..8c+7 of a, the same of b] for c = 0..3: the 2x8 SMMLA operands */
 PF_FORCE_INLINE void pair_rows(int8x16_t alo, int8x16_t ahi, int8x16_t blo, int8x16_t bhi, int8x16_t p[4]) {
     int64x2_t al = vreinterpretq_s64_s8(alo), ah = vreinterpretq_s64_s8(ahi);
@@ -50,12 +53,7 @@ PF_FORCE_INLINE void block_isums(const int8x16_t w[4][2], const pf_block_q8_act 
             is[b + 1] = vuzp2q_s32(t01, t23); /* the same with x1 */
         }
     }
-    if (b < nb) {
-        int8x16_t xlo = vld1q_s8(xb[b]->qs), xhi = vld1q_s8(xb[b]->qs + 16);
-        int32x4_t s0 = row_isum(w[0][0], w[0][1], xlo, xhi), s1 = row_isum(w[1][0], w[1][1], xlo, xhi);
-        int32x4_t s2 = row_isum(w[2][0], w[2][1], xlo, xhi), s3 = row_isum(w[3][0], w[3][1], xlo, xhi);
-        is[b] = vpaddq_s32(vpaddq_s32(s0, s1), vpaddq_s32(s2, s3));
-    }
+    if (b < nb) is[b] = four_rows_isum(w, xb[b]);
 }
 
 #include "kernels/arm/neon_quant_gemm.h"

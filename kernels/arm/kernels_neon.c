@@ -17,15 +17,7 @@ PF_FORCE_INLINE int32x4_t row_isum(int8x16_t wlo, int8x16_t whi, int8x16_t xlo, 
     return vpadalq_s16(vpaddlq_s16(p), q);
 }
 
-PF_FORCE_INLINE void block_isums(const int8x16_t w[4][2], const pf_block_q8_act *const *xb, int nb, int32x4_t *is) {
-#pragma GCC unroll 8
-    for (int b = 0; b < nb; b++) {
-        int8x16_t xlo = vld1q_s8(xb[b]->qs), xhi = vld1q_s8(xb[b]->qs + 16);
-        int32x4_t s0 = row_isum(w[0][0], w[0][1], xlo, xhi), s1 = row_isum(w[1][0], w[1][1], xlo, xhi);
-        int32x4_t s2 = row_isum(w[2][0], w[2][1], xlo, xhi), s3 = row_isum(w[3][0], w[3][1], xlo, xhi);
-        is[b] = vpaddq_s32(vpaddq_s32(s0, s1), vpaddq_s32(s2, s3));
-    }
-}
+#include "kernels/arm/neon_row_sums.h"
 
 #include "kernels/arm/neon_quant_gemm.h"
 
