@@ -2,7 +2,7 @@
 # The README's Performance and Benchmarks numbers: every command that produced them, in order.
 # Long-running (tens of minutes on 2 cores); run on a quiet machine (no training). Output goes to
 # eval/results/ (markdown + JSON + SVG).
-#   bash eval/benchmarks.sh [perf|pair|pocket|compare|all]
+#   bash eval/benchmarks.sh [perf|pair|pocket|compare|all]     (THREADS=N, RETUNE=1: see compare)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -79,16 +79,16 @@ if [ "$what" = compare ] || [ "$what" = all ]; then
     for lvl in avx512 avx2; do
         PF_KERNELS=$lvl ./pocketflash bench-model -m "$tgt" -t "$T" --reps 2 --json "$out/bench-model-standin-q4_1-$lvl.json" \
             | tee "$out/bench-model-standin-q4_1-$lvl.md"
-        PF_KERNELS=$lvl ./pocketflash tune -m "$tgt" -d "$d" --tasks eval/tasks --prompts 4 -n 48 --reps 1 -t "$T" \
-            -o "$out/profile-pocket-$lvl.json" | tee "$out/tune-pocket-$lvl.md"
-        PF_KERNELS=$lvl ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --prompts 8 -n 48 --reps 1 -t "$T" \
-            --compare "fixed:2,fixed:3,fixed:4,fixed:6,dec,profile:$out/profile-pocket-$lvl.json,adaptive" \
-            --json "$out/compare-pocket-final-$lvl.json" | tee "$out/compare-pocket-final-$lvl.md"
-    done
-    # the two best fixed blocks against Dec and the profile, 3 interleaved repetitions (less noise)
-    for lvl in avx2 avx512; do
+        # the profile of an earlier run is kept (a prior tuned in another hour's regime is the case
+        # the adaptation is for); RETUNE=1 tunes it again first
+        if [ "${RETUNE:-0}" = 1 ] || [ ! -f "$out/profile-pocket-$lvl.json" ]; then
+            PF_KERNELS=$lvl ./pocketflash tune -m "$tgt" -d "$d" --tasks eval/tasks --prompts 4 -n 48 --reps 1 -t "$T" \
+                -o "$out/profile-pocket-$lvl.json" | tee "$out/tune-pocket-$lvl.md"
+        fi
+        # every fixed block worth trying against Dec, the profile as a prior and the adaptive block,
+        # 3 interleaved repetitions (single runs move each arm up to 5% either way)
         PF_KERNELS=$lvl ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --prompts 8 -n 48 --reps 3 -t "$T" \
-            --compare "fixed:3,fixed:4,dec,profile:$out/profile-pocket-$lvl.json" \
-            --json "$out/compare-pocket-reps3-$lvl.json" | tee "$out/compare-pocket-reps3-$lvl.md"
+            --compare "fixed:2,fixed:3,fixed:4,fixed:6,dec,profile:$out/profile-pocket-$lvl.json,adaptive" \
+            --json "$out/compare-pocket-$lvl.json" | tee "$out/compare-pocket-$lvl.md"
     done
 fi

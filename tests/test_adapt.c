@@ -136,6 +136,30 @@ TEST(adapt_prior_sets_the_first_choice) {
     CHECKF(pf_adapt_plan(&a, NULL, 16) > 6, "after observing long accepted runs: block %d", pf_adapt_plan(&a, NULL, 16));
 }
 
+/* A plain step's rows reach the drafter with the next drafting round: that deferred cost counts
+ * against plain steps. With drafts kept 15% of the time a plain step wins on verify time alone;
+ * once handing a row to the drafter is seen to cost 0.1 t(1), drafting two rows wins. */
+TEST(adapt_plain_steps_pay_their_deferred_context) {
+    double alpha[15];
+    for (int k = 0; k < 15; k++) alpha[k] = 0.15;
+    pf_adapt a, b;
+    pf_adapt_init(&a, 8, NULL, alpha, 15);
+    machine(&a, 0.1, 0);
+    b = a;
+    CHECK(pf_adapt_plan(&a, NULL, 8) == 1);
+    for (int i = 0; i < 10; i++) pf_cost_observe_flush(&b.cost, 4, 4 * 0.001);
+    CHECKF(fabs(b.cost.flush_row - 0.001) < 1e-12, "flush per row %g", b.cost.flush_row);
+    int rows = pf_adapt_plan(&b, NULL, 8);
+    CHECKF(rows >= 2, "with the deferred context counted: %d rows", rows);
+    /* a preempted flush counts as at most 3x the running mean; a frozen model ignores it */
+    pf_cost_observe_flush(&b.cost, 1, 1.0);
+    CHECKF(b.cost.flush_row <= 0.001 * (1 + 2 * PF_COST_RATE) + 1e-12, "flush %g", b.cost.flush_row);
+    b.cost.frozen = 1;
+    double was = b.cost.flush_row;
+    pf_cost_observe_flush(&b.cost, 2, 0.5);
+    CHECK(b.cost.flush_row == was);
+}
+
 typedef struct { int32_t toks[256]; int n; } adapt_seq;
 
 static int adapt_on_tok(void *u, int32_t t) {

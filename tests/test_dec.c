@@ -217,3 +217,94 @@ TEST(dec_calibration_follows_kept_drafts) {
     pf_dec_free(lo), pf_dec_free(hi);
     teardown(&f);
 }
+
+/* The calibration's slope: a head whose logit spreads wide while the drafts are kept about half the
+ * time whatever it says (overconfident) has its slope shrunk toward 0 and its extreme predictions
+ * pulled to the middle; a head whose logit is right (outcomes drawn from its own sigmoid) keeps a
+ * slope near 1. */
+TEST(dec_calibration_slope_shrinks_an_overconfident_head) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    int H = f.m->hp.n_embd;
+    pf_dec *head = make_head(&f, 1.0f, 0.0f, "head-spread");
+    CHECK(head);
+    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
+    double c[10] = {0}, d[10] = {0};
+    for (int n = 1; n <= 9; n++) c[n] = 1 + 0.1 * (n - 1), d[n] = 0.02 * n;
+    for (int honest = 0; honest < 2; honest++) {
+        pf_adapt a;
+        pf_adapt_init(&a, 8, head, NULL, 0);
+        pf_cost_set_prior(&a.cost, c, d, 10, 0.01);
+        unsigned x = 777;
+        double zabs = 0, p_ext = 0;
+        int n_ext = 0;
+        for (int r = 0; r < 600; r++) {
+            for (int i = 0; i < H; i++) { /* a target state that moves the head's logit each round */
+                x = x * 1103515245u + 12345u;
+                ht[i] = (float)((double)(x >> 8) / (double)(1u << 24) * 2 - 1);
+            }
+            pf_adapt_plan(&a, ht, 8);
+            pf_adapt_choose(&a, ht, hd, 1);
+            double z = a.last_z[0], p_true = honest ? 1 / (1 + exp(-z)) : 0.5;
+            x = x * 1103515245u + 12345u;
+            int kept = (double)(x >> 8) / (double)(1u << 24) < p_true;
+            zabs += fabs(z);
+            if (r >= 400 && fabs(z) > 2) p_ext += fabs(a.last_sk[0] - 0.5), n_ext++;
+            pf_adapt_observe(&a, 1, kept);
+        }
+        CHECKF(zabs / 600 > 1.5, "the test head's logit should spread (mean |z| %g)", zabs / 600);
+        CHECK(a.cal_slope >= PF_ADAPT_SLOPE_MIN && a.cal_slope <= PF_ADAPT_SLOPE_MAX);
+        if (honest) CHECKF(a.cal_slope > 0.75 && a.cal_slope < 1.3, "a calibrated head's slope moved to %g", a.cal_slope);
+        else {
+            CHECKF(a.cal_slope < 0.5, "an overconfident head's slope stayed %g", a.cal_slope);
+            CHECKF(n_ext > 20 && p_ext / n_ext < 0.3, "extreme logits still predict %g from 0.5", p_ext / (n_ext ? n_ext : 1));
+        }
+    }
+    free(ht), free(hd);
+    pf_dec_free(head);
+    teardown(&f);
+}
+
+/* A profile's relative costs are a prior: t(1) and t(4) measured at the start refit its curve, so
+ * a profile tuned in another regime (here c(n) = 1 + 3 (n-1): a 4-row forward at 10x one row) does
+ * not survive the first generation; held fixed (tests) it stays exactly the prior. One token is
+ * generated, so no round has refined anything yet: what is seen is the calibration's. */
+TEST(dec_profile_costs_refit_at_the_start) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
+    pf_session *s = pf_session_new(f.m, &sp, err);
+    pf_dec *dec = make_head(&f, 0.02f, 0, "head-refit");
+    CHECK(s && dec);
+    double cost[8] = {0}, draft[8] = {0};
+    for (int n = 1; n < 8; n++) cost[n] = 1 + 3.0 * (n - 1), draft[n] = 0.05 * n;
+    for (int fixed = 0; fixed < 2; fixed++) {
+        pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
+        pf_spec *spec = d ? pf_spec_new(s, d, 6, err) : NULL;
+        CHECKF(spec, "%s", err);
+        pf_spec_prior prior = {.c = cost, .draft = draft, .n = 8, .fixed = fixed};
+        CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);
+        int32_t prompt[8] = {5, 17, 29, 41, 53, 65, 77, 89};
+        pf_gen_params gp;
+        pf_gen_params_default(&gp);
+        gp.max_tokens = 1;
+        gp.stop_at_eot = false;
+        gp.strategy = pf_spec_strategy(spec);
+        seq got = {.n = 0};
+        CHECK(pf_generate_tokens(s, prompt, 8, &gp, on_tok, &got, NULL, err) == PF_OK && got.n == 1);
+        const pf_cost_model *cm = pf_spec_cost(spec);
+        CHECK(cm && pf_cost_verify(cm, 1) > 0);
+        double c4 = pf_cost_verify(cm, 4) / pf_cost_verify(cm, 1), c6 = pf_cost_verify(cm, 6) / pf_cost_verify(cm, 1);
+        double d4 = pf_cost_draft(cm, 4) / pf_cost_verify(cm, 1);
+        if (fixed) CHECKF(fabs(c4 - 10) < 1e-9 && fabs(c6 - 16) < 1e-9, "fixed prior moved: c(4) %g c(6) %g", c4, c6);
+        else /* a 4-row forward of this model is not 6x a one-row one; the shape's slope is scaled alike */
+            CHECKF(c4 < 6 && fabs((c6 - 1) / (c4 - 1) - 5.0 / 3) < 1e-6, "refit: c(4) %g c(6) %g", c4, c6);
+        CHECKF(fabs(d4 - 0.2) < 1e-9, "the draft's prior cost is kept: %g", d4);
+        pf_spec_free(spec);
+        pf_drafter_free(d);
+    }
+    pf_dec_free(dec);
+    pf_session_free(s);
+    teardown(&f);
+}

@@ -12,21 +12,22 @@ void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *
     pf_cost_init(&a->cost, a->max_block);
     for (int k = 0; k < PF_ADAPT_MAX; k++) a->prior[k] = prior && k < n_prior ? prior[k] : 0.7;
     a->backoff = 1;
+    a->cal_slope = 1;
 }
 
 double pf_adapt_survival(const pf_adapt *a, int k) {
     if (k < 1 || k > PF_ADAPT_MAX) return 0;
     if (a->dec) { /* the head's running mean survival, moved by how this step's target half differs from its mean */
-        if (!a->s_n[k - 1]) return sigmoid(a->z_target + pf_dec_pos_bias(a->dec, k) + a->cal[k - 1]);
+        if (!a->s_n[k - 1]) return sigmoid(a->cal_slope * (a->z_target + pf_dec_pos_bias(a->dec, k)) + a->cal[k - 1]);
         double m = a->s_mean[k - 1] < 1e-6 ? 1e-6 : a->s_mean[k - 1] > 1 - 1e-6 ? 1 - 1e-6 : a->s_mean[k - 1];
-        return sigmoid(log(m / (1 - m)) + a->z_target - a->zt_mean);
+        return sigmoid(log(m / (1 - m)) + a->cal_slope * (a->z_target - a->zt_mean));
     }
     return (a->acc[k - 1] + PF_ADAPT_PRIOR_W * a->prior[k - 1]) / (a->tried[k - 1] + PF_ADAPT_PRIOR_W);
 }
 
 /* Seconds of a round that drafts `rows` and verifies n drafts (n = 0 and rows = 1: a plain step). */
 static double round_s(const pf_adapt *a, int rows, int n) {
-    if (rows <= 1) return pf_cost_verify(&a->cost, 1) + a->cost.over_plain;
+    if (rows <= 1) return pf_cost_verify(&a->cost, 1) + a->cost.over_plain + a->cost.flush_row;
     return pf_cost_draft(&a->cost, rows) + pf_cost_verify(&a->cost, n + 1) + a->cost.over_spec;
 }
 
@@ -89,7 +90,8 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
     pf_dec_draft_logits(a->dec, h_draft, nd, z);
     double sk[PF_ADAPT_MAX];
     for (int k = 0; k < nd; k++) { /* running mean of the head's survival: the next plans' estimate */
-        sk[k] = sigmoid(a->z_target + z[k] + a->cal[k]);
+        a->last_z[k] = a->z_target + z[k];
+        sk[k] = sigmoid(a->cal_slope * a->last_z[k] + a->cal[k]);
         a->last_sk[k] = sk[k];
         a->s_n[k]++;
         a->s_mean[k] += (a->s_n[k] < 10 ? 1.0 / (double)a->s_n[k] : 0.1) * (sk[k] - a->s_mean[k]);
@@ -126,8 +128,10 @@ void pf_adapt_observe(pf_adapt *a, int n, int kept) {
     }
     if (a->dec && n > 0) /* position k was predicted last_sk[k-1] and seen when drafts 1..k-1 were kept */
         for (int k = 1; k <= n && k <= a->last_nd && k <= kept + 1; k++) {
-            double c = a->cal[k - 1] + PF_ADAPT_CAL_RATE * ((k <= kept) - a->last_sk[k - 1]);
+            double g = (k <= kept) - a->last_sk[k - 1], c = a->cal[k - 1] + PF_ADAPT_CAL_RATE * g;
             a->cal[k - 1] = c > PF_ADAPT_CAL_MAX ? PF_ADAPT_CAL_MAX : c < -PF_ADAPT_CAL_MAX ? -PF_ADAPT_CAL_MAX : c;
+            double sl = a->cal_slope + PF_ADAPT_SLOPE_RATE * g * a->last_z[k - 1];
+            a->cal_slope = sl < PF_ADAPT_SLOPE_MIN ? PF_ADAPT_SLOPE_MIN : sl > PF_ADAPT_SLOPE_MAX ? PF_ADAPT_SLOPE_MAX : sl;
         }
     a->last_nd = 0;
     if (n == 0) a->n_plain++;

@@ -32,6 +32,10 @@ typedef struct {
      * round by (kept - predicted) (a log-loss gradient step on a bias), so a head fitted on other
      * text or another machine's drafts follows what this run's drafts actually keep */
     double cal[PF_ADAPT_MAX], last_sk[PF_ADAPT_MAX];
+    /* and one slope on the head's logit, moved by (kept - predicted) x logit: a head fitted on
+     * pooled text is overconfident on one task's drafts (survival 0.85 predicted, 0.73 kept), and
+     * an offset alone cannot shrink both ends toward the middle */
+    double cal_slope, last_z[PF_ADAPT_MAX];
     int last_nd;
     double rate;     /* R of the last plan (tokens / s) */
     int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */
@@ -47,6 +51,9 @@ typedef struct {
 #define PF_ADAPT_PROBE 16
 #define PF_ADAPT_CAL_RATE 0.05 /* logit step per observed position */
 #define PF_ADAPT_CAL_MAX 4.0   /* |offset| bound */
+#define PF_ADAPT_SLOPE_RATE 0.04 /* slope step per observed position and unit of logit */
+#define PF_ADAPT_SLOPE_MIN 0.25
+#define PF_ADAPT_SLOPE_MAX 2.0
 
 /* prior[k-1] = the acceptance prior of position k (NULL: 0.7 for all). */
 void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *prior, int n_prior);

@@ -91,11 +91,18 @@ void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds) {
     if (rows >= 1 && rows <= cm->n_max) cm->n_obs_d[rows]++;
 }
 
-void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds) {
-    if (cm->frozen) return;
-    double *o = plain ? &cm->over_plain : &cm->over_spec;
-    if (*o > 0 && seconds > 3 * *o) seconds = 3 * *o; /* a preempted round */
+/* Running mean of a bookkeeping cost; a sample over 3x the mean counts as 3x (a preempted round). */
+static void follow(double *o, double seconds) {
+    if (*o > 0 && seconds > 3 * *o) seconds = 3 * *o;
     *o = *o > 0 ? (1 - PF_COST_RATE) * *o + PF_COST_RATE * seconds : seconds;
+}
+
+void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds) {
+    if (!cm->frozen) follow(plain ? &cm->over_plain : &cm->over_spec, seconds);
+}
+
+void pf_cost_observe_flush(pf_cost_model *cm, int rows, double seconds) {
+    if (!cm->frozen && rows > 0 && seconds > 0) follow(&cm->flush_row, seconds / rows);
 }
 
 /* More rows never cost less: the largest estimate up to n (noise can invert two neighbours). */

@@ -24,6 +24,8 @@ typedef struct {
     int64_t n_obs_t[PF_COST_MAX_ROWS + 1]; /* observations per row count (reporting) */
     int64_t n_obs_d[PF_COST_MAX_ROWS + 1];
     double over_spec, over_plain; /* seconds of bookkeeping per speculative round / per plain step */
+    double flush_row; /* seconds per plain-step row of handing it to the drafter, paid by the next
+                       * drafting round (a plain step's deferred cost) */
     int frozen;                   /* observations are ignored: the estimates stay the prior's */
 } pf_cost_model;
 
@@ -40,6 +42,8 @@ void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, 
 void pf_cost_observe_verify(pf_cost_model *cm, int n, double seconds);
 void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds);
 void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds);
+/* A drafting round first handed the drafter `rows` rows of plain steps in `seconds`. */
+void pf_cost_observe_flush(pf_cost_model *cm, int rows, double seconds);
 /* Current estimates in seconds (0 when nothing is known yet), read non-decreasing in rows. */
 double pf_cost_verify(const pf_cost_model *cm, int n);
 double pf_cost_draft(const pf_cost_model *cm, int rows);

@@ -75,8 +75,12 @@ static double time_forward(pf_spec *sp, const int32_t *rows, int n, int reps, ch
 
 /* The cost model's starting point, once per speculation object (later generations keep the
  * running estimates): t(n) at a few row counts and the draft's cost at a few block sizes, measured
- * at the prompt's depth after the drafter has its context; with a profile's relative costs only
- * t(1) is measured and scales them. Later rounds refine every estimate. */
+ * at the prompt's depth after the drafter has its context. t(1) is measured before and after the
+ * others and the faster kept (the first forwards after a prefill run on cold caches; a noisy t(1)
+ * skews every plain-or-draft decision, and the rounds seldom refresh it). With a profile's relative
+ * costs, t(1) and t(nref) are measured alternately and the profile's curve is refitted through
+ * them: its shape is the prior, its slope this minute's (the bandwidth/compute regime that sets
+ * the slope drifts between the tune run and now). Later rounds refine every estimate. */
 static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
     pf_ctx *c = sp->s->ctx;
     int32_t rows[PF_MAX_BLOCK], drafts[PF_MAX_BLOCK];
@@ -85,22 +89,36 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
     if (t1 < 0) return -1;
     sp->calibrated = 1;
     if (sp->have_prior) {
-        pf_cost_set_prior(&sp->ad->cost, sp->prior_c, sp->prior_d, sp->block + 1, t1);
-        sp->ad->cost.frozen = sp->prior_fixed;
+        int nref = sp->block < 4 ? sp->block : 4;
+        if (c->kv->len + nref > c->kv->n_ctx) nref = 1;
+        double tr = nref > 1 ? 1e9 : t1;
+        for (int rep = 0; rep < 3 && nref > 1; rep++) {
+            double a = time_forward(sp, rows, nref, 1, err), b = a < 0 ? -1 : time_forward(sp, rows, 1, 1, err);
+            if (b < 0) return -1;
+            if (a < tr) tr = a;
+            if (b < t1) t1 = b;
+        }
+        pf_cost_model *cm = &sp->ad->cost;
+        pf_cost_set_prior(cm, sp->prior_c, sp->prior_d, sp->block + 1, t1);
+        double cp = pf_cost_verify(cm, nref) / t1, cmeas = tr / t1;
+        if (!sp->prior_fixed && nref > 1 && cp > 1.01 && cmeas >= 1) {
+            double k = (cmeas - 1) / (cp - 1), cr[PF_MAX_BLOCK + 1] = {0};
+            k = k < 0.1 ? 0.1 : k > 10 ? 10 : k; /* a wild measurement cannot flatten or blow up the curve */
+            for (int n = 1; n <= sp->block; n++) cr[n] = 1 + k * (pf_cost_verify(cm, n) / t1 - 1);
+            pf_cost_set_prior(cm, cr, NULL, sp->block + 1, t1);
+        }
+        cm->frozen = sp->prior_fixed;
         return 0;
     }
     /* every row count up to 8 (a B-row forward's cost is not smooth in B: the kernels switch from
      * one-row to blocked paths, and on this CPU c(3) ~ c(2) while c(4) jumps), then 12, 16, 24..;
      * the rounds refine every estimate */
     static const int big[] = {12, 16, 24, 32, 48, 64};
-    double cr[PF_MAX_BLOCK + 1] = {0}, dr[PF_MAX_BLOCK + 1] = {0};
-    cr[1] = 1;
+    double tn[PF_MAX_BLOCK + 1] = {0}, cr[PF_MAX_BLOCK + 1] = {0}, dr[PF_MAX_BLOCK + 1] = {0};
     for (int i = 2, j = 0; i <= sp->block;) {
         int n = i;
         if (c->kv->len + n > c->kv->n_ctx) break;
-        double t = time_forward(sp, rows, n, n <= 4 ? 2 : 1, err);
-        if (t < 0) return -1;
-        cr[n] = t / t1;
+        if ((tn[n] = time_forward(sp, rows, n, n <= 4 ? 2 : 1, err)) < 0) return -1;
         if (n == 4 || n == sp->block) {
             double best = 1e9; /* the fastest of two proposals (the first one warms the draft up) */
             for (int rep = 0; rep < 2; rep++) {
@@ -110,7 +128,7 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
                 double dt = pf_now_s() - t0;
                 if (dt < best) best = dt;
             }
-            dr[n] = best / t1;
+            dr[n] = best;
         }
         if (n == sp->block) break;
         if (i < 8) i++;
@@ -118,6 +136,14 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
             while (j < 6 && big[j] <= i) j++;
             i = j < 6 && big[j] < sp->block ? big[j] : sp->block;
         }
+    }
+    double t1b = time_forward(sp, rows, 1, 2, err);
+    if (t1b < 0) return -1;
+    if (t1b < t1) t1 = t1b;
+    cr[1] = 1;
+    for (int n = 2; n <= sp->block; n++) {
+        if (tn[n] > 0) cr[n] = tn[n] / t1;
+        if (dr[n] > 0) dr[n] /= t1;
     }
     pf_cost_set_prior(&sp->ad->cost, cr, dr, sp->block + 1, t1);
     return 0;
@@ -233,8 +259,10 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     if (sp->ad && B >= 2) B = pf_adapt_plan(sp->ad, sp->dec ? sp->h_target : NULL, B);
     if (B >= 2) {
         if (sp->n_pend) { /* the drafter needs its whole context: the plain steps' rows first */
+            int n_pend = sp->n_pend;
             if (flush_pending(sp, err) < 0) return -1;
             double tf = pf_now_s();
+            if (sp->ad) pf_cost_observe_flush(&sp->ad->cost, n_pend, tf - t0); /* the plain steps' deferred cost */
             st->t_ctx += tf - t0;
             st->t_total += tf - t0;
             t0 = tf;
@@ -445,6 +473,7 @@ int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_co
 
 int pf_spec_block(const pf_spec *sp) { return sp->block; }
 int pf_spec_is_adaptive(const pf_spec *sp) { return sp->ad != NULL; }
+const pf_cost_model *pf_spec_cost(const pf_spec *sp) { return sp->ad ? &sp->ad->cost : NULL; }
 
 int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]) {
     if (!sp->d->hidden) {

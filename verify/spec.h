@@ -10,6 +10,7 @@
 #include "draft/dec.h"
 #include "draft/drafter.h"
 #include "engine/generate.h"
+#include "verify/cost_model.h"
 
 #define PF_MAX_BLOCK 64
 
@@ -44,7 +45,8 @@ double pf_spec_tau(const pf_spec_stats *st);
  * to verify; without one (NULL: the adaptive block) the running acceptance per block position does.
  * prior (NULL: measured when the first generation starts): relative costs c[n] = t(n)/t(1) and
  * draft[n] = draft(n)/t(1) for n < n (0 = unknown; a tuned profile's), and an acceptance prior
- * alpha[k-1] per position; only t(1) is then measured. Output is unchanged: only how much is
+ * alpha[k-1] per position; t(1) and t(min(4, block)) are then measured alternately and the
+ * prior's curve refitted through them (unless fixed). Output is unchanged: only how much is
  * drafted and verified changes. Dec and the head are borrowed. */
 typedef struct {
     const double *c, *draft;
@@ -58,6 +60,8 @@ int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *pr
 /* Dec gating with cost[n] = c(n) for n < n_cost as the prior (NULL: measured). */
 int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]);
 int pf_spec_block(const pf_spec *sp);
+/* The adaptive planner's running cost model (NULL for a fixed block). */
+const pf_cost_model *pf_spec_cost(const pf_spec *sp);
 int pf_spec_is_adaptive(const pf_spec *sp);
 /* Log every full round (features for training a Dec head): int32 {0x52434544, H, nd, a}, float32
  * h_target[H], float32 h_draft[(nd+1) * H] (row 0 = bonus row). */
