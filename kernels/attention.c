@@ -56,14 +56,9 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
             s[t] = a * j->scale;
             if (s[t] > cmax) cmax = s[t];
         }
-        if (cmax > mx) {
-            if (mx != -INFINITY) {
-                float f = expf(mx - cmax);
-                l *= f;
-                for (int i = 0; i < hd; i++) o[i] *= f;
-            }
-            mx = cmax;
-        }
+        float f = pf_attn_raise_max(cmax, &mx, &l);
+        if (f != 1.0f)
+            for (int i = 0; i < hd; i++) o[i] *= f;
         for (int t = 0; t < n; t++) {
             float e = expf(s[t] - mx);
             l += e;

@@ -3,6 +3,8 @@
 #ifndef PF_KERNELS_IMPL_H
 #define PF_KERNELS_IMPL_H
 
+#include <math.h>
+
 #include "kernels/kernels.h"
 
 extern const pf_kernels pf_kernels_scalar_table;
@@ -60,6 +62,29 @@ typedef struct {
 } pf_attn_job;
 
 #define PF_ATTN_KCHUNK 64 /* keys per online-softmax step */
+
+/* One online-softmax step: raise the running max *mx to the chunk's max cmax, scaling the running
+ * sum *l by exp(old - new). Returns that factor (1 when nothing changed): the caller scales its
+ * accumulated output by it. */
+static inline float pf_attn_raise_max(float cmax, float *mx, float *l) {
+    float f = 1.0f;
+    if (cmax > *mx) {
+        if (*mx != -INFINITY) {
+            f = expf(*mx - cmax);
+            *l *= f;
+        }
+        *mx = cmax;
+    }
+    return f;
+}
+
+/* The same for a chunk of n scores s. */
+static inline float pf_attn_chunk_max(const float *s, int n, float *mx, float *l) {
+    float cmax = -INFINITY;
+    for (int t = 0; t < n; t++)
+        if (s[t] > cmax) cmax = s[t];
+    return pf_attn_raise_max(cmax, mx, l);
+}
 
 /* Keys [*lo, *hi) visible to row b: they depend only on the row's position, the mask and the
  * window, never on B or on how long the cache is beyond what the row may see. */

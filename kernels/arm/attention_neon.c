@@ -47,17 +47,9 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         scores(qh, Kh, hd, c0, n, j->scale, s);
-        float cmax = -INFINITY;
-        for (int t = 0; t < n; t++)
-            if (s[t] > cmax) cmax = s[t];
-        if (cmax > mx) {
-            if (mx != -INFINITY) {
-                float f = expf(mx - cmax);
-                l *= f;
-                for (int i = 0; i < hd; i++) o[i] *= f;
-            }
-            mx = cmax;
-        }
+        float f = pf_attn_chunk_max(s, n, &mx, &l);
+        if (f != 1.0f)
+            for (int i = 0; i < hd; i++) o[i] *= f;
         for (int t = 0; t < n; t++) {
             float e = expf(s[t] - mx);
             l += e;

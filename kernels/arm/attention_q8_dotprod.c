@@ -3,20 +3,7 @@
  * products of a key's 4-dim group with the broadcast query bytes into that key's int32 lane, so
  * one instruction covers 4 keys x 4 dims and the lanes are the dots themselves. Keys are stored +
  * 128 and made int8 again by one EOR. The walk and the float ops are neon_attention_q8.h's. */
-#include <arm_neon.h>
-#include <string.h>
-
-#include "kernels/kernels_impl.h"
-
-PF_FORCE_INLINE int8x16_t key_bytes(const uint8_t *p) {
-    return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p), vdupq_n_u8(0x80)));
-}
-
-PF_FORCE_INLINE int8x16_t query_dup(const int8_t *q) {
-    int32_t w;
-    memcpy(&w, q, 4);
-    return vreinterpretq_s8_s32(vdupq_n_s32(w));
-}
+#include "kernels/arm/neon_q8_lanes.h"
 
 static inline int32x4_t keys4(const uint8_t *kt, const int8_t *q, int hd) {
     int32x4_t acc = vdupq_n_s32(0);

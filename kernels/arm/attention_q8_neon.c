@@ -3,21 +3,7 @@
  * keys (stored + 128, back to int8 by one EOR) with the broadcast query bytes into int16 (two
  * products a lane, at most 2 * 128 * 127 = 32512: no saturation), SADALP into int32, one ADDP at
  * the end: the exact dots. The walk and the float ops are neon_attention_q8.h's. */
-#include <arm_neon.h>
-#include <string.h>
-
-#include "kernels/kernels_impl.h"
-
-PF_FORCE_INLINE int8x16_t key_bytes(const uint8_t *p) {
-    return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p), vdupq_n_u8(0x80)));
-}
-
-/* the 4 query bytes of dims 4 d4 .. 4 d4 + 3 in every 32-bit lane */
-PF_FORCE_INLINE int8x16_t query_dup(const int8_t *q) {
-    int32_t w;
-    memcpy(&w, q, 4);
-    return vreinterpretq_s8_s32(vdupq_n_s32(w));
-}
+#include "kernels/arm/neon_q8_lanes.h"
 
 /* acc[0]: keys 0-1 of the vector at kt, acc[1]: keys 2-3, each as two int32 partial sums */
 PF_FORCE_INLINE void step2(const uint8_t *kt, const int8_t *q, int32x4_t acc[2]) {

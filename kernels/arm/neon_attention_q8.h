@@ -98,17 +98,8 @@ static void q8_attend_head(const pf_attn_job *j, int b, int h) {
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         q8_scores(K8, q8, qs, qsum, ks, hd, c0, n, j->scale, s);
-        float cmax = -INFINITY;
-        for (int t = 0; t < n; t++)
-            if (s[t] > cmax) cmax = s[t];
-        if (cmax > mx) {
-            if (mx != -INFINITY) {
-                float f = expf(mx - cmax);
-                l *= f;
-                q8_scale(o, f, hd);
-            }
-            mx = cmax;
-        }
+        float f = pf_attn_chunk_max(s, n, &mx, &l);
+        if (f != 1.0f) q8_scale(o, f, hd);
         for (int t = 0; t < n; t++) { /* the softmax weights, with the value rows' scales */
             float e = expf(s[t] - mx);
             l += e;
