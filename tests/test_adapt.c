@@ -33,6 +33,28 @@ TEST(cost_model_prior_interpolates) {
     CHECK(pf_cost_verify(&empty, 3) == 0 && pf_cost_draft(&empty, 3) == 0);
 }
 
+/* A curve refitted through one measurement keeps its shape and t(1), takes the measured slope. */
+TEST(cost_model_refit_scales_the_slope) {
+    pf_cost_model cm;
+    pf_cost_init(&cm, 8);
+    double c[9] = {0}, d[9] = {0};
+    for (int n = 1; n <= 8; n++) c[n] = 1 + 0.5 * (n - 1), d[n] = 0.05 * n;
+    pf_cost_set_prior(&cm, c, d, 9, 0.01);
+    pf_cost_refit(&cm, 4, 1.3); /* measured c(4) 1.3 against the prior's 2.5: slope x 0.2 */
+    CHECKF(fabs(pf_cost_verify(&cm, 1) - 0.01) < 1e-12, "t(1) %g", pf_cost_verify(&cm, 1));
+    CHECKF(fabs(pf_cost_verify(&cm, 4) / 0.01 - 1.3) < 1e-9, "c(4) %g", pf_cost_verify(&cm, 4) / 0.01);
+    CHECKF(fabs(pf_cost_verify(&cm, 8) / 0.01 - 1.7) < 1e-9, "c(8) %g", pf_cost_verify(&cm, 8) / 0.01);
+    CHECK(fabs(pf_cost_draft(&cm, 4) - 0.002) < 1e-12);
+    pf_cost_refit(&cm, 4, 1000); /* bounded: at most 10x the slope */
+    CHECKF(fabs(pf_cost_verify(&cm, 4) / 0.01 - 4.0) < 1e-9, "bounded c(4) %g", pf_cost_verify(&cm, 4) / 0.01);
+    pf_cost_model flat;
+    pf_cost_init(&flat, 8);
+    for (int n = 1; n <= 8; n++) c[n] = 1;
+    pf_cost_set_prior(&flat, c, NULL, 9, 0.01);
+    pf_cost_refit(&flat, 4, 2.0); /* a flat curve has no slope to scale */
+    CHECK(fabs(pf_cost_verify(&flat, 8) - 0.01) < 1e-12);
+}
+
 TEST(cost_model_follows_drift_and_resists_outliers) {
     pf_cost_model cm, twin;
     pf_cost_init(&cm, 16);

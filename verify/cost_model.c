@@ -60,6 +60,16 @@ void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, 
     }
 }
 
+void pf_cost_refit(pf_cost_model *cm, int nref, double c_meas) {
+    if (!cm->have_t || nref < 2 || nref > cm->n_max) return;
+    double t1 = pf_cost_verify(cm, 1), cp = pf_cost_verify(cm, nref) / t1;
+    if (cp <= 1.01 || c_meas < 1) return;
+    double k = (c_meas - 1) / (cp - 1), c[PF_COST_MAX_ROWS + 1];
+    k = k < 0.1 ? 0.1 : k > 10 ? 10 : k; /* a wild measurement cannot flatten or blow up the curve */
+    for (int n = 1; n <= cm->n_max; n++) c[n] = 1 + k * (pf_cost_verify(cm, n) / t1 - 1);
+    for (int n = 1; n <= cm->n_max; n++) cm->log_t[n] = log(c[n] * t1);
+}
+
 /* Move the estimate at row count n toward log(seconds), and its neighbours by the same log ratio
  * (the machine's drift moves nearby row counts alike), half as far per row of distance. */
 static void observe(double *logv, int *have, int n_max, int n, double seconds) {

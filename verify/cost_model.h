@@ -39,6 +39,11 @@ void pf_cost_init(pf_cost_model *cm, int n_max);
 /* Prior from relative costs: c[n] = t(n)/t(1) and draft[n] = d(n)/t(1) for n = 1..n-1 of the
  * arrays (0 = unknown; gaps are interpolated), scaled by t1 seconds. Either array may be NULL. */
 void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, int n, double t1);
+/* Refit the curve's slope through one measurement: every c(n) - 1 = t(n)/t(1) - 1 scaled by the
+ * same factor (bounded to 0.1-10x) so that c(nref) becomes c_meas, t(1) and the draft costs kept
+ * (a profile's shape from another regime, this minute's slope). No change where the curve is flat
+ * up to nref or c_meas < 1. */
+void pf_cost_refit(pf_cost_model *cm, int nref, double c_meas);
 void pf_cost_observe_verify(pf_cost_model *cm, int n, double seconds);
 void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds);
 void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds);

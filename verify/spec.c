@@ -91,22 +91,18 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
     if (sp->have_prior) {
         int nref = sp->block < 4 ? sp->block : 4;
         if (c->kv->len + nref > c->kv->n_ctx) nref = 1;
-        double tr = nref > 1 ? 1e9 : t1;
+        double tr = 1e9;
         for (int rep = 0; rep < 3 && nref > 1; rep++) {
-            double a = time_forward(sp, rows, nref, 1, err), b = a < 0 ? -1 : time_forward(sp, rows, 1, 1, err);
+            double a = time_forward(sp, rows, nref, 1, err);
+            if (a < 0) return -1;
+            double b = time_forward(sp, rows, 1, 1, err);
             if (b < 0) return -1;
             if (a < tr) tr = a;
             if (b < t1) t1 = b;
         }
         pf_cost_model *cm = &sp->ad->cost;
         pf_cost_set_prior(cm, sp->prior_c, sp->prior_d, sp->block + 1, t1);
-        double cp = pf_cost_verify(cm, nref) / t1, cmeas = tr / t1;
-        if (!sp->prior_fixed && nref > 1 && cp > 1.01 && cmeas >= 1) {
-            double k = (cmeas - 1) / (cp - 1), cr[PF_MAX_BLOCK + 1] = {0};
-            k = k < 0.1 ? 0.1 : k > 10 ? 10 : k; /* a wild measurement cannot flatten or blow up the curve */
-            for (int n = 1; n <= sp->block; n++) cr[n] = 1 + k * (pf_cost_verify(cm, n) / t1 - 1);
-            pf_cost_set_prior(cm, cr, NULL, sp->block + 1, t1);
-        }
+        if (!sp->prior_fixed && nref > 1) pf_cost_refit(cm, nref, tr / t1);
         cm->frozen = sp->prior_fixed;
         return 0;
     }
