@@ -265,6 +265,45 @@ TEST(dec_calibration_slope_shrinks_an_overconfident_head) {
     teardown(&f);
 }
 
+/* The offsets' first steps are large (1/(4 + observations)): ten rounds in which every draft is
+ * kept move a head that predicts 0.12 to above 0.5, its position-1 offset by more than 0.6 (at the
+ * floor rate, 0.05, by 0.32, and the survival to 0.46); once a position has been seen for hundreds
+ * of rounds one observation moves its offset by the floor rate at most. */
+TEST(dec_calibration_starts_fast) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    int H = f.m->hp.n_embd;
+    pf_dec *head = make_head(&f, 0.0f, -2.0f, "head-slowstart");
+    CHECK(head);
+    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
+    double c[10] = {0}, d[10] = {0};
+    for (int n = 1; n <= 9; n++) c[n] = 1 + 0.1 * (n - 1), d[n] = 0.02 * n;
+    pf_adapt a;
+    pf_adapt_init(&a, 8, head, NULL, 0);
+    pf_cost_set_prior(&a.cost, c, d, 10, 0.01);
+    pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+    double s0 = a.last_sk[0];
+    for (int r = 0; r < 10; r++) {
+        pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+        pf_adapt_observe(&a, 3, 3);
+    }
+    pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+    CHECKF(s0 < 0.15 && a.last_sk[0] > 0.5 && a.cal[0] > 0.6, "survival %g -> %g (offset %g) after ten kept rounds", s0,
+           a.last_sk[0], a.cal[0]);
+    for (int r = 0; r < 400; r++) {
+        pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+        pf_adapt_observe(&a, 3, r % 2 ? 3 : 0);
+    }
+    pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+    double before = a.cal[0], sl = a.cal_slope;
+    pf_adapt_observe(&a, 3, 0);
+    CHECKF(fabs(a.cal[0] - before) <= PF_ADAPT_CAL_RATE + 1e-12, "a late step moved the offset by %g", a.cal[0] - before);
+    CHECK(fabs(a.cal_slope - sl) <= PF_ADAPT_SLOPE_RATE * 3 * 10 + 1e-12); /* 3 positions, |z| < 10 here */
+    free(ht), free(hd);
+    pf_dec_free(head);
+    teardown(&f);
+}
+
 /* A profile's relative costs are a prior: t(1) and t(4) measured at the start refit its curve, so
  * a profile tuned in another regime (here c(n) = 1 + 3 (n-1): a 4-row forward at 10x one row) does
  * not survive the first generation; held fixed (tests) it stays exactly the prior. One token is

@@ -128,7 +128,8 @@ void pf_adapt_observe(pf_adapt *a, int n, int kept) {
     }
     if (a->dec && n > 0) /* position k was predicted last_sk[k-1] and seen when drafts 1..k-1 were kept */
         for (int k = 1; k <= n && k <= a->last_nd && k <= kept + 1; k++) {
-            double g = (k <= kept) - a->last_sk[k - 1], c = a->cal[k - 1] + PF_ADAPT_CAL_RATE * g;
+            double r = 1.0 / (PF_ADAPT_CAL_START + (double)a->cal_n[k - 1]++);
+            double g = (k <= kept) - a->last_sk[k - 1], c = a->cal[k - 1] + (r > PF_ADAPT_CAL_RATE ? r : PF_ADAPT_CAL_RATE) * g;
             a->cal[k - 1] = c > PF_ADAPT_CAL_MAX ? PF_ADAPT_CAL_MAX : c < -PF_ADAPT_CAL_MAX ? -PF_ADAPT_CAL_MAX : c;
             double sl = a->cal_slope + PF_ADAPT_SLOPE_RATE * g * a->last_z[k - 1];
             a->cal_slope = sl < PF_ADAPT_SLOPE_MIN ? PF_ADAPT_SLOPE_MIN : sl > PF_ADAPT_SLOPE_MAX ? PF_ADAPT_SLOPE_MAX : sl;

@@ -36,6 +36,10 @@ typedef struct {
      * pooled text is overconfident on one task's drafts (survival 0.85 predicted, 0.73 kept), and
      * an offset alone cannot shrink both ends toward the middle */
     double cal_slope, last_z[PF_ADAPT_MAX];
+    /* observations behind each position's offset: its step starts at 1/(PF_ADAPT_CAL_START + n)
+     * and falls to PF_ADAPT_CAL_RATE, so a task's first rounds calibrate the head (a task may
+     * see only a few dozen positions, e.g. a short translation) and later ones follow drift */
+    int64_t cal_n[PF_ADAPT_MAX];
     int last_nd;
     double rate;     /* R of the last plan (tokens / s) */
     int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */
@@ -49,7 +53,8 @@ typedef struct {
 #define PF_ADAPT_DECAY 0.95
 #define PF_ADAPT_PRIOR_W 2.0
 #define PF_ADAPT_PROBE 16
-#define PF_ADAPT_CAL_RATE 0.05 /* logit step per observed position */
+#define PF_ADAPT_CAL_RATE 0.05 /* logit step per observed position, once it has been seen ~16 times */
+#define PF_ADAPT_CAL_START 4.0 /* the first observation steps 1/4 */
 #define PF_ADAPT_CAL_MAX 4.0   /* |offset| bound */
 #define PF_ADAPT_SLOPE_RATE 0.04 /* slope step per observed position and unit of logit */
 #define PF_ADAPT_SLOPE_MIN 0.25
