@@ -179,6 +179,15 @@ TEST(dec_round_log_layout) {
     teardown(&f);
 }
 
+/* A planner with the Dec head `head`, up to 8 rows, and a fixed cost prior: t(1) 10 ms, c(n) =
+ * 1 + 0.1 (n - 1), drafting n rows 0.02 n of t(1). */
+static void head_adapt(pf_adapt *a, const pf_dec *head) {
+    double c[10] = {0}, d[10] = {0};
+    for (int n = 1; n <= 9; n++) c[n] = 1 + 0.1 * (n - 1), d[n] = 0.02 * n;
+    pf_adapt_init(a, 8, head, NULL, 0);
+    pf_cost_set_prior(&a->cost, c, d, 10, 0.01);
+}
+
 /* The head's online calibration: a head that predicts almost nothing survives (bias -3) while
  * every verified draft is kept learns to verify more; one that predicts everything survives
  * (bias +3) while only the first draft is ever kept learns to verify less; the offsets stay
@@ -190,13 +199,9 @@ TEST(dec_calibration_follows_kept_drafts) {
     pf_dec *lo = make_head(&f, 0.0f, -2.0f, "head-pessimist"), *hi = make_head(&f, 0.0f, 3.0f, "head-optimist");
     CHECK(lo && hi);
     float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
-    double c[10] = {0}, d[10] = {0};
-    for (int n = 1; n <= 9; n++) c[n] = 1 + 0.1 * (n - 1), d[n] = 0.02 * n;
     pf_adapt a, b;
-    pf_adapt_init(&a, 8, lo, NULL, 0);
-    pf_adapt_init(&b, 8, hi, NULL, 0);
-    pf_cost_set_prior(&a.cost, c, d, 10, 0.01);
-    pf_cost_set_prior(&b.cost, c, d, 10, 0.01);
+    head_adapt(&a, lo);
+    head_adapt(&b, hi);
     /* each round as the engine runs it: plan (the head's target half), then choose after drafting */
     pf_adapt_plan(&a, ht, 8), pf_adapt_plan(&b, ht, 8);
     int a0 = pf_adapt_choose(&a, ht, hd, 7), b0 = pf_adapt_choose(&b, ht, hd, 7);
@@ -229,12 +234,9 @@ TEST(dec_calibration_slope_shrinks_an_overconfident_head) {
     pf_dec *head = make_head(&f, 1.0f, 0.0f, "head-spread");
     CHECK(head);
     float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
-    double c[10] = {0}, d[10] = {0};
-    for (int n = 1; n <= 9; n++) c[n] = 1 + 0.1 * (n - 1), d[n] = 0.02 * n;
     for (int honest = 0; honest < 2; honest++) {
         pf_adapt a;
-        pf_adapt_init(&a, 8, head, NULL, 0);
-        pf_cost_set_prior(&a.cost, c, d, 10, 0.01);
+        head_adapt(&a, head);
         unsigned x = 777;
         double zabs = 0, p_ext = 0;
         int n_ext = 0;
@@ -276,11 +278,8 @@ TEST(dec_calibration_starts_fast) {
     pf_dec *head = make_head(&f, 0.0f, -2.0f, "head-slowstart");
     CHECK(head);
     float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
-    double c[10] = {0}, d[10] = {0};
-    for (int n = 1; n <= 9; n++) c[n] = 1 + 0.1 * (n - 1), d[n] = 0.02 * n;
     pf_adapt a;
-    pf_adapt_init(&a, 8, head, NULL, 0);
-    pf_cost_set_prior(&a.cost, c, d, 10, 0.01);
+    head_adapt(&a, head);
     pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
     double s0 = a.last_sk[0];
     for (int r = 0; r < 10; r++) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *prior, int n_prior) {
     memset(a, 0, sizeof *a);
@@ -19,7 +20,7 @@ double pf_adapt_survival(const pf_adapt *a, int k) {
     if (k < 1 || k > PF_ADAPT_MAX) return 0;
     if (a->dec) { /* the head's running mean survival, moved by how this step's target half differs from its mean */
         if (!a->s_n[k - 1]) return sigmoid(a->cal_slope * (a->z_target + pf_dec_pos_bias(a->dec, k)) + a->cal[k - 1]);
-        double m = a->s_mean[k - 1] < 1e-6 ? 1e-6 : a->s_mean[k - 1] > 1 - 1e-6 ? 1 - 1e-6 : a->s_mean[k - 1];
+        double m = clamp(a->s_mean[k - 1], 1e-6, 1 - 1e-6);
         return sigmoid(log(m / (1 - m)) + a->cal_slope * (a->z_target - a->zt_mean));
     }
     return (a->acc[k - 1] + PF_ADAPT_PRIOR_W * a->prior[k - 1]) / (a->tried[k - 1] + PF_ADAPT_PRIOR_W);
@@ -129,10 +130,9 @@ void pf_adapt_observe(pf_adapt *a, int n, int kept) {
     if (a->dec && n > 0) /* position k was predicted last_sk[k-1] and seen when drafts 1..k-1 were kept */
         for (int k = 1; k <= n && k <= a->last_nd && k <= kept + 1; k++) {
             double r = 1.0 / (PF_ADAPT_CAL_START + (double)a->cal_n[k - 1]++);
-            double g = (k <= kept) - a->last_sk[k - 1], c = a->cal[k - 1] + (r > PF_ADAPT_CAL_RATE ? r : PF_ADAPT_CAL_RATE) * g;
-            a->cal[k - 1] = c > PF_ADAPT_CAL_MAX ? PF_ADAPT_CAL_MAX : c < -PF_ADAPT_CAL_MAX ? -PF_ADAPT_CAL_MAX : c;
-            double sl = a->cal_slope + PF_ADAPT_SLOPE_RATE * g * a->last_z[k - 1];
-            a->cal_slope = sl < PF_ADAPT_SLOPE_MIN ? PF_ADAPT_SLOPE_MIN : sl > PF_ADAPT_SLOPE_MAX ? PF_ADAPT_SLOPE_MAX : sl;
+            double g = (k <= kept) - a->last_sk[k - 1];
+            a->cal[k - 1] = clamp(a->cal[k - 1] + (r > PF_ADAPT_CAL_RATE ? r : PF_ADAPT_CAL_RATE) * g, -PF_ADAPT_CAL_MAX, PF_ADAPT_CAL_MAX);
+            a->cal_slope = clamp(a->cal_slope + PF_ADAPT_SLOPE_RATE * g * a->last_z[k - 1], PF_ADAPT_SLOPE_MIN, PF_ADAPT_SLOPE_MAX);
         }
     a->last_nd = 0;
     if (n == 0) a->n_plain++;
