@@ -8,6 +8,7 @@ int cmd_info(int argc, char **argv);
 int cmd_bench_model(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_taps(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_dec_attach(int argc, char **argv);
 int cmd_draft_head(int argc, char **argv);

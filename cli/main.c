@@ -17,6 +17,7 @@ static const char k_usage[] =
     "  tune         pick the strategy and block size per task type on this device (writes a profile)\n"
     "  bench-model  measure prefill, decode by depth, c(B) and the bandwidth ceiling of a model\n"
     "  gen          batch generation over a JSONL prompt file (responses and token ids)\n"
+    "  taps         a target's tapped residual rows over token sequences (draft training features)\n"
     "  info         print a GGUF file's metadata and tensors\n"
     "  synth        write a random-weight Qwen3 GGUF of an exact shape\n"
     "  synth-draft  write a random-weight DFlash / DFlash2 draft for a target\n"
@@ -42,6 +43,7 @@ int main(int argc, char **argv) {
         {"expand", cmd_expand},
         {"pack", cmd_pack},         {"verify", cmd_verify},
         {"convert", cmd_convert},
+        {"taps", cmd_taps},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);

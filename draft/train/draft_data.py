@@ -49,20 +49,42 @@ def eval_prompts():
     return out
 
 
+def held_windows():
+    """40-character windows (at 1/4, 1/2, 3/4) of every eval prompt body of at least 60 characters, per
+    type: a training prompt that contains one is not used (the corpus build checks eval items against
+    training by source item and text; this checks the drafts' prompts again after any rebuild). Templated
+    types (extraction, math) share their sentence frames by design and are checked by exact prompt."""
+    out = {}
+    for e in eval_prompts():
+        body = e["prompt"].split("\n", 1)[-1]
+        if e["type"] in ("code", "rewrite", "summary", "qa", "chat") and len(body) >= 60:  # natural text, not templates
+            out.setdefault(e["type"], set()).update(body[int(len(body) * f) - 20:int(len(body) * f) + 20]
+                                                    for f in (0.25, 0.5, 0.75))
+    return out
+
+
 def cmd_prompts(a):
     os.makedirs(OUT, exist_ok=True)
     tok = QwenBPE.load(os.path.join(ROOT, "models", "pf-tokenizer.json"))
     held = {e["prompt"] for e in eval_prompts()}
     rs = np.random.RandomState(a.seed)
-    per = [a.n // len(TYPES) + (1 if i < a.n % len(TYPES) else 0) for i in range(len(TYPES))]
+    # --weights: a task type's share of N (default equal); types whose corpus runs out give their
+    # remainder to nothing (the count printed is what was found)
+    w = [float(x) for x in a.weights.split(",")] if a.weights else [1.0] * len(TYPES)
+    assert len(w) == len(TYPES), f"--weights needs {len(TYPES)} values ({','.join(TYPES)})"
+    per = [int(round(a.n * x / sum(w))) for x in w]
+    windows = held_windows()
     chosen = []
     for t, n in zip(TYPES, per):
         items = [json.loads(l) for l in open(os.path.join(WORK, "corpus", t + ".jsonl"), encoding="utf-8")]
         order = rs.permutation(len(items))
+        if a.zh_first:   # every Chinese item first (zh is scarce for summary and qa), each language shuffled
+            order = np.concatenate([[j for j in order if items[j].get("lang") == "zh"],
+                                    [j for j in order if items[j].get("lang") != "zh"]]).astype(np.int64)
         got = 0
         for j in order:
             e = items[j]
-            if e["prompt"] in held:
+            if e["prompt"] in held or any(x in e["prompt"] for x in windows.get(t, ())):
                 continue
             if len(tok.encode(chatml(e["prompt"]))) > a.max_prompt_tokens:
                 continue
@@ -152,21 +174,14 @@ def target_taps(model, seqs, layers, batch_tokens=8192, bf16=False):
     return out
 
 
-def cmd_features(a):
-    torch.set_num_threads(int(os.environ.get("PF_TORCH_THREADS", "1")))  # see train_draft.THREADS
-    torch.set_flush_denormal(True)
-    t0 = time.time()
-    model, meta = load_target()
-    # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1): z-lab's rule
-    taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
-    eos = meta["tokenizer.ggml.eos_token_id"]
-    type_of = {}
-    for t in TYPES:
-        type_of[t] = TYPES.index(t)
+def read_generations(files, limit, eos):
+    """(sequences, response starts, task types, ids) of gen outputs, as the drafts train on them: the
+    end-of-turn token appended where a response stopped on it, responses under 2 tokens dropped,
+    sequences cut to the target's training context."""
     seqs, rstart, types, ids_ = [], [], [], []
-    for path in a.files:
+    for path in files:
         for i, line in enumerate(open(path, encoding="utf-8")):
-            if a.limit and i >= a.limit:
+            if limit and i >= limit:
                 break
             e = json.loads(line)
             p, r = e["prompt_ids"], e["response_ids"]
@@ -174,23 +189,62 @@ def cmd_features(a):
                 r = r + [eos]   # gen leaves the end-of-turn token out; the draft should learn to predict it
             if len(r) < 2:
                 continue
-            s = (p + r)[:MAX_SEQ]
-            seqs.append(s)
+            seqs.append((p + r)[:MAX_SEQ])
             rstart.append(len(p))
             types.append(TYPES.index(e["id"].split("-")[0]))
             ids_.append(e["id"])
-    feats = target_taps(model, seqs, taps, bf16=a.bf16)
+    return seqs, rstart, types, ids_
+
+
+def write_index(name, seqs, rstart, types, ids_, taps):
     lens = np.array([len(s) for s in seqs], dtype=np.int64)
     off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    np.save(os.path.join(OUT, name + "_toks.npy"), np.concatenate([np.array(s, dtype=np.int32) for s in seqs]))
+    np.savez(os.path.join(OUT, name + "_index.npz"), offset=off, length=lens, rstart=np.array(rstart),
+             type=np.array(types), ids=np.array(ids_), taps=np.array(taps))
+    return lens, off
+
+
+def cmd_seqs(a):
+    """The sequences of gen outputs for `pocketflash taps` (the C engine computes the features: the same
+    forward the drafts are fed by at run time, ~10x this machine's PyTorch rate): writes <name>_seqs.bin
+    ("PFSQ", u32 n, u32 lengths[n], i32 tokens), <name>_toks.npy and <name>_index.npz; prints the
+    --layers argument for taps."""
+    from gguf_writer import read_gguf
+    meta, _ = read_gguf(os.path.join(ROOT, "models", "pf-target-f16.gguf"))
+    taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
+    seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"])
+    lens, _ = write_index(a.name, seqs, rstart, types, ids_, taps)
+    tmp = os.path.join(OUT, a.name + "_seqs.bin.tmp")
+    with open(tmp, "wb") as f:
+        f.write(b"PFSQ")
+        f.write(np.array([len(seqs)], dtype="<u4").tobytes())
+        f.write(lens.astype("<u4").tobytes())
+        for s in seqs:
+            f.write(np.array(s, dtype="<i4").tobytes())
+    os.replace(tmp, os.path.join(OUT, a.name + "_seqs.bin"))
+    resp = int(sum(lens[k] - rstart[k] for k in range(len(seqs))))
+    print(f"seqs {a.name}: {len(seqs)} sequences, {int(lens.sum())} tokens ({resp} response), taps "
+          f"{','.join(str(t) for t in sorted(set(taps)))}", file=sys.stderr, flush=True)
+    print(",".join(str(t) for t in taps))
+
+
+def cmd_features(a):
+    torch.set_num_threads(int(os.environ.get("PF_TORCH_THREADS", "1")))  # see train_draft.THREADS
+    torch.set_flush_denormal(True)
+    t0 = time.time()
+    model, meta = load_target()
+    # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1): z-lab's rule
+    taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
+    seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"])
+    feats = target_taps(model, seqs, taps, bf16=a.bf16)
+    lens, off = write_index(a.name, seqs, rstart, types, ids_, taps)
     F = feats[0].shape[1]
     big = np.lib.format.open_memmap(os.path.join(OUT, a.name + "_feats.npy"), mode="w+", dtype=np.float16,
                                     shape=(int(lens.sum()), F))
     for k, f in enumerate(feats):
         big[off[k]:off[k] + lens[k]] = f.astype(np.float16)
     big.flush()
-    np.save(os.path.join(OUT, a.name + "_toks.npy"), np.concatenate([np.array(s, dtype=np.int32) for s in seqs]))
-    np.savez(os.path.join(OUT, a.name + "_index.npz"), offset=off, length=lens, rstart=np.array(rstart),
-             type=np.array(types), ids=np.array(ids_), taps=np.array(taps))
     resp = int(sum(lens[k] - rstart[k] for k in range(len(seqs))))
     print(f"features {a.name}: {len(seqs)} sequences, {int(lens.sum())} tokens ({resp} response), "
           f"{F} features (taps {taps}), {time.time() - t0:.0f}s; max |feat| {max(float(np.abs(f).max()) for f in feats):.1f}",
@@ -232,7 +286,14 @@ def main():
     p.add_argument("--max-prompt-tokens", type=int, default=320)
     p.add_argument("--shards", type=int, default=2)
     p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--weights", default="", help="per-type shares, in the order " + ",".join(TYPES))
+    p.add_argument("--zh-first", action="store_true", help="take every Chinese prompt of a type before English ones")
     sub.add_parser("evalprompts")
+    p = sub.add_parser("seqs")
+    p.add_argument("name")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--layers", type=int, default=DRAFT_LAYERS, help="draft layers: the taps follow z-lab's rule")
+    p.add_argument("--limit", type=int, default=0, help="only the first N responses of each file")
     p = sub.add_parser("features")
     p.add_argument("name")
     p.add_argument("files", nargs="+")
@@ -243,7 +304,7 @@ def main():
     p.add_argument("name")
     p.add_argument("parts", nargs="+")
     a = ap.parse_args()
-    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "features": cmd_features, "merge": cmd_merge}[a.cmd](a)
+    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "seqs": cmd_seqs, "features": cmd_features, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,149 @@
+/* pocketflash taps: the target's tapped residual rows over given token sequences (the features a
+ * DFlash draft is trained on), computed by the same forward the engine runs at generation time.
+ *
+ * Input (written by draft/train/draft_data.py seqs): "PFSQ", u32 n_seq, u32 length[n_seq],
+ * i32 tokens[sum of lengths]. Output: a NumPy .npy file, float16 [total tokens, n_taps * n_embd],
+ * row-major, tap t of token r at r * n_taps * n_embd + t * n_embd (the layout train_draft.py reads).
+ * Written to OUT.tmp and renamed when complete. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/model.h"
+#include "formats/ggml_types.h"
+#include "kernels/topology.h"
+
+static const char k_usage[] =
+    "usage: pocketflash taps -m MODEL.gguf --layers L1,L2,... -i SEQS.bin -o FEATS.npy [-t N]\n"
+    "  runs every sequence of SEQS.bin through the model (one prefill each, empty cache) and writes the\n"
+    "  residual-stream rows after the given 0-based layers as float16 [tokens, n_taps * n_embd]\n"
+    "  -t N           threads (default: the physical cores, here %d)\n";
+
+enum { MAX_TAPS = 16 };
+
+static int parse_layers(const char *v, int n_layer, int *layers, int *n) {
+    *n = 0;
+    const char *p = v;
+    while (*p) {
+        char *end;
+        long l = strtol(p, &end, 10);
+        if (end == p || l < 0 || l >= n_layer || *n == MAX_TAPS)
+            return cli_fail("taps: --layers '%s': need up to %d comma-separated layers in 0..%d", v, MAX_TAPS, n_layer - 1), 0;
+        layers[(*n)++] = (int)l;
+        if (*end == ',') end++;
+        else if (*end) return cli_fail("taps: --layers '%s': unexpected '%c'", v, *end), 0;
+        p = end;
+    }
+    return *n > 0 ? 1 : (cli_fail("taps: --layers is empty"), 0);
+}
+
+/* Reads the whole SEQS.bin; lengths and tokens point into *buf. */
+static int read_seqs(const char *path, uint8_t **buf, uint32_t *n_seq, const uint32_t **lens, const int32_t **toks,
+                     uint64_t *total) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_fail("%s: cannot open", path), 0;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = size > 0 ? malloc((size_t)size) : NULL;
+    int ok = *buf && fread(*buf, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (!ok) return cli_fail("%s: cannot read", path), 0;
+    if (size < 8 || memcmp(*buf, "PFSQ", 4)) return cli_fail("%s: not a sequence file (magic PFSQ)", path), 0;
+    memcpy(n_seq, *buf + 4, 4);
+    if ((uint64_t)size < 8 + 4ull * *n_seq) return cli_fail("%s: truncated length table", path), 0;
+    *lens = (const uint32_t *)(*buf + 8);
+    *total = 0;
+    for (uint32_t i = 0; i < *n_seq; i++) *total += (*lens)[i];
+    if ((uint64_t)size != 8 + 4ull * *n_seq + 4ull * *total)
+        return cli_fail("%s: size %ld does not match %u sequences of %llu tokens", path, size, *n_seq,
+                        (unsigned long long)*total), 0;
+    *toks = (const int32_t *)(*buf + 8 + 4ull * *n_seq);
+    return 1;
+}
+
+/* NumPy format 1.0 header, padded so the data starts at a multiple of 64. */
+static int write_npy_header(FILE *f, uint64_t rows, int cols) {
+    char dict[128];
+    int n = snprintf(dict, sizeof dict, "{'descr': '<f2', 'fortran_order': False, 'shape': (%llu, %d), }",
+                     (unsigned long long)rows, cols);
+    int total = 10 + n + 1, pad = (64 - total % 64) % 64;
+    uint16_t hlen = (uint16_t)(n + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fwrite(&hlen, 2, 1, f);
+    fwrite(dict, 1, (size_t)n, f);
+    for (int i = 0; i < pad; i++) fputc(' ', f);
+    return fputc('\n', f) != EOF;
+}
+
+int cmd_taps(int argc, char **argv) {
+    const char *model = NULL, *in = NULL, *out = NULL, *layers_arg = NULL;
+    int n_threads = pf_physical_cores();
+    long long iv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, n_threads); return 0; }
+        if (strcmp(a, "-m") && strcmp(a, "-i") && strcmp(a, "-o") && strcmp(a, "-t") && strcmp(a, "--layers"))
+            return cli_fail("taps: unknown flag '%s' (try --help)", a);
+        if (!(v = cli_value(argc, argv, &i))) return 1;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-i")) in = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--layers")) layers_arg = v;
+        else { if (!cli_int(a, v, 1, 256, &iv)) return 1; n_threads = (int)iv; }
+    }
+    if (!model || !in || !out || !layers_arg) return cli_fail("taps: -m, --layers, -i and -o are required");
+    char err[PF_ERR_LEN];
+    uint8_t *buf = NULL;
+    uint32_t n_seq = 0;
+    const uint32_t *lens = NULL;
+    const int32_t *toks = NULL;
+    uint64_t total = 0;
+    pf_model *m = NULL;
+    pf_ctx *c = NULL;
+    float *taps = NULL;
+    pf_half *row16 = NULL;
+    FILE *fo = NULL;
+    char tmp[4096];
+    int rc = 1, layers[MAX_TAPS], n_taps = 0;
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    if (!read_seqs(in, &buf, &n_seq, &lens, &toks, &total)) goto done;
+    if (!(m = pf_model_load(model, err))) { cli_fail("%s", err); goto done; }
+    if (!parse_layers(layers_arg, m->hp.n_layer, layers, &n_taps)) goto done;
+    uint32_t max_len = 1;
+    for (uint32_t i = 0; i < n_seq; i++) max_len = lens[i] > max_len ? lens[i] : max_len;
+    if (!(c = pf_ctx_new(m, max_len, n_threads, NULL, err))) { cli_fail("%s", err); goto done; }
+    size_t width = (size_t)n_taps * (size_t)m->hp.n_embd;
+    taps = malloc((size_t)max_len * width * sizeof *taps);
+    row16 = malloc((size_t)max_len * width * sizeof *row16);
+    if (!taps || !row16) { cli_fail("taps: out of memory for %u rows", max_len); goto done; }
+    if (!(fo = fopen(tmp, "wb"))) { cli_fail("%s: cannot create", tmp); goto done; }
+    if (!write_npy_header(fo, total, (int)width)) { cli_fail("%s: write failed", tmp); goto done; }
+    const int32_t *t = toks;
+    for (uint32_t i = 0; i < n_seq; i++) {
+        pf_kv_truncate(c->kv, 0);
+        pf_batch b = {.tokens = t, .n = (int)lens[i], .logits_mode = PF_LOGITS_NONE,
+                      .tap_layers = layers, .n_taps = n_taps, .taps = taps};
+        if (lens[i] && pf_forward(c, &b, err) != 0) { cli_fail("%s: sequence %u: %s", in, i, err); goto done; }
+        size_t n = (size_t)lens[i] * width;
+        c->k->f32_to_f16(taps, row16, (int64_t)n);
+        if (fwrite(row16, sizeof *row16, n, fo) != n) { cli_fail("%s: write failed", tmp); goto done; }
+        t += lens[i];
+        if ((i + 1) % 500 == 0) fprintf(stderr, "\rtaps: %u / %u sequences", i + 1, n_seq);
+    }
+    fprintf(stderr, "\rtaps: %u sequences, %llu tokens, %d taps\n", n_seq, (unsigned long long)total, n_taps);
+    int bad = fclose(fo) != 0;
+    fo = NULL;
+    if (bad || rename(tmp, out) != 0) { cli_fail("%s: write failed", out); remove(tmp); goto done; }
+    rc = 0;
+done:
+    if (fo) { fclose(fo); remove(tmp); }
+    free(row16);
+    free(taps);
+    pf_ctx_free(c);
+    pf_model_free(m);
+    free(buf);
+    return rc;
+}
