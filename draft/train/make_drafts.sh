@@ -1,123 +1,89 @@
 #!/usr/bin/env bash
-# Draft models for pocketflash (issue #6): DFlash and DFlash2 drafts trained on the stand-in target's
-# OWN responses to TRAINING prompts, exported as dflash GGUF files plus the C engine's reference file.
-# Run after the target is exported (models/pf-target-f16.gguf); make_models.sh calls it at its end.
+# Draft models for pocketflash: DFlash and DFlash2 drafts trained from scratch on the stand-in
+# target's OWN responses to training prompts, exported as dflash GGUF files plus the C engine's
+# reference file. Run after the target is exported (models/pf-target-f16.gguf); `make drafts` calls
+# it, then make_dec.sh (Dec head).
 #
-#   draft/train/make_drafts.sh            everything (each step is skipped when its output exists,
-#                                         training resumes from its checkpoint)
-# Sizes (environment): PF_DRAFT_PROMPTS (training prompts, default 8400), PF_DRAFT_NEW (max response
-# tokens, 128), PF_DRAFT_LAYERS (draft layers, default 3; the taps follow z-lab's rule,
-# dflash_model.build_target_layer_ids), PF_DRAFT_ROWS1 / PF_DRAFT_ROWS2 (nominal supervised block
-# rows of the DFlash / DFlash2 run, 1,792 a step = 16 sequences x 16 anchors x 7 rows of a block of 8;
-# defaults 215040 / 163072 = 120 / 91 steps, the budgets this session's 19-minute fit gave;
-# PF_DRAFT_ROWS1C / PF_DRAFT_ROWS2C the same for the second stage, 159488 / 134400 = 89 / 75 steps),
-# PF_DRAFT_SAMPLED (sampled prompts answered per shard, default 400 of 1,050) and PF_DRAFT_FEATURES
-# (responses per file the drafts train on, default 1,100: 2,200 greedy + 800 sampled): this session's
-# CPU time ran out; the first ones are kept (gen --limit, features --limit), each sampled one with its
-# own seed, so larger values only append,
-# PF_DRAFT_MIN / PF_DRAFT_MINC (if set: shrink the stage budgets once, after 10 steps, to fit this many minutes; recorded in
-# the run config), PF_DRAFT_ACCEPT=0 skips the offline acceptance.
-# Outputs: models/pf-draft-dflash.gguf, models/pf-draft-dflash2.gguf, models/pf-draft-ref.json;
-# work files (prompts, generations, features, checkpoints, logs) under draft/train/work/drafts/.
+#   draft/train/make_drafts.sh     everything; each step is skipped when its output exists, generation
+#                                  resumes by chunk and training from its last checkpoint
+# Sizes (environment):
+#   PF_DRAFT_PROMPTS  training prompts (default 40000; 30% sampled at T 0.7 / 1.0, per-type weights
+#                     favour rewrite, summary, qa and chat, Chinese prompts first)
+#   PF_DRAFT_NEW      max response tokens (128)
+#   PF_DRAFT_LAYERS   draft layers (3: the most whose taps are distinct on the 6-layer target)
+#   PF_DRAFT_ROWS     supervised block rows per draft (20,000,000) and PF_DRAFT_MIN the wall-clock
+#                     allowance per training in minutes (60): the budget is fitted once, after 10 steps,
+#                     to whichever is smaller (recorded in run_config.json; a resumed run keeps it)
+#   PF_DRAFT_ACCEPT=0 skips the offline acceptance
+# This is the machine's one long job: generation runs two single-thread engine processes, the taps
+# one two-thread process, training two single-thread PyTorch processes (DFlash2 and DFlash side by
+# side). Each prints its throughput (gen tok/s, taps tok/s, training rows/s) into the logs.
+# Outputs: models/pf-draft-dflash.gguf, models/pf-draft-dflash2.gguf, models/pf-draft-ref.json; work
+# files (prompts, generations, features, checkpoints, logs) under draft/train/work/drafts/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 export OPENBLAS_CORETYPE=SkylakeX
 W=draft/train/work/drafts
 T=models/pf-target-f16.gguf
-N_PROMPTS=${PF_DRAFT_PROMPTS:-8400}
+N_PROMPTS=${PF_DRAFT_PROMPTS:-40000}
 NEW=${PF_DRAFT_NEW:-128}
 LAYERS=${PF_DRAFT_LAYERS:-3}
-ROWS1=${PF_DRAFT_ROWS1:-215040}
-ROWS2=${PF_DRAFT_ROWS2:-163072}
-ROWS1C=${PF_DRAFT_ROWS1C:-159488}
-ROWS2C=${PF_DRAFT_ROWS2C:-134400}
-FEAT_LIMIT=${PF_DRAFT_FEATURES:-1100}
-SAMPLED=${PF_DRAFT_SAMPLED:-400}
+ROWS=${PF_DRAFT_ROWS:-20000000}
+MINUTES=${PF_DRAFT_MIN:-60}
 mkdir -p "$W"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/pipeline.log"; }
 [ -f "$T" ] || { echo "missing $T (export the target first)" >&2; exit 1; }
-make pocketflash >/dev/null 2>&1 || [ -x ./pocketflash ]
+make pocketflash >/dev/null
 
 # The generations are only valid for the target they came from.
 TSUM=$(sha256sum "$T" | cut -c1-16)
 if [ -f "$W/target.sha" ] && [ "$(cat "$W/target.sha")" != "$TSUM" ]; then
     log "target changed: discarding old generations, features and checkpoints"
-    rm -rf "$W"/gen_* "$W"/train_* "$W"/eval_* "$W"/v1b "$W"/v2 "$W"/v1c "$W"/v2c
+    rm -rf "$W"/gen "$W"/gen_* "$W"/train_* "$W"/eval_* "$W"/v3-*
 fi
 echo "$TSUM" > "$W/target.sha"
 
-# 1. training prompts (3/4 greedy, 1/4 sampled at T=0.8), two shards each
+# 1. training prompts, two shards each of greedy and sampled (never an eval prompt: checked by
+#    draft_data.py against eval/tasks)
 if [ ! -f "$W/prompts_greedy_0.jsonl" ] || [ "$(cat "$W/prompts.n" 2>/dev/null)" != "$N_PROMPTS" ]; then
-    $PY draft/train/draft_data.py prompts --n "$N_PROMPTS" --sampled-frac 0.25 --shards 2 | tee -a "$W/pipeline.log"
+    $PY draft/train/draft_data.py prompts --n "$N_PROMPTS" --weights 1,1,0.8,1.6,1.4,1.4,1.6 --zh-first \
+        --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
     echo "$N_PROMPTS" > "$W/prompts.n"
-    rm -f "$W"/gen_*.jsonl "$W"/train_*
+    rm -rf "$W"/gen "$W"/gen_*.jsonl "$W"/train_*
 fi
 
-# 2. the target's own responses (C engine, one thread per process, two processes)
-gen() {  # in out [sampling args]
-    local in=$1 out=$2
-    shift 2
-    [ -f "$out" ] || ./pocketflash gen -m "$T" -i "$in" -o "$out" -n "$NEW" -t 1 -c 1024 "$@" 2>>"$W/gen.log"
-}
-t0=$(date +%s)
-gen "$W/prompts_greedy_0.jsonl" "$W/gen_greedy_0.jsonl" &
-gen "$W/prompts_greedy_1.jsonl" "$W/gen_greedy_1.jsonl" &
-wait
-gen "$W/prompts_sampled_0.jsonl" "$W/gen_sampled_0.jsonl" --temp 0.8 --seed 1000 --limit "$SAMPLED" &
-gen "$W/prompts_sampled_1.jsonl" "$W/gen_sampled_1.jsonl" --temp 0.8 --seed 500000 --limit "$SAMPLED" &
-wait
-log "generation: $(cat "$W"/gen_greedy_*.jsonl "$W"/gen_sampled_*.jsonl | wc -l) responses in $(( $(date +%s) - t0 ))s"
+# 2. the target's own responses (C engine; chunked and resumable)
+[ -f "$W/gen_sampled_1.jsonl" ] || bash draft/train/gen_responses.sh "$W" "$T" "$NEW"
 
-# 3. tapped target features (frozen target read back from the GGUF), two single-thread processes
-#    (one per shard), then merged in shard order
-if [ ! -f "$W/train_index.npz" ]; then
-    for k in 0 1; do
-        [ -f "$W/train_$k""_index.npz" ] || $PY draft/train/draft_data.py features "train_$k" --bf16 --layers "$LAYERS" --limit "$FEAT_LIMIT" \
-            "$W/gen_greedy_$k.jsonl" "$W/gen_sampled_$k.jsonl" > "$W/features_$k.log" 2>&1 &
-    done
-    wait
-    cat "$W"/features_[01].log | tee -a "$W/pipeline.log"
-    $PY draft/train/draft_data.py merge train train_0 train_1 | tee -a "$W/pipeline.log"
+# 3. tapped target features from the C engine (the forward the drafts are fed by at run time)
+if [ ! -f "$W/train_feats.npy" ]; then
+    TAPS=$($PY draft/train/draft_data.py seqs train --layers "$LAYERS" "$W"/gen_greedy_0.jsonl "$W"/gen_greedy_1.jsonl \
+        "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl 2>>"$W/pipeline.log")
+    t0=$(date +%s)
+    ./pocketflash taps -m "$T" --layers "$TAPS" -i "$W/train_seqs.bin" -o "$W/train_feats.npy" -t 2 2>>"$W/pipeline.log"
+    log "taps: $(( $(date +%s) - t0 )) s"
 fi
 
-# 4. warm starts from the v1 drafts (2 layers, taps after layers 1,3,5, block 16; as committed at
-#    V1_COMMIT): train_draft.warm_start copies their tensors, fc's columns of the taps both share (1, 3),
-#    and adds the third layer as identity. Then, on the same batch sequence, (a) DFlash from v1 DFlash
-#    and (b) DFlash2 from v1 DFlash2, side by side (lr 3e-4: half the from-scratch rate, as a fine-tune
-#    of trained weights; DFlash2's step costs more, so a wall-clock fit gives it fewer steps).
-V1_COMMIT=6bfb118
-for v in dflash dflash2; do
-    [ -f "$W/v1-$v.gguf" ] || { git show "$V1_COMMIT:models/pf-draft-$v.gguf" > "$W/v1-$v.gguf.tmp" && \
-        mv "$W/v1-$v.gguf.tmp" "$W/v1-$v.gguf"; }
+# 4. v3 drafts from scratch, DFlash2 and DFlash side by side on the same batch sequence; 32 anchors
+#    per sequence, 12 sequences a step (2,688 supervised rows), checkpoints every 250 steps (~8-10 min)
+for v in 2 1; do
+    [ -f "$W/v3-$v/final.pt" ] || $PY draft/train/train_draft.py train --version $v --run "$W/v3-$v" --rows "$ROWS" \
+        --max-minutes "$MINUTES" --n-seq 12 --n-anchor 32 --layers "$LAYERS" --ckpt-every 250 --resume \
+        > "$W/v3-$v.out" 2>&1 &
 done
-[ -f "$W/v2/final.pt" ] || $PY draft/train/train_draft.py train --version 2 --run "$W/v2" --init-gguf "$W/v1-dflash2.gguf" \
-    --rows "$ROWS2" --lr 3e-4 --layers "$LAYERS" --resume --max-minutes "${PF_DRAFT_MIN:-0}" > "$W/v2.out" 2>&1 &
-[ -f "$W/v1b/final.pt" ] || $PY draft/train/train_draft.py train --version 1 --run "$W/v1b" --init-gguf "$W/v1-dflash.gguf" \
-    --rows "$ROWS1" --lr 3e-4 --layers "$LAYERS" --resume --max-minutes "${PF_DRAFT_MIN:-0}" > "$W/v1b.out" 2>&1 &
 wait
-log "v2 (DFlash2): $(tail -1 "$W/v2/train.log")"
-log "v1b (DFlash): $(tail -1 "$W/v1b/train.log")"
-# 4b. a second stage from each (fresh warm-up + cosine, another batch seed): the first stage's budget
-#     ended while the loss still fell
-[ -f "$W/v2c/final.pt" ] || $PY draft/train/train_draft.py train --version 2 --run "$W/v2c" --init "$W/v2/final.pt" \
-    --seed 20261201 --rows "$ROWS2C" --lr 3e-4 --layers "$LAYERS" --resume --max-minutes "${PF_DRAFT_MINC:-0}" \
-    > "$W/v2c.out" 2>&1 &
-[ -f "$W/v1c/final.pt" ] || $PY draft/train/train_draft.py train --version 1 --run "$W/v1c" --init "$W/v1b/final.pt" \
-    --seed 20261201 --rows "$ROWS1C" --lr 3e-4 --layers "$LAYERS" --resume --max-minutes "${PF_DRAFT_MINC:-0}" \
-    > "$W/v1c.out" 2>&1 &
-wait
-log "v2c (DFlash2): $(tail -1 "$W/v2c/train.log")"
-log "v1c (DFlash): $(tail -1 "$W/v1c/train.log")"
+log "v3 DFlash2: $(tail -1 "$W/v3-2/train.log")"
+log "v3 DFlash: $(tail -1 "$W/v3-1/train.log")"
 
-# 5. export + reference for tests/test_draft_ref.c
-#    (only when a checkpoint is newer than its file: a re-run keeps the Dec head make_dec.sh attached)
+# 5. export + reference for tests/test_draft_ref.c (only when a checkpoint is newer than its file: a
+#    re-run keeps the Dec head make_dec.sh attached)
 D1=models/pf-draft-dflash.gguf
 D2=models/pf-draft-dflash2.gguf
-[ "$D1" -nt "$W/v1c/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v1c/final.pt" "$D1" | tee -a "$W/pipeline.log"
-[ "$D2" -nt "$W/v2c/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v2c/final.pt" "$D2" | tee -a "$W/pipeline.log"
-if [ ! -f models/pf-draft-ref.json ] || [ "$W/v1c/final.pt" -nt models/pf-draft-ref.json ] || \
-   [ "$W/v2c/final.pt" -nt models/pf-draft-ref.json ]; then
+[ "$D1" -nt "$W/v3-1/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v3-1/final.pt" "$D1" | tee -a "$W/pipeline.log"
+[ "$D2" -nt "$W/v3-2/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v3-2/final.pt" "$D2" | tee -a "$W/pipeline.log"
+if [ ! -f models/pf-draft-ref.json ] || [ "$W/v3-1/final.pt" -nt models/pf-draft-ref.json ] || \
+   [ "$W/v3-2/final.pt" -nt models/pf-draft-ref.json ]; then
     $PY draft/train/export_draft.py ref "$D1" "$D2" models/pf-draft-ref.json | tee -a "$W/pipeline.log"
 fi
 
@@ -133,11 +99,14 @@ done
 # 6. offline acceptance: held-out eval prompts, teacher-forced on the target's greedy responses
 if [ "${PF_DRAFT_ACCEPT:-1}" != 0 ]; then
     $PY draft/train/draft_data.py evalprompts
-    gen "$W/eval_prompts.jsonl" "$W/gen_eval.jsonl"
-    [ -f "$W/eval_index.npz" ] || $PY draft/train/draft_data.py features eval --bf16 --layers "$LAYERS" "$W/gen_eval.jsonl"
-    for v in 1c 2c; do
-        [ -f "$W/accept_v$v.json" ] || $PY draft/train/train_draft.py accept --ckpt "$W/v$v/final.pt" --data eval --blocks 4 8 --stride 2 \
-            --out "$W/accept_v$v.json" | tee -a "$W/pipeline.log"
+    [ -f "$W/gen_eval.jsonl" ] || ./pocketflash gen -m "$T" -i "$W/eval_prompts.jsonl" -o "$W/gen_eval.jsonl" -n "$NEW" -t 2 -c 1024
+    if [ ! -f "$W/eval_feats.npy" ]; then
+        TAPS=$($PY draft/train/draft_data.py seqs eval --layers "$LAYERS" "$W/gen_eval.jsonl" 2>>"$W/pipeline.log")
+        ./pocketflash taps -m "$T" --layers "$TAPS" -i "$W/eval_seqs.bin" -o "$W/eval_feats.npy" -t 2 2>>"$W/pipeline.log"
+    fi
+    for v in 1 2; do
+        [ -f "$W/accept_v3-$v.json" ] || $PY draft/train/train_draft.py accept --ckpt "$W/v3-$v/final.pt" --data eval \
+            --blocks 4 8 --stride 2 --out "$W/accept_v3-$v.json" | tee -a "$W/pipeline.log"
     done
 fi
 du -ch models/*.gguf | tee -a "$W/pipeline.log"
