@@ -2,10 +2,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
+#include "kernels/cpu.h"
 #include "kernels/topology.h"
 
 static const char k_usage[] =
@@ -47,35 +49,98 @@ static const char k_usage[] =
     "llama.cpp spellings accepted: --model, --predict/--n-predict, --ctx-size, --threads, -s (--seed),\n"
     "  -md/--model-draft, --draft/--draft-n (--draft-max)\n";
 
-static void write_svg(FILE *f, const pf_bench_result *r) {
-    int n = r->n + 1, bw = 60, gap = 30, left = 60, top = 40, h = 260;
-    double mx = r->speedup_geomean;
-    for (int i = 0; i < r->n; i++)
-        if (r->tasks[i].speedup.median > mx) mx = r->tasks[i].speedup.median;
-    mx = mx < 1.5 ? 1.5 : mx * 1.15;
-    int W = left + n * (bw + gap) + gap, H = top + h + 70;
+/* The chart names what it measured: the CPU's model name (Linux /proc/cpuinfo; "unknown CPU" elsewhere). */
+static void cpu_model_name(char *buf, size_t n) {
+    snprintf(buf, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        const char *c = strchr(line, ':');
+        if (!c || (strncmp(line, "model name", 10) && strncmp(line, "Model", 5))) continue;
+        for (c++; *c == ' ' || *c == '\t'; c++) {}
+        size_t len = strcspn(c, "\r\n");
+        if (len) snprintf(buf, n, "%.*s", (int)len, c);
+        break;
+    }
+    fclose(f);
+}
+
+/* Text for an SVG <text> element: the XML metacharacters escaped. */
+static void svg_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else fputc(*s, f);
+    }
+}
+
+static const char *base_name(const char *path) {
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* Bar chart of speedup per task type. Ticks every 0.5x from 0, the 1.0x line labelled as plain
+ * decoding, and the title and caption name the model files, CPU, kernel level, threads and date. */
+static void write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+    /* one bar per task type and the overall geomean; with --compare one bar per strategy (its geomean) */
+    int arms = r->n_arms > 0 && o->n_arms > 0, n = arms ? r->n_arms : r->n + 1, bw = 60, gap = 30, left = 60, top = 74, h = 260;
+    double mx = 0;
+    for (int i = 0; i < n; i++) {
+        double v = arms ? r->arms[i].speedup_geomean : i == r->n ? r->speedup_geomean : r->tasks[i].speedup.median;
+        if (v > mx) mx = v;
+    }
+    if (!(mx <= 100)) mx = 100; /* a degenerate run (inf, nan) still draws a bounded axis */
+    int n_ticks = (int)(mx * 1.15 / 0.5) + 1; /* 0.5x steps; the top tick above the tallest bar and its labels */
+    if (n_ticks < 3) n_ticks = 3;
+    mx = 0.5 * n_ticks;
+    int W = left + n * (bw + gap) + gap + 150, H = top + h + 40; /* 150: the baseline's label */
+    if (W < 640) W = 640;
+    char cpu[256], date[64];
+    cpu_model_name(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm)) snprintf(date, sizeof date, "unknown date");
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\">Speedup over plain decoding per task type (block %d, label: tau)</text>\n", left, r->block);
-    for (int k = 0; k <= 4; k++) {
-        double v = mx * k / 4;
+    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"15\" class=\"title\">Speedup over plain decoding per %s: ",
+            arms ? "strategy (geomean over task types)" : "task type");
+    svg_text(f, base_name(r->model));
+    if (r->draft[0]) {
+        fputs(" + ", f);
+        svg_text(f, base_name(r->draft));
+    }
+    fprintf(f, "</text>\n<text x=\"10\" y=\"40\" fill=\"#444\" class=\"caption\">");
+    svg_text(f, cpu);
+    fprintf(f, ", PF_KERNELS=%s, %d threads, %s</text>\n", pf_level_name(pf_best_level()), o->threads, date);
+    fprintf(f, "<text x=\"10\" y=\"56\" fill=\"#444\" class=\"caption\">");
+    if (!arms) fprintf(f, "strategy %s, block %d, ", o->profile ? "profile" : o->spec ? o->spec : "?", r->block);
+    fprintf(f, "%s, %d tokens per prompt, %d interleaved repetitions; bar label: tau (tokens per round)</text>\n",
+            o->temp > 0 ? "sampled" : "greedy", o->max_tokens, o->reps);
+    for (int k = 0; k <= n_ticks; k++) {
+        double v = 0.5 * k;
         int y = top + h - (int)(h * v / mx);
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", left, y, W - gap, y);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.2fx</text>\n", left - 6, y + 4, v);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", left, y, W - 150, y);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"tick\">%.1fx</text>\n", left - 6, y + 4, v);
     }
     int y1 = top + h - (int)(h / mx);
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\n", left, y1, W - gap, y1);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\n", left, y1, W - 150, y1);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#c00\" class=\"baseline\">plain decoding (1.0x)</text>\n", W - 146, y1 + 4);
     for (int i = 0; i < n; i++) {
-        int overall = i == r->n;
-        double v = overall ? r->speedup_geomean : r->tasks[i].speedup.median;
-        double tau = overall ? r->tau : pf_spec_tau(&r->tasks[i].st);
-        const char *name = overall ? "overall" : r->tasks[i].type;
+        int overall = !arms && i == r->n;
+        double v = arms ? r->arms[i].speedup_geomean : overall ? r->speedup_geomean : r->tasks[i].speedup.median;
+        double tau = arms ? r->arms[i].tau : overall ? r->tau : pf_spec_tau(&r->tasks[i].st);
+        const char *name = arms ? r->arms[i].name : overall ? "overall" : r->tasks[i].type;
+        if (arms && !strncmp(name, "profile:", 8)) name = "profile"; /* the file is in the JSON */
         int x = left + gap + i * (bw + gap), bh = (int)(h * v / mx);
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", x, top + h - bh, bw, bh,
                 overall ? "#555" : "#3a7bd5");
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.2fx</text>\n", x + bw / 2, top + h - bh - 16, v);
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">tau %.2f</text>\n", x + bw / 2, top + h - bh - 3, tau);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x + bw / 2, top + h + 18, name);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", x + bw / 2, top + h + 18);
+        svg_text(f, name);
+        fputs("</text>\n", f);
     }
     fprintf(f, "</svg>\n");
 }
@@ -181,7 +246,7 @@ static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result 
     return 0;
 }
 
-static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { (void)o; write_svg(f, r); }
+static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { write_svg(f, r, o); }
 
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL, *compare = NULL;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's Performance and Benchmarks numbers: every command that produced them, in order.
+# The numbers of docs/performance.md: every command that produced them, in order.
 # Long-running (tens of minutes on 2 cores); run on a quiet machine (no training). Output goes to
 # eval/results/ (markdown + JSON + SVG).
 #   bash eval/benchmarks.sh [perf|pair|pocket|compare|all]     (THREADS=N, RETUNE=1: see compare)
@@ -70,7 +70,7 @@ if [ "$what" = pocket ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = compare ] || [ "$what" = all ]; then
-    # Issue #16: fixed blocks, Dec gating, the tuned profile as a prior and the adaptive block in ONE
+    # Fixed blocks, Dec gating, the tuned profile as a prior and the adaptive block in ONE
     # interleaved run per kernel level (c(B) differs by 2x between AVX-512 and AVX2), each level with
     # its own tuned profile and bench-model's bandwidth/compute probes.
     make -s pocket-standin
@@ -89,6 +89,6 @@ if [ "$what" = compare ] || [ "$what" = all ]; then
         # 3 interleaved repetitions (single runs move each arm up to 5% either way)
         PF_KERNELS=$lvl ./pocketflash bench -m "$tgt" -d "$d" --tasks eval/tasks --prompts 8 -n 48 --reps 3 -t "$T" \
             --compare "fixed:2,fixed:3,fixed:4,fixed:6,dec,profile:$out/profile-pocket-$lvl.json,adaptive" \
-            --json "$out/compare-pocket-$lvl.json" | tee "$out/compare-pocket-$lvl.md"
+            --json "$out/compare-pocket-$lvl.json" --svg "$out/compare-pocket-$lvl.svg" | tee "$out/compare-pocket-$lvl.md"
     done
 fi

@@ -1,5 +1,5 @@
 # ARM64: cross build (build-arm64/) and the test suite under qemu-user, one run per CPU model
-# (README "ARM64"). qemu 7.2's models cover the three levels: cortex-a53 (NEON only), neoverse-n1
+# (docs/arm64.md). qemu 7.2's models cover the three levels: cortex-a53 (NEON only), neoverse-n1
 # (+ dotprod), max (+ dotprod, i8mm). Without a binfmt registration the tests reach the ARM CLI
 # through a wrapper script given as PF_CLI. PF_EXPECT_LEVEL makes kernels_cpu_levels check that
 # each model gets its level. T= selects tests as in `make test`.

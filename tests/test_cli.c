@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include "formats/gguf.h"
+#include "kernels/cpu.h"
 #include "kernels/kernels.h"
 #include "test.h"
 
@@ -196,6 +197,27 @@ TEST(cli_bench_per_task_checks_identical) {
           strstr(o, "\"speedup_geomean\": ") && strstr(o, "\"compute_gfma_s\": ["));
     snprintf(args, sizeof args, "grep -c '<rect' %s/b.svg > /dev/null", pf_test_tmpdir());
     CHECK(system(args) == 0);
+    /* the chart is readable: ticks at multiples of 0.5x, the 1.0x line named, and the caption says what ran where */
+    snprintf(path, sizeof path, "%s/b.svg", pf_test_tmpdir());
+    f = fopen(path, "r");
+    CHECK(f);
+    n = fread(o, 1, sizeof o - 1, f);
+    o[n] = 0;
+    fclose(f);
+    const char *slash = strrchr(m, '/');
+    char want[300];
+    snprintf(want, sizeof want, "PF_KERNELS=%s, ", pf_level_name(pf_best_level()));
+    CHECKF(strstr(o, slash ? slash + 1 : m) && strstr(o, want) && strstr(o, " threads, ") && strstr(o, " UTC</text>") &&
+               strstr(o, "plain decoding (1.0x)"),
+           "chart caption or baseline label missing: %.600s", o);
+    int ticks = 0, one = 0;
+    for (const char *t = strstr(o, "class=\"tick\">"); t; t = strstr(t + 1, "class=\"tick\">")) {
+        double v = atof(t + strlen("class=\"tick\">"));
+        CHECKF(v * 2 == (double)(int)(v * 2), "tick %.3f is not a multiple of 0.5x", v);
+        one |= v == 1.0;
+        ticks++;
+    }
+    CHECKF(ticks >= 3 && one, "%d ticks, 1.0x %s", ticks, one ? "present" : "missing");
     snprintf(args, sizeof args, "bench -m %s --tasks /nonexistent", m);
     CHECK_FAILS(args, "cannot open the task folder");
 }
