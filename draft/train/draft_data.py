@@ -215,18 +215,50 @@ def cmd_seqs(a):
     taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
     seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"])
     lens, _ = write_index(a.name, seqs, rstart, types, ids_, taps)
-    tmp = os.path.join(OUT, a.name + "_seqs.bin.tmp")
-    with open(tmp, "wb") as f:
-        f.write(b"PFSQ")
-        f.write(np.array([len(seqs)], dtype="<u4").tobytes())
-        f.write(lens.astype("<u4").tobytes())
-        for s in seqs:
-            f.write(np.array(s, dtype="<i4").tobytes())
-    os.replace(tmp, os.path.join(OUT, a.name + "_seqs.bin"))
+    # --parts K: K consecutive slices (<name>_p<k>_seqs.bin) for K single-thread taps processes, whose
+    # outputs joinfeats concatenates (one taps process with -t 2 keeps only ~1 core busy on sequences
+    # of ~100 tokens)
+    bounds = np.linspace(0, len(seqs), a.parts + 1).astype(int) if a.parts > 1 else [0, len(seqs)]
+    for k in range(len(bounds) - 1):
+        part = a.name + (f"_p{k}" if a.parts > 1 else "")
+        tmp = os.path.join(OUT, part + "_seqs.bin.tmp")
+        with open(tmp, "wb") as f:
+            f.write(b"PFSQ")
+            f.write(np.array([bounds[k + 1] - bounds[k]], dtype="<u4").tobytes())
+            f.write(lens[bounds[k]:bounds[k + 1]].astype("<u4").tobytes())
+            for s in seqs[bounds[k]:bounds[k + 1]]:
+                f.write(np.array(s, dtype="<i4").tobytes())
+        os.replace(tmp, os.path.join(OUT, part + "_seqs.bin"))
     resp = int(sum(lens[k] - rstart[k] for k in range(len(seqs))))
     print(f"seqs {a.name}: {len(seqs)} sequences, {int(lens.sum())} tokens ({resp} response), taps "
           f"{','.join(str(t) for t in sorted(set(taps)))}", file=sys.stderr, flush=True)
     print(",".join(str(t) for t in taps))
+
+
+def cmd_joinfeats(a):
+    """Concatenate the taps outputs <name>_p<k>_feats.npy (k < parts, in order) into <name>_feats.npy
+    without loading them (header, then the parts' rows copied), check the row count against the
+    index, and remove the parts."""
+    import shutil
+    parts = [os.path.join(OUT, f"{a.name}_p{k}_feats.npy") for k in range(a.parts)]
+    mm = [np.load(p, mmap_mode="r") for p in parts]
+    assert all(m.shape[1] == mm[0].shape[1] and m.dtype == mm[0].dtype for m in mm)
+    shape = (sum(m.shape[0] for m in mm), mm[0].shape[1])
+    n_index = int(np.load(os.path.join(OUT, a.name + "_index.npz"))["length"].sum())
+    assert shape[0] == n_index, f"parts hold {shape[0]} rows, the index {n_index}"
+    out = os.path.join(OUT, a.name + "_feats.npy")
+    with open(out + ".tmp", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(mm[0].dtype),
+                                                 "fortran_order": False, "shape": shape})
+        for p in parts:
+            with open(p, "rb") as g:
+                np.lib.format.read_magic(g)
+                np.lib.format.read_array_header_1_0(g)
+                shutil.copyfileobj(g, f, 1 << 24)
+    os.replace(out + ".tmp", out)
+    for p in parts:
+        os.remove(p)
+    print(f"joinfeats {a.name}: {shape[0]} rows x {shape[1]} from {a.parts} parts", file=sys.stderr, flush=True)
 
 
 def cmd_features(a):
@@ -294,6 +326,10 @@ def main():
     p.add_argument("files", nargs="+")
     p.add_argument("--layers", type=int, default=DRAFT_LAYERS, help="draft layers: the taps follow z-lab's rule")
     p.add_argument("--limit", type=int, default=0, help="only the first N responses of each file")
+    p.add_argument("--parts", type=int, default=1, help="write K consecutive slices for K taps processes")
+    p = sub.add_parser("joinfeats")
+    p.add_argument("name")
+    p.add_argument("parts", type=int)
     p = sub.add_parser("features")
     p.add_argument("name")
     p.add_argument("files", nargs="+")
@@ -304,7 +340,7 @@ def main():
     p.add_argument("name")
     p.add_argument("parts", nargs="+")
     a = ap.parse_args()
-    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "seqs": cmd_seqs, "features": cmd_features, "merge": cmd_merge}[a.cmd](a)
+    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "seqs": cmd_seqs, "joinfeats": cmd_joinfeats, "features": cmd_features, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -56,12 +56,18 @@ fi
 # 2. the target's own responses (C engine; chunked and resumable)
 [ -f "$W/gen_sampled_1.jsonl" ] || bash draft/train/gen_responses.sh "$W" "$T" "$NEW"
 
-# 3. tapped target features from the C engine (the forward the drafts are fed by at run time)
+# 3. tapped target features from the C engine (the forward the drafts are fed by at run time): two
+#    single-thread processes over the two halves of the sequences, joined in order
 if [ ! -f "$W/train_feats.npy" ]; then
-    TAPS=$($PY draft/train/draft_data.py seqs train --layers "$LAYERS" "$W"/gen_greedy_0.jsonl "$W"/gen_greedy_1.jsonl \
-        "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl 2>>"$W/pipeline.log")
+    TAPS=$($PY draft/train/draft_data.py seqs train --parts 2 --layers "$LAYERS" "$W"/gen_greedy_0.jsonl \
+        "$W"/gen_greedy_1.jsonl "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl 2>>"$W/pipeline.log")
     t0=$(date +%s)
-    ./pocketflash taps -m "$T" --layers "$TAPS" -i "$W/train_seqs.bin" -o "$W/train_feats.npy" -t 2 2>>"$W/pipeline.log"
+    for k in 0 1; do
+        ./pocketflash taps -m "$T" --layers "$TAPS" -i "$W/train_p${k}_seqs.bin" -o "$W/train_p${k}_feats.npy" -t 1 \
+            2>>"$W/taps_$k.log" &
+    done
+    wait
+    $PY draft/train/draft_data.py joinfeats train 2 2>>"$W/pipeline.log"
     log "taps: $(( $(date +%s) - t0 )) s"
 fi
 
