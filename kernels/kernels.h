@@ -87,6 +87,10 @@ void pf_pack_weight(const pf_weight *W, void *dst);
  * bytes at dst): what pf_pack_weight writes there, for kernels that pack a GGUF-layout group on
  * the fly. */
 void pf_pack_group(const pf_weight *W, int64_t g, int64_t k0, int64_t nk, void *dst);
+/* The ARM64 i8mm gemm's packed layout (kernels/arm/repack_i8mm.c: groups of 4 rows, SMMLA row
+ * pairs interleaved), what pf_packed_bytes / pf_pack_weight give on an ARM64 build. */
+size_t pf_packed_bytes_i8mm(const pf_weight *W);
+void pf_pack_weight_i8mm(const pf_weight *W, void *dst);
 
 /* Qwen3's QK-norm: RMSNorm of each of n_heads heads of hd floats in place, with the same weight w. */
 void pf_rmsnorm_heads(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps);
