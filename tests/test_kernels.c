@@ -1143,9 +1143,10 @@ TEST(kernels_arm_levels_bitwise_scalar) {
 /* The ARM64 i8mm gemm on its packed layout (kernels/arm/repack_i8mm.c: groups of 4 rows, SMMLA
  * row pairs) gives the scalar level's bits, as on the GGUF layout: matrices under, at and over a
  * group of 4 rows and not a multiple of it, row ranges that start and end inside a group, several
- * widths up to a long row, every B from 1 to 16 (odd B pair the last row with itself) and 17 (a
- * second pass of 8). Packed == GGUF layout == scalar, bit for bit, rows outside the range untouched.
- * Where i8mm does not run (x86, other ARM64 cores) the test says so and checks nothing wants it. */
+ * widths up to rows of three k-chunks (their sums carried across chunks), every B from 1 to 16
+ * (odd B pair the last row with itself; passes of 8) and 17 (a second super-pass of 16).
+ * Packed == GGUF layout == scalar, bit for bit, rows outside the range untouched. Where i8mm does
+ * not run (x86, other ARM64 cores) the test says so and returns. */
 TEST(kernels_gemm_i8mm_packed_bitwise) {
     const pf_kernels *ki = pf_kernels_get(PF_LEVEL_I8MM);
     if (!ki) {
@@ -1156,7 +1157,7 @@ TEST(kernels_gemm_i8mm_packed_bitwise) {
     const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
     CHECK(pf_pack_wanted(PF_TYPE_Q4_1) == (pf_kernels_best()->level == PF_LEVEL_I8MM));
     static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
-    static const int64_t shapes[][2] = {{1, 32}, {3, 64}, {4, 96}, {5, 256}, {13, 160}, {16, 32}, {23, 32 * 40}};
+    static const int64_t shapes[][2] = {{1, 32}, {3, 64}, {4, 96}, {5, 256}, {13, 160}, {16, 32}, {23, 32 * 40}, {9, 32 * 130}};
     static const int64_t ranges[][2] = {{0, -1}, {1, -1}, {0, 3}, {2, 7}, {5, 13}, {6, 7}};
     int compared = 0;
     for (int t = 0; t < 3; t++)
