@@ -16,7 +16,8 @@
 
 /* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes.
  * packed, when not NULL, holds the same weights in the row-group layout of pf_pack_weight, which
- * the AVX-512 and AVX2 quantized gemms read instead of data (same results, bit for bit). */
+ * the AVX-512 and AVX2 quantized gemms (ARM64: the i8mm one, its own layout) read instead of data
+ * (same results, bit for bit). */
 typedef struct {
     const void *data;
     uint32_t type;
