@@ -132,7 +132,7 @@ def main():
         for name, level, flags, packed in LEVELS:
             qnb[name] = rows_per_pass(level, packed)
             for tname, wt, _ in TYPES:
-                for nb in sorted({1, 4, 8} & set(range(1, qnb[name] + 1))):
+                for nb in range(1, qnb[name] + 1):
                     asm = loop_asm(a.cc, level, flags, packed, wt, nb, tmp)
                     for cpu, _ in CPUS:
                         cyc[(name, tname, nb, cpu)], ins[(name, tname, nb)] = mca_cycles(a.mca, cpu, asm, tmp)
@@ -142,7 +142,7 @@ def main():
         full, rest = divmod(B, qnb[name])
         c = full * cyc[(name, tname, qnb[name], cpu)]
         if rest:
-            c += cyc[(name, tname, rest, cpu)]  # only 1 here (B in 1, 4, 8, 16)
+            c += cyc[(name, tname, rest, cpu)]
         return c
 
     def cpm(name, tname, B, cpu):
@@ -188,6 +188,15 @@ def main():
                 _, c, m = forward_s(best, "Q4_1", 1, cpu, 1, 20)
                 cells.append("%.1f" % (c / m))
         o.append("| %s | %s |" % (cpu, " | ".join(cells)))
+    o.append("")
+    o.append("c(n) for every row count, one core (compute-bound), %s Q4_1 (an odd n pairs its last row "
+             "with itself in SMMLA):\n" % best)
+    o.append("| core model | " + " | ".join("%d" % n for n in range(2, 17)) + " |")
+    o.append("|---|" + "---|" * 15)
+    for cpu, _ in CPUS:
+        t1 = forward_s(best, "Q4_1", 1, cpu, 1, 20)[0]
+        o.append("| %s | %s |" % (cpu, " | ".join("%.2f" % (forward_s(best, "Q4_1", n, cpu, 1, 20)[0] / t1)
+                                                 for n in range(2, 17))))
     o.append("")
     o.append("## Cycles per multiply-add (instructions per block iteration in brackets)\n")
     for tname, _, _ in TYPES:
