@@ -16,7 +16,8 @@
 
 /* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes.
  * packed, when not NULL, holds the same weights in the row-group layout of pf_pack_weight, which
- * the AVX-512 and AVX2 quantized gemms read instead of data (same results, bit for bit). */
+ * the AVX-512 and AVX2 quantized gemms (ARM64: the i8mm one, its own layout) read instead of data
+ * (same results, bit for bit). */
 typedef struct {
     const void *data;
     uint32_t type;
@@ -87,6 +88,10 @@ void pf_pack_weight(const pf_weight *W, void *dst);
  * bytes at dst): what pf_pack_weight writes there, for kernels that pack a GGUF-layout group on
  * the fly. */
 void pf_pack_group(const pf_weight *W, int64_t g, int64_t k0, int64_t nk, void *dst);
+/* The ARM64 i8mm gemm's packed layout (kernels/arm/repack_i8mm.c: groups of 4 rows, SMMLA row
+ * pairs interleaved), what pf_packed_bytes / pf_pack_weight give on an ARM64 build. */
+size_t pf_packed_bytes_i8mm(const pf_weight *W);
+void pf_pack_weight_i8mm(const pf_weight *W, void *dst);
 
 /* Qwen3's QK-norm: RMSNorm of each of n_heads heads of hd floats in place, with the same weight w. */
 void pf_rmsnorm_heads(const pf_kernels *k, float *x, int n_heads, int hd, const float *w, float eps);

@@ -1,4 +1,5 @@
-/* Weights re-laid for the AVX-512 and AVX2 quantized gemms (layout in kernels.h, pf_pack_weight).
+/* Weights re-laid for the AVX-512 and AVX2 quantized gemms (layout in kernels.h, pf_pack_weight);
+ * on ARM64 pf_packed_bytes / pf_pack_weight give the i8mm layout (kernels/arm/repack_i8mm.c).
  * The packed copy is made once at load time; the kernels then read each block of a 16-row group
  * as aligned vectors instead of transposing 16 rows in registers and gathering 16 scales. */
 #include <string.h>
@@ -9,8 +10,8 @@
 
 int pf_pack_wanted(uint32_t type) {
     if (type != PF_TYPE_Q8_0 && type != PF_TYPE_Q4_0 && type != PF_TYPE_Q4_1) return 0;
-    const pf_level l = pf_kernels_best()->level; /* the x86 GEMMs read the packed layout; ARM kernels do not */
-    return l == PF_LEVEL_AVX2 || l == PF_LEVEL_AVX512;
+    const pf_level l = pf_kernels_best()->level; /* the x86 GEMMs and the ARM64 i8mm gemm read a packed layout */
+    return l == PF_LEVEL_AVX2 || l == PF_LEVEL_AVX512 || l == PF_LEVEL_I8MM;
 }
 
 /* Block size, offset of the quants in a GGUF block, and whether there is a minimum. */
@@ -22,11 +23,15 @@ static size_t block_bytes(uint32_t type, size_t *qs_off, int *has_m) {
 }
 
 size_t pf_packed_bytes(const pf_weight *W) {
+#ifdef __aarch64__
+    return pf_packed_bytes_i8mm(W); /* the only packed layout of an ARM64 build */
+#else
     size_t off;
     int has_m;
     size_t bs = block_bytes(W->type, &off, &has_m);
     size_t groups = (size_t)((W->rows + PACK_ROWS - 1) / PACK_ROWS);
     return groups * (size_t)(W->cols / PF_QK) * PACK_ROWS * bs;
+#endif
 }
 
 void pf_pack_group(const pf_weight *W, int64_t g, int64_t k0, int64_t nk, void *dst_) {
@@ -49,9 +54,13 @@ void pf_pack_group(const pf_weight *W, int64_t g, int64_t k0, int64_t nk, void *
 }
 
 void pf_pack_weight(const pf_weight *W, void *dst_) {
+#ifdef __aarch64__
+    pf_pack_weight_i8mm(W, dst_);
+#else
     size_t off;
     int has_m;
     const size_t bs = block_bytes(W->type, &off, &has_m);
     const int64_t nblk = W->cols / PF_QK, groups = (W->rows + PACK_ROWS - 1) / PACK_ROWS;
     for (int64_t g = 0; g < groups; g++) pf_pack_group(W, g, 0, nblk, (uint8_t *)dst_ + (size_t)g * nblk * PACK_ROWS * bs);
+#endif
 }

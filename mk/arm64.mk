@@ -56,3 +56,12 @@ ARM64_CI_TESTS ?= test_kernels forward_batch_invariant golden_llamacpp spec_gree
 test-arm64-ci: arm64 $(TEST_DATA)
 	@set -e; for t in $(ARM64_CI_TESTS); do $(MAKE) --no-print-directory test-arm64 T=$$t; done
 	$(MAKE) --no-print-directory test-cross-device
+
+# The per-core performance model of the quantized gemm (docs/arm64-model.md, written by
+# tools/arm64_model.py): llvm-mca on the inner loops cross-compiled for each level. The newest
+# llvm-mca found is used: Debian 12's llvm-19 has the Neoverse N2 / V1 / V2 scheduling models,
+# while its default LLVM 14 gives those CPUs the Cortex-A57 model (the file names the one used).
+LLVM_MCA ?= $(firstword $(foreach v,19 18 17 16 15 14,$(shell command -v llvm-mca-$(v) 2>/dev/null)) llvm-mca)
+.PHONY: arm64-model
+arm64-model:
+	python3 tools/arm64_model.py --cc $(ARM64_CC) --mca $(LLVM_MCA) --out docs/arm64-model.md

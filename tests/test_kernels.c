@@ -467,8 +467,8 @@ TEST(kernels_gemm_long_rows) {
 TEST(kernels_gemm_packed_bitwise) {
     const pf_kernels *k2 = pf_kernels_get(PF_LEVEL_AVX2), *k5 = pf_kernels_get(PF_LEVEL_AVX512);
     if (!k2) {
-        printf("    no AVX2 on this CPU: the packed layout is not used here\n");
-        CHECK(!pf_pack_wanted(PF_TYPE_Q4_1));
+        printf("    no AVX2 on this CPU: the x86 packed layout is not used here\n");
+        CHECK(!pf_pack_wanted(PF_TYPE_Q4_1) || pf_kernels_best()->level == PF_LEVEL_I8MM); /* ARM64: its own */
         return;
     }
     static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
@@ -1138,6 +1138,61 @@ TEST(kernels_arm_levels_bitwise_scalar) {
     }
     free(K), free(V), free(Kc), free(Vc), free(q), free(oref), free(o);
     printf("    %d quantized gemm calls and the f16 attention bitwise the scalar level\n", compared);
+}
+
+/* The ARM64 i8mm gemm on its packed layout (kernels/arm/repack_i8mm.c: groups of 4 rows, SMMLA
+ * row pairs) gives the scalar level's bits, as on the GGUF layout: matrices under, at and over a
+ * group of 4 rows and not a multiple of it, row ranges that start and end inside a group, several
+ * widths up to rows of three k-chunks (their sums carried across chunks), every B from 1 to 16
+ * (odd B pair the last row with itself; passes of 8) and 17 (a second super-pass of 16).
+ * Packed == GGUF layout == scalar, bit for bit, rows outside the range untouched. Where i8mm does
+ * not run (x86, other ARM64 cores) the test says so and returns. */
+TEST(kernels_gemm_i8mm_packed_bitwise) {
+    const pf_kernels *ki = pf_kernels_get(PF_LEVEL_I8MM);
+    if (!ki) {
+        printf("    no i8mm level on this CPU: its packed layout is not used here\n");
+        return;
+    }
+#ifdef __aarch64__ /* the i8mm packer is built on ARM64 only */
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    CHECK(pf_pack_wanted(PF_TYPE_Q4_1) == (pf_kernels_best()->level == PF_LEVEL_I8MM));
+    static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+    static const int64_t shapes[][2] = {{1, 32}, {3, 64}, {4, 96}, {5, 256}, {13, 160}, {16, 32}, {23, 32 * 40}, {9, 32 * 130}};
+    static const int64_t ranges[][2] = {{0, -1}, {1, -1}, {0, 3}, {2, 7}, {5, 13}, {6, 7}};
+    int compared = 0;
+    for (int t = 0; t < 3; t++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int64_t rows = shapes[si][0], cols = shapes[si][1];
+            pf_weight W, P;
+            make_weight(qt[t], rows, cols, 7000 + 10 * t + si, &W);
+            P = W;
+            void *packed = aligned_alloc(64, (pf_packed_bytes_i8mm(&W) + 63) / 64 * 64);
+            pf_pack_weight_i8mm(&W, packed);
+            P.packed = packed;
+            const int BMAX = 17;
+            const size_t stride = pf_act_row_bytes(qt[t], cols), ny = (size_t)BMAX * rows * sizeof(float);
+            void *act = make_act(qt[t], cols, BMAX, 7100 + t + si, NULL);
+            float *yr = malloc(ny), *y0 = malloc(ny), *y1 = malloc(ny);
+            for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++) {
+                const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1] < 0 || ranges[ri][1] > rows ? rows : ranges[ri][1];
+                if (r0 >= r1) continue;
+                for (int nb = 1; nb <= BMAX; nb++) {
+                    if (ri && nb > 4 && nb != 9 && nb != 16 && nb != 17) continue; /* every B on whole matrices */
+                    for (size_t i = 0; i < (size_t)BMAX * rows; i++) yr[i] = y0[i] = y1[i] = -7.0f;
+                    ks->gemm[qt[t]](&W, act, stride, nb, yr, rows, r0, r1);
+                    ki->gemm[qt[t]](&W, act, stride, nb, y0, rows, r0, r1);
+                    ki->gemm[qt[t]](&P, act, stride, nb, y1, rows, r0, r1);
+                    CHECKF(!memcmp(y0, yr, ny) && !memcmp(y1, yr, ny),
+                           "i8mm %s %lldx%lld rows [%lld, %lld) B=%d: GGUF layout %s, packed %s the scalar bits",
+                           pf_type_info(qt[t])->name, (long long)rows, (long long)cols, (long long)r0, (long long)r1,
+                           nb, memcmp(y0, yr, ny) ? "not" : "has", memcmp(y1, yr, ny) ? "not" : "has");
+                    compared++;
+                }
+            }
+            free((void *)W.data), free(packed), free(act), free(yr), free(y0), free(y1);
+        }
+    printf("    %d i8mm gemm calls, packed and GGUF layout, bitwise the scalar level\n", compared);
+#endif
 }
 
 /* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as

@@ -4,6 +4,8 @@
  *   int8: Q8_0 as stored, Q4 nibbles 0..15, low nibbles = elements 0..15), xb[b] block k of
  *   activation row b < nb; is[b] = the four rows' exact int32 sums of products with row b
  * then includes this file, compiled with its ISA flags, for its static gemm_q8_0/q4_0/q4_1.
+ * A level with a packed weight layout defines PF_LEVEL_PACKED_GEMM and gemm_quant_packed (same
+ * arguments as gemm_quant), which runs where W->packed is set.
  *
  * Bitwise the scalar reference (kernels_scalar.c): lanes run across four output rows, not along
  * a row, so each lane does the reference's float operations in its order, block after block:
@@ -76,6 +78,12 @@ PF_FORCE_INLINE void qdot_rows4(uint32_t wt, const uint8_t *const *wr, int64_t n
 
 PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act, size_t stride, int B, float *y,
                                 int64_t ldy, int64_t r0, int64_t r1) {
+#ifdef PF_LEVEL_PACKED_GEMM /* the level reads its packed layout where the weights have one */
+    if (W->packed) {
+        gemm_quant_packed(wt, W, act, stride, B, y, ldy, r0, r1);
+        return;
+    }
+#endif
     const int64_t nblk = W->cols / PF_QK;
     for (int64_t r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? (int)(r1 - r) : 4;
