@@ -10,7 +10,7 @@
 #include "draft/dflash.h"
 #include "engine/model.h"
 #include "formats/ggml_types.h"
-#include "formats/hf_convert.h"
+#include "convert/hf_convert.h"
 
 static const char k_usage[] =
     "usage: pocketflash convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--target TARGET.gguf]\n"

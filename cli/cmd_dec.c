@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "convert/dec_attach.h"
 #include "draft/dec.h"
 #include "formats/json.h"
 

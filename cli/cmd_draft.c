@@ -5,7 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 #include "draft/dflash_taps.h"
 #include "formats/gguf.h"
 

@@ -6,7 +6,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "draft/dflash.h"
-#include "draft/head_vocab.h"
+#include "convert/head_vocab.h"
 #include "engine/model.h"
 
 static const char k_usage[] =

@@ -4,9 +4,9 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "formats/ggml_types.h"
-#include "formats/requantize.h"
+#include "convert/requantize.h"
 
 static const char k_synth_usage[] =
     "usage: pocketflash synth --shape pocket|qwen3-0.6b|tiny --type f32|f16|bf16|q8_0|q4_0|q4_1 -o OUT.gguf\n"

@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert/dec_attach.h"
 #include "draft/dec.h"
 #include "draft/dflash_drafter.h"
-#include "draft/dflash_synth.h"
-#include "engine/synth.h"
+#include "convert/dflash_synth.h"
+#include "convert/synth.h"
 #include "test.h"
 #include "verify/adapt.h"
 #include "verify/spec.h"

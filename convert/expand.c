@@ -1,6 +1,6 @@
-/* Function-preserving expansion of a small target and its drafts (eval/expand.h has the
+/* Function-preserving expansion of a small target and its drafts (convert/expand.h has the
  * construction; the numbers of the guard are argued at pf_expand_target). */
-#include "eval/expand.h"
+#include "convert/expand.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "engine/tokenizer.h"
 #include "formats/ggml_types.h"
 #include "formats/quant.h"
-#include "formats/requantize.h"
+#include "convert/requantize.h"
 
 /* Index maps from a big dimension to the small one: i >= 0 is the source index. */
 enum { MAP_RANDOM = -1, MAP_ZERO = -2 };
