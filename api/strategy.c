@@ -9,7 +9,7 @@
 #include "api/draft.h"
 #include "draft/dflash_drafter.h"
 #include "draft/ngram.h"
-#include "eval/profile.h"
+#include "verify/profile.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
 
@@ -23,7 +23,7 @@ static pf_spec_kind default_spec(const pf_draft *d) {
 /* A tuned profile's choice as the adaptive planner's prior (copied out of the profile file). */
 typedef struct {
     int on;
-    double c[PF_PROFILE_MAX_BLOCK + 1], draft[PF_PROFILE_MAX_BLOCK + 1], alpha[PF_PROFILE_MAX_BLOCK];
+    double c[PF_MAX_BLOCK + 1], draft[PF_MAX_BLOCK + 1], alpha[PF_MAX_BLOCK];
     int n, n_alpha;
 } api_prior;
 

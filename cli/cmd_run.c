@@ -10,7 +10,7 @@
 #include "include/pocketflash.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
-#include "eval/profile.h"
+#include "verify/profile.h"
 #include "verify/strategies.h"
 
 static const char k_usage[] =

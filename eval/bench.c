@@ -77,8 +77,8 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
             char *end;
             long b = strtol(val, &end, 10);
             if (kinds[k].need_block < 0 || *end || b < 2 || b > PF_MAX_BLOCK) {
-                snprintf(err, PF_ERR_LEN, "--compare: '%.40s': %s", text,
-                         kinds[k].need_block < 0 ? "takes no block" : "the block must be 2..64");
+                if (kinds[k].need_block < 0) snprintf(err, PF_ERR_LEN, "--compare: '%.40s': takes no block", text);
+                else snprintf(err, PF_ERR_LEN, "--compare: '%.40s': the block must be 2..%d", text, PF_MAX_BLOCK);
                 return -1;
             }
             arm->block = (int)b;

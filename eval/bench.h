@@ -5,7 +5,7 @@
 #define PF_BENCH_H
 
 #include "eval/bench_model.h"
-#include "eval/profile.h"
+#include "verify/profile.h"
 #include "eval/tasks.h"
 #include "verify/spec.h"
 

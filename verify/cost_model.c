@@ -5,14 +5,14 @@
 
 void pf_cost_init(pf_cost_model *cm, int n_max) {
     memset(cm, 0, sizeof *cm);
-    cm->n_max = n_max < 1 ? 1 : n_max > PF_COST_MAX_ROWS ? PF_COST_MAX_ROWS : n_max;
+    cm->n_max = n_max < 1 ? 1 : n_max > PF_MAX_BLOCK ? PF_MAX_BLOCK : n_max;
 }
 
 /* Fill v[1..n_max] from the known (> 0) entries of src[1..n-1]: linear between known points, the
  * last known slope beyond them (a B-row forward's cost grows about linearly past a few rows). */
 static void fill(double *logv, int n_max, const double *src, int n, double scale) {
-    double v[PF_COST_MAX_ROWS + 1] = {0};
-    int known[PF_COST_MAX_ROWS + 1], nk = 0;
+    double v[PF_MAX_BLOCK + 1] = {0};
+    int known[PF_MAX_BLOCK + 1], nk = 0;
     for (int i = 1; i < n && i <= n_max; i++)
         if (src[i] > 0) {
             v[i] = src[i] * scale;
@@ -44,8 +44,8 @@ static void fill(double *logv, int n_max, const double *src, int n, double scale
 void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, int n, double t1) {
     if (t1 <= 0) return;
     if (c) {
-        double cc[PF_COST_MAX_ROWS + 1] = {0};
-        for (int i = 1; i < n && i <= PF_COST_MAX_ROWS; i++) cc[i] = c[i];
+        double cc[PF_MAX_BLOCK + 1] = {0};
+        for (int i = 1; i < n && i <= PF_MAX_BLOCK; i++) cc[i] = c[i];
         cc[1] = 1;
         fill(cm->log_t, cm->n_max, cc, n > 2 ? n : 2, t1);
         cm->have_t = 1;
@@ -64,7 +64,7 @@ void pf_cost_refit(pf_cost_model *cm, int nref, double c_meas) {
     if (!cm->have_t || nref < 2 || nref > cm->n_max) return;
     double t1 = pf_cost_verify(cm, 1), cp = pf_cost_verify(cm, nref) / t1;
     if (cp <= 1.01 || c_meas < 1) return;
-    double k = (c_meas - 1) / (cp - 1), c[PF_COST_MAX_ROWS + 1];
+    double k = (c_meas - 1) / (cp - 1), c[PF_MAX_BLOCK + 1];
     k = k < 0.1 ? 0.1 : k > 10 ? 10 : k; /* a wild measurement cannot flatten or blow up the curve */
     for (int n = 1; n <= cm->n_max; n++) c[n] = 1 + k * (pf_cost_verify(cm, n) / t1 - 1);
     for (int n = 1; n <= cm->n_max; n++) cm->log_t[n] = log(c[n] * t1);

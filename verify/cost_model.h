@@ -14,15 +14,16 @@
 
 #include <stdint.h>
 
-#define PF_COST_MAX_ROWS 64
+#include "draft/drafter.h"
+
 
 typedef struct {
     int n_max;                             /* row counts 1..n_max are modelled */
-    double log_t[PF_COST_MAX_ROWS + 1];    /* log seconds of an n-row verify forward; index 0 unused */
-    double log_d[PF_COST_MAX_ROWS + 1];    /* log seconds of drafting a B-row block */
+    double log_t[PF_MAX_BLOCK + 1];    /* log seconds of an n-row verify forward; index 0 unused */
+    double log_d[PF_MAX_BLOCK + 1];    /* log seconds of drafting a B-row block */
     int have_t, have_d;                    /* any estimate at all */
-    int64_t n_obs_t[PF_COST_MAX_ROWS + 1]; /* observations per row count (reporting) */
-    int64_t n_obs_d[PF_COST_MAX_ROWS + 1];
+    int64_t n_obs_t[PF_MAX_BLOCK + 1]; /* observations per row count (reporting) */
+    int64_t n_obs_d[PF_MAX_BLOCK + 1];
     double over_spec, over_plain; /* seconds of bookkeeping per speculative round / per plain step */
     double flush_row; /* seconds per plain-step row of handing it to the drafter, paid by the next
                        * drafting round (a plain step's deferred cost) */

@@ -12,7 +12,6 @@
 #include "engine/generate.h"
 #include "verify/cost_model.h"
 
-#define PF_MAX_BLOCK 64
 
 typedef struct {
     int64_t rounds, tokens;          /* tokens committed by rounds (bonus included) */
