@@ -12,23 +12,14 @@
 
 /* A matrix whose rows are looked up one at a time (selector predecessor/successor). */
 static int bind_table(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err) {
-    const gguf_tensor *t = pf_find_tensor(f, name, err);
+    const gguf_tensor *t = pf_find_matrix(f, name, rows, cols, err);
     if (!t) return -1;
-    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
-        snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path, name,
-                 (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
-        return -1;
-    }
     if (!pf_type_info(t->type) || !pf_row_bytes(t->type, cols)) {
         snprintf(err, PF_ERR_LEN, "%s: tensor '%s': type %u with rows of %lld is not supported", f->path, name,
                  t->type, (long long)cols);
         return -1;
     }
-    w->data = t->data;
-    w->type = t->type;
-    w->rows = rows;
-    w->cols = cols;
-    w->row_bytes = pf_row_bytes(t->type, cols);
+    pf_weight_set(w, t, rows, cols);
     return 0;
 }
 
