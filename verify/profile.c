@@ -5,12 +5,17 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "verify/strategies.h"
 
 static int get_choice(const pf_json *o, char spec[16], int *block, const char *path, const char *where,
                       char err[PF_ERR_LEN]) {
     const pf_json *s = pf_json_get(o, "spec"), *b = pf_json_get(o, "block");
+    pf_kind kind = PF_KIND_DEFAULT;
+    char kerr[PF_ERR_LEN];
+    if (s && s->type == PF_JSON_STRING && pf_kind_parse(s->u.str.s, &kind, kerr) < 0) kind = PF_KIND_DEFAULT;
+    /* a tuned choice is a strategy with a draft or the lookup: dflash, ngram, dec or hybrid */
     if (!s || s->type != PF_JSON_STRING ||
-        (strcmp(s->u.str.s, "dflash") && strcmp(s->u.str.s, "ngram") && strcmp(s->u.str.s, "dec") && strcmp(s->u.str.s, "hybrid")) || !b ||
+        (kind != PF_KIND_DFLASH && kind != PF_KIND_NGRAM && kind != PF_KIND_DEC && kind != PF_KIND_HYBRID) || !b ||
         b->type != PF_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 2 || b->u.num.i > PF_MAX_BLOCK) {
         snprintf(err, PF_ERR_LEN, "%.120s: %.40s: needs \"spec\" (dflash|ngram|dec|hybrid) and \"block\" (2..%d)", path, where,
                  PF_MAX_BLOCK);
