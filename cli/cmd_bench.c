@@ -174,12 +174,10 @@ static void print_compare(const pf_bench_result *r) {
 static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result *, const pf_bench_opts *),
                      const pf_bench_result *r, const pf_bench_opts *o) {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return cli_fail("%s: cannot create", path);
+    FILE *f = cli_create(path, tmp);
+    if (!f) return 1;
     fn(f, r, o);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return cli_fail("%s: write failed", path);
-    return 0;
+    return cli_finish(f, tmp, path);
 }
 
 static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { (void)o; write_svg(f, r); }

@@ -100,10 +100,9 @@ int cmd_tune(int argc, char **argv) {
            r.predicted_geomean, r.measured_geomean);
     int rc = 0;
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = cli_create(out, tmp);
     if (!f) {
-        rc = cli_fail("%s: cannot create", out);
+        rc = 1;
     } else {
         fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"depth\": %d, \"t1_ms\": %.4f,\n \"c\": {", model,
                 o.bench.draft_path ? o.bench.draft_path : "", o.bench.threads, o.depth, r.t1_ms);
@@ -124,7 +123,7 @@ int cmd_tune(int argc, char **argv) {
         }
         fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
                 r.predicted_geomean, r.measured_geomean);
-        if (fclose(f) != 0 || rename(tmp, out) != 0) rc = cli_fail("%s: write failed", out);
+        rc = cli_finish(f, tmp, out);
     }
     pf_tune_result_free(&r);
     pf_tasks_free(&suite);

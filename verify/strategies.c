@@ -191,6 +191,11 @@ int pf_strategy_open(pf_session *s, const pf_strategy_desc *desc, const char *dr
         if (h < 0) return -1;
         d.draft_has_dec = h;
     }
+    if (d.kind == PF_KIND_DEC && d.has_draft && !d.draft_has_dec) {
+        snprintf(err, PF_ERR_LEN, "%.200s: no Dec head in this draft (dec.* tensors)",
+                 draft_path ? draft_path : "the bundled draft");
+        return -1;
+    }
     if (pf_strategy_plan_make(&d, &plan, err) < 0) goto fail;
     if (plan_out) *plan_out = plan;
     if (plan.kind == PF_KIND_AR) {
