@@ -132,3 +132,9 @@ int cli_finish(FILE *f, const char *tmp, const char *path) {
     if (fclose(f) != 0 || rename(tmp, path) != 0) return cli_fail("%s: write failed", path);
     return 0;
 }
+
+bool cli_known(const char *flag, const char *const *names) {
+    for (int k = 0; names[k]; k++)
+        if (!strcmp(flag, names[k])) return true;
+    return false;
+}

@@ -25,6 +25,8 @@ const char *cli_alias(const char *flag);
 bool cli_draft_max(const char *flag, const char *s, int *block);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);
+/* flag is one of names (NULL-terminated). */
+bool cli_known(const char *flag, const char *const *names);
 /* An output written whole or not at all: cli_create opens path.tmp (its name into tmp) for
  * writing, cli_finish closes it and renames it to path. NULL / 1 after a one-line error. */
 FILE *cli_create(const char *path, char tmp[4096]);

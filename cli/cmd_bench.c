@@ -196,9 +196,7 @@ int cmd_bench(int argc, char **argv) {
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
                                                  "--json", "--svg", "--profile", "--draft-head", "--kv", "--compare", "--draft-max", NULL};
-        int known = 0;
-        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", argv[i]);
+        if (!cli_known(a, with_value)) return cli_fail("bench: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-d")) o.draft_path = v;

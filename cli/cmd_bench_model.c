@@ -43,8 +43,7 @@ int cmd_bench_model(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         if (!strcmp(a, "--ops")) { o.ops = 1; continue; }
-        if (strcmp(a, "-m") && strcmp(a, "-t") && strcmp(a, "--depth") && strcmp(a, "--reps") && strcmp(a, "--json") &&
-            strcmp(a, "--bw-mib") && strcmp(a, "--kv"))
+        if (!cli_known(a, (const char *const[]){"-m", "-t", "--depth", "--reps", "--json", "--bw-mib", "--kv", NULL}))
             return cli_fail("bench-model: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) path = v;

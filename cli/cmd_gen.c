@@ -94,9 +94,7 @@ int cmd_gen(int argc, char **argv) {
         if (!strcmp(a, "--no-special")) { no_special = true; continue; }
         static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
                                                  "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", "--draft-max", NULL};
-        int known = 0;
-        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", argv[i]);
+        if (!cli_known(a, with_value)) return cli_fail("gen: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-i")) in = v;

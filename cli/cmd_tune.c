@@ -38,9 +38,7 @@ int cmd_tune(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "-o", "--blocks", "--depth", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--draft-head", "--kv", NULL};
-        int known = 0;
-        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("tune: unknown flag '%s' (try --help)", a);
+        if (!cli_known(a, with_value)) return cli_fail("tune: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-d")) o.bench.draft_path = v;
