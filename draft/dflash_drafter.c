@@ -74,7 +74,7 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
         return NULL;
     }
     /* room for the whole target context plus one block drafted past its end */
-    s->n_ctx = sess->ctx->kv->n_ctx + 64;
+    s->n_ctx = sess->ctx->kv->n_ctx + PF_MAX_BLOCK;
     s->weights = d;
     s->hidden = malloc((size_t)PF_MAX_BLOCK * pf_dflash_n_embd(d) * sizeof(float));
     s->st = pf_dflash_state_new(d, s->n_ctx, sess->ctx->pool, sess->ctx->k, err);
