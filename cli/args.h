@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Print "pocketflash: <msg>" (one line) to stderr; returns 1 for `return cli_fail(...)`. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -24,5 +25,11 @@ const char *cli_alias(const char *flag);
 bool cli_draft_max(const char *flag, const char *s, int *block);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);
+/* flag is one of names (NULL-terminated). */
+bool cli_known(const char *flag, const char *const *names);
+/* An output written whole or not at all: cli_create opens path.tmp (its name into tmp) for
+ * writing, cli_finish closes it and renames it to path. NULL / 1 after a one-line error. */
+FILE *cli_create(const char *path, char tmp[4096]);
+int cli_finish(FILE *f, const char *tmp, const char *path);
 
 #endif

@@ -17,12 +17,13 @@ static const char k_usage[] =
     "  repetitions), speedup, tau, accepted-length histogram, acceptance by block position, time\n"
     "  split of a round, prefill tok/s and time to first token; greedy runs check that every\n"
     "  speculative output equals the plain output.\n"
-    "  --spec S       dflash (default with -d; fixed block), ngram, hybrid (prompt lookup where the text\n"
+    "  --spec S       dflash (fixed block), ngram (default without -d), hybrid (prompt lookup where the text\n"
     "                 repeats a pattern of 3+ tokens, dflash otherwise; fixed block), dec (the draft's Dec head decides each\n"
     "                 round a plain step or how many drafts to verify, by expected tokens per second under\n"
     "                 a running cost model of the machine), adaptive (the same without a head: the block\n"
-    "                 from the running acceptance by position), default (what run -d DRAFT does: dec when\n"
-    "                 the draft has a Dec head, else adaptive); for dec/adaptive --block is the most rows\n"
+    "                 from the running acceptance by position), default (with -d and no --block; what\n"
+    "                 run -d DRAFT does: dec when the draft has a Dec head, else adaptive; --block alone\n"
+    "                 measures dflash at that block); for dec/adaptive --block is the most rows\n"
     "  --compare LIST several strategies in ONE run, interleaved per prompt with plain decoding: a comma-\n"
     "                 separated list of fixed:B, ngram[:B], hybrid:B, dec[:B], adaptive[:B], default, profile:FILE\n"
     "                 (at most 8); one table and one JSON (overrides --spec/--block/--profile)\n"
@@ -238,12 +239,10 @@ static void print_compare(const pf_bench_result *r) {
 static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result *, const pf_bench_opts *),
                      const pf_bench_result *r, const pf_bench_opts *o) {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return cli_fail("%s: cannot create", path);
+    FILE *f = cli_create(path, tmp);
+    if (!f) return 1;
     fn(f, r, o);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return cli_fail("%s: write failed", path);
-    return 0;
+    return cli_finish(f, tmp, path);
 }
 
 static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { write_svg(f, r, o); }
@@ -262,9 +261,7 @@ int cmd_bench(int argc, char **argv) {
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
                                                  "--json", "--svg", "--profile", "--draft-head", "--kv", "--compare", "--draft-max", NULL};
-        int known = 0;
-        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("bench: unknown flag '%s' (try --help)", argv[i]);
+        if (!cli_known(a, with_value)) return cli_fail("bench: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-d")) o.draft_path = v;
@@ -291,12 +288,14 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
     if (!tasks) return cli_fail("bench: missing --tasks DIR");
-    if (!o.spec) o.spec = o.draft_path ? "dflash" : "ngram";
-    if (strcmp(o.spec, "dflash") && strcmp(o.spec, "ngram") && strcmp(o.spec, "dec") && strcmp(o.spec, "adaptive") &&
-        strcmp(o.spec, "default") && strcmp(o.spec, "hybrid"))
-        return cli_fail("bench: unknown --spec '%s' (dflash, ngram, hybrid, dec, adaptive, default)", o.spec);
-    if (strcmp(o.spec, "ngram") && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
+    /* without --spec: the default strategy (what `run -d` does), dflash with --block alone, ngram
+     * without a draft */
+    if (!o.spec) o.spec = !o.draft_path ? "ngram" : o.block ? "dflash" : "default";
     char err[PF_ERR_LEN];
+    pf_kind kind;
+    if (pf_kind_parse(o.spec, &kind, err) < 0) return cli_fail("bench: %s", err);
+    if (kind == PF_KIND_AR) return cli_fail("bench: --spec ar: plain decoding is measured in every run");
+    if (kind != PF_KIND_NGRAM && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     pf_profile prof;
     if (profile_path && !compare) {
         if (pf_profile_load(profile_path, &prof, err) < 0) return cli_fail("%s", err);
@@ -317,11 +316,7 @@ int cmd_bench(int argc, char **argv) {
         item[len] = 0;
         memset(&arm_prof[n_prof], 0, sizeof arm_prof[n_prof]);
         int r = pf_bench_arm_parse(item, &arms[n_arms], &arm_prof[n_prof], err);
-        if (r == 0 && arms[n_arms].kind != PF_ARM_FIXED && !o.draft_path) {
-            snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs -d DRAFT.gguf", item);
-            r = -1;
-        }
-        if (r == 0 && arms[n_arms].kind == PF_ARM_FIXED && strcmp(arms[n_arms].spec, "ngram") && !o.draft_path) {
+        if (r == 0 && arms[n_arms].kind != PF_KIND_NGRAM && !o.draft_path) {
             snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs -d DRAFT.gguf", item);
             r = -1;
         }
@@ -329,14 +324,14 @@ int cmd_bench(int argc, char **argv) {
             for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
             return cli_fail("bench: %s", err);
         }
-        if (arms[n_arms].kind == PF_ARM_PROFILE) n_prof++;
+        if (arms[n_arms].profile) n_prof++;
         n_arms++;
         c = e ? e + 1 : c + len;
     }
     if (compare && !n_arms) return cli_fail("bench: --compare needs a list of strategies");
     /* profiles were loaded into arm_prof in order; point each profile arm at its own */
     for (int k = 0, p = 0; k < n_arms; k++)
-        if (arms[k].kind == PF_ARM_PROFILE) arms[k].profile = &arm_prof[p++];
+        if (arms[k].profile) arms[k].profile = &arm_prof[p++];
     o.arms = n_arms ? arms : NULL;
     o.n_arms = n_arms;
     pf_task_suite suite;

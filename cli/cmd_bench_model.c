@@ -43,8 +43,7 @@ int cmd_bench_model(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         if (!strcmp(a, "--ops")) { o.ops = 1; continue; }
-        if (strcmp(a, "-m") && strcmp(a, "-t") && strcmp(a, "--depth") && strcmp(a, "--reps") && strcmp(a, "--json") &&
-            strcmp(a, "--bw-mib") && strcmp(a, "--kv"))
+        if (!cli_known(a, (const char *const[]){"-m", "-t", "--depth", "--reps", "--json", "--bw-mib", "--kv", NULL}))
             return cli_fail("bench-model: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) path = v;
@@ -112,10 +111,9 @@ int cmd_bench_model(int argc, char **argv) {
     int rc = 0;
     if (json) {
         char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", json);
-        FILE *f = fopen(tmp, "w");
+        FILE *f = cli_create(json, tmp);
         if (!f) {
-            rc = cli_fail("%s: cannot create", json);
+            rc = 1;
         } else {
             fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"c\": {", path, o.threads);
             for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.c[i].median);
@@ -127,7 +125,7 @@ int cmd_bench_model(int argc, char **argv) {
                        "\"compute_gfma_s\": %.2f}\n",
                     r.prefill_tok_s.median, r.bandwidth_gb_s, r.decode_fraction.median, r.peak_rss_mb,
                     o.cb_depth, r.bytes_per_token, r.compute.median);
-            if (fclose(f) != 0 || rename(tmp, json) != 0) rc = cli_fail("%s: write failed", json);
+            rc = cli_finish(f, tmp, json);
         }
     }
     pf_model_free(m);

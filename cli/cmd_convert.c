@@ -10,7 +10,7 @@
 #include "draft/dflash.h"
 #include "engine/model.h"
 #include "formats/ggml_types.h"
-#include "formats/hf_convert.h"
+#include "convert/hf_convert.h"
 
 static const char k_usage[] =
     "usage: pocketflash convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--target TARGET.gguf]\n"
@@ -34,7 +34,7 @@ int cmd_convert(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         if (a[0] == '-') {
-            if (strcmp(a, "-o") && strcmp(a, "--type") && strcmp(a, "--target"))
+            if (!cli_known(a, (const char *const[]){"-o", "--type", "--target", NULL}))
                 return cli_fail("convert: unknown flag '%s' (try --help)", a);
             if (!(v = cli_value(argc, argv, &i))) return 1;
             if (!strcmp(a, "-o")) out = v;

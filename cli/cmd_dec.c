@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "convert/dec_attach.h"
 #include "draft/dec.h"
 #include "formats/json.h"
 
@@ -33,7 +34,8 @@ int cmd_dec_attach(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
-        if (strcmp(a, "-d") && strcmp(a, "--dec") && strcmp(a, "-o")) return cli_fail("dec-attach: unknown flag '%s'", a);
+        if (!cli_known(a, (const char *const[]){"-d", "--dec", "-o", NULL}))
+            return cli_fail("dec-attach: unknown flag '%s'", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-d")) draft = v;
         else if (!strcmp(a, "--dec")) dec = v;

@@ -50,9 +50,7 @@ int cmd_demo(int argc, char **argv) {
         const char *a = cli_alias(argv[i]), *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, o.threads); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--prompts", "-n", "--reps", "-t", "-c", NULL};
-        int known = 0;
-        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("demo: unknown flag '%s' (try --help)", argv[i]);
+        if (!cli_known(a, with_value)) return cli_fail("demo: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-d")) o.draft_path = v;

@@ -5,7 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 #include "draft/dflash_taps.h"
 #include "formats/gguf.h"
 
@@ -68,8 +68,7 @@ int cmd_synth_draft(int argc, char **argv) {
             identity = true;
             continue;
         }
-        if (strcmp(a, "-m") && strcmp(a, "-o") && strcmp(a, "--version") && strcmp(a, "--layers") &&
-            strcmp(a, "--block") && strcmp(a, "--taps") && strcmp(a, "--seed"))
+        if (!cli_known(a, (const char *const[]){"-m", "-o", "--version", "--layers", "--block", "--taps", "--seed", NULL}))
             return cli_fail("synth-draft: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) target = v;

@@ -6,7 +6,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "draft/dflash.h"
-#include "draft/head_vocab.h"
+#include "convert/head_vocab.h"
 #include "engine/model.h"
 
 static const char k_usage[] =
@@ -71,7 +71,7 @@ int cmd_draft_head(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
-        if (strcmp(a, "-d") && strcmp(a, "-m") && strcmp(a, "--ranked") && strcmp(a, "-n") && strcmp(a, "-o"))
+        if (!cli_known(a, (const char *const[]){"-d", "-m", "--ranked", "-n", "-o", NULL}))
             return cli_fail("draft-head: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-d")) draft = v;

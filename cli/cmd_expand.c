@@ -7,7 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "draft/dflash_taps.h"
-#include "eval/expand.h"
+#include "convert/expand.h"
 #include "formats/ggml_types.h"
 
 static const char k_usage[] =

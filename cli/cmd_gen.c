@@ -79,7 +79,6 @@ static void json_ids(FILE *f, const int32_t *ids, int n) {
 int cmd_gen(int argc, char **argv) {
     const char *model = NULL, *in = NULL, *out = NULL, *draft = NULL, *log_rounds = NULL;
     int block = 0, draft_head = 0;
-    pf_drafter *drafter = NULL;
     pf_spec *spec = NULL;
     FILE *log_file = NULL;
     pf_gen_params gp;
@@ -95,9 +94,7 @@ int cmd_gen(int argc, char **argv) {
         if (!strcmp(a, "--no-special")) { no_special = true; continue; }
         static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
                                                  "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", "--draft-max", NULL};
-        int known = 0;
-        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("gen: unknown flag '%s' (try --help)", argv[i]);
+        if (!cli_known(a, with_value)) return cli_fail("gen: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-i")) in = v;
@@ -135,15 +132,9 @@ int cmd_gen(int argc, char **argv) {
     uint64_t seed0 = gp.seed;
     idbuf resp = {0};
     if (!s) { cli_fail("%s", err); goto done; }
-    if (draft) {
-        int asked = block;
-        if (!(drafter = pf_drafter_open("dflash", draft, s, 3, &block, err)) ||
-            pf_drafter_apply_head(drafter, draft_head, err) < 0) {
-            cli_fail("%s", err);
-            goto done;
-        }
-        if (!asked) block = pf_default_block("dflash", block);
-        if (!(spec = pf_spec_new(s, drafter, block, err))) {
+    if (draft) { /* a fixed DFlash block (the strategy factory's dflash at its default block unless --block) */
+        pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = block};
+        if (pf_strategy_open(s, &desc, draft, draft_head, 3, &spec, NULL, err) < 0) {
             cli_fail("%s", err);
             goto done;
         }
@@ -232,7 +223,6 @@ done:
     free(resp.ids);
     if (log_file) fclose(log_file);
     pf_spec_free(spec);
-    pf_drafter_free(drafter);
     pf_session_free(s);
     pf_model_free(m);
     return rc;

@@ -4,9 +4,9 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "formats/ggml_types.h"
-#include "formats/requantize.h"
+#include "convert/requantize.h"
 
 static const char k_synth_usage[] =
     "usage: pocketflash synth --shape pocket|qwen3-0.6b|tiny --type f32|f16|bf16|q8_0|q4_0|q4_1 -o OUT.gguf\n"
@@ -23,7 +23,7 @@ int cmd_synth(int argc, char **argv) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_synth_usage, stdout); return 0; }
         if (!strcmp(a, "--untied")) { untied = true; continue; }
-        if (strcmp(a, "--shape") && strcmp(a, "--type") && strcmp(a, "-o") && strcmp(a, "--seed"))
+        if (!cli_known(a, (const char *const[]){"--shape", "--type", "-o", "--seed", NULL}))
             return cli_fail("synth: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "--shape")) shape = v;

@@ -41,8 +41,7 @@ int cmd_pack(int argc, char **argv) {
             fputs(k_pack_usage, stdout);
             return 0;
         }
-        if (strcmp(a, "-m") && strcmp(a, "-d") && strcmp(a, "--profile") && strcmp(a, "-o") && strcmp(a, "--level") &&
-            strcmp(a, "--min-saving"))
+        if (!cli_known(a, (const char *const[]){"-m", "-d", "--profile", "-o", "--level", "--min-saving", NULL}))
             return cli_fail("pack: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) target = v;

@@ -10,7 +10,7 @@
 #include "include/pocketflash.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
-#include "eval/profile.h"
+#include "verify/profile.h"
 #include "verify/strategies.h"
 
 static const char k_usage[] =
@@ -74,7 +74,6 @@ static int on_text(void *user, const char *text, size_t len) {
 int cmd_run(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *draft_path = NULL, *spec_name = NULL;
     const char *profile_path = NULL, *task = NULL, *log_rounds = NULL;
-    pf_dec *dec = NULL;
     FILE *log_file = NULL;
     int block = 0, ngram_n = 3, draft_head = 0;
     bool show_stats = false;
@@ -126,39 +125,19 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
-    static char prof_spec[16];
-    pf_profile prof = {0};
-    pf_spec_prior prior, *use_prior = NULL; /* a profile's choice as the adaptive strategy's prior */
     if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
-    if (profile_path) {
-        char perr[PF_ERR_LEN];
-        if (pf_profile_load(profile_path, &prof, perr) < 0) return cli_fail("%s", perr);
-        const pf_profile_task *pt = task ? pf_profile_find(&prof, task) : NULL;
-        if (task && !pt) {
-            pf_profile_free(&prof);
-            return cli_fail("run: task '%s' is not in the profile %s", task, profile_path);
-        }
-        snprintf(prof_spec, sizeof prof_spec, "%s", pt ? pt->spec : prof.spec);
-        if (!spec_name && !block && strcmp(prof_spec, "ngram") && strcmp(prof_spec, "hybrid")) { /* adapt from the tuned choice */
-            spec_name = !strcmp(prof_spec, "dec") ? "dec" : "adaptive";
-            pf_profile_prior(&prof, task, &prior);
-            use_prior = &prior;
-        }
-        if (!spec_name) spec_name = prof_spec;
-        if (!block && !use_prior) block = pt ? pt->block : prof.block;
-    }
-    if (spec_name && strcmp(spec_name, "ar") && strcmp(spec_name, "dflash") && strcmp(spec_name, "ngram") &&
-        strcmp(spec_name, "dec") && strcmp(spec_name, "adaptive") && strcmp(spec_name, "hybrid")) {
-        pf_profile_free(&prof);
-        return cli_fail("run: unknown --spec '%s' (ar, dflash, ngram, dec, adaptive, hybrid)", spec_name);
-    }
-    const char *bad = spec_name && !strcmp(spec_name, "hybrid") && !draft_path ? "run: --spec hybrid needs -d DRAFT.gguf"
-                    : spec_name && !strcmp(spec_name, "dec") && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
+    char err[PF_ERR_LEN];
+    pf_strategy_desc desc = {.kind = PF_KIND_DEFAULT, .block = block, .task = task, .profile_name = profile_path};
+    if (spec_name && pf_kind_parse(spec_name, &desc.kind, err) < 0) return cli_fail("run: %s", err);
+    const char *bad = desc.kind == PF_KIND_HYBRID && !draft_path ? "run: --spec hybrid needs -d DRAFT.gguf"
+                    : desc.kind == PF_KIND_DEC && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
                     : log_rounds && !draft_path ? "run: --log-rounds needs -d DRAFT.gguf"
                     : !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE" : NULL;
-    if (bad) {
-        pf_profile_free(&prof);
-        return cli_fail("%s", bad);
+    if (bad) return cli_fail("%s", bad);
+    pf_profile prof = {0};
+    if (profile_path) {
+        if (pf_profile_load(profile_path, &prof, err) < 0) return cli_fail("%s", err);
+        desc.profile = &prof;
     }
     size_t plen = 0;
     char *file_text = NULL;
@@ -168,46 +147,24 @@ int cmd_run(int argc, char **argv) {
     } else {
         plen = strlen(prompt);
     }
-    char err[PF_ERR_LEN];
     int rc = 1;
     pf_model *m = pf_load_model(model_path, err);
     pf_session *s = NULL;
-    pf_drafter *drafter = NULL;
     pf_spec *spec = NULL;
     if (!m) { cli_fail("%s", err); goto done; }
     /* a bundle (detected by its magic) that carries a draft speculates with it by default */
     bool bundled_draft = m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT);
-    /* with a draft and no --spec/--block: the project's default strategy (pf_spec_default) */
-    bool use_default = !spec_name && !block && (draft_path || bundled_draft);
-    if (!spec_name) spec_name = draft_path || bundled_draft ? "dflash" : "ar";
-    if ((!strcmp(spec_name, "dflash") || !strcmp(spec_name, "adaptive")) && !draft_path && !bundled_draft) {
-        cli_fail("run: --spec %s needs -d DRAFT.gguf (or a bundle that holds a draft)", spec_name);
+    /* --block alone with a draft: a fixed DFlash block; with neither --spec nor --block the strategy
+     * factory's default (verify/strategies.h) */
+    if (!spec_name && block && !profile_path && (draft_path || bundled_draft)) desc.kind = PF_KIND_DFLASH;
+    if ((desc.kind == PF_KIND_DFLASH || desc.kind == PF_KIND_ADAPTIVE) && !draft_path && !bundled_draft) {
+        cli_fail("run: --spec %s needs -d DRAFT.gguf (or a bundle that holds a draft)", pf_kind_name(desc.kind));
         goto done;
     }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
-    if (use_default) {
-        if (!(spec = pf_spec_default(s, draft_path, draft_head, err))) { cli_fail("%s", err); goto done; }
+    if (pf_strategy_open(s, &desc, draft_path, draft_head, ngram_n, &spec, NULL, err) < 0) { cli_fail("%s", err); goto done; }
+    if (spec) {
         block = pf_spec_block(spec);
-        if (log_rounds) {
-            if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
-            if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
-        }
-        gp.strategy = pf_spec_strategy(spec);
-    } else if (strcmp(spec_name, "ar")) {
-        int is_dec = !strcmp(spec_name, "dec"), is_adaptive = !strcmp(spec_name, "adaptive");
-        if (is_adaptive && use_prior) { /* from a profile: a draft's Dec head decides, the profile's costs its prior */
-            int h = pf_draft_dec_open(s, draft_path, &dec, err);
-            if (h < 0) { cli_fail("%s", err); goto done; }
-            if (h > 0) is_dec = 1, is_adaptive = 0;
-        }
-        int asked = block;
-        if (!(drafter = pf_drafter_open(is_dec || is_adaptive ? "dflash" : spec_name, draft_path, s, ngram_n, &block, err))) { cli_fail("%s", err); goto done; }
-        if (!asked) block = pf_default_block(spec_name, block);
-        if (draft_head && strcmp(spec_name, "ngram") && pf_drafter_apply_head(drafter, draft_head, err) < 0) { cli_fail("%s", err); goto done; }
-        if (!(spec = pf_spec_new(s, drafter, block, err))) { cli_fail("%s", err); goto done; }
-        if (is_dec && ((!dec && !(dec = pf_dec_load_path(draft_path, m->hp.n_embd, err))) ||
-                       pf_spec_set_adaptive(spec, dec, use_prior, err) < 0)) { cli_fail("%s", err); goto done; }
-        if (is_adaptive && pf_spec_set_adaptive(spec, NULL, use_prior, err) < 0) { cli_fail("%s", err); goto done; }
         if (log_rounds) {
             if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
             if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
@@ -235,8 +192,6 @@ int cmd_run(int argc, char **argv) {
 done:
     if (log_file) fclose(log_file);
     pf_spec_free(spec);
-    pf_dec_free(dec);
-    pf_drafter_free(drafter);
     pf_session_free(s);
     pf_free_model(m);
     pf_profile_free(&prof);

@@ -85,7 +85,7 @@ int cmd_taps(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, n_threads); return 0; }
-        if (strcmp(a, "-m") && strcmp(a, "-i") && strcmp(a, "-o") && strcmp(a, "-t") && strcmp(a, "--layers"))
+        if (!cli_known(a, (const char *const[]){"-m", "-i", "-o", "-t", "--layers", NULL}))
             return cli_fail("taps: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;

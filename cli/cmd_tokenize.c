@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "engine/tokenizer.h"
 #include "formats/gguf.h"
-#include "formats/vocab_import.h"
+#include "convert/vocab_import.h"
 
 static const char k_tokenize_usage[] =
     "usage: pocketflash tokenize -m FILE.gguf (-p TEXT | -f FILE) [--decode] [--no-special]\n"

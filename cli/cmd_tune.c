@@ -38,9 +38,7 @@ int cmd_tune(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "-o", "--blocks", "--depth", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--draft-head", "--kv", NULL};
-        int known = 0;
-        for (int k = 0; with_value[k]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) return cli_fail("tune: unknown flag '%s' (try --help)", a);
+        if (!cli_known(a, with_value)) return cli_fail("tune: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-d")) o.bench.draft_path = v;
@@ -100,10 +98,9 @@ int cmd_tune(int argc, char **argv) {
            r.predicted_geomean, r.measured_geomean);
     int rc = 0;
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = cli_create(out, tmp);
     if (!f) {
-        rc = cli_fail("%s: cannot create", out);
+        rc = 1;
     } else {
         fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"depth\": %d, \"t1_ms\": %.4f,\n \"c\": {", model,
                 o.bench.draft_path ? o.bench.draft_path : "", o.bench.threads, o.depth, r.t1_ms);
@@ -124,7 +121,7 @@ int cmd_tune(int argc, char **argv) {
         }
         fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
                 r.predicted_geomean, r.measured_geomean);
-        if (fclose(f) != 0 || rename(tmp, out) != 0) rc = cli_fail("%s: write failed", out);
+        rc = cli_finish(f, tmp, out);
     }
     pf_tune_result_free(&r);
     pf_tasks_free(&suite);

@@ -25,8 +25,4 @@ void pf_dec_draft_logits(const pf_dec *d, const float *h_draft, int n, double *z
 /* pos_bias of position k (1-based; later positions use the last). */
 double pf_dec_pos_bias(const pf_dec *d, int k);
 
-/* Write draft + head: copies every key and tensor of `draft_path` (replacing dec.* ones). */
-int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias, const float *pos_bias, int n_pos,
-                  const char *out, char err[PF_ERR_LEN]);
-
 #endif

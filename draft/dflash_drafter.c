@@ -8,11 +8,10 @@ typedef struct {
     int64_t n_ctx;
     const pf_dflash *weights;
     int own_weights;
-    float *hidden; /* PF_DRAFT_MAX_ROWS x n_embd: rows of the last proposal */
+    float *hidden; /* PF_MAX_BLOCK x n_embd: rows of the last proposal */
     int n_hidden;
 } df_state;
 
-#define PF_DRAFT_MAX_ROWS 64
 
 static int df_begin(void *p, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
     df_state *s = p;
@@ -31,7 +30,7 @@ static int df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampl
     }
     if (pos + B > s->n_ctx) B = (int)(s->n_ctx - pos);
     if (B < 2) return 0;
-    if (B > PF_DRAFT_MAX_ROWS) B = PF_DRAFT_MAX_ROWS;
+    if (B > PF_MAX_BLOCK) B = PF_MAX_BLOCK;
     if (pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err) < 0) return -1;
     s->n_hidden = B;
     return B - 1;
@@ -75,9 +74,9 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
         return NULL;
     }
     /* room for the whole target context plus one block drafted past its end */
-    s->n_ctx = sess->ctx->kv->n_ctx + 64;
+    s->n_ctx = sess->ctx->kv->n_ctx + PF_MAX_BLOCK;
     s->weights = d;
-    s->hidden = malloc((size_t)PF_DRAFT_MAX_ROWS * pf_dflash_n_embd(d) * sizeof(float));
+    s->hidden = malloc((size_t)PF_MAX_BLOCK * pf_dflash_n_embd(d) * sizeof(float));
     s->st = pf_dflash_state_new(d, s->n_ctx, sess->ctx->pool, sess->ctx->k, err);
     if (!s->st || !s->hidden) {
         if (!s->hidden) snprintf(err, PF_ERR_LEN, "out of memory");

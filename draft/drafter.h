@@ -9,6 +9,10 @@
 #include "engine/sampler.h"
 #include "formats/gguf.h"
 
+/* The most rows a speculative round drafts and verifies (block sizes are 2..PF_MAX_BLOCK); every
+ * table sized by the block (statistics, cost model, planner, profile) uses this one bound. */
+#define PF_MAX_BLOCK 64
+
 typedef struct pf_drafter {
     const char *name;
     void *state;

@@ -20,14 +20,27 @@ const gguf_tensor *pf_find_tensor(const gguf_file *f, const char *name, char *er
     return t;
 }
 
-int pf_bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err) {
+const gguf_tensor *pf_find_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, char *err) {
     const gguf_tensor *t = pf_find_tensor(f, name, err);
-    if (!t) return -1;
-    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows) {
+    if (t && (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows)) {
         snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path, name,
                  (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
-        return -1;
+        return NULL;
     }
+    return t;
+}
+
+void pf_weight_set(pf_weight *w, const gguf_tensor *t, int64_t rows, int64_t cols) {
+    w->data = t->data;
+    w->type = t->type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = pf_row_bytes(t->type, cols);
+}
+
+int pf_bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err) {
+    const gguf_tensor *t = pf_find_matrix(f, name, rows, cols, err);
+    if (!t) return -1;
     const pf_type_traits *tr = pf_type_info(t->type);
     if (!tr || !pf_kernels_get(PF_LEVEL_SCALAR)->gemm[t->type]) {
         snprintf(err, PF_ERR_LEN, "%s: tensor '%s': weight type %u is not supported", f->path, name, t->type);
@@ -38,11 +51,7 @@ int pf_bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t c
                  (long long)cols);
         return -1;
     }
-    w->data = t->data;
-    w->type = t->type;
-    w->rows = rows;
-    w->cols = cols;
-    w->row_bytes = pf_row_bytes(t->type, cols);
+    pf_weight_set(w, t, rows, cols);
     return 0;
 }
 

@@ -20,6 +20,10 @@ int pf_get_u32(const gguf_file *f, const char *key, uint32_t *out, int required,
  * (left as hp has them when absent). The caller range-checks the result. */
 int pf_read_shape(const gguf_file *f, const char *prefix, pf_hparams *hp, char *err);
 const gguf_tensor *pf_find_tensor(const gguf_file *f, const char *name, char *err);
+/* Tensor `name` of GGUF dims {cols, rows} exactly, or NULL with err. */
+const gguf_tensor *pf_find_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, char *err);
+/* w = the tensor's data viewed as [rows, cols]. */
+void pf_weight_set(pf_weight *w, const gguf_tensor *t, int64_t rows, int64_t cols);
 /* A weight matrix [rows, cols] (GGUF dims {cols, rows}) the kernels can multiply. */
 int pf_bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols, pf_weight *w, char *err);
 /* A float tensor of exactly the dims ne[0..3] (unused 1); converted into `store` unless it is

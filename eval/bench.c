@@ -22,25 +22,6 @@ static int collect(void *u, int32_t t) {
     return 0;
 }
 
-static void add_stats(pf_spec_stats *a, const pf_spec_stats *b) {
-    a->rounds += b->rounds;
-    a->tokens += b->tokens;
-    a->drafted += b->drafted;
-    for (int i = 0; i < PF_MAX_BLOCK + 2; i++) a->verified_rows[i] += b->verified_rows[i];
-    for (int i = 0; i <= PF_MAX_BLOCK; i++) a->hist[i] += b->hist[i];
-    for (int i = 0; i < PF_MAX_BLOCK; i++) {
-        a->pos_tried[i] += b->pos_tried[i];
-        a->pos_accepted[i] += b->pos_accepted[i];
-    }
-    a->t_draft += b->t_draft;
-    a->t_ctx += b->t_ctx;
-    a->t_prompt_ctx += b->t_prompt_ctx;
-    a->t_verify += b->t_verify;
-    a->t_accept += b->t_accept;
-    a->t_other += b->t_other;
-    a->t_total += b->t_total;
-}
-
 static void progress(const pf_bench_opts *o, int done, int total, const char *what) {
     if (!o->progress) return;
     int w = 30, fill = total ? done * w / total : w;
@@ -62,23 +43,22 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
             return -1;
         }
         if (pf_profile_load(val, prof, err) < 0) return -1;
-        arm->kind = PF_ARM_PROFILE;
+        arm->kind = PF_KIND_DEFAULT;
         arm->profile = prof;
         return 0;
     }
-    static const struct { const char *key; pf_bench_arm_kind kind; const char *spec; int need_block; } kinds[] = {
-        {"fixed", PF_ARM_FIXED, "dflash", 1}, {"ngram", PF_ARM_FIXED, "ngram", 0}, {"hybrid", PF_ARM_FIXED, "hybrid", 1}, {"dec", PF_ARM_DEC, "dec", 0},
-        {"adaptive", PF_ARM_ADAPTIVE, "adaptive", 0}, {"default", PF_ARM_DEFAULT, "default", -1}};
+    static const struct { const char *key; pf_kind kind; int need_block; } kinds[] = {
+        {"fixed", PF_KIND_DFLASH, 1}, {"ngram", PF_KIND_NGRAM, 0}, {"hybrid", PF_KIND_HYBRID, 1}, {"dec", PF_KIND_DEC, 0},
+        {"adaptive", PF_KIND_ADAPTIVE, 0}, {"default", PF_KIND_DEFAULT, -1}};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         if (strlen(kinds[k].key) != klen || strncmp(text, kinds[k].key, klen)) continue;
         arm->kind = kinds[k].kind;
-        snprintf(arm->spec, sizeof arm->spec, "%s", kinds[k].spec);
         if (val) {
             char *end;
             long b = strtol(val, &end, 10);
             if (kinds[k].need_block < 0 || *end || b < 2 || b > PF_MAX_BLOCK) {
-                snprintf(err, PF_ERR_LEN, "--compare: '%.40s': %s", text,
-                         kinds[k].need_block < 0 ? "takes no block" : "the block must be 2..64");
+                if (kinds[k].need_block < 0) snprintf(err, PF_ERR_LEN, "--compare: '%.40s': takes no block", text);
+                else snprintf(err, PF_ERR_LEN, "--compare: '%.40s': the block must be 2..%d", text, PF_MAX_BLOCK);
                 return -1;
             }
             arm->block = (int)b;
@@ -95,29 +75,31 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
 
 typedef struct {
     pf_drafter *d[3]; /* dflash, ngram, hybrid: opened when an arm needs them */
-    int block[3];      /* their default blocks (the draft's trained block, ngram's 8) */
+    int block[3];      /* their trained blocks (ngram: PF_NGRAM_BLOCK) */
     pf_dec *dec;       /* the draft's Dec head, when an arm needs it */
+    int dec_read;      /* dec was looked for */
 } bench_drafters;
 
-static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, int which, char err[PF_ERR_LEN]) {
+static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind, int *trained,
+                               char err[PF_ERR_LEN]) {
+    int which = kind == PF_KIND_NGRAM ? 1 : kind == PF_KIND_HYBRID ? 2 : 0;
     if (!dr->d[which]) {
-        dr->block[which] = 0;
         static const char *const names[3] = {"dflash", "ngram", "hybrid"};
+        dr->block[which] = 0;
         if (!(dr->d[which] = pf_drafter_open(names[which], o->draft_path, s, o->ngram_n, &dr->block[which], err)))
             return NULL;
         if (which != 1 && pf_drafter_apply_head(dr->d[which], o->draft_head, err) < 0) return NULL;
     }
+    *trained = dr->block[which];
     return dr->d[which];
 }
 
-/* The speculation object of one arm for one task type, labelled with its strategy and block. */
+/* The speculation object of one arm for one task type, labelled with its strategy and block: the
+ * strategy factory's plan of the arm's description, built over the drafters the arms share (the
+ * default arm opens its own, as `run -d` does). */
 static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
                          bench_drafters *dr, pf_bench_task *bt, char err[PF_ERR_LEN]) {
-    pf_bench_arm_kind kind = arm->kind;
-    const char *name = arm->spec;
-    int block = arm->block;
-    pf_spec_prior prior, *pp = NULL;
-    if (kind == PF_ARM_DEFAULT) {
+    if (arm->kind == PF_KIND_DEFAULT && !arm->profile) {
         pf_spec *sp = pf_spec_default(s, o->draft_path, o->draft_head, err);
         if (sp) {
             snprintf(bt->spec, sizeof bt->spec, "default");
@@ -125,63 +107,46 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
         }
         return sp;
     }
-    if (kind == PF_ARM_PROFILE || kind == PF_ARM_PROFILE_FIXED) {
-        const pf_profile_task *pt = pf_profile_find(arm->profile, type);
-        name = pt ? pt->spec : arm->profile->spec;
-        block = pt ? pt->block : arm->profile->block;
-        if (kind == PF_ARM_PROFILE_FIXED || !strcmp(name, "ngram") || !strcmp(name, "hybrid")) {
-            kind = !strcmp(name, "dec") ? PF_ARM_DEC : PF_ARM_FIXED;
-        } else { /* the tuned choice as the prior; the planner may go up to the draft's block. A
-                  * draft with a Dec head decides with it (the profile's costs its prior), as the
-                  * default strategy does; without one the profile's acceptance is the prior */
-            if (!dr->dec && pf_draft_dec_open(s, o->draft_path, &dr->dec, err) < 0) return NULL;
-            kind = !strcmp(name, "dec") || dr->dec ? PF_ARM_DEC : PF_ARM_ADAPTIVE;
-            pf_profile_prior(arm->profile, type, &prior);
-            pp = &prior;
-            block = 0;
-        }
+    pf_strategy_desc desc = {.kind = arm->kind, .block = arm->block, .profile = arm->profile,
+                             .profile_fixed = arm->profile_fixed, .has_draft = pf_draft_at_hand(s, o->draft_path)};
+    /* a task type the profile does not name takes its default entry */
+    desc.task = arm->profile && pf_profile_find(arm->profile, type) ? type : NULL;
+    if (!dr->dec_read && desc.has_draft && (arm->kind == PF_KIND_DEFAULT || arm->kind == PF_KIND_DEC)) {
+        if (pf_draft_dec_open(s, o->draft_path, &dr->dec, err) < 0) return NULL;
+        dr->dec_read = 1;
     }
-    int which = kind != PF_ARM_FIXED ? 0 : !strcmp(name, "ngram") ? 1 : !strcmp(name, "hybrid") ? 2 : 0;
-    pf_drafter *d = get_drafter(s, o, dr, which, err);
-    if (!d) return NULL;
-    if (block <= 0) block = kind == PF_ARM_FIXED ? pf_default_block(name, dr->block[which]) : dr->block[which];
-    pf_spec *sp = pf_spec_new(s, d, block, err);
-    if (!sp) return NULL;
-    int rc = 0;
-    if (kind == PF_ARM_DEC) {
-        if (!dr->dec && pf_draft_dec_open(s, o->draft_path, &dr->dec, err) == 0)
+    desc.draft_has_dec = dr->dec != NULL;
+    pf_strategy_plan plan;
+    if (pf_strategy_plan_make(&desc, &plan, err) < 0) {
+        if (arm->kind == PF_KIND_DEC && desc.has_draft && !desc.draft_has_dec)
             snprintf(err, PF_ERR_LEN, "%.200s: the draft has no Dec head (dec.* tensors)", o->draft_path ? o->draft_path : "bundle");
-        rc = dr->dec ? pf_spec_set_adaptive(sp, dr->dec, pp, err) : -1;
-    } else if (kind == PF_ARM_ADAPTIVE) {
-        rc = pf_spec_set_adaptive(sp, NULL, pp, err);
-    }
-    if (rc < 0) {
-        pf_spec_free(sp);
         return NULL;
     }
-    snprintf(bt->spec, sizeof bt->spec, "%s", arm->kind == PF_ARM_PROFILE ? (pp ? "prior" : name) :
-                                             kind == PF_ARM_DEC ? "dec" : kind == PF_ARM_ADAPTIVE ? "adaptive" : name);
-    bt->block = arm->kind == PF_ARM_PROFILE && pp ? (pf_profile_find(arm->profile, type) ? pf_profile_find(arm->profile, type)->block
-                                                                                        : arm->profile->block)
-                                                  : block;
+    int trained;
+    pf_drafter *d = get_drafter(s, o, dr, plan.kind, &trained, err);
+    pf_spec *sp = d ? pf_strategy_build(s, &plan, d, trained, dr->dec, err) : NULL;
+    if (!sp) return NULL;
+    snprintf(bt->spec, sizeof bt->spec, "%s", arm->profile && plan.use_prior ? "prior" : pf_kind_name(plan.kind));
+    bt->block = arm->profile && plan.use_prior ? plan.profile_block : pf_spec_block(sp);
     return sp;
 }
 
-/* The one arm of a run without --compare: --spec/--block, or --profile. */
-static void single_arm(const pf_bench_opts *o, pf_bench_arm *arm) {
+/* The one arm of a run without --compare: --profile, else --spec/--block (no --spec: the default
+ * strategy, as `run -d` has; --block alone: dflash at that block). */
+static int single_arm(const pf_bench_opts *o, pf_bench_arm *arm, char err[PF_ERR_LEN]) {
     memset(arm, 0, sizeof *arm);
     if (o->profile) {
-        arm->kind = o->profile_fixed ? PF_ARM_PROFILE_FIXED : PF_ARM_PROFILE;
+        arm->kind = PF_KIND_DEFAULT;
         arm->profile = o->profile;
+        arm->profile_fixed = o->profile_fixed;
         snprintf(arm->name, sizeof arm->name, "profile");
-        return;
+        return 0;
     }
-    const char *spec = o->spec ? o->spec : "dflash";
-    arm->kind = !strcmp(spec, "dec") ? PF_ARM_DEC : !strcmp(spec, "adaptive") ? PF_ARM_ADAPTIVE
-              : !strcmp(spec, "default") ? PF_ARM_DEFAULT : PF_ARM_FIXED;
-    snprintf(arm->spec, sizeof arm->spec, "%s", spec);
+    const char *spec = o->spec ? o->spec : o->block ? "dflash" : "default";
+    if (pf_kind_parse(spec, &arm->kind, err) < 0) return -1;
     arm->block = o->block;
     snprintf(arm->name, sizeof arm->name, "%s", spec);
+    return 0;
 }
 
 int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
@@ -193,7 +158,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     const pf_bench_arm *arms = o->arms;
     int n_arms = o->n_arms;
     if (!arms || n_arms < 1) {
-        single_arm(o, &one);
+        if (single_arm(o, &one, err) < 0) return -1;
         arms = &one;
         n_arms = 1;
     }
@@ -205,7 +170,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
-    bench_drafters dr = {{NULL, NULL, NULL}, {0, 0, 0}, NULL};
+    bench_drafters dr = {{NULL, NULL, NULL}, {0, 0, 0}, NULL, 0};
     pf_spec **specs = NULL; /* [arm][task] */
     int rc = -1;
     int32_t ***prompts = NULL;
@@ -289,7 +254,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
                     prefill_tok += gs.n_prompt;
                     if (!j) ttft_a += gs.ttft_s;
                     else ttft_s[j - 1] += gs.ttft_s;
-                    if (j && rep == 0) add_stats(&r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
+                    if (j && rep == 0) pf_spec_stats_add(&r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
                 }
                 for (int k = 0; k < n_arms && o->temp <= 0; k++)
                     if (out[0].n != out[k + 1].n || memcmp(out[0].toks, out[k + 1].toks, (size_t)out[0].n * sizeof(int32_t)))

@@ -5,28 +5,21 @@
 #define PF_BENCH_H
 
 #include "eval/bench_model.h"
-#include "eval/profile.h"
+#include "verify/profile.h"
 #include "eval/tasks.h"
 #include "verify/spec.h"
-
-/* One strategy of a comparison (`bench --compare`), all measured interleaved per prompt. */
-typedef enum {
-    PF_ARM_FIXED,         /* spec (dflash | ngram | hybrid) at a fixed block */
-    PF_ARM_DEC,           /* adaptive Dec gating, block = the most rows */
-    PF_ARM_ADAPTIVE,      /* the adaptive block (no head), block = the most rows */
-    PF_ARM_DEFAULT,       /* pf_spec_default: what `run -d DRAFT` does */
-    PF_ARM_PROFILE,       /* a tuned profile's choice per task as the prior of the adaptive strategy */
-    PF_ARM_PROFILE_FIXED, /* a tuned profile's choice per task, fixed (what tune measures) */
-} pf_bench_arm_kind;
+#include "verify/strategies.h"
 
 #define PF_BENCH_MAX_ARMS 8
 
+/* One strategy of a comparison (`bench --compare`), all measured interleaved per prompt: a
+ * description for the strategy factory (verify/strategies.h). */
 typedef struct {
-    char name[64]; /* as written: fixed:4, dec, dec:8, adaptive, default, ngram:8, profile:FILE */
-    pf_bench_arm_kind kind;
-    char spec[16]; /* PF_ARM_FIXED: dflash or ngram */
-    int block;     /* 0 = the default for the kind */
-    const pf_profile *profile;
+    char name[64];             /* as written: fixed:4, dec, dec:8, adaptive, default, ngram:8, profile:FILE */
+    pf_kind kind;              /* fixed:B is dflash; with a profile PF_KIND_DEFAULT */
+    int block;                 /* 0 = the default for the kind */
+    const pf_profile *profile; /* a tuned profile's choice per task: the adaptive prior, or fixed */
+    int profile_fixed;         /* the profile's choices as fixed settings (what tune measures) */
 } pf_bench_arm;
 
 /* "fixed:B", "ngram[:B]", "hybrid:B", "dec[:B]", "adaptive[:B]", "default"; "profile:FILE" loads FILE into
@@ -43,7 +36,7 @@ typedef struct {
     int top_k;
     float top_p;
     uint64_t seed;
-    const char *spec; /* "dflash" or "ngram" */
+    const char *spec; /* a strategy name (pf_kind_parse); NULL: the default, or dflash with a block */
     const char *draft_path;
     int block;        /* 0 = the draft's default */
     int ngram_n;

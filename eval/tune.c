@@ -135,7 +135,7 @@ int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tun
         pt->block = o->blocks[tt->best_b];
         pt->predicted = best;
         /* the chosen strategy's acceptance by position: the prior an adaptive run starts from */
-        for (int k = 0; k < bmax - 1 && k < PF_PROFILE_MAX_BLOCK; k++) pt->alpha[pt->n_alpha++] = tt->alpha[tt->best_s][k];
+        for (int k = 0; k < bmax - 1 && k < PF_MAX_BLOCK; k++) pt->alpha[pt->n_alpha++] = tt->alpha[tt->best_s][k];
     }
     r->predicted_geomean = suite->n ? exp(log_pred / suite->n) : 0;
     /* default for untyped prompts: the choice most task types made */

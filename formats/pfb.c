@@ -1,8 +1,8 @@
-/* .pfb bundle reader and writer (layout in pfb.h). The reader trusts nothing: the header and the
- * section table are hashed together, every entry is range-checked, sections may not overlap each
- * other or the table, every byte outside them must be zero, and each section's stored bytes must
- * match their xxh3-64 before they are decompressed or handed out. */
-#include "formats/pfb.h"
+/* .pfb bundle reader (layout in pfb.h; the writer is pfb_write.c). It trusts nothing: the header
+ * and the section table are hashed together, every entry is range-checked, sections may not overlap
+ * each other or the table, every byte outside them must be zero, and each section's stored bytes
+ * must match their xxh3-64 before they are decompressed or handed out. */
+#include "formats/pfb_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,15 +16,6 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-/* Bounds no sane bundle exceeds; they keep absurd fields from becoming huge allocations. The fuzz
- * build lowers PFB_MAX_RAW so a forged size cannot ask for gigabytes. */
-#define PFB_MAX_SECTIONS (1u << 20)
-#ifndef PFB_MAX_RAW
-#define PFB_MAX_RAW (1ull << 40)
-#endif
-#define PFB_MIN_ALIGN 32u
-#define PFB_MAX_ALIGN 4096u
-
 struct pfb_bundle {
     char *path;
     const uint8_t *base;
@@ -35,8 +26,7 @@ struct pfb_bundle {
     uint8_t **owned; /* per section: decompressed buffer, or NULL when used in place */
 };
 
-static int fail(char *err, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, const char *name, const char *fmt, ...) {
+int pfb_fail(char *err, const char *name, const char *fmt, ...) {
     int n = snprintf(err, PF_ERR_LEN, "%s: ", name);
     if (n >= 0 && n < PF_ERR_LEN - 1) {
         va_list ap;
@@ -56,11 +46,6 @@ const char *pfb_codec_name(uint32_t codec) {
     return codec == PFB_CODEC_NONE ? "none" : codec == PFB_CODEC_ZSTD ? "zstd" : "?";
 }
 
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
-static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-
 static int all_zero(const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (p[i]) return 0;
@@ -68,7 +53,7 @@ static int all_zero(const uint8_t *p, size_t n) {
 }
 
 /* Hash of the header with its hash field zeroed, then the table: one xxh3-64 over both. */
-static uint64_t header_hash(const uint8_t *hdr, const uint8_t *table, size_t table_size) {
+uint64_t pfb_header_hash(const uint8_t *hdr, const uint8_t *table, size_t table_size) {
     uint8_t h[PFB_HEADER_SIZE];
     memcpy(h, hdr, sizeof h);
     memset(h + 40, 0, 8);
@@ -100,7 +85,7 @@ static void region_name(const pfb_section *s, int idx, char *out, size_t n) {
 static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name, size_t size, char *err) {
     memset(s, 0, sizeof *s);
     const uint8_t *nul = memchr(e, 0, PFB_NAME_LEN);
-    if (!nul) return fail(err, name, "section %d: name is not NUL-terminated", i);
+    if (!nul) return pfb_fail(err, name, "section %d: name is not NUL-terminated", i);
     size_t len = (size_t)(nul - e);
     memcpy(s->name, e, len);
     s->kind = e[96];
@@ -113,53 +98,53 @@ static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name
     s->raw_size = rd64(e + 128);
     s->hash = rd64(e + 136);
     const char *o = pfb_owner_name(s->owner);
-    if (len == 0) return fail(err, name, "section %d: empty name", i);
+    if (len == 0) return pfb_fail(err, name, "section %d: empty name", i);
     if (!all_zero(nul, PFB_NAME_LEN - len))
-        return fail(err, name, "section '%s/%s': name padding is not zero", o, s->name);
-    if (e[99] || rd32(e + 108)) return fail(err, name, "section '%s/%s': reserved bytes are not zero", o, s->name);
-    if (s->owner > PFB_OWNER_PROFILE) return fail(err, name, "section '?/%s': unknown owner %u", s->name, s->owner);
+        return pfb_fail(err, name, "section '%s/%s': name padding is not zero", o, s->name);
+    if (e[99] || rd32(e + 108)) return pfb_fail(err, name, "section '%s/%s': reserved bytes are not zero", o, s->name);
+    if (s->owner > PFB_OWNER_PROFILE) return pfb_fail(err, name, "section '?/%s': unknown owner %u", s->name, s->owner);
     int model = s->owner == PFB_OWNER_TARGET || s->owner == PFB_OWNER_DRAFT;
     switch (s->kind) {
     case PFB_KIND_META:
         if (!model || strcmp(s->name, "metadata") || s->index)
-            return fail(err, name, "section '%s/%s': a metadata section must be named 'metadata', index 0, "
+            return pfb_fail(err, name, "section '%s/%s': a metadata section must be named 'metadata', index 0, "
                         "owned by the target or the draft", o, s->name);
         break;
     case PFB_KIND_TENSOR:
-        if (!model) return fail(err, name, "section '%s/%s': a tensor section must belong to the target or the draft",
+        if (!model) return pfb_fail(err, name, "section '%s/%s': a tensor section must belong to the target or the draft",
                                 o, s->name);
         break;
     case PFB_KIND_PROFILE:
         if (s->owner != PFB_OWNER_PROFILE || strcmp(s->name, "profile") || s->index)
-            return fail(err, name, "section '%s/%s': the profile section must be 'profile/profile', index 0", o,
+            return pfb_fail(err, name, "section '%s/%s': the profile section must be 'profile/profile', index 0", o,
                         s->name);
         break;
     default:
-        return fail(err, name, "section '%s/%s': unknown kind %u", o, s->name, s->kind);
+        return pfb_fail(err, name, "section '%s/%s': unknown kind %u", o, s->name, s->kind);
     }
     if (s->owner == PFB_OWNER_PROFILE && s->kind != PFB_KIND_PROFILE)
-        return fail(err, name, "section '%s/%s': owner 'profile' holds only the profile section", o, s->name);
+        return pfb_fail(err, name, "section '%s/%s': owner 'profile' holds only the profile section", o, s->name);
     if (s->alignment < PFB_MIN_ALIGN || s->alignment > PFB_MAX_ALIGN || (s->alignment & (s->alignment - 1)))
-        return fail(err, name, "section '%s/%s': alignment %u is not a power of two in %u..%u", o, s->name,
+        return pfb_fail(err, name, "section '%s/%s': alignment %u is not a power of two in %u..%u", o, s->name,
                     s->alignment, PFB_MIN_ALIGN, PFB_MAX_ALIGN);
     if (s->offset % s->alignment)
-        return fail(err, name, "section '%s/%s': offset %llu is not aligned to %u", o, s->name,
+        return pfb_fail(err, name, "section '%s/%s': offset %llu is not aligned to %u", o, s->name,
                     (unsigned long long)s->offset, s->alignment);
-    if (s->stored_size == 0) return fail(err, name, "section '%s/%s': stored size is 0", o, s->name);
+    if (s->stored_size == 0) return pfb_fail(err, name, "section '%s/%s': stored size is 0", o, s->name);
     if (s->offset > size || s->stored_size > size - s->offset)
-        return fail(err, name, "section '%s/%s': bytes %llu..%llu run past the end of the file (%zu bytes)", o,
+        return pfb_fail(err, name, "section '%s/%s': bytes %llu..%llu run past the end of the file (%zu bytes)", o,
                     s->name, (unsigned long long)s->offset,
                     (unsigned long long)(s->offset + s->stored_size), size);
     if (s->codec == PFB_CODEC_NONE) {
         if (s->raw_size != s->stored_size)
-            return fail(err, name, "section '%s/%s': raw size %llu differs from the stored size %llu (codec none)",
+            return pfb_fail(err, name, "section '%s/%s': raw size %llu differs from the stored size %llu (codec none)",
                         o, s->name, (unsigned long long)s->raw_size, (unsigned long long)s->stored_size);
     } else if (s->codec == PFB_CODEC_ZSTD) {
         if (s->raw_size == 0 || s->raw_size > PFB_MAX_RAW || s->raw_size > SIZE_MAX - PFB_MAX_ALIGN)
-            return fail(err, name, "section '%s/%s': raw size %llu is out of range", o, s->name,
+            return pfb_fail(err, name, "section '%s/%s': raw size %llu is out of range", o, s->name,
                         (unsigned long long)s->raw_size);
     } else {
-        return fail(err, name, "section '%s/%s': unknown codec %u", o, s->name, s->codec);
+        return pfb_fail(err, name, "section '%s/%s': unknown codec %u", o, s->name, s->codec);
     }
     return 0;
 }
@@ -169,7 +154,7 @@ static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name
 static int check_layout(const uint8_t *base, size_t size, const pfb_section *s, int n, uint64_t toff,
                         uint64_t tsize, const char *name, char *err) {
     region *r = malloc(((size_t)n + 2) * sizeof *r);
-    if (!r) return fail(err, name, "out of memory for %d sections", n);
+    if (!r) return pfb_fail(err, name, "out of memory for %d sections", n);
     r[0] = (region){0, PFB_HEADER_SIZE, -2};
     r[1] = (region){toff, toff + tsize, -1};
     for (int i = 0; i < n; i++) r[i + 2] = (region){s[i].offset, s[i].offset + s[i].stored_size, i};
@@ -181,10 +166,10 @@ static int check_layout(const uint8_t *base, size_t size, const pfb_section *s, 
         if (r[i].start < pos) {
             region_name(s, last, a, sizeof a);
             region_name(s, r[i].idx, b, sizeof b);
-            rc = fail(err, name, "%s overlaps %s (at offset %llu)", b, a, (unsigned long long)r[i].start);
+            rc = pfb_fail(err, name, "%s overlaps %s (at offset %llu)", b, a, (unsigned long long)r[i].start);
         } else if (!all_zero(base + pos, (size_t)(r[i].start - pos))) {
             region_name(s, r[i].idx, b, sizeof b);
-            rc = fail(err, name, "padding before %s (offset %llu..%llu) is not zero", b, (unsigned long long)pos,
+            rc = pfb_fail(err, name, "padding before %s (offset %llu..%llu) is not zero", b, (unsigned long long)pos,
                       (unsigned long long)r[i].start);
         }
         if (r[i].end > pos) {
@@ -193,7 +178,7 @@ static int check_layout(const uint8_t *base, size_t size, const pfb_section *s, 
         }
     }
     if (rc == 0 && !all_zero(base + pos, size - (size_t)pos))
-        rc = fail(err, name, "trailing bytes after offset %llu are not zero", (unsigned long long)pos);
+        rc = pfb_fail(err, name, "trailing bytes after offset %llu are not zero", (unsigned long long)pos);
     free(r);
     return rc;
 }
@@ -202,14 +187,14 @@ static int check_counts(const pfb_section *s, int n, const char *name, char *err
     int meta[2] = {0, 0}, tensors[2] = {0, 0}, profile = 0;
     for (int i = 0; i < n; i++) {
         if (s[i].kind == PFB_KIND_META && meta[s[i].owner]++)
-            return fail(err, name, "section '%s/metadata': duplicate metadata section", pfb_owner_name(s[i].owner));
+            return pfb_fail(err, name, "section '%s/metadata': duplicate metadata section", pfb_owner_name(s[i].owner));
         if (s[i].kind == PFB_KIND_TENSOR) tensors[s[i].owner]++;
         if (s[i].kind == PFB_KIND_PROFILE && profile++)
-            return fail(err, name, "section 'profile/profile': duplicate profile section");
+            return pfb_fail(err, name, "section 'profile/profile': duplicate profile section");
     }
-    if (!meta[PFB_OWNER_TARGET]) return fail(err, name, "no target metadata section (not a usable bundle)");
+    if (!meta[PFB_OWNER_TARGET]) return pfb_fail(err, name, "no target metadata section (not a usable bundle)");
     if (tensors[PFB_OWNER_DRAFT] && !meta[PFB_OWNER_DRAFT])
-        return fail(err, name, "draft tensor sections without a draft metadata section");
+        return pfb_fail(err, name, "draft tensor sections without a draft metadata section");
     return 0;
 }
 
@@ -219,22 +204,22 @@ static int decompress(pfb_bundle *b, int i, ZSTD_DCtx **dctx, char *err) {
     const char *o = pfb_owner_name(s->owner);
     unsigned long long fcs = ZSTD_getFrameContentSize(src, (size_t)s->stored_size);
     if (fcs == ZSTD_CONTENTSIZE_ERROR)
-        return fail(err, b->path, "section '%s/%s': not a zstd frame", o, s->name);
+        return pfb_fail(err, b->path, "section '%s/%s': not a zstd frame", o, s->name);
     if (fcs != s->raw_size)
-        return fail(err, b->path, "section '%s/%s': raw size %llu differs from the zstd frame's content size", o,
+        return pfb_fail(err, b->path, "section '%s/%s': raw size %llu differs from the zstd frame's content size", o,
                     s->name, (unsigned long long)s->raw_size);
     size_t cap = ((size_t)s->raw_size + PFB_ALIGN - 1) / PFB_ALIGN * PFB_ALIGN;
     uint8_t *dst = aligned_alloc(PFB_ALIGN, cap);
-    if (!dst) return fail(err, b->path, "section '%s/%s': out of memory for %llu bytes", o, s->name,
+    if (!dst) return pfb_fail(err, b->path, "section '%s/%s': out of memory for %llu bytes", o, s->name,
                           (unsigned long long)s->raw_size);
     if (!*dctx && !(*dctx = ZSTD_createDCtx())) {
         free(dst);
-        return fail(err, b->path, "out of memory for the zstd decoder");
+        return pfb_fail(err, b->path, "out of memory for the zstd decoder");
     }
     size_t r = ZSTD_decompressDCtx(*dctx, dst, (size_t)s->raw_size, src, (size_t)s->stored_size);
     if (ZSTD_isError(r) || r != s->raw_size) {
         free(dst);
-        return fail(err, b->path, "section '%s/%s': zstd: %s", o, s->name,
+        return pfb_fail(err, b->path, "section '%s/%s': zstd: %s", o, s->name,
                     ZSTD_isError(r) ? ZSTD_getErrorName(r) : "decompressed size differs from the raw size");
     }
     b->owned[i] = dst;
@@ -257,47 +242,47 @@ pfb_bundle *pfb_parse(const void *buf, size_t size, const char *name, char err[P
     const uint8_t *base = buf;
     err[0] = 0;
     if (size < PFB_HEADER_SIZE) {
-        fail(err, name, "header: truncated file (%zu bytes, the header alone is %d)", size, PFB_HEADER_SIZE);
+        pfb_fail(err, name, "header: truncated file (%zu bytes, the header alone is %d)", size, PFB_HEADER_SIZE);
         return NULL;
     }
     if (memcmp(base, PFB_MAGIC, 8) != 0) {
-        fail(err, name, "magic: not a pocketflash bundle");
+        pfb_fail(err, name, "magic: not a pocketflash bundle");
         return NULL;
     }
     uint32_t version = rd32(base + 8), count = rd32(base + 12), esize = rd32(base + 24), flags = rd32(base + 28);
     uint64_t toff = rd64(base + 16), fsize = rd64(base + 32), hash = rd64(base + 40);
     if (version != PFB_VERSION) {
-        fail(err, name, "version: unsupported bundle version %u (expected %d)", version, PFB_VERSION);
+        pfb_fail(err, name, "version: unsupported bundle version %u (expected %d)", version, PFB_VERSION);
         return NULL;
     }
     if (fsize != size) {
-        fail(err, name, "file size: the header says %llu bytes but the file has %zu (%s)", (unsigned long long)fsize,
+        pfb_fail(err, name, "file size: the header says %llu bytes but the file has %zu (%s)", (unsigned long long)fsize,
              size, fsize > size ? "truncated" : "extra bytes");
         return NULL;
     }
     if (esize != PFB_ENTRY_SIZE || flags || !all_zero(base + 48, 16)) {
-        fail(err, name, "header: entry size %u, flags %u or reserved bytes not as version %d defines", esize, flags,
+        pfb_fail(err, name, "header: entry size %u, flags %u or reserved bytes not as version %d defines", esize, flags,
              PFB_VERSION);
         return NULL;
     }
     if (count == 0 || count > PFB_MAX_SECTIONS) {
-        fail(err, name, "section count: %u is out of range 1..%u", count, PFB_MAX_SECTIONS);
+        pfb_fail(err, name, "section count: %u is out of range 1..%u", count, PFB_MAX_SECTIONS);
         return NULL;
     }
     uint64_t tsize = (uint64_t)count * PFB_ENTRY_SIZE;
     if (toff < PFB_HEADER_SIZE || toff % 8 || toff > size || tsize > size - toff) {
-        fail(err, name, "section table: offset %llu (%llu bytes) lies outside the file", (unsigned long long)toff,
+        pfb_fail(err, name, "section table: offset %llu (%llu bytes) lies outside the file", (unsigned long long)toff,
              (unsigned long long)tsize);
         return NULL;
     }
-    if (header_hash(base, base + toff, (size_t)tsize) != hash) {
-        fail(err, name, "header: hash mismatch (header or section table corrupted)");
+    if (pfb_header_hash(base, base + toff, (size_t)tsize) != hash) {
+        pfb_fail(err, name, "header: hash mismatch (header or section table corrupted)");
         return NULL;
     }
     pfb_bundle *b = calloc(1, sizeof *b);
     if (!b || !(b->path = strdup(name)) || !(b->s = calloc(count, sizeof *b->s)) ||
         !(b->owned = calloc(count, sizeof *b->owned))) {
-        fail(err, name, "out of memory for %u sections", count);
+        pfb_fail(err, name, "out of memory for %u sections", count);
         if (b) { free(b->s); free(b->path); free(b); }
         return NULL;
     }
@@ -311,7 +296,7 @@ pfb_bundle *pfb_parse(const void *buf, size_t size, const char *name, char err[P
     for (int i = 0; i < b->n; i++) {
         pfb_section *s = &b->s[i];
         if (XXH3_64bits(base + s->offset, (size_t)s->stored_size) != s->hash) {
-            fail(err, name, "section '%s/%s': hash mismatch (stored bytes corrupted)", pfb_owner_name(s->owner),
+            pfb_fail(err, name, "section '%s/%s': hash mismatch (stored bytes corrupted)", pfb_owner_name(s->owner),
                  s->name);
             goto bad;
         }
@@ -335,25 +320,25 @@ bad:
 static const uint8_t *map_file(const char *path, size_t *size, char *err) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
-        fail(err, path, "cannot open: %s", strerror(errno));
+        pfb_fail(err, path, "cannot open: %s", strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        fail(err, path, "not a regular file");
+        pfb_fail(err, path, "not a regular file");
         return NULL;
     }
     *size = (size_t)st.st_size;
     if (*size < PFB_HEADER_SIZE) {
         close(fd);
-        fail(err, path, "header: truncated file (%zu bytes, the header alone is %d)", *size, PFB_HEADER_SIZE);
+        pfb_fail(err, path, "header: truncated file (%zu bytes, the header alone is %d)", *size, PFB_HEADER_SIZE);
         return NULL;
     }
     void *map = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
-        fail(err, path, "mmap failed: %s", strerror(errno));
+        pfb_fail(err, path, "mmap failed: %s", strerror(errno));
         return NULL;
     }
     return map;
@@ -402,7 +387,7 @@ const void *pfb_profile(const pfb_bundle *b, size_t *len) {
 gguf_file *pfb_gguf(const pfb_bundle *b, int owner, char err[PF_ERR_LEN]) {
     const pfb_section *meta = find(b, PFB_KIND_META, (uint32_t)owner);
     if (!meta || (owner != PFB_OWNER_TARGET && owner != PFB_OWNER_DRAFT)) {
-        fail(err, b->path, "the bundle holds no %s model", pfb_owner_name((uint32_t)owner));
+        pfb_fail(err, b->path, "the bundle holds no %s model", pfb_owner_name((uint32_t)owner));
         return NULL;
     }
     char gname[PF_ERR_LEN];
@@ -411,7 +396,7 @@ gguf_file *pfb_gguf(const pfb_bundle *b, int owner, char err[PF_ERR_LEN]) {
     if (!f) return NULL;
     uint8_t *seen = calloc((size_t)(f->n_tensors ? f->n_tensors : 1), 1);
     if (!seen) {
-        fail(err, b->path, "out of memory");
+        pfb_fail(err, b->path, "out of memory");
         goto bad;
     }
     const char *o = pfb_owner_name((uint32_t)owner);
@@ -419,22 +404,22 @@ gguf_file *pfb_gguf(const pfb_bundle *b, int owner, char err[PF_ERR_LEN]) {
         const pfb_section *s = &b->s[i];
         if (s->kind != PFB_KIND_TENSOR || s->owner != (uint32_t)owner) continue;
         if (s->index >= f->n_tensors) {
-            fail(err, b->path, "section '%s/%s': tensor index %u is out of range (the metadata has %llu tensors)", o,
+            pfb_fail(err, b->path, "section '%s/%s': tensor index %u is out of range (the metadata has %llu tensors)", o,
                  s->name, s->index, (unsigned long long)f->n_tensors);
             goto bad;
         }
         gguf_tensor *t = &f->tensors[s->index];
         if (!gguf_str_eq(t->name, s->name)) {
-            fail(err, b->path, "section '%s/%s': tensor index %u is '%.*s' in the metadata", o, s->name, s->index,
+            pfb_fail(err, b->path, "section '%s/%s': tensor index %u is '%.*s' in the metadata", o, s->name, s->index,
                  (int)(t->name.len > 100 ? 100 : t->name.len), t->name.ptr);
             goto bad;
         }
         if (seen[s->index]) {
-            fail(err, b->path, "section '%s/%s': duplicate section for this tensor", o, s->name);
+            pfb_fail(err, b->path, "section '%s/%s': duplicate section for this tensor", o, s->name);
             goto bad;
         }
         if (s->raw_size != t->nbytes) {
-            fail(err, b->path, "section '%s/%s': %llu bytes, but the tensor info needs %zu", o, s->name,
+            pfb_fail(err, b->path, "section '%s/%s': %llu bytes, but the tensor info needs %zu", o, s->name,
                  (unsigned long long)s->raw_size, t->nbytes);
             goto bad;
         }
@@ -444,7 +429,7 @@ gguf_file *pfb_gguf(const pfb_bundle *b, int owner, char err[PF_ERR_LEN]) {
     for (uint64_t i = 0; i < f->n_tensors; i++)
         if (!seen[i]) {
             gguf_str nm = f->tensors[i].name;
-            fail(err, b->path, "section '%s/%.*s': missing (the metadata lists this tensor)", o,
+            pfb_fail(err, b->path, "section '%s/%.*s': missing (the metadata lists this tensor)", o,
                  (int)(nm.len > 100 ? 100 : nm.len), nm.ptr);
             goto bad;
         }
@@ -477,158 +462,4 @@ int pfb_verify_file(const char *path, char err[PF_ERR_LEN]) {
     int n = pfb_verify(map, size, path, err);
     munmap((void *)map, size);
     return n;
-}
-
-/* ---- writer ---- */
-
-typedef struct {
-    uint32_t kind, owner, index;
-    const char *name;
-    size_t name_len;
-    const void *raw;
-    size_t raw_size;
-} plan_entry;
-
-static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
-
-static int plan_model(plan_entry *pl, int *n, const gguf_file *f, uint32_t owner, const char *path, char *err) {
-    /* the metadata section is the source's header bytes exactly (tensor offsets included; they are
-     * ignored on load), so its hash identifies the model the same way in both containers */
-    size_t hdr = f->data_offset < f->size ? f->data_offset : f->size;
-    pl[(*n)++] = (plan_entry){PFB_KIND_META, owner, 0, "metadata", 8, f->base, hdr};
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        const gguf_tensor *t = &f->tensors[i];
-        if (t->name.len >= PFB_NAME_LEN || t->name.len == 0 || memchr(t->name.ptr, 0, t->name.len))
-            return fail(err, path, "tensor '%.*s' (%s): the name must be 1..%d bytes without NUL to fit a bundle",
-                        (int)(t->name.len > 100 ? 100 : t->name.len), t->name.ptr, pfb_owner_name(owner),
-                        PFB_NAME_LEN - 1);
-        if (!t->data || !t->nbytes)
-            return fail(err, path, "tensor '%.*s' (%s): no data", (int)t->name.len, t->name.ptr,
-                        pfb_owner_name(owner));
-        pl[(*n)++] = (plan_entry){PFB_KIND_TENSOR, owner, (uint32_t)i, t->name.ptr, t->name.len, t->data, t->nbytes};
-    }
-    return 0;
-}
-
-static int write_zeros(FILE *fp, size_t n) {
-    static const uint8_t zeros[4096];
-    while (n) {
-        size_t k = n < sizeof zeros ? n : sizeof zeros;
-        if (fwrite(zeros, 1, k, fp) != k) return -1;
-        n -= k;
-    }
-    return 0;
-}
-
-int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) {
-    err[0] = 0;
-    if (!p->target) return fail(err, path, "no target model to pack");
-    if (p->profile && p->profile_len == 0) return fail(err, path, "the profile is empty");
-    uint64_t cap = 2 + p->target->n_tensors + (p->draft ? 1 + p->draft->n_tensors : 0);
-    if (cap > PFB_MAX_SECTIONS) return fail(err, path, "too many tensors for a bundle (%llu)", (unsigned long long)cap);
-    plan_entry *pl = calloc((size_t)cap, sizeof *pl);
-    pfb_section *sec = calloc((size_t)cap, sizeof *sec);
-    uint8_t *table = NULL, *dst = NULL;
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
-    FILE *fp = NULL;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int n = 0, rc = -1;
-    size_t dst_cap = 0;
-    if (!pl || !sec || !cctx) {
-        fail(err, path, "out of memory");
-        goto done;
-    }
-    if (plan_model(pl, &n, p->target, PFB_OWNER_TARGET, path, err) < 0) goto done;
-    if (p->draft && plan_model(pl, &n, p->draft, PFB_OWNER_DRAFT, path, err) < 0) goto done;
-    if (p->profile) pl[n++] = (plan_entry){PFB_KIND_PROFILE, PFB_OWNER_PROFILE, 0, "profile", 7, p->profile, p->profile_len};
-    size_t tsize = (size_t)n * PFB_ENTRY_SIZE;
-    if (!(table = calloc(1, tsize))) {
-        fail(err, path, "out of memory");
-        goto done;
-    }
-    if (!(fp = fopen(tmp, "wb"))) {
-        fail(err, path, "cannot create: %s", strerror(errno));
-        goto done;
-    }
-    size_t pos = align_up(PFB_HEADER_SIZE + tsize, PFB_ALIGN);
-    if (write_zeros(fp, pos) < 0) goto io;
-    int level = p->level > 0 ? p->level : 3, min_saving = p->min_saving > 0 ? p->min_saving : 5;
-    for (int i = 0; i < n; i++) {
-        const plan_entry *e = &pl[i];
-        pfb_section *s = &sec[i];
-        memcpy(s->name, e->name, e->name_len);
-        s->kind = e->kind;
-        s->owner = e->owner;
-        s->index = e->index;
-        s->alignment = PFB_ALIGN;
-        s->raw_size = e->raw_size;
-        const void *out = e->raw;
-        size_t out_size = e->raw_size;
-        s->codec = PFB_CODEC_NONE;
-        size_t bound = ZSTD_compressBound(e->raw_size);
-        if (bound > dst_cap) {
-            free(dst);
-            if (!(dst = malloc(bound))) {
-                fail(err, path, "out of memory");
-                goto done;
-            }
-            dst_cap = bound;
-        }
-        /* small sections and the text-like ones (metadata, profile) get the strongest level */
-        int lv = e->kind != PFB_KIND_TENSOR || e->raw_size <= (256u << 10) ? 19 : level;
-        size_t z = min_saving < 100 ? ZSTD_compressCCtx(cctx, dst, dst_cap, e->raw, e->raw_size, lv) : e->raw_size;
-        /* keep it compressed only where it saves enough (quantized blocks rarely do) */
-        if (!ZSTD_isError(z) && (double)z <= (double)e->raw_size * (1.0 - min_saving / 100.0) && min_saving < 100) {
-            out = dst;
-            out_size = z;
-            s->codec = PFB_CODEC_ZSTD;
-        }
-        size_t at = align_up(pos, PFB_ALIGN);
-        if (write_zeros(fp, at - pos) < 0 || fwrite(out, 1, out_size, fp) != out_size) goto io;
-        s->offset = at;
-        s->stored_size = out_size;
-        s->hash = XXH3_64bits(out, out_size);
-        pos = at + out_size;
-        uint8_t *t = table + (size_t)i * PFB_ENTRY_SIZE;
-        memcpy(t, s->name, PFB_NAME_LEN);
-        t[96] = (uint8_t)s->kind;
-        t[97] = (uint8_t)s->owner;
-        t[98] = (uint8_t)s->codec;
-        wr32(t + 100, s->alignment);
-        wr32(t + 104, s->index);
-        wr64(t + 112, s->offset);
-        wr64(t + 120, s->stored_size);
-        wr64(t + 128, s->raw_size);
-        wr64(t + 136, s->hash);
-        if (p->on_section) p->on_section(p->user, s);
-    }
-    uint8_t hdr[PFB_HEADER_SIZE] = {0};
-    memcpy(hdr, PFB_MAGIC, 8);
-    wr32(hdr + 8, PFB_VERSION);
-    wr32(hdr + 12, (uint32_t)n);
-    wr64(hdr + 16, PFB_HEADER_SIZE);
-    wr32(hdr + 24, PFB_ENTRY_SIZE);
-    wr64(hdr + 32, pos);
-    wr64(hdr + 40, header_hash(hdr, table, tsize));
-    if (fseek(fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof hdr, fp) != sizeof hdr ||
-        fwrite(table, 1, tsize, fp) != tsize)
-        goto io;
-    int bad = fflush(fp) != 0 || fsync(fileno(fp)) != 0;
-    bad |= fclose(fp) != 0;
-    fp = NULL;
-    if (bad || rename(tmp, path) != 0) goto io;
-    rc = 0;
-    goto done;
-io:
-    fail(err, path, "write failed: %s", strerror(errno));
-done:
-    if (fp) fclose(fp);
-    if (rc) unlink(tmp);
-    ZSTD_freeCCtx(cctx);
-    free(dst);
-    free(table);
-    free(sec);
-    free(pl);
-    return rc;
 }

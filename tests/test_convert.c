@@ -16,7 +16,7 @@
 #include "engine/model.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
-#include "formats/hf_convert.h"
+#include "convert/hf_convert.h"
 #include "test.h"
 
 enum { F32, F16, BF16, I64, I8 };

@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert/dec_attach.h"
 #include "draft/dec.h"
 #include "draft/dflash_drafter.h"
-#include "draft/dflash_synth.h"
-#include "engine/synth.h"
+#include "convert/dflash_synth.h"
+#include "convert/synth.h"
 #include "test.h"
 #include "verify/adapt.h"
 #include "verify/spec.h"
@@ -215,7 +216,7 @@ TEST(dec_calibration_follows_kept_drafts) {
     pf_adapt_plan(&a, ht, 8), pf_adapt_plan(&b, ht, 8);
     int a1 = pf_adapt_choose(&a, ht, hd, 7), b1 = pf_adapt_choose(&b, ht, hd, 7);
     CHECKF(a1 >= 5 && b1 <= 3, "after: pessimist verifies %d, optimist %d", a1, b1);
-    for (int k = 0; k < PF_ADAPT_MAX; k++)
+    for (int k = 0; k < PF_MAX_BLOCK; k++)
         CHECK(fabs(a.cal[k]) <= PF_ADAPT_CAL_MAX && fabs(b.cal[k]) <= PF_ADAPT_CAL_MAX);
     CHECK(a.cal[0] > 2.5 && b.cal[1] < -2.5 && b.cal[2] == 0); /* position 3 was never seen by b */
     free(ht), free(hd);

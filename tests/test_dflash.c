@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "draft/dflash.h"
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "engine/tokenizer.h"
 #include "formats/quant.h"
 #include "test.h"

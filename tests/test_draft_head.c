@@ -9,11 +9,11 @@
 
 #include "draft/dflash.h"
 #include "draft/dflash_drafter.h"
-#include "draft/dflash_synth.h"
-#include "draft/head_vocab.h"
+#include "convert/dflash_synth.h"
+#include "convert/head_vocab.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "chi2.h"
 #include "test.h"
 

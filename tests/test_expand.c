@@ -9,14 +9,15 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "convert/dec_attach.h"
 #include "draft/dec.h"
 #include "draft/dflash.h"
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "engine/tokenizer.h"
-#include "eval/expand.h"
+#include "convert/expand.h"
 #include "formats/ggml_types.h"
 #include "test.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine/model.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "engine/sampler.h"
 #include "formats/quant.h"
 #include "test.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine/generate.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "engine/tokenizer.h"
 #include "test.h"
 

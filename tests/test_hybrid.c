@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "draft/dflash_drafter.h"
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 #include "draft/hybrid.h"
 #include "draft/ngram.h"
 #include "engine/chat.h"
 #include "engine/generate.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "engine/tokenizer.h"
 #include "eval/tasks.h"
 #include "chi2.h"

@@ -10,9 +10,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 #include "engine/generate.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "formats/pfb.h"
 #include "test.h"

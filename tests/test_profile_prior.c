@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "eval/profile.h"
+#include "verify/profile.h"
 #include "test.h"
 
 static void write_file(const char *path, const char *text) {
@@ -29,7 +29,7 @@ TEST(profile_prior_reads_costs_and_acceptance) {
     CHECK(m && m->n_alpha == 2 && m->alpha[0] == 0.9 && m->alpha[1] == 0.8); /* stops at the bad 2.0 */
     pf_spec_prior pr;
     pf_profile_prior(&p, "math", &pr);
-    CHECK(pr.c == p.c && pr.draft == p.draft && pr.n == PF_PROFILE_MAX_BLOCK + 1 && pr.alpha == m->alpha && pr.n_alpha == 2);
+    CHECK(pr.c == p.c && pr.draft == p.draft && pr.n == PF_MAX_BLOCK + 1 && pr.alpha == m->alpha && pr.n_alpha == 2);
     pf_profile_prior(&p, "chat", &pr);
     CHECK(pr.c == p.c && !pr.alpha && pr.n_alpha == 0);
     pf_profile_free(&p);

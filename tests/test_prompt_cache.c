@@ -10,11 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 #include "engine/chat.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "test.h"
 #include "verify/spec.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "engine/tokenizer.h"
 #include "test.h"
 

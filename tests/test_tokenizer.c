@@ -13,7 +13,7 @@
 #include "engine/unicode.h"
 #include "formats/gguf.h"
 #include "formats/json.h"
-#include "formats/vocab_import.h"
+#include "convert/vocab_import.h"
 #include "test.h"
 
 #define QWEN3_VOCAB ".cache/qwen3-vocab.gguf"

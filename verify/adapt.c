@@ -8,16 +8,16 @@ static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > h
 
 void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *prior, int n_prior) {
     memset(a, 0, sizeof *a);
-    a->max_block = max_block < 2 ? 2 : max_block > PF_ADAPT_MAX ? PF_ADAPT_MAX : max_block;
+    a->max_block = max_block < 2 ? 2 : max_block > PF_MAX_BLOCK ? PF_MAX_BLOCK : max_block;
     a->dec = dec;
     pf_cost_init(&a->cost, a->max_block);
-    for (int k = 0; k < PF_ADAPT_MAX; k++) a->prior[k] = prior && k < n_prior ? prior[k] : 0.7;
+    for (int k = 0; k < PF_MAX_BLOCK; k++) a->prior[k] = prior && k < n_prior ? prior[k] : 0.7;
     a->backoff = 1;
     a->cal_slope = 1;
 }
 
 double pf_adapt_survival(const pf_adapt *a, int k) {
-    if (k < 1 || k > PF_ADAPT_MAX) return 0;
+    if (k < 1 || k > PF_MAX_BLOCK) return 0;
     if (a->dec) { /* the head's running mean survival, moved by how this step's target half differs from its mean */
         if (!a->s_n[k - 1]) return sigmoid(a->cal_slope * (a->z_target + pf_dec_pos_bias(a->dec, k)) + a->cal[k - 1]);
         double m = clamp(a->s_mean[k - 1], 1e-6, 1 - 1e-6);
@@ -42,7 +42,7 @@ int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap) {
     }
     if (!a->cost.have_t) return bmax; /* nothing measured yet: draft to learn (an unknown draft cost counts as 0) */
     /* best E/T over (rows, n <= rows-1) and the plain step */
-    double s[PF_ADAPT_MAX + 1], e[PF_ADAPT_MAX + 1];
+    double s[PF_MAX_BLOCK + 1], e[PF_MAX_BLOCK + 1];
     e[0] = 1;
     double surv = 1;
     for (int k = 1; k < bmax; k++) {
@@ -86,10 +86,10 @@ int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap) {
 
 int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, int nd) {
     if (!a->dec || !h_target || !h_draft || nd < 1) return nd;
-    if (nd > PF_ADAPT_MAX - 1) nd = PF_ADAPT_MAX - 1;
-    double z[PF_ADAPT_MAX];
+    if (nd > PF_MAX_BLOCK - 1) nd = PF_MAX_BLOCK - 1;
+    double z[PF_MAX_BLOCK];
     pf_dec_draft_logits(a->dec, h_draft, nd, z);
-    double sk[PF_ADAPT_MAX];
+    double sk[PF_MAX_BLOCK];
     for (int k = 0; k < nd; k++) { /* running mean of the head's survival: the next plans' estimate */
         a->last_z[k] = a->z_target + z[k];
         sk[k] = sigmoid(a->cal_slope * a->last_z[k] + a->cal[k]);
@@ -119,7 +119,7 @@ void pf_adapt_observe(pf_adapt *a, int n, int kept) {
     /* every round forgets a little of every position (one not tried for a while drifts back to
      * its prior and is tried again: a block never chosen would otherwise keep a stale low
      * estimate); position k was tried when drafts 1..k-1 were kept */
-    for (int k = 1; k <= PF_ADAPT_MAX; k++) {
+    for (int k = 1; k <= PF_MAX_BLOCK; k++) {
         a->acc[k - 1] *= PF_ADAPT_DECAY;
         a->tried[k - 1] *= PF_ADAPT_DECAY;
         if (k <= n && k <= kept + 1) {
@@ -137,5 +137,5 @@ void pf_adapt_observe(pf_adapt *a, int n, int kept) {
     a->last_nd = 0;
     if (n == 0) a->n_plain++;
     else a->n_rounds++;
-    a->rows_hist[n + 1 <= PF_ADAPT_MAX ? n + 1 : PF_ADAPT_MAX]++;
+    a->rows_hist[n + 1 <= PF_MAX_BLOCK ? n + 1 : PF_MAX_BLOCK]++;
 }

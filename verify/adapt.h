@@ -15,36 +15,35 @@
 #include "draft/dec.h"
 #include "verify/cost_model.h"
 
-#define PF_ADAPT_MAX 64
 
 typedef struct {
     int max_block;    /* most rows a round verifies */
     const pf_dec *dec; /* NULL: adaptive block (survival from running acceptance) */
     pf_cost_model cost;
     /* running acceptance per position (decayed counts) and its prior */
-    double acc[PF_ADAPT_MAX], tried[PF_ADAPT_MAX], prior[PF_ADAPT_MAX];
+    double acc[PF_MAX_BLOCK], tried[PF_MAX_BLOCK], prior[PF_MAX_BLOCK];
     /* with a head: running mean of its survival at position k over the rounds that drafted it, and
      * of the target half of its logit over the steps */
-    double s_mean[PF_ADAPT_MAX], zt_mean;
-    int64_t s_n[PF_ADAPT_MAX], zt_n;
+    double s_mean[PF_MAX_BLOCK], zt_mean;
+    int64_t s_n[PF_MAX_BLOCK], zt_n;
     double z_target; /* w_t . h_target + bias of the current step */
     /* online calibration of the head: a logit offset per position, moved after every verified
      * round by (kept - predicted) (a log-loss gradient step on a bias), so a head fitted on other
      * text or another machine's drafts follows what this run's drafts actually keep */
-    double cal[PF_ADAPT_MAX], last_sk[PF_ADAPT_MAX];
+    double cal[PF_MAX_BLOCK], last_sk[PF_MAX_BLOCK];
     /* and one slope on the head's logit, moved by (kept - predicted) x logit: a head fitted on
      * pooled text is overconfident on one task's drafts (survival 0.85 predicted, 0.73 kept), and
      * an offset alone cannot shrink both ends toward the middle */
-    double cal_slope, last_z[PF_ADAPT_MAX];
+    double cal_slope, last_z[PF_MAX_BLOCK];
     /* observations behind each position's offset: its step starts at 1/(PF_ADAPT_CAL_START + n)
      * and falls to PF_ADAPT_CAL_RATE, so a task's first rounds calibrate the head (a task may
      * see only a few dozen positions, e.g. a short translation) and later ones follow drift */
-    int64_t cal_n[PF_ADAPT_MAX];
+    int64_t cal_n[PF_MAX_BLOCK];
     int last_nd;
     double rate;     /* R of the last plan (tokens / s) */
     int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */
     int backoff;       /* without a head: plain steps before the next probe (1, 2, 4 .. PF_ADAPT_PROBE) */
-    int64_t n_plain, n_rounds, rows_hist[PF_ADAPT_MAX + 1]; /* decisions (reporting) */
+    int64_t n_plain, n_rounds, rows_hist[PF_MAX_BLOCK + 1]; /* decisions (reporting) */
 } pf_adapt;
 
 /* Decay of the acceptance counts per observation (a window of ~20 rounds), the prior's weight in

@@ -3,16 +3,18 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/clock.h"
+
 void pf_cost_init(pf_cost_model *cm, int n_max) {
     memset(cm, 0, sizeof *cm);
-    cm->n_max = n_max < 1 ? 1 : n_max > PF_COST_MAX_ROWS ? PF_COST_MAX_ROWS : n_max;
+    cm->n_max = n_max < 1 ? 1 : n_max > PF_MAX_BLOCK ? PF_MAX_BLOCK : n_max;
 }
 
 /* Fill v[1..n_max] from the known (> 0) entries of src[1..n-1]: linear between known points, the
  * last known slope beyond them (a B-row forward's cost grows about linearly past a few rows). */
 static void fill(double *logv, int n_max, const double *src, int n, double scale) {
-    double v[PF_COST_MAX_ROWS + 1] = {0};
-    int known[PF_COST_MAX_ROWS + 1], nk = 0;
+    double v[PF_MAX_BLOCK + 1] = {0};
+    int known[PF_MAX_BLOCK + 1], nk = 0;
     for (int i = 1; i < n && i <= n_max; i++)
         if (src[i] > 0) {
             v[i] = src[i] * scale;
@@ -44,8 +46,8 @@ static void fill(double *logv, int n_max, const double *src, int n, double scale
 void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, int n, double t1) {
     if (t1 <= 0) return;
     if (c) {
-        double cc[PF_COST_MAX_ROWS + 1] = {0};
-        for (int i = 1; i < n && i <= PF_COST_MAX_ROWS; i++) cc[i] = c[i];
+        double cc[PF_MAX_BLOCK + 1] = {0};
+        for (int i = 1; i < n && i <= PF_MAX_BLOCK; i++) cc[i] = c[i];
         cc[1] = 1;
         fill(cm->log_t, cm->n_max, cc, n > 2 ? n : 2, t1);
         cm->have_t = 1;
@@ -64,7 +66,7 @@ void pf_cost_refit(pf_cost_model *cm, int nref, double c_meas) {
     if (!cm->have_t || nref < 2 || nref > cm->n_max) return;
     double t1 = pf_cost_verify(cm, 1), cp = pf_cost_verify(cm, nref) / t1;
     if (cp <= 1.01 || c_meas < 1) return;
-    double k = (c_meas - 1) / (cp - 1), c[PF_COST_MAX_ROWS + 1];
+    double k = (c_meas - 1) / (cp - 1), c[PF_MAX_BLOCK + 1];
     k = k < 0.1 ? 0.1 : k > 10 ? 10 : k; /* a wild measurement cannot flatten or blow up the curve */
     for (int n = 1; n <= cm->n_max; n++) c[n] = 1 + k * (pf_cost_verify(cm, n) / t1 - 1);
     for (int n = 1; n <= cm->n_max; n++) cm->log_t[n] = log(c[n] * t1);
@@ -127,4 +129,87 @@ double pf_cost_verify(const pf_cost_model *cm, int n) { return cm->have_t && n >
 
 double pf_cost_draft(const pf_cost_model *cm, int rows) {
     return cm->have_d && rows >= 1 ? non_decreasing(cm->log_d, cm->n_max, rows) : 0;
+}
+
+/* ---------------------------------------------------------------- calibration */
+
+/* Seconds of an n-row forward at the current depth, the fastest of `reps`; its rows are then
+ * truncated away (the cache is unchanged). */
+static double time_forward(const pf_cost_calib *k, const int32_t *rows, int n, int reps, char err[PF_ERR_LEN]) {
+    pf_ctx *c = k->ctx;
+    int64_t len = c->kv->len;
+    double best = 1e9;
+    for (int rep = 0; rep < reps; rep++) {
+        pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = k->logits};
+        double t0 = pf_now_s();
+        if (pf_forward(c, &b, err) < 0) return -1;
+        double dt = pf_now_s() - t0;
+        pf_kv_truncate(c->kv, len);
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+int pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int *started,
+                      char err[PF_ERR_LEN]) {
+    pf_ctx *c = k->ctx;
+    int32_t rows[PF_MAX_BLOCK], drafts[PF_MAX_BLOCK];
+    for (int i = 0; i < k->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
+    double t1 = time_forward(k, rows, 1, 2, err);
+    if (t1 < 0) return -1;
+    *started = 1;
+    if (k->prior_c) {
+        int nref = k->block < 4 ? k->block : 4;
+        if (c->kv->len + nref > c->kv->n_ctx) nref = 1;
+        double tr = 1e9;
+        for (int rep = 0; rep < 3 && nref > 1; rep++) {
+            double a = time_forward(k, rows, nref, 1, err);
+            if (a < 0) return -1;
+            double b = time_forward(k, rows, 1, 1, err);
+            if (b < 0) return -1;
+            if (a < tr) tr = a;
+            if (b < t1) t1 = b;
+        }
+        pf_cost_set_prior(cm, k->prior_c, k->prior_d, k->block + 1, t1);
+        if (!k->prior_fixed && nref > 1) pf_cost_refit(cm, nref, tr / t1);
+        cm->frozen = k->prior_fixed;
+        return 0;
+    }
+    /* every row count up to 8 (a B-row forward's cost is not smooth in B: the kernels switch from
+     * one-row to blocked paths, and on this CPU c(3) ~ c(2) while c(4) jumps), then 12, 16, 24..;
+     * the rounds refine every estimate */
+    static const int big[] = {12, 16, 24, 32, 48, 64};
+    double tn[PF_MAX_BLOCK + 1] = {0}, cr[PF_MAX_BLOCK + 1] = {0}, dr[PF_MAX_BLOCK + 1] = {0};
+    for (int i = 2, j = 0; i <= k->block;) {
+        int n = i;
+        if (c->kv->len + n > c->kv->n_ctx) break;
+        if ((tn[n] = time_forward(k, rows, n, n <= 4 ? 2 : 1, err)) < 0) return -1;
+        if (n == 4 || n == k->block) {
+            double best = 1e9; /* the fastest of two proposals (the first one warms the draft up) */
+            for (int rep = 0; rep < 2; rep++) {
+                double t0 = pf_now_s(); /* a proposal leaves the drafter's context as it was */
+                if (k->d->propose(k->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, err) < 0)
+                    return -1;
+                double dt = pf_now_s() - t0;
+                if (dt < best) best = dt;
+            }
+            dr[n] = best;
+        }
+        if (n == k->block) break;
+        if (i < 8) i++;
+        else {
+            while (j < 6 && big[j] <= i) j++;
+            i = j < 6 && big[j] < k->block ? big[j] : k->block;
+        }
+    }
+    double t1b = time_forward(k, rows, 1, 2, err);
+    if (t1b < 0) return -1;
+    if (t1b < t1) t1 = t1b;
+    cr[1] = 1;
+    for (int n = 2; n <= k->block; n++) {
+        if (tn[n] > 0) cr[n] = tn[n] / t1;
+        if (dr[n] > 0) dr[n] /= t1;
+    }
+    pf_cost_set_prior(cm, cr, dr, k->block + 1, t1);
+    return 0;
 }

@@ -8,21 +8,24 @@
  * Each estimate is kept in the log domain; an observation moves the estimate of its own row count
  * by a fixed fraction of the (clamped) log ratio, and its neighbours by geometrically less, so row
  * counts that are rarely used still follow the machine's drift. Pure arithmetic on the measured
- * times: given the same measurements, the same estimates (and so the same decisions). */
+ * times: given the same measurements, the same estimates (and so the same decisions). The
+ * calibration at the start of a generation (pf_cost_calibrate) runs the forwards it measures. */
 #ifndef PF_COST_MODEL_H
 #define PF_COST_MODEL_H
 
 #include <stdint.h>
 
-#define PF_COST_MAX_ROWS 64
+#include "draft/drafter.h"
+#include "engine/model.h"
+
 
 typedef struct {
     int n_max;                             /* row counts 1..n_max are modelled */
-    double log_t[PF_COST_MAX_ROWS + 1];    /* log seconds of an n-row verify forward; index 0 unused */
-    double log_d[PF_COST_MAX_ROWS + 1];    /* log seconds of drafting a B-row block */
+    double log_t[PF_MAX_BLOCK + 1];    /* log seconds of an n-row verify forward; index 0 unused */
+    double log_d[PF_MAX_BLOCK + 1];    /* log seconds of drafting a B-row block */
     int have_t, have_d;                    /* any estimate at all */
-    int64_t n_obs_t[PF_COST_MAX_ROWS + 1]; /* observations per row count (reporting) */
-    int64_t n_obs_d[PF_COST_MAX_ROWS + 1];
+    int64_t n_obs_t[PF_MAX_BLOCK + 1]; /* observations per row count (reporting) */
+    int64_t n_obs_d[PF_MAX_BLOCK + 1];
     double over_spec, over_plain; /* seconds of bookkeeping per speculative round / per plain step */
     double flush_row; /* seconds per plain-step row of handing it to the drafter, paid by the next
                        * drafting round (a plain step's deferred cost) */
@@ -52,5 +55,29 @@ void pf_cost_observe_flush(pf_cost_model *cm, int rows, double seconds);
 /* Current estimates in seconds (0 when nothing is known yet), read non-decreasing in rows. */
 double pf_cost_verify(const pf_cost_model *cm, int n);
 double pf_cost_draft(const pf_cost_model *cm, int rows);
+
+/* What calibration measures with: the target's context at the prompt's depth, the drafter (its
+ * context built), the most rows a round verifies, a logits buffer of that many rows, and a tuned
+ * profile's relative costs c[n], draft[n] (NULL: none) and whether they stay fixed. */
+typedef struct {
+    pf_ctx *ctx;
+    pf_drafter *d;
+    int block;
+    float *logits;
+    const double *prior_c, *prior_d;
+    int prior_fixed;
+} pf_cost_calib;
+
+/* The cost model's starting point, once per speculation object (later generations keep the
+ * running estimates): t(n) at a few row counts and the draft's cost at a few block sizes, measured
+ * at the prompt's depth after the drafter has its context. t(1) is measured before and after the
+ * others and the faster kept (the first forwards after a prefill run on cold caches; a noisy t(1)
+ * skews every plain-or-draft decision, and the rounds seldom refresh it). With a profile's relative
+ * costs, t(1) and t(nref) are measured alternately and the profile's curve is refitted through
+ * them: its shape is the prior, its slope this minute's (the bandwidth/compute regime that sets
+ * the slope drifts between the tune run and now). Later rounds refine every estimate.
+ * *started is set once t(1) was measured. 0, or -1 with err. */
+int pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int *started,
+                      char err[PF_ERR_LEN]);
 
 #endif

@@ -12,7 +12,6 @@
 #include "engine/generate.h"
 #include "verify/cost_model.h"
 
-#define PF_MAX_BLOCK 64
 
 typedef struct {
     int64_t rounds, tokens;          /* tokens committed by rounds (bonus included) */
@@ -67,6 +66,10 @@ int pf_spec_is_adaptive(const pf_spec *sp);
  * h_target[H], float32 h_draft[(nd+1) * H] (row 0 = bonus row). */
 int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]);
 
+/* One round that verified nd drafts and accepted a: its counts (not its times). */
+void pf_spec_stats_round(pf_spec_stats *st, int nd, int a);
+/* a += b, every count and time (summing runs). */
+void pf_spec_stats_add(pf_spec_stats *a, const pf_spec_stats *b);
 /* Human-readable report (tau, histogram, per-position acceptance, time split) to f. */
 void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file);
 

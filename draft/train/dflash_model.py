@@ -1,4 +1,4 @@
-"""DFlash / DFlash2 block draft in PyTorch, computing exactly the function draft/dflash.c implements.
+"""DFlash / DFlash2 block draft in PyTorch, computing exactly the function draft/dflash*.c implement.
 
 Context injection (per committed position p, from the target's tapped residual rows):
     ctx_p = rmsnorm(fc @ concat(taps_p)) * enc.output_norm

@@ -10,7 +10,7 @@ needs --target (its config records the target's depth as num_target_layers). A t
 tokenizer.json / tokenizer_config.json rebuilt from its tokenizer.ggml.* keys (byte-level BPE,
 Qwen2 pre-tokenizer). `export_checkpoint()` is the same writer for the recipe's own tensors.
 
-Name and orientation mapping: the inverse of formats/hf_convert.c (llama.cpp's converter): torch
+Name and orientation mapping: the inverse of convert/hf_convert.c (llama.cpp's converter): torch
 [out, in] = GGUF dims reversed, the same bytes. dflash.target_layers v (the target layer whose input
 is tapped) is HF target_layer_ids v - 1. Not exported (pocketflash-only): the Dec head (dec.*) and
 the draft-head ranking (dflash.head_tokens / head_vocab).

@@ -1,18 +1,24 @@
-#include "eval/profile.h"
+#include "verify/profile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/json.h"
+#include "verify/strategies.h"
 
 static int get_choice(const pf_json *o, char spec[16], int *block, const char *path, const char *where,
                       char err[PF_ERR_LEN]) {
     const pf_json *s = pf_json_get(o, "spec"), *b = pf_json_get(o, "block");
+    pf_kind kind = PF_KIND_DEFAULT;
+    char kerr[PF_ERR_LEN];
+    if (s && s->type == PF_JSON_STRING && pf_kind_parse(s->u.str.s, &kind, kerr) < 0) kind = PF_KIND_DEFAULT;
+    /* a tuned choice is a strategy with a draft or the lookup: dflash, ngram, dec or hybrid */
     if (!s || s->type != PF_JSON_STRING ||
-        (strcmp(s->u.str.s, "dflash") && strcmp(s->u.str.s, "ngram") && strcmp(s->u.str.s, "dec") && strcmp(s->u.str.s, "hybrid")) || !b ||
-        b->type != PF_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 2 || b->u.num.i > 64) {
-        snprintf(err, PF_ERR_LEN, "%.120s: %.40s: needs \"spec\" (dflash|ngram|dec|hybrid) and \"block\" (2..64)", path, where);
+        (kind != PF_KIND_DFLASH && kind != PF_KIND_NGRAM && kind != PF_KIND_DEC && kind != PF_KIND_HYBRID) || !b ||
+        b->type != PF_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 2 || b->u.num.i > PF_MAX_BLOCK) {
+        snprintf(err, PF_ERR_LEN, "%.120s: %.40s: needs \"spec\" (dflash|ngram|dec|hybrid) and \"block\" (2..%d)", path, where,
+                 PF_MAX_BLOCK);
         return -1;
     }
     snprintf(spec, 16, "%s", s->u.str.s);
@@ -20,14 +26,14 @@ static int get_choice(const pf_json *o, char spec[16], int *block, const char *p
     return 0;
 }
 
-/* {"2": v, "4": v, ...} into v[B] (entries outside 1..PF_PROFILE_MAX_BLOCK or not numbers are skipped). */
+/* {"2": v, "4": v, ...} into v[B] (entries outside 1..PF_MAX_BLOCK or not numbers are skipped). */
 static void block_table(const pf_json *o, double *v) {
     if (!o || o->type != PF_JSON_OBJECT) return;
     for (size_t i = 0; i < o->u.obj.n; i++) {
         char *end;
         long b = strtol(o->u.obj.members[i].key, &end, 10);
         const pf_json *x = &o->u.obj.members[i].val;
-        if (*end || b < 1 || b > PF_PROFILE_MAX_BLOCK || x->type != PF_JSON_NUMBER || !(x->u.num.d > 0) || x->u.num.d > 1e6)
+        if (*end || b < 1 || b > PF_MAX_BLOCK || x->type != PF_JSON_NUMBER || !(x->u.num.d > 0) || x->u.num.d > 1e6)
             continue;
         v[b] = x->u.num.d;
     }
@@ -35,7 +41,7 @@ static void block_table(const pf_json *o, double *v) {
 
 static void alpha_list(const pf_json *o, pf_profile_task *t) {
     if (!o || o->type != PF_JSON_ARRAY) return;
-    for (size_t i = 0; i < o->u.arr.n && t->n_alpha < PF_PROFILE_MAX_BLOCK; i++) {
+    for (size_t i = 0; i < o->u.arr.n && t->n_alpha < PF_MAX_BLOCK; i++) {
         const pf_json *x = &o->u.arr.items[i];
         if (x->type != PF_JSON_NUMBER || !(x->u.num.d >= 0 && x->u.num.d <= 1)) break;
         t->alpha[t->n_alpha++] = x->u.num.d;
@@ -93,11 +99,11 @@ void pf_profile_free(pf_profile *p) {
 void pf_profile_prior(const pf_profile *p, const char *type, pf_spec_prior *prior) {
     memset(prior, 0, sizeof *prior);
     int any = 0;
-    for (int b = 2; b <= PF_PROFILE_MAX_BLOCK; b++) any |= p->c[b] > 0;
+    for (int b = 2; b <= PF_MAX_BLOCK; b++) any |= p->c[b] > 0;
     if (any) {
         prior->c = p->c;
         prior->draft = p->draft;
-        prior->n = PF_PROFILE_MAX_BLOCK + 1;
+        prior->n = PF_MAX_BLOCK + 1;
     }
     const pf_profile_task *t = type ? pf_profile_find(p, type) : NULL;
     if (t && t->n_alpha) {

@@ -1,4 +1,4 @@
-#include "engine/synth.h"
+#include "convert/synth.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "engine/sampler.h"
 #include "formats/ggml_types.h"
-#include "formats/requantize.h"
+#include "convert/requantize.h"
 
 static const pf_synth_shape k_shapes[] = {
     {"pocket", 28, 896, 2560, 14, 2, 64, 65536, 40960},

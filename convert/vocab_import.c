@@ -1,5 +1,5 @@
 /* tokenizer.json -> tokenizer-only GGUF. See vocab_import.h. */
-#include "formats/vocab_import.h"
+#include "convert/vocab_import.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Writing a draft's head vocabulary (dflash.head_tokens, dflash.head_vocab) into its GGUF. */
-#include "draft/head_vocab.h"
+#include "convert/head_vocab.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,14 +6,13 @@
 #include "formats/gguf.h"
 #include "verify/spec.h"
 
-#define PF_PROFILE_MAX_BLOCK 64
 
 typedef struct {
     char type[64];
     char spec[16]; /* "dflash", "ngram" or "dec" */
     int block;
     double predicted, measured; /* speedups (0 when unknown) */
-    double alpha[PF_PROFILE_MAX_BLOCK]; /* P(position k+1 kept | k kept) of the chosen strategy */
+    double alpha[PF_MAX_BLOCK]; /* P(position k+1 kept | k kept) of the chosen strategy */
     int n_alpha;                        /* 0: the profile has none (older profiles) */
 } pf_profile_task;
 
@@ -24,7 +23,7 @@ typedef struct {
     int n;
     /* the device's relative costs when tuned (0 = not measured): c[B] = t(B)/t(1) and the DFlash
      * draft's cost draft[B] / t(1); the prior of an adaptive strategy (pf_profile_prior) */
-    double c[PF_PROFILE_MAX_BLOCK + 1], draft[PF_PROFILE_MAX_BLOCK + 1];
+    double c[PF_MAX_BLOCK + 1], draft[PF_MAX_BLOCK + 1];
 } pf_profile;
 
 int pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]);

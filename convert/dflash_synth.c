@@ -1,5 +1,5 @@
 /* Random-weight dflash GGUF writer (pf_dflash_synth). */
-#include "draft/dflash_synth.h"
+#include "convert/dflash_synth.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
 #include "formats/ggml_types.h"
-#include "formats/requantize.h"
+#include "convert/requantize.h"
 
 static float gauss(pf_rng *r) {
     double u1 = pf_rng_uniform(r), u2 = pf_rng_uniform(r);

@@ -11,7 +11,7 @@
  * reversed, so every tensor keeps its bytes. dflash.target_layers holds HF target_layer_ids + 1: the
  * loader taps the INPUT of that target layer, which is the output of layer id (HF hidden_states[id+1]),
  * as ../shared/docs/dflash.md records and llama.cpp's run of our v1 draft confirmed. */
-#include "formats/hf_convert.h"
+#include "convert/hf_convert.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,9 +23,9 @@
 #include "formats/ggml_types.h"
 #include "formats/json.h"
 #include "formats/quant.h"
-#include "formats/requantize.h"
+#include "convert/requantize.h"
 #include "formats/safetensors.h"
-#include "formats/vocab_import.h"
+#include "convert/vocab_import.h"
 
 #define GGML_TYPE_I64 27 /* ggml's id for d2t */
 

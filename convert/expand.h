@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "engine/model.h"
-#include "engine/synth.h"
+#include "convert/synth.h"
 #include "formats/gguf.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-#include "formats/requantize.h"
+#include "convert/requantize.h"
 
 #include <stdio.h>
 #include <stdlib.h>

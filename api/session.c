@@ -1,0 +1,61 @@
+/* The public API's models and sessions (include/pocketflash.h): a session is the engine's
+ * context over a loaded model, its sampler state and the strategy the library keeps for it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/generate.h"
+
+void pf_gen_params_default(pf_gen_params *p) {
+    memset(p, 0, sizeof *p);
+    p->max_tokens = 128;
+    p->top_p = 1.0f;
+    p->stop_at_eot = true;
+}
+
+pf_model *pf_load_model(const char *path, char err[PF_ERR_LEN]) { return pf_model_load(path, err); }
+void pf_free_model(pf_model *m) { pf_model_free(m); }
+
+pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char err[PF_ERR_LEN]) {
+    int64_t n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    int threads = p && p->n_threads > 0 ? p->n_threads : 1;
+    pf_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return NULL;
+    }
+    s->model = m;
+    s->ctx = pf_ctx_new(m, n_ctx, threads, NULL, err);
+    s->logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
+    s->hist = s->ctx ? malloc((size_t)(s->ctx->kv->n_ctx + 1) * sizeof *s->hist) : NULL;
+    if (!s->ctx || !s->logits || !s->hist || pf_dist_init(&s->dist, m->hp.n_vocab) < 0) {
+        if (s->ctx) snprintf(err, PF_ERR_LEN, "out of memory");
+        pf_session_free(s);
+        return NULL;
+    }
+    if (p && p->kv_q8) {
+        /* refused rather than silently slow where its scalar path would run */
+        if (!pf_kv_q8_usable(s->ctx->k, err) || pf_ctx_set_kv_type(s->ctx, PF_KV_Q8, err) < 0) {
+            pf_session_free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+void pf_session_free(pf_session *s) {
+    if (!s) return;
+    if (s->ext_free) s->ext_free(s->ext);
+    free(s->hist);
+    pf_ctx_free(s->ctx);
+    pf_dist_free(&s->dist);
+    free(s->logits);
+    free(s);
+}
+
+void pf_session_reset(pf_session *s) {
+    if (!s) return;
+    s->n_hist = 0;
+    s->prev = NULL;
+    pf_kv_truncate(s->ctx->kv, 0);
+}

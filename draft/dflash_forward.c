@@ -1,0 +1,134 @@
+/* The draft's forward pieces: context injection (fc -> per-layer K/V cache) and one block layer
+ * (attention over context + block, the DFlash2 sublayer conv, SwiGLU). */
+#include "draft/dflash_impl.h"
+
+/* ---------------------------------------------------------------- forward pieces */
+
+/* y rows (ldy) = W . x rows (ldx): activations prepared once, then one pooled matmul. */
+void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy) {
+    pf_act_prepare(s->k, W->type, x, ldx, B, W->cols, s->act);
+    pf_matmul(s->k, s->pool, W, s->act, B, y, ldy);
+}
+
+/* K/V rows of layer l from its input rows `in` (ctx rows for the context, block rows otherwise),
+ * QK-normed, roped at pos0 + r and stored in f16 at cache position pos0 + r. */
+static void store_kv(pf_dflash_state *s, int l, const float *in, int B, int64_t pos0) {
+    const pf_dflash *d = s->d;
+    const pf_hparams *hp = &d->hp;
+    const dflash_layer *L = &d->layers[l];
+    const int H = hp->n_embd, hd = hp->head_dim;
+    const int64_t kvd = (int64_t)hp->n_head_kv * hd;
+    dflash_linear(s, &L->attn_k, in, H, B, s->kbuf, kvd);
+    dflash_linear(s, &L->attn_v, in, H, B, s->vbuf, kvd);
+    pf_half *Kc = s->kc + (size_t)l * s->layer_stride, *Vc = s->vc + (size_t)l * s->layer_stride;
+    for (int r = 0; r < B; r++) {
+        float *kr = s->kbuf + (size_t)r * kvd, *vr = s->vbuf + (size_t)r * kvd;
+        pf_rmsnorm_heads(s->k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
+        pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
+        pf_kv_store(s->k, Kc, Vc, s->head_stride, hp->n_head_kv, hd, pos0 + r, kr, vr);
+    }
+}
+
+int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]) {
+    const pf_dflash *d = s->d;
+    const pf_hparams *hp = &d->hp;
+    const int H = hp->n_embd;
+    if (n < 0 || (n > 0 && !taps)) {
+        snprintf(err, PF_ERR_LEN, "dflash: append_context: bad rows (%d)", n);
+        return -1;
+    }
+    if (s->len + n > s->n_ctx) {
+        snprintf(err, PF_ERR_LEN, "dflash: context full: %lld + %d rows exceed the draft context of %lld",
+                 (long long)s->len, n, (long long)s->n_ctx);
+        return -1;
+    }
+    if (dflash_ensure_rows(s, CHUNK_ROWS, err) < 0) return -1;
+    const int64_t feat = d->fc.cols;
+    for (int r0 = 0; r0 < n; r0 += CHUNK_ROWS) {
+        int R = n - r0 < CHUNK_ROWS ? n - r0 : CHUNK_ROWS;
+        dflash_linear(s, &d->fc, taps + (size_t)r0 * feat, feat, R, s->xn, H);
+        for (int r = 0; r < R; r++) s->k->rmsnorm(s->xn + (size_t)r * H, d->enc_norm, H, hp->rms_eps, s->xn + (size_t)r * H);
+        for (int l = 0; l < hp->n_layer; l++) store_kv(s, l, s->xn, R, s->len);
+        s->len += R;
+    }
+    return 0;
+}
+
+/* DFlash2 conv over the B rows of the block (taps never reach before row 0):
+ * out[t][c] = sum_tap (base[side][tap][c] + dyn[t][side][tap][c / group]) * z[t - tap][c]. */
+static void conv_rows(const pf_dflash *d, const float *z, int B, const float *base, const float *dyn, int side,
+                      float *out) {
+    const int H = d->hp.n_embd, K = d->conv_k, G = d->conv_groups, gs = d->conv_group;
+    for (int t = 0; t < B; t++) {
+        const float *dy = dyn + ((size_t)t * 2 + side) * K * G;
+        float *o = out + (size_t)t * H;
+        for (int c = 0; c < H; c++) {
+            float acc = (base[(size_t)side * K * H + c] + dy[c / gs]) * z[(size_t)t * H + c];
+            for (int tap = 1; tap < K && tap <= t; tap++)
+                acc += (base[((size_t)side * K + tap) * H + c] + dy[tap * G + c / gs]) * z[(size_t)(t - tap) * H + c];
+            o[c] = acc;
+        }
+    }
+}
+
+static void add_rows(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* One draft layer over the B block rows at positions pos0.. (the context is already cached). */
+void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
+    const pf_dflash *d = s->d;
+    const pf_hparams *hp = &d->hp;
+    const dflash_layer *L = &d->layers[l];
+    const pf_kernels *k = s->k;
+    const int H = hp->n_embd, hd = hp->head_dim, v2 = d->version == 2;
+    const int64_t qd = (int64_t)hp->n_head * hd;
+    const size_t BH = (size_t)B * H;
+    const int64_t dynw = 2 * (int64_t)d->conv_k * d->conv_groups;
+
+    /* attention: x += [conv1 o] attn([conv0] rmsnorm(x)) */
+    for (int r = 0; r < B; r++) k->rmsnorm(s->x + (size_t)r * H, L->attn_norm, H, hp->rms_eps, s->xn + (size_t)r * H);
+    const float *in = s->xn;
+    if (v2) {
+        dflash_linear(s, &L->attn_conv_proj, s->xn, H, B, s->dyn, dynw);
+        conv_rows(d, s->xn, B, L->attn_conv_base, s->dyn, 0, s->cu);
+        in = s->cu;
+    }
+    dflash_linear(s, &L->attn_q, in, H, B, s->q, qd);
+    for (int r = 0; r < B; r++) {
+        float *q = s->q + (size_t)r * qd;
+        pf_rmsnorm_heads(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
+        pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
+    }
+    store_kv(s, l, in, B, pos0); /* after the context; dropped when the block is done */
+    const pf_half *Kc = s->kc + (size_t)l * s->layer_stride, *Vc = s->vc + (size_t)l * s->layer_stride;
+    pf_attention(k, s->pool, s->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, s->head_stride, pos0, pos0 + B, d->causal,
+                 L->window, s->att, qd);
+    dflash_linear(s, &L->attn_o, s->att, qd, B, s->tmp, H);
+    if (v2) {
+        conv_rows(d, s->tmp, B, L->attn_conv_base, s->dyn, 1, s->cu);
+        add_rows(s->x, s->cu, BH);
+    } else {
+        add_rows(s->x, s->tmp, BH);
+    }
+
+    /* MLP: x += [conv1 o] swiglu([conv0] rmsnorm(x)) */
+    for (int r = 0; r < B; r++) k->rmsnorm(s->x + (size_t)r * H, L->ffn_norm, H, hp->rms_eps, s->xn + (size_t)r * H);
+    in = s->xn;
+    if (v2) {
+        dflash_linear(s, &L->ffn_conv_proj, s->xn, H, B, s->dyn, dynw);
+        conv_rows(d, s->xn, B, L->ffn_conv_base, s->dyn, 0, s->cu);
+        in = s->cu;
+    }
+    dflash_linear(s, &L->ffn_gate, in, H, B, s->gate, hp->n_ff);
+    dflash_linear(s, &L->ffn_up, in, H, B, s->up, hp->n_ff);
+    for (int r = 0; r < B; r++)
+        k->swiglu(s->gate + (size_t)r * hp->n_ff, s->up + (size_t)r * hp->n_ff, s->gate + (size_t)r * hp->n_ff, hp->n_ff);
+    dflash_linear(s, &L->ffn_down, s->gate, hp->n_ff, B, s->tmp, H);
+    if (v2) {
+        conv_rows(d, s->tmp, B, L->ffn_conv_base, s->dyn, 1, s->cu);
+        add_rows(s->x, s->cu, BH);
+    } else {
+        add_rows(s->x, s->tmp, BH);
+    }
+}

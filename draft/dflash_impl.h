@@ -1,0 +1,111 @@
+/* DFlash / DFlash2 block draft: the types its files share (dflash.c loads a draft, dflash_head.c
+ * builds head vocabularies, dflash_state.c holds a context and its scratch, dflash_forward.c the
+ * context injection and block layers, dflash_propose.c the head and the DFlash2 selector walk).
+ * Internal to draft/; users see draft/dflash.h. */
+#ifndef PF_DFLASH_IMPL_H
+#define PF_DFLASH_IMPL_H
+
+#include "draft/dflash.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+#include "engine/weights.h"
+#include "formats/quant.h"
+
+#define CHUNK_ROWS 32 /* context rows per internal pass of append_context */
+
+typedef struct {
+    pf_weight attn_q, attn_k, attn_v, attn_o, ffn_gate, ffn_up, ffn_down;
+    const float *attn_norm, *ffn_norm, *q_norm, *k_norm;
+    /* DFlash2: base [2 sides][K taps][H], proj [2*K*G, H] (dyn viewed as [side][tap][group]) */
+    const float *attn_conv_base, *ffn_conv_base;
+    pf_weight attn_conv_proj, ffn_conv_proj;
+    int64_t window; /* 0 = full attention */
+} dflash_layer;
+
+/* A draft head over part of the vocabulary: the target's output rows of ids (ascending, so ties
+ * resolve as in the full head), packed like the target's own matrices; n = 0: none. */
+typedef struct {
+    pf_weight w;
+    int32_t *ids;
+    int n;
+    uint8_t *rows;
+    void *packed;
+    size_t map;
+} head_subset;
+
+struct pf_dflash {
+    gguf_file *file;
+    int own_file;
+    const pf_model *target;
+    pf_hparams hp; /* n_vocab is the target's */
+    int version, block_size;
+    int *taps, n_taps;
+    int32_t mask;
+    bool causal;
+    pf_weight fc;
+    const float *enc_norm, *output_norm;
+    dflash_layer *layers;
+    /* DFlash2 */
+    int conv_k, conv_group, conv_groups;
+    int sel_rank, sel_top_k;
+    /* draft-head vocabulary (optional): token ids by decreasing training frequency and how many
+     * of the most frequent the draft's head scores by default (dflash.head_tokens, .head_vocab) */
+    int32_t *head_rank;
+    int n_head_rank, head_default;
+    head_subset def_head; /* the default head vocabulary's rows, built once at load, shared by states */
+    /* a draft's own head (output.weight, llama.cpp's reduced draft vocabulary with d2t = the target id
+     * of each row, or the whole vocabulary without it) replaces the target's; n = 0: none */
+    head_subset base_head;
+    pf_weight own_embd; /* token_embd.weight of the draft's own, data NULL: the target's */
+    float logit_scale, softcap, embd_scale; /* dflash.logit_scale, .final_logit_softcapping, .embedding_scale */
+    pf_weight sel_hidden, sel_pred, sel_succ;
+    float *store; /* vectors converted to f32 when stored otherwise */
+    void *packed_store; /* packed copies of the matrices (pf_weights_pack), or NULL */
+    size_t packed_map_len;
+    size_t act_max; /* widest prepared activation row of any matrix the draft multiplies */
+};
+
+
+struct pf_dflash_state {
+    const pf_dflash *d;
+    const pf_kernels *k;
+    pf_pool *pool;
+    int64_t n_ctx, len;
+    pf_half *kc, *vc; /* layer l at + l*layer_stride, in pf_attention's layout (kernels.h) */
+    int64_t head_stride, layer_stride;
+    int rows;         /* scratch capacity in rows */
+    float *x, *xn, *cu, *tmp, *q, *att, *kbuf, *vbuf, *gate, *up, *dyn, *hn, *logits;
+    void *act;
+    /* selector scratch (v2) */
+    float *g, *unary, *score, *succ, *ag, *pred_row;
+    int32_t *cand;
+    int last_B;
+    pf_dist dist; /* v1 proposals when the caller keeps no q */
+    /* head vocabulary (pf_dflash_set_head): the draft scores sub->n tokens instead of the whole
+     * vocabulary; sub is the draft's shared default or own_head, NULL: the whole head */
+    const head_subset *sub;
+    head_subset own_head;
+};
+
+
+void dflash_head_free(head_subset *h);
+/* A head of n rows: row i is row src_rows[i] of `out` (NULL: row i) and scores token ids[i]. */
+int dflash_head_rows(head_subset *h, const pf_weight *out, const int32_t *src_rows, const int32_t *ids, int n,
+                     char err[PF_ERR_LEN]);
+/* The head over d's n most frequent tokens (1 <= n <= n_head_rank), ids ascending so that ties
+ * resolve as in the full head. */
+int dflash_head_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR_LEN]);
+void dflash_state_head_free(pf_dflash_state *s);
+/* Scratch for R rows (R >= the internal chunk; grows for larger blocks). */
+int dflash_ensure_rows(pf_dflash_state *s, int R, char *err);
+/* y rows (ldy) = W . x rows (ldx): activations prepared once, then one pooled matmul. */
+void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy);
+/* One draft layer over the B block rows at positions pos0.. (the context is already cached). */
+void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0);
+
+#endif

@@ -1,0 +1,171 @@
+/* Proposing a block: the one-pass block forward, the target's head over its rows, and the DFlash2
+ * candidate-selector walk over each row's top-k. */
+#include "draft/dflash_impl.h"
+
+/* The k largest logits, by decreasing value (ties: lower index first), in one pass. Once k are
+ * held, only values above the k-th can enter, so the scan jumps to the next such value (kernel
+ * first_above); the entries and their order are those of the plain loop. */
+static void top_k(const pf_kernels *kn, const float *logits, int n, int k, int32_t *cand, float *unary) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m == k) {
+            i += (int)kn->first_above(logits + i, n - i, unary[k - 1]);
+            if (i >= n) break;
+        }
+        float v = logits[i];
+        int p = m < k ? m : k - 1; /* slot freed at the end */
+        while (p > 0 && v > unary[p - 1]) {
+            unary[p] = unary[p - 1];
+            cand[p] = cand[p - 1];
+            p--;
+        }
+        unary[p] = v;
+        cand[p] = i;
+        if (m < k) m++;
+    }
+}
+
+static float dot_f32(const float *a, const float *b, int n) {
+    float acc = 0;
+    for (int i = 0; i < n; i++) acc += a[i] * b[i];
+    return acc;
+}
+
+static void weight_row(const pf_weight *w, int64_t row, float *out) {
+    pf_dequantize_row(w->type, (const char *)w->data + (size_t)row * w->row_bytes, out, w->cols);
+}
+
+/* softmax(score / T) over the candidates, listed by decreasing score (ties: candidate order);
+ * entries whose probability rounds to 0 are left out so a draw never lands on one. */
+static void selector_dist(const float *score, const int32_t *cand, int k, float temp, pf_dist *out) {
+    int idx[1024];
+    for (int j = 0; j < k; j++) idx[j] = j;
+    for (int j = 1; j < k; j++) { /* insertion sort: k is small and the order must be stable */
+        int v = idx[j], p = j;
+        while (p > 0 && score[v] > score[idx[p - 1]]) {
+            idx[p] = idx[p - 1];
+            p--;
+        }
+        idx[p] = v;
+    }
+    double mx = score[idx[0]], sum = 0;
+    double e[1024];
+    for (int j = 0; j < k; j++) sum += e[j] = exp(((double)score[idx[j]] - mx) / temp);
+    int m = 0;
+    for (int j = 0; j < k; j++) {
+        float p = (float)(e[j] / sum);
+        if (p > 0) {
+            out->ids[m] = cand[idx[j]];
+            out->p[m++] = p;
+        }
+    }
+    out->n = m;
+}
+
+int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
+                      int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
+    const pf_dflash *d = s->d;
+    const pf_model *tm = d->target;
+    const pf_hparams *hp = &d->hp;
+    const int H = hp->n_embd, V = hp->n_vocab, v2 = d->version == 2;
+    const int sampled = samp && samp->temp > 0;
+    if (B < 2) {
+        snprintf(err, PF_ERR_LEN, "dflash: block of %d rows (needs at least 2)", B);
+        return -1;
+    }
+    if (s->len + B > s->n_ctx) {
+        snprintf(err, PF_ERR_LEN, "dflash: context full: %lld context rows + a block of %d exceed %lld",
+                 (long long)s->len, B, (long long)s->n_ctx);
+        return -1;
+    }
+    if (bonus < 0 || bonus >= V) {
+        snprintf(err, PF_ERR_LEN, "dflash: bonus token %d is outside the vocabulary (%d)", bonus, V);
+        return -1;
+    }
+    if (sampled && !rng) {
+        snprintf(err, PF_ERR_LEN, "dflash: sampling needs an rng");
+        return -1;
+    }
+    for (int i = 0; q && i < B - 1; i++)
+        if (q[i].cap < (v2 ? d->sel_top_k : V)) {
+            snprintf(err, PF_ERR_LEN, "dflash: q[%d] holds %d entries, needs %d", i, q[i].cap, v2 ? d->sel_top_k : V);
+            return -1;
+        }
+    if (dflash_ensure_rows(s, B, err) < 0) return -1;
+    s->last_B = 0;
+
+    const pf_weight *emb = d->own_embd.data ? &d->own_embd : &tm->tok_embd;
+    for (int r = 0; r < B; r++) {
+        float *x = s->x + (size_t)r * H;
+        pf_dequantize_row(emb->type, (const char *)emb->data + (size_t)(r ? d->mask : bonus) * emb->row_bytes, x, H);
+        if (d->embd_scale != 1.0f)
+            for (int i = 0; i < H; i++) x[i] *= d->embd_scale;
+    }
+    for (int l = 0; l < hp->n_layer; l++) dflash_block_layer(s, l, B, s->len);
+    for (int r = 0; r < B; r++) s->k->rmsnorm(s->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
+    if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));
+    /* row k predicts the token at start + k (mask filling, no shift); row 0 is discarded. With a
+     * head subset the logits are those of its NV tokens (the same values the whole head gives
+     * them), and indices map back to token ids through sub->ids. */
+    const int NV = s->sub ? s->sub->n : V;
+    dflash_linear(s, s->sub ? &s->sub->w : &tm->output, s->hn + H, H, B - 1, s->logits, NV);
+    if (d->logit_scale != 1.0f || d->softcap > 0) /* the trained output transform, as llama.cpp applies it */
+        for (size_t i = 0; i < (size_t)(B - 1) * NV; i++) {
+            float z = s->logits[i] * d->logit_scale;
+            s->logits[i] = d->softcap > 0 ? d->softcap * tanhf(z / d->softcap) : z;
+        }
+    s->last_B = B;
+
+    if (!v2) {
+        pf_sampling greedy = {0, 0, 1};
+        for (int t = 1; t < B; t++) {
+            pf_dist *dist = q ? &q[t - 1] : &s->dist;
+            pf_sampling_probs(sampled ? samp : &greedy, s->logits + (size_t)(t - 1) * NV, NV, dist);
+            if (s->sub)
+                for (int i = 0; i < dist->n; i++) dist->ids[i] = s->sub->ids[dist->ids[i]];
+            draft[t - 1] = pf_dist_sample(dist, rng);
+        }
+        return 0;
+    }
+
+    /* DFlash2 selector: every row's candidates and g_t = selector_hidden @ h_t in parallel ... */
+    const int kk = d->sel_top_k, R = d->sel_rank;
+    dflash_linear(s, &d->sel_hidden, s->hn + H, H, B - 1, s->g, R);
+    for (int t = 1; t < B; t++) {
+        int32_t *cand = s->cand + (size_t)(t - 1) * kk;
+        top_k(s->k, s->logits + (size_t)(t - 1) * NV, NV, kk, cand, s->unary + (size_t)(t - 1) * kk);
+        if (s->sub)
+            for (int j = 0; j < kk; j++) cand[j] = s->sub->ids[cand[j]];
+        for (int j = 0; j < kk; j++) weight_row(&d->sel_succ, cand[j], s->succ + ((size_t)(t - 1) * kk + j) * R);
+    }
+    /* ... then the walk: score_t(prev, j) = unary_t[j] + <A[prev] * g_t, Bsucc[cand_t[j]]> */
+    int32_t prev = bonus;
+    for (int t = 1; t < B; t++) {
+        const size_t o = (size_t)(t - 1) * kk;
+        const float *g = s->g + (size_t)(t - 1) * R;
+        weight_row(&d->sel_pred, prev, s->pred_row);
+        for (int r = 0; r < R; r++) s->ag[r] = s->pred_row[r] * g[r];
+        float *score = s->score + o;
+        int best = 0;
+        for (int j = 0; j < kk; j++) {
+            score[j] = s->unary[o + j] + dot_f32(s->ag, s->succ + (o + j) * R, R);
+            if (score[j] > score[best]) best = j;
+        }
+        int32_t tok;
+        if (sampled) {
+            pf_dist *dist = q ? &q[t - 1] : &s->dist;
+            selector_dist(score, s->cand + o, kk, samp->temp, dist);
+            tok = pf_dist_sample(dist, rng);
+        } else {
+            tok = s->cand[o + best];
+            if (q) {
+                q[t - 1].ids[0] = tok;
+                q[t - 1].p[0] = 1.0f;
+                q[t - 1].n = 1;
+            }
+        }
+        draft[t - 1] = tok;
+        prev = tok;
+    }
+    return 0;
+}

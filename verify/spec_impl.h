@@ -1,0 +1,47 @@
+/* The speculation object's state, shared by the round loop (spec.c) and its construction and
+ * configuration (spec_setup.c). Internal to verify/; users see verify/spec.h. */
+#ifndef PF_SPEC_IMPL_H
+#define PF_SPEC_IMPL_H
+
+#include <stdio.h>
+
+#include "verify/adapt.h"
+#include "verify/spec.h"
+
+struct pf_spec {
+    pf_session *s;
+    pf_drafter *d;
+    pf_strategy strat;
+    int block;
+    pf_spec_stats st;
+    int32_t *rows;  /* [bonus, d1..] */
+    float *logits;  /* block * n_vocab */
+    float *taps;    /* block * n_taps * n_embd (the drafter's taps, plus the final layer with Dec/logging) */
+    float *dtaps;   /* the drafter's taps alone, repacked, when the final layer is added */
+    pf_dist *q;     /* block proposal distributions */
+    pf_dist p, resid;
+    /* adaptive planning (Dec gating or the adaptive block) and round logging (NULL when off) */
+    pf_adapt *ad;
+    const pf_dec *dec;
+    int calibrated;       /* the cost model's starting point was measured (first generation) */
+    double prior_c[PF_MAX_BLOCK + 1], prior_d[PF_MAX_BLOCK + 1]; /* relative costs from a profile */
+    int have_prior, prior_fixed;
+    pf_drafter *own_d; /* freed with the strategy (pf_spec_own) */
+    pf_dec *own_dec;
+    FILE *log;
+    int *tap_list, n_taps; /* what the verify forward taps */
+    /* rows committed by plain steps of an adaptive strategy, handed to the drafter in one batch
+     * when it drafts next (one n-row context injection is cheaper than n one-row ones) */
+    int32_t pend_tok[PF_MAX_BLOCK];
+    float *pend_taps; /* PF_MAX_BLOCK rows of the drafter's taps */
+    int n_pend;
+    float *h_target;       /* final residual row of the last committed position */
+};
+
+/* The round loop as the engine's strategy interface (spec.c), over sp's drafter's taps. */
+pf_strategy pf_spec_round(pf_spec *sp);
+
+/* Extra final-layer tap: the target row a decision head reads (Dec, round logging). */
+static inline int needs_final_tap(const pf_spec *sp) { return sp->dec || sp->log; }
+
+#endif
