@@ -28,10 +28,13 @@ static int run_hidden(const char *ci, char *out, size_t n) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-/* The result line of test `name` in the runner's output ("ok   name ...", "skip name ...", ...). */
+/* The result line of test `name` in the runner's output ("ok   name ...", "skip name ...", ...;
+ * not the "run  name" line printed before it). */
 static const char *line_of(const char *out, const char *name) {
     for (const char *p = out; (p = strstr(p, name)); p++)
-        if (p >= out + 5 && p[-1] == ' ' && (p - 5 == out || p[-6] == '\n') && p[strlen(name)] == ' ') return p - 5;
+        if (p >= out + 5 && p[-1] == ' ' && (p - 5 == out || p[-6] == '\n') && p[strlen(name)] == ' ' &&
+            strncmp(p - 5, "run  ", 5))
+            return p - 5;
     return NULL;
 }
 
