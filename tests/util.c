@@ -149,6 +149,24 @@ int test_seq_same(const test_seq *a, const test_seq *b) {
     return a->n == b->n && !memcmp(a->toks, b->toks, sizeof a->toks[0] * (size_t)a->n);
 }
 
+/* ---- models ---- */
+
+float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n) {
+    char err[PF_ERR_LEN];
+    int n_taps;
+    const int *tl = pf_dflash_tap_layers(d, &n_taps);
+    float *taps = malloc((size_t)n * n_taps * m->hp.n_embd * sizeof(float));
+    pf_ctx *c = pf_ctx_new(m, n > 256 ? n : 256, 1, NULL, err);
+    pf_batch b = {.tokens = toks, .n = n, .tap_layers = tl, .n_taps = n_taps, .taps = taps};
+    if (!c || pf_forward(c, &b, err) < 0) {
+        printf("    target forward: %s\n", err);
+        free(taps);
+        taps = NULL;
+    }
+    pf_ctx_free(c);
+    return taps;
+}
+
 /* ---- float64 reference pieces ---- */
 
 void ref_matvec_d(const double *W, int rows, int cols, const double *x, double *y) {

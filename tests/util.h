@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "draft/dflash.h"
+#include "engine/model.h"
 #include "kernels/kernels.h"
 
 /* ---- kernel levels ---- */
@@ -57,12 +59,18 @@ int test_count_lines(const char *s);
 /* ---- token sequences ---- */
 
 typedef struct {
-    int32_t toks[512];
+    int32_t toks[1024];
     int n;
 } test_seq;
 /* A generation callback (pf_token_cb shape) appending to the test_seq at u; never stops it. */
 int test_seq_push(void *u, int32_t tok);
 int test_seq_same(const test_seq *a, const test_seq *b);
+
+/* ---- models ---- */
+
+/* The target's forward over n tokens (one thread), returning the rows the draft taps (n * n_taps *
+ * n_embd floats, malloc'd); NULL, with the error printed, when it fails. */
+float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n);
 
 /* ---- float64 reference pieces ---- */
 
