@@ -123,13 +123,17 @@ TEST(pfb_bundle_output_equals_gguf_files) {
     pf_model_free(mb);
 }
 
+/* The fixture's bundle as bytes (malloc'd), or NULL. */
+static uint8_t *bundle_bytes(size_t *n) {
+    const fixture *f = fix();
+    return f ? (uint8_t *)test_slurp(f->bundle, n) : NULL;
+}
+
 /* Bits of the file every single flip of which is tried: header, table, metadata and profile
  * sections, and every padding byte; tensor sections get a deterministic sample. */
 TEST(pfb_every_bit_flip_detected) {
-    const fixture *f = fix();
-    CHECK(f);
     size_t n;
-    uint8_t *buf = (uint8_t *)test_slurp(f->bundle, &n);
+    uint8_t *buf = bundle_bytes(&n);
     CHECK(buf);
     char err[PF_ERR_LEN];
     pfb_bundle *b = pfb_parse(buf, n, "flip.pfb", err);
@@ -188,10 +192,8 @@ TEST(pfb_every_bit_flip_detected) {
 }
 
 TEST(pfb_truncated_rejected) {
-    const fixture *f = fix();
-    CHECK(f);
     size_t n;
-    uint8_t *buf = (uint8_t *)test_slurp(f->bundle, &n);
+    uint8_t *buf = bundle_bytes(&n);
     CHECK(buf);
     char err[PF_ERR_LEN];
     int tried = 0;
@@ -229,10 +231,8 @@ static void reseal(uint8_t *buf) {
 static uint8_t *entry(uint8_t *buf, int i) { return buf + PFB_HEADER_SIZE + (size_t)i * PFB_ENTRY_SIZE; }
 
 TEST(pfb_structural_errors_named) {
-    const fixture *f = fix();
-    CHECK(f);
-    size_t n;
-    uint8_t *orig = (uint8_t *)test_slurp(f->bundle, &n), *buf = malloc(n);
+    size_t n = 0;
+    uint8_t *orig = bundle_bytes(&n), *buf = malloc(n ? n : 1);
     CHECK(orig && buf);
     char err[PF_ERR_LEN];
     struct { const char *what, *expect; } cases[] = {
