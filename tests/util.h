@@ -43,6 +43,8 @@ int test_sh(const char *cmd);
 int test_run(const char *cmd, char *out, size_t n_out, char *err, size_t n_err);
 /* test_run of `$PF_CLI ARGS`. */
 int test_run_cli(const char *args, char *out, size_t n_out, char *err, size_t n_err);
+/* test_run_cli into two char arrays. */
+#define RUN_CLI(args, out, err) test_run_cli((args), (out), sizeof(out), (err), sizeof(err))
 
 /* ---- files ---- */
 
