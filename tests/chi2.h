@@ -3,10 +3,16 @@
 #ifndef PF_TEST_CHI2_H
 #define PF_TEST_CHI2_H
 
+#include <stddef.h>
+
 /* Counts a[0..n) and b[0..n) of two samples of equal size: sum (a-b)^2/(a+b) over tokens with
  * a+b >= min_count, the rest pooled into one cell; *df = cells - 1, at least 1. */
 double pf_chi2_two_sample(const int *a, const int *b, int n, int min_count, int *df);
 /* The chi-square 0.999 quantile for df degrees of freedom (df < 1 counts as 1). */
 double pf_chi2_crit999(int df);
+/* Per position, the two samples' counts laid out [2][n_pos][n] (the first sample's positions, then
+ * the second's), cells under 20 pooled: the first position (0-based) whose statistic reaches the
+ * 0.999 critical value, described in why; -1 when none does. */
+int pf_chi2_positions_differ(const int *cnt, int n_pos, int n, char *why, size_t why_n);
 
 #endif

@@ -1,6 +1,8 @@
 /* Minimal test harness: TEST(name) registers a test; CHECK fails it with file:line and the
- * expression; NEED_SHARED skips it when a ../shared fixture is absent. The runner
- * (tests/test_main.c) ends with "N passed, N failed, N skipped"; under CI=true a skip is a failure. */
+ * expression; NEED_SHARED skips it when a ../shared fixture is absent; pf_test_skip_part reports a
+ * part that did not run (a kernel level). The runner (tests/test_main.c) runs each test in its own
+ * process and ends with "N passed, N failed, N skipped"; under CI=true a skipped test is a failure.
+ * Helpers several test files share are in tests/util.h. */
 #ifndef PF_TEST_H
 #define PF_TEST_H
 
@@ -15,8 +17,15 @@ int pf_test_failed(void); /* current test already failed */
 const char *pf_test_tmpdir(void);
 /* Path to shared fixtures (../shared relative to the repository, or $PF_SHARED). */
 const char *pf_test_shared(void);
-/* Mark the current test skipped (reported by name with the reason); it ends the test. */
+/* Mark the current test skipped (reported by name with the reason); return from the test after it. */
 void pf_test_skip(const char *reason);
+/* A part of the current test did not run (a kernel level the CPU lacks or PF_KERNELS caps): reported
+ * as "skip TEST[PART] (REASON)" once per part and counted as a skip; the test goes on. */
+void pf_test_skip_part(const char *part, const char *reason);
+/* The whole test needs a kernel level (or what only such a level does) that this run lacks: skipped
+ * by name like pf_test_skip, but not a failure under CI=true (the machine lacks it, not the tree).
+ * Return from the test after it. */
+void pf_test_skip_level(const char *reason);
 /* The runner binary's own path (argv[0]), for tests that run the suite as a subprocess. */
 const char *pf_test_self(void);
 

@@ -8,44 +8,15 @@
 #include "kernels/cpu.h"
 #include "kernels/kernels.h"
 #include "test.h"
-
-static const char *cli(void) {
-    const char *c = getenv("PF_CLI");
-    return c ? c : "./pocketflash";
-}
-
-/* Runs `pocketflash ARGS`, returns the exit status; stdout/stderr captured into out/err. */
-static int run(const char *args, char *out, size_t out_n, char *err, size_t err_n) {
-    char cmd[2048], po[300], pe[300];
-    snprintf(po, sizeof po, "%s/cli.out", pf_test_tmpdir());
-    snprintf(pe, sizeof pe, "%s/cli.err", pf_test_tmpdir());
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", cli(), args, po, pe);
-    int st = system(cmd);
-    const char *paths[2] = {po, pe};
-    char *bufs[2] = {out, err};
-    size_t ns[2] = {out_n, err_n};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(paths[i], "rb");
-        size_t n = f ? fread(bufs[i], 1, ns[i] - 1, f) : 0;
-        bufs[i][n] = 0;
-        if (f) fclose(f);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
+#include "util.h"
 
 /* Non-zero exit, exactly one line on stderr containing `expect`, nothing on stdout. */
 #define CHECK_FAILS(args, expect)                                                               \
     do {                                                                                        \
         char o_[8192], e_[8192];                                                                \
-        int rc_ = run(args, o_, sizeof o_, e_, sizeof e_);                                     \
+        int rc_ = RUN_CLI(args, o_, e_);                                     \
         CHECKF(rc_ != 0 && rc_ < 128, "%s: exit %d", args, rc_);                                \
-        CHECKF(count_lines(e_) == 1 && strstr(e_, expect), "%s: stderr '%s' lacks '%s'", args, e_, expect); \
+        CHECKF(test_count_lines(e_) == 1 && strstr(e_, expect), "%s: stderr '%s' lacks '%s'", args, e_, expect); \
         CHECKF(strstr(e_, "pocketflash: ") == e_, "%s: message not prefixed: '%s'", args, e_);   \
     } while (0)
 
@@ -54,7 +25,7 @@ static const char *tiny_model(void) {
     snprintf(path, sizeof path, "%s/cli-tiny.gguf", pf_test_tmpdir());
     char cmd[600], o[4096], e[4096];
     snprintf(cmd, sizeof cmd, "synth --shape tiny --type q8_0 -o %s", path);
-    if (run(cmd, o, sizeof o, e, sizeof e) != 0) printf("    synth failed: %s\n", e);
+    if (RUN_CLI(cmd, o, e) != 0) printf("    synth failed: %s\n", e);
     return path;
 }
 
@@ -62,17 +33,17 @@ TEST(cli_run_tiny_model) {
     const char *m = tiny_model();
     char args[600], o[8192], e[8192];
     snprintf(args, sizeof args, "run -m %s -p hello -n 16", m);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "run failed: %s", e);
     CHECK(strlen(o) > 1);
     CHECK(strstr(e, "prefill:") && strstr(e, "decode: 16 tokens") && strstr(e, "tok/s"));
     /* greedy is deterministic; sampled with a seed is reproducible */
     char o2[8192];
-    CHECK(run(args, o2, sizeof o2, e, sizeof e) == 0 && !strcmp(o, o2));
+    CHECK(RUN_CLI(args, o2, e) == 0 && !strcmp(o, o2));
     snprintf(args, sizeof args, "run -m %s -p hello -n 16 --temp 0.9 --top-k 40 --top-p 0.9 --seed 5 -t 2", m);
-    CHECK(run(args, o, sizeof o, e, sizeof e) == 0);
-    CHECK(run(args, o2, sizeof o2, e, sizeof e) == 0 && !strcmp(o, o2));
+    CHECK(RUN_CLI(args, o, e) == 0);
+    CHECK(RUN_CLI(args, o2, e) == 0 && !strcmp(o, o2));
     snprintf(args, sizeof args, "run -m %s -p hello -n 8 --chat --system 'be brief'", m);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "chat run failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "chat run failed: %s", e);
 }
 
 TEST(cli_bad_inputs_one_line_errors) {
@@ -131,12 +102,12 @@ TEST(cli_quantize_and_info) {
     static const char *types[] = {"q4_1", "q4_0", "f16", "bf16", "f32"};
     for (int i = 0; i < 5; i++) {
         snprintf(args, sizeof args, "quantize %s %s/q-%s.gguf %s", m, pf_test_tmpdir(), types[i], types[i]);
-        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "quantize %s: %s", types[i], e);
+        CHECKF(RUN_CLI(args, o, e) == 0, "quantize %s: %s", types[i], e);
         snprintf(args, sizeof args, "info %s/q-%s.gguf", pf_test_tmpdir(), types[i]);
-        CHECK(run(args, o, sizeof o, e, sizeof e) == 0);
+        CHECK(RUN_CLI(args, o, e) == 0);
         CHECK(strstr(o, "blk.1.ffn_down.weight") && strstr(o, types[i]) && strstr(o, "qwen3.block_count"));
         snprintf(args, sizeof args, "run -m %s/q-%s.gguf -p abc -n 4", pf_test_tmpdir(), types[i]);
-        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run on %s: %s", types[i], e);
+        CHECKF(RUN_CLI(args, o, e) == 0, "run on %s: %s", types[i], e);
     }
     /* a failed conversion leaves no output file behind */
     snprintf(args, sizeof args, "quantize /nonexistent.gguf %s/never.gguf q8_0", pf_test_tmpdir());
@@ -152,7 +123,7 @@ TEST(cli_bench_model_reports_and_json) {
     char args[1200], o[16384], e[8192], js[300];
     snprintf(js, sizeof js, "%s/bm.json", pf_test_tmpdir());
     snprintf(args, sizeof args, "bench-model -m %s --reps 2 --bw-mib 32 --json %s", m, js);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench-model failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench-model failed: %s", e);
     CHECK(strstr(o, "c(8) at depth 512") && strstr(o, "decode tok/s, depth 2048") && strstr(o, "bandwidth ceiling"));
     FILE *f = fopen(js, "r");
     CHECK(f);
@@ -183,7 +154,7 @@ TEST(cli_bench_per_task_checks_identical) {
     snprintf(path, sizeof path, "%s/bench.json", pf_test_tmpdir());
     snprintf(args, sizeof args, "bench -m %s --tasks %s --spec ngram -n 12 --reps 2 --json %s --svg %s/b.svg", m, dir, path,
              pf_test_tmpdir());
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench failed: %s", e);
     CHECK(strstr(o, "| math | ngram/8 | 3 |") && strstr(o, "| chat | ngram/8 | 3 |") && strstr(o, "**overall** (geomean)"));
     CHECK(!strstr(o, "| NO |"));
     const char *mc = strstr(o, "machine: fp32 compute of the threads ");
@@ -231,13 +202,13 @@ TEST(cli_gen_batch_jsonl) {
     fputs("{\"id\": \"a\", \"prompt\": \"hello \\\"there\\\"\"}\n{\"prompt\": \"second\"}\n", f);
     fclose(f);
     snprintf(args, sizeof args, "gen -m %s -i %s -o %s -n 5", m, in, out);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "gen failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "gen failed: %s", e);
     f = fopen(out, "r");
     CHECK(f);
     size_t n = fread(o, 1, sizeof o - 1, f);
     o[n] = 0;
     fclose(f);
-    CHECK(count_lines(o) == 2 && strstr(o, "{\"id\": \"a\", \"prompt\": \"hello \\\"there\\\"\"") &&
+    CHECK(test_count_lines(o) == 2 && strstr(o, "{\"id\": \"a\", \"prompt\": \"hello \\\"there\\\"\"") &&
           strstr(o, "\"response_ids\": [") && strstr(o, "{\"id\": 1,"));
     /* a bad line fails without leaving an output file */
     f = fopen(in, "w");
@@ -261,24 +232,24 @@ TEST(cli_tune_writes_profile_used_by_run_and_bench) {
     fclose(f);
     snprintf(draft, sizeof draft, "%s/tune-draft.gguf", pf_test_tmpdir());
     snprintf(args, sizeof args, "synth-draft -m %s -o %s --layers 1 --block 4", m, draft);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "synth-draft: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "synth-draft: %s", e);
     snprintf(prof, sizeof prof, "%s/profile.json", pf_test_tmpdir());
     snprintf(args, sizeof args, "tune -m %s -d %s --tasks %s -o %s --blocks 2,4 --depth 32 -n 8 --reps 1 --prompts 1", m,
              draft, dir, prof);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "tune failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "tune failed: %s", e);
     CHECK(strstr(o, "| c(B) |") && strstr(o, "| code |") && strstr(o, "dflash draft cost"));
     snprintf(args, sizeof args, "bench -m %s -d %s --tasks %s --profile %s -n 8 --reps 1", m, draft, dir, prof);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench --profile failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench --profile failed: %s", e);
     CHECK(strstr(o, "| code | ") && !strstr(o, "| NO |"));
     snprintf(args, sizeof args, "run -m %s -d %s --profile %s --task code -p hi -n 4", m, draft, prof);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run --profile failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "run --profile failed: %s", e);
     snprintf(args, sizeof args, "grep -q '\"alpha\": \\[' %s", prof); /* the adaptive prior */
     CHECK(system(args) == 0);
     /* several strategies in one interleaved run: one table, one JSON */
     snprintf(path, sizeof path, "%s/compare.json", pf_test_tmpdir());
     snprintf(args, sizeof args, "bench -m %s -d %s --tasks %s --compare fixed:2,adaptive,default,profile:%s -n 8 --reps 1 --json %s",
              m, draft, dir, prof, path);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "bench --compare failed: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench --compare failed: %s", e);
     CHECK(strstr(o, "| plain tok/s |") && strstr(o, "| fixed:2 |") && strstr(o, "| adaptive |") && strstr(o, "| default |") &&
           strstr(o, "| profile:") && !strstr(o, "| NO |") && strstr(o, "load average"));
     snprintf(args, sizeof args, "grep -c '\"name\": ' %s | grep -qx 4 && grep -q '\"mean_rows_verified\": ' %s", path, path);
@@ -290,9 +261,9 @@ TEST(cli_tune_writes_profile_used_by_run_and_bench) {
     /* run -d without --spec/--block: the default (adaptive) strategy, plain decoding's text */
     char plain_out[4096];
     snprintf(args, sizeof args, "run -m %s -p 'one two three' -n 12 --temp 0.7 --seed 5", m);
-    CHECKF(run(args, plain_out, sizeof plain_out, e, sizeof e) == 0, "run: %s", e);
+    CHECKF(RUN_CLI(args, plain_out, e) == 0, "run: %s", e);
     snprintf(args, sizeof args, "run -m %s -d %s -p 'one two three' -n 12 --temp 0.7 --seed 5 --stats", m, draft);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "run -d: %s", e);
+    CHECKF(RUN_CLI(args, o, e) == 0, "run -d: %s", e);
     CHECK(!strcmp(o, plain_out) && strstr(e, "speculation:"));
     snprintf(args, sizeof args, "run -m %s --profile %s --task nosuch -p hi", m, prof);
     CHECK_FAILS(args, "not in the profile");
@@ -310,19 +281,19 @@ TEST(cli_draft_head) {
     snprintf(ranked, sizeof ranked, "%s/cli-dh-ranked.txt", pf_test_tmpdir());
     snprintf(out, sizeof out, "%s/cli-dh.gguf", pf_test_tmpdir());
     snprintf(args, sizeof args, "synth-draft -m %s -o %s --version 2", m, draft);
-    CHECK(run(args, o, sizeof o, e, sizeof e) == 0);
+    CHECK(RUN_CLI(args, o, e) == 0);
     FILE *f = fopen(ranked, "w");
     for (int i = 0; i < 120; i++) fprintf(f, "%d%c", (i * 7 + 3) % 512, i % 10 == 9 ? '\n' : ' ');
     fclose(f);
     snprintf(args, sizeof args, "draft-head -d %s -m %s --ranked %s -n 100 -o %s", draft, m, ranked, out);
-    CHECKF(run(args, o, sizeof o, e, sizeof e) == 0 && strstr(o, "100 tokens (of 120 ranked"), "%s%s", o, e);
+    CHECKF(RUN_CLI(args, o, e) == 0 && strstr(o, "100 tokens (of 120 ranked"), "%s%s", o, e);
     char plain[8192];
     snprintf(args, sizeof args, "run -m %s -p 'a b c' -n 12 --ignore-eos", m);
-    CHECK(run(args, plain, sizeof plain, e, sizeof e) == 0);
+    CHECK(RUN_CLI(args, plain, e) == 0);
     static const char *const heads[3] = {"", "--draft-head full", "--draft-head 40"};
     for (int i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "run -m %s -d %s %s -p 'a b c' -n 12 --ignore-eos", m, out, heads[i]);
-        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0 && !strcmp(o, plain), "%s: '%s' vs plain '%s' (%s)", heads[i], o, plain, e);
+        CHECKF(RUN_CLI(args, o, e) == 0 && !strcmp(o, plain), "%s: '%s' vs plain '%s' (%s)", heads[i], o, plain, e);
     }
     snprintf(args, sizeof args, "run -m %s -d %s --draft-head 121 -p 'a b c' -n 4", m, out);
     CHECK_FAILS(args, "ranks 120");
@@ -346,17 +317,19 @@ TEST(cli_draft_head) {
 
 /* --kv q8: the same command runs with the 8-bit cache on every SIMD level this CPU has (AVX2,
  * AVX-512; NEON, dotprod, i8mm on ARM64), each forced by PF_KERNELS; on the scalar kernels, and a
- * wrong type, it is refused in one line. */
-TEST(cli_kv_q8) {
+ * wrong type, it is refused in one line. Sets PF_KERNELS; the caller restores it. */
+static void check_kv_q8_levels(void) {
     const char *m = tiny_model();
     char args[1200], o[16384], e[8192];
+    const pf_kernels *ks[PF_LEVEL_COUNT]; /* asked before the loop sets PF_KERNELS */
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) ks[l] = test_kernels(l);
     for (int l = PF_LEVEL_SCALAR + 1; l < PF_LEVEL_COUNT; l++) {
-        if (!pf_kernels_get((pf_level)l)) continue;
+        if (!ks[l]) continue;
         setenv("PF_KERNELS", pf_level_name((pf_level)l), 1);
         snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
-        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0, "%s: run --kv q8 failed: %s", pf_level_name((pf_level)l), e);
+        CHECKF(RUN_CLI(args, o, e) == 0, "%s: run --kv q8 failed: %s", pf_level_name((pf_level)l), e);
         snprintf(args, sizeof args, "bench-model -m %s --reps 1 --bw-mib 16 --kv q8", m);
-        CHECKF(run(args, o, sizeof o, e, sizeof e) == 0 && strstr(o, "8-bit KV cache"), "bench-model --kv q8: %s", e);
+        CHECKF(RUN_CLI(args, o, e) == 0 && strstr(o, "8-bit KV cache"), "bench-model --kv q8: %s", e);
     }
     /* on the scalar kernels (here forced by PF_KERNELS) the 8-bit cache is refused, not run slowly */
     snprintf(args, sizeof args, "run -m %s -p 'hello there' -n 6 --kv q8", m);
@@ -365,4 +338,11 @@ TEST(cli_kv_q8) {
     unsetenv("PF_KERNELS");
     snprintf(args, sizeof args, "run -m %s -p hi --kv q4", m);
     CHECK_FAILS(args, "unknown KV cache type 'q4'");
+}
+
+TEST(cli_kv_q8) {
+    test_env saved;
+    test_env_save(&saved, "PF_KERNELS");
+    check_kv_q8_levels();
+    test_env_restore(&saved);
 }

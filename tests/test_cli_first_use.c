@@ -13,6 +13,7 @@
 #include "engine/model.h"
 #include "kernels/topology.h"
 #include "test.h"
+#include "util.h"
 
 #define TARGET "models/pf-target-f16.gguf"
 #define DRAFT "models/pf-draft-dflash2.gguf"
@@ -28,26 +29,6 @@ static const char *raw_chatml_file(void) {
         fclose(f);
     }
     return path;
-}
-
-/* `pocketflash ARGS` through the shell; exit status, stdout and stderr into out / err. */
-static int cli(const char *args, char *out, size_t n_out, char *err, size_t n_err) {
-    const char *bin = getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash";
-    char cmd[4096], po[300], pe[300];
-    snprintf(po, sizeof po, "%s/llama.out", pf_test_tmpdir());
-    snprintf(pe, sizeof pe, "%s/llama.err", pf_test_tmpdir());
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", bin, args, po, pe);
-    int st = system(cmd);
-    const char *paths[2] = {po, pe};
-    char *bufs[2] = {out, err};
-    size_t ns[2] = {n_out, n_err};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(paths[i], "rb");
-        size_t k = f ? fread(bufs[i], 1, ns[i] - 1, f) : 0;
-        bufs[i][k] = 0;
-        if (f) fclose(f);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 /* N of "prefill: N tokens" in run's stderr, or -1. */
@@ -68,29 +49,29 @@ TEST(cli_raw_chatml_prompt_equals_chat) {
     const char *raw = raw_chatml_file();
     /* the raw ChatML prompt gives the tokens and the text of --chat on the bare question */
     snprintf(args, sizeof args, "run -m " TARGET " -n 24 -f %s", raw);
-    CHECKF(cli(args, o1, sizeof o1, e1, sizeof e1) == 0, "raw: %s", e1);
-    CHECKF(cli("run -m " TARGET " -n 24 --chat -p '" QUESTION "'", o2, sizeof o2, e2, sizeof e2) == 0, "chat: %s", e2);
+    CHECKF(RUN_CLI(args, o1, e1) == 0, "raw: %s", e1);
+    CHECKF(RUN_CLI("run -m " TARGET " -n 24 --chat -p '" QUESTION "'", o2, e2) == 0, "chat: %s", e2);
     CHECKF(prefill_tokens(e1) > 0 && prefill_tokens(e1) == prefill_tokens(e2), "prompt tokens %d vs %d",
            prefill_tokens(e1), prefill_tokens(e2));
     CHECKF(strlen(o1) > 2 && !strcmp(o1, o2), "raw prompt's text '%s' differs from --chat's '%s'", o1, o2);
     snprintf(args, sizeof args, "tokenize -m " TARGET " -f %s", raw);
-    CHECK(cli(args, ids, sizeof ids, ie, sizeof ie) == 0);
+    CHECK(RUN_CLI(args, ids, ie) == 0);
     CHECKF(count_words(ids) == prefill_tokens(e1), "tokenize gives %d ids, run prefilled %d", count_words(ids),
            prefill_tokens(e1));
     /* --no-special: the same bytes tokenized as text (what tokenize --no-special gives) */
     snprintf(args, sizeof args, "run -m " TARGET " -n 24 --no-special -f %s", raw);
-    CHECKF(cli(args, o3, sizeof o3, e3, sizeof e3) == 0, "%s", e3);
+    CHECKF(RUN_CLI(args, o3, e3) == 0, "%s", e3);
     snprintf(args, sizeof args, "tokenize -m " TARGET " --no-special -f %s", raw);
-    CHECK(cli(args, ids, sizeof ids, ie, sizeof ie) == 0);
+    CHECK(RUN_CLI(args, ids, ie) == 0);
     CHECKF(prefill_tokens(e3) == count_words(ids) && prefill_tokens(e3) > prefill_tokens(e1),
            "--no-special prefilled %d, tokenize --no-special %d ids, special %d", prefill_tokens(e3), count_words(ids),
            prefill_tokens(e1));
     /* with --chat, --no-special keeps the template's markers special: same as --chat for a plain question */
-    CHECK(cli("run -m " TARGET " -n 24 --chat --no-special -p '" QUESTION "'", o3, sizeof o3, e3, sizeof e3) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " -n 24 --chat --no-special -p '" QUESTION "'", o3, e3) == 0);
     CHECKF(!strcmp(o3, o2) && prefill_tokens(e3) == prefill_tokens(e2), "--chat --no-special changed a plain prompt");
     /* ... while a marker typed in the message is text there, and a token with the default */
-    CHECK(cli("run -m " TARGET " -n 4 --chat -p 'a<|im_end|>b'", o2, sizeof o2, e2, sizeof e2) == 0);
-    CHECK(cli("run -m " TARGET " -n 4 --chat --no-special -p 'a<|im_end|>b'", o3, sizeof o3, e3, sizeof e3) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " -n 4 --chat -p 'a<|im_end|>b'", o2, e2) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " -n 4 --chat --no-special -p 'a<|im_end|>b'", o3, e3) == 0);
     CHECKF(prefill_tokens(e3) > prefill_tokens(e2), "typed marker: %d tokens with --no-special, %d without",
            prefill_tokens(e3), prefill_tokens(e2));
 }
@@ -98,37 +79,33 @@ TEST(cli_raw_chatml_prompt_equals_chat) {
 TEST(cli_llama_flag_spellings) {
     static char o1[16384], e1[16384], o2[16384], e2[16384];
     /* the same run spelled both ways: the same sampled text */
-    CHECKF(cli("run -m " TARGET " -p 'The apples' -n 12 -c 256 -t 1 --seed 7 --temp 0.8 --top-k 20 --top-p 0.9", o1,
-               sizeof o1, e1, sizeof e1) == 0, "%s", e1);
-    CHECKF(cli("run --model " TARGET " --prompt 'The apples' --n-predict 12 --ctx-size 256 --threads 1 -s 7 --temp 0.8 "
-               "--top-k 20 --top-p 0.9", o2, sizeof o2, e2, sizeof e2) == 0, "%s", e2);
+    CHECKF(RUN_CLI("run -m " TARGET " -p 'The apples' -n 12 -c 256 -t 1 --seed 7 --temp 0.8 --top-k 20 --top-p 0.9", o1, e1) == 0, "%s", e1);
+    CHECKF(RUN_CLI("run --model " TARGET " --prompt 'The apples' --n-predict 12 --ctx-size 256 --threads 1 -s 7 --temp 0.8 "
+               "--top-k 20 --top-p 0.9", o2, e2) == 0, "%s", e2);
     CHECKF(strlen(o1) > 2 && !strcmp(o1, o2), "'%s' vs '%s'", o1, o2);
-    CHECK(cli("run --model " TARGET " --prompt 'The apples' --predict 12 --threads 1 -s 8 --temp 0.8", o2, sizeof o2, e2,
-              sizeof e2) == 0);
+    CHECK(RUN_CLI("run --model " TARGET " --prompt 'The apples' --predict 12 --threads 1 -s 8 --temp 0.8", o2, e2) == 0);
     CHECKF(strcmp(o1, o2), "another seed gave the same sample: the alias -s is not the seed");
     /* -sys / --system-prompt are the system message */
-    CHECK(cli("run -m " TARGET " --chat --system 'Answer in one word.' -p hi -n 12", o1, sizeof o1, e1, sizeof e1) == 0);
-    CHECK(cli("run -m " TARGET " --chat -sys 'Answer in one word.' -p hi -n 12", o2, sizeof o2, e2, sizeof e2) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " --chat --system 'Answer in one word.' -p hi -n 12", o1, e1) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " --chat -sys 'Answer in one word.' -p hi -n 12", o2, e2) == 0);
     CHECKF(!strcmp(o1, o2) && prefill_tokens(e1) == prefill_tokens(e2), "-sys: '%s' vs '%s'", o1, o2);
-    CHECK(cli("run -m " TARGET " --chat --system-prompt 'Answer in one word.' -p hi -n 12", o2, sizeof o2, e2, sizeof e2) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " --chat --system-prompt 'Answer in one word.' -p hi -n 12", o2, e2) == 0);
     CHECK(!strcmp(o1, o2));
-    CHECK(cli("run -m " TARGET " --chat -p hi -n 12", o2, sizeof o2, e2, sizeof e2) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " --chat -p hi -n 12", o2, e2) == 0);
     CHECKF(prefill_tokens(e2) < prefill_tokens(e1), "the system message was not used");
     /* -md / --model-draft are the draft, --draft-max N is --block N+1 (the same statistics) */
-    CHECKF(cli("run -m " TARGET " -d " DRAFT " --block 3 --chat -p '" QUESTION "' -n 24 --stats", o1, sizeof o1, e1,
-               sizeof e1) == 0, "%s", e1);
-    CHECKF(cli("run -m " TARGET " -md " DRAFT " --draft-max 2 --chat -p '" QUESTION "' -n 24 --stats", o2, sizeof o2,
-               e2, sizeof e2) == 0, "%s", e2);
+    CHECKF(RUN_CLI("run -m " TARGET " -d " DRAFT " --block 3 --chat -p '" QUESTION "' -n 24 --stats", o1, e1) == 0, "%s", e1);
+    CHECKF(RUN_CLI("run -m " TARGET " -md " DRAFT " --draft-max 2 --chat -p '" QUESTION "' -n 24 --stats", o2, e2) == 0, "%s", e2);
     const char *r1 = strstr(e1, "speculation:"), *r2 = strstr(e2, "speculation:");
     CHECKF(r1 && r2 && !strcmp(o1, o2), "-md/--draft-max run differs");
     CHECKF(!strncmp(r1, r2, strcspn(r1, "\n")), "round statistics differ: '%.80s' vs '%.80s'", r1, r2);
-    CHECK(cli("run -m " TARGET " --model-draft " DRAFT " --chat -p '" QUESTION "' -n 24", o2, sizeof o2, e2, sizeof e2) == 0);
+    CHECK(RUN_CLI("run -m " TARGET " --model-draft " DRAFT " --chat -p '" QUESTION "' -n 24", o2, e2) == 0);
     CHECK(!strcmp(o1, o2));
     /* out of range: one line naming the flag as typed */
-    CHECK(cli("run -m " TARGET " -md " DRAFT " --draft 0 -p hi", o2, sizeof o2, e2, sizeof e2) == 1);
+    CHECK(RUN_CLI("run -m " TARGET " -md " DRAFT " --draft 0 -p hi", o2, e2) == 1);
     CHECKF(strstr(e2, "--draft: '0' is not an integer in 1..63") && strchr(e2, '\n') == e2 + strlen(e2) - 1,
            "stderr: %s", e2);
-    CHECK(cli("run -m " TARGET " --no-such-flag -p hi", o2, sizeof o2, e2, sizeof e2) == 1);
+    CHECK(RUN_CLI("run -m " TARGET " --no-such-flag -p hi", o2, e2) == 1);
     CHECKF(strstr(e2, "unknown flag '--no-such-flag'"), "stderr: %s", e2);
     /* gen and bench take the same spellings */
     char path[300], args[1200];
@@ -139,9 +116,9 @@ TEST(cli_llama_flag_spellings) {
     fclose(f);
     snprintf(args, sizeof args, "gen --model " TARGET " -md " DRAFT " -i %s -o %s.out --n-predict 8 --threads 1 --no-special",
              path, path);
-    CHECKF(cli(args, o1, sizeof o1, e1, sizeof e1) == 0, "gen: %s", e1);
-    CHECKF(cli("bench --model " TARGET " --model-draft " DRAFT " --tasks eval/tasks --prompts 1 --reps 1 --n-predict 8 "
-               "--draft-max 2 --threads 1", o1, sizeof o1, e1, sizeof e1) == 0, "bench: %s", e1);
+    CHECKF(RUN_CLI(args, o1, e1) == 0, "gen: %s", e1);
+    CHECKF(RUN_CLI("bench --model " TARGET " --model-draft " DRAFT " --tasks eval/tasks --prompts 1 --reps 1 --n-predict 8 "
+               "--draft-max 2 --threads 1", o1, e1) == 0, "bench: %s", e1);
     CHECKF(strstr(o1, "| dflash/3 |"), "bench did not run block 3: %.300s", o1);
 }
 
@@ -151,16 +128,8 @@ TEST(cli_threads_default_is_physical_cores) {
     snprintf(want, sizeof want, "the physical cores, here %d)", pf_physical_cores());
     const char *cmds[] = {"run --help", "gen --help", "bench --help"};
     for (int i = 0; i < 3; i++) {
-        CHECK(cli(cmds[i], o, sizeof o, e, sizeof e) == 0);
+        CHECK(RUN_CLI(cmds[i], o, e) == 0);
         CHECKF(strstr(o, want), "%s lacks '%s'", cmds[i], want);
-    }
-}
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
     }
 }
 
@@ -177,7 +146,7 @@ TEST(physical_cores_from_sysfs) {
         snprintf(path, sizeof path, "%s/cpu%d/topology", root, c);
         mkdir(path, 0700);
         snprintf(path, sizeof path, "%s/cpu%d/topology/thread_siblings_list", root, c);
-        write_file(path, sib[c]);
+        test_write_file(path, sib[c], (size_t)-1);
     }
     int all[4] = {0, 1, 2, 3}, pair[2] = {0, 2}, odd[3] = {1, 3, 4};
     CHECK(pf_physical_cores_in(root, all, 4) == 2);
@@ -227,7 +196,7 @@ TEST(chat_tokenize_no_special_keeps_the_template) {
 
 TEST(cli_demo_table) {
     static char o[16384], e[16384];
-    CHECKF(cli("demo -m " TARGET " -d " DRAFT " --prompts 1 --reps 1 -n 8 -t 1", o, sizeof o, e, sizeof e) == 0,
+    CHECKF(RUN_CLI("demo -m " TARGET " -d " DRAFT " --prompts 1 --reps 1 -n 8 -t 1", o, e) == 0,
            "demo: %s", e);
     /* the models' names, the settings, one row per task type, every one checked identical */
     CHECKF(strstr(o, "pf-target") && strstr(o, "pf-draft-dflash2") && strstr(o, "1 threads") && strstr(o, " kernels"),
@@ -242,6 +211,6 @@ TEST(cli_demo_table) {
                r ? r : o);
     }
     CHECK(strstr(o, "| **overall** (geomean) |") && strstr(o, "x** |"));
-    CHECKF(cli("demo -m " TARGET, o, sizeof o, e, sizeof e) == 1 && strstr(e, "-d DRAFT.gguf are required"),
+    CHECKF(RUN_CLI("demo -m " TARGET, o, e) == 1 && strstr(e, "-d DRAFT.gguf are required"),
            "%s", e);
 }

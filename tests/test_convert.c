@@ -18,6 +18,7 @@
 #include "formats/gguf.h"
 #include "convert/hf_convert.h"
 #include "test.h"
+#include "util.h"
 
 enum { F32, F16, BF16, I64, I8 };
 static const char *k_dt[] = {"F32", "F16", "BF16", "I64", "I8"};
@@ -121,11 +122,6 @@ static void mkdir_p(const char *d) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", d, d);
     if (system(cmd) != 0) fprintf(stderr, "mkdir %s failed\n", d);
-}
-
-static bool exists(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0;
 }
 
 /* A byte-level BPE tokenizer.json: the 256 GPT-2 byte tokens (ids 0..255, no merges) and four
@@ -264,8 +260,6 @@ static void build_draft(ckpt *c, const char *dir, draft_kind k) {
     write_st(p, c, 0, c->n);
 }
 
-static const char *cli(void) { return getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash"; }
-
 /* `pocketflash ARGS` with stdout into out_path (NULL: discarded); the exit status. */
 static int run_cli(const char *out_path, const char *fmt, ...) {
     char args[1500], cmd[2000];
@@ -273,28 +267,15 @@ static int run_cli(const char *out_path, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s/cli-convert.err </dev/null", cli(), args, out_path ? out_path : "/dev/null",
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s/cli-convert.err </dev/null", test_cli(), args, out_path ? out_path : "/dev/null",
              pf_test_tmpdir());
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
-}
-
 static bool same_file(const char *a, const char *b) {
     size_t na, nb;
-    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    char *x = test_slurp(a, &na), *y = test_slurp(b, &nb);
     bool same = x && y && na == nb && memcmp(x, y, na) == 0;
     free(x);
     free(y);
@@ -381,12 +362,12 @@ static int spec_equals_plain(const char *target, const char *draft, const char *
     char ep[320];
     snprintf(ep, sizeof ep, "%s/cli-convert.err", pf_test_tmpdir());
     size_t n;
-    char *stats = slurp(ep, &n);
+    char *stats = test_slurp(ep, &n);
     bool drafted = stats && strstr(stats, "speculation: ") && strstr(stats, "(block 4), ") && !strstr(stats, ", 0 drafted");
     free(stats);
     if (!drafted) return -4; /* the run must have speculated */
     if (run_cli(b, "run -m %s --spec ar -p 'the quick brown fox' -n 40 --ignore-eos", target) != 0) return -2;
-    char *s = slurp(a, &n);
+    char *s = test_slurp(a, &n);
     free(s);
     return same_file(a, b) && n > 0 ? 0 : -3;
 }
@@ -499,7 +480,7 @@ static void m_offsets(ckpt *c, const char *dir) { /* a data_offsets pair beyond 
     char p[512];
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
     size_t n;
-    char *b = slurp(p, &n);
+    char *b = test_slurp(p, &n);
     char *at = strstr(b + 8, "\"data_offsets\":[0,");
     if (at) memcpy(at + 16, "9", 1); /* "[0,N" -> "[9..." : begins at 9.. */
     FILE *f = fopen(p, "wb");
@@ -551,7 +532,7 @@ TEST(convert_refuses_broken_target_checkpoints) {
         err[0] = 0;
         CHECKF(convert(dir, out, PF_TYPE_F16, NULL, err) < 0 && strstr(err, cases[i].want), "case %zu: wanted '%s', got '%s'", i,
                cases[i].want, err);
-        CHECKF(!exists(out), "case %zu left an output", i);
+        CHECKF(!test_exists(out), "case %zu left an output", i);
     }
     ck_free(&c);
 }
@@ -612,7 +593,7 @@ TEST(convert_refuses_broken_drafts_and_warns_on_last_layer_taps) {
         err[0] = 0;
         CHECKF(convert(dir, out, PF_TYPE_F16, cases[i].no_target ? NULL : tout, err) < 0 && strstr(err, cases[i].want),
                "case %zu: wanted '%s', got '%s'", i, cases[i].want, err);
-        CHECKF(!exists(out), "case %zu left an output", i);
+        CHECKF(!test_exists(out), "case %zu left an output", i);
     }
     /* tapping the last target layer (HF id 3 of 4) converts, with a warning naming llama.cpp's refusal */
     ck_free(&c);
@@ -706,7 +687,7 @@ TEST(convert_round_trip_of_the_committed_models) {
         if (v) {
             char idx[500];
             snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
-            CHECK(exists(idx)); /* the sharded path */
+            CHECK(test_exists(idx)); /* the sharded path */
         }
         CHECKF(convert(dir, d16[v], PF_TYPE_F16, t16, err) == 0, "%s", err);
         /* everything but the Dec head (pocketflash-only, not in the HF layout) */
@@ -881,14 +862,14 @@ TEST(convert_cli_errors_are_one_line) {
         snprintf(cmd, sizeof cmd, "%s", args);
         CHECKF(run_cli(NULL, "%s", cmd) == 1, "case %zu exit status", i);
         size_t n;
-        char *e = slurp(errp, &n);
+        char *e = test_slurp(errp, &n);
         bool one = e && n > 0 && strchr(e, '\n') == e + n - 1 && strstr(e, cases[i].want) && !strncmp(e, "pocketflash: ", 13);
         CHECKF(one, "case %zu: '%s'", i, e ? e : "");
         free(e);
         char x[340];
         snprintf(x, sizeof x, "%s/x.gguf", tmp);
-        CHECK(!exists(x));
+        CHECK(!test_exists(x));
     }
-    CHECK(exists(tout)); /* the refused -o TARGET left the target alone */
+    CHECK(test_exists(tout)); /* the refused -o TARGET left the target alone */
     ck_free(&c);
 }

@@ -11,16 +11,9 @@
 #include "convert/dflash_synth.h"
 #include "convert/synth.h"
 #include "test.h"
+#include "util.h"
 #include "verify/adapt.h"
 #include "verify/spec.h"
-
-typedef struct { int32_t toks[256]; int n; } seq;
-
-static int on_tok(void *u, int32_t t) {
-    seq *s = u;
-    if (s->n < 256) s->toks[s->n++] = t;
-    return 0;
-}
 
 typedef struct {
     char target[300], draft[300];
@@ -108,8 +101,8 @@ TEST(dec_gating_lossless_and_extremes) {
             pf_gen_params_default(&gp);
             gp.max_tokens = 30;
             gp.stop_at_eot = false;
-            seq plain = {.n = 0}, got = {.n = 0};
-            CHECK(pf_generate_tokens(s, prompt, 8, &gp, on_tok, &plain, NULL, err) == PF_OK);
+            test_seq plain = {.n = 0}, got = {.n = 0};
+            CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
             pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
             pf_spec *spec = pf_spec_new(s, d, 6, err);
             /* c(n) = 1 + 0.1 (n-1), held fixed (not refreshed by this machine's timings) and drafting
@@ -119,8 +112,8 @@ TEST(dec_gating_lossless_and_extremes) {
             pf_spec_prior prior = {.c = cost, .n = 8, .fixed = 1};
             CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);
             gp.strategy = pf_spec_strategy(spec);
-            CHECK(pf_generate_tokens(s, prompt, 8, &gp, on_tok, &got, NULL, err) == PF_OK);
-            CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
+            CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK);
+            CHECKF(test_seq_same(&got, &plain),
                    "head %d prompt %d: output differs", h, p);
             const pf_spec_stats *st = pf_spec_stats_get(spec);
             /* a confident head verifies every draft of the rounds that draft (the last rounds are
@@ -156,12 +149,12 @@ TEST(dec_round_log_layout) {
     gp.stop_at_eot = false;
     gp.strategy = pf_spec_strategy(spec);
     int32_t prompt[5] = {3, 1, 4, 1, 5};
-    seq got = {.n = 0}, plain = {.n = 0};
-    CHECK(pf_generate_tokens(s, prompt, 5, &gp, on_tok, &got, NULL, err) == PF_OK);
+    test_seq got = {.n = 0}, plain = {.n = 0};
+    CHECK(pf_generate_tokens(s, prompt, 5, &gp, test_seq_push, &got, NULL, err) == PF_OK);
     fclose(log);
     gp.strategy = NULL;
-    CHECK(pf_generate_tokens(s, prompt, 5, &gp, on_tok, &plain, NULL, err) == PF_OK);
-    CHECK(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n));
+    CHECK(pf_generate_tokens(s, prompt, 5, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
+    CHECK(test_seq_same(&got, &plain));
     FILE *in = fopen(path, "rb");
     int records = 0, H = f.m->hp.n_embd;
     int32_t hdr[4];
@@ -330,8 +323,8 @@ TEST(dec_profile_costs_refit_at_the_start) {
         gp.max_tokens = 1;
         gp.stop_at_eot = false;
         gp.strategy = pf_spec_strategy(spec);
-        seq got = {.n = 0};
-        CHECK(pf_generate_tokens(s, prompt, 8, &gp, on_tok, &got, NULL, err) == PF_OK && got.n == 1);
+        test_seq got = {.n = 0};
+        CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK && got.n == 1);
         const pf_cost_model *cm = pf_spec_cost(spec);
         CHECK(cm && pf_cost_verify(cm, 1) > 0);
         double c4 = pf_cost_verify(cm, 4) / pf_cost_verify(cm, 1), c6 = pf_cost_verify(cm, 6) / pf_cost_verify(cm, 1);

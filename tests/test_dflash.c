@@ -14,19 +14,18 @@
 #include "engine/tokenizer.h"
 #include "formats/quant.h"
 #include "test.h"
+#include "util.h"
 
 /* ---------------------------------------------------------------- fixtures */
 
 static const pf_synth_shape k_tiny_h64 = {"tiny-h64", 2, 64, 192, 2, 1, 32, 512, 2048};
 static const pf_synth_shape k_tiny_deep = {"tiny-deep", 4, 128, 384, 4, 2, 32, 512, 2048};
 
-static void tmp_path(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", pf_test_tmpdir(), name); }
-
 /* A synthetic target written once per (shape, type) and loaded. */
 static pf_model *make_target(const pf_synth_shape *sh, uint32_t type, char *path, size_t n) {
     char name[96], err[PF_ERR_LEN];
     snprintf(name, sizeof name, "df-target-%s-%s.gguf", sh->name, pf_type_info(type)->name);
-    tmp_path(path, n, name);
+    test_tmp_path(path, n, name);
     if (pf_synth_write(sh, type, false, 7, path, err) < 0) {
         printf("    synth: %s\n", err);
         return NULL;
@@ -39,7 +38,7 @@ static pf_model *make_target(const pf_synth_shape *sh, uint32_t type, char *path
 static int make_draft(const char *target, int version, int layers, int block, const int *taps, int n_taps,
                       uint64_t seed, bool identity, const char *name, char *path, size_t n) {
     char err[PF_ERR_LEN];
-    tmp_path(path, n, name);
+    test_tmp_path(path, n, name);
     if (pf_dflash_synth(target, version, layers, block, taps, n_taps, seed, identity, path, err) < 0) {
         printf("    synth-draft: %s\n", err);
         return -1;
@@ -77,23 +76,6 @@ static int rewrite_gguf(const char *src, const char *dst, bool (*drop_key)(const
     gguf_writer_free(w);
     gguf_close(f);
     return rc;
-}
-
-/* Target forward over n prompt tokens, returning the draft's tapped rows (n * n_taps * H floats). */
-static float *target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n) {
-    char err[PF_ERR_LEN];
-    int n_taps;
-    const int *tl = pf_dflash_tap_layers(d, &n_taps);
-    float *taps = malloc((size_t)n * n_taps * m->hp.n_embd * sizeof(float));
-    pf_ctx *c = pf_ctx_new(m, 256, 1, NULL, err);
-    pf_batch b = {.tokens = toks, .n = n, .tap_layers = tl, .n_taps = n_taps, .taps = taps};
-    if (!c || pf_forward(c, &b, err) < 0) {
-        printf("    target forward: %s\n", err);
-        free(taps);
-        taps = NULL;
-    }
-    pf_ctx_free(c);
-    return taps;
 }
 
 static void prompt_tokens(int32_t *t, int n, int V, int salt) {
@@ -227,45 +209,18 @@ static void ref_free(ref_draft *r) {
     free(r->vc);
 }
 
-static void mv(const double *W, int rows, int cols, const double *x, double *y) {
-    for (int o = 0; o < rows; o++) {
-        double s = 0;
-        for (int i = 0; i < cols; i++) s += W[(size_t)o * cols + i] * x[i];
-        y[o] = s;
-    }
-}
-
-static void rms(const double *x, const double *w, int n, double eps, double *out) {
-    double ss = 0;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
-    double sc = 1.0 / sqrt(ss / n + eps);
-    for (int i = 0; i < n; i++) out[i] = x[i] * sc * w[i];
-}
-
-static void rope(double *x, int nh, int hd, int64_t pos, double theta) {
-    for (int h = 0; h < nh; h++)
-        for (int i = 0; i < hd / 2; i++) {
-            double a = (double)pos * pow(theta, -2.0 * i / hd), c = cos(a), s = sin(a);
-            double *p = x + h * hd, x0 = p[i], x1 = p[i + hd / 2];
-            p[i] = x0 * c - x1 * s;
-            p[i + hd / 2] = x0 * s + x1 * c;
-        }
-}
-
-static double f16r(double x) { return pf_fp16_to_fp32(pf_fp32_to_fp16((float)x)); }
-
 /* K/V of one layer's input row at pos, written to the reference cache (f16-rounded). */
 static void ref_kv(ref_draft *r, int l, const double *in, int64_t pos) {
     int hd = r->hd, kvd = r->nkv * hd;
     double k[1024], v[1024];
-    mv(r->lay[l].wk, kvd, r->H, in, k);
-    mv(r->lay[l].wv, kvd, r->H, in, v);
-    for (int h = 0; h < r->nkv; h++) rms(k + h * hd, r->lay[l].kn, hd, r->eps, k + h * hd);
-    rope(k, r->nkv, hd, pos, r->theta);
+    ref_matvec_d(r->lay[l].wk, kvd, r->H, in, k);
+    ref_matvec_d(r->lay[l].wv, kvd, r->H, in, v);
+    for (int h = 0; h < r->nkv; h++) ref_rmsnorm(k + h * hd, r->lay[l].kn, hd, r->eps, k + h * hd);
+    ref_rope(k, r->nkv, hd, pos, r->theta);
     double *K = r->kc + ((size_t)l * r->n_ctx + pos) * kvd, *V = r->vc + ((size_t)l * r->n_ctx + pos) * kvd;
     for (int i = 0; i < kvd; i++) {
-        K[i] = f16r(k[i]);
-        V[i] = f16r(v[i]);
+        K[i] = ref_f16(k[i]);
+        V[i] = ref_f16(v[i]);
     }
 }
 
@@ -275,8 +230,8 @@ static void ref_append(ref_draft *r, const float *taps, int n) {
     double *feat = malloc((size_t)FI * sizeof(double)), *ctx = malloc((size_t)H * sizeof(double));
     for (int p = 0; p < n; p++) {
         for (int i = 0; i < FI; i++) feat[i] = taps[(size_t)p * FI + i];
-        mv(r->fc, H, FI, feat, ctx);
-        rms(ctx, r->enc_norm, H, r->eps, ctx);
+        ref_matvec_d(r->fc, H, FI, feat, ctx);
+        ref_rmsnorm(ctx, r->enc_norm, H, r->eps, ctx);
         for (int l = 0; l < r->L; l++) ref_kv(r, l, ctx, r->len);
         r->len++;
     }
@@ -323,18 +278,18 @@ static void ref_block(ref_draft *r, int32_t bonus, int B, double *logits, double
     for (int l = 0; l < r->L; l++) {
         ref_layer *y = &r->lay[l];
         /* attention sublayer */
-        for (int t = 0; t < B; t++) rms(x + (size_t)t * H, y->an, H, r->eps, u + (size_t)t * H);
+        for (int t = 0; t < B; t++) ref_rmsnorm(x + (size_t)t * H, y->an, H, r->eps, u + (size_t)t * H);
         const double *in = u;
         if (v2) {
-            for (int t = 0; t < B; t++) mv(y->acp, KG2, H, u + (size_t)t * H, dyn + (size_t)t * KG2);
+            for (int t = 0; t < B; t++) ref_matvec_d(y->acp, KG2, H, u + (size_t)t * H, dyn + (size_t)t * KG2);
             ref_conv(r, u, B, y->acb, dyn, 0, cu);
             in = cu;
         }
         for (int t = 0; t < B; t++) {
             double *qt = q + (size_t)t * qd;
-            mv(y->wq, qd, H, in + (size_t)t * H, qt);
-            for (int h = 0; h < r->nh; h++) rms(qt + h * hd, y->qn, hd, r->eps, qt + h * hd);
-            rope(qt, r->nh, hd, start + t, r->theta);
+            ref_matvec_d(y->wq, qd, H, in + (size_t)t * H, qt);
+            for (int h = 0; h < r->nh; h++) ref_rmsnorm(qt + h * hd, y->qn, hd, r->eps, qt + h * hd);
+            ref_rope(qt, r->nh, hd, start + t, r->theta);
             ref_kv(r, l, in + (size_t)t * H, start + t); /* block K/V after the context */
         }
         const double *K = r->kc + (size_t)l * r->n_ctx * kvd, *Vv = r->vc + (size_t)l * r->n_ctx * kvd;
@@ -362,28 +317,28 @@ static void ref_block(ref_draft *r, int32_t bonus, int B, double *logits, double
                 }
                 for (int i = 0; i < hd; i++) a[i] /= sum;
             }
-            mv(y->wo, H, qd, att + (size_t)t * qd, o + (size_t)t * H);
+            ref_matvec_d(y->wo, H, qd, att + (size_t)t * qd, o + (size_t)t * H);
         }
         if (v2) ref_conv(r, o, B, y->acb, dyn, 1, co);
         for (size_t i = 0; i < BH; i++) x[i] += v2 ? co[i] : o[i];
         /* MLP sublayer */
-        for (int t = 0; t < B; t++) rms(x + (size_t)t * H, y->fn, H, r->eps, u + (size_t)t * H);
+        for (int t = 0; t < B; t++) ref_rmsnorm(x + (size_t)t * H, y->fn, H, r->eps, u + (size_t)t * H);
         in = u;
         if (v2) {
-            for (int t = 0; t < B; t++) mv(y->fcp, KG2, H, u + (size_t)t * H, dyn + (size_t)t * KG2);
+            for (int t = 0; t < B; t++) ref_matvec_d(y->fcp, KG2, H, u + (size_t)t * H, dyn + (size_t)t * KG2);
             ref_conv(r, u, B, y->fcb, dyn, 0, cu);
             in = cu;
         }
         for (int t = 0; t < B; t++) {
-            mv(y->wg, F, H, in + (size_t)t * H, g);
-            mv(y->wu, F, H, in + (size_t)t * H, up);
+            ref_matvec_d(y->wg, F, H, in + (size_t)t * H, g);
+            ref_matvec_d(y->wu, F, H, in + (size_t)t * H, up);
             for (int i = 0; i < F; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * up[i];
-            mv(y->wd, H, F, g, o + (size_t)t * H);
+            ref_matvec_d(y->wd, H, F, g, o + (size_t)t * H);
         }
         if (v2) ref_conv(r, o, B, y->fcb, dyn, 1, co);
         for (size_t i = 0; i < BH; i++) x[i] += v2 ? co[i] : o[i];
     }
-    for (int t = 0; t < B; t++) rms(x + (size_t)t * H, r->out_norm, H, r->eps, hn + (size_t)t * H);
+    for (int t = 0; t < B; t++) ref_rmsnorm(x + (size_t)t * H, r->out_norm, H, r->eps, hn + (size_t)t * H);
     double *row = malloc((size_t)H * sizeof(double));
     for (int v = 0; v < V; v++) {
         target_row(&m->output, v, row);
@@ -414,7 +369,7 @@ static void ref_walk(const ref_draft *r, const double *logits, const double *hn,
             }
             c[j] = best;
         }
-        mv(r->sel_h, R, H, hn + (size_t)t * H, gt);
+        ref_matvec_d(r->sel_h, R, H, hn + (size_t)t * H, gt);
         double *s = score + (size_t)(t - 1) * kk;
         int bj = 0;
         for (int j = 0; j < kk; j++) {
@@ -496,7 +451,7 @@ static void check_reference(uint32_t type, int version, const int64_t *windows, 
     CHECK(make_draft(tpath, version, 2, 8, NULL, 2, 11, false, name, dpath, sizeof dpath) == 0);
     if (edit) {
         snprintf(name, sizeof name, "df-ref-%s-edit.gguf", tag);
-        tmp_path(epath, sizeof epath, name);
+        test_tmp_path(epath, sizeof epath, name);
         CHECK(rewrite_gguf(dpath, epath, drop, NULL, edit) == 0);
         strcpy(dpath, epath);
     }
@@ -510,7 +465,7 @@ static void check_reference(uint32_t type, int version, const int64_t *windows, 
     enum { N = 15 };
     int32_t toks[N];
     prompt_tokens(toks, N, m->hp.n_vocab, version);
-    float *taps = target_taps(m, d, toks, N);
+    float *taps = test_target_taps(m, d, toks, N);
     CHECK(taps);
     pf_pool *pool = pf_pool_create(2);
     pf_dflash_state *s = pf_dflash_state_new(d, 64, pool, NULL, err);
@@ -586,7 +541,7 @@ static void check_same_drafts(const pf_model *m, pf_dflash *a, pf_dflash *b, con
     enum { N = 13 };
     int32_t toks[N];
     prompt_tokens(toks, N, m->hp.n_vocab, 3);
-    float *taps = target_taps(m, a, toks, N);
+    float *taps = test_target_taps(m, a, toks, N);
     CHECK(taps);
     pf_pool *pool = pf_pool_create(2);
     pf_dflash_state *sa = pf_dflash_state_new(a, 64, pool, NULL, err), *sb = pf_dflash_state_new(b, 64, pool, NULL, err);
@@ -620,7 +575,7 @@ static void check_identity(uint32_t type) {
     snprintf(name, sizeof name, "df-id-v2-%s.gguf", tn);
     CHECK(make_draft(tpath, 2, 2, 8, NULL, 2, 5, true, name, p2, sizeof p2) == 0);
     snprintf(name, sizeof name, "df-id-v1-%s.gguf", tn);
-    tmp_path(p1, sizeof p1, name);
+    test_tmp_path(p1, sizeof p1, name);
     CHECK(rewrite_gguf(p2, p1, is_v2_key, is_v2_tensor, NULL) == 0);
     snprintf(name, sizeof name, "df-id-v1s-%s.gguf", tn);
     CHECK(make_draft(tpath, 1, 2, 8, NULL, 2, 5, false, name, p1s, sizeof p1s) == 0);
@@ -653,7 +608,7 @@ static void check_invariance(int version) {
     enum { N = 41 }; /* 40 context rows: more than one internal chunk */
     int32_t toks[N];
     prompt_tokens(toks, N, m->hp.n_vocab, 5);
-    float *taps = target_taps(m, d, toks, N);
+    float *taps = test_target_taps(m, d, toks, N);
     CHECK(taps);
     int n_taps;
     pf_dflash_tap_layers(d, &n_taps);
@@ -740,7 +695,7 @@ static void check_sampled(int version) {
     enum { N = 10, B = 8 };
     int32_t toks[N];
     prompt_tokens(toks, N, m->hp.n_vocab, 1);
-    float *taps = target_taps(m, d, toks, N);
+    float *taps = test_target_taps(m, d, toks, N);
     CHECK(taps);
     pf_dflash_state *s = pf_dflash_state_new(d, 64, NULL, NULL, err);
     CHECK(s);
@@ -846,11 +801,11 @@ TEST(dflash_load_errors_name_the_field) {
     /* a target is not a draft */
     expect_load_error(tpath, m, "general.architecture");
     /* a tensor missing, in a v1 and in the v2 parts */
-    tmp_path(bad, sizeof bad, "df-err-missing.gguf");
+    test_tmp_path(bad, sizeof bad, "df-err-missing.gguf");
     g_drop_tensor = "blk.0.ffn_up.weight";
     CHECK(rewrite_gguf(dpath, bad, NULL, drop_named_tensor, NULL) == 0);
     expect_load_error(bad, m, "blk.0.ffn_up.weight");
-    tmp_path(bad, sizeof bad, "df-err-missing2.gguf");
+    test_tmp_path(bad, sizeof bad, "df-err-missing2.gguf");
     g_drop_tensor = "selector_successor.weight";
     CHECK(rewrite_gguf(d2path, bad, NULL, drop_named_tensor, NULL) == 0);
     expect_load_error(bad, m, "selector_successor.weight");
@@ -858,26 +813,26 @@ TEST(dflash_load_errors_name_the_field) {
     CHECK(rewrite_gguf(d2path, bad, NULL, drop_named_tensor, NULL) == 0);
     expect_load_error(bad, m, "blk.0.ffn_conv_base");
     /* a draft for a target of another width */
-    tmp_path(bad, sizeof bad, "df-err-h64.gguf");
+    test_tmp_path(bad, sizeof bad, "df-err-h64.gguf");
     CHECK(pf_dflash_synth(hpath, 1, 1, 8, NULL, 2, 3, false, bad, (char[PF_ERR_LEN]){0}) == 0);
     expect_load_error(bad, m, "dflash.embedding_length");
     /* tapping layer 3 of a 4-layer target, loaded against a 2-layer one */
     int taps[2] = {1, 3};
-    tmp_path(bad, sizeof bad, "df-err-deep.gguf");
+    test_tmp_path(bad, sizeof bad, "df-err-deep.gguf");
     CHECK(pf_dflash_synth(deep, 1, 1, 8, taps, 2, 3, false, bad, (char[PF_ERR_LEN]){0}) == 0);
     pf_dflash *ok = load_draft(bad, md);
     CHECK(ok);
     pf_dflash_free(ok);
     expect_load_error(bad, m, "dflash.target_layers");
     /* fc width != taps x target hidden */
-    tmp_path(bad, sizeof bad, "df-err-fc.gguf");
+    test_tmp_path(bad, sizeof bad, "df-err-fc.gguf");
     CHECK(rewrite_gguf(dpath, bad, drop_layers, NULL, add_three_layers) == 0);
     expect_load_error(bad, m, "fc.weight");
     /* mask outside the vocabulary; block size missing */
-    tmp_path(bad, sizeof bad, "df-err-mask.gguf");
+    test_tmp_path(bad, sizeof bad, "df-err-mask.gguf");
     CHECK(rewrite_gguf(dpath, bad, drop_mask, NULL, add_bad_mask) == 0);
     expect_load_error(bad, m, "tokenizer.ggml.mask_token_id");
-    tmp_path(bad, sizeof bad, "df-err-block.gguf");
+    test_tmp_path(bad, sizeof bad, "df-err-block.gguf");
     CHECK(rewrite_gguf(dpath, bad, drop_block, NULL, NULL) == 0);
     expect_load_error(bad, m, "dflash.block_size");
     /* and the good files load with the expected facts */

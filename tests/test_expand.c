@@ -20,25 +20,24 @@
 #include "convert/expand.h"
 #include "formats/ggml_types.h"
 #include "test.h"
+#include "util.h"
 
 /* hidden 128 -> 512: sqrt(H/H') = 1/2, so the rescaled norms and eps are exact in binary */
 static const pf_synth_shape k_big = {"tiny-big", 4, 512, 512, 6, 2, 32, 1024, 2048};
-
-static void tmp_path(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", pf_test_tmpdir(), name); }
 
 /* The small target (tiny, f32) and its expansion, written once per (tied, type, keep_eps). */
 static int make_pair_shape(const pf_synth_shape *shape, bool untied, uint32_t type, bool keep_eps, char *small,
                            char *big, size_t n, pf_expand_info *info) {
     char err[PF_ERR_LEN], name[96];
     snprintf(name, sizeof name, "exp-small-%s.gguf", untied ? "untied" : "tied");
-    tmp_path(small, n, name);
+    test_tmp_path(small, n, name);
     if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_F32, untied, 7, small, err) < 0) {
         printf("    synth: %s\n", err);
         return -1;
     }
     snprintf(name, sizeof name, "exp-big-%d-%s-%s%s.gguf", shape->n_embd, untied ? "untied" : "tied",
              pf_type_info(type)->name, keep_eps ? "-keep" : "");
-    tmp_path(big, n, name);
+    test_tmp_path(big, n, name);
     pf_expand_opts o = {.shape = *shape, .type = type, .seed = 3, .keep_eps = keep_eps};
     if (pf_expand_target(small, big, &o, info, err) < 0) {
         printf("    expand: %s\n", err);
@@ -214,7 +213,7 @@ TEST(expand_q8_0_matches_quantized_small_model) {
     char small[300], big[300], smallq[300], err[PF_ERR_LEN];
     pf_expand_info info;
     CHECK(make_pair(false, PF_TYPE_Q8_0, false, small, big, sizeof small, &info) == 0);
-    tmp_path(smallq, sizeof smallq, "exp-small-tied-q8_0.gguf");
+    test_tmp_path(smallq, sizeof smallq, "exp-small-tied-q8_0.gguf");
     pf_synth_shape sh = *pf_synth_shape_find("tiny");
     CHECK(pf_synth_write(&sh, PF_TYPE_Q8_0, false, 7, smallq, err) == 0);
     pf_model *sm = load(smallq), *bm = load(big);
@@ -296,30 +295,14 @@ TEST(expand_pocket_shape_tensor_shapes) {
 
 /* ---------------------------------------------------------------- drafts */
 
-static float *taps_of(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n) {
-    char err[PF_ERR_LEN];
-    int n_taps;
-    const int *tl = pf_dflash_tap_layers(d, &n_taps);
-    float *taps = malloc((size_t)n * n_taps * m->hp.n_embd * sizeof(float));
-    pf_ctx *c = pf_ctx_new(m, n, 1, NULL, err);
-    pf_batch b = {.tokens = toks, .n = n, .tap_layers = tl, .n_taps = n_taps, .taps = taps};
-    if (!c || pf_forward(c, &b, err) < 0) {
-        printf("    target forward: %s\n", err);
-        free(taps);
-        taps = NULL;
-    }
-    pf_ctx_free(c);
-    return taps;
-}
-
 static void check_draft(int version, bool untied) {
     char small[300], big[300], ds[300], db[300], err[PF_ERR_LEN], name[64];
     pf_expand_info info;
     CHECK(make_pair(untied, PF_TYPE_F32, false, small, big, sizeof small, &info) == 0);
     snprintf(name, sizeof name, "exp-draft-v%d-%d.gguf", version, untied);
-    tmp_path(ds, sizeof ds, name);
+    test_tmp_path(ds, sizeof ds, name);
     snprintf(name, sizeof name, "exp-draft-v%d-%d-big.gguf", version, untied);
-    tmp_path(db, sizeof db, name);
+    test_tmp_path(db, sizeof db, name);
     CHECKF(pf_dflash_synth(small, version, 2, 8, NULL, 0, 11, false, ds, err) == 0, "%s", err);
     if (version == 1) { /* with a Dec head attached (draft/dec.h): its weights must skip the guard too */
         float dw[256], pb[3] = {0.1f, -0.2f, 0.3f};
@@ -347,7 +330,7 @@ static void check_draft(int version, bool untied) {
         enum { N = 14 };
         int32_t toks[N];
         prompt_tokens(toks, N, salt + 40);
-        float *ta = taps_of(sm, a, toks, N), *tb = taps_of(bm, b, toks, N);
+        float *ta = test_target_taps(sm, a, toks, N), *tb = test_target_taps(bm, b, toks, N);
         CHECK(ta && tb);
         pf_dflash_state *sa = pf_dflash_state_new(a, 64, NULL, NULL, err), *sb = pf_dflash_state_new(b, 64, NULL, NULL, err);
         CHECK(sa && sb);
@@ -410,7 +393,7 @@ TEST(expand_rejects_impossible_shapes) {
     char small[300], big[300], err[PF_ERR_LEN];
     pf_expand_info info;
     CHECK(make_pair(false, PF_TYPE_F32, false, small, big, sizeof small, &info) == 0);
-    tmp_path(big, sizeof big, "exp-never.gguf");
+    test_tmp_path(big, sizeof big, "exp-never.gguf");
     struct { pf_synth_shape sh; const char *expect; } cases[] = {
         {*pf_synth_shape_find("pocket"), "head_dim"},                          /* heads of 64 vs tiny's 32 */
         {{"s", 1, 256, 768, 6, 2, 32, 1024, 2048}, "smaller than the source: layers"},

@@ -7,19 +7,7 @@
 #include "formats/gguf.h"
 #include "formats/quant.h"
 #include "test.h"
-
-static char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    if (fread(b, 1, (size_t)sz, f) != (size_t)sz) { free(b); fclose(f); return NULL; }
-    fclose(f);
-    *n = (size_t)sz;
-    return b;
-}
+#include "util.h"
 
 static const uint32_t k_types[] = {PF_TYPE_F32, PF_TYPE_F16, PF_TYPE_BF16, PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
@@ -133,15 +121,20 @@ TEST(gguf_round_trip_all_types) {
     for (size_t i = 0; i < N_TYPES; i++) free(blobs[i]);
 }
 
+/* The bytes of a sample file written to pf_test_tmpdir()/name (malloc'd), or NULL. */
+static char *sample_bytes(const char *name, size_t *n) {
+    char path[300];
+    void *blobs[N_TYPES];
+    test_tmp_path(path, sizeof path, name);
+    if (write_sample(path, blobs) != 0) return NULL;
+    for (size_t i = 0; i < N_TYPES; i++) free(blobs[i]);
+    return test_slurp(path, n);
+}
+
 /* Every prefix of a valid file is rejected (or, if it still holds everything, accepted). */
 TEST(gguf_truncated_rejected) {
-    char path[300];
-    snprintf(path, sizeof path, "%s/trunc.gguf", pf_test_tmpdir());
-    void *blobs[N_TYPES];
-    CHECK(write_sample(path, blobs) == 0);
-    for (size_t i = 0; i < N_TYPES; i++) free(blobs[i]);
     size_t n;
-    char *buf = read_all(path, &n);
+    char *buf = sample_bytes("trunc.gguf", &n);
     CHECK(buf);
     char err[PF_ERR_LEN];
     gguf_file *full = gguf_parse(buf, n, "full", err);
@@ -229,7 +222,7 @@ TEST(gguf_corrupt_tensor_infos) {
     CHECK(gguf_w_write(w, path, err) == 0);
     gguf_writer_free(w);
     size_t n;
-    char *buf = read_all(path, &n);
+    char *buf = test_slurp(path, &n);
     CHECK(buf);
     /* locate the tensor info: after the single kv */
     char *ti = memmem(buf, n, "\x01\0\0\0\0\0\0\0w", 9);
@@ -264,13 +257,8 @@ TEST(gguf_corrupt_tensor_infos) {
 
 /* Random byte flips in a valid file: never a crash (ASan build checks the reads). */
 TEST(gguf_random_corruption_no_crash) {
-    char path[300];
-    snprintf(path, sizeof path, "%s/flip.gguf", pf_test_tmpdir());
-    void *blobs[N_TYPES];
-    CHECK(write_sample(path, blobs) == 0);
-    for (size_t i = 0; i < N_TYPES; i++) free(blobs[i]);
     size_t n;
-    char *buf = read_all(path, &n);
+    char *buf = sample_bytes("flip.gguf", &n);
     CHECK(buf);
     uint64_t s = 12345;
     char err[PF_ERR_LEN];

@@ -11,6 +11,7 @@
 #include "formats/quant.h"
 #include "kernels/kernels.h"
 #include "test.h"
+#include "util.h"
 
 /* ---- helpers ---- */
 
@@ -92,6 +93,32 @@ static double *magnitudes(const pf_weight *W, const void *act, int B) {
 
 /* ---- CPU and dispatch ---- */
 
+/* The best level without PF_KERNELS, and PF_KERNELS=L capping at L: the best supported level of
+ * this build not above it (scalar at worst); a level another architecture's build has is ignored
+ * (best level). Sets PF_KERNELS; the caller restores it. */
+static void check_level_caps(void) {
+    unsetenv("PF_KERNELS");
+    pf_level best_uncapped = pf_best_level();
+    CHECK(pf_level_supported(best_uncapped));
+    CHECK(pf_kernels_best() == pf_kernels_get(best_uncapped));
+    /* make test-arm64 names the level each qemu CPU model must get */
+    const char *expect = getenv("PF_EXPECT_LEVEL");
+    if (expect) CHECKF(strcmp(expect, pf_level_name(best_uncapped)) == 0, "best level %s, expected %s",
+                       pf_level_name(best_uncapped), expect);
+    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
+        setenv("PF_KERNELS", pf_level_name((pf_level)l), 1);
+        pf_level want = best_uncapped;
+        if (pf_level_built((pf_level)l)) {
+            want = PF_LEVEL_SCALAR;
+            for (int m = 1; m <= l; m++)
+                if (pf_level_supported((pf_level)m)) want = (pf_level)m;
+        }
+        CHECKF(pf_best_level() == want, "PF_KERNELS=%s: %s, expected %s", pf_level_name((pf_level)l),
+               pf_level_name(pf_best_level()), pf_level_name(want));
+        if (!pf_level_built((pf_level)l)) CHECK(!pf_level_supported((pf_level)l) && !pf_kernels_get((pf_level)l));
+    }
+}
+
 TEST(kernels_cpu_levels) {
     const pf_cpu_features *f = pf_cpu();
     CHECK(f != NULL);
@@ -111,35 +138,10 @@ TEST(kernels_cpu_levels) {
            "i8mm=%d -> %s\n",
            f->avx2, f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni,
            f->avx512bf16, f->amx_tile, f->neon, f->dotprod, f->i8mm, pf_level_name(pf_best_level()));
-
-    const char *old = getenv("PF_KERNELS");
-    char saved[32] = "";
-    if (old) snprintf(saved, sizeof saved, "%s", old);
-    pf_level best_uncapped;
-    unsetenv("PF_KERNELS");
-    best_uncapped = pf_best_level();
-    CHECK(pf_level_supported(best_uncapped));
-    CHECK(pf_kernels_best() == pf_kernels_get(best_uncapped));
-    /* make test-arm64 names the level each qemu CPU model must get */
-    const char *expect = getenv("PF_EXPECT_LEVEL");
-    if (expect) CHECKF(strcmp(expect, pf_level_name(best_uncapped)) == 0, "best level %s, expected %s",
-                       pf_level_name(best_uncapped), expect);
-    /* PF_KERNELS=L caps at L: the best supported level of this build not above it (scalar at
-     * worst); a level another architecture's build has is ignored (best level) */
-    for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-        setenv("PF_KERNELS", pf_level_name((pf_level)l), 1);
-        pf_level want = best_uncapped;
-        if (pf_level_built((pf_level)l)) {
-            want = PF_LEVEL_SCALAR;
-            for (int m = 1; m <= l; m++)
-                if (pf_level_supported((pf_level)m)) want = (pf_level)m;
-        }
-        CHECKF(pf_best_level() == want, "PF_KERNELS=%s: %s, expected %s", pf_level_name((pf_level)l),
-               pf_level_name(pf_best_level()), pf_level_name(want));
-        if (!pf_level_built((pf_level)l)) CHECK(!pf_level_supported((pf_level)l) && !pf_kernels_get((pf_level)l));
-    }
-    if (old) setenv("PF_KERNELS", saved, 1);
-    else unsetenv("PF_KERNELS");
+    test_env saved;
+    test_env_save(&saved, "PF_KERNELS");
+    check_level_caps();
+    test_env_restore(&saved);
 }
 
 TEST(kernels_act_row_bytes) {
@@ -236,7 +238,7 @@ TEST(kernels_gemm_levels_vs_scalar) {
                     gemm_all(ks, &W, act, B, yref);
                     int ok = 1;
                     for (int l = 0; l < PF_LEVEL_COUNT && ok; l++) {
-                        const pf_kernels *k = pf_kernels_get((pf_level)l);
+                        const pf_kernels *k = test_kernels(l);
                         if (!k) continue;
                         gemm_all(k, &W, act, B, y);
                         for (int64_t i = 0; i < B * rows && ok; i++) {
@@ -255,7 +257,7 @@ TEST(kernels_gemm_levels_vs_scalar) {
                     if (!ok) return;
                 }
     for (int l = 1; l < PF_LEVEL_COUNT; l++)
-        if (pf_kernels_get((pf_level)l))
+        if (!*test_level_missing(l))
             printf("    %s vs scalar: worst |diff| / sum|w x| = %.2e\n", pf_level_name((pf_level)l),
                    worst[l]);
 }
@@ -320,7 +322,7 @@ TEST(kernels_gemm_quant_exact_integer) {
             pf_weight W = {data, type, rows, cols, rb, NULL};
             float *y = malloc((size_t)B * rows * sizeof(float));
             for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                const pf_kernels *k = test_kernels(l);
                 if (!k) continue;
                 gemm_all(k, &W, act, B, y);
                 for (int64_t i = 0; i < B * rows; i++)
@@ -345,7 +347,7 @@ TEST(kernels_gemm_q8_0_vs_double) {
         void *act = make_act(PF_TYPE_Q8_0, cols, B, 17 + ci, NULL);
         float *y = malloc((size_t)B * rows * sizeof(float));
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             gemm_all(k, &W, act, B, y);
             for (int b = 0; b < B; b++)
@@ -389,7 +391,7 @@ TEST(kernels_gemm_batch_invariance) {
             float *y1 = malloc((size_t)B * rows * sizeof(float));
             float *yp = malloc((size_t)B * rows * sizeof(float));
             for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                const pf_kernels *k = test_kernels(l);
                 if (!k) continue;
                 gemm_all(k, &W, act, B, yb);
                 for (int b = 0; b < B; b++)
@@ -417,7 +419,7 @@ TEST(kernels_gemm_batch_invariance) {
 TEST(kernels_gemm_empty_rows) {
     static char dummy[64];
     for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        const pf_kernels *k = test_kernels(l);
         if (!k) continue;
         for (int t = 0; t < N_TYPES; t++) {
             pf_weight W = {dummy, k_types[t], 3, 0, 0, NULL};
@@ -444,7 +446,7 @@ TEST(kernels_gemm_long_rows) {
         float *y1 = malloc((size_t)B * rows * sizeof(float));
         gemm_all(ks, &W, act, B, yref);
         for (int l = 1; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             gemm_all(k, &W, act, B, y);
             for (int b = 0; b < B; b++)
@@ -465,12 +467,19 @@ TEST(kernels_gemm_long_rows) {
  * super-chunks, B from 1 to 17. The two levels run the same float ops per block (kernels_avx2.c),
  * so where both run their results are compared bit for bit too. */
 TEST(kernels_gemm_packed_bitwise) {
-    const pf_kernels *k2 = pf_kernels_get(PF_LEVEL_AVX2), *k5 = pf_kernels_get(PF_LEVEL_AVX512);
-    if (!k2) {
-        printf("    no AVX2 on this CPU: the x86 packed layout is not used here\n");
-        CHECK(!pf_pack_wanted(PF_TYPE_Q4_1) || pf_kernels_best()->level == PF_LEVEL_I8MM); /* ARM64: its own */
+    if (!pf_level_built(PF_LEVEL_AVX2)) { /* ARM64: the i8mm level packs its own layout (tested below) */
+        CHECK(!pf_pack_wanted(PF_TYPE_Q4_1) || pf_kernels_best()->level == PF_LEVEL_I8MM);
         return;
     }
+    if (!pf_level_supported(PF_LEVEL_AVX2)) CHECK(!pf_pack_wanted(PF_TYPE_Q4_1));
+    if (*test_level_missing(PF_LEVEL_AVX2)) {
+        char why[160];
+        snprintf(why, sizeof why, "avx2 %s; the packed layout is read by avx2 and avx512 only",
+                 test_level_missing(PF_LEVEL_AVX2));
+        pf_test_skip_level(why);
+        return;
+    }
+    const pf_kernels *k2 = pf_kernels_get(PF_LEVEL_AVX2), *k5 = test_kernels(PF_LEVEL_AVX512);
     static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
     static const int64_t shapes[][2] = {{1, 64}, {5, 96}, {16, 32}, {17, 256}, {40, 128}, {53, 32 * 1100}};
     static const int64_t ranges[][2] = {{0, -1}, {3, -1}, {0, 7}, {5, 21}, {17, 35}, {10, 13}};
@@ -516,6 +525,7 @@ TEST(kernels_gemm_packed_bitwise) {
         }
     printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched), %d avx2 == avx512\n",
            compared, across);
+    CHECKF(compared > 0 && (!k5 || across > 0), "compared %d packed calls, %d across levels", compared, across);
 }
 
 /* Weights between two PROT_NONE pages (the matrix ends exactly at the second one): every level
@@ -545,7 +555,7 @@ TEST(kernels_gemm_guard_pages) {
             size_t stride = pf_act_row_bytes(type, cols);
             float *yf = malloc((size_t)B * rows * sizeof(float)), *yp = malloc((size_t)B * rows * sizeof(float));
             for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                const pf_kernels *k = test_kernels(l);
                 if (!k) continue;
                 k->gemm[type](&W, act, stride, B, yf, rows, 0, rows);
                 int64_t cuts[][2] = {{0, 1}, {0, 5}, {1, 3}, {rows - 3, rows}, {rows - 1, rows}, {rows / 2, rows}};
@@ -565,7 +575,7 @@ TEST(kernels_gemm_guard_pages) {
             memmove(data2, data, bytes);
             W.data = data2;
             for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                const pf_kernels *k = test_kernels(l);
                 if (!k) continue;
                 k->gemm[type](&W, act, stride, B, yf, rows, 0, rows);
                 k->gemm[type](&W, act, stride, B, yp, rows, 0, rows < 5 ? rows : 5);
@@ -595,7 +605,7 @@ TEST(kernels_matmul_pool_invariance) {
             float *yd = malloc((size_t)B * ldy * sizeof(float));
             float *ym = malloc((size_t)B * ldy * sizeof(float));
             for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-                const pf_kernels *k = pf_kernels_get((pf_level)l);
+                const pf_kernels *k = test_kernels(l);
                 if (!k) continue;
                 memset(yd, 0, (size_t)B * ldy * sizeof(float));
                 k->gemm[type](&W, act, pf_act_row_bytes(type, cols), B, yd, ldy, 0, rows);
@@ -634,7 +644,7 @@ TEST(kernels_matmul_n_equals_gemm) {
         }
         void *act = make_act(type, cols, B, 1200 + t, NULL);
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             for (int i = 0; i < 3; i++)
                 k->gemm[type](W[i], act, pf_act_row_bytes(type, cols), B, yd[i], ldy[i], 0, rows[i]);
@@ -673,7 +683,7 @@ TEST(kernels_quantize_act_bitwise) {
     pf_quantize_row_q8_act(x, ref, n);
     CHECK(ref[1].d == 1.0f && ref[1].qs[2] == -14 && ref[1].qs[31] == 16 && ref[1].qs[1] == -127);
     for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        const pf_kernels *k = test_kernels(l);
         if (!k) continue;
         memset(y, 0x5a, (size_t)n / 32 * sizeof *y);
         k->quantize_act(x, y, n);
@@ -698,7 +708,7 @@ TEST(kernels_rmsnorm_swiglu_vs_scalar) {
         fill(w, n, 2.0f, &s);
         fill(u, n, 3.0f, &s);
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             /* rmsnorm: same formula, only the double sum order differs */
             ks->rmsnorm(x, w, n, 1e-6f, ref);
@@ -736,7 +746,7 @@ TEST(kernels_rmsnorm_vs_double) {
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
     double inv = 1.0 / sqrt(ss / n + 1e-6);
     for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        const pf_kernels *k = test_kernels(l);
         if (!k) continue;
         k->rmsnorm(x, w, n, 1e-6f, out);
         for (int64_t i = 0; i < n; i++) {
@@ -760,7 +770,7 @@ TEST(kernels_axpy_f16_vs_scalar) {
         memcpy(yr, y0, sizeof y0);
         ks->axpy_f16(0.37f, b, yr, n);
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             memcpy(y, y0, sizeof y0);
             k->axpy_f16(0.37f, b, y, n);
@@ -799,7 +809,7 @@ TEST(kernels_f32_to_f16_bitwise) {
     memcpy(&x[sizeof special / sizeof special[0]], &payload_nan, 4);
     for (int i = 0; i < N; i++) ref[i] = pf_fp32_to_fp16(x[i]);
     for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        const pf_kernels *k = test_kernels(l);
         if (!k) continue;
         for (int n = 0; n <= 40; n++) { /* every tail length */
             memset(got, 0xab, 48 * sizeof(pf_half));
@@ -837,7 +847,7 @@ TEST(kernels_argmax_first_above_levels) {
         if (kind == 2 && n > 1) x[n - 1] = 5.0f; /* the maximum in the tail */
         int32_t ref = pf_kernels_get(PF_LEVEL_SCALAR)->argmax(x, n);
         for (int l = 1; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             int32_t got = k->argmax(x, n);
             CHECKF(got == ref, "%s n=%lld kind %d: %d, scalar %d", k->name, (long long)n, kind, got, ref);
@@ -851,7 +861,7 @@ TEST(kernels_argmax_first_above_levels) {
         float t = round % 5 == 0 ? 0.999f : round % 5 == 1 ? 2.0f : rng_unit(&s);
         int64_t ref = pf_kernels_get(PF_LEVEL_SCALAR)->first_above(x, n, t);
         for (int l = 1; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             int64_t got = k->first_above(x, n, t);
             CHECKF(got == ref, "%s first_above n=%lld t=%g: %lld, scalar %lld", k->name, (long long)n, t,
@@ -1020,7 +1030,7 @@ TEST(kernels_attention_vs_double) {
         free(Kf), free(Vf);
         float *out = malloc((size_t)c->B * ldo * sizeof(float));
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             for (int pi = 0; pi < 2; pi++) {
                 pf_attention(k, pi ? pool : NULL, q, ldq, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs,
@@ -1058,7 +1068,7 @@ TEST(kernels_attention_batch_invariance) {
         float *ob = malloc((size_t)c->B * ld * sizeof(float)), *o1 = malloc((size_t)c->B * ld * sizeof(float));
         float *o3 = malloc((size_t)c->B * ld * sizeof(float));
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             pf_attention(k, pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs, c->pos0, n_keys,
                          1, c->window, ob, ld);
@@ -1107,7 +1117,7 @@ TEST(kernels_arm_levels_bitwise_scalar) {
                 float *yref = malloc((size_t)B * rows * sizeof(float)), *y = malloc((size_t)B * rows * sizeof(float));
                 gemm_all(ks, &W, act, B, yref);
                 for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) {
-                    const pf_kernels *k = pf_kernels_get((pf_level)l);
+                    const pf_kernels *k = test_kernels(l);
                     if (!k) continue;
                     gemm_all(k, &W, act, B, y);
                     CHECKF(memcmp(y, yref, (size_t)B * rows * sizeof(float)) == 0, "%s %s rows=%lld B=%d: not the scalar bits",
@@ -1127,7 +1137,7 @@ TEST(kernels_arm_levels_bitwise_scalar) {
     fill(q, c.B * ld, 1.5f, &s);
     pf_attention(ks, NULL, q, ld, c.B, c.n_head, c.n_kv, c.hd, Kc, Vc, hs, c.pos0, n_keys, 1, 0, oref, ld);
     for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) {
-        const pf_kernels *k = pf_kernels_get((pf_level)l);
+        const pf_kernels *k = test_kernels(l);
         if (!k) continue;
         pf_attention(k, NULL, q, ld, c.B, c.n_head, c.n_kv, c.hd, Kc, Vc, hs, c.pos0, n_keys, 1, 0, o, ld);
         int64_t bad = -1;
@@ -1138,6 +1148,7 @@ TEST(kernels_arm_levels_bitwise_scalar) {
     }
     free(K), free(V), free(Kc), free(Vc), free(q), free(oref), free(o);
     printf("    %d quantized gemm calls and the f16 attention bitwise the scalar level\n", compared);
+    CHECKF(compared > 0 || *test_level_missing(PF_LEVEL_NEON), "no ARM level compared");
 }
 
 /* The ARM64 i8mm gemm on its packed layout (kernels/arm/repack_i8mm.c: groups of 4 rows, SMMLA
@@ -1148,11 +1159,13 @@ TEST(kernels_arm_levels_bitwise_scalar) {
  * Packed == GGUF layout == scalar, bit for bit, rows outside the range untouched. Where i8mm does
  * not run (x86, other ARM64 cores) the test says so and returns. */
 TEST(kernels_gemm_i8mm_packed_bitwise) {
-    const pf_kernels *ki = pf_kernels_get(PF_LEVEL_I8MM);
-    if (!ki) {
-        printf("    no i8mm level on this CPU: its packed layout is not used here\n");
+    if (*test_level_missing(PF_LEVEL_I8MM)) {
+        char why[160];
+        snprintf(why, sizeof why, "i8mm %s; its packed layout is read by i8mm only", test_level_missing(PF_LEVEL_I8MM));
+        pf_test_skip_level(why);
         return;
     }
+    const pf_kernels *ki = pf_kernels_get(PF_LEVEL_I8MM);
 #ifdef __aarch64__ /* the i8mm packer is built on ARM64 only */
     const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
     CHECK(pf_pack_wanted(PF_TYPE_Q4_1) == (pf_kernels_best()->level == PF_LEVEL_I8MM));
@@ -1192,6 +1205,9 @@ TEST(kernels_gemm_i8mm_packed_bitwise) {
             free((void *)W.data), free(packed), free(act), free(yr), free(y0), free(y1);
         }
     printf("    %d i8mm gemm calls, packed and GGUF layout, bitwise the scalar level\n", compared);
+    CHECKF(compared > 0, "no i8mm gemm compared");
+#else
+    (void)ki;
 #endif
 }
 
@@ -1284,7 +1300,7 @@ TEST(kernels_attention_q8) {
         free(qr);
         float *oscal = malloc((size_t)c->B * ld * sizeof(float)); /* the scalar level's output */
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
-            const pf_kernels *k = pf_kernels_get((pf_level)l);
+            const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             for (int pi = 0; pi < 2; pi++) {
                 pf_attention_q8(k, pi ? pool3 : pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, qc.K, qc.V, qc.ks, qc.vs,

@@ -1,36 +1,63 @@
-/* Test runner: runs every registered test (or those whose name contains argv[1]) and prints
- * "N passed, N failed, N skipped" as its last line. A test that skips (a fixture of ../shared is
- * absent) is reported by name; under CI=true it counts as a failure, so CI cannot lose it. */
+/* Test runner: runs every registered test, or those whose name or file contains one of the
+ * arguments, and prints "N passed, N failed, N skipped" as its last line.
+ *
+ * Each test runs in a child process (fork), so a crash, an abort or an exit inside a test is a
+ * failure of that test by name and the run goes on to the summary; nothing a test changes in its
+ * process (environment, static state) reaches the next one. PF_TEST_FORK=0 runs the tests in the
+ * runner's own process (for a debugger). The runner prints "run  NAME" before a test starts, so a
+ * hang names its test too.
+ *
+ * A test that skips (a fixture of ../shared is absent) is reported by name; under CI=true it counts
+ * as a failure, so CI cannot lose it. A part of a test that did not run (a kernel level the CPU
+ * lacks) is reported as "skip NAME[PART]" and counted as a skip; neither it nor a whole test skipped
+ * for want of a kernel level is a failure under CI=true, since the machine, not the tree, lacks it.
+ * An argument that selects no test, and a test table too small for the registered tests, are
+ * errors. */
 #include "test.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#ifndef MAX_TESTS
 #define MAX_TESTS 1024
+#endif
+#define MAX_PARTS 16 /* distinct skipped parts one test reports */
 
 typedef struct { const char *name, *file; pf_test_fn fn; } test_entry;
 static test_entry g_tests[MAX_TESTS];
-static int g_n, g_cur_failed;
-static char g_cur_skip[256]; /* reason, when the current test skipped */
-static const char *g_self;
+static int g_n, g_dropped;
+static const char *g_self, *g_cur_name;
+
+/* What a test reports to the runner; shared memory, so a forked test's child can write it. */
+typedef struct {
+    int done;        /* the test function returned */
+    int failed;      /* a CHECK failed */
+    int n_parts;     /* parts reported skipped */
+    char skip[256];  /* reason, when the whole test skipped */
+    int skip_level;  /* ... for want of a kernel level (not a failure under CI=true) */
+    char parts[MAX_PARTS][64];
+} test_outcome;
+static test_outcome *g_out;
 
 void pf_test_register(const char *name, pf_test_fn fn, const char *file) {
-    if (g_n < MAX_TESTS) {
-        g_tests[g_n].name = name;
-        g_tests[g_n].fn = fn;
-        g_tests[g_n].file = file;
-        g_n++;
+    if (g_n == MAX_TESTS) {
+        g_dropped++;
+        return;
     }
+    g_tests[g_n++] = (test_entry){name, file, fn};
 }
 
 void pf_test_fail(const char *file, int line, const char *msg) {
     printf("    FAIL %s:%d: %s\n", file, line, msg);
     fflush(stdout);
-    g_cur_failed = 1;
+    g_out->failed = 1;
 }
 
 void pf_test_failf(const char *file, int line, const char *fmt, ...) {
@@ -42,7 +69,7 @@ void pf_test_failf(const char *file, int line, const char *fmt, ...) {
     pf_test_fail(file, line, msg);
 }
 
-int pf_test_failed(void) { return g_cur_failed; }
+int pf_test_failed(void) { return g_out->failed; }
 
 const char *pf_test_tmpdir(void) {
     static char dir[256];
@@ -64,7 +91,21 @@ int pf_test_shared_has(const char *rel) {
     return access(path, R_OK) == 0;
 }
 
-void pf_test_skip(const char *reason) { snprintf(g_cur_skip, sizeof g_cur_skip, "%s", reason); }
+void pf_test_skip(const char *reason) { snprintf(g_out->skip, sizeof g_out->skip, "%s", reason); }
+
+void pf_test_skip_level(const char *reason) {
+    pf_test_skip(reason);
+    g_out->skip_level = 1;
+}
+
+void pf_test_skip_part(const char *part, const char *reason) {
+    for (int i = 0; i < g_out->n_parts && i < MAX_PARTS; i++)
+        if (!strcmp(g_out->parts[i], part)) return;
+    if (g_out->n_parts < MAX_PARTS) snprintf(g_out->parts[g_out->n_parts], sizeof g_out->parts[0], "%s", part);
+    g_out->n_parts++;
+    printf("skip %s[%s] (%s)\n", g_cur_name, part, reason);
+    fflush(stdout);
+}
 
 const char *pf_test_self(void) { return g_self; }
 
@@ -74,31 +115,105 @@ static int cmp_tests(const void *a, const void *b) {
     return c ? c : strcmp(x->name, y->name);
 }
 
+static int selected(const test_entry *t, char **filters, int n_filters) {
+    if (!n_filters) return 1;
+    for (int i = 0; i < n_filters; i++)
+        if (strstr(t->name, filters[i]) || strstr(t->file, filters[i])) return 1;
+    return 0;
+}
+
+/* Runs one test, in a child process unless in_process; returns its wait status (0 in process). */
+static int run_test(const test_entry *t, int in_process) {
+    g_cur_name = t->name;
+    memset(g_out, 0, sizeof *g_out);
+    if (in_process) {
+        t->fn();
+        g_out->done = 1;
+        return 0;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        t->fn();
+        g_out->done = 1;
+        exit(0); /* exit, not _exit: buffers flush and a sanitizer's exit-time checks run */
+    }
+    if (pid < 0) {
+        printf("    FAIL fork: %s\n", strerror(errno));
+        g_out->failed = 1;
+        return 0;
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    return st;
+}
+
+/* The way a test's process ended, when that alone fails it; "" when it ended normally. */
+static void abnormal_end(int st, char *why, size_t n) {
+    const char *when = g_out->done ? "after the test returned" : "inside the test";
+    if (WIFSIGNALED(st))
+        snprintf(why, n, "killed by signal %d (%s) %s", WTERMSIG(st), strsignal(WTERMSIG(st)), when);
+    else if (WIFEXITED(st) && (WEXITSTATUS(st) != 0 || !g_out->done))
+        snprintf(why, n, "exited with status %d %s", WEXITSTATUS(st), when);
+    else
+        why[0] = 0;
+}
+
 int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
-    const char *ci = getenv("CI");
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a crashing test loses none of the lines it printed */
+    char **filters = argv + 1;
+    int n_filters = argc - 1;
+    const char *ci = getenv("CI"), *fork_env = getenv("PF_TEST_FORK");
     int strict = ci && !strcmp(ci, "true");
+    int in_process = fork_env && !strcmp(fork_env, "0");
     g_self = argv[0];
+    if (g_dropped) {
+        printf("error: %d tests do not fit the runner's table (MAX_TESTS %d in tests/test_main.c)\n", g_dropped,
+               MAX_TESTS);
+        printf("0 passed, %d failed, 0 skipped\n", g_dropped);
+        return 1;
+    }
+    g_out = mmap(NULL, sizeof *g_out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_out == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    pf_test_tmpdir(); /* made here, so every test's process shares it */
     qsort(g_tests, (size_t)g_n, sizeof g_tests[0], cmp_tests);
     int passed = 0, failed = 0, skipped = 0;
+    for (int f = 0; f < n_filters; f++) {
+        int any = 0;
+        for (int i = 0; i < g_n && !any; i++) any = selected(&g_tests[i], filters + f, 1);
+        if (!any) {
+            printf("FAIL no test's name or file contains '%s'\n", filters[f]);
+            failed++;
+        }
+    }
     for (int i = 0; i < g_n; i++) {
-        if (filter && !strstr(g_tests[i].name, filter) && !strstr(g_tests[i].file, filter)) continue;
+        const test_entry *t = &g_tests[i];
+        if (!selected(t, filters, n_filters)) continue;
+        printf("run  %s\n", t->name);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        g_cur_failed = 0;
-        g_cur_skip[0] = 0;
-        g_tests[i].fn();
+        int st = run_test(t, in_process);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-        if (g_cur_skip[0] && !g_cur_failed) {
-            printf("%s %-48s (%s%s)\n", strict ? "FAIL" : "skip", g_tests[i].name, strict ? "skipped under CI=true: " : "",
-                   g_cur_skip);
-            if (strict) failed++; else skipped++;
+        char why[160];
+        abnormal_end(st, why, sizeof why);
+        skipped += g_out->n_parts;
+        if (why[0]) {
+            printf("FAIL %-48s %8.1f ms (%s)\n", t->name, ms, why);
+            failed++;
+        } else if (g_out->skip[0] && !g_out->failed) {
+            int fail = strict && !g_out->skip_level;
+            printf("%s %-48s (%s%s)\n", fail ? "FAIL" : "skip", t->name, fail ? "skipped under CI=true: " : "",
+                   g_out->skip);
+            if (fail) failed++; else skipped++;
         } else {
-            printf("%s %-48s %8.1f ms\n", g_cur_failed ? "FAIL" : "ok  ", g_tests[i].name, ms);
-            if (g_cur_failed) failed++; else passed++;
+            printf("%s %-48s %8.1f ms\n", g_out->failed ? "FAIL" : "ok  ", t->name, ms);
+            if (g_out->failed) failed++; else passed++;
         }
-        fflush(stdout);
     }
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", pf_test_tmpdir());

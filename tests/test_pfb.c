@@ -16,6 +16,7 @@
 #include "formats/ggml_types.h"
 #include "formats/pfb.h"
 #include "test.h"
+#include "util.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
 
@@ -49,29 +50,6 @@ static const fixture *fix(void) {
     return &f;
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(*n ? *n : 1);
-    if (b && fread(b, 1, *n, f) != *n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    return b;
-}
-
-typedef struct { int32_t toks[256]; int n; } seq;
-
-static int on_tok(void *u, int32_t t) {
-    seq *s = u;
-    if (s->n < 256) s->toks[s->n++] = t;
-    return 0;
-}
-
 static void prompt_of(int i, int32_t *p, int *n, int V) {
     *n = 4 + i % 9;
     uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 7);
@@ -83,7 +61,7 @@ static void prompt_of(int i, int32_t *p, int *n, int V) {
 
 /* Greedy tokens of `m` for prompt i, plain (spec NULL) or with a dflash drafter (draft_path NULL =
  * the one bundled with m). */
-static int gen(pf_model *m, const char *spec, const char *draft_path, int i, seq *out, char *err) {
+static int gen(pf_model *m, const char *spec, const char *draft_path, int i, test_seq *out, char *err) {
     pf_session_params sp = {.n_threads = 1, .n_ctx = 128};
     pf_session *s = pf_session_new(m, &sp, err);
     if (!s) return -1;
@@ -103,7 +81,7 @@ static int gen(pf_model *m, const char *spec, const char *draft_path, int i, seq
     int np;
     prompt_of(i, p, &np, m->hp.n_vocab);
     out->n = 0;
-    rc = pf_generate_tokens(s, p, np, &gp, on_tok, out, NULL, err) == PF_OK ? 0 : -1;
+    rc = pf_generate_tokens(s, p, np, &gp, test_seq_push, out, NULL, err) == PF_OK ? 0 : -1;
 done:
     pf_spec_free(sx);
     pf_drafter_free(d);
@@ -122,7 +100,7 @@ TEST(pfb_bundle_output_equals_gguf_files) {
     const void *prof = pfb_profile(mb->bundle, &plen);
     CHECK(prof && plen == strlen(k_profile) && !memcmp(prof, k_profile, plen));
     for (int i = 0; i < 6; i++) {
-        seq a, b, c, d;
+        test_seq a, b, c, d;
         CHECKF(gen(mg, NULL, NULL, i, &a, err) == 0, "%s", err);
         CHECKF(gen(mb, NULL, NULL, i, &b, err) == 0, "%s", err);
         CHECKF(gen(mg, "dflash", f->draft, i, &c, err) == 0, "%s", err);
@@ -145,13 +123,17 @@ TEST(pfb_bundle_output_equals_gguf_files) {
     pf_model_free(mb);
 }
 
+/* The fixture's bundle as bytes (malloc'd), or NULL. */
+static uint8_t *bundle_bytes(size_t *n) {
+    const fixture *f = fix();
+    return f ? (uint8_t *)test_slurp(f->bundle, n) : NULL;
+}
+
 /* Bits of the file every single flip of which is tried: header, table, metadata and profile
  * sections, and every padding byte; tensor sections get a deterministic sample. */
 TEST(pfb_every_bit_flip_detected) {
-    const fixture *f = fix();
-    CHECK(f);
     size_t n;
-    uint8_t *buf = slurp(f->bundle, &n);
+    uint8_t *buf = bundle_bytes(&n);
     CHECK(buf);
     char err[PF_ERR_LEN];
     pfb_bundle *b = pfb_parse(buf, n, "flip.pfb", err);
@@ -210,10 +192,8 @@ TEST(pfb_every_bit_flip_detected) {
 }
 
 TEST(pfb_truncated_rejected) {
-    const fixture *f = fix();
-    CHECK(f);
     size_t n;
-    uint8_t *buf = slurp(f->bundle, &n);
+    uint8_t *buf = bundle_bytes(&n);
     CHECK(buf);
     char err[PF_ERR_LEN];
     int tried = 0;
@@ -251,10 +231,8 @@ static void reseal(uint8_t *buf) {
 static uint8_t *entry(uint8_t *buf, int i) { return buf + PFB_HEADER_SIZE + (size_t)i * PFB_ENTRY_SIZE; }
 
 TEST(pfb_structural_errors_named) {
-    const fixture *f = fix();
-    CHECK(f);
-    size_t n;
-    uint8_t *orig = slurp(f->bundle, &n), *buf = malloc(n);
+    size_t n = 0;
+    uint8_t *orig = bundle_bytes(&n), *buf = malloc(n ? n : 1);
     CHECK(orig && buf);
     char err[PF_ERR_LEN];
     struct { const char *what, *expect; } cases[] = {
@@ -306,76 +284,53 @@ TEST(pfb_structural_errors_named) {
 
 /* ---- the CLI ---- */
 
-static int sh(const char *cmd, char *out, size_t out_n) {
-    char full[3000], po[300];
-    snprintf(po, sizeof po, "%s/pfb-cli.out", pf_test_tmpdir());
-    snprintf(full, sizeof full, "( %s ) >%s 2>&1 </dev/null", cmd, po);
-    int st = system(full);
-    FILE *f = fopen(po, "rb");
-    size_t k = f ? fread(out, 1, out_n - 1, f) : 0;
-    out[k] = 0;
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static const char *cli(void) {
-    const char *c = getenv("PF_CLI");
-    return c ? c : "./pocketflash";
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
 TEST(pfb_cli_pack_verify_run) {
     const fixture *f = fix();
     CHECK(f);
     const char *d = pf_test_tmpdir();
     char cmd[2000], o[65536], ref[8192], got[8192];
     snprintf(cmd, sizeof cmd, "printf '%%s' '%s' > %s/prof.json && %s pack -m %s -d %s --profile %s/prof.json -o %s/cli.pfb",
-             k_profile, d, cli(), f->target, f->draft, d, d);
-    CHECKF(sh(cmd, o, sizeof o) == 0, "pack: %s", o);
+             k_profile, d, test_cli(), f->target, f->draft, d, d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 0, "pack: %s", o);
     CHECK(strstr(o, "blk.0.attn_q.weight") && strstr(o, "zstd") && strstr(o, "compression ratio"));
-    snprintf(cmd, sizeof cmd, "%s verify %s/cli.pfb", cli(), d);
-    CHECKF(sh(cmd, o, sizeof o) == 0 && strstr(o, "ok, 41 sections"), "verify: %s", o);
+    snprintf(cmd, sizeof cmd, "%s verify %s/cli.pfb", test_cli(), d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 0 && strstr(o, "ok, 41 sections"), "verify: %s", o);
     /* greedy: the bundle (its draft used by default) gives the GGUF files' text */
-    snprintf(cmd, sizeof cmd, "%s run -m %s -d %s -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", cli(), f->target, f->draft);
-    CHECK(sh(cmd, ref, sizeof ref) == 0);
-    snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb -p 'the bundle' -n 24 --ignore-eos --stats", cli(), d);
-    CHECK(sh(cmd, o, sizeof o) == 0 && strstr(o, "speculation:")); /* the bundled draft speculates */
+    snprintf(cmd, sizeof cmd, "%s run -m %s -d %s -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", test_cli(), f->target, f->draft);
+    CHECK(test_run(cmd, ref, sizeof ref, NULL, 0) == 0);
+    snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb -p 'the bundle' -n 24 --ignore-eos --stats", test_cli(), d);
+    CHECK(test_run(cmd, o, sizeof o, NULL, 0) == 0 && strstr(o, "speculation:")); /* the bundled draft speculates */
     /* detection is by magic: the same bundle under a .gguf name, plain decoding by --spec ar */
     snprintf(cmd, sizeof cmd, "cp %s/cli.pfb %s/looks-like.gguf && %s run -m %s/looks-like.gguf -p 'the bundle' -n 24 "
-             "--ignore-eos 2>/dev/null", d, d, cli(), d);
-    CHECK(sh(cmd, got, sizeof got) == 0 && !strcmp(ref, got));
+             "--ignore-eos 2>/dev/null", d, d, test_cli(), d);
+    CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
     snprintf(cmd, sizeof cmd, "cp %s %s/plain.pfb && %s run -m %s/plain.pfb -d %s -p 'the bundle' -n 24 --ignore-eos "
-             "2>/dev/null", f->target, d, cli(), d, f->draft); /* and a GGUF under a .pfb name is a GGUF */
-    CHECK(sh(cmd, got, sizeof got) == 0 && !strcmp(ref, got));
-    snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb --spec ar -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", cli(), d);
-    CHECK(sh(cmd, got, sizeof got) == 0 && !strcmp(ref, got));
-    snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", cli(), d);
-    CHECK(sh(cmd, got, sizeof got) == 0 && !strcmp(ref, got));
+             "2>/dev/null", f->target, d, test_cli(), d, f->draft); /* and a GGUF under a .pfb name is a GGUF */
+    CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
+    snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb --spec ar -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", test_cli(), d);
+    CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
+    snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", test_cli(), d);
+    CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
     /* a corrupted byte: verify names the section and exits 1; run refuses */
     snprintf(cmd, sizeof cmd, "cp %s/cli.pfb %s/bad.pfb && printf '\\377' | dd of=%s/bad.pfb bs=1 seek=200000 conv=notrunc 2>/dev/null"
-             " && %s verify %s/bad.pfb", d, d, d, cli(), d);
-    CHECKF(sh(cmd, o, sizeof o) == 1 && count_lines(o) == 1 && strstr(o, "pocketflash: ") == o &&
+             " && %s verify %s/bad.pfb", d, d, d, test_cli(), d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "pocketflash: ") == o &&
            strstr(o, "bad.pfb: section 'target/") && strstr(o, "hash mismatch"), "verify bad: %s", o);
-    snprintf(cmd, sizeof cmd, "%s run -m %s/bad.pfb -p hi", cli(), d);
-    CHECKF(sh(cmd, o, sizeof o) == 1 && count_lines(o) == 1 && strstr(o, "hash mismatch"), "run bad: %s", o);
+    snprintf(cmd, sizeof cmd, "%s run -m %s/bad.pfb -p hi", test_cli(), d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "hash mismatch"), "run bad: %s", o);
     /* truncated */
-    snprintf(cmd, sizeof cmd, "head -c 300000 %s/cli.pfb > %s/cut.pfb && %s verify %s/cut.pfb", d, d, cli(), d);
-    CHECKF(sh(cmd, o, sizeof o) == 1 && count_lines(o) == 1 && strstr(o, "cut.pfb: file size") && strstr(o, "truncated"),
+    snprintf(cmd, sizeof cmd, "head -c 300000 %s/cli.pfb > %s/cut.pfb && %s verify %s/cut.pfb", d, d, test_cli(), d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "cut.pfb: file size") && strstr(o, "truncated"),
            "verify cut: %s", o);
-    snprintf(cmd, sizeof cmd, "%s run -m %s/cut.pfb -p hi", cli(), d);
-    CHECKF(sh(cmd, o, sizeof o) == 1 && count_lines(o) == 1 && strstr(o, "truncated"), "run cut: %s", o);
+    snprintf(cmd, sizeof cmd, "%s run -m %s/cut.pfb -p hi", test_cli(), d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "truncated"), "run cut: %s", o);
     /* a failed pack (bad draft) leaves neither the output nor a temporary file */
-    snprintf(cmd, sizeof cmd, "%s pack -m %s -d %s/cut.pfb -o %s/never.pfb", cli(), f->target, d, d);
-    CHECK(sh(cmd, o, sizeof o) == 1 && count_lines(o) == 1);
+    snprintf(cmd, sizeof cmd, "%s pack -m %s -d %s/cut.pfb -o %s/never.pfb", test_cli(), f->target, d, d);
+    CHECK(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1);
     snprintf(cmd, sizeof cmd, "ls %s | grep never", d);
-    CHECK(sh(cmd, o, sizeof o) != 0);
+    CHECK(test_run(cmd, o, sizeof o, NULL, 0) != 0);
     /* --spec dflash with a draft-less bundle is an error naming what is missing */
     snprintf(cmd, sizeof cmd, "%s pack -m %s -o %s/nodraft.pfb >/dev/null && %s run -m %s/nodraft.pfb --spec dflash -p hi",
-             cli(), f->target, d, cli(), d);
-    CHECKF(sh(cmd, o, sizeof o) == 1 && strstr(o, "needs -d"), "nodraft: %s", o);
+             test_cli(), f->target, d, test_cli(), d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && strstr(o, "needs -d"), "nodraft: %s", o);
 }

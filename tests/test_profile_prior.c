@@ -6,21 +6,16 @@
 
 #include "verify/profile.h"
 #include "test.h"
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
-}
+#include "util.h"
 
 TEST(profile_prior_reads_costs_and_acceptance) {
     char path[400], err[PF_ERR_LEN];
     snprintf(path, sizeof path, "%s/prior-profile.json", pf_test_tmpdir());
-    write_file(path, "{\"c\": {\"2\": 1.1, \"4\": 1.5, \"99\": 3, \"x\": 2, \"8\": -1},\n"
+    test_write_file(path, "{\"c\": {\"2\": 1.1, \"4\": 1.5, \"99\": 3, \"x\": 2, \"8\": -1},\n"
                      " \"draft_cost\": {\"ngram\": {\"4\": 0.001}, \"dflash\": {\"4\": 0.2, \"16\": 0.3}},\n"
                      " \"default\": {\"spec\": \"dflash\", \"block\": 3},\n"
                      " \"tasks\": {\"math\": {\"spec\": \"dflash\", \"block\": 4, \"alpha\": [0.9, 0.8, 2.0, 0.5]},\n"
-                     "           \"chat\": {\"spec\": \"dec\", \"block\": 6}}}\n");
+                     "           \"chat\": {\"spec\": \"dec\", \"block\": 6}}}\n", (size_t)-1);
     pf_profile p;
     CHECKF(pf_profile_load(path, &p, err) == 0, "%s", err);
     CHECK(p.c[2] == 1.1 && p.c[4] == 1.5 && p.c[8] == 0 && p.c[3] == 0);
@@ -34,7 +29,7 @@ TEST(profile_prior_reads_costs_and_acceptance) {
     CHECK(pr.c == p.c && !pr.alpha && pr.n_alpha == 0);
     pf_profile_free(&p);
     /* an older profile: no costs, no acceptance */
-    write_file(path, "{\"default\": {\"spec\": \"dflash\", \"block\": 4}, \"tasks\": {\"code\": {\"spec\": \"dflash\", \"block\": 6}}}");
+    test_write_file(path, "{\"default\": {\"spec\": \"dflash\", \"block\": 4}, \"tasks\": {\"code\": {\"spec\": \"dflash\", \"block\": 6}}}", (size_t)-1);
     CHECKF(pf_profile_load(path, &p, err) == 0, "%s", err);
     pf_profile_prior(&p, "code", &pr);
     CHECK(!pr.c && !pr.draft && !pr.alpha && pr.n == 0);

@@ -17,6 +17,7 @@
 #include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "test.h"
+#include "util.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
 
@@ -39,18 +40,6 @@ static const pc_fixture *fix(void) {
     }
     f.ok = 1;
     return &f;
-}
-
-typedef struct { int32_t toks[256]; int n; } seq;
-
-static int on_tok(void *u, int32_t t) {
-    seq *s = u;
-    if (s->n < 256) s->toks[s->n++] = t;
-    return 0;
-}
-
-static int same(const seq *x, const seq *y) {
-    return x->n == y->n && !memcmp(x->toks, y->toks, sizeof x->toks[0] * (size_t)x->n);
 }
 
 /* stderr of the library (the warnings) captured into a buffer */
@@ -108,7 +97,7 @@ static void runner_close(runner *r) {
 }
 
 static pf_status run_tokens(runner *r, const int32_t *p, int n, float temp, uint64_t seed, const char *cache,
-                            seq *out, pf_gen_stats *st, char *err) {
+                            test_seq *out, pf_gen_stats *st, char *err) {
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     gp.max_tokens = 24;
@@ -119,7 +108,7 @@ static pf_status run_tokens(runner *r, const int32_t *p, int n, float temp, uint
     gp.strategy = r->sp ? pf_spec_strategy(r->sp) : NULL;
     out->n = 0;
     pf_session_reset(r->s); /* the file is what these tests exercise: a cold session each run */
-    return pf_generate_tokens(r->s, p, n, &gp, on_tok, out, st, err);
+    return pf_generate_tokens(r->s, p, n, &gp, test_seq_push, out, st, err);
 }
 
 static void make_prompt(int32_t *p, int n, uint64_t seed, int V) {
@@ -128,11 +117,6 @@ static void make_prompt(int32_t *p, int n, uint64_t seed, int V) {
         x ^= x >> 29; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 32;
         p[j] = (int32_t)(x % (uint64_t)(V - 26)); /* no special tokens */
     }
-}
-
-static int exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
 }
 
 TEST(prompt_cache_hit_equals_cold_and_skips_prefill) {
@@ -149,29 +133,29 @@ TEST(prompt_cache_hit_equals_cold_and_skips_prefill) {
             float temp = sampled ? 0.8f : 0;
             int32_t p[80];
             make_prompt(p, 60, 7, r.m->hp.n_vocab);
-            seq cold, first, hit, longer_cold, longer_hit;
+            test_seq cold, first, hit, longer_cold, longer_hit;
             pf_gen_stats st;
             CHECK(run_tokens(&r, p, 60, temp, 9, NULL, &cold, &st, err) == PF_OK);
             CHECK(st.n_cached == 0 && cold.n == 24);
             /* absent: cold prefill, the prompt minus its last token is saved */
             CHECK(run_tokens(&r, p, 60, temp, 9, path, &first, &st, err) == PF_OK);
-            CHECK(st.n_cached == 0 && same(&cold, &first) && exists(path));
+            CHECK(st.n_cached == 0 && test_seq_same(&cold, &first) && test_exists(path));
             /* hit: 59 rows restored, one token prefilled, same tokens */
             CHECK(run_tokens(&r, p, 60, temp, 9, path, &hit, &st, err) == PF_OK);
             CHECKF(st.n_cached == 59 && st.n_prompt == 60, "spec %s: n_cached %d", specs[si] ? specs[si] : "ar",
                    st.n_cached);
-            CHECKF(same(&cold, &hit), "spec %s temp %g: cache hit output differs", specs[si] ? specs[si] : "ar",
+            CHECKF(test_seq_same(&cold, &hit), "spec %s temp %g: cache hit output differs", specs[si] ? specs[si] : "ar",
                    (double)temp);
             /* a longer prompt with the same prefix: 59 restored, 11 prefilled, same as cold */
             make_prompt(p + 60, 10, 8, r.m->hp.n_vocab);
             CHECK(run_tokens(&r, p, 70, temp, 9, NULL, &longer_cold, &st, err) == PF_OK);
             CHECK(run_tokens(&r, p, 70, temp, 9, path, &longer_hit, &st, err) == PF_OK);
-            CHECK(st.n_cached == 59 && same(&longer_cold, &longer_hit));
+            CHECK(st.n_cached == 59 && test_seq_same(&longer_cold, &longer_hit));
             /* the prompt equal to the cached prefix: its last token is left to prefill */
-            seq eq_cold, eq_hit;
+            test_seq eq_cold, eq_hit;
             CHECK(run_tokens(&r, p, 59, temp, 9, NULL, &eq_cold, &st, err) == PF_OK);
             CHECK(run_tokens(&r, p, 59, temp, 9, path, &eq_hit, &st, err) == PF_OK);
-            CHECK(st.n_cached == 58 && same(&eq_cold, &eq_hit));
+            CHECK(st.n_cached == 58 && test_seq_same(&eq_cold, &eq_hit));
             runner_close(&r);
         }
 }
@@ -215,11 +199,11 @@ TEST(prompt_cache_chat_system_block_shared) {
     size_t n_ids = 0;
     CHECK(pf_tokenize(r.m->tok, text, strlen(text), true, &ids, &n_ids, err) == 0);
     free(text);
-    seq cold, hit;
+    test_seq cold, hit;
     pf_gen_stats st;
     CHECK(run_tokens(&r, ids, (int)n_ids, 0, 0, NULL, &cold, &st, err) == PF_OK);
     CHECK(run_tokens(&r, ids, (int)n_ids, 0, 0, path, &hit, &st, err) == PF_OK);
-    CHECK(st.n_cached == (int)n_sys && same(&cold, &hit));
+    CHECK(st.n_cached == (int)n_sys && test_seq_same(&cold, &hit));
     free(ids);
     free(sys_ids);
     runner_close(&r);
@@ -227,19 +211,19 @@ TEST(prompt_cache_chat_system_block_shared) {
 
 /* Run with a cache that must be refused: the warning names the file and ends "ignored", nothing
  * is restored, output equals cold, and the file is rewritten so the next run hits. */
-static void expect_refused(runner *r, const int32_t *p, int n, const char *path, const char *why, const seq *cold) {
+static void expect_refused(runner *r, const int32_t *p, int n, const char *path, const char *why, const test_seq *cold) {
     char err[PF_ERR_LEN], msg[4096], expect[400];
-    seq got;
+    test_seq got;
     pf_gen_stats st;
     capture_begin();
     pf_status rc = run_tokens(r, p, n, 0, 0, path, &got, &st, err);
     capture_end(msg, sizeof msg);
     snprintf(expect, sizeof expect, "pocketflash: warning: prompt cache %s: ", path);
-    CHECKF(rc == PF_OK && st.n_cached == 0 && same(&got, cold), "%s: used or output differs", why);
+    CHECKF(rc == PF_OK && st.n_cached == 0 && test_seq_same(&got, cold), "%s: used or output differs", why);
     CHECKF(strstr(msg, expect) == msg && strstr(msg, why) && strstr(msg, "ignored\n") &&
            strchr(msg, '\n') == msg + strlen(msg) - 1, "warning '%s' (expected '%s ... %s ... ignored')", msg, expect, why);
     CHECK(run_tokens(r, p, n, 0, 0, path, &got, &st, err) == PF_OK);
-    CHECKF(st.n_cached == n - 1 && same(&got, cold), "%s: not rewritten", why);
+    CHECKF(st.n_cached == n - 1 && test_seq_same(&got, cold), "%s: not rewritten", why);
 }
 
 TEST(prompt_cache_refuses_other_model_prefix_corrupt) {
@@ -253,14 +237,14 @@ TEST(prompt_cache_refuses_other_model_prefix_corrupt) {
     int32_t p[40], q[40];
     make_prompt(p, 40, 11, a.m->hp.n_vocab);
     make_prompt(q, 40, 12, a.m->hp.n_vocab);
-    seq cold_a, cold_b, cold_q, cold_ad, tmp;
+    test_seq cold_a, cold_b, cold_q, cold_ad, tmp;
     pf_gen_stats st;
     CHECK(run_tokens(&a, p, 40, 0, 0, NULL, &cold_a, &st, err) == PF_OK);
     CHECK(run_tokens(&b, p, 40, 0, 0, NULL, &cold_b, &st, err) == PF_OK);
     CHECK(run_tokens(&a, q, 40, 0, 0, NULL, &cold_q, &st, err) == PF_OK);
     CHECK(run_tokens(&ad, p, 40, 0, 0, NULL, &cold_ad, &st, err) == PF_OK);
     unlink(path);
-    CHECK(run_tokens(&a, p, 40, 0, 0, path, &tmp, &st, err) == PF_OK && exists(path));
+    CHECK(run_tokens(&a, p, 40, 0, 0, path, &tmp, &st, err) == PF_OK && test_exists(path));
     /* model B has model A's shape and tokenizer: only the key tells them apart */
     expect_refused(&b, p, 40, path, "another model", &cold_b);
     /* now the file is B's; A again refuses it */
@@ -270,7 +254,7 @@ TEST(prompt_cache_refuses_other_model_prefix_corrupt) {
     /* saved by a plain run: no tapped rows for the draft */
     expect_refused(&ad, q, 40, path, "no tapped rows", &cold_q);
     /* and the dflash-saved file serves a plain run (taps are simply not needed) */
-    CHECK(run_tokens(&a, q, 40, 0, 0, path, &tmp, &st, err) == PF_OK && st.n_cached == 39 && same(&tmp, &cold_q));
+    CHECK(run_tokens(&a, q, 40, 0, 0, path, &tmp, &st, err) == PF_OK && st.n_cached == 39 && test_seq_same(&tmp, &cold_q));
     /* corruptions: a flipped payload byte, a flipped header byte, truncation, a foreign file */
     CHECK(run_tokens(&a, p, 40, 0, 0, NULL, &tmp, &st, err) == PF_OK);
     unlink(path);
@@ -335,21 +319,21 @@ TEST(prompt_cache_kv_q8) {
         runner r;
         CHECKF(runner_open_kv(&r, f->a, specs[si], f->draft, 1, err) == 0, "%s", err);
         make_prompt(p, 60, 21, r.m->hp.n_vocab);
-        seq cold, first, hit;
+        test_seq cold, first, hit;
         pf_gen_stats st;
         unlink(path);
         CHECK(run_tokens(&r, p, 60, 0, 0, NULL, &cold, &st, err) == PF_OK);
-        CHECK(run_tokens(&r, p, 60, 0, 0, path, &first, &st, err) == PF_OK && exists(path) && same(&cold, &first));
+        CHECK(run_tokens(&r, p, 60, 0, 0, path, &first, &st, err) == PF_OK && test_exists(path) && test_seq_same(&cold, &first));
         CHECK(run_tokens(&r, p, 60, 0, 0, path, &hit, &st, err) == PF_OK);
-        CHECKF(st.n_cached == 59 && same(&cold, &hit), "spec %s: 8-bit cache hit: %d restored, same %d",
-               specs[si] ? specs[si] : "ar", st.n_cached, same(&cold, &hit));
+        CHECKF(st.n_cached == 59 && test_seq_same(&cold, &hit), "spec %s: 8-bit cache hit: %d restored, same %d",
+               specs[si] ? specs[si] : "ar", st.n_cached, test_seq_same(&cold, &hit));
         runner_close(&r);
     }
     /* the file is the 8-bit cache's: an f16 run refuses it (and rewrites it), then the 8-bit run
      * refuses the f16 file */
     runner a, q;
     CHECKF(runner_open(&a, f->a, NULL, NULL, err) == 0 && runner_open_kv(&q, f->a, NULL, NULL, 1, err) == 0, "%s", err);
-    seq cold_a, cold_q;
+    test_seq cold_a, cold_q;
     pf_gen_stats st;
     CHECK(run_tokens(&a, p, 60, 0, 0, NULL, &cold_a, &st, err) == PF_OK);
     CHECK(run_tokens(&q, p, 60, 0, 0, NULL, &cold_q, &st, err) == PF_OK);

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "test.h"
+#include "util.h"
 
 static char g_dir[300];
 
@@ -44,18 +45,12 @@ static void simulate(int installs) {
 
 /* `make deps` with the simulation's flags plus EXTRA; output in out, returns the exit status. */
 static int make_deps(const char *extra, char *out, size_t n) {
-    char cmd[1600], log[400];
-    snprintf(log, sizeof log, "%s/make.out", g_dir);
+    char cmd[1600];
     snprintf(cmd, sizeof cmd,
              "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory deps DEPS_PROBE_FLAGS=-I%s/hide "
-             "APT_GET=%s/apt-get %s >%s 2>&1",
-             g_dir, g_dir, extra, log);
-    int st = system(cmd);
-    FILE *f = fopen(log, "rb");
-    size_t k = f ? fread(out, 1, n - 1, f) : 0;
-    out[k] = 0;
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+             "APT_GET=%s/apt-get %s",
+             g_dir, g_dir, extra);
+    return test_run(cmd, out, n, NULL, 0);
 }
 
 static int count_lines_with(const char *s, const char *what) {

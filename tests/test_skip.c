@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "test.h"
+#include "util.h"
 
 static const char *const k_fixture_tests[] = {"golden_llamacpp_f32_exact", "golden_llamacpp_q8_0",
                                               "golden_llamacpp_q4_1", "tokenizer_golden_qwen2_vectors"};
@@ -15,23 +16,20 @@ static const char *const k_fixture_tests[] = {"golden_llamacpp_f32_exact", "gold
 
 /* Runs the suite on "golden" with the fixtures hidden; returns the exit status, output in out. */
 static int run_hidden(const char *ci, char *out, size_t n) {
-    char empty[300], log[300], cmd[1200];
+    char empty[300], cmd[1200];
     snprintf(empty, sizeof empty, "%s/no-shared", pf_test_tmpdir());
     mkdir(empty, 0700);
-    snprintf(log, sizeof log, "%s/skip-run.out", pf_test_tmpdir());
-    snprintf(cmd, sizeof cmd, "PF_SHARED=%s CI=%s %s golden >%s 2>&1", empty, ci, pf_test_self(), log);
-    int st = system(cmd);
-    FILE *f = fopen(log, "rb");
-    size_t k = f ? fread(out, 1, n - 1, f) : 0;
-    out[k] = 0;
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    snprintf(cmd, sizeof cmd, "PF_SHARED=%s CI=%s %s golden", empty, ci, pf_test_self());
+    return test_run(cmd, out, n, NULL, 0);
 }
 
-/* The result line of test `name` in the runner's output ("ok   name ...", "skip name ...", ...). */
+/* The result line of test `name` in the runner's output ("ok   name ...", "skip name ...", ...;
+ * not the "run  name" line printed before it). */
 static const char *line_of(const char *out, const char *name) {
     for (const char *p = out; (p = strstr(p, name)); p++)
-        if (p >= out + 5 && p[-1] == ' ' && (p - 5 == out || p[-6] == '\n') && p[strlen(name)] == ' ') return p - 5;
+        if (p >= out + 5 && p[-1] == ' ' && (p - 5 == out || p[-6] == '\n') && p[strlen(name)] == ' ' &&
+            strncmp(p - 5, "run  ", 5))
+            return p - 5;
     return NULL;
 }
 

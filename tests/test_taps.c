@@ -9,13 +9,7 @@
 #include "draft/dflash_taps.h"
 #include "formats/gguf.h"
 #include "test.h"
-
-static const char *cli(void) { return getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash"; }
-
-static int sh(const char *cmd) {
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+#include "util.h"
 
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -47,7 +41,7 @@ TEST(taps_default_rule_is_zlabs) {
           f);
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s %s > %s", getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3", py, out);
-    CHECK(sh(cmd) == 0);
+    CHECK(test_sh(cmd) == 0);
     f = fopen(out, "r");
     CHECK(f);
     int lines = 0, n, d;
@@ -79,8 +73,8 @@ TEST(taps_synth_draft_default_and_last_layer_warning) {
     snprintf(d1, sizeof d1, "%s/taps-last.gguf", tmp);
     snprintf(errp, sizeof errp, "%s/taps.err", tmp);
     /* the committed 6-layer target, 3 draft layers: ids round(1 + i*2/2) = 1, 2, 3 -> stored 2, 3, 4 */
-    snprintf(cmd, sizeof cmd, "%s synth-draft -m models/pf-target-f16.gguf -o %s --layers 3 --block 4 2>%s", cli(), d0, errp);
-    CHECK(sh(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "%s synth-draft -m models/pf-target-f16.gguf -o %s --layers 3 --block 4 2>%s", test_cli(), d0, errp);
+    CHECK(test_sh(cmd) == 0);
     CHECK(!strstr(slurp(errp), "warning"));
     char err[PF_ERR_LEN];
     gguf_file *g = gguf_open(d0, err);
@@ -93,9 +87,9 @@ TEST(taps_synth_draft_default_and_last_layer_warning) {
     gguf_close(g);
     CHECK(pf_dflash_file_taps_last(d0, 6) < 0);
     /* an explicit tap of the last layer is written, with a warning naming llama.cpp's refusal */
-    snprintf(cmd, sizeof cmd, "%s synth-draft -m models/pf-target-f16.gguf -o %s --layers 2 --taps 1,5 --block 4 2>%s", cli(), d1,
+    snprintf(cmd, sizeof cmd, "%s synth-draft -m models/pf-target-f16.gguf -o %s --layers 2 --taps 1,5 --block 4 2>%s", test_cli(), d1,
              errp);
-    CHECK(sh(cmd) == 0);
+    CHECK(test_sh(cmd) == 0);
     CHECK(pf_dflash_file_taps_last(d1, 6) == 1);
     CHECKF(strstr(slurp(errp), "warning: ") && strstr(slurp(errp), "llama.cpp's loader refuses"), "%s", slurp(errp));
 }
@@ -109,16 +103,16 @@ TEST(taps_expand_says_what_happens_to_a_last_layer_tap) {
     snprintf(bd, sizeof bd, "%s/taps-tiny-big-d.gguf", tmp);
     snprintf(errp, sizeof errp, "%s/taps-exp.err", tmp);
     snprintf(cmd, sizeof cmd, "%s synth --shape tiny --type f32 -o %s && %s synth-draft -m %s -o %s --layers 2 --taps 0,1 --block 4 2>/dev/null",
-             cli(), t, cli(), t, d);
-    CHECK(sh(cmd) == 0);
+             test_cli(), t, test_cli(), t, d);
+    CHECK(test_sh(cmd) == 0);
     /* deeper expanded target: the kept index is an interior layer's input, which llama.cpp accepts */
-    snprintf(cmd, sizeof cmd, "%s expand -m %s -o %s --shape tiny --layers 4 -d %s -O %s 2>%s", cli(), t, bt, d, bd, errp);
-    CHECK(sh(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "%s expand -m %s -o %s --shape tiny --layers 4 -d %s -O %s 2>%s", test_cli(), t, bt, d, bd, errp);
+    CHECK(test_sh(cmd) == 0);
     CHECKF(strstr(slurp(errp), "taps the last layer of the 2-layer source target; kept as 2") &&
            strstr(slurp(errp), "which llama.cpp accepts"), "%s", slurp(errp));
     CHECK(pf_dflash_file_taps_last(bd, 4) < 0 && pf_dflash_file_taps_last(bd, 2) == 1);
     /* the same depth: it stays the last layer, and the warning says llama.cpp refuses it */
-    snprintf(cmd, sizeof cmd, "%s expand -m %s -o %s --shape tiny -d %s -O %s 2>%s", cli(), t, bt, d, bd, errp);
-    CHECK(sh(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "%s expand -m %s -o %s --shape tiny -d %s -O %s 2>%s", test_cli(), t, bt, d, bd, errp);
+    CHECK(test_sh(cmd) == 0);
     CHECKF(strstr(slurp(errp), "keeps it (pocketflash runs it, llama.cpp's loader refuses the draft)"), "%s", slurp(errp));
 }

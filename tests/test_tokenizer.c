@@ -15,6 +15,7 @@
 #include "formats/json.h"
 #include "convert/vocab_import.h"
 #include "test.h"
+#include "util.h"
 
 #define QWEN3_VOCAB ".cache/qwen3-vocab.gguf"
 
@@ -40,38 +41,6 @@ static pf_tokenizer *qwen3(void) {
 #define NEED_QWEN3(t)                                                                              \
     pf_tokenizer *t = qwen3();                                                                     \
     CHECKF(t, "%s missing or unreadable: run `make .cache/qwen3-vocab.gguf`", QWEN3_VOCAB)
-
-static char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *b = malloc(cap + 1);
-    size_t got;
-    while (b && (got = fread(b + len, 1, cap - len, f)) > 0) {
-        len += got;
-        if (len == cap) {
-            char *nb = realloc(b, cap * 2 + 1);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (b) b[len] = '\0';
-    *n = len;
-    return b;
-}
-
-static int write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(data, 1, n, f);
-    return (fclose(f) == 0 && w == n) ? 0 : -1;
-}
 
 /* Concatenated pf_token_bytes of ids, malloc'd. */
 static char *detok_all(const pf_tokenizer *t, const int32_t *ids, size_t n, size_t *len) {
@@ -168,10 +137,10 @@ TEST(tokenizer_golden_qwen2_vectors) {
     char path[512];
     size_t in_len, out_len;
     snprintf(path, sizeof path, "%s/fixtures/qwen-tokenizer/ggml-vocab-qwen2.gguf.inp", pf_test_shared());
-    char *in = read_file(path, &in_len);
+    char *in = test_slurp(path, &in_len);
     CHECKF(in, "cannot read %s", path);
     snprintf(path, sizeof path, "%s/fixtures/qwen-tokenizer/ggml-vocab-qwen2.gguf.out", pf_test_shared());
-    char *out = read_file(path, &out_len);
+    char *out = test_slurp(path, &out_len);
     if (!out) free(in);
     CHECKF(out, "cannot read %s", path);
 
@@ -691,7 +660,7 @@ TEST(vocab_import_round_trip) {
     CHECK(write_tiny_tokenizer(tj, "BPE", k_qwen2_pretok, "") == 0);
     static const char cfg[] = "{\"eos_token\": {\"__type\": \"AddedToken\", \"content\": \"<|im_end|>\"}, "
                               "\"pad_token\": null, \"chat_template\": \"{{ hi }}\"}";
-    CHECK(write_file(cj, cfg, sizeof cfg - 1) == 0);
+    CHECK(test_write_file(cj, cfg, sizeof cfg - 1) == 0);
     CHECKF(pf_vocab_import(tj, cj, out, err) == 0, "%s", err);
     pf_tokenizer *t = load_path(out, err, arch, sizeof arch);
     CHECKF(t, "%s", err);
@@ -763,7 +732,7 @@ TEST(vocab_import_rejects_unsupported) {
         CHECKF(stat(out, &st) != 0, "case %zu: output written", i);
     }
     /* Malformed JSON: the message names the file and the byte offset. */
-    CHECK(write_file(tj, "{\"model\": [1,]}", 15) == 0);
+    CHECK(test_write_file(tj, "{\"model\": [1,]}", 15) == 0);
     CHECK(pf_vocab_import(tj, NULL, out, err) == -1 && strstr(err, "byte 13"));
     CHECK(pf_vocab_import("/nonexistent/tokenizer.json", NULL, out, err) == -1 &&
           strstr(err, "/nonexistent/tokenizer.json"));
@@ -829,21 +798,16 @@ TEST(tokenizer_load_validation) {
 
 /* ---- CLI ---- */
 
-static const char *cli(void) {
-    const char *c = getenv("PF_CLI");
-    return c ? c : "./pocketflash";
-}
-
 /* Runs `pocketflash ARGS` with stdout/stderr captured (malloc'd); returns the exit status. */
 static int run_cli(const char *args, char **out, size_t *out_len, char **err) {
     char cmd[2048], o[512], e[512];
     snprintf(o, sizeof o, "%s/cli.out", pf_test_tmpdir());
     snprintf(e, sizeof e, "%s/cli.err", pf_test_tmpdir());
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", cli(), args, o, e);
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", test_cli(), args, o, e);
     int st = system(cmd);
     size_t el;
-    *out = read_file(o, out_len);
-    *err = read_file(e, &el);
+    *out = test_slurp(o, out_len);
+    *err = test_slurp(e, &el);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -865,7 +829,7 @@ TEST(cli_tokenize_and_decode) {
     CHECK(ok);
     /* -f: exact bytes, including a trailing newline and a NUL-free multi-line text. */
     snprintf(in, sizeof in, "%s/in.txt", pf_test_tmpdir());
-    CHECK(write_file(in, "Hello world\n", 12) == 0);
+    CHECK(test_write_file(in, "Hello world\n", 12) == 0);
     snprintf(args, sizeof args, "tokenize -m %s -f %s", QWEN3_VOCAB, in);
     st = run_cli(args, &out, &n, &err);
     ok = st == 0 && out && strcmp(out, "9707 1879 198\n") == 0;

@@ -1,0 +1,197 @@
+/* Helpers several test files share (see util.h). */
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "formats/quant.h"
+#include "kernels/cpu.h"
+#include "test.h"
+
+/* ---- kernel levels ---- */
+
+const char *test_level_missing(int level) {
+    static char why[96];
+    pf_level l = (pf_level)level;
+    if (!pf_level_built(l)) return "not in this build";
+    if (!pf_level_supported(l)) return "this CPU lacks it";
+    /* the levels a build holds are ordered: a supported one above the best is capped */
+    if (l > pf_best_level()) {
+        snprintf(why, sizeof why, "capped by PF_KERNELS=%s", getenv("PF_KERNELS") ? getenv("PF_KERNELS") : "");
+        return why;
+    }
+    return "";
+}
+
+const pf_kernels *test_kernels(int level) {
+    if (!pf_level_built((pf_level)level)) return NULL;
+    const char *why = test_level_missing(level);
+    if (*why) {
+        pf_test_skip_part(pf_level_name((pf_level)level), why);
+        return NULL;
+    }
+    return pf_kernels_get((pf_level)level);
+}
+
+/* ---- environment ---- */
+
+void test_env_save(test_env *e, const char *name) {
+    const char *v = getenv(name);
+    e->name = name;
+    e->was_set = v != NULL;
+    snprintf(e->value, sizeof e->value, "%s", v ? v : "");
+}
+
+void test_env_restore(const test_env *e) {
+    if (e->was_set) setenv(e->name, e->value, 1);
+    else unsetenv(e->name);
+}
+
+/* ---- commands ---- */
+
+const char *test_cli(void) {
+    const char *c = getenv("PF_CLI");
+    return c ? c : "./pocketflash";
+}
+
+int test_sh(const char *cmd) {
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The file's first n - 1 bytes into buf, NUL-terminated (empty when it cannot be read). */
+static void read_into(const char *path, char *buf, size_t n) {
+    FILE *f = fopen(path, "rb");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+}
+
+int test_run(const char *cmd, char *out, size_t n_out, char *err, size_t n_err) {
+    static int serial;
+    char po[300], pe[300];
+    size_t n_full = strlen(cmd) + 2 * sizeof po + 40;
+    char *full = malloc(n_full);
+    snprintf(po, sizeof po, "%s/run-%d.out", pf_test_tmpdir(), serial);
+    snprintf(pe, sizeof pe, "%s/run-%d.err", pf_test_tmpdir(), serial++);
+    if (err) snprintf(full, n_full, "( %s ) >%s 2>%s </dev/null", cmd, po, pe);
+    else snprintf(full, n_full, "( %s ) >%s 2>&1 </dev/null", cmd, po);
+    int rc = test_sh(full);
+    free(full);
+    read_into(po, out, n_out);
+    if (err) read_into(pe, err, n_err);
+    return rc;
+}
+
+int test_run_cli(const char *args, char *out, size_t n_out, char *err, size_t n_err) {
+    size_t n = strlen(args) + strlen(test_cli()) + 2;
+    char *cmd = malloc(n);
+    snprintf(cmd, n, "%s %s", test_cli(), args);
+    int rc = test_run(cmd, out, n_out, err, n_err);
+    free(cmd);
+    return rc;
+}
+
+/* ---- files ---- */
+
+void test_tmp_path(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", pf_test_tmpdir(), name); }
+
+char *test_slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *b = NULL;
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len + 1)) &&
+        fread(b, 1, (size_t)len, f) != (size_t)len) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[len] = 0;
+        if (n) *n = (size_t)len;
+    }
+    return b;
+}
+
+int test_write_file(const char *path, const void *data, size_t n) {
+    if (n == (size_t)-1) n = strlen(data);
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(data, 1, n, f);
+    return (fclose(f) == 0 && w == n) ? 0 : -1;
+}
+
+int test_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int test_count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* ---- token sequences ---- */
+
+int test_seq_push(void *u, int32_t tok) {
+    test_seq *s = u;
+    if (s->n < (int)(sizeof s->toks / sizeof s->toks[0])) s->toks[s->n++] = tok;
+    return 0;
+}
+
+int test_seq_same(const test_seq *a, const test_seq *b) {
+    return a->n == b->n && !memcmp(a->toks, b->toks, sizeof a->toks[0] * (size_t)a->n);
+}
+
+/* ---- models ---- */
+
+float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n) {
+    char err[PF_ERR_LEN];
+    int n_taps;
+    const int *tl = pf_dflash_tap_layers(d, &n_taps);
+    float *taps = malloc((size_t)n * n_taps * m->hp.n_embd * sizeof(float));
+    pf_ctx *c = pf_ctx_new(m, n > 256 ? n : 256, 1, NULL, err);
+    pf_batch b = {.tokens = toks, .n = n, .tap_layers = tl, .n_taps = n_taps, .taps = taps};
+    if (!c || pf_forward(c, &b, err) < 0) {
+        printf("    target forward: %s\n", err);
+        free(taps);
+        taps = NULL;
+    }
+    pf_ctx_free(c);
+    return taps;
+}
+
+/* ---- float64 reference pieces ---- */
+
+void ref_matvec_d(const double *W, int rows, int cols, const double *x, double *y) {
+    for (int o = 0; o < rows; o++) {
+        double s = 0;
+        for (int i = 0; i < cols; i++) s += W[(size_t)o * cols + i] * x[i];
+        y[o] = s;
+    }
+}
+
+void ref_rmsnorm(const double *x, const double *w, int n, double eps, double *out) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    double sc = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * sc * w[i];
+}
+
+void ref_rope(double *x, int nh, int hd, int64_t pos, double theta) {
+    for (int h = 0; h < nh; h++)
+        for (int i = 0; i < hd / 2; i++) {
+            double a = (double)pos * pow(theta, -2.0 * i / hd), c = cos(a), s = sin(a);
+            double *p = x + h * hd, x0 = p[i], x1 = p[i + hd / 2];
+            p[i] = x0 * c - x1 * s;
+            p[i + hd / 2] = x0 * s + x1 * c;
+        }
+}
+
+double ref_f16(double x) { return pf_fp16_to_fp32(pf_fp32_to_fp16((float)x)); }

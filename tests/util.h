@@ -1,0 +1,88 @@
+/* Helpers several test files share: kernel levels reported as skips when they cannot run, the
+ * environment saved and restored, the CLI and shell commands with their output, scratch files,
+ * token sequences collected from a generation callback, and the float64 reference's pieces
+ * (RMSNorm, RoPE, f16 rounding, matrix-vector product) that the target and draft references share. */
+#ifndef PF_TEST_UTIL_H
+#define PF_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "draft/dflash.h"
+#include "engine/model.h"
+#include "kernels/kernels.h"
+
+/* ---- kernel levels ---- */
+
+/* The kernels of `level` for a test that loops over the levels: NULL for a level this build does
+ * not hold (another architecture's); NULL too, reported as the skipped part "LEVEL" of the current
+ * test, for a level the CPU lacks or PF_KERNELS caps. */
+const pf_kernels *test_kernels(int level);
+/* Why `level` does not run here ("" when it does; "not in this build" for another architecture's). */
+const char *test_level_missing(int level);
+
+/* ---- environment ---- */
+
+typedef struct {
+    const char *name;
+    char value[256];
+    int was_set;
+} test_env;
+/* Remember variable `name` (set or not) so a test can change it and put it back. */
+void test_env_save(test_env *e, const char *name);
+void test_env_restore(const test_env *e);
+
+/* ---- commands ---- */
+
+/* The CLI under test: $PF_CLI or ./pocketflash. */
+const char *test_cli(void);
+/* Runs `cmd` with /bin/sh and returns its exit status (128 when it did not exit). */
+int test_sh(const char *cmd);
+/* Runs `cmd` with stdin from /dev/null; its stdout goes to out (n_out bytes with the NUL), its
+ * stderr to err, or to out as well when err is NULL. Returns the exit status. */
+int test_run(const char *cmd, char *out, size_t n_out, char *err, size_t n_err);
+/* test_run of `$PF_CLI ARGS`. */
+int test_run_cli(const char *args, char *out, size_t n_out, char *err, size_t n_err);
+/* test_run_cli into two char arrays. */
+#define RUN_CLI(args, out, err) test_run_cli((args), (out), sizeof(out), (err), sizeof(err))
+
+/* ---- files ---- */
+
+/* pf_test_tmpdir()/name into out. */
+void test_tmp_path(char *out, size_t n, const char *name);
+/* The whole file, malloc'd with a NUL after it (*n, when n is not NULL, gets its size); NULL when
+ * it cannot be read. */
+char *test_slurp(const char *path, size_t *n);
+/* Writes n bytes (a string's without its NUL when n is (size_t)-1); 0 or -1. */
+int test_write_file(const char *path, const void *data, size_t n);
+int test_exists(const char *path);
+int test_count_lines(const char *s);
+
+/* ---- token sequences ---- */
+
+typedef struct {
+    int32_t toks[1024];
+    int n;
+} test_seq;
+/* A generation callback (pf_token_cb shape) appending to the test_seq at u; never stops it. */
+int test_seq_push(void *u, int32_t tok);
+int test_seq_same(const test_seq *a, const test_seq *b);
+
+/* ---- models ---- */
+
+/* The target's forward over n tokens (one thread), returning the rows the draft taps (n * n_taps *
+ * n_embd floats, malloc'd); NULL, with the error printed, when it fails. */
+float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n);
+
+/* ---- float64 reference pieces ---- */
+
+/* y[rows] = W[rows x cols] x (row-major doubles). */
+void ref_matvec_d(const double *W, int rows, int cols, const double *x, double *y);
+/* out = x / sqrt(mean(x^2) + eps) * w. */
+void ref_rmsnorm(const double *x, const double *w, int n, double eps, double *out);
+/* RoPE (NEOX halves: dimension i pairs with i + hd/2) of nh heads of hd at position pos. */
+void ref_rope(double *x, int nh, int hd, int64_t pos, double theta);
+/* x rounded through f16, as the engine's KV cache stores it. */
+double ref_f16(double x);
+
+#endif
