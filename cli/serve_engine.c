@@ -60,6 +60,7 @@ sv_job *sv_job_new(sv_request *req, int client_fd, double now, double timeout_s)
     sv_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
     j->req = *req;
+    j->streamed = req->stream;
     memset(req, 0, sizeof *req);
     j->client_fd = client_fd;
     j->t_arrive = now;
@@ -153,10 +154,16 @@ static int on_text(void *user, const char *text, size_t len) {
     size_t old = j->text.n;
     sv_put(&j->text, text, len);
     bool stop = j->text.oom || scan_stops(j, old) || j->cancel;
-    pthread_cond_broadcast(&j->cv);
+    if (j->streamed) pthread_cond_broadcast(&j->cv); /* a waiter for the end only is not woken per token */
     pthread_mutex_unlock(&j->mu);
     if (stop) return 1;
-    bool gone = client_gone(j->client_fd), late = sv_now() > j->deadline;
+    /* the socket every 20 ms, not every token: a syscall per token is measurable on a small model */
+    double now = sv_now();
+    bool gone = false, late = now > j->deadline;
+    if (now - j->t_polled > 0.02) {
+        j->t_polled = now;
+        gone = client_gone(j->client_fd);
+    }
     if (gone || late) {
         pthread_mutex_lock(&j->mu);
         j->gone = gone;

@@ -20,7 +20,8 @@ typedef struct sv_job {
     int client_fd;   /* the client's socket, polled for hang-up while generating (-1: none) */
     double t_arrive; /* monotonic seconds */
     double deadline; /* stop generating (or give up waiting) at this time */
-    int max_tokens;  /* what the engine generates at most */
+    bool streamed;   /* someone waits for each piece of text (else only for the end) */
+    double t_polled; /* when the client's socket was last polled */
     uint64_t seed;
     /* everything below under mu */
     pthread_mutex_t mu;

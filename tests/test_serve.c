@@ -278,6 +278,25 @@ static void check_against_run(const char *serve_args, const char *run_args) {
     SCHECK(s, a && b && !strcmp(a, b), "seeded samples differ: '%s' vs '%s'", a ? a : "", b ? b : "");
     SCHECK(s, !strcmp(a, want_s), "seeded sample '%s' differs from run's '%s'", a, want_s);
     pf_json_free(d);
+    /* a stop sequence from the middle of the answer: the text ends before it, streamed or not */
+    static char stop[16], cut[8192];
+    size_t half = strlen(want_c1) / 2;
+    snprintf(stop, sizeof stop, "%.4s", want_c1 + half);
+    SCHECK(s, strlen(stop) == 4 && !strchr(stop, '"') && !strchr(stop, '\\'), "no usable stop sequence in '%s'", want_c1);
+    snprintf(cut, sizeof cut, "%.*s", (int)(strstr(want_c1, stop) - want_c1), want_c1);
+    for (int streamed = 0; streamed < 2; streamed++) {
+        snprintf(req, sizeof req,
+                 "[{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1 "\"}],"
+                 "\"max_tokens\":40,\"temperature\":0,\"stop\":[\"%s\",\"zzzz\"],\"stream\":%s}}]",
+                 stop, streamed ? "true" : "false");
+        CHECK(write_file(in, req));
+        SCHECK(s, client(&s, ma) == 0, "client failed");
+        d = pf_json_parse_file(out, err);
+        const char *got = str(item(d, 0), "text"), *fr = str(item(d, 0), "finish_reason");
+        SCHECK(s, got && !strcmp(got, cut) && fr && !strcmp(fr, "stop"), "stop '%s': '%s' (%s), want '%s'", stop,
+               got ? got : "(error)", fr ? fr : "-", cut);
+        pf_json_free(d);
+    }
     CHECKF(server_stop(&s) == 0, "serve did not exit cleanly on SIGTERM");
 }
 
@@ -342,6 +361,53 @@ TEST(serve_dropped_stream_frees_its_session) {
     SCHECK(s, is_true(after, "ok") && num(r, "after_ms") < 20000, "the next request waited %g ms", num(r, "after_ms"));
     SCHECK(s, num(health, "sessions_busy") == 0 && num(health, "queued") == 0, "health: busy %g, queued %g",
            num(health, "sessions_busy"), num(health, "queued"));
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* One session, one queue place: of 6 requests at once, the ones beyond get 503 server_busy and the
+ * others their answer. A generation past --timeout stops with finish_reason "length". */
+TEST(serve_queue_limit_and_time_limit) {
+    NEED_SDK();
+    static char req[8192], args[700];
+    size_t n = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < 6; i++)
+        n += (size_t)snprintf(req + n, sizeof req - n,
+                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"" Q2 "\"}],\"max_tokens\":100,\"temperature\":0,\"ignore_eos\":true}}",
+                              i ? "," : "");
+    n += (size_t)snprintf(req + n, sizeof req - n, "]");
+    const char *in = tmp("queue-in.json"), *out = tmp("queue-out.json");
+    CHECK(write_file(in, req));
+    server s;
+    START(s, "-m " TARGET " --parallel 1 --queue 1 -t 1");
+    snprintf(args, sizeof args, "sdk %s %s 6", in, out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    int ok = 0, busy = 0;
+    for (size_t i = 0; i < 6; i++) {
+        const pf_json *r = item(d, i);
+        if (is_true(r, "ok") && num(pf_json_get(r, "usage"), "completion_tokens") > 0) ok++;
+        else if (num(r, "status") == 503 && str(pf_json_get(r, "error"), "code") &&
+                 !strcmp(str(pf_json_get(r, "error"), "code"), "server_busy")) busy++;
+    }
+    pf_json_free(d);
+    SCHECK(s, ok >= 2 && busy >= 1 && ok + busy == 6, "%d answered, %d busy of 6", ok, busy);
+    CHECK(server_stop(&s) == 0);
+    /* the time limit: 100000 tokens without end of turn stop after 0.25 s (before the stand-in's
+     * 512-token context is full) */
+    START(s, "-m " TARGET " -t 1 --timeout 0.25");
+    SCHECK(s, write_file(in, "[{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                             "\"content\":\"hi\"}],\"max_tokens\":100000,\"temperature\":0,\"ignore_eos\":true}}]"), "write");
+    snprintf(args, sizeof args, "sdk %s %s 1", in, out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    d = pf_json_parse_file(out, err);
+    const pf_json *r = item(d, 0);
+    const char *fr = str(r, "finish_reason");
+    SCHECK(s, fr && !strcmp(fr, "length") && is_true(pf_json_get(r, "pocketflash"), "timed_out") && num(r, "ms") < 10000,
+           "time limit: finish_reason %s after %g ms", fr ? fr : "-", num(r, "ms"));
     pf_json_free(d);
     CHECK(server_stop(&s) == 0);
 }
