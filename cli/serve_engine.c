@@ -1,8 +1,7 @@
 /* pocketflash serve: the session pool (see serve_engine.h). Sessions follow the library's
  * threading rules: the model and draft are shared read-only, each session is used by its own
- * worker thread only. A free session is chosen for the queue's head by the longest text prefix its
- * last conversation shares with the request, so a multi-turn chat returns to the session whose KV
- * cache holds its history (the library then prefills only the new turn). */
+ * worker thread only. A multi-turn chat returns to the session whose KV cache holds its history
+ * (dispatch), where the library prefills only the new turn. */
 #include "cli/serve_engine.h"
 
 #include <limits.h>
@@ -21,6 +20,7 @@ typedef struct {
     pthread_cond_t cv; /* a job was assigned, or the engine stops */
     sv_job *job;
     sv_buf history;    /* the key of its last conversation, reply included */
+    uint64_t last_used; /* e->clock when it last got a job */
 } sv_worker;
 
 struct sv_engine {
@@ -31,6 +31,7 @@ struct sv_engine {
     sv_worker *w;
     sv_job *head, *tail;
     int n_queued, n_busy;
+    uint64_t clock;
     bool stopping;
 };
 
@@ -227,17 +228,24 @@ static size_t shared_prefix(const sv_buf *a, const sv_buf *b) {
     return i;
 }
 
-/* Hand queued jobs, oldest first, to free sessions. Under e->mu. */
+/* Hand queued jobs, oldest first, to free sessions: to the one whose last conversation the request
+ * continues or repeats (the longest such), else to the least recently used one, so that the
+ * caches of recent conversations stay for their next turns. Under e->mu. */
 static void dispatch(sv_engine *e) {
     while (e->head) {
-        int best = -1;
+        int best = -1, lru = -1;
         size_t best_len = 0;
         for (int i = 0; i < e->cfg.n_sessions; i++) {
-            if (e->w[i].job) continue;
-            size_t len = shared_prefix(&e->w[i].history, &e->head->key);
-            if (best < 0 || len > best_len) best = i, best_len = len;
+            const sv_worker *w = &e->w[i];
+            if (w->job) continue;
+            size_t len = shared_prefix(&w->history, &e->head->key);
+            bool whole = w->history.n && len == (w->history.n < e->head->key.n ? w->history.n : e->head->key.n);
+            if (whole && (best < 0 || len > best_len)) best = i, best_len = len;
+            if (lru < 0 || w->last_used < e->w[lru].last_used) lru = i;
         }
-        if (best < 0) return;
+        if (lru < 0) return;
+        if (best < 0) best = lru;
+        e->w[best].last_used = ++e->clock;
         sv_job *j = e->head;
         e->head = j->next;
         if (!e->head) e->tail = NULL;

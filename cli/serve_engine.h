@@ -42,7 +42,7 @@ typedef struct sv_job {
     bool never_ran;        /* it left the queue without generating (cancelled or out of time) */
     /* the engine's */
     struct sv_job *next;   /* in the queue */
-    sv_buf key;            /* the conversation as text, to pick the session whose cache shares most */
+    sv_buf key;            /* the conversation as text, to find the session whose cache holds it */
 } sv_job;
 
 typedef struct {

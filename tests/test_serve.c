@@ -346,6 +346,32 @@ TEST(serve_concurrent_requests_get_their_own_answers) {
     CHECK(server_stop(&s) == 0);
 }
 
+/* Two conversations on two sessions: each second turn returns to the session of its first turn and
+ * reuses its cache rows (the whole first turn: prompt and reply). */
+TEST(serve_next_turn_returns_to_its_session) {
+    NEED_SDK();
+    server s;
+    START(s, "-m " TARGET " --parallel 2 -t 1");
+    const char *out = tmp("turns.json");
+    char args[600], err[PF_ERR_LEN];
+    snprintf(args, sizeof args, "turns %s", out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    for (int k = 0; k < 2; k++) {
+        const pf_json *first = pf_json_get(item(d, (size_t)k), "pocketflash"), *next = pf_json_get(item(d, (size_t)k + 2), "pocketflash");
+        double p1 = num(pf_json_get(item(d, (size_t)k), "usage"), "prompt_tokens");
+        SCHECK(s, first && next && num(first, "session") == num(next, "session"), "conversation %d: sessions %g then %g", k,
+               num(first, "session"), num(next, "session"));
+        SCHECK(s, num(next, "reused_tokens") > p1, "conversation %d: second turn reused %g tokens (first prompt %g)", k,
+               num(next, "reused_tokens"), p1);
+    }
+    SCHECK(s, num(pf_json_get(item(d, 0), "pocketflash"), "session") != num(pf_json_get(item(d, 1), "pocketflash"), "session"),
+           "both conversations on one session");
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
 TEST(serve_dropped_stream_frees_its_session) {
     NEED_SDK();
     server s;

@@ -9,6 +9,7 @@
 //                             answer must equal its prompt's; the server's RSS (/proc/PID) sampled
 //   disconnect OUT            a stream dropped after its first chunks, then a request that must
 //                             get the (only) session
+//   turns OUT                 two conversations, one turn each, then each one's second turn
 // PF_OPENAI_DIR names the folder the SDK was installed into (mk/serve.mk).
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -132,6 +133,16 @@ if (mode === 'sdk') {
                                                                max_tokens: 4, temperature: 0 } });
   const health = await (await fetch(`${base}/health`)).json();
   writeFileSync(outPath, JSON.stringify({ chunks, after, after_ms: performance.now() - t0, health }));
+} else if (mode === 'turns') {
+  const [outPath] = args;
+  const client = sdk();
+  const ask = (messages) => one(client, { endpoint: 'chat', body: { model: 'm', messages, max_tokens: 24, temperature: 0 } });
+  const x = [{ role: 'user', content: 'What is the capital of France?' }];
+  const y = [{ role: 'user', content: 'Write a short poem about the sea.' }];
+  const x1 = await ask(x), y1 = await ask(y);
+  const x2 = await ask([...x, { role: 'assistant', content: x1.text }, { role: 'user', content: 'And of Spain?' }]);
+  const y2 = await ask([...y, { role: 'assistant', content: y1.text }, { role: 'user', content: 'Another one.' }]);
+  writeFileSync(outPath, JSON.stringify([x1, y1, x2, y2]));
 } else {
   console.error(`client.mjs: unknown mode ${mode}`);
   process.exit(2);
