@@ -75,7 +75,11 @@ sv_job *sv_job_new(sv_request *req, int client_fd, double now, double timeout_s)
         j->seed = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^ (++counter * 0x9e3779b97f4a7c15ull);
     }
     pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
+    pthread_condattr_t ca; /* timed waits against the monotonic deadline */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
     j->refs = 1;
     j->session = -1;
     job_key(j);
@@ -96,11 +100,6 @@ void sv_job_release(sv_job *j) {
     free(j);
 }
 
-void sv_job_wait(sv_job *j) {
-    pthread_mutex_lock(&j->mu);
-    while (j->state != SV_DONE) pthread_cond_wait(&j->cv, &j->mu);
-    pthread_mutex_unlock(&j->mu);
-}
 
 void sv_job_cancel(sv_job *j) {
     pthread_mutex_lock(&j->mu);
@@ -180,6 +179,7 @@ static void run_job(sv_worker *w, sv_job *j) {
     const sv_request *r = &j->req;
     pthread_mutex_lock(&j->mu);
     j->state = SV_RUNNING;
+    pthread_cond_broadcast(&j->cv); /* a waiter for the queue's deadline now waits for the end */
     j->t_start = sv_now();
     j->session = w->index;
     bool skip = j->cancel || (j->gone = client_gone(j->client_fd)) || (j->timed_out = j->t_start > j->deadline);
@@ -292,6 +292,47 @@ bool sv_engine_submit(sv_engine *e, sv_job *j) {
     }
     pthread_mutex_unlock(&e->mu);
     return ok;
+}
+
+/* Take j out of the queue if it is still there (its reference goes with it). */
+static bool withdraw(sv_engine *e, sv_job *j) {
+    pthread_mutex_lock(&e->mu);
+    sv_job **p = &e->head, *prev = NULL;
+    while (*p && *p != j) prev = *p, p = &(*p)->next;
+    bool found = *p == j;
+    if (found) {
+        *p = j->next;
+        if (e->tail == j) e->tail = prev;
+        j->next = NULL;
+        e->n_queued--;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (found) sv_job_release(j);
+    return found;
+}
+
+bool sv_engine_wait(sv_engine *e, sv_job *j, bool first_text) {
+    pthread_mutex_lock(&j->mu);
+    while (j->state != SV_DONE && !(first_text && j->ready)) {
+        if (j->state != SV_QUEUED) {
+            pthread_cond_wait(&j->cv, &j->mu);
+            continue;
+        }
+        if (sv_now() >= j->deadline) {
+            pthread_mutex_unlock(&j->mu);
+            if (withdraw(e, j)) return false;
+            pthread_mutex_lock(&j->mu); /* a session took it meanwhile */
+            if (j->state == SV_QUEUED) pthread_cond_wait(&j->cv, &j->mu);
+            continue;
+        }
+        struct timespec ts;
+        double t = j->deadline;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return true;
 }
 
 void sv_engine_load(sv_engine *e, int *busy, int *queued) {

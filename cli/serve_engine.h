@@ -63,8 +63,9 @@ sv_job *sv_job_new(sv_request *req, int client_fd, double now, double timeout_s)
 void sv_job_release(sv_job *j);
 /* Queue the job; false (the job untouched) when the queue is full or the engine stopping. */
 bool sv_engine_submit(sv_engine *e, sv_job *j);
-/* Blocks until the job is done (non-streamed requests). */
-void sv_job_wait(sv_job *j);
+/* Blocks until the job is done (first_text: or has text to send). False when its deadline passed
+ * while it still waited in the queue: it was taken out (not run) and the engine's reference dropped. */
+bool sv_engine_wait(sv_engine *e, sv_job *j, bool first_text);
 void sv_job_cancel(sv_job *j);
 
 /* Counts for /health. */

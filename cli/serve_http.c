@@ -274,10 +274,6 @@ static void stream_free(void *cls) {
 }
 
 static enum MHD_Result send_stream(const sv_http *h, struct MHD_Connection *c, sv_job *j) {
-    /* headers wait for the first text (or the end), so a failing prompt still gets its 4xx */
-    pthread_mutex_lock(&j->mu);
-    while (!j->ready && j->state != SV_DONE) pthread_cond_wait(&j->cv, &j->mu);
-    pthread_mutex_unlock(&j->mu);
     enum MHD_Result res;
     if (j->state == SV_DONE && job_error(c, j, &res)) {
         sv_job_release(j);
@@ -321,8 +317,12 @@ static enum MHD_Result generate(sv_http *h, struct MHD_Connection *c, req_ctx *x
         sv_job_release(j);
         return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is busy (request queue full)", NULL, "server_busy");
     }
+    /* a stream's headers wait for its first text (or the end), so a failing prompt still gets its 4xx */
+    if (!sv_engine_wait(h->e, j, stream)) {
+        sv_job_release(j);
+        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "timed out waiting for a free session", NULL, "timeout");
+    }
     if (stream) return send_stream(h, c, j); /* takes the reference */
-    sv_job_wait(j);
     enum MHD_Result res = send_completion(h, c, j);
     sv_job_release(j);
     return res;
