@@ -5,6 +5,10 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -I. -Iinclude
 LDLIBS  := -lzstd -lxxhash -lm -pthread
+# Only the CLI links libmicrohttpd (`pocketflash serve`); SERVE=0 builds it without (serve then
+# says so), e.g. for a cross build whose sysroot lacks the library.
+SERVE   ?= 1
+CLI_LDLIBS := $(if $(filter 0,$(SERVE)),,-lmicrohttpd)
 
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mavx2 -mfma -mf16c
@@ -30,7 +34,7 @@ libpocketflash.a: $(BUILD)/libpocketflash.a
 	cp $< $@
 
 pocketflash: $(CLI_OBJ) libpocketflash.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) libpocketflash.a $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) libpocketflash.a $(CLI_LDLIBS) $(LDLIBS)
 
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libpocketflash.a $(LDLIBS)
@@ -89,7 +93,7 @@ asan:
 	    build-asan/tests/run_tests $(T)
 
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LDLIBS) $(LDLIBS)
 
 # libFuzzer targets for the GGUF, .pfb bundle and prompt-cache readers (clang); bounded runs (FUZZ_TIME seconds
 # each), not part of `make test`.
@@ -153,6 +157,7 @@ drafts:
 -include mk/demo.mk
 -include mk/convert.mk
 -include mk/arm64.mk
+-include mk/serve.mk
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 -include mk/api.mk

@@ -4,6 +4,7 @@
 
 int cmd_demo(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench_model(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

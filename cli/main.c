@@ -11,6 +11,7 @@ static const char k_usage[] =
     "commands:\n"
     "  demo         the first command: plain vs speculative decoding on a few task prompts, one table\n"
     "  run          generate text with a model (plain or speculative decoding)\n"
+    "  serve        an OpenAI-compatible HTTP server (chat and text completions, streaming)\n"
     "  bench        per-task speedup of speculative over plain decoding (interleaved, checked)\n"
     "  dec-attach   store a trained Dec head (decision head) in a draft GGUF\n"
     "  draft-head   store a frequency-ranked head vocabulary in a draft GGUF\n"
@@ -37,7 +38,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-        {"demo", cmd_demo},         {"run", cmd_run},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen}, {"tune", cmd_tune}, {"dec-attach", cmd_dec_attach}, {"draft-head", cmd_draft_head},         {"synth", cmd_synth},
+        {"demo", cmd_demo},         {"run", cmd_run},           {"serve", cmd_serve},           {"info", cmd_info},         {"bench-model", cmd_bench_model}, {"bench", cmd_bench}, {"gen", cmd_gen}, {"tune", cmd_tune}, {"dec-attach", cmd_dec_attach}, {"draft-head", cmd_draft_head},         {"synth", cmd_synth},
         {"quantize", cmd_quantize}, {"tokenize", cmd_tokenize}, {"vocab-import", cmd_vocab_import},
         {"synth-draft", cmd_synth_draft},
         {"expand", cmd_expand},

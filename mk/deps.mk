@@ -1,5 +1,6 @@
 # Set-up that installs itself. Before the first compile `make` checks the build dependencies (a C
-# compiler, the zstd and xxhash headers and libraries); `make test` checks, when it builds its
+# compiler, the zstd and xxhash headers and libraries; for the CLI also libmicrohttpd's, unless
+# SERVE=0); `make test` checks, when it builds its
 # fixtures, python3-numpy (the llama.cpp golden models) and npm (the Qwen3 vocabulary), and
 # pkg-config (the installed-library test). What is
 # missing is installed with apt-get when make runs as root on a machine that has it (one line says
@@ -40,6 +41,8 @@ pf_probe = d=$$(mktemp -d) && printf '\#include <%s>\nint main(void) { return !%
 PF_ENSURE_BUILD = $(call pf_ensure,build dependencies,$(call pf_need,command -v $(CC),build-essential); \
     $(call pf_need,$(call pf_probe,zstd.h,ZSTD_versionNumber(),zstd),libzstd-dev); \
     $(call pf_need,$(call pf_probe,xxhash.h,XXH_versionNumber(),xxhash),libxxhash-dev))
+# The CLI's HTTP server (pocketflash serve); the library does not link it.
+PF_ENSURE_SERVE = $(call pf_ensure,build dependencies,$(call pf_need,$(call pf_probe,microhttpd.h,MHD_get_version(),microhttpd),libmicrohttpd-dev))
 PF_ENSURE_NUMPY = $(call pf_ensure,test dependencies,$(call pf_need,$(PYTHON) -c 'import numpy',python3-numpy))
 PF_ENSURE_NPM = $(call pf_ensure,test dependencies,$(call pf_need,command -v npm,npm))
 # tests/api/test_install.c builds the README's program through pkg-config
@@ -50,8 +53,15 @@ $(BUILD)/.deps-ok:
 	@$(PF_ENSURE_BUILD)
 	@mkdir -p $(@D) && touch $@
 $(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ): | $(BUILD)/.deps-ok
+$(BUILD)/.deps-serve-ok:
+	@$(PF_ENSURE_SERVE)
+	@mkdir -p $(@D) && touch $@
+ifneq ($(SERVE),0)
+$(CLI_OBJ): | $(BUILD)/.deps-serve-ok
+endif
 
 # Checks (and installs) now, whatever was checked before.
 .PHONY: deps
 deps:
 	@$(PF_ENSURE_BUILD)
+	@$(if $(filter 0,$(SERVE)),true,$(PF_ENSURE_SERVE))

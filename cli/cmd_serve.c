@@ -1,0 +1,140 @@
+/* pocketflash serve: an OpenAI-compatible HTTP server (docs/server.md) over one loaded model and
+ * draft: the flags, loading, the session pool (serve_engine.c), the HTTP side (serve_http.c), and
+ * a clean stop on SIGINT / SIGTERM. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/serve_engine.h"
+#include "cli/serve_http.h"
+#include "engine/model.h"
+#include "formats/pfb.h"
+#include "include/pocketflash.h"
+#include "kernels/topology.h"
+
+static const char k_usage[] =
+    "usage: pocketflash serve -m MODEL.gguf|APP.pfb [-d DRAFT.gguf] [options]\n"
+    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+    "  GET /v1/models, GET /health (docs/server.md)\n"
+    "  -m FILE          target model (qwen3 GGUF), or a .pfb bundle (its draft is used unless -d)\n"
+    "  -d FILE          DFlash / DFlash2 draft GGUF: requests speculate with the strategy `run -d`\n"
+    "                   uses (dec when the draft has a Dec head, else adaptive); output unchanged\n"
+    "  --host ADDR      address to bind (default 127.0.0.1, loopback only; 0.0.0.0 for every\n"
+    "                   interface)\n"
+    "  --port N         port (default 8080; 0 = any free port, named on stderr)\n"
+    "  --parallel N     sessions generating at the same time (default 1); more requests wait in\n"
+    "                   a queue\n"
+    "  --queue N        requests that may wait for a session (default 64); beyond: 503\n"
+    "  --api-key KEY    every route but /health needs 'Authorization: Bearer KEY' (401 otherwise)\n"
+    "  -t N             threads per session (default: the physical cores / --parallel, here %d)\n"
+    "  -c N             context size per session in tokens (default min(4096, model's))\n"
+    "  --kv f16|q8      KV cache type (as run)\n"
+    "  -n N             max_tokens of a request that gives none (default: until the context is\n"
+    "                   full or the end of turn)\n"
+    "  --timeout S      request time limit in seconds: reading the body, waiting for a session and\n"
+    "                   generating (default 600); generation that reaches it stops (finish_reason\n"
+    "                   \"length\", pocketflash.timed_out true)\n"
+    "  --max-body N     largest request body in bytes (default 1048576); beyond: 413\n"
+    "  --max-connections N  open connections at most (default 256)\n"
+    "  --alias NAME     the model id /v1/models lists (default: the model file's name)\n"
+    "  -v               one line per request on stderr\n"
+    "llama-server spellings accepted: --model, -md/--model-draft, --ctx-size, --threads, -np,\n"
+    "  --n-predict\n";
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int cmd_serve(int argc, char **argv) {
+    const char *model_path = NULL, *draft_path = NULL, *alias = NULL;
+    sv_http_config hc = {.host = "127.0.0.1", .port = 8080, .max_body = 1 << 20, .timeout_s = 600,
+                         .max_connections = 256};
+    sv_engine_config ec = {.n_sessions = 1, .queue_max = 64};
+    int threads = 0;
+    long long iv;
+    double fv;
+    for (int i = 1; i < argc; i++) {
+        const char *a = cli_alias(argv[i]), *v;
+        if (!strcmp(a, "-np")) a = "--parallel";
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf(k_usage, pf_physical_cores());
+            return 0;
+        } else if (!strcmp(a, "-v")) {
+            hc.verbose = true;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "-d") || !strcmp(a, "--host") || !strcmp(a, "--port") ||
+                   !strcmp(a, "--parallel") || !strcmp(a, "--queue") || !strcmp(a, "--api-key") || !strcmp(a, "-t") ||
+                   !strcmp(a, "-c") || !strcmp(a, "--kv") || !strcmp(a, "-n") || !strcmp(a, "--timeout") ||
+                   !strcmp(a, "--max-body") || !strcmp(a, "--max-connections") || !strcmp(a, "--alias")) {
+            if (!(v = cli_value(argc, argv, &i))) return 1;
+            if (!strcmp(a, "-m")) model_path = v;
+            else if (!strcmp(a, "-d")) draft_path = v;
+            else if (!strcmp(a, "--host")) hc.host = v;
+            else if (!strcmp(a, "--alias")) alias = v;
+            else if (!strcmp(a, "--api-key")) {
+                if (!*v) return cli_fail("serve: --api-key must not be empty");
+                hc.api_key = v;
+            }
+            else if (!strcmp(a, "--port")) { if (!cli_int(a, v, 0, 65535, &iv)) return 1; hc.port = (int)iv; }
+            else if (!strcmp(a, "--parallel")) { if (!cli_int(a, v, 1, 64, &iv)) return 1; ec.n_sessions = (int)iv; }
+            else if (!strcmp(a, "--queue")) { if (!cli_int(a, v, 0, 1 << 20, &iv)) return 1; ec.queue_max = (int)iv; }
+            else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; threads = (int)iv; }
+            else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 1, 1 << 24, &iv)) return 1; ec.session.n_ctx = iv; }
+            else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &ec.session.kv_q8)) return 1; }
+            else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 30, &iv)) return 1; ec.default_max_tokens = (int)iv; }
+            else if (!strcmp(a, "--timeout")) { if (!cli_float(a, v, 0.001, 1e7, &fv)) return 1; hc.timeout_s = fv; }
+            else if (!strcmp(a, "--max-body")) { if (!cli_int(a, v, 1, 1ll << 32, &iv)) return 1; hc.max_body = (size_t)iv; }
+            else { if (!cli_int(a, v, 1, 65536, &iv)) return 1; hc.max_connections = (int)iv; }
+        } else {
+            return cli_fail("serve: unknown flag '%s' (try --help)", argv[i]);
+        }
+    }
+    if (!model_path) return cli_fail("serve: missing -m MODEL.gguf");
+    ec.timeout_s = hc.timeout_s;
+    ec.session.n_threads = threads ? threads : pf_physical_cores() / ec.n_sessions;
+    if (ec.session.n_threads < 1) ec.session.n_threads = 1;
+    hc.model_id = alias ? alias : base_name(model_path);
+
+    char err[PF_ERR_LEN];
+    int rc = 1;
+    pf_draft *d = NULL;
+    sv_engine *e = NULL;
+    sv_http *h = NULL;
+    pf_model *m = pf_load_model(model_path, err);
+    if (!m) return cli_fail("%s", err);
+    /* a bundle that carries a draft speculates with it, as run does */
+    bool bundled = !draft_path && m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT);
+    if ((draft_path || bundled) && !(d = pf_load_draft(m, draft_path, err))) { cli_fail("%s", err); goto done; }
+
+    /* SIGINT / SIGTERM go to sigwait below: every thread started from here on blocks them */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (!(e = sv_engine_new(m, d, &ec, err))) { cli_fail("%s", err); goto done; }
+    int port = 0;
+    if (!(h = sv_http_start(e, &hc, &port, err))) { cli_fail("%s", err); goto done; }
+    fprintf(stderr, "pocketflash serve: listening on http://%s%s%s:%d (model %s%s%s, %d session%s x %d thread%s%s)\n",
+            strchr(hc.host, ':') ? "[" : "", hc.host, strchr(hc.host, ':') ? "]" : "", port, hc.model_id,
+            d ? ", draft " : "", d ? (draft_path ? base_name(draft_path) : "from the bundle") : "", ec.n_sessions,
+            ec.n_sessions > 1 ? "s" : "", ec.session.n_threads, ec.session.n_threads > 1 ? "s" : "",
+            hc.api_key ? ", API key required" : "");
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "pocketflash serve: stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    rc = 0;
+done:
+    sv_http_quiesce(h);
+    if (e) sv_engine_stop(e);
+    sv_http_stop(h);
+    sv_engine_free(e);
+    pf_free_draft(d);
+    pf_free_model(m);
+    return rc;
+}

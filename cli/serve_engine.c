@@ -1,0 +1,411 @@
+/* pocketflash serve: the session pool (see serve_engine.h). Sessions follow the library's
+ * threading rules: the model and draft are shared read-only, each session is used by its own
+ * worker thread only. A multi-turn chat returns to the session whose KV cache holds its history
+ * (dispatch), where the library prefills only the new turn. */
+#include "cli/serve_engine.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    sv_engine *e;
+    int index;
+    pthread_t thread;
+    bool started;
+    pf_session *s;
+    pthread_cond_t cv; /* a job was assigned, or the engine stops */
+    sv_job *job;
+    sv_buf history;    /* the key of its last conversation, reply included */
+    uint64_t last_used; /* e->clock when it last got a job */
+} sv_worker;
+
+struct sv_engine {
+    const pf_model *model;
+    const pf_draft *draft;
+    sv_engine_config cfg;
+    pthread_mutex_t mu;
+    sv_worker *w;
+    sv_job *head, *tail;
+    int n_queued, n_busy;
+    uint64_t clock;
+    bool stopping;
+};
+
+double sv_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- jobs ---- */
+static void job_key(sv_job *j) {
+    const sv_request *r = &j->req;
+    if (r->kind == SV_COMPLETION) {
+        sv_put(&j->key, "\x02", 1);
+        sv_put(&j->key, r->prompt, r->prompt_len);
+        return;
+    }
+    for (int i = 0; i < r->n_messages; i++) {
+        sv_puts(&j->key, r->messages[i].role);
+        sv_put(&j->key, "\x1f", 1);
+        sv_puts(&j->key, r->messages[i].content);
+        sv_put(&j->key, "\x1e", 1);
+    }
+}
+
+sv_job *sv_job_new(sv_request *req, int client_fd, double now, double timeout_s) {
+    sv_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->req = *req;
+    j->streamed = req->stream;
+    memset(req, 0, sizeof *req);
+    j->client_fd = client_fd;
+    j->t_arrive = now;
+    j->deadline = now + timeout_s;
+    if (j->req.has_seed) {
+        j->seed = j->req.seed;
+    } else { /* OpenAI's requests without a seed differ from each other */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        static _Atomic uint64_t counter;
+        j->seed = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^ (++counter * 0x9e3779b97f4a7c15ull);
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_condattr_t ca; /* timed waits against the monotonic deadline */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    j->refs = 1;
+    j->session = -1;
+    job_key(j);
+    return j;
+}
+
+void sv_job_release(sv_job *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left) return;
+    sv_request_free(&j->req);
+    sv_buf_free(&j->text);
+    sv_buf_free(&j->key);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+
+void sv_job_cancel(sv_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->cancel = true;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Under j->mu. */
+static void job_finish(sv_job *j) {
+    j->ready = j->text.n;
+    j->state = SV_DONE;
+    j->t_end = sv_now();
+    pthread_cond_broadcast(&j->cv);
+}
+
+/* ---- generation ---- */
+static bool client_gone(int fd) {
+    if (fd < 0) return false;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* After text grew from `old` bytes: cut it at the first stop sequence (true), else move `ready` up
+ * to where no stop sequence can start. Under j->mu. */
+static bool scan_stops(sv_job *j, size_t old) {
+    const sv_request *r = &j->req;
+    size_t n = j->text.n, cut = n, hold = 0;
+    for (int k = 0; k < r->n_stop; k++) {
+        size_t len = r->stop_len[k], from = old >= len ? old - len + 1 : 0;
+        const char *hit = from < n ? memmem(j->text.s + from, n - from, r->stop[k], len) : NULL;
+        if (hit && (size_t)(hit - j->text.s) < cut) cut = (size_t)(hit - j->text.s);
+        for (size_t h = len - 1 < n ? len - 1 : n; h > hold; h--) /* longest suffix that starts the stop */
+            if (!memcmp(j->text.s + n - h, r->stop[k], h)) {
+                hold = h;
+                break;
+            }
+    }
+    if (cut < n) {
+        j->text.n = cut;
+        j->text.s[cut] = 0;
+        if (j->ready > cut) j->ready = cut;
+        j->stop_hit = true;
+        return true;
+    }
+    if (n - hold > j->ready) j->ready = n - hold;
+    return false;
+}
+
+static int on_text(void *user, const char *text, size_t len) {
+    sv_job *j = user;
+    pthread_mutex_lock(&j->mu);
+    size_t old = j->text.n;
+    sv_put(&j->text, text, len);
+    bool stop = j->text.oom || scan_stops(j, old) || j->cancel;
+    if (j->streamed) pthread_cond_broadcast(&j->cv); /* a waiter for the end only is not woken per token */
+    pthread_mutex_unlock(&j->mu);
+    if (stop) return 1;
+    /* the socket every 20 ms, not every token: a syscall per token is measurable on a small model */
+    double now = sv_now();
+    bool gone = false, late = now > j->deadline;
+    if (now - j->t_polled > 0.02) {
+        j->t_polled = now;
+        gone = client_gone(j->client_fd);
+    }
+    if (gone || late) {
+        pthread_mutex_lock(&j->mu);
+        j->gone = gone;
+        j->timed_out = late;
+        pthread_mutex_unlock(&j->mu);
+        return 1;
+    }
+    return 0;
+}
+
+static void run_job(sv_worker *w, sv_job *j) {
+    sv_engine *e = w->e;
+    const sv_request *r = &j->req;
+    pthread_mutex_lock(&j->mu);
+    j->state = SV_RUNNING;
+    pthread_cond_broadcast(&j->cv); /* a waiter for the queue's deadline now waits for the end */
+    j->t_start = sv_now();
+    j->session = w->index;
+    bool skip = j->cancel || (j->gone = client_gone(j->client_fd)) || (j->timed_out = j->t_start > j->deadline);
+    pthread_mutex_unlock(&j->mu);
+    pf_status st = PF_OK;
+    char err[PF_ERR_LEN] = "";
+    pf_gen_stats stats;
+    memset(&stats, 0, sizeof stats);
+    if (!skip) {
+        pf_gen_params gp;
+        pf_gen_params_default(&gp);
+        gp.max_tokens = r->max_tokens ? r->max_tokens : e->cfg.default_max_tokens ? e->cfg.default_max_tokens : INT_MAX / 2;
+        gp.temp = (float)r->temp;
+        gp.top_p = (float)r->top_p;
+        gp.top_k = r->top_k;
+        gp.seed = j->seed;
+        gp.draft = e->draft;
+        gp.spec = r->has_spec ? r->spec : PF_SPEC_DEFAULT;
+        gp.block = r->block;
+        gp.stop_at_eot = !r->ignore_eos;
+        if (r->kind == SV_CHAT)
+            st = pf_generate_chat(w->s, r->messages, r->n_messages, &gp, on_text, j, &stats, err);
+        else
+            st = pf_generate(w->s, r->prompt, r->prompt_len, &gp, on_text, j, &stats, err);
+    }
+    pthread_mutex_lock(&j->mu);
+    j->never_ran = skip;
+    j->stats = stats;
+    j->status = j->text.oom ? PF_ERR_OOM : st;
+    snprintf(j->err, sizeof j->err, "%s", j->text.oom ? "out of memory" : err);
+    /* what this session's cache now holds, for the next request's choice of session */
+    sv_buf_free(&w->history);
+    if (!skip && st == PF_OK && !j->text.oom) {
+        sv_put(&w->history, j->key.s, j->key.n);
+        if (r->kind == SV_CHAT) sv_puts(&w->history, "assistant\x1f");
+        sv_put(&w->history, j->text.s ? j->text.s : "", j->text.n);
+    }
+    job_finish(j);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* ---- the pool ---- */
+static size_t shared_prefix(const sv_buf *a, const sv_buf *b) {
+    size_t n = a->n < b->n ? a->n : b->n, i = 0;
+    while (i < n && a->s[i] == b->s[i]) i++;
+    return i;
+}
+
+/* Hand queued jobs, oldest first, to free sessions: to the one whose last conversation the request
+ * continues or repeats (the longest such), else to the least recently used one, so that the
+ * caches of recent conversations stay for their next turns. Under e->mu. */
+static void dispatch(sv_engine *e) {
+    while (e->head) {
+        int best = -1, lru = -1;
+        size_t best_len = 0;
+        for (int i = 0; i < e->cfg.n_sessions; i++) {
+            const sv_worker *w = &e->w[i];
+            if (w->job) continue;
+            size_t len = shared_prefix(&w->history, &e->head->key);
+            bool whole = w->history.n && len == (w->history.n < e->head->key.n ? w->history.n : e->head->key.n);
+            if (whole && (best < 0 || len > best_len)) best = i, best_len = len;
+            if (lru < 0 || w->last_used < e->w[lru].last_used) lru = i;
+        }
+        if (lru < 0) return;
+        if (best < 0) best = lru;
+        e->w[best].last_used = ++e->clock;
+        sv_job *j = e->head;
+        e->head = j->next;
+        if (!e->head) e->tail = NULL;
+        j->next = NULL;
+        e->n_queued--;
+        e->n_busy++;
+        e->w[best].job = j;
+        pthread_cond_signal(&e->w[best].cv);
+    }
+}
+
+static void *worker_main(void *arg) {
+    sv_worker *w = arg;
+    sv_engine *e = w->e;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        while (!w->job && !e->stopping) pthread_cond_wait(&w->cv, &e->mu);
+        if (!w->job) break;
+        sv_job *j = w->job;
+        pthread_mutex_unlock(&e->mu);
+        run_job(w, j);
+        sv_job_release(j);
+        pthread_mutex_lock(&e->mu);
+        w->job = NULL;
+        e->n_busy--;
+        dispatch(e);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+bool sv_engine_submit(sv_engine *e, sv_job *j) {
+    pthread_mutex_lock(&e->mu);
+    bool ok = !e->stopping && e->n_queued < e->cfg.queue_max;
+    if (ok) {
+        pthread_mutex_lock(&j->mu);
+        j->refs++;
+        pthread_mutex_unlock(&j->mu);
+        if (e->tail) e->tail->next = j;
+        else e->head = j;
+        e->tail = j;
+        e->n_queued++;
+        dispatch(e);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return ok;
+}
+
+/* Take j out of the queue if it is still there (its reference goes with it). */
+static bool withdraw(sv_engine *e, sv_job *j) {
+    pthread_mutex_lock(&e->mu);
+    sv_job **p = &e->head, *prev = NULL;
+    while (*p && *p != j) prev = *p, p = &(*p)->next;
+    bool found = *p == j;
+    if (found) {
+        *p = j->next;
+        if (e->tail == j) e->tail = prev;
+        j->next = NULL;
+        e->n_queued--;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (found) sv_job_release(j);
+    return found;
+}
+
+bool sv_engine_wait(sv_engine *e, sv_job *j, bool first_text) {
+    pthread_mutex_lock(&j->mu);
+    while (j->state != SV_DONE && !(first_text && j->ready)) {
+        if (j->state != SV_QUEUED) {
+            pthread_cond_wait(&j->cv, &j->mu);
+            continue;
+        }
+        if (sv_now() >= j->deadline) {
+            pthread_mutex_unlock(&j->mu);
+            if (withdraw(e, j)) return false;
+            pthread_mutex_lock(&j->mu); /* a session took it meanwhile */
+            if (j->state == SV_QUEUED) pthread_cond_wait(&j->cv, &j->mu);
+            continue;
+        }
+        struct timespec ts;
+        double t = j->deadline;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return true;
+}
+
+void sv_engine_load(sv_engine *e, int *busy, int *queued) {
+    pthread_mutex_lock(&e->mu);
+    *busy = e->n_busy;
+    *queued = e->n_queued;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void sv_engine_stop(sv_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    e->stopping = true;
+    while (e->head) { /* queued: done without running */
+        sv_job *j = e->head;
+        e->head = j->next;
+        pthread_mutex_lock(&j->mu);
+        j->never_ran = true;
+        j->status = PF_ERR_INTERNAL;
+        snprintf(j->err, sizeof j->err, "the server is shutting down");
+        job_finish(j);
+        pthread_mutex_unlock(&j->mu);
+        sv_job_release(j);
+    }
+    e->tail = NULL;
+    e->n_queued = 0;
+    for (int i = 0; i < e->cfg.n_sessions; i++) {
+        if (e->w[i].job) sv_job_cancel(e->w[i].job);
+        pthread_cond_signal(&e->w[i].cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+sv_engine *sv_engine_new(const pf_model *m, const pf_draft *d, const sv_engine_config *cfg, char err[PF_ERR_LEN]) {
+    sv_engine *e = calloc(1, sizeof *e);
+    if (!e || !(e->w = calloc((size_t)cfg->n_sessions, sizeof *e->w))) {
+        free(e);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return NULL;
+    }
+    e->model = m;
+    e->draft = d;
+    e->cfg = *cfg;
+    pthread_mutex_init(&e->mu, NULL);
+    for (int i = 0; i < cfg->n_sessions; i++) {
+        sv_worker *w = &e->w[i];
+        w->e = e;
+        w->index = i;
+        pthread_cond_init(&w->cv, NULL);
+        if (!(w->s = pf_session_new(m, &cfg->session, err))) goto fail;
+    }
+    for (int i = 0; i < cfg->n_sessions; i++) {
+        if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i])) {
+            snprintf(err, PF_ERR_LEN, "cannot start a worker thread");
+            goto fail;
+        }
+        e->w[i].started = true;
+    }
+    return e;
+fail:
+    sv_engine_free(e);
+    return NULL;
+}
+
+void sv_engine_free(sv_engine *e) {
+    if (!e) return;
+    sv_engine_stop(e);
+    for (int i = 0; i < e->cfg.n_sessions; i++) {
+        if (e->w[i].started) pthread_join(e->w[i].thread, NULL);
+        pf_session_free(e->w[i].s);
+        pthread_cond_destroy(&e->w[i].cv);
+        sv_buf_free(&e->w[i].history);
+    }
+    pthread_mutex_destroy(&e->mu);
+    free(e->w);
+    free(e);
+}

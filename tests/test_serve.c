@@ -1,0 +1,615 @@
+/* pocketflash serve end to end, on loopback, with a real client: the official OpenAI Node SDK
+ * (tests/serve/client.mjs; mk/serve.mk installs it into .cache/openai-node). Greedy answers equal
+ * `run` (with and without the draft), streamed deltas concatenate to the same text, concurrent
+ * requests get their own answers, a dropped stream frees its session, the error cases get
+ * OpenAI-style 4xx bodies while the server keeps serving, --api-key refuses, and a bounded load run
+ * keeps every answer right and the resident memory flat. Tests needing node or the SDK skip by name
+ * where they are missing. Runs ./pocketflash (or $PF_CLI) on the committed stand-in models. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "formats/json.h"
+#include "test.h"
+
+#define TARGET "models/pf-target-f16.gguf"
+#define DRAFT "models/pf-draft-dflash2.gguf"
+
+static const char *cli(void) { return getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash"; }
+
+static const char *openai_dir(void) {
+    return getenv("PF_OPENAI_DIR") ? getenv("PF_OPENAI_DIR") : ".cache/openai-node";
+}
+
+static bool have_node(void) { return system("command -v node >/dev/null 2>&1") == 0; }
+
+static bool have_sdk(void) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/node_modules/openai/package.json", openai_dir());
+    return have_node() && access(p, R_OK) == 0;
+}
+
+#define NEED_NODE()                                                                                   \
+    do {                                                                                              \
+        if (!have_node()) {                                                                           \
+            pf_test_skip("needs node (Debian: apt-get install nodejs)");                              \
+            return;                                                                                   \
+        }                                                                                             \
+    } while (0)
+#define NEED_SDK()                                                                                    \
+    do {                                                                                              \
+        if (!have_sdk()) {                                                                            \
+            pf_test_skip("needs node and the OpenAI Node SDK (npm openai, installed by make test)");  \
+            return;                                                                                   \
+        }                                                                                             \
+    } while (0)
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t k = s ? fread(s, 1, (size_t)n, f) : 0;
+    if (s) s[k] = 0;
+    fclose(f);
+    return s;
+}
+
+/* `pocketflash ARGS`: its stdout (without run's final newline) into out; exit status. */
+static int run_cli(const char *args, char *out, size_t n_out) {
+    char cmd[4096], po[300];
+    snprintf(po, sizeof po, "%s/serve-run.out", pf_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>/dev/null </dev/null", cli(), args, po);
+    int st = system(cmd);
+    char *s = read_all(po);
+    snprintf(out, n_out, "%s", s ? s : "");
+    free(s);
+    size_t n = strlen(out);
+    if (n && out[n - 1] == '\n') out[n - 1] = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* ---- the server process ---- */
+typedef struct {
+    pid_t pid;
+    int port;
+    char base[64], log[300];
+} server;
+
+static int g_servers;
+
+/* Starts `pocketflash serve --port 0 ARGS`; waits for its "listening on" line. */
+static bool server_start(server *s, const char *args) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->log, sizeof s->log, "%s/serve-%d.log", pf_test_tmpdir(), g_servers++);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s serve --port 0 %s 2>%s >/dev/null </dev/null", cli(), args, s->log);
+    s->pid = fork();
+    if (s->pid < 0) return false;
+    if (s->pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 1200; i++) { /* 60 s */
+        char *log = read_all(s->log);
+        const char *p = log ? strstr(log, "listening on http://127.0.0.1:") : NULL;
+        if (p) s->port = atoi(p + strlen("listening on http://127.0.0.1:"));
+        free(log);
+        if (s->port > 0) {
+            snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
+            return true;
+        }
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return false;
+        }
+        usleep(50000);
+    }
+    return false;
+}
+
+/* SIGTERM, then its exit status (-1: had to be killed). */
+static int server_stop(server *s) {
+    if (s->pid <= 0) return -1;
+    kill(s->pid, SIGTERM);
+    for (int i = 0; i < 400; i++) { /* 20 s */
+        int st;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        }
+        usleep(50000);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+    return -1;
+}
+
+static void server_log(const server *s) {
+    char *log = read_all(s->log);
+    printf("    server log: %.2000s\n", log ? log : "(none)");
+    free(log);
+}
+
+#define START(s, args)                                                                                \
+    do {                                                                                              \
+        if (!server_start(&(s), args)) {                                                              \
+            server_log(&(s));                                                                         \
+            CHECKF(0, "serve %s did not start", args);                                                \
+        }                                                                                             \
+    } while (0)
+
+/* A failed CHECK returns from the test: the server goes first. */
+#define SCHECK(s, cond, ...)                                                                          \
+    do {                                                                                              \
+        if (!(cond)) {                                                                                \
+            server_stop(&(s));                                                                        \
+            server_log(&(s));                                                                         \
+            CHECKF(0, __VA_ARGS__);                                                                   \
+        }                                                                                             \
+    } while (0)
+
+/* node tests/serve/client.mjs BASE MODE ARGS; its output and errors into the log on failure. */
+static int client(const server *s, const char *mode_args) {
+    char cmd[2048], log[300];
+    snprintf(log, sizeof log, "%s/client.log", pf_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "PF_OPENAI_DIR='%s' node tests/serve/client.mjs %s %s >%s 2>&1", openai_dir(), s->base,
+             mode_args, log);
+    int st = system(cmd);
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    if (rc) {
+        char *t = read_all(log);
+        printf("    client.mjs %s: exit %d: %.2000s\n", mode_args, rc, t ? t : "");
+        free(t);
+    }
+    return rc;
+}
+
+static const char *tmp(const char *name) {
+    static char paths[8][300];
+    static int k;
+    char *p = paths[k++ % 8];
+    snprintf(p, 300, "%s/%s", pf_test_tmpdir(), name);
+    return p;
+}
+
+static bool write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+/* The i-th element of the JSON array in path's document; member lookups by name. */
+static const pf_json *item(const pf_json_doc *d, size_t i) {
+    const pf_json *r = d ? pf_json_root(d) : NULL;
+    return r && r->type == PF_JSON_ARRAY && i < r->u.arr.n ? &r->u.arr.items[i] : NULL;
+}
+static const char *str(const pf_json *v, const char *key) {
+    const pf_json *m = v ? pf_json_get(v, key) : NULL;
+    return m && m->type == PF_JSON_STRING ? m->u.str.s : NULL;
+}
+static double num(const pf_json *v, const char *key) {
+    const pf_json *m = v ? pf_json_get(v, key) : NULL;
+    return m && m->type == PF_JSON_NUMBER ? m->u.num.d : -1;
+}
+static bool is_true(const pf_json *v, const char *key) {
+    const pf_json *m = v ? pf_json_get(v, key) : NULL;
+    return m && m->type == PF_JSON_BOOL && m->u.b;
+}
+
+#define Q1 "A shop sells 12 apples for 3 dollars each. How much do the apples cost?"
+#define Q2 "Write a short poem about the sea."
+#define Q3 "What is the capital of France?"
+#define Q4 "List three colors."
+#define P2 "Once upon a time, there was"
+
+/* Chat and completion requests for Q1, Q2 (plain and streamed) against `run`, the second turn of
+ * the first conversation (its cache rows reused), and a seeded sample twice. */
+static void check_against_run(const char *serve_args, const char *run_args) {
+    static char want_c1[8192], want_c2[8192], want_p1[8192], want_p2[8192], want_s[8192], args[2048];
+    snprintf(args, sizeof args, "run -m " TARGET " %s --chat -n 40 -p '" Q1 "'", run_args);
+    CHECK(run_cli(args, want_c1, sizeof want_c1) == 0 && strlen(want_c1) > 2);
+    snprintf(args, sizeof args, "run -m " TARGET " %s --chat -n 40 -p '" Q2 "'", run_args);
+    CHECK(run_cli(args, want_c2, sizeof want_c2) == 0);
+    snprintf(args, sizeof args, "run -m " TARGET " %s --chat -n 24 --temp 0.9 --seed 7 -p '" Q2 "'", run_args);
+    CHECK(run_cli(args, want_s, sizeof want_s) == 0);
+    snprintf(args, sizeof args, "run -m " TARGET " %s -n 24 -p '" Q1 "'", run_args);
+    CHECK(run_cli(args, want_p1, sizeof want_p1) == 0);
+    snprintf(args, sizeof args, "run -m " TARGET " %s -n 24 -p '" P2 "'", run_args);
+    CHECK(run_cli(args, want_p2, sizeof want_p2) == 0);
+    const char *in = tmp("sdk-in.json"), *out = tmp("sdk-out.json");
+    static char req[16384];
+    snprintf(req, sizeof req,
+             "[{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1 "\"}],"
+             "\"max_tokens\":40,\"temperature\":0}},"
+             "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1 "\"}],"
+             "\"max_tokens\":40,\"temperature\":0,\"stream\":true}},"
+             "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1 "\"},"
+             "{\"role\":\"assistant\",\"content\":\"It costs 36 dollars.\"},{\"role\":\"user\",\"content\":\"And 6 apples?\"}],"
+             "\"max_tokens\":16,\"temperature\":0}},"
+             "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2 "\"}],"
+             "\"max_tokens\":40,\"temperature\":0,\"stream\":true}},"
+             "{\"endpoint\":\"completions\",\"body\":{\"model\":\"pf\",\"prompt\":\"" Q1 "\",\"max_tokens\":24,\"temperature\":0}},"
+             "{\"endpoint\":\"completions\",\"body\":{\"model\":\"pf\",\"prompt\":\"" P2 "\",\"max_tokens\":24,\"temperature\":0,"
+             "\"stream\":true}},"
+             "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2 "\"}],"
+             "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7}},"
+             "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2 "\"}],"
+             "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7,\"stream\":true}}]");
+    CHECK(write_file(in, req));
+    server s;
+    START(s, serve_args);
+    char ma[700];
+    snprintf(ma, sizeof ma, "sdk %s %s 1", in, out);
+    SCHECK(s, client(&s, ma) == 0, "client failed");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    /* requests 0, 1, 3, 4, 5 against run; 2 is the second turn of 0's conversation */
+    const char *want[] = {want_c1, want_c1, NULL, want_c2, want_p1, want_p2};
+    for (int i = 0; i < 6; i++) {
+        if (!want[i]) continue;
+        const char *got = str(item(d, (size_t)i), "text");
+        SCHECK(s, got && !strcmp(got, want[i]), "request %d: '%s' differs from run's '%s'", i, got ? got : "(error)", want[i]);
+        const pf_json *u = pf_json_get(item(d, (size_t)i), "usage");
+        SCHECK(s, num(u, "prompt_tokens") > 0 && num(u, "completion_tokens") > 0 &&
+                      num(u, "total_tokens") == num(u, "prompt_tokens") + num(u, "completion_tokens"),
+               "request %d: usage missing", i);
+        const char *fr = str(item(d, (size_t)i), "finish_reason");
+        SCHECK(s, fr && (!strcmp(fr, "stop") || !strcmp(fr, "length")), "request %d: finish_reason", i);
+        SCHECK(s, num(pf_json_get(item(d, (size_t)i), "pocketflash"), "decode_tok_s") >= 0, "request %d: no extension", i);
+    }
+    SCHECK(s, num(item(d, 1), "chunks") >= 3 && str(item(d, 1), "role"), "the stream came in %g chunks",
+           num(item(d, 1), "chunks"));
+    /* the second turn reused the first turn's cache rows */
+    SCHECK(s, str(item(d, 2), "text") && num(pf_json_get(item(d, 2), "pocketflash"), "reused_tokens") > 0,
+           "second turn: no KV reuse");
+    /* a seed reproduces a sample, streamed or not */
+    const char *a = str(item(d, 6), "text"), *b = str(item(d, 7), "text");
+    SCHECK(s, a && b && !strcmp(a, b), "seeded samples differ: '%s' vs '%s'", a ? a : "", b ? b : "");
+    SCHECK(s, !strcmp(a, want_s), "seeded sample '%s' differs from run's '%s'", a, want_s);
+    pf_json_free(d);
+    /* a stop sequence from the middle of the answer: the text ends before it, streamed or not */
+    static char stop[16], cut[8192];
+    size_t half = strlen(want_c1) / 2;
+    snprintf(stop, sizeof stop, "%.4s", want_c1 + half);
+    SCHECK(s, strlen(stop) == 4 && !strchr(stop, '"') && !strchr(stop, '\\'), "no usable stop sequence in '%s'", want_c1);
+    snprintf(cut, sizeof cut, "%.*s", (int)(strstr(want_c1, stop) - want_c1), want_c1);
+    for (int streamed = 0; streamed < 2; streamed++) {
+        snprintf(req, sizeof req,
+                 "[{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1 "\"}],"
+                 "\"max_tokens\":40,\"temperature\":0,\"stop\":[\"%s\",\"zzzz\"],\"stream\":%s}}]",
+                 stop, streamed ? "true" : "false");
+        CHECK(write_file(in, req));
+        SCHECK(s, client(&s, ma) == 0, "client failed");
+        d = pf_json_parse_file(out, err);
+        const char *got = str(item(d, 0), "text"), *fr = str(item(d, 0), "finish_reason");
+        SCHECK(s, got && !strcmp(got, cut) && fr && !strcmp(fr, "stop"), "stop '%s': '%s' (%s), want '%s'", stop,
+               got ? got : "(error)", fr ? fr : "-", cut);
+        pf_json_free(d);
+    }
+    CHECKF(server_stop(&s) == 0, "serve did not exit cleanly on SIGTERM");
+}
+
+TEST(serve_greedy_chat_equals_run) {
+    NEED_SDK();
+    check_against_run("-m " TARGET " -t 1", "-t 1");
+}
+
+TEST(serve_greedy_chat_equals_run_with_draft) {
+    NEED_SDK();
+    check_against_run("-m " TARGET " -d " DRAFT " -t 1", "-d " DRAFT " -t 1");
+}
+
+TEST(serve_concurrent_requests_get_their_own_answers) {
+    NEED_SDK();
+    static const char *qs[4] = {Q1, Q2, Q3, Q4};
+    static char want[4][8192], args[1024], req[16384];
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, "run -m " TARGET " -d " DRAFT " -t 1 --chat -n 32 -p '%s'", qs[i]);
+        CHECK(run_cli(args, want[i], sizeof want[i]) == 0);
+    }
+    size_t n = 0;
+    n += (size_t)snprintf(req + n, sizeof req - n, "[");
+    for (int i = 0; i < 12; i++)
+        n += (size_t)snprintf(req + n, sizeof req - n,
+                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"%s\"}],\"max_tokens\":32,\"temperature\":0,\"stream\":%s}}",
+                              i ? "," : "", qs[i % 4], i % 3 ? "false" : "true");
+    snprintf(req + n, sizeof req - n, "]");
+    const char *in = tmp("conc-in.json"), *out = tmp("conc-out.json");
+    CHECK(write_file(in, req));
+    server s;
+    START(s, "-m " TARGET " -d " DRAFT " --parallel 3 -t 1");
+    snprintf(args, sizeof args, "sdk %s %s 6", in, out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    int sessions_seen = 0;
+    for (int i = 0; i < 12; i++) {
+        const char *got = str(item(d, (size_t)i), "text");
+        SCHECK(s, got && !strcmp(got, want[i % 4]), "request %d: '%s', want '%s'", i, got ? got : "(error)", want[i % 4]);
+        sessions_seen |= 1 << (int)num(pf_json_get(item(d, (size_t)i), "pocketflash"), "session");
+    }
+    pf_json_free(d);
+    SCHECK(s, sessions_seen > 1, "every request ran on one session (mask %d)", sessions_seen);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* Two conversations on two sessions: each second turn returns to the session of its first turn and
+ * reuses its cache rows (the whole first turn: prompt and reply). */
+TEST(serve_next_turn_returns_to_its_session) {
+    NEED_SDK();
+    server s;
+    START(s, "-m " TARGET " --parallel 2 -t 1");
+    const char *out = tmp("turns.json");
+    char args[600], err[PF_ERR_LEN];
+    snprintf(args, sizeof args, "turns %s", out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    for (int k = 0; k < 2; k++) {
+        const pf_json *first = pf_json_get(item(d, (size_t)k), "pocketflash"), *next = pf_json_get(item(d, (size_t)k + 2), "pocketflash");
+        double p1 = num(pf_json_get(item(d, (size_t)k), "usage"), "prompt_tokens");
+        SCHECK(s, first && next && num(first, "session") == num(next, "session"), "conversation %d: sessions %g then %g", k,
+               num(first, "session"), num(next, "session"));
+        SCHECK(s, num(next, "reused_tokens") > p1, "conversation %d: second turn reused %g tokens (first prompt %g)", k,
+               num(next, "reused_tokens"), p1);
+    }
+    SCHECK(s, num(pf_json_get(item(d, 0), "pocketflash"), "session") != num(pf_json_get(item(d, 1), "pocketflash"), "session"),
+           "both conversations on one session");
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+TEST(serve_dropped_stream_frees_its_session) {
+    NEED_SDK();
+    server s;
+    START(s, "-m " TARGET " --parallel 1 -t 1");
+    const char *out = tmp("drop.json");
+    char args[600], err[PF_ERR_LEN];
+    snprintf(args, sizeof args, "disconnect %s", out);
+    /* the dropped stream asks for 100000 tokens without end-of-turn */
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    const pf_json *r = pf_json_root(d), *after = pf_json_get(r, "after"), *health = pf_json_get(r, "health");
+    SCHECK(s, is_true(after, "ok") && num(r, "after_ms") < 20000, "the next request waited %g ms", num(r, "after_ms"));
+    SCHECK(s, num(health, "sessions_busy") == 0 && num(health, "queued") == 0, "health: busy %g, queued %g",
+           num(health, "sessions_busy"), num(health, "queued"));
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* One session, one queue place: of 6 requests at once, the ones beyond get 503 server_busy and the
+ * others their answer. A generation past --timeout stops with finish_reason "length". */
+TEST(serve_queue_limit_and_time_limit) {
+    NEED_SDK();
+    static char req[8192], args[700];
+    size_t n = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < 6; i++)
+        n += (size_t)snprintf(req + n, sizeof req - n,
+                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"" Q2 "\"}],\"max_tokens\":100,\"temperature\":0,\"ignore_eos\":true}}",
+                              i ? "," : "");
+    n += (size_t)snprintf(req + n, sizeof req - n, "]");
+    const char *in = tmp("queue-in.json"), *out = tmp("queue-out.json");
+    CHECK(write_file(in, req));
+    server s;
+    START(s, "-m " TARGET " --parallel 1 --queue 1 -t 1");
+    snprintf(args, sizeof args, "sdk %s %s 6", in, out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    int ok = 0, busy = 0;
+    for (size_t i = 0; i < 6; i++) {
+        const pf_json *r = item(d, i);
+        if (is_true(r, "ok") && num(pf_json_get(r, "usage"), "completion_tokens") > 0) ok++;
+        else if (num(r, "status") == 503 && str(pf_json_get(r, "error"), "code") &&
+                 !strcmp(str(pf_json_get(r, "error"), "code"), "server_busy")) busy++;
+    }
+    pf_json_free(d);
+    SCHECK(s, ok >= 2 && busy >= 1 && ok + busy == 6, "%d answered, %d busy of 6", ok, busy);
+    CHECK(server_stop(&s) == 0);
+    /* the time limit: 100000 tokens without end of turn stop after 0.25 s (before the stand-in's
+     * 512-token context is full) */
+    START(s, "-m " TARGET " -t 1 --timeout 0.25");
+    SCHECK(s, write_file(in, "[{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                             "\"content\":\"hi\"}],\"max_tokens\":100000,\"temperature\":0,\"ignore_eos\":true}}]"), "write");
+    snprintf(args, sizeof args, "sdk %s %s 1", in, out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    d = pf_json_parse_file(out, err);
+    const pf_json *r = item(d, 0);
+    const char *fr = str(r, "finish_reason");
+    SCHECK(s, fr && !strcmp(fr, "length") && is_true(pf_json_get(r, "pocketflash"), "timed_out") && num(r, "ms") < 10000,
+           "time limit: finish_reason %s after %g ms", fr ? fr : "-", num(r, "ms"));
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* One raw HTTP exchange's expectations. */
+typedef struct {
+    const char *method, *path, *headers, *body; /* headers: a JSON object's members, or "" */
+    int status;
+    const char *param, *code; /* expected in the error body (NULL: not checked) */
+} exchange;
+
+static void check_exchanges(server *s, const exchange *x, int n) {
+    static char req[1 << 16];
+    size_t k = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < n; i++) {
+        k += (size_t)snprintf(req + k, sizeof req - k, "%s{\"method\":\"%s\",\"path\":\"%s\",\"headers\":{%s}", i ? "," : "",
+                              x[i].method, x[i].path, x[i].headers);
+        if (x[i].body) {
+            k += (size_t)snprintf(req + k, sizeof req - k, ",\"body\":\"");
+            for (const char *c = x[i].body; *c && k + 8 < sizeof req; c++)
+                k += (size_t)snprintf(req + k, sizeof req - k, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+            k += (size_t)snprintf(req + k, sizeof req - k, "\"");
+        }
+        k += (size_t)snprintf(req + k, sizeof req - k, "}");
+    }
+    snprintf(req + k, sizeof req - k, "]");
+    const char *in = tmp("raw-in.json"), *out = tmp("raw-out.json");
+    CHECK(write_file(in, req));
+    char args[700], err[PF_ERR_LEN];
+    snprintf(args, sizeof args, "raw %s %s", in, out);
+    SCHECK(*s, client(s, args) == 0, "client failed");
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(*s, d, "%s", err);
+    for (int i = 0; i < n; i++) {
+        const pf_json *r = item(d, (size_t)i);
+        const char *body = str(r, "body");
+        SCHECK(*s, num(r, "status") == x[i].status, "%s %s: status %g, want %d (%.300s)", x[i].method, x[i].path,
+               num(r, "status"), x[i].status, body ? body : "");
+        if (x[i].status < 400) continue;
+        pf_json_doc *e = body ? pf_json_parse(body, strlen(body), err) : NULL;
+        const pf_json *eo = e ? pf_json_get(pf_json_root(e), "error") : NULL;
+        bool shape = eo && str(eo, "message") && str(eo, "type") && pf_json_get(eo, "param") && pf_json_get(eo, "code");
+        bool param = !x[i].param || (str(eo, "param") && !strcmp(str(eo, "param"), x[i].param));
+        bool code = !x[i].code || (str(eo, "code") && !strcmp(str(eo, "code"), x[i].code));
+        pf_json_free(e);
+        SCHECK(*s, shape && param && code, "%s %s: error body '%.300s' (want param %s, code %s)", x[i].method, x[i].path,
+               body ? body : "", x[i].param ? x[i].param : "-", x[i].code ? x[i].code : "-");
+    }
+    pf_json_free(d);
+}
+
+#define JSON_CT "\"content-type\":\"application/json\""
+#define CHAT_OK "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4,\"temperature\":0}"
+
+TEST(serve_bad_requests_get_openai_errors) {
+    NEED_NODE();
+    static char long_prompt[8192], big[6000];
+    size_t k = (size_t)snprintf(long_prompt, sizeof long_prompt, "{\"messages\":[{\"role\":\"user\",\"content\":\"");
+    for (int i = 0; i < 150; i++) k += (size_t)snprintf(long_prompt + k, sizeof long_prompt - k, "apple ");
+    snprintf(long_prompt + k, sizeof long_prompt - k, "\"}],\"max_tokens\":4%s}", "");
+    static char long_stream[8300];
+    snprintf(long_stream, sizeof long_stream, "%.*s,\"stream\":true}", (int)strlen(long_prompt) - 1, long_prompt);
+    memset(big, 'x', sizeof big - 1);
+    memcpy(big, "{\"prompt\":\"", 11);
+    memcpy(big + sizeof big - 3, "\"}", 2);
+    const exchange x[] = {
+        {"POST", "/v1/chat/completions", JSON_CT, "{not json", 400, NULL, NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "", 400, NULL, NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "[1,2]", 400, NULL, NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"max_tokens\":4}", 400, "messages", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[]}", 400, "messages", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", 400, "messages", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"hi\"}]}", 400, "messages", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":\"ten\"}", 400, "max_tokens", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":2.5}", 400, "max_tokens", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"temperature\":\"hot\"}", 400, "temperature", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":\"yes\"}", 400, "stream", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stop\":[1]}", 400, "stop", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"n\":2}", 400, "n", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"spec\":\"dflash\"}", 400, "spec", NULL},
+        {"POST", "/v1/completions", JSON_CT, "{\"prompt\":42}", 400, "prompt", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, long_prompt, 400, "messages", "context_length_exceeded"},
+        {"POST", "/v1/chat/completions", JSON_CT, long_stream, 400, "messages", "context_length_exceeded"},
+        {"POST", "/v1/completions", JSON_CT, big, 413, NULL, "request_too_large"},
+        {"GET", "/v1/nothing", "", NULL, 404, NULL, "not_found"},
+        {"GET", "/v1/chat/completions", "", NULL, 405, NULL, "method_not_allowed"},
+        {"DELETE", "/v1/models", "", NULL, 405, NULL, "method_not_allowed"},
+        /* and it keeps serving */
+        {"POST", "/v1/chat/completions", JSON_CT, CHAT_OK, 200, NULL, NULL},
+        {"GET", "/v1/models", "", NULL, 200, NULL, NULL},
+        {"GET", "/health", "", NULL, 200, NULL, NULL},
+    };
+    server s;
+    /* no draft: "spec": "dflash" is refused; a 64-token context: the long prompt does not fit */
+    START(s, "-m " TARGET " -t 1 -c 64 --max-body 4096");
+    check_exchanges(&s, x, (int)(sizeof x / sizeof x[0]));
+    if (pf_test_failed()) return;
+    CHECK(server_stop(&s) == 0);
+}
+
+TEST(serve_api_key_refusals) {
+    NEED_SDK();
+    server s;
+    START(s, "-m " TARGET " -t 1 --api-key sekrit");
+    const exchange x[] = {
+        {"GET", "/health", "", NULL, 200, NULL, NULL},
+        {"GET", "/v1/models", "", NULL, 401, NULL, "invalid_api_key"},
+        {"GET", "/v1/models", "\"authorization\":\"Bearer wrong\"", NULL, 401, NULL, "invalid_api_key"},
+        {"GET", "/v1/models", "\"authorization\":\"Bearer sekrit\"", NULL, 200, NULL, NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, CHAT_OK, 401, NULL, "invalid_api_key"},
+        {"POST", "/v1/chat/completions", JSON_CT ",\"authorization\":\"Bearer sekri\"", CHAT_OK, 401, NULL, "invalid_api_key"},
+        {"POST", "/v1/nothing", "", NULL, 401, NULL, NULL},
+    };
+    check_exchanges(&s, x, (int)(sizeof x / sizeof x[0]));
+    if (pf_test_failed()) return;
+    /* through the SDK: the wrong key is an authentication error, the right one answers */
+    const char *in = tmp("key-in.json"), *out = tmp("key-out.json");
+    CHECK(write_file(in, "[{\"endpoint\":\"chat\",\"key\":\"nope\",\"body\":" CHAT_OK "},"
+                         "{\"endpoint\":\"chat\",\"key\":\"sekrit\",\"body\":" CHAT_OK "}]"));
+    char args[700], err[PF_ERR_LEN];
+    snprintf(args, sizeof args, "sdk %s %s 1", in, out);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    SCHECK(s, !is_true(item(d, 0), "ok") && num(item(d, 0), "status") == 401, "wrong key: status %g", num(item(d, 0), "status"));
+    SCHECK(s, is_true(item(d, 1), "ok") && str(item(d, 1), "text"), "right key refused");
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* 1,000 small requests (a quarter streamed) from 8 clients on 2 sessions: none fails, every answer
+ * is its prompt's, and the resident memory after the first 200 stays flat to the end. */
+TEST(serve_load_run_no_failures_flat_memory) {
+    NEED_SDK();
+    server s;
+    START(s, "-m " TARGET " -d " DRAFT " --parallel 2 -t 1");
+    const char *out = tmp("load.json");
+    char args[700], err[PF_ERR_LEN];
+    snprintf(args, sizeof args, "load %s 1000 8 %d", out, (int)s.pid);
+    SCHECK(s, client(&s, args) == 0, "client failed");
+    pf_json_doc *d = pf_json_parse_file(out, err);
+    SCHECK(s, d, "%s", err);
+    const pf_json *r = pf_json_root(d), *rss = pf_json_get(r, "rss_kb");
+    SCHECK(s, rss && rss->type == PF_JSON_ARRAY && rss->u.arr.n >= 10, "no RSS samples");
+    double first = rss->u.arr.items[2].u.num.d, last = rss->u.arr.items[rss->u.arr.n - 1].u.num.d, peak = 0;
+    for (size_t i = 2; i < rss->u.arr.n; i++) peak = rss->u.arr.items[i].u.num.d > peak ? rss->u.arr.items[i].u.num.d : peak;
+    printf("    serve load: %g requests, %g clients, %g failed, %g wrong; p50 %.1f ms, p99 %.1f ms, %.1f req/s; "
+           "RSS %g kB after 200, %g kB at the end (peak %g kB)\n",
+           num(r, "n"), num(r, "clients"), num(r, "failed"), num(r, "wrong"), num(r, "p50_ms"), num(r, "p99_ms"),
+           num(r, "req_per_s"), first, last, peak);
+    SCHECK(s, num(r, "failed") == 0 && num(r, "wrong") == 0, "%g failed, %g wrong answers", num(r, "failed"), num(r, "wrong"));
+    SCHECK(s, peak - first < 16 * 1024, "RSS grew from %g kB to %g kB", first, peak);
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+TEST(serve_bad_flags_one_line_errors) {
+    static char out[4096];
+    char cmd[1024], pe[300];
+    snprintf(pe, sizeof pe, "%s/serve-flags.err", pf_test_tmpdir());
+    static const char *const cases[][2] = {
+        {"", "missing -m"},
+        {"-m " TARGET " --port 70000", "--port"},
+        {"-m " TARGET " --parallel 0", "--parallel"},
+        {"-m " TARGET " --bogus", "unknown flag '--bogus'"},
+        {"-m " TARGET " --api-key ''", "--api-key"},
+        {"-m /nonexistent.gguf", "cannot open"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s serve %s >/dev/null 2>%s </dev/null", cli(), cases[i][0], pe);
+        int st = system(cmd);
+        char *e = read_all(pe);
+        snprintf(out, sizeof out, "%s", e ? e : "");
+        free(e);
+        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1, "serve %s: exit %d", cases[i][0], st);
+        CHECKF(strstr(out, cases[i][1]) && strchr(out, '\n') == out + strlen(out) - 1, "serve %s: stderr '%s'",
+               cases[i][0], out);
+    }
+}
