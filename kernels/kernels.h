@@ -14,9 +14,11 @@
 #include "kernels/cpu.h"
 #include "kernels/pool.h"
 
+struct pf_attn_job;
+
 /* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes.
  * packed, when not NULL, holds the same weights in the row-group layout of pf_pack_weight, which
- * the AVX-512 and AVX2 quantized gemms read instead of data (same results, bit for bit). */
+ * the x86 quantized gemms read instead of data (same results, bit for bit). */
 typedef struct {
     const void *data;
     uint32_t type;
@@ -49,6 +51,15 @@ typedef struct pf_kernels {
     int32_t (*argmax)(const float *x, int64_t n);
     /* index of the first x[i] > t in [0, n), n if none (a NaN is never above): scans for top-k */
     int64_t (*first_above)(const float *x, int64_t n, float t);
+    /* Attention (kernels/attention.c splits the work; internal job type in kernels_impl.h): rows
+     * b0 .. b0+nr-1 of KV head kvh in one pass (NULL: the level has no multi-row kernel), and all
+     * query heads of KV head kvh for row b. Each returns 0 without touching anything when the
+     * level does not take the shape; the caller then goes row by row, then to the scalar
+     * reference (pf_attend_group_scalar). */
+    int (*attend_rows)(const struct pf_attn_job *j, int b0, int nr, int kvh);
+    int (*attend_group)(const struct pf_attn_job *j, int b, int kvh);
+    /* 1 if the quantized gemms read pf_pack_weight's layout (so loaders pack, repack.c) */
+    int reads_packed;
 } pf_kernels;
 
 /* Table for a level, or NULL if this CPU cannot run it. */

@@ -58,4 +58,5 @@ PF_FORCE_INLINE void block_isums(const int8x16_t w[4][2], const pf_block_q8_act 
 
 #include "kernels/arm/neon_quant_gemm.h"
 
-PF_DEFINE_KERNELS(pf_kernels_i8mm_table, PF_LEVEL_I8MM, "i8mm", quantize_act);
+PF_DEFINE_KERNELS(pf_kernels_i8mm_table, PF_LEVEL_I8MM, "i8mm", quantize_act, NULL,
+                  pf_attend_group_dotprod, 0);

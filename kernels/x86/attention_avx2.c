@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
-#include "kernels/simd_avx2.h"
+#include "kernels/x86/simd_avx2.h"
 
 #define MAX_GROUP 16
 #define MAX_HD 256

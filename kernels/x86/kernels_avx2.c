@@ -19,7 +19,8 @@
 
 #include "formats/quant.h"
 #include "kernels/kernels_impl.h"
-#include "kernels/simd_avx2.h"
+#include "kernels/x86/x86_quant.h"
+#include "kernels/x86/simd_avx2.h"
 
 #define FR_MAX 3 /* float gemm: weight rows x activation rows per register block (12 accumulators) */
 #define FB_MAX 2
@@ -151,8 +152,6 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
 
 /* ---- quantized gemm ---- */
 
-#define XB ((int)sizeof(pf_block_q8_act)) /* 40: float d, float s, int8 qs[32] */
-#define QRG 16           /* weight rows per group (the packed layout): two halves of 8 lanes */
 #define QNB 16           /* activation rows per pass over a group's blocks */
 #define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
 #define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q4_0) */
@@ -165,39 +164,6 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
 #ifndef QPF_MIN_B
 #define QPF_MIN_B 4      /* software prefetch only from this many rows (as the AVX-512 gemm) */
 #endif
-
-static inline uint32_t load_u32(const void *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline float load_f32(const void *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-PF_FORCE_INLINE size_t qtype_size(uint32_t wt) {
-    return wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
-           : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
-}
-
-/* out[b*nk + k] = -8 * (sum of the 32 int8 of activation row b's block k0+k), exact (Q4_0's
- * nibble - 8 offset, removed in integers). */
-PF_NOIPA static void act_sums(const uint8_t *act, size_t stride, int nb, int64_t k0, int64_t nk, int32_t *out) {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    for (int b = 0; b < nb; b++) {
-        const pf_block_q8_act *x = (const pf_block_q8_act *)(act + (size_t)b * stride) + k0;
-        for (int64_t k = 0; k < nk; k++) {
-            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k].qs), bias);
-            __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256()); /* sums of (q + 128) */
-            __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
-            out[(size_t)b * nk + k] = -8 * (_mm_cvtsi128_si32(t) - 32 * 128);
-        }
-    }
-}
 
 /* Half h (rows 8h .. 8h+7, one per 32-bit lane) of one packed group (g at its block k0, blocks
  * 16 * ts bytes apart) against NB activation rows (row b at act + b*stride, at its block k0) over
@@ -346,7 +312,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
         for (int s0 = 0; s0 < B; s0 += sbmax) {
             int sb = B - s0 < sbmax ? B - s0 : sbmax;
             const uint8_t *as = act + (size_t)s0 * stride;
-            if (wt == PF_TYPE_Q4_0) act_sums(as, stride, sb, k0, nk, asum);
+            if (wt == PF_TYPE_Q4_0) act_sums(as, stride, sb, k0, nk, -8, asum);
             for (int64_t gs = r0 / QRG * QRG; gs < r1; gs += QRG) {
                 int64_t a = r0 > gs ? r0 : gs, e = r1 < gs + QRG ? r1 : gs + QRG;
                 const uint8_t *g, *pf = NULL;
@@ -526,4 +492,5 @@ static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     for (; i < n; i++) y[i] = fmaf(a, _cvtsh_ss(x[i]), y[i]);
 }
 
-PF_DEFINE_KERNELS(pf_kernels_avx2_table, PF_LEVEL_AVX2, "avx2", quantize_act);
+PF_DEFINE_KERNELS(pf_kernels_avx2_table, PF_LEVEL_AVX2, "avx2", quantize_act, pf_attend_rows_avx2, pf_attend_group_avx2,
+                  1);

@@ -21,7 +21,8 @@
 
 #include "formats/quant.h"
 #include "kernels/kernels_impl.h"
-#include "kernels/simd_avx512.h"
+#include "kernels/x86/x86_quant.h"
+#include "kernels/x86/simd_avx512.h"
 
 #define NB_MAX 8
 #define ROW_TILE 32 /* weight rows per tile in the float gemm */
@@ -81,8 +82,6 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
 
 /* ---- quantized gemm ---- */
 
-#define XB ((int)sizeof(pf_block_q8_act)) /* 40: float d, float s, int8 qs[32] */
-#define QRG 16           /* weight rows per group: one per 32-bit lane */
 #define QNB 16           /* activation rows per pass over a group's blocks */
 #define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
 #define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q8_0, Q4_0) */
@@ -95,39 +94,6 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
 #ifndef QPF_MIN_B
 #define QPF_MIN_B 4      /* packed weights: software prefetch only from this many rows (see gemm_quant) */
 #endif
-
-static inline uint32_t load_u32(const void *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline float load_f32(const void *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-PF_FORCE_INLINE size_t qtype_size(uint32_t wt) {
-    return wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
-           : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
-}
-
-/* out[b*nk + k] = mul * (sum of the 32 int8 of activation row b's block k0+k), exact. */
-PF_NOIPA static void act_sums(const uint8_t *act, size_t stride, int nb, int64_t k0, int64_t nk, int mul,
-                              int32_t *out) {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    for (int b = 0; b < nb; b++) {
-        const pf_block_q8_act *x = (const pf_block_q8_act *)(act + (size_t)b * stride) + k0;
-        for (int64_t k = 0; k < nk; k++) {
-            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k].qs), bias);
-            __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256()); /* sums of (q + 128) */
-            __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
-            out[(size_t)b * nk + k] = mul * (_mm_cvtsi128_si32(t) - 32 * 128);
-        }
-    }
-}
 
 /* 16 bytes at byte offset off of each of 16 rows: row i at p[i / 4] + (i % 4) * rb. Returns
  * t[g] with lane i = dword g of row i. */
@@ -491,4 +457,5 @@ static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     }
 }
 
-PF_DEFINE_KERNELS(pf_kernels_avx512_table, PF_LEVEL_AVX512, "avx512", quantize_act);
+PF_DEFINE_KERNELS(pf_kernels_avx512_table, PF_LEVEL_AVX512, "avx512", quantize_act, pf_attend_rows_avx512,
+                  pf_attend_group_avx512, 1);
