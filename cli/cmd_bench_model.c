@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench_model.h"
+#include "kernels/cpu.h"
 
 static const char k_usage[] =
     "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops] [--kv f16|q8]\n"
@@ -65,8 +66,9 @@ int cmd_bench_model(int argc, char **argv) {
         return cli_fail("bench-model: %s", err);
     }
     char cell[160];
-    printf("## bench-model: %s, %d threads, %s KV cache, %d interleaved repetitions (median, min-max)\n\n", path, o.threads,
-           o.kv_q8 ? "8-bit" : "f16", o.reps);
+    const char *level = pf_level_name(pf_best_level());
+    printf("## bench-model: %s, %d threads, kernels %s, %s KV cache, %d interleaved repetitions (median, min-max)\n\n",
+           path, o.threads, level, o.kv_q8 ? "8-bit" : "f16", o.reps);
     printf("| measure | value |\n|---|---|\n");
     stat_cell(cell, sizeof cell, &r.prefill_tok_s, "%.1f");
     printf("| prefill tok/s (%d-token prompt) | %s |\n", o.prefill_tokens, cell);
@@ -117,7 +119,7 @@ int cmd_bench_model(int argc, char **argv) {
         if (!f) {
             rc = cli_fail("%s: cannot create", json);
         } else {
-            fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"c\": {", path, o.threads);
+            fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"kernels\": \"%s\", \"c\": {", path, o.threads, level);
             for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.c[i].median);
             fprintf(f, "}, \"decode_tok_s\": {");
             for (int i = 0; i < o.n_depths; i++)

@@ -107,10 +107,14 @@ TEST(kernels_cpu_levels) {
             for (int t = 0; t < N_TYPES; t++) CHECK(k->gemm[k_types[t]] != NULL);
         }
     }
-    printf("    cpu: avx2=%d fma=%d f16c=%d avx512f=%d bw=%d vl=%d dq=%d vnni=%d bf16=%d amx=%d neon=%d dotprod=%d "
-           "i8mm=%d -> %s\n",
-           f->avx2, f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni,
+    printf("    cpu: avx2=%d fma=%d f16c=%d avxvnni=%d avx512f=%d bw=%d vl=%d dq=%d vnni=%d bf16=%d amx=%d neon=%d "
+           "dotprod=%d i8mm=%d -> %s\n",
+           f->avx2, f->fma, f->f16c, f->avxvnni, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni,
            f->avx512bf16, f->amx_tile, f->neon, f->dotprod, f->i8mm, pf_level_name(pf_best_level()));
+    if (pf_level_built(PF_LEVEL_AVXVNNI))
+        printf("    avxvnni level: %s\n", pf_kernels_get(PF_LEVEL_AVXVNNI)
+                                              ? "runs here, VEX-encoded vpdpbusd ymm natively (CPUID AVX-VNNI)"
+                                              : "skipped, this CPU lacks AVX-VNNI (VEX vpdpbusd)");
 
     const char *old = getenv("PF_KERNELS");
     char saved[32] = "";
@@ -459,15 +463,23 @@ TEST(kernels_gemm_long_rows) {
     }
 }
 
-/* The packed layout (kernels/repack.c) gives the AVX-512 and AVX2 gemms the same bits as the GGUF
- * layout: matrices over and under 16 rows and not a multiple of it, row ranges that start and end
- * inside a group (and inside a half of the AVX2 gemm's 8 lanes), rows long enough for several k
- * super-chunks, B from 1 to 17. The two levels run the same float ops per block (kernels_avx2.c),
- * so where both run their results are compared bit for bit too. */
+/* The packed layout (kernels/repack.c) gives every x86 level's gemm (AVX2, AVX-VNNI, AVX-512) the
+ * same bits as the GGUF layout: matrices over and under 16 rows and not a multiple of it, row
+ * ranges that start and end inside a group (and inside a half of the 256-bit gemms' 8 lanes), rows
+ * long enough for several k super-chunks, B from 1 to 17. The levels run the same float ops per
+ * block, so the results of every level that runs are compared bit for bit with the first's too. */
 TEST(kernels_gemm_packed_bitwise) {
-    const pf_kernels *k2 = pf_kernels_get(PF_LEVEL_AVX2), *k5 = pf_kernels_get(PF_LEVEL_AVX512);
-    if (!k2) {
-        printf("    no AVX2 on this CPU: the packed layout is not used here\n");
+    static const pf_level lv[] = {PF_LEVEL_AVX2, PF_LEVEL_AVXVNNI, PF_LEVEL_AVX512};
+    const pf_kernels *kl[3];
+    int nl = 0;
+    for (int i = 0; i < 3; i++) {
+        const pf_kernels *k = pf_kernels_get(lv[i]);
+        if (k) kl[nl++] = k;
+        else printf("    %s: skipped (%s)\n", pf_level_name(lv[i]),
+                    pf_level_built(lv[i]) ? "this CPU lacks it" : "not in this build");
+    }
+    if (!nl) {
+        printf("    no x86 level here: the packed layout is not used\n");
         CHECK(!pf_pack_wanted(PF_TYPE_Q4_1));
         return;
     }
@@ -493,9 +505,8 @@ TEST(kernels_gemm_packed_bitwise) {
                 if (r1 > rows) r1 = rows;
                 if (r0 >= r1) continue;
                 for (int nb = 1; nb <= B; nb += nb < 4 ? 1 : 6)
-                    for (int l = 0; l < 2; l++) {
-                        const pf_kernels *k = l ? k5 : k2;
-                        if (!k) continue;
+                    for (int l = 0; l < nl; l++) {
+                        const pf_kernels *k = kl[l];
                         for (int64_t i = 0; i < (int64_t)B * rows; i++) y0[i] = y1[i] = -7.0f;
                         k->gemm[qt[t]](&W, act, stride, nb, y0, rows, r0, r1);
                         k->gemm[qt[t]](&P, act, stride, nb, y1, rows, r0, r1);
@@ -505,17 +516,18 @@ TEST(kernels_gemm_packed_bitwise) {
                         compared++;
                         if (!l) memcpy(y2, y1, ny);
                         else {
-                            CHECKF(memcmp(y1, y2, ny) == 0, "%s %lldx%lld rows [%lld, %lld) B=%d: avx2 != avx512",
+                            CHECKF(memcmp(y1, y2, ny) == 0, "%s %lldx%lld rows [%lld, %lld) B=%d: %s != %s",
                                    pf_type_info(qt[t])->name, (long long)rows, (long long)cols, (long long)r0,
-                                   (long long)r1, nb);
+                                   (long long)r1, nb, k->name, kl[0]->name);
                             across++;
                         }
                     }
             }
             free((void *)W.data), free(packed), free(act), free(y0), free(y1), free(y2);
         }
-    printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched), %d avx2 == avx512\n",
-           compared, across);
+    CHECK(compared > 0);
+    printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched), %d across levels"
+           " equal to %s's\n", compared, across, kl[0]->name);
 }
 
 /* Weights between two PROT_NONE pages (the matrix ends exactly at the second one): every level
@@ -1201,6 +1213,7 @@ TEST(kernels_attention_q8) {
         {4, 2, 20, 30, 33, 0, 3, 1},      /* head dim not a multiple of 16: scalar path */
         {14, 2, 64, 1000, 1003, 0, 3, 1}, /* many chunks, running max rescaled */
     };
+    int vnni_compared = 0;
     pf_pool *pool1 = pf_pool_create(1), *pool3 = pf_pool_create(3);
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
         const attn_case *c = &cases[ci];
@@ -1228,6 +1241,8 @@ TEST(kernels_attention_q8) {
         attention_ref(c, qr, ld, qc.Kd, qc.Vd, kvs, ref);
         free(qr);
         float *oscal = malloc((size_t)c->B * ld * sizeof(float)); /* the scalar level's output */
+        float *oavx2 = malloc((size_t)c->B * ld * sizeof(float));  /* the AVX2 level's */
+        int have_avx2 = 0;
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = pf_kernels_get((pf_level)l);
             if (!k) continue;
@@ -1241,6 +1256,14 @@ TEST(kernels_attention_q8) {
                 if (l >= PF_LEVEL_NEON)
                     CHECKF(memcmp(out, oscal, (size_t)c->B * ld * sizeof(float)) == 0,
                            "%s case %d (%d threads): not the scalar level's bits", k->name, ci, pi ? 3 : 1);
+                /* AVX-VNNI: the AVX2 walk with vpdpbusd scores, exact integers: the AVX2 level's bits */
+                if (l == PF_LEVEL_AVX2 && pi == 0) memcpy(oavx2, out, (size_t)c->B * ld * sizeof(float)), have_avx2 = 1;
+                if (l == PF_LEVEL_AVXVNNI) {
+                    CHECK(have_avx2);
+                    CHECKF(memcmp(out, oavx2, (size_t)c->B * ld * sizeof(float)) == 0,
+                           "avxvnni case %d (%d threads): not the avx2 level's bits", ci, pi ? 3 : 1);
+                    vnni_compared++;
+                }
             }
             if (!c->causal) continue;
             for (int b = 0; b < c->B; b++) /* causal rows one at a time, the cache cut at each */
@@ -1251,8 +1274,12 @@ TEST(kernels_attention_q8) {
                    k->name, ci);
         }
         q8_cache_free(&qc);
-        free(q), free(out), free(o1), free(ref), free(oscal);
+        free(q), free(out), free(o1), free(ref), free(oscal), free(oavx2);
     }
     pf_pool_destroy(pool1);
     pf_pool_destroy(pool3);
+    if (pf_kernels_get(PF_LEVEL_AVXVNNI))
+        printf("    avxvnni (VEX vpdpbusd, native): %d calls bitwise equal to avx2's\n", vnni_compared);
+    else
+        printf("    avxvnni: skipped (this CPU lacks AVX-VNNI)\n");
 }

@@ -1,0 +1,529 @@
+/* The 256-bit x86 levels' kernels, written once: kernels_avx2.c (AVX2 + FMA + F16C) and
+ * kernels_avxvnni.c (the same + AVX-VNNI, which defines PF_YMM_VNNI first) include this file and
+ * add their table; each is compiled with its own flags.
+ *
+ * gemm: every output (r, b) has its own accumulators and its code is the same whatever the
+ * block of rows it is computed in, so it is bitwise the same for B = 1 and B = 16 and for any
+ * row split.
+ *   float weights: two 8-lane accumulators over alternating 8-column chunks, then one fixed
+ *     horizontal sum; the last partial chunk is zero padded. Register blocks of 3 weight rows x
+ *     2 activation rows share every load (12 accumulators of the 16 registers).
+ *   quantized (Q8_0, Q4_0, Q4_1): the AVX-512 gemm's scheme on 8 lanes, over the packed layout
+ *     (kernels.h; GGUF-layout weights are packed a group at a time on the fly): one weight row
+ *     per 32-bit lane, each block decoded once per half-group into 8 registers of unsigned bytes,
+ *     then every activation row takes 8 integer dot steps against broadcast dwords of its q8
+ *     block, exact int32 block sums per lane, and the AVX-512 gemm's float ops per block into its
+ *     own accumulator: no horizontal sums, and the same bits as the AVX-512 level.
+ *       AVX2: vpmaddubsw + vpmaddwd (Q4: nibbles; Q8_0: |w|, the weights' signs put on the
+ *         activation dwords).
+ *       AVX-VNNI: vpdpbusd ymm (VEX), 4 products summed into each int32 lane per instruction
+ *         (Q4: nibbles; Q8_0: w + 128, the offset removed with the activation block's integer sum,
+ *         as the AVX-512 gemm does). */
+#ifndef PF_YMM_KERNELS_H
+#define PF_YMM_KERNELS_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "formats/quant.h"
+#include "kernels/kernels_impl.h"
+#include "kernels/x86/x86_quant.h"
+#include "kernels/x86/simd_avx2.h"
+
+#ifdef PF_YMM_VNNI
+#define YMM_VNNI 1
+#else
+#define YMM_VNNI 0
+#endif
+/* Activation block sums per pass: Q4_0's nibble - 8 offset (both), Q8_0's + 128 (AVX-VNNI). */
+#define YMM_ASUM(wt) ((wt) == PF_TYPE_Q4_0 || (YMM_VNNI && (wt) == PF_TYPE_Q8_0))
+
+#define FR_MAX 3 /* float gemm: weight rows x activation rows per register block (12 accumulators) */
+#define FB_MAX 2
+#define ROW_TILE 30 /* weight rows per tile in the float gemm (whole blocks of FR_MAX) */
+#define PF_DIST 1024 /* weight prefetch distance, bytes */
+
+static inline double hsum256d(__m256d v) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
+}
+
+static inline float half_at(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* ---- float-weight gemm ---- */
+
+PF_FORCE_INLINE __m256 wload8(uint32_t wt, const void *w, int64_t i) {
+    if (wt == PF_TYPE_F32) return _mm256_loadu_ps((const float *)w + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (wt == PF_TYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Dot products of NR weight rows (w[r]) with NB activation rows: per (r, b) two 8-lane
+ * accumulators over alternating 8-column chunks, the last chunk possibly partial (zero padded),
+ * then one fixed horizontal sum; each output's operations are the same whatever NR and NB (the
+ * register block only shares loads: each weight vector serves NB rows, each activation vector NR). */
+PF_FORCE_INLINE void fdot_block(uint32_t wt, const void *const *w, int64_t n, const float *const *x,
+                                float (*out)[FB_MAX], int NR, int NB) {
+    const size_t es = wt == PF_TYPE_F32 ? 4 : 2;
+    __m256 acc0[FR_MAX][FB_MAX], acc1[FR_MAX][FB_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) acc0[r][b] = acc1[r][b] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        if ((i * es) % 64 == 0)
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) _mm_prefetch((const char *)w[r] + (size_t)i * es + PF_DIST, _MM_HINT_T0);
+        __m256 wv[FR_MAX]; /* one 8-column half at a time: 12 accumulators + 3 weights + 1 activation */
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) wv[r] = wload8(wt, w[r], i);
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) {
+            __m256 xv = _mm256_loadu_ps(x[b] + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) acc0[r][b] = _mm256_fmadd_ps(wv[r], xv, acc0[r][b]);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) wv[r] = wload8(wt, w[r], i + 8);
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) {
+            __m256 xv = _mm256_loadu_ps(x[b] + i + 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) acc1[r][b] = _mm256_fmadd_ps(wv[r], xv, acc1[r][b]);
+        }
+    }
+    /* at most two more 8-column chunks, the last one possibly partial (zero padded) */
+    for (int c = 0; i < n; c++, i += 8) {
+        int64_t m = n - i < 8 ? n - i : 8;
+        for (int r = 0; r < NR; r++) {
+            uint8_t wbuf[32] = {0};
+            memcpy(wbuf, (const char *)w[r] + (size_t)i * es, (size_t)m * es);
+            __m256 wv = wload8(wt, wbuf, 0);
+            for (int b = 0; b < NB; b++) {
+                float xbuf[8] = {0};
+                memcpy(xbuf, x[b] + i, (size_t)m * sizeof(float));
+                __m256 xv = _mm256_loadu_ps(xbuf);
+                if (c == 0)
+                    acc0[r][b] = _mm256_fmadd_ps(wv, xv, acc0[r][b]);
+                else
+                    acc1[r][b] = _mm256_fmadd_ps(wv, xv, acc1[r][b]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int b = 0; b < NB; b++) out[r][b] = hsum256(_mm256_add_ps(acc0[r][b], acc1[r][b]));
+}
+
+/* Rows in tiles of ROW_TILE (in L2 after the first chunk of activation rows); per tile, chunks of
+ * FB_MAX activation rows (in L1) against blocks of FR_MAX weight rows. */
+PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                                int64_t ldy, int64_t r0, int64_t r1) {
+    for (int64_t rt = r0; rt < r1; rt += ROW_TILE) {
+        int64_t re = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
+        for (int b0 = 0; b0 < B; b0 += FB_MAX) {
+            int nb = B - b0 < FB_MAX ? B - b0 : FB_MAX;
+            const float *x[FB_MAX];
+            for (int b = 0; b < nb; b++) x[b] = (const float *)((const char *)act + (size_t)(b0 + b) * stride);
+            for (int64_t r = rt; r < re; r += FR_MAX) {
+                int nr = re - r < FR_MAX ? (int)(re - r) : FR_MAX;
+                const void *w[FR_MAX];
+                for (int i = 0; i < nr; i++) w[i] = (const char *)W->data + (size_t)(r + i) * W->row_bytes;
+                float out[FR_MAX][FB_MAX];
+                switch (nr * 4 + nb) {
+                case 5: fdot_block(wt, w, W->cols, x, out, 1, 1); break;
+                case 6: fdot_block(wt, w, W->cols, x, out, 1, 2); break;
+                case 9: fdot_block(wt, w, W->cols, x, out, 2, 1); break;
+                case 10: fdot_block(wt, w, W->cols, x, out, 2, 2); break;
+                case 13: fdot_block(wt, w, W->cols, x, out, 3, 1); break;
+                default: fdot_block(wt, w, W->cols, x, out, 3, 2); break;
+                }
+                for (int i = 0; i < nr; i++)
+                    for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r + i] = out[i][b];
+            }
+        }
+    }
+}
+
+static void gemm_f32(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
+                     int64_t r1) {
+    gemm_float(PF_TYPE_F32, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_f16(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
+                     int64_t r1) {
+    gemm_float(PF_TYPE_F16, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
+                      int64_t r1) {
+    gemm_float(PF_TYPE_BF16, W, act, stride, B, y, ldy, r0, r1);
+}
+
+/* ---- quantized gemm ---- */
+
+#define QNB 16           /* activation rows per pass over a group's blocks */
+#define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
+#define ASUM_INTS (16 * 1024) /* activation block sums per pass (YMM_ASUM) */
+#define QPAD_BYTES (32 * 1024) /* a GGUF-layout group packed on the fly, per k chunk */
+#ifndef QPF_PACKED
+#define QPF_PACKED 4     /* groups ahead that the weight prefetch reads (0: none); bench-model,
+                            PF_KERNELS=avx2, Pocket Q4_1: 4 ahead 11.9 ms at B=4 vs 2 ahead 12.0-13.9
+                            and none 14.8 */
+#endif
+#ifndef QPF_MIN_B
+#define QPF_MIN_B 4      /* software prefetch only from this many rows (as the AVX-512 gemm) */
+#endif
+
+/* Half h (rows 8h .. 8h+7, one per 32-bit lane) of one packed group (g at its block k0, blocks
+ * 16 * ts bytes apart) against NB activation rows (row b at act + b*stride, at its block k0) over
+ * nk blocks. Per block the half's weights are decoded once into 8 registers w[j] (lane i = four
+ * unsigned bytes of row i: Q4 nibbles; Q8_0 |w| with its signs put on the activations (AVX2) or
+ * w + 128 (AVX-VNNI)), then per activation row b
+ *   AVX2:     isum = sum_j madd(maddubs(w[j], broadcast dword j of x_b))  (+ asum)  (exact int32)
+ *   AVX-VNNI: isum = asum + sum_j vpdpbusd(w[j], broadcast dword j of x_b)         (exact int32)
+ *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
+ * the AVX-512 gemm's float ops in its order (so the levels agree bit for bit). No pair sum can
+ * saturate: Q4 nibbles sum all 8 maddubs in int16 (|sum| <= 16 * 15 * 128 < 2^15); Q8_0 pairs
+ * are |w| <= 128 times |x| <= 127, widened to int32 per dword; vpdpbusd (not the saturating
+ * vpdpbusds) sums in int32. Every output is one lane's chain in
+ * block order, whatever NB, the half, the group or the row split. acc starts at 0 if first, else
+ * from y (parked by the previous k super-chunk); lanes outside mask are not stored. */
+PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, const uint8_t *act, size_t stride,
+                           const int32_t *asum, int64_t ald, int first, __m256i mask, float *y, int64_t ldy,
+                           const uint8_t *pf, int NB) {
+    const size_t ts = qtype_size(wt), gb = QRG * ts; /* one block of the group */
+    const size_t qoff = (wt == PF_TYPE_Q4_1 ? 64 : 32) + 32 * (size_t)h;
+    __m256 acc[QNB];
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++) acc[b] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + b * ldy, mask);
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8((char)0x80);
+    (void)ones, (void)bias;
+    for (int64_t k = 0; k < nk; k++) {
+        const uint8_t *blk = g + (size_t)k * gb, *q = blk + qoff;
+        if (pf)
+            for (size_t o = 64 * (size_t)h; o < gb; o += 128) /* the halves take alternate lines */
+                _mm_prefetch((const char *)pf + (size_t)k * gb + o, _MM_HINT_T1);
+        __m256 dv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16 * h))), mv = _mm256_setzero_ps();
+        if (wt == PF_TYPE_Q4_1) mv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 + 16 * h)));
+        __m256i w[8];
+        if (wt == PF_TYPE_Q8_0) {
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++)
+                w[j] = YMM_VNNI ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 64 * j)), bias)
+                                : _mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)(q + 64 * j)));
+        } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * j));
+                w[j] = _mm256_and_si256(v, lo4);
+                w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+            }
+        }
+#pragma GCC unroll 16
+        for (int b = 0; b < NB; b++) {
+            const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
+            __m256i s;
+#ifdef PF_YMM_VNNI
+            /* two dependency chains of 4 (exact int32 sums: the split changes nothing) */
+            s = wt == PF_TYPE_Q4_1 ? _mm256_setzero_si256() : _mm256_set1_epi32(asum[b * ald + k]);
+            __m256i s1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                s = _mm256_dpbusd_avx_epi32(s, w[j], _mm256_set1_epi32((int)load_u32(xb + 8 + 4 * j)));
+                s1 = _mm256_dpbusd_avx_epi32(s1, w[4 + j], _mm256_set1_epi32((int)load_u32(xb + 24 + 4 * j)));
+            }
+            s = _mm256_add_epi32(s, s1);
+#else
+            if (wt == PF_TYPE_Q8_0) {
+                __m256i s1 = _mm256_setzero_si256();
+                s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j += 2) { /* two chains (exact: the split changes nothing) */
+                    __m256i x0 = _mm256_sign_epi8(_mm256_set1_epi32((int)load_u32(xb + 8 + 4 * j)),
+                                                  _mm256_loadu_si256((const __m256i *)(q + 64 * j)));
+                    __m256i x1 = _mm256_sign_epi8(_mm256_set1_epi32((int)load_u32(xb + 12 + 4 * j)),
+                                                  _mm256_loadu_si256((const __m256i *)(q + 64 * j + 64)));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(w[j], x0), ones));
+                    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(w[j + 1], x1), ones));
+                }
+                s = _mm256_add_epi32(s, s1);
+            } else {
+                __m256i p0 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32((int)load_u32(xb + 8)));
+                __m256i p1 = _mm256_maddubs_epi16(w[4], _mm256_set1_epi32((int)load_u32(xb + 24)));
+#pragma GCC unroll 4
+                for (int j = 1; j < 4; j++) {
+                    p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(w[j], _mm256_set1_epi32((int)load_u32(xb + 8 + 4 * j))));
+                    p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(w[4 + j],
+                                                                   _mm256_set1_epi32((int)load_u32(xb + 24 + 4 * j))));
+                }
+                s = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones);
+                if (wt == PF_TYPE_Q4_0) s = _mm256_add_epi32(s, _mm256_set1_epi32(asum[b * ald + k]));
+            }
+#endif
+            __m256 sc = _mm256_mul_ps(dv, _mm256_set1_ps(load_f32(xb)));
+            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[b]);
+            if (wt == PF_TYPE_Q4_1) acc[b] = _mm256_fmadd_ps(mv, _mm256_set1_ps(load_f32(xb + 4)), acc[b]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++) _mm256_maskstore_ps(y + b * ldy, mask, acc[b]);
+}
+
+#define QHALF_CASE(N) \
+    case N: qhalf(wt, g, h, nk, act, stride, asum, ald, first, mask, y, ldy, pf, N); break;
+
+PF_FORCE_INLINE void qhalf_nb(uint32_t wt, int nb, const uint8_t *g, int h, int64_t nk, const uint8_t *act,
+                              size_t stride, const int32_t *asum, int64_t ald, int first, __m256i mask, float *y,
+                              int64_t ldy, const uint8_t *pf) {
+    switch (nb) {
+        QHALF_CASE(1) QHALF_CASE(2) QHALF_CASE(3) QHALF_CASE(4) QHALF_CASE(5) QHALF_CASE(6)
+        QHALF_CASE(7) QHALF_CASE(8) QHALF_CASE(9) QHALF_CASE(10) QHALF_CASE(11) QHALF_CASE(12)
+        QHALF_CASE(13) QHALF_CASE(14) QHALF_CASE(15)
+        default: qhalf(wt, g, h, nk, act, stride, asum, ald, first, mask, y, ldy, pf, QNB); break;
+    }
+}
+
+/* Lanes [a, e) of a half (0 <= a <= e <= 8) as a maskload/maskstore mask. */
+static inline __m256i lane_mask(int a, int e) {
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(iota, _mm256_set1_epi32(a - 1)),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(e), iota));
+}
+
+/* One packed group (rows gs .. gs+15, of which [a, e) are stored) against sb activation rows, in
+ * balanced passes of at most QNB rows (17 rows go as 9 + 8) per half while the group's weights are
+ * hot in L1; only the first pass prefetches. */
+PF_FORCE_INLINE void group_passes(uint32_t wt, const uint8_t *g, int64_t gs, int64_t a, int64_t e, int64_t nk,
+                                  const uint8_t *act, size_t stride, const int32_t *asum, int sb, int first, float *y,
+                                  int64_t ldy, const uint8_t *pf) {
+    int npass = (sb + QNB - 1) / QNB;
+    for (int h = 0; h < 2; h++) {
+        int64_t ha = a - gs - 8 * h, he = e - gs - 8 * h; /* stored lanes of this half */
+        ha = ha < 0 ? 0 : ha, he = he > 8 ? 8 : he;
+        if (ha >= he) continue;
+        __m256i mask = lane_mask((int)ha, (int)he);
+        for (int c = 0, left = npass, nb; c < sb; c += nb, left--) {
+            nb = (sb - c + left - 1) / left;
+            qhalf_nb(wt, nb, g, h, nk, act + (size_t)c * stride, stride, asum + (size_t)c * nk, nk, first, mask,
+                     y + c * ldy + gs + 8 * h, ldy, c ? NULL : pf);
+        }
+    }
+}
+
+/* Rows [r0, r1) in the packed layout's groups of 16 rows (a group reaching outside [r0, r1) is
+ * computed whole, zero rows past the matrix included, and only its rows inside stored). GGUF-layout
+ * weights are packed group by group into stack scratch first (pf_pack_group), so both layouts give
+ * the micro-kernel the same bytes: the same results, bit for bit. Rows over kc blocks run in k
+ * super-chunks, the accumulators parked in y in between (a float store and reload changes nothing). */
+PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act_, size_t stride,
+                                int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    const uint8_t *act = act_;
+    const size_t ts = qtype_size(wt);
+    const int64_t nblk = W->cols / PF_QK;
+    if (nblk == 0) { /* no columns: empty sums */
+        for (int b = 0; b < B; b++)
+            for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
+        return;
+    }
+    _Alignas(64) int32_t asum[YMM_ASUM(wt) ? ASUM_INTS : 1];
+    const int packed = W->packed != NULL;
+    _Alignas(64) uint8_t pad[packed ? 1 : QPAD_BYTES];
+    int64_t kc = packed ? QKS : (int64_t)(QPAD_BYTES / (ts * QRG));
+    const size_t gbytes = (size_t)nblk * QRG * ts; /* one packed group, all blocks */
+    const int64_t ngroups = (W->rows + QRG - 1) / QRG;
+    for (int64_t k0 = 0; k0 < nblk; k0 += kc) {
+        int64_t nk = nblk - k0 < kc ? nblk - k0 : kc;
+        int first = k0 == 0;
+        int sbmax = YMM_ASUM(wt) ? (int)(ASUM_INTS / nk) : B; /* >= 32 */
+        for (int s0 = 0; s0 < B; s0 += sbmax) {
+            int sb = B - s0 < sbmax ? B - s0 : sbmax;
+            const uint8_t *as = act + (size_t)s0 * stride;
+            if (YMM_ASUM(wt)) act_sums(as, stride, sb, k0, nk, wt == PF_TYPE_Q8_0 ? -128 : -8, asum);
+            for (int64_t gs = r0 / QRG * QRG; gs < r1; gs += QRG) {
+                int64_t a = r0 > gs ? r0 : gs, e = r1 < gs + QRG ? r1 : gs + QRG;
+                const uint8_t *g, *pf = NULL;
+                if (packed) {
+                    g = (const uint8_t *)W->packed + (size_t)(gs / QRG) * gbytes + (size_t)k0 * QRG * ts;
+                    /* one row streams at memory speed on the hardware prefetcher alone; with
+                     * several rows the compute per byte hides a prefetch (as the AVX-512 gemm) */
+                    if (QPF_PACKED && B >= QPF_MIN_B && gs / QRG + QPF_PACKED < ngroups) pf = g + QPF_PACKED * gbytes;
+                } else {
+                    pf_pack_group(W, gs / QRG, k0, nk, pad);
+                    g = pad;
+                }
+                group_passes(wt, g, gs, a, e, nk, as + (size_t)k0 * XB, stride, asum, sb, first, y + s0 * ldy, ldy, pf);
+            }
+        }
+    }
+}
+
+static void gemm_q8_0(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_quant(PF_TYPE_Q8_0, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_q4_0(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_quant(PF_TYPE_Q4_0, W, act, stride, B, y, ldy, r0, r1);
+}
+static void gemm_q4_1(const pf_weight *W, const void *act, size_t stride, int B, float *y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    gemm_quant(PF_TYPE_Q4_1, W, act, stride, B, y, ldy, r0, r1);
+}
+
+/* ---- activation quantization: bitwise equal to pf_quantize_row_q8_act ---- */
+
+/* roundf (half away from zero) exactly: t - trunc(t) is exact for |t| < 2^23. */
+static inline __m256 round_half_away(__m256 t) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 r = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(t, r));
+    __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    __m256 one = _mm256_or_ps(_mm256_and_ps(t, sign), _mm256_set1_ps(1.0f));
+    return _mm256_add_ps(r, _mm256_and_ps(up, one));
+}
+
+static void quantize_act(const float *x, pf_block_q8_act *y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t i = 0; i < n / PF_QK; i++, x += PF_QK) {
+        __m256 v[4];
+        __m256 mx = _mm256_setzero_ps();
+        for (int j = 0; j < 4; j++) {
+            v[j] = _mm256_loadu_ps(x + 8 * j);
+            mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[j]));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+        float amax = _mm_cvtss_f32(m4);
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        __m256 idv = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int j = 0; j < 4; j++)
+            q[j] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[j], idv)));
+        __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+        int sum = _mm_cvtsi128_si32(s4);
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i *)y[i].qs, _mm256_permutevar8x32_epi32(p, perm));
+        y[i].d = d;
+        y[i].s = d * (float)sum;
+    }
+}
+
+/* ---- elementwise ---- */
+
+static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+        __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        a0 = _mm256_fmadd_pd(lo, lo, a0);
+        a1 = _mm256_fmadd_pd(hi, hi, a1);
+    }
+    double ss = hsum256d(_mm256_add_pd(a0, a1));
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    __m256 sv = _mm256_set1_ps(scale);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv),
+                                                _mm256_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 e = exp256(_mm256_xor_ps(g, neg));
+        __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+/* The scalar loop's answer in two passes: the largest non-NaN value (vmaxps returns its second
+ * operand when the first is NaN), then the first index holding it (-0 == +0, as the loop keeps the
+ * first of equal values). */
+static int32_t argmax(const float *x, int64_t n) {
+    if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ps(h, _mm_shuffle_ps(h, h, 1));
+    float mx = _mm_cvtss_f32(h);
+    for (; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    const __m256 mv = _mm256_set1_ps(mx);
+    for (i = 0; i + 8 <= n; i += 8) {
+        int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
+        if (bits) return (int32_t)(i + __builtin_ctz((unsigned)bits));
+    }
+    for (; i < n; i++)
+        if (x[i] == mx) return (int32_t)i;
+    return 0; /* unreachable: mx is x[0] or larger and present */
+}
+
+static int64_t first_above(const float *x, int64_t n, float t) {
+    const __m256 tv = _mm256_set1_ps(t);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), tv, _CMP_GT_OQ));
+        if (bits) return i + __builtin_ctz((unsigned)bits);
+    }
+    for (; i < n; i++)
+        if (x[i] > t) return i;
+    return n;
+}
+
+/* F16C rounds to nearest even like pf_fp32_to_fp16 (overflow to inf, subnormals exact); NaNs
+ * become its canonical quiet NaN (sign kept) instead of the hardware's truncated payload. */
+static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        if (!_mm256_testz_ps(nan, nan)) {
+            __m128i sign = _mm_and_si128(_mm_packs_epi32(_mm256_castsi256_si128(_mm256_srai_epi32(_mm256_castps_si256(v), 16)),
+                                                         _mm256_extracti128_si256(_mm256_srai_epi32(_mm256_castps_si256(v), 16), 1)),
+                                         _mm_set1_epi16((short)0x8000));
+            __m128i qnan = _mm_or_si128(sign, _mm_set1_epi16(0x7e00));
+            __m128i m = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
+                                        _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
+            h = _mm_blendv_epi8(h, qnan, m);
+        }
+        _mm_storeu_si128((__m128i *)(y + i), h);
+    }
+    for (; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
+}
+
+static void axpy_f16(float a, const pf_half *x, float *y, int n) {
+    __m256 av = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i)));
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, xv, _mm256_loadu_ps(y + i)));
+    }
+    for (; i < n; i++) y[i] = fmaf(a, _cvtsh_ss(x[i]), y[i]);
+}
+
+#endif
