@@ -82,9 +82,10 @@ void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const voi
 void pf_matmul_n(const pf_kernels *k, pf_pool *pool, int n, const pf_weight *const *W, const void *act, int B,
                  float *const *y, const int64_t *ldy);
 
-/* Packed weights (kernels/repack.c). The AVX-512 and AVX2 quantized gemms work on groups of 16
- * consecutive rows, one row per 32-bit lane (AVX2: two halves of 8 lanes); in the GGUF layout
- * every block of a group needs a register transpose and a gather of its scales. Packed, a group's block k is one run of
+/* Packed weights (kernels/repack.c). The x86 quantized gemms (AVX2, AVX-VNNI, AVX-512) work on
+ * groups of 16 consecutive rows, one row per 32-bit lane (256-bit levels: two halves of 8 lanes);
+ * in the GGUF layout every block of a group needs a register transpose and a gather of its scales.
+ * Packed, a group's block k is one run of
  * [16 f16 scales d][16 f16 minimums m (Q4_1)][quant bytes as dword columns: column j holds dword j
  * of the 16 rows' quants] and groups follow each other (the last one padded with zero rows), so a
  * block is a few aligned loads. 1 if type (Q8_0, Q4_0, Q4_1) can be packed and the best kernel

@@ -1090,10 +1090,69 @@ TEST(kernels_attention_batch_invariance) {
     pf_pool_destroy(pool3);
 }
 
-/* The ARM64 levels promise more than the tolerance: their quantized gemm runs its lanes across
- * output rows (the reference's float operations in its order) and their f16 attention scores are
- * the reference's fmaf chains, so both equal the scalar level bit for bit. On other builds the
- * ARM levels must be absent. */
+/* One answer on every device: every level's quantized gemm (Q8_0, Q4_0, Q4_1; x86 and ARM64)
+ * computes the scalar reference's per-block float operations in its order, so its outputs are the
+ * scalar level's bits, for every row count 1..16 (and a partial group past 16), activation rows
+ * 1..16, several widths (one block, a few, more than one k super-chunk of the x86 gemms), from the
+ * GGUF layout and, on x86, from the packed one. A level this CPU lacks is reported as skipped. */
+TEST(kernels_gemm_quant_levels_bitwise_scalar) {
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+    static const int64_t widths[] = {32, 96, 1024, 32 * 520};
+    int compared[PF_LEVEL_COUNT] = {0}, packed_compared = 0;
+    for (int l = 1; l < PF_LEVEL_COUNT; l++)
+        if (pf_level_built((pf_level)l) && !pf_kernels_get((pf_level)l))
+            printf("    %s: skipped (this CPU lacks it)\n", pf_level_name((pf_level)l));
+    for (int t = 0; t < 3; t++)
+        for (int wi = 0; wi < 4; wi++)
+            for (int64_t rows = 1; rows <= 17; rows++) {
+                int64_t cols = widths[wi];
+                if (wi == 3 && rows % 8 != 1) continue; /* the long rows: 1, 9, 17 */
+                pf_weight W, P;
+                make_weight(qt[t], rows, cols, (uint64_t)(t * 1000 + wi * 100 + rows + 7000), &W);
+                P = W;
+                void *packed = aligned_alloc(64, (pf_packed_bytes(&W) + 63) / 64 * 64);
+                pf_pack_weight(&W, packed);
+                P.packed = packed;
+                const int BMAX = 16;
+                void *act = make_act(qt[t], cols, BMAX, (uint64_t)(t * 10 + wi + rows * 31), NULL);
+                size_t ny = (size_t)BMAX * rows * sizeof(float);
+                float *yref = malloc(ny), *y = malloc(ny);
+                for (int B = 1; B <= BMAX; B += wi == 3 ? 5 : 1) {
+                    gemm_all(ks, &W, act, B, yref);
+                    for (int l = 1; l < PF_LEVEL_COUNT; l++) {
+                        const pf_kernels *k = pf_kernels_get((pf_level)l);
+                        if (!k) continue;
+                        for (int lay = 0; lay < 1 + k->reads_packed; lay++) {
+                            memset(y, 0xff, ny);
+                            gemm_all(k, lay ? &P : &W, act, B, y);
+                            int64_t bad = -1;
+                            for (int64_t i = 0; i < (int64_t)B * rows && bad < 0; i++)
+                                if (memcmp(&y[i], &yref[i], sizeof y[i])) bad = i;
+                            CHECKF(bad < 0, "%s %s%s rows=%lld cols=%lld B=%d: not the scalar bits (first at %lld: "
+                                   "%.9g vs %.9g)", k->name, pf_type_info(qt[t])->name, lay ? " packed" : "",
+                                   (long long)rows, (long long)cols, B, (long long)bad, bad < 0 ? 0.0 : y[bad],
+                                   bad < 0 ? 0.0 : yref[bad]);
+                            compared[l]++;
+                            packed_compared += lay;
+                        }
+                    }
+                }
+                free((void *)W.data), free(packed), free(act), free(yref), free(y);
+            }
+    int levels = 0;
+    for (int l = 1; l < PF_LEVEL_COUNT; l++)
+        if (compared[l]) {
+            printf("    %s: %d quantized gemm calls bitwise the scalar level\n", pf_level_name((pf_level)l), compared[l]);
+            levels++;
+        }
+    printf("    (%d of them from the packed layout)\n", packed_compared);
+    if (!levels) printf("    no SIMD level on this CPU: nothing to compare\n");
+}
+
+/* The ARM64 levels promise more than the tolerance for attention too: their f16 attention scores
+ * are the reference's fmaf chains and its softmax the reference's, so it equals the scalar level
+ * bit for bit. On other builds the ARM levels must be absent. */
 TEST(kernels_arm_levels_bitwise_scalar) {
     int arm = 0;
     for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) arm += pf_kernels_get((pf_level)l) != NULL;
@@ -1104,30 +1163,7 @@ TEST(kernels_arm_levels_bitwise_scalar) {
 #endif
     CHECK(arm >= 1); /* NEON is on every ARM64 core */
     const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
-    static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
-    static const int64_t shapes[][2] = {{1, 32}, {6, 96}, {13, 256}};
-    static const int bs[] = {1, 2, 3, 5, 9};
     int compared = 0;
-    for (int t = 0; t < 3; t++)
-        for (int si = 0; si < 3; si++)
-            for (int bi = 0; bi < 5; bi++) {
-                int64_t rows = shapes[si][0], cols = shapes[si][1];
-                int B = bs[bi];
-                pf_weight W;
-                make_weight(qt[t], rows, cols, (uint64_t)(t * 100 + si * 10 + bi + 5000), &W);
-                void *act = make_act(qt[t], cols, B, (uint64_t)(si + bi + 77), NULL);
-                float *yref = malloc((size_t)B * rows * sizeof(float)), *y = malloc((size_t)B * rows * sizeof(float));
-                gemm_all(ks, &W, act, B, yref);
-                for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) {
-                    const pf_kernels *k = pf_kernels_get((pf_level)l);
-                    if (!k) continue;
-                    gemm_all(k, &W, act, B, y);
-                    CHECKF(memcmp(y, yref, (size_t)B * rows * sizeof(float)) == 0, "%s %s rows=%lld B=%d: not the scalar bits",
-                           k->name, pf_type_info(qt[t])->name, (long long)rows, B);
-                    compared++;
-                }
-                free((void *)W.data), free(act), free(yref), free(y);
-            }
     const attn_case c = {4, 2, 64, 45, 0, 0, 5, 1};
     int64_t n_keys = c.pos0 + c.B, kvs = (int64_t)c.n_kv * c.hd, ld = (int64_t)c.n_head * c.hd;
     pf_half *K, *V, *Kc, *Vc;
@@ -1147,9 +1183,12 @@ TEST(kernels_arm_levels_bitwise_scalar) {
             if (memcmp(&o[i], &oref[i], sizeof o[i])) bad = i;
         CHECKF(bad < 0, "%s attention: not the scalar bits (first at %lld: %.9g vs %.9g)", k->name, (long long)bad,
                bad < 0 ? 0.0 : o[bad], bad < 0 ? 0.0 : oref[bad]);
+        compared++;
     }
     free(K), free(V), free(Kc), free(Vc), free(q), free(oref), free(o);
-    printf("    %d quantized gemm calls and the f16 attention bitwise the scalar level\n", compared);
+    CHECK(compared == arm);
+    printf("    the f16 attention of %d ARM levels bitwise the scalar level (their gemms: "
+           "kernels_gemm_quant_levels_bitwise_scalar)\n", compared);
 }
 
 /* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as

@@ -10,11 +10,12 @@
  *     transposed in registers (4x4 dword transposes within 128-bit lanes) and decoded once into
  *     8 registers of unsigned bytes (Q4: nibbles; Q8_0: w + 128); the scales come in with one
  *     gather. Each activation row then takes 8 vpdpbusd against broadcast dwords of its q8
- *     block, read in place (exact int32 block sums, one per lane), and 2 or 3 float ops per
- *     block into its own 16-lane accumulator; so an output is one lane's chain of float ops in
- *     block order, with no horizontal reduction, whatever B, the group or the thread split. Up
- *     to 16 activation rows share each decoded block. Integer offsets (Q4_0: nibble - 8; Q8_0:
- *     the +128) are removed exactly with the activation block's integer sum. */
+ *     block, read in place (exact int32 block sums, one per lane), and the scalar reference's
+ *     float ops per block in its order into its own 16-lane accumulator; so an output is one
+ *     lane's chain of the reference's float ops in block order, with no horizontal reduction,
+ *     whatever B, the group or the thread split: the reference's bits. Up to 16 activation rows
+ *     share each decoded block. Q8_0's +128 offset is removed exactly with the activation
+ *     block's integer sum; Q4_0's nibble - 8 as the reference does, with (-8 d) x.s in float. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -84,7 +85,7 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
 
 #define QNB 16           /* activation rows per pass over a group's blocks */
 #define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
-#define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q8_0, Q4_0) */
+#define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q8_0) */
 #ifndef QPF_AHEAD
 #define QPF_AHEAD 2      /* groups ahead that the weight prefetch reads */
 #endif
@@ -121,8 +122,11 @@ PF_FORCE_INLINE void load_transposed(const uint8_t *p0, const uint8_t *p1, const
  * once into 8 registers w[j] (lane i = unsigned bytes 4j..4j+3 of row i's block), then per
  * activation row b
  *   isum = c_b + sum_j vpdpbusd(w[j], broadcast dword j of x_b)          (exact int32)
- *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
- * with c_b = 0 (Q4_1), -8 sum(x) (Q4_0: nibble - 8), -128 sum(x) (Q8_0: w + 128 as unsigned).
+ *   Q8_0: acc_b += (d_w * x.d) * float(isum)
+ *   Q4_0: acc_b += (d_w * x.d) * float(isum) + (-8 * d_w) * x.s   (isum over the nibbles 0..15)
+ *   Q4_1: acc_b += (d_w * x.d) * float(isum) + m_w * x.s
+ * with c_b = -128 sum(x) (Q8_0: w + 128 as unsigned), else 0: kernels_scalar.c's float ops in
+ * its order, each rounded (-ffp-contract=off: no fused multiply-adds).
  * Every output is one lane's sequence of these ops in block order: nothing depends on NB, on
  * the lane, on the group, on the split of rows or on the layout the weights come from. acc
  * starts at 0 if first, else from y (parked there by the previous k super-chunk). Lanes outside
@@ -189,11 +193,12 @@ PF_FORCE_INLINE void qgroup(uint32_t wt, int packed, const uint8_t *g, size_t rb
             dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
             if (wt == PF_TYPE_Q4_1) mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
         }
+        if (wt == PF_TYPE_Q4_0) mv = _mm512_mul_ps(_mm512_set1_ps(-8.0f), dv); /* nibble - 8: -8 d per x.s */
 #pragma GCC unroll 16
         for (int b = 0; b < NB; b++) {
             const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
             /* two dependency chains of 4 (exact int32 sums: the split changes nothing) */
-            __m512i s = wt == PF_TYPE_Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(asum[b * ald + k]);
+            __m512i s = wt == PF_TYPE_Q8_0 ? _mm512_set1_epi32(asum[b * ald + k]) : _mm512_setzero_si512();
             __m512i s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
@@ -202,8 +207,9 @@ PF_FORCE_INLINE void qgroup(uint32_t wt, int packed, const uint8_t *g, size_t rb
             }
             s = _mm512_add_epi32(s, s1);
             __m512 sc = _mm512_mul_ps(dv, _mm512_set1_ps(load_f32(xb)));
-            acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[b]);
-            if (wt == PF_TYPE_Q4_1) acc[b] = _mm512_fmadd_ps(mv, _mm512_set1_ps(load_f32(xb + 4)), acc[b]);
+            __m512 t = _mm512_mul_ps(sc, _mm512_cvtepi32_ps(s));
+            if (wt != PF_TYPE_Q8_0) t = _mm512_add_ps(t, _mm512_mul_ps(mv, _mm512_set1_ps(load_f32(xb + 4))));
+            acc[b] = _mm512_add_ps(acc[b], t);
         }
     }
 #pragma GCC unroll 16
@@ -272,7 +278,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
             for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
         return;
     }
-    _Alignas(64) int32_t asum[wt == PF_TYPE_Q4_1 ? 1 : ASUM_INTS];
+    _Alignas(64) int32_t asum[wt == PF_TYPE_Q8_0 ? ASUM_INTS : 1];
     /* groups are read in place (gather offsets up to 15 * row_bytes must fit in int32) or from a
      * zero-padded copy when the matrix has under 16 rows */
     const int padded = !W->packed && (W->rows < QRG || rb > (size_t)INT32_MAX / QRG);
@@ -282,11 +288,11 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     for (int64_t k0 = 0; k0 < nblk; k0 += kc) {
         int64_t nk = nblk - k0 < kc ? nblk - k0 : kc;
         int first = k0 == 0;
-        int sbmax = wt == PF_TYPE_Q4_1 ? B : (int)(ASUM_INTS / nk); /* >= 32 */
+        int sbmax = wt == PF_TYPE_Q8_0 ? (int)(ASUM_INTS / nk) : B; /* >= 32 */
         for (int s0 = 0; s0 < B; s0 += sbmax) {
             int sb = B - s0 < sbmax ? B - s0 : sbmax;
             const uint8_t *as = act + (size_t)s0 * stride;
-            if (wt != PF_TYPE_Q4_1) act_sums(as, stride, sb, k0, nk, wt == PF_TYPE_Q8_0 ? -128 : -8, asum);
+            if (wt == PF_TYPE_Q8_0) act_sums(as, stride, sb, k0, nk, -128, asum);
             if (W->packed) {
                 /* groups of the packed layout start at multiples of 16 rows; lanes outside
                  * [r0, r1) are computed (zero rows past the matrix) but never stored */

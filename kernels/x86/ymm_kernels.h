@@ -12,8 +12,8 @@
  *     (kernels.h; GGUF-layout weights are packed a group at a time on the fly): one weight row
  *     per 32-bit lane, each block decoded once per half-group into 8 registers of unsigned bytes,
  *     then every activation row takes 8 integer dot steps against broadcast dwords of its q8
- *     block, exact int32 block sums per lane, and the AVX-512 gemm's float ops per block into its
- *     own accumulator: no horizontal sums, and the same bits as the AVX-512 level.
+ *     block, exact int32 block sums per lane, and the scalar reference's float ops per block in
+ *     its order into its own accumulator: no horizontal sums, and the reference's bits.
  *       AVX2: vpmaddubsw + vpmaddwd (Q4: nibbles; Q8_0: |w|, the weights' signs put on the
  *         activation dwords).
  *       AVX-VNNI: vpdpbusd ymm (VEX), 4 products summed into each int32 lane per instruction
@@ -36,8 +36,8 @@
 #else
 #define YMM_VNNI 0
 #endif
-/* Activation block sums per pass: Q4_0's nibble - 8 offset (both), Q8_0's + 128 (AVX-VNNI). */
-#define YMM_ASUM(wt) ((wt) == PF_TYPE_Q4_0 || (YMM_VNNI && (wt) == PF_TYPE_Q8_0))
+/* Activation block sums per pass: Q8_0's + 128 offset (AVX-VNNI only). */
+#define YMM_ASUM(wt) (YMM_VNNI && (wt) == PF_TYPE_Q8_0)
 
 #define FR_MAX 3 /* float gemm: weight rows x activation rows per register block (12 accumulators) */
 #define FB_MAX 2
@@ -187,10 +187,15 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
  * nk blocks. Per block the half's weights are decoded once into 8 registers w[j] (lane i = four
  * unsigned bytes of row i: Q4 nibbles; Q8_0 |w| with its signs put on the activations (AVX2) or
  * w + 128 (AVX-VNNI)), then per activation row b
- *   AVX2:     isum = sum_j madd(maddubs(w[j], broadcast dword j of x_b))  (+ asum)  (exact int32)
- *   AVX-VNNI: isum = asum + sum_j vpdpbusd(w[j], broadcast dword j of x_b)         (exact int32)
- *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
- * the AVX-512 gemm's float ops in its order (so the levels agree bit for bit). No pair sum can
+ *   AVX2:     isum = sum_j madd(maddubs(w[j], broadcast dword j of x_b))           (exact int32)
+ *   AVX-VNNI: isum = asum + sum_j vpdpbusd(w[j], broadcast dword j of x_b)  (Q8_0: asum the
+ *             -128 sum(x) of the offset; exact int32)
+ *   Q8_0: acc_b += (d_w * x.d) * float(isum)
+ *   Q4_0: acc_b += (d_w * x.d) * float(isum) + (-8 * d_w) * x.s     (isum over the nibbles 0..15)
+ *   Q4_1: acc_b += (d_w * x.d) * float(isum) + m_w * x.s
+ * the scalar reference's float ops in its order, each rounded (no fused multiply-add; the build's
+ * -ffp-contract=off keeps the compiler from fusing them), so every level gives the reference's
+ * bits. No pair sum can
  * saturate: Q4 nibbles sum all 8 maddubs in int16 (|sum| <= 16 * 15 * 128 < 2^15); Q8_0 pairs
  * are |w| <= 128 times |x| <= 127, widened to int32 per dword; vpdpbusd (not the saturating
  * vpdpbusds) sums in int32. Every output is one lane's chain in
@@ -205,7 +210,7 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
 #pragma GCC unroll 16
     for (int b = 0; b < NB; b++) acc[b] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + b * ldy, mask);
     const __m256i lo4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8((char)0x80);
-    (void)ones, (void)bias;
+    (void)ones, (void)bias, (void)asum, (void)ald; /* the AVX2 build uses neither offset nor its sums */
     for (int64_t k = 0; k < nk; k++) {
         const uint8_t *blk = g + (size_t)k * gb, *q = blk + qoff;
         if (pf)
@@ -213,6 +218,7 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
                 _mm_prefetch((const char *)pf + (size_t)k * gb + o, _MM_HINT_T1);
         __m256 dv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16 * h))), mv = _mm256_setzero_ps();
         if (wt == PF_TYPE_Q4_1) mv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 + 16 * h)));
+        if (wt == PF_TYPE_Q4_0) mv = _mm256_mul_ps(_mm256_set1_ps(-8.0f), dv); /* nibble - 8: -8 d per x.s */
         __m256i w[8];
         if (wt == PF_TYPE_Q8_0) {
 #pragma GCC unroll 8
@@ -233,7 +239,7 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
             __m256i s;
 #ifdef PF_YMM_VNNI
             /* two dependency chains of 4 (exact int32 sums: the split changes nothing) */
-            s = wt == PF_TYPE_Q4_1 ? _mm256_setzero_si256() : _mm256_set1_epi32(asum[b * ald + k]);
+            s = wt == PF_TYPE_Q8_0 ? _mm256_set1_epi32(asum[b * ald + k]) : _mm256_setzero_si256();
             __m256i s1 = _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
@@ -265,12 +271,12 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
                                                                    _mm256_set1_epi32((int)load_u32(xb + 24 + 4 * j))));
                 }
                 s = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones);
-                if (wt == PF_TYPE_Q4_0) s = _mm256_add_epi32(s, _mm256_set1_epi32(asum[b * ald + k]));
             }
 #endif
             __m256 sc = _mm256_mul_ps(dv, _mm256_set1_ps(load_f32(xb)));
-            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[b]);
-            if (wt == PF_TYPE_Q4_1) acc[b] = _mm256_fmadd_ps(mv, _mm256_set1_ps(load_f32(xb + 4)), acc[b]);
+            __m256 t = _mm256_mul_ps(sc, _mm256_cvtepi32_ps(s));
+            if (wt != PF_TYPE_Q8_0) t = _mm256_add_ps(t, _mm256_mul_ps(mv, _mm256_set1_ps(load_f32(xb + 4))));
+            acc[b] = _mm256_add_ps(acc[b], t);
         }
     }
 #pragma GCC unroll 16
