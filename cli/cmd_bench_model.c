@@ -12,7 +12,7 @@ static const char k_usage[] =
     "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops] [--kv f16|q8]\n"
     "  measures, in one run with every configuration interleaved and repeated (median and range):\n"
     "  prefill tok/s (512-token prompt), plain decode tok/s at depths 0, 512, 2048, c(B) = time of a\n"
-    "  B-row forward / time of a 1-row forward for B = 1, 2, 4, 8, 12, 16 at depth D (default 512),\n"
+    "  B-row forward / time of a 1-row forward for every B from 1 to 16 at depth D (default 512),\n"
     "  the memory read bandwidth (1 GiB array, same threads, once per repetition), the decode\n"
     "  ceiling it implies (bandwidth / weight bytes per token), decode as a fraction of the same\n"
     "  repetition's ceiling, the fp32 compute rate of the threads (the attention kernel on a small\n"
@@ -38,7 +38,7 @@ int cmd_bench_model(int argc, char **argv) {
     const char *path = NULL, *json = NULL;
     long long iv;
     pf_bench_model_opts o = {.threads = 2, .reps = 5, .inner = 3, .depths = {0, 512, 2048}, .n_depths = 3,
-                             .blocks = {1, 2, 4, 8, 12, 16}, .n_blocks = 6, .cb_depth = 512,
+                             .blocks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, .n_blocks = 16, .cb_depth = 512,
                              .prefill_tokens = 512, .bandwidth_mib = 1024, .progress = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;

@@ -93,7 +93,9 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
 #define QPF_PACKED 2     /* the same for packed weights (0: none) */
 #endif
 #ifndef QPF_MIN_B
-#define QPF_MIN_B 4      /* packed weights: software prefetch only from this many rows (see gemm_quant) */
+#define QPF_MIN_B 2      /* packed weights: software prefetch from this many rows (see gemm_quant); from 2,
+                            not 4, so 2 and 3 rows take 4 rows' path: a 3-row verify cost more than a
+                            4-row one with the prefetch from 4 */
 #endif
 
 /* 16 bytes at byte offset off of each of 16 rows: row i at p[i / 4] + (i % 4) * rb. Returns
@@ -304,7 +306,8 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                     const uint8_t *g = (const uint8_t *)W->packed + (size_t)(gs / QRG) * gbytes + (size_t)k0 * QRG * ts;
                     /* one row streams at memory speed on the hardware prefetcher alone (software
                      * prefetch measured 8-14% slower there); with several rows the compute per
-                     * byte hides a prefetch and it pays (17-23% at 8 rows) */
+                     * byte hides a prefetch and it pays (17-23% at 8 rows); every row count from
+                     * QPF_MIN_B on takes the same path, so t(n) grows with n */
                     const uint8_t *pf = QPF_PACKED && B >= QPF_MIN_B && gs / QRG + QPF_PACKED < ngroups
                                             ? g + QPF_PACKED * gbytes
                                             : NULL;

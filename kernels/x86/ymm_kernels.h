@@ -179,7 +179,7 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
                             and none 14.8 */
 #endif
 #ifndef QPF_MIN_B
-#define QPF_MIN_B 4      /* software prefetch only from this many rows (as the AVX-512 gemm) */
+#define QPF_MIN_B 2      /* software prefetch from this many rows (as the AVX-512 gemm) */
 #endif
 
 /* Half h (rows 8h .. 8h+7, one per 32-bit lane) of one packed group (g at its block k0, blocks
