@@ -1,5 +1,6 @@
-# pocketflash: C11 library + CLI. SIMD files (*_avx2.c, *_avx512.c) get per-file target flags and
-# are chosen at run time from CPUID, so the binary runs on any x86-64.
+# pocketflash: C11 library + CLI. SIMD files (kernels/x86/*_avx2.c, *_avxvnni.c, *_avx512.c) get
+# per-file target flags by their name's suffix and are chosen at run time from CPUID, so the binary
+# runs on any x86-64.
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
@@ -11,6 +12,7 @@ SERVE   ?= 1
 CLI_LDLIBS := $(if $(filter 0,$(SERVE)),,-lmicrohttpd)
 
 AVX2_FLAGS   := -mavx2 -mfma -mf16c
+AVXVNNI_FLAGS := $(AVX2_FLAGS) -mavxvnni
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mavx2 -mfma -mf16c
 
 LIB_DIRS := formats kernels engine draft verify api convert eval
@@ -42,6 +44,10 @@ $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libpocketflash.a
 $(BUILD)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%_avxvnni.o: %_avxvnni.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVXVNNI_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)

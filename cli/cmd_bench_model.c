@@ -6,12 +6,13 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench_model.h"
+#include "kernels/cpu.h"
 
 static const char k_usage[] =
     "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops] [--kv f16|q8]\n"
     "  measures, in one run with every configuration interleaved and repeated (median and range):\n"
     "  prefill tok/s (512-token prompt), plain decode tok/s at depths 0, 512, 2048, c(B) = time of a\n"
-    "  B-row forward / time of a 1-row forward for B = 1, 2, 4, 8, 12, 16 at depth D (default 512),\n"
+    "  B-row forward / time of a 1-row forward for every B from 1 to 16 at depth D (default 512),\n"
     "  the memory read bandwidth (1 GiB array, same threads, once per repetition), the decode\n"
     "  ceiling it implies (bandwidth / weight bytes per token), decode as a fraction of the same\n"
     "  repetition's ceiling, the fp32 compute rate of the threads (the attention kernel on a small\n"
@@ -37,7 +38,7 @@ int cmd_bench_model(int argc, char **argv) {
     const char *path = NULL, *json = NULL;
     long long iv;
     pf_bench_model_opts o = {.threads = 2, .reps = 5, .inner = 3, .depths = {0, 512, 2048}, .n_depths = 3,
-                             .blocks = {1, 2, 4, 8, 12, 16}, .n_blocks = 6, .cb_depth = 512,
+                             .blocks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, .n_blocks = 16, .cb_depth = 512,
                              .prefill_tokens = 512, .bandwidth_mib = 1024, .progress = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -64,8 +65,9 @@ int cmd_bench_model(int argc, char **argv) {
         return cli_fail("bench-model: %s", err);
     }
     char cell[160];
-    printf("## bench-model: %s, %d threads, %s KV cache, %d interleaved repetitions (median, min-max)\n\n", path, o.threads,
-           o.kv_q8 ? "8-bit" : "f16", o.reps);
+    const char *level = pf_level_name(pf_best_level());
+    printf("## bench-model: %s, %d threads, kernels %s, %s KV cache, %d interleaved repetitions (median, min-max)\n\n",
+           path, o.threads, level, o.kv_q8 ? "8-bit" : "f16", o.reps);
     printf("| measure | value |\n|---|---|\n");
     stat_cell(cell, sizeof cell, &r.prefill_tok_s, "%.1f");
     printf("| prefill tok/s (%d-token prompt) | %s |\n", o.prefill_tokens, cell);
@@ -115,7 +117,7 @@ int cmd_bench_model(int argc, char **argv) {
         if (!f) {
             rc = 1;
         } else {
-            fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"c\": {", path, o.threads);
+            fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"kernels\": \"%s\", \"c\": {", path, o.threads, level);
             for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.c[i].median);
             fprintf(f, "}, \"decode_tok_s\": {");
             for (int i = 0; i < o.n_depths; i++)

@@ -1,4 +1,6 @@
-/* Attention over the f16 KV cache with an online (streaming) softmax.
+/* Attention over the KV cache (f16 or 8-bit) with an online (streaming) softmax: the work split;
+ * the arithmetic is each level's (pf_kernels.attend_rows / attend_group), the scalar reference's
+ * in kernels_scalar.c.
  *
  * Each (query row, head) pair walks its visible keys [lo, hi) in fixed chunks of PF_ATTN_KCHUNK
  * starting at lo: scores of a chunk, then one rescale of the running output if the maximum grew,
@@ -7,10 +9,10 @@
  * however long the cache is beyond what the row may see. No scratch beyond one chunk of scores.
  *
  * Work is split over (row, KV head) tasks: the query heads sharing a KV head (GQA) run together
- * so the SIMD variants convert each f16 key and value row once for the whole group. The scalar
- * level (and shapes the SIMD variants do not take) runs head by head: each score one fmaf chain
- * over the head dim in order (the same chain as one SIMD lane of the vector levels), values
- * through the level's axpy_f16. out must not alias q, K or V. */
+ * so the SIMD variants convert each key and value row once for the whole group. The scalar
+ * reference (and the fallback for shapes a level's kernels do not take) runs head by head: each
+ * score one fmaf chain over the head dim in order (the same chain as one SIMD lane of the vector
+ * levels), values through the level's axpy_f16. out must not alias q, K or V. */
 #include <math.h>
 #include <string.h>
 
@@ -18,75 +20,10 @@
 
 #define INLINE_WORK (1 << 16) /* keys x head dim x heads below which the pool is not woken */
 
-static void attend_head(const pf_attn_job *j, int b, int h) {
-    const pf_kernels *k = j->k;
-    int hd = j->hd;
-    int64_t lo, hi;
-    pf_attn_range(j, b, &lo, &hi);
-    float *o = j->out + b * j->ldo + (int64_t)h * hd;
-    memset(o, 0, (size_t)hd * sizeof *o);
-    if (lo >= hi) return; /* nothing visible: zeros */
-
-    const float *qh = j->q + b * j->ldq + (int64_t)h * hd;
-    int64_t kvh = h / (j->n_head / j->n_kv_head);
-    const pf_half *Kh = j->q8 ? NULL : j->K + kvh * j->head_stride, *Vh = j->q8 ? NULL : j->V + kvh * j->head_stride;
-    const uint8_t *K8 = j->q8 ? j->K8 + kvh * j->head_stride : NULL;
-    const int8_t *V8 = j->q8 ? j->V8 + kvh * j->head_stride : NULL;
-    int8_t q8[PF_KV_Q8_MAX_HD];
-    float qs = 0;
-    int32_t qsum = 0;
-    if (j->q8) pf_attn_quantize_q(qh, hd, q8, &qs, &qsum);
-    const float *ks = j->q8 ? j->ks + kvh * j->scale_stride : NULL, *vs = j->q8 ? j->vs + kvh * j->scale_stride : NULL;
-    float s[PF_ATTN_KCHUNK];
-    float mx = -INFINITY, l = 0.0f;
-    for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
-        int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
-        float cmax = -INFINITY;
-        for (int t = 0; t < n; t++) {
-            float a = 0.0f;
-            if (j->q8) { /* exact integer dot product of the rounded query with the keys (stored + 128) */
-                const uint8_t *kt = K8 + pf_kv_key_at_q8(c0 + t, 0, hd);
-                int32_t isum = 0;
-                for (int d = 0; d < hd; d++) isum += (int32_t)q8[d] * kt[d / 4 * (PF_KV_TILE * 4) + d % 4];
-                a = (float)(isum - 128 * qsum) * qs * ks[c0 + t];
-            } else {
-                const pf_half *kt = Kh + pf_kv_key_at(c0 + t, 0, hd);
-                for (int d = 0; d < hd; d++) a = fmaf(qh[d], pf_fp16_to_fp32(kt[d * PF_KV_TILE]), a);
-            }
-            s[t] = a * j->scale;
-            if (s[t] > cmax) cmax = s[t];
-        }
-        float f = pf_attn_raise_max(cmax, &mx, &l);
-        if (f != 1.0f)
-            for (int i = 0; i < hd; i++) o[i] *= f;
-        for (int t = 0; t < n; t++) {
-            float e = expf(s[t] - mx);
-            l += e;
-            if (j->q8) {
-                const int8_t *v = V8 + (c0 + t) * hd;
-                float w = e * vs[c0 + t];
-                for (int i = 0; i < hd; i++) o[i] = fmaf(w, (float)v[i], o[i]);
-            } else {
-                k->axpy_f16(e, Vh + (c0 + t) * hd, o, hd);
-            }
-        }
-    }
-    float inv = 1.0f / l;
-    for (int i = 0; i < hd; i++) o[i] *= inv;
-}
-
+/* One row's query heads of KV head kvh: the level's kernel, or the scalar reference for shapes
+ * it does not take (the answer depends only on the shape, so a whole call takes one path). */
 static void attend_group(const pf_attn_job *j, int b, int kvh) {
-#ifdef __x86_64__
-    if (j->k->level == PF_LEVEL_AVX512 && pf_attend_group_avx512(j, b, kvh)) return;
-    if (j->k->level == PF_LEVEL_AVX2 && pf_attend_group_avx2(j, b, kvh)) return;
-#endif
-#ifdef __aarch64__
-    if (j->k->level >= PF_LEVEL_DOTPROD && j->q8 && pf_attend_group_q8_dotprod(j, b, kvh)) return;
-    if (j->k->level >= PF_LEVEL_NEON && j->q8 && pf_attend_group_q8_neon(j, b, kvh)) return;
-    if (j->k->level >= PF_LEVEL_NEON && !j->q8 && pf_attend_group_neon(j, b, kvh)) return;
-#endif
-    int g = j->n_head / j->n_kv_head;
-    for (int h = kvh * g; h < (kvh + 1) * g; h++) attend_head(j, b, h);
+    if (!j->k->attend_group(j, b, kvh)) pf_attend_group_scalar(j, b, kvh);
 }
 
 static void attn_worker(void *arg, int ith, int nth) {
@@ -98,10 +35,7 @@ static void attn_worker(void *arg, int ith, int nth) {
         int t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
         if (t >= total) break;
         int b0 = t / j->n_kv_head * R, kvh = t % j->n_kv_head, nr = j->B - b0 < R ? j->B - b0 : R;
-#ifdef __x86_64__
-        if (nr > 1 && j->k->level == PF_LEVEL_AVX512 && pf_attend_rows_avx512(j, b0, nr, kvh)) continue;
-        if (nr > 1 && j->k->level == PF_LEVEL_AVX2 && pf_attend_rows_avx2(j, b0, nr, kvh)) continue;
-#endif
+        if (nr > 1 && j->k->attend_rows && j->k->attend_rows(j, b0, nr, kvh)) continue;
         for (int b = b0; b < b0 + nr; b++) attend_group(j, b, kvh);
     }
 }

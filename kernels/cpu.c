@@ -87,6 +87,7 @@ static void detect(void) {
     f.avx512vl = f.avx512f && ((b7 >> 31) & 1);
     f.avx512vnni = f.avx512f && ((c7 >> 11) & 1);
     f.avx512bf16 = f.avx512f && ((a71 >> 5) & 1);
+    f.avxvnni = os_ymm && ((a71 >> 4) & 1); /* leaf 7 subleaf 1 EAX bit 4; YMM state is enough */
     f.amx_bf16 = os_amx && ((d7 >> 22) & 1);
     f.amx_tile = os_amx && ((d7 >> 24) & 1);
     f.amx_int8 = os_amx && ((d7 >> 25) & 1);
@@ -104,6 +105,7 @@ bool pf_level_built(pf_level level) {
     switch (level) {
     case PF_LEVEL_SCALAR: return true;
     case PF_LEVEL_AVX2:
+    case PF_LEVEL_AVXVNNI:
     case PF_LEVEL_AVX512:
 #ifdef __x86_64__
         return true;
@@ -129,6 +131,7 @@ bool pf_level_supported(pf_level level) {
     switch (level) {
     case PF_LEVEL_SCALAR: return true;
     case PF_LEVEL_AVX2: return avx2;
+    case PF_LEVEL_AVXVNNI: return avx2 && f->avxvnni;
     case PF_LEVEL_AVX512:
         /* the AVX-512 file is compiled with AVX2/FMA/F16C too, so it needs them as well */
         return avx2 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512vnni;
@@ -144,6 +147,7 @@ const char *pf_level_name(pf_level level) {
     switch (level) {
     case PF_LEVEL_SCALAR: return "scalar";
     case PF_LEVEL_AVX2: return "avx2";
+    case PF_LEVEL_AVXVNNI: return "avxvnni";
     case PF_LEVEL_AVX512: return "avx512";
     case PF_LEVEL_NEON: return "neon";
     case PF_LEVEL_DOTPROD: return "dotprod";

@@ -12,6 +12,7 @@ const pf_kernels *pf_kernels_get(pf_level level) {
     case PF_LEVEL_SCALAR: return &pf_kernels_scalar_table;
 #ifdef __x86_64__
     case PF_LEVEL_AVX2: return &pf_kernels_avx2_table;
+    case PF_LEVEL_AVXVNNI: return &pf_kernels_avxvnni_table;
     case PF_LEVEL_AVX512: return &pf_kernels_avx512_table;
 #endif
 #ifdef __aarch64__

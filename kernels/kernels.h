@@ -14,10 +14,12 @@
 #include "kernels/cpu.h"
 #include "kernels/pool.h"
 
+struct pf_attn_job;
+
 /* A weight matrix as stored in GGUF: `rows` outputs of `cols` inputs, row r at data + r*row_bytes.
  * packed, when not NULL, holds the same weights in the row-group layout of pf_pack_weight, which
- * the AVX-512 and AVX2 quantized gemms (ARM64: the i8mm one, its own layout) read instead of data
- * (same results, bit for bit). */
+ * the x86 quantized gemms (ARM64: the i8mm one, in its own layout) read instead of data (same
+ * results, bit for bit). */
 typedef struct {
     const void *data;
     uint32_t type;
@@ -50,6 +52,15 @@ typedef struct pf_kernels {
     int32_t (*argmax)(const float *x, int64_t n);
     /* index of the first x[i] > t in [0, n), n if none (a NaN is never above): scans for top-k */
     int64_t (*first_above)(const float *x, int64_t n, float t);
+    /* Attention (kernels/attention.c splits the work; internal job type in kernels_impl.h): rows
+     * b0 .. b0+nr-1 of KV head kvh in one pass (NULL: the level has no multi-row kernel), and all
+     * query heads of KV head kvh for row b. Each returns 0 without touching anything when the
+     * level does not take the shape; the caller then goes row by row, then to the scalar
+     * reference (pf_attend_group_scalar). */
+    int (*attend_rows)(const struct pf_attn_job *j, int b0, int nr, int kvh);
+    int (*attend_group)(const struct pf_attn_job *j, int b, int kvh);
+    /* 1 if the quantized gemms read pf_pack_weight's layout (so loaders pack, repack.c) */
+    int reads_packed;
 } pf_kernels;
 
 /* Table for a level, or NULL if this CPU cannot run it. */
@@ -72,9 +83,10 @@ void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const voi
 void pf_matmul_n(const pf_kernels *k, pf_pool *pool, int n, const pf_weight *const *W, const void *act, int B,
                  float *const *y, const int64_t *ldy);
 
-/* Packed weights (kernels/repack.c). The AVX-512 and AVX2 quantized gemms work on groups of 16
- * consecutive rows, one row per 32-bit lane (AVX2: two halves of 8 lanes); in the GGUF layout
- * every block of a group needs a register transpose and a gather of its scales. Packed, a group's block k is one run of
+/* Packed weights (kernels/repack.c). The x86 quantized gemms (AVX2, AVX-VNNI, AVX-512) work on
+ * groups of 16 consecutive rows, one row per 32-bit lane (256-bit levels: two halves of 8 lanes);
+ * in the GGUF layout every block of a group needs a register transpose and a gather of its scales.
+ * Packed, a group's block k is one run of
  * [16 f16 scales d][16 f16 minimums m (Q4_1)][quant bytes as dword columns: column j holds dword j
  * of the 16 rows' quants] and groups follow each other (the last one padded with zero rows), so a
  * block is a few aligned loads. 1 if type (Q8_0, Q4_0, Q4_1) can be packed and the best kernel

@@ -8,7 +8,8 @@
 #include "kernels/kernels.h"
 
 extern const pf_kernels pf_kernels_scalar_table;
-extern const pf_kernels pf_kernels_avx2_table;   /* x86-64 builds only */
+extern const pf_kernels pf_kernels_avx2_table;   /* x86-64 builds only (kernels/x86/) */
+extern const pf_kernels pf_kernels_avxvnni_table;
 extern const pf_kernels pf_kernels_avx512_table;
 extern const pf_kernels pf_kernels_neon_table;    /* ARM64 builds only (kernels/arm/) */
 extern const pf_kernels pf_kernels_dotprod_table;
@@ -17,8 +18,9 @@ extern const pf_kernels pf_kernels_i8mm_table;
 #define PF_FORCE_INLINE static inline __attribute__((always_inline))
 
 /* A level's dispatch table, from the static kernels its file defines under the same names as
- * every other level's (quantize_act differs: the scalar level uses the formats/ reference). */
-#define PF_DEFINE_KERNELS(table, lvl, lvl_name, quantize_act_fn)                                   \
+ * every other level's (quantize_act differs: the scalar level uses the formats/ reference), its
+ * attention kernels (in their own files) and whether its quantized gemms read packed weights. */
+#define PF_DEFINE_KERNELS(table, lvl, lvl_name, quantize_act_fn, attend_rows_fn, attend_group_fn, packed) \
     const pf_kernels table = {                                                                      \
         .level = lvl,                                                                               \
         .name = lvl_name,                                                                           \
@@ -31,6 +33,9 @@ extern const pf_kernels pf_kernels_i8mm_table;
         .f32_to_f16 = f32_to_f16,                                                                   \
         .argmax = argmax,                                                                           \
         .first_above = first_above,                                                                 \
+        .attend_rows = attend_rows_fn,                                                              \
+        .attend_group = attend_group_fn,                                                            \
+        .reads_packed = packed,                                                                     \
     }
 
 /* For helpers that fill a caller's stack scratch which the caller then reads. GCC 12.2 (-O1 and
@@ -39,8 +44,8 @@ extern const pf_kernels pf_kernels_i8mm_table;
  * interprocedural summaries out of it; the call costs nothing next to the work on the rows. */
 #define PF_NOIPA __attribute__((noipa))
 
-/* One pf_attention call, shared by attention.c and its SIMD variants. */
-typedef struct {
+/* One pf_attention call, shared by attention.c and every level's attention kernels. */
+typedef struct pf_attn_job {
     const pf_kernels *k;
     const float *q;
     int64_t ldq;
@@ -96,20 +101,23 @@ static inline void pf_attn_range(const pf_attn_job *j, int b, int64_t *lo, int64
     if (j->window > 0 && pos - j->window + 1 > *lo) *lo = pos - j->window + 1;
 }
 
-/* All query heads of KV head kvh for row b, on one SIMD level. Returns 0 without touching
- * anything if the level does not handle this head dim / group size (the caller falls back);
- * the answer depends only on those two, so a whole call takes one path. */
-int pf_attend_group_avx2(const pf_attn_job *j, int b, int kvh);
-int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh);
-/* Rows b0 .. b0+nr-1 of KV head kvh in one pass (same per-row arithmetic as one row at a time);
- * 0 if this level does not take the shape or the row count. */
-int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh);
+/* The levels' attention kernels (pf_kernels.attend_rows / attend_group, whose contract they
+ * follow), each in its level's file. The scalar reference (kernels_scalar.c) walks head by head:
+ * each score one fmaf chain over the head dim in order, values through the level's axpy_f16; it
+ * takes every shape, so it is also the fallback of the others. */
+int pf_attend_group_scalar(const pf_attn_job *j, int b, int kvh);
+/* x86 (kernels/x86/attention_*.c): both caches, hd a multiple of 8 (AVX2, AVX-VNNI) or 16
+ * (AVX-512), up to 256, groups up to 16 query heads, up to 8 rows without a window. */
 int pf_attend_rows_avx2(const pf_attn_job *j, int b0, int nr, int kvh);
-/* ARM64, every NEON level (kernels/arm/attention_neon.c): f16 cache only; bitwise the scalar path. */
+int pf_attend_group_avx2(const pf_attn_job *j, int b, int kvh);
+int pf_attend_rows_avxvnni(const pf_attn_job *j, int b0, int nr, int kvh);
+int pf_attend_group_avxvnni(const pf_attn_job *j, int b, int kvh);
+int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh);
+int pf_attend_group_avx512(const pf_attn_job *j, int b, int kvh);
+/* ARM64 (kernels/arm/): the f16 cache with the NEON score loop (attention_neon.c), the 8-bit
+ * cache with widening multiplies (NEON level) or SDOT (dotprod and i8mm levels); all bitwise the
+ * scalar reference. */
 int pf_attend_group_neon(const pf_attn_job *j, int b, int kvh);
-/* ARM64, the 8-bit cache (kernels/arm/attention_q8_*.c): integer scores with widening multiplies
- * (NEON) or SDOT (dotprod, i8mm); bitwise the scalar path; 0 for the f16 cache. */
-int pf_attend_group_q8_neon(const pf_attn_job *j, int b, int kvh);
-int pf_attend_group_q8_dotprod(const pf_attn_job *j, int b, int kvh);
+int pf_attend_group_dotprod(const pf_attn_job *j, int b, int kvh);
 
 #endif

@@ -1,6 +1,6 @@
-/* Scalar reference kernels: the arbiter every SIMD path is tested against, and the fallback on
- * CPUs without AVX2. Plain sequential float accumulation (the build's -std=c11 turns off FMA
- * contraction, so every add and multiply rounds as written).
+/* Scalar reference kernels (gemm, elementwise, attention): the arbiter every SIMD path is tested
+ * against, and the fallback on CPUs without SIMD levels. Plain sequential float accumulation (the
+ * build's -ffp-contract=off keeps FMA contraction out, so every add and multiply rounds as written).
  *
  * Quantized dot products: per 32-weight block the integer sum of products is exact in int32; the
  * block then adds in float:
@@ -8,6 +8,7 @@
  *   Q4_0: acc += (d_w * x.d) * isum_nib + (-8 * d_w) * x.s     (w = d*(nib-8); x.s = x.d*sum(q))
  *   Q4_1: acc += (d_w * x.d) * isum_nib + m_w * x.s            (w = d*nib + m) */
 #include <math.h>
+#include <string.h>
 
 #include "formats/quant.h"
 #include "kernels/kernels_impl.h"
@@ -159,4 +160,71 @@ static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     for (int i = 0; i < n; i++) y[i] += a * pf_fp16_to_fp32(x[i]);
 }
 
-PF_DEFINE_KERNELS(pf_kernels_scalar_table, PF_LEVEL_SCALAR, "scalar", pf_quantize_row_q8_act);
+/* ---- attention: one (row, head) pair at a time over its visible keys, in chunks of
+ * PF_ATTN_KCHUNK (the online softmax of kernels/attention.c) ---- */
+
+static void attend_head(const pf_attn_job *j, int b, int h) {
+    const pf_kernels *k = j->k;
+    int hd = j->hd;
+    int64_t lo, hi;
+    pf_attn_range(j, b, &lo, &hi);
+    float *o = j->out + b * j->ldo + (int64_t)h * hd;
+    memset(o, 0, (size_t)hd * sizeof *o);
+    if (lo >= hi) return; /* nothing visible: zeros */
+
+    const float *qh = j->q + b * j->ldq + (int64_t)h * hd;
+    int64_t kvh = h / (j->n_head / j->n_kv_head);
+    const pf_half *Kh = j->q8 ? NULL : j->K + kvh * j->head_stride, *Vh = j->q8 ? NULL : j->V + kvh * j->head_stride;
+    const uint8_t *K8 = j->q8 ? j->K8 + kvh * j->head_stride : NULL;
+    const int8_t *V8 = j->q8 ? j->V8 + kvh * j->head_stride : NULL;
+    int8_t q8[PF_KV_Q8_MAX_HD];
+    float qs = 0;
+    int32_t qsum = 0;
+    if (j->q8) pf_attn_quantize_q(qh, hd, q8, &qs, &qsum);
+    const float *ks = j->q8 ? j->ks + kvh * j->scale_stride : NULL, *vs = j->q8 ? j->vs + kvh * j->scale_stride : NULL;
+    float s[PF_ATTN_KCHUNK];
+    float mx = -INFINITY, l = 0.0f;
+    for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
+        int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
+        float cmax = -INFINITY;
+        for (int t = 0; t < n; t++) {
+            float a = 0.0f;
+            if (j->q8) { /* exact integer dot product of the rounded query with the keys (stored + 128) */
+                const uint8_t *kt = K8 + pf_kv_key_at_q8(c0 + t, 0, hd);
+                int32_t isum = 0;
+                for (int d = 0; d < hd; d++) isum += (int32_t)q8[d] * kt[d / 4 * (PF_KV_TILE * 4) + d % 4];
+                a = (float)(isum - 128 * qsum) * qs * ks[c0 + t];
+            } else {
+                const pf_half *kt = Kh + pf_kv_key_at(c0 + t, 0, hd);
+                for (int d = 0; d < hd; d++) a = fmaf(qh[d], pf_fp16_to_fp32(kt[d * PF_KV_TILE]), a);
+            }
+            s[t] = a * j->scale;
+            if (s[t] > cmax) cmax = s[t];
+        }
+        float f = pf_attn_raise_max(cmax, &mx, &l);
+        if (f != 1.0f)
+            for (int i = 0; i < hd; i++) o[i] *= f;
+        for (int t = 0; t < n; t++) {
+            float e = expf(s[t] - mx);
+            l += e;
+            if (j->q8) {
+                const int8_t *v = V8 + (c0 + t) * hd;
+                float w = e * vs[c0 + t];
+                for (int i = 0; i < hd; i++) o[i] = fmaf(w, (float)v[i], o[i]);
+            } else {
+                k->axpy_f16(e, Vh + (c0 + t) * hd, o, hd);
+            }
+        }
+    }
+    float inv = 1.0f / l;
+    for (int i = 0; i < hd; i++) o[i] *= inv;
+}
+
+int pf_attend_group_scalar(const pf_attn_job *j, int b, int kvh) {
+    int g = j->n_head / j->n_kv_head;
+    for (int h = kvh * g; h < (kvh + 1) * g; h++) attend_head(j, b, h);
+    return 1;
+}
+
+PF_DEFINE_KERNELS(pf_kernels_scalar_table, PF_LEVEL_SCALAR, "scalar", pf_quantize_row_q8_act, NULL,
+                  pf_attend_group_scalar, 0);

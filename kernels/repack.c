@@ -1,5 +1,5 @@
-/* Weights re-laid for the AVX-512 and AVX2 quantized gemms (layout in kernels.h, pf_pack_weight);
- * on ARM64 pf_packed_bytes / pf_pack_weight give the i8mm layout (kernels/arm/repack_i8mm.c).
+/* Weights re-laid for the x86 quantized gemms (layout in kernels.h, pf_pack_weight); on ARM64
+ * pf_packed_bytes / pf_pack_weight give the i8mm layout (kernels/arm/repack_i8mm.c).
  * The packed copy is made once at load time; the kernels then read each block of a 16-row group
  * as aligned vectors instead of transposing 16 rows in registers and gathering 16 scales. */
 #include <string.h>
@@ -10,8 +10,7 @@
 
 int pf_pack_wanted(uint32_t type) {
     if (type != PF_TYPE_Q8_0 && type != PF_TYPE_Q4_0 && type != PF_TYPE_Q4_1) return 0;
-    const pf_level l = pf_kernels_best()->level; /* the x86 GEMMs and the ARM64 i8mm gemm read a packed layout */
-    return l == PF_LEVEL_AVX2 || l == PF_LEVEL_AVX512 || l == PF_LEVEL_I8MM;
+    return pf_kernels_best()->reads_packed;
 }
 
 /* Block size, offset of the quants in a GGUF block, and whether there is a minimum. */

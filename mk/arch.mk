@@ -1,18 +1,19 @@
 # Target architecture, from the compiler ($(CC) -dumpmachine): which kernel files are built and
 # with which flags. Included by the Makefile right after the source lists.
-#   x86-64:  the *_avx2.c / *_avx512.c files (flags in the Makefile), chosen at run time by CPUID
+#   x86-64:  kernels/x86/*.c; *_avx2.c, *_avxvnni.c, *_avx512.c get their ISA flags (Makefile),
+#            chosen at run time by CPUID
 #   aarch64: kernels/arm/*.c; *_dotprod.c and *_i8mm.c get their ISA flags, the rest baseline
 #            armv8-a NEON; chosen at run time (getauxval / sysctlbyname, kernels/cpu.c)
 #   other:   the scalar reference only
 PF_ARCH := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))
 
 ifneq (,$(filter aarch64 arm64,$(PF_ARCH)))
-LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC)) $(sort $(wildcard kernels/arm/*.c))
+LIB_SRC += $(sort $(wildcard kernels/arm/*.c))
 # GCC 12.2 for aarch64 stops with an internal compiler error (vect_transform_reduction) in a
 # reduction loop of this test file; test code, so it is simply not vectorised.
 $(BUILD)/tests/test_expand.o: CFLAGS += -fno-tree-vectorize
-else ifeq (,$(filter x86_64 i686 i586 i386 amd64,$(PF_ARCH)))
-LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
+else ifneq (,$(filter x86_64 amd64,$(PF_ARCH)))
+LIB_SRC += $(sort $(wildcard kernels/x86/*.c))
 endif
 
 # Scalar reference results must be the same bits on every compiler and architecture: no fused

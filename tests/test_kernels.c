@@ -134,10 +134,14 @@ TEST(kernels_cpu_levels) {
             for (int t = 0; t < N_TYPES; t++) CHECK(k->gemm[k_types[t]] != NULL);
         }
     }
-    printf("    cpu: avx2=%d fma=%d f16c=%d avx512f=%d bw=%d vl=%d dq=%d vnni=%d bf16=%d amx=%d neon=%d dotprod=%d "
-           "i8mm=%d -> %s\n",
-           f->avx2, f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni,
+    printf("    cpu: avx2=%d fma=%d f16c=%d avxvnni=%d avx512f=%d bw=%d vl=%d dq=%d vnni=%d bf16=%d amx=%d neon=%d "
+           "dotprod=%d i8mm=%d -> %s\n",
+           f->avx2, f->fma, f->f16c, f->avxvnni, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni,
            f->avx512bf16, f->amx_tile, f->neon, f->dotprod, f->i8mm, pf_level_name(pf_best_level()));
+    if (pf_level_built(PF_LEVEL_AVXVNNI))
+        printf("    avxvnni level: %s\n", pf_kernels_get(PF_LEVEL_AVXVNNI)
+                                              ? "runs here, VEX-encoded vpdpbusd ymm natively (CPUID AVX-VNNI)"
+                                              : "skipped, this CPU lacks AVX-VNNI (VEX vpdpbusd)");
     test_env saved;
     test_env_save(&saved, "PF_KERNELS");
     check_level_caps();
@@ -461,25 +465,22 @@ TEST(kernels_gemm_long_rows) {
     }
 }
 
-/* The packed layout (kernels/repack.c) gives the AVX-512 and AVX2 gemms the same bits as the GGUF
- * layout: matrices over and under 16 rows and not a multiple of it, row ranges that start and end
- * inside a group (and inside a half of the AVX2 gemm's 8 lanes), rows long enough for several k
- * super-chunks, B from 1 to 17. The two levels run the same float ops per block (kernels_avx2.c),
- * so where both run their results are compared bit for bit too. */
+/* The packed layout (kernels/repack.c) gives every x86 level's gemm (AVX2, AVX-VNNI, AVX-512) the
+ * same bits as the GGUF layout: matrices over and under 16 rows and not a multiple of it, row
+ * ranges that start and end inside a group (and inside a half of the 256-bit gemms' 8 lanes), rows
+ * long enough for several k super-chunks, B from 1 to 17. The levels run the same float ops per
+ * block, so the results of every level that runs are compared bit for bit with the first's too. */
 TEST(kernels_gemm_packed_bitwise) {
-    if (!pf_level_built(PF_LEVEL_AVX2)) { /* ARM64: the i8mm level packs its own layout (tested below) */
+    static const pf_level lv[] = {PF_LEVEL_AVX2, PF_LEVEL_AVXVNNI, PF_LEVEL_AVX512};
+    const pf_kernels *kl[3];
+    int nl = 0;
+    for (int i = 0; i < 3; i++) /* a level this build has but the CPU lacks (or PF_KERNELS caps): a named skip */
+        if ((kl[nl] = test_kernels(lv[i]))) nl++;
+    if (!nl) { /* ARM64 (the i8mm level packs its own layout, tested below), or every x86 level capped */
         CHECK(!pf_pack_wanted(PF_TYPE_Q4_1) || pf_kernels_best()->level == PF_LEVEL_I8MM);
+        pf_test_skip_level("no x86 level runs here: the packed layout is read by the x86 levels only");
         return;
     }
-    if (!pf_level_supported(PF_LEVEL_AVX2)) CHECK(!pf_pack_wanted(PF_TYPE_Q4_1));
-    if (*test_level_missing(PF_LEVEL_AVX2)) {
-        char why[160];
-        snprintf(why, sizeof why, "avx2 %s; the packed layout is read by avx2 and avx512 only",
-                 test_level_missing(PF_LEVEL_AVX2));
-        pf_test_skip_level(why);
-        return;
-    }
-    const pf_kernels *k2 = pf_kernels_get(PF_LEVEL_AVX2), *k5 = test_kernels(PF_LEVEL_AVX512);
     static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
     static const int64_t shapes[][2] = {{1, 64}, {5, 96}, {16, 32}, {17, 256}, {40, 128}, {53, 32 * 1100}};
     static const int64_t ranges[][2] = {{0, -1}, {3, -1}, {0, 7}, {5, 21}, {17, 35}, {10, 13}};
@@ -502,9 +503,8 @@ TEST(kernels_gemm_packed_bitwise) {
                 if (r1 > rows) r1 = rows;
                 if (r0 >= r1) continue;
                 for (int nb = 1; nb <= B; nb += nb < 4 ? 1 : 6)
-                    for (int l = 0; l < 2; l++) {
-                        const pf_kernels *k = l ? k5 : k2;
-                        if (!k) continue;
+                    for (int l = 0; l < nl; l++) {
+                        const pf_kernels *k = kl[l];
                         for (int64_t i = 0; i < (int64_t)B * rows; i++) y0[i] = y1[i] = -7.0f;
                         k->gemm[qt[t]](&W, act, stride, nb, y0, rows, r0, r1);
                         k->gemm[qt[t]](&P, act, stride, nb, y1, rows, r0, r1);
@@ -514,18 +514,18 @@ TEST(kernels_gemm_packed_bitwise) {
                         compared++;
                         if (!l) memcpy(y2, y1, ny);
                         else {
-                            CHECKF(memcmp(y1, y2, ny) == 0, "%s %lldx%lld rows [%lld, %lld) B=%d: avx2 != avx512",
+                            CHECKF(memcmp(y1, y2, ny) == 0, "%s %lldx%lld rows [%lld, %lld) B=%d: %s != %s",
                                    pf_type_info(qt[t])->name, (long long)rows, (long long)cols, (long long)r0,
-                                   (long long)r1, nb);
+                                   (long long)r1, nb, k->name, kl[0]->name);
                             across++;
                         }
                     }
             }
             free((void *)W.data), free(packed), free(act), free(y0), free(y1), free(y2);
         }
-    printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched), %d avx2 == avx512\n",
-           compared, across);
-    CHECKF(compared > 0 && (!k5 || across > 0), "compared %d packed calls, %d across levels", compared, across);
+    printf("    %d packed gemm calls bitwise equal to the GGUF-layout ones (outside rows untouched), %d across levels"
+           " equal to %s's\n", compared, across, kl[0]->name);
+    CHECKF(compared > 0 && (nl < 2 || across > 0), "compared %d packed calls, %d across levels", compared, across);
 }
 
 /* Weights between two PROT_NONE pages (the matrix ends exactly at the second one): every level
@@ -1088,10 +1088,68 @@ TEST(kernels_attention_batch_invariance) {
     pf_pool_destroy(pool3);
 }
 
-/* The ARM64 levels promise more than the tolerance: their quantized gemm runs its lanes across
- * output rows (the reference's float operations in its order) and their f16 attention scores are
- * the reference's fmaf chains, so both equal the scalar level bit for bit. On other builds the
- * ARM levels must be absent. */
+/* One answer on every device: every level's quantized gemm (Q8_0, Q4_0, Q4_1; x86 and ARM64)
+ * computes the scalar reference's per-block float operations in its order, so its outputs are the
+ * scalar level's bits, for every row count 1..16 (and a partial group past 16), activation rows
+ * 1..16, several widths (one block, a few, more than one k super-chunk of the x86 gemms), from the
+ * GGUF layout and, on x86, from the packed one. A level this CPU lacks is reported as skipped. */
+TEST(kernels_gemm_quant_levels_bitwise_scalar) {
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+    static const int64_t widths[] = {32, 96, 1024, 32 * 520};
+    int compared[PF_LEVEL_COUNT] = {0}, packed_compared = 0;
+    const pf_kernels *kl[PF_LEVEL_COUNT] = {0};
+    for (int l = 1; l < PF_LEVEL_COUNT; l++) kl[l] = test_kernels(l); /* a named skip where it cannot run */
+    for (int t = 0; t < 3; t++)
+        for (int wi = 0; wi < 4; wi++)
+            for (int64_t rows = 1; rows <= 17; rows++) {
+                int64_t cols = widths[wi];
+                if (wi == 3 && rows % 8 != 1) continue; /* the long rows: 1, 9, 17 */
+                pf_weight W, P;
+                make_weight(qt[t], rows, cols, (uint64_t)(t * 1000 + wi * 100 + rows + 7000), &W);
+                P = W;
+                void *packed = aligned_alloc(64, (pf_packed_bytes(&W) + 63) / 64 * 64);
+                pf_pack_weight(&W, packed);
+                P.packed = packed;
+                const int BMAX = 16;
+                void *act = make_act(qt[t], cols, BMAX, (uint64_t)(t * 10 + wi + rows * 31), NULL);
+                size_t ny = (size_t)BMAX * rows * sizeof(float);
+                float *yref = malloc(ny), *y = malloc(ny);
+                for (int B = 1; B <= BMAX; B += wi == 3 ? 5 : 1) {
+                    gemm_all(ks, &W, act, B, yref);
+                    for (int l = 1; l < PF_LEVEL_COUNT; l++) {
+                        const pf_kernels *k = kl[l];
+                        if (!k) continue;
+                        for (int lay = 0; lay < 1 + k->reads_packed; lay++) {
+                            memset(y, 0xff, ny);
+                            gemm_all(k, lay ? &P : &W, act, B, y);
+                            int64_t bad = -1;
+                            for (int64_t i = 0; i < (int64_t)B * rows && bad < 0; i++)
+                                if (memcmp(&y[i], &yref[i], sizeof y[i])) bad = i;
+                            CHECKF(bad < 0, "%s %s%s rows=%lld cols=%lld B=%d: not the scalar bits (first at %lld: "
+                                   "%.9g vs %.9g)", k->name, pf_type_info(qt[t])->name, lay ? " packed" : "",
+                                   (long long)rows, (long long)cols, B, (long long)bad, bad < 0 ? 0.0 : y[bad],
+                                   bad < 0 ? 0.0 : yref[bad]);
+                            compared[l]++;
+                            packed_compared += lay;
+                        }
+                    }
+                }
+                free((void *)W.data), free(packed), free(act), free(yref), free(y);
+            }
+    int levels = 0;
+    for (int l = 1; l < PF_LEVEL_COUNT; l++)
+        if (compared[l]) {
+            printf("    %s: %d quantized gemm calls bitwise the scalar level\n", pf_level_name((pf_level)l), compared[l]);
+            levels++;
+        }
+    printf("    (%d of them from the packed layout)\n", packed_compared);
+    if (!levels) pf_test_skip_level("no SIMD level runs here: nothing to compare with the scalar level");
+}
+
+/* The ARM64 levels promise more than the tolerance for attention too: their f16 attention scores
+ * are the reference's fmaf chains and its softmax the reference's, so it equals the scalar level
+ * bit for bit. On other builds the ARM levels must be absent. */
 TEST(kernels_arm_levels_bitwise_scalar) {
     int arm = 0;
     for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) arm += pf_kernels_get((pf_level)l) != NULL;
@@ -1102,30 +1160,7 @@ TEST(kernels_arm_levels_bitwise_scalar) {
 #endif
     CHECK(arm >= 1); /* NEON is on every ARM64 core */
     const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
-    static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
-    static const int64_t shapes[][2] = {{1, 32}, {6, 96}, {13, 256}};
-    static const int bs[] = {1, 2, 3, 5, 9};
     int compared = 0;
-    for (int t = 0; t < 3; t++)
-        for (int si = 0; si < 3; si++)
-            for (int bi = 0; bi < 5; bi++) {
-                int64_t rows = shapes[si][0], cols = shapes[si][1];
-                int B = bs[bi];
-                pf_weight W;
-                make_weight(qt[t], rows, cols, (uint64_t)(t * 100 + si * 10 + bi + 5000), &W);
-                void *act = make_act(qt[t], cols, B, (uint64_t)(si + bi + 77), NULL);
-                float *yref = malloc((size_t)B * rows * sizeof(float)), *y = malloc((size_t)B * rows * sizeof(float));
-                gemm_all(ks, &W, act, B, yref);
-                for (int l = PF_LEVEL_NEON; l <= PF_LEVEL_I8MM; l++) {
-                    const pf_kernels *k = test_kernels(l);
-                    if (!k) continue;
-                    gemm_all(k, &W, act, B, y);
-                    CHECKF(memcmp(y, yref, (size_t)B * rows * sizeof(float)) == 0, "%s %s rows=%lld B=%d: not the scalar bits",
-                           k->name, pf_type_info(qt[t])->name, (long long)rows, B);
-                    compared++;
-                }
-                free((void *)W.data), free(act), free(yref), free(y);
-            }
     const attn_case c = {4, 2, 64, 45, 0, 0, 5, 1};
     int64_t n_keys = c.pos0 + c.B, kvs = (int64_t)c.n_kv * c.hd, ld = (int64_t)c.n_head * c.hd;
     pf_half *K, *V, *Kc, *Vc;
@@ -1145,9 +1180,11 @@ TEST(kernels_arm_levels_bitwise_scalar) {
             if (memcmp(&o[i], &oref[i], sizeof o[i])) bad = i;
         CHECKF(bad < 0, "%s attention: not the scalar bits (first at %lld: %.9g vs %.9g)", k->name, (long long)bad,
                bad < 0 ? 0.0 : o[bad], bad < 0 ? 0.0 : oref[bad]);
+        compared++;
     }
     free(K), free(V), free(Kc), free(Vc), free(q), free(oref), free(o);
-    printf("    %d quantized gemm calls and the f16 attention bitwise the scalar level\n", compared);
+    printf("    the f16 attention of %d ARM levels bitwise the scalar level (their gemms: "
+           "kernels_gemm_quant_levels_bitwise_scalar)\n", compared);
     CHECKF(compared > 0 || *test_level_missing(PF_LEVEL_NEON), "no ARM level compared");
 }
 
@@ -1272,6 +1309,7 @@ TEST(kernels_attention_q8) {
         {4, 2, 20, 30, 33, 0, 3, 1},      /* head dim not a multiple of 16: scalar path */
         {14, 2, 64, 1000, 1003, 0, 3, 1}, /* many chunks, running max rescaled */
     };
+    int vnni_compared = 0;
     pf_pool *pool1 = pf_pool_create(1), *pool3 = pf_pool_create(3);
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
         const attn_case *c = &cases[ci];
@@ -1299,6 +1337,8 @@ TEST(kernels_attention_q8) {
         attention_ref(c, qr, ld, qc.Kd, qc.Vd, kvs, ref);
         free(qr);
         float *oscal = malloc((size_t)c->B * ld * sizeof(float)); /* the scalar level's output */
+        float *oavx2 = malloc((size_t)c->B * ld * sizeof(float));  /* the AVX2 level's */
+        int have_avx2 = 0;
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = test_kernels(l);
             if (!k) continue;
@@ -1312,6 +1352,14 @@ TEST(kernels_attention_q8) {
                 if (l >= PF_LEVEL_NEON)
                     CHECKF(memcmp(out, oscal, (size_t)c->B * ld * sizeof(float)) == 0,
                            "%s case %d (%d threads): not the scalar level's bits", k->name, ci, pi ? 3 : 1);
+                /* AVX-VNNI: the AVX2 walk with vpdpbusd scores, exact integers: the AVX2 level's bits */
+                if (l == PF_LEVEL_AVX2 && pi == 0) memcpy(oavx2, out, (size_t)c->B * ld * sizeof(float)), have_avx2 = 1;
+                if (l == PF_LEVEL_AVXVNNI) {
+                    CHECK(have_avx2);
+                    CHECKF(memcmp(out, oavx2, (size_t)c->B * ld * sizeof(float)) == 0,
+                           "avxvnni case %d (%d threads): not the avx2 level's bits", ci, pi ? 3 : 1);
+                    vnni_compared++;
+                }
             }
             if (!c->causal) continue;
             for (int b = 0; b < c->B; b++) /* causal rows one at a time, the cache cut at each */
@@ -1322,8 +1370,12 @@ TEST(kernels_attention_q8) {
                    k->name, ci);
         }
         q8_cache_free(&qc);
-        free(q), free(out), free(o1), free(ref), free(oscal);
+        free(q), free(out), free(o1), free(ref), free(oscal), free(oavx2);
     }
     pf_pool_destroy(pool1);
     pf_pool_destroy(pool3);
+    if (pf_kernels_get(PF_LEVEL_AVXVNNI))
+        printf("    avxvnni (VEX vpdpbusd, native): %d calls bitwise equal to avx2's\n", vnni_compared);
+    else
+        printf("    avxvnni: skipped (this CPU lacks AVX-VNNI)\n");
 }

@@ -60,7 +60,7 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
     for (int i = 0; i < hd; i++) o[i] *= inv;
 }
 
-int pf_attend_group_neon(const pf_attn_job *j, int b, int kvh) {
+int pf_attend_group_neon_f16(const pf_attn_job *j, int b, int kvh) {
     if (j->q8) return 0;
     int g = j->n_head / j->n_kv_head;
     for (int h = kvh * g; h < (kvh + 1) * g; h++) attend_head(j, b, h);

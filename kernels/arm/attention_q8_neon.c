@@ -42,4 +42,7 @@ static inline void keys16(const uint8_t *kt, const int8_t *q, int hd, int32x4_t 
 
 #include "kernels/arm/neon_attention_q8.h"
 
-int pf_attend_group_q8_neon(const pf_attn_job *j, int b, int kvh) { return q8_attend_group(j, b, kvh); }
+/* The NEON level's attention kernel (pf_kernels.attend_group): either cache, every shape. */
+int pf_attend_group_neon(const pf_attn_job *j, int b, int kvh) {
+    return j->q8 ? q8_attend_group(j, b, kvh) : pf_attend_group_neon_f16(j, b, kvh);
+}

@@ -17,4 +17,5 @@ PF_FORCE_INLINE int32x4_t row_isum(int8x16_t wlo, int8x16_t whi, int8x16_t xlo, 
 
 #include "kernels/arm/neon_quant_gemm.h"
 
-PF_DEFINE_KERNELS(pf_kernels_dotprod_table, PF_LEVEL_DOTPROD, "dotprod", quantize_act);
+PF_DEFINE_KERNELS(pf_kernels_dotprod_table, PF_LEVEL_DOTPROD, "dotprod", quantize_act, NULL,
+                  pf_attend_group_dotprod, 0);

@@ -181,4 +181,5 @@ static void gemm_quant_packed(uint32_t wt, const pf_weight *W, const void *act, 
 
 #include "kernels/arm/neon_quant_gemm.h"
 
-PF_DEFINE_KERNELS(pf_kernels_i8mm_table, PF_LEVEL_I8MM, "i8mm", quantize_act);
+PF_DEFINE_KERNELS(pf_kernels_i8mm_table, PF_LEVEL_I8MM, "i8mm", quantize_act, NULL,
+                  pf_attend_group_dotprod, 1); /* reads the i8mm packed layout (repack_i8mm.c) */

@@ -110,6 +110,9 @@ static void q8_attend_head(const pf_attn_job *j, int b, int h) {
     q8_scale(o, 1.0f / l, hd);
 }
 
+/* The f16 cache on every NEON level (attention_neon.c); 0 for the 8-bit cache. */
+int pf_attend_group_neon_f16(const pf_attn_job *j, int b, int kvh);
+
 /* All query heads of KV head kvh for row b (every shape the 8-bit cache allows: hd % 4 == 0) */
 static int q8_attend_group(const pf_attn_job *j, int b, int kvh) {
     if (!j->q8) return 0;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
-#include "kernels/simd_avx512.h"
+#include "kernels/x86/simd_avx512.h"
 
 #define MAX_GROUP 16
 #define MAX_HD 256

@@ -1,4 +1,6 @@
-/* AVX2 + FMA + F16C kernels.
+/* The 256-bit x86 levels' kernels, written once: kernels_avx2.c (AVX2 + FMA + F16C) and
+ * kernels_avxvnni.c (the same + AVX-VNNI, which defines PF_YMM_VNNI first) include this file and
+ * add their table; each is compiled with its own flags.
  *
  * gemm: every output (r, b) has its own accumulators and its code is the same whatever the
  * block of rows it is computed in, so it is bitwise the same for B = 1 and B = 16 and for any
@@ -8,18 +10,34 @@
  *     2 activation rows share every load (12 accumulators of the 16 registers).
  *   quantized (Q8_0, Q4_0, Q4_1): the AVX-512 gemm's scheme on 8 lanes, over the packed layout
  *     (kernels.h; GGUF-layout weights are packed a group at a time on the fly): one weight row
- *     per 32-bit lane, each block decoded once per half-group into 8 registers (Q4: nibbles; Q8_0:
- *     |w|), then every activation row takes 8 maddubs against broadcast dwords of its q8 block
- *     (Q8_0: the weights' signs on the activation dwords), exact int32 block sums per lane, and
- *     the AVX-512 gemm's float ops per block into its own accumulator: no horizontal sums, and
- *     the same bits as the AVX-512 level. */
+ *     per 32-bit lane, each block decoded once per half-group into 8 registers of unsigned bytes,
+ *     then every activation row takes 8 integer dot steps against broadcast dwords of its q8
+ *     block, exact int32 block sums per lane, and the scalar reference's float ops per block in
+ *     its order into its own accumulator: no horizontal sums, and the reference's bits.
+ *       AVX2: vpmaddubsw + vpmaddwd (Q4: nibbles; Q8_0: |w|, the weights' signs put on the
+ *         activation dwords).
+ *       AVX-VNNI: vpdpbusd ymm (VEX), 4 products summed into each int32 lane per instruction
+ *         (Q4: nibbles; Q8_0: w + 128, the offset removed with the activation block's integer sum,
+ *         as the AVX-512 gemm does). */
+#ifndef PF_YMM_KERNELS_H
+#define PF_YMM_KERNELS_H
+
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "formats/quant.h"
 #include "kernels/kernels_impl.h"
-#include "kernels/simd_avx2.h"
+#include "kernels/x86/x86_quant.h"
+#include "kernels/x86/simd_avx2.h"
+
+#ifdef PF_YMM_VNNI
+#define YMM_VNNI 1
+#else
+#define YMM_VNNI 0
+#endif
+/* Activation block sums per pass: Q8_0's + 128 offset (AVX-VNNI only). */
+#define YMM_ASUM(wt) (YMM_VNNI && (wt) == PF_TYPE_Q8_0)
 
 #define FR_MAX 3 /* float gemm: weight rows x activation rows per register block (12 accumulators) */
 #define FB_MAX 2
@@ -151,11 +169,9 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
 
 /* ---- quantized gemm ---- */
 
-#define XB ((int)sizeof(pf_block_q8_act)) /* 40: float d, float s, int8 qs[32] */
-#define QRG 16           /* weight rows per group (the packed layout): two halves of 8 lanes */
 #define QNB 16           /* activation rows per pass over a group's blocks */
 #define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
-#define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q4_0) */
+#define ASUM_INTS (16 * 1024) /* activation block sums per pass (YMM_ASUM) */
 #define QPAD_BYTES (32 * 1024) /* a GGUF-layout group packed on the fly, per k chunk */
 #ifndef QPF_PACKED
 #define QPF_PACKED 4     /* groups ahead that the weight prefetch reads (0: none); bench-model,
@@ -163,52 +179,26 @@ static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B,
                             and none 14.8 */
 #endif
 #ifndef QPF_MIN_B
-#define QPF_MIN_B 4      /* software prefetch only from this many rows (as the AVX-512 gemm) */
+#define QPF_MIN_B 2      /* software prefetch from this many rows (as the AVX-512 gemm) */
 #endif
-
-static inline uint32_t load_u32(const void *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline float load_f32(const void *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-PF_FORCE_INLINE size_t qtype_size(uint32_t wt) {
-    return wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
-           : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
-}
-
-/* out[b*nk + k] = -8 * (sum of the 32 int8 of activation row b's block k0+k), exact (Q4_0's
- * nibble - 8 offset, removed in integers). */
-PF_NOIPA static void act_sums(const uint8_t *act, size_t stride, int nb, int64_t k0, int64_t nk, int32_t *out) {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    for (int b = 0; b < nb; b++) {
-        const pf_block_q8_act *x = (const pf_block_q8_act *)(act + (size_t)b * stride) + k0;
-        for (int64_t k = 0; k < nk; k++) {
-            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k].qs), bias);
-            __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256()); /* sums of (q + 128) */
-            __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
-            out[(size_t)b * nk + k] = -8 * (_mm_cvtsi128_si32(t) - 32 * 128);
-        }
-    }
-}
 
 /* Half h (rows 8h .. 8h+7, one per 32-bit lane) of one packed group (g at its block k0, blocks
  * 16 * ts bytes apart) against NB activation rows (row b at act + b*stride, at its block k0) over
  * nk blocks. Per block the half's weights are decoded once into 8 registers w[j] (lane i = four
- * unsigned bytes of row i: Q4 nibbles; Q8_0 |w|, its signs put on the activations), then per
- * activation row b
- *   isum = sum_j madd(maddubs(w[j], broadcast dword j of x_b))  (+ asum for Q4_0)  (exact int32)
- *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
- * the AVX-512 gemm's float ops in its order (so the two levels agree bit for bit). No pair sum
- * can saturate: Q4 nibbles sum all 8 maddubs in int16 (|sum| <= 16 * 15 * 128 < 2^15); Q8_0 pairs
- * are |w| <= 128 times |x| <= 127, widened to int32 per dword. Every output is one lane's chain in
+ * unsigned bytes of row i: Q4 nibbles; Q8_0 |w| with its signs put on the activations (AVX2) or
+ * w + 128 (AVX-VNNI)), then per activation row b
+ *   AVX2:     isum = sum_j madd(maddubs(w[j], broadcast dword j of x_b))           (exact int32)
+ *   AVX-VNNI: isum = asum + sum_j vpdpbusd(w[j], broadcast dword j of x_b)  (Q8_0: asum the
+ *             -128 sum(x) of the offset; exact int32)
+ *   Q8_0: acc_b += (d_w * x.d) * float(isum)
+ *   Q4_0: acc_b += (d_w * x.d) * float(isum) + (-8 * d_w) * x.s     (isum over the nibbles 0..15)
+ *   Q4_1: acc_b += (d_w * x.d) * float(isum) + m_w * x.s
+ * the scalar reference's float ops in its order, each rounded (no fused multiply-add; the build's
+ * -ffp-contract=off keeps the compiler from fusing them), so every level gives the reference's
+ * bits. No pair sum can
+ * saturate: Q4 nibbles sum all 8 maddubs in int16 (|sum| <= 16 * 15 * 128 < 2^15); Q8_0 pairs
+ * are |w| <= 128 times |x| <= 127, widened to int32 per dword; vpdpbusd (not the saturating
+ * vpdpbusds) sums in int32. Every output is one lane's chain in
  * block order, whatever NB, the half, the group or the row split. acc starts at 0 if first, else
  * from y (parked by the previous k super-chunk); lanes outside mask are not stored. */
 PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, const uint8_t *act, size_t stride,
@@ -219,7 +209,8 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
     __m256 acc[QNB];
 #pragma GCC unroll 16
     for (int b = 0; b < NB; b++) acc[b] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + b * ldy, mask);
-    const __m256i lo4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), bias = _mm256_set1_epi8((char)0x80);
+    (void)ones, (void)bias, (void)asum, (void)ald; /* the AVX2 build uses neither offset nor its sums */
     for (int64_t k = 0; k < nk; k++) {
         const uint8_t *blk = g + (size_t)k * gb, *q = blk + qoff;
         if (pf)
@@ -227,10 +218,13 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
                 _mm_prefetch((const char *)pf + (size_t)k * gb + o, _MM_HINT_T1);
         __m256 dv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16 * h))), mv = _mm256_setzero_ps();
         if (wt == PF_TYPE_Q4_1) mv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 32 + 16 * h)));
+        if (wt == PF_TYPE_Q4_0) mv = _mm256_mul_ps(_mm256_set1_ps(-8.0f), dv); /* nibble - 8: -8 d per x.s */
         __m256i w[8];
         if (wt == PF_TYPE_Q8_0) {
 #pragma GCC unroll 8
-            for (int j = 0; j < 8; j++) w[j] = _mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)(q + 64 * j)));
+            for (int j = 0; j < 8; j++)
+                w[j] = YMM_VNNI ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 64 * j)), bias)
+                                : _mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)(q + 64 * j)));
         } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
@@ -243,6 +237,17 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
         for (int b = 0; b < NB; b++) {
             const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
             __m256i s;
+#ifdef PF_YMM_VNNI
+            /* two dependency chains of 4 (exact int32 sums: the split changes nothing) */
+            s = wt == PF_TYPE_Q8_0 ? _mm256_set1_epi32(asum[b * ald + k]) : _mm256_setzero_si256();
+            __m256i s1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                s = _mm256_dpbusd_avx_epi32(s, w[j], _mm256_set1_epi32((int)load_u32(xb + 8 + 4 * j)));
+                s1 = _mm256_dpbusd_avx_epi32(s1, w[4 + j], _mm256_set1_epi32((int)load_u32(xb + 24 + 4 * j)));
+            }
+            s = _mm256_add_epi32(s, s1);
+#else
             if (wt == PF_TYPE_Q8_0) {
                 __m256i s1 = _mm256_setzero_si256();
                 s = _mm256_setzero_si256();
@@ -266,11 +271,12 @@ PF_FORCE_INLINE void qhalf(uint32_t wt, const uint8_t *g, int h, int64_t nk, con
                                                                    _mm256_set1_epi32((int)load_u32(xb + 24 + 4 * j))));
                 }
                 s = _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones);
-                if (wt == PF_TYPE_Q4_0) s = _mm256_add_epi32(s, _mm256_set1_epi32(asum[b * ald + k]));
             }
+#endif
             __m256 sc = _mm256_mul_ps(dv, _mm256_set1_ps(load_f32(xb)));
-            acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc[b]);
-            if (wt == PF_TYPE_Q4_1) acc[b] = _mm256_fmadd_ps(mv, _mm256_set1_ps(load_f32(xb + 4)), acc[b]);
+            __m256 t = _mm256_mul_ps(sc, _mm256_cvtepi32_ps(s));
+            if (wt != PF_TYPE_Q8_0) t = _mm256_add_ps(t, _mm256_mul_ps(mv, _mm256_set1_ps(load_f32(xb + 4))));
+            acc[b] = _mm256_add_ps(acc[b], t);
         }
     }
 #pragma GCC unroll 16
@@ -333,7 +339,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
             for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
         return;
     }
-    _Alignas(64) int32_t asum[wt == PF_TYPE_Q4_0 ? ASUM_INTS : 1];
+    _Alignas(64) int32_t asum[YMM_ASUM(wt) ? ASUM_INTS : 1];
     const int packed = W->packed != NULL;
     _Alignas(64) uint8_t pad[packed ? 1 : QPAD_BYTES];
     int64_t kc = packed ? QKS : (int64_t)(QPAD_BYTES / (ts * QRG));
@@ -342,11 +348,11 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     for (int64_t k0 = 0; k0 < nblk; k0 += kc) {
         int64_t nk = nblk - k0 < kc ? nblk - k0 : kc;
         int first = k0 == 0;
-        int sbmax = wt == PF_TYPE_Q4_0 ? (int)(ASUM_INTS / nk) : B; /* >= 32 */
+        int sbmax = YMM_ASUM(wt) ? (int)(ASUM_INTS / nk) : B; /* >= 32 */
         for (int s0 = 0; s0 < B; s0 += sbmax) {
             int sb = B - s0 < sbmax ? B - s0 : sbmax;
             const uint8_t *as = act + (size_t)s0 * stride;
-            if (wt == PF_TYPE_Q4_0) act_sums(as, stride, sb, k0, nk, asum);
+            if (YMM_ASUM(wt)) act_sums(as, stride, sb, k0, nk, wt == PF_TYPE_Q8_0 ? -128 : -8, asum);
             for (int64_t gs = r0 / QRG * QRG; gs < r1; gs += QRG) {
                 int64_t a = r0 > gs ? r0 : gs, e = r1 < gs + QRG ? r1 : gs + QRG;
                 const uint8_t *g, *pf = NULL;
@@ -526,4 +532,4 @@ static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     for (; i < n; i++) y[i] = fmaf(a, _cvtsh_ss(x[i]), y[i]);
 }
 
-PF_DEFINE_KERNELS(pf_kernels_avx2_table, PF_LEVEL_AVX2, "avx2", quantize_act);
+#endif

@@ -10,18 +10,20 @@
  *     transposed in registers (4x4 dword transposes within 128-bit lanes) and decoded once into
  *     8 registers of unsigned bytes (Q4: nibbles; Q8_0: w + 128); the scales come in with one
  *     gather. Each activation row then takes 8 vpdpbusd against broadcast dwords of its q8
- *     block, read in place (exact int32 block sums, one per lane), and 2 or 3 float ops per
- *     block into its own 16-lane accumulator; so an output is one lane's chain of float ops in
- *     block order, with no horizontal reduction, whatever B, the group or the thread split. Up
- *     to 16 activation rows share each decoded block. Integer offsets (Q4_0: nibble - 8; Q8_0:
- *     the +128) are removed exactly with the activation block's integer sum. */
+ *     block, read in place (exact int32 block sums, one per lane), and the scalar reference's
+ *     float ops per block in its order into its own 16-lane accumulator; so an output is one
+ *     lane's chain of the reference's float ops in block order, with no horizontal reduction,
+ *     whatever B, the group or the thread split: the reference's bits. Up to 16 activation rows
+ *     share each decoded block. Q8_0's +128 offset is removed exactly with the activation
+ *     block's integer sum; Q4_0's nibble - 8 as the reference does, with (-8 d) x.s in float. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "formats/quant.h"
 #include "kernels/kernels_impl.h"
-#include "kernels/simd_avx512.h"
+#include "kernels/x86/x86_quant.h"
+#include "kernels/x86/simd_avx512.h"
 
 #define NB_MAX 8
 #define ROW_TILE 32 /* weight rows per tile in the float gemm */
@@ -81,11 +83,9 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
 
 /* ---- quantized gemm ---- */
 
-#define XB ((int)sizeof(pf_block_q8_act)) /* 40: float d, float s, int8 qs[32] */
-#define QRG 16           /* weight rows per group: one per 32-bit lane */
 #define QNB 16           /* activation rows per pass over a group's blocks */
 #define QKS 512          /* blocks per k super-chunk (accumulators parked in y between them) */
-#define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q8_0, Q4_0) */
+#define ASUM_INTS (16 * 1024) /* activation block sums per pass (Q8_0) */
 #ifndef QPF_AHEAD
 #define QPF_AHEAD 2      /* groups ahead that the weight prefetch reads */
 #endif
@@ -93,41 +93,10 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
 #define QPF_PACKED 2     /* the same for packed weights (0: none) */
 #endif
 #ifndef QPF_MIN_B
-#define QPF_MIN_B 4      /* packed weights: software prefetch only from this many rows (see gemm_quant) */
+#define QPF_MIN_B 2      /* packed weights: software prefetch from this many rows (see gemm_quant); from 2,
+                            not 4, so 2 and 3 rows take 4 rows' path: a 3-row verify cost more than a
+                            4-row one with the prefetch from 4 */
 #endif
-
-static inline uint32_t load_u32(const void *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline float load_f32(const void *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-PF_FORCE_INLINE size_t qtype_size(uint32_t wt) {
-    return wt == PF_TYPE_Q8_0 ? sizeof(pf_block_q8_0)
-           : wt == PF_TYPE_Q4_0 ? sizeof(pf_block_q4_0) : sizeof(pf_block_q4_1);
-}
-
-/* out[b*nk + k] = mul * (sum of the 32 int8 of activation row b's block k0+k), exact. */
-PF_NOIPA static void act_sums(const uint8_t *act, size_t stride, int nb, int64_t k0, int64_t nk, int mul,
-                              int32_t *out) {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    for (int b = 0; b < nb; b++) {
-        const pf_block_q8_act *x = (const pf_block_q8_act *)(act + (size_t)b * stride) + k0;
-        for (int64_t k = 0; k < nk; k++) {
-            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[k].qs), bias);
-            __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256()); /* sums of (q + 128) */
-            __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
-            out[(size_t)b * nk + k] = mul * (_mm_cvtsi128_si32(t) - 32 * 128);
-        }
-    }
-}
 
 /* 16 bytes at byte offset off of each of 16 rows: row i at p[i / 4] + (i % 4) * rb. Returns
  * t[g] with lane i = dword g of row i. */
@@ -155,8 +124,11 @@ PF_FORCE_INLINE void load_transposed(const uint8_t *p0, const uint8_t *p1, const
  * once into 8 registers w[j] (lane i = unsigned bytes 4j..4j+3 of row i's block), then per
  * activation row b
  *   isum = c_b + sum_j vpdpbusd(w[j], broadcast dword j of x_b)          (exact int32)
- *   acc_b = fma(float(isum), d_w * x.d, acc_b);   Q4_1: acc_b = fma(m_w, x.s, acc_b)
- * with c_b = 0 (Q4_1), -8 sum(x) (Q4_0: nibble - 8), -128 sum(x) (Q8_0: w + 128 as unsigned).
+ *   Q8_0: acc_b += (d_w * x.d) * float(isum)
+ *   Q4_0: acc_b += (d_w * x.d) * float(isum) + (-8 * d_w) * x.s   (isum over the nibbles 0..15)
+ *   Q4_1: acc_b += (d_w * x.d) * float(isum) + m_w * x.s
+ * with c_b = -128 sum(x) (Q8_0: w + 128 as unsigned), else 0: kernels_scalar.c's float ops in
+ * its order, each rounded (-ffp-contract=off: no fused multiply-adds).
  * Every output is one lane's sequence of these ops in block order: nothing depends on NB, on
  * the lane, on the group, on the split of rows or on the layout the weights come from. acc
  * starts at 0 if first, else from y (parked there by the previous k super-chunk). Lanes outside
@@ -223,11 +195,12 @@ PF_FORCE_INLINE void qgroup(uint32_t wt, int packed, const uint8_t *g, size_t rb
             dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
             if (wt == PF_TYPE_Q4_1) mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
         }
+        if (wt == PF_TYPE_Q4_0) mv = _mm512_mul_ps(_mm512_set1_ps(-8.0f), dv); /* nibble - 8: -8 d per x.s */
 #pragma GCC unroll 16
         for (int b = 0; b < NB; b++) {
             const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
             /* two dependency chains of 4 (exact int32 sums: the split changes nothing) */
-            __m512i s = wt == PF_TYPE_Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(asum[b * ald + k]);
+            __m512i s = wt == PF_TYPE_Q8_0 ? _mm512_set1_epi32(asum[b * ald + k]) : _mm512_setzero_si512();
             __m512i s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
@@ -236,8 +209,9 @@ PF_FORCE_INLINE void qgroup(uint32_t wt, int packed, const uint8_t *g, size_t rb
             }
             s = _mm512_add_epi32(s, s1);
             __m512 sc = _mm512_mul_ps(dv, _mm512_set1_ps(load_f32(xb)));
-            acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[b]);
-            if (wt == PF_TYPE_Q4_1) acc[b] = _mm512_fmadd_ps(mv, _mm512_set1_ps(load_f32(xb + 4)), acc[b]);
+            __m512 t = _mm512_mul_ps(sc, _mm512_cvtepi32_ps(s));
+            if (wt != PF_TYPE_Q8_0) t = _mm512_add_ps(t, _mm512_mul_ps(mv, _mm512_set1_ps(load_f32(xb + 4))));
+            acc[b] = _mm512_add_ps(acc[b], t);
         }
     }
 #pragma GCC unroll 16
@@ -306,7 +280,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
             for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
         return;
     }
-    _Alignas(64) int32_t asum[wt == PF_TYPE_Q4_1 ? 1 : ASUM_INTS];
+    _Alignas(64) int32_t asum[wt == PF_TYPE_Q8_0 ? ASUM_INTS : 1];
     /* groups are read in place (gather offsets up to 15 * row_bytes must fit in int32) or from a
      * zero-padded copy when the matrix has under 16 rows */
     const int padded = !W->packed && (W->rows < QRG || rb > (size_t)INT32_MAX / QRG);
@@ -316,11 +290,11 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     for (int64_t k0 = 0; k0 < nblk; k0 += kc) {
         int64_t nk = nblk - k0 < kc ? nblk - k0 : kc;
         int first = k0 == 0;
-        int sbmax = wt == PF_TYPE_Q4_1 ? B : (int)(ASUM_INTS / nk); /* >= 32 */
+        int sbmax = wt == PF_TYPE_Q8_0 ? (int)(ASUM_INTS / nk) : B; /* >= 32 */
         for (int s0 = 0; s0 < B; s0 += sbmax) {
             int sb = B - s0 < sbmax ? B - s0 : sbmax;
             const uint8_t *as = act + (size_t)s0 * stride;
-            if (wt != PF_TYPE_Q4_1) act_sums(as, stride, sb, k0, nk, wt == PF_TYPE_Q8_0 ? -128 : -8, asum);
+            if (wt == PF_TYPE_Q8_0) act_sums(as, stride, sb, k0, nk, -128, asum);
             if (W->packed) {
                 /* groups of the packed layout start at multiples of 16 rows; lanes outside
                  * [r0, r1) are computed (zero rows past the matrix) but never stored */
@@ -332,7 +306,8 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                     const uint8_t *g = (const uint8_t *)W->packed + (size_t)(gs / QRG) * gbytes + (size_t)k0 * QRG * ts;
                     /* one row streams at memory speed on the hardware prefetcher alone (software
                      * prefetch measured 8-14% slower there); with several rows the compute per
-                     * byte hides a prefetch and it pays (17-23% at 8 rows) */
+                     * byte hides a prefetch and it pays (17-23% at 8 rows); every row count from
+                     * QPF_MIN_B on takes the same path, so t(n) grows with n */
                     const uint8_t *pf = QPF_PACKED && B >= QPF_MIN_B && gs / QRG + QPF_PACKED < ngroups
                                             ? g + QPF_PACKED * gbytes
                                             : NULL;
@@ -491,4 +466,5 @@ static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     }
 }
 
-PF_DEFINE_KERNELS(pf_kernels_avx512_table, PF_LEVEL_AVX512, "avx512", quantize_act);
+PF_DEFINE_KERNELS(pf_kernels_avx512_table, PF_LEVEL_AVX512, "avx512", quantize_act, pf_attend_rows_avx512,
+                  pf_attend_group_avx512, 1);

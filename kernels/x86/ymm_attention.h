@@ -1,26 +1,42 @@
-/* AVX2 attention for one task: up to 8 rows of one KV head with all query heads of its GQA group
- * (the AVX-512 variant's structure, attention_avx512.c, on 8 lanes and 16 registers), over the
- * f16 cache or the 8-bit one. Same chunked online softmax as the scalar path (attention.c); per
- * head the operations depend only on the visible key range, never on B, the rows sharing the
- * task, the group size or the thread.
+/* The 256-bit x86 levels' attention, written once: attention_avx2.c and attention_avxvnni.c
+ * (which defines PF_YMM_VNNI first) include this file, each compiled with its level's flags, and
+ * it defines that level's pf_attend_rows_* / pf_attend_group_* (YMM_NAME). One task: up to 8 rows
+ * of one KV head with all query heads of its GQA group (the AVX-512 variant's structure,
+ * attention_avx512.c, on 8 lanes and 16 registers), over the f16 cache or the 8-bit one. Same
+ * chunked online softmax as the scalar reference (kernels_scalar.c); per head the operations
+ * depend only on the visible key range, never on B, the rows sharing the task, the group size or
+ * the thread.
  *   scores: a dimension of a 16-key tile is two converted vectors; per (row, head) pair an fma
  *           with that query element broadcast, one chain over the head dim in order per key lane
  *           (the scalar reference's fmaf chain, bitwise); pairs in blocks of up to 4 and 1, 2 or
  *           4 tiles at once, so 8 independent chains hide the fma latency in 8 accumulators.
- *           The 8-bit cache: keys (stored + 128) back to int8, then exact integer dot products
- *           with the rounded query: maddubs(|k|, sign(q, k)) (pairs <= 2 * 127 * 127, no
- *           saturation), widened to int32 per dword, scaled as the scalar reference does
+ *           The 8-bit cache: exact integer dot products with the rounded query, then scaled as
+ *           the scalar reference does. AVX2: keys (stored + 128) back to int8, maddubs(|k|,
+ *           sign(q, k)) (pairs <= 2 * 127 * 127, no saturation), widened to int32 per dword.
+ *           AVX-VNNI: vpdpbusd of the stored keys (k + 128, unsigned) with the query bytes, from
+ *           -128 * sum(q), as the AVX-512 variant does.
  *   softmax: chunk max, one rescale (expf) when it grows, exp256 over the chunk; the running sum
  *           is an 8-lane vector (lane = key index mod 8), reduced once at the end
  *   values: converted to f32 VT rows at a time (from f16 or int8, exact); heads two at a time
  *           over four output vectors, each output vector one fma chain in key order; 8-bit
  *           values' scales ride on the softmax weight. */
+#ifndef PF_YMM_ATTENTION_H
+#define PF_YMM_ATTENTION_H
+
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
-#include "kernels/simd_avx2.h"
+#include "kernels/x86/simd_avx2.h"
+
+#ifdef PF_YMM_VNNI
+#define YMM_NAME(f) f##_avxvnni
+#define YMM_VNNI_ON 1
+#else
+#define YMM_VNNI_ON 0
+#define YMM_NAME(f) f##_avx2
+#endif
 
 #define MAX_GROUP 16
 #define MAX_HD 256
@@ -90,13 +106,16 @@ PF_FORCE_INLINE void scores_block(const pf_half *tile, int hd, int nt, int NT, i
  * bytes broadcast per step); then per key ((dot * qs) * ks) * scale in the scalar reference's
  * order. */
 PF_FORCE_INLINE void scores_block_q8(const uint8_t *tile, int hd, int nt, int NT, int NP, const int8_t *const *q8,
-                                     const float *qs, float *const *s, __m256 scale, const float *ks) {
+                                     const float *qs, const int32_t *qsum, float *const *s, __m256 scale,
+                                     const float *ks) {
     __m256i acc[4][MAX_PAIRS][2];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++)
 #pragma GCC unroll 4
-        for (int p = 0; p < NP; p++) acc[t][p][0] = acc[t][p][1] = _mm256_setzero_si256();
+        for (int p = 0; p < NP; p++)
+            acc[t][p][0] = acc[t][p][1] = YMM_VNNI_ON ? _mm256_set1_epi32(-128 * qsum[p]) : _mm256_setzero_si256();
     const __m256i bias = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+    (void)bias, (void)ones;
     for (int d4 = 0; d4 < hd / 4; d4++) {
         __m256i qb[MAX_PAIRS];
 #pragma GCC unroll 4
@@ -109,6 +128,14 @@ PF_FORCE_INLINE void scores_block_q8(const uint8_t *tile, int hd, int nt, int NT
         for (int t = 0; t < NT; t++) {
             if (t >= nt) break;
             const uint8_t *kd = tile + (int64_t)t * PF_KV_TILE * hd + d4 * (PF_KV_TILE * 4);
+#ifdef PF_YMM_VNNI
+            __m256i u0 = _mm256_loadu_si256((const __m256i *)kd), u1 = _mm256_loadu_si256((const __m256i *)(kd + 32));
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; p++) {
+                acc[t][p][0] = _mm256_dpbusd_avx_epi32(acc[t][p][0], u0, qb[p]);
+                acc[t][p][1] = _mm256_dpbusd_avx_epi32(acc[t][p][1], u1, qb[p]);
+            }
+#else
             __m256i k0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)kd), bias);
             __m256i k1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(kd + 32)), bias);
             __m256i a0 = _mm256_abs_epi8(k0), a1 = _mm256_abs_epi8(k1);
@@ -119,6 +146,7 @@ PF_FORCE_INLINE void scores_block_q8(const uint8_t *tile, int hd, int nt, int NT
                 acc[t][p][1] = _mm256_add_epi32(
                     acc[t][p][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(qb[p], k1)), ones));
             }
+#endif
         }
     }
 #pragma GCC unroll 4
@@ -142,7 +170,7 @@ PF_FORCE_INLINE void scores_block_q8(const uint8_t *tile, int hd, int nt, int NT
  * 8-bit scales ks are read for whole tiles: the cache's scale rows are padded to whole tiles. */
 PF_FORCE_INLINE void scores_tiles(const void *tile, int hd, int ntile, int np, const float *const *q, float *const *s,
                                   __m256 scale, const char *pk, const char *pv, int64_t pbytes, int q8,
-                                  const float *ks, const int8_t *const *q8p, const float *qs) {
+                                  const float *ks, const int8_t *const *q8p, const float *qs, const int32_t *qsum) {
     for (int p0 = 0; p0 < np; p0 += MAX_PAIRS) {
         int n = np - p0 < MAX_PAIRS ? np - p0 : MAX_PAIRS;
         const int NT = n >= 3 ? 1 : n == 2 ? 2 : 4;
@@ -161,7 +189,7 @@ PF_FORCE_INLINE void scores_tiles(const void *tile, int hd, int ntile, int np, c
             float *sp[MAX_PAIRS];
             for (int p = 0; p < n; p++) sp[p] = s[p0 + p] + 16 * t0;
 #define BLOCK(NT_, NP_)                                                                   \
-    (q8 ? scores_block_q8(tl, hd, nt, NT_, NP_, q8p + p0, qs + p0, sp, scale, kst)      \
+    (q8 ? scores_block_q8(tl, hd, nt, NT_, NP_, q8p + p0, qs + p0, qsum + p0, sp, scale, kst)      \
         : scores_block(tl, hd, nt, NT_, NP_, q + p0, sp, scale))
             switch (n) {
             case 1: BLOCK(4, 1); break;
@@ -265,10 +293,10 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
     int8_t q8b[q8 ? MAX_ROWS * MAX_GROUP : 1][q8 ? PF_KV_Q8_MAX_HD : 1];
     const int8_t *q8p[MAX_ROWS * MAX_GROUP];
     float qsc[MAX_ROWS * MAX_GROUP];
+    int32_t qsm[MAX_ROWS * MAX_GROUP];
     if (q8)
         for (int p = 0; p < np; p++) {
-            int32_t qsum;
-            pf_attn_quantize_q(qp[p], hd, q8b[p], &qsc[p], &qsum);
+            pf_attn_quantize_q(qp[p], hd, q8b[p], &qsc[p], &qsm[p]);
             q8p[p] = q8b[p];
         }
     const __m256 scale = _mm256_set1_ps(j->scale);
@@ -285,7 +313,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             if (left <= 0) k1 = 0;
             scores_tiles(kv_at(Kh, pf_kv_key_at(c0 - off, 0, hd), q8), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE,
                          np, qp, sbp, scale, (const char *)kv_at(Kh, pf_kv_key_at(k1, 0, hd), q8),
-                         (const char *)kv_at(Vh, k1 * hd, q8), pb, q8, q8 ? ks + (c0 - off) : NULL, q8p, qsc);
+                         (const char *)kv_at(Vh, k1 * hd, q8), pb, q8, q8 ? ks + (c0 - off) : NULL, q8p, qsc,
+                         qsm);
         }
         for (int r = 0; r < nr; r++) {
             int n = nc[r], n8 = (n + 7) & ~7;
@@ -339,7 +368,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         }
 }
 
-int pf_attend_rows_avx2(const pf_attn_job *j, int b0, int nr, int kvh) {
+int YMM_NAME(pf_attend_rows)(const pf_attn_job *j, int b0, int nr, int kvh) {
     const int hd = j->hd, g = j->n_head / j->n_kv_head;
     if (hd % 8 || hd > MAX_HD || g > MAX_GROUP || nr > MAX_ROWS) return 0;
     if (nr > 1 && j->window > 0) return 0; /* rows would not share lo */
@@ -348,4 +377,6 @@ int pf_attend_rows_avx2(const pf_attn_job *j, int b0, int nr, int kvh) {
     return 1;
 }
 
-int pf_attend_group_avx2(const pf_attn_job *j, int b, int kvh) { return pf_attend_rows_avx2(j, b, 1, kvh); }
+int YMM_NAME(pf_attend_group)(const pf_attn_job *j, int b, int kvh) { return YMM_NAME(pf_attend_rows)(j, b, 1, kvh); }
+
+#endif
