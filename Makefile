@@ -76,13 +76,14 @@ test: pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
 	@$(PF_ENSURE_PKGCONFIG)
 	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
 
-# AddressSanitizer + UBSan build of the whole suite in its own build folder.
+# AddressSanitizer + UBSan build of the whole suite in its own build folder, with everything the
+# tests run (the CLI, the examples) built the same way.
 asan:
 	$(MAKE) $(TEST_DATA)
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    build-asan/tests/run_tests pocketflash-asan
+	    build-asan/tests/run_tests pocketflash-asan build-asan/examples/chat build-asan/examples/minimal
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-asan \
-	    build-asan/tests/run_tests $(T)
+	    PF_EXAMPLE_CHAT=build-asan/examples/chat build-asan/tests/run_tests $(T)
 
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
