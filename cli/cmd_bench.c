@@ -1,4 +1,5 @@
 /* pocketflash bench: per-task speedup of speculative over plain decoding, measured interleaved. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
+#include "formats/atomic_file.h"
 #include "kernels/topology.h"
 
 static const char k_usage[] =
@@ -172,12 +174,11 @@ static void print_compare(const pf_bench_result *r) {
 /* Write through a temporary file so a failed run never leaves a partial output. */
 static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result *, const pf_bench_opts *),
                      const pf_bench_result *r, const pf_bench_opts *o) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return cli_fail("%s: cannot create", path);
+    atomic_file af;
+    FILE *f = atomic_file_open(&af, path, "w");
+    if (!f) return cli_fail("%s: cannot create: %s", path, strerror(af.err));
     fn(f, r, o);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return cli_fail("%s: write failed", path);
+    if (atomic_file_commit(&af, path, 0) != 0) return cli_fail("%s: write failed: %s", path, strerror(errno));
     return 0;
 }
 

@@ -1,4 +1,5 @@
 /* pocketflash tune: pick the strategy and block size per task type on this device. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/tune.h"
+#include "formats/atomic_file.h"
 
 static const char k_usage[] =
     "usage: pocketflash tune -m TARGET.gguf [-d DRAFT.gguf] --tasks DIR -o PROFILE.json [options]\n"
@@ -99,11 +101,10 @@ int cmd_tune(int argc, char **argv) {
     printf("| **overall** (geomean) | default %s/%d | %.2fx | %.2fx | |\n", r.profile.spec, r.profile.block,
            r.predicted_geomean, r.measured_geomean);
     int rc = 0;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    FILE *f = fopen(tmp, "w");
+    atomic_file af;
+    FILE *f = atomic_file_open(&af, out, "w");
     if (!f) {
-        rc = cli_fail("%s: cannot create", out);
+        rc = cli_fail("%s: cannot create: %s", out, strerror(af.err));
     } else {
         fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"depth\": %d, \"t1_ms\": %.4f,\n \"c\": {", model,
                 o.bench.draft_path ? o.bench.draft_path : "", o.bench.threads, o.depth, r.t1_ms);
@@ -124,7 +125,7 @@ int cmd_tune(int argc, char **argv) {
         }
         fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
                 r.predicted_geomean, r.measured_geomean);
-        if (fclose(f) != 0 || rename(tmp, out) != 0) rc = cli_fail("%s: write failed", out);
+        if (atomic_file_commit(&af, out, 0) != 0) rc = cli_fail("%s: write failed: %s", out, strerror(errno));
     }
     pf_tune_result_free(&r);
     pf_tasks_free(&suite);

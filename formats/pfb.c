@@ -3,6 +3,7 @@
  * other or the table, every byte outside them must be zero, and each section's stored bytes must
  * match their xxh3-64 before they are decompressed or handed out. */
 #include "formats/pfb.h"
+#include "formats/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -531,8 +532,7 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     uint8_t *table = NULL, *dst = NULL;
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     FILE *fp = NULL;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    atomic_file af = {0};
     int n = 0, rc = -1;
     size_t dst_cap = 0;
     if (!pl || !sec || !cctx) {
@@ -547,7 +547,7 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
         fail(err, path, "out of memory");
         goto done;
     }
-    if (!(fp = fopen(tmp, "wb"))) {
+    if (!(fp = atomic_file_open(&af, path, "wb"))) {
         fail(err, path, "cannot create: %s", strerror(errno));
         goto done;
     }
@@ -614,17 +614,14 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     if (fseek(fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof hdr, fp) != sizeof hdr ||
         fwrite(table, 1, tsize, fp) != tsize)
         goto io;
-    int bad = fflush(fp) != 0 || fsync(fileno(fp)) != 0;
-    bad |= fclose(fp) != 0;
     fp = NULL;
-    if (bad || rename(tmp, path) != 0) goto io;
+    if (atomic_file_commit(&af, path, 1) != 0) goto io;
     rc = 0;
     goto done;
 io:
     fail(err, path, "write failed: %s", strerror(errno));
 done:
-    if (fp) fclose(fp);
-    if (rc) unlink(tmp);
+    if (rc) atomic_file_abort(&af);
     ZSTD_freeCCtx(cctx);
     free(dst);
     free(table);
