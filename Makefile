@@ -88,6 +88,12 @@ asan:
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The soak test at full length: SOAK_GENS generations over four sessions on four threads in one
+# process (tests/test_soak.c; `make test` and `make asan` run its short version).
+SOAK_GENS ?= 2000
+soak: $(BUILD)/tests/run_tests
+	PF_SOAK_GENS=$(SOAK_GENS) PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests soak_
+
 # libFuzzer targets for the GGUF, .pfb bundle and prompt-cache readers (clang); bounded runs (FUZZ_TIME seconds
 # each), not part of `make test`.
 FUZZ_TIME ?= 60
@@ -137,7 +143,7 @@ pocket-standin: pocketflash
 clean:
 	rm -rf build build-asan build-fuzz pocketflash pocketflash-asan libpocketflash.a
 
-.PHONY: all test asan fuzz clean
+.PHONY: all test asan soak fuzz clean
 
 # Draft models (DFlash, DFlash2) trained on the stand-in target's own responses; needs
 # models/pf-target-f16.gguf (`make models`). See draft/train/DRAFTS.md.
@@ -153,3 +159,4 @@ drafts:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 -include mk/api.mk
+-include mk/fuzz.mk
