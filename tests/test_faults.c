@@ -9,7 +9,12 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include <math.h>
+
+#include "engine/model.h"
 #include "fault.h"
+#include "formats/ggml_types.h"
+#include "formats/quant.h"
 #include "test.h"
 
 /* A tiny target, its DFlash draft and the small inputs the writers read, once per run. */
@@ -149,4 +154,42 @@ TEST(fault_load_under_address_space_limit_fails_with_one_line) {
         worked += st == 0;
     }
     CHECKF(worked > 0, "no limit was large enough to load the target: the test's limits need updating");
+}
+
+/* Found by fuzz_model: a loader message quotes the file's strings, and a newline in one (here the
+ * architecture "q\nen3") made it two lines. */
+TEST(fault_loader_message_of_a_control_byte_is_one_line) {
+    char path[400], err[PF_ERR_LEN];
+    snprintf(path, sizeof path, "%s/t.gguf", scratch());
+    FILE *f = fopen(path, "rb");
+    CHECK(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    char *at = NULL;
+    for (size_t i = 0; i + 5 <= n && !at; i++)
+        if (!memcmp(buf + i, "qwen3", 5) && i >= 8 && buf[i - 8] == 5) at = buf + i; /* the u64 length 5 */
+    CHECK(at);
+    at[1] = '\n';
+    snprintf(path, sizeof path, "%s/nl.gguf", scratch());
+    CHECK((f = fopen(path, "wb")) && fwrite(buf, 1, n, f) == n && fclose(f) == 0);
+    pf_model *m = pf_model_load(path, err);
+    CHECK(!m);
+    CHECKF(!strchr(err, '\n') && strstr(err, "q?en3"), "%s", err);
+}
+
+/* Found by fuzz_model: NaN or Inf (a model's bad weights) reaching the scalar quantizers was
+ * converted to an integer, undefined behaviour that UBSan (make asan) reports. Now 0. */
+TEST(fault_quantizers_take_nan_and_inf) {
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)(i % 7) - 3.0f;
+    x[3] = NAN;
+    x[40] = INFINITY;
+    x[41] = -INFINITY;
+    static const uint32_t types[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
+    uint8_t out[256];
+    for (int t = 0; t < 3; t++) CHECK(pf_quantize_row(types[t], x, out, 64) == 0);
+    pf_block_q8_act act[2];
+    pf_quantize_row_q8_act(x, act, 64);
+    CHECK(act[0].qs[3] == 0);
 }
