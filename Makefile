@@ -90,16 +90,23 @@ test: check-layers pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
 	@$(PF_ENSURE_PKGCONFIG)
 	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
 
-# AddressSanitizer + UBSan build of the whole suite in its own build folder.
+# AddressSanitizer + UBSan build of the whole suite in its own build folder, with everything the
+# tests run (the CLI, the examples) built the same way.
 asan:
 	$(MAKE) $(TEST_DATA)
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    build-asan/tests/run_tests pocketflash-asan
+	    build-asan/tests/run_tests pocketflash-asan build-asan/examples/chat build-asan/examples/minimal
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-asan \
-	    build-asan/tests/run_tests $(T)
+	    PF_EXAMPLE_CHAT=build-asan/examples/chat build-asan/tests/run_tests $(T)
 
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LDLIBS) $(LDLIBS)
+
+# The soak test at full length: SOAK_GENS generations over four sessions on four threads in one
+# process (tests/test_soak.c; `make test` and `make asan` run its short version).
+SOAK_GENS ?= 2000
+soak: $(BUILD)/tests/run_tests
+	PF_SOAK_GENS=$(SOAK_GENS) PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests soak_
 
 # libFuzzer targets for the GGUF, .pfb bundle and prompt-cache readers (clang); bounded runs (FUZZ_TIME seconds
 # each), not part of `make test`.
@@ -150,7 +157,7 @@ pocket-standin: pocketflash
 clean:
 	rm -rf build build-asan build-fuzz pocketflash pocketflash-asan libpocketflash.a
 
-.PHONY: all test asan fuzz clean check-layers
+.PHONY: all test asan soak fuzz clean check-layers
 
 # Draft models (DFlash, DFlash2) trained on the stand-in target's own responses; needs
 # models/pf-target-f16.gguf (`make models`). See draft/train/DRAFTS.md.
@@ -167,3 +174,4 @@ drafts:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 -include mk/api.mk
+-include mk/fuzz.mk

@@ -121,15 +121,14 @@ bool cli_draft_max(const char *flag, const char *s, int *block) {
     return true;
 }
 
-FILE *cli_create(const char *path, char tmp[4096]) {
-    snprintf(tmp, 4096, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) cli_fail("%s: cannot create", path);
+FILE *cli_create(const char *path, atomic_file *af) {
+    FILE *f = atomic_file_open(af, path, "w");
+    if (!f) cli_fail("%s: cannot create: %s", path, strerror(af->err));
     return f;
 }
 
-int cli_finish(FILE *f, const char *tmp, const char *path) {
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return cli_fail("%s: write failed", path);
+int cli_finish(atomic_file *af, const char *path) {
+    if (atomic_file_commit(af, path, 0) != 0) return cli_fail("%s: write failed: %s", path, strerror(errno));
     return 0;
 }
 

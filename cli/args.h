@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "formats/atomic_file.h"
+
 /* Print "pocketflash: <msg>" (one line) to stderr; returns 1 for `return cli_fail(...)`. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Value of flag argv[*i] (advances *i); NULL (after printing an error) if missing. */
@@ -27,9 +29,10 @@ bool cli_draft_max(const char *flag, const char *s, int *block);
 char *cli_read_file(const char *path, size_t *len);
 /* flag is one of names (NULL-terminated). */
 bool cli_known(const char *flag, const char *const *names);
-/* An output written whole or not at all: cli_create opens path.tmp (its name into tmp) for
- * writing, cli_finish closes it and renames it to path. NULL / 1 after a one-line error. */
-FILE *cli_create(const char *path, char tmp[4096]);
-int cli_finish(FILE *f, const char *tmp, const char *path);
+/* An output written whole or not at all (formats/atomic_file.h): cli_create opens the temporary
+ * beside path, cli_finish flushes, closes and renames it over path (on failure the temporary is
+ * removed). NULL / 1 after a one-line error naming path and the reason. */
+FILE *cli_create(const char *path, atomic_file *af);
+int cli_finish(atomic_file *af, const char *path);
 
 #endif

@@ -1,4 +1,5 @@
 /* pocketflash bench: per-task speedup of speculative over plain decoding, measured interleaved. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "cli/commands.h"
 #include "eval/bench.h"
 #include "kernels/cpu.h"
+#include "formats/atomic_file.h"
 #include "kernels/topology.h"
 
 static const char k_usage[] =
@@ -238,11 +240,11 @@ static void print_compare(const pf_bench_result *r) {
 /* Write through a temporary file so a failed run never leaves a partial output. */
 static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result *, const pf_bench_opts *),
                      const pf_bench_result *r, const pf_bench_opts *o) {
-    char tmp[4096];
-    FILE *f = cli_create(path, tmp);
+    atomic_file af;
+    FILE *f = cli_create(path, &af);
     if (!f) return 1;
     fn(f, r, o);
-    return cli_finish(f, tmp, path);
+    return cli_finish(&af, path);
 }
 
 static void svg_fn(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) { write_svg(f, r, o); }

@@ -1,4 +1,5 @@
 /* pocketflash bench-model: prefill, decode by depth, c(B), bandwidth ceiling, peak memory. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "cli/commands.h"
 #include "eval/bench_model.h"
 #include "kernels/cpu.h"
+#include "formats/atomic_file.h"
 
 static const char k_usage[] =
     "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops] [--kv f16|q8]\n"
@@ -26,11 +28,11 @@ static const char k_usage[] =
     "  --bw-mib N   size of the bandwidth test array in MiB (default 1024)\n"
     "  --ops        also print where a B-row forward's time goes (ms per operation, per B)\n";
 
-static void stat_cell(char *buf, size_t n, const pf_stat *s, const char *fmt) {
-    char a[24], b[24], c[24];
-    snprintf(a, sizeof a, fmt, s->median);
-    snprintf(b, sizeof b, fmt, s->lo);
-    snprintf(c, sizeof c, fmt, s->hi);
+static void stat_cell(char *buf, size_t n, const pf_stat *s, int prec, const char *unit) {
+    char a[32], b[32], c[32];
+    snprintf(a, sizeof a, "%.*f%s", prec, s->median, unit);
+    snprintf(b, sizeof b, "%.*f%s", prec, s->lo, unit);
+    snprintf(c, sizeof c, "%.*f%s", prec, s->hi, unit);
     snprintf(buf, n, "%s (%s-%s)", a, b, c);
 }
 
@@ -69,26 +71,26 @@ int cmd_bench_model(int argc, char **argv) {
     printf("## bench-model: %s, %d threads, kernels %s, %s KV cache, %d interleaved repetitions (median, min-max)\n\n",
            path, o.threads, level, o.kv_q8 ? "8-bit" : "f16", o.reps);
     printf("| measure | value |\n|---|---|\n");
-    stat_cell(cell, sizeof cell, &r.prefill_tok_s, "%.1f");
+    stat_cell(cell, sizeof cell, &r.prefill_tok_s, 1, "");
     printf("| prefill tok/s (%d-token prompt) | %s |\n", o.prefill_tokens, cell);
     for (int i = 0; i < o.n_depths; i++) {
-        stat_cell(cell, sizeof cell, &r.decode_tok_s[i], "%.1f");
+        stat_cell(cell, sizeof cell, &r.decode_tok_s[i], 1, "");
         printf("| decode tok/s, depth %d | %s |\n", o.depths[i], cell);
     }
     for (int i = 0; i < o.n_blocks; i++) {
-        stat_cell(cell, sizeof cell, &r.c[i], "%.2f");
+        stat_cell(cell, sizeof cell, &r.c[i], 2, "");
         char ms[160];
-        stat_cell(ms, sizeof ms, &r.block_ms[i], "%.2f");
+        stat_cell(ms, sizeof ms, &r.block_ms[i], 2, "");
         printf("| c(%d) at depth %d | %s (%s ms) |\n", o.blocks[i], o.cb_depth, cell, ms);
     }
-    stat_cell(cell, sizeof cell, &r.bandwidth, "%.1f");
+    stat_cell(cell, sizeof cell, &r.bandwidth, 1, "");
     printf("| memory read bandwidth (each repetition) | %s GB/s |\n", cell);
     printf("| weight bytes per token | %.1f MB |\n", r.bytes_per_token / 1e6);
     printf("| bandwidth ceiling (median bandwidth) | %.1f tok/s |\n", r.ceiling_tok_s);
     pf_stat pct = {100 * r.decode_fraction.median, 100 * r.decode_fraction.lo, 100 * r.decode_fraction.hi};
-    stat_cell(cell, sizeof cell, &pct, "%.0f%%");
+    stat_cell(cell, sizeof cell, &pct, 0, "%");
     printf("| decode (depth %d) / ceiling of the same repetition | %s |\n", o.depths[0], cell);
-    stat_cell(cell, sizeof cell, &r.compute, "%.1f");
+    stat_cell(cell, sizeof cell, &r.compute, 1, "");
     printf("| fp32 compute of the threads (attention kernel, hot caches, each repetition) | %s GFMA/s |\n", cell);
     printf("| peak resident memory | %.0f MB |\n", r.peak_rss_mb);
     if (o.ops) {
@@ -112,8 +114,8 @@ int cmd_bench_model(int argc, char **argv) {
     }
     int rc = 0;
     if (json) {
-        char tmp[4096];
-        FILE *f = cli_create(json, tmp);
+        atomic_file af;
+        FILE *f = cli_create(json, &af);
         if (!f) {
             rc = 1;
         } else {
@@ -127,7 +129,7 @@ int cmd_bench_model(int argc, char **argv) {
                        "\"compute_gfma_s\": %.2f}\n",
                     r.prefill_tok_s.median, r.bandwidth_gb_s, r.decode_fraction.median, r.peak_rss_mb,
                     o.cb_depth, r.bytes_per_token, r.compute.median);
-            rc = cli_finish(f, tmp, json);
+            rc = cli_finish(&af, json);
         }
     }
     pf_model_free(m);

@@ -1,5 +1,6 @@
 /* pocketflash gen: batch generation over a JSONL prompt file (for building draft training data and
  * for inspecting a model on many prompts). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
+#include "formats/atomic_file.h"
 #include "formats/json.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
@@ -121,9 +123,8 @@ int cmd_gen(int argc, char **argv) {
     if (!m) return cli_fail("%s", err);
     pf_session *s = pf_session_new(m, &sp, err);
     FILE *fi = fopen(in, "rb");
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    FILE *fo = fopen(tmp, "w");
+    atomic_file af;
+    FILE *fo = atomic_file_open(&af, out, "w");
     int rc = 1;
     char *line = NULL;
     size_t cap = 0;
@@ -145,7 +146,7 @@ int cmd_gen(int argc, char **argv) {
         }
     }
     if (!fi) { cli_fail("%s: cannot open", in); goto done; }
-    if (!fo) { cli_fail("%s: cannot create", out); goto done; }
+    if (!fo) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
     while ((len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
@@ -203,21 +204,23 @@ int cmd_gen(int argc, char **argv) {
         fprintf(fo, ", \"stop\": \"%s\"}\n", st.stop == PF_STOP_EOT ? "eot" : st.stop == PF_STOP_LENGTH ? "length" : "context");
         free(ids);
         pf_json_free(doc);
+        /* a full disk ends the run now, not after the remaining prompts */
+        if (ferror(fo)) {
+            atomic_file_failed(&af);
+            cli_fail("%s: write failed: %s", out, strerror(af.err));
+            goto done;
+        }
         if (lineno % 50 == 0) fprintf(stderr, "\rgen: %d prompts", lineno);
     }
-    fprintf(stderr, "\rgen: %d prompts done\n", lineno);
-    if (fclose(fo) != 0 || rename(tmp, out) != 0) {
-        fo = NULL;
-        cli_fail("%s: write failed", out);
+    fo = NULL;
+    if (atomic_file_commit(&af, out, 0) != 0) {
+        cli_fail("%s: write failed: %s", out, strerror(errno));
         goto done;
     }
-    fo = NULL;
+    fprintf(stderr, "\rgen: %d prompts done\n", lineno);
     rc = 0;
 done:
-    if (fo) {
-        fclose(fo);
-        remove(tmp);
-    }
+    atomic_file_abort(&af);
     if (fi) fclose(fi);
     free(line);
     free(resp.ids);

@@ -4,7 +4,8 @@
  * Input (written by draft/train/draft_data.py seqs): "PFSQ", u32 n_seq, u32 length[n_seq],
  * i32 tokens[sum of lengths]. Output: a NumPy .npy file, float16 [total tokens, n_taps * n_embd],
  * row-major, tap t of token r at r * n_taps * n_embd + t * n_embd (the layout train_draft.py reads).
- * Written to OUT.tmp and renamed when complete. */
+ * Written to a temporary and renamed when complete (formats/atomic_file.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "engine/model.h"
+#include "formats/atomic_file.h"
 #include "formats/ggml_types.h"
 #include "kernels/topology.h"
 
@@ -106,9 +108,8 @@ int cmd_taps(int argc, char **argv) {
     float *taps = NULL;
     pf_half *row16 = NULL;
     FILE *fo = NULL;
-    char tmp[4096];
+    atomic_file af = {0};
     int rc = 1, layers[MAX_TAPS], n_taps = 0;
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
     if (!read_seqs(in, &buf, &n_seq, &lens, &toks, &total)) goto done;
     if (!(m = pf_model_load(model, err))) { cli_fail("%s", err); goto done; }
     if (!parse_layers(layers_arg, m->hp.n_layer, layers, &n_taps)) goto done;
@@ -119,8 +120,8 @@ int cmd_taps(int argc, char **argv) {
     taps = malloc((size_t)max_len * width * sizeof *taps);
     row16 = malloc((size_t)max_len * width * sizeof *row16);
     if (!taps || !row16) { cli_fail("taps: out of memory for %u rows", max_len); goto done; }
-    if (!(fo = fopen(tmp, "wb"))) { cli_fail("%s: cannot create", tmp); goto done; }
-    if (!write_npy_header(fo, total, (int)width)) { cli_fail("%s: write failed", tmp); goto done; }
+    if (!(fo = atomic_file_open(&af, out, "wb"))) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if (!write_npy_header(fo, total, (int)width)) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
     const int32_t *t = toks;
     for (uint32_t i = 0; i < n_seq; i++) {
         pf_kv_truncate(c->kv, 0);
@@ -129,17 +130,16 @@ int cmd_taps(int argc, char **argv) {
         if (lens[i] && pf_forward(c, &b, err) != 0) { cli_fail("%s: sequence %u: %s", in, i, err); goto done; }
         size_t n = (size_t)lens[i] * width;
         c->k->f32_to_f16(taps, row16, (int64_t)n);
-        if (fwrite(row16, sizeof *row16, n, fo) != n) { cli_fail("%s: write failed", tmp); goto done; }
+        if (fwrite(row16, sizeof *row16, n, fo) != n) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
         t += lens[i];
         if ((i + 1) % 500 == 0) fprintf(stderr, "\rtaps: %u / %u sequences", i + 1, n_seq);
     }
-    fprintf(stderr, "\rtaps: %u sequences, %llu tokens, %d taps\n", n_seq, (unsigned long long)total, n_taps);
-    int bad = fclose(fo) != 0;
     fo = NULL;
-    if (bad || rename(tmp, out) != 0) { cli_fail("%s: write failed", out); remove(tmp); goto done; }
+    if (atomic_file_commit(&af, out, 0) != 0) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+    fprintf(stderr, "\rtaps: %u sequences, %llu tokens, %d taps\n", n_seq, (unsigned long long)total, n_taps);
     rc = 0;
 done:
-    if (fo) { fclose(fo); remove(tmp); }
+    atomic_file_abort(&af);
     free(row16);
     free(taps);
     pf_ctx_free(c);

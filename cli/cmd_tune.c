@@ -1,4 +1,5 @@
 /* pocketflash tune: pick the strategy and block size per task type on this device. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/tune.h"
+#include "formats/atomic_file.h"
 
 static const char k_usage[] =
     "usage: pocketflash tune -m TARGET.gguf [-d DRAFT.gguf] --tasks DIR -o PROFILE.json [options]\n"
@@ -97,8 +99,8 @@ int cmd_tune(int argc, char **argv) {
     printf("| **overall** (geomean) | default %s/%d | %.2fx | %.2fx | |\n", r.profile.spec, r.profile.block,
            r.predicted_geomean, r.measured_geomean);
     int rc = 0;
-    char tmp[4096];
-    FILE *f = cli_create(out, tmp);
+    atomic_file af;
+    FILE *f = cli_create(out, &af);
     if (!f) {
         rc = 1;
     } else {
@@ -121,7 +123,7 @@ int cmd_tune(int argc, char **argv) {
         }
         fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
                 r.predicted_geomean, r.measured_geomean);
-        rc = cli_finish(f, tmp, out);
+        rc = cli_finish(&af, out);
     }
     pf_tune_result_free(&r);
     pf_tasks_free(&suite);

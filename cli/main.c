@@ -1,4 +1,5 @@
 /* pocketflash command-line entry: dispatches to the subcommands. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,10 @@ static const char k_usage[] =
     "Run 'pocketflash COMMAND --help' for a command's options.\n";
 
 int main(int argc, char **argv) {
+    /* Past a file-size limit (ulimit -f) the default SIGXFSZ kills the process with no message and
+     * leaves the writer's temporary behind; ignored, the write fails with EFBIG and the writer
+     * reports it and removes the temporary. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(k_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;

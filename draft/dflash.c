@@ -480,6 +480,7 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
         goto fail;
     return d;
 fail:
+    pf_err_one_line(err);
     pf_dflash_free(d);
     return NULL;
 }

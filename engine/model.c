@@ -98,6 +98,7 @@ pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
     }
     return m;
 fail:
+    pf_err_one_line(err);
     pf_model_free(m);
     return NULL;
 }

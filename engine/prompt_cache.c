@@ -1,6 +1,7 @@
 /* Prompt cache files (layout in prompt_cache.h): every field is checked before use; a file that
  * fails any check is reported and never partly applied. */
 #include "engine/prompt_cache.h"
+#include "formats/atomic_file.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -170,15 +171,12 @@ int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, 
     wr64(h + 40, raw);
     wr64(h + 48, XXH3_64bits(out + PC_HEADER, z));
     wr64(h + 56, XXH3_64bits(h, 56));
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *fp = fopen(tmp, "wb");
-    int ok = fp && fwrite(out, 1, PC_HEADER + z, fp) == PC_HEADER + z;
-    if (fp && fclose(fp) != 0) ok = 0;
+    atomic_file af;
+    FILE *fp = atomic_file_open(&af, path, "wb");
+    if (fp && fwrite(out, 1, PC_HEADER + z, fp) != PC_HEADER + z) atomic_file_failed(&af);
     free(out);
-    if (!ok || rename(tmp, path) != 0) {
+    if (!fp || atomic_file_commit(&af, path, 0) != 0) {
         errf(err, "cannot write: %s", strerror(errno));
-        unlink(tmp);
         return -1;
     }
     return 0;

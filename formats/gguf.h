@@ -71,6 +71,9 @@ gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[P
  * aligned end of the header (it may exceed size when buf holds no padding). */
 gguf_file *gguf_parse_meta(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
 void gguf_close(gguf_file *f);
+/* Messages quote names and strings of the file; a control byte among them (a newline, an escape
+ * sequence) becomes '?' so that every message stays one printable line. */
+void pf_err_one_line(char *err);
 
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);

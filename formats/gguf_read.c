@@ -350,6 +350,11 @@ gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]) {
     return f;
 }
 
+void pf_err_one_line(char *err) {
+    for (unsigned char *p = (unsigned char *)err; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) *p = '?';
+}
+
 void gguf_close(gguf_file *f) {
     if (!f) return;
     if (f->mapped) munmap((void *)f->base, f->size);

@@ -1,11 +1,12 @@
 /* GGUF v3 writer: metadata and tensors are collected in memory (tensor data by reference), then
- * written to "PATH.tmp.PID" and renamed over PATH only when complete. */
+ * written through atomic_file (a temporary renamed over PATH only when complete). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "ggml_types.h"
 #include "gguf.h"
 
@@ -251,9 +252,8 @@ int gguf_w_write(gguf_writer *w, const char *path, char err[PF_ERR_LEN]) {
         snprintf(err, PF_ERR_LEN, "%s: out of memory while building the header", path);
         return -1;
     }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *fp = fopen(tmp, "wb");
+    atomic_file af;
+    FILE *fp = atomic_file_open(&af, path, "wb");
     if (!fp) {
         snprintf(err, PF_ERR_LEN, "%s: cannot create: %s", path, strerror(errno));
         free(h.p);
@@ -271,11 +271,9 @@ int gguf_w_write(gguf_writer *w, const char *path, char err[PF_ERR_LEN]) {
             pad -= n;
         }
     }
-    if (fflush(fp) != 0) ok = 0;
-    if (fclose(fp) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok) atomic_file_failed(&af);
+    if (atomic_file_commit(&af, path, 0) != 0) {
         snprintf(err, PF_ERR_LEN, "%s: write failed: %s", path, strerror(errno));
-        unlink(tmp);
         return -1;
     }
     return 0;

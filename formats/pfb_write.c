@@ -1,6 +1,7 @@
 /* .pfb bundle writer (layout in pfb.h): sections planned from the source GGUF files, compressed,
  * laid out aligned, hashed, and written to a temporary file renamed into place. */
 #include "formats/pfb_impl.h"
+#include "formats/atomic_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -60,8 +61,7 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     uint8_t *table = NULL, *dst = NULL;
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     FILE *fp = NULL;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    atomic_file af = {0};
     int n = 0, rc = -1;
     size_t dst_cap = 0;
     if (!pl || !sec || !cctx) {
@@ -76,7 +76,7 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
         pfb_fail(err, path, "out of memory");
         goto done;
     }
-    if (!(fp = fopen(tmp, "wb"))) {
+    if (!(fp = atomic_file_open(&af, path, "wb"))) {
         pfb_fail(err, path, "cannot create: %s", strerror(errno));
         goto done;
     }
@@ -143,17 +143,14 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     if (fseek(fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof hdr, fp) != sizeof hdr ||
         fwrite(table, 1, tsize, fp) != tsize)
         goto io;
-    int bad = fflush(fp) != 0 || fsync(fileno(fp)) != 0;
-    bad |= fclose(fp) != 0;
     fp = NULL;
-    if (bad || rename(tmp, path) != 0) goto io;
+    if (atomic_file_commit(&af, path, 1) != 0) goto io;
     rc = 0;
     goto done;
 io:
     pfb_fail(err, path, "write failed: %s", strerror(errno));
 done:
-    if (fp) fclose(fp);
-    if (rc) unlink(tmp);
+    if (rc) atomic_file_abort(&af);
     ZSTD_freeCCtx(cctx);
     free(dst);
     free(table);

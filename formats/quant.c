@@ -2,13 +2,17 @@
 
 #include <math.h>
 
+/* (int)v, except that a value no int holds (NaN or Inf from a model's bad weights reaching a
+ * quantizer: undefined behaviour in C) becomes 0; in-range values convert unchanged. */
+static inline int to_int(float v) { return v >= -2147483520.0f && v <= 2147483520.0f ? (int)v : 0; }
+
 static void quantize_q8_0(const float *x, pf_block_q8_0 *y, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, x += PF_QK) {
         float amax = 0.0f;
         for (int j = 0; j < PF_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
         float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
         y[i].d = pf_fp32_to_fp16(d);
-        for (int j = 0; j < PF_QK; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
+        for (int j = 0; j < PF_QK; j++) y[i].qs[j] = (int8_t)to_int(roundf(x[j] * id));
     }
 }
 
@@ -21,7 +25,7 @@ static void quantize_q4_0(const float *x, pf_block_q4_0 *y, int64_t nb) {
         float d = max / -8.0f, id = d ? 1.0f / d : 0.0f;
         y[i].d = pf_fp32_to_fp16(d);
         for (int j = 0; j < PF_QK / 2; j++) {
-            int a = (int)(x[j] * id + 8.5f), b = (int)(x[j + PF_QK / 2] * id + 8.5f);
+            int a = to_int(x[j] * id + 8.5f), b = to_int(x[j + PF_QK / 2] * id + 8.5f);
             a = a < 0 ? 0 : a > 15 ? 15 : a;
             b = b < 0 ? 0 : b > 15 ? 15 : b;
             y[i].qs[j] = (uint8_t)(a | (b << 4));
@@ -37,7 +41,7 @@ static void quantize_q4_1(const float *x, pf_block_q4_1 *y, int64_t nb) {
         y[i].d = pf_fp32_to_fp16(d);
         y[i].m = pf_fp32_to_fp16(mn);
         for (int j = 0; j < PF_QK / 2; j++) {
-            int a = (int)((x[j] - mn) * id + 0.5f), b = (int)((x[j + PF_QK / 2] - mn) * id + 0.5f);
+            int a = to_int((x[j] - mn) * id + 0.5f), b = to_int((x[j + PF_QK / 2] - mn) * id + 0.5f);
             a = a > 15 ? 15 : a;
             b = b > 15 ? 15 : b;
             y[i].qs[j] = (uint8_t)(a | (b << 4));
@@ -52,7 +56,7 @@ void pf_quantize_row_q8_act(const float *x, pf_block_q8_act *y, int64_t n) {
         float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
         int sum = 0;
         for (int j = 0; j < PF_QK; j++) {
-            y[i].qs[j] = (int8_t)roundf(x[j] * id);
+            y[i].qs[j] = (int8_t)to_int(roundf(x[j] * id));
             sum += y[i].qs[j];
         }
         y[i].d = d;

@@ -38,11 +38,16 @@ install: libpocketflash.a pocketflash $(BUILD)/pocketflash.pc
 
 # ThreadSanitizer: the concurrency test of the public API (N sessions on N threads sharing a model and a draft)
 # in their own build folder.
+# The CLI and the examples are built the same way, so T= can select any test.
 tsan:
-	$(MAKE) BUILD=build-tsan OPT="-O1 -fsanitize=thread" build-tsan/tests/run_tests
-	TSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) build-tsan/tests/run_tests $(or $(T),api_concurrent)
+	$(MAKE) BUILD=build-tsan OPT="-O1 -fsanitize=thread" build-tsan/tests/run_tests pocketflash-tsan \
+	    build-tsan/examples/chat build-tsan/examples/minimal
+	TSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-tsan PF_EXAMPLE_CHAT=build-tsan/examples/chat \
+	    build-tsan/tests/run_tests $(or $(T),api_concurrent)
+pocketflash-tsan: $(CLI_SRC:%.c=build-tsan/%.o) build-tsan/libpocketflash.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 .PHONY: tsan
 clean: clean-tsan
 clean-tsan:
-	rm -rf build-tsan
+	rm -rf build-tsan pocketflash-tsan
 .PHONY: clean-tsan

@@ -17,6 +17,7 @@
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
 #include "convert/hf_convert.h"
+#include "fault.h"
 #include "test.h"
 #include "util.h"
 
@@ -872,4 +873,18 @@ TEST(convert_cli_errors_are_one_line) {
     }
     CHECK(test_exists(tout)); /* the refused -o TARGET left the target alone */
     ck_free(&c);
+}
+
+/* Under a file-size limit, into a missing folder and onto a folder, convert and vocab-import fail
+ * with one line and leave neither the output nor a temporary (tests/fault.h). */
+TEST(convert_writers_fail_with_one_line_and_leave_nothing) {
+    ckpt c = {0};
+    char tdir[300], args[900];
+    snprintf(tdir, sizeof tdir, "%s/hf_t_fault", pf_test_tmpdir());
+    build_target(&c, tdir, true, F16, 1);
+    ck_free(&c);
+    snprintf(args, sizeof args, "convert %s -o %%s --type q8_0", tdir);
+    CHECK(pf_fault_writer("convert", 1, args) == 0);
+    snprintf(args, sizeof args, "vocab-import %s/tokenizer.json %s/tokenizer_config.json -o %%s", tdir, tdir);
+    CHECK(pf_fault_writer("vocab-import", 1, args) == 0);
 }
