@@ -89,7 +89,7 @@ if (mode === 'sdk') {
       const res = await fetch(base + r.path, { method: r.method, headers: r.headers ?? {}, body: r.body });
       out.push({ status: res.status, body: await res.text() });
     } catch (e) {
-      out.push({ status: -1, body: String(e) });
+      out.push({ status: -1, body: String(e) + (e.cause ? ` (cause: ${e.cause.code ?? ""} ${e.cause.message ?? e.cause})` : "") });
     }
   }
   writeFileSync(outPath, JSON.stringify(out));
