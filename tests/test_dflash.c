@@ -23,16 +23,10 @@ static const pf_synth_shape k_tiny_deep = {"tiny-deep", 4, 128, 384, 4, 2, 32, 5
 
 /* A synthetic target written once per (shape, type) and loaded. */
 static pf_model *make_target(const pf_synth_shape *sh, uint32_t type, char *path, size_t n) {
-    char name[96], err[PF_ERR_LEN];
+    char name[96];
     snprintf(name, sizeof name, "df-target-%s-%s.gguf", sh->name, pf_type_info(type)->name);
     test_tmp_path(path, n, name);
-    if (pf_synth_write(sh, type, false, 7, path, err) < 0) {
-        printf("    synth: %s\n", err);
-        return NULL;
-    }
-    pf_model *m = pf_model_load(path, err);
-    if (!m) printf("    load: %s\n", err);
-    return m;
+    return test_synth_model(sh, type, false, path);
 }
 
 static int make_draft(const char *target, int version, int layers, int block, const int *taps, int n_taps,

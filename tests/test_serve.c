@@ -15,6 +15,7 @@
 
 #include "formats/json.h"
 #include "test.h"
+#include "util.h"
 
 #define TARGET "models/pf-target-f16.gguf"
 #define DRAFT "models/pf-draft-dflash2.gguf"
@@ -48,26 +49,13 @@ static bool have_sdk(void) {
         }                                                                                             \
     } while (0)
 
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t k = s ? fread(s, 1, (size_t)n, f) : 0;
-    if (s) s[k] = 0;
-    fclose(f);
-    return s;
-}
-
 /* `pocketflash ARGS`: its stdout (without run's final newline) into out; exit status. */
 static int run_cli(const char *args, char *out, size_t n_out) {
     char cmd[4096], po[300];
     snprintf(po, sizeof po, "%s/serve-run.out", pf_test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s %s >%s 2>/dev/null </dev/null", cli(), args, po);
     int st = system(cmd);
-    char *s = read_all(po);
+    char *s = test_slurp(po, NULL);
     snprintf(out, n_out, "%s", s ? s : "");
     free(s);
     size_t n = strlen(out);
@@ -97,7 +85,7 @@ static bool server_start(server *s, const char *args) {
         _exit(127);
     }
     for (int i = 0; i < 1200; i++) { /* 60 s */
-        char *log = read_all(s->log);
+        char *log = test_slurp(s->log, NULL);
         const char *p = log ? strstr(log, "listening on http://127.0.0.1:") : NULL;
         if (p) s->port = atoi(p + strlen("listening on http://127.0.0.1:"));
         free(log);
@@ -134,7 +122,7 @@ static int server_stop(server *s) {
 }
 
 static void server_log(const server *s) {
-    char *log = read_all(s->log);
+    char *log = test_slurp(s->log, NULL);
     printf("    server log: %.2000s\n", log ? log : "(none)");
     free(log);
 }
@@ -166,7 +154,7 @@ static int client(const server *s, const char *mode_args) {
     int st = system(cmd);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
     if (rc) {
-        char *t = read_all(log);
+        char *t = test_slurp(log, NULL);
         printf("    client.mjs %s: exit %d: %.2000s\n", mode_args, rc, t ? t : "");
         free(t);
     }
@@ -605,7 +593,7 @@ TEST(serve_bad_flags_one_line_errors) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s serve %s >/dev/null 2>%s </dev/null", cli(), cases[i][0], pe);
         int st = system(cmd);
-        char *e = read_all(pe);
+        char *e = test_slurp(pe, NULL);
         snprintf(out, sizeof out, "%s", e ? e : "");
         free(e);
         CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1, "serve %s: exit %d", cases[i][0], st);

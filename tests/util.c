@@ -151,6 +151,17 @@ int test_seq_same(const test_seq *a, const test_seq *b) {
 
 /* ---- models ---- */
 
+pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path) {
+    char err[PF_ERR_LEN];
+    if (pf_synth_write(shape, type, untied, 7, path, err) < 0) {
+        printf("    synth: %s\n", err);
+        return NULL;
+    }
+    pf_model *m = pf_model_load(path, err);
+    if (!m) printf("    load: %s\n", err);
+    return m;
+}
+
 float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n) {
     char err[PF_ERR_LEN];
     int n_taps;

@@ -5,9 +5,11 @@
 #ifndef PF_TEST_UTIL_H
 #define PF_TEST_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "convert/synth.h"
 #include "draft/dflash.h"
 #include "engine/model.h"
 #include "kernels/kernels.h"
@@ -69,6 +71,10 @@ int test_seq_push(void *u, int32_t tok);
 int test_seq_same(const test_seq *a, const test_seq *b);
 
 /* ---- models ---- */
+
+/* A synthetic target of `shape` (seed 7) written to path and loaded; NULL, with the error printed,
+ * when either step fails. */
+pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path);
 
 /* The target's forward over n tokens (one thread), returning the rows the draft taps (n * n_taps *
  * n_embd floats, malloc'd); NULL, with the error printed, when it fails. */

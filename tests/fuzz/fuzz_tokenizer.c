@@ -9,20 +9,13 @@
 
 #include "engine/tokenizer.h"
 #include "formats/gguf.h"
+#include "tests/fuzz/tokenizer_init.h"
 #include "tests/fuzz/utf8.h"
-
-static gguf_file *g_file; /* kept for the tokenizer, which may point into it */
-static pf_tokenizer *g_tok;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    const char *path = getenv("PF_FUZZ_MODEL") ? getenv("PF_FUZZ_MODEL") : "models/pf-target-f16.gguf";
-    char err[PF_ERR_LEN];
-    if (!(g_file = gguf_open(path, err)) || !(g_tok = pf_tokenizer_load(g_file, err))) {
-        fprintf(stderr, "fuzz_tokenizer: %s (run from the repository root)\n", err);
-        abort();
-    }
+    fz_tokenizer_init("fuzz_tokenizer");
     return 0;
 }
 
