@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "convert/dflash_synth.h"
 #include "engine/chat.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
@@ -179,6 +180,11 @@ float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *to
     }
     pf_ctx_free(c);
     return taps;
+}
+
+int test_synth_target_draft(const char *target, uint64_t target_seed, int draft_layers, const char *draft, char *err) {
+    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, target_seed, target, err) < 0) return -1;
+    return pf_dflash_synth(target, 1, draft_layers, 8, NULL, 0, 3, false, draft, err) < 0 ? -1 : 0;
 }
 
 int test_chat_tokens(const pf_model *m, const char *user, int32_t **ids, size_t *n, char *err) {
