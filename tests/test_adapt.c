@@ -10,6 +10,7 @@
 #include "engine/chat.h"
 #include "engine/tokenizer.h"
 #include "test.h"
+#include "util.h"
 #include "verify/adapt.h"
 #include "verify/strategies.h"
 
@@ -217,11 +218,9 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
         CHECK(pf_spec_is_adaptive(spec) && pf_spec_block(spec) >= 4); /* the draft's trained block */
         int64_t draft_rounds = 0; /* rounds that ran the draft, over the prompts */
         for (int pi = 0; pi < 5; pi++) {
-            char *text = pf_chat_format(NULL, prompts[pi]);
             int32_t *ids = NULL;
             size_t n = 0;
-            CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
-            free(text);
+            CHECK(test_chat_tokens(m, prompts[pi], &ids, &n, err) == 0);
             pf_gen_params gp;
             pf_gen_params_default(&gp);
             gp.max_tokens = 40;

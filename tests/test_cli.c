@@ -125,15 +125,13 @@ TEST(cli_bench_model_reports_and_json) {
     snprintf(args, sizeof args, "bench-model -m %s --reps 2 --bw-mib 32 --json %s", m, js);
     CHECKF(RUN_CLI(args, o, e) == 0, "bench-model failed: %s", e);
     CHECK(strstr(o, "c(8) at depth 512") && strstr(o, "decode tok/s, depth 2048") && strstr(o, "bandwidth ceiling"));
-    FILE *f = fopen(js, "r");
-    CHECK(f);
-    size_t n = fread(o, 1, sizeof o - 1, f);
-    o[n] = 0;
-    fclose(f);
-    CHECK(strstr(o, "\"c\": {\"1\": 1.0000") && strstr(o, "\"decode_tok_s\"") && strstr(o, "\"peak_rss_mb\"") &&
-          strstr(o, "\"bandwidth_gb_s\"") && strstr(o, "\"decode_fraction_of_ceiling\""));
-    const char *cg = strstr(o, "\"compute_gfma_s\": "); /* the compute probe ran and measured something */
+    char *j = test_slurp(js, NULL);
+    CHECK(j);
+    CHECK(strstr(j, "\"c\": {\"1\": 1.0000") && strstr(j, "\"decode_tok_s\"") && strstr(j, "\"peak_rss_mb\"") &&
+          strstr(j, "\"bandwidth_gb_s\"") && strstr(j, "\"decode_fraction_of_ceiling\""));
+    const char *cg = strstr(j, "\"compute_gfma_s\": "); /* the compute probe ran and measured something */
     CHECKF(cg && atof(cg + strlen("\"compute_gfma_s\": ")) > 0.1, "compute probe: %s", cg ? cg : "missing");
+    free(j);
 }
 
 TEST(cli_bench_per_task_checks_identical) {
@@ -159,20 +157,18 @@ TEST(cli_bench_per_task_checks_identical) {
     CHECK(!strstr(o, "| NO |"));
     const char *mc = strstr(o, "machine: fp32 compute of the threads ");
     CHECKF(mc && atof(mc + strlen("machine: fp32 compute of the threads ")) > 0.1, "no compute reading: %s", o);
-    FILE *f = fopen(path, "r");
-    CHECK(f);
-    size_t n = fread(o, 1, sizeof o - 1, f);
-    o[n] = 0;
-    fclose(f);
-    CHECK(strstr(o, "\"math\": {") && strstr(o, "\"speedup\": ") && strstr(o, "\"identical\": true") &&
-          strstr(o, "\"speedup_geomean\": ") && strstr(o, "\"compute_gfma_s\": ["));
+    char *j = test_slurp(path, NULL);
+    CHECK(j);
+    CHECK(strstr(j, "\"math\": {") && strstr(j, "\"speedup\": ") && strstr(j, "\"identical\": true") &&
+          strstr(j, "\"speedup_geomean\": ") && strstr(j, "\"compute_gfma_s\": ["));
+    free(j);
     snprintf(args, sizeof args, "grep -c '<rect' %s/b.svg > /dev/null", pf_test_tmpdir());
     CHECK(system(args) == 0);
     /* the chart is readable: ticks at multiples of 0.5x, the 1.0x line named, and the caption says what ran where */
     snprintf(path, sizeof path, "%s/b.svg", pf_test_tmpdir());
-    f = fopen(path, "r");
+    FILE *f = fopen(path, "r");
     CHECK(f);
-    n = fread(o, 1, sizeof o - 1, f);
+    size_t n = fread(o, 1, sizeof o - 1, f);
     o[n] = 0;
     fclose(f);
     const char *slash = strrchr(m, '/');

@@ -23,16 +23,10 @@ static const pf_synth_shape k_tiny_deep = {"tiny-deep", 4, 128, 384, 4, 2, 32, 5
 
 /* A synthetic target written once per (shape, type) and loaded. */
 static pf_model *make_target(const pf_synth_shape *sh, uint32_t type, char *path, size_t n) {
-    char name[96], err[PF_ERR_LEN];
+    char name[96];
     snprintf(name, sizeof name, "df-target-%s-%s.gguf", sh->name, pf_type_info(type)->name);
     test_tmp_path(path, n, name);
-    if (pf_synth_write(sh, type, false, 7, path, err) < 0) {
-        printf("    synth: %s\n", err);
-        return NULL;
-    }
-    pf_model *m = pf_model_load(path, err);
-    if (!m) printf("    load: %s\n", err);
-    return m;
+    return test_synth_model(sh, type, false, path);
 }
 
 static int make_draft(const char *target, int version, int layers, int block, const int *taps, int n_taps,
@@ -80,6 +74,33 @@ static int rewrite_gguf(const char *src, const char *dst, bool (*drop_key)(const
 
 static void prompt_tokens(int32_t *t, int n, int V, int salt) {
     for (int i = 0; i < n; i++) t[i] = (i * 131 + 17 + salt * 7) % (V - 30); /* ordinary tokens */
+}
+
+/* A tiny target of `type`, a draft of it (block 8, two taps, seed) written as name and loaded, and
+ * the target's taps over n prompt tokens (prompt_tokens with prompt_seed, into toks); 0, or -1 when
+ * a step fails (what was made stays in t for the caller to free). */
+typedef struct {
+    pf_model *m;
+    pf_dflash *d;
+    float *taps;
+} tapped_draft;
+
+static int tapped_draft_open(tapped_draft *t, uint32_t type, int version, int layers, uint64_t seed, const char *name,
+                             int32_t *toks, int n, int prompt_seed) {
+    char tpath[300], dpath[300];
+    t->d = NULL;
+    t->taps = NULL;
+    if (!(t->m = make_target(pf_synth_shape_find("tiny"), type, tpath, sizeof tpath))) return -1;
+    if (make_draft(tpath, version, layers, 8, NULL, 2, seed, false, name, dpath, sizeof dpath) < 0) return -1;
+    if (!(t->d = load_draft(dpath, t->m))) return -1;
+    prompt_tokens(toks, n, t->m->hp.n_vocab, prompt_seed);
+    return (t->taps = test_target_taps(t->m, t->d, toks, n)) ? 0 : -1;
+}
+
+static void tapped_draft_close(tapped_draft *t) {
+    free(t->taps);
+    pf_dflash_free(t->d);
+    pf_model_free(t->m);
 }
 
 /* ---------------------------------------------------------------- float64 reference */
@@ -598,18 +619,15 @@ TEST(dflash_v2_identity_equals_v1_q4_1) { check_identity(PF_TYPE_Q4_1); }
 /* ---------------------------------------------------------------- determinism, splits, threads */
 
 static void check_invariance(int version) {
-    char tpath[300], dpath[300], name[64], err[PF_ERR_LEN];
-    pf_model *m = make_target(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, tpath, sizeof tpath);
-    CHECK(m);
+    char name[64], err[PF_ERR_LEN];
     snprintf(name, sizeof name, "df-inv-v%d.gguf", version);
-    CHECK(make_draft(tpath, version, 2, 8, NULL, 2, 9, false, name, dpath, sizeof dpath) == 0);
-    pf_dflash *d = load_draft(dpath, m);
-    CHECK(d);
     enum { N = 41 }; /* 40 context rows: more than one internal chunk */
     int32_t toks[N];
-    prompt_tokens(toks, N, m->hp.n_vocab, 5);
-    float *taps = test_target_taps(m, d, toks, N);
-    CHECK(taps);
+    tapped_draft td;
+    CHECK(tapped_draft_open(&td, PF_TYPE_Q8_0, version, 2, 9, name, toks, N, 5) == 0);
+    pf_model *m = td.m;
+    pf_dflash *d = td.d;
+    float *taps = td.taps;
     int n_taps;
     pf_dflash_tap_layers(d, &n_taps);
     size_t row = (size_t)n_taps * m->hp.n_embd;
@@ -674,9 +692,7 @@ static void check_invariance(int version) {
     pf_dflash_state_free(c);
     pf_pool_destroy(p1);
     pf_pool_destroy(p3);
-    free(taps);
-    pf_dflash_free(d);
-    pf_model_free(m);
+    tapped_draft_close(&td);
 }
 
 TEST(dflash_v1_deterministic_split_and_thread_invariant) { check_invariance(1); }
@@ -685,18 +701,15 @@ TEST(dflash_v2_deterministic_split_and_thread_invariant) { check_invariance(2); 
 /* ---------------------------------------------------------------- sampled proposals */
 
 static void check_sampled(int version) {
-    char tpath[300], dpath[300], name[64], err[PF_ERR_LEN];
-    pf_model *m = make_target(pf_synth_shape_find("tiny"), PF_TYPE_F16, tpath, sizeof tpath);
-    CHECK(m);
+    char name[64], err[PF_ERR_LEN];
     snprintf(name, sizeof name, "df-samp-v%d.gguf", version);
-    CHECK(make_draft(tpath, version, 1, 8, NULL, 2, 13, false, name, dpath, sizeof dpath) == 0);
-    pf_dflash *d = load_draft(dpath, m);
-    CHECK(d);
     enum { N = 10, B = 8 };
     int32_t toks[N];
-    prompt_tokens(toks, N, m->hp.n_vocab, 1);
-    float *taps = test_target_taps(m, d, toks, N);
-    CHECK(taps);
+    tapped_draft td;
+    CHECK(tapped_draft_open(&td, PF_TYPE_F16, version, 1, 13, name, toks, N, 1) == 0);
+    pf_model *m = td.m;
+    pf_dflash *d = td.d;
+    float *taps = td.taps;
     pf_dflash_state *s = pf_dflash_state_new(d, 64, NULL, NULL, err);
     CHECK(s);
     CHECK(pf_dflash_append_context(s, taps, N - 1, err) == 0);
@@ -759,9 +772,7 @@ static void check_sampled(int version) {
     CHECK(pf_dflash_context_len(s) == N - 1);
     for (int i = 0; i < B - 1; i++) pf_dist_free(&q[i]);
     pf_dflash_state_free(s);
-    free(taps);
-    pf_dflash_free(d);
-    pf_model_free(m);
+    tapped_draft_close(&td);
 }
 
 TEST(dflash_v1_sampled_proposals) { check_sampled(1); }

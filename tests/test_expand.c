@@ -136,15 +136,31 @@ static int compare_models(const pf_model *sm, const pf_model *bm, int n_prompts,
     return rc;
 }
 
-static void check_function(bool untied) {
-    char small[300], big[300];
+typedef struct {
+    pf_model *sm, *bm;
     pf_expand_info info;
-    CHECK(make_pair(untied, PF_TYPE_F32, false, small, big, sizeof small, &info) == 0);
-    pf_model *sm = load(small), *bm = load(big);
-    CHECK(sm && bm);
     compare_stats st;
+} expanded;
+
+/* make_pair_shape of f32 models (keep_eps or not), both loaded and compared over prompts x n_gen
+ * tokens; 0, or -1 when a step fails (the models that loaded stay in e for the caller to free). */
+static int expand_compare(expanded *e, const pf_synth_shape *shape, bool untied, bool keep_eps, int prompts, int n_gen) {
+    char small[300], big[300];
+    e->sm = e->bm = NULL;
+    if (make_pair_shape(shape, untied, PF_TYPE_F32, keep_eps, small, big, sizeof small, &e->info) != 0) return -1;
+    e->sm = load(small);
+    e->bm = load(big);
+    if (!e->sm || !e->bm) return -1;
+    return compare_models(e->sm, e->bm, prompts, n_gen, &e->st);
+}
+
+static void check_function(bool untied) {
     enum { PROMPTS = 16 };
-    CHECK(compare_models(sm, bm, PROMPTS, 56, &st) == 0);
+    expanded e;
+    CHECK(expand_compare(&e, &k_big, untied, false, PROMPTS, 56) == 0);
+    pf_model *sm = e.sm, *bm = e.bm;
+    const compare_stats st = e.st;
+    const pf_expand_info info = e.info;
     printf("    %s: greedy identical for %d of %d prompts x 56 tokens; worst relative logit error %.2e; extra tokens "
            "lose by >= %.3g, probability <= %.3g; guard c %.3g, u_G weight %.4g\n",
            untied ? "untied" : "tied", st.same, PROMPTS, st.rel, st.extra_gap, st.extra_prob, info.guard_c, info.guard_w);
@@ -174,13 +190,10 @@ TEST(expand_preserves_greedy_and_logits_untied) { check_function(true); }
 
 /* Keeping the source's eps (effective eps x H'/H) instead of scaling it: how far off that is. */
 TEST(expand_keep_eps_error_is_measured) {
-    char small[300], big[300];
-    pf_expand_info info;
-    CHECK(make_pair(false, PF_TYPE_F32, true, small, big, sizeof small, &info) == 0);
-    pf_model *sm = load(small), *bm = load(big);
-    CHECK(sm && bm);
-    compare_stats st;
-    CHECK(compare_models(sm, bm, 4, 24, &st) == 0);
+    expanded e;
+    CHECK(expand_compare(&e, &k_big, false, true, 4, 24) == 0);
+    pf_model *sm = e.sm, *bm = e.bm;
+    const compare_stats st = e.st;
     printf("    keep-eps: worst relative logit error %.2e (greedy identical for %d of 4 prompts)\n", st.rel, st.same);
     CHECK(bm->hp.rms_eps == sm->hp.rms_eps);
     CHECK(st.rel < 1e-2);
@@ -193,13 +206,10 @@ TEST(expand_keep_eps_error_is_measured) {
  * cached value; logits move by ~1e-4 relative and a near-tie may flip a greedy token. Measured. */
 TEST(expand_inexact_ratio_error_is_measured) {
     static const pf_synth_shape k_256 = {"tiny-256", 4, 256, 512, 6, 2, 32, 1024, 2048};
-    char small[300], big[300];
-    pf_expand_info info;
-    CHECK(make_pair_shape(&k_256, false, PF_TYPE_F32, false, small, big, sizeof small, &info) == 0);
-    pf_model *sm = load(small), *bm = load(big);
-    CHECK(sm && bm);
-    compare_stats st;
-    CHECK(compare_models(sm, bm, 16, 56, &st) == 0);
+    expanded e;
+    CHECK(expand_compare(&e, &k_256, false, false, 16, 56) == 0);
+    pf_model *sm = e.sm, *bm = e.bm;
+    const compare_stats st = e.st;
     printf("    hidden 256: worst relative logit error %.2e up to the first difference; greedy identical for %d of 16 "
            "prompts x 56 tokens\n", st.rel, st.same);
     CHECK(st.rel < 1e-3 && st.same >= 12 && st.extra_prob < 1e-30);

@@ -12,16 +12,9 @@
 #include "util.h"
 
 static pf_model *synth_model(const char *shape, uint32_t type, bool untied, const char *tag) {
-    char path[300], err[PF_ERR_LEN];
+    char path[300];
     snprintf(path, sizeof path, "%s/%s-%s.gguf", pf_test_tmpdir(), shape, tag);
-    const pf_synth_shape *sh = pf_synth_shape_find(shape);
-    if (pf_synth_write(sh, type, untied, 7, path, err) < 0) {
-        printf("    synth: %s\n", err);
-        return NULL;
-    }
-    pf_model *m = pf_model_load(path, err);
-    if (!m) printf("    load: %s\n", err);
-    return m;
+    return test_synth_model(pf_synth_shape_find(shape), type, untied, path);
 }
 
 /* ---- float64 reference: target.md's pseudo-code, one row at a time ---- */

@@ -56,6 +56,27 @@ static pf_model *tiny_pair(int version, pf_dflash **w, char err[PF_ERR_LEN]) {
     return m;
 }
 
+typedef struct {
+    pf_model *m;
+    pf_dflash *w;
+    pf_session *s;
+} pair;
+
+/* tiny_pair(version) with a session of n_threads and n_ctx; NULL, with err, when any step fails. */
+static pf_session *pair_open(pair *p, int version, int n_threads, int n_ctx, char err[PF_ERR_LEN]) {
+    p->w = NULL;
+    p->s = NULL;
+    if (!(p->m = tiny_pair(version, &p->w, err))) return NULL;
+    pf_session_params sp = {.n_threads = n_threads, .n_ctx = n_ctx};
+    return p->s = pf_session_new(p->m, &sp, err);
+}
+
+static void pair_close(pair *p) {
+    pf_session_free(p->s);
+    pf_dflash_free(p->w);
+    pf_model_free(p->m);
+}
+
 static pf_drafter *hybrid_of(pf_dflash *w, pf_session *s, int min_match, int min_tokens, char err[PF_ERR_LEN]) {
     pf_drafter *model = pf_dflash_drafter_new(w, s, err);
     return model ? pf_hybrid_drafter_new(pf_ngram_drafter_new(min_match, 3), model, min_tokens, err) : NULL;
@@ -66,12 +87,11 @@ static pf_drafter *hybrid_of(pf_dflash *w, pf_session *s, int min_match, int min
 TEST(hybrid_greedy_lossless_random_drafts) {
     char err[PF_ERR_LEN];
     for (int version = 1; version <= 2; version++) {
-        pf_dflash *w = NULL;
-        pf_model *m = tiny_pair(version, &w, err);
-        CHECKF(m, "%s", err);
-        pf_session_params sp = {.n_threads = 2, .n_ctx = 160};
-        pf_session *s = pf_session_new(m, &sp, err);
-        CHECKF(s, "%s", err);
+        pair pr;
+        CHECKF(pair_open(&pr, version, 2, 160, err), "%s", err);
+        pf_model *m = pr.m;
+        pf_dflash *w = pr.w;
+        pf_session *s = pr.s;
         int64_t lookup = 0, rounds = 0, accepted = 0;
         for (int i = 0; i < 40; i++) {
             int32_t prompt[32];
@@ -100,10 +120,24 @@ TEST(hybrid_greedy_lossless_random_drafts) {
         CHECKF(lookup > 0 && lookup < rounds, "v%d: lookup proposed in %lld of %lld rounds: one source never ran",
                version, (long long)lookup, (long long)rounds);
         CHECKF(accepted > 20, "v%d: only %lld drafts accepted: the test exercises nothing", version, (long long)accepted);
-        pf_session_free(s);
-        pf_dflash_free(w);
-        pf_model_free(m);
+        pair_close(&pr);
     }
+}
+
+typedef struct {
+    pf_drafter *d;
+    pf_spec *spec;
+    int64_t lookup, rounds, acc;
+} hybrid_tally;
+
+/* after each speculative generation: the rounds the lookup proposed in, all rounds, accepted tokens */
+static void tally_hybrid(void *u) {
+    hybrid_tally *t = u;
+    int64_t l, r;
+    pf_hybrid_drafter_counts(t->d, &l, &r);
+    t->lookup += l;
+    t->rounds += r;
+    t->acc += pf_spec_stats_get(t->spec)->tokens - pf_spec_stats_get(t->spec)->rounds;
 }
 
 /* Sampled: two-sample chi-square of (t1, t2, t3) outcomes, plain vs hybrid speculative sampling (lookup
@@ -111,36 +145,23 @@ TEST(hybrid_greedy_lossless_random_drafts) {
  * threshold the 0.999 quantile (Wilson-Hilferty). */
 TEST(hybrid_sampled_same_distribution) {
     char err[PF_ERR_LEN];
-    pf_dflash *w = NULL;
-    pf_model *m = tiny_pair(1, &w, err);
-    CHECKF(m, "%s", err);
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_session *s = pf_session_new(m, &sp, err);
-    CHECKF(s, "%s", err);
+    pair pr;
+    CHECKF(pair_open(&pr, 1, 1, 64, err), "%s", err);
+    pf_model *m = pr.m;
+    pf_dflash *w = pr.w;
+    pf_session *s = pr.s;
     int32_t prompt[6] = {9, 90, 9, 90, 9, 90};
     enum { RUNS = 2500, POS = 3 };
     int V = m->hp.n_vocab;
-    int *cnt = calloc((size_t)2 * POS * V, sizeof(int));
     pf_drafter *d = hybrid_of(w, s, 1, 1, err);
     CHECKF(d, "%s", err);
     pf_spec *spec = pf_spec_new(s, d, 4, err);
-    int64_t lookup = 0, rounds = 0, acc = 0;
-    for (int run = 0; run < RUNS; run++)
-        for (int k = 0; k < 2; k++) {
-            pf_gen_params gp = params(POS + 1, 1.0f, (uint64_t)(run * 2 + k) * 104729 + 3);
-            gp.top_k = 4;
-            gp.strategy = k ? pf_spec_strategy(spec) : NULL;
-            test_seq got = {.n = 0};
-            CHECK(pf_generate_tokens(s, prompt, 6, &gp, test_seq_push, &got, NULL, err) == PF_OK);
-            for (int p = 0; p < POS; p++) cnt[((size_t)k * POS + p) * V + got.toks[p + 1]]++;
-            if (k) {
-                int64_t l, r;
-                pf_hybrid_drafter_counts(d, &l, &r);
-                lookup += l;
-                rounds += r;
-                acc += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
-            }
-        }
+    hybrid_tally tally = {d, spec, 0, 0, 0};
+    test_sampling ts = {.s = s, .prompt = prompt, .n_prompt = 6, .runs = RUNS, .n_pos = POS, .n_vocab = V,
+                        .seed_mul = 104729, .seed_add = 3, .strategy = pf_spec_strategy(spec), .after = tally_hybrid, .u = &tally};
+    int *cnt = test_sample_counts(&ts, err);
+    CHECKF(cnt, "%s", err);
+    int64_t lookup = tally.lookup, rounds = tally.rounds, acc = tally.acc;
     CHECKF(lookup > rounds / 20 && lookup < rounds && acc > 0,
            "lookup proposed in %lld of %lld rounds, %lld accepted: both sources must be exercised",
            (long long)lookup, (long long)rounds, (long long)acc);
@@ -149,9 +170,7 @@ TEST(hybrid_sampled_same_distribution) {
     free(cnt);
     pf_spec_free(spec);
     pf_drafter_free(d);
-    pf_session_free(s);
-    pf_dflash_free(w);
-    pf_model_free(m);
+    pair_close(&pr);
 }
 
 /* The committed pair, the strategy as front ends open it ("hybrid"): greedy output equals plain decoding
@@ -169,11 +188,9 @@ TEST(hybrid_greedy_lossless_trained_pair) {
     int cases = 0;
     for (int t = 0; t < suite.n; t++)
         for (int i = 0; i < suite.types[t].n; i++) {
-            char *text = pf_chat_format(NULL, suite.types[t].prompts[i].prompt);
             int32_t *ids = NULL;
             size_t n = 0;
-            CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
-            free(text);
+            CHECK(test_chat_tokens(m, suite.types[t].prompts[i].prompt, &ids, &n, err) == 0);
             pf_gen_params gp = params(40, 0, 0);
             gp.stop_at_eot = true;
             test_seq plain = {.n = 0}, got = {.n = 0};
@@ -212,12 +229,10 @@ TEST(hybrid_refusals) {
     CHECK(!pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), pf_ngram_drafter_new(1, 3), 0, err) &&
           strstr(err, "min_tokens"));
     CHECK(!pf_hybrid_drafter_model(NULL));
-    pf_dflash *w = NULL;
-    pf_model *m = tiny_pair(1, &w, err);
-    CHECKF(m, "%s", err);
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_session *s = pf_session_new(m, &sp, err);
-    CHECKF(s, "%s", err);
+    pair pr;
+    CHECKF(pair_open(&pr, 1, 1, 64, err), "%s", err);
+    pf_dflash *w = pr.w;
+    pf_session *s = pr.s;
     pf_drafter *d = hybrid_of(w, s, 2, 2, err);
     CHECKF(d, "%s", err);
     CHECK(pf_hybrid_drafter_model(d) && pf_hybrid_drafter_model(d)->n_taps == d->n_taps && d->n_taps > 0);
@@ -233,7 +248,5 @@ TEST(hybrid_refusals) {
     CHECK(!pf_drafter_open("hybrid", NULL, s, 3, &block, err) && strstr(err, "needs a draft"));
     pf_spec_free(spec);
     pf_drafter_free(d);
-    pf_session_free(s);
-    pf_dflash_free(w);
-    pf_model_free(m);
+    pair_close(&pr);
 }

@@ -29,11 +29,10 @@ static const fixture *fix(void) {
     static fixture f;
     if (f.ok) return &f;
     char err[PF_ERR_LEN];
-    snprintf(f.target, sizeof f.target, "%s/pfb-target.gguf", pf_test_tmpdir());
-    snprintf(f.draft, sizeof f.draft, "%s/pfb-draft.gguf", pf_test_tmpdir());
-    snprintf(f.bundle, sizeof f.bundle, "%s/pfb-app.pfb", pf_test_tmpdir());
-    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 31, f.target, err) < 0 ||
-        pf_dflash_synth(f.target, 1, 1, 8, NULL, 0, 3, false, f.draft, err) < 0) {
+    test_tmp_path(f.target, sizeof f.target, "pfb-target.gguf");
+    test_tmp_path(f.draft, sizeof f.draft, "pfb-draft.gguf");
+    test_tmp_path(f.bundle, sizeof f.bundle, "pfb-app.pfb");
+    if (test_synth_target_draft(f.target, 31, 1, f.draft, err) < 0) {
         printf("    fixture: %s\n", err);
         return NULL;
     }

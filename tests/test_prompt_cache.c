@@ -28,13 +28,11 @@ static const pc_fixture *fix(void) {
     static pc_fixture f;
     if (f.ok) return &f;
     char err[PF_ERR_LEN];
-    snprintf(f.a, sizeof f.a, "%s/pc-a.gguf", pf_test_tmpdir());
-    snprintf(f.b, sizeof f.b, "%s/pc-b.gguf", pf_test_tmpdir());
-    snprintf(f.draft, sizeof f.draft, "%s/pc-draft.gguf", pf_test_tmpdir());
-    const pf_synth_shape *tiny = pf_synth_shape_find("tiny");
-    if (pf_synth_write(tiny, PF_TYPE_Q8_0, false, 41, f.a, err) < 0 ||
-        pf_synth_write(tiny, PF_TYPE_Q8_0, false, 42, f.b, err) < 0 ||
-        pf_dflash_synth(f.a, 1, 2, 8, NULL, 0, 3, false, f.draft, err) < 0) {
+    test_tmp_path(f.a, sizeof f.a, "pc-a.gguf");
+    test_tmp_path(f.b, sizeof f.b, "pc-b.gguf");
+    test_tmp_path(f.draft, sizeof f.draft, "pc-draft.gguf");
+    if (test_synth_target_draft(f.a, 41, 2, f.draft, err) < 0 ||
+        pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 42, f.b, err) < 0) {
         printf("    fixture: %s\n", err);
         return NULL;
     }

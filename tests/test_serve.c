@@ -15,6 +15,7 @@
 
 #include "formats/json.h"
 #include "test.h"
+#include "util.h"
 
 #define TARGET "models/pf-target-f16.gguf"
 #define DRAFT "models/pf-draft-dflash2.gguf"
@@ -48,26 +49,13 @@ static bool have_sdk(void) {
         }                                                                                             \
     } while (0)
 
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t k = s ? fread(s, 1, (size_t)n, f) : 0;
-    if (s) s[k] = 0;
-    fclose(f);
-    return s;
-}
-
 /* `pocketflash ARGS`: its stdout (without run's final newline) into out; exit status. */
 static int run_cli(const char *args, char *out, size_t n_out) {
     char cmd[4096], po[300];
     snprintf(po, sizeof po, "%s/serve-run.out", pf_test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s %s >%s 2>/dev/null </dev/null", cli(), args, po);
     int st = system(cmd);
-    char *s = read_all(po);
+    char *s = test_slurp(po, NULL);
     snprintf(out, n_out, "%s", s ? s : "");
     free(s);
     size_t n = strlen(out);
@@ -97,7 +85,7 @@ static bool server_start(server *s, const char *args) {
         _exit(127);
     }
     for (int i = 0; i < 1200; i++) { /* 60 s */
-        char *log = read_all(s->log);
+        char *log = test_slurp(s->log, NULL);
         const char *p = log ? strstr(log, "listening on http://127.0.0.1:") : NULL;
         if (p) s->port = atoi(p + strlen("listening on http://127.0.0.1:"));
         free(log);
@@ -134,7 +122,7 @@ static int server_stop(server *s) {
 }
 
 static void server_log(const server *s) {
-    char *log = read_all(s->log);
+    char *log = test_slurp(s->log, NULL);
     printf("    server log: %.2000s\n", log ? log : "(none)");
     free(log);
 }
@@ -166,11 +154,21 @@ static int client(const server *s, const char *mode_args) {
     int st = system(cmd);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
     if (rc) {
-        char *t = read_all(log);
+        char *t = test_slurp(log, NULL);
         printf("    client.mjs %s: exit %d: %.2000s\n", mode_args, rc, t ? t : "");
         free(t);
     }
     return rc;
+}
+
+/* client(MODE_ARGS), then the JSON it wrote to out; NULL, with err, when the client fails or its
+ * output does not parse. */
+static pf_json_doc *client_json(const server *s, const char *mode_args, const char *out, char *err) {
+    if (client(s, mode_args) != 0) {
+        snprintf(err, PF_ERR_LEN, "client failed");
+        return NULL;
+    }
+    return pf_json_parse_file(out, err);
 }
 
 static const char *tmp(const char *name) {
@@ -250,9 +248,8 @@ static void check_against_run(const char *serve_args, const char *run_args) {
     START(s, serve_args);
     char ma[700];
     snprintf(ma, sizeof ma, "sdk %s %s 1", in, out);
-    SCHECK(s, client(&s, ma) == 0, "client failed");
     char err[PF_ERR_LEN];
-    pf_json_doc *d = pf_json_parse_file(out, err);
+    pf_json_doc *d = client_json(&s, ma, out, err);
     SCHECK(s, d, "%s", err);
     /* requests 0, 1, 3, 4, 5 against run; 2 is the second turn of 0's conversation */
     const char *want[] = {want_c1, want_c1, NULL, want_c2, want_p1, want_p2};
@@ -331,9 +328,8 @@ TEST(serve_concurrent_requests_get_their_own_answers) {
     server s;
     START(s, "-m " TARGET " -d " DRAFT " --parallel 3 -t 1");
     snprintf(args, sizeof args, "sdk %s %s 6", in, out);
-    SCHECK(s, client(&s, args) == 0, "client failed");
     char err[PF_ERR_LEN];
-    pf_json_doc *d = pf_json_parse_file(out, err);
+    pf_json_doc *d = client_json(&s, args, out, err);
     SCHECK(s, d, "%s", err);
     int sessions_seen = 0;
     for (int i = 0; i < 12; i++) {
@@ -355,8 +351,7 @@ TEST(serve_next_turn_returns_to_its_session) {
     const char *out = tmp("turns.json");
     char args[600], err[PF_ERR_LEN];
     snprintf(args, sizeof args, "turns %s", out);
-    SCHECK(s, client(&s, args) == 0, "client failed");
-    pf_json_doc *d = pf_json_parse_file(out, err);
+    pf_json_doc *d = client_json(&s, args, out, err);
     SCHECK(s, d, "%s", err);
     for (int k = 0; k < 2; k++) {
         const pf_json *first = pf_json_get(item(d, (size_t)k), "pocketflash"), *next = pf_json_get(item(d, (size_t)k + 2), "pocketflash");
@@ -380,8 +375,7 @@ TEST(serve_dropped_stream_frees_its_session) {
     char args[600], err[PF_ERR_LEN];
     snprintf(args, sizeof args, "disconnect %s", out);
     /* the dropped stream asks for 100000 tokens without end-of-turn */
-    SCHECK(s, client(&s, args) == 0, "client failed");
-    pf_json_doc *d = pf_json_parse_file(out, err);
+    pf_json_doc *d = client_json(&s, args, out, err);
     SCHECK(s, d, "%s", err);
     const pf_json *r = pf_json_root(d), *after = pf_json_get(r, "after"), *health = pf_json_get(r, "health");
     SCHECK(s, is_true(after, "ok") && num(r, "after_ms") < 20000, "the next request waited %g ms", num(r, "after_ms"));
@@ -408,9 +402,8 @@ TEST(serve_queue_limit_and_time_limit) {
     server s;
     START(s, "-m " TARGET " --parallel 1 --queue 1 -t 1");
     snprintf(args, sizeof args, "sdk %s %s 6", in, out);
-    SCHECK(s, client(&s, args) == 0, "client failed");
     char err[PF_ERR_LEN];
-    pf_json_doc *d = pf_json_parse_file(out, err);
+    pf_json_doc *d = client_json(&s, args, out, err);
     SCHECK(s, d, "%s", err);
     int ok = 0, busy = 0;
     for (size_t i = 0; i < 6; i++) {
@@ -555,8 +548,7 @@ TEST(serve_api_key_refusals) {
                          "{\"endpoint\":\"chat\",\"key\":\"sekrit\",\"body\":" CHAT_OK "}]"));
     char args[700], err[PF_ERR_LEN];
     snprintf(args, sizeof args, "sdk %s %s 1", in, out);
-    SCHECK(s, client(&s, args) == 0, "client failed");
-    pf_json_doc *d = pf_json_parse_file(out, err);
+    pf_json_doc *d = client_json(&s, args, out, err);
     SCHECK(s, d, "%s", err);
     SCHECK(s, !is_true(item(d, 0), "ok") && num(item(d, 0), "status") == 401, "wrong key: status %g", num(item(d, 0), "status"));
     SCHECK(s, is_true(item(d, 1), "ok") && str(item(d, 1), "text"), "right key refused");
@@ -573,8 +565,7 @@ TEST(serve_load_run_no_failures_flat_memory) {
     const char *out = tmp("load.json");
     char args[700], err[PF_ERR_LEN];
     snprintf(args, sizeof args, "load %s 1000 8 %d", out, (int)s.pid);
-    SCHECK(s, client(&s, args) == 0, "client failed");
-    pf_json_doc *d = pf_json_parse_file(out, err);
+    pf_json_doc *d = client_json(&s, args, out, err);
     SCHECK(s, d, "%s", err);
     const pf_json *r = pf_json_root(d), *rss = pf_json_get(r, "rss_kb");
     SCHECK(s, rss && rss->type == PF_JSON_ARRAY && rss->u.arr.n >= 10, "no RSS samples");
@@ -605,7 +596,7 @@ TEST(serve_bad_flags_one_line_errors) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s serve %s >/dev/null 2>%s </dev/null", cli(), cases[i][0], pe);
         int st = system(cmd);
-        char *e = read_all(pe);
+        char *e = test_slurp(pe, NULL);
         snprintf(out, sizeof out, "%s", e ? e : "");
         free(e);
         CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1, "serve %s: exit %d", cases[i][0], st);

@@ -260,6 +260,18 @@ TEST(spec_sampled_point_mass_same_tokens_as_plain) {
     pf_model_free(m);
 }
 
+typedef struct {
+    pf_spec *spec;
+    int64_t acc, drafted;
+} spec_tally;
+
+/* after each speculative generation: its accepted and drafted tokens */
+static void tally_spec(void *u) {
+    spec_tally *t = u;
+    t->acc += pf_spec_stats_get(t->spec)->tokens - pf_spec_stats_get(t->spec)->rounds;
+    t->drafted += pf_spec_stats_get(t->spec)->drafted;
+}
+
 /* Two-sample chi-square over (t1, t2, t3) outcomes of plain vs speculative sampling with a
  * stochastic draft (the target itself at a higher temperature). Categories with few counts are
  * pooled; threshold: the 0.999 quantile for the degrees of freedom (Wilson-Hilferty). */
@@ -272,25 +284,15 @@ TEST(spec_sampled_stochastic_draft_same_distribution) {
     int32_t prompt[4] = {7, 77, 177, 277};
     enum { RUNS = 3000, POS = 3 };
     int V = m->hp.n_vocab;
-    /* per position, counts over token ids for plain (0) and spec (1) */
-    int *cnt = calloc((size_t)2 * POS * V, sizeof(int));
     pf_drafter *d = oracle_new(m, 0, 0.35f);
     pf_spec *spec = pf_spec_new(s, d, 4, err);
-    int64_t acc = 0, drafted = 0;
-    for (int run = 0; run < RUNS; run++)
-        for (int w = 0; w < 2; w++) {
-            pf_gen_params gp = params(POS + 1, 1.0f, (uint64_t)(run * 2 + w) * 7919 + 1);
-            gp.top_k = 4;
-            gp.strategy = w ? pf_spec_strategy(spec) : NULL;
-            test_seq got = {.n = 0};
-            CHECK(pf_generate_tokens(s, prompt, 4, &gp, test_seq_push, &got, NULL, err) == PF_OK);
-            /* positions 1..POS come from rounds (position 0 is the prefill's sample) */
-            for (int p = 0; p < POS; p++) cnt[((size_t)w * POS + p) * V + got.toks[p + 1]]++;
-            if (w) {
-                acc += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
-                drafted += pf_spec_stats_get(spec)->drafted;
-            }
-        }
+    spec_tally tally = {spec, 0, 0};
+    test_sampling ts = {.s = s, .prompt = prompt, .n_prompt = 4, .runs = RUNS, .n_pos = POS, .n_vocab = V,
+                        .seed_mul = 7919, .seed_add = 1, .strategy = pf_spec_strategy(spec), .after = tally_spec, .u = &tally};
+    /* per position, counts over token ids for plain (0) and spec (1) */
+    int *cnt = test_sample_counts(&ts, err);
+    CHECKF(cnt, "%s", err);
+    int64_t acc = tally.acc, drafted = tally.drafted;
     CHECKF(acc > drafted / 10 && acc < drafted, "acceptance %lld of %lld: both paths must be exercised", (long long)acc, (long long)drafted);
     char why[128];
     CHECKF(pf_chi2_positions_differ(cnt, POS, V, why, sizeof why) < 0, "%s", why);
@@ -436,11 +438,9 @@ static void check_lossless_prompt(pf_session *s, pf_dflash *w, const char *promp
                                   int64_t *accepted) {
     char err[PF_ERR_LEN];
     const pf_model *m = s->model;
-    char *text = pf_chat_format(NULL, prompt);
     int32_t *ids = NULL;
     size_t n = 0;
-    CHECK(pf_tokenize(m->tok, text, strlen(text), true, &ids, &n, err) == 0);
-    free(text);
+    CHECK(test_chat_tokens(m, prompt, &ids, &n, err) == 0);
     pf_gen_params gp = params(40, 0, 0);
     gp.stop_at_eot = true;
     test_seq plain = {.n = 0};

@@ -12,6 +12,7 @@
 #include "engine/tokenizer.h"
 #include "formats/json.h"
 #include "test.h"
+#include "util.h"
 
 #define TARGET "models/pf-target-f16.gguf"
 
@@ -40,11 +41,9 @@ TEST(target_ref_logits_and_greedy_match_pytorch) {
         const pf_json *p = &prompts->u.arr.items[pi];
         const pf_json *text = pf_json_get(p, "prompt"), *pids = pf_json_get(p, "prompt_ids");
         const pf_json *top = pf_json_get(p, "top20"), *greedy = pf_json_get(p, "greedy_ids");
-        char *chat = pf_chat_format(NULL, text->u.str.s);
         int32_t *ids = NULL;
         size_t n = 0;
-        CHECK(pf_tokenize(m->tok, chat, strlen(chat), true, &ids, &n, err) == 0);
-        free(chat);
+        CHECK(test_chat_tokens(m, text->u.str.s, &ids, &n, err) == 0);
         CHECKF(ids_equal(pids, ids, n), "prompt %zu: C tokenizer ids differ from PyTorch's", pi);
         CHECK(top && top->u.arr.n == n);
         pf_ctx *c = pf_ctx_new(m, 512, 2, NULL, err);

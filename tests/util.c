@@ -8,6 +8,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "convert/dflash_synth.h"
+#include "engine/chat.h"
+#include "engine/generate.h"
+#include "engine/tokenizer.h"
 #include "formats/quant.h"
 #include "kernels/cpu.h"
 #include "test.h"
@@ -151,6 +155,17 @@ int test_seq_same(const test_seq *a, const test_seq *b) {
 
 /* ---- models ---- */
 
+pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path) {
+    char err[PF_ERR_LEN];
+    if (pf_synth_write(shape, type, untied, 7, path, err) < 0) {
+        printf("    synth: %s\n", err);
+        return NULL;
+    }
+    pf_model *m = pf_model_load(path, err);
+    if (!m) printf("    load: %s\n", err);
+    return m;
+}
+
 float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n) {
     char err[PF_ERR_LEN];
     int n_taps;
@@ -165,6 +180,44 @@ float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *to
     }
     pf_ctx_free(c);
     return taps;
+}
+
+int test_synth_target_draft(const char *target, uint64_t target_seed, int draft_layers, const char *draft, char *err) {
+    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, target_seed, target, err) < 0) return -1;
+    return pf_dflash_synth(target, 1, draft_layers, 8, NULL, 0, 3, false, draft, err) < 0 ? -1 : 0;
+}
+
+int test_chat_tokens(const pf_model *m, const char *user, int32_t **ids, size_t *n, char *err) {
+    char *text = pf_chat_format(NULL, user);
+    int rc = pf_tokenize(m->tok, text, strlen(text), true, ids, n, err);
+    free(text);
+    return rc;
+}
+
+/* ---- sampled distributions ---- */
+
+int *test_sample_counts(const test_sampling *t, char *err) {
+    int *cnt = calloc((size_t)2 * t->n_pos * t->n_vocab, sizeof(int));
+    if (!cnt) return NULL;
+    for (int run = 0; run < t->runs; run++)
+        for (int w = 0; w < 2; w++) {
+            pf_gen_params gp;
+            pf_gen_params_default(&gp);
+            gp.max_tokens = t->n_pos + 1;
+            gp.temp = 1.0f;
+            gp.top_k = 4;
+            gp.seed = (uint64_t)(run * 2 + w) * t->seed_mul + t->seed_add;
+            gp.stop_at_eot = false;
+            gp.strategy = w ? t->strategy : NULL;
+            test_seq got = {.n = 0};
+            if (pf_generate_tokens(t->s, t->prompt, t->n_prompt, &gp, test_seq_push, &got, NULL, err) != PF_OK) {
+                free(cnt);
+                return NULL;
+            }
+            for (int p = 0; p < t->n_pos; p++) cnt[((size_t)w * t->n_pos + p) * t->n_vocab + got.toks[p + 1]]++;
+            if (w && t->after) t->after(t->u);
+        }
+    return cnt;
 }
 
 /* ---- float64 reference pieces ---- */

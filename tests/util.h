@@ -5,11 +5,14 @@
 #ifndef PF_TEST_UTIL_H
 #define PF_TEST_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "convert/synth.h"
 #include "draft/dflash.h"
 #include "engine/model.h"
+#include "include/pocketflash.h"
 #include "kernels/kernels.h"
 
 /* ---- kernel levels ---- */
@@ -70,9 +73,37 @@ int test_seq_same(const test_seq *a, const test_seq *b);
 
 /* ---- models ---- */
 
+/* A synthetic target of `shape` (seed 7) written to path and loaded; NULL, with the error printed,
+ * when either step fails. */
+pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path);
+
 /* The target's forward over n tokens (one thread), returning the rows the draft taps (n * n_taps *
  * n_embd floats, malloc'd); NULL, with the error printed, when it fails. */
 float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n);
+
+/* A tiny q8_0 target (seed target_seed) and a version-1 DFlash draft of it with draft_layers layers (block 8,
+ * default taps, seed 3), written to target and draft; 0, or -1 with err. */
+int test_synth_target_draft(const char *target, uint64_t target_seed, int draft_layers, const char *draft, char *err);
+/* The ids of `user`'s message in the chat template (pf_chat_format, special tokens parsed); pf_tokenize's result. */
+int test_chat_tokens(const pf_model *m, const char *user, int32_t **ids, size_t *n, char *err);
+
+/* ---- sampled distributions ---- */
+
+/* The counts pf_chi2_positions_differ compares: `runs` pairs of generations of n_pos + 1 tokens from
+ * prompt (temperature 1, top-k 4, seed (2 * run + w) * seed_mul + seed_add), plain (w = 0), then
+ * with `strategy` (w = 1), after which after(u) runs; the tokens at positions 1..n_pos (position 0
+ * is the prefill's sample) counted into a calloc'd [2][n_pos][n_vocab]. NULL, with err, when a
+ * generation fails. */
+typedef struct {
+    pf_session *s;
+    const int32_t *prompt;
+    int n_prompt, runs, n_pos, n_vocab;
+    uint64_t seed_mul, seed_add;
+    pf_strategy *strategy;
+    void (*after)(void *u);
+    void *u;
+} test_sampling;
+int *test_sample_counts(const test_sampling *t, char *err);
 
 /* ---- float64 reference pieces ---- */
 

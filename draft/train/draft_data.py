@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qwen_bpe import QwenBPE  # noqa: E402
 from dflash_model import DRAFT_LAYERS, build_target_layer_ids  # noqa: E402
+from prepare_data import load_eval as eval_prompts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -39,14 +40,6 @@ MAX_SEQ = 512            # the target's training context
 
 def chatml(prompt):
     return "<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n"
-
-
-def eval_prompts():
-    out = []
-    for t in TYPES:
-        for line in open(os.path.join(ROOT, "eval", "tasks", t + ".jsonl"), encoding="utf-8"):
-            out.append(json.loads(line))
-    return out
 
 
 def held_windows():
@@ -124,18 +117,9 @@ def _fast_attention(self, u, cos, sin, mask):
     """qwen3_model.Attention.forward, same arithmetic, with 3-D bmm over contiguous operands (torch 1.13's
     CPU matmul on the transposed 4-D views is ~100x slower here). Patched in this process only."""
     import math
-    from qwen3_model import apply_rope
     B, T, _ = u.shape
     c = self.c
-    q = self.q_norm(self.q_proj(u).view(B, T, c.n_heads, c.head_dim)).transpose(1, 2)
-    k = self.k_norm(self.k_proj(u).view(B, T, c.n_kv_heads, c.head_dim)).transpose(1, 2)
-    v = self.v_proj(u).view(B, T, c.n_kv_heads, c.head_dim).transpose(1, 2)
-    q = apply_rope(q, cos.to(q.dtype), sin.to(q.dtype))
-    k = apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))
-    rep = c.n_heads // c.n_kv_heads
-    if rep > 1:
-        k = k.repeat_interleave(rep, dim=1)
-        v = v.repeat_interleave(rep, dim=1)
+    q, k, v = self.qkv(u, cos, sin)
     nh = c.n_heads
     s = torch.bmm(q.reshape(B * nh, T, c.head_dim).contiguous(),
                   k.reshape(B * nh, T, c.head_dim).transpose(1, 2).contiguous())

@@ -14,7 +14,6 @@
 import hashlib
 import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -36,40 +35,9 @@ MAX_TRIES = 40
 
 def read_kv_typed(path):
     """[(key, vtype, value)] of a GGUF file's metadata, arrays as (etype, items)."""
-    data = open(path, "rb").read()
-    p = 4
-
-    def take(fmt):
-        nonlocal p
-        v = struct.unpack_from(fmt, data, p)
-        p += struct.calcsize(fmt)
-        return v[0]
-
-    def rstr():
-        nonlocal p
-        n = take("<Q")
-        s = data[p:p + n].decode("utf-8")
-        p += n
-        return s
-
-    def rval(t):
-        if t == G.T_STRING:
-            return rstr()
-        if t == G.T_ARRAY:
-            et, n = take("<I"), take("<Q")
-            return (et, [rval(et) for _ in range(n)])
-        return take(G._SCALAR_FMT[t])
-
-    assert data[:4] == b"GGUF"
-    take("<I")
-    take("<Q")
-    nkv = take("<Q")
-    out = []
-    for _ in range(nkv):
-        k = rstr()
-        t = take("<I")
-        out.append((k, t, rval(t)))
-    return out
+    c = G.GGUFCursor(open(path, "rb").read())
+    _, _, nkv = c.header()
+    return c.kv(nkv, typed_arrays=True)
 
 
 def tensor_names(c):

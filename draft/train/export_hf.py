@@ -200,38 +200,10 @@ def from_gguf(path, target=None):
 
 def _meta_only(path):
     """Metadata of a GGUF without reading its tensors."""
-    import struct
     with open(path, "rb") as f:
-        data = f.read(64 << 20)
-    p = 24
-
-    def take(fmt):
-        nonlocal p
-        v = struct.unpack_from(fmt, data, p)
-        p += struct.calcsize(fmt)
-        return v[0]
-
-    def rval(t):
-        nonlocal p
-        if t == G.T_STRING:
-            n = take("<Q")
-            p += n
-            return None
-        if t == G.T_ARRAY:
-            et, n = take("<I"), take("<Q")
-            for _ in range(n):
-                rval(et)
-            return None
-        return take(G._SCALAR_FMT[t])
-
-    (nkv,) = struct.unpack_from("<Q", data, 16)
-    meta = {}
-    for _ in range(nkv):
-        n = take("<Q")
-        k = data[p:p + n].decode()
-        p += n
-        meta[k] = rval(take("<I"))
-    return meta
+        c = G.GGUFCursor(f.read(64 << 20))
+    _, _, nkv = c.header()
+    return {k: v for k, _, v in c.kv(nkv)}
 
 
 def _target_layers(path):

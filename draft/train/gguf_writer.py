@@ -85,50 +85,65 @@ class GGUFWriter:
                 pos += pad
 
 
+class GGUFCursor:
+    """Reads a GGUF file's little-endian fields front to back from its bytes (or their first part)."""
+
+    def __init__(self, data):
+        self.data, self.p = data, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.data, self.p)
+        self.p += struct.calcsize(fmt)
+        return v[0] if len(v) == 1 else v
+
+    def rstr(self):
+        n = self.take("<Q")
+        s = self.data[self.p:self.p + n].decode("utf-8")
+        self.p += n
+        return s
+
+    def rval(self, t, typed_arrays=False):
+        """A metadata value of type t; arrays as lists, or as (etype, items) with typed_arrays."""
+        if t == T_STRING:
+            return self.rstr()
+        if t == T_ARRAY:
+            et, n = self.take("<I"), self.take("<Q")
+            items = [self.rval(et, typed_arrays) for _ in range(n)]
+            return (et, items) if typed_arrays else items
+        return self.take(_SCALAR_FMT[t])
+
+    def header(self):
+        """(version, tensor count, metadata count), from the start."""
+        assert self.data[:4] == GGUF_MAGIC
+        self.p = 4
+        return self.take("<I"), self.take("<Q"), self.take("<Q")
+
+    def kv(self, n, typed_arrays=False):
+        """[(key, vtype, value)] of the next n metadata entries."""
+        out = []
+        for _ in range(n):
+            k = self.rstr()
+            t = self.take("<I")
+            out.append((k, t, self.rval(t, typed_arrays)))
+        return out
+
+
 def read_gguf(path):
     """Returns (metadata dict, {name: np.ndarray shaped torch-style [out, in]})."""
     data = open(path, "rb").read()
-    p = 0
-
-    def take(fmt):
-        nonlocal p
-        v = struct.unpack_from(fmt, data, p)
-        p += struct.calcsize(fmt)
-        return v[0] if len(v) == 1 else v
-
-    def rstr():
-        nonlocal p
-        n = take("<Q")
-        s = data[p:p + n].decode("utf-8")
-        p += n
-        return s
-
-    def rval(t):
-        if t == T_STRING:
-            return rstr()
-        if t == T_ARRAY:
-            et, n = take("<I"), take("<Q")
-            return [rval(et) for _ in range(n)]
-        return take(_SCALAR_FMT[t])
-
-    assert data[:4] == GGUF_MAGIC
-    p = 4
-    ver, nt, nkv = take("<I"), take("<Q"), take("<Q")
+    c = GGUFCursor(data)
+    ver, nt, nkv = c.header()
     assert ver == 3
-    meta = {}
-    for _ in range(nkv):
-        k = rstr()
-        t = take("<I")
-        meta[k] = rval(t)
+    meta = {k: v for k, _, v in c.kv(nkv)}
     infos = []
     for _ in range(nt):
-        name = rstr()
-        nd = take("<I")
-        dims = [take("<Q") for _ in range(nd)]
-        gt, off = take("<I"), take("<Q")
+        name = c.rstr()
+        nd = c.take("<I")
+        dims = [c.take("<Q") for _ in range(nd)]
+        gt, off = c.take("<I"), c.take("<Q")
         infos.append((name, dims, gt, off))
     align = meta.get("general.alignment", ALIGNMENT)
-    base = p + (-p) % align
+    base = c.p + (-c.p) % align
     tensors = {}
     for name, dims, gt, off in infos:
         n = int(np.prod(dims))

@@ -38,20 +38,21 @@ def chatml_parts(prompt, response):
             (response + "<|im_end|>\n", True)]
 
 
-def load_examples():
-    ex = []
+def read_by_type(folder):
+    """The items of folder/TYPE.jsonl for every TYPE in TYPES, in that order."""
+    out = []
     for t in TYPES:
-        for line in open(os.path.join(WORK, "corpus", t + ".jsonl"), encoding="utf-8"):
-            ex.append(json.loads(line))
-    return ex
+        for line in open(os.path.join(folder, t + ".jsonl"), encoding="utf-8"):
+            out.append(json.loads(line))
+    return out
+
+
+def load_examples():
+    return read_by_type(os.path.join(WORK, "corpus"))
 
 
 def load_eval():
-    ev = []
-    for t in TYPES:
-        for line in open(os.path.join(ROOT, "eval", "tasks", t + ".jsonl"), encoding="utf-8"):
-            ev.append(json.loads(line))
-    return ev
+    return read_by_type(os.path.join(ROOT, "eval", "tasks"))
 
 
 def prune(full, counts, n_normal):

@@ -77,7 +77,8 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(c.head_dim, c.eps)
         self.k_norm = RMSNorm(c.head_dim, c.eps)
 
-    def forward(self, u, cos, sin, mask):
+    def qkv(self, u, cos, sin):
+        """q, k, v as [B, n_heads, T, head_dim] for u [B, T, hidden]: QK-norm, RoPE, KV heads repeated (GQA)."""
         B, T, _ = u.shape
         c = self.c
         q = self.q_proj(u).view(B, T, c.n_heads, c.head_dim)
@@ -92,6 +93,12 @@ class Attention(nn.Module):
         if rep > 1:
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
+        return q, k, v
+
+    def forward(self, u, cos, sin, mask):
+        B, T, _ = u.shape
+        c = self.c
+        q, k, v = self.qkv(u, cos, sin)
         s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(c.head_dim))
         s = s + mask.to(s.dtype)
         p = torch.softmax(_atleast_f32(s), dim=-1).to(v.dtype)

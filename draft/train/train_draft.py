@@ -179,15 +179,11 @@ def train(a):
     ema = extra.setdefault("ema", {})
     while step < total:
         lr = L.lr_at(step, total, run["lr"], warm, 0.0)
-        for g in opt.param_groups:
-            g["lr"] = lr
+        L.set_lr(opt, lr)
         feats, toks, lens, anchors = data.batch(step, run["seed"], run["n_seq"], run["n_anchor"])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=run["bf16"]):
             loss, st = block_loss(model, emb, feats, toks, lens, anchors, run["gamma"], run["sel_weight"])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), run["grad_clip"])
-        opt.step()
+        gn = L.optimizer_step(model, opt, loss, run["grad_clip"])
         step += 1
         now = time.time()
         extra["wall"] += now - t_last

@@ -57,6 +57,20 @@ def lr_at(step, total, peak, warmup, min_ratio=0.1):
     return peak * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * p)))
 
 
+def set_lr(opt, lr):
+    for g in opt.param_groups:
+        g["lr"] = lr
+
+
+def optimizer_step(model, opt, loss, grad_clip):
+    """Backward, gradients clipped to grad_clip, one optimizer step; returns the norm before clipping."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    gn = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    return gn
+
+
 @torch.no_grad()
 def eval_per_task(model_fn, val, bf16=False, max_items=None):
     """val: list of {"type","ids","w"}; loss on RESPONSE tokens only (w == 1). Returns {type: loss}."""

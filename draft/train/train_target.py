@@ -104,16 +104,12 @@ def train(resume):
     ema = None
     while step < total:
         lr = L.lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
-        for g in opt.param_groups:
-            g["lr"] = lr
+        L.set_lr(opt, lr)
         ids, w = data.batch(step, cfg["batch_windows"])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg["bf16"]):
             logits = model(ids)
         loss, _ = L.weighted_lm_loss(logits, ids, w)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["grad_clip"])
-        opt.step()
+        gn = L.optimizer_step(model, opt, loss, cfg["grad_clip"])
         step += 1
         now = time.time()
         extra["wall"] += now - t_last

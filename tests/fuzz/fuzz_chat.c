@@ -13,21 +13,15 @@
 #include "engine/chat_tokens.h"
 #include "engine/tokenizer.h"
 #include "formats/gguf.h"
+#include "tests/fuzz/fz_tokenizer.h"
 #include "tests/fuzz/utf8.h"
 
-static gguf_file *g_file; /* kept for the tokenizer, which may point into it */
-static pf_tokenizer *g_tok;
 static bool g_qwen3;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    const char *path = getenv("PF_FUZZ_MODEL") ? getenv("PF_FUZZ_MODEL") : "models/pf-target-f16.gguf";
-    char err[PF_ERR_LEN];
-    if (!(g_file = gguf_open(path, err)) || !(g_tok = pf_tokenizer_load(g_file, err))) {
-        fprintf(stderr, "fuzz_chat: %s (run from the repository root)\n", err);
-        abort();
-    }
+    fz_tokenizer_init("fuzz_chat");
     g_qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(g_tok));
     return 0;
 }
@@ -62,17 +56,7 @@ static void tokenize_path(const char *system, const char *user, bool special) {
     }
     if (!valid) abort(); /* invalid UTF-8 must not tokenize */
     char *want = pf_chat_format_ex(system, user, g_qwen3);
-    size_t wn = strlen(want), o = 0;
-    char *got = malloc(wn + 1);
-    for (size_t i = 0; i < n; i++) {
-        size_t k = 0;
-        const char *b = pf_token_bytes(g_tok, ids[i], &k);
-        if (!b || o + k > wn) abort();
-        memcpy(got + o, b, k);
-        o += k;
-    }
-    if (o != wn || memcmp(got, want, wn) != 0) abort();
-    free(got);
+    fz_expect_token_bytes(ids, n, want, strlen(want));
     free(want);
     free(ids);
 }

@@ -15,6 +15,7 @@
 #include "convert/hf_convert.h"
 #include "formats/json.h"
 #include "convert/vocab_import.h"
+#include "tests/fuzz/bpe_json.h"
 
 static char g_dir[128], g_tok[200], g_cfg[200], g_in[200], g_out[200], g_hf[200], g_hf_cfg[220];
 
@@ -34,25 +35,7 @@ static void put(const char *path, const void *p, size_t n) {
 static void write_tokenizer(const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) abort();
-    fputs("{\"version\":\"1.0\",\"added_tokens\":[", f);
-    const char *sp[4] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|fim_pad|>"};
-    for (int i = 0; i < 4; i++) fprintf(f, "%s{\"id\":%d,\"content\":\"%s\",\"special\":true}", i ? "," : "", 257 + i, sp[i]);
-    fputs("],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":"
-          "{\"Regex\":\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+"
-          "[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Isolated\",\"invert\":false},"
-          "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}]},"
-          "\"model\":{\"type\":\"BPE\",\"vocab\":{",
-          f);
-    int n = 0;
-    for (int b = 0; b < 256; b++) {
-        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-        unsigned cp = printable ? (unsigned)b : 256u + (unsigned)n++;
-        char u[8];
-        if (cp < 0x80) u[0] = (char)cp, u[1] = 0;
-        else u[0] = (char)(0xC0 | (cp >> 6)), u[1] = (char)(0x80 | (cp & 0x3F)), u[2] = 0;
-        fprintf(f, "%s\"%s%s\":%d", b ? "," : "", (cp == '"' || cp == '\\') ? "\\" : "", u, b);
-    }
-    fputs(",\"ab\":256},\"merges\":[\"a b\"]}}", f);
+    write_bpe_json(f, 257, ",\"ab\":256", "\"a b\"");
     fclose(f);
 }
 

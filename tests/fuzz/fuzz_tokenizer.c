@@ -9,20 +9,13 @@
 
 #include "engine/tokenizer.h"
 #include "formats/gguf.h"
+#include "tests/fuzz/fz_tokenizer.h"
 #include "tests/fuzz/utf8.h"
-
-static gguf_file *g_file; /* kept for the tokenizer, which may point into it */
-static pf_tokenizer *g_tok;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    const char *path = getenv("PF_FUZZ_MODEL") ? getenv("PF_FUZZ_MODEL") : "models/pf-target-f16.gguf";
-    char err[PF_ERR_LEN];
-    if (!(g_file = gguf_open(path, err)) || !(g_tok = pf_tokenizer_load(g_file, err))) {
-        fprintf(stderr, "fuzz_tokenizer: %s (run from the repository root)\n", err);
-        abort();
-    }
+    fz_tokenizer_init("fuzz_tokenizer");
     return 0;
 }
 
@@ -51,20 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     }
     /* exact round trip, token by token */
-    char *out = malloc(len + 64);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = 0;
-        const char *b = pf_token_bytes(g_tok, ids[i], &k);
-        if (!b || o + k > len) abort();
-        memcpy(out + o, b, k);
-        o += k;
-    }
-    if (o != len || memcmp(out, copy, len) != 0) abort();
+    fz_expect_token_bytes(ids, n, copy, len);
     /* and through the streaming decoder, which must emit the same bytes */
+    char *out = malloc(len + 64);
     pf_detok d;
     pf_detok_init(&d, g_tok, false);
-    o = 0;
+    size_t o = 0;
     for (size_t i = 0; i <= n; i++) {
         size_t k = 0;
         const char *b = i < n ? pf_detok_push(&d, ids[i], &k) : pf_detok_flush(&d, &k);
