@@ -75,7 +75,11 @@ static int g_servers;
 /* Starts `pocketflash serve --port 0 ARGS`; waits for its "listening on" line. */
 static bool server_start(server *s, const char *args) {
     memset(s, 0, sizeof *s);
-    snprintf(s->log, sizeof s->log, "%s/serve-%d.log", pf_test_tmpdir(), g_servers++);
+    /* the runner's process id in the name and the file removed first: each test runs in its own
+     * process (g_servers starts at 0 in every one), and a log left by an earlier test's server would
+     * give its stale port before this server writes its own */
+    snprintf(s->log, sizeof s->log, "%s/serve-%d-%d.log", pf_test_tmpdir(), (int)getpid(), g_servers++);
+    unlink(s->log);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "exec %s serve --port 0 %s 2>%s >/dev/null </dev/null", cli(), args, s->log);
     s->pid = fork();
