@@ -6,6 +6,7 @@
  * keeps every answer right and the resident memory flat. Tests needing node or the SDK skip by name
  * where they are missing. Runs ./pocketflash (or $PF_CLI) on the committed stand-in models. */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,12 @@
 
 static const char *cli(void) { return getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash"; }
 
+/* Absolute: the client resolves the SDK with node's createRequire, which refuses a relative path
+ * (make asan and make tsan do not export make test's absolute PF_OPENAI_DIR). */
 static const char *openai_dir(void) {
-    return getenv("PF_OPENAI_DIR") ? getenv("PF_OPENAI_DIR") : ".cache/openai-node";
+    static char abs_dir[PATH_MAX];
+    const char *d = getenv("PF_OPENAI_DIR") ? getenv("PF_OPENAI_DIR") : ".cache/openai-node";
+    return realpath(d, abs_dir) ? abs_dir : d;
 }
 
 static bool have_node(void) { return system("command -v node >/dev/null 2>&1") == 0; }
