@@ -6,7 +6,6 @@
  * keeps every answer right and the resident memory flat. Tests needing node or the SDK skip by name
  * where they are missing. Runs ./pocketflash (or $PF_CLI) on the committed stand-in models. */
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +25,10 @@ static const char *cli(void) { return getenv("PF_CLI") ? getenv("PF_CLI") : "./p
 /* Absolute: the client resolves the SDK with node's createRequire, which refuses a relative path
  * (make asan and make tsan do not export make test's absolute PF_OPENAI_DIR). */
 static const char *openai_dir(void) {
-    static char abs_dir[PATH_MAX];
+    static char *abs_dir; /* resolved once, kept for the process */
     const char *d = getenv("PF_OPENAI_DIR") ? getenv("PF_OPENAI_DIR") : ".cache/openai-node";
-    return realpath(d, abs_dir) ? abs_dir : d;
+    if (!abs_dir) abs_dir = realpath(d, NULL);
+    return abs_dir ? abs_dir : d;
 }
 
 static bool have_node(void) { return system("command -v node >/dev/null 2>&1") == 0; }
