@@ -75,8 +75,8 @@ fi
 #    v2 file (as committed at V2_COMMIT: same shape, taps and block) and trained on the 40K responses at
 #    lr 1e-4 (at 3e-4 the teacher-forced first-position accuracy fell from 0.66 to 0.55 in 50 steps);
 #    16 sequences x 16 anchors a step (1,792 supervised rows), checkpoints every 150 steps (~10 min).
-#    From scratch, the same budget measured 330 (DFlash2) and 470 (DFlash) rows/s at 32 anchors per
-#    sequence on this machine's free cores, i.e. ~1.5M rows in 50 minutes, fewer than v2's 2.15M.
+#    From scratch (32 anchors per sequence, lr 6e-4) they trained at 278-330 (DFlash2) and 433-472
+#    (DFlash) rows/s on this 2-core machine (builds beside), ~1.5M rows in 50 minutes: fewer than v2 had seen.
 V2_COMMIT=3b8f6bd
 for v in dflash dflash2; do
     [ -f "$W/v2-$v.gguf" ] || { git show "$V2_COMMIT:models/pf-draft-$v.gguf" > "$W/v2-$v.gguf.tmp" && \
