@@ -1,4 +1,5 @@
 /* pocketflash dec-attach: store a trained Dec head (JSON from draft/train/train_dec.py) in a draft. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,10 @@ static const char k_usage[] =
     "usage: pocketflash dec-attach -d DRAFT.gguf --dec DEC.json -o OUT.gguf\n"
     "  writes the draft with its Dec head as tensors dec.weight [2H], dec.bias [1], dec.pos_bias [P]\n"
     "  (replacing any earlier head). DEC.json: {\"weight\": [2H numbers: target half, then draft half],\n"
-    "  \"bias\": number, \"pos_bias\": [P numbers]}, as written by draft/train/train_dec.py.\n";
+    "  \"bias\": number, \"pos_bias\": [P numbers]}, as written by draft/train/train_dec.py.\n"
+    "usage: pocketflash dec-attach -d DRAFT.gguf --strip -o OUT.gguf\n"
+    "  writes the draft without its Dec head: the file llama.cpp-family loaders take (they refuse\n"
+    "  tensors they do not know).\n";
 
 static float *numbers(const pf_json *a, int *n) {
     if (!a || a->type != PF_JSON_ARRAY || a->u.arr.n == 0 || a->u.arr.n > (1u << 20)) return NULL;
@@ -31,9 +35,11 @@ static float *numbers(const pf_json *a, int *n) {
 
 int cmd_dec_attach(int argc, char **argv) {
     const char *draft = NULL, *dec = NULL, *out = NULL;
+    bool strip = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
+        if (!strcmp(a, "--strip")) { strip = true; continue; }
         if (!cli_known(a, (const char *const[]){"-d", "--dec", "-o", NULL}))
             return cli_fail("dec-attach: unknown flag '%s'", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
@@ -41,8 +47,12 @@ int cmd_dec_attach(int argc, char **argv) {
         else if (!strcmp(a, "--dec")) dec = v;
         else out = v;
     }
-    if (!draft || !dec || !out) return cli_fail("dec-attach: -d, --dec and -o are required");
     char err[PF_ERR_LEN];
+    if (strip) {
+        if (!draft || !out || dec) return cli_fail("dec-attach: --strip takes -d and -o (and no --dec)");
+        return pf_dec_strip(draft, out, err) < 0 ? cli_fail("%s", err) : 0;
+    }
+    if (!draft || !dec || !out) return cli_fail("dec-attach: -d, --dec and -o are required");
     pf_json_doc *doc = pf_json_parse_file(dec, err);
     if (!doc) return cli_fail("%s", err);
     const pf_json *root = pf_json_root(doc), *b = pf_json_get(root, "bias");

@@ -4,8 +4,12 @@
  * Input (written by draft/train/draft_data.py seqs): "PFSQ", u32 n_seq, u32 length[n_seq],
  * i32 tokens[sum of lengths]. Output: a NumPy .npy file, float16 [total tokens, n_taps * n_embd],
  * row-major, tap t of token r at r * n_taps * n_embd + t * n_embd (the layout train_draft.py reads).
- * Written to a temporary and renamed when complete (formats/atomic_file.h). */
+ * With --topk K --topk-out P also the target's K most likely next tokens after every row, for
+ * distillation: P_ids.npy (uint16, or int32 for a vocabulary over 65,536) and P_logp.npy (float16
+ * log-probabilities at temperature 1), both [total tokens, K], most likely first, ties by lower id.
+ * Every output is written to a temporary and renamed when complete (formats/atomic_file.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +25,11 @@ static const char k_usage[] =
     "usage: pocketflash taps -m MODEL.gguf --layers L1,L2,... -i SEQS.bin -o FEATS.npy [-t N]\n"
     "  runs every sequence of SEQS.bin through the model (one prefill each, empty cache) and writes the\n"
     "  residual-stream rows after the given 0-based layers as float16 [tokens, n_taps * n_embd]\n"
-    "  -t N           threads (default: the physical cores, here %d)\n";
+    "  -t N           threads (default: the physical cores, here %d)\n"
+    "  --topk K       also write the model's K (1..256) most likely next tokens after every row:\n"
+    "  --topk-out P   P_ids.npy (uint16, int32 above 65,536 tokens) and P_logp.npy (float16 log-probs)\n";
 
-enum { MAX_TAPS = 16 };
+enum { MAX_TAPS = 16, MAX_TOPK = 256 };
 
 static int parse_layers(const char *v, int n_layer, int *layers, int *n) {
     *n = 0;
@@ -66,10 +72,10 @@ static int read_seqs(const char *path, uint8_t **buf, uint32_t *n_seq, const uin
     return 1;
 }
 
-/* NumPy format 1.0 header, padded so the data starts at a multiple of 64. */
-static int write_npy_header(FILE *f, uint64_t rows, int cols) {
+/* NumPy format 1.0 header (descr e.g. "<f2"), padded so the data starts at a multiple of 64. */
+static int write_npy_header(FILE *f, const char *descr, uint64_t rows, int cols) {
     char dict[128];
-    int n = snprintf(dict, sizeof dict, "{'descr': '<f2', 'fortran_order': False, 'shape': (%llu, %d), }",
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu, %d), }", descr,
                      (unsigned long long)rows, cols);
     int total = 10 + n + 1, pad = (64 - total % 64) % 64;
     uint16_t hlen = (uint16_t)(n + pad + 1);
@@ -80,23 +86,105 @@ static int write_npy_header(FILE *f, uint64_t rows, int cols) {
     return fputc('\n', f) != EOF;
 }
 
+/* The k largest logits of one row (most likely first, ties by lower id) as log-probabilities. */
+static void row_topk(const float *logits, int n_vocab, int k, int32_t *ids, float *logp) {
+    float mx = logits[0];
+    for (int v = 1; v < n_vocab; v++) mx = logits[v] > mx ? logits[v] : mx;
+    double z = 0;
+    for (int v = 0; v < n_vocab; v++) z += exp((double)logits[v] - mx);
+    int n = 0;
+    for (int v = 0; v < n_vocab; v++) {
+        if (n == k && !(logits[v] > logits[ids[k - 1]])) continue;
+        int j = n < k ? n++ : k - 1;
+        while (j > 0 && logits[v] > logits[ids[j - 1]]) { ids[j] = ids[j - 1]; j--; }
+        ids[j] = v;
+    }
+    double lz = log(z) + mx;
+    for (int j = 0; j < k; j++) logp[j] = (float)((double)logits[ids[j]] - lz);
+}
+
+/* The top-k outputs of one run: two .npy files written whole or not at all. */
+typedef struct {
+    int k, wide; /* wide: int32 ids, else uint16 */
+    FILE *f_ids, *f_lp;
+    atomic_file af_ids, af_lp;
+    char path_ids[4096], path_lp[4096];
+    int32_t *ids;
+    float *lp;
+    pf_half *lp16;
+    void *ids_out;
+} topk_out;
+
+static int topk_open(topk_out *o, const char *prefix, int k, int n_vocab, uint64_t rows, int max_len) {
+    o->k = k;
+    o->wide = n_vocab > 65536;
+    if ((size_t)snprintf(o->path_ids, sizeof o->path_ids, "%s_ids.npy", prefix) >= sizeof o->path_ids ||
+        (size_t)snprintf(o->path_lp, sizeof o->path_lp, "%s_logp.npy", prefix) >= sizeof o->path_lp)
+        return cli_fail("taps: --topk-out '%s': path too long", prefix), 0;
+    o->ids = malloc((size_t)max_len * k * sizeof *o->ids);
+    o->lp = malloc((size_t)max_len * k * sizeof *o->lp);
+    o->lp16 = malloc((size_t)max_len * k * sizeof *o->lp16);
+    o->ids_out = malloc((size_t)max_len * k * 4);
+    if (!o->ids || !o->lp || !o->lp16 || !o->ids_out) return cli_fail("taps: out of memory for the top-k rows"), 0;
+    if (!(o->f_ids = cli_create(o->path_ids, &o->af_ids)) || !(o->f_lp = cli_create(o->path_lp, &o->af_lp))) return 0;
+    if (!write_npy_header(o->f_ids, o->wide ? "<i4" : "<u2", rows, k) || !write_npy_header(o->f_lp, "<f2", rows, k))
+        return cli_fail("%s: write failed: %s", o->path_ids, strerror(errno)), 0;
+    return 1;
+}
+
+/* Top-k of n rows of logits, appended to both files. */
+static int topk_write(topk_out *o, const pf_kernels *kern, const float *logits, int n, int n_vocab) {
+    size_t m = (size_t)n * o->k;
+    for (int r = 0; r < n; r++)
+        row_topk(logits + (size_t)r * n_vocab, n_vocab, o->k, o->ids + (size_t)r * o->k, o->lp + (size_t)r * o->k);
+    kern->f32_to_f16(o->lp, o->lp16, (int64_t)m);
+    size_t w = 4;
+    if (!o->wide) {
+        uint16_t *u = o->ids_out;
+        for (size_t i = 0; i < m; i++) u[i] = (uint16_t)o->ids[i];
+        w = 2;
+    } else
+        memcpy(o->ids_out, o->ids, m * 4);
+    if (fwrite(o->ids_out, w, m, o->f_ids) != m) return cli_fail("%s: write failed: %s", o->path_ids, strerror(errno)), 0;
+    if (fwrite(o->lp16, sizeof *o->lp16, m, o->f_lp) != m) return cli_fail("%s: write failed: %s", o->path_lp, strerror(errno)), 0;
+    return 1;
+}
+
+static int topk_commit(topk_out *o) {
+    if (!o->f_ids) return 1;
+    o->f_ids = o->f_lp = NULL;
+    return !cli_finish(&o->af_ids, o->path_ids) && !cli_finish(&o->af_lp, o->path_lp);
+}
+
+static void topk_free(topk_out *o) {
+    atomic_file_abort(&o->af_ids);
+    atomic_file_abort(&o->af_lp);
+    free(o->ids);
+    free(o->lp);
+    free(o->lp16);
+    free(o->ids_out);
+}
+
 int cmd_taps(int argc, char **argv) {
-    const char *model = NULL, *in = NULL, *out = NULL, *layers_arg = NULL;
-    int n_threads = pf_physical_cores();
+    const char *model = NULL, *in = NULL, *out = NULL, *layers_arg = NULL, *topk_prefix = NULL;
+    int n_threads = pf_physical_cores(), topk = 0;
     long long iv;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, n_threads); return 0; }
-        if (!cli_known(a, (const char *const[]){"-m", "-i", "-o", "-t", "--layers", NULL}))
+        if (!cli_known(a, (const char *const[]){"-m", "-i", "-o", "-t", "--layers", "--topk", "--topk-out", NULL}))
             return cli_fail("taps: unknown flag '%s' (try --help)", a);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-i")) in = v;
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--layers")) layers_arg = v;
+        else if (!strcmp(a, "--topk-out")) topk_prefix = v;
+        else if (!strcmp(a, "--topk")) { if (!cli_int(a, v, 1, MAX_TOPK, &iv)) return 1; topk = (int)iv; }
         else { if (!cli_int(a, v, 1, 256, &iv)) return 1; n_threads = (int)iv; }
     }
     if (!model || !in || !out || !layers_arg) return cli_fail("taps: -m, --layers, -i and -o are required");
+    if (!topk != !topk_prefix) return cli_fail("taps: --topk and --topk-out go together");
     char err[PF_ERR_LEN];
     uint8_t *buf = NULL;
     uint32_t n_seq = 0;
@@ -105,8 +193,9 @@ int cmd_taps(int argc, char **argv) {
     uint64_t total = 0;
     pf_model *m = NULL;
     pf_ctx *c = NULL;
-    float *taps = NULL;
+    float *taps = NULL, *logits = NULL;
     pf_half *row16 = NULL;
+    topk_out tk = {0};
     FILE *fo = NULL;
     atomic_file af = {0};
     int rc = 1, layers[MAX_TAPS], n_taps = 0;
@@ -120,14 +209,21 @@ int cmd_taps(int argc, char **argv) {
     taps = malloc((size_t)max_len * width * sizeof *taps);
     row16 = malloc((size_t)max_len * width * sizeof *row16);
     if (!taps || !row16) { cli_fail("taps: out of memory for %u rows", max_len); goto done; }
+    if (topk && topk > m->hp.n_vocab) { cli_fail("taps: --topk %d exceeds the vocabulary (%d)", topk, (int)m->hp.n_vocab); goto done; }
+    if (topk && !(logits = malloc((size_t)max_len * (size_t)m->hp.n_vocab * sizeof *logits))) {
+        cli_fail("taps: out of memory for %u rows of logits", max_len);
+        goto done;
+    }
+    if (topk && !topk_open(&tk, topk_prefix, topk, (int)m->hp.n_vocab, total, (int)max_len)) goto done;
     if (!(fo = atomic_file_open(&af, out, "wb"))) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
-    if (!write_npy_header(fo, total, (int)width)) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+    if (!write_npy_header(fo, "<f2", total, (int)width)) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
     const int32_t *t = toks;
     for (uint32_t i = 0; i < n_seq; i++) {
         pf_kv_truncate(c->kv, 0);
-        pf_batch b = {.tokens = t, .n = (int)lens[i], .logits_mode = PF_LOGITS_NONE,
-                      .tap_layers = layers, .n_taps = n_taps, .taps = taps};
+        pf_batch b = {.tokens = t, .n = (int)lens[i], .logits_mode = topk ? PF_LOGITS_ALL : PF_LOGITS_NONE,
+                      .logits = logits, .tap_layers = layers, .n_taps = n_taps, .taps = taps};
         if (lens[i] && pf_forward(c, &b, err) != 0) { cli_fail("%s: sequence %u: %s", in, i, err); goto done; }
+        if (topk && !topk_write(&tk, c->k, logits, (int)lens[i], (int)m->hp.n_vocab)) goto done;
         size_t n = (size_t)lens[i] * width;
         c->k->f32_to_f16(taps, row16, (int64_t)n);
         if (fwrite(row16, sizeof *row16, n, fo) != n) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
@@ -136,10 +232,13 @@ int cmd_taps(int argc, char **argv) {
     }
     fo = NULL;
     if (atomic_file_commit(&af, out, 0) != 0) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+    if (!topk_commit(&tk)) goto done;
     fprintf(stderr, "\rtaps: %u sequences, %llu tokens, %d taps\n", n_seq, (unsigned long long)total, n_taps);
     rc = 0;
 done:
     atomic_file_abort(&af);
+    topk_free(&tk);
+    free(logits);
     free(row16);
     free(taps);
     pf_ctx_free(c);

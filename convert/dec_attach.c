@@ -24,3 +24,14 @@ int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias
     gguf_close(f);
     return rc;
 }
+
+int pf_dec_strip(const char *draft_path, const char *out, char err[PF_ERR_LEN]) {
+    gguf_file *f;
+    gguf_writer *wr = gguf_writer_from(draft_path, is_dec, &f, err);
+    if (!wr) return -1;
+    gguf_w_copy_tensors(wr, f, is_dec_tensor);
+    int rc = gguf_w_write(wr, out, err);
+    gguf_writer_free(wr);
+    gguf_close(f);
+    return rc;
+}

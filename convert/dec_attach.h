@@ -9,4 +9,8 @@
 int pf_dec_attach(const char *draft_path, const float *w, int n_embd, float bias, const float *pos_bias, int n_pos,
                   const char *out, char err[PF_ERR_LEN]);
 
+/* Write the draft without its Dec head (no dec.* keys or tensors): the file llama.cpp-family loaders
+ * take, which refuse tensors they do not know. */
+int pf_dec_strip(const char *draft_path, const char *out, char err[PF_ERR_LEN]);
+
 #endif

@@ -75,6 +75,22 @@ TEST(dec_attach_round_trip_and_formula) {
     CHECKF(w2, "%s", err);
     pf_dflash_free(w2);
     CHECK(!pf_dec_load_path(f.draft, H, err) && strstr(err, "dec.weight"));
+    /* stripped again: no dec.* tensor or key left, the same tensor count as the bare draft, still a draft */
+    char bare[400];
+    snprintf(bare, sizeof bare, "%s/head-a-stripped.gguf", pf_test_tmpdir());
+    CHECKF(pf_dec_strip(path, bare, err) == 0, "%s", err);
+    gguf_file *g0 = gguf_open(f.draft, err), *g1 = gguf_open(bare, err);
+    CHECKF(g0 && g1, "%s", err);
+    CHECKF(g1->n_tensors == g0->n_tensors, "%lld tensors after strip, %lld in the bare draft", (long long)g1->n_tensors,
+           (long long)g0->n_tensors);
+    CHECK(!gguf_find_tensor(g1, "dec.weight") && !gguf_find_tensor(g1, "dec.bias"));
+    CHECK(!gguf_find(g1, "dflash.dec.positions"));
+    gguf_close(g0);
+    gguf_close(g1);
+    CHECK(!pf_dec_load_path(bare, H, err) && strstr(err, "dec.weight"));
+    w2 = pf_dflash_load(bare, f.m, err);
+    CHECKF(w2, "%s", err);
+    pf_dflash_free(w2);
     free(ht);
     free(hd);
     pf_dec_free(d);

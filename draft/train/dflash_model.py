@@ -263,11 +263,15 @@ class DFlashDraft(nn.Module):
         return cand, score
 
 
-def block_loss(model, emb, feats, toks, lens, anchors, gamma, sel_weight=1.0):
+def block_loss(model, emb, feats, toks, lens, anchors, gamma, sel_weight=1.0, teacher=None, distill=0.0):
     """Training loss for a batch. toks [N, T+B] (padded), lens [N], anchors [N, A] (-1 = unused slot).
     Rows k = 1..B-1 of each block are supervised with toks[a + k] when a + k < len, weighted
     exp(-(k-1)/gamma). DFlash2 adds the selector CE over the top-k candidates with the true predecessor
-    (rows whose true token is not a candidate are skipped). Returns (loss, stats dict)."""
+    (rows whose true token is not a candidate are skipped). With teacher = (ids [N, T, K], logp [N, T, K]),
+    the target's K most likely next tokens after every position, distill > 0 adds distill x the
+    cross-entropy of the draft's distribution against the target's (renormalised over its top K) at
+    the same rows and weights: row k predicts the token at a + k, which the target predicted from
+    position a + k - 1. Returns (loss, stats dict)."""
     c = model.c
     B = c.block_size
     N, A = anchors.shape
@@ -285,12 +289,24 @@ def block_loss(model, emb, feats, toks, lens, anchors, gamma, sel_weight=1.0):
     ce = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), lab.reshape(-1), reduction="none").view(N, A, B - 1)
     wsum = w.sum().clamp_min(1e-6)
     loss = (ce * w).sum() / wsum
+    soft = None
+    if teacher is not None and distill > 0:
+        t_ids, t_lp = teacher
+        K = t_ids.shape[-1]
+        src = (pos - 1).clamp_max(t_ids.shape[1] - 1).view(N, -1, 1).expand(N, A * (B - 1), K)
+        ids_k = t_ids.gather(1, src).view(N, A, B - 1, K)
+        p_k = torch.softmax(t_lp.gather(1, src).view(N, A, B - 1, K).float(), dim=-1)
+        lq = torch.log_softmax(lg, dim=-1).gather(-1, ids_k)
+        soft = -(p_k * lq).sum(-1)
+        loss = loss + distill * (soft * w).sum() / wsum
     with torch.no_grad():
         hit = (lg.argmax(-1) == lab) & ok
         # teacher-forced accepted length per block (greedy v1 rule): leading run of hits
         run = torch.cumprod(hit.long(), dim=-1).sum(-1)
         stats = {"ce": float(loss), "acc1": float(hit[:, :, 0].sum() / ok[:, :, 0].sum().clamp_min(1)),
                  "tau": float((1 + run.float())[valid_a].mean()), "rows": int(ok.sum())}
+        if soft is not None:
+            stats["soft_ce"] = float((soft * w).sum() / wsum)
     if c.version == 2:
         prev = torch.cat([first.unsqueeze(-1), lab[:, :, :-1]], dim=-1)  # true predecessor of each row
         cand, score = model.selector_scores(hr, lg, prev)

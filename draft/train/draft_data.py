@@ -196,7 +196,10 @@ def cmd_seqs(a):
     --layers argument for taps."""
     from gguf_writer import read_gguf
     meta, _ = read_gguf(os.path.join(ROOT, "models", "pf-target-f16.gguf"))
-    taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
+    # --taps: the layers to compute (a superset of what several drafts read: train_draft.py picks its
+    # columns); default z-lab's rule for --layers draft layers
+    taps = ([int(x) for x in a.taps.split(",")] if a.taps else
+            build_target_layer_ids(meta["qwen3.block_count"], a.layers))
     seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"])
     lens, _ = write_index(a.name, seqs, rstart, types, ids_, taps)
     # --parts K: K consecutive slices (<name>_p<k>_seqs.bin) for K single-thread taps processes, whose
@@ -220,17 +223,23 @@ def cmd_seqs(a):
 
 
 def cmd_joinfeats(a):
-    """Concatenate the taps outputs <name>_p<k>_feats.npy (k < parts, in order) into <name>_feats.npy
-    without loading them (header, then the parts' rows copied), check the row count against the
-    index, and remove the parts."""
+    """Concatenate the taps outputs <name>_p<k>_<suffix>.npy (k < parts, in order; suffix feats, and
+    topk_ids / topk_logp when taps wrote the target's top-k) into <name>_<suffix>.npy without loading
+    them (header, then the parts' rows copied), check the row count against the index, and remove
+    the parts."""
+    for suffix in a.suffix:
+        join_parts(a.name, a.parts, suffix)
+
+
+def join_parts(name, n_parts, suffix):
     import shutil
-    parts = [os.path.join(OUT, f"{a.name}_p{k}_feats.npy") for k in range(a.parts)]
+    parts = [os.path.join(OUT, f"{name}_p{k}_{suffix}.npy") for k in range(n_parts)]
     mm = [np.load(p, mmap_mode="r") for p in parts]
     assert all(m.shape[1] == mm[0].shape[1] and m.dtype == mm[0].dtype for m in mm)
     shape = (sum(m.shape[0] for m in mm), mm[0].shape[1])
-    n_index = int(np.load(os.path.join(OUT, a.name + "_index.npz"))["length"].sum())
+    n_index = int(np.load(os.path.join(OUT, name + "_index.npz"))["length"].sum())
     assert shape[0] == n_index, f"parts hold {shape[0]} rows, the index {n_index}"
-    out = os.path.join(OUT, a.name + "_feats.npy")
+    out = os.path.join(OUT, f"{name}_{suffix}.npy")
     with open(out + ".tmp", "wb") as f:
         np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(mm[0].dtype),
                                                  "fortran_order": False, "shape": shape})
@@ -242,7 +251,7 @@ def cmd_joinfeats(a):
     os.replace(out + ".tmp", out)
     for p in parts:
         os.remove(p)
-    print(f"joinfeats {a.name}: {shape[0]} rows x {shape[1]} from {a.parts} parts", file=sys.stderr, flush=True)
+    print(f"joinfeats {name}_{suffix}: {shape[0]} rows x {shape[1]} from {n_parts} parts", file=sys.stderr, flush=True)
 
 
 def cmd_features(a):
@@ -311,9 +320,11 @@ def main():
     p.add_argument("--layers", type=int, default=DRAFT_LAYERS, help="draft layers: the taps follow z-lab's rule")
     p.add_argument("--limit", type=int, default=0, help="only the first N responses of each file")
     p.add_argument("--parts", type=int, default=1, help="write K consecutive slices for K taps processes")
+    p.add_argument("--taps", default="", help="comma-separated 0-based target layers (overrides --layers)")
     p = sub.add_parser("joinfeats")
     p.add_argument("name")
     p.add_argument("parts", type=int)
+    p.add_argument("--suffix", nargs="+", default=["feats"], help="the files to join: feats topk_ids topk_logp")
     p = sub.add_parser("features")
     p.add_argument("name")
     p.add_argument("files", nargs="+")
