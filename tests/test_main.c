@@ -109,6 +109,8 @@ void pf_test_skip_part(const char *part, const char *reason) {
 
 const char *pf_test_self(void) { return g_self; }
 
+const char *pf_test_name(void) { return g_cur_name; }
+
 static int cmp_tests(const void *a, const void *b) {
     const test_entry *x = a, *y = b;
     int c = strcmp(x->file, y->file);
