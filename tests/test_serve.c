@@ -7,10 +7,14 @@
  * oversized, dropped, many at once) leave every session free and descriptors and memory where they
  * were. Tests needing node or the SDK skip by name
  * where they are missing. Runs ./pocketflash (or $PF_CLI) on the committed stand-in models. */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -618,10 +622,6 @@ TEST(serve_bad_flags_one_line_errors) {
 }
 
 /* ---- raw sockets: what a broken or hostile client sends ---- */
-#include <arpa/inet.h>
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 static int raw_connect(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
