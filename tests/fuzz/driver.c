@@ -12,6 +12,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
+/* LeakSanitizer's, present under make asan: what the target's set-up allocates and keeps for the
+ * whole run is not a leak (libFuzzer counts only what one input leaves behind, too). */
+__attribute__((weak)) void __lsan_disable(void);
+__attribute__((weak)) void __lsan_enable(void);
 
 static int run_file(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -74,7 +78,9 @@ static int run_dir(const char *dir, int *count) {
 }
 
 int main(int argc, char **argv) {
+    if (__lsan_disable) __lsan_disable();
     if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
+    if (__lsan_enable) __lsan_enable();
     int count = 0;
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-') continue;
