@@ -86,18 +86,21 @@ check-layers:
 	@sh tools/check_layers.sh
 
 # The test suite runs against the CLI too (tests spawn ./pocketflash).
-test: check-layers pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
+# Every fuzz target is built and run over its seeds too (mk/fuzz.mk), unless T selects other tests.
+test: check-layers pocketflash $(BUILD)/tests/run_tests $(TEST_DATA) $(if $(T),$(if $(findstring fuzz,$(T)),fuzz-suite),fuzz-suite)
 	@$(PF_ENSURE_PKGCONFIG)
-	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
+	PF_SHARED=$(SHARED) PF_FUZZ_BIN=$$(cat build-fuzz/suite-bin 2>/dev/null) $(BUILD)/tests/run_tests $(T)
 
 # AddressSanitizer + UBSan build of the whole suite in its own build folder, with everything the
 # tests run (the CLI, the examples) built the same way.
+# The fuzz targets' seeds run through the plain driver built the same way.
 asan:
-	$(MAKE) $(TEST_DATA)
+	$(MAKE) $(TEST_DATA) fuzz-seeds
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    build-asan/tests/run_tests pocketflash-asan build-asan/examples/chat build-asan/examples/minimal
+	    build-asan/tests/run_tests pocketflash-asan build-asan/examples/chat build-asan/examples/minimal \
+	    $(FUZZ_TARGETS:%=build-asan/fuzz-plain/fuzz_%)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-asan \
-	    PF_EXAMPLE_CHAT=build-asan/examples/chat build-asan/tests/run_tests $(T)
+	    PF_EXAMPLE_CHAT=build-asan/examples/chat PF_FUZZ_BIN=build-asan/fuzz-plain build-asan/tests/run_tests $(T)
 
 pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LDLIBS) $(LDLIBS)
@@ -107,35 +110,6 @@ pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
 SOAK_GENS ?= 2000
 soak: $(BUILD)/tests/run_tests
 	PF_SOAK_GENS=$(SOAK_GENS) PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests soak_
-
-# libFuzzer targets for the GGUF, .pfb bundle and prompt-cache readers (clang); bounded runs (FUZZ_TIME seconds
-# each), not part of `make test`.
-FUZZ_TIME ?= 60
-# The seed corpora are a small synthetic model and its bundle, so mutations start from valid files.
-fuzz: build-fuzz/fuzz_gguf build-fuzz/fuzz_pfb build-fuzz/fuzz_prompt_cache pocketflash
-	mkdir -p build-fuzz/corpus build-fuzz/corpus-pfb
-	./pocketflash synth --shape tiny --type q4_1 -o build-fuzz/corpus/seed-tiny.gguf
-	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=400000 -rss_limit_mb=4096 build-fuzz/corpus
-	./pocketflash pack -m build-fuzz/corpus/seed-tiny.gguf -o build-fuzz/corpus-pfb/seed-tiny.pfb >/dev/null
-	build-fuzz/fuzz_pfb -max_total_time=$(FUZZ_TIME) -max_len=400000 -rss_limit_mb=4096 build-fuzz/corpus-pfb
-	mkdir -p build-fuzz/corpus-pc
-	build-fuzz/fuzz_prompt_cache -max_total_time=$(FUZZ_TIME) -max_len=65536 -rss_limit_mb=4096 build-fuzz/corpus-pc
-
-build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c formats/gguf_read.c formats/ggml_types.c
-	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined -o $@ $^
-
-build-fuzz/fuzz_pfb: tests/fuzz/fuzz_pfb.c formats/pfb.c formats/gguf_read.c formats/ggml_types.c
-	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -DPFB_MAX_RAW='(64ull << 20)' -fsanitize=fuzzer,address,undefined \
-	    -o $@ $^ -lzstd -lxxhash
-
-# The prompt-cache reader: the target builds hash-valid files from its input (see the file).
-build-fuzz/fuzz_prompt_cache: tests/fuzz/fuzz_prompt_cache.c engine/prompt_cache.c engine/kv_cache.c kernels/kv_layout.c \
-                              formats/ggml_types.c
-	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_prompt_cache.c \
-	    engine/kv_cache.c kernels/kv_layout.c formats/ggml_types.c -lzstd -lxxhash -lm
 
 # Stand-in target model (Python training recipe in draft/train; see draft/train/README.md).
 .PHONY: models

@@ -217,8 +217,7 @@ static void run_job(sv_worker *w, sv_job *j) {
         if (r->kind == SV_CHAT) sv_puts(&w->history, "assistant\x1f");
         sv_put(&w->history, j->text.s ? j->text.s : "", j->text.n);
     }
-    job_finish(j);
-    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&j->mu); /* the worker finishes the job once its session counts as free */
 }
 
 /* ---- the pool ---- */
@@ -267,11 +266,18 @@ static void *worker_main(void *arg) {
         sv_job *j = w->job;
         pthread_mutex_unlock(&e->mu);
         run_job(w, j);
-        sv_job_release(j);
         pthread_mutex_lock(&e->mu);
         w->job = NULL;
         e->n_busy--;
+        /* the session is free before its client hears the end: a /health asked right after an
+         * answer shows it free, whatever the threads' timing */
+        pthread_mutex_lock(&j->mu);
+        job_finish(j);
+        pthread_mutex_unlock(&j->mu);
         dispatch(e);
+        pthread_mutex_unlock(&e->mu);
+        sv_job_release(j);
+        pthread_mutex_lock(&e->mu);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;

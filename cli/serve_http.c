@@ -1,6 +1,7 @@
-/* pocketflash serve: routes and responses on libmicrohttpd (see serve_http.h). In
- * thread-per-connection mode a handler may block, so a non-streamed request waits for its job in
- * the connection's thread, and a stream's content reader waits for the next piece of text. */
+/* pocketflash serve: routes and responses (see serve_http.h), then their glue to libmicrohttpd at
+ * the end. In thread-per-connection mode a handler may block, so a non-streamed request waits for
+ * its job in the connection's thread, and a stream's content reader waits for the next piece of
+ * text. The handler itself knows no sockets: a request in, a status and a body or stream out. */
 #include "cli/serve_http.h"
 
 #include <stdio.h>
@@ -31,37 +32,18 @@ struct sv_http {
 
 typedef enum { R_NONE, R_HEALTH, R_MODELS, R_CHAT, R_COMPLETIONS } route;
 
-/* One request's state across the handler's calls. */
-typedef struct {
-    route r;
-    bool responded; /* a response was queued before the body (error): ignore the rest */
-    bool too_big;
-    double t0;
-    sv_buf body;
-} req_ctx;
-
 /* ---- plain responses ---- */
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, const sv_buf *b) {
-    static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n";
-    bool ok = b->s && !b->oom;
-    struct MHD_Response *r = MHD_create_response_from_buffer(ok ? b->n : sizeof oom - 1, ok ? b->s : (char *)oom,
-                                                             MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (code == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST");
-    if (code == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    enum MHD_Result res = MHD_queue_response(c, ok ? code : MHD_HTTP_INTERNAL_SERVER_ERROR, r);
-    MHD_destroy_response(r);
-    return res;
+/* The reply takes the buffer. */
+static void reply_json(sv_reply *r, unsigned code, sv_buf *b) {
+    r->status = code;
+    r->body = *b;
+    *b = (sv_buf){0};
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned code, const char *msg, const char *param,
-                                  const char *err_code) {
+static void reply_error(sv_reply *r, unsigned code, const char *msg, const char *param, const char *err_code) {
     sv_buf b = {0};
     sv_error_json(&b, msg, code >= 500 ? "server_error" : "invalid_request_error", param, err_code);
-    enum MHD_Result res = send_json(c, code, &b);
-    sv_buf_free(&b);
-    return res;
+    reply_json(r, code, &b);
 }
 
 /* ---- routes ---- */
@@ -80,8 +62,7 @@ static route find_route(const char *url, bool *known_path, const char *method) {
 }
 
 /* "Authorization: Bearer KEY", compared in time independent of where it differs. */
-static bool authorized(const sv_http *h, struct MHD_Connection *c) {
-    const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+static bool authorized(const sv_http *h, const char *a) {
     if (!a || strncmp(a, "Bearer ", 7)) return false;
     a += 7;
     size_t n = strlen(a), k = strlen(h->cfg.api_key);
@@ -142,28 +123,26 @@ static void put_head(sv_buf *b, const sv_http *h, const char *id, long created, 
 }
 
 /* An unsuccessful job as an HTTP error; false if it succeeded. */
-static bool job_error(struct MHD_Connection *c, const sv_job *j, enum MHD_Result *res) {
+static bool job_error(sv_reply *r, const sv_job *j) {
     if (j->never_ran && j->status == PF_OK) {
-        *res = j->timed_out ? send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "timed out waiting for a free session", NULL, "timeout")
-                            : send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "request cancelled", NULL, NULL);
+        if (j->timed_out) reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "timed out waiting for a free session", NULL, "timeout");
+        else reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "request cancelled", NULL, NULL);
         return true;
     }
     if (j->status == PF_OK) return false;
     const char *param = j->req.kind == SV_CHAT ? "messages" : "prompt";
     switch (j->status) {
-    case PF_ERR_CONTEXT: *res = send_error(c, MHD_HTTP_BAD_REQUEST, j->err, param, "context_length_exceeded"); break;
-    case PF_ERR_UTF8: *res = send_error(c, MHD_HTTP_BAD_REQUEST, j->err, param, NULL); break;
-    case PF_ERR_ARG: *res = send_error(c, MHD_HTTP_BAD_REQUEST, j->err, "spec", NULL); break;
+    case PF_ERR_CONTEXT: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, "context_length_exceeded"); break;
+    case PF_ERR_UTF8: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, NULL); break;
+    case PF_ERR_ARG: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, "spec", NULL); break;
     default:
-        *res = send_error(c, j->never_ran ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, j->err,
-                          NULL, NULL);
+        reply_error(r, j->never_ran ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, j->err, NULL, NULL);
     }
     return true;
 }
 
-static enum MHD_Result send_completion(const sv_http *h, struct MHD_Connection *c, sv_job *j) {
-    enum MHD_Result res;
-    if (job_error(c, j, &res)) return res;
+static void put_completion(const sv_http *h, sv_reply *r, sv_job *j) {
+    if (job_error(r, j)) return;
     char id[64];
     make_id(id, sizeof id, j->req.kind);
     sv_buf b = {0};
@@ -183,13 +162,11 @@ static enum MHD_Result send_completion(const sv_http *h, struct MHD_Connection *
     sv_puts(&b, ",");
     put_extension(&b, j);
     sv_puts(&b, "}\n");
-    res = send_json(c, MHD_HTTP_OK, &b);
-    sv_buf_free(&b);
-    return res;
+    reply_json(r, MHD_HTTP_OK, &b);
 }
 
 /* ---- streaming ---- */
-typedef struct {
+struct sv_stream {
     const sv_http *h;
     sv_job *j;
     size_t sent;     /* job text bytes already framed */
@@ -198,7 +175,8 @@ typedef struct {
     bool role_sent, finished;
     char id[64];
     long created;
-} stream;
+};
+typedef sv_stream stream;
 
 static void put_chunk(stream *s, const char *text, size_t n, const char *finish) {
     bool chat = s->j->req.kind == SV_CHAT;
@@ -232,11 +210,9 @@ static void put_chunk(stream *s, const char *text, size_t n, const char *finish)
     }
 }
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
-    (void)pos;
-    stream *s = cls;
+ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max) {
     if (s->out_off == s->out.n) {
-        if (s->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (s->finished) return 0;
         s->out.n = s->out_off = 0;
         sv_job *j = s->j;
         pthread_mutex_lock(&j->mu);
@@ -256,7 +232,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             sv_puts(&s->out, "data: [DONE]\n\n");
             s->finished = true;
         }
-        if (s->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (s->out.oom) return -1;
     }
     size_t n = s->out.n - s->out_off < max ? s->out.n - s->out_off : max;
     memcpy(buf, s->out.s + s->out_off, n);
@@ -265,112 +241,187 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 /* The response is gone (sent, or the client went away): a job still running stops. */
-static void stream_free(void *cls) {
-    stream *s = cls;
+void sv_stream_free(sv_stream *s) {
+    if (!s) return;
     sv_job_cancel(s->j);
     sv_job_release(s->j);
     sv_buf_free(&s->out);
     free(s);
 }
 
-static enum MHD_Result send_stream(const sv_http *h, struct MHD_Connection *c, sv_job *j) {
-    enum MHD_Result res;
-    if (j->state == SV_DONE && job_error(c, j, &res)) {
+/* Takes the job's reference. */
+static void put_stream(const sv_http *h, sv_reply *r, sv_job *j) {
+    if (j->state == SV_DONE && job_error(r, j)) {
         sv_job_release(j);
-        return res;
+        return;
     }
     stream *s = calloc(1, sizeof *s);
-    struct MHD_Response *r = s ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, s, stream_free) : NULL;
-    if (!r) {
-        free(s);
+    if (!s) {
         sv_job_cancel(j);
         sv_job_release(j);
-        return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL, NULL);
+        reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL, NULL);
+        return;
     }
     s->h = h;
     s->j = j;
     s->created = (long)time(NULL);
     make_id(s->id, sizeof s->id, j->req.kind);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    res = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return res;
+    r->status = MHD_HTTP_OK;
+    r->stream = s;
 }
 
 /* ---- requests ---- */
-static enum MHD_Result generate(sv_http *h, struct MHD_Connection *c, req_ctx *x) {
+static void generate(sv_http *h, const sv_http_request *q, route rt, sv_reply *r) {
     sv_request req;
     char err[PF_ERR_LEN];
     const char *param;
-    sv_kind kind = x->r == R_CHAT ? SV_CHAT : SV_COMPLETION;
-    if (!sv_request_parse(x->body.s ? x->body.s : "", x->body.n, kind, &req, err, &param))
-        return send_error(c, MHD_HTTP_BAD_REQUEST, err, param, NULL);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    sv_kind kind = rt == R_CHAT ? SV_CHAT : SV_COMPLETION;
+    if (!sv_request_parse(q->body ? q->body : "", q->body_n, kind, &req, err, &param)) {
+        reply_error(r, MHD_HTTP_BAD_REQUEST, err, param, NULL);
+        return;
+    }
     bool stream = req.stream;
-    sv_job *j = sv_job_new(&req, ci ? ci->connect_fd : -1, x->t0, h->cfg.timeout_s);
+    sv_job *j = sv_job_new(&req, q->client_fd, q->t0, h->cfg.timeout_s);
     if (!j) {
         sv_request_free(&req);
-        return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL, NULL);
+        reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL, NULL);
+        return;
     }
     if (!sv_engine_submit(h->e, j)) {
         sv_job_release(j);
-        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is busy (request queue full)", NULL, "server_busy");
+        reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is busy (request queue full)", NULL, "server_busy");
+        return;
     }
     /* a stream's headers wait for its first text (or the end), so a failing prompt still gets its 4xx */
     if (!sv_engine_wait(h->e, j, stream)) {
         sv_job_release(j);
-        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "timed out waiting for a free session", NULL, "timeout");
+        reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "timed out waiting for a free session", NULL, "timeout");
+        return;
     }
-    if (stream) return send_stream(h, c, j); /* takes the reference */
-    enum MHD_Result res = send_completion(h, c, j);
+    if (stream) {
+        put_stream(h, r, j); /* takes the reference */
+        return;
+    }
+    put_completion(h, r, j);
     sv_job_release(j);
-    return res;
 }
 
-static enum MHD_Result send_models(const sv_http *h, struct MHD_Connection *c) {
+static void put_models(const sv_http *h, sv_reply *r) {
     sv_buf b = {0};
     sv_puts(&b, "{\"object\":\"list\",\"data\":[{\"id\":");
     sv_put_jstr(&b, h->cfg.model_id, strlen(h->cfg.model_id));
     sv_printf(&b, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"pocketflash\"}]}\n", (long)time(NULL));
-    enum MHD_Result res = send_json(c, MHD_HTTP_OK, &b);
-    sv_buf_free(&b);
-    return res;
+    reply_json(r, MHD_HTTP_OK, &b);
 }
 
-static enum MHD_Result send_health(const sv_http *h, struct MHD_Connection *c) {
+static void put_health(const sv_http *h, sv_reply *r) {
     int busy, queued;
     sv_engine_load(h->e, &busy, &queued);
     sv_buf b = {0};
     sv_printf(&b, "{\"status\":\"ok\",\"sessions_busy\":%d,\"queued\":%d}\n", busy, queued);
-    enum MHD_Result res = send_json(c, MHD_HTTP_OK, &b);
-    sv_buf_free(&b);
-    return res;
+    reply_json(r, MHD_HTTP_OK, &b);
 }
 
-/* First call: route, key and declared size are checked before any body is read. */
-static enum MHD_Result first_call(sv_http *h, struct MHD_Connection *c, req_ctx *x, const char *url, const char *method) {
+/* Route, key and declared size are checked before any body is read. */
+bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r) {
     bool known;
-    x->r = find_route(url, &known, method);
+    route rt = find_route(q->url, &known, q->method);
     char msg[PF_ERR_LEN];
-    x->responded = true;
-    if (x->r != R_HEALTH && h->cfg.api_key && !authorized(h, c))
-        return send_error(c, MHD_HTTP_UNAUTHORIZED, "missing or wrong API key (Authorization: Bearer KEY)", NULL,
-                          "invalid_api_key");
-    if (x->r == R_NONE) {
-        snprintf(msg, sizeof msg, "%s %.100s: %s", method, url, known ? "method not allowed" : "no such route");
-        return send_error(c, known ? MHD_HTTP_METHOD_NOT_ALLOWED : MHD_HTTP_NOT_FOUND, msg, NULL,
-                          known ? "method_not_allowed" : "not_found");
-    }
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > h->cfg.max_body) {
+    if (rt != R_HEALTH && h->cfg.api_key && !authorized(h, q->authorization))
+        reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong API key (Authorization: Bearer KEY)", NULL, "invalid_api_key");
+    else if (rt == R_NONE) {
+        snprintf(msg, sizeof msg, "%s %.100s: %s", q->method, q->url, known ? "method not allowed" : "no such route");
+        reply_error(r, known ? MHD_HTTP_METHOD_NOT_ALLOWED : MHD_HTTP_NOT_FOUND, msg, NULL,
+                    known ? "method_not_allowed" : "not_found");
+    } else if (q->content_length && strtoull(q->content_length, NULL, 10) > h->cfg.max_body) {
         snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
-        return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, "request_too_large");
+        reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, "request_too_large");
+    } else if (rt == R_HEALTH) put_health(h, r);
+    else if (rt == R_MODELS) put_models(h, r);
+    else return false;
+    return true;
+}
+
+void sv_http_body(sv_http *h, const sv_http_request *q, sv_reply *r) {
+    bool known;
+    route rt = find_route(q->url, &known, q->method);
+    if (rt != R_CHAT && rt != R_COMPLETIONS) {
+        reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "no body expected on this route", NULL, NULL);
+    } else if (q->too_big) {
+        char msg[PF_ERR_LEN];
+        snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
+        reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, "request_too_large");
+    } else if (q->body_oom) {
+        reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL, NULL);
+    } else if (sv_now() - q->t0 > h->cfg.timeout_s) {
+        reply_error(r, MHD_HTTP_REQUEST_TIMEOUT, "the request body took longer than the time limit", NULL, "timeout");
+    } else {
+        generate(h, q, rt, r);
     }
-    if (x->r == R_HEALTH) return send_health(h, c);
-    if (x->r == R_MODELS) return send_models(h, c);
-    x->responded = false;
-    return MHD_YES;
+}
+
+void sv_reply_free(sv_reply *r) {
+    sv_buf_free(&r->body);
+    sv_stream_free(r->stream);
+    *r = (sv_reply){0};
+}
+
+sv_http *sv_http_new(sv_engine *e, const sv_http_config *cfg) {
+    sv_http *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->e = e;
+    h->cfg = *cfg;
+    return h;
+}
+
+/* ---- libmicrohttpd ---- */
+/* One request's state across the handler's calls. */
+typedef struct {
+    bool responded; /* a response was queued before the body (error): ignore the rest */
+    bool too_big;
+    double t0;
+    sv_buf body;
+} req_ctx;
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    ssize_t n = sv_stream_read(cls, buf, max);
+    return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_free(void *cls) { sv_stream_free(cls); }
+
+/* Queues the reply (a stream is then MHD's to free). */
+static enum MHD_Result queue_reply(struct MHD_Connection *c, sv_reply *rp) {
+    static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n";
+    struct MHD_Response *r;
+    unsigned code = rp->status;
+    if (rp->stream) {
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, rp->stream, stream_free);
+        if (!r) {
+            sv_reply_free(rp);
+            return MHD_NO;
+        }
+        rp->stream = NULL;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    } else {
+        bool ok = rp->body.s && !rp->body.oom;
+        if (!ok) code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        r = MHD_create_response_from_buffer(ok ? rp->body.n : sizeof oom - 1, ok ? rp->body.s : (char *)oom,
+                                            MHD_RESPMEM_MUST_COPY);
+        if (!r) {
+            sv_reply_free(rp);
+            return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        if (code == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST");
+        if (code == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    }
+    enum MHD_Result res = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    sv_reply_free(rp);
+    return res;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -378,11 +429,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     sv_http *h = cls;
     req_ctx *x = *ctx;
+    sv_http_request q = {.method = method, .url = url, .client_fd = -1};
+    sv_reply rp = {0};
     if (!x) {
         if (!(x = calloc(1, sizeof *x))) return MHD_NO;
         x->t0 = sv_now();
         *ctx = x;
-        return first_call(h, c, x, url, method);
+        q.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        q.content_length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (!sv_http_head(h, &q, &rp)) return MHD_YES;
+        x->responded = true;
+        return queue_reply(c, &rp);
     }
     if (*upload_size) {
         if (!x->responded && !x->too_big) {
@@ -398,18 +455,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (x->responded) return MHD_YES;
     x->responded = true;
-    if (x->too_big) {
-        char msg[PF_ERR_LEN];
-        snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
-        return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, "request_too_large");
-    }
-    if (x->body.oom) return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL, NULL);
-    if (sv_now() - x->t0 > h->cfg.timeout_s)
-        return send_error(c, MHD_HTTP_REQUEST_TIMEOUT, "the request body took longer than the time limit", NULL, "timeout");
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    q.body = x->body.s;
+    q.body_n = x->body.n;
+    q.too_big = x->too_big;
+    q.body_oom = x->body.oom;
+    q.client_fd = ci ? ci->connect_fd : -1;
+    q.t0 = x->t0;
     double t = sv_now();
-    enum MHD_Result res = generate(h, c, x);
+    sv_http_body(h, &q, &rp);
     if (h->cfg.verbose) fprintf(stderr, "serve: %s %s %.3f s\n", method, url, sv_now() - t);
-    return res;
+    return queue_reply(c, &rp);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode code) {
@@ -430,14 +486,12 @@ sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char 
         snprintf(err, PF_ERR_LEN, "serve: cannot resolve --host '%.100s': %s", cfg->host, gai_strerror(gai));
         return NULL;
     }
-    sv_http *h = calloc(1, sizeof *h);
+    sv_http *h = sv_http_new(e, cfg);
     if (!h) {
         freeaddrinfo(ai);
         snprintf(err, PF_ERR_LEN, "out of memory");
         return NULL;
     }
-    h->e = e;
-    h->cfg = *cfg;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0) | (cfg->verbose ? MHD_USE_ERROR_LOG : 0);
     unsigned idle = cfg->timeout_s < 60 ? (unsigned)cfg->timeout_s + 1 : 60;
@@ -467,7 +521,7 @@ void sv_http_quiesce(sv_http *h) {
 
 void sv_http_stop(sv_http *h) {
     if (!h) return;
-    MHD_stop_daemon(h->d);
+    if (h->d) MHD_stop_daemon(h->d);
     free(h);
 }
 #endif

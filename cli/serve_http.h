@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "cli/serve_engine.h"
 
@@ -21,6 +22,38 @@ typedef struct {
 } sv_http_config;
 
 typedef struct sv_http sv_http;
+
+/* The request handler, without sockets: libmicrohttpd's callbacks call it, and so does
+ * tests/fuzz/fuzz_serve.c. sv_http_head first (before any body is read); when it returns false the
+ * route takes a body, and sv_http_body answers with the whole of it. */
+typedef struct {
+    const char *method, *url;
+    const char *authorization, *content_length; /* header values; NULL: absent */
+    const char *body;                           /* sv_http_body: the whole body */
+    size_t body_n;
+    bool too_big, body_oom; /* the body was cut off at max_body / could not be stored */
+    int client_fd;          /* polled for hang-up while generating (-1: none) */
+    double t0;              /* arrival (sv_now) */
+} sv_http_request;
+
+typedef struct sv_stream sv_stream;
+
+typedef struct {
+    unsigned status;
+    sv_buf body;       /* JSON (an OpenAI error object for 4xx and 5xx); oom: answer 500 */
+    sv_stream *stream; /* or 200 with server-sent events: read it to the end, then free it */
+} sv_reply;
+
+/* The handler's state for an engine, without a listening socket (sv_http_stop frees it). */
+sv_http *sv_http_new(sv_engine *e, const sv_http_config *cfg);
+/* True when r holds the whole answer (an error, /health, /v1/models). */
+bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r);
+void sv_http_body(sv_http *h, const sv_http_request *q, sv_reply *r);
+/* The next bytes of the stream (blocking until the job has more): >0 bytes, 0 at its end, -1 on
+ * error. Freeing it before the end cancels its job (the client went away). */
+ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max);
+void sv_stream_free(sv_stream *s);
+void sv_reply_free(sv_reply *r);
 
 /* Binds and starts serving; *port receives the bound port. NULL with err on failure. */
 sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char err[PF_ERR_LEN]);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/unicode.h"
+
 /* ---- output buffer ---- */
 static bool sv_reserve(sv_buf *b, size_t extra) {
     if (b->oom) return false;
@@ -52,6 +54,19 @@ void sv_put_jstr(sv_buf *b, const char *s, size_t n) {
     size_t run = 0; /* bytes copied as they are, flushed before each escape */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            /* ill-formed UTF-8 (a sampled byte token, cut before a special token) would make the
+             * whole body invalid JSON: each maximal ill-formed part becomes U+FFFD */
+            uint32_t cp;
+            size_t k = pf_utf8_decode(s + i, n - i, &cp);
+            if (cp == PF_UTF8_INVALID) {
+                sv_put(b, s + run, i - run);
+                sv_put(b, "\\ufffd", 6);
+                run = i + k;
+            }
+            i += k - 1;
+            continue;
+        }
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         sv_put(b, s + run, i - run);
         run = i + 1;

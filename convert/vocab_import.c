@@ -29,6 +29,10 @@ static int fail(char err[PF_ERR_LEN], const char *path, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err + n, PF_ERR_LEN - (size_t)n, fmt, ap);
     va_end(ap);
+    /* the message quotes the file's own strings: a control character in one (a newline in a
+     * pattern) would break the one-line error */
+    for (char *c = err; *c; c++)
+        if ((unsigned char)*c < 0x20) *c = ' ';
     return -1;
 }
 

@@ -28,6 +28,8 @@ void pf_test_skip_part(const char *part, const char *reason);
 void pf_test_skip_level(const char *reason);
 /* The runner binary's own path (argv[0]), for tests that run the suite as a subprocess. */
 const char *pf_test_self(void);
+/* The running test's name (for one function registered under several names). */
+const char *pf_test_name(void);
 
 #define TEST(name)                                                                   \
     static void name(void);                                                          \

@@ -12,10 +12,15 @@
  * lacks) is reported as "skip NAME[PART]" and counted as a skip; neither it nor a whole test skipped
  * for want of a kernel level is a failure under CI=true, since the machine, not the tree, lacks it.
  * An argument that selects no test, and a test table too small for the registered tests, are
- * errors. */
+ * errors.
+ *
+ * A forked test's output (stdout and stderr) goes to a file and is copied to the runner's stdout
+ * when the test ends; a failing test's is kept, and the closing summary repeats each failing
+ * test's name with the end of its output, so a rare failure can be read after a long run. */
 #include "test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +114,8 @@ void pf_test_skip_part(const char *part, const char *reason) {
 
 const char *pf_test_self(void) { return g_self; }
 
+const char *pf_test_name(void) { return g_cur_name; }
+
 static int cmp_tests(const void *a, const void *b) {
     const test_entry *x = a, *y = b;
     int c = strcmp(x->file, y->file);
@@ -122,6 +129,46 @@ static int selected(const test_entry *t, char **filters, int n_filters) {
     return 0;
 }
 
+/* A failed test's name and the end of its output, for the summary. */
+typedef struct { const char *name; char *out; } failure;
+static failure g_fail[MAX_TESTS];
+static int g_n_fail;
+#define KEEP_OUTPUT 6000 /* bytes of a failing test's output the summary repeats */
+
+static char g_out_path[300];
+
+/* Copies the finished test's output file to stdout; returns its last KEEP_OUTPUT bytes. */
+static char *drain_output(void) {
+    FILE *f = fopen(g_out_path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 16];
+    char *tail = calloc(1, KEEP_OUTPUT + 1);
+    size_t n_tail = 0;
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) {
+        fwrite(buf, 1, n, stdout);
+        if (!tail) continue;
+        if (n >= KEEP_OUTPUT) {
+            memcpy(tail, buf + n - KEEP_OUTPUT, KEEP_OUTPUT);
+            n_tail = KEEP_OUTPUT;
+        } else {
+            size_t keep = n_tail + n > KEEP_OUTPUT ? KEEP_OUTPUT - n : n_tail;
+            memmove(tail, tail + n_tail - keep, keep);
+            memcpy(tail + keep, buf, n);
+            n_tail = keep + n;
+        }
+        tail[n_tail] = 0;
+    }
+    fclose(f);
+    fflush(stdout);
+    unlink(g_out_path);
+    return tail;
+}
+
+static void note_failure(const char *name, char *out) {
+    if (g_n_fail < MAX_TESTS) g_fail[g_n_fail++] = (failure){name, out};
+    else free(out);
+}
+
 /* Runs one test, in a child process unless in_process; returns its wait status (0 in process). */
 static int run_test(const test_entry *t, int in_process) {
     g_cur_name = t->name;
@@ -133,8 +180,15 @@ static int run_test(const test_entry *t, int in_process) {
     }
     fflush(stdout);
     fflush(stderr);
+    snprintf(g_out_path, sizeof g_out_path, "%s/runner-output", pf_test_tmpdir());
     pid_t pid = fork();
     if (pid == 0) {
+        int fd = open(g_out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
         t->fn();
         g_out->done = 1;
         exit(0); /* exit, not _exit: buffers flush and a sanitizer's exit-time checks run */
@@ -197,6 +251,7 @@ int main(int argc, char **argv) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         int st = run_test(t, in_process);
+        char *out = in_process ? NULL : drain_output();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
         char why[160];
@@ -205,19 +260,36 @@ int main(int argc, char **argv) {
         if (why[0]) {
             printf("FAIL %-48s %8.1f ms (%s)\n", t->name, ms, why);
             failed++;
+            note_failure(t->name, out), out = NULL;
         } else if (g_out->skip[0] && !g_out->failed) {
             int fail = strict && !g_out->skip_level;
             printf("%s %-48s (%s%s)\n", fail ? "FAIL" : "skip", t->name, fail ? "skipped under CI=true: " : "",
                    g_out->skip);
-            if (fail) failed++; else skipped++;
+            if (fail) failed++, note_failure(t->name, out), out = NULL;
+            else skipped++;
         } else {
             printf("%s %-48s %8.1f ms\n", g_out->failed ? "FAIL" : "ok  ", t->name, ms);
-            if (g_out->failed) failed++; else passed++;
+            if (g_out->failed) failed++, note_failure(t->name, out), out = NULL;
+            else passed++;
         }
+        free(out);
     }
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", pf_test_tmpdir());
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", pf_test_tmpdir());
+    for (int i = 0; i < g_n_fail; i++) {
+        printf("==== failed: %s; its output%s:\n%s", g_fail[i].name,
+               g_fail[i].out && strlen(g_fail[i].out) == KEEP_OUTPUT ? " (the end)" : "",
+               g_fail[i].out && g_fail[i].out[0] ? g_fail[i].out : "(none)\n");
+        size_t n = g_fail[i].out ? strlen(g_fail[i].out) : 0;
+        if (n && g_fail[i].out[n - 1] != '\n') printf("\n");
+        free(g_fail[i].out);
+    }
+    if (g_n_fail) {
+        printf("failed:");
+        for (int i = 0; i < g_n_fail; i++) printf(" %s", g_fail[i].name);
+        printf("\n");
+    }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

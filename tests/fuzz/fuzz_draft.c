@@ -7,6 +7,7 @@
 
 #include "draft/dec.h"
 #include "draft/dflash.h"
+#include "convert/dec_attach.h"
 #include "convert/dflash_synth.h"
 #include "engine/model.h"
 #include "convert/synth.h"

@@ -1,0 +1,216 @@
+/* libFuzzer target for the HTTP server's request handler (cli/serve_http.c: sv_http_head, then
+ * sv_http_body, as libmicrohttpd's callbacks call them) on a tiny synthetic model (synth's "tiny"
+ * shape, 64-token context) with a DFlash2 draft carrying a Dec head, over two sessions. The input
+ * is an HTTP request as text: "METHOD PATH", header lines, a blank line, the body. The harness
+ * reads Authorization and Content-Length as the server would, and two headers of its own:
+ * "X-Fuzz-Key: 1" asks the handler that requires an API key ("sekrit"), "X-Fuzz-Drop: N" drops
+ * a stream after N bytes, as a client that goes away. A body over the 8 KiB limit arrives cut off,
+ * as libmicrohttpd hands it over. Checked for every input: a 4xx or 5xx body is an OpenAI error
+ * object ({"error": {"message": string, "type": string, "param", "code"}}), a 200 is a JSON
+ * object, or an event stream of JSON "data:" events ending with "data: [DONE]"; and afterwards no
+ * session is busy and nothing is queued. ASan and LSan catch memory errors and leaks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/serve_http.h"
+#include "convert/dec_attach.h"
+#include "convert/dflash_synth.h"
+#include "convert/synth.h"
+#include "formats/ggml_types.h"
+#include "engine/model.h"
+#include "formats/json.h"
+
+enum { MAX_BODY = 8192 };
+
+static sv_engine *g_engine;
+static sv_http *g_open, *g_keyed;
+
+static void check(int ok, const char *what, const char *detail) {
+    if (!ok) {
+        fprintf(stderr, "fuzz_serve: %s: %s\n", what, detail);
+        abort();
+    }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    setenv("PF_KERNELS", "scalar", 0); /* the sanitized kernels (mk/fuzz.mk) */
+    char tpath[128], dpath[128], dec[128], err[PF_ERR_LEN];
+    int pid = (int)getpid();
+    snprintf(tpath, sizeof tpath, "/tmp/pf-fuzz-serve-%d-target.gguf", pid);
+    snprintf(dpath, sizeof dpath, "/tmp/pf-fuzz-serve-%d-draft.gguf", pid);
+    snprintf(dec, sizeof dec, "/tmp/pf-fuzz-serve-%d-dec.gguf", pid);
+    check(pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, tpath, err) == 0, "synth", err);
+    pf_model *m = pf_load_model(tpath, err);
+    check(!!m, "target", err);
+    check(pf_dflash_synth(tpath, 2, 1, 4, NULL, 0, 5, false, dpath, err) == 0, "synth-draft", err);
+    int H = m->hp.n_embd;
+    float *w = calloc(2 * (size_t)H, sizeof *w), pos[4] = {0.5f, 0.2f, 0, -0.1f};
+    check(!!w, "calloc", "dec head");
+    for (int i = 0; i < 2 * H; i++) w[i] = 0.01f * (float)((i % 7) - 3);
+    check(pf_dec_attach(dpath, w, H, 0.1f, pos, 4, dec, err) == 0, "dec-attach", err);
+    free(w);
+    pf_draft *d = pf_load_draft(m, dec, err);
+    check(!!d, "draft", err);
+    unlink(tpath); /* both stay mapped */
+    unlink(dpath);
+    unlink(dec);
+    sv_engine_config ec = {.n_sessions = 2, .queue_max = 2, .timeout_s = 1e6};
+    ec.session.n_threads = 1;
+    ec.session.n_ctx = 64;
+    check(!!(g_engine = sv_engine_new(m, d, &ec, err)), "engine", err);
+    /* no time limit can end a request: each input's outcome depends on its bytes alone */
+    sv_http_config hc = {.max_body = MAX_BODY, .timeout_s = 1e6, .model_id = "fuzz-tiny"};
+    g_open = sv_http_new(g_engine, &hc);
+    hc.api_key = "sekrit";
+    g_keyed = sv_http_new(g_engine, &hc);
+    check(g_open && g_keyed, "sv_http_new", "out of memory");
+    return 0;
+}
+
+static const pf_json *member(const pf_json *o, const char *key) {
+    return o && o->type == PF_JSON_OBJECT ? pf_json_get(o, key) : NULL;
+}
+
+static bool is_str_or_null(const pf_json *v) { return v && (v->type == PF_JSON_STRING || v->type == PF_JSON_NULL); }
+
+static void check_error_body(unsigned status, const sv_buf *b) {
+    char err[PF_ERR_LEN], what[64];
+    snprintf(what, sizeof what, "status %u", status);
+    check(b->s && !b->oom, what, "no body");
+    pf_json_doc *doc = pf_json_parse(b->s, b->n, err);
+    check(!!doc, what, b->s);
+    const pf_json *e = member(pf_json_root(doc), "error");
+    const pf_json *msg = member(e, "message"), *type = member(e, "type");
+    bool ok = msg && msg->type == PF_JSON_STRING && msg->u.str.s[0] && !strchr(msg->u.str.s, '\n') && type &&
+              type->type == PF_JSON_STRING && is_str_or_null(member(e, "param")) && is_str_or_null(member(e, "code"));
+    check(ok, what, b->s);
+    pf_json_free(doc);
+}
+
+static void check_json_object(const char *s, size_t n, const char *what) {
+    char err[PF_ERR_LEN];
+    pf_json_doc *doc = pf_json_parse(s, n, err);
+    check(doc && pf_json_root(doc)->type == PF_JSON_OBJECT, what, err);
+    pf_json_free(doc);
+}
+
+/* "data: JSON\n\n" events, the last "data: [DONE]\n\n" (complete: the stream was read to its end). */
+static void check_events(const sv_buf *b, bool complete) {
+    const char *p = b->s ? b->s : "", *end = p + b->n;
+    bool done = false;
+    while (p < end) {
+        check(!done, "stream", "events after [DONE]");
+        const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
+        if (!sep && !complete) break; /* cut off mid-event */
+        check(sep && !strncmp(p, "data: ", 6), "stream event", p);
+        const char *data = p + 6;
+        if (sep - data == 6 && !memcmp(data, "[DONE]", 6)) done = true;
+        else check_json_object(data, (size_t)(sep - data), p);
+        p = sep + 2;
+    }
+    check(done || !complete, "stream", "no data: [DONE] at its end");
+}
+
+/* Every session free and nothing queued once the request's job has finished (a cancelled one
+ * stops at its next token). */
+static void wait_idle(void) {
+    for (int i = 0; i < 60000; i++) {
+        int busy, queued;
+        sv_engine_load(g_engine, &busy, &queued);
+        if (!busy && !queued) return;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    check(0, "engine", "a session stayed busy (60 s)");
+}
+
+/* The value of header NAME in head[0..n) ("Name: value" lines), malloc'd; NULL when absent. */
+static char *header(const char *head, size_t n, const char *name) {
+    size_t k = strlen(name);
+    for (const char *p = head, *end = head + n; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        if ((size_t)(eol - p) > k && !strncasecmp(p, name, k) && p[k] == ':') {
+            const char *v = p + k + 1, *ve = eol;
+            while (v < ve && *v == ' ') v++;
+            if (ve > v && ve[-1] == '\r') ve--;
+            return strndup(v, (size_t)(ve - v));
+        }
+        p = eol + 1;
+    }
+    return NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const char *in = (const char *)data, *end = in + size;
+    /* the request line */
+    const char *eol = memchr(in, '\n', size);
+    if (!eol) eol = end;
+    const char *sp = memchr(in, ' ', (size_t)(eol - in));
+    const char *path_end = sp ? memchr(sp + 1, ' ', (size_t)(eol - sp - 1)) : NULL;
+    if (!path_end) path_end = eol > in && eol[-1] == '\r' ? eol - 1 : eol;
+    char *method = strndup(in, (size_t)((sp ? sp : path_end) - in));
+    char *url = sp && sp + 1 <= path_end ? strndup(sp + 1, (size_t)(path_end - sp - 1)) : strdup("");
+    /* headers up to the blank line; the rest is the body */
+    const char *head = eol < end ? eol + 1 : end, *body = end;
+    size_t head_n = (size_t)(end - head);
+    for (const char *p = head; p < end;) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        if (!e) break;
+        if (e == p || (e == p + 1 && *p == '\r')) {
+            head_n = (size_t)(p - head);
+            body = e + 1;
+            break;
+        }
+        p = e + 1;
+    }
+    char *auth = header(head, head_n, "Authorization"), *clen = header(head, head_n, "Content-Length");
+    char *keyed = header(head, head_n, "X-Fuzz-Key"), *drop = header(head, head_n, "X-Fuzz-Drop");
+    size_t body_n = (size_t)(end - body);
+    sv_http *h = keyed ? g_keyed : g_open;
+    sv_http_request q = {.method = method, .url = url, .authorization = auth, .content_length = clen,
+                         .client_fd = -1, .t0 = sv_now()};
+    sv_reply r = {0};
+    char *copy = NULL;
+    if (method && url && !sv_http_head(h, &q, &r)) {
+        if (body_n > MAX_BODY) {
+            q.too_big = true;
+        } else {
+            copy = malloc(body_n ? body_n : 1); /* exact size: a read past the body is past its end */
+            if (copy) memcpy(copy, body, body_n);
+            q.body = copy;
+            q.body_n = body_n;
+            q.body_oom = !copy;
+        }
+        sv_http_body(h, &q, &r);
+    }
+    if (r.stream) {
+        check(r.status == 200, "stream", "status not 200");
+        long limit = drop ? atol(drop) : -1;
+        sv_buf got = {0};
+        char buf[512];
+        ssize_t n;
+        while ((limit < 0 || (long)got.n < limit) && (n = sv_stream_read(r.stream, buf, sizeof buf)) > 0) sv_put(&got, buf, (size_t)n);
+        check(!got.oom, "stream", "out of memory");
+        check_events(&got, limit < 0);
+        sv_buf_free(&got);
+    } else if (r.status) {
+        if (r.status >= 400) check_error_body(r.status, &r.body);
+        else check_json_object(r.body.s ? r.body.s : "", r.body.n, "200 body");
+    }
+    sv_reply_free(&r);
+    wait_idle();
+    free(copy);
+    free(method);
+    free(url);
+    free(auth);
+    free(clen);
+    free(keyed);
+    free(drop);
+    return 0;
+}

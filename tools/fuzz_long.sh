@@ -1,0 +1,43 @@
+#!/bin/sh
+# One long libFuzzer run (make fuzz-long): target NAME for SECONDS at nice 19 over its corpus
+# tests/fuzz/corpus/NAME, which it grows and which later runs resume from; the seeds join it.
+# Afterwards the corpus is minimized (libFuzzer's merge: the smallest set with the same coverage),
+# so what is committed stays small, and one line reports the run: executions, exec/s, coverage,
+# and the execution at which coverage last grew (how long it has been flat).
+# usage: tools/fuzz_long.sh NAME SECONDS MAX_LEN SEED_DIR...
+set -eu
+name=$1 secs=$2 max_len=$3
+shift 3
+bin=build-fuzz/fuzz_$name corpus=tests/fuzz/corpus/$name log=build-fuzz/long-$name.log
+mkdir -p "$corpus"
+seeds=""
+for d in "$@"; do [ ! -d "$d" ] || seeds="$seeds $d"; done
+rc=0
+# shellcheck disable=SC2086 # the seed folders are words
+UBSAN_OPTIONS=halt_on_error=1 nice -n 19 "$bin" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="build-fuzz/long-$name-" "$corpus" $seeds >"$log" 2>&1 || rc=$?
+if [ "$rc" != 0 ]; then
+    echo "fuzz-long $name: FAILED (exit $rc); the input is build-fuzz/long-$name-*; log $log:"
+    tail -n 40 "$log"
+    exit 1
+fi
+# The minimal corpus with the same coverage replaces the grown one.
+rm -rf "$corpus.min" && mkdir -p "$corpus.min"
+nice -n 19 "$bin" -merge=1 -max_len="$max_len" -rss_limit_mb=4096 "$corpus.min" "$corpus" >"$log.merge" 2>&1
+rm -rf "$corpus" && mv "$corpus.min" "$corpus"
+# libFuzzer's lines: "#RUNS <event> cov: C ft: F corp: ..." and the final "stat::..." lines.
+awk -v name="$name" -v files="$(ls "$corpus" | wc -l)" -v kb="$(du -sk "$corpus" | cut -f1)" '
+    /^#[0-9]+/ && / cov: / {
+        n = substr($1, 2) + 0
+        for (i = 1; i < NF; i++) if ($i == "cov:") c = $(i + 1) + 0
+        for (i = 1; i < NF; i++) if ($i == "ft:") f = $(i + 1) + 0
+        if (!seen || c > cov) { cov = c; grew = n; seen = 1 }
+        ft = f
+    }
+    /^stat::number_of_executed_units:/ { runs = $2 }
+    /^stat::average_exec_per_sec:/ { eps = $2 }
+    END {
+        flat = runs > 0 ? 100 * (runs - grew) / runs : 0
+        printf "fuzz-long %s: %d runs, %d exec/s, cov %d ft %d, coverage last grew at run %d (flat for the last %.0f%%), corpus %d files %d kB\n",
+            name, runs, eps, cov, ft, grew, flat, files, kb
+    }' "$log"
