@@ -35,16 +35,6 @@ libpocketflash.a: $(BUILD)/libpocketflash.a
 pocketflash: $(CLI_OBJ) libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) libpocketflash.a $(CLI_LDLIBS) $(LDLIBS)
 
-# The shared library for the bindings (bindings/python, bindings/android): the same sources once
-# more as position-independent objects in $(BUILD)/pic, linked whole.
-$(BUILD)/libpocketflash.so: pic-lib
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libpocketflash.so -o $@ \
-	    -Wl,--whole-archive $(BUILD)/pic/libpocketflash.a -Wl,--no-whole-archive $(LDLIBS)
-pic-lib:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/pic OPT="$(OPT) -fPIC" $(BUILD)/pic/libpocketflash.a
-libpocketflash.so: $(BUILD)/libpocketflash.so
-.PHONY: pic-lib libpocketflash.so
-
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libpocketflash.a $(LDLIBS)
 
@@ -99,7 +89,7 @@ check-layers:
 	@sh tools/check_layers.sh
 
 # The test suite runs against the CLI too (tests spawn ./pocketflash).
-test: check-layers pocketflash $(BUILD)/tests/run_tests $(BUILD)/libpocketflash.so $(TEST_DATA)
+test: check-layers pocketflash $(BUILD)/tests/run_tests $(TEST_DATA)
 	@$(PF_ENSURE_PKGCONFIG)
 	PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests $(T)
 
@@ -188,3 +178,4 @@ drafts:
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 -include mk/api.mk
 -include mk/fuzz.mk
+-include mk/bindings.mk

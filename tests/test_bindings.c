@@ -137,3 +137,71 @@ TEST(bindings_python_sessions_freed) {
     char log[2048];
     CHECKF(run_python(py, "freed", lib, "/dev/null", NULL, log, sizeof log) == 0, "%s", log);
 }
+
+/* javac, java and the JDK's jni.h, or 0 with the test skipped. */
+static int have_jdk(void) {
+    if (test_sh("command -v javac >/dev/null && command -v java >/dev/null && "
+                "test -f \"$(dirname \"$(dirname \"$(readlink -f \"$(command -v javac)\")\")\")/include/jni.h\"") != 0) {
+        pf_test_skip("needs a JDK (javac, java, jni.h)");
+        return 0;
+    }
+    return 1;
+}
+
+TEST(bindings_java_jni_text_equals_run) {
+    if (!have_jdk()) return;
+    const char *lib = shared_lib();
+    if (!lib) return;
+    static char want_gen[8192], want_chat[8192], log[16384];
+    char bad_model[512], bad_draft[512];
+    CHECK(cli_text(0, want_gen, sizeof want_gen) == 0);
+    CHECK(cli_text(1, want_chat, sizeof want_chat) == 0);
+    CHECK(cli_errors(bad_model, bad_draft, sizeof bad_model) == 0);
+    const char *dir = pf_test_tmpdir();
+    char cmd[4096];
+    /* the JNI file as an app's build compiles it: against the public header and the library only */
+    snprintf(cmd, sizeof cmd,
+             "jdk=$(dirname \"$(dirname \"$(readlink -f \"$(command -v javac)\")\")\") && mkdir -p %s/jni/classes && "
+             "javac -Xlint:all -Werror -d %s/jni/classes bindings/android/java/org/pocketflash/PocketFlash.java "
+             "tests/bindings/BindingTest.java && "
+             "cc -std=c11 -Wall -Wextra -Werror -shared -fPIC -Iinclude -I\"$jdk/include\" -I\"$jdk/include/linux\" "
+             "-o %s/jni/libpocketflash_jni.so bindings/android/jni/pocketflash_jni.c %s -Wl,-rpath,\"$(dirname %s)\"",
+             dir, dir, dir, lib, lib);
+    CHECKF(test_run(cmd, log, sizeof log, NULL, 0) == 0, "%s\n%s", cmd, log);
+    char out[512];
+    test_tmp_path(out, sizeof out, "java.out");
+    snprintf(cmd, sizeof cmd,
+             "java -Djava.library.path=%s/jni -cp %s/jni/classes BindingTest %s %s '%s' '%s' %s %s", dir, dir, TARGET,
+             DRAFT, PROMPT, CHAT, BAD_MODEL, out);
+    CHECKF(test_run(cmd, log, sizeof log, NULL, 0) == 0, "%s\n%s", cmd, log);
+    size_t n = 0;
+    char *got = test_slurp(out, &n);
+    CHECK(got);
+    const char *gen = got, *chat = gen + strlen(gen) + 1, *bad = chat < got + n ? chat + strlen(chat) + 1 : NULL;
+    CHECKF(bad && bad < got + n, "%s: three NUL-separated parts expected", out);
+    CHECKF(!strcmp(gen, want_gen), "Java generate:\n%s\npocketflash run:\n%s", gen, want_gen);
+    CHECKF(!strcmp(chat, want_chat), "Java chat:\n%s\npocketflash run --chat:\n%s", chat, want_chat);
+    char want_bad[600];
+    snprintf(want_bad, sizeof want_bad, "%s\n", bad_model);
+    CHECKF(!strcmp(bad, want_bad), "bad model path: Java '%s', CLI '%s'", bad, bad_model);
+    free(got);
+}
+
+/* include/module.modulemap, as Swift's importer reads it (clang modules): `@import PocketFlash;`
+ * finds the module and declares the API, and a name it does not have is an error. Swift itself and
+ * Xcode are not on this machine. */
+TEST(bindings_module_map_imports_as_module) {
+    if (test_sh("command -v clang >/dev/null") != 0) {
+        pf_test_skip("needs clang (its module importer is the one Swift uses)");
+        return;
+    }
+    const char *dir = pf_test_tmpdir();
+    char src[512], cmd[2048], log[4096];
+    test_tmp_path(src, sizeof src, "import.m");
+    CHECK(test_write_file(src, "@import PocketFlash;\nint main(void) { return pf_version()[0] == 0; }\n", (size_t)-1) == 0);
+    snprintf(cmd, sizeof cmd, "clang -fmodules -fmodules-cache-path=%s/modules -Iinclude -Werror -fsyntax-only %s", dir,
+             src);
+    CHECKF(test_run(cmd, log, sizeof log, NULL, 0) == 0, "%s\n%s", cmd, log);
+    CHECK(test_write_file(src, "@import PocketFlash;\nint main(void) { return pf_no_such_function(); }\n", (size_t)-1) == 0);
+    CHECKF(test_run(cmd, log, sizeof log, NULL, 0) != 0, "an undeclared name compiled: %s", cmd);
+}
