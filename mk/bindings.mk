@@ -1,5 +1,5 @@
 # The language bindings (bindings/python, bindings/android; docs/bindings.md): the shared library
-# they load, and the JDK their tests need (tests/test_bindings.c).
+# they load, and the tools their tests need (tests/test_bindings.c, tests/api/test_cmake_package.c).
 
 # The same sources once more as position-independent objects in $(BUILD)/pic, linked whole.
 $(BUILD)/libpocketflash.so: pic-lib
@@ -10,20 +10,22 @@ pic-lib:
 libpocketflash.so: $(BUILD)/libpocketflash.so
 .PHONY: pic-lib libpocketflash.so
 
-# The Java test compiles the binding with javac and its JNI file against the JDK's jni.h. A JDK is
-# installed with apt-get when make runs as root; otherwise, or when that fails, one line says so
-# and the Java test is reported skipped (the Python tests need only python3).
-PF_JDK_PACKAGE ?= default-jdk-headless
-.PHONY: jdk
-jdk:
-	@command -v javac >/dev/null 2>&1 && exit 0; \
+# Tools the tests of the bindings and the CMake package run: javac (the JDK: the Java binding's
+# test compiles the class and its JNI file against jni.h), cmake (the find_package consumer test),
+# clang (the module map test). What is missing is installed with apt-get when make runs as root;
+# otherwise, or when that fails, one line says so and those tests are reported skipped by name.
+PF_TEST_TOOLS ?= javac:default-jdk-headless cmake:cmake clang:clang
+.PHONY: test-tools
+test-tools:
+	@missing=""; for tp in $(PF_TEST_TOOLS); do command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
+	[ -z "$$missing" ] && exit 0; \
 	if [ "$(DEPS_UID)" = 0 ] && command -v $(APT_GET) >/dev/null 2>&1; then \
-	    echo "pocketflash: no JDK for the Java binding's test, installing with apt-get: $(PF_JDK_PACKAGE)"; \
+	    echo "pocketflash: test tools missing, installing with apt-get:$$missing"; \
 	    { DEBIAN_FRONTEND=noninteractive $(APT_GET) update -qq && \
-	      DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq --no-install-recommends $(PF_JDK_PACKAGE); } >/dev/null 2>&1 || \
-	    echo "pocketflash: apt-get could not install $(PF_JDK_PACKAGE); the Java binding's test is skipped"; \
+	      DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq --no-install-recommends $$missing; } >/dev/null 2>&1 || \
+	    echo "pocketflash: apt-get could not install$$missing; the tests that need them are skipped"; \
 	else \
-	    echo "pocketflash: no JDK (apt-get install $(PF_JDK_PACKAGE)); the Java binding's test is skipped"; \
+	    echo "pocketflash: test tools missing (apt-get install$$missing); the tests that need them are skipped"; \
 	fi
 test: $(BUILD)/libpocketflash.so
-test test-data: jdk
+test test-data: test-tools
