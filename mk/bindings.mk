@@ -1,5 +1,5 @@
 # The language bindings (bindings/python, bindings/android; docs/bindings.md): the shared library
-# they load, and the tools their tests need (tests/test_bindings.c, tests/api/test_cmake_package.c).
+# they load, and the tools their tests need (tests/test_bindings.c, tests/api/test_install.c).
 
 # The same sources once more as position-independent objects in $(BUILD)/pic, linked whole.
 $(BUILD)/libpocketflash.so: pic-lib

@@ -34,13 +34,14 @@ static const char *shared_lib(void) {
     return path;
 }
 
-static const char *python(void) {
-    const char *py = getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3";
-    if (access(py, X_OK) != 0) {
+/* python3 and the library into *py and *lib, or 0 with the test skipped (or failed). */
+static int python_ready(const char **py, const char **lib) {
+    *py = getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3";
+    if (access(*py, X_OK) != 0) {
         pf_test_skip("needs python3 (/usr/bin/python3 or $PYTHON)");
-        return NULL;
+        return 0;
     }
-    return py;
+    return (*lib = shared_lib()) != NULL;
 }
 
 /* `pocketflash run` on the prompt, with --chat when chat: its stdout (the text and a newline). */
@@ -74,10 +75,8 @@ static int run_python(const char *py, const char *mode, const char *lib, const c
 }
 
 TEST(bindings_python_text_equals_run) {
-    const char *py = python();
-    if (!py) return;
-    const char *lib = shared_lib();
-    if (!lib) return;
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
     static char want_gen[8192], want_chat[8192], log[8192];
     CHECK(cli_text(0, want_gen, sizeof want_gen) == 0);
     CHECK(cli_text(1, want_chat, sizeof want_chat) == 0);
@@ -96,10 +95,8 @@ TEST(bindings_python_text_equals_run) {
 }
 
 TEST(bindings_python_errors_are_exceptions) {
-    const char *py = python();
-    if (!py) return;
-    const char *lib = shared_lib();
-    if (!lib) return;
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
     char bad_model[512], bad_draft[512], out[512], log[4096];
     CHECK(cli_errors(bad_model, bad_draft, sizeof bad_model) == 0);
     test_tmp_path(out, sizeof out, "python-errors.out");
@@ -119,10 +116,8 @@ TEST(bindings_python_errors_are_exceptions) {
 }
 
 TEST(bindings_python_struct_sizes_equal_c) {
-    const char *py = python();
-    if (!py) return;
-    const char *lib = shared_lib();
-    if (!lib) return;
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
     char sizes[256], log[2048];
     snprintf(sizes, sizeof sizes, "pf_session_params=%zu pf_gen_params=%zu pf_gen_stats=%zu pf_message=%zu",
              sizeof(pf_session_params), sizeof(pf_gen_params), sizeof(pf_gen_stats), sizeof(pf_message));
@@ -130,10 +125,8 @@ TEST(bindings_python_struct_sizes_equal_c) {
 }
 
 TEST(bindings_python_sessions_freed) {
-    const char *py = python();
-    if (!py) return;
-    const char *lib = shared_lib();
-    if (!lib) return;
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
     char log[2048];
     CHECKF(run_python(py, "freed", lib, "/dev/null", NULL, log, sizeof log) == 0, "%s", log);
 }

@@ -34,6 +34,11 @@ static char *bytes_dup(JNIEnv *env, jbyteArray a, size_t *len) {
 }
 
 static jlong to_j(const void *p) { return (jlong)(intptr_t)p; }
+/* A new object's handle, or 0 with the library's message thrown. */
+static jlong handle_or_throw(JNIEnv *env, const void *p, const char *err) {
+    if (!p) throw_pf(env, err);
+    return to_j(p);
+}
 #define FROM_J(type, h) ((type *)(intptr_t)(h))
 
 JNIEXPORT jlong JNICALL JNI_FN(nativeLoadModel)(JNIEnv *env, jclass cls, jbyteArray path) {
@@ -45,8 +50,7 @@ JNIEXPORT jlong JNICALL JNI_FN(nativeLoadModel)(JNIEnv *env, jclass cls, jbyteAr
     }
     pf_model *m = pf_load_model(p, err);
     free(p);
-    if (!m) throw_pf(env, err);
-    return to_j(m);
+    return handle_or_throw(env, m, err);
 }
 
 JNIEXPORT void JNICALL JNI_FN(nativeFreeModel)(JNIEnv *env, jclass cls, jlong h) {
@@ -60,8 +64,7 @@ JNIEXPORT jlong JNICALL JNI_FN(nativeLoadDraft)(JNIEnv *env, jclass cls, jlong m
     if ((*env)->ExceptionCheck(env)) return 0;
     pf_draft *d = pf_load_draft(FROM_J(pf_model, model), p, err); /* NULL path: the bundled draft */
     free(p);
-    if (!d) throw_pf(env, err);
-    return to_j(d);
+    return handle_or_throw(env, d, err);
 }
 
 JNIEXPORT void JNICALL JNI_FN(nativeFreeDraft)(JNIEnv *env, jclass cls, jlong h) {
@@ -78,9 +81,7 @@ JNIEXPORT jlong JNICALL JNI_FN(nativeSessionNew)(JNIEnv *env, jclass cls, jlong 
     (void)cls;
     char err[PF_ERR_LEN] = "";
     pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
-    pf_session *s = pf_session_new(FROM_J(pf_model, model), &sp, err);
-    if (!s) throw_pf(env, err);
-    return to_j(s);
+    return handle_or_throw(env, pf_session_new(FROM_J(pf_model, model), &sp, err), err);
 }
 
 JNIEXPORT void JNICALL JNI_FN(nativeSessionFree)(JNIEnv *env, jclass cls, jlong h) {
