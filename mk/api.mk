@@ -23,11 +23,11 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libpocketflash.a include/pocketflash.
 # file (static library: its Libs name the run-time libraries too), and the CLI.
 PREFIX ?= /usr/local
 PF_VERSION := $(shell sed -n 's/^\#define PF_VERSION_STRING "\(.*\)"/\1/p' include/pocketflash.h)
-$(BUILD)/pocketflash.pc: include/pocketflash.h mk/api.mk
+# The template is CMake's too (cmake --install writes the same file).
+$(BUILD)/pocketflash.pc: cmake/pocketflash.pc.in include/pocketflash.h mk/api.mk
 	@mkdir -p $(dir $@)
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
-	    'Name: pocketflash' 'Description: speculative-decoding engine for Qwen3-architecture models' \
-	    'Version: $(PF_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lpocketflash $(LDLIBS)' >$@
+	sed -e 's|@PF_PREFIX@|$(PREFIX)|' -e 's|@PF_LIBDIR@|lib|' -e 's|@PF_VERSION@|$(PF_VERSION)|' \
+	    -e 's|@PF_LIBS@|$(LDLIBS)|' $< >$@
 install: libpocketflash.a pocketflash $(BUILD)/pocketflash.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 libpocketflash.a $(DESTDIR)$(PREFIX)/lib/

@@ -8,21 +8,18 @@
 PF_ARCH := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))
 
 ifneq (,$(filter aarch64 arm64,$(PF_ARCH)))
-LIB_SRC += $(sort $(wildcard kernels/arm/*.c))
+LIB_SRC += $(sort $(foreach d,$(LIB_DIRS_ARM),$(wildcard $(d)/*.c)))
 # GCC 12.2 for aarch64 stops with an internal compiler error (vect_transform_reduction) in a
 # reduction loop of this test file; test code, so it is simply not vectorised.
 $(BUILD)/tests/test_expand.o: CFLAGS += -fno-tree-vectorize
 else ifneq (,$(filter x86_64 amd64,$(PF_ARCH)))
-LIB_SRC += $(sort $(wildcard kernels/x86/*.c))
+LIB_SRC += $(sort $(foreach d,$(LIB_DIRS_X86),$(wildcard $(d)/*.c)))
 endif
 
 # Scalar reference results must be the same bits on every compiler and architecture: no fused
 # multiply-add unless the code asks for one (fmaf). GCC's -std=c11 already implies this; clang
 # (Android NDK, Apple) contracts by default, and GNU C mode on aarch64 would too.
 CFLAGS += -ffp-contract=off
-
-DOTPROD_FLAGS := -march=armv8.2-a+dotprod
-I8MM_FLAGS    := -march=armv8.2-a+dotprod+i8mm
 
 $(BUILD)/%_dotprod.o: %_dotprod.c
 	@mkdir -p $(dir $@)

@@ -17,5 +17,5 @@ $(OPENAI_DIR)/node_modules/openai/package.json:
 	else \
 	    echo "pocketflash: no npm/node; the serve tests that need the OpenAI Node SDK are skipped"; \
 	fi
-test: $(OPENAI_DIR)/node_modules/openai/package.json
+test test-data: $(OPENAI_DIR)/node_modules/openai/package.json
 test: export PF_OPENAI_DIR := $(abspath $(OPENAI_DIR))

@@ -1,0 +1,203 @@
+/* JNI side of org.pocketflash.PocketFlash (bindings/android/java): each native method is one call
+ * of the public C API (include/pocketflash.h). Handles cross as jlong; text crosses as UTF-8 byte
+ * arrays, because JNI's own string functions speak modified UTF-8, which differs from UTF-8 for
+ * characters outside the BMP. A failure throws PocketFlash.PocketFlashException with the library's
+ * message. The text callback calls back into Java on the same thread; an exception it throws stops
+ * the generation and is left pending, so Java sees it when the native method returns. */
+#include <jni.h>
+#include <pocketflash.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JNI_FN(name) Java_org_pocketflash_PocketFlash_##name
+
+static void throw_pf(JNIEnv *env, const char *msg) {
+    jclass c = (*env)->FindClass(env, "org/pocketflash/PocketFlash$PocketFlashException");
+    if (c) (*env)->ThrowNew(env, c, msg && *msg ? msg : "pocketflash: unknown error");
+}
+
+/* A Java byte[] as a NUL-terminated C string (malloc'd; NULL for a null array, or with an
+ * exception pending when out of memory). */
+static char *bytes_dup(JNIEnv *env, jbyteArray a, size_t *len) {
+    if (!a) return NULL;
+    jsize n = (*env)->GetArrayLength(env, a);
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        throw_pf(env, "out of memory");
+        return NULL;
+    }
+    (*env)->GetByteArrayRegion(env, a, 0, n, (jbyte *)s);
+    s[n] = 0;
+    if (len) *len = (size_t)n;
+    return s;
+}
+
+static jlong to_j(const void *p) { return (jlong)(intptr_t)p; }
+/* A new object's handle, or 0 with the library's message thrown. */
+static jlong handle_or_throw(JNIEnv *env, const void *p, const char *err) {
+    if (!p) throw_pf(env, err);
+    return to_j(p);
+}
+#define FROM_J(type, h) ((type *)(intptr_t)(h))
+
+JNIEXPORT jlong JNICALL JNI_FN(nativeLoadModel)(JNIEnv *env, jclass cls, jbyteArray path) {
+    (void)cls;
+    char err[PF_ERR_LEN] = "", *p = bytes_dup(env, path, NULL);
+    if (!p) {
+        if (!(*env)->ExceptionCheck(env)) throw_pf(env, "model path is null");
+        return 0;
+    }
+    pf_model *m = pf_load_model(p, err);
+    free(p);
+    return handle_or_throw(env, m, err);
+}
+
+JNIEXPORT void JNICALL JNI_FN(nativeFreeModel)(JNIEnv *env, jclass cls, jlong h) {
+    (void)env, (void)cls;
+    pf_free_model(FROM_J(pf_model, h));
+}
+
+JNIEXPORT jlong JNICALL JNI_FN(nativeLoadDraft)(JNIEnv *env, jclass cls, jlong model, jbyteArray path) {
+    (void)cls;
+    char err[PF_ERR_LEN] = "", *p = bytes_dup(env, path, NULL);
+    if ((*env)->ExceptionCheck(env)) return 0;
+    pf_draft *d = pf_load_draft(FROM_J(pf_model, model), p, err); /* NULL path: the bundled draft */
+    free(p);
+    return handle_or_throw(env, d, err);
+}
+
+JNIEXPORT void JNICALL JNI_FN(nativeFreeDraft)(JNIEnv *env, jclass cls, jlong h) {
+    (void)env, (void)cls;
+    pf_free_draft(FROM_J(pf_draft, h));
+}
+
+JNIEXPORT jint JNICALL JNI_FN(nativeDraftBlockSize)(JNIEnv *env, jclass cls, jlong h) {
+    (void)env, (void)cls;
+    return pf_draft_block_size(FROM_J(pf_draft, h));
+}
+
+JNIEXPORT jlong JNICALL JNI_FN(nativeSessionNew)(JNIEnv *env, jclass cls, jlong model, jint threads, jlong n_ctx) {
+    (void)cls;
+    char err[PF_ERR_LEN] = "";
+    pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
+    return handle_or_throw(env, pf_session_new(FROM_J(pf_model, model), &sp, err), err);
+}
+
+JNIEXPORT void JNICALL JNI_FN(nativeSessionFree)(JNIEnv *env, jclass cls, jlong h) {
+    (void)env, (void)cls;
+    pf_session_free(FROM_J(pf_session, h));
+}
+
+JNIEXPORT void JNICALL JNI_FN(nativeSessionReset)(JNIEnv *env, jclass cls, jlong h) {
+    (void)env, (void)cls;
+    pf_session_reset(FROM_J(pf_session, h));
+}
+
+typedef struct {
+    JNIEnv *env;
+    jobject sink;
+    jmethodID on_bytes;
+} jni_sink;
+
+static int on_text(void *user, const char *text, size_t len) {
+    jni_sink *k = user;
+    JNIEnv *env = k->env;
+    jbyteArray a = (*env)->NewByteArray(env, (jsize)len);
+    if (!a) return 1;
+    (*env)->SetByteArrayRegion(env, a, 0, (jsize)len, (const jbyte *)text);
+    jboolean stop = (*env)->CallBooleanMethod(env, k->sink, k->on_bytes, a);
+    (*env)->DeleteLocalRef(env, a);
+    return (*env)->ExceptionCheck(env) || stop;
+}
+
+/* The conversation roles[i] / contents[i] as pf_message (strings malloc'd); -1 with an exception. */
+static int messages_dup(JNIEnv *env, jobjectArray roles, jobjectArray contents, pf_message **out, int *n) {
+    *n = roles ? (*env)->GetArrayLength(env, roles) : 0;
+    if (!contents || (*env)->GetArrayLength(env, contents) != *n) {
+        throw_pf(env, "chat: roles and contents differ in length");
+        return -1;
+    }
+    *out = calloc((size_t)(*n ? *n : 1), sizeof **out);
+    if (!*out) {
+        throw_pf(env, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < *n; i++) {
+        jbyteArray r = (*env)->GetObjectArrayElement(env, roles, i), c = (*env)->GetObjectArrayElement(env, contents, i);
+        (*out)[i].role = bytes_dup(env, r, NULL);
+        (*out)[i].content = bytes_dup(env, c, NULL);
+        if (!(*out)[i].role || !(*out)[i].content) {
+            if (!(*env)->ExceptionCheck(env)) throw_pf(env, "chat: a null message");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void messages_free(pf_message *m, int n) {
+    for (int i = 0; m && i < n; i++) {
+        free((char *)m[i].role);
+        free((char *)m[i].content);
+    }
+    free(m);
+}
+
+/* ip: max_tokens, spec, block, top_k, chat, stop_at_eot; fp: temp, top_p; stats: see PocketFlash.Stats. */
+JNIEXPORT void JNICALL JNI_FN(nativeGenerate)(JNIEnv *env, jclass cls, jlong session, jbyteArray prompt, jobjectArray roles,
+                                        jobjectArray contents, jintArray ip, jfloatArray fp, jlong draft, jlong seed,
+                                        jobject sink, jdoubleArray stats_out, jobjectArray strategy_out) {
+    (void)cls;
+    jint iv[6];
+    jfloat fv[2];
+    (*env)->GetIntArrayRegion(env, ip, 0, 6, iv);
+    (*env)->GetFloatArrayRegion(env, fp, 0, 2, fv);
+    if ((*env)->ExceptionCheck(env)) return;
+    pf_gen_params p;
+    pf_gen_params_default(&p);
+    p.max_tokens = iv[0];
+    p.spec = (pf_spec_kind)iv[1];
+    p.block = iv[2];
+    p.top_k = iv[3];
+    p.chat = iv[4] != 0;
+    p.stop_at_eot = iv[5] != 0;
+    p.temp = fv[0];
+    p.top_p = fv[1];
+    p.seed = (uint64_t)seed;
+    p.draft = FROM_J(const pf_draft, draft);
+
+    jclass sc = (*env)->GetObjectClass(env, sink);
+    jni_sink k = {env, sink, (*env)->GetMethodID(env, sc, "onBytes", "([B)Z")};
+    if (!k.on_bytes) return;
+    char err[PF_ERR_LEN] = "";
+    pf_gen_stats st;
+    memset(&st, 0, sizeof st);
+    pf_status r;
+    if (prompt) {
+        size_t len = 0;
+        char *text = bytes_dup(env, prompt, &len);
+        if (!text) return;
+        r = pf_generate(FROM_J(pf_session, session), text, len, &p, on_text, &k, &st, err);
+        free(text);
+    } else {
+        pf_message *m = NULL;
+        int n = 0;
+        if (messages_dup(env, roles, contents, &m, &n) < 0) {
+            messages_free(m, n);
+            return;
+        }
+        r = pf_generate_chat(FROM_J(pf_session, session), m, n, &p, on_text, &k, &st, err);
+        messages_free(m, n);
+    }
+    if ((*env)->ExceptionCheck(env)) return; /* the callback's own exception */
+    if (r != PF_OK) {
+        throw_pf(env, err);
+        return;
+    }
+    jdouble v[15] = {st.n_prompt, st.n_gen, st.n_reused, st.n_cached, st.prefill_s, st.ttft_s, st.decode_s,
+                     st.stop, st.block, (jdouble)st.rounds, (jdouble)st.round_tokens, (jdouble)st.drafted,
+                     (jdouble)st.accepted, st.tau, st.acceptance};
+    (*env)->SetDoubleArrayRegion(env, stats_out, 0, 15, v);
+    jstring name = (*env)->NewStringUTF(env, st.strategy ? st.strategy : "ar");
+    if (name) (*env)->SetObjectArrayElement(env, strategy_out, 0, name);
+}

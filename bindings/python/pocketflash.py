@@ -1,0 +1,316 @@
+"""pocketflash from Python: ctypes over the shared library (libpocketflash.so), nothing to compile.
+
+    import pocketflash as pf
+    with pf.Model("models/pf-target-f16.gguf") as model, \\
+         model.load_draft("models/pf-draft-dflash2.gguf") as draft, \\
+         model.session(threads=2) as s:
+        text = s.generate("The capital of France is", max_tokens=48, draft=draft,
+                          on_text=lambda piece: print(piece, end="", flush=True))
+        print(s.stats.tau, s.stats.acceptance, s.stats.decode_tok_s)
+
+The library is found, first match wins: the `lib` argument of Model, $POCKETFLASH_LIB, the
+repository's own builds next to this file (build/libpocketflash.so from `make libpocketflash.so`,
+then build-cmake/lib/libpocketflash.so), then the dynamic loader's search (an installed
+libpocketflash.so.0 / libpocketflash.so, LD_LIBRARY_PATH). A library call that fails raises
+PocketFlashError with the library's own message; Model, Draft and Session free what they hold on
+close() or at the end of a `with` block (a model closes its drafts and sessions first).
+
+The structures below mirror include/pocketflash.h field for field; the tests compare their sizes
+with the C compiler's.
+"""
+import ctypes
+import os
+import weakref
+
+__all__ = ["PocketFlashError", "Model", "Draft", "Session", "Stats", "STRATEGIES", "load_library"]
+
+PF_ERR_LEN = 256
+STATUS = ["ok", "io", "format", "arg", "context", "utf8", "oom", "internal"]
+# pf_spec_kind, by the names the CLI's --spec uses ("ar" is plain decoding).
+STRATEGIES = {"default": 0, "plain": 1, "ar": 1, "dflash": 2, "ngram": 3, "dec": 4, "adaptive": 5}
+STOP = ["eot", "length", "context", "callback"]
+
+
+class PocketFlashError(RuntimeError):
+    """A library call failed: .status is the pf_status name of a generation ("io", "format", "arg",
+    "context", "utf8", "oom", "internal"; "load" for a model, draft or session the library refused,
+    which it reports by message only), str() the library's message."""
+
+    def __init__(self, message, status="arg"):
+        super().__init__(message)
+        self.status = status
+
+
+class _SessionParams(ctypes.Structure):
+    _fields_ = [("n_threads", ctypes.c_int), ("n_ctx", ctypes.c_int64), ("kv_q8", ctypes.c_int)]
+
+
+class _GenParams(ctypes.Structure):
+    _fields_ = [
+        ("max_tokens", ctypes.c_int), ("temp", ctypes.c_float), ("top_k", ctypes.c_int),
+        ("top_p", ctypes.c_float), ("seed", ctypes.c_uint64), ("chat", ctypes.c_bool),
+        ("system", ctypes.c_char_p), ("stop_at_eot", ctypes.c_bool), ("draft", ctypes.c_void_p),
+        ("spec", ctypes.c_int), ("block", ctypes.c_int), ("ngram_n", ctypes.c_int),
+        ("draft_head", ctypes.c_int), ("profile", ctypes.c_char_p), ("task", ctypes.c_char_p),
+        ("strategy", ctypes.c_void_p), ("prompt_cache", ctypes.c_char_p), ("no_special", ctypes.c_bool),
+    ]
+
+
+class _GenStats(ctypes.Structure):
+    _fields_ = [
+        ("n_prompt", ctypes.c_int), ("n_gen", ctypes.c_int), ("n_reused", ctypes.c_int),
+        ("n_cached", ctypes.c_int), ("prefill_s", ctypes.c_double), ("ttft_s", ctypes.c_double),
+        ("decode_s", ctypes.c_double), ("stop", ctypes.c_int), ("strategy", ctypes.c_char_p),
+        ("block", ctypes.c_int), ("rounds", ctypes.c_int64), ("round_tokens", ctypes.c_int64),
+        ("drafted", ctypes.c_int64), ("accepted", ctypes.c_int64), ("tau", ctypes.c_double),
+        ("acceptance", ctypes.c_double), ("draft_s", ctypes.c_double), ("context_s", ctypes.c_double),
+        ("verify_s", ctypes.c_double), ("accept_s", ctypes.c_double), ("other_s", ctypes.c_double),
+        ("prompt_context_s", ctypes.c_double),
+    ]
+
+
+class _Message(ctypes.Structure):
+    _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p)]
+
+
+STRUCT_SIZES = {"pf_session_params": _SessionParams, "pf_gen_params": _GenParams,
+                "pf_gen_stats": _GenStats, "pf_message": _Message}
+
+_TEXT_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t)
+_lib = None
+
+
+def _candidates():
+    env = os.environ.get("POCKETFLASH_LIB")
+    if env:
+        return [env]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = [os.path.join(root, "build", "libpocketflash.so"),
+            os.path.join(root, "build-cmake", "lib", "libpocketflash.so")]
+    return [p for p in here if os.path.exists(p)] + ["libpocketflash.so.0", "libpocketflash.so"]
+
+
+def load_library(path=None):
+    """The ctypes library (loaded once; `path` names the file for the first load)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    errors = []
+    for cand in [path] if path else _candidates():
+        try:
+            lib = ctypes.CDLL(cand)
+            break
+        except OSError as e:
+            errors.append(str(e))
+    else:
+        raise PocketFlashError("libpocketflash not found (set POCKETFLASH_LIB or run `make libpocketflash.so`): "
+                               + "; ".join(errors), "io")
+    P, E = ctypes.c_void_p, ctypes.c_char_p
+    sigs = {
+        "pf_version": (E, []),
+        "pf_load_model": (P, [E, E]), "pf_free_model": (None, [P]),
+        "pf_session_new": (P, [P, ctypes.POINTER(_SessionParams), E]),
+        "pf_session_free": (None, [P]), "pf_session_reset": (None, [P]),
+        "pf_load_draft": (P, [P, E, E]), "pf_free_draft": (None, [P]),
+        "pf_draft_block_size": (ctypes.c_int, [P]), "pf_draft_has_dec": (ctypes.c_bool, [P]),
+        "pf_gen_params_default": (None, [ctypes.POINTER(_GenParams)]),
+        "pf_generate": (ctypes.c_int, [P, E, ctypes.c_size_t, ctypes.POINTER(_GenParams), _TEXT_CB, P,
+                                       ctypes.POINTER(_GenStats), E]),
+        "pf_generate_chat": (ctypes.c_int, [P, ctypes.POINTER(_Message), ctypes.c_int, ctypes.POINTER(_GenParams),
+                                            _TEXT_CB, P, ctypes.POINTER(_GenStats), E]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    _lib = lib
+    return lib
+
+
+def _errbuf():
+    return ctypes.create_string_buffer(PF_ERR_LEN)
+
+
+def _raise(err, status=None):
+    name = "load" if status is None else STATUS[status] if 0 <= status < len(STATUS) else "internal"
+    raise PocketFlashError(err.value.decode("utf-8", "replace") or name, name)
+
+
+class Stats:
+    """pf_gen_stats of one call, with decode tokens per second as `pocketflash run` prints it."""
+
+    def __init__(self, st):
+        for name, _ in _GenStats._fields_:
+            setattr(self, name, getattr(st, name))
+        self.strategy = st.strategy.decode() if st.strategy else "ar"
+        self.stop = STOP[st.stop] if 0 <= st.stop < len(STOP) else str(st.stop)
+        # (n_gen - 1) / decode_s: decode_s runs from the first generated token to the last
+        self.decode_tok_s = (st.n_gen - 1) / st.decode_s if st.decode_s > 0 and st.n_gen > 1 else 0.0
+
+    def __repr__(self):
+        return ("Stats(n_prompt=%d, n_gen=%d, strategy=%s, block=%d, tau=%.2f, acceptance=%.2f, decode_tok_s=%.1f)"
+                % (self.n_prompt, self.n_gen, self.strategy, self.block, self.tau, self.acceptance, self.decode_tok_s))
+
+
+class _Handle:
+    """A library object freed once, by close(), the end of a `with` block or garbage collection."""
+    _free = None
+
+    def __init__(self, h):
+        self._h = h
+        self._finalizer = weakref.finalize(self, getattr(load_library(), self._free), h)
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def _handle(self):
+        if self._h is None:
+            raise PocketFlashError("%s is closed" % type(self).__name__.lower(), "arg")
+        return self._h
+
+    def close(self):
+        if self._h is not None:
+            self._h = None
+            self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Model(_Handle):
+    """A target model (GGUF or .pfb bundle), read-only and shared by its sessions and drafts."""
+    _free = "pf_free_model"
+
+    def __init__(self, path, lib=None):
+        L = load_library(lib)
+        err = _errbuf()
+        h = L.pf_load_model(os.fsencode(path), err)
+        if not h:
+            _raise(err)
+        super().__init__(h)
+        self._children = weakref.WeakSet()
+
+    def load_draft(self, path=None):
+        """A DFlash / DFlash2 draft for this model (None: the draft inside its .pfb bundle)."""
+        return Draft(self, path)
+
+    def session(self, threads=1, ctx=0, kv_q8=False):
+        return Session(self, threads, ctx, kv_q8)
+
+    def close(self):
+        # sessions before drafts: a session may still point at a draft's context
+        for kind in (Session, Draft):
+            for c in [c for c in self._children if isinstance(c, kind)]:
+                c.close()
+        super().close()
+
+
+class Draft(_Handle):
+    _free = "pf_free_draft"
+
+    def __init__(self, model, path=None):
+        L, err = load_library(), _errbuf()
+        h = L.pf_load_draft(model._handle(), os.fsencode(path) if path is not None else None, err)
+        if not h:
+            _raise(err)
+        super().__init__(h)
+        self.model = model  # the model outlives its draft
+        model._children.add(self)
+        self.block_size = L.pf_draft_block_size(h)
+        self.has_dec = bool(L.pf_draft_has_dec(h))
+
+
+class Session(_Handle):
+    """One conversation's KV cache and worker threads; one thread at a time."""
+    _free = "pf_session_free"
+
+    def __init__(self, model, threads=1, ctx=0, kv_q8=False):
+        L, err = load_library(), _errbuf()
+        p = _SessionParams(n_threads=threads, n_ctx=ctx, kv_q8=1 if kv_q8 else 0)
+        h = L.pf_session_new(model._handle(), ctypes.byref(p), err)
+        if not h:
+            _raise(err)
+        super().__init__(h)
+        self.model = model
+        model._children.add(self)
+        self.stats = None
+        self._drafts = []  # the drafts its calls used, kept alive as long as it is
+
+    def reset(self):
+        load_library().pf_session_reset(self._handle())
+
+    def _params(self, draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot, chat=False,
+                system=None, profile=None, task=None):
+        if strategy not in STRATEGIES:
+            raise PocketFlashError("unknown strategy %r (one of %s)" % (strategy, ", ".join(STRATEGIES)), "arg")
+        p = _GenParams()
+        load_library().pf_gen_params_default(ctypes.byref(p))
+        p.max_tokens, p.temp, p.top_k, p.top_p, p.seed = max_tokens, temp, top_k, top_p, seed
+        p.stop_at_eot, p.chat = stop_at_eot, chat
+        keep = []  # bytes the params point at, alive until the call returns
+        for field, value in (("system", system), ("profile", profile), ("task", task)):
+            if value is not None:
+                keep.append(value.encode())
+                setattr(p, field, keep[-1])
+        if draft is not None:
+            p.draft = draft._handle()
+            if draft not in self._drafts:
+                self._drafts.append(draft)
+        p.spec, p.block = STRATEGIES[strategy], block
+        return p, keep
+
+    def _run(self, call, on_text):
+        pieces, raised = [], []
+
+        def cb(_user, text, n):
+            piece = ctypes.string_at(text, n).decode("utf-8")
+            pieces.append(piece)
+            if on_text is None:
+                return 0
+            try:
+                return 1 if on_text(piece) else 0
+            except BaseException as e:  # stop the generation, raise after the call
+                raised.append(e)
+                return 1
+
+        st, err = _GenStats(), _errbuf()
+        status = call(_TEXT_CB(cb), ctypes.byref(st), err)
+        if raised:
+            raise raised[0]
+        if status != 0:
+            _raise(err, status)
+        self.stats = Stats(st)
+        return "".join(pieces)
+
+    def generate(self, prompt, max_tokens=128, draft=None, strategy="default", block=0, temp=0.0, top_k=0,
+                 top_p=1.0, seed=0, chat=False, system=None, stop_at_eot=True, profile=None, task=None,
+                 on_text=None):
+        """The text generated after `prompt` (as `pocketflash run -p`); on_text(piece) gets each UTF-8
+        piece as it is generated and stops the generation by returning True. With a draft the default
+        strategy is the CLI's (dec with a Dec head, else adaptive); the text is plain decoding's."""
+        h = self._handle()
+        data = prompt.encode("utf-8")
+        p, keep = self._params(draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot, chat,
+                               system, profile, task)
+        L = load_library()
+        return self._run(lambda cb, st, err: L.pf_generate(h, data, len(data), ctypes.byref(p), cb, None, st, err),
+                         on_text)
+
+    def chat(self, messages, max_tokens=128, draft=None, strategy="default", block=0, temp=0.0, top_k=0,
+             top_p=1.0, seed=0, stop_at_eot=True, on_text=None):
+        """The assistant's reply to messages [{"role": ..., "content": ...}, ...] (the model's chat
+        template); append it and the next user message for the next turn."""
+        h = self._handle()
+        enc = [(m["role"].encode(), m["content"].encode("utf-8")) for m in messages]
+        arr = (_Message * max(1, len(enc)))(*[_Message(r, c) for r, c in enc])
+        p, keep = self._params(draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot)
+        L = load_library()
+        return self._run(lambda cb, st, err: L.pf_generate_chat(h, arr, len(enc), ctypes.byref(p), cb, None, st, err),
+                         on_text)
+
+
+def version():
+    return load_library().pf_version().decode()

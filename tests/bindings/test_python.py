@@ -1,0 +1,126 @@
+"""The Python binding's checks, run by tests/test_bindings.c with the machine's python3:
+    test_python.py MODE LIB TARGET DRAFT OUTFILE [ARGS]
+text: generate (streamed, speculative and plain) and chat, written to OUTFILE for the C test to
+compare with `pocketflash run`; errors: bad paths and bad arguments raise PocketFlashError with the
+library's message (written to OUTFILE); sizes: the ctypes structures' sizes equal ARGS (the C
+compiler's sizeof); freed: closed objects refuse calls, and sessions opened and closed in a loop do
+not grow the process as the same sessions kept open do. Exits 1 with one line on a failed check."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python"))
+import pocketflash as pf  # noqa: E402
+
+mode, lib, target, draft_path, out = sys.argv[1:6]
+args = sys.argv[6:]
+PROMPT = "The capital of France is"
+CHAT = "A shop sells 12 apples for 3 dollars each. How much do they cost?"
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL: " + what)
+        sys.exit(1)
+
+
+def rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+pf.load_library(lib)
+if mode == "text":
+    with pf.Model(target) as m, m.load_draft(draft_path) as d, m.session(threads=1) as s:
+        pieces = []
+        spec = s.generate(PROMPT, max_tokens=48, draft=d, on_text=pieces.append)
+        check("".join(pieces) == spec and len(pieces) > 1, "streamed pieces %r do not make up %r" % (pieces, spec))
+        check(s.stats.n_gen > 1 and s.stats.rounds > 0 and s.stats.tau >= 1.0 and 0 <= s.stats.acceptance <= 1,
+              "speculative stats: %r" % s.stats)
+        plain = s.generate(PROMPT, max_tokens=48, strategy="plain")
+        check(s.stats.rounds == 0, "plain decoding reported rounds: %r" % s.stats)
+        check(plain == spec, "plain %r != speculative %r" % (plain, spec))
+        fixed = s.generate(PROMPT, max_tokens=48, draft=d, strategy="dflash", block=3)
+        check(s.stats.block == 3 and fixed == spec, "dflash block 3: %r, %r" % (fixed, s.stats))
+        stopped = s.generate(PROMPT, max_tokens=48, draft=d, on_text=lambda piece: True)
+        check(s.stats.stop == "callback" and spec.startswith(stopped), "stop from the callback: %r" % s.stats)
+        reply = s.chat([{"role": "user", "content": CHAT}], max_tokens=48, draft=d)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(spec + "\n\x00" + reply + "\n")
+elif mode == "errors":
+    lines = []
+    try:
+        pf.Model("/nonexistent/model.gguf")
+        check(False, "a bad model path did not raise")
+    except pf.PocketFlashError as e:
+        check(e.status == "load", "status %s" % e.status)
+        lines.append(str(e))
+    with pf.Model(target) as m:
+        try:
+            m.load_draft(target)  # a target is not a draft
+            check(False, "a target loaded as a draft did not raise")
+        except pf.PocketFlashError as e:
+            lines.append(str(e))
+        with m.session() as s:
+            try:
+                s.generate(PROMPT, strategy="dflash", block=1)
+                check(False, "block 1 did not raise")
+            except pf.PocketFlashError as e:
+                check(e.status == "arg", "block 1: status %s" % e.status)
+                lines.append(str(e))
+            try:
+                s.generate(PROMPT, strategy="bogus")
+                check(False, "an unknown strategy did not raise")
+            except pf.PocketFlashError:
+                pass
+            try:
+                s.generate(PROMPT, on_text=lambda piece: 1 / 0)
+                check(False, "the callback's exception was lost")
+            except ZeroDivisionError:
+                pass
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+elif mode == "sizes":
+    for a in args:
+        name, size = a.split("=")
+        got = pf.ctypes.sizeof(pf.STRUCT_SIZES[name])
+        check(got == int(size), "sizeof %s: ctypes %d, C %s" % (name, got, size))
+elif mode == "freed":
+    m = pf.Model(target)
+    d = m.load_draft(draft_path)
+    with m.session() as s:
+        s.generate(PROMPT, max_tokens=4, draft=d)
+    check(s.closed, "the session is open after its with block")
+    try:
+        s.generate(PROMPT)
+        check(False, "a closed session generated")
+    except pf.PocketFlashError as e:
+        check("closed" in str(e), str(e))
+    n = 24
+
+    def cycle(keep):
+        held = []
+        for _ in range(n):
+            t = m.session(ctx=1024)
+            t.generate(PROMPT, max_tokens=4, draft=d)
+            if keep:
+                held.append(t)
+            else:
+                t.close()
+        return held
+
+    cycle(False)
+    base = rss_kb()
+    cycle(False)
+    freed = rss_kb() - base
+    held = cycle(True)
+    kept = rss_kb() - base - freed
+    check(kept > 4 * max(freed, 1024), "kept sessions grew %d kB, closed ones %d kB: no difference to test" % (kept, freed))
+    check(freed < kept / 4, "closed sessions grew the process by %d kB (open ones %d kB)" % (freed, kept))
+    m.close()  # closes the held sessions and the draft first
+    check(all(t.closed for t in held) and d.closed and m.closed, "Model.close left its children open")
+    print("freed: closed %d kB, kept open %d kB for %d sessions" % (freed, kept, n))
+else:
+    check(False, "unknown mode " + mode)
