@@ -10,7 +10,7 @@
  * .weight suffix, blk.N.*_conv_proj.weight {n_embd, 2*kernel*n_groups}); ggml dims are torch's
  * reversed, so every tensor keeps its bytes. dflash.target_layers holds HF target_layer_ids + 1: the
  * loader taps the INPUT of that target layer, which is the output of layer id (HF hidden_states[id+1]),
- * as ../shared/docs/dflash.md records and llama.cpp's run of our v1 draft confirmed. */
+ * as docs/dflash-format.md records and llama.cpp's run of our v1 draft confirmed. */
 #include "convert/hf_convert.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* Hugging Face tokenizer.json (byte-level BPE with the Qwen2 pre-tokenizer) -> tokenizer-only GGUF.
  *
  * The GGUF holds general.architecture = "tokenizer" (model loaders reject it; tokenize accepts it)
- * and the tokenizer.ggml.* keys of target.md: model "gpt2", pre "qwen2", tokens by id (gaps filled
+ * and the tokenizer.ggml.* keys of docs/target.md: model "gpt2", pre "qwen2", tokens by id (gaps filled
  * with "[PAD{id}]", type 5 unused), token_type (3 special added token, 4 other added token,
  * 1 normal), merges as "left right" (rank = index), eos_token_id (tokenizer_config's eos_token,
  * else <|im_end|>, else <|endoftext|>), padding_token_id (tokenizer_config's pad_token, else

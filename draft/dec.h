@@ -1,4 +1,4 @@
-/* Dec: the decision head of a draft (dflash.md §4). Per drafted position k it predicts the
+/* Dec: the decision head of a draft (docs/dflash-format.md). Per drafted position k it predicts the
  * probability that the target keeps draft k given that it kept drafts 1..k-1:
  *     s_k = sigmoid(w_t . h_target + w_d . h_draft_k + pos_bias[k-1] + bias)
  * with h_target the target's final residual row of the last committed position (before the

@@ -1,4 +1,4 @@
-/* DFlash / DFlash2 block draft (dflash.md §1-2): loading a dflash GGUF against its target, and the
+/* DFlash / DFlash2 block draft (docs/dflash-format.md): loading a dflash GGUF against its target, and the
  * draft's accessors. The context injection (fc -> per-layer K/V cache) and the one-pass block
  * forward are in dflash_forward.c, the head and the DFlash2 candidate-selector walk in
  * dflash_propose.c.

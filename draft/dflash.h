@@ -1,4 +1,4 @@
-/* DFlash / DFlash2 block drafts (dflash.md §1-2): a small Qwen3-style transformer without its own
+/* DFlash / DFlash2 block drafts (docs/dflash-format.md): a small Qwen3-style transformer without its own
  * embedding or head. It reads the target's tapped residual rows as context (fused by `fc`, turned
  * into per-layer K/V once and cached), then fills a block [bonus, MASK x (B-1)] in ONE non-causal
  * forward and projects rows 1..B-1 with the target's output head. DFlash2 adds a short causal conv
@@ -69,7 +69,7 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
  * length is unchanged afterwards). Needs context_len + B <= n_ctx.
  * Writes B-1 draft tokens draft[k-1] for positions start+k, k = 1..B-1.
  * Greedy (samp == NULL or samp->temp <= 0): DFlash v1 = argmax of the target head on draft row k
- * (lowest id among ties); DFlash2 = selector walk argmax (dflash.md §2; first candidate among ties).
+ * (lowest id among ties); DFlash2 = selector walk argmax (docs/dflash-format.md; first candidate among ties).
  * Sampled: v1 draws draft[k-1] from q_k = pf_sampling_probs(samp, row-k logits) independently per
  * row; v2 draws from softmax(score/T) over the selector's top-k candidates given the previous token
  * (top_k / top_p of samp are not applied to the selector). rng is required when sampling.

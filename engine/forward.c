@@ -1,4 +1,4 @@
-/* The Qwen3 forward over B rows (target.md). Reads like the math; kernels do the heavy lifting.
+/* The Qwen3 forward over B rows (docs/target.md). Reads like the math; kernels do the heavy lifting.
  * Rows are processed in chunks of ctx->max_rows; every per-row step uses the same code whatever
  * the chunk size, so a B-row forward equals B one-row forwards bit for bit. */
 #include <math.h>
@@ -117,8 +117,8 @@ static void linear_n(pf_ctx *c, int n, const pf_weight *const *W, const float *x
 }
 
 /* The per-row steps between matmuls. From ROWS_POOL_MIN rows they are split over the pool by rows
- * (B=8: 0.70 -> 0.46 ms a forward on 2 threads); below, the pool's wake-up costs about what
- * it saves. Each row's arithmetic is the same either way. */
+ * (the gain is in docs/performance.md); below, the pool's wake-up costs about what it saves. Each
+ * row's arithmetic is the same either way. */
 #define ROWS_POOL_MIN 4
 
 typedef enum {

@@ -30,7 +30,7 @@ void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int
 }
 
 int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]) {
-    /* the scalar path measured 8x slower than the f16 cache at depth 2048: refused, not run slowly;
+    /* the scalar path is far slower than the f16 cache (docs/performance.md): refused, not run slowly;
      * every SIMD level has integer scores (x86: AVX2, AVX-512; ARM64: NEON, dotprod, i8mm) */
     if (k->level != PF_LEVEL_SCALAR) return 1;
     snprintf(err, PF_ERR_LEN,

@@ -4,7 +4,7 @@
  *   1. special-token split: control (type 3) and user-defined (type 4) token texts are matched in
  *      the raw input, leftmost-longest; with parse_special = false only user-defined tokens are
  *      matched (like HF's split_special_tokens = true, which only affects `special` added tokens);
- *   2. each remaining span is cut by the pre-tokenizer regex (target.md), implemented as a
+ *   2. each remaining span is cut by the pre-tokenizer regex (docs/target.md), implemented as a
  *      hand-written matcher with the regex's alternation/backtracking semantics;
  *   3. each piece's bytes go through the GPT-2 byte-to-unicode map and merges are applied by
  *      lowest rank, leftmost first on ties (a heap, so long pieces stay O(n log n)).

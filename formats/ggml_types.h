@@ -1,5 +1,5 @@
 /* Weight formats of GGUF tensors: block layouts, per-type traits, fp16/bf16 conversion.
- * Block formats hold 32 consecutive weights along the input dimension (target.md). */
+ * Block formats hold 32 consecutive weights along the input dimension (docs/target.md). */
 #ifndef PF_GGML_TYPES_H
 #define PF_GGML_TYPES_H
 

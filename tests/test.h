@@ -1,5 +1,5 @@
 /* Minimal test harness: TEST(name) registers a test; CHECK fails it with file:line and the
- * expression; NEED_SHARED skips it when a ../shared fixture is absent; pf_test_skip_part reports a
+ * expression; NEED_SHARED skips it when a shared fixture is absent; pf_test_skip_part reports a
  * part that did not run (a kernel level). The runner (tests/test_main.c) runs each test in its own
  * process and ends with "N passed, N failed, N skipped"; under CI=true a skipped test is a failure.
  * Helpers several test files share are in tests/util.h. */
@@ -15,7 +15,8 @@ void pf_test_failf(const char *file, int line, const char *fmt, ...) __attribute
 int pf_test_failed(void); /* current test already failed */
 /* Path to a scratch directory unique to this run (created on first use). */
 const char *pf_test_tmpdir(void);
-/* Path to shared fixtures (../shared relative to the repository, or $PF_SHARED). */
+/* The shared fixtures folder: $PF_SHARED (`make test` sets it from the Makefile's SHARED); "" when
+ * unset, so every NEED_SHARED test skips by name. */
 const char *pf_test_shared(void);
 /* Mark the current test skipped (reported by name with the reason); return from the test after it. */
 void pf_test_skip(const char *reason);
@@ -47,7 +48,7 @@ const char *pf_test_name(void);
     } while (0)
 
 /* Skip the test when pf_test_shared()/REL (a fixture file) is absent: a plain clone has no
- * ../shared beside it. */
+ * fixtures folder beside it. */
 #define NEED_SHARED(rel)                                                             \
     do {                                                                             \
         if (!pf_test_shared_has(rel)) {                                              \

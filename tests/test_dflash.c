@@ -245,7 +245,7 @@ static void ref_kv(ref_draft *r, int l, const double *in, int64_t pos) {
     }
 }
 
-/* dflash.md §1 context features: ctx = rmsnorm(fc @ feat) * enc.output_norm, K/V per layer. */
+/* docs/dflash-format.md, context injection: ctx = rmsnorm(fc @ feat) * enc.output_norm, K/V per layer. */
 static void ref_append(ref_draft *r, const float *taps, int n) {
     int H = r->H, FI = r->T * r->target->hp.n_embd;
     double *feat = malloc((size_t)FI * sizeof(double)), *ctx = malloc((size_t)H * sizeof(double));
@@ -260,7 +260,8 @@ static void ref_append(ref_draft *r, const float *taps, int n) {
     free(ctx);
 }
 
-/* dflash.md §2 conv: out[t][c] = sum_tap (base[side][tap][c] + dyn[t][side][tap][c/gs]) z[t-tap][c]. */
+/* The sublayer convolution (docs/dflash-format.md):
+ * out[t][c] = sum_tap (base[side][tap][c] + dyn[t][side][tap][c/gs]) z[t-tap][c]. */
 static void ref_conv(const ref_draft *r, const double *z, int B, const double *base, const double *dyn, int side,
                      double *out) {
     int H = r->H, K = r->K, G = H / r->gs;

@@ -17,7 +17,7 @@ static pf_model *synth_model(const char *shape, uint32_t type, bool untied, cons
     return test_synth_model(pf_synth_shape_find(shape), type, untied, path);
 }
 
-/* ---- float64 reference: target.md's pseudo-code, one row at a time ---- */
+/* ---- float64 reference: docs/target.md's pseudo-code, one row at a time ---- */
 typedef struct {
     const pf_model *m;
     int64_t len;

@@ -1,6 +1,6 @@
 /* Forward against an independent engine: llama.cpp's greedy continuations on the deterministic
- * Pocket-width files of ../shared/fixtures/llamacpp-golden (written by mkgguf.py into .cache/ by
- * `make test`; skipped when ../shared is absent). F32 must match exactly; Q8_0/Q4_1 on nearly all
+ * Pocket-width files of fixtures/llamacpp-golden in the shared fixtures (written by mkgguf.py into
+ * .cache/ by `make test`; skipped when the fixtures are absent). F32 must match exactly; Q8_0/Q4_1 on nearly all
  * prompts (activation quantization differs slightly from llama.cpp's, which can flip a near-tie). */
 #include <stdlib.h>
 #include <string.h>

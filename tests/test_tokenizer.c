@@ -126,7 +126,7 @@ TEST(utf8_codec) {
     CHECK(pf_utf8_valid("", 0));
 }
 
-/* ---- golden vectors: ../shared/fixtures/qwen-tokenizer ---- */
+/* ---- golden vectors: fixtures/qwen-tokenizer of the shared fixtures ---- */
 
 /* .inp is each test string followed by "\n__ggml_vocab_test__\n"; .out has one line per string:
  * the ids, each preceded by a space. */

@@ -1,6 +1,6 @@
-/* Acceptance rules of one speculative round (dflash.md §3). Given the target's logits for the
- * B rows [bonus, d1..d(nd)] and the nd draft tokens, decide how many drafts are kept (a) and the
- * target's own next token (the new bonus). */
+/* Acceptance rules of one speculative round (docs/speculation.md, "The round"). Given the target's
+ * logits for the B rows [bonus, d1..d(nd)] and the nd draft tokens, decide how many drafts are kept
+ * (a) and the target's own next token (the new bonus). */
 #ifndef PF_ACCEPT_H
 #define PF_ACCEPT_H
 

@@ -98,11 +98,10 @@ pf_drafter *pf_drafter_open(const char *spec, const char *draft_path, pf_session
                             char err[PF_ERR_LEN]);
 
 /* Rows per round when the user gives none: for a fixed-block DFlash strategy at most
- * PF_FIXED_BLOCK_DEFAULT of the draft's trained block (a CPU verifies 4 rows for ~1.4x a one-row
- * forward but 8 for ~2.1x, so on the Pocket-shape stand-in B=4 gave 1.66x overall and the trained
- * B=16 well under 1x; `tune` picks per device and task); Dec gating ("dec") and the adaptive block
- * keep the trained block as the most they draft (they choose per round how many to verify); ngram
- * keeps its PF_NGRAM_BLOCK. */
+ * PF_FIXED_BLOCK_DEFAULT of the draft's trained block (a CPU's verify cost grows steeply with the
+ * rows, so a small block beats the trained one; docs/performance.md has the runs; `tune` picks per
+ * device and task); Dec gating ("dec") and the adaptive block keep the trained block as the most
+ * they draft (they choose per round how many to verify); ngram keeps its PF_NGRAM_BLOCK. */
 #define PF_FIXED_BLOCK_DEFAULT 4
 int pf_default_block(pf_kind kind, int drafter_block);
 
