@@ -1,36 +1,37 @@
 #!/usr/bin/env bash
-# Draft models for pocketflash: DFlash and DFlash2 drafts trained on the stand-in
-# target's OWN responses to training prompts, exported as dflash GGUF files plus the C engine's
-# reference file. Run after the target is exported (models/pf-target-f16.gguf); `make drafts` calls
-# it, then make_dec.sh (Dec head).
+# Draft models for pocketflash: DFlash2 (and DFlash) drafts trained on the stand-in target's OWN
+# responses to training prompts, exported as dflash GGUF files plus the C engine's reference file.
+# Run after the target is exported (models/pf-target-f16.gguf); `make drafts` calls it, then
+# make_dec.sh (Dec head).
 #
-#   draft/train/make_drafts.sh     everything; each step is skipped when its output exists, generation
-#                                  resumes by chunk and training from its last checkpoint
+#   draft/train/make_drafts.sh     every step is skipped when its output exists: generation resumes
+#                                  by chunk, the training from its last checkpoint (every ~10 min)
 # Sizes (environment):
-#   PF_DRAFT_PROMPTS  training prompts (default 40000; 30% sampled at T 0.7 / 1.0, per-type weights
+#   PF_DRAFT_PROMPTS  training prompts (default 60000; 30% sampled at T 0.7 / 1.0, per-type weights
 #                     favour rewrite, summary, qa and chat, Chinese prompts first)
 #   PF_DRAFT_NEW      max response tokens (128)
-#   PF_DRAFT_LAYERS   draft layers (3: the most whose taps are distinct on the 6-layer target)
-#   PF_DRAFT_ROWS     supervised block rows per draft (20,000,000) and PF_DRAFT_MIN the wall-clock
-#                     allowance per training in minutes (60): the budget is fitted once, after 10 steps,
-#                     to whichever is smaller (recorded in run_config.json; a resumed run keeps it)
-#   PF_DRAFT_ACCEPT=0 skips the offline acceptance
-# This is the machine's one long job: generation runs two single-thread engine processes, the taps
-# one two-thread process, training two single-thread PyTorch processes (DFlash2 and DFlash side by
-# side). Each prints its throughput (gen tok/s, taps tok/s, training rows/s) into the logs.
-# Outputs: models/pf-draft-dflash.gguf, models/pf-draft-dflash2.gguf, models/pf-draft-ref.json; work
-# files (prompts, generations, features, checkpoints, logs) under draft/train/work/drafts/.
+#   PF_DRAFT_ROWS     supervised block rows of the DFlash2 training (20,000,000): the run goes on,
+#                     across stops, until it has trained them (warm-up, constant rate, a final decay)
+#   PF_DRAFT_EXPORT=1 export the current checkpoint (its EMA weights) before the budget is reached
+# This is the machine's one long job, every step at nice 19: generation two single-thread engine
+# processes, the taps (features + the target's top-32 next tokens for distillation) two, the
+# training ONE PyTorch process with 2 threads waiting passively, so builds and tests take the cores
+# back when they need them. It prints gen tok/s, taps progress and training rows/s, rows done /
+# budget and the learning curve (held-out first-position accuracy and tau at B=4 and 8) into the
+# logs under draft/train/work/drafts/.
+# Outputs: models/pf-draft-dflash2.gguf (when the run's curve beats the committed draft),
+# models/pf-draft-ref.json; work files under draft/train/work/drafts/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 export OPENBLAS_CORETYPE=SkylakeX
 W=draft/train/work/drafts
 T=models/pf-target-f16.gguf
-N_PROMPTS=${PF_DRAFT_PROMPTS:-40000}
+N_PROMPTS=${PF_DRAFT_PROMPTS:-60000}
 NEW=${PF_DRAFT_NEW:-128}
-LAYERS=${PF_DRAFT_LAYERS:-3}
 ROWS=${PF_DRAFT_ROWS:-20000000}
-MINUTES=${PF_DRAFT_MIN:-60}
+NICE="nice -n 19"
+export OMP_WAIT_POLICY=passive PF_TORCH_THREADS=2
 mkdir -p "$W"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/pipeline.log"; }
 [ -f "$T" ] || { echo "missing $T (export the target first)" >&2; exit 1; }
@@ -47,81 +48,70 @@ echo "$TSUM" > "$W/target.sha"
 # 1. training prompts, two shards each of greedy and sampled (never an eval prompt: checked by
 #    draft_data.py against eval/tasks)
 if [ ! -f "$W/prompts_greedy_0.jsonl" ] || [ "$(cat "$W/prompts.n" 2>/dev/null)" != "$N_PROMPTS" ]; then
-    $PY draft/train/draft_data.py prompts --n "$N_PROMPTS" --weights 1,1,0.8,1.6,1.4,1.4,1.6 --zh-first \
+    $NICE $PY draft/train/draft_data.py prompts --n "$N_PROMPTS" --weights 1,1,0.8,1.6,1.4,1.4,1.6 --zh-first \
         --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
     echo "$N_PROMPTS" > "$W/prompts.n"
     rm -rf "$W"/gen "$W"/gen_*.jsonl "$W"/train_*
 fi
 
 # 2. the target's own responses (C engine; chunked and resumable)
-[ -f "$W/gen_sampled_1.jsonl" ] || bash draft/train/gen_responses.sh "$W" "$T" "$NEW"
+[ -f "$W/gen_sampled_1.jsonl" ] || $NICE bash draft/train/gen_responses.sh "$W" "$T" "$NEW"
 
-# 3. tapped target features from the C engine (the forward the drafts are fed by at run time): two
-#    single-thread processes over the two halves of the sequences, joined in order
-if [ ! -f "$W/train_feats.npy" ]; then
-    TAPS=$($PY draft/train/draft_data.py seqs train --parts 2 --layers "$LAYERS" "$W"/gen_greedy_0.jsonl \
-        "$W"/gen_greedy_1.jsonl "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl 2>>"$W/pipeline.log")
+# 3. features from the C engine (the forward the drafts are fed by at run time): the residual rows
+#    after target layers 1-4 (the drafts pick theirs: [1,2,3] by z-lab's rule, [2,3,4] deeper; all
+#    loadable by llama.cpp, which cannot serve the last layer's output) and the target's top-32 next
+#    tokens after every row; two single-thread processes over the halves, joined in order
+TAPS=1,2,3,4
+taps_set() {  # name parts files...
+    local name=$1 parts=$2
+    shift 2
+    [ -f "$W/${name}_feats.npy" ] && return 0
+    $NICE $PY draft/train/draft_data.py seqs "$name" --parts "$parts" --taps "$TAPS" "$@" 2>>"$W/pipeline.log" >/dev/null
+    local t0 k pre
     t0=$(date +%s)
-    for k in 0 1; do
-        ./pocketflash taps -m "$T" --layers "$TAPS" -i "$W/train_p${k}_seqs.bin" -o "$W/train_p${k}_feats.npy" -t 1 \
-            2>>"$W/taps_$k.log" &
+    for ((k = 0; k < parts; k++)); do
+        pre="$W/${name}"; [ "$parts" -gt 1 ] && pre="$W/${name}_p$k"
+        $NICE ./pocketflash taps -m "$T" --layers "$TAPS" -i "${pre}_seqs.bin" -o "${pre}_feats.npy" -t 1 \
+            --topk 32 --topk-out "${pre}_topk" 2>>"$W/taps_${name}_$k.log" &
     done
     wait
-    $PY draft/train/draft_data.py joinfeats train 2 2>>"$W/pipeline.log"
-    log "taps: $(( $(date +%s) - t0 )) s"
-fi
+    [ "$parts" -gt 1 ] && $NICE $PY draft/train/draft_data.py joinfeats "$name" "$parts" --suffix feats topk_ids topk_logp \
+        2>>"$W/pipeline.log"
+    log "taps $name: $(( $(date +%s) - t0 )) s"
+}
+taps_set train 2 "$W"/gen_greedy_0.jsonl "$W"/gen_greedy_1.jsonl "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl
+# the held-out eval prompts, answered greedily: the learning curve's teacher-forced acceptance
+$PY draft/train/draft_data.py evalprompts
+[ -f "$W/gen_eval.jsonl" ] || $NICE ./pocketflash gen -m "$T" -i "$W/eval_prompts.jsonl" -o "$W/gen_eval.jsonl" -n "$NEW" -t 1 -c 1024
+taps_set eval 1 "$W/gen_eval.jsonl"
 
-# 4. v3 drafts: DFlash2 and DFlash side by side on the same batch sequence, each warm-started from its
-#    v2 file (as committed at V2_COMMIT: same shape, taps and block) and trained on the 40K responses at
-#    lr 1e-4 (at 3e-4 the teacher-forced first-position accuracy fell from 0.66 to 0.55 in 50 steps);
-#    16 sequences x 16 anchors a step (1,792 supervised rows), checkpoints every 150 steps (~10 min).
-#    From scratch (32 anchors per sequence, lr 6e-4) they trained at 278-330 (DFlash2) and 433-472
-#    (DFlash) rows/s on this 2-core machine (builds beside), ~1.5M rows in 50 minutes: fewer than v2 had seen.
-V2_COMMIT=3b8f6bd
-for v in dflash dflash2; do
-    [ -f "$W/v2-$v.gguf" ] || { git show "$V2_COMMIT:models/pf-draft-$v.gguf" > "$W/v2-$v.gguf.tmp" && \
-        mv "$W/v2-$v.gguf.tmp" "$W/v2-$v.gguf"; }
-done
-[ -f "$W/v3-2/final.pt" ] || $PY draft/train/train_draft.py train --version 2 --run "$W/v3-2" --init-gguf "$W/v2-dflash2.gguf" \
-    --rows "$ROWS" --lr 1e-4 --max-minutes "$MINUTES" --layers "$LAYERS" --ckpt-every 150 --resume > "$W/v3-2.out" 2>&1 &
-[ -f "$W/v3-1/final.pt" ] || $PY draft/train/train_draft.py train --version 1 --run "$W/v3-1" --init-gguf "$W/v2-dflash.gguf" \
-    --rows "$ROWS" --lr 1e-4 --max-minutes "$MINUTES" --layers "$LAYERS" --ckpt-every 150 --resume > "$W/v3-1.out" 2>&1 &
-wait
-log "v3 DFlash2: $(tail -1 "$W/v3-2/train.log")"
-log "v3 DFlash: $(tail -1 "$W/v3-1/train.log")"
+# 4. DFlash2 v4 from scratch (not a warm start of warm starts): 3 layers, taps [1,2,3], block 8,
+#    hard-label CE + the target's top-32 distribution (distillation), lr 6e-4 warm-up / constant /
+#    final decay (WSD), EMA weights (what the curve evaluates and the export writes), one niced
+#    process; resumes from its checkpoint on every call until the budget is trained
+R=$W/v4-2
+[ -f "$R/final.pt" ] || $NICE $PY draft/train/train_draft.py train --version 2 --run "$R" --data train --eval-data eval \
+    --rows "$ROWS" --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.01 --ema 0.999 --taps 1,2,3 \
+    --ckpt-minutes 10 --resume >> "$R.out" 2>&1
+log "v4 DFlash2: $(tail -1 "$R/train.log")"
 
-# 5. export + reference for tests/test_draft_ref.c (only when a checkpoint is newer than its file: a
-#    re-run keeps the Dec head make_dec.sh attached)
+# 5. export (when the run has finished, or PF_DRAFT_EXPORT=1: its current EMA weights) + the reference
+#    for tests/test_draft_ref.c; make_dec.sh then refits the Dec head
 D1=models/pf-draft-dflash.gguf
 D2=models/pf-draft-dflash2.gguf
-[ "$D1" -nt "$W/v3-1/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v3-1/final.pt" "$D1" | tee -a "$W/pipeline.log"
-[ "$D2" -nt "$W/v3-2/final.pt" ] || $PY draft/train/export_draft.py gguf "$W/v3-2/final.pt" "$D2" | tee -a "$W/pipeline.log"
-if [ ! -f models/pf-draft-ref.json ] || [ "$W/v3-1/final.pt" -nt models/pf-draft-ref.json ] || \
-   [ "$W/v3-2/final.pt" -nt models/pf-draft-ref.json ]; then
-    $PY draft/train/export_draft.py ref "$D1" "$D2" models/pf-draft-ref.json | tee -a "$W/pipeline.log"
+CK=$R/final.pt
+if [ ! -f "$CK" ] && [ "${PF_DRAFT_EXPORT:-0}" = 1 ]; then
+    CK=$W/v4-2-snapshot.pt
+    $PY draft/train/train_draft.py snapshot --run "$R" --out "$CK"
 fi
-
-# 5b. draft-head vocabulary: the target's response tokens the drafts are trained on, ranked by
-#     frequency; the head scores by default the top ones covering 99.9% of them (pocketflash
-#     draft-head; run/bench --draft-head overrides). Re-applied on every run (idempotent).
-HEAD_N=$($PY draft/train/head_tokens.py "$W/head_tokens.txt" 0.999)
-for D in "$D1" "$D2"; do
-    ./pocketflash draft-head -d "$D" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D.head.tmp" | tee -a "$W/pipeline.log"
-    mv "$D.head.tmp" "$D"
-done
-
-# 6. offline acceptance: held-out eval prompts, teacher-forced on the target's greedy responses
-if [ "${PF_DRAFT_ACCEPT:-1}" != 0 ]; then
-    $PY draft/train/draft_data.py evalprompts
-    [ -f "$W/gen_eval.jsonl" ] || ./pocketflash gen -m "$T" -i "$W/eval_prompts.jsonl" -o "$W/gen_eval.jsonl" -n "$NEW" -t 2 -c 1024
-    if [ ! -f "$W/eval_feats.npy" ]; then
-        TAPS=$($PY draft/train/draft_data.py seqs eval --layers "$LAYERS" "$W/gen_eval.jsonl" 2>>"$W/pipeline.log")
-        ./pocketflash taps -m "$T" --layers "$TAPS" -i "$W/eval_seqs.bin" -o "$W/eval_feats.npy" -t 2 2>>"$W/pipeline.log"
-    fi
-    for v in 1 2; do
-        [ -f "$W/accept_v3-$v.json" ] || $PY draft/train/train_draft.py accept --ckpt "$W/v3-$v/final.pt" --data eval \
-            --blocks 4 8 --stride 2 --out "$W/accept_v3-$v.json" | tee -a "$W/pipeline.log"
-    done
+if [ -f "$CK" ] && [ "$CK" -nt "$D2" ]; then
+    $PY draft/train/export_draft.py gguf "$CK" "$D2" | tee -a "$W/pipeline.log"
+    $PY draft/train/export_draft.py ref "$D1" "$D2" models/pf-draft-ref.json | tee -a "$W/pipeline.log"
+    # draft-head vocabulary: the target's response tokens ranked by frequency; the head scores the top
+    # ones covering 99.9% by default (run/bench --draft-head overrides)
+    HEAD_N=$($PY draft/train/head_tokens.py "$W/head_tokens.txt" 0.999)
+    ./pocketflash draft-head -d "$D2" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D2.head.tmp" | tee -a "$W/pipeline.log"
+    mv "$D2.head.tmp" "$D2"
 fi
 du -ch models/*.gguf | tee -a "$W/pipeline.log"
 log "drafts done"
