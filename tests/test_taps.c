@@ -1,12 +1,14 @@
 /* Draft taps llama.cpp accepts: the default rule is z-lab's build_target_layer_ids (compared with the
  * formula run by Python, whose round() is the reference), never the last layer; synth-draft uses it
  * and warns on an explicit last-layer tap; expand says what happens to one. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #include "draft/dflash_taps.h"
+#include "formats/ggml_types.h"
 #include "formats/gguf.h"
 #include "test.h"
 #include "util.h"
@@ -115,4 +117,75 @@ TEST(taps_expand_says_what_happens_to_a_last_layer_tap) {
     snprintf(cmd, sizeof cmd, "%s expand -m %s -o %s --shape tiny -d %s -O %s 2>%s", test_cli(), t, bt, d, bd, errp);
     CHECK(test_sh(cmd) == 0);
     CHECKF(strstr(slurp(errp), "keeps it (pocketflash runs it, llama.cpp's loader refuses the draft)"), "%s", slurp(errp));
+}
+
+/* taps --topk: the ids are the forward's K largest logits of every row in order (ties by lower id)
+ * and the log-probabilities are theirs; bad flag combinations fail with one line and write nothing. */
+TEST(taps_topk_matches_the_forward) {
+    char model[400], seqs[400], feats[400], pre[400], ids_p[440], lp_p[440], err[PF_ERR_LEN], args[2000];
+    test_tmp_path(model, sizeof model, "topk-model.gguf");
+    test_tmp_path(seqs, sizeof seqs, "topk.seqs");
+    test_tmp_path(feats, sizeof feats, "topk_feats.npy");
+    test_tmp_path(pre, sizeof pre, "topk");
+    snprintf(ids_p, sizeof ids_p, "%s_ids.npy", pre);
+    snprintf(lp_p, sizeof lp_p, "%s_logp.npy", pre);
+    pf_model *m = test_synth_model(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, model);
+    CHECK(m);
+    enum { N = 9, K = 5 };
+    uint32_t hdr[3] = {0, 1, N};
+    memcpy(hdr, "PFSQ", 4);
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (i * 37 + 5) % (int)m->hp.n_vocab;
+    uint8_t file[sizeof hdr + sizeof toks];
+    memcpy(file, hdr, sizeof hdr);
+    memcpy(file + sizeof hdr, toks, sizeof toks);
+    CHECK(test_write_file(seqs, file, sizeof file) == 0);
+    snprintf(args, sizeof args, "taps -m %s --layers 0 -i %s -o %s -t 1 --topk %d --topk-out %s", model, seqs, feats, K, pre);
+    char out[256], eout[512];
+    CHECKF(test_run_cli(args, out, sizeof out, eout, sizeof eout) == 0, "%s", eout);
+    size_t n_ids = 0, n_lp = 0;
+    char *ids_f = test_slurp(ids_p, &n_ids), *lp_f = test_slurp(lp_p, &n_lp);
+    CHECK(ids_f && lp_f && n_ids == 128 + N * K * 2 && n_lp == 128 + N * K * 2);
+    /* the header after the magic's NUL byte: "\x93NUMPY\x01\x00" + length + the dict */
+    CHECK(strstr(ids_f + 10, "'<u2'") && strstr(lp_f + 10, "'<f2'") && strstr(ids_f + 10, "(9, 5)"));
+    const uint16_t *ids = (const uint16_t *)(ids_f + 128);
+    const pf_half *lp = (const pf_half *)(lp_f + 128);
+    /* the same rows through the library forward */
+    pf_ctx *c = pf_ctx_new(m, 64, 1, NULL, err);
+    CHECKF(c, "%s", err);
+    int V = (int)m->hp.n_vocab;
+    float *logits = malloc((size_t)N * V * sizeof *logits);
+    pf_batch b = {.tokens = toks, .n = N, .logits_mode = PF_LOGITS_ALL, .logits = logits};
+    CHECKF(pf_forward(c, &b, err) == 0, "%s", err);
+    int checked = 0;
+    for (int r = 0; r < N; r++) {
+        const float *row = logits + (size_t)r * V;
+        double mx = row[0], z = 0;
+        for (int v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(row[v] - mx);
+        for (int j = 0; j < K; j++) {
+            int id = ids[r * K + j], above = 0;
+            for (int v = 0; v < V; v++) above += row[v] > row[id] || (row[v] == row[id] && v < id);
+            CHECKF(above == j, "row %d rank %d: id %d has %d tokens before it", r, j, id, above);
+            double want = row[id] - mx - log(z);
+            CHECKF(fabs(pf_fp16_to_fp32(lp[r * K + j]) - want) < 2e-3 * (1 + fabs(want)), "row %d rank %d: %g vs %g", r, j,
+                   pf_fp16_to_fp32(lp[r * K + j]), want);
+            checked++;
+        }
+    }
+    CHECK(checked == N * K);
+    free(logits);
+    free(ids_f);
+    free(lp_f);
+    pf_ctx_free(c);
+    pf_model_free(m);
+    /* --topk without --topk-out, and K above the vocabulary: one line, no output */
+    remove(feats);
+    snprintf(args, sizeof args, "taps -m %s --layers 0 -i %s -o %s --topk 4", model, seqs, feats);
+    CHECK(test_run_cli(args, out, sizeof out, eout, sizeof eout) != 0 && strstr(eout, "--topk-out") && !test_exists(feats));
+    snprintf(args, sizeof args, "taps -m %s --layers 0 -i %s -o %s --topk 256 --topk-out %s", model, seqs, feats, pre);
+    remove(ids_p);
+    int rc = test_run_cli(args, out, sizeof out, eout, sizeof eout);
+    CHECKF(rc != 0 || V >= 256, "%s", eout);
+    if (rc != 0) CHECK(!test_exists(feats) && !test_exists(ids_p) && test_count_lines(eout) == 1);
 }
