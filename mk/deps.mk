@@ -53,7 +53,7 @@ $(BUILD)/.deps-ok:
 	@$(PF_ENSURE_BUILD)
 	@mkdir -p $(@D) && touch $@
 $(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ): | $(BUILD)/.deps-ok
-$(BUILD)/.deps-serve-ok:
+$(BUILD)/.deps-serve-ok: | $(BUILD)/.deps-ok
 	@$(PF_ENSURE_SERVE)
 	@mkdir -p $(@D) && touch $@
 ifneq ($(SERVE),0)

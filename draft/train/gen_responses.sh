@@ -10,6 +10,12 @@
 set -euo pipefail
 W=$1 T=$2 NEW=$3
 CHUNK=${PF_GEN_CHUNK:-2000}
+# Speculative generation with the committed DFlash2 draft: greedy responses are the target's own
+# token for token, sampled ones have its distribution (their exact text then depends on the draft
+# file); PF_GEN_DRAFT= (empty) decodes plainly.
+DRAFT=${PF_GEN_DRAFT-models/pf-draft-dflash2.gguf}
+DARGS=()
+[ -n "$DRAFT" ] && [ -f "$DRAFT" ] && DARGS=(-d "$DRAFT")
 mkdir -p "$W/gen"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/pipeline.log"; }
 
@@ -26,7 +32,7 @@ run_file() {  # name sampling-args...
         t0=$(date +%s.%N)
         # a chunk's seed base: the shard's base + the chunk's first line, so seeds do not depend on CHUNK
         if [ $# -gt 0 ]; then s=(--seed $(( $1 + c * CHUNK )) --temp "$2"); else s=(); fi
-        ./pocketflash gen -m "$T" -i "$in" -o "$out" -n "$NEW" -t 1 -c 1024 "${s[@]}" 2>>"$W/gen.log"
+        ./pocketflash gen -m "$T" -i "$in" -o "$out" -n "$NEW" -t 1 -c 1024 "${s[@]}" "${DARGS[@]}" 2>>"$W/gen.log"
         rm -f "$in"
         tokens=$(python3 -c "import json,sys; print(sum(len(json.loads(l)['response_ids']) for l in open(sys.argv[1])))" "$out")
         log "gen $name chunk $c: $(wc -l < "$out") responses, $tokens response tokens, $(python3 -c "import sys; print(f'{float(sys.argv[1]) / (float(sys.argv[3]) - float(sys.argv[2])):.0f}')" "$tokens" "$t0" "$(date +%s.%N)") tok/s"
