@@ -1,6 +1,6 @@
-/* Byte-level BPE tokenizer: GGUF loading, special-token split, Qwen2 pre-tokenizer, merges,
- * decoding. See tokenizer.h for the contract. */
-#include "engine/tokenizer.h"
+/* Byte-level BPE tokenizer, loading: the GGUF vocabulary, merges and special tokens validated and
+ * copied into lookup tables. See tokenizer.h for the contract; encoding is bpe.c, decoding detok.c. */
+#include "engine/tokenizer_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,155 +29,9 @@ static int cp_to_byte(uint32_t cp) {
     return -1;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * Pre-tokenizers: each returns the end of the piece that starts at s[i] (i < end, s valid UTF-8).
- * New ones go in PRETOKENIZERS below. */
-typedef size_t (*pretok_fn)(const char *s, size_t i, size_t end);
 
-enum { C_L = 1, C_N = 2, C_S = 4, C_NL = 8 }; /* \p{L}, \p{N}, \s, [\r\n] */
 
-static unsigned char_class(uint32_t cp) {
-    if (cp == '\r' || cp == '\n') return C_S | C_NL;
-    if (pf_uni_is_letter(cp)) return C_L;
-    if (pf_uni_is_number(cp)) return C_N;
-    if (pf_uni_is_space(cp)) return C_S;
-    return 0;
-}
-
-static uint32_t cp_at(const char *s, size_t i, size_t end, size_t *next) {
-    uint8_t b = (uint8_t)s[i];
-    if (b < 0x80) {
-        *next = i + 1;
-        return b;
-    }
-    uint32_t cp;
-    *next = i + pf_utf8_decode(s + i, end - i, &cp);
-    return cp;
-}
-
-/* End of the run of code points starting at i whose class intersects `want` (or, with
- * negate, does not intersect it). */
-static size_t run_while(const char *s, size_t i, size_t end, unsigned want, bool negate) {
-    while (i < end) {
-        size_t nx;
-        unsigned k = char_class(cp_at(s, i, end, &nx));
-        if (((k & want) != 0) == negate) break;
-        i = nx;
-    }
-    return i;
-}
-
-/* Case folding for the contraction alternatives: (?i) in Oniguruma and Python's `regex` uses
- * Unicode simple case folding, under which the only non-ASCII code point folding to one of
- * s t r e v m l d is U+017F LATIN SMALL LETTER LONG S (-> s). */
-static uint32_t fold_contraction(uint32_t c) {
-    if (c >= 'A' && c <= 'Z') return c + 32;
-    if (c == 0x17F) return 's';
-    return c;
-}
-
-/* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|
- * \s*[\r\n]+|\s+(?!\S)|\s+
- * Alternatives are tried in order; the first that matches at i wins (leftmost-first, as in
- * Oniguruma / PCRE / Python regex), each with its own greedy-with-backtracking semantics. */
-static size_t pretok_qwen2(const char *s, size_t i, size_t end) {
-    size_t i1, i2 = 0;
-    uint32_t c0 = cp_at(s, i, end, &i1), c1 = 0;
-    unsigned k0 = char_class(c0), k1 = 0;
-    bool has1 = i1 < end;
-    if (has1) {
-        c1 = cp_at(s, i1, end, &i2);
-        k1 = char_class(c1);
-    }
-
-    /* (?i:'s|'t|'re|'ve|'m|'ll|'d) */
-    if (c0 == '\'' && has1) {
-        uint32_t f1 = fold_contraction(c1);
-        if (f1 == 's' || f1 == 't' || f1 == 'm' || f1 == 'd') return i2;
-        if ((f1 == 'r' || f1 == 'v' || f1 == 'l') && i2 < end) {
-            size_t i3;
-            uint32_t f2 = fold_contraction(cp_at(s, i2, end, &i3));
-            if ((f1 == 'r' && f2 == 'e') || (f1 == 'v' && f2 == 'e') || (f1 == 'l' && f2 == 'l'))
-                return i3;
-        }
-    }
-
-    /* [^\r\n\p{L}\p{N}]?\p{L}+ : the optional char is tried first, then skipped. */
-    if (!(k0 & (C_NL | C_N | C_L)) && has1 && (k1 & C_L)) return run_while(s, i2, end, C_L, false);
-    if (k0 & C_L) return run_while(s, i1, end, C_L, false);
-
-    /* \p{N} : one code point per piece. */
-    if (k0 & C_N) return i1;
-
-    /* ' ?[^\s\p{L}\p{N}]+[\r\n]*' */
-    const unsigned not_punct = C_S | C_L | C_N;
-    if (c0 == ' ' && has1 && !(k1 & not_punct)) {
-        size_t j = run_while(s, i2, end, not_punct, true);
-        return run_while(s, j, end, C_NL, false);
-    }
-    if (!(k0 & not_punct)) {
-        size_t j = run_while(s, i1, end, not_punct, true);
-        return run_while(s, j, end, C_NL, false);
-    }
-
-    /* c0 is whitespace. Scan its maximal run [i, k). */
-    size_t k = i, last_start = i, nl_end = 0;
-    while (k < end) {
-        size_t nx;
-        unsigned kk = char_class(cp_at(s, k, end, &nx));
-        if (!(kk & C_S)) break;
-        if (kk & C_NL) nl_end = nx;
-        last_start = k;
-        k = nx;
-    }
-    /* \s*[\r\n]+ : \s* backtracks to the last [\r\n] of the run; the piece ends right after it. */
-    if (nl_end) return nl_end;
-    /* \s+(?!\S) : the whole run at end of text, else the run less its last code point. */
-    if (k == end) return k;
-    if (last_start > i) return last_start;
-    /* \s+ */
-    return k;
-}
-
-static const struct {
-    const char *name;
-    pretok_fn fn;
-} PRETOKENIZERS[] = {
-    {"qwen2", pretok_qwen2},
-};
-
-/* ---------------------------------------------------------------------------------------------
- * Tokenizer state. */
-typedef struct {
-    uint64_t key; /* left << 32 | right; empty slot: rank < 0 */
-    int32_t rank, result;
-} merge_slot;
-
-struct pf_tokenizer {
-    int32_t n_vocab;
-    char *text;           /* all pieces, each NUL-terminated */
-    size_t *text_off;     /* n_vocab + 1 */
-    char *bytes;          /* all decoded token bytes */
-    size_t *bytes_off;    /* n_vocab + 1 */
-    uint8_t *type;
-
-    int32_t *piece_slots; /* open addressing: token id or -1 */
-    size_t piece_mask;
-    merge_slot *merge_slots;
-    size_t merge_mask;
-    size_t n_merges, n_merges_skipped;
-    int32_t byte_id[256];
-
-    int32_t *specials;    /* control + user-defined ids with valid UTF-8 text, sorted */
-    size_t n_specials;
-    uint32_t special_first[257]; /* specials[special_first[b] .. special_first[b+1]) start with b */
-
-    pretok_fn pretok;
-    int32_t eos, eot, im_start, endoftext, pad, mask;
-    char *chat_template;
-};
-
-static void set_err(char err[PF_ERR_LEN], const gguf_file *f, const char *fmt, ...) {
+void tok_err(char err[PF_ERR_LEN], const gguf_file *f, const char *fmt, ...) {
     if (!err) return;
     int n = 0;
     if (f && f->path) n = snprintf(err, PF_ERR_LEN, "%s: ", f->path);
@@ -210,23 +64,20 @@ static size_t pow2_at_least(size_t n) {
     return p;
 }
 
-static size_t piece_len(const pf_tokenizer *t, int32_t id) {
-    return t->text_off[id + 1] - t->text_off[id] - 1;
-}
 
 int32_t pf_tokenizer_find(const pf_tokenizer *t, const char *text, size_t len) {
     size_t h = (size_t)hash_bytes(text, len) & t->piece_mask;
     for (;; h = (h + 1) & t->piece_mask) {
         int32_t id = t->piece_slots[h];
         if (id < 0) return -1;
-        if (piece_len(t, id) == len && memcmp(t->text + t->text_off[id], text, len) == 0) return id;
+        if (tok_piece_len(t, id) == len && memcmp(t->text + t->text_off[id], text, len) == 0) return id;
     }
 }
 
 /* Inserts id unless its piece is already present (first id wins). */
 static void piece_insert(pf_tokenizer *t, int32_t id) {
     const char *p = t->text + t->text_off[id];
-    size_t len = piece_len(t, id);
+    size_t len = tok_piece_len(t, id);
     size_t h = (size_t)hash_bytes(p, len) & t->piece_mask;
     for (;; h = (h + 1) & t->piece_mask) {
         int32_t o = t->piece_slots[h];
@@ -234,11 +85,11 @@ static void piece_insert(pf_tokenizer *t, int32_t id) {
             t->piece_slots[h] = id;
             return;
         }
-        if (piece_len(t, o) == len && memcmp(t->text + t->text_off[o], p, len) == 0) return;
+        if (tok_piece_len(t, o) == len && memcmp(t->text + t->text_off[o], p, len) == 0) return;
     }
 }
 
-static const merge_slot *merge_find(const pf_tokenizer *t, int32_t a, int32_t b) {
+const merge_slot *tok_merge_find(const pf_tokenizer *t, int32_t a, int32_t b) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
     size_t h = (size_t)hash_u64(key) & t->merge_mask;
     for (;; h = (h + 1) & t->merge_mask) {
@@ -288,11 +139,11 @@ static int get_id(const gguf_file *f, const char *key, int32_t n_vocab, int32_t 
         return 0;
     }
     if (rc != 0) {
-        set_err(err, f, "%s: expected an integer", key);
+        tok_err(err, f, "%s: expected an integer", key);
         return -1;
     }
     if (v < 0 || v >= n_vocab) {
-        set_err(err, f, "%s: token id %lld out of range (vocabulary has %d tokens)", key,
+        tok_err(err, f, "%s: token id %lld out of range (vocabulary has %d tokens)", key,
                 (long long)v, (int)n_vocab);
         return -1;
     }
@@ -347,12 +198,12 @@ static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]
     uint64_t n = 0;
     if (kv) {
         if (kv->type != GGUF_ARR || kv->v.arr.type != GGUF_STR) {
-            set_err(err, f, "tokenizer.ggml.merges: expected an array of strings");
+            tok_err(err, f, "tokenizer.ggml.merges: expected an array of strings");
             return -1;
         }
         n = kv->v.arr.n;
         if (n > (uint64_t)INT32_MAX) {
-            set_err(err, f, "tokenizer.ggml.merges: too many merges (%llu)", (unsigned long long)n);
+            tok_err(err, f, "tokenizer.ggml.merges: too many merges (%llu)", (unsigned long long)n);
             return -1;
         }
     }
@@ -368,7 +219,7 @@ static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]
         const char *sp = m.len > 1 ? memchr(m.ptr + 1, ' ', m.len - 1) : NULL;
         if (!sp) {
             free(cat);
-            set_err(err, f, "tokenizer.ggml.merges[%llu]: expected \"left right\"",
+            tok_err(err, f, "tokenizer.ggml.merges[%llu]: expected \"left right\"",
                     (unsigned long long)r);
             return -1;
         }
@@ -395,7 +246,7 @@ static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]
     free(cat);
     return 0;
 oom:
-    set_err(err, f, "tokenizer: out of memory");
+    tok_err(err, f, "tokenizer: out of memory");
     return -1;
 }
 
@@ -403,43 +254,42 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     gguf_str s;
     int rc = gguf_get_str(f, "tokenizer.ggml.model", &s);
     if (rc != 0) {
-        set_err(err, f, "tokenizer.ggml.model: %s", rc == -1 ? "missing (no tokenizer in this file)"
+        tok_err(err, f, "tokenizer.ggml.model: %s", rc == -1 ? "missing (no tokenizer in this file)"
                                                              : "expected a string");
         return NULL;
     }
     if (!gguf_str_eq(s, "gpt2")) {
-        set_err(err, f, "tokenizer.ggml.model: unsupported tokenizer \"%.*s\" (only \"gpt2\", "
+        tok_err(err, f, "tokenizer.ggml.model: unsupported tokenizer \"%.*s\" (only \"gpt2\", "
                         "byte-level BPE, is supported)",
                 (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return NULL;
     }
     rc = gguf_get_str(f, "tokenizer.ggml.pre", &s);
     if (rc != 0) {
-        set_err(err, f, "tokenizer.ggml.pre: %s", rc == -1 ? "missing" : "expected a string");
+        tok_err(err, f, "tokenizer.ggml.pre: %s", rc == -1 ? "missing" : "expected a string");
         return NULL;
     }
     pretok_fn pretok = NULL;
-    for (size_t i = 0; i < sizeof PRETOKENIZERS / sizeof PRETOKENIZERS[0]; i++)
-        if (gguf_str_eq(s, PRETOKENIZERS[i].name)) pretok = PRETOKENIZERS[i].fn;
+    pretok = pf_pretokenizer_named(s);
     if (!pretok) {
-        set_err(err, f, "tokenizer.ggml.pre: unsupported pre-tokenizer \"%.*s\" (supported: qwen2)",
+        tok_err(err, f, "tokenizer.ggml.pre: unsupported pre-tokenizer \"%.*s\" (supported: qwen2)",
                 (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return NULL;
     }
 
     const gguf_kv *tok = gguf_find(f, "tokenizer.ggml.tokens");
     if (!tok || tok->type != GGUF_ARR || tok->v.arr.type != GGUF_STR) {
-        set_err(err, f, "tokenizer.ggml.tokens: %s", tok ? "expected an array of strings" : "missing");
+        tok_err(err, f, "tokenizer.ggml.tokens: %s", tok ? "expected an array of strings" : "missing");
         return NULL;
     }
     uint64_t n = tok->v.arr.n;
     if (n == 0 || n > (uint64_t)INT32_MAX - 1) {
-        set_err(err, f, "tokenizer.ggml.tokens: bad token count %llu", (unsigned long long)n);
+        tok_err(err, f, "tokenizer.ggml.tokens: bad token count %llu", (unsigned long long)n);
         return NULL;
     }
     const gguf_kv *tt = gguf_find(f, "tokenizer.ggml.token_type");
     if (tt && (tt->type != GGUF_ARR || !is_int_type(tt->v.arr.type) || tt->v.arr.n != n)) {
-        set_err(err, f, "tokenizer.ggml.token_type: expected an integer array of %llu elements",
+        tok_err(err, f, "tokenizer.ggml.token_type: expected an integer array of %llu elements",
                 (unsigned long long)n);
         return NULL;
     }
@@ -451,7 +301,7 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     size_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (tok->v.arr.strs[i].len > ((size_t)1 << 20)) {
-            set_err(err, f, "tokenizer.ggml.tokens[%llu]: token is %llu bytes long",
+            tok_err(err, f, "tokenizer.ggml.tokens[%llu]: token is %llu bytes long",
                     (unsigned long long)i, (unsigned long long)tok->v.arr.strs[i].len);
             pf_tokenizer_free(t);
             return NULL;
@@ -473,7 +323,7 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     for (uint64_t i = 0; i < n; i++) {
         int64_t ty = tt ? gguf_arr_int(tt, i) : PF_TOKEN_NORMAL;
         if (ty < PF_TOKEN_NORMAL || ty > PF_TOKEN_BYTE) {
-            set_err(err, f, "tokenizer.ggml.token_type[%llu]: unknown type %lld",
+            tok_err(err, f, "tokenizer.ggml.token_type[%llu]: unknown type %lld",
                     (unsigned long long)i, (long long)ty);
             pf_tokenizer_free(t);
             return NULL;
@@ -516,7 +366,7 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
 
     rc = gguf_get_str(f, "tokenizer.chat_template", &s);
     if (rc == -2) {
-        set_err(err, f, "tokenizer.chat_template: expected a string");
+        tok_err(err, f, "tokenizer.chat_template: expected a string");
         pf_tokenizer_free(t);
         return NULL;
     }
@@ -532,7 +382,7 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     }
     for (uint64_t i = 0; i < n; i++) {
         if (t->type[i] != PF_TOKEN_CONTROL && t->type[i] != PF_TOKEN_USER_DEFINED) continue;
-        size_t l = piece_len(t, (int32_t)i);
+        size_t l = tok_piece_len(t, (int32_t)i);
         const char *p = t->text + t->text_off[i];
         if (l == 0 || !pf_utf8_valid(p, l)) continue;
         keys[t->n_specials++] = (special_key){(uint8_t)p[0], l, (int32_t)i};
@@ -549,7 +399,7 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     return t;
 
 oom:
-    set_err(err, f, "tokenizer: out of memory");
+    tok_err(err, f, "tokenizer: out of memory");
     pf_tokenizer_free(t);
     return NULL;
 }
@@ -577,7 +427,7 @@ const char *pf_tokenizer_piece(const pf_tokenizer *t, int32_t id, size_t *len) {
         if (len) *len = 0;
         return NULL;
     }
-    if (len) *len = piece_len(t, id);
+    if (len) *len = tok_piece_len(t, id);
     return t->text + t->text_off[id];
 }
 
@@ -588,270 +438,4 @@ const char *pf_token_bytes(const pf_tokenizer *t, int32_t id, size_t *len) {
     }
     if (len) *len = t->bytes_off[id + 1] - t->bytes_off[id];
     return t->bytes + t->bytes_off[id];
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Encoding. */
-typedef struct {
-    int32_t id, prev, next;
-    uint32_t len; /* bytes covered; 0 once merged into its left neighbour */
-} bpe_sym;
-
-typedef struct {
-    int32_t rank, left, right, result;
-    uint32_t llen, rlen; /* symbol lengths when queued: a mismatch means the pair is stale */
-} bpe_cand;
-
-typedef struct {
-    int32_t *ids;
-    size_t n, cap;
-    bpe_sym *sym;
-    bpe_cand *heap;
-    size_t sym_cap, heap_cap, n_heap;
-} encode_ctx;
-
-static bool push_id(encode_ctx *c, int32_t id) {
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 64;
-        int32_t *p = realloc(c->ids, nc * sizeof *p);
-        if (!p) return false;
-        c->ids = p;
-        c->cap = nc;
-    }
-    c->ids[c->n++] = id;
-    return true;
-}
-
-static bool cand_less(const bpe_cand *a, const bpe_cand *b) {
-    return a->rank != b->rank ? a->rank < b->rank : a->left < b->left;
-}
-
-static void heap_push(encode_ctx *c, bpe_cand e) {
-    size_t i = c->n_heap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!cand_less(&e, &c->heap[p])) break;
-        c->heap[i] = c->heap[p];
-        i = p;
-    }
-    c->heap[i] = e;
-}
-
-static bpe_cand heap_pop(encode_ctx *c) {
-    bpe_cand top = c->heap[0], last = c->heap[--c->n_heap];
-    size_t i = 0, n = c->n_heap;
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        const bpe_cand *best = &last;
-        if (l < n && cand_less(&c->heap[l], best)) {
-            m = l;
-            best = &c->heap[l];
-        }
-        if (l + 1 < n && cand_less(&c->heap[l + 1], best)) m = l + 1;
-        if (m == i) break;
-        c->heap[i] = c->heap[m];
-        i = m;
-    }
-    if (n) c->heap[i] = last;
-    return top;
-}
-
-static void try_pair(const pf_tokenizer *t, encode_ctx *c, int32_t l, int32_t r) {
-    const merge_slot *m = merge_find(t, c->sym[l].id, c->sym[r].id);
-    if (!m) return;
-    bpe_cand e = {m->rank, l, r, m->result, c->sym[l].len, c->sym[r].len};
-    heap_push(c, e);
-}
-
-static int bpe_piece(const pf_tokenizer *t, encode_ctx *c, const char *p, size_t n,
-                     size_t base, char err[PF_ERR_LEN]) {
-    if (n > (size_t)INT32_MAX / 4) {
-        set_err(err, NULL, "piece at byte %zu too long (%zu bytes)", base, n);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (t->byte_id[(uint8_t)p[i]] < 0) {
-            set_err(err, NULL, "byte 0x%02X at byte %zu has no token in this vocabulary",
-                    (uint8_t)p[i], base + i);
-            return -1;
-        }
-    }
-    if (n == 1) return push_id(c, t->byte_id[(uint8_t)p[0]]) ? 0 : -2;
-    if (n > c->sym_cap) {
-        bpe_sym *s = realloc(c->sym, n * 2 * sizeof *s);
-        if (!s) return -2;
-        c->sym = s;
-        c->sym_cap = n * 2;
-    }
-    /* Heap bound: n - 1 initial pairs plus at most 2 per merge (<= n - 1 merges): 3n. */
-    if (3 * n > c->heap_cap) {
-        bpe_cand *h = realloc(c->heap, 6 * n * sizeof *h);
-        if (!h) return -2;
-        c->heap = h;
-        c->heap_cap = 6 * n;
-    }
-    for (size_t i = 0; i < n; i++) {
-        c->sym[i].id = t->byte_id[(uint8_t)p[i]];
-        c->sym[i].prev = (int32_t)i - 1;
-        c->sym[i].next = i + 1 < n ? (int32_t)i + 1 : -1;
-        c->sym[i].len = 1;
-    }
-    c->n_heap = 0;
-    for (size_t i = 0; i + 1 < n; i++) try_pair(t, c, (int32_t)i, (int32_t)i + 1);
-    while (c->n_heap) {
-        bpe_cand e = heap_pop(c);
-        bpe_sym *L = &c->sym[e.left], *R = &c->sym[e.right];
-        if (L->len != e.llen || R->len != e.rlen || L->next != e.right) continue;
-        L->id = e.result;
-        L->len += R->len;
-        L->next = R->next;
-        if (R->next >= 0) c->sym[R->next].prev = e.left;
-        R->len = 0;
-        if (L->prev >= 0) try_pair(t, c, L->prev, e.left);
-        if (L->next >= 0) try_pair(t, c, e.left, L->next);
-    }
-    for (int32_t i = 0; i >= 0; i = c->sym[i].next)
-        if (!push_id(c, c->sym[i].id)) return -2;
-    return 0;
-}
-
-static int encode_span(const pf_tokenizer *t, encode_ctx *c, const char *s, size_t start,
-                       size_t end, char err[PF_ERR_LEN]) {
-    size_t i = start;
-    while (i < end) {
-        size_t j = t->pretok(s, i, end);
-        int rc = bpe_piece(t, c, s + i, j - i, i, err);
-        if (rc) return rc;
-        i = j;
-    }
-    return 0;
-}
-
-int pf_tokenize(const pf_tokenizer *t, const char *text, size_t len, bool parse_special,
-                int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
-    *ids = NULL;
-    *n_ids = 0;
-    size_t bad = pf_utf8_first_invalid(text, len);
-    if (bad != len) {
-        set_err(err, NULL, "invalid UTF-8 at byte %zu", bad);
-        return -1;
-    }
-    encode_ctx c = {0};
-    int rc = 0;
-    size_t span = 0, i = 0;
-    while (i < len && rc == 0) {
-        uint8_t b = (uint8_t)text[i];
-        int32_t hit = -1;
-        size_t hit_len = 0;
-        for (uint32_t k = t->special_first[b]; k < t->special_first[b + 1]; k++) {
-            int32_t id = t->specials[k];
-            if (!parse_special && t->type[id] == PF_TOKEN_CONTROL) continue;
-            size_t l = piece_len(t, id);
-            if (l <= len - i && memcmp(text + i, t->text + t->text_off[id], l) == 0) {
-                hit = id;
-                hit_len = l;
-                break; /* candidates are sorted longest first */
-            }
-        }
-        if (hit < 0) {
-            i++;
-            continue;
-        }
-        rc = encode_span(t, &c, text, span, i, err);
-        if (rc == 0 && !push_id(&c, hit)) rc = -2;
-        i += hit_len;
-        span = i;
-    }
-    if (rc == 0) rc = encode_span(t, &c, text, span, len, err);
-    free(c.sym);
-    free(c.heap);
-    if (rc != 0) {
-        if (rc == -2) set_err(err, NULL, "tokenize: out of memory");
-        free(c.ids);
-        return -1;
-    }
-    *ids = c.ids;
-    *n_ids = c.n;
-    return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Stream decoding. */
-void pf_detok_init(pf_detok *d, const pf_tokenizer *t, bool replace_invalid) {
-    memset(d, 0, sizeof *d);
-    d->t = t;
-    d->replace_invalid = replace_invalid;
-}
-
-void pf_detok_free(pf_detok *d) {
-    free(d->buf);
-    d->buf = NULL;
-    d->cap = 0;
-}
-
-static bool detok_reserve(pf_detok *d, size_t need) {
-    if (need <= d->cap) return true;
-    size_t nc = need * 2 > 256 ? need * 2 : 256;
-    char *p = realloc(d->buf, nc);
-    if (!p) return false;
-    d->buf = p;
-    d->cap = nc;
-    return true;
-}
-
-/* Copies in[0..n) to out, replacing ill-formed subparts by U+FFFD if asked; returns bytes written
- * (out has room for 3n). */
-static size_t emit(const pf_detok *d, const char *in, size_t n, char *out) {
-    if (!d->replace_invalid) {
-        memcpy(out, in, n);
-        return n;
-    }
-    size_t i = 0, o = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t k = pf_utf8_decode(in + i, n - i, &cp);
-        if (cp == PF_UTF8_INVALID) {
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-        } else {
-            memcpy(out + o, in + i, k);
-            o += k;
-        }
-        i += k;
-    }
-    return o;
-}
-
-const char *pf_detok_push(pf_detok *d, int32_t id, size_t *len) {
-    *len = 0;
-    size_t n;
-    const char *b = pf_token_bytes(d->t, id, &n);
-    if (!b) return NULL;
-    size_t m = d->n_pend + n;
-    /* Layout: [output: up to 3m bytes][input copy: m bytes]. */
-    if (!detok_reserve(d, 4 * m + 4)) return NULL;
-    char *in = d->buf + 3 * m;
-    memcpy(in, d->pend, d->n_pend);
-    memcpy(in + d->n_pend, b, n);
-    size_t tail = pf_utf8_incomplete_tail(in, m);
-    *len = emit(d, in, m - tail, d->buf);
-    memcpy(d->pend, in + m - tail, tail);
-    d->n_pend = tail;
-    return d->buf;
-}
-
-const char *pf_detok_flush(pf_detok *d, size_t *len) {
-    *len = 0;
-    if (!detok_reserve(d, 16)) return NULL;
-    if (d->n_pend) {
-        if (d->replace_invalid) {
-            memcpy(d->buf, "\xEF\xBF\xBD", 3); /* an incomplete sequence is one maximal subpart */
-            *len = 3;
-        } else {
-            memcpy(d->buf, d->pend, d->n_pend);
-            *len = d->n_pend;
-        }
-    }
-    d->n_pend = 0;
-    return d->buf;
 }

@@ -1,0 +1,194 @@
+/* The bench command's reports: SVG chart, JSON records and the --compare table (eval/bench_report.h). */
+#include "eval/bench_report.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/cpu.h"
+
+/* The chart names what it measured: the CPU's model name (Linux /proc/cpuinfo; "unknown CPU" elsewhere). */
+static void cpu_model_name(char *buf, size_t n) {
+    snprintf(buf, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        const char *c = strchr(line, ':');
+        if (!c || (strncmp(line, "model name", 10) && strncmp(line, "Model", 5))) continue;
+        for (c++; *c == ' ' || *c == '\t'; c++) {}
+        size_t len = strcspn(c, "\r\n");
+        if (len) snprintf(buf, n, "%.*s", (int)len, c);
+        break;
+    }
+    fclose(f);
+}
+
+/* Text for an SVG <text> element: the XML metacharacters escaped. */
+static void svg_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else fputc(*s, f);
+    }
+}
+
+static const char *base_name(const char *path) {
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* Bar chart of speedup per task type. Ticks every 0.5x from 0, the 1.0x line labelled as plain
+ * decoding, and the title and caption name the model files, CPU, kernel level, threads and date. */
+void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+    /* one bar per task type and the overall geomean; with --compare one bar per strategy (its geomean) */
+    int arms = r->n_arms > 0 && o->n_arms > 0, n = arms ? r->n_arms : r->n + 1, bw = 60, gap = 30, left = 60, top = 74, h = 260;
+    double mx = 0;
+    for (int i = 0; i < n; i++) {
+        double v = arms ? r->arms[i].speedup_geomean : i == r->n ? r->speedup_geomean : r->tasks[i].speedup.median;
+        if (v > mx) mx = v;
+    }
+    if (!(mx <= 100)) mx = 100; /* a degenerate run (inf, nan) still draws a bounded axis */
+    int n_ticks = (int)(mx * 1.15 / 0.5) + 1; /* 0.5x steps; the top tick above the tallest bar and its labels */
+    if (n_ticks < 3) n_ticks = 3;
+    mx = 0.5 * n_ticks;
+    int W = left + n * (bw + gap) + gap + 150, H = top + h + 40; /* 150: the baseline's label */
+    if (W < 640) W = 640;
+    char cpu[256], date[64];
+    cpu_model_name(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm)) snprintf(date, sizeof date, "unknown date");
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"15\" class=\"title\">Speedup over plain decoding per %s: ",
+            arms ? "strategy (geomean over task types)" : "task type");
+    svg_text(f, base_name(r->model));
+    if (r->draft[0]) {
+        fputs(" + ", f);
+        svg_text(f, base_name(r->draft));
+    }
+    fprintf(f, "</text>\n<text x=\"10\" y=\"40\" fill=\"#444\" class=\"caption\">");
+    svg_text(f, cpu);
+    fprintf(f, ", PF_KERNELS=%s, %d threads, %s</text>\n", pf_level_name(pf_best_level()), o->threads, date);
+    fprintf(f, "<text x=\"10\" y=\"56\" fill=\"#444\" class=\"caption\">");
+    if (!arms) fprintf(f, "strategy %s, block %d, ", o->profile ? "profile" : o->spec ? o->spec : "?", r->block);
+    fprintf(f, "%s, %d tokens per prompt, %d interleaved repetitions; bar label: tau (tokens per round)</text>\n",
+            o->temp > 0 ? "sampled" : "greedy", o->max_tokens, o->reps);
+    for (int k = 0; k <= n_ticks; k++) {
+        double v = 0.5 * k;
+        int y = top + h - (int)(h * v / mx);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", left, y, W - 150, y);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"tick\">%.1fx</text>\n", left - 6, y + 4, v);
+    }
+    int y1 = top + h - (int)(h / mx);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\n", left, y1, W - 150, y1);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#c00\" class=\"baseline\">plain decoding (1.0x)</text>\n", W - 146, y1 + 4);
+    for (int i = 0; i < n; i++) {
+        int overall = !arms && i == r->n;
+        double v = arms ? r->arms[i].speedup_geomean : overall ? r->speedup_geomean : r->tasks[i].speedup.median;
+        double tau = arms ? r->arms[i].tau : overall ? r->tau : pf_spec_tau(&r->tasks[i].st);
+        const char *name = arms ? r->arms[i].name : overall ? "overall" : r->tasks[i].type;
+        if (arms && !strncmp(name, "profile:", 8)) name = "profile"; /* the file is in the JSON */
+        int x = left + gap + i * (bw + gap), bh = (int)(h * v / mx);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", x, top + h - bh, bw, bh,
+                overall ? "#555" : "#3a7bd5");
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.2fx</text>\n", x + bw / 2, top + h - bh - 16, v);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">tau %.2f</text>\n", x + bw / 2, top + h - bh - 3, tau);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", x + bw / 2, top + h + 18);
+        svg_text(f, name);
+        fputs("</text>\n", f);
+    }
+    fprintf(f, "</svg>\n");
+}
+
+void pf_bench_write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+    fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"spec\": \"%s\", \"block\": %d, \"threads\": %d, \"temp\": %g, "
+               "\"max_tokens\": %d, \"reps\": %d, \"compute_gfma_s\": [%.2f, %.2f],\n \"tasks\": {", r->model, r->draft,
+            o->spec, r->block, o->threads, o->temp, o->max_tokens, o->reps, r->compute_start, r->compute_end);
+    for (int i = 0; i < r->n; i++) {
+        const pf_bench_task *t = &r->tasks[i];
+        fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"prompts\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, \"speedup_max\": %.4f, "
+                   "\"tau\": %.4f, \"ar_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"identical\": %s, \"rounds\": %lld, "
+                   "\"prefill_tok_s\": %.1f, \"ttft_ar_ms\": %.2f, \"ttft_spec_ms\": %.2f, \"accepted_hist\": [",
+                i ? "," : "", t->type, t->spec, t->block, t->n_prompts, t->speedup.median, t->speedup.lo, t->speedup.hi, pf_spec_tau(&t->st),
+                t->ar_tok_s.median, t->spec_tok_s.median, t->identical < 0 ? "null" : t->identical ? "true" : "false",
+                (long long)t->st.rounds, t->prefill_tok_s, t->ttft_ar_ms, t->ttft_spec_ms);
+        for (int a = 0; a < t->block; a++) fprintf(f, "%s%lld", a ? ", " : "", (long long)t->st.hist[a]);
+        fprintf(f, "], \"acceptance_by_position\": [");
+        for (int k = 0; k < t->block - 1; k++)
+            fprintf(f, "%s%.4f", k ? ", " : "", t->st.pos_tried[k] ? (double)t->st.pos_accepted[k] / (double)t->st.pos_tried[k] : 0.0);
+        double T = t->st.t_total > 0 ? t->st.t_total : 1;
+        double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
+        fprintf(f, "], \"time_split\": {\"draft\": %.4f, \"context\": %.4f, \"verify\": %.4f, \"accept\": %.4f, \"other\": %.4f}}",
+                t->st.t_draft / T, t->st.t_ctx / T, t->st.t_verify / T, t->st.t_accept / T, (other > 0 ? other : 0) / T);
+    }
+    fprintf(f, "\n },\n \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}, \"load\": [%.2f, %.2f]}\n",
+            r->speedup_geomean, r->tau, r->identical < 0 ? "null" : r->identical ? "true" : "false", r->load_start, r->load_end);
+}
+
+static const char *yes_no(int identical) { return identical < 0 ? "n/a (sampled)" : identical ? "yes" : "NO"; }
+static const char *json_bool(int identical) { return identical < 0 ? "null" : identical ? "true" : "false"; }
+
+/* Mean rows verified per round (1 = a plain step) and the share of plain steps. */
+static void rows_summary(const pf_spec_stats *st, double *mean, double *plain) {
+    int64_t n = 0, sum = 0;
+    for (int k = 1; k <= PF_MAX_BLOCK + 1; k++) {
+        n += st->verified_rows[k];
+        sum += (int64_t)k * st->verified_rows[k];
+    }
+    *mean = n ? (double)sum / (double)n : 0;
+    *plain = n ? (double)st->verified_rows[1] / (double)n : 0;
+}
+
+void pf_bench_write_compare_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+    fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"temp\": %g, \"max_tokens\": %d, \"reps\": %d, "
+               "\"compute_gfma_s\": [%.2f, %.2f], \"load\": [%.2f, %.2f],\n \"plain_tok_s\": {",
+            r->model, r->draft, o->threads, o->temp, o->max_tokens, o->reps, r->compute_start, r->compute_end, r->load_start,
+            r->load_end);
+    for (int i = 0; i < r->n; i++) fprintf(f, "%s\"%s\": %.3f", i ? ", " : "", r->tasks[i].type, r->tasks[i].ar_tok_s.median);
+    fprintf(f, "},\n \"strategies\": [");
+    for (int k = 0; k < r->n_arms; k++) {
+        const pf_bench_arm_result *ar = &r->arms[k];
+        fprintf(f, "%s\n  {\"name\": \"%s\", \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}, \"tasks\": {",
+                k ? "," : "", ar->name, ar->speedup_geomean, ar->tau, json_bool(ar->identical));
+        for (int i = 0; i < r->n; i++) {
+            const pf_bench_task *t = &ar->tasks[i];
+            double mean, plain;
+            rows_summary(&t->st, &mean, &plain);
+            fprintf(f, "%s\n   \"%s\": {\"spec\": \"%s\", \"block\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, "
+                       "\"speedup_max\": %.4f, \"tau\": %.4f, \"spec_tok_s\": %.3f, \"identical\": %s, \"rounds\": %lld, "
+                       "\"mean_rows_verified\": %.3f, \"plain_step_share\": %.4f}",
+                    i ? "," : "", t->type, t->spec, t->block, t->speedup.median, t->speedup.lo, t->speedup.hi,
+                    pf_spec_tau(&t->st), t->spec_tok_s.median, json_bool(t->identical), (long long)t->st.rounds, mean, plain);
+        }
+        fprintf(f, "}}");
+    }
+    fprintf(f, "\n ]}\n");
+}
+
+/* One table: a row per strategy, a column per task type, speedups over the same run's plain decoding. */
+void pf_bench_print_compare(const pf_bench_result *r) {
+    printf("| strategy |");
+    for (int i = 0; i < r->n; i++) printf(" %s |", r->tasks[i].type);
+    printf(" **overall** (geomean) | tau | rows verified (mean) | plain steps | identical |\n|---|");
+    for (int i = 0; i < r->n; i++) printf("---|");
+    printf("---|---|---|---|---|\n| plain tok/s |");
+    for (int i = 0; i < r->n; i++) printf(" %.1f |", r->tasks[i].ar_tok_s.median);
+    printf(" | | | | |\n");
+    for (int k = 0; k < r->n_arms; k++) {
+        const pf_bench_arm_result *ar = &r->arms[k];
+        pf_spec_stats all = {0};
+        printf("| %s |", ar->name);
+        for (int i = 0; i < r->n; i++) {
+            printf(" %.2fx |", ar->tasks[i].speedup.median);
+            for (int n = 0; n < PF_MAX_BLOCK + 2; n++) all.verified_rows[n] += ar->tasks[i].st.verified_rows[n];
+        }
+        double mean, plain;
+        rows_summary(&all, &mean, &plain);
+        printf(" **%.2fx** | %.2f | %.2f | %.0f%% | %s |\n", ar->speedup_geomean, ar->tau, mean, 100 * plain, yes_no(ar->identical));
+    }
+    printf("\n");
+}

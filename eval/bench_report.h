@@ -1,0 +1,15 @@
+/* What `pocketflash bench` writes about a run: the comparison table on stdout, a JSON record of
+ * every task (or strategy) and an SVG bar chart that names the files, CPU, kernel level and date. */
+#ifndef PF_EVAL_BENCH_REPORT_H
+#define PF_EVAL_BENCH_REPORT_H
+
+#include <stdio.h>
+
+#include "eval/bench.h"
+
+void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *o);
+void pf_bench_write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o);
+void pf_bench_write_compare_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o);
+void pf_bench_print_compare(const pf_bench_result *r);
+
+#endif
