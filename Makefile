@@ -140,8 +140,8 @@ clean:
 # models/pf-target-f16.gguf (`make models`). See draft/train/DRAFTS.md.
 .PHONY: drafts
 drafts:
-	bash draft/train/make_drafts.sh
-	bash draft/train/make_dec.sh
+	PF_TARGET=$(TARGET) PF_PROMPTS=$(PROMPTS) bash draft/train/make_drafts.sh
+	PF_TARGET=$(TARGET) bash draft/train/make_dec.sh
 
 -include mk/deps.mk
 -include mk/demo.mk

@@ -5,6 +5,8 @@
       an eval prompt (eval/tasks/*.jsonl are held out by source item when the corpus is built; the
       exact prompt texts are also checked here), and writes pocketflash-gen input shards
       work/drafts/prompts_{greedy,sampled}_<k>.jsonl
+  draft_data.py userprompts FILE [--sampled-frac F] [--shards S]
+      the same shards from a user's own prompt file (JSON lines with "prompt", optional "type")
   draft_data.py evalprompts
       the held-out eval prompts (all types) for the OFFLINE acceptance measurement only
   draft_data.py features <name> <gen.jsonl ...> [--layers N] [--limit N]
@@ -29,17 +31,54 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qwen_bpe import QwenBPE  # noqa: E402
 from dflash_model import DRAFT_LAYERS, build_target_layer_ids  # noqa: E402
 from prepare_data import load_eval as eval_prompts  # noqa: E402
+from train_lib import target_gguf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 WORK = os.path.join(HERE, "work")
-OUT = os.path.join(WORK, "drafts")
+OUT = os.environ.get("PF_DRAFT_WORK") or os.path.join(WORK, "drafts")   # make_drafts.sh sets it
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
 MAX_SEQ = 512            # the target's training context
 
 
 def chatml(prompt):
     return "<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n"
+
+
+def cmd_userprompts(a):
+    """A user's prompt file (JSON lines with "prompt" and optionally "id" / "type") as the gen shards
+    cmd_prompts writes: shuffled with the seed, a --sampled-frac share answered by sampling. A line
+    without a prompt, or a file without one, is an error naming the line."""
+    os.makedirs(OUT, exist_ok=True)
+    chosen = []
+    for i, line in enumerate(open(a.file, encoding="utf-8"), 1):
+        if not line.strip():
+            continue
+        try:
+            e = json.loads(line)
+            prompt = e["prompt"]
+            assert isinstance(prompt, str) and prompt
+        except (ValueError, KeyError, TypeError, AssertionError):
+            raise SystemExit(f"{a.file}:{i}: expected a JSON object with a non-empty \"prompt\" string")
+        ty = e.get("type") if e.get("type") in TYPES else "chat"
+        chosen.append({"id": f"{ty}-user-{e.get('id', i)}", "prompt": prompt})
+    if not chosen:
+        raise SystemExit(f"{a.file}: no prompts")
+    rs = np.random.RandomState(a.seed)
+    chosen = [chosen[i] for i in rs.permutation(len(chosen))]
+    write_shards(chosen, a.sampled_frac, a.shards)
+
+
+def write_shards(chosen, sampled_frac, shards):
+    n_s = int(round(len(chosen) * sampled_frac))
+    groups = {"sampled": chosen[:n_s], "greedy": chosen[n_s:]}
+    for g, items in groups.items():
+        for k in range(shards):
+            with open(os.path.join(OUT, f"prompts_{g}_{k}.jsonl"), "w", encoding="utf-8") as f:
+                for e in items[k::shards]:
+                    f.write(json.dumps(e, ensure_ascii=False) + "\n")
+    print(f"prompts: {len(chosen)} ({len(groups['greedy'])} greedy, {len(groups['sampled'])} sampled)", flush=True)
+    return groups
 
 
 def held_windows():
@@ -87,15 +126,8 @@ def cmd_prompts(a):
                 break
     order = rs.permutation(len(chosen))
     chosen = [chosen[i] for i in order]
-    n_s = int(round(len(chosen) * a.sampled_frac))
-    groups = {"sampled": chosen[:n_s], "greedy": chosen[n_s:]}
-    for g, items in groups.items():
-        for k in range(a.shards):
-            with open(os.path.join(OUT, f"prompts_{g}_{k}.jsonl"), "w", encoding="utf-8") as f:
-                for e in items[k::a.shards]:
-                    f.write(json.dumps(e, ensure_ascii=False) + "\n")
-    print(f"prompts: {len(chosen)} ({len(groups['greedy'])} greedy, {len(groups['sampled'])} sampled) "
-          f"per type {per}", flush=True)
+    write_shards(chosen, a.sampled_frac, a.shards)
+    print(f"per type {per}", flush=True)
 
 
 def cmd_evalprompts(a):
@@ -107,7 +139,7 @@ def cmd_evalprompts(a):
 
 def load_target(dtype=torch.float32):
     from export_target import model_from_gguf
-    m, meta = model_from_gguf(os.path.join(ROOT, "models", "pf-target-f16.gguf"), dtype)
+    m, meta = model_from_gguf(target_gguf(), dtype)
     for p in m.parameters():
         p.requires_grad_(False)
     return m, meta
@@ -175,7 +207,8 @@ def read_generations(files, limit, eos):
                 continue
             seqs.append((p + r)[:MAX_SEQ])
             rstart.append(len(p))
-            types.append(TYPES.index(e["id"].split("-")[0]))
+            ty = str(e["id"]).split("-")[0]
+            types.append(TYPES.index(ty) if ty in TYPES else TYPES.index("chat"))   # a user's prompt: chat
             ids_.append(e["id"])
     return seqs, rstart, types, ids_
 
@@ -195,7 +228,7 @@ def cmd_seqs(a):
     ("PFSQ", u32 n, u32 lengths[n], i32 tokens), <name>_toks.npy and <name>_index.npz; prints the
     --layers argument for taps."""
     from gguf_writer import read_gguf
-    meta, _ = read_gguf(os.path.join(ROOT, "models", "pf-target-f16.gguf"))
+    meta, _ = read_gguf(target_gguf())
     # --taps: the layers to compute (a superset of what several drafts read: train_draft.py picks its
     # columns); default z-lab's rule for --layers draft layers
     taps = ([int(x) for x in a.taps.split(",")] if a.taps else
@@ -313,6 +346,11 @@ def main():
     p.add_argument("--seed", type=int, default=20261130)
     p.add_argument("--weights", default="", help="per-type shares, in the order " + ",".join(TYPES))
     p.add_argument("--zh-first", action="store_true", help="take every Chinese prompt of a type before English ones")
+    p = sub.add_parser("userprompts")
+    p.add_argument("file")
+    p.add_argument("--sampled-frac", type=float, default=0.3)
+    p.add_argument("--shards", type=int, default=2)
+    p.add_argument("--seed", type=int, default=20261130)
     sub.add_parser("evalprompts")
     p = sub.add_parser("seqs")
     p.add_argument("name")
@@ -335,7 +373,7 @@ def main():
     p.add_argument("name")
     p.add_argument("parts", nargs="+")
     a = ap.parse_args()
-    {"prompts": cmd_prompts, "evalprompts": cmd_evalprompts, "seqs": cmd_seqs, "joinfeats": cmd_joinfeats, "features": cmd_features, "merge": cmd_merge}[a.cmd](a)
+    {"prompts": cmd_prompts, "userprompts": cmd_userprompts, "evalprompts": cmd_evalprompts, "seqs": cmd_seqs, "joinfeats": cmd_joinfeats, "features": cmd_features, "merge": cmd_merge}[a.cmd](a)
 
 
 if __name__ == "__main__":

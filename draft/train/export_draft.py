@@ -25,7 +25,7 @@ from dflash_model import DraftConfig, DFlashDraft, propose  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-TARGET = os.path.join(ROOT, "models", "pf-target-f16.gguf")
+TARGET = os.environ.get("PF_TARGET") or os.path.join(ROOT, "models", "pf-target-f16.gguf")
 REF_PROMPTS = ["math-000", "code-001", "chat-030"]
 REF_TOPK = 8
 N_CASES = 3
@@ -72,7 +72,7 @@ def write_gguf(ck_path, out, name=None):
     w.add("general.file_type", G.T_U32, 1)
     run = ck.get("run", {})
     w.add("general.description", G.T_STRING,
-          f"pocketflash DFlash{'2' if v2 else ''} draft for pf-target-f16.gguf; {ck['steps']} steps, "
+          f"pocketflash DFlash{'2' if v2 else ''} draft for {os.path.basename(TARGET)}; {ck['steps']} steps, "
           f"{ck['rows']} supervised block rows on the target's own responses to training prompts; "
           f"init {os.path.basename(run.get('init') or 'random')}")
     for k, t, v in [("block_count", G.T_U32, c.n_layers), ("context_length", G.T_U32, 512),

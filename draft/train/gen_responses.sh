@@ -48,8 +48,9 @@ worker 1 &
 wait
 for f in greedy_0 greedy_1 sampled_0 sampled_1; do
     n=$(wc -l < "$W/prompts_$f.jsonl")
-    got=$(cat "$W"/gen/$f.*.jsonl | wc -l)
+    got=$(cat "$W"/gen/$f.*.jsonl 2>/dev/null | wc -l)
     [ "$got" = "$n" ] || { echo "gen $f: $got of $n responses" >&2; exit 1; }
-    cat "$W"/gen/$f.*.jsonl > "$W/gen_$f.jsonl.tmp" && mv "$W/gen_$f.jsonl.tmp" "$W/gen_$f.jsonl"
+    cat "$W"/gen/$f.*.jsonl /dev/null 2>/dev/null > "$W/gen_$f.jsonl.tmp" || true
+    mv "$W/gen_$f.jsonl.tmp" "$W/gen_$f.jsonl"
 done
 log "generation: $(cat "$W"/gen_greedy_*.jsonl "$W"/gen_sampled_*.jsonl | wc -l) responses"

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-WORK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "drafts")
+WORK = os.environ.get("PF_DRAFT_WORK") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "drafts")
 
 
 def main():

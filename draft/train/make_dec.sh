@@ -11,15 +11,19 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 export OPENBLAS_CORETYPE=SkylakeX
+# the target and draft make_drafts.sh trained (make drafts TARGET=...), else the stand-in pair
+T=${PF_TARGET:-models/pf-target-f16.gguf}
+DW=draft/train/work/drafts
+[ "$T" = models/pf-target-f16.gguf ] || DW=draft/train/work/drafts-$(basename "$T" .gguf)
+D=$(cat "$DW/draft.path" 2>/dev/null || echo models/pf-draft-dflash2.gguf)
 W=draft/train/work/dec
-T=models/pf-target-f16.gguf
-D=models/pf-draft-dflash2.gguf
+[ "$T" = models/pf-target-f16.gguf ] || W=$DW/dec
 N=${PF_DEC_PROMPTS:-400}
 mkdir -p "$W"
 make pocketflash >/dev/null
 [ -f "$D" ] || { echo "missing $D (make_drafts.sh first)" >&2; exit 1; }
 # training prompts only (never eval/tasks): the drafts' greedy prompt shard
-P=draft/train/work/drafts/prompts_greedy_1.jsonl
+P=$DW/prompts_greedy_1.jsonl
 [ -f "$P" ] || { echo "missing $P (make_drafts.sh writes it)" >&2; exit 1; }
 rm -f "$W/rounds.bin"
 # the head must not see itself: log with the draft's weights as they are (any dec.* is ignored by
@@ -40,5 +44,5 @@ $PY draft/train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration draft/t
 mv "$W/draft-with-dec.gguf" "$D"
 echo "Dec head attached to $D"
 
-# every model also as a Hugging Face checkpoint (export_hf_all.sh)
-bash draft/train/export_hf_all.sh
+# every shipped model also as a Hugging Face checkpoint (export_hf_all.sh)
+[ "$T" != models/pf-target-f16.gguf ] || bash draft/train/export_hf_all.sh

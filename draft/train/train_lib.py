@@ -13,6 +13,21 @@ import torch
 import torch.nn.functional as F
 
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+MASK_TOKEN = "<|fim_pad|>"   # the block's masked rows (dflash.mask_token_id): Qwen3 vocabularies have it
+
+
+def target_gguf():
+    """The target the drafts are trained for: $PF_TARGET (make drafts TARGET=...), else the stand-in."""
+    return os.environ.get("PF_TARGET") or os.path.join(ROOT, "models", "pf-target-f16.gguf")
+
+
+def mask_token_id(tokens):
+    """The id of MASK_TOKEN in a target's vocabulary (one error line when the vocabulary lacks it)."""
+    try:
+        return tokens.index(MASK_TOKEN)
+    except ValueError:
+        raise SystemExit(f"{target_gguf()}: the vocabulary has no {MASK_TOKEN} token for the draft's masked rows")
 
 
 def setup_torch(threads=2):
