@@ -12,7 +12,9 @@
  * so the SIMD variants convert each key and value row once for the whole group. The scalar
  * reference (and the fallback for shapes a level's kernels do not take) runs head by head: each
  * score one fmaf chain over the head dim in order (the same chain as one SIMD lane of the vector
- * levels), values through the level's axpy_f16. out must not alias q, K or V. */
+ * levels), weights by pf_exp_ref summed in 16 partials, values through the level's axpy_f16 (one
+ * fmaf chain per output element in key order): what every level computes (float_order.h). out
+ * must not alias q, K or V. */
 #include <math.h>
 #include <string.h>
 

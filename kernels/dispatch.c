@@ -186,20 +186,4 @@ void pf_rope_neox(float *x, int n_heads, int hd, int64_t pos, float theta) {
     }
 }
 
-void pf_softmax(float *x, int64_t n) {
-    if (n <= 0) return;
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] > mx) mx = x[i];
-    if (mx == -INFINITY) { /* everything masked: uniform rather than NaN */
-        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (float)n;
-        return;
-    }
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < n; i++) x[i] *= inv;
-}
+void pf_softmax(float *x, int64_t n) { pf_kernels_scalar_table.softmax(x, n); }

@@ -39,11 +39,15 @@ typedef struct pf_kernels {
     pf_gemm_fn gemm[PF_TYPE_MAX]; /* NULL where the type is unsupported */
     /* one row of floats -> q8 activation blocks (n multiple of 32) */
     void (*quantize_act)(const float *x, pf_block_q8_act *y, int64_t n);
-    /* out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x */
+    /* out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i], the sum of squares in double in float_order.h's
+     * order; out may alias x */
     void (*rmsnorm)(const float *x, const float *w, int64_t n, float eps, float *out);
-    /* out[i] = silu(gate[i]) * up[i]; out may alias gate */
+    /* out[i] = gate[i] / (1 + pf_exp_ref(-gate[i])) * up[i]; out may alias gate */
     void (*swiglu)(const float *gate, const float *up, float *out, int64_t n);
-    /* y += a * x for float y and f16 x (attention value accumulation) */
+    /* softmax of x[0..n) in place: exp(x - max) by pf_exp_ref, the sum in double in float_order.h's
+     * 16 partials, times (float)(1 / sum); all -inf: uniform */
+    void (*softmax)(float *x, int64_t n);
+    /* y = fmaf(a, x, y) for float y and f16 x (attention value accumulation) */
     void (*axpy_f16)(float a, const pf_half *x, float *y, int n);
     /* y[i] = x[i] rounded to f16 (nearest even), bitwise pf_fp32_to_fp16 (KV cache writes) */
     void (*f32_to_f16)(const float *x, pf_half *y, int64_t n);
@@ -177,7 +181,7 @@ void pf_attention_q8(const pf_kernels *k, pf_pool *pool, const float *q, int64_t
                      int64_t head_stride, int64_t scale_stride, int64_t pos0, int64_t n_keys, int causal,
                      int64_t window, float *out, int64_t ldo);
 
-/* Numerically safe softmax in place (scalar; used by samplers). */
+/* The scalar level's softmax (pf_kernels.softmax), which every level computes bit for bit. */
 void pf_softmax(float *x, int64_t n);
 
 #endif

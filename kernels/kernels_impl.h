@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "kernels/float_order.h"
 #include "kernels/kernels.h"
 
 extern const pf_kernels pf_kernels_scalar_table;
@@ -29,6 +30,7 @@ extern const pf_kernels pf_kernels_i8mm_table;
         .quantize_act = quantize_act_fn,                                                            \
         .rmsnorm = rmsnorm,                                                                         \
         .swiglu = swiglu,                                                                           \
+        .softmax = softmax,                                                                         \
         .axpy_f16 = axpy_f16,                                                                       \
         .f32_to_f16 = f32_to_f16,                                                                   \
         .argmax = argmax,                                                                           \
@@ -69,14 +71,14 @@ typedef struct pf_attn_job {
 #define PF_ATTN_KCHUNK 64 /* keys per online-softmax step */
 
 /* One online-softmax step: raise the running max *mx to the chunk's max cmax, scaling the running
- * sum *l by exp(old - new). Returns that factor (1 when nothing changed): the caller scales its
- * accumulated output by it. */
+ * sum's PF_NPART partials l (partial k: the chunk's keys t with t % 16 == k) by exp(old - new).
+ * Returns that factor (1 when nothing changed): the caller scales its accumulated output by it. */
 static inline float pf_attn_raise_max(float cmax, float *mx, float *l) {
     float f = 1.0f;
     if (cmax > *mx) {
         if (*mx != -INFINITY) {
-            f = expf(*mx - cmax);
-            *l *= f;
+            f = pf_exp_ref(*mx - cmax);
+            for (int k = 0; k < PF_NPART; k++) l[k] *= f;
         }
         *mx = cmax;
     }
@@ -103,8 +105,9 @@ static inline void pf_attn_range(const pf_attn_job *j, int b, int64_t *lo, int64
 
 /* The levels' attention kernels (pf_kernels.attend_rows / attend_group, whose contract they
  * follow), each in its level's file. The scalar reference (kernels_scalar.c) walks head by head:
- * each score one fmaf chain over the head dim in order, values through the level's axpy_f16; it
- * takes every shape, so it is also the fallback of the others. */
+ * each score one fmaf chain over the head dim in order, softmax weights by pf_exp_ref, their sum
+ * in PF_NPART partials (float_order.h), each output element one fmaf chain in key order (the
+ * level's axpy_f16); it takes every shape, so it is also the fallback of the others. */
 int pf_attend_group_scalar(const pf_attn_job *j, int b, int kvh);
 /* x86 (kernels/x86/attention_*.c): both caches, hd a multiple of 8 (AVX2, AVX-VNNI) or 16
  * (AVX-512), up to 256, groups up to 16 query heads, up to 8 rows without a window. */

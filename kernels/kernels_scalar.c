@@ -1,6 +1,7 @@
 /* Scalar reference kernels (gemm, elementwise, attention): the arbiter every SIMD path is tested
- * against, and the fallback on CPUs without SIMD levels. Plain sequential float accumulation (the
- * build's -ffp-contract=off keeps FMA contraction out, so every add and multiply rounds as written).
+ * against, and the fallback on CPUs without SIMD levels. Every add and multiply rounds as written
+ * (the build's -ffp-contract=off keeps FMA contraction out; fmaf is written where one is meant).
+ * The float gemms accumulate sequentially; RMSNorm, SwiGLU and attention follow float_order.h.
  *
  * Quantized dot products: per 32-weight block the integer sum of products is exact in int32; the
  * block then adds in float:
@@ -124,10 +125,12 @@ static void gemm_q4_1(const pf_weight *W, const void *act, size_t stride, int B,
     }
 }
 
-/* Sum of squares in double: each float square is exact in double, so only the additions round. */
+/* The order of float_order.h: squares summed in double (each square of a float is exact in
+ * double, so only the additions round) in 16 partials and the tree. */
 static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    double p[PF_NPART] = {0};
+    for (int64_t i = 0; i < n; i++) p[i % PF_NPART] += (double)x[i] * x[i];
+    double ss = pf_tree16d(p);
     float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
     for (int64_t i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
@@ -135,8 +138,26 @@ static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float 
 static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        out[i] = g / (1.0f + pf_exp_ref(-g)) * up[i];
     }
+}
+
+static void softmax(float *x, int64_t n) {
+    if (n <= 0) return;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    if (mx == -INFINITY) { /* everything masked: uniform rather than NaN */
+        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (float)n;
+        return;
+    }
+    double p[PF_NPART] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = pf_exp_ref(x[i] - mx);
+        p[i % PF_NPART] += x[i];
+    }
+    float inv = (float)(1.0 / pf_tree16d(p));
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
 static int32_t argmax(const float *x, int64_t n) {
@@ -156,8 +177,9 @@ static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
 }
 
+/* one fused multiply-add per element, as the SIMD attention's value chains */
 static void axpy_f16(float a, const pf_half *x, float *y, int n) {
-    for (int i = 0; i < n; i++) y[i] += a * pf_fp16_to_fp32(x[i]);
+    for (int i = 0; i < n; i++) y[i] = fmaf(a, pf_fp16_to_fp32(x[i]), y[i]);
 }
 
 /* ---- attention: one (row, head) pair at a time over its visible keys, in chunks of
@@ -183,7 +205,7 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
     if (j->q8) pf_attn_quantize_q(qh, hd, q8, &qs, &qsum);
     const float *ks = j->q8 ? j->ks + kvh * j->scale_stride : NULL, *vs = j->q8 ? j->vs + kvh * j->scale_stride : NULL;
     float s[PF_ATTN_KCHUNK];
-    float mx = -INFINITY, l = 0.0f;
+    float mx = -INFINITY, l[PF_NPART] = {0};
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         float cmax = -INFINITY;
@@ -201,12 +223,12 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
             s[t] = a * j->scale;
             if (s[t] > cmax) cmax = s[t];
         }
-        float f = pf_attn_raise_max(cmax, &mx, &l);
+        float f = pf_attn_raise_max(cmax, &mx, l);
         if (f != 1.0f)
             for (int i = 0; i < hd; i++) o[i] *= f;
         for (int t = 0; t < n; t++) {
-            float e = expf(s[t] - mx);
-            l += e;
+            float e = pf_exp_ref(s[t] - mx);
+            l[t % PF_NPART] += e;
             if (j->q8) {
                 const int8_t *v = V8 + (c0 + t) * hd;
                 float w = e * vs[c0 + t];
@@ -216,7 +238,7 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
             }
         }
     }
-    float inv = 1.0f / l;
+    float inv = 1.0f / pf_tree16f(l);
     for (int i = 0; i < hd; i++) o[i] *= inv;
 }
 

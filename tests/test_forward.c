@@ -227,6 +227,62 @@ TEST(forward_batch_invariant_q4_0) { check_batch_invariance(PF_TYPE_Q4_0, PF_KV_
 TEST(forward_batch_invariant_q4_1) { check_batch_invariance(PF_TYPE_Q4_1, PF_KV_F16); }
 TEST(forward_batch_invariant_q4_1_kv_q8) { check_batch_invariance(PF_TYPE_Q4_1, PF_KV_Q8); }
 
+/* One answer on every CPU: the logits (and taps) of every kernel level are the scalar level's
+ * bits for the quantized types, whose gemms are bitwise the reference and whose float kernels and
+ * attention follow float_order.h: 40 positions in rows of 1, 5, 16 and 18 (every multi-row path),
+ * 1 and 2 threads. The 8-bit cache has no scalar level (refused there): its levels equal the
+ * first SIMD level's. The float-weight gemms (F32, F16, BF16) still reduce per level. */
+static void check_levels_bitwise(uint32_t type, pf_kv_type kv) {
+    pf_model *m = synth_model("tiny", type, true, "lvl");
+    CHECK(m);
+    const pf_hparams *hp = &m->hp;
+    enum { N = 40 };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (i * 131 + 11) % hp->n_vocab;
+    int taps_l[1] = {hp->n_layer - 1};
+    size_t nl = (size_t)N * hp->n_vocab, nt = (size_t)N * hp->n_embd;
+    float *ref = malloc(nl * sizeof(float)), *got = malloc(nl * sizeof(float));
+    float *rtap = malloc(nt * sizeof(float)), *gtap = malloc(nt * sizeof(float));
+    char err[PF_ERR_LEN];
+    const int rows[] = {1, 5, 16, 18};
+    const char *ref_name = NULL;
+    int compared = 0;
+    for (int lv = 0; lv < PF_LEVEL_COUNT; lv++) {
+        const pf_kernels *k = test_kernels(lv);
+        if (!k || (kv == PF_KV_Q8 && lv == PF_LEVEL_SCALAR)) continue;
+        for (int threads = 1; threads <= 2; threads++) {
+            pf_ctx *c = pf_ctx_new(m, 64, threads, k, err);
+            CHECK(c && pf_ctx_set_kv_type(c, kv, err) == 0);
+            float *lo = ref_name ? got : ref, *tp = ref_name ? gtap : rtap;
+            for (int at = 0, ri = 0; at < N; ri++) {
+                int n = rows[ri % 4] < N - at ? rows[ri % 4] : N - at;
+                pf_batch b = {.tokens = toks + at, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = lo + (size_t)at * hp->n_vocab,
+                              .tap_layers = taps_l, .n_taps = 1, .taps = tp + (size_t)at * hp->n_embd};
+                CHECK(pf_forward(c, &b, err) == 0);
+                at += n;
+            }
+            pf_ctx_free(c);
+            if (!ref_name) {
+                ref_name = k->name;
+                continue;
+            }
+            CHECKF(!memcmp(ref, got, nl * sizeof(float)), "%s%s: level %s (%d threads): logits not the %s level's bits",
+                   pf_type_info(type)->name, kv == PF_KV_Q8 ? " kv q8" : "", k->name, threads, ref_name);
+            CHECKF(!memcmp(rtap, gtap, nt * sizeof(float)), "%s: level %s: taps not the %s level's bits",
+                   pf_type_info(type)->name, k->name, ref_name);
+            compared++;
+        }
+    }
+    printf("    %d runs of other levels bitwise the %s level's logits\n", compared, ref_name ? ref_name : "(none)");
+    free(ref), free(got), free(rtap), free(gtap);
+    pf_model_free(m);
+}
+
+TEST(forward_levels_bitwise_q8_0) { check_levels_bitwise(PF_TYPE_Q8_0, PF_KV_F16); }
+TEST(forward_levels_bitwise_q4_0) { check_levels_bitwise(PF_TYPE_Q4_0, PF_KV_F16); }
+TEST(forward_levels_bitwise_q4_1) { check_levels_bitwise(PF_TYPE_Q4_1, PF_KV_F16); }
+TEST(forward_levels_bitwise_q8_0_kv_q8) { check_levels_bitwise(PF_TYPE_Q8_0, PF_KV_Q8); }
+
 /* The 8-bit KV cache against the f16 one on the trained stand-in, 96 positions: every logit within
  * 2% of its row's range (measured 0.79%) and the top token the same on >= 90% of the rows
  * (measured 94 of 96); a type change is refused once the cache holds rows. */

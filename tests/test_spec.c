@@ -496,7 +496,7 @@ TEST(spec_greedy_lossless_trained_drafts) {
  * with that cache: the verify pass writes and reads the same rows as one-row decoding. Where
  * AVX-512 runs, the AVX2 kernels (PF_KERNELS=avx2, other bits) are checked as well. The ARM64
  * levels share their float kernels (neon_float_gemm.h, neon_elementwise.h) and their integer
- * paths give the scalar bits (kernels_arm_levels_bitwise_scalar, kernels_attention_q8): one pass
+ * paths give the scalar bits (kernels_attention_levels_bitwise_scalar, kernels_attention_q8): one pass
  * at the best level covers them (a pass takes 12 minutes under qemu). */
 TEST(spec_greedy_lossless_kv_q8) {
     char err[PF_ERR_LEN], what[160];

@@ -1,7 +1,7 @@
 /* Attention over the f16 KV cache for the ARM64 levels (baseline NEON, used by all three).
  *
- * The scalar head walk of kernels/attention.c (same chunks, online softmax, expf, value
- * accumulation through the level's axpy_f16), with the scores of four keys of one tile computed
+ * The scalar head walk of kernels/attention.c (same chunks, online softmax, pf_exp_ref, the
+ * sum's 16 partials, value accumulation through the level's axpy_f16), with the scores of four keys of one tile computed
  * at once: the tile layout puts dimension d of 16 consecutive keys side by side, so lane t does
  * key t's fmaf chain over the head dims in order, the reference's chain exactly. The results are
  * the scalar level's bits; the gain is the score loop (hd fmaf per key), most of the work at
@@ -43,20 +43,20 @@ static void attend_head(const pf_attn_job *j, int b, int h) {
     int64_t kvh = h / (j->n_head / j->n_kv_head);
     const pf_half *Kh = j->K + kvh * j->head_stride, *Vh = j->V + kvh * j->head_stride;
     float s[PF_ATTN_KCHUNK];
-    float mx = -INFINITY, l = 0.0f;
+    float mx = -INFINITY, l[PF_NPART] = {0};
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         scores(qh, Kh, hd, c0, n, j->scale, s);
-        float f = pf_attn_chunk_max(s, n, &mx, &l);
+        float f = pf_attn_chunk_max(s, n, &mx, l);
         if (f != 1.0f)
             for (int i = 0; i < hd; i++) o[i] *= f;
         for (int t = 0; t < n; t++) {
-            float e = expf(s[t] - mx);
-            l += e;
+            float e = pf_exp_ref(s[t] - mx);
+            l[t % PF_NPART] += e;
             k->axpy_f16(e, Vh + (c0 + t) * hd, o, hd);
         }
     }
-    float inv = 1.0f / l;
+    float inv = 1.0f / pf_tree16f(l);
     for (int i = 0; i < hd; i++) o[i] *= inv;
 }
 

@@ -1,5 +1,6 @@
 /* Attention over the 8-bit KV cache for the ARM64 levels: the scalar head walk of
- * kernels/attention.c (same chunks, online softmax, expf, values in key order), with the integer
+ * kernels/attention.c (same chunks, online softmax, pf_exp_ref, the sum's 16 partials, values in
+ * key order), with the integer
  * scores of 16 or 4 keys of one tile at once and the value accumulation across lanes of the head
  * dim (a chunk's keys in order, 16 output elements held in registers). Included by a level's file
  * after it defines
@@ -94,20 +95,20 @@ static void q8_attend_head(const pf_attn_job *j, int b, int h) {
     int32_t qsum;
     pf_attn_quantize_q(j->q + b * j->ldq + (int64_t)h * hd, hd, q8, &qs, &qsum);
     float s[PF_ATTN_KCHUNK], w[PF_ATTN_KCHUNK];
-    float mx = -INFINITY, l = 0.0f;
+    float mx = -INFINITY, l[PF_NPART] = {0};
     for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
         int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
         q8_scores(K8, q8, qs, qsum, ks, hd, c0, n, j->scale, s);
-        float f = pf_attn_chunk_max(s, n, &mx, &l);
+        float f = pf_attn_chunk_max(s, n, &mx, l);
         if (f != 1.0f) q8_scale(o, f, hd);
         for (int t = 0; t < n; t++) { /* the softmax weights, with the value rows' scales */
-            float e = expf(s[t] - mx);
-            l += e;
+            float e = pf_exp_ref(s[t] - mx);
+            l[t % PF_NPART] += e;
             w[t] = e * vs[c0 + t];
         }
         q8_values(w, V8 + c0 * hd, n, o, hd);
     }
-    q8_scale(o, 1.0f / l, hd);
+    q8_scale(o, 1.0f / pf_tree16f(l), hd);
 }
 
 /* The f16 cache on every NEON level (attention_neon.c); 0 for the 8-bit cache. */

@@ -2,11 +2,8 @@
  * file so its table is complete; baseline armv8-a NEON only. axpy_f16, f32_to_f16, argmax,
  * first_above and quantize_act give bitwise the scalar reference's result (kernels_scalar.c,
  * formats/quant.c): the same operations in the same order per element, vectorised across
- * independent elements only. rmsnorm and swiglu are the float kernels of the x86 levels instead
- * (within the scalar reference's tolerance, tests/test_kernels.c, and batch invariant: each row
- * alone, in a fixed order): rmsnorm's sum of squares in double in the AVX2 level's lane order,
- * swiglu with the AVX2 level's vector exp, so on whole 8-element groups both give the AVX2
- * kernels' bits. */
+ * independent elements only; rmsnorm, swiglu and softmax reduce and take exp in float_order.h's
+ * order, as every level does, so they too give the reference's bits. */
 #ifndef PF_NEON_ELEMENTWISE_H
 #define PF_NEON_ELEMENTWISE_H
 
@@ -20,48 +17,50 @@ static inline float32x4_t pf_neon_half4(const pf_half *p) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
 }
 
-/* Sum of squares in double over 8-element groups: a[k] takes elements 2k, 2k+1 of each group
- * (the AVX2 level's two 4-lane accumulators as four 2-lane ones; squares of floats are exact in
- * double, so FMLA = the AVX2 fma), reduced as its hsum: (a0 + a2) + (a1 + a3), then lane 0 +
- * lane 1; the tail in order. The scaling is elementwise. */
+/* float_order.h's order: element i of each 16 to partial i % 16, a[k] holding partials 2k, 2k+1
+ * (squares of floats are exact in double, so FMLA = the reference's add); the tail and the tree
+ * are the reference's own code. */
 static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
-    float64x2_t a[4] = {vdupq_n_f64(0.0), vdupq_n_f64(0.0), vdupq_n_f64(0.0), vdupq_n_f64(0.0)};
+    float64x2_t a[8];
+    for (int k = 0; k < 8; k++) a[k] = vdupq_n_f64(0.0);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 2; k++) {
-            float32x4_t v = vld1q_f32(x + i + 4 * k);
-            float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
-            a[2 * k] = vfmaq_f64(a[2 * k], lo, lo);
-            a[2 * k + 1] = vfmaq_f64(a[2 * k + 1], hi, hi);
+    for (; i + PF_NPART <= n; i += PF_NPART)
+        for (int v = 0; v < 4; v++) {
+            float32x4_t xv = vld1q_f32(x + i + 4 * v);
+            float64x2_t lo = vcvt_f64_f32(vget_low_f32(xv)), hi = vcvt_high_f64_f32(xv);
+            a[2 * v] = vfmaq_f64(a[2 * v], lo, lo);
+            a[2 * v + 1] = vfmaq_f64(a[2 * v + 1], hi, hi);
         }
-    float64x2_t t = vaddq_f64(vaddq_f64(a[0], a[2]), vaddq_f64(a[1], a[3]));
-    double ss = vgetq_lane_f64(t, 0) + vgetq_lane_f64(t, 1);
-    for (; i < n; i++) ss += (double)x[i] * x[i];
-    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    double p[PF_NPART];
+    for (int k = 0; k < 8; k++) vst1q_f64(p + 2 * k, a[k]);
+    for (; i < n; i++) p[i % PF_NPART] += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(pf_tree16d(p) / (double)n + (double)eps));
     float32x4_t sv = vdupq_n_f32(scale);
     for (i = 0; i + 4 <= n; i += 4) vst1q_f32(out + i, vmulq_f32(vmulq_f32(vld1q_f32(x + i), sv), vld1q_f32(w + i)));
     for (; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-/* exp(x) for x in [-87, 88] (clamped): the AVX2 level's exp256 (Cephes expf polynomial, ~1 ulp)
- * instruction for instruction: FRINTN is its round-to-nearest, FMLS/FMLA its fnmadd/fmadd. */
+/* pf_exp_ref on four lanes, the same operations: BSL with compares is the x86 max/min's NaN rule,
+ * FRINTN the default rounding's rintf, FMLS/FMLA fmaf. */
 static inline float32x4_t pf_neon_exp4(float32x4_t x) {
-    x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
-    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-    float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    const float32x4_t lo = vdupq_n_f32(PF_EXP_LO), hi = vdupq_n_f32(PF_EXP_HI);
+    float32x4_t c = vbslq_f32(vcgtq_f32(x, lo), x, lo);
+    c = vbslq_f32(vcltq_f32(c, hi), c, hi);
+    float32x4_t n = vrndnq_f32(vmulq_f32(c, vdupq_n_f32(PF_EXP_LOG2E)));
+    float32x4_t r = vfmsq_f32(c, n, vdupq_n_f32(PF_EXP_C1));
+    r = vfmsq_f32(r, n, vdupq_n_f32(PF_EXP_C2));
+    float32x4_t p = vdupq_n_f32(PF_EXP_P0);
+    p = vfmaq_f32(vdupq_n_f32(PF_EXP_P1), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PF_EXP_P2), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PF_EXP_P3), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PF_EXP_P4), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PF_EXP_P5), p, r);
     p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
     int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-    return vmulq_f32(p, vreinterpretq_f32_s32(e));
+    float32x4_t y = vmulq_f32(p, vreinterpretq_f32_s32(e));
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), vcltq_f32(x, lo)));
 }
 
-/* g / (1 + exp(-g)) * up, four elements at a time (the AVX2 level's ops); the tail as the reference */
 static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
     const float32x4_t one = vdupq_n_f32(1.0f);
     int64_t i = 0;
@@ -72,16 +71,49 @@ static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
     }
     for (; i < n; i++) {
         float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        out[i] = g / (1.0f + pf_exp_ref(-g)) * up[i];
     }
 }
 
-/* the reference's y += a * x: a rounded multiply, then the add (no FMLA) */
+/* The reference's order: exp by pf_neon_exp4, the sum's partials as on rmsnorm; the tail and the
+ * tree the reference's code. */
+static void softmax(float *x, int64_t n) {
+    if (n <= 0) return;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    if (mx == -INFINITY) { /* everything masked: uniform rather than NaN */
+        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (float)n;
+        return;
+    }
+    float64x2_t a[8];
+    for (int k = 0; k < 8; k++) a[k] = vdupq_n_f64(0.0);
+    const float32x4_t mv = vdupq_n_f32(mx);
+    int64_t i = 0;
+    for (; i + PF_NPART <= n; i += PF_NPART)
+        for (int v = 0; v < 4; v++) {
+            float32x4_t e = pf_neon_exp4(vsubq_f32(vld1q_f32(x + i + 4 * v), mv));
+            vst1q_f32(x + i + 4 * v, e);
+            a[2 * v] = vaddq_f64(a[2 * v], vcvt_f64_f32(vget_low_f32(e)));
+            a[2 * v + 1] = vaddq_f64(a[2 * v + 1], vcvt_high_f64_f32(e));
+        }
+    double p[PF_NPART];
+    for (int k = 0; k < 8; k++) vst1q_f64(p + 2 * k, a[k]);
+    for (; i < n; i++) {
+        x[i] = pf_exp_ref(x[i] - mx);
+        p[i % PF_NPART] += x[i];
+    }
+    float32x4_t inv = vdupq_n_f32((float)(1.0 / pf_tree16d(p)));
+    for (i = 0; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_f32(vld1q_f32(x + i), inv));
+    for (; i < n; i++) x[i] *= vgetq_lane_f32(inv, 0);
+}
+
+/* the reference's y = fmaf(a, x, y) (FMLA) */
 static void axpy_f16(float a, const pf_half *x, float *y, int n) {
     float32x4_t av = vdupq_n_f32(a);
     int i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(av, pf_neon_half4(x + i))));
-    for (; i < n; i++) y[i] += a * pf_fp16_to_fp32(x[i]);
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), av, pf_neon_half4(x + i)));
+    for (; i < n; i++) y[i] = fmaf(a, pf_fp16_to_fp32(x[i]), y[i]);
 }
 
 /* FCVTN rounds to nearest even (FPCR default) like pf_fp32_to_fp16, overflow to inf, subnormals

@@ -9,8 +9,9 @@
  *           at least 8 independent chains hide the fma latency. The 8-bit cache: vpdpbusd of the
  *           keys (+128, four dimensions a lane) with the int8-rounded query, exact, then scaled
  *           (scores_block_q8)
- *   softmax: chunk max, one rescale (expf) when it grows, exp512 over the chunk; the running sum
- *           is a 16-lane vector (lane = key index mod 16), reduced once at the end
+ *   softmax: chunk max, one rescale (pf_exp_ref) when it grows, vf_exp over the chunk; the
+ *           running sum is a 16-lane vector (lane = key index mod 16: float_order.h's partials),
+ *           through its tree once at the end
  *   values: heads in blocks of up to 4; each value row is loaded once per block and every output
  *           vector is one fma chain in key order (the block's chains hide the fma latency); 8-bit
  *           values are converted from int8 and their scale rides on the softmax weight. */
@@ -20,6 +21,8 @@
 
 #include "kernels/kernels_impl.h"
 #include "kernels/x86/simd_avx512.h"
+#define PF_VEC_BITS 512
+#include "kernels/x86/vec.h"
 
 #define MAX_GROUP 16
 #define MAX_HD 256
@@ -276,7 +279,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 float cmax = _mm512_reduce_max_ps(vm);
                 if (cmax > mx[r][h]) {
                     if (mx[r][h] != -INFINITY) {
-                        __m512 f = _mm512_set1_ps(expf(mx[r][h] - cmax));
+                        __m512 f = _mm512_set1_ps(pf_exp_ref(mx[r][h] - cmax));
                         lsum[r][h] = _mm512_mul_ps(lsum[r][h], f);
                         #pragma GCC unroll 16
                         for (int i = 0; i < nv; i++)
@@ -287,7 +290,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 __m512 mv = _mm512_set1_ps(mx[r][h]);
                 for (int t = 0; t < n; t += 16) {
                     __mmask16 m = tail_mask(n - t);
-                    __m512 p = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sh + t), mv)));
+                    __m512 p = _mm512_maskz_mov_ps(m, vf_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sh + t), mv)));
                     lsum[r][h] = _mm512_add_ps(lsum[r][h], p);
                     /* 8-bit values: the weight carries the value row's scale (sum unscaled) */
                     if (q8) p = _mm512_mul_ps(p, _mm512_maskz_loadu_ps(m, vs + c0 + t));
@@ -321,7 +324,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
     for (int r = 0; r < nr; r++)
         for (int h = 0; h < g; h++) {
             if (hi[r] <= lo) continue; /* nothing visible: zeros */
-            __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(lsum[r][h]));
+            __m512 inv = _mm512_set1_ps(1.0f / vf_tree16(&lsum[r][h]));
             #pragma GCC unroll 16
             for (int i = 0; i < nv; i++)
                 _mm512_storeu_ps(o[r][h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[r][h] + 16 * i), inv));

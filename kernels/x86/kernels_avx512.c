@@ -15,7 +15,8 @@
  *     lane's chain of the reference's float ops in block order, with no horizontal reduction,
  *     whatever B, the group or the thread split: the reference's bits. Up to 16 activation rows
  *     share each decoded block. Q8_0's +128 offset is removed exactly with the activation
- *     block's integer sum; Q4_0's nibble - 8 as the reference does, with (-8 d) x.s in float. */
+ *     block's integer sum; Q4_0's nibble - 8 as the reference does, with (-8 d) x.s in float.
+ * RMSNorm, SwiGLU, softmax and the value axpy: vec_float.h (one source for every x86 level). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -24,6 +25,8 @@
 #include "kernels/kernels_impl.h"
 #include "kernels/x86/x86_quant.h"
 #include "kernels/x86/simd_avx512.h"
+#define PF_VEC_BITS 512
+#include "kernels/x86/vec_float.h"
 
 #define NB_MAX 8
 #define ROW_TILE 32 /* weight rows per tile in the float gemm */
@@ -385,37 +388,6 @@ static void quantize_act(const float *x, pf_block_q8_act *y, int64_t n) {
 
 /* ---- elementwise ---- */
 
-static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
-    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
-    for (int64_t i = 0; i < n; i += 16) {
-        __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
-        a0 = _mm512_fmadd_pd(lo, lo, a0);
-        a1 = _mm512_fmadd_pd(hi, hi, a1);
-    }
-    double ss = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
-    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-    __m512 sv = _mm512_set1_ps(scale);
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = tail_mask(n - i);
-        __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sv),
-                                 _mm512_maskz_loadu_ps(m, w + i));
-        _mm512_mask_storeu_ps(out + i, m, v);
-    }
-}
-
-static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = tail_mask(n - i);
-        __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
-        __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
-        __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
-        _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
-    }
-}
-
 /* Two passes like the AVX2 one: the largest non-NaN value, then the first index holding it. */
 static int32_t argmax(const float *x, int64_t n) {
     if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
@@ -454,15 +426,6 @@ static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
             h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
         }
         _mm256_mask_storeu_epi16(y + i, m, h);
-    }
-}
-
-static void axpy_f16(float a, const pf_half *x, float *y, int n) {
-    __m512 av = _mm512_set1_ps(a);
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 m = tail_mask(n - i);
-        __m512 xv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i));
-        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, xv, _mm512_maskz_loadu_ps(m, y + i)));
     }
 }
 

@@ -15,8 +15,9 @@
  *           sign(q, k)) (pairs <= 2 * 127 * 127, no saturation), widened to int32 per dword.
  *           AVX-VNNI: vpdpbusd of the stored keys (k + 128, unsigned) with the query bytes, from
  *           -128 * sum(q), as the AVX-512 variant does.
- *   softmax: chunk max, one rescale (expf) when it grows, exp256 over the chunk; the running sum
- *           is an 8-lane vector (lane = key index mod 8), reduced once at the end
+ *   softmax: chunk max, one rescale (pf_exp_ref) when it grows, vf_exp over the chunk; the
+ *           running sum is float_order.h's 16 partials (two vectors: key index mod 16), through
+ *           its tree once at the end
  *   values: converted to f32 VT rows at a time (from f16 or int8, exact); heads two at a time
  *           over four output vectors, each output vector one fma chain in key order; 8-bit
  *           values' scales ride on the softmax weight. */
@@ -29,6 +30,8 @@
 
 #include "kernels/kernels_impl.h"
 #include "kernels/x86/simd_avx2.h"
+#define PF_VEC_BITS 256
+#include "kernels/x86/vec.h"
 
 #ifdef PF_YMM_VNNI
 #define YMM_NAME(f) f##_avxvnni
@@ -277,11 +280,11 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
     }
     _Alignas(32) float rows[VROWS];
     const int VT = VROWS / hd < PF_ATTN_KCHUNK ? VROWS / hd : PF_ATTN_KCHUNK;
-    __m256 lsum[MAX_ROWS][MAX_GROUP];
+    __m256 lsum[MAX_ROWS][MAX_GROUP][VNP]; /* the running sum's 16 partials (float_order.h) */
     float mx[MAX_ROWS][MAX_GROUP];
     for (int r = 0; r < nr; r++)
         for (int h = 0; h < g; h++) {
-            lsum[r][h] = _mm256_setzero_ps();
+            lsum[r][h][0] = lsum[r][h][1] = _mm256_setzero_ps();
             mx[r][h] = -INFINITY;
         }
     const int64_t hoff = (int64_t)kvh * j->head_stride;
@@ -327,8 +330,9 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 float cmax = hmax256(vm);
                 if (cmax > mx[r][h]) {
                     if (mx[r][h] != -INFINITY) {
-                        __m256 f = _mm256_set1_ps(expf(mx[r][h] - cmax));
-                        lsum[r][h] = _mm256_mul_ps(lsum[r][h], f);
+                        __m256 f = _mm256_set1_ps(pf_exp_ref(mx[r][h] - cmax));
+                        lsum[r][h][0] = _mm256_mul_ps(lsum[r][h][0], f);
+                        lsum[r][h][1] = _mm256_mul_ps(lsum[r][h][1], f);
                         for (int i = 0; i < nv; i++)
                             _mm256_storeu_ps(o[r][h] + 8 * i, _mm256_mul_ps(_mm256_loadu_ps(o[r][h] + 8 * i), f));
                     }
@@ -338,8 +342,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                 for (int t = 0; t < n8; t += 8) {
                     /* lanes past n (score -inf) contribute exactly 0 */
                     __m256i valid = lanes_below(n - t);
-                    __m256 p = _mm256_and_ps(_mm256_castsi256_ps(valid), exp256(_mm256_sub_ps(_mm256_loadu_ps(sh + t), mv)));
-                    lsum[r][h] = _mm256_add_ps(lsum[r][h], p);
+                    __m256 p = _mm256_and_ps(_mm256_castsi256_ps(valid), vf_exp(_mm256_sub_ps(_mm256_loadu_ps(sh + t), mv)));
+                    lsum[r][h][(t / 8) & 1] = _mm256_add_ps(lsum[r][h][(t / 8) & 1], p); /* partial t % 16 */
                     /* 8-bit values: the weight carries the value row's scale (sum unscaled) */
                     if (q8) p = _mm256_mul_ps(p, _mm256_maskload_ps(vs + c0 + t, valid));
                     _mm256_storeu_ps(sh + t, p);
@@ -362,7 +366,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
     for (int r = 0; r < nr; r++)
         for (int h = 0; h < g; h++) {
             if (hi[r] <= lo) continue; /* nothing visible: zeros */
-            __m256 inv = _mm256_set1_ps(1.0f / hsum256(lsum[r][h]));
+            __m256 inv = _mm256_set1_ps(1.0f / vf_tree16(lsum[r][h]));
             for (int i = 0; i < nv; i++)
                 _mm256_storeu_ps(o[r][h] + 8 * i, _mm256_mul_ps(_mm256_loadu_ps(o[r][h] + 8 * i), inv));
         }

@@ -18,7 +18,8 @@
  *         activation dwords).
  *       AVX-VNNI: vpdpbusd ymm (VEX), 4 products summed into each int32 lane per instruction
  *         (Q4: nibbles; Q8_0: w + 128, the offset removed with the activation block's integer sum,
- *         as the AVX-512 gemm does). */
+ *         as the AVX-512 gemm does).
+ * RMSNorm, SwiGLU, softmax and the value axpy: vec_float.h (one source for every x86 level). */
 #ifndef PF_YMM_KERNELS_H
 #define PF_YMM_KERNELS_H
 
@@ -30,6 +31,8 @@
 #include "kernels/kernels_impl.h"
 #include "kernels/x86/x86_quant.h"
 #include "kernels/x86/simd_avx2.h"
+#define PF_VEC_BITS 256
+#include "kernels/x86/vec_float.h"
 
 #ifdef PF_YMM_VNNI
 #define YMM_VNNI 1
@@ -43,12 +46,6 @@
 #define FB_MAX 2
 #define ROW_TILE 30 /* weight rows per tile in the float gemm (whole blocks of FR_MAX) */
 #define PF_DIST 1024 /* weight prefetch distance, bytes */
-
-static inline double hsum256d(__m256d v) {
-    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
-    return _mm_cvtsd_f64(s);
-}
 
 static inline float half_at(const void *p) {
     uint16_t h;
@@ -429,41 +426,6 @@ static void quantize_act(const float *x, pf_block_q8_act *y, int64_t n) {
 
 /* ---- elementwise ---- */
 
-static void rmsnorm(const float *x, const float *w, int64_t n, float eps, float *out) {
-    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-        __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-        a0 = _mm256_fmadd_pd(lo, lo, a0);
-        a1 = _mm256_fmadd_pd(hi, hi, a1);
-    }
-    double ss = hsum256d(_mm256_add_pd(a0, a1));
-    for (; i < n; i++) ss += (double)x[i] * x[i];
-    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-    __m256 sv = _mm256_set1_ps(scale);
-    for (i = 0; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv),
-                                                _mm256_loadu_ps(w + i)));
-    for (; i < n; i++) out[i] = (x[i] * scale) * w[i];
-}
-
-static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
-    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 g = _mm256_loadu_ps(gate + i);
-        __m256 e = exp256(_mm256_xor_ps(g, neg));
-        __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
-    }
-    for (; i < n; i++) {
-        float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
-    }
-}
-
 /* The scalar loop's answer in two passes: the largest non-NaN value (vmaxps returns its second
  * operand when the first is NaN), then the first index holding it (-0 == +0, as the loop keeps the
  * first of equal values). */
@@ -520,16 +482,6 @@ static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
         _mm_storeu_si128((__m128i *)(y + i), h);
     }
     for (; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
-}
-
-static void axpy_f16(float a, const pf_half *x, float *y, int n) {
-    __m256 av = _mm256_set1_ps(a);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i)));
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, xv, _mm256_loadu_ps(y + i)));
-    }
-    for (; i < n; i++) y[i] = fmaf(a, _cvtsh_ss(x[i]), y[i]);
 }
 
 #endif

@@ -1,0 +1,174 @@
+/* Width-generic x86 float vectors: the operations the float kernels and the softmax pieces of
+ * attention need, for 256-bit (AVX2 + FMA + F16C) or 512-bit (AVX-512 F/BW/VL/DQ) registers. A
+ * file defines PF_VEC_BITS (256 or 512) before including it and is compiled with that level's
+ * flags; the kernels written on top (vec_float.h) are then the same source for every x86 level.
+ *   vf / vd / vi: float, double, int32 vectors; VL floats (VDL = VL / 2 doubles) a vector
+ *   vmask: lanes of a float vector; vmask_n(n) = lanes below n (n may be <= 0 or >= VL)
+ *   vf_exp: float_order.h's pf_exp_ref on every lane, the same operations in the same order */
+#ifndef PF_X86_VEC_H
+#define PF_X86_VEC_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/float_order.h"
+#include "kernels/kernels_impl.h"
+
+#if PF_VEC_BITS == 512
+#define VL 16
+typedef __m512 vf;
+typedef __m512d vd;
+typedef __m512i vi;
+typedef __mmask16 vmask;
+
+PF_FORCE_INLINE vmask vmask_n(int64_t n) {
+    return n >= 16 ? (vmask)0xffff : n <= 0 ? (vmask)0 : (vmask)((1u << n) - 1);
+}
+PF_FORCE_INLINE vf vf_zero(void) { return _mm512_setzero_ps(); }
+PF_FORCE_INLINE vf vf_set1(float a) { return _mm512_set1_ps(a); }
+PF_FORCE_INLINE vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
+PF_FORCE_INLINE void vf_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
+PF_FORCE_INLINE vf vf_maskz_load(vmask m, const float *p) { return _mm512_maskz_loadu_ps(m, p); }
+PF_FORCE_INLINE void vf_mask_store(float *p, vmask m, vf v) { _mm512_mask_storeu_ps(p, m, v); }
+PF_FORCE_INLINE vf vf_keep(vmask m, vf v) { return _mm512_maskz_mov_ps(m, v); }
+PF_FORCE_INLINE vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+PF_FORCE_INLINE vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+PF_FORCE_INLINE vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+PF_FORCE_INLINE vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+PF_FORCE_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+PF_FORCE_INLINE vf vf_fnmadd(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
+PF_FORCE_INLINE vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
+PF_FORCE_INLINE vf vf_min(vf a, vf b) { return _mm512_min_ps(a, b); }
+PF_FORCE_INLINE vf vf_neg(vf a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u))); }
+PF_FORCE_INLINE vf vf_rint(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+/* lanes where !(a < b) (NaN lanes included) */
+PF_FORCE_INLINE vmask vf_not_below(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ); }
+PF_FORCE_INLINE vf vf_pow2i(vf n) { /* 2^n for integral n in [-126, 127] */
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
+PF_FORCE_INLINE vf vf_load_h(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+PF_FORCE_INLINE vf vf_maskz_load_h(vmask m, const pf_half *p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+/* halves of a float vector widened to doubles (exact) */
+PF_FORCE_INLINE vd vd_lo(vf v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+PF_FORCE_INLINE vd vd_hi(vf v) { return _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)); }
+PF_FORCE_INLINE vd vd_zero(void) { return _mm512_setzero_pd(); }
+PF_FORCE_INLINE vd vd_add(vd a, vd b) { return _mm512_add_pd(a, b); }
+PF_FORCE_INLINE vd vd_fmadd(vd a, vd b, vd c) { return _mm512_fmadd_pd(a, b, c); }
+/* the halving tree within one register: lane k += lane k + VDL/2, ..., + 1 */
+PF_FORCE_INLINE double vd_tree_reg(vd v) {
+    __m256d a = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
+}
+PF_FORCE_INLINE float vf_tree_reg(vf v) {
+    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
+}
+PF_FORCE_INLINE float vf_hmax(vf v) { return _mm512_reduce_max_ps(v); }
+
+#elif PF_VEC_BITS == 256
+#define VL 8
+typedef __m256 vf;
+typedef __m256d vd;
+typedef __m256i vi;
+typedef __m256i vmask;
+
+PF_FORCE_INLINE vmask vmask_n(int64_t n) {
+    int c = n >= 8 ? 8 : n <= 0 ? 0 : (int)n;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+PF_FORCE_INLINE vf vf_zero(void) { return _mm256_setzero_ps(); }
+PF_FORCE_INLINE vf vf_set1(float a) { return _mm256_set1_ps(a); }
+PF_FORCE_INLINE vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
+PF_FORCE_INLINE void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+PF_FORCE_INLINE vf vf_maskz_load(vmask m, const float *p) { return _mm256_maskload_ps(p, m); }
+PF_FORCE_INLINE void vf_mask_store(float *p, vmask m, vf v) { _mm256_maskstore_ps(p, m, v); }
+PF_FORCE_INLINE vf vf_keep(vmask m, vf v) { return _mm256_and_ps(_mm256_castsi256_ps(m), v); }
+PF_FORCE_INLINE vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+PF_FORCE_INLINE vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+PF_FORCE_INLINE vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+PF_FORCE_INLINE vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+PF_FORCE_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+PF_FORCE_INLINE vf vf_fnmadd(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+PF_FORCE_INLINE vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
+PF_FORCE_INLINE vf vf_min(vf a, vf b) { return _mm256_min_ps(a, b); }
+PF_FORCE_INLINE vf vf_neg(vf a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+PF_FORCE_INLINE vf vf_rint(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+PF_FORCE_INLINE vmask vf_not_below(vf a, vf b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_NLT_UQ)); }
+PF_FORCE_INLINE vf vf_pow2i(vf n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+PF_FORCE_INLINE vf vf_load_h(const pf_half *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+PF_FORCE_INLINE vf vf_maskz_load_h(vmask m, const pf_half *p) { /* no 16-bit masked load: a copy */
+    int n = __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)));
+    pf_half h[8] = {0};
+    memcpy(h, p, (size_t)n * sizeof *h);
+    return vf_load_h(h);
+}
+PF_FORCE_INLINE vd vd_lo(vf v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+PF_FORCE_INLINE vd vd_hi(vf v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+PF_FORCE_INLINE vd vd_zero(void) { return _mm256_setzero_pd(); }
+PF_FORCE_INLINE vd vd_add(vd a, vd b) { return _mm256_add_pd(a, b); }
+PF_FORCE_INLINE vd vd_fmadd(vd a, vd b, vd c) { return _mm256_fmadd_pd(a, b, c); }
+PF_FORCE_INLINE double vd_tree_reg(vd v) {
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
+}
+PF_FORCE_INLINE float vf_tree_reg(vf v) {
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
+}
+PF_FORCE_INLINE float vf_hmax(vf v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+#else
+#error "define PF_VEC_BITS as 256 or 512 before including kernels/x86/vec.h"
+#endif
+
+#define VDL (VL / 2)
+#define VNP (PF_NPART / VL) /* float vectors of the 16 partials */
+
+/* lanes below n as floats, the rest 0 (a plain load for n >= VL) */
+PF_FORCE_INLINE vf vf_load_n(const float *p, int64_t n) { return n >= VL ? vf_load(p) : vf_maskz_load(vmask_n(n), p); }
+PF_FORCE_INLINE void vf_store_n(float *p, vf v, int64_t n) {
+    if (n >= VL) vf_store(p, v);
+    else vf_mask_store(p, vmask_n(n), v);
+}
+
+/* pf_exp_ref on every lane */
+PF_FORCE_INLINE vf vf_exp(vf x) {
+    vf c = vf_min(vf_max(x, vf_set1(PF_EXP_LO)), vf_set1(PF_EXP_HI));
+    vf n = vf_rint(vf_mul(c, vf_set1(PF_EXP_LOG2E)));
+    vf r = vf_fnmadd(n, vf_set1(PF_EXP_C1), c);
+    r = vf_fnmadd(n, vf_set1(PF_EXP_C2), r);
+    vf p = vf_set1(PF_EXP_P0);
+    p = vf_fmadd(p, r, vf_set1(PF_EXP_P1));
+    p = vf_fmadd(p, r, vf_set1(PF_EXP_P2));
+    p = vf_fmadd(p, r, vf_set1(PF_EXP_P3));
+    p = vf_fmadd(p, r, vf_set1(PF_EXP_P4));
+    p = vf_fmadd(p, r, vf_set1(PF_EXP_P5));
+    p = vf_fmadd(p, vf_mul(r, r), vf_add(r, vf_set1(1.0f)));
+    return vf_keep(vf_not_below(x, vf_set1(PF_EXP_LO)), vf_mul(p, vf_pow2i(n)));
+}
+
+/* The 16 partials as 2 * VNP double vectors (vector a: partials a*VDL ..), through the tree. */
+PF_FORCE_INLINE double vd_tree16(vd *acc) {
+    for (int h = VNP; h >= 1; h /= 2)
+        for (int a = 0; a < h; a++) acc[a] = vd_add(acc[a], acc[a + h]);
+    return vd_tree_reg(acc[0]);
+}
+
+/* The 16 partials as VNP float vectors, through the tree. */
+PF_FORCE_INLINE float vf_tree16(vf *acc) {
+    for (int h = VNP / 2; h >= 1; h /= 2)
+        for (int a = 0; a < h; a++) acc[a] = vf_add(acc[a], acc[a + h]);
+    return vf_tree_reg(acc[0]);
+}
+
+#endif
