@@ -1,6 +1,7 @@
 #!/bin/sh
-# Cross-device agreement (make test-cross-device): greedy token ids of the Q8_0 and Q4_1 stand-in
-# target (models/pf-target-f16.gguf quantized here) at every x86 level this machine runs
+# Cross-device agreement (make test-cross-device): greedy token ids (32 per prompt) of the Q8_0
+# and Q4_1 stand-in target (models/pf-target-f16.gguf quantized here) on 49 prompts of every
+# task type in both languages (eval/tasks) at every x86 level this machine runs
 # (PF_KERNELS=avx2, avxvnni, avx512; a level the CPU lacks caps to the next one down) and under
 # qemu-aarch64 for each CPU model (NEON, dotprod, i8mm levels) must equal those of this machine's
 # scalar level, token for token (one thread each; the expectation is computed at test time,
@@ -13,15 +14,12 @@ set -eu
 native=$1 arm=$2 qemu=$3 root=$4 work=$5
 shift 5
 mkdir -p "$work"
-cat > "$work/prompts.jsonl" <<'JSONL'
-{"id": "a", "prompt": "What is the capital of France?"}
-{"id": "b", "prompt": "Write a short poem about the sea."}
-{"id": "c", "prompt": "List three prime numbers and explain why they are prime."}
-{"id": "d", "prompt": "Write a Python function that reverses a string."}
-{"id": "e", "prompt": "请用一句话介绍长城。"}
-{"id": "f", "prompt": "If a train travels 60 km in 45 minutes, what is its speed in km/h?"}
-JSONL
-np=6
+# 49 prompts: 4 English and 3 Chinese of each task type of the eval set
+for f in chat code extraction math qa rewrite summary; do
+    grep '"lang": "en"' "eval/tasks/$f.jsonl" | head -4
+    grep '"lang": "zh"' "eval/tasks/$f.jsonl" | head -3
+done > "$work/prompts.jsonl"
+np=$(wc -l < "$work/prompts.jsonl")
 x86_levels="avx2 avxvnni avx512"
 ids() { grep -o '"response_ids": *\[[^]]*\]' "$1"; }
 fail=0

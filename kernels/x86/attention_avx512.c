@@ -9,9 +9,9 @@
  *           at least 8 independent chains hide the fma latency. The 8-bit cache: vpdpbusd of the
  *           keys (+128, four dimensions a lane) with the int8-rounded query, exact, then scaled
  *           (scores_block_q8)
- *   softmax: chunk max, one rescale (pf_exp_ref) when it grows, vf_exp over the chunk; the
- *           running sum is a 16-lane vector (lane = key index mod 16: float_order.h's partials),
- *           through its tree once at the end
+ *   softmax: vec_attention.h (one source with the 256-bit levels): chunk max, one rescale
+ *           (pf_exp_ref) when it grows, vf_exp over the chunk; the running sum is a 16-lane vector
+ *           (lane = key index mod 16: float_order.h's partials), through its tree at the end
  *   values: heads in blocks of up to 4; each value row is loaded once per block and every output
  *           vector is one fma chain in key order (the block's chains hide the fma latency); 8-bit
  *           values are converted from int8 and their scale rides on the softmax weight. */
@@ -20,9 +20,8 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
-#include "kernels/x86/simd_avx512.h"
 #define PF_VEC_BITS 512
-#include "kernels/x86/vec.h"
+#include "kernels/x86/vec_attention.h"
 
 #define MAX_GROUP 16
 #define MAX_HD 256
@@ -269,34 +268,9 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                          (const char *)kv_at(Vh, k1 * hd, q8), pb, q8, q8 ? ks + (c0 - off) : NULL, q8p, qsc, qsm);
         }
         for (int r = 0; r < nr; r++) {
-            int n = nc[r];
-            if (n == 0) continue;
-            for (int h = 0; h < g; h++) {
-                float *sh = s[r][h];
-                __m512 vm = _mm512_set1_ps(-INFINITY);
-                for (int t = 0; t < n; t += 16)
-                    vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - t), sh + t));
-                float cmax = _mm512_reduce_max_ps(vm);
-                if (cmax > mx[r][h]) {
-                    if (mx[r][h] != -INFINITY) {
-                        __m512 f = _mm512_set1_ps(pf_exp_ref(mx[r][h] - cmax));
-                        lsum[r][h] = _mm512_mul_ps(lsum[r][h], f);
-                        #pragma GCC unroll 16
-                        for (int i = 0; i < nv; i++)
-                            _mm512_storeu_ps(o[r][h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[r][h] + 16 * i), f));
-                    }
-                    mx[r][h] = cmax;
-                }
-                __m512 mv = _mm512_set1_ps(mx[r][h]);
-                for (int t = 0; t < n; t += 16) {
-                    __mmask16 m = tail_mask(n - t);
-                    __m512 p = _mm512_maskz_mov_ps(m, vf_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sh + t), mv)));
-                    lsum[r][h] = _mm512_add_ps(lsum[r][h], p);
-                    /* 8-bit values: the weight carries the value row's scale (sum unscaled) */
-                    if (q8) p = _mm512_mul_ps(p, _mm512_maskz_loadu_ps(m, vs + c0 + t));
-                    _mm512_storeu_ps(sh + t, p);
-                }
-            }
+            if (nc[r] == 0) continue;
+            for (int h = 0; h < g; h++)
+                attn_softmax_chunk(s[r][h], nc[r], &mx[r][h], &lsum[r][h], o[r][h], hd, q8 ? vs + c0 : NULL);
         }
         for (int t0 = 0; t0 < nmax; t0 += VT) {
             int mm = nmax - t0 < VT ? nmax - t0 : VT;
@@ -322,13 +296,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         }
     }
     for (int r = 0; r < nr; r++)
-        for (int h = 0; h < g; h++) {
-            if (hi[r] <= lo) continue; /* nothing visible: zeros */
-            __m512 inv = _mm512_set1_ps(1.0f / vf_tree16(&lsum[r][h]));
-            #pragma GCC unroll 16
-            for (int i = 0; i < nv; i++)
-                _mm512_storeu_ps(o[r][h] + 16 * i, _mm512_mul_ps(_mm512_loadu_ps(o[r][h] + 16 * i), inv));
-        }
+        for (int h = 0; h < g; h++)
+            if (hi[r] > lo) attn_normalize(o[r][h], hd, &lsum[r][h]); /* else nothing visible: zeros */
 }
 
 int pf_attend_rows_avx512(const pf_attn_job *j, int b0, int nr, int kvh) {

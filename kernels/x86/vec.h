@@ -30,6 +30,7 @@ PF_FORCE_INLINE vf vf_set1(float a) { return _mm512_set1_ps(a); }
 PF_FORCE_INLINE vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
 PF_FORCE_INLINE void vf_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
 PF_FORCE_INLINE vf vf_maskz_load(vmask m, const float *p) { return _mm512_maskz_loadu_ps(m, p); }
+PF_FORCE_INLINE vf vf_mask_load_or(vmask m, const float *p, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), m, p); }
 PF_FORCE_INLINE void vf_mask_store(float *p, vmask m, vf v) { _mm512_mask_storeu_ps(p, m, v); }
 PF_FORCE_INLINE vf vf_keep(vmask m, vf v) { return _mm512_maskz_mov_ps(m, v); }
 PF_FORCE_INLINE vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
@@ -85,6 +86,9 @@ PF_FORCE_INLINE vf vf_set1(float a) { return _mm256_set1_ps(a); }
 PF_FORCE_INLINE vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
 PF_FORCE_INLINE void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 PF_FORCE_INLINE vf vf_maskz_load(vmask m, const float *p) { return _mm256_maskload_ps(p, m); }
+PF_FORCE_INLINE vf vf_mask_load_or(vmask m, const float *p, float fill) {
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
 PF_FORCE_INLINE void vf_mask_store(float *p, vmask m, vf v) { _mm256_maskstore_ps(p, m, v); }
 PF_FORCE_INLINE vf vf_keep(vmask m, vf v) { return _mm256_and_ps(_mm256_castsi256_ps(m), v); }
 PF_FORCE_INLINE vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
@@ -136,6 +140,9 @@ PF_FORCE_INLINE float vf_hmax(vf v) {
 
 /* lanes below n as floats, the rest 0 (a plain load for n >= VL) */
 PF_FORCE_INLINE vf vf_load_n(const float *p, int64_t n) { return n >= VL ? vf_load(p) : vf_maskz_load(vmask_n(n), p); }
+PF_FORCE_INLINE vf vf_load_n_or(const float *p, int64_t n, float fill) {
+    return n >= VL ? vf_load(p) : vf_mask_load_or(vmask_n(n), p, fill);
+}
 PF_FORCE_INLINE void vf_store_n(float *p, vf v, int64_t n) {
     if (n >= VL) vf_store(p, v);
     else vf_mask_store(p, vmask_n(n), v);

@@ -15,9 +15,9 @@
  *           sign(q, k)) (pairs <= 2 * 127 * 127, no saturation), widened to int32 per dword.
  *           AVX-VNNI: vpdpbusd of the stored keys (k + 128, unsigned) with the query bytes, from
  *           -128 * sum(q), as the AVX-512 variant does.
- *   softmax: chunk max, one rescale (pf_exp_ref) when it grows, vf_exp over the chunk; the
- *           running sum is float_order.h's 16 partials (two vectors: key index mod 16), through
- *           its tree once at the end
+ *   softmax: vec_attention.h (one source with the AVX-512 variant): chunk max, one rescale
+ *           (pf_exp_ref) when it grows, vf_exp over the chunk; the running sum is float_order.h's
+ *           16 partials (two vectors: key index mod 16), through its tree once at the end
  *   values: converted to f32 VT rows at a time (from f16 or int8, exact); heads two at a time
  *           over four output vectors, each output vector one fma chain in key order; 8-bit
  *           values' scales ride on the softmax weight. */
@@ -29,9 +29,8 @@
 #include <string.h>
 
 #include "kernels/kernels_impl.h"
-#include "kernels/x86/simd_avx2.h"
 #define PF_VEC_BITS 256
-#include "kernels/x86/vec.h"
+#include "kernels/x86/vec_attention.h"
 
 #ifdef PF_YMM_VNNI
 #define YMM_NAME(f) f##_avxvnni
@@ -48,13 +47,6 @@
 #define SPAN (PF_ATTN_KCHUNK + PF_KV_TILE) /* a chunk's scores from its first tile's start */
 #define VROWS 4096 /* floats of converted value rows */
 
-static inline float hmax256(__m256 v) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-    return _mm_cvtss_f32(m);
-}
-
 /* 8 f16 or int8 values as f32 (exact). */
 PF_FORCE_INLINE __m256 load_h8(const pf_half *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 PF_FORCE_INLINE __m256 load_q8(const int8_t *p) {
@@ -64,11 +56,6 @@ PF_FORCE_INLINE const void *kv_at(const void *base, int64_t i, int q8) {
     return q8 ? (const void *)((const int8_t *)base + i) : (const void *)((const pf_half *)base + i);
 }
 PF_FORCE_INLINE __m256 load_kv8(const void *p, int q8) { return q8 ? load_q8(p) : load_h8(p); }
-
-/* Lanes t < n (as an all-ones mask). */
-static inline __m256i lanes_below(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 /* Scores of NP (row, head) pairs for keys of nt <= NT consecutive f16 tiles from tile:
  * s[p][16 i + lane] = scale * sum_d q[p][d] * key(16 i + lane, d), each an fma chain over d. */
@@ -320,35 +307,9 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
                          qsm);
         }
         for (int r = 0; r < nr; r++) {
-            int n = nc[r], n8 = (n + 7) & ~7;
-            if (n == 0) continue;
-            for (int h = 0; h < g; h++) {
-                float *sh = s[r][h];
-                for (int t = n; t < n8; t++) sh[t] = -INFINITY;
-                __m256 vm = _mm256_set1_ps(-INFINITY);
-                for (int t = 0; t < n8; t += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(sh + t));
-                float cmax = hmax256(vm);
-                if (cmax > mx[r][h]) {
-                    if (mx[r][h] != -INFINITY) {
-                        __m256 f = _mm256_set1_ps(pf_exp_ref(mx[r][h] - cmax));
-                        lsum[r][h][0] = _mm256_mul_ps(lsum[r][h][0], f);
-                        lsum[r][h][1] = _mm256_mul_ps(lsum[r][h][1], f);
-                        for (int i = 0; i < nv; i++)
-                            _mm256_storeu_ps(o[r][h] + 8 * i, _mm256_mul_ps(_mm256_loadu_ps(o[r][h] + 8 * i), f));
-                    }
-                    mx[r][h] = cmax;
-                }
-                __m256 mv = _mm256_set1_ps(mx[r][h]);
-                for (int t = 0; t < n8; t += 8) {
-                    /* lanes past n (score -inf) contribute exactly 0 */
-                    __m256i valid = lanes_below(n - t);
-                    __m256 p = _mm256_and_ps(_mm256_castsi256_ps(valid), vf_exp(_mm256_sub_ps(_mm256_loadu_ps(sh + t), mv)));
-                    lsum[r][h][(t / 8) & 1] = _mm256_add_ps(lsum[r][h][(t / 8) & 1], p); /* partial t % 16 */
-                    /* 8-bit values: the weight carries the value row's scale (sum unscaled) */
-                    if (q8) p = _mm256_mul_ps(p, _mm256_maskload_ps(vs + c0 + t, valid));
-                    _mm256_storeu_ps(sh + t, p);
-                }
-            }
+            if (nc[r] == 0) continue;
+            for (int h = 0; h < g; h++)
+                attn_softmax_chunk(s[r][h], nc[r], &mx[r][h], lsum[r][h], o[r][h], hd, q8 ? vs + c0 : NULL);
         }
         for (int t0 = 0; t0 < nmax; t0 += VT) {
             int mm = nmax - t0 < VT ? nmax - t0 : VT;
@@ -364,12 +325,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         }
     }
     for (int r = 0; r < nr; r++)
-        for (int h = 0; h < g; h++) {
-            if (hi[r] <= lo) continue; /* nothing visible: zeros */
-            __m256 inv = _mm256_set1_ps(1.0f / vf_tree16(lsum[r][h]));
-            for (int i = 0; i < nv; i++)
-                _mm256_storeu_ps(o[r][h] + 8 * i, _mm256_mul_ps(_mm256_loadu_ps(o[r][h] + 8 * i), inv));
-        }
+        for (int h = 0; h < g; h++)
+            if (hi[r] > lo) attn_normalize(o[r][h], hd, lsum[r][h]); /* else nothing visible: zeros */
 }
 
 int YMM_NAME(pf_attend_rows)(const pf_attn_job *j, int b0, int nr, int kvh) {
