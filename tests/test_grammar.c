@@ -69,7 +69,7 @@ static const char k_person[] =
     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}},"
     "\"required\":[\"name\"],\"additionalProperties\":false}";
 
-TEST(grammar_golden_object) {
+TEST(grammar_masks_object) {
     fx f;
     CHECK(fx_open(&f, k_person) == 0);
     CHECK_MASK(&f, "", "|{|{\"");
@@ -82,7 +82,7 @@ TEST(grammar_golden_object) {
     fx_close(&f);
 }
 
-TEST(grammar_golden_enum_array) {
+TEST(grammar_masks_enum_array) {
     fx f;
     CHECK(fx_open(&f, "{\"enum\":[\"red\",\"green\",\"re\",1,12,null]}") == 0);
     CHECK_MASK(&f, "", "|\"|1|n|null|12|\"red\"");
@@ -97,7 +97,7 @@ TEST(grammar_golden_enum_array) {
 }
 
 /* A character split across tokens: only its continuation bytes may follow. */
-TEST(grammar_golden_utf8) {
+TEST(grammar_masks_utf8) {
     fx f;
     CHECK(fx_open(&f, "{\"type\":\"string\"}") == 0);
     pf_matcher_reset(f.m);
