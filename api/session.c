@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/constraint.h"
 #include "engine/generate.h"
 
 void pf_gen_params_default(pf_gen_params *p) {
@@ -46,6 +47,7 @@ pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char e
 void pf_session_free(pf_session *s) {
     if (!s) return;
     if (s->ext_free) s->ext_free(s->ext);
+    pf_session_masker_free(s);
     free(s->hist);
     pf_ctx_free(s->ctx);
     pf_dist_free(&s->dist);

@@ -28,6 +28,8 @@ static const char k_usage[] =
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
+    "  --json-schema FILE  every response is compact JSON valid against the JSON Schema in FILE\n"
+    "                 (docs/structured-output.md); --json: any JSON object\n"
     "  --no-special   special-token texts inside the prompts are plain text (the ChatML template's\n"
     "                 own markers stay special; default: parsed as special tokens)\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output; also -md)\n"
@@ -79,7 +81,7 @@ static void json_ids(FILE *f, const int32_t *ids, int n) {
 }
 
 int cmd_gen(int argc, char **argv) {
-    const char *model = NULL, *in = NULL, *out = NULL, *draft = NULL, *log_rounds = NULL;
+    const char *model = NULL, *in = NULL, *out = NULL, *draft = NULL, *log_rounds = NULL, *schema_path = NULL;
     int block = 0, draft_head = 0;
     pf_spec *spec = NULL;
     FILE *log_file = NULL;
@@ -94,8 +96,10 @@ int cmd_gen(int argc, char **argv) {
         const char *a = cli_alias(argv[i]), *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, sp.n_threads); return 0; }
         if (!strcmp(a, "--no-special")) { no_special = true; continue; }
+        if (!strcmp(a, "--json")) { gp.json_object = true; continue; }
         static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
-                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", "--draft-max", NULL};
+                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", "--draft-max",
+                                                 "--json-schema", NULL};
         if (!cli_known(a, with_value)) return cli_fail("gen: unknown flag '%s' (try --help)", argv[i]);
         if (!(v = cli_value(argc, argv, &i))) return 1;
         if (!strcmp(a, "-m")) model = v;
@@ -103,6 +107,7 @@ int cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "-d")) draft = v;
         else if (!strcmp(a, "--log-rounds")) log_rounds = v;
+        else if (!strcmp(a, "--json-schema")) schema_path = v;
         else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
         else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
         else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &block)) return 1; }
@@ -118,6 +123,10 @@ int cmd_gen(int argc, char **argv) {
     }
     if (!model || !in || !out) return cli_fail("gen: -m, -i and -o are required");
     if (log_rounds && !draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
+    if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");
+    size_t schema_len = 0;
+    char *schema_text = NULL;
+    if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load(model, err);
     if (!m) return cli_fail("%s", err);
@@ -228,5 +237,6 @@ done:
     pf_spec_free(spec);
     pf_session_free(s);
     pf_model_free(m);
+    free(schema_text);
     return rc;
 }

@@ -33,6 +33,10 @@ static const char k_usage[] =
     "  --top-p P      nucleus sampling threshold (default 1 = off)\n"
     "  --seed S       RNG seed (default 0)\n"
     "  --ignore-eos   do not stop at the end-of-turn token\n"
+    "  --json-schema FILE  the reply is compact JSON valid against the JSON Schema in FILE (the\n"
+    "                 subset of docs/structured-output.md; another keyword is an error naming it);\n"
+    "                 generation ends when the document is complete\n"
+    "  --json         the reply is any JSON object (JSON mode)\n"
     "  --prompt-cache FILE  restore the K/V rows of a cached prompt prefix from FILE (same output,\n"
     "                 shorter prefill); written when absent or unusable: the --system block with\n"
     "                 --chat, else the whole prompt minus its last token\n"
@@ -73,7 +77,8 @@ static int on_text(void *user, const char *text, size_t len) {
 
 int cmd_run(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *draft_path = NULL, *spec_name = NULL;
-    const char *profile_path = NULL, *task = NULL, *log_rounds = NULL;
+    const char *profile_path = NULL, *task = NULL, *log_rounds = NULL, *schema_path = NULL;
+    char *schema_text = NULL;
     FILE *log_file = NULL;
     int block = 0, ngram_n = 3, draft_head = 0;
     bool show_stats = false;
@@ -89,6 +94,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--no-special")) gp.no_special = true;
         else if (!strcmp(a, "--ignore-eos")) gp.stop_at_eot = false;
         else if (!strcmp(a, "--stats")) show_stats = true;
+        else if (!strcmp(a, "--json")) gp.json_object = true;
         else if (!strcmp(a, "-d") || !strcmp(a, "--spec") || !strcmp(a, "--block") || !strcmp(a, "--ngram") ||
                  !strcmp(a, "--profile") || !strcmp(a, "--task") || !strcmp(a, "--log-rounds") ||
                  !strcmp(a, "--draft-head") || !strcmp(a, "--draft-max")) {
@@ -105,13 +111,15 @@ int cmd_run(int argc, char **argv) {
         }
         else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
                  !strcmp(a, "-t") || !strcmp(a, "--system") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
-                 !strcmp(a, "--top-p") || !strcmp(a, "--seed") || !strcmp(a, "--prompt-cache") || !strcmp(a, "--kv")) {
+                 !strcmp(a, "--top-p") || !strcmp(a, "--seed") || !strcmp(a, "--prompt-cache") || !strcmp(a, "--kv") ||
+                 !strcmp(a, "--json-schema")) {
             if (!(v = cli_value(argc, argv, &i))) return 1;
             if (!strcmp(a, "-m")) model_path = v;
             else if (!strcmp(a, "-p")) prompt = v;
             else if (!strcmp(a, "-f")) prompt_file = v;
             else if (!strcmp(a, "--system")) gp.system = v;
             else if (!strcmp(a, "--prompt-cache")) gp.prompt_cache = v;
+            else if (!strcmp(a, "--json-schema")) schema_path = v;
             else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.max_tokens = (int)iv; }
             else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 1, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
             else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
@@ -132,7 +140,8 @@ int cmd_run(int argc, char **argv) {
     const char *bad = desc.kind == PF_KIND_HYBRID && !draft_path ? "run: --spec hybrid needs -d DRAFT.gguf"
                     : desc.kind == PF_KIND_DEC && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
                     : log_rounds && !draft_path ? "run: --log-rounds needs -d DRAFT.gguf"
-                    : !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE" : NULL;
+                    : !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE"
+                    : schema_path && gp.json_object ? "run: give one of --json-schema FILE or --json" : NULL;
     if (bad) return cli_fail("%s", bad);
     pf_profile prof = {0};
     if (profile_path) {
@@ -146,6 +155,11 @@ int cmd_run(int argc, char **argv) {
         prompt = file_text;
     } else {
         plen = strlen(prompt);
+    }
+    size_t schema_len = 0;
+    if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) {
+        free(file_text);
+        return 1;
     }
     int rc = 1;
     pf_model *m = pf_load_model(model_path, err);
@@ -196,5 +210,6 @@ done:
     pf_free_model(m);
     pf_profile_free(&prof);
     free(file_text);
+    free(schema_text);
     return rc;
 }

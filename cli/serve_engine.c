@@ -200,6 +200,8 @@ static void run_job(sv_worker *w, sv_job *j) {
         gp.spec = r->has_spec ? r->spec : PF_SPEC_DEFAULT;
         gp.block = r->block;
         gp.stop_at_eot = !r->ignore_eos;
+        gp.json_schema = r->json_schema;
+        gp.json_object = r->json_object;
         if (r->kind == SV_CHAT)
             st = pf_generate_chat(w->s, r->messages, r->n_messages, &gp, on_text, j, &stats, err);
         else

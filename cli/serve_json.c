@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "engine/unicode.h"
+#include "grammar/lit_set.h"
+#include "grammar/schema.h"
 
 /* ---- output buffer ---- */
 static bool sv_reserve(sv_buf *b, size_t extra) {
@@ -108,6 +110,8 @@ void sv_error_json(sv_buf *b, const char *message, const char *type, const char 
 typedef struct {
     char *err;
     const char **param;
+    const char *body; /* the request text (numbers in a schema are copied from it) */
+    size_t body_len;
 } checker;
 
 static bool bad(checker *c, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -262,6 +266,54 @@ static bool get_prompt(checker *c, const pf_json *root, sv_request *r) {
     return true;
 }
 
+/* Keep s (malloc'd) with the request; false when out of memory. */
+static bool own(sv_request *r, char *s) {
+    char **o = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);
+    if (!o) {
+        free(s);
+        return false;
+    }
+    r->owned = o;
+    r->owned[r->n_owned++] = s;
+    return true;
+}
+
+/* A schema object: its compact text, compiled once here so a bad one is a 400 naming it. */
+static bool take_schema(checker *c, const pf_json *schema, const char *param, sv_request *r) {
+    if (schema->type != PF_JSON_OBJECT && schema->type != PF_JSON_BOOL)
+        return bad(c, param, "'%s' needs a JSON Schema object", param);
+    pf_sbuf b = {0};
+    pf_json_compact(&b, schema, c->body, c->body_len);
+    char err[PF_ERR_LEN];
+    pf_schema *s = b.oom ? NULL : pf_schema_compile(b.p, b.n, err);
+    if (!s) {
+        free(b.p);
+        return b.oom ? bad(c, param, "out of memory") : bad(c, param, "%.230s", err);
+    }
+    pf_schema_free(s);
+    if (!own(r, b.p)) return bad(c, param, "out of memory");
+    r->json_schema = b.p;
+    return true;
+}
+
+/* response_format (OpenAI) and json_schema (llama-server). */
+static bool get_response_format(checker *c, const pf_json *root, sv_request *r) {
+    const pf_json *rf = field(root, "response_format"), *js = field(root, "json_schema");
+    if (js && !take_schema(c, js, "json_schema", r)) return false;
+    if (!rf) return true;
+    const pf_json *type = rf->type == PF_JSON_OBJECT ? field(rf, "type") : NULL;
+    if (!type || type->type != PF_JSON_STRING)
+        return bad(c, "response_format", "'response_format' must be an object with a string 'type'");
+    if (pf_json_str_eq(type, "text")) return true;
+    if (pf_json_str_eq(type, "json_object")) return r->json_object = !r->json_schema, true;
+    if (!pf_json_str_eq(type, "json_schema"))
+        return bad(c, "response_format", "response_format type '%.40s' is not supported (text, json_object, json_schema)",
+                   type->u.str.s);
+    const pf_json *spec = field(rf, "json_schema"), *schema = spec && spec->type == PF_JSON_OBJECT ? field(spec, "schema") : NULL;
+    if (!schema) return bad(c, "response_format", "response_format json_schema needs 'json_schema': {'name', 'schema'}");
+    return take_schema(c, schema, "response_format", r);
+}
+
 static bool check(checker *c, const pf_json *root, sv_request *r) {
     if (root->type != PF_JSON_OBJECT) return bad(c, NULL, "the request body must be a JSON object");
     const pf_json *model = field(root, "model");
@@ -284,7 +336,7 @@ static bool check(checker *c, const pf_json *root, sv_request *r) {
     if (!get_bool(c, root, "stream", &r->stream) || !get_bool(c, root, "ignore_eos", &r->ignore_eos)) return false;
     const pf_json *so = field(root, "stream_options");
     if (so && so->type != PF_JSON_OBJECT) return bad(c, "stream_options", "'stream_options' must be an object");
-    return get_stop(c, root, r) && get_spec(c, root, r);
+    return get_stop(c, root, r) && get_spec(c, root, r) && get_response_format(c, root, r);
 }
 
 bool sv_request_parse(const char *body, size_t len, sv_kind kind, sv_request *r, char err[PF_ERR_LEN],
@@ -297,7 +349,7 @@ bool sv_request_parse(const char *body, size_t len, sv_kind kind, sv_request *r,
         snprintf(err, PF_ERR_LEN, "the request body is not valid JSON (%.200s)", jerr);
         return false;
     }
-    checker c = {err, param};
+    checker c = {err, param, body, len};
     if (check(&c, pf_json_root(r->doc), r)) return true;
     sv_request_free(r);
     return false;

@@ -55,6 +55,11 @@ typedef struct {
     bool has_spec;
     pf_spec_kind spec;
     int block;
+    /* structured output: response_format {"type": "json_object"} or {"type": "json_schema",
+     * "json_schema": {"schema": ...}}, or llama-server's "json_schema" field (checked here:
+     * a schema outside the subset is a 400 naming the keyword) */
+    const char *json_schema; /* compact text, in owned */
+    bool json_object;
     pf_json_doc *doc; /* owns the strings above */
     char **owned;     /* joined content parts */
     int n_owned;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "draft/drafter.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
 #include "formats/gguf.h"
@@ -79,6 +80,13 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
  * is the bonus row). B may be any value >= 2 that fits, not only the trained block size. */
 int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
                       int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]);
+
+/* Structured output: with a filter (draft/drafter.h) each position's logits (DFlash) or selector
+ * candidates (DFlash2) are restricted to the allowed tokens (q is then that restricted
+ * distribution), and the block ends where none of them is allowed. NULL: no filter. */
+void pf_dflash_set_filter(pf_dflash_state *s, const pf_draft_filter *f);
+/* Drafts the last propose made (B-1 without a filter). */
+int pf_dflash_n_proposed(const pf_dflash_state *s);
 
 /* ---- inspection (tests, tools) ---- */
 /* Position pos of layer l's context cache, keys (keys != 0) or values, as one f16 row of kv_dim;

@@ -33,8 +33,10 @@ static int df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampl
     if (B > PF_MAX_BLOCK) B = PF_MAX_BLOCK;
     if (pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err) < 0) return -1;
     s->n_hidden = B;
-    return B - 1;
+    return pf_dflash_n_proposed(s->st);
 }
+
+static void df_set_filter(void *p, const pf_draft_filter *f) { pf_dflash_set_filter(((df_state *)p)->st, f); }
 
 static int df_commit(void *p, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
     df_state *s = p;
@@ -97,7 +99,8 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
     const int *taps = pf_dflash_tap_layers(d, &n_taps);
     *dr = (pf_drafter){.name = pf_dflash_version(d) == 2 ? "dflash2" : "dflash", .state = s, .tap_layers = taps,
                        .n_taps = n_taps, .begin = df_begin, .propose = df_propose, .commit = df_commit,
-                       .hidden = df_hidden, .truncate = df_truncate, .deterministic = 0, .free = df_free};
+                       .hidden = df_hidden, .truncate = df_truncate, .set_filter = df_set_filter, .deterministic = 0,
+                       .free = df_free};
     return dr;
 }
 

@@ -85,6 +85,8 @@ struct pf_dflash_state {
     float *g, *unary, *score, *succ, *ag, *pred_row;
     int32_t *cand;
     int last_B;
+    const pf_draft_filter *filter; /* structured output (pf_dflash_set_filter), NULL: none */
+    int n_proposed;
     pf_dist dist; /* v1 proposals when the caller keeps no q */
     /* head vocabulary (pf_dflash_set_head): the draft scores sub->n tokens instead of the whole
      * vocabulary; sub is the draft's shared default or own_head, NULL: the whole head */

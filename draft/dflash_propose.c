@@ -62,6 +62,41 @@ static void selector_dist(const float *score, const int32_t *cand, int k, float 
     out->n = m;
 }
 
+void pf_dflash_set_filter(pf_dflash_state *s, const pf_draft_filter *f) { s->filter = f; }
+int pf_dflash_n_proposed(const pf_dflash_state *s) { return s->n_proposed; }
+
+static int allowed(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
+
+/* A row's logits (NV of them, head-subset indices) restricted to the filter's tokens; 0 when none
+ * is allowed. */
+static int filter_logits(const pf_dflash_state *s, float *logits, int NV) {
+    const uint32_t *bits = s->filter->mask(s->filter->ctx);
+    int n = 0;
+    for (int i = 0; i < NV; i++) {
+        if (allowed(bits, s->sub ? s->sub->ids[i] : i)) n++;
+        else logits[i] = -INFINITY;
+    }
+    return n;
+}
+
+/* DFlash: each row's token from its logits (restricted by the filter). Returns the drafts made. */
+static int propose_v1(pf_dflash_state *s, int B, int NV, const pf_sampling *samp, pf_rng *rng, int32_t *draft,
+                      pf_dist *q) {
+    pf_sampling greedy = {0, 0, 1};
+    const int sampled = samp && samp->temp > 0;
+    for (int t = 1; t < B; t++) {
+        float *row = s->logits + (size_t)(t - 1) * NV;
+        if (s->filter && !filter_logits(s, row, NV)) return t - 1;
+        pf_dist *dist = q ? &q[t - 1] : &s->dist;
+        pf_sampling_probs(sampled ? samp : &greedy, row, NV, dist);
+        if (s->sub)
+            for (int i = 0; i < dist->n; i++) dist->ids[i] = s->sub->ids[dist->ids[i]];
+        draft[t - 1] = pf_dist_sample(dist, rng);
+        if (s->filter && s->filter->take(s->filter->ctx, draft[t - 1])) return t;
+    }
+    return B - 1;
+}
+
 int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
                       int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
@@ -115,16 +150,10 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
             s->logits[i] = d->softcap > 0 ? d->softcap * tanhf(z / d->softcap) : z;
         }
     s->last_B = B;
+    s->n_proposed = B - 1;
 
     if (!v2) {
-        pf_sampling greedy = {0, 0, 1};
-        for (int t = 1; t < B; t++) {
-            pf_dist *dist = q ? &q[t - 1] : &s->dist;
-            pf_sampling_probs(sampled ? samp : &greedy, s->logits + (size_t)(t - 1) * NV, NV, dist);
-            if (s->sub)
-                for (int i = 0; i < dist->n; i++) dist->ids[i] = s->sub->ids[dist->ids[i]];
-            draft[t - 1] = pf_dist_sample(dist, rng);
-        }
+        s->n_proposed = propose_v1(s, B, NV, samp, rng, draft, q);
         return 0;
     }
 
@@ -146,10 +175,16 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
         weight_row(&d->sel_pred, prev, s->pred_row);
         for (int r = 0; r < R; r++) s->ag[r] = s->pred_row[r] * g[r];
         float *score = s->score + o;
-        int best = 0;
+        const uint32_t *bits = s->filter ? s->filter->mask(s->filter->ctx) : NULL;
+        int best = -1;
         for (int j = 0; j < kk; j++) {
             score[j] = s->unary[o + j] + dot_f32(s->ag, s->succ + (o + j) * R, R);
-            if (score[j] > score[best]) best = j;
+            if (bits && !allowed(bits, s->cand[o + j])) score[j] = -INFINITY; /* the walk skips it */
+            else if (best < 0 || score[j] > score[best]) best = j;
+        }
+        if (best < 0) { /* no candidate is allowed here: the block ends */
+            s->n_proposed = t - 1;
+            return 0;
         }
         int32_t tok;
         if (sampled) {
@@ -166,6 +201,10 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
         }
         draft[t - 1] = tok;
         prev = tok;
+        if (s->filter && s->filter->take(s->filter->ctx, tok)) {
+            s->n_proposed = t;
+            return 0;
+        }
     }
     return 0;
 }

@@ -13,6 +13,15 @@
  * table sized by the block (statistics, cost model, planner, profile) uses this one bound. */
 #define PF_MAX_BLOCK 64
 
+/* Structured output: what a drafted path may hold. mask() gives the tokens allowed after the path
+ * drafted so far (32 per uint32 word); take(tok) extends the path by an allowed token and returns 0,
+ * or 1 when nothing may follow it (an end token). The round sets it on a drafter that takes one. */
+typedef struct {
+    void *ctx;
+    const uint32_t *(*mask)(void *ctx);
+    int (*take)(void *ctx, int32_t tok);
+} pf_draft_filter;
+
 typedef struct pf_drafter {
     const char *name;
     void *state;
@@ -34,6 +43,9 @@ typedef struct pf_drafter {
     /* Optional, multi-turn reuse: keep only the first n committed rows of the context (the target
      * cache was cut to them). Returns 0, or -1 when the drafter holds fewer (nothing changed). */
     int (*truncate)(void *state, int64_t n);
+    /* Optional: proposals from now on come only from what f allows (NULL: no filter), and stop
+     * where it allows nothing the draft can propose. */
+    void (*set_filter)(void *state, const pf_draft_filter *f);
     /* True when every proposal is a point mass (q need not be kept). */
     int deterministic;
     void (*free)(void *state);

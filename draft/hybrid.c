@@ -30,6 +30,12 @@ static int hy_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampl
     return s->model->propose(s->model->state, bonus, pos, B, samp, rng, draft, q, err);
 }
 
+/* The filter reaches the draft model; lookup's proposals are cut by the round. */
+static void hy_set_filter(void *p, const pf_draft_filter *f) {
+    hybrid_state *s = p;
+    if (s->model->set_filter) s->model->set_filter(s->model->state, f);
+}
+
 static int hy_commit(void *p, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
     hybrid_state *s = p;
     if (s->lookup->commit(s->lookup->state, tokens, n, NULL, err) < 0) return -1;
@@ -61,7 +67,7 @@ pf_drafter *pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min
     s->min_tokens = min_tokens;
     /* no hidden rows: a round's proposal may come from lookup, which has none (no Dec gating) */
     *d = (pf_drafter){.name = "hybrid", .state = s, .tap_layers = model->tap_layers, .n_taps = model->n_taps,
-                      .begin = hy_begin, .propose = hy_propose, .commit = hy_commit,
+                      .begin = hy_begin, .propose = hy_propose, .commit = hy_commit, .set_filter = hy_set_filter,
                       .deterministic = model->deterministic && lookup->deterministic, .free = hy_free};
     return d;
 fail:

@@ -8,6 +8,7 @@
 
 #include "engine/chat.h"
 #include "engine/chat_tokens.h"
+#include "engine/constraint.h"
 #include "engine/prompt_cache.h"
 #include "engine/tokenizer.h"
 #include "engine/unicode.h"
@@ -23,6 +24,7 @@ static int ar_step(void *state, pf_session *s, int32_t last, int32_t *out, int c
     (void)cap;
     pf_batch b = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = s->logits};
     if (pf_forward(s->ctx, &b, err) < 0) return -1;
+    if (s->cons) pf_constraint_apply(s->cons, s->logits);
     out[0] = pf_session_sample(s, s->logits);
     return 1;
 }
@@ -46,8 +48,17 @@ static int reusable(const pf_session *s, const int32_t *prompt, int n_prompt) {
     return n;
 }
 
+/* Structured output: commit tok to the constraint. 1: generation ends before tok (an end token
+ * at a complete document), 0: tok is kept, -1: tok breaks the constraint (a strategy's bug). */
+static int constrain_commit(pf_session *s, int32_t tok, char err[PF_ERR_LEN]) {
+    if (!s->cons) return 0;
+    int r = pf_constraint_advance(s->cons, tok);
+    if (r < 0) snprintf(err, PF_ERR_LEN, "internal: token %d breaks the output's JSON schema", (int)tok);
+    return r;
+}
+
 /* save_len: prompt tokens whose rows go to p->prompt_cache when it is absent or was ignored. */
-static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
+static pf_status generate_run(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
                           pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
     pf_gen_stats st = {0};
     st.n_prompt = n_prompt;
@@ -143,6 +154,7 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
     while (st.n_gen < p->max_tokens) {
         int n;
         if (last < 0) { /* the first token comes from the prefill logits */
+            if (s->cons) pf_constraint_apply(s->cons, s->logits);
             buf[0] = pf_session_sample(s, s->logits);
             n = 1;
         } else {
@@ -165,7 +177,13 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
         int stop = 0;
         for (int i = 0; i < n && !stop; i++) {
             if (st.n_gen == 0) t_first = pf_now_s();
-            if (p->stop_at_eot && is_stop(s->model->tok, buf[i])) {
+            int held = constrain_commit(s, buf[i], err);
+            if (held < 0) {
+                rc = PF_ERR_INTERNAL;
+                stop = 1;
+                break;
+            }
+            if (held > 0 || (p->stop_at_eot && is_stop(s->model->tok, buf[i]))) {
                 st.stop = PF_STOP_EOT;
                 stop = 1;
                 break;
@@ -174,6 +192,9 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
             last = buf[i];
             if (on_token && on_token(user, buf[i])) {
                 st.stop = PF_STOP_CALLBACK;
+                stop = 1;
+            } else if (s->cons && pf_constraint_done(s->cons)) {
+                st.stop = PF_STOP_EOT; /* the document is complete: nothing may follow */
                 stop = 1;
             } else if (st.n_gen >= p->max_tokens) {
                 st.stop = PF_STOP_LENGTH;
@@ -202,6 +223,16 @@ static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, in
     }
     free(taps);
     if (stats) *stats = st;
+    return rc;
+}
+
+static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
+                          pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
+    s->cons = pf_constraint_open(s, p, err);
+    if (!s->cons && err[0]) return strstr(err, "out of memory") ? PF_ERR_OOM : PF_ERR_ARG;
+    pf_status rc = generate_run(s, prompt, n_prompt, save_len, p, on_token, user, stats, err);
+    pf_constraint_free(s->cons);
+    s->cons = NULL;
     return rc;
 }
 

@@ -7,7 +7,10 @@
 
 #include "engine/model.h"
 #include "engine/sampler.h"
+#include "grammar/token_mask.h"
 #include "include/pocketflash.h"
+
+struct pf_constraint;
 
 struct pf_session {
     const pf_model *model;
@@ -26,6 +29,10 @@ struct pf_session {
      * pf_gen_params for this session); pf_session_free calls ext_free(ext). */
     void *ext;
     void (*ext_free)(void *ext);
+    /* Structured output: the vocabulary's trie (built on the first constrained generation, kept),
+     * and the running generation's constraint (NULL when it has none), which strategies mask with. */
+    pf_token_masker *masker;
+    struct pf_constraint *cons;
 };
 
 struct pf_strategy {

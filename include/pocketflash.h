@@ -127,6 +127,13 @@ typedef struct {
     /* Special-token texts in the prompt (e.g. "<|im_start|>") are special tokens by default, as in
      * llama.cpp; no_special makes them plain text (with chat the template's own markers stay special). */
     bool no_special;
+    /* Structured output (docs/structured-output.md): the reply is a compact JSON document valid
+     * against json_schema (JSON Schema text of the supported subset, NUL-terminated), or with
+     * json_object any JSON object; generation ends when the document is complete. Every strategy
+     * gives plain decoding's output under the same constraint. A schema outside the subset fails the
+     * call with PF_ERR_ARG and a message naming the keyword, before anything is generated. */
+    const char *json_schema;
+    bool json_object;
 } pf_gen_params;
 
 void pf_gen_params_default(pf_gen_params *p);

@@ -7,7 +7,7 @@
 #   flags:    a file whose name ends in _avx2.c, _avxvnni.c, _avx512.c, _dotprod.c or _i8mm.c is
 #             compiled with that level's flags below; the kernels choose among them at run time
 #             (CPUID on x86-64, getauxval / sysctlbyname on aarch64), so one binary runs on any CPU.
-LIB_DIRS := formats kernels engine draft verify api convert eval
+LIB_DIRS := formats kernels grammar engine draft verify api convert eval
 LIB_DIRS_X86 := kernels/x86
 LIB_DIRS_ARM := kernels/arm
 AVX2_FLAGS := -mavx2 -mfma -mf16c

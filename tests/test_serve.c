@@ -524,6 +524,13 @@ TEST(serve_bad_requests_get_openai_errors) {
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"n\":2}", 400, "n", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"spec\":\"dflash\"}", 400, "spec", NULL},
         {"POST", "/v1/completions", JSON_CT, "{\"prompt\":42}", 400, "prompt", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":"
+         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"string\",\"pattern\":\"a\"}}}}", 400, "response_format", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"xml\"}}", 400, "response_format", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"json_schema\":{\"minimum\":1}}", 400, "json_schema", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"response_format\":{\"type\":\"json_object\"}}", 200, NULL, NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"response_format\":"
+         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"yn\",\"schema\":{\"enum\":[\"yes\",\"no\"]}}}}", 200, NULL, NULL},
         {"POST", "/v1/chat/completions", JSON_CT, long_prompt, 400, "messages", "context_length_exceeded"},
         {"POST", "/v1/chat/completions", JSON_CT, long_stream, 400, "messages", "context_length_exceeded"},
         {"POST", "/v1/completions", JSON_CT, big, 413, NULL, "request_too_large"},

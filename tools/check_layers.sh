@@ -1,7 +1,7 @@
 #!/bin/sh
 # The layering of docs/architecture.md: each folder may include its own headers and those of the
 # folders listed after it, never one listed before it. Exits 1 and names every include that breaks it.
-LAYERS="cli eval convert api verify draft engine kernels formats"
+LAYERS="cli eval convert api verify draft engine grammar kernels formats"
 cd "$(dirname "$0")/.." || exit 2
 rank() {
     i=0

@@ -11,6 +11,7 @@
 
 #include "engine/clock.h"
 #include "verify/accept.h"
+#include "verify/spec_constrain.h"
 
 /* The verify forward's taps of n rows split in two: the final layer's row `final_row` (-1: none)
  * is kept as h_target, and the drafter's own taps are returned (repacked without the final layer
@@ -196,18 +197,48 @@ static void observe(pf_spec *sp, int nd, int a, const round_clock *t) {
     st->t_total += pf_now_s() - t->t0;
 }
 
+/* Structured output: the drafts cut to what the constraint allows, forced tokens appended (a
+ * forced position at the start skips the drafter). *n_masked: the rows to mask after verifying. */
+static int constrained_draft(pf_spec *sp, pf_session *s, int32_t last, int64_t start, int B, int cap, int *nd,
+                             int *proposed, int *n_masked, round_clock *t, char err[PF_ERR_LEN]) {
+    int rows_cap = sp->block < cap ? sp->block : cap, n_forced = 0;
+    int stochastic = s->sampling.temp > 0 && !sp->ad && !sp->d->deterministic;
+    if (B >= 2 && pf_constraint_forced(s->cons) < 0) {
+        /* the drafter proposes only allowed tokens where it can (its logits or candidates masked) */
+        pf_draft_filter f = pf_spec_draft_filter(s->cons);
+        size_t pos0 = pf_constraint_pos(s->cons);
+        if (sp->d->set_filter) sp->d->set_filter(sp->d->state, &f);
+        int rc = draft(sp, s, last, start, B, nd, proposed, t, err);
+        if (sp->d->set_filter) sp->d->set_filter(sp->d->state, NULL);
+        pf_constraint_rollback(s->cons, pos0);
+        if (rc < 0) return -1;
+    }
+    *nd = pf_spec_constrain_path(sp, s->cons, *nd, rows_cap, stochastic, &n_forced, n_masked);
+    if (*nd < 0) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
+    sp->st.forced += n_forced;
+    return 0;
+}
+
 /* One round: draft -> verify -> accept -> rollback -> commit. */
 static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     round_clock t = {.t0 = pf_now_s()};
     int64_t start = s->ctx->kv->len;
-    int B = plan_rows(sp, cap), nd = 0, proposed = 0;
-    if (B >= 2 && draft(sp, s, last, start, B, &nd, &proposed, &t, err) < 0) return -1;
+    int B = plan_rows(sp, cap), nd = 0, proposed = 0, n_masked = 0;
+    if (s->cons) {
+        if (constrained_draft(sp, s, last, start, B, cap, &nd, &proposed, &n_masked, &t, err) < 0) return -1;
+    } else if (B >= 2 && draft(sp, s, last, start, B, &nd, &proposed, &t, err) < 0) {
+        return -1;
+    }
     t.t1 = pf_now_s();
     sp->rows[0] = last; /* verify [last, d1..d_nd] in one target forward, tapping the rows */
     pf_batch b = {.tokens = sp->rows, .n = nd + 1, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits,
                   .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps, .taps = sp->taps};
     if (pf_forward(s->ctx, &b, err) < 0) return -1;
+    if (s->cons) pf_spec_constrain_rows(sp, s->cons, n_masked);
     t.t2 = pf_now_s();
     int32_t bonus;
     int a = accept_drafts(sp, s, nd, &bonus);
@@ -215,7 +246,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
     out[a] = bonus;
     t.t3 = pf_now_s();
-    if (sp->log && proposed == nd) log_round(sp, nd, a);
+    if (sp->log && proposed == nd && !s->cons) log_round(sp, nd, a);
     const float *dt = split_taps(sp, sp->taps, a, a + 1); /* commit the a+1 rows to the drafter */
     if (commit_rows(sp, a + 1, dt, sp->ad && nd == 0, err) < 0) return -1;
     t.t4 = pf_now_s();

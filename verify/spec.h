@@ -20,6 +20,7 @@ typedef struct {
     int64_t pos_accepted[PF_MAX_BLOCK];
     int64_t drafted;                 /* draft tokens proposed */
     int64_t draft_rounds;            /* rounds that ran the drafter (Dec may then verify none of it) */
+    int64_t forced;                  /* structured output: tokens appended because the schema forced them */
     int64_t verified_rows[PF_MAX_BLOCK + 2]; /* rounds that verified n rows (1 = a plain step) */
     double t_draft, t_ctx, t_verify, t_accept, t_other, t_total; /* seconds inside rounds */
     double t_prompt_ctx; /* seconds building the drafter's context from the prompt (before round 1) */

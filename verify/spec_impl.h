@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "engine/constraint.h"
 #include "verify/adapt.h"
 #include "verify/spec.h"
 
@@ -36,6 +37,9 @@ struct pf_spec {
     float *pend_taps; /* PF_MAX_BLOCK rows of the drafter's taps */
     int n_pend;
     float *h_target;       /* final residual row of the last committed position */
+    /* structured output: the masks of a round's verified rows (PF_MAX_BLOCK of cmask_words words) */
+    uint32_t *cmask;
+    size_t cmask_words;
 };
 
 /* The round loop as the engine's strategy interface (spec.c), over sp's drafter's taps. */

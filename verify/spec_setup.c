@@ -48,6 +48,7 @@ void pf_spec_free(pf_spec *sp) {
     free(sp->tap_list);
     free(sp->h_target);
     free(sp->pend_taps);
+    free(sp->cmask);
     free(sp->ad);
     pf_dec_free(sp->own_dec);
     pf_drafter_free(sp->own_d);

@@ -17,6 +17,7 @@ void pf_spec_stats_add(pf_spec_stats *a, const pf_spec_stats *b) {
     a->rounds += b->rounds;
     a->tokens += b->tokens;
     a->drafted += b->drafted;
+    a->forced += b->forced;
     for (int i = 0; i < PF_MAX_BLOCK + 2; i++) a->verified_rows[i] += b->verified_rows[i];
     for (int i = 0; i <= PF_MAX_BLOCK; i++) a->hist[i] += b->hist[i];
     for (int i = 0; i < PF_MAX_BLOCK; i++) {
@@ -39,6 +40,9 @@ void pf_spec_stats_print(const pf_spec_stats *st, int block, void *file) {
     fprintf(f, "speculation: %lld rounds, %lld tokens, tau %.2f tokens/round (block %d), %lld drafted, acceptance %.1f%%\n",
             (long long)st->rounds, (long long)st->tokens, pf_spec_tau(st), block, (long long)st->drafted,
             st->drafted ? 100.0 * (double)(st->tokens - st->rounds) / (double)st->drafted : 0.0);
+    if (st->forced)
+        fprintf(f, "structured output: %lld of the drafted tokens forced by the schema (appended without the draft)\n",
+                (long long)st->forced);
     fprintf(f, "accepted drafts per round:");
     for (int a = 0; a < block; a++) fprintf(f, " %d:%lld", a, (long long)st->hist[a]);
     fprintf(f, "\nacceptance by block position:");

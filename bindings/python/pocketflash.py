@@ -53,6 +53,7 @@ class _GenParams(ctypes.Structure):
         ("spec", ctypes.c_int), ("block", ctypes.c_int), ("ngram_n", ctypes.c_int),
         ("draft_head", ctypes.c_int), ("profile", ctypes.c_char_p), ("task", ctypes.c_char_p),
         ("strategy", ctypes.c_void_p), ("prompt_cache", ctypes.c_char_p), ("no_special", ctypes.c_bool),
+        ("json_schema", ctypes.c_char_p), ("json_object", ctypes.c_bool),
     ]
 
 

@@ -1,0 +1,137 @@
+#include "engine/constraint.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/tokenizer.h"
+#include "grammar/schema.h"
+
+struct pf_constraint {
+    const pf_token_masker *tm;
+    pf_schema *schema;
+    pf_matcher *m;
+    pf_mask_cache *cache;
+    int n_vocab;
+    uint32_t *bits;
+    size_t bits_pos; /* the position bits hold, 0: none */
+    int n_allowed;
+};
+
+/* The vocabulary as byte strings: control tokens and ids past the tokenizer's have none. */
+static pf_token_masker *build_masker(const pf_model *model, char err[PF_ERR_LEN]) {
+    const pf_tokenizer *t = model->tok;
+    int n = model->hp.n_vocab, n_tok = pf_tokenizer_n_vocab(t);
+    const uint8_t **bytes = calloc((size_t)n, sizeof *bytes);
+    uint32_t *lens = calloc((size_t)n, sizeof *lens);
+    if (!bytes || !lens) {
+        free(bytes);
+        free(lens);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return NULL;
+    }
+    for (int32_t id = 0; id < n && id < n_tok; id++) {
+        if (pf_tokenizer_is_special(t, id)) continue;
+        size_t len = 0;
+        const char *b = pf_token_bytes(t, id, &len);
+        bytes[id] = (const uint8_t *)b;
+        lens[id] = b ? (uint32_t)len : 0;
+    }
+    int32_t ends[2] = {pf_tokenizer_eos(t), pf_tokenizer_eot(t)};
+    pf_token_masker *tm = pf_token_masker_new(n, bytes, lens, ends, 2, err);
+    free(bytes);
+    free(lens);
+    return tm;
+}
+
+void pf_session_masker_free(pf_session *s) {
+    pf_token_masker_free(s->masker);
+    s->masker = NULL;
+}
+
+pf_constraint *pf_constraint_open(pf_session *s, const pf_gen_params *p, char err[PF_ERR_LEN]) {
+    err[0] = 0;
+    if (!p->json_schema && !p->json_object) return NULL;
+    if (!s->masker && !(s->masker = build_masker(s->model, err))) return NULL;
+    pf_constraint *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return NULL;
+    }
+    c->tm = s->masker;
+    c->n_vocab = s->model->hp.n_vocab;
+    c->schema = p->json_schema ? pf_schema_compile(p->json_schema, strlen(p->json_schema), err) : pf_schema_json_object(err);
+    if (!c->schema) {
+        pf_constraint_free(c);
+        return NULL;
+    }
+    c->m = pf_matcher_new(c->schema);
+    c->cache = pf_mask_cache_new(c->tm);
+    c->bits = malloc((size_t)pf_token_masker_words(c->tm) * sizeof *c->bits);
+    if (!c->m || !c->cache || !c->bits) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        pf_constraint_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void pf_constraint_free(pf_constraint *c) {
+    if (!c) return;
+    pf_mask_cache_free(c->cache);
+    pf_matcher_free(c->m);
+    pf_schema_free(c->schema);
+    free(c->bits);
+    free(c);
+}
+
+const uint32_t *pf_constraint_mask(pf_constraint *c, int *n_allowed) {
+    size_t pos = pf_matcher_pos(c->m);
+    if (c->bits_pos != pos) {
+        c->n_allowed = pf_token_mask(c->tm, c->cache, c->m, c->bits);
+        c->bits_pos = pos;
+    }
+    if (n_allowed) *n_allowed = c->n_allowed;
+    return c->bits;
+}
+
+void pf_constraint_apply(pf_constraint *c, float *logits) { pf_constraint_apply_bits(c, pf_constraint_mask(c, NULL), logits); }
+
+int pf_constraint_words(const pf_constraint *c) { return pf_token_masker_words(c->tm); }
+
+void pf_constraint_apply_bits(const pf_constraint *c, const uint32_t *bits, float *logits) {
+    for (int w = 0; w * 32 < c->n_vocab; w++) {
+        if (bits[w] == UINT32_MAX) continue;
+        for (int b = 0; b < 32 && w * 32 + b < c->n_vocab; b++)
+            if (!(bits[w] >> b & 1)) logits[w * 32 + b] = -INFINITY;
+    }
+}
+
+int32_t pf_constraint_forced(pf_constraint *c) {
+    int n = 0;
+    const uint32_t *bits = pf_constraint_mask(c, &n);
+    if (n != 1) return -1;
+    for (int w = 0; w * 32 < c->n_vocab; w++)
+        if (bits[w]) {
+            int32_t id = w * 32 + __builtin_ctz(bits[w]);
+            return pf_token_masker_is_end(c->tm, id) ? -1 : id;
+        }
+    return -1;
+}
+
+int pf_constraint_advance(pf_constraint *c, int32_t tok) {
+    if (pf_token_masker_is_end(c->tm, tok)) return pf_matcher_can_end(c->m) ? 1 : -1;
+    uint32_t len = 0;
+    const uint8_t *b = pf_token_masker_bytes(c->tm, tok, &len);
+    if (!b || pf_matcher_push_bytes(c->m, b, len) != 1) return -1;
+    c->bits_pos = 0; /* a position count names a state only until a rollback */
+    return 0;
+}
+
+size_t pf_constraint_pos(const pf_constraint *c) { return pf_matcher_pos(c->m); }
+void pf_constraint_rollback(pf_constraint *c, size_t pos) {
+    pf_matcher_rollback(c->m, pos);
+    c->bits_pos = 0;
+}
+int pf_constraint_done(const pf_constraint *c) { return pf_matcher_closed(c->m); }

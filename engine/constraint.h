@@ -1,0 +1,44 @@
+/* Structured output in the engine (docs/structured-output.md): a generation's JSON Schema (or JSON
+ * mode) compiled, a matcher following the committed tokens, and the mask of the position applied
+ * to the logits before argmax or sampling. Plain decoding masks each step; a speculative round
+ * (verify/) advances along its drafted tokens, masks each verified row with the state reached
+ * there, and rolls back to the committed position, so both decode the same distribution. */
+#ifndef PF_CONSTRAINT_H
+#define PF_CONSTRAINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/generate.h"
+#include "grammar/matcher.h"
+#include "grammar/token_mask.h"
+
+typedef struct pf_constraint pf_constraint;
+
+/* The constraint p asks for (p->json_schema, else p->json_object), or NULL with *err empty when it
+ * asks for none; NULL with a one-line error for a bad schema. The session's token masker (its
+ * vocabulary's trie) is built on first use and kept. */
+pf_constraint *pf_constraint_open(pf_session *s, const pf_gen_params *p, char err[PF_ERR_LEN]);
+void pf_constraint_free(pf_constraint *c);
+
+/* The allowed tokens at the current position (*n_allowed of them). */
+const uint32_t *pf_constraint_mask(pf_constraint *c, int *n_allowed);
+/* logits[id] = -inf for every token the current position does not allow. */
+void pf_constraint_apply(pf_constraint *c, float *logits);
+/* The same with a mask taken earlier (pf_constraint_mask's words, copied). */
+void pf_constraint_apply_bits(const pf_constraint *c, const uint32_t *bits, float *logits);
+int pf_constraint_words(const pf_constraint *c);
+/* The one token the position allows when it is forced (not an end token), else -1. */
+int32_t pf_constraint_forced(pf_constraint *c);
+/* Commit tok: 1 an end token at a complete document, 0 advanced, -1 not allowed (unchanged). */
+int pf_constraint_advance(pf_constraint *c, int32_t tok);
+/* Positions (one per advanced token's byte) and rollback to one. */
+size_t pf_constraint_pos(const pf_constraint *c);
+void pf_constraint_rollback(pf_constraint *c, size_t pos);
+/* The document is complete and nothing may follow. */
+int pf_constraint_done(const pf_constraint *c);
+
+/* Frees a session's token masker (pf_session_free). */
+void pf_session_masker_free(pf_session *s);
+
+#endif

@@ -1,0 +1,144 @@
+#include "grammar/lit_set.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pf_sbuf_put(pf_sbuf *b, const void *p, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+void pf_json_quote(pf_sbuf *b, const char *s, size_t n) {
+    pf_sbuf_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            pf_sbuf_put(b, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            pf_sbuf_put(b, esc, 6);
+        } else {
+            pf_sbuf_put(b, s + i, 1);
+        }
+    }
+    pf_sbuf_put(b, "\"", 1);
+}
+
+/* The number as the schema wrote it (the reader validated its syntax). */
+static void number_text(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
+    size_t i = v->offset;
+    while (i < src_len && strchr("+-.eE0123456789", src[i]) && src[i]) i++;
+    pf_sbuf_put(b, src + v->offset, i - v->offset);
+}
+
+void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
+    switch (v->type) {
+    case PF_JSON_NULL: pf_sbuf_put(b, "null", 4); break;
+    case PF_JSON_BOOL: v->u.b ? pf_sbuf_put(b, "true", 4) : pf_sbuf_put(b, "false", 5); break;
+    case PF_JSON_NUMBER: number_text(b, v, src, src_len); break;
+    case PF_JSON_STRING: pf_json_quote(b, v->u.str.s, v->u.str.len); break;
+    case PF_JSON_ARRAY:
+        pf_sbuf_put(b, "[", 1);
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            if (i) pf_sbuf_put(b, ",", 1);
+            pf_json_compact(b, &v->u.arr.items[i], src, src_len);
+        }
+        pf_sbuf_put(b, "]", 1);
+        break;
+    case PF_JSON_OBJECT:
+        pf_sbuf_put(b, "{", 1);
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            const pf_json_member *m = &v->u.obj.members[i];
+            if (i) pf_sbuf_put(b, ",", 1);
+            pf_json_quote(b, m->key, m->key_len);
+            pf_sbuf_put(b, ":", 1);
+            pf_json_compact(b, &m->val, src, src_len);
+        }
+        pf_sbuf_put(b, "}", 1);
+        break;
+    }
+}
+
+typedef struct {
+    char *s;
+    uint32_t len;
+} lit;
+
+/* Byte order, a prefix before its extensions. */
+static int lit_cmp(const void *a, const void *b) {
+    const lit *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    if (c) return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+int pf_lit_set_take(pf_lit_set *set, char **s, uint32_t *len, int n) {
+    memset(set, 0, sizeof *set);
+    lit *l = malloc((size_t)(n ? n : 1) * sizeof *l);
+    set->s = malloc((size_t)(n ? n : 1) * sizeof *set->s);
+    set->len = malloc((size_t)(n ? n : 1) * sizeof *set->len);
+    if (!l || !set->s || !set->len) {
+        for (int i = 0; i < n; i++) free(s[i]);
+        free(l);
+        pf_lit_set_free(set);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) l[i] = (lit){s[i], len[i]};
+    qsort(l, (size_t)n, sizeof *l, lit_cmp);
+    for (int i = 0; i < n; i++) {
+        if (set->n && !lit_cmp(&l[i], &(lit){set->s[set->n - 1], set->len[set->n - 1]})) {
+            free(l[i].s);
+            continue;
+        }
+        set->s[set->n] = l[i].s;
+        set->len[set->n++] = l[i].len;
+    }
+    free(l);
+    return 0;
+}
+
+void pf_lit_set_free(pf_lit_set *set) {
+    for (int i = 0; set->s && i < set->n; i++) free(set->s[i]);
+    free(set->s);
+    free(set->len);
+    memset(set, 0, sizeof *set);
+}
+
+/* Entry i's byte at off, -1 when it ends there. */
+static int byte_at(const pf_lit_set *set, int32_t i, int32_t off) {
+    return set->len[i] > (uint32_t)off ? (unsigned char)set->s[i][off] : -1;
+}
+
+/* First index in [lo, hi) whose byte at off is >= c (the bytes are sorted there). */
+static int32_t lower(const pf_lit_set *set, int32_t lo, int32_t hi, int32_t off, int c) {
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (byte_at(set, mid, off) < c) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void pf_lit_narrow(const pf_lit_set *set, int32_t *lo, int32_t *hi, int32_t off, uint8_t c) {
+    int32_t a = lower(set, *lo, *hi, off, c), b = lower(set, a, *hi, off, c + 1);
+    *lo = a;
+    *hi = b;
+}

@@ -1,0 +1,27 @@
+/* Building the sorted literal sets of a compiled schema (grammar/schema.h) and spelling JSON
+ * values in their compact form (the form the matcher accepts for enum and const). */
+#ifndef PF_LIT_SET_H
+#define PF_LIT_SET_H
+
+#include "formats/json.h"
+#include "grammar/schema.h"
+
+/* A growable byte buffer. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} pf_sbuf;
+
+void pf_sbuf_put(pf_sbuf *b, const void *p, size_t n);
+/* v in compact JSON: strings escaped minimally, numbers as written in src (the schema text). */
+void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len);
+/* A JSON string literal of s[0..n) (quotes included). */
+void pf_json_quote(pf_sbuf *b, const char *s, size_t n);
+
+/* Take the n strings (malloc'd, owned from now on) and sort them, dropping duplicates; -1 when out
+ * of memory (the strings are freed). */
+int pf_lit_set_take(pf_lit_set *set, char **s, uint32_t *len, int n);
+void pf_lit_set_free(pf_lit_set *set);
+
+#endif

@@ -1,0 +1,420 @@
+/* The schema's pushdown automaton over bytes (grammar/matcher.h). A state is a set of parse
+ * stacks stored one after another in an arena: each stack is a header frame (lo = its depth)
+ * followed by its frames, bottom first. */
+#include "grammar/matcher.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_HEAD, K_VALUE, K_OBJ, K_KEY, K_ARR, K_STR, K_NUM, K_LIT };
+enum { CONSUMED, REJECT, AGAIN }; /* AGAIN: the stack changed, feed the byte to its new top */
+enum { O_OPEN, O_FIRST, O_NEXT, O_KEY, O_COLON };
+enum { A_OPEN, A_FIRST, A_NEXT, A_ITEM };
+enum { S_OPEN, S_BODY, S_ESC, S_HEX };
+enum { N_START, N_MINUS, N_ZERO, N_INT, N_FRAC0, N_FRAC, N_EXP0, N_EXPS, N_EXP };
+
+typedef struct {
+    size_t off;      /* first frame in the arena */
+    uint32_t frames; /* frames in all, headers included */
+    uint32_t threads;
+} mstate;
+
+struct pf_matcher {
+    const pf_schema *s;
+    pf_frame *arena;
+    size_t n_arena, cap_arena;
+    mstate *st;
+    size_t n_st, cap_st;
+    int oom;
+};
+
+static pf_frame frame(int kind, int phase, int32_t node) {
+    pf_frame f;
+    memset(&f, 0, sizeof f);
+    f.kind = (uint8_t)kind;
+    f.phase = (uint8_t)phase;
+    f.node = node;
+    return f;
+}
+
+static int grow_arena(pf_matcher *m, size_t need) {
+    if (m->n_arena + need <= m->cap_arena) return 0;
+    size_t cap = m->cap_arena ? m->cap_arena * 2 : 1024;
+    while (cap < m->n_arena + need) cap *= 2;
+    pf_frame *a = realloc(m->arena, cap * sizeof *a);
+    if (!a) return m->oom = 1, -1;
+    m->arena = a;
+    m->cap_arena = cap;
+    return 0;
+}
+
+/* Append stack f[0..n) to the state being built (from `start`), unless it is there already. */
+static void emit(pf_matcher *m, size_t start, uint32_t *threads, const pf_frame *f, int n) {
+    if (*threads >= PF_MATCHER_MAX_THREADS) return;
+    for (size_t i = start; i < m->n_arena; i += 1 + (size_t)m->arena[i].lo)
+        if (m->arena[i].lo == n && !memcmp(m->arena + i + 1, f, (size_t)n * sizeof *f)) return;
+    if (grow_arena(m, (size_t)n + 1) < 0) return;
+    pf_frame h = frame(K_HEAD, 0, 0);
+    h.lo = n;
+    m->arena[m->n_arena++] = h;
+    memcpy(m->arena + m->n_arena, f, (size_t)n * sizeof *f);
+    m->n_arena += (size_t)n;
+    (*threads)++;
+}
+
+static const pf_schema_node *node_of(const pf_matcher *m, const pf_frame *f) { return &m->s->nodes[f->node]; }
+
+/* A value of the top frame's node starts with c: the frame becomes the value's own. */
+static int start_value(const pf_matcher *m, pf_frame *t, int n, uint8_t c) {
+    const pf_schema_node *nd = node_of(m, t);
+    int32_t id = t->node;
+    if (nd->kind == PF_SN_ANY) {
+        id = c == '{' ? PF_SN_ID_ANY_OBJECT
+             : c == '[' ? PF_SN_ID_ANY_ARRAY
+             : c == '"' ? PF_SN_ID_ANY_STRING
+             : (c == '-' || (c >= '0' && c <= '9')) ? PF_SN_ID_ANY_NUMBER
+             : (c == 't' || c == 'f' || c == 'n') ? PF_SN_ID_ANY_WORD
+                                                  : -1;
+        if (id < 0) return REJECT;
+        nd = &m->s->nodes[id];
+    }
+    switch (nd->kind) {
+    case PF_SN_OBJECT: *t = frame(K_OBJ, O_OPEN, id); break;
+    case PF_SN_ARRAY: *t = frame(K_ARR, A_OPEN, id); break;
+    case PF_SN_STRING: *t = frame(K_STR, S_OPEN, id); break;
+    case PF_SN_NUMBER:
+    case PF_SN_INTEGER: *t = frame(K_NUM, N_START, id); break;
+    case PF_SN_LITERALS:
+        *t = frame(K_LIT, 0, id);
+        t->hi = nd->lits.n;
+        break;
+    default: return REJECT;
+    }
+    /* a container needs room for its child's frames */
+    if ((t->kind == K_OBJ || t->kind == K_ARR) && n > PF_MATCHER_MAX_FRAMES - 3) return REJECT;
+    return AGAIN;
+}
+
+static int utf8_lead(pf_frame *t, uint8_t c) {
+    t->u8_lo = 0x80;
+    t->u8_hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) t->u8_need = 1;
+    else if (c == 0xE0) t->u8_need = 2, t->u8_lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) t->u8_need = 2;
+    else if (c == 0xED) t->u8_need = 2, t->u8_hi = 0x9F;
+    else if (c == 0xF0) t->u8_need = 3, t->u8_lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) t->u8_need = 3;
+    else if (c == 0xF4) t->u8_need = 3, t->u8_hi = 0x8F;
+    else return REJECT;
+    return CONSUMED;
+}
+
+static int is_hex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+/* Strings: RFC 8259 with valid UTF-8; \u escapes of surrogates are refused (a reader may reject a
+ * lone one; the character itself can be written as UTF-8). */
+static int step_string(pf_frame *t, int *n, uint8_t c) {
+    switch (t->phase) {
+    case S_OPEN:
+        if (c != '"') return REJECT;
+        t->phase = S_BODY;
+        return CONSUMED;
+    case S_BODY:
+        if (t->u8_need) {
+            if (c < t->u8_lo || c > t->u8_hi) return REJECT;
+            t->u8_need--;
+            t->u8_lo = 0x80;
+            t->u8_hi = 0xBF;
+            if (!t->u8_need) t->u8_lo = t->u8_hi = 0;
+            return CONSUMED;
+        }
+        if (c == '"') return (*n)--, CONSUMED;
+        if (c == '\\') return t->phase = S_ESC, CONSUMED;
+        if (c < 0x20) return REJECT;
+        if (c < 0x80) return CONSUMED;
+        return utf8_lead(t, c);
+    case S_ESC:
+        if (c == 'u') return t->phase = S_HEX, t->off = 0, t->lo = 0, CONSUMED;
+        if (!strchr("\"\\/bfnrt", c) || !c) return REJECT;
+        t->phase = S_BODY;
+        return CONSUMED;
+    default: /* S_HEX: off digits read; lo = 1 after a leading d */
+        if (!is_hex(c)) return REJECT;
+        if (t->off == 0) t->lo = c == 'd' || c == 'D';
+        if (t->off == 1 && t->lo && !(c >= '0' && c <= '7')) return REJECT;
+        if (++t->off == 4) t->phase = S_BODY, t->off = 0, t->lo = 0;
+        return CONSUMED;
+    }
+}
+
+static int num_accepting(int phase) { return phase == N_ZERO || phase == N_INT || phase == N_FRAC || phase == N_EXP; }
+
+/* Numbers: RFC 8259; an integer has neither fraction nor exponent. A byte that cannot continue
+ * the number ends it (when it may end) and goes to the enclosing value. */
+static int step_number(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
+    int digit = c >= '0' && c <= '9', integer = node_of(m, t)->kind == PF_SN_INTEGER;
+    int next = -1;
+    switch (t->phase) {
+    case N_START: next = c == '-' ? N_MINUS : c == '0' ? N_ZERO : digit ? N_INT : -1; break;
+    case N_MINUS: next = c == '0' ? N_ZERO : digit ? N_INT : -1; break;
+    case N_ZERO:
+    case N_INT:
+        next = digit && t->phase == N_INT ? N_INT : c == '.' ? N_FRAC0 : (c == 'e' || c == 'E') ? N_EXP0 : -1;
+        if (integer && next != N_INT) next = -1;
+        break;
+    case N_FRAC0: next = digit ? N_FRAC : -1; break;
+    case N_FRAC: next = digit ? N_FRAC : (c == 'e' || c == 'E') ? N_EXP0 : -1; break;
+    case N_EXP0: next = (c == '+' || c == '-') ? N_EXPS : digit ? N_EXP : -1; break;
+    case N_EXPS:
+    case N_EXP: next = digit ? N_EXP : -1; break;
+    }
+    if (next >= 0) return t->phase = (uint8_t)next, CONSUMED;
+    if (!num_accepting(t->phase)) return REJECT;
+    (*n)--;
+    return AGAIN;
+}
+
+/* enum / const texts and true/false/null: the candidates narrow byte by byte. */
+static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
+    const pf_lit_set *set = &node_of(m, t)->lits;
+    int32_t lo = t->lo, hi = t->hi;
+    pf_lit_narrow(set, &lo, &hi, t->off, c);
+    if (lo == hi) {
+        if (set->len[t->lo] != (uint32_t)t->off) return REJECT;
+        (*n)--; /* complete: c belongs to the enclosing value */
+        return AGAIN;
+    }
+    t->lo = lo, t->hi = hi, t->off++;
+    if (hi - lo == 1 && set->len[lo] == (uint32_t)t->off) (*n)--;
+    return CONSUMED;
+}
+
+/* The key of an object with listed properties: the texts `"key":` of the keys not given yet. */
+static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
+    pf_frame *t = &f[*n - 1], *o = &f[*n - 2];
+    const pf_schema_node *nd = node_of(m, o);
+    int32_t lo = t->lo, hi = t->hi, open = 0;
+    pf_lit_narrow(&nd->keys, &lo, &hi, t->off, c);
+    for (int32_t i = lo; i < hi && !open; i++) open = !(o->used >> i & 1);
+    if (!open) return REJECT;
+    t->lo = lo, t->hi = hi, t->off++;
+    if (nd->keys.len[lo] != (uint32_t)t->off) return CONSUMED;
+    /* no key text is a prefix of another (each ends with the closing quote and a colon) */
+    o->used |= 1ull << lo;
+    o->phase = O_NEXT;
+    *t = frame(K_VALUE, 0, nd->prop_node[lo]);
+    return CONSUMED;
+}
+
+static int start_key(const pf_schema_node *nd, pf_frame *f, int *n) {
+    pf_frame *t = &f[*n - 1];
+    if (nd->free_keys) {
+        t->phase = O_COLON;
+        f[(*n)++] = frame(K_STR, S_BODY, PF_SN_ID_ANY_STRING);
+        return CONSUMED;
+    }
+    pf_frame k = frame(K_KEY, 0, t->node);
+    k.hi = nd->n_props;
+    f[(*n)++] = k;
+    return AGAIN;
+}
+
+static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
+    pf_frame *t = &f[*n - 1];
+    const pf_schema_node *nd = node_of(m, t);
+    uint64_t all = nd->n_props >= 64 ? ~0ull : (1ull << nd->n_props) - 1;
+    int can_close = nd->free_keys || (t->used & nd->required) == nd->required;
+    int can_key = nd->free_keys || t->used != all;
+    switch (t->phase) {
+    case O_OPEN:
+        if (c != '{') return REJECT;
+        t->phase = O_FIRST;
+        return CONSUMED;
+    case O_FIRST:
+    case O_NEXT:
+        if (c == '}' && can_close) return (*n)--, CONSUMED;
+        if (t->phase == O_NEXT) {
+            if (c != ',' || !can_key) return REJECT;
+            t->phase = O_KEY;
+            return CONSUMED;
+        }
+        return c == '"' && can_key ? start_key(nd, f, n) : REJECT;
+    case O_KEY: return c == '"' ? start_key(nd, f, n) : REJECT;
+    default: /* O_COLON */
+        if (c != ':') return REJECT;
+        t->phase = O_NEXT;
+        f[(*n)++] = frame(K_VALUE, 0, PF_SN_ID_ANY);
+        return CONSUMED;
+    }
+}
+
+static int step_array(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
+    pf_frame *t = &f[*n - 1];
+    const pf_schema_node *nd = node_of(m, t);
+    switch (t->phase) {
+    case A_OPEN:
+        if (c != '[') return REJECT;
+        t->phase = A_FIRST;
+        return CONSUMED;
+    case A_FIRST:
+        if (c == ']' && nd->min_items == 0) return (*n)--, CONSUMED;
+        if (nd->max_items == 0) return REJECT;
+        t->lo = 1;
+        break;
+    case A_NEXT:
+        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX) return t->phase = A_ITEM, CONSUMED;
+        if (c == ']' && t->lo >= nd->min_items) return (*n)--, CONSUMED;
+        return REJECT;
+    default: /* A_ITEM */
+        t->lo++;
+        break;
+    }
+    t->phase = A_NEXT;
+    f[(*n)++] = frame(K_VALUE, 0, nd->items);
+    return AGAIN;
+}
+
+/* Feed c to stack f[0..n), emitting every stack that accepts it (a union forks one per
+ * alternative). */
+static void feed(pf_matcher *m, size_t start, uint32_t *threads, pf_frame *f, int n, uint8_t c) {
+    for (int guard = 0; guard < 4 * PF_MATCHER_MAX_FRAMES && n > 0; guard++) {
+        pf_frame *t = &f[n - 1];
+        const pf_schema_node *nd = node_of(m, t);
+        if (t->kind == K_VALUE && nd->kind == PF_SN_UNION) {
+            for (int i = 0; i < nd->n_alts; i++) {
+                pf_frame g[PF_MATCHER_MAX_FRAMES];
+                memcpy(g, f, (size_t)n * sizeof *f);
+                g[n - 1].node = nd->alts[i];
+                feed(m, start, threads, g, n, c);
+            }
+            return;
+        }
+        int r;
+        switch (t->kind) {
+        case K_VALUE: r = start_value(m, t, n, c); break;
+        case K_OBJ: r = step_object(m, f, &n, c); break;
+        case K_KEY: r = step_key(m, f, &n, c); break;
+        case K_ARR: r = step_array(m, f, &n, c); break;
+        case K_STR: r = step_string(t, &n, c); break;
+        case K_NUM: r = step_number(m, t, &n, c); break;
+        case K_LIT: r = step_literal(m, t, &n, c); break;
+        default: r = REJECT;
+        }
+        if (r == REJECT) return;
+        if (r == CONSUMED) {
+            emit(m, start, threads, f, n);
+            return;
+        }
+    }
+}
+
+void pf_matcher_reset(pf_matcher *m) {
+    m->n_arena = 0;
+    m->n_st = 0;
+    pf_frame h = frame(K_HEAD, 0, 0), v = frame(K_VALUE, 0, m->s->root);
+    h.lo = 1;
+    m->arena[0] = h;
+    m->arena[1] = v;
+    m->n_arena = 2;
+    m->st[0] = (mstate){0, 2, 1};
+    m->n_st = 1;
+}
+
+pf_matcher *pf_matcher_new(const pf_schema *s) {
+    pf_matcher *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->s = s;
+    m->cap_st = 256;
+    m->st = malloc(m->cap_st * sizeof *m->st);
+    if (!m->st || grow_arena(m, 2) < 0) {
+        pf_matcher_free(m);
+        return NULL;
+    }
+    pf_matcher_reset(m);
+    return m;
+}
+
+void pf_matcher_free(pf_matcher *m) {
+    if (!m) return;
+    free(m->arena);
+    free(m->st);
+    free(m);
+}
+
+int pf_matcher_push(pf_matcher *m, uint8_t c) {
+    const mstate cur = m->st[m->n_st - 1];
+    size_t start = m->n_arena;
+    uint32_t threads = 0;
+    for (size_t i = cur.off; i < cur.off + cur.frames && !m->oom;) {
+        pf_frame f[PF_MATCHER_MAX_FRAMES];
+        int n = m->arena[i].lo;
+        memcpy(f, m->arena + i + 1, (size_t)n * sizeof *f);
+        i += 1 + (size_t)n;
+        feed(m, start, &threads, f, n, c);
+    }
+    if (!m->oom && threads && m->n_st == m->cap_st) {
+        mstate *st = realloc(m->st, 2 * m->cap_st * sizeof *st);
+        if (st) m->st = st, m->cap_st *= 2;
+        else m->oom = 1;
+    }
+    if (m->oom || !threads) {
+        m->n_arena = start;
+        int oom = m->oom;
+        m->oom = 0;
+        return oom ? -1 : 0;
+    }
+    m->st[m->n_st++] = (mstate){start, (uint32_t)(m->n_arena - start), threads};
+    return 1;
+}
+
+int pf_matcher_push_bytes(pf_matcher *m, const uint8_t *p, size_t n) {
+    size_t pos = m->n_st;
+    for (size_t i = 0; i < n; i++) {
+        int r = pf_matcher_push(m, p[i]);
+        if (r <= 0) {
+            pf_matcher_rollback(m, pos);
+            return r;
+        }
+    }
+    return 1;
+}
+
+size_t pf_matcher_pos(const pf_matcher *m) { return m->n_st; }
+
+void pf_matcher_rollback(pf_matcher *m, size_t pos) {
+    if (pos < 1 || pos > m->n_st) return;
+    m->n_st = pos;
+    m->n_arena = m->st[pos - 1].off + m->st[pos - 1].frames;
+}
+
+/* Calls fn on each stack of the current state; stops at the first nonzero. */
+static int any_stack(const pf_matcher *m, int (*fn)(const pf_matcher *, const pf_frame *, int)) {
+    const mstate cur = m->st[m->n_st - 1];
+    for (size_t i = cur.off; i < cur.off + cur.frames; i += 1 + (size_t)m->arena[i].lo)
+        if (fn(m, m->arena + i + 1, m->arena[i].lo)) return 1;
+    return 0;
+}
+
+static int stack_can_end(const pf_matcher *m, const pf_frame *f, int n) {
+    if (n == 0) return 1;
+    if (n > 1) return 0;
+    if (f[0].kind == K_NUM) return num_accepting(f[0].phase);
+    return f[0].kind == K_LIT && node_of(m, f)->lits.len[f[0].lo] == (uint32_t)f[0].off;
+}
+
+static int stack_open(const pf_matcher *m, const pf_frame *f, int n) { return (void)m, (void)f, n > 0; }
+
+static int stack_outside_string(const pf_matcher *m, const pf_frame *f, int n) {
+    (void)m;
+    return n == 0 || f[n - 1].kind != K_STR || f[n - 1].phase != S_BODY || f[n - 1].u8_need;
+}
+
+int pf_matcher_can_end(const pf_matcher *m) { return any_stack(m, stack_can_end); }
+int pf_matcher_closed(const pf_matcher *m) { return !any_stack(m, stack_open); }
+int pf_matcher_in_string(const pf_matcher *m) { return !any_stack(m, stack_outside_string); }
+
+const void *pf_matcher_state(const pf_matcher *m, size_t *len) {
+    const mstate cur = m->st[m->n_st - 1];
+    *len = cur.frames * sizeof(pf_frame);
+    return m->arena + cur.off;
+}

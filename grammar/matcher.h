@@ -1,0 +1,52 @@
+/* The byte-level matcher of a compiled schema (grammar/schema.h): a pushdown automaton over the
+ * bytes of the document, nondeterministic where the schema is (anyOf, lists of types), so its
+ * state is a set of parse stacks ("threads"). Each accepted byte pushes a new state on a history,
+ * so rolling back to any earlier position is a length change, like the KV cache's truncation: a
+ * speculative round advances along its drafted tokens and rolls back to the accepted prefix.
+ * Multi-byte UTF-8 characters may arrive split across tokens: the automaton works on bytes. */
+#ifndef PF_MATCHER_H
+#define PF_MATCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grammar/schema.h"
+
+#define PF_MATCHER_MAX_FRAMES 72  /* one parse stack's depth (schema nesting plus free JSON inside) */
+#define PF_MATCHER_MAX_THREADS 16 /* parse stacks kept per position (more: the latest are dropped,
+                                     which narrows what may follow but never admits an invalid byte) */
+
+/* One frame of a parse stack; every field is written, so frames compare with memcmp. */
+typedef struct {
+    uint8_t kind, phase, u8_need, u8_lo, u8_hi, pad[3];
+    int32_t node, lo, hi, off;
+    uint64_t used;
+} pf_frame;
+
+typedef struct pf_matcher pf_matcher;
+
+/* The schema must outlive the matcher. NULL when out of memory. */
+pf_matcher *pf_matcher_new(const pf_schema *s);
+void pf_matcher_free(pf_matcher *m);
+/* Back to the empty document. */
+void pf_matcher_reset(pf_matcher *m);
+
+/* Accept byte c: 1 (a new position), 0 (c cannot follow; nothing changed), -1 (out of memory). */
+int pf_matcher_push(pf_matcher *m, uint8_t c);
+/* All n bytes or none: 1, 0 (nothing changed) or -1. */
+int pf_matcher_push_bytes(pf_matcher *m, const uint8_t *p, size_t n);
+/* Positions: pf_matcher_pos after each accepted byte grows by one; rollback returns to one. */
+size_t pf_matcher_pos(const pf_matcher *m);
+void pf_matcher_rollback(pf_matcher *m, size_t pos);
+
+/* The bytes so far are a complete document (it may end here). */
+int pf_matcher_can_end(const pf_matcher *m);
+/* Complete, and no byte may follow. */
+int pf_matcher_closed(const pf_matcher *m);
+/* Every parse stack is inside a string between characters: any byte string without '"', '\\' or
+ * control bytes that is whole UTF-8 characters keeps it there. */
+int pf_matcher_in_string(const pf_matcher *m);
+/* The current state as bytes (equal states give equal bytes): a cache key. */
+const void *pf_matcher_state(const pf_matcher *m, size_t *len);
+
+#endif

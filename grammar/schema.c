@@ -1,0 +1,464 @@
+/* The JSON Schema compiler (grammar/schema.h): a schema's JSON tree to nodes, keyword by keyword,
+ * refusing what the subset lacks and pruning what admits no value. */
+#include "grammar/schema.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/json.h"
+#include "grammar/lit_set.h"
+
+enum { UNSAT = -2, FAIL = -1 };
+enum { T_OBJ = 1, T_ARR = 2, T_STR = 4, T_NUM = 8, T_INT = 16, T_BOOL = 32, T_NULL = 64 };
+
+typedef struct {
+    pf_schema *s;
+    const char *src;
+    size_t src_len;
+    char *err;
+} cctx;
+
+static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path);
+
+static int32_t fail(cctx *c, const char *path, const char *fmt, ...) {
+    char msg[PF_ERR_LEN], p[160];
+    size_t i = 0;
+    for (; path[i] && i < sizeof p - 1; i++) p[i] = (unsigned char)path[i] < 0x20 ? '?' : path[i];
+    p[i] = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *q = msg; *q; q++)
+        if ((unsigned char)*q < 0x20) *q = '?';
+    snprintf(c->err, PF_ERR_LEN, "json schema: %.100s: %.120s", p[0] ? p : "/", msg);
+    return FAIL;
+}
+
+static int32_t new_node(cctx *c, pf_schema_kind kind) {
+    pf_schema *s = c->s;
+    if (s->n_nodes == s->cap_nodes) {
+        int cap = s->cap_nodes ? s->cap_nodes * 2 : 16;
+        pf_schema_node *n = realloc(s->nodes, (size_t)cap * sizeof *n);
+        if (!n) return fail(c, "", "out of memory");
+        s->nodes = n;
+        s->cap_nodes = cap;
+    }
+    memset(&s->nodes[s->n_nodes], 0, sizeof s->nodes[0]);
+    s->nodes[s->n_nodes].kind = kind;
+    s->nodes[s->n_nodes].items = PF_SN_ID_ANY;
+    return s->n_nodes++;
+}
+
+/* A literal node of the given texts (taken). */
+static int32_t literal_node(cctx *c, char **s, uint32_t *len, int n) {
+    int32_t id = new_node(c, PF_SN_LITERALS);
+    if (id < 0) {
+        for (int i = 0; i < n; i++) free(s[i]);
+        return FAIL;
+    }
+    if (pf_lit_set_take(&c->s->nodes[id].lits, s, len, n) < 0) return fail(c, "", "out of memory");
+    return id;
+}
+
+static int32_t words_node(cctx *c, const char *const *w, int n) {
+    char *s[3];
+    uint32_t len[3];
+    for (int i = 0; i < n; i++) {
+        s[i] = strdup(w[i]);
+        len[i] = (uint32_t)strlen(w[i]);
+        if (!s[i]) {
+            for (int j = 0; j < i; j++) free(s[j]);
+            return fail(c, "", "out of memory");
+        }
+    }
+    return literal_node(c, s, len, n);
+}
+
+static int32_t union_node(cctx *c, const int32_t *alts, int n) {
+    if (n == 0) return UNSAT;
+    if (n == 1) return alts[0];
+    int32_t id = new_node(c, PF_SN_UNION);
+    if (id < 0) return FAIL;
+    int32_t *a = malloc((size_t)n * sizeof *a);
+    if (!a) return fail(c, "", "out of memory");
+    memcpy(a, alts, (size_t)n * sizeof *a);
+    c->s->nodes[id].alts = a;
+    c->s->nodes[id].n_alts = n;
+    return id;
+}
+
+/* The fixed nodes every schema has (grammar/schema.h). */
+static int fixed_nodes(cctx *c) {
+    static const char *const word[] = {"false", "null", "true"};
+    if (new_node(c, PF_SN_ANY) < 0 || new_node(c, PF_SN_ARRAY) < 0 || new_node(c, PF_SN_OBJECT) < 0 ||
+        words_node(c, word, 3) < 0 || new_node(c, PF_SN_STRING) < 0 || new_node(c, PF_SN_NUMBER) < 0)
+        return -1;
+    c->s->nodes[PF_SN_ID_ANY_ARRAY].max_items = INT64_MAX;
+    c->s->nodes[PF_SN_ID_ANY_OBJECT].free_keys = 1;
+    return 0;
+}
+
+static const char *const k_keywords[] = {"type", "properties", "required", "additionalProperties", "items",
+                                         "minItems", "maxItems", "enum", "const", "anyOf", "title",
+                                         "description", "default", "examples", "$schema", "$id", "$comment"};
+enum { N_CONSTRAINING = 10 };
+
+/* Index of a keyword of the subset, -1 for any other. */
+static int keyword_index(const char *k) {
+    for (int i = 0; i < (int)(sizeof k_keywords / sizeof *k_keywords); i++)
+        if (!strcmp(k, k_keywords[i])) return i;
+    return -1;
+}
+
+static int check_keywords(cctx *c, const pf_json *v, const char *path) {
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const pf_json_member *m = &v->u.obj.members[i];
+        if (keyword_index(m->key) < 0 || strlen(m->key) != m->key_len)
+            return fail(c, path, "keyword '%s' is not supported", m->key);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(v->u.obj.members[j].key, m->key)) return fail(c, path, "keyword '%s' given twice", m->key);
+    }
+    return 0;
+}
+
+static int type_bit(const pf_json *t) {
+    static const char *const names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
+    for (int i = 0; i < 7 && t->type == PF_JSON_STRING; i++)
+        if (!strcmp(t->u.str.s, names[i])) return 1 << i;
+    return 0;
+}
+
+/* The types the schema allows: `type`, else what its keywords imply (any value when none). */
+static int type_set(cctx *c, const pf_json *v, const char *path) {
+    const pf_json *t = pf_json_get(v, "type");
+    int set = 0;
+    if (t && t->type == PF_JSON_ARRAY) {
+        for (size_t i = 0; i < t->u.arr.n; i++) {
+            int b = type_bit(&t->u.arr.items[i]);
+            if (!b) return fail(c, path, "type: unknown type in the list (object, array, string, number, integer, boolean, null)");
+            set |= b;
+        }
+        if (!set) return fail(c, path, "type: an empty list");
+    } else if (t) {
+        set = type_bit(t);
+        if (!set) return fail(c, path, "type: not one of object, array, string, number, integer, boolean, null");
+    } else {
+        if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties"))
+            set |= T_OBJ;
+        if (pf_json_get(v, "items") || pf_json_get(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
+    }
+    if ((set & T_NUM) && (set & T_INT)) set &= ~T_INT;
+    return set;
+}
+
+static int literal_fits(const pf_json *v, int types) {
+    if (!types) return 1;
+    switch (v->type) {
+    case PF_JSON_NULL: return types & T_NULL;
+    case PF_JSON_BOOL: return types & T_BOOL;
+    case PF_JSON_NUMBER: return (types & T_NUM) || ((types & T_INT) && v->u.num.is_int);
+    case PF_JSON_STRING: return types & T_STR;
+    case PF_JSON_ARRAY: return types & T_ARR;
+    case PF_JSON_OBJECT: return types & T_OBJ;
+    }
+    return 0;
+}
+
+/* enum / const (with at most `type` beside them): the compact texts of the values of the types. */
+static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        int k = keyword_index(v->u.obj.members[i].key);
+        if (k > 0 && k < N_CONSTRAINING && k != 7 && k != 8)
+            return fail(c, path, "'%s' combined with enum or const is not supported", k_keywords[k]);
+    }
+    const pf_json *e = pf_json_get(v, "enum"), *k = pf_json_get(v, "const");
+    if (e && k) return fail(c, path, "enum combined with const is not supported");
+    if (e && e->type != PF_JSON_ARRAY) return fail(c, path, "enum: not an array");
+    int types = pf_json_get(v, "type") ? type_set(c, v, path) : 0;
+    if (types < 0) return FAIL;
+    size_t n = e ? e->u.arr.n : 1;
+    char **s = calloc(n ? n : 1, sizeof *s);
+    uint32_t *len = calloc(n ? n : 1, sizeof *len);
+    int m = 0, oom = !s || !len;
+    for (size_t i = 0; !oom && i < n; i++) {
+        const pf_json *x = e ? &e->u.arr.items[i] : k;
+        if (!literal_fits(x, types)) continue;
+        pf_sbuf b = {0};
+        pf_json_compact(&b, x, c->src, c->src_len);
+        oom = b.oom || !b.p || b.n > UINT32_MAX;
+        if (oom) free(b.p);
+        else {
+            s[m] = b.p;
+            len[m++] = (uint32_t)b.n;
+        }
+    }
+    int32_t id;
+    if (oom) {
+        for (int i = 0; i < m; i++) free(s[i]);
+        id = fail(c, path, "out of memory");
+    } else {
+        id = m ? literal_node(c, s, len, m) : UNSAT;
+    }
+    free(s);
+    free(len);
+    return id;
+}
+
+typedef struct {
+    char *text; /* "key": */
+    uint32_t len;
+    int32_t node;
+    int required;
+} prop;
+
+static int prop_cmp(const void *a, const void *b) {
+    const prop *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int r = memcmp(x->text, y->text, n);
+    return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+/* The property of that key among p[0..n) (compared as its `"key":` text), -1 when absent. */
+static int find_prop(const prop *p, int n, const char *key, size_t len) {
+    pf_sbuf b = {0};
+    pf_json_quote(&b, key, len);
+    pf_sbuf_put(&b, ":", 1);
+    int k = -1;
+    for (int i = 0; i < n && !b.oom && k < 0; i++)
+        if (p[i].len == b.n && !memcmp(p[i].text, b.p, b.n)) k = i;
+    free(b.p);
+    return k;
+}
+
+static int add_prop(cctx *c, prop *p, int *n, const char *key, size_t len, int32_t node, const char *path) {
+    if (*n == PF_SCHEMA_MAX_PROPS) return fail(c, path, "more than %d properties in one object", PF_SCHEMA_MAX_PROPS);
+    pf_sbuf b = {0};
+    pf_json_quote(&b, key, len);
+    pf_sbuf_put(&b, ":", 1);
+    if (b.oom || !b.p) {
+        free(b.p);
+        return fail(c, path, "out of memory");
+    }
+    p[(*n)++] = (prop){b.p, (uint32_t)b.n, node, 0};
+    return 0;
+}
+
+/* The properties and the required keys (a required key outside `properties` takes any value,
+ * unless additionalProperties is false: then the object admits none). -1, or UNSAT. */
+static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int closed, int depth, const char *path,
+                         prop *p, int *n) {
+    char sub[256];
+    for (size_t i = 0; props && i < props->u.obj.n; i++) {
+        const pf_json_member *m = &props->u.obj.members[i];
+        snprintf(sub, sizeof sub, "%s/properties/%s", path, m->key);
+        if (find_prop(p, *n, m->key, m->key_len) >= 0) return fail(c, sub, "property given twice");
+        int32_t node = compile(c, &m->val, depth + 1, sub);
+        if (node == FAIL || add_prop(c, p, n, m->key, m->key_len, node, sub) < 0) return FAIL;
+    }
+    for (size_t i = 0; req && i < req->u.arr.n; i++) {
+        const pf_json *r = &req->u.arr.items[i];
+        if (r->type != PF_JSON_STRING) return fail(c, path, "required: not an array of strings");
+        int k = find_prop(p, *n, r->u.str.s, r->u.str.len);
+        if (k < 0 && closed) return UNSAT;
+        if (k < 0 && add_prop(c, p, n, r->u.str.s, r->u.str.len, PF_SN_ID_ANY, path) < 0) return FAIL;
+        p[k < 0 ? *n - 1 : k].required = 1;
+    }
+    return 0;
+}
+
+/* An object of the listed properties: sorted by their key texts, those admitting no value
+ * dropped (the object admits none when one of those is required). */
+static int32_t props_node(cctx *c, prop *p, int n) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i].node == UNSAT && p[i].required) return UNSAT;
+        if (p[i].node == UNSAT) free(p[i].text);
+        else p[m++] = p[i];
+    }
+    qsort(p, (size_t)m, sizeof *p, prop_cmp);
+    int32_t id = new_node(c, PF_SN_OBJECT);
+    char **s = malloc((size_t)(m ? m : 1) * sizeof *s);
+    uint32_t *len = malloc((size_t)(m ? m : 1) * sizeof *len);
+    int32_t *node = malloc((size_t)(m ? m : 1) * sizeof *node);
+    if (id < 0 || !s || !len || !node) {
+        for (int i = 0; i < m; i++) free(p[i].text);
+        free(s), free(len), free(node);
+        return id < 0 ? FAIL : fail(c, "", "out of memory");
+    }
+    pf_schema_node *o = &c->s->nodes[id];
+    for (int i = 0; i < m; i++) {
+        s[i] = p[i].text;
+        len[i] = p[i].len;
+        node[i] = p[i].node;
+        if (p[i].required) o->required |= 1ull << i;
+    }
+    o->n_props = m;
+    o->prop_node = node;
+    int rc = pf_lit_set_take(&o->keys, s, len, m);
+    free(s);
+    free(len);
+    if (rc == 0 && o->keys.n != m) return fail(c, "", "a property is given twice");
+    return rc < 0 ? fail(c, "", "out of memory") : id;
+}
+
+static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *path) {
+    const pf_json *props = pf_json_get(v, "properties"), *req = pf_json_get(v, "required"),
+                  *add = pf_json_get(v, "additionalProperties");
+    if (props && props->type != PF_JSON_OBJECT) return fail(c, path, "properties: not an object");
+    if (req && req->type != PF_JSON_ARRAY) return fail(c, path, "required: not an array of strings");
+    if (add && add->type != PF_JSON_BOOL) return fail(c, path, "additionalProperties: only true or false is supported");
+    int closed = add && !add->u.b;
+    if (!props && !req && !closed) return PF_SN_ID_ANY_OBJECT;
+    prop p[PF_SCHEMA_MAX_PROPS];
+    int n = 0;
+    int rc = collect_props(c, props, req, closed, depth, path, p, &n);
+    if (rc < 0) {
+        for (int i = 0; i < n; i++) free(p[i].text);
+        return rc;
+    }
+    return props_node(c, p, n);
+}
+
+static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path) {
+    const pf_json *x = pf_json_get(v, key);
+    if (!x) return 0;
+    if (x->type != PF_JSON_NUMBER || !x->u.num.is_int || x->u.num.i < 0)
+        return fail(c, path, "%s: not a non-negative integer", key);
+    *out = x->u.num.i;
+    return 0;
+}
+
+static int32_t compile_array(cctx *c, const pf_json *v, int depth, const char *path) {
+    int64_t lo = 0, hi = INT64_MAX;
+    if (read_count(c, v, "minItems", &lo, path) < 0 || read_count(c, v, "maxItems", &hi, path) < 0) return FAIL;
+    const pf_json *it = pf_json_get(v, "items");
+    if (it && it->type == PF_JSON_ARRAY) return fail(c, path, "items: a list of schemas (tuple form) is not supported");
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/items", path);
+    int32_t items = it ? compile(c, it, depth + 1, sub) : PF_SN_ID_ANY;
+    if (items == FAIL) return FAIL;
+    if (items == UNSAT) hi = 0;
+    if (lo > hi) return UNSAT;
+    if (!it && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_ARRAY;
+    int32_t id = new_node(c, PF_SN_ARRAY);
+    if (id < 0) return FAIL;
+    c->s->nodes[id].items = items == UNSAT ? PF_SN_ID_ANY : items;
+    c->s->nodes[id].min_items = lo;
+    c->s->nodes[id].max_items = hi;
+    return id;
+}
+
+static int32_t compile_any_of(cctx *c, const pf_json *v, int depth, const char *path) {
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        int k = keyword_index(v->u.obj.members[i].key);
+        if (k >= 0 && k < N_CONSTRAINING && k != 9)
+            return fail(c, path, "'%s' combined with anyOf is not supported", k_keywords[k]);
+    }
+    const pf_json *a = pf_json_get(v, "anyOf");
+    if (a->type != PF_JSON_ARRAY || a->u.arr.n == 0) return fail(c, path, "anyOf: not a non-empty array of schemas");
+    int32_t *alts = malloc(a->u.arr.n * sizeof *alts);
+    if (!alts) return fail(c, path, "out of memory");
+    int n = 0;
+    for (size_t i = 0; i < a->u.arr.n; i++) {
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s/anyOf/%zu", path, i);
+        int32_t x = compile(c, &a->u.arr.items[i], depth + 1, sub);
+        if (x == FAIL) {
+            free(alts);
+            return FAIL;
+        }
+        if (x != UNSAT) alts[n++] = x;
+    }
+    int32_t id = union_node(c, alts, n);
+    free(alts);
+    return id;
+}
+
+/* One node per allowed type, their union when there are several. */
+static int32_t compile_types(cctx *c, const pf_json *v, int types, int depth, const char *path) {
+    static const char *const f_t[] = {"false", "true"}, *const null[] = {"null"};
+    int32_t alts[7];
+    int n = 0;
+    for (int bit = 1; bit <= T_NULL; bit <<= 1) {
+        if (!(types & bit)) continue;
+        int32_t x = bit == T_OBJ   ? compile_object(c, v, depth, path)
+                    : bit == T_ARR ? compile_array(c, v, depth, path)
+                    : bit == T_STR ? PF_SN_ID_ANY_STRING
+                    : bit == T_NUM ? PF_SN_ID_ANY_NUMBER
+                    : bit == T_INT ? new_node(c, PF_SN_INTEGER)
+                    : bit == T_BOOL ? words_node(c, f_t, 2)
+                                    : words_node(c, null, 1);
+        if (x == FAIL) return FAIL;
+        if (x != UNSAT) alts[n++] = x;
+    }
+    return union_node(c, alts, n);
+}
+
+static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path) {
+    if (depth > PF_SCHEMA_MAX_DEPTH) return fail(c, path, "nested deeper than %d levels", PF_SCHEMA_MAX_DEPTH);
+    if (v->type == PF_JSON_BOOL) return v->u.b ? PF_SN_ID_ANY : UNSAT;
+    if (v->type != PF_JSON_OBJECT) return fail(c, path, "a schema must be an object or a boolean");
+    if (check_keywords(c, v, path) < 0) return FAIL;
+    if (pf_json_get(v, "anyOf")) return compile_any_of(c, v, depth, path);
+    if (pf_json_get(v, "enum") || pf_json_get(v, "const")) return compile_literals(c, v, path);
+    int types = type_set(c, v, path);
+    if (types < 0) return FAIL;
+    return types ? compile_types(c, v, types, depth, path) : PF_SN_ID_ANY;
+}
+
+static pf_schema *start(cctx *c, char err[PF_ERR_LEN]) {
+    c->s = calloc(1, sizeof *c->s);
+    c->err = err;
+    if (!c->s) {
+        snprintf(err, PF_ERR_LEN, "json schema: out of memory");
+        return NULL;
+    }
+    if (fixed_nodes(c) < 0) {
+        pf_schema_free(c->s);
+        return NULL;
+    }
+    return c->s;
+}
+
+pf_schema *pf_schema_compile(const char *text, size_t len, char err[PF_ERR_LEN]) {
+    char why[PF_ERR_LEN];
+    pf_json_doc *d = pf_json_parse(text, len, why);
+    if (!d) {
+        snprintf(err, PF_ERR_LEN, "json schema: %.230s", why);
+        return NULL;
+    }
+    cctx c = {.src = text, .src_len = len};
+    pf_schema *s = start(&c, err);
+    int32_t root = s ? compile(&c, pf_json_root(d), 0, "") : FAIL;
+    pf_json_free(d);
+    if (root == UNSAT) fail(&c, "", "the schema admits no value");
+    if (root < 0) {
+        pf_schema_free(s);
+        return NULL;
+    }
+    s->root = root;
+    return s;
+}
+
+pf_schema *pf_schema_json_object(char err[PF_ERR_LEN]) {
+    cctx c = {0};
+    pf_schema *s = start(&c, err);
+    if (s) s->root = PF_SN_ID_ANY_OBJECT;
+    return s;
+}
+
+void pf_schema_free(pf_schema *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n_nodes; i++) {
+        pf_schema_node *n = &s->nodes[i];
+        pf_lit_set_free(&n->keys);
+        pf_lit_set_free(&n->lits);
+        free(n->prop_node);
+        free(n->alts);
+    }
+    free(s->nodes);
+    free(s);
+}

@@ -1,0 +1,78 @@
+/* JSON Schema compiled for constrained generation (docs/structured.md). The subset: `type`
+ * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
+ * `required`, `additionalProperties` (true or false), `items`, `minItems`, `maxItems`, `enum`,
+ * `const`, `anyOf`, nested to PF_SCHEMA_MAX_DEPTH, and the annotations title, description,
+ * default, examples, $schema, $id, $comment. Any other keyword is an error naming it and its path.
+ *
+ * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
+ * compact JSON (no whitespace between tokens), an object with `properties` holds only those keys
+ * (each at most once, in any order, every required one), enum and const values spelled in their
+ * compact form. Every such document validates against the schema; a schema that admits no value
+ * is refused at compile time, so every prefix the matcher accepts can be completed. */
+#ifndef PF_SCHEMA_H
+#define PF_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/gguf.h" /* PF_ERR_LEN */
+
+#define PF_SCHEMA_MAX_DEPTH 32 /* nested schemas (properties, items, anyOf) */
+#define PF_SCHEMA_MAX_PROPS 64 /* properties of one object */
+
+typedef enum {
+    PF_SN_ANY,      /* any JSON value */
+    PF_SN_OBJECT,   /* free (any keys, any values) or the listed properties */
+    PF_SN_ARRAY,
+    PF_SN_STRING,
+    PF_SN_NUMBER,
+    PF_SN_INTEGER,
+    PF_SN_LITERALS, /* one of a sorted set of compact JSON texts (enum, const, true/false/null) */
+    PF_SN_UNION,    /* any of the alternatives (anyOf, a list of types) */
+} pf_schema_kind;
+
+/* A sorted set of distinct byte strings. */
+typedef struct {
+    char **s;
+    uint32_t *len;
+    int n;
+} pf_lit_set;
+
+typedef struct {
+    pf_schema_kind kind;
+    /* OBJECT: free_keys, or n_props keys (the set `"key":`, sorted) with their value nodes */
+    int free_keys, n_props;
+    pf_lit_set keys;
+    int32_t *prop_node;
+    uint64_t required;     /* bit i: key i must appear */
+    /* ARRAY */
+    int32_t items;
+    int64_t min_items, max_items;
+    /* LITERALS */
+    pf_lit_set lits;
+    /* UNION */
+    int32_t *alts;
+    int n_alts;
+} pf_schema_node;
+
+/* Fixed nodes of every schema. */
+enum { PF_SN_ID_ANY = 0, PF_SN_ID_ANY_ARRAY, PF_SN_ID_ANY_OBJECT, PF_SN_ID_ANY_WORD, PF_SN_ID_ANY_STRING,
+       PF_SN_ID_ANY_NUMBER, PF_SN_N_FIXED };
+
+typedef struct {
+    pf_schema_node *nodes;
+    int n_nodes, cap_nodes;
+    int32_t root;
+} pf_schema;
+
+/* Compile schema text[0..len); NULL with a one-line error naming the keyword or the problem. */
+pf_schema *pf_schema_compile(const char *text, size_t len, char err[PF_ERR_LEN]);
+/* Plain JSON mode: any JSON object. */
+pf_schema *pf_schema_json_object(char err[PF_ERR_LEN]);
+void pf_schema_free(pf_schema *s);
+
+/* Index range [*lo, *hi) of set entries whose byte `off` is c, within [*lo, *hi) (entries there
+ * share their first `off` bytes). */
+void pf_lit_narrow(const pf_lit_set *set, int32_t *lo, int32_t *hi, int32_t off, uint8_t c);
+
+#endif

@@ -1,0 +1,208 @@
+#include "grammar/token_mask.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "grammar/vocab_trie.h"
+
+enum { CACHE_SLOTS = 256 };
+
+struct pf_token_masker {
+    int n_vocab, n_words;
+    uint8_t *store; /* every token's bytes */
+    const uint8_t **bytes;
+    uint32_t *lens;
+    uint32_t *end_bits, *plain_bits; /* end tokens; plain string content */
+    pf_vocab_trie all, unplain;      /* every spelled token; those that are not plain content */
+};
+
+typedef struct {
+    uint64_t hash;
+    void *key;
+    size_t len;
+    uint32_t *bits;
+    int count;
+} slot;
+
+struct pf_mask_cache {
+    int n_words;
+    slot s[CACHE_SLOTS];
+};
+
+/* Whole UTF-8 characters without '"', '\\' or control bytes: a string stays a string. */
+static int plain_content(const uint8_t *p, uint32_t n) {
+    for (uint32_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        if (c < 0x20 || c == '"' || c == '\\') return 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        uint32_t k = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
+        if (!k || i + k >= n) return 0; /* a partial character */
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+        if (p[i + 1] < lo || p[i + 1] > hi) return 0;
+        for (uint32_t j = 2; j <= k; j++)
+            if (p[i + j] < 0x80 || p[i + j] > 0xBF) return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+static void set_bit(uint32_t *bits, int32_t id) { bits[id >> 5] |= 1u << (id & 31); }
+
+/* The spelled tokens (unplain_only: only those that are not plain string content) into a trie. */
+static int build_trie(pf_token_masker *tm, pf_vocab_trie *t, int unplain_only) {
+    int32_t *ids = malloc((size_t)tm->n_vocab * sizeof *ids);
+    int n = 0;
+    if (!ids) return -1;
+    for (int32_t id = 0; id < tm->n_vocab; id++)
+        if (tm->lens[id] && (!unplain_only || !pf_mask_has(tm->plain_bits, id))) ids[n++] = id;
+    int rc = pf_vocab_trie_build(t, ids, n, tm->bytes, tm->lens);
+    free(ids);
+    return rc;
+}
+
+static int copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const uint32_t *lens) {
+    size_t total = 0;
+    for (int i = 0; i < tm->n_vocab; i++) total += bytes[i] ? lens[i] : 0;
+    tm->store = malloc(total ? total : 1);
+    tm->bytes = calloc((size_t)tm->n_vocab, sizeof *tm->bytes);
+    tm->lens = calloc((size_t)tm->n_vocab, sizeof *tm->lens);
+    if (!tm->store || !tm->bytes || !tm->lens) return -1;
+    size_t off = 0;
+    for (int i = 0; i < tm->n_vocab; i++) {
+        if (!bytes[i] || !lens[i]) continue;
+        memcpy(tm->store + off, bytes[i], lens[i]);
+        tm->bytes[i] = tm->store + off;
+        tm->lens[i] = lens[i];
+        off += lens[i];
+        if (plain_content(tm->bytes[i], lens[i])) set_bit(tm->plain_bits, i);
+    }
+    return 0;
+}
+
+pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, const uint32_t *lens,
+                                     const int32_t *end_ids, int n_end, char err[PF_ERR_LEN]) {
+    pf_token_masker *tm = calloc(1, sizeof *tm);
+    if (!tm || n_vocab < 1) {
+        snprintf(err, PF_ERR_LEN, tm ? "token masks: empty vocabulary" : "out of memory");
+        free(tm);
+        return NULL;
+    }
+    tm->n_vocab = n_vocab;
+    tm->n_words = (n_vocab + 31) / 32;
+    tm->end_bits = calloc((size_t)tm->n_words, sizeof *tm->end_bits);
+    tm->plain_bits = calloc((size_t)tm->n_words, sizeof *tm->plain_bits);
+    if (!tm->end_bits || !tm->plain_bits || copy_vocab(tm, bytes, lens) < 0 || build_trie(tm, &tm->all, 0) < 0 ||
+        build_trie(tm, &tm->unplain, 1) < 0) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        pf_token_masker_free(tm);
+        return NULL;
+    }
+    for (int i = 0; i < n_end; i++)
+        if (end_ids[i] >= 0 && end_ids[i] < n_vocab) set_bit(tm->end_bits, end_ids[i]);
+    return tm;
+}
+
+void pf_token_masker_free(pf_token_masker *tm) {
+    if (!tm) return;
+    pf_vocab_trie_free(&tm->all);
+    pf_vocab_trie_free(&tm->unplain);
+    free(tm->store);
+    free(tm->bytes);
+    free(tm->lens);
+    free(tm->end_bits);
+    free(tm->plain_bits);
+    free(tm);
+}
+
+int pf_token_masker_words(const pf_token_masker *tm) { return tm->n_words; }
+
+const uint8_t *pf_token_masker_bytes(const pf_token_masker *tm, int32_t id, uint32_t *len) {
+    *len = id >= 0 && id < tm->n_vocab ? tm->lens[id] : 0;
+    return *len ? tm->bytes[id] : NULL;
+}
+
+int pf_token_masker_is_end(const pf_token_masker *tm, int32_t id) {
+    return id >= 0 && id < tm->n_vocab && pf_mask_has(tm->end_bits, id);
+}
+
+pf_mask_cache *pf_mask_cache_new(const pf_token_masker *tm) {
+    pf_mask_cache *c = calloc(1, sizeof *c);
+    if (c) c->n_words = tm->n_words;
+    return c;
+}
+
+void pf_mask_cache_free(pf_mask_cache *c) {
+    if (!c) return;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        free(c->s[i].key);
+        free(c->s[i].bits);
+    }
+    free(c);
+}
+
+/* Every token below trie node i whose bytes the matcher accepts. */
+static void walk(const pf_vocab_trie *t, int32_t i, pf_matcher *m, uint32_t *bits) {
+    size_t pos = pf_matcher_pos(m);
+    for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
+        if (pf_matcher_push(m, t->nodes[c].byte) != 1) continue;
+        for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(bits, t->ids[t->nodes[c].tok_lo + k]);
+        if (t->nodes[c].end > c + 1) walk(t, c, m, bits);
+        pf_matcher_rollback(m, pos);
+    }
+}
+
+static int count_bits(const uint32_t *bits, int n_words) {
+    int n = 0;
+    for (int i = 0; i < n_words; i++) n += __builtin_popcount(bits[i]);
+    return n;
+}
+
+static int compute(const pf_token_masker *tm, pf_matcher *m, uint32_t *bits) {
+    size_t words = (size_t)tm->n_words * sizeof *bits;
+    if (pf_matcher_in_string(m)) {
+        memcpy(bits, tm->plain_bits, words);
+        walk(&tm->unplain, 0, m, bits);
+    } else {
+        memset(bits, 0, words);
+        walk(&tm->all, 0, m, bits);
+    }
+    if (pf_matcher_can_end(m))
+        for (int i = 0; i < tm->n_words; i++) bits[i] |= tm->end_bits[i];
+    return count_bits(bits, tm->n_words);
+}
+
+int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, uint32_t *bits) {
+    size_t len;
+    const void *key = pf_matcher_state(m, &len);
+    if (!cache) return compute(tm, m, bits);
+    uint64_t h = XXH3_64bits(key, len);
+    slot *s = &cache->s[h % CACHE_SLOTS];
+    size_t words = (size_t)tm->n_words * sizeof *bits;
+    if (s->bits && s->hash == h && s->len == len && !memcmp(s->key, key, len)) {
+        memcpy(bits, s->bits, words);
+        return s->count;
+    }
+    int n = compute(tm, m, bits);
+    void *k = malloc(len);
+    uint32_t *b = s->bits ? s->bits : malloc(words);
+    if (!k || !b) {
+        free(k);
+        if (!s->bits) free(b);
+        return n; /* not remembered */
+    }
+    key = pf_matcher_state(m, &len); /* the walk may have moved the arena */
+    memcpy(k, key, len);
+    memcpy(b, bits, words);
+    free(s->key);
+    *s = (slot){h, k, len, b, n};
+    return n;
+}

@@ -1,0 +1,39 @@
+/* Token masks of a matcher state (grammar/matcher.h) over a vocabulary of byte strings: a token is
+ * allowed when its bytes keep the document a valid prefix, an end token when the document is
+ * complete. A trie walk with the matcher advancing and rolling back byte by byte prunes a rejected
+ * prefix's whole subtree. Inside a string (most of a document's free text) every token that is
+ * plain string content is allowed whatever encloses the string, so only the tokens holding a
+ * quote, a backslash, a control byte or part of a UTF-8 character are walked; and masks are cached
+ * per state (a state recurs at every token of a string, number or repeated structure). */
+#ifndef PF_TOKEN_MASK_H
+#define PF_TOKEN_MASK_H
+
+#include <stdint.h>
+
+#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "grammar/matcher.h"
+
+typedef struct pf_token_masker pf_token_masker;
+
+/* bytes[id], lens[id] for id < n_vocab (len 0: the token is never allowed, e.g. a control token);
+ * end_ids: tokens allowed exactly when the document can end. The arrays are copied. */
+pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, const uint32_t *lens,
+                                     const int32_t *end_ids, int n_end, char err[PF_ERR_LEN]);
+void pf_token_masker_free(pf_token_masker *tm);
+int pf_token_masker_words(const pf_token_masker *tm); /* uint32 words of a mask */
+/* A token's bytes (NULL, *len 0 for none). */
+const uint8_t *pf_token_masker_bytes(const pf_token_masker *tm, int32_t id, uint32_t *len);
+int pf_token_masker_is_end(const pf_token_masker *tm, int32_t id);
+
+/* Masks of one schema's states, remembered by state (for one matcher's schema). */
+typedef struct pf_mask_cache pf_mask_cache;
+pf_mask_cache *pf_mask_cache_new(const pf_token_masker *tm);
+void pf_mask_cache_free(pf_mask_cache *c);
+
+/* bits (pf_token_masker_words words): the allowed tokens at m's state (m is returned to it).
+ * Returns how many. cache may be NULL. (Out of memory mid-walk narrows the mask, never widens it.) */
+int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, uint32_t *bits);
+
+static inline int pf_mask_has(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
+
+#endif

@@ -1,0 +1,268 @@
+/* The constraint core (grammar/): schema compile errors, golden token masks of hand-written
+ * schemas over a small vocabulary, rollback, and the property test: random schemas of the subset,
+ * random token walks; every trie mask equals a scan of the whole vocabulary and every completed
+ * document parses and validates (tests/schema_check.c, written from the keywords' meaning). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "grammar/matcher.h"
+#include "grammar/schema.h"
+#include "grammar/token_mask.h"
+#include "schema_check.h"
+#include "test.h"
+
+typedef struct {
+    schema_vocab v;
+    pf_token_masker *tm;
+    pf_schema *s;
+    pf_matcher *m;
+    pf_mask_cache *cache;
+    uint32_t bits[64];
+} fx;
+
+static int fx_open(fx *f, const char *schema) {
+    char err[PF_ERR_LEN];
+    memset(f, 0, sizeof *f);
+    schema_vocab_make(&f->v);
+    f->tm = pf_token_masker_new(f->v.n, f->v.bytes, f->v.lens, &f->v.end, 1, err);
+    f->s = schema ? pf_schema_compile(schema, strlen(schema), err) : pf_schema_json_object(err);
+    if (!f->s) fprintf(stderr, "%s\n", err);
+    f->m = f->s ? pf_matcher_new(f->s) : NULL;
+    f->cache = f->tm ? pf_mask_cache_new(f->tm) : NULL;
+    return f->tm && f->m && f->cache && pf_token_masker_words(f->tm) <= 64 ? 0 : -1;
+}
+
+static void fx_close(fx *f) {
+    pf_mask_cache_free(f->cache);
+    pf_matcher_free(f->m);
+    pf_schema_free(f->s);
+    pf_token_masker_free(f->tm);
+    schema_vocab_free(&f->v);
+}
+
+/* The allowed tokens after prefix, as "|spelling|..." ("<end>" for the end token) in id order. */
+static void allowed_after(fx *f, const char *prefix, char *out, size_t n) {
+    pf_matcher_reset(f->m);
+    out[0] = 0;
+    if (pf_matcher_push_bytes(f->m, (const uint8_t *)prefix, strlen(prefix)) != 1) {
+        snprintf(out, n, "prefix rejected");
+        return;
+    }
+    pf_token_mask(f->tm, f->cache, f->m, f->bits);
+    for (int32_t id = 0; id < f->v.n; id++) {
+        if (!pf_mask_has(f->bits, id)) continue;
+        size_t k = strlen(out);
+        if (id == f->v.end) snprintf(out + k, n - k, "|<end>");
+        else snprintf(out + k, n - k, "|%.*s", (int)f->v.lens[id], (const char *)f->v.bytes[id]);
+    }
+}
+
+#define CHECK_MASK(f, prefix, want)                                                              \
+    do {                                                                                         \
+        char got_[4096];                                                                         \
+        allowed_after((f), (prefix), got_, sizeof got_);                                         \
+        CHECKF(!strcmp(got_, (want)), "after '%s': got %s, want %s", (prefix), got_, (want));    \
+    } while (0)
+
+static const char k_person[] =
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}},"
+    "\"required\":[\"name\"],\"additionalProperties\":false}";
+
+TEST(grammar_masks_object) {
+    fx f;
+    CHECK(fx_open(&f, k_person) == 0);
+    CHECK_MASK(&f, "", "|{|{\"");
+    CHECK_MASK(&f, "{", "|\"|\"name\":");
+    CHECK_MASK(&f, "{\"name\":", "|\"|\"}|\":|\",|\"]|\"\"|\":\"|\":[|\":{\"|\"red\"");
+    CHECK_MASK(&f, "{\"name\":\"x\"", "|,|}|,\"");
+    CHECK_MASK(&f, "{\"age\":", "|-|0|1|2|3|4|5|6|7|8|9|12|0,|-1");
+    CHECK_MASK(&f, "{\"age\":1,", "|\"|\"name\":");
+    CHECK_MASK(&f, "{\"age\":1,\"name\":\"\"}", "|<end>");
+    fx_close(&f);
+}
+
+TEST(grammar_masks_enum_array) {
+    fx f;
+    CHECK(fx_open(&f, "{\"enum\":[\"red\",\"green\",\"re\",1,12,null]}") == 0);
+    CHECK_MASK(&f, "", "|\"|1|n|null|12|\"red\"");
+    CHECK_MASK(&f, "\"re", "|\"|d");
+    CHECK_MASK(&f, "1", "|2|<end>");
+    fx_close(&f);
+    CHECK(fx_open(&f, "{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"minItems\":1,\"maxItems\":2}") == 0);
+    CHECK_MASK(&f, "[", "|f|t|true|false");
+    CHECK_MASK(&f, "[true,false", "|]");
+    CHECK_MASK(&f, "[true", "|,|]");
+    fx_close(&f);
+}
+
+/* A character split across tokens: only its continuation bytes may follow. */
+TEST(grammar_masks_utf8) {
+    fx f;
+    CHECK(fx_open(&f, "{\"type\":\"string\"}") == 0);
+    pf_matcher_reset(f.m);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"\xc3", 2) == 1);
+    CHECK(pf_token_mask(f.tm, f.cache, f.m, f.bits) == 65);
+    for (int b = 0x80; b <= 0xBF; b++) CHECK(pf_mask_has(f.bits, b));
+    CHECK(pf_mask_has(f.bits, schema_vocab_find(&f.v, "\xa9x")));
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\xa9\"", 2) == 1);
+    CHECK(pf_matcher_closed(f.m) && pf_matcher_can_end(f.m));
+    pf_matcher_reset(f.m); /* a surrogate escape is refused, another \u escape is not */
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"\\ud8", 5) == 0);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"\\u00e9\"", 8) == 1);
+    fx_close(&f);
+}
+
+TEST(grammar_rollback) {
+    fx f;
+    CHECK(fx_open(&f, k_person) == 0);
+    uint32_t before[64];
+    pf_matcher_reset(f.m);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"{\"name\":\"a", 10) == 1);
+    size_t pos = pf_matcher_pos(f.m);
+    int n = pf_token_mask(f.tm, NULL, f.m, before);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"b\",\"age\":12", 11) == 1);
+    CHECK(pf_matcher_pos(f.m) == pos + 11);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"x", 1) == 0); /* refused: nothing changed */
+    CHECK(pf_matcher_pos(f.m) == pos + 11);
+    pf_matcher_rollback(f.m, pos);
+    CHECK(pf_token_mask(f.tm, NULL, f.m, f.bits) == n);
+    CHECK(!memcmp(before, f.bits, (size_t)pf_token_masker_words(f.tm) * 4));
+    fx_close(&f);
+}
+
+static void expect_error(const char *schema, const char *needle) {
+    char err[PF_ERR_LEN] = "";
+    pf_schema *s = pf_schema_compile(schema, strlen(schema), err);
+    CHECKF(!s, "compiled: %s", schema);
+    CHECKF(strstr(err, needle) && !strchr(err, '\n'), "'%s': error '%s' lacks '%s'", schema, err, needle);
+}
+
+TEST(grammar_schema_errors) {
+    expect_error("{\"type\":\"string\",\"pattern\":\"a+\"}", "keyword 'pattern' is not supported");
+    expect_error("{\"properties\":{\"x\":{\"minimum\":1}}}", "/properties/x: keyword 'minimum'");
+    expect_error("{\"type\":\"object\",", "json schema: byte");
+    expect_error("{\"type\":\"strin\"}", "type: not one of");
+    expect_error("{\"enum\":[]}", "admits no value");
+    expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "admits no value");
+    expect_error("{\"additionalProperties\":{\"type\":\"string\"}}", "only true or false");
+    expect_error("{\"type\":\"string\",\"anyOf\":[{}]}", "'type' combined with anyOf");
+    expect_error("{\"anyOf\":[]}", "anyOf: not a non-empty array");
+    expect_error("{\"items\":[{}]}", "tuple form");
+    expect_error("{\"minItems\":-1}", "minItems: not a non-negative integer");
+    expect_error("{\"required\":[\"a\"],\"additionalProperties\":false}", "admits no value");
+    expect_error("3", "a schema must be an object or a boolean");
+    char deep[2000] = "";
+    for (int i = 0; i < 40; i++) strcat(deep, "{\"items\":");
+    strcat(deep, "{}");
+    for (int i = 0; i < 40; i++) strcat(deep, "}");
+    expect_error(deep, "nested deeper than 32 levels");
+}
+
+/* Every mask the trie walk gives (through the cache) equals a scan of the whole vocabulary. */
+static int mask_matches_scan(fx *f) {
+    int n = pf_token_mask(f->tm, f->cache, f->m, f->bits);
+    int count = 0;
+    for (int32_t id = 0; id < f->v.n; id++) {
+        int ok = id == f->v.end ? pf_matcher_can_end(f->m)
+                                : pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) == 1;
+        if (ok && id != f->v.end) pf_matcher_rollback(f->m, pf_matcher_pos(f->m) - f->v.lens[id]);
+        if (ok != pf_mask_has(f->bits, id)) {
+            fprintf(stderr, "token %d: scan %d, mask %d\n", id, ok, !ok);
+            return 0;
+        }
+        count += ok;
+    }
+    return count == n && n > 0;
+}
+
+/* One random walk: returns 1 complete and valid, 0 incomplete, -1 a failure (printed). */
+static int walk_once(fx *f, const char *schema, uint64_t *seed) {
+    char doc[8192];
+    size_t len = 0;
+    pf_matcher_reset(f->m);
+    for (int step = 0; step < 3000; step++) {
+        if (!mask_matches_scan(f)) return fprintf(stderr, "schema %s after '%.*s'\n", schema, (int)len, doc), -1;
+        int32_t pick[512], n = 0;
+        for (int32_t id = 0; id < f->v.n; id++) {
+            if (!pf_mask_has(f->bits, id)) continue;
+            int weight = 1;
+            if (step > 40 && id != f->v.end) { /* late: prefer what closes values */
+                uint8_t c = f->v.bytes[id][0];
+                weight = f->v.lens[id] == 1 && strchr("\"]}0", c) && c ? 16 : c == '[' || c == '{' ? 1 : 2;
+            }
+            if (id == f->v.end) weight = step > 40 ? 64 : 4;
+            for (int w = 0; w < weight && n < 512; w++) pick[n++] = id;
+        }
+        if (n == 0) return fprintf(stderr, "schema %s: no allowed token after '%.*s'\n", schema, (int)len, doc), -1;
+        int32_t id = pick[schema_rand(seed) % (uint64_t)n];
+        if (id == f->v.end || pf_matcher_closed(f->m)) break;
+        if (len + f->v.lens[id] >= sizeof doc) return 0;
+        if (pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) != 1) return fprintf(stderr, "allowed token refused\n"), -1;
+        memcpy(doc + len, f->v.bytes[id], f->v.lens[id]);
+        len += f->v.lens[id];
+    }
+    if (!pf_matcher_can_end(f->m)) return 0;
+    if (!schema_valid_text(schema, doc, len))
+        return fprintf(stderr, "invalid: schema %s document '%.*s'\n", schema, (int)len, doc), -1;
+    return 1;
+}
+
+TEST(grammar_property_random_schemas) {
+    uint64_t seed = 12345;
+    int complete = 0, walks = 0;
+    for (int k = 0; k < 400; k++) {
+        char *schema = schema_random(&seed, 0);
+        fx f;
+        if (fx_open(&f, schema) < 0) {
+            fx_close(&f);
+            free(schema);
+            continue; /* a random schema that admits no value (fx_open printed why) */
+        }
+        for (int w = 0; w < 5; w++, walks++) {
+            int r = walk_once(&f, schema, &seed);
+            if (r < 0) {
+                fx_close(&f);
+                free(schema);
+                CHECK(0);
+            }
+            complete += r;
+        }
+        fx_close(&f);
+        free(schema);
+    }
+    CHECKF(complete * 10 >= walks * 9, "%d of %d walks completed", complete, walks);
+}
+
+TEST(grammar_json_mode) {
+    fx f;
+    CHECK(fx_open(&f, NULL) == 0);
+    CHECK_MASK(&f, "", "|{|{\"|{}");
+    uint64_t seed = 99;
+    for (int i = 0; i < 20; i++) CHECK(walk_once(&f, "{\"type\":\"object\"}", &seed) >= 0);
+    fx_close(&f);
+}
+
+/* Adversarial sizes stay fast: a 20,000-value enum, 32 levels of arrays, 16-way anyOf chains. */
+TEST(grammar_bounded) {
+    size_t cap = 400000, n = 0;
+    char *s = malloc(cap);
+    n += (size_t)snprintf(s + n, cap - n, "{\"enum\":[");
+    for (int i = 0; i < 20000; i++) n += (size_t)snprintf(s + n, cap - n, "%s\"v%d\"", i ? "," : "", i * 7);
+    snprintf(s + n, cap - n, "]}");
+    clock_t t0 = clock();
+    fx f;
+    CHECK(fx_open(&f, s) == 0);
+    CHECK_MASK(&f, "\"v1400", "|\"|0|7");
+    fx_close(&f);
+    n = 0;
+    for (int i = 0; i < 16; i++) n += (size_t)snprintf(s + n, cap - n, "{\"anyOf\":[{\"type\":\"array\",\"items\":");
+    n += (size_t)snprintf(s + n, cap - n, "{}");
+    for (int i = 0; i < 16; i++) n += (size_t)snprintf(s + n, cap - n, "},{\"type\":\"array\"}]}");
+    CHECK(fx_open(&f, s) == 0);
+    uint64_t seed = 5;
+    for (int i = 0; i < 10; i++) CHECK(walk_once(&f, s, &seed) >= 0);
+    fx_close(&f);
+    free(s);
+    CHECKF((double)(clock() - t0) / CLOCKS_PER_SEC < 20, "took %.1f s", (double)(clock() - t0) / CLOCKS_PER_SEC);
+}

@@ -1,0 +1,214 @@
+/* Structured output end to end on the committed stand-in (models/pf-target-f16.gguf): plain
+ * decoding under a JSON Schema or JSON mode, greedy and sampled, gives documents that parse and
+ * validate (tests/schema_check.c); a bad schema fails before anything is generated; and every
+ * speculative strategy gives constrained plain decoding's tokens under greedy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/generate.h"
+#include "engine/tokenizer.h"
+#include "schema_check.h"
+#include "test.h"
+#include "util.h"
+#include "verify/spec.h"
+#include "verify/strategies.h"
+
+static const char *const k_schemas[] = {
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"},"
+    "\"kind\":{\"enum\":[\"person\",\"pet\"]}},\"required\":[\"name\",\"age\",\"kind\"],\"additionalProperties\":false}",
+    "{\"enum\":[\"positive\",\"negative\",\"neutral\"]}",
+    "{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":4}",
+    "{\"type\":\"object\",\"properties\":{\"intent\":{\"enum\":[\"book\",\"cancel\",\"ask\"]},\"urgent\":{\"type\":\"boolean\"},"
+    "\"date\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}},\"required\":[\"intent\",\"urgent\"]}",
+    "{\"type\":\"object\",\"properties\":{\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":3},"
+    "\"score\":{\"type\":\"number\"}},\"required\":[\"tags\",\"score\"],\"additionalProperties\":false}",
+    NULL, /* JSON mode */
+};
+enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };
+static const char *const k_prompts[] = {
+    "<|im_start|>user\nExtract the person: Maria Lopez, 34, is a nurse.<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nClassify the sentiment: I loved this film!<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nList the primes below 10 as JSON.<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nBook a table for two tomorrow, it is urgent.<|im_end|>\n<|im_start|>assistant\n",
+};
+enum { N_PROMPTS = sizeof k_prompts / sizeof *k_prompts };
+
+typedef struct {
+    pf_model *m;
+    pf_session *s;
+} pair;
+
+static int open_pair(pair *p) {
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 1024};
+    p->m = pf_model_load("models/pf-target-f16.gguf", err);
+    p->s = p->m ? pf_session_new(p->m, &sp, err) : NULL;
+    if (!p->s) fprintf(stderr, "%s\n", err);
+    return p->s ? 0 : -1;
+}
+
+static void close_pair(pair *p) {
+    pf_session_free(p->s);
+    pf_model_free(p->m);
+}
+
+/* Generate under schema k (greedy when temp is 0); the tokens to seq. */
+static pf_status run_schema(pair *p, pf_strategy *strat, int k, int prompt, float temp, uint64_t seed, test_seq *seq,
+                            pf_gen_stats *st, char err[PF_ERR_LEN]) {
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 160;
+    gp.temp = temp;
+    gp.top_k = temp > 0 ? 40 : 0;
+    gp.seed = seed;
+    gp.json_schema = k_schemas[k];
+    gp.json_object = !k_schemas[k];
+    gp.strategy = strat;
+    seq->n = 0;
+    pf_session_reset(p->s);
+    const char *pr = k_prompts[prompt];
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (pf_tokenize(p->m->tok, pr, strlen(pr), true, &ids, &n_ids, err) < 0) return PF_ERR_ARG;
+    pf_status rc = pf_generate_tokens(p->s, ids, (int)n_ids, &gp, test_seq_push, seq, st, err);
+    free(ids);
+    return rc;
+}
+
+/* A complete document (stop at its end) parses and validates; one cut by the length is left. */
+static int document_ok(pair *p, int k, const test_seq *seq, const pf_gen_stats *st, int *complete) {
+    char text[8192];
+    size_t n = 0;
+    for (int i = 0; i < seq->n; i++) {
+        size_t len = 0;
+        const char *b = pf_token_bytes(p->m->tok, seq->toks[i], &len);
+        if (!b || n + len >= sizeof text) return 0;
+        memcpy(text + n, b, len);
+        n += len;
+    }
+    if (st->stop != PF_STOP_EOT) return st->stop == PF_STOP_LENGTH;
+    (*complete)++;
+    int ok = schema_valid_text(k_schemas[k] ? k_schemas[k] : "{\"type\":\"object\"}", text, n);
+    if (!ok) fprintf(stderr, "schema %d: invalid document '%.*s'\n", k, (int)n, text);
+    return ok;
+}
+
+TEST(structured_plain_greedy_and_sampled_validate) {
+    pair p;
+    CHECK(open_pair(&p) == 0);
+    char err[PF_ERR_LEN];
+    int complete = 0, runs = 0;
+    for (int k = 0; k < N_SCHEMAS; k++)
+        for (int pi = 0; pi < N_PROMPTS; pi++)
+            for (int sampled = 0; sampled < 2; sampled++, runs++) {
+                test_seq seq;
+                pf_gen_stats st;
+                CHECKF(run_schema(&p, NULL, k, pi, sampled ? 0.9f : 0, 11 + (uint64_t)pi, &seq, &st, err) == PF_OK, "%s", err);
+                CHECKF(document_ok(&p, k, &seq, &st, &complete), "schema %d prompt %d sampled %d", k, pi, sampled);
+            }
+    fprintf(stderr, "%d of %d documents complete within 160 tokens\n", complete, runs);
+    CHECKF(complete * 2 >= runs, "only %d of %d documents complete", complete, runs);
+    close_pair(&p);
+}
+
+TEST(structured_bad_schema_generates_nothing) {
+    pair p;
+    CHECK(open_pair(&p) == 0);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.json_schema = "{\"type\":\"object\",\"properties\":{\"when\":{\"type\":\"string\",\"format\":\"date\"}}}";
+    test_seq seq = {.n = 0};
+    char err[PF_ERR_LEN] = "";
+    pf_status rc = pf_generate(p.s, "hi", 2, &gp, NULL, NULL, NULL, err);
+    CHECK(rc == PF_ERR_ARG);
+    CHECKF(strstr(err, "/properties/when: keyword 'format' is not supported"), "%s", err);
+    int32_t prompt[2] = {10, 11};
+    gp.json_schema = "{\"type\":\"object\",";
+    CHECK(pf_generate_tokens(p.s, prompt, 2, &gp, test_seq_push, &seq, NULL, err) == PF_ERR_ARG && seq.n == 0);
+    CHECKF(strstr(err, "json schema: byte") && !strchr(err, '\n'), "%s", err);
+    close_pair(&p);
+}
+
+TEST(structured_cli_flags) {
+    char schema[300], out[8192], errs[4096], cmd[900];
+    test_tmp_path(schema, sizeof schema, "yesno.json");
+    CHECK(test_write_file(schema, "{\"enum\":[\"yes\",\"no\"]}", (size_t)-1) == 0);
+    snprintf(cmd, sizeof cmd, "run -m models/pf-target-f16.gguf -p 'Is water wet?' --chat -n 40 --json-schema %s", schema);
+    CHECKF(RUN_CLI(cmd, out, errs) == 0, "%s", errs);
+    CHECKF(!strcmp(out, "\"yes\"\n") || !strcmp(out, "\"no\"\n"), "%s", out);
+    CHECK(RUN_CLI("run -m models/pf-target-f16.gguf -p 'Give JSON' --chat -n 300 --json", out, errs) == 0);
+    CHECKF(out[0] == '{', "%s", out);
+    CHECK(test_write_file(schema, "{\"type\":\"string\",\"maxLength\":3}", (size_t)-1) == 0);
+    CHECK(RUN_CLI(cmd, out, errs) == 1);
+    CHECKF(strstr(errs, "keyword 'maxLength' is not supported") && test_count_lines(errs) == 1, "%s", errs);
+    CHECK(RUN_CLI("run -m models/pf-target-f16.gguf -p x --json --json-schema /dev/null", out, errs) == 1);
+    CHECKF(strstr(errs, "give one of --json-schema FILE or --json"), "%s", errs);
+}
+
+static const pf_kind k_kinds[] = {PF_KIND_DFLASH, PF_KIND_DEC, PF_KIND_ADAPTIVE, PF_KIND_NGRAM, PF_KIND_HYBRID};
+enum { N_KINDS = sizeof k_kinds / sizeof *k_kinds };
+
+/* Greedy: every strategy over the committed DFlash2 draft gives constrained plain decoding's
+ * tokens on every schema and prompt; the schema's forced tokens are appended and accepted. */
+TEST(structured_spec_greedy_equals_plain_every_strategy) {
+    pair p;
+    CHECK(open_pair(&p) == 0);
+    char err[PF_ERR_LEN];
+    static test_seq plain[N_SCHEMAS][N_PROMPTS];
+    int complete = 0;
+    for (int k = 0; k < N_SCHEMAS; k++)
+        for (int pi = 0; pi < N_PROMPTS; pi++) {
+            pf_gen_stats st;
+            CHECKF(run_schema(&p, NULL, k, pi, 0, 0, &plain[k][pi], &st, err) == PF_OK, "%s", err);
+            CHECK(document_ok(&p, k, &plain[k][pi], &st, &complete));
+        }
+    for (int ki = 0; ki < N_KINDS; ki++) {
+        pf_strategy_desc desc = {.kind = k_kinds[ki]};
+        pf_spec *spec = NULL;
+        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", 0, 3, &spec, NULL, err) == 0, "%s", err);
+        int64_t forced = 0, tokens = 0, rounds = 0;
+        for (int k = 0; k < N_SCHEMAS; k++)
+            for (int pi = 0; pi < N_PROMPTS; pi++) {
+                test_seq seq;
+                pf_gen_stats st;
+                CHECKF(run_schema(&p, pf_spec_strategy(spec), k, pi, 0, 0, &seq, &st, err) == PF_OK, "%s", err);
+                CHECKF(test_seq_same(&seq, &plain[k][pi]), "%s: schema %d prompt %d differs from plain (%d vs %d tokens)",
+                       pf_kind_name(k_kinds[ki]), k, pi, seq.n, plain[k][pi].n);
+                const pf_spec_stats *ss = pf_spec_stats_get(spec);
+                forced += ss->forced;
+                tokens += ss->tokens;
+                rounds += ss->rounds;
+            }
+        fprintf(stderr, "%s: %lld rounds, %lld tokens, %lld forced\n", pf_kind_name(k_kinds[ki]), (long long)rounds,
+                (long long)tokens, (long long)forced);
+        CHECK(forced > 0 || k_kinds[ki] == PF_KIND_NGRAM || k_kinds[ki] == PF_KIND_DEC || k_kinds[ki] == PF_KIND_ADAPTIVE);
+        pf_spec_free(spec);
+    }
+    close_pair(&p);
+}
+
+/* Sampled: every strategy's documents validate; the adaptive strategies draft point masses and
+ * accept with plain sampling's random numbers, so with a seed they give plain sampling's tokens. */
+TEST(structured_spec_sampled_validates) {
+    pair p;
+    CHECK(open_pair(&p) == 0);
+    char err[PF_ERR_LEN];
+    int complete = 0;
+    for (int ki = 0; ki < N_KINDS; ki++) {
+        pf_strategy_desc desc = {.kind = k_kinds[ki]};
+        pf_spec *spec = NULL;
+        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", 0, 3, &spec, NULL, err) == 0, "%s", err);
+        for (int k = 0; k < N_SCHEMAS; k++) {
+            test_seq seq, ref;
+            pf_gen_stats st;
+            int pi = (k + ki) % N_PROMPTS;
+            CHECKF(run_schema(&p, pf_spec_strategy(spec), k, pi, 0.9f, 7 + (uint64_t)k, &seq, &st, err) == PF_OK, "%s", err);
+            CHECKF(document_ok(&p, k, &seq, &st, &complete), "%s schema %d", pf_kind_name(k_kinds[ki]), k);
+            if (k_kinds[ki] != PF_KIND_ADAPTIVE && k_kinds[ki] != PF_KIND_DEC) continue;
+            CHECK(run_schema(&p, NULL, k, pi, 0.9f, 7 + (uint64_t)k, &ref, &st, err) == PF_OK);
+            CHECKF(test_seq_same(&seq, &ref), "%s schema %d: sampled tokens differ from plain", pf_kind_name(k_kinds[ki]), k);
+        }
+        pf_spec_free(spec);
+    }
+    close_pair(&p);
+}

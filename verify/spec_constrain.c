@@ -1,0 +1,75 @@
+#include "verify/spec_constrain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Row k's mask: the constraint's current one, copied (the next advance replaces it). */
+static const uint32_t *keep_mask(pf_spec *sp, pf_constraint *c, int k) {
+    size_t words = (size_t)pf_constraint_words(c);
+    const uint32_t *bits = pf_constraint_mask(c, NULL);
+    memcpy(sp->cmask + (size_t)k * words, bits, words * sizeof *bits);
+    return sp->cmask + (size_t)k * words;
+}
+
+static int ensure_masks(pf_spec *sp, const pf_constraint *c) {
+    size_t words = (size_t)pf_constraint_words(c);
+    if (sp->cmask && sp->cmask_words == words) return 0;
+    free(sp->cmask);
+    sp->cmask = malloc((size_t)PF_MAX_BLOCK * words * sizeof *sp->cmask);
+    sp->cmask_words = sp->cmask ? words : 0;
+    return sp->cmask ? 0 : -1;
+}
+
+/* The drafts' allowed prefix; *open: the path may go on (no forbidden or end token in it). */
+static int allowed_prefix(pf_spec *sp, pf_constraint *c, int nd, int stochastic, int *open, int *n_masked) {
+    *open = 1;
+    for (int k = 0; k < nd; k++) {
+        const uint32_t *bits = keep_mask(sp, c, k);
+        *n_masked = k + 1;
+        int32_t t = sp->rows[1 + k];
+        int r = pf_mask_has(bits, t) ? pf_constraint_advance(c, t) : -1;
+        if (r != 0) {
+            *open = 0;
+            /* an end token ends the document; a forbidden one stays only for the rejection test */
+            return r > 0 || stochastic ? k + 1 : k;
+        }
+    }
+    return nd;
+}
+
+static const uint32_t *filter_mask(void *ctx) { return pf_constraint_mask(ctx, NULL); }
+static int filter_take(void *ctx, int32_t tok) { return pf_constraint_advance(ctx, tok) != 0; }
+
+pf_draft_filter pf_spec_draft_filter(pf_constraint *c) {
+    return (pf_draft_filter){.ctx = c, .mask = filter_mask, .take = filter_take};
+}
+
+int pf_spec_constrain_path(pf_spec *sp, pf_constraint *c, int nd, int cap, int stochastic, int *n_forced,
+                           int *n_masked) {
+    *n_forced = *n_masked = 0;
+    if (ensure_masks(sp, c) < 0) return -1;
+    size_t pos0 = pf_constraint_pos(c);
+    int open;
+    nd = allowed_prefix(sp, c, nd, stochastic, &open, n_masked);
+    while (open) {
+        keep_mask(sp, c, nd);
+        *n_masked = nd + 1;
+        int32_t f = nd + 1 < cap ? pf_constraint_forced(c) : -1;
+        if (f < 0 || pf_constraint_advance(c, f) != 0) break;
+        sp->rows[++nd] = f;
+        (*n_forced)++;
+        if (stochastic) { /* the draft "proposed" it with certainty */
+            sp->q[nd - 1].ids[0] = f;
+            sp->q[nd - 1].p[0] = 1;
+            sp->q[nd - 1].n = 1;
+        }
+    }
+    pf_constraint_rollback(c, pos0);
+    return nd;
+}
+
+void pf_spec_constrain_rows(pf_spec *sp, const pf_constraint *c, int n_masked) {
+    const int V = sp->s->model->hp.n_vocab;
+    for (int k = 0; k < n_masked; k++)
+        pf_constraint_apply_bits(c, sp->cmask + (size_t)k * sp->cmask_words, sp->logits + (size_t)k * V);
+}
