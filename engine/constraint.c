@@ -19,7 +19,8 @@ struct pf_constraint {
     int n_allowed;
 };
 
-/* The vocabulary as byte strings: control tokens and ids past the tokenizer's have none. */
+/* The vocabulary as byte strings: control, unknown and unused tokens (a padded vocabulary's
+ * [PAD] entries) and ids past the tokenizer's have none. */
 static pf_token_masker *build_masker(const pf_model *model, char err[PF_ERR_LEN]) {
     const pf_tokenizer *t = model->tok;
     int n = model->hp.n_vocab, n_tok = pf_tokenizer_n_vocab(t);
@@ -32,7 +33,8 @@ static pf_token_masker *build_masker(const pf_model *model, char err[PF_ERR_LEN]
         return NULL;
     }
     for (int32_t id = 0; id < n && id < n_tok; id++) {
-        if (pf_tokenizer_is_special(t, id)) continue;
+        int type = pf_tokenizer_token_type(t, id);
+        if (type == PF_TOKEN_CONTROL || type == PF_TOKEN_UNKNOWN || type == PF_TOKEN_UNUSED) continue;
         size_t len = 0;
         const char *b = pf_token_bytes(t, id, &len);
         bytes[id] = (const uint8_t *)b;
