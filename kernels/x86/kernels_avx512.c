@@ -16,7 +16,8 @@
  *     whatever B, the group or the thread split: the reference's bits. Up to 16 activation rows
  *     share each decoded block. Q8_0's +128 offset is removed exactly with the activation
  *     block's integer sum; Q4_0's nibble - 8 as the reference does, with (-8 d) x.s in float.
- * RMSNorm, SwiGLU, softmax and the value axpy: vec_float.h (one source for every x86 level). */
+ * RMSNorm, SwiGLU, softmax, the value axpy, argmax, first_above, f32_to_f16: vec_float.h (one
+ * source for every x86 level). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -24,7 +25,6 @@
 #include "formats/quant.h"
 #include "kernels/kernels_impl.h"
 #include "kernels/x86/x86_quant.h"
-#include "kernels/x86/simd_avx512.h"
 #define PF_VEC_BITS 512
 #include "kernels/x86/vec_float.h"
 
@@ -383,49 +383,6 @@ static void quantize_act(const float *x, pf_block_q8_act *y, int64_t n) {
         int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
         y[i].d = d;
         y[i].s = d * (float)sum;
-    }
-}
-
-/* ---- elementwise ---- */
-
-/* Two passes like the AVX2 one: the largest non-NaN value, then the first index holding it. */
-static int32_t argmax(const float *x, int64_t n) {
-    if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
-    __m512 m = _mm512_set1_ps(-INFINITY);
-    for (int64_t i = 0; i < n; i += 16) /* masked-off lanes load -inf */
-        m = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i), m);
-    const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(m));
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 t = tail_mask(n - i);
-        __mmask16 eq = _mm512_mask_cmp_ps_mask(t, _mm512_maskz_loadu_ps(t, x + i), mv, _CMP_EQ_OQ);
-        if (eq) return (int32_t)(i + __builtin_ctz((unsigned)eq));
-    }
-    return 0; /* unreachable: the maximum is present */
-}
-
-static int64_t first_above(const float *x, int64_t n, float t) {
-    const __m512 tv = _mm512_set1_ps(t);
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = tail_mask(n - i);
-        __mmask16 gt = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), tv, _CMP_GT_OQ);
-        if (gt) return i + __builtin_ctz((unsigned)gt);
-    }
-    return n;
-}
-
-/* Rounds to nearest even like pf_fp32_to_fp16; NaNs become its canonical quiet NaN. */
-static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = tail_mask(n - i);
-        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        if (nan) {
-            __m256i sign = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
-            sign = _mm256_and_si256(sign, _mm256_set1_epi16((short)0x8000));
-            h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
-        }
-        _mm256_mask_storeu_epi16(y + i, m, h);
     }
 }
 

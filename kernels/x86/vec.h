@@ -69,6 +69,19 @@ PF_FORCE_INLINE float vf_tree_reg(vf v) {
     return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
 }
 PF_FORCE_INLINE float vf_hmax(vf v) { return _mm512_reduce_max_ps(v); }
+PF_FORCE_INLINE unsigned vf_eq_bits(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+PF_FORCE_INLINE unsigned vf_gt_bits(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+/* rounded to f16 as pf_fp32_to_fp16 (nearest even); NaNs its canonical quiet NaN, sign kept */
+PF_FORCE_INLINE void vf_store_f16(pf_half *p, vf v) {
+    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    if (nan) {
+        __m256i sign = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+        sign = _mm256_and_si256(sign, _mm256_set1_epi16((short)0x8000));
+        h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
+    }
+    _mm256_storeu_si256((__m256i *)p, h);
+}
 
 #elif PF_VEC_BITS == 256
 #define VL 8
@@ -130,6 +143,23 @@ PF_FORCE_INLINE float vf_hmax(vf v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+PF_FORCE_INLINE unsigned vf_eq_bits(vf a, vf b) { return (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)); }
+PF_FORCE_INLINE unsigned vf_gt_bits(vf a, vf b) { return (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)); }
+/* F16C rounds to nearest even like pf_fp32_to_fp16 (overflow to inf, subnormals exact); NaNs
+ * become its canonical quiet NaN (sign kept) instead of the hardware's truncated payload */
+PF_FORCE_INLINE void vf_store_f16(pf_half *p, vf v) {
+    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    if (!_mm256_testz_ps(nan, nan)) {
+        __m256i hi16 = _mm256_srai_epi32(_mm256_castps_si256(v), 16);
+        __m128i sign = _mm_and_si128(_mm_packs_epi32(_mm256_castsi256_si128(hi16), _mm256_extracti128_si256(hi16, 1)),
+                                     _mm_set1_epi16((short)0x8000));
+        __m128i m = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
+                                    _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
+        h = _mm_blendv_epi8(h, _mm_or_si128(sign, _mm_set1_epi16(0x7e00)), m);
+    }
+    _mm_storeu_si128((__m128i *)p, h);
 }
 #else
 #error "define PF_VEC_BITS as 256 or 512 before including kernels/x86/vec.h"

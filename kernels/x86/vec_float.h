@@ -1,11 +1,13 @@
-/* The x86 levels' elementwise float kernels, written once on vec.h and compiled at both widths
+/* The x86 levels' elementwise kernels, written once on vec.h and compiled at both widths
  * (ymm_kernels.h for AVX2 and AVX-VNNI, kernels_avx512.c): RMSNorm, SwiGLU, softmax and the value
- * axpy, each in float_order.h's order, so every level gives the scalar reference's bits. */
+ * axpy in float_order.h's order; argmax, first_above and the f16 rounding with the scalar loops'
+ * answers. Every level gives the scalar reference's bits. */
 #ifndef PF_X86_VEC_FLOAT_H
 #define PF_X86_VEC_FLOAT_H
 
 #include <math.h>
 
+#include "formats/ggml_types.h"
 #include "kernels/x86/vec.h"
 
 /* acc (2 * VNP double vectors: the 16 partials) += the squares of x[0 .. min(n, 16)) */
@@ -82,6 +84,45 @@ static void softmax(float *x, int64_t n) {
     const vf inv = vf_set1((float)(1.0 / vd_tree16(acc)));
     for (i = 0; i + VL <= n; i += VL) vf_store(x + i, vf_mul(vf_load(x + i), inv));
     if (i < n) vf_store_n(x + i, vf_mul(vf_load_n(x + i, n - i), inv), n - i);
+}
+
+/* The scalar loop's answer in two passes: the largest non-NaN value (the max instruction returns
+ * its second operand when the first is NaN), then the first index holding it (-0 == +0, as the
+ * loop keeps the first of equal values). */
+static int32_t argmax(const float *x, int64_t n) {
+    if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
+    vf m = vf_set1(-INFINITY);
+    int64_t i = 0;
+    for (; i + VL <= n; i += VL) m = vf_max(vf_load(x + i), m);
+    float mx = vf_hmax(m);
+    for (; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    const vf mv = vf_set1(mx);
+    for (i = 0; i + VL <= n; i += VL) {
+        unsigned bits = vf_eq_bits(vf_load(x + i), mv);
+        if (bits) return (int32_t)(i + __builtin_ctz(bits));
+    }
+    for (; i < n; i++)
+        if (x[i] == mx) return (int32_t)i;
+    return 0; /* unreachable: mx is x[0] or larger and present */
+}
+
+static int64_t first_above(const float *x, int64_t n, float t) {
+    const vf tv = vf_set1(t);
+    int64_t i = 0;
+    for (; i + VL <= n; i += VL) {
+        unsigned bits = vf_gt_bits(vf_load(x + i), tv);
+        if (bits) return i + __builtin_ctz(bits);
+    }
+    for (; i < n; i++)
+        if (x[i] > t) return i;
+    return n;
+}
+
+static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + VL <= n; i += VL) vf_store_f16(y + i, vf_load(x + i));
+    for (; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
 }
 
 #endif

@@ -19,7 +19,8 @@
  *       AVX-VNNI: vpdpbusd ymm (VEX), 4 products summed into each int32 lane per instruction
  *         (Q4: nibbles; Q8_0: w + 128, the offset removed with the activation block's integer sum,
  *         as the AVX-512 gemm does).
- * RMSNorm, SwiGLU, softmax and the value axpy: vec_float.h (one source for every x86 level). */
+ * RMSNorm, SwiGLU, softmax, the value axpy, argmax, first_above, f32_to_f16: vec_float.h (one
+ * source for every x86 level). */
 #ifndef PF_YMM_KERNELS_H
 #define PF_YMM_KERNELS_H
 
@@ -422,66 +423,6 @@ static void quantize_act(const float *x, pf_block_q8_act *y, int64_t n) {
         y[i].d = d;
         y[i].s = d * (float)sum;
     }
-}
-
-/* ---- elementwise ---- */
-
-/* The scalar loop's answer in two passes: the largest non-NaN value (vmaxps returns its second
- * operand when the first is NaN), then the first index holding it (-0 == +0, as the loop keeps the
- * first of equal values). */
-static int32_t argmax(const float *x, int64_t n) {
-    if (x[0] != x[0]) return 0; /* NaN first: nothing compares greater */
-    __m256 m = _mm256_set1_ps(-INFINITY);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ps(h, _mm_shuffle_ps(h, h, 1));
-    float mx = _mm_cvtss_f32(h);
-    for (; i < n; i++)
-        if (x[i] > mx) mx = x[i];
-    const __m256 mv = _mm256_set1_ps(mx);
-    for (i = 0; i + 8 <= n; i += 8) {
-        int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
-        if (bits) return (int32_t)(i + __builtin_ctz((unsigned)bits));
-    }
-    for (; i < n; i++)
-        if (x[i] == mx) return (int32_t)i;
-    return 0; /* unreachable: mx is x[0] or larger and present */
-}
-
-static int64_t first_above(const float *x, int64_t n, float t) {
-    const __m256 tv = _mm256_set1_ps(t);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        int bits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), tv, _CMP_GT_OQ));
-        if (bits) return i + __builtin_ctz((unsigned)bits);
-    }
-    for (; i < n; i++)
-        if (x[i] > t) return i;
-    return n;
-}
-
-/* F16C rounds to nearest even like pf_fp32_to_fp16 (overflow to inf, subnormals exact); NaNs
- * become its canonical quiet NaN (sign kept) instead of the hardware's truncated payload. */
-static void f32_to_f16(const float *x, pf_half *y, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-        if (!_mm256_testz_ps(nan, nan)) {
-            __m128i sign = _mm_and_si128(_mm_packs_epi32(_mm256_castsi256_si128(_mm256_srai_epi32(_mm256_castps_si256(v), 16)),
-                                                         _mm256_extracti128_si256(_mm256_srai_epi32(_mm256_castps_si256(v), 16), 1)),
-                                         _mm_set1_epi16((short)0x8000));
-            __m128i qnan = _mm_or_si128(sign, _mm_set1_epi16(0x7e00));
-            __m128i m = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
-                                        _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
-            h = _mm_blendv_epi8(h, qnan, m);
-        }
-        _mm_storeu_si128((__m128i *)(y + i), h);
-    }
-    for (; i < n; i++) y[i] = pf_fp32_to_fp16(x[i]);
 }
 
 #endif
