@@ -19,11 +19,8 @@ struct pf_constraint {
     int n_allowed;
 };
 
-/* The vocabulary as byte strings: control, unknown and unused tokens (a padded vocabulary's
- * [PAD] entries) and ids past the tokenizer's have none. */
-static pf_token_masker *build_masker(const pf_model *model, char err[PF_ERR_LEN]) {
-    const pf_tokenizer *t = model->tok;
-    int n = model->hp.n_vocab, n_tok = pf_tokenizer_n_vocab(t);
+pf_token_masker *pf_vocab_masker(const pf_tokenizer *t, int n, char err[PF_ERR_LEN]) {
+    int n_tok = pf_tokenizer_n_vocab(t);
     const uint8_t **bytes = calloc((size_t)n, sizeof *bytes);
     uint32_t *lens = calloc((size_t)n, sizeof *lens);
     if (!bytes || !lens) {
@@ -45,6 +42,10 @@ static pf_token_masker *build_masker(const pf_model *model, char err[PF_ERR_LEN]
     free(bytes);
     free(lens);
     return tm;
+}
+
+static pf_token_masker *build_masker(const pf_model *model, char err[PF_ERR_LEN]) {
+    return pf_vocab_masker(model->tok, model->hp.n_vocab, err);
 }
 
 void pf_session_masker_free(pf_session *s) {

@@ -10,10 +10,16 @@
 #include <stdint.h>
 
 #include "engine/generate.h"
+#include "engine/tokenizer.h"
 #include "grammar/matcher.h"
 #include "grammar/token_mask.h"
 
 typedef struct pf_constraint pf_constraint;
+
+/* The token masker of a vocabulary of n ids (the model's, which may be padded past the
+ * tokenizer's): every token as its byte string; control, unknown and unused tokens (a padded
+ * vocabulary's [PAD] entries) and ids past the tokenizer's have none. */
+pf_token_masker *pf_vocab_masker(const pf_tokenizer *t, int n, char err[PF_ERR_LEN]);
 
 /* The constraint p asks for (p->json_schema, else p->json_object), or NULL with *err empty when it
  * asks for none; NULL with a one-line error for a bad schema. The session's token masker (its

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/clock.h"
+#include "engine/constraint.h"
 #include "engine/tokenizer.h"
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
@@ -26,23 +27,6 @@ static char *slurp(const char *path, size_t *n) {
     return b;
 }
 
-static pf_token_masker *masker(const pf_tokenizer *t, char err[PF_ERR_LEN]) {
-    int n = pf_tokenizer_n_vocab(t);
-    const uint8_t **bytes = calloc((size_t)n, sizeof *bytes);
-    uint32_t *lens = calloc((size_t)n, sizeof *lens);
-    for (int32_t id = 0; id < n; id++) {
-        size_t len = 0;
-        const char *b = pf_tokenizer_is_special(t, id) ? NULL : pf_token_bytes(t, id, &len);
-        bytes[id] = (const uint8_t *)b;
-        lens[id] = b ? (uint32_t)len : 0;
-    }
-    int32_t ends[2] = {pf_tokenizer_eos(t), pf_tokenizer_eot(t)};
-    pf_token_masker *tm = pf_token_masker_new(n, bytes, lens, ends, 2, err);
-    free(bytes);
-    free(lens);
-    return tm;
-}
-
 int main(int argc, char **argv) {
     if (argc != 5) return fprintf(stderr, "usage: mask_bench VOCAB.gguf SCHEMA.json DOCUMENT.json REPS\n"), 2;
     char err[PF_ERR_LEN];
@@ -55,7 +39,7 @@ int main(int argc, char **argv) {
     size_t n_ids = 0;
     if (pf_tokenize(t, doc, n_doc, false, &ids, &n_ids, err) < 0) return fprintf(stderr, "%s\n", err), 1;
     double t0 = pf_now_s();
-    pf_token_masker *tm = masker(t, err);
+    pf_token_masker *tm = pf_vocab_masker(t, pf_tokenizer_n_vocab(t), err);
     double t_build = pf_now_s() - t0;
     pf_schema *s = pf_schema_compile(schema, n_schema, err);
     if (!tm || !s) return fprintf(stderr, "%s\n", err), 1;
