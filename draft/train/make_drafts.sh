@@ -124,11 +124,14 @@ taps_set eval 1 "$W/gen_eval.jsonl"
 R=$W/run-dflash2
 START=()
 [ -f "$R/ckpt.pt" ] || [ -z "$INIT" ] || [ ! -f "$INIT" ] || START=(--init-gguf "$INIT")
-[ -f "$R/final.pt" ] || $NICE $PY draft/train/train_draft.py train --version 2 --run "$R" --data train --eval-data eval \
-    --rows "$ROWS" --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.01 --decay-frac "${PF_DRAFT_DECAY:-0.1}" \
-    --ema 0.999 ${DTAPS:+--taps "$DTAPS"} ${PF_DRAFT_CURVE:+--curve-rows "$PF_DRAFT_CURVE"} "${START[@]}" --ckpt-minutes 10 --resume >> "$R.out" 2>&1 &
-echo $! > "$W/train.pid"
-wait "$(cat "$W/train.pid")"
+if [ ! -f "$R/final.pt" ]; then
+    $NICE $PY draft/train/train_draft.py train --version 2 --run "$R" --data train --eval-data eval \
+        --rows "$ROWS" --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.01 --decay-frac "${PF_DRAFT_DECAY:-0.1}" \
+        --ema 0.999 ${DTAPS:+--taps "$DTAPS"} ${PF_DRAFT_CURVE:+--curve-rows "$PF_DRAFT_CURVE"} "${START[@]}" \
+        --ckpt-minutes 10 --resume >> "$R.out" 2>&1 &
+    echo $! > "$W/train.pid"   # nice execs the trainer: its pid, for kill -STOP / -CONT around benchmarks
+    wait $!
+fi
 log "DFlash2: $(tail -1 "$R/train.log")"
 
 # 5. export (when the run has finished, or PF_DRAFT_EXPORT=1: its current EMA weights) and, for the
