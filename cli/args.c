@@ -1,8 +1,9 @@
 #include "cli/args.h"
 
-#include "verify/spec.h"
+#include "verify/kind.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,11 +115,34 @@ const char *cli_alias(const char *flag) {
     return flag;
 }
 
-bool cli_draft_max(const char *flag, const char *s, int *block) {
-    long long v;
-    if (!cli_int(flag, s, 1, PF_MAX_BLOCK - 1, &v)) return false;
-    *block = (int)v + 1; /* N drafted tokens are verified with the bonus row: B = N + 1 */
+/* s as an integer, then (plus add) as a block: pf_block_check is the one range check. */
+static bool block_value(const char *flag, const char *s, int add, int *block, char err[PF_ERR_LEN]) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) {
+        cli_fail("%s: '%s' is not an integer", flag, s);
+        return false;
+    }
+    long long b = v < LLONG_MAX ? v + add : v;
+    if (pf_block_check(flag, b, err) < 0) return false;
+    *block = (int)b;
     return true;
+}
+
+bool cli_block(const char *flag, const char *s, int *block) {
+    char err[PF_ERR_LEN] = "";
+    if (block_value(flag, s, 0, block, err)) return true;
+    if (*err) cli_fail("%s", err);
+    return false;
+}
+
+bool cli_draft_max(const char *flag, const char *s, int *block) {
+    char err[PF_ERR_LEN] = "";
+    /* N drafted tokens are verified with the bonus row: B = N + 1; the message speaks of N */
+    if (block_value(flag, s, 1, block, err)) return true;
+    if (*err) cli_fail("%s: '%s' is not an integer in 1..%d", flag, s, PF_MAX_BLOCK - 1);
+    return false;
 }
 
 FILE *cli_create(const char *path, atomic_file *af) {

@@ -23,7 +23,9 @@ bool cli_kv(const char *flag, const char *s, int *q8);
 /* The flag name a command knows for FLAG: llama.cpp's one-to-one spellings (--model, -md,
  * --n-predict, --ctx-size, --threads, -s, --draft, ...) map to ours, anything else is returned as is. */
 const char *cli_alias(const char *flag);
-/* --draft-max N (llama.cpp: tokens drafted per round, 1..PF_MAX_BLOCK-1): *block = N + 1 rows verified. */
+/* --block B: rows verified per round (pf_block_check's range). */
+bool cli_block(const char *flag, const char *s, int *block);
+/* --draft-max N (llama.cpp: tokens drafted per round): *block = N + 1 rows verified. */
 bool cli_draft_max(const char *flag, const char *s, int *block);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);

@@ -86,7 +86,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--svg")) svg = v;
         else if (!strcmp(a, "--profile")) profile_path = v;
         else if (!strcmp(a, "--compare")) compare = v;
-        else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; o.block = (int)iv; }
+        else if (!strcmp(a, "--block")) { if (!cli_block(a, v, &o.block)) return 1; }
         else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &o.block)) return 1; }
         else if (!strcmp(a, "--ngram")) { if (!cli_int(a, v, 1, 16, &iv)) return 1; o.ngram_n = (int)iv; }
         else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &o.draft_head)) return 1; }

@@ -108,7 +108,7 @@ int cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "-d")) draft = v;
         else if (!strcmp(a, "--log-rounds")) log_rounds = v;
         else if (!strcmp(a, "--json-schema")) schema_path = v;
-        else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
+        else if (!strcmp(a, "--block")) { if (!cli_block(a, v, &block)) return 1; }
         else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
         else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &block)) return 1; }
         else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; gp.max_tokens = (int)iv; }
@@ -143,8 +143,8 @@ int cmd_gen(int argc, char **argv) {
     idbuf resp = {0};
     if (!s) { cli_fail("%s", err); goto done; }
     if (draft) { /* a fixed DFlash block (the strategy factory's dflash at its default block unless --block) */
-        pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = block};
-        if (pf_strategy_open(s, &desc, draft, draft_head, 3, &spec, NULL, err) < 0) {
+        pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = block, .draft_head = draft_head};
+        if (pf_strategy_open(s, &desc, draft, &spec, NULL, err) < 0) {
             cli_fail("%s", err);
             goto done;
         }

@@ -104,7 +104,7 @@ int cmd_run(int argc, char **argv) {
             else if (!strcmp(a, "--profile")) profile_path = v;
             else if (!strcmp(a, "--task")) task = v;
             else if (!strcmp(a, "--spec")) spec_name = v;
-            else if (!strcmp(a, "--block")) { if (!cli_int(a, v, 2, PF_MAX_BLOCK, &iv)) return 1; block = (int)iv; }
+            else if (!strcmp(a, "--block")) { if (!cli_block(a, v, &block)) return 1; }
             else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
             else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &block)) return 1; }
             else { if (!cli_int(a, v, 1, 16, &iv)) return 1; ngram_n = (int)iv; }
@@ -135,7 +135,8 @@ int cmd_run(int argc, char **argv) {
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
     if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
     char err[PF_ERR_LEN];
-    pf_strategy_desc desc = {.kind = PF_KIND_DEFAULT, .block = block, .task = task, .profile_name = profile_path};
+    pf_strategy_desc desc = {.kind = PF_KIND_DEFAULT, .block = block, .draft_head = draft_head, .ngram_n = ngram_n,
+                             .task = task, .profile_name = profile_path};
     if (spec_name && pf_kind_parse(spec_name, &desc.kind, err) < 0) return cli_fail("run: %s", err);
     const char *bad = desc.kind == PF_KIND_HYBRID && !draft_path ? "run: --spec hybrid needs -d DRAFT.gguf"
                     : desc.kind == PF_KIND_DEC && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
@@ -176,7 +177,7 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
-    if (pf_strategy_open(s, &desc, draft_path, draft_head, ngram_n, &spec, NULL, err) < 0) { cli_fail("%s", err); goto done; }
+    if (pf_strategy_open(s, &desc, draft_path, &spec, NULL, err) < 0) { cli_fail("%s", err); goto done; }
     if (spec) {
         block = pf_spec_block(spec);
         if (log_rounds) {

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/tune.h"
+#include "verify/kind.h"
 #include "formats/atomic_file.h"
 
 static const char k_usage[] =
@@ -58,16 +59,17 @@ int cmd_tune(int argc, char **argv) {
         else o.bench.n_ctx = iv;
     }
     if (!model || !tasks || !out) return cli_fail("tune: -m, --tasks and -o are required");
+    char err[PF_ERR_LEN];
     for (const char *p = blocks; *p;) {
         char *end;
         long b = strtol(p, &end, 10);
-        if (end == p || b < 2 || b > PF_MAX_BLOCK || o.n_blocks == PF_BENCH_MAX || (*end && *end != ','))
-            return cli_fail("tune: --blocks: '%s' is not a list of block sizes 2..%d", blocks, PF_MAX_BLOCK);
+        if (end == p || o.n_blocks == PF_BENCH_MAX || (*end && *end != ','))
+            return cli_fail("tune: --blocks: '%s' is not a list of at most %d block sizes", blocks, PF_BENCH_MAX);
+        if (pf_block_check("tune: --blocks:", b, err) < 0) return cli_fail("%s", err);
         o.blocks[o.n_blocks++] = (int)b;
         p = *end ? end + 1 : end;
     }
     if (o.bench.n_ctx < o.depth + 80) o.bench.n_ctx = o.depth + 80;
-    char err[PF_ERR_LEN];
     pf_task_suite suite;
     if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
     pf_tune_result r;

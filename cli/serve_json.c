@@ -12,6 +12,7 @@
 #include "engine/unicode.h"
 #include "grammar/lit_set.h"
 #include "grammar/schema.h"
+#include "verify/kind.h"
 
 /* ---- output buffer ---- */
 static bool sv_reserve(sv_buf *b, size_t extra) {
@@ -195,7 +196,10 @@ static bool get_spec(checker *c, const pf_json *root, sv_request *r) {
         r->spec = k[i].kind;
     }
     int64_t block = 0;
-    if (!get_int(c, root, "block", 2, 64, &block, NULL)) return false;
+    bool given = false;
+    char why[PF_ERR_LEN];
+    if (!get_int(c, root, "block", INT64_MIN, INT64_MAX, &block, &given)) return false;
+    if (given && pf_block_check("'block'", block, why) < 0) return bad(c, "block", "%s", why);
     r->block = (int)block;
     return true;
 }

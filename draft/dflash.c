@@ -26,15 +26,12 @@ static int bind_table(const gguf_file *f, const char *name, int64_t rows, int64_
 static int read_hparams(pf_dflash *d, const gguf_file *f, char *err) {
     const pf_hparams *th = &d->target->hp;
     pf_hparams *hp = &d->hp;
-    if (pf_check_architecture(f, "dflash", "is not a draft", err) < 0) return -1;
+    if (pf_dflash_read_block(f, &d->block_size, err) < 0) return -1; /* a draft file, its trained block */
     hp->rope_theta = th->rope_theta;
     hp->rms_eps = th->rms_eps;
     if (pf_read_shape(f, "dflash", hp, err) < 0) return -1;
-    uint32_t block = 0;
-    if (pf_get_u32(f, "dflash.block_size", &block, 1, err) < 0) return -1;
     hp->n_vocab = th->n_vocab;
     hp->n_ctx_train = th->n_ctx_train;
-    d->block_size = (int)block;
     if (hp->n_layer < 1 || hp->n_layer > 256 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_ff > 1 << 20 ||
         hp->n_head < 1 || hp->n_head > 1024 || hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv ||
         hp->head_dim < 2 || hp->head_dim % 2 || hp->head_dim > 1024 || !(hp->rope_theta > 0) || !(hp->rms_eps > 0)) {
@@ -49,10 +46,18 @@ static int read_hparams(pf_dflash *d, const gguf_file *f, char *err) {
                  "target's embedding and output head)", f->path, hp->n_embd, th->n_embd);
         return -1;
     }
-    if (d->block_size < 2 || d->block_size > 4096) {
-        snprintf(err, PF_ERR_LEN, "%s: dflash.block_size: %d is outside 2..4096", f->path, d->block_size);
+    return 0;
+}
+
+int pf_dflash_read_block(const gguf_file *f, int *block, char err[PF_ERR_LEN]) {
+    uint32_t b = 0;
+    if (pf_check_architecture(f, "dflash", "is not a draft", err) < 0) return -1;
+    if (pf_get_u32(f, "dflash.block_size", &b, 1, err) < 0) return -1;
+    if (b < 2 || b > 4096) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.block_size: %u is outside 2..4096", f->path, b);
         return -1;
     }
+    *block = (int)b;
     return 0;
 }
 

@@ -33,6 +33,9 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
 void pf_dflash_free(pf_dflash *d);
 
 int pf_dflash_block_size(const pf_dflash *d); /* dflash.block_size (trained B) */
+/* A draft file's trained block, dflash.block_size (2..4096), without loading it: 0, or -1 with err
+ * (not a draft, no or a bad block size). */
+int pf_dflash_read_block(const gguf_file *f, int *block, char err[PF_ERR_LEN]);
 int pf_dflash_version(const pf_dflash *d);    /* 1 = DFlash, 2 = DFlash2 (conv + selector present) */
 /* Target layers whose residual rows the draft needs, as 0-based "after layer L" indices for
  * pf_batch.tap_layers (dflash.target_layers stores L+1: the INPUT of layer L+1 = the output of L). */

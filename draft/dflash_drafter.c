@@ -1,5 +1,6 @@
 #include "draft/dflash_drafter.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,8 +30,8 @@ static int df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampl
         return -1;
     }
     if (pos + B > s->n_ctx) B = (int)(s->n_ctx - pos);
-    if (B < 2) return 0;
-    if (B > PF_MAX_BLOCK) B = PF_MAX_BLOCK;
+    if (B < 2) return 0; /* the context ends here */
+    assert(B <= PF_MAX_BLOCK);
     if (pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err) < 0) return -1;
     s->n_hidden = B;
     return pf_dflash_n_proposed(s->st);
@@ -57,6 +58,8 @@ static const float *df_hidden(void *p, int *n_rows, int *dim) {
     *dim = pf_dflash_n_embd(s->weights);
     return s->hidden;
 }
+
+static int df_set_head(void *p, int n, char err[PF_ERR_LEN]) { return pf_dflash_set_head(((df_state *)p)->st, n, err); }
 
 static void df_free(void *p) {
     df_state *s = p;
@@ -99,17 +102,11 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err
     const int *taps = pf_dflash_tap_layers(d, &n_taps);
     *dr = (pf_drafter){.name = pf_dflash_version(d) == 2 ? "dflash2" : "dflash", .state = s, .tap_layers = taps,
                        .n_taps = n_taps, .begin = df_begin, .propose = df_propose, .commit = df_commit,
-                       .hidden = df_hidden, .truncate = df_truncate, .set_filter = df_set_filter, .deterministic = 0,
+                       .hidden = df_hidden, .truncate = df_truncate, .set_filter = df_set_filter, .set_head = df_set_head,
+                       .deterministic = 0,
                        .free = df_free};
     return dr;
 }
 
 void pf_dflash_drafter_own_weights(pf_drafter *dr) { ((df_state *)dr->state)->own_weights = 1; }
 
-int pf_dflash_drafter_set_head(pf_drafter *dr, int n, char err[PF_ERR_LEN]) {
-    if (!dr || dr->free != df_free) {
-        snprintf(err, PF_ERR_LEN, "--draft-head applies to DFlash drafts only");
-        return -1;
-    }
-    return pf_dflash_set_head(((df_state *)dr->state)->st, n, err);
-}

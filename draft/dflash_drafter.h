@@ -7,12 +7,10 @@
 #include "draft/drafter.h"
 #include "engine/generate.h"
 
-/* The draft (borrowed) runs on the session's thread pool and kernels. */
+/* The draft (borrowed) runs on the session's thread pool and kernels; it starts with the draft's
+ * default head vocabulary (set_head changes it, pf_dflash_set_head). */
 pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *s, char err[PF_ERR_LEN]);
 /* From now on pf_drafter_free(dr) also frees the draft weights it was made with. */
 void pf_dflash_drafter_own_weights(pf_drafter *dr);
-/* The draft's head vocabulary (pf_dflash_set_head: 0 whole vocabulary, < 0 the draft's default,
- * which a new drafter starts with). Returns -1 (err set) if dr is no DFlash drafter or n is invalid. */
-int pf_dflash_drafter_set_head(pf_drafter *dr, int n, char err[PF_ERR_LEN]);
 
 #endif

@@ -2,6 +2,10 @@
  * candidate-selector walk over each row's top-k. */
 #include "draft/dflash_impl.h"
 
+#include <assert.h>
+
+#include "draft/drafter.h"
+
 /* The k largest logits, by decreasing value (ties: lower index first), in one pass. Once k are
  * held, only values above the k-th can enter, so the scan jumps to the next such value (kernel
  * first_above); the entries and their order are those of the plain loop. */
@@ -104,10 +108,7 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     const pf_hparams *hp = &d->hp;
     const int H = hp->n_embd, V = hp->n_vocab, v2 = d->version == 2;
     const int sampled = samp && samp->temp > 0;
-    if (B < 2) {
-        snprintf(err, PF_ERR_LEN, "dflash: block of %d rows (needs at least 2)", B);
-        return -1;
-    }
+    assert(B >= 2 && B <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h), or less at the context's end */
     if (s->len + B > s->n_ctx) {
         snprintf(err, PF_ERR_LEN, "dflash: context full: %lld context rows + a block of %d exceed %lld",
                  (long long)s->len, B, (long long)s->n_ctx);

@@ -46,6 +46,9 @@ typedef struct pf_drafter {
     /* Optional: proposals from now on come only from what f allows (NULL: no filter), and stop
      * where it allows nothing the draft can propose. */
     void (*set_filter)(void *state, const pf_draft_filter *f);
+    /* Optional: the draft's head vocabulary (0 the whole vocabulary, N > 0 the N most frequent
+     * ranked tokens); NULL for a drafter without one. */
+    int (*set_head)(void *state, int n, char err[PF_ERR_LEN]);
     /* True when every proposal is a point mass (q need not be kept). */
     int deterministic;
     void (*free)(void *state);
@@ -53,5 +56,8 @@ typedef struct pf_drafter {
 
 /* Calls d->free(d->state) and frees d. */
 void pf_drafter_free(pf_drafter *d);
+/* A front end's head vocabulary setting: 0 leaves the draft's default, -1 the whole vocabulary, N > 0
+ * the N most frequent ranked tokens; -1 with err for a drafter without a head vocabulary. */
+int pf_drafter_set_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]);
 
 #endif

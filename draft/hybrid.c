@@ -36,6 +36,12 @@ static void hy_set_filter(void *p, const pf_draft_filter *f) {
     if (s->model->set_filter) s->model->set_filter(s->model->state, f);
 }
 
+/* The head vocabulary is the draft model's. */
+static int hy_set_head(void *p, int n, char err[PF_ERR_LEN]) {
+    hybrid_state *s = p;
+    return s->model->set_head(s->model->state, n, err);
+}
+
 static int hy_commit(void *p, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
     hybrid_state *s = p;
     if (s->lookup->commit(s->lookup->state, tokens, n, NULL, err) < 0) return -1;
@@ -68,6 +74,7 @@ pf_drafter *pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min
     /* no hidden rows: a round's proposal may come from lookup, which has none (no Dec gating) */
     *d = (pf_drafter){.name = "hybrid", .state = s, .tap_layers = model->tap_layers, .n_taps = model->n_taps,
                       .begin = hy_begin, .propose = hy_propose, .commit = hy_commit, .set_filter = hy_set_filter,
+                      .set_head = model->set_head ? hy_set_head : NULL,
                       .deterministic = model->deterministic && lookup->deterministic, .free = hy_free};
     return d;
 fail:

@@ -54,13 +54,15 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
         if (strlen(kinds[k].key) != klen || strncmp(text, kinds[k].key, klen)) continue;
         arm->kind = kinds[k].kind;
         if (val) {
-            char *end;
+            char *end, what[80];
             long b = strtol(val, &end, 10);
-            if (kinds[k].need_block < 0 || *end || b < 2 || b > PF_MAX_BLOCK) {
+            snprintf(what, sizeof what, "--compare: '%.40s': block", text);
+            if (kinds[k].need_block < 0 || *end || end == val) {
                 if (kinds[k].need_block < 0) snprintf(err, PF_ERR_LEN, "--compare: '%.40s': takes no block", text);
-                else snprintf(err, PF_ERR_LEN, "--compare: '%.40s': the block must be 2..%d", text, PF_MAX_BLOCK);
+                else snprintf(err, PF_ERR_LEN, "--compare: '%.40s': the block is not a number", text);
                 return -1;
             }
+            if (pf_block_check(what, b, err) < 0) return -1;
             arm->block = (int)b;
         } else if (kinds[k].need_block > 0) {
             snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs a block (fixed:B)", text);
@@ -74,23 +76,21 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
 }
 
 typedef struct {
-    pf_drafter *d[3]; /* dflash, ngram, hybrid: opened when an arm needs them */
-    int block[3];      /* their trained blocks (ngram: PF_NGRAM_BLOCK) */
+    pf_drafter *d[3];  /* dflash, ngram, hybrid: opened when an arm needs them */
     pf_dec *dec;       /* the draft's Dec head, when an arm needs it */
     int dec_read;      /* dec was looked for */
 } bench_drafters;
 
-static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind, int *trained,
+static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind,
                                char err[PF_ERR_LEN]) {
     int which = kind == PF_KIND_NGRAM ? 1 : kind == PF_KIND_HYBRID ? 2 : 0;
     if (!dr->d[which]) {
         static const char *const names[3] = {"dflash", "ngram", "hybrid"};
-        dr->block[which] = 0;
-        if (!(dr->d[which] = pf_drafter_open(names[which], o->draft_path, s, o->ngram_n, &dr->block[which], err)))
+        int draft_block;
+        if (!(dr->d[which] = pf_drafter_open(names[which], o->draft_path, s, o->ngram_n, &draft_block, err)))
             return NULL;
-        if (which != 1 && pf_drafter_apply_head(dr->d[which], o->draft_head, err) < 0) return NULL;
+        if (which != 1 && pf_drafter_set_head(dr->d[which], o->draft_head, err) < 0) return NULL;
     }
-    *trained = dr->block[which];
     return dr->d[which];
 }
 
@@ -107,14 +107,14 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
         }
         return sp;
     }
-    pf_strategy_desc desc = {.kind = arm->kind, .block = arm->block, .profile = arm->profile,
-                             .profile_fixed = arm->profile_fixed, .has_draft = pf_draft_at_hand(s, o->draft_path)};
+    pf_strategy_desc desc = {.kind = arm->kind, .block = arm->block, .draft_head = o->draft_head, .ngram_n = o->ngram_n,
+                             .profile = arm->profile,
+                             .profile_fixed = arm->profile_fixed};
     /* a task type the profile does not name takes its default entry */
     desc.task = arm->profile && pf_profile_find(arm->profile, type) ? type : NULL;
-    if (!dr->dec_read && desc.has_draft && (arm->kind == PF_KIND_DEFAULT || arm->kind == PF_KIND_DEC)) {
-        if (pf_draft_dec_open(s, o->draft_path, &dr->dec, err) < 0) return NULL;
-        dr->dec_read = 1;
-    }
+    int want_dec = !dr->dec_read && (arm->kind == PF_KIND_DEFAULT || arm->kind == PF_KIND_DEC);
+    if (pf_draft_probe(s, o->draft_path, &desc, want_dec ? &dr->dec : NULL, err) < 0) return NULL;
+    dr->dec_read |= want_dec;
     desc.draft_has_dec = dr->dec != NULL;
     pf_strategy_plan plan;
     if (pf_strategy_plan_make(&desc, &plan, err) < 0) {
@@ -122,12 +122,11 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
             snprintf(err, PF_ERR_LEN, "%.200s: the draft has no Dec head (dec.* tensors)", o->draft_path ? o->draft_path : "bundle");
         return NULL;
     }
-    int trained;
-    pf_drafter *d = get_drafter(s, o, dr, plan.kind, &trained, err);
-    pf_spec *sp = d ? pf_strategy_build(s, &plan, d, trained, dr->dec, err) : NULL;
+    pf_drafter *d = get_drafter(s, o, dr, plan.kind, err);
+    pf_spec *sp = d ? pf_strategy_build(s, &plan, d, dr->dec, err) : NULL;
     if (!sp) return NULL;
     snprintf(bt->spec, sizeof bt->spec, "%s", arm->profile && plan.use_prior ? "prior" : pf_kind_name(plan.kind));
-    bt->block = arm->profile && plan.use_prior ? plan.profile_block : pf_spec_block(sp);
+    bt->block = arm->profile && plan.use_prior ? plan.profile_block : plan.block;
     return sp;
 }
 
@@ -170,7 +169,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
-    bench_drafters dr = {{NULL, NULL, NULL}, {0, 0, 0}, NULL, 0};
+    bench_drafters dr = {{NULL, NULL, NULL}, NULL, 0};
     pf_spec **specs = NULL; /* [arm][task] */
     int rc = -1;
     int32_t ***prompts = NULL;

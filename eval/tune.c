@@ -19,7 +19,7 @@ static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *
     int32_t *toks = malloc((size_t)(o->depth + 1) * sizeof *toks), *draft = malloc(PF_MAX_BLOCK * sizeof *draft);
     float *taps = NULL;
     if (!d || !toks || !draft) goto done;
-    if (!strcmp(spec, "dflash") && pf_drafter_apply_head(d, o->bench.draft_head, err) < 0) goto done;
+    if (!strcmp(spec, "dflash") && pf_drafter_set_head(d, o->bench.draft_head, err) < 0) goto done;
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i <= o->depth; i++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;

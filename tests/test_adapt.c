@@ -211,7 +211,9 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
     CHECK(s);
     for (int dv = 0; dv < 2; dv++) {
         pf_dec *dec = NULL;
-        CHECK(pf_draft_dec_open(s, drafts[dv], &dec, err) == (dv == 1 ? 1 : 0));
+        pf_strategy_desc probe = {0};
+        CHECK(pf_draft_probe(s, drafts[dv], &probe, &dec, err) == 0 && probe.has_draft && probe.draft_block >= 4 &&
+              probe.draft_has_dec == (dv == 1) && (dec != NULL) == (dv == 1));
         pf_dec_free(dec);
         pf_spec *spec = pf_spec_default(s, drafts[dv], 0, err);
         CHECKF(spec, "%s", err);

@@ -677,7 +677,6 @@ static void check_invariance(int version) {
     }
     /* blocks that do not fit; bad tokens */
     CHECK(pf_dflash_propose(a, toks[N - 1], 57, NULL, NULL, big, NULL, NULL, err) < 0 && strstr(err, "context"));
-    CHECK(pf_dflash_propose(a, toks[N - 1], 1, NULL, NULL, big, NULL, NULL, err) < 0);
     CHECK(pf_dflash_propose(a, V, 4, NULL, NULL, big, NULL, NULL, err) < 0 && strstr(err, "vocabulary"));
     CHECK(pf_dflash_append_context(a, taps, 57, err) < 0 && strstr(err, "context") && pf_dflash_context_len(a) == N - 1);
     /* truncate + re-append == never truncated */

@@ -165,7 +165,7 @@ TEST(structured_spec_greedy_equals_plain_every_strategy) {
     for (int ki = 0; ki < N_KINDS; ki++) {
         pf_strategy_desc desc = {.kind = k_kinds[ki]};
         pf_spec *spec = NULL;
-        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", 0, 3, &spec, NULL, err) == 0, "%s", err);
+        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", &spec, NULL, err) == 0, "%s", err);
         int64_t forced = 0, tokens = 0, rounds = 0;
         for (int k = 0; k < N_SCHEMAS; k++)
             for (int pi = 0; pi < N_PROMPTS; pi++) {
@@ -197,7 +197,7 @@ TEST(structured_spec_sampled_validates) {
     for (int ki = 0; ki < N_KINDS; ki++) {
         pf_strategy_desc desc = {.kind = k_kinds[ki]};
         pf_spec *spec = NULL;
-        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", 0, 3, &spec, NULL, err) == 0, "%s", err);
+        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", &spec, NULL, err) == 0, "%s", err);
         for (int k = 0; k < N_SCHEMAS; k++) {
             test_seq seq, ref;
             pf_gen_stats st;

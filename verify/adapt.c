@@ -1,16 +1,18 @@
 #include "verify/adapt.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
 static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
 static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *prior, int n_prior) {
+void pf_adapt_init(pf_adapt *a, int block, const pf_dec *dec, const double *prior, int n_prior) {
     memset(a, 0, sizeof *a);
-    a->max_block = max_block < 2 ? 2 : max_block > PF_MAX_BLOCK ? PF_MAX_BLOCK : max_block;
+    assert(block >= 2 && block <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h) */
+    a->block = block;
     a->dec = dec;
-    pf_cost_init(&a->cost, a->max_block);
+    pf_cost_init(&a->cost, a->block);
     for (int k = 0; k < PF_MAX_BLOCK; k++) a->prior[k] = prior && k < n_prior ? prior[k] : 0.7;
     a->backoff = 1;
     a->cal_slope = 1;
@@ -33,7 +35,7 @@ static double round_s(const pf_adapt *a, int rows, int n) {
 }
 
 int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap) {
-    int bmax = cap < a->max_block ? cap : a->max_block;
+    int bmax = cap < a->block ? cap : a->block;
     if (bmax < 2) return 1;
     if (a->dec && h_target) {
         a->z_target = pf_dec_target_logit(a->dec, h_target);

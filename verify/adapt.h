@@ -17,7 +17,7 @@
 
 
 typedef struct {
-    int max_block;    /* most rows a round verifies */
+    int block;    /* most rows a round verifies */
     const pf_dec *dec; /* NULL: adaptive block (survival from running acceptance) */
     pf_cost_model cost;
     /* running acceptance per position (decayed counts) and its prior */
@@ -60,7 +60,7 @@ typedef struct {
 #define PF_ADAPT_SLOPE_MAX 2.0
 
 /* prior[k-1] = the acceptance prior of position k (NULL: 0.7 for all). */
-void pf_adapt_init(pf_adapt *a, int max_block, const pf_dec *dec, const double *prior, int n_prior);
+void pf_adapt_init(pf_adapt *a, int block, const pf_dec *dec, const double *prior, int n_prior);
 /* Before drafting: h_target is the target's final row of the last committed position (with a
  * head; else NULL), cap the most rows this round may verify. Returns the rows to draft (>= 2), or
  * 1 for a plain step. */

@@ -20,7 +20,7 @@
 
 
 typedef struct {
-    int n_max;                             /* row counts 1..n_max are modelled */
+    int block;                             /* row counts 1..block are modelled */
     double log_t[PF_MAX_BLOCK + 1];    /* log seconds of an n-row verify forward; index 0 unused */
     double log_d[PF_MAX_BLOCK + 1];    /* log seconds of drafting a B-row block */
     int have_t, have_d;                    /* any estimate at all */
@@ -38,7 +38,7 @@ typedef struct {
 #define PF_COST_RATE 0.15
 #define PF_COST_CLAMP 0.4
 
-void pf_cost_init(pf_cost_model *cm, int n_max);
+void pf_cost_init(pf_cost_model *cm, int block);
 /* Prior from relative costs: c[n] = t(n)/t(1) and draft[n] = d(n)/t(1) for n = 1..n-1 of the
  * arrays (0 = unknown; gaps are interpolated), scaled by t1 seconds. Either array may be NULL. */
 void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, int n, double t1);

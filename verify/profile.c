@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "formats/json.h"
-#include "verify/strategies.h"
+#include "verify/kind.h"
 
 static int get_choice(const pf_json *o, char spec[16], int *block, const char *path, const char *where,
                       char err[PF_ERR_LEN]) {
@@ -16,7 +16,7 @@ static int get_choice(const pf_json *o, char spec[16], int *block, const char *p
     /* a tuned choice is a strategy with a draft or the lookup: dflash, ngram, dec or hybrid */
     if (!s || s->type != PF_JSON_STRING ||
         (kind != PF_KIND_DFLASH && kind != PF_KIND_NGRAM && kind != PF_KIND_DEC && kind != PF_KIND_HYBRID) || !b ||
-        b->type != PF_JSON_NUMBER || !b->u.num.is_int || b->u.num.i < 2 || b->u.num.i > PF_MAX_BLOCK) {
+        b->type != PF_JSON_NUMBER || !b->u.num.is_int || pf_block_check("block", b->u.num.i, kerr) < 0) {
         snprintf(err, PF_ERR_LEN, "%.120s: %.40s: needs \"spec\" (dflash|ngram|dec|hybrid) and \"block\" (2..%d)", path, where,
                  PF_MAX_BLOCK);
         return -1;

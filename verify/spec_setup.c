@@ -2,15 +2,13 @@
  * adaptive block), round logging, and the taps the verify forward needs for them. */
 #include "verify/spec_impl.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 pf_spec *pf_spec_new(pf_session *s, pf_drafter *d, int block, char err[PF_ERR_LEN]) {
-    if (block < 2 || block > PF_MAX_BLOCK) {
-        snprintf(err, PF_ERR_LEN, "block size %d is outside 2..%d", block, PF_MAX_BLOCK);
-        return NULL;
-    }
+    assert(block >= 2 && block <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h) */
     const pf_hparams *hp = &s->model->hp;
     pf_spec *sp = calloc(1, sizeof *sp);
     if (!sp) goto oom;
