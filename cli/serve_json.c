@@ -289,8 +289,8 @@ static bool take_schema(checker *c, const pf_json *schema, const char *param, sv
     pf_sbuf b = {0};
     pf_json_compact(&b, schema, c->body, c->body_len);
     char err[PF_ERR_LEN];
-    pf_schema *s = b.oom ? NULL : pf_schema_compile(b.p, b.n, err);
-    if (!s) {
+    pf_schema *s = NULL;
+    if (b.oom || pf_schema_compile(b.p, b.n, &s, err) != PF_SCHEMA_OK) {
         free(b.p);
         return b.oom ? bad(c, param, "out of memory") : bad(c, param, "%.230s", err);
     }

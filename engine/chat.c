@@ -60,29 +60,35 @@ static int qwen3_assistant(sbuf *b, const char *c, bool after_last_query) {
     return puts_(b, content);
 }
 
-char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_ERR_LEN]) {
+int pf_chat_check(const pf_message *messages, int n, char err[PF_ERR_LEN]) {
     if (n < 1 || !messages) {
         snprintf(err, PF_ERR_LEN, "chat: no messages");
-        return NULL;
+        return -1;
     }
-    int last_user = -1;
     for (int i = 0; i < n; i++) {
         const char *r = messages[i].role;
         if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant"))) {
             snprintf(err, PF_ERR_LEN, "chat: message %d: role '%s' is not system, user or assistant", i,
                      r ? r : "(null)");
-            return NULL;
+            return -1;
         }
         if (!messages[i].content) {
             snprintf(err, PF_ERR_LEN, "chat: message %d: no content", i);
-            return NULL;
+            return -1;
         }
-        if (!strcmp(r, "user")) last_user = i;
     }
     if (!strcmp(messages[n - 1].role, "assistant")) {
         snprintf(err, PF_ERR_LEN, "chat: the last message is the assistant's (nothing to answer)");
-        return NULL;
+        return -1;
     }
+    return 0;
+}
+
+char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_ERR_LEN]) {
+    if (pf_chat_check(messages, n, err) < 0) return NULL;
+    int last_user = -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(messages[i].role, "user")) last_user = i;
     sbuf b = {0};
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {

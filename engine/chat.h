@@ -18,6 +18,9 @@ bool pf_chat_template_qwen3(const char *chat_template);
  * message of the history keeps only what follows its last "</think>" (the template drops earlier
  * turns' reasoning). A malloc'd string, or NULL with err (bad role, out of memory). */
 char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_ERR_LEN]);
+/* What pf_chat_render refuses (no messages, a bad role, no content, the assistant's last): 0, or
+ * -1 with err. Past it, rendering fails only for memory. */
+int pf_chat_check(const pf_message *messages, int n, char err[PF_ERR_LEN]);
 
 /* "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
  * "<|im_start|>assistant\n"; the system block is omitted when system is NULL.

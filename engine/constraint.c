@@ -53,31 +53,38 @@ void pf_session_masker_free(pf_session *s) {
     s->masker = NULL;
 }
 
-pf_constraint *pf_constraint_open(pf_session *s, const pf_gen_params *p, char err[PF_ERR_LEN]) {
-    err[0] = 0;
-    if (!p->json_schema && !p->json_object) return NULL;
-    if (!s->masker && !(s->masker = build_masker(s->model, err))) return NULL;
+/* The compiled schema p asks for, its compiler's status as the call's. */
+static pf_status compile_schema(const pf_gen_params *p, pf_schema **out, char err[PF_ERR_LEN]) {
+    pf_schema_status r = p->json_schema ? pf_schema_compile(p->json_schema, strlen(p->json_schema), out, err)
+                                        : pf_schema_json_object(out, err);
+    return r == PF_SCHEMA_OK ? PF_OK : r == PF_SCHEMA_NO_MEMORY ? PF_ERR_OOM : PF_ERR_ARG;
+}
+
+pf_status pf_constraint_open(pf_session *s, const pf_gen_params *p, pf_constraint **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    if (!p->json_schema && !p->json_object) return PF_OK;
+    /* a loaded model's vocabulary is never empty: building its masker fails only for memory */
+    if (!s->masker && !(s->masker = build_masker(s->model, err))) return PF_ERR_OOM;
     pf_constraint *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return NULL;
+        return PF_ERR_OOM;
     }
     c->tm = s->masker;
     c->n_vocab = s->model->hp.n_vocab;
-    c->schema = p->json_schema ? pf_schema_compile(p->json_schema, strlen(p->json_schema), err) : pf_schema_json_object(err);
-    if (!c->schema) {
-        pf_constraint_free(c);
-        return NULL;
+    pf_status rc = compile_schema(p, &c->schema, err);
+    if (rc == PF_OK) {
+        c->m = pf_matcher_new(c->schema);
+        c->cache = pf_mask_cache_new(c->tm);
+        c->bits = malloc((size_t)pf_token_masker_words(c->tm) * sizeof *c->bits);
+        if (!c->m || !c->cache || !c->bits) {
+            snprintf(err, PF_ERR_LEN, "out of memory");
+            rc = PF_ERR_OOM;
+        }
     }
-    c->m = pf_matcher_new(c->schema);
-    c->cache = pf_mask_cache_new(c->tm);
-    c->bits = malloc((size_t)pf_token_masker_words(c->tm) * sizeof *c->bits);
-    if (!c->m || !c->cache || !c->bits) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        pf_constraint_free(c);
-        return NULL;
-    }
-    return c;
+    if (rc != PF_OK) pf_constraint_free(c);
+    else *out = c;
+    return rc;
 }
 
 void pf_constraint_free(pf_constraint *c) {

@@ -228,9 +228,9 @@ static pf_status generate_run(pf_session *s, const int32_t *prompt, int n_prompt
 
 static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
                           pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
-    s->cons = pf_constraint_open(s, p, err);
-    if (!s->cons && err[0]) return strstr(err, "out of memory") ? PF_ERR_OOM : PF_ERR_ARG;
-    pf_status rc = generate_run(s, prompt, n_prompt, save_len, p, on_token, user, stats, err);
+    pf_status rc = pf_constraint_open(s, p, &s->cons, err);
+    if (rc != PF_OK) return rc;
+    rc = generate_run(s, prompt, n_prompt, save_len, p, on_token, user, stats, err);
     pf_constraint_free(s->cons);
     s->cons = NULL;
     return rc;
@@ -340,9 +340,10 @@ pf_status pf_engine_generate_chat(pf_session *s, const pf_message *messages, int
             snprintf(err, PF_ERR_LEN, "chat: message %d is not valid UTF-8", i);
             return PF_ERR_UTF8;
         }
+    if (pf_chat_check(messages, n, err) < 0) return PF_ERR_ARG;
     bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(s->model->tok));
     char *text = pf_chat_render(messages, n, qwen3, err);
-    if (!text) return strstr(err, "out of memory") ? PF_ERR_OOM : PF_ERR_ARG;
+    if (!text) return PF_ERR_OOM; /* the messages passed pf_chat_check */
     const char *system = n > 0 && messages[0].role && !strcmp(messages[0].role, "system") ? messages[0].content : NULL;
     pf_status rc = generate_text(s, text, strlen(text), true, system, p, on_text, user, stats, err);
     free(text);

@@ -18,6 +18,7 @@ typedef struct {
     const char *src;
     size_t src_len;
     char *err;
+    int oom; /* the failure was out of memory */
 } cctx;
 
 static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path);
@@ -37,12 +38,17 @@ static int32_t fail(cctx *c, const char *path, const char *fmt, ...) {
     return FAIL;
 }
 
+static int32_t fail_oom(cctx *c, const char *path) {
+    c->oom = 1;
+    return fail(c, path, "out of memory");
+}
+
 static int32_t new_node(cctx *c, pf_schema_kind kind) {
     pf_schema *s = c->s;
     if (s->n_nodes == s->cap_nodes) {
         int cap = s->cap_nodes ? s->cap_nodes * 2 : 16;
         pf_schema_node *n = realloc(s->nodes, (size_t)cap * sizeof *n);
-        if (!n) return fail(c, "", "out of memory");
+        if (!n) return fail_oom(c, "");
         s->nodes = n;
         s->cap_nodes = cap;
     }
@@ -59,7 +65,7 @@ static int32_t literal_node(cctx *c, char **s, uint32_t *len, int n) {
         for (int i = 0; i < n; i++) free(s[i]);
         return FAIL;
     }
-    if (pf_lit_set_take(&c->s->nodes[id].lits, s, len, n) < 0) return fail(c, "", "out of memory");
+    if (pf_lit_set_take(&c->s->nodes[id].lits, s, len, n) < 0) return fail_oom(c, "");
     return id;
 }
 
@@ -71,7 +77,7 @@ static int32_t words_node(cctx *c, const char *const *w, int n) {
         len[i] = (uint32_t)strlen(w[i]);
         if (!s[i]) {
             for (int j = 0; j < i; j++) free(s[j]);
-            return fail(c, "", "out of memory");
+            return fail_oom(c, "");
         }
     }
     return literal_node(c, s, len, n);
@@ -83,7 +89,7 @@ static int32_t union_node(cctx *c, const int32_t *alts, int n) {
     int32_t id = new_node(c, PF_SN_UNION);
     if (id < 0) return FAIL;
     int32_t *a = malloc((size_t)n * sizeof *a);
-    if (!a) return fail(c, "", "out of memory");
+    if (!a) return fail_oom(c, "");
     memcpy(a, alts, (size_t)n * sizeof *a);
     c->s->nodes[id].alts = a;
     c->s->nodes[id].n_alts = n;
@@ -198,7 +204,7 @@ static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
     int32_t id;
     if (oom) {
         for (int i = 0; i < m; i++) free(s[i]);
-        id = fail(c, path, "out of memory");
+        id = fail_oom(c, path);
     } else {
         id = m ? literal_node(c, s, len, m) : UNSAT;
     }
@@ -240,7 +246,7 @@ static int add_prop(cctx *c, prop *p, int *n, const char *key, size_t len, int32
     pf_sbuf_put(&b, ":", 1);
     if (b.oom || !b.p) {
         free(b.p);
-        return fail(c, path, "out of memory");
+        return fail_oom(c, path);
     }
     p[(*n)++] = (prop){b.p, (uint32_t)b.n, node, 0};
     return 0;
@@ -286,7 +292,7 @@ static int32_t props_node(cctx *c, prop *p, int n) {
     if (id < 0 || !s || !len || !node) {
         for (int i = 0; i < m; i++) free(p[i].text);
         free(s), free(len), free(node);
-        return id < 0 ? FAIL : fail(c, "", "out of memory");
+        return id < 0 ? FAIL : fail_oom(c, "");
     }
     pf_schema_node *o = &c->s->nodes[id];
     for (int i = 0; i < m; i++) {
@@ -301,7 +307,7 @@ static int32_t props_node(cctx *c, prop *p, int n) {
     free(s);
     free(len);
     if (rc == 0 && o->keys.n != m) return fail(c, "", "a property is given twice");
-    return rc < 0 ? fail(c, "", "out of memory") : id;
+    return rc < 0 ? fail_oom(c, "") : id;
 }
 
 static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *path) {
@@ -360,7 +366,7 @@ static int32_t compile_any_of(cctx *c, const pf_json *v, int depth, const char *
     const pf_json *a = pf_json_get(v, "anyOf");
     if (a->type != PF_JSON_ARRAY || a->u.arr.n == 0) return fail(c, path, "anyOf: not a non-empty array of schemas");
     int32_t *alts = malloc(a->u.arr.n * sizeof *alts);
-    if (!alts) return fail(c, path, "out of memory");
+    if (!alts) return fail_oom(c, path);
     int n = 0;
     for (size_t i = 0; i < a->u.arr.n; i++) {
         char sub[256];
@@ -413,6 +419,7 @@ static pf_schema *start(cctx *c, char err[PF_ERR_LEN]) {
     c->s = calloc(1, sizeof *c->s);
     c->err = err;
     if (!c->s) {
+        c->oom = 1;
         snprintf(err, PF_ERR_LEN, "json schema: out of memory");
         return NULL;
     }
@@ -423,12 +430,13 @@ static pf_schema *start(cctx *c, char err[PF_ERR_LEN]) {
     return c->s;
 }
 
-pf_schema *pf_schema_compile(const char *text, size_t len, char err[PF_ERR_LEN]) {
+pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out, char err[PF_ERR_LEN]) {
     char why[PF_ERR_LEN];
+    *out = NULL;
     pf_json_doc *d = pf_json_parse(text, len, why);
     if (!d) {
         snprintf(err, PF_ERR_LEN, "json schema: %.230s", why);
-        return NULL;
+        return PF_SCHEMA_INVALID;
     }
     cctx c = {.src = text, .src_len = len};
     pf_schema *s = start(&c, err);
@@ -437,17 +445,19 @@ pf_schema *pf_schema_compile(const char *text, size_t len, char err[PF_ERR_LEN])
     if (root == UNSAT) fail(&c, "", "the schema admits no value");
     if (root < 0) {
         pf_schema_free(s);
-        return NULL;
+        return c.oom ? PF_SCHEMA_NO_MEMORY : PF_SCHEMA_INVALID;
     }
     s->root = root;
-    return s;
+    *out = s;
+    return PF_SCHEMA_OK;
 }
 
-pf_schema *pf_schema_json_object(char err[PF_ERR_LEN]) {
+pf_schema_status pf_schema_json_object(pf_schema **out, char err[PF_ERR_LEN]) {
     cctx c = {0};
     pf_schema *s = start(&c, err);
     if (s) s->root = PF_SN_ID_ANY_OBJECT;
-    return s;
+    *out = s;
+    return s ? PF_SCHEMA_OK : PF_SCHEMA_NO_MEMORY;
 }
 
 void pf_schema_free(pf_schema *s) {

@@ -65,10 +65,15 @@ typedef struct {
     int32_t root;
 } pf_schema;
 
-/* Compile schema text[0..len); NULL with a one-line error naming the keyword or the problem. */
-pf_schema *pf_schema_compile(const char *text, size_t len, char err[PF_ERR_LEN]);
+/* What compiling gives: a schema, text that is not a schema of the supported subset (or not JSON),
+ * or no memory. Callers pass it up as their own status; they never read it from the message. */
+typedef enum { PF_SCHEMA_OK = 0, PF_SCHEMA_INVALID, PF_SCHEMA_NO_MEMORY } pf_schema_status;
+
+/* Compile schema text[0..len) into *out; otherwise *out NULL and a one-line error naming the
+ * keyword or the problem. */
+pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out, char err[PF_ERR_LEN]);
 /* Plain JSON mode: any JSON object. */
-pf_schema *pf_schema_json_object(char err[PF_ERR_LEN]);
+pf_schema_status pf_schema_json_object(pf_schema **out, char err[PF_ERR_LEN]);
 void pf_schema_free(pf_schema *s);
 
 /* Index range [*lo, *hi) of set entries whose byte `off` is c, within [*lo, *hi) (entries there

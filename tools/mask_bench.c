@@ -41,7 +41,8 @@ int main(int argc, char **argv) {
     double t0 = pf_now_s();
     pf_token_masker *tm = pf_vocab_masker(t, pf_tokenizer_n_vocab(t), err);
     double t_build = pf_now_s() - t0;
-    pf_schema *s = pf_schema_compile(schema, n_schema, err);
+    pf_schema *s = NULL;
+    pf_schema_compile(schema, n_schema, &s, err);
     if (!tm || !s) return fprintf(stderr, "%s\n", err), 1;
     int V = pf_tokenizer_n_vocab(t), reps = atoi(argv[4]), words = pf_token_masker_words(tm), forced = 0;
     float *logits = calloc((size_t)V, sizeof *logits);

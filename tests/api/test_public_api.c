@@ -377,6 +377,13 @@ TEST(api_bad_arguments_fail_with_a_message) {
     CHECK(pf_generate_chat(s, last_assistant, 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "assistant"));
     CHECK(pf_generate_chat(s, bad_utf8, 1, &gp, on_text, &t, NULL, err) == PF_ERR_UTF8);
     CHECK(pf_generate_chat(s, bad_role, 0, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
+    /* statuses travel up as the compiler gave them, not read from the message: a schema whose
+     * error names a property "out of memory" is still a bad argument */
+    gp.json_schema = "{\"type\": \"object\", \"properties\": {\"out of memory\": 5}}";
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "out of memory"));
+    pf_message nothing_to_answer[1] = {{"assistant", "out of memory"}};
+    CHECK(pf_generate_chat(s, nothing_to_answer, 1, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
+    gp.json_schema = NULL;
     gp.spec = PF_SPEC_DFLASH;
     CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft"));
     gp.spec = PF_SPEC_DEC;

@@ -63,7 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(n_schema ? n_schema : 1); /* exact size: ASan sees any read past the end */
     memcpy(text, data, n_schema);
     char err[PF_ERR_LEN] = "";
-    pf_schema *s = pf_schema_compile(text, n_schema, err);
+    pf_schema *s;
+    pf_schema_compile(text, n_schema, &s, err);
     if (!s) one_line(err);
     pf_matcher *m = s ? pf_matcher_new(s) : NULL;
     pf_mask_cache *cache = m ? pf_mask_cache_new(g_tm) : NULL;
