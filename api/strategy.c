@@ -52,12 +52,12 @@ static pf_status plan_of(const pf_gen_params *p, pf_strategy_plan *plan, char er
     return rc < 0 ? PF_ERR_ARG : PF_OK;
 }
 
+/* The plan's drafter and strategy over the loaded draft; their status as it came. */
 static pf_status build(api_spec *a, pf_session *s, char err[PF_ERR_LEN]) {
     const pf_dflash *w = a->draft ? a->draft->weights : NULL;
-    if (!(a->drafter = pf_drafter_for(&a->plan, w, 0, s, err))) return PF_ERR_OOM;
-    if (!(a->spec = pf_strategy_build(s, &a->plan, a->drafter, a->draft ? a->draft->dec : NULL, err)))
-        return PF_ERR_OOM;
-    return PF_OK;
+    pf_status rc = pf_drafter_for(&a->plan, w, 0, s, &a->drafter, err);
+    if (rc == PF_OK) rc = pf_strategy_build(s, &a->plan, a->drafter, a->draft ? a->draft->dec : NULL, &a->spec, err);
+    return rc;
 }
 
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **strategy, pf_spec **spec, int *block,

@@ -104,7 +104,8 @@ const float *pf_dflash_last_logits(const pf_dflash_state *s, int *n_rows);
  * for a 65,536-token vocabulary). Proposals then come from those tokens only; speculation stays
  * lossless (the target verifies every token, and a sampled draft's q is its own distribution).
  * pf_dflash_set_head: n = 0 the whole vocabulary (the default of a new state), n < 0 the draft's
- * default (0 when it ranks nothing), else 1..ranked (DFlash2: at least its selector's top-k).
+ * default (0 when it ranks nothing), else 1..ranked (DFlash2: at least its selector's top-k); 0, or
+ * PF_DRAFT_BAD_VALUE (n out of range) / PF_DRAFT_NO_MEMORY (draft/drafter.h) with err.
  * With a subset, pf_dflash_last_logits rows have pf_dflash_head() columns, for the token ids
  * *ids (ascending); the values are those the whole head gives these tokens. */
 int pf_dflash_head_default(const pf_dflash *d); /* dflash.head_vocab, 0 without ranked tokens */

@@ -1,6 +1,7 @@
 /* A draft's head vocabulary: the target's output rows of the tokens the draft scores (the default
  * head built at load, a state's own with pf_dflash_set_head). */
 #include "draft/dflash_impl.h"
+#include "draft/drafter.h"
 
 void dflash_head_free(head_subset *h) {
     free(h->ids);
@@ -70,17 +71,17 @@ int pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]) {
     if (n == 0) return 0;
     if (n > d->n_head_rank) {
         snprintf(err, PF_ERR_LEN, "draft head of %d tokens: the draft ranks %d (dflash.head_tokens)", n, d->n_head_rank);
-        return -1;
+        return PF_DRAFT_BAD_VALUE;
     }
     if (d->version == 2 && n < d->sel_top_k) {
         snprintf(err, PF_ERR_LEN, "draft head of %d tokens: the DFlash2 selector takes the top %d", n, d->sel_top_k);
-        return -1;
+        return PF_DRAFT_BAD_VALUE;
     }
     if (n == d->def_head.n) { /* the default: built once with the draft */
         s->sub = &d->def_head;
         return 0;
     }
-    if (dflash_head_build(&s->own_head, d, n, err) < 0) return -1;
+    if (dflash_head_build(&s->own_head, d, n, err) < 0) return PF_DRAFT_NO_MEMORY; /* allocation and packing */
     s->sub = &s->own_head;
     return 0;
 }

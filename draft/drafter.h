@@ -22,6 +22,10 @@ typedef struct {
     int (*take)(void *ctx, int32_t tok);
 } pf_draft_filter;
 
+/* How a drafter call failed, where its caller must tell a bad value from a lack of memory. */
+#define PF_DRAFT_BAD_VALUE (-1)
+#define PF_DRAFT_NO_MEMORY (-2)
+
 typedef struct pf_drafter {
     const char *name;
     void *state;
@@ -47,7 +51,8 @@ typedef struct pf_drafter {
      * where it allows nothing the draft can propose. */
     void (*set_filter)(void *state, const pf_draft_filter *f);
     /* Optional: the draft's head vocabulary (0 the whole vocabulary, N > 0 the N most frequent
-     * ranked tokens); NULL for a drafter without one. */
+     * ranked tokens): 0, PF_DRAFT_BAD_VALUE or PF_DRAFT_NO_MEMORY with err; NULL for a drafter
+     * without one. */
     int (*set_head)(void *state, int n, char err[PF_ERR_LEN]);
     /* True when every proposal is a point mass (q need not be kept). */
     int deterministic;
@@ -57,7 +62,8 @@ typedef struct pf_drafter {
 /* Calls d->free(d->state) and frees d. */
 void pf_drafter_free(pf_drafter *d);
 /* A front end's head vocabulary setting: 0 leaves the draft's default, -1 the whole vocabulary, N > 0
- * the N most frequent ranked tokens; -1 with err for a drafter without a head vocabulary. */
+ * the N most frequent ranked tokens. 0, or set_head's code with err (PF_DRAFT_BAD_VALUE also for a
+ * drafter without a head vocabulary). */
 int pf_drafter_set_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]);
 
 #endif

@@ -123,8 +123,8 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
         return NULL;
     }
     pf_drafter *d = get_drafter(s, o, dr, plan.kind, err);
-    pf_spec *sp = d ? pf_strategy_build(s, &plan, d, dr->dec, err) : NULL;
-    if (!sp) return NULL;
+    pf_spec *sp = NULL;
+    if (!d || pf_strategy_build(s, &plan, d, dr->dec, &sp, err) != PF_OK) return NULL;
     snprintf(bt->spec, sizeof bt->spec, "%s", arm->profile && plan.use_prior ? "prior" : pf_kind_name(plan.kind));
     bt->block = arm->profile && plan.use_prior ? plan.profile_block : plan.block;
     return sp;

@@ -10,7 +10,8 @@
 #include "formats/gguf.h"
 #include "formats/pfb.h"
 
-/* The DFlash drafter over w; with own_weights it frees w, also when this fails. */
+/* The DFlash drafter over w; with own_weights it frees w, also when this fails. Its session's
+ * context is never too small for it, so a failure is memory. */
 static pf_drafter *dflash_drafter(const pf_dflash *w, int own_weights, pf_session *s, char err[PF_ERR_LEN]) {
     pf_drafter *d = pf_dflash_drafter_new(w, s, err);
     if (own_weights) {
@@ -20,42 +21,59 @@ static pf_drafter *dflash_drafter(const pf_dflash *w, int own_weights, pf_sessio
     return d;
 }
 
-pf_drafter *pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
-                           char err[PF_ERR_LEN]) {
+/* The plan's drafter without its head vocabulary; NULL is out of memory. */
+static pf_drafter *new_drafter(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+                               char err[PF_ERR_LEN]) {
     if (plan->kind == PF_KIND_NGRAM) {
         pf_drafter *d = pf_ngram_drafter_new(1, plan->ngram_n);
         if (!d) snprintf(err, PF_ERR_LEN, "out of memory");
         return d;
     }
     pf_drafter *model = dflash_drafter(w, own_weights, s, err);
-    if (model && plan->kind == PF_KIND_HYBRID) {
-        int max_n = plan->ngram_n > PF_HYBRID_MIN_MATCH ? plan->ngram_n : PF_HYBRID_MIN_MATCH;
-        pf_drafter *lookup = pf_ngram_drafter_new(PF_HYBRID_MIN_MATCH, max_n);
-        if (!lookup) snprintf(err, PF_ERR_LEN, "out of memory");
-        model = lookup ? pf_hybrid_drafter_new(lookup, model, PF_HYBRID_MIN_TOKENS, err) : (pf_drafter_free(model), NULL);
-    }
-    if (model && pf_drafter_set_head(model, plan->draft_head, err) < 0) {
+    if (!model || plan->kind != PF_KIND_HYBRID) return model;
+    int max_n = plan->ngram_n > PF_HYBRID_MIN_MATCH ? plan->ngram_n : PF_HYBRID_MIN_MATCH;
+    pf_drafter *lookup = pf_ngram_drafter_new(PF_HYBRID_MIN_MATCH, max_n);
+    if (!lookup) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
         pf_drafter_free(model);
         return NULL;
     }
-    return model;
+    return pf_hybrid_drafter_new(lookup, model, PF_HYBRID_MIN_TOKENS, err); /* its only other failure: bad arguments */
 }
 
-pf_spec *pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
-                           char err[PF_ERR_LEN]) {
-    assert(plan->block >= 2 && plan->block <= PF_MAX_BLOCK); /* resolved by pf_strategy_plan_make */
-    if (plan->kind == PF_KIND_DEC && !dec) {
-        snprintf(err, PF_ERR_LEN, "strategy dec needs a draft with a Dec head (dec.* tensors)");
-        return NULL;
+pf_status pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+                         pf_drafter **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    pf_drafter *d = new_drafter(plan, w, own_weights, s, err);
+    if (!d) return PF_ERR_OOM;
+    int rc = pf_drafter_set_head(d, plan->draft_head, err);
+    if (rc < 0) {
+        pf_drafter_free(d);
+        return rc == PF_DRAFT_NO_MEMORY ? PF_ERR_OOM : PF_ERR_ARG;
     }
+    *out = d;
+    return PF_OK;
+}
+
+pf_status pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
+                            pf_spec **out, char err[PF_ERR_LEN]) {
+    assert(plan->block >= 2 && plan->block <= PF_MAX_BLOCK); /* resolved by pf_strategy_plan_make */
+    *out = NULL;
+    if (plan->kind == PF_KIND_DEC && (!dec || !d->hidden)) {
+        snprintf(err, PF_ERR_LEN, !dec ? "strategy dec needs a draft with a Dec head (dec.* tensors)"
+                                       : "Dec gating needs a drafter with hidden rows (dflash)");
+        return PF_ERR_ARG;
+    }
+    /* past the checks above, building fails only for memory */
     pf_spec *sp = pf_spec_new(s, d, plan->block, err);
     pf_spec_prior prior;
     if (sp && (plan->kind == PF_KIND_DEC || plan->kind == PF_KIND_ADAPTIVE) &&
         pf_spec_set_adaptive(sp, plan->kind == PF_KIND_DEC ? dec : NULL, pf_plan_prior(plan, &prior), err) < 0) {
         pf_spec_free(sp);
-        return NULL;
+        return PF_ERR_OOM;
     }
-    return sp;
+    *out = sp;
+    return sp ? PF_OK : PF_ERR_OOM;
 }
 
 /* The draft file at hand: draft_path, or the draft of the session's bundled target; NULL with err. */
@@ -100,11 +118,12 @@ static pf_dflash *bundled_dflash(const pf_model *target, char err[PF_ERR_LEN]) {
 static pf_drafter *open_plan(const pf_strategy_plan *plan, const char *draft_path, pf_session *s, int *draft_block,
                              char err[PF_ERR_LEN]) {
     *draft_block = PF_NGRAM_BLOCK;
-    if (plan->kind == PF_KIND_NGRAM) return pf_drafter_for(plan, NULL, 0, s, err);
+    pf_drafter *d = NULL;
+    if (plan->kind == PF_KIND_NGRAM) return pf_drafter_for(plan, NULL, 0, s, &d, err) == PF_OK ? d : NULL;
     pf_dflash *w = draft_path ? pf_dflash_load(draft_path, s->model, err) : bundled_dflash(s->model, err);
     if (!w) return NULL;
     *draft_block = pf_dflash_block_size(w);
-    return pf_drafter_for(plan, w, 1, s, err);
+    return pf_drafter_for(plan, w, 1, s, &d, err) == PF_OK ? d : NULL;
 }
 
 pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session *s, int ngram_n, int *draft_block,
@@ -143,7 +162,7 @@ int pf_strategy_open(pf_session *s, const pf_strategy_desc *desc, const char *dr
     }
     if (plan.kind == PF_KIND_AR) return 0;
     if (!(dr = open_plan(&plan, draft_path, s, &draft_block, err))) goto fail;
-    if (!(*spec = pf_strategy_build(s, &plan, dr, dec, err))) goto fail;
+    if (pf_strategy_build(s, &plan, dr, dec, spec, err) != PF_OK) goto fail;
     pf_spec_own(*spec, dr, dec);
     return 0;
 fail:

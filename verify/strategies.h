@@ -24,14 +24,16 @@
 #endif
 
 /* A drafter of the plan's kind over loaded DFlash weights w (NULL for ngram), with the plan's head
- * vocabulary; with own_weights it frees w (also when this fails), else w is borrowed. */
-pf_drafter *pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
-                           char err[PF_ERR_LEN]);
+ * vocabulary, into *out; with own_weights it frees w (also when this fails), else w is borrowed.
+ * PF_OK, or PF_ERR_ARG (a head vocabulary the draft cannot take) / PF_ERR_OOM with err. */
+pf_status pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+                         pf_drafter **out, char err[PF_ERR_LEN]);
 
 /* The strategy of a plan (its block is asserted, not checked) over drafter d (not owned) and, for
- * dec, the draft's Dec head (not owned). NULL with err on failure. */
-pf_spec *pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
-                           char err[PF_ERR_LEN]);
+ * dec, the draft's Dec head (not owned), into *out. PF_OK, or PF_ERR_ARG (dec without a head or
+ * over a drafter without hidden rows) / PF_ERR_OOM with err. */
+pf_status pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
+                            pf_spec **out, char err[PF_ERR_LEN]);
 
 /* Open and build what d describes: the draft from draft_path (NULL: the one the session's target
  * bundles), its Dec head when the plan is dec. *spec: the strategy, owning its drafter and head

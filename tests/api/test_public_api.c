@@ -391,8 +391,11 @@ TEST(api_bad_arguments_fail_with_a_message) {
     CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "Dec"));
     gp.spec = PF_SPEC_DFLASH;
     gp.block = 65;
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block"));
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block 65 is outside 2..64"));
     gp.block = 0;
+    gp.draft_head = 1 << 20; /* more tokens than the draft ranks: the drafter's bad value, not memory */
+    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft head"));
+    gp.draft_head = 0;
     gp.spec = (pf_spec_kind)42;
     CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
     gp.spec = PF_SPEC_DEFAULT;
