@@ -57,172 +57,212 @@ static int constrain_commit(pf_session *s, int32_t tok, char err[PF_ERR_LEN]) {
     return r;
 }
 
-/* save_len: prompt tokens whose rows go to p->prompt_cache when it is absent or was ignored. */
-static pf_status generate_run(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
-                          pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
-    pf_gen_stats st = {0};
-    st.n_prompt = n_prompt;
-    pf_strategy *strat = p->strategy ? p->strategy : &k_ar;
-    st.strategy = strat->name;
-    pf_ctx *c = s->ctx;
-    const pf_hparams *hp = &s->model->hp;
-    if (n_prompt < 1) {
+/* One generation in progress: what prefill, the decode loop and finish share. */
+typedef struct {
+    pf_session *s;
+    pf_strategy *strat;
+    const int32_t *prompt;
+    int n_prompt, save_len; /* save_len: prompt tokens whose rows go to p->prompt_cache when it is absent or was ignored */
+    const pf_gen_params *p;
+    pf_token_cb on_token;
+    void *user;
+    pf_gen_stats st;
+    float *taps;     /* the prompt's tapped rows (n_prompt * tap_row floats), kept for a prompt-cache save */
+    size_t tap_row;  /* floats per tapped row */
+    int save;        /* the prompt's rows go to the prompt cache after generation */
+    uint64_t key;    /* the prompt cache's key for this model and kernels */
+    int32_t *buf;    /* a step's committed tokens */
+    int cap_buf;
+    int64_t n_committed; /* tokens the strategy returned; all but the last are in the cache */
+    double t0, t_first;
+} gen_run;
+
+static pf_status check_request(const gen_run *g, char err[PF_ERR_LEN]) {
+    const pf_ctx *c = g->s->ctx;
+    if (g->n_prompt < 1) {
         snprintf(err, PF_ERR_LEN, "empty prompt");
         return PF_ERR_ARG;
     }
-    if (n_prompt >= c->kv->n_ctx) {
-        snprintf(err, PF_ERR_LEN, "prompt of %d tokens does not fit the context of %lld tokens", n_prompt,
+    if (g->n_prompt >= c->kv->n_ctx) {
+        snprintf(err, PF_ERR_LEN, "prompt of %d tokens does not fit the context of %lld tokens", g->n_prompt,
                  (long long)c->kv->n_ctx);
         return PF_ERR_CONTEXT;
     }
-    if (p->max_tokens < 0) {
+    if (g->p->max_tokens < 0) {
         snprintf(err, PF_ERR_LEN, "max_tokens must be >= 0");
         return PF_ERR_ARG;
     }
-    s->sampling = (pf_sampling){p->temp, p->top_k, p->top_p};
-    pf_rng_seed(&s->rng, p->seed);
-    /* Keep the cache rows this prompt shares with the last generation's; a strategy with taps
-     * must still hold its context for them. Rows are batch invariant, so prefilling only the rest
-     * gives bitwise the cold prefill. */
-    int n_keep = reusable(s, prompt, n_prompt);
+    return PF_OK;
+}
+
+/* Keep the cache rows this prompt shares with the last generation's; a strategy with taps must
+ * still hold its context for them. Rows are batch invariant, so prefilling only the rest gives
+ * bitwise the cold prefill. Returns the rows kept. */
+static int keep_reusable(gen_run *g) {
+    pf_session *s = g->s;
+    pf_strategy *strat = g->strat;
+    int n_keep = reusable(s, g->prompt, g->n_prompt);
     if (n_keep > 0 && strat->n_taps > 0 &&
         !(s->prev == strat && strat->keep && strat->resume && strat->keep(strat->state, s, n_keep) == 0))
         n_keep = 0;
-    pf_kv_truncate(c->kv, n_keep);
+    pf_kv_truncate(s->ctx->kv, n_keep);
     s->n_hist = n_keep; /* what stays valid if this generation fails */
     s->prev = NULL;
-    st.n_reused = n_keep;
+    return n_keep;
+}
 
-    size_t tap_row = (size_t)strat->n_taps * hp->n_embd;
-    float *taps = NULL;
-    if (strat->n_taps) {
-        taps = malloc((size_t)n_prompt * tap_row * sizeof(float));
-        if (!taps) {
-            snprintf(err, PF_ERR_LEN, "out of memory");
-            return PF_ERR_OOM;
-        }
-    }
-    double t0 = pf_now_s();
-    /* A prompt-cache hit restores the prefix's K/V and tapped rows; the prefill covers the rest.
-     * Rows are batch invariant, so this is bitwise the cold prefill. */
-    int n_cached = 0, save = 0;
-    uint64_t key = 0;
-    if (p->prompt_cache && n_keep == 0) {
-        char why[PF_ERR_LEN];
-        key = pf_prompt_cache_key(s->model, c->k);
-        n_cached = pf_prompt_cache_restore(p->prompt_cache, key, c->kv, hp->n_embd, prompt, n_prompt,
-                                           strat->tap_layers, strat->n_taps, taps, why);
-        if (n_cached < 0) cache_warning(p->prompt_cache, why);
-        save = n_cached <= 0 && save_len >= 1;
-        if (n_cached < 0) n_cached = 0;
-    }
-    st.n_cached = n_cached;
-    int n0 = n_keep + n_cached; /* rows already in the cache */
-    pf_batch b = {.tokens = prompt + n0, .n = n_prompt - n0, .logits_mode = PF_LOGITS_LAST,
-                  .logits = s->logits, .tap_layers = strat->tap_layers, .n_taps = strat->n_taps,
-                  .taps = taps ? taps + (size_t)n0 * tap_row : NULL};
-    if (pf_forward(c, &b, err) < 0) {
-        free(taps);
-        return PF_ERR_ARG;
-    }
-    st.prefill_s = pf_now_s() - t0;
-    int started = n_keep > 0 && strat->n_taps > 0
-                      ? strat->resume(strat->state, s, prompt, n_prompt, n_keep, taps ? taps + (size_t)n_keep * tap_row : NULL, err)
-                      : (strat->begin ? strat->begin(strat->state, s, prompt, n_prompt, taps, err) : 0);
-    if (started < 0) {
-        free(taps);
-        return PF_ERR_INTERNAL;
-    }
-    memcpy(s->hist + n_keep, prompt + n_keep, (size_t)(n_prompt - n_keep) * sizeof *prompt);
-    int64_t n_committed = 0; /* tokens the strategy returned; all but the last are in the cache */
-    if (!save) { /* otherwise kept for the save after generation (off the clock) */
-        free(taps);
-        taps = NULL;
-    }
+/* A prompt-cache hit restores the prefix's K/V and tapped rows (bitwise the cold prefill's);
+ * returns the rows restored. */
+static int restore_cached(gen_run *g, int n_keep) {
+    const pf_gen_params *p = g->p;
+    if (!p->prompt_cache || n_keep > 0) return 0;
+    char why[PF_ERR_LEN];
+    pf_ctx *c = g->s->ctx;
+    g->key = pf_prompt_cache_key(g->s->model, c->k);
+    int n = pf_prompt_cache_restore(p->prompt_cache, g->key, c->kv, g->s->model->hp.n_embd, g->prompt, g->n_prompt,
+                                    g->strat->tap_layers, g->strat->n_taps, g->taps, why);
+    if (n < 0) cache_warning(p->prompt_cache, why);
+    g->save = n <= 0 && g->save_len >= 1;
+    return n < 0 ? 0 : n;
+}
 
-    pf_status rc = PF_OK;
-    int32_t last = -1;
-    double t_first = 0;
-    int cap_buf = 256;
-    int32_t *buf = malloc((size_t)cap_buf * sizeof *buf);
-    if (!buf) {
-        free(taps);
+/* The prompt into the cache (what is reused or restored is not run again), then the strategy
+ * begun or resumed on it. */
+static pf_status prefill(gen_run *g, char err[PF_ERR_LEN]) {
+    pf_session *s = g->s;
+    pf_strategy *strat = g->strat;
+    s->sampling = (pf_sampling){g->p->temp, g->p->top_k, g->p->top_p};
+    pf_rng_seed(&s->rng, g->p->seed);
+    int n_keep = keep_reusable(g);
+    g->st.n_reused = n_keep;
+    g->tap_row = (size_t)strat->n_taps * s->model->hp.n_embd;
+    if (strat->n_taps && !(g->taps = malloc((size_t)g->n_prompt * g->tap_row * sizeof(float)))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         return PF_ERR_OOM;
     }
-    st.stop = PF_STOP_LENGTH;
-    while (st.n_gen < p->max_tokens) {
-        int n;
-        if (last < 0) { /* the first token comes from the prefill logits */
-            if (s->cons) pf_constraint_apply(s->cons, s->logits);
-            buf[0] = pf_session_sample(s, s->logits);
-            n = 1;
-        } else {
-            /* `last` needs one cache row; a strategy may use up to cap rows */
-            int64_t room = c->kv->n_ctx - c->kv->len;
-            if (room < 1) {
-                st.stop = PF_STOP_CONTEXT;
-                break;
-            }
-            int cap = p->max_tokens - st.n_gen;
-            if (cap > room) cap = (int)room;
-            if (cap > cap_buf) cap = cap_buf;
-            n = strat->step(strat->state, s, last, buf, cap, err);
-            if (n < 0) {
-                rc = PF_ERR_INTERNAL;
-                break;
-            }
+    g->t0 = pf_now_s();
+    g->st.n_cached = restore_cached(g, n_keep);
+    int n0 = n_keep + g->st.n_cached; /* rows already in the cache */
+    pf_batch b = {.tokens = g->prompt + n0, .n = g->n_prompt - n0, .logits_mode = PF_LOGITS_LAST,
+                  .logits = s->logits, .tap_layers = strat->tap_layers, .n_taps = strat->n_taps,
+                  .taps = g->taps ? g->taps + (size_t)n0 * g->tap_row : NULL};
+    if (pf_forward(s->ctx, &b, err) < 0) return PF_ERR_ARG;
+    g->st.prefill_s = pf_now_s() - g->t0;
+    int started = n_keep > 0 && strat->n_taps > 0
+                      ? strat->resume(strat->state, s, g->prompt, g->n_prompt, n_keep,
+                                      g->taps ? g->taps + (size_t)n_keep * g->tap_row : NULL, err)
+                      : (strat->begin ? strat->begin(strat->state, s, g->prompt, g->n_prompt, g->taps, err) : 0);
+    if (started < 0) return PF_ERR_INTERNAL;
+    memcpy(s->hist + n_keep, g->prompt + n_keep, (size_t)(g->n_prompt - n_keep) * sizeof *g->prompt);
+    if (!g->save) { /* otherwise kept for the save after generation (off the clock) */
+        free(g->taps);
+        g->taps = NULL;
+    }
+    g->cap_buf = 256;
+    if (!(g->buf = malloc((size_t)g->cap_buf * sizeof *g->buf))) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_ERR_OOM;
+    }
+    return PF_OK;
+}
+
+/* The next committed tokens into g->buf: the first from the prefill's logits, then a strategy
+ * step. Returns how many, 0 when the context is full (st.stop set), or -1 with err. */
+static int next_tokens(gen_run *g, int32_t last, char err[PF_ERR_LEN]) {
+    pf_session *s = g->s;
+    if (last < 0) {
+        if (s->cons) pf_constraint_apply(s->cons, s->logits);
+        g->buf[0] = pf_session_sample(s, s->logits);
+        return 1;
+    }
+    /* `last` needs one cache row; a strategy may use up to cap rows */
+    int64_t room = s->ctx->kv->n_ctx - s->ctx->kv->len;
+    if (room < 1) {
+        g->st.stop = PF_STOP_CONTEXT;
+        return 0;
+    }
+    int cap = g->p->max_tokens - g->st.n_gen;
+    if (cap > room) cap = (int)room;
+    if (cap > g->cap_buf) cap = g->cap_buf;
+    return g->strat->step(g->strat->state, s, last, g->buf, cap, err);
+}
+
+/* Hand g->buf[0..n) to the caller until a stop condition: 1 stop (st.stop set), 0 go on,
+ * -1 a token broke the constraint (err set). *last: the last token handed over. */
+static int emit(gen_run *g, int n, int32_t *last, char err[PF_ERR_LEN]) {
+    pf_session *s = g->s;
+    for (int i = 0; i < n && g->n_prompt + g->n_committed <= s->ctx->kv->n_ctx; i++)
+        s->hist[g->n_prompt + g->n_committed++] = g->buf[i];
+    for (int i = 0; i < n; i++) {
+        if (g->st.n_gen == 0) g->t_first = pf_now_s();
+        int held = constrain_commit(s, g->buf[i], err);
+        if (held < 0) return -1;
+        if (held > 0 || (g->p->stop_at_eot && is_stop(s->model->tok, g->buf[i]))) {
+            g->st.stop = PF_STOP_EOT;
+            return 1;
         }
-        for (int i = 0; i < n && n_prompt + n_committed <= c->kv->n_ctx; i++) s->hist[n_prompt + n_committed++] = buf[i];
-        int stop = 0;
-        for (int i = 0; i < n && !stop; i++) {
-            if (st.n_gen == 0) t_first = pf_now_s();
-            int held = constrain_commit(s, buf[i], err);
-            if (held < 0) {
-                rc = PF_ERR_INTERNAL;
-                stop = 1;
-                break;
-            }
-            if (held > 0 || (p->stop_at_eot && is_stop(s->model->tok, buf[i]))) {
-                st.stop = PF_STOP_EOT;
-                stop = 1;
-                break;
-            }
-            st.n_gen++;
-            last = buf[i];
-            if (on_token && on_token(user, buf[i])) {
-                st.stop = PF_STOP_CALLBACK;
-                stop = 1;
-            } else if (s->cons && pf_constraint_done(s->cons)) {
-                st.stop = PF_STOP_EOT; /* the document is complete: nothing may follow */
-                stop = 1;
-            } else if (st.n_gen >= p->max_tokens) {
-                st.stop = PF_STOP_LENGTH;
-                stop = 1;
-            }
-        }
+        g->st.n_gen++;
+        *last = g->buf[i];
+        if (g->on_token && g->on_token(g->user, g->buf[i])) g->st.stop = PF_STOP_CALLBACK;
+        else if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_STOP_EOT; /* the document is complete */
+        else if (g->st.n_gen >= g->p->max_tokens) g->st.stop = PF_STOP_LENGTH;
+        else continue;
+        return 1;
+    }
+    return 0;
+}
+
+static pf_status decode(gen_run *g, char err[PF_ERR_LEN]) {
+    int32_t last = -1;
+    g->st.stop = PF_STOP_LENGTH;
+    while (g->st.n_gen < g->p->max_tokens) {
+        int n = next_tokens(g, last, err);
+        if (n < 0) return PF_ERR_INTERNAL;
+        if (n == 0) break; /* the context is full */
+        int stop = emit(g, n, &last, err);
+        if (stop < 0) return PF_ERR_INTERNAL;
         if (stop) break;
     }
+    return PF_OK;
+}
+
+/* Timings, what the next generation may reuse, the prompt cache's save, and the buffers. */
+static void finish(gen_run *g, pf_status rc) {
+    pf_session *s = g->s;
+    pf_ctx *c = s->ctx;
     double t_end = pf_now_s();
-    st.ttft_s = (t_first > 0 ? t_first : t_end) - t0;
-    st.decode_s = t_first > 0 ? t_end - t_first : 0;
-    free(buf);
+    g->st.ttft_s = (g->t_first > 0 ? g->t_first : t_end) - g->t0;
+    g->st.decode_s = g->t_first > 0 ? t_end - g->t_first : 0;
     /* The cache now holds the prompt and every committed token but the last (each step runs
      * `last` and keeps what it returns but its final token); anything else leaves nothing reusable. */
-    if (rc == PF_OK && c->kv->len == n_prompt + (n_committed ? n_committed - 1 : 0)) {
+    if (rc == PF_OK && c->kv->len == g->n_prompt + (g->n_committed ? g->n_committed - 1 : 0)) {
         s->n_hist = c->kv->len;
-        s->prev = strat;
+        s->prev = g->strat;
     }
     /* decoding only appended rows past the prompt, so rows 0..save_len-1 are still the prefill's */
-    if (save && rc == PF_OK) {
+    if (g->save && rc == PF_OK) {
         char why[PF_ERR_LEN];
-        int n_save = save_len < n_prompt ? save_len : n_prompt;
-        if (pf_prompt_cache_save(p->prompt_cache, key, c->kv, hp->n_embd, prompt, n_save, strat->tap_layers,
-                                 strat->n_taps, taps, why) < 0)
-            fprintf(stderr, "pocketflash: warning: prompt cache %s: %s, not saved\n", p->prompt_cache, why);
+        int n_save = g->save_len < g->n_prompt ? g->save_len : g->n_prompt;
+        if (pf_prompt_cache_save(g->p->prompt_cache, g->key, c->kv, s->model->hp.n_embd, g->prompt, n_save,
+                                 g->strat->tap_layers, g->strat->n_taps, g->taps, why) < 0)
+            fprintf(stderr, "pocketflash: warning: prompt cache %s: %s, not saved\n", g->p->prompt_cache, why);
     }
-    free(taps);
-    if (stats) *stats = st;
+    free(g->taps);
+    free(g->buf);
+}
+
+/* Prefill, the decode loop, finish: one exit. stats are written when the decode loop ran. */
+static pf_status generate_run(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
+                              pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
+    pf_strategy *strat = p->strategy ? p->strategy : &k_ar;
+    gen_run g = {.s = s, .strat = strat, .prompt = prompt, .n_prompt = n_prompt, .save_len = save_len, .p = p,
+                 .on_token = on_token, .user = user, .st = {.n_prompt = n_prompt, .strategy = strat->name}};
+    pf_status rc = check_request(&g, err);
+    if (rc == PF_OK) rc = prefill(&g, err);
+    int decoded = rc == PF_OK;
+    if (decoded) rc = decode(&g, err);
+    finish(&g, rc);
+    if (stats && decoded) *stats = g.st;
     return rc;
 }
 
