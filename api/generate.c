@@ -1,8 +1,10 @@
 /* The public generation calls: the strategy from the parameters (api/strategy.c), then the
  * engine's generation, then the round statistics into the caller's stats. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "api/strategy.h"
 #include "engine/generate.h"
 
@@ -22,6 +24,47 @@ typedef struct {
     pf_text_cb on_text;
 } gen_input;
 
+/* The engine's decode parameters of the public ones (the speculation fields are the strategy's). */
+static pf_decode_params decode_params(const pf_gen_params *p) {
+    return (pf_decode_params){.max_tokens = p->max_tokens, .temp = p->temp, .top_k = p->top_k, .top_p = p->top_p,
+                              .seed = p->seed, .chat = p->chat, .system = p->system, .stop_at_eot = p->stop_at_eot,
+                              .prompt_cache = p->prompt_cache, .no_special = p->no_special,
+                              .json_schema = p->json_schema, .json_object = p->json_object};
+}
+
+static void copy_stats(const pf_decode_stats *d, pf_gen_stats *st) {
+    st->n_prompt = d->n_prompt;
+    st->n_gen = d->n_gen;
+    st->n_reused = d->n_reused;
+    st->n_cached = d->n_cached;
+    st->prefill_s = d->prefill_s;
+    st->ttft_s = d->ttft_s;
+    st->decode_s = d->decode_s;
+    st->stop = (pf_stop_reason)d->stop;
+    st->strategy = d->strategy;
+}
+
+/* The engine's chat messages of the public ones (the same two strings each). */
+static pf_chat_msg *chat_messages(const pf_message *m, int n, char err[PF_ERR_LEN]) {
+    pf_chat_msg *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+    if (!c) snprintf(err, PF_ERR_LEN, "out of memory");
+    for (int i = 0; c && m && i < n; i++) c[i] = (pf_chat_msg){m[i].role, m[i].content};
+    return c;
+}
+
+static pf_rc engine_call(pf_session *s, const gen_input *in, const pf_decode_params *q, pf_strategy *strategy,
+                         void *user, pf_decode_stats *ds, char err[PF_ERR_LEN]) {
+    if (in->kind == GEN_TOKENS)
+        return pf_engine_generate_tokens(s, in->ids, in->n_ids, q, strategy, in->on_token, user, ds, err);
+    if (in->kind == GEN_TEXT) return pf_engine_generate(s, in->text, in->len, q, strategy, in->on_text, user, ds, err);
+    pf_chat_msg *msgs = chat_messages(in->messages, in->n_messages, err);
+    if (!msgs) return PF_RC_OOM;
+    pf_rc rc = pf_engine_generate_chat(s, in->messages ? msgs : NULL, in->n_messages, q, strategy, in->on_text, user, ds,
+                                       err);
+    free(msgs);
+    return rc;
+}
+
 static pf_status run(pf_session *s, const gen_input *in, const pf_gen_params *p, void *user, pf_gen_stats *stats,
                      char err[PF_ERR_LEN]) {
     if (!s) {
@@ -33,18 +76,17 @@ static pf_status run(pf_session *s, const gen_input *in, const pf_gen_params *p,
         pf_gen_params_default(&defaults);
         p = &defaults;
     }
-    pf_gen_params q = *p;
+    pf_strategy *strategy;
     pf_spec *spec;
     int block;
-    pf_status rc = pf_api_strategy(s, p, &q.strategy, &spec, &block, err);
+    pf_status rc = pf_api_strategy(s, p, &strategy, &spec, &block, err);
     if (rc != PF_OK) return rc;
+    pf_decode_params q = decode_params(p);
+    pf_decode_stats ds = {0};
+    rc = pf_api_status(engine_call(s, in, &q, strategy, user, &ds, err));
     pf_gen_stats st;
     memset(&st, 0, sizeof st);
-    switch (in->kind) {
-    case GEN_TOKENS: rc = pf_engine_generate_tokens(s, in->ids, in->n_ids, &q, in->on_token, user, &st, err); break;
-    case GEN_TEXT: rc = pf_engine_generate(s, in->text, in->len, &q, in->on_text, user, &st, err); break;
-    default: rc = pf_engine_generate_chat(s, in->messages, in->n_messages, &q, in->on_text, user, &st, err); break;
-    }
+    copy_stats(&ds, &st);
     pf_api_round_stats(spec, block, &st);
     if (stats) *stats = st;
     return rc;

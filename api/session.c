@@ -6,6 +6,7 @@
 
 #include "engine/constraint.h"
 #include "engine/generate.h"
+#include "include/pocketflash.h"
 
 void pf_gen_params_default(pf_gen_params *p) {
     memset(p, 0, sizeof *p);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/draft.h"
+#include "api/status.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
 
@@ -55,9 +56,9 @@ static pf_status plan_of(const pf_gen_params *p, pf_strategy_plan *plan, char er
 /* The plan's drafter and strategy over the loaded draft; their status as it came. */
 static pf_status build(api_spec *a, pf_session *s, char err[PF_ERR_LEN]) {
     const pf_dflash *w = a->draft ? a->draft->weights : NULL;
-    pf_status rc = pf_drafter_for(&a->plan, w, 0, s, &a->drafter, err);
-    if (rc == PF_OK) rc = pf_strategy_build(s, &a->plan, a->drafter, a->draft ? a->draft->dec : NULL, &a->spec, err);
-    return rc;
+    pf_rc rc = pf_drafter_for(&a->plan, w, 0, s, &a->drafter, err);
+    if (rc == PF_RC_OK) rc = pf_strategy_build(s, &a->plan, a->drafter, a->draft ? a->draft->dec : NULL, &a->spec, err);
+    return pf_api_status(rc);
 }
 
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **strategy, pf_spec **spec, int *block,

@@ -5,6 +5,7 @@
 #define PF_API_STRATEGY_H
 
 #include "engine/generate.h"
+#include "include/pocketflash.h"
 
 typedef struct pf_spec pf_spec;
 

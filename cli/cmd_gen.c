@@ -15,6 +15,7 @@
 #include "kernels/topology.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
+#include "include/pocketflash.h"
 
 static const char k_usage[] =
     "usage: pocketflash gen -m MODEL.gguf -i PROMPTS.jsonl -o OUT.jsonl [options]\n"

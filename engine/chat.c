@@ -60,7 +60,7 @@ static int qwen3_assistant(sbuf *b, const char *c, bool after_last_query) {
     return puts_(b, content);
 }
 
-int pf_chat_check(const pf_message *messages, int n, char err[PF_ERR_LEN]) {
+int pf_chat_check(const pf_chat_msg *messages, int n, char err[PF_ERR_LEN]) {
     if (n < 1 || !messages) {
         snprintf(err, PF_ERR_LEN, "chat: no messages");
         return -1;
@@ -84,7 +84,7 @@ int pf_chat_check(const pf_message *messages, int n, char err[PF_ERR_LEN]) {
     return 0;
 }
 
-char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_ERR_LEN]) {
+char *pf_chat_render(const pf_chat_msg *messages, int n, bool qwen3, char err[PF_ERR_LEN]) {
     if (pf_chat_check(messages, n, err) < 0) return NULL;
     int last_user = -1;
     for (int i = 0; i < n; i++)
@@ -92,7 +92,7 @@ char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_
     sbuf b = {0};
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        const pf_message *m = &messages[i];
+        const pf_chat_msg *m = &messages[i];
         rc |= puts_(&b, "<|im_start|>") | puts_(&b, m->role) | puts_(&b, "\n");
         if (qwen3 && !strcmp(m->role, "assistant")) rc |= qwen3_assistant(&b, m->content, i > last_user);
         else rc |= puts_(&b, m->content);
@@ -109,7 +109,7 @@ char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_
 }
 
 char *pf_chat_format_ex(const char *system, const char *user, bool empty_think) {
-    pf_message m[2] = {{"system", system}, {"user", user ? user : ""}};
+    pf_chat_msg m[2] = {{"system", system}, {"user", user ? user : ""}};
     char err[PF_ERR_LEN];
     return system ? pf_chat_render(m, 2, empty_think, err) : pf_chat_render(m + 1, 1, empty_think, err);
 }

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "include/pocketflash.h"
+#include "engine/decode.h"
 
 /* True when a tokenizer.chat_template is Qwen3's (it has the enable_thinking switch): prompts then
  * take its non-thinking form (below). NULL (no template) is plain ChatML. */
@@ -17,10 +17,10 @@ bool pf_chat_template_qwen3(const char *chat_template);
  * the generation prompt ends with an empty "<think>\n\n</think>\n\n" block, and an assistant
  * message of the history keeps only what follows its last "</think>" (the template drops earlier
  * turns' reasoning). A malloc'd string, or NULL with err (bad role, out of memory). */
-char *pf_chat_render(const pf_message *messages, int n, bool qwen3, char err[PF_ERR_LEN]);
+char *pf_chat_render(const pf_chat_msg *messages, int n, bool qwen3, char err[PF_ERR_LEN]);
 /* What pf_chat_render refuses (no messages, a bad role, no content, the assistant's last): 0, or
  * -1 with err. Past it, rendering fails only for memory. */
-int pf_chat_check(const pf_message *messages, int n, char err[PF_ERR_LEN]);
+int pf_chat_check(const pf_chat_msg *messages, int n, char err[PF_ERR_LEN]);
 
 /* "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
  * "<|im_start|>assistant\n"; the system block is omitted when system is NULL.

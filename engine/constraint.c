@@ -54,35 +54,35 @@ void pf_session_masker_free(pf_session *s) {
 }
 
 /* The compiled schema p asks for, its compiler's status as the call's. */
-static pf_status compile_schema(const pf_gen_params *p, pf_schema **out, char err[PF_ERR_LEN]) {
+static pf_rc compile_schema(const pf_decode_params *p, pf_schema **out, char err[PF_ERR_LEN]) {
     pf_schema_status r = p->json_schema ? pf_schema_compile(p->json_schema, strlen(p->json_schema), out, err)
                                         : pf_schema_json_object(out, err);
-    return r == PF_SCHEMA_OK ? PF_OK : r == PF_SCHEMA_NO_MEMORY ? PF_ERR_OOM : PF_ERR_ARG;
+    return r == PF_SCHEMA_OK ? PF_RC_OK : r == PF_SCHEMA_NO_MEMORY ? PF_RC_OOM : PF_RC_ARG;
 }
 
-pf_status pf_constraint_open(pf_session *s, const pf_gen_params *p, pf_constraint **out, char err[PF_ERR_LEN]) {
+pf_rc pf_constraint_open(pf_session *s, const pf_decode_params *p, pf_constraint **out, char err[PF_ERR_LEN]) {
     *out = NULL;
-    if (!p->json_schema && !p->json_object) return PF_OK;
+    if (!p->json_schema && !p->json_object) return PF_RC_OK;
     /* a loaded model's vocabulary is never empty: building its masker fails only for memory */
-    if (!s->masker && !(s->masker = build_masker(s->model, err))) return PF_ERR_OOM;
+    if (!s->masker && !(s->masker = build_masker(s->model, err))) return PF_RC_OOM;
     pf_constraint *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return PF_ERR_OOM;
+        return PF_RC_OOM;
     }
     c->tm = s->masker;
     c->n_vocab = s->model->hp.n_vocab;
-    pf_status rc = compile_schema(p, &c->schema, err);
-    if (rc == PF_OK) {
+    pf_rc rc = compile_schema(p, &c->schema, err);
+    if (rc == PF_RC_OK) {
         c->m = pf_matcher_new(c->schema);
         c->cache = pf_mask_cache_new(c->tm);
         c->bits = malloc((size_t)pf_token_masker_words(c->tm) * sizeof *c->bits);
         if (!c->m || !c->cache || !c->bits) {
             snprintf(err, PF_ERR_LEN, "out of memory");
-            rc = PF_ERR_OOM;
+            rc = PF_RC_OOM;
         }
     }
-    if (rc != PF_OK) pf_constraint_free(c);
+    if (rc != PF_RC_OK) pf_constraint_free(c);
     else *out = c;
     return rc;
 }

@@ -22,9 +22,9 @@ typedef struct pf_constraint pf_constraint;
 pf_token_masker *pf_vocab_masker(const pf_tokenizer *t, int n, char err[PF_ERR_LEN]);
 
 /* The constraint p asks for (p->json_schema, else p->json_object) into *out, NULL when it asks for
- * none. PF_OK, or PF_ERR_ARG (a schema outside the subset) / PF_ERR_OOM with a one-line error. The
+ * none. PF_RC_OK, or PF_RC_ARG (a schema outside the subset) / PF_RC_OOM with a one-line error. The
  * session's token masker (its vocabulary's trie) is built on first use and kept. */
-pf_status pf_constraint_open(pf_session *s, const pf_gen_params *p, pf_constraint **out, char err[PF_ERR_LEN]);
+pf_rc pf_constraint_open(pf_session *s, const pf_decode_params *p, pf_constraint **out, char err[PF_ERR_LEN]);
 void pf_constraint_free(pf_constraint *c);
 
 /* The allowed tokens at the current position (*n_allowed of them). */

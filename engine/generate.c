@@ -57,16 +57,23 @@ static int constrain_commit(pf_session *s, int32_t tok, char err[PF_ERR_LEN]) {
     return r;
 }
 
+/* What a call asks for: its parameters, strategy (NULL: plain decoding) and statistics (may be NULL). */
+typedef struct {
+    const pf_decode_params *p;
+    pf_strategy *strategy;
+    pf_decode_stats *stats;
+} gen_call;
+
 /* One generation in progress: what prefill, the decode loop and finish share. */
 typedef struct {
     pf_session *s;
     pf_strategy *strat;
     const int32_t *prompt;
     int n_prompt, save_len; /* save_len: prompt tokens whose rows go to p->prompt_cache when it is absent or was ignored */
-    const pf_gen_params *p;
-    pf_token_cb on_token;
+    const pf_decode_params *p;
+    pf_decode_token_fn on_token;
     void *user;
-    pf_gen_stats st;
+    pf_decode_stats st;
     float *taps;     /* the prompt's tapped rows (n_prompt * tap_row floats), kept for a prompt-cache save */
     size_t tap_row;  /* floats per tapped row */
     int save;        /* the prompt's rows go to the prompt cache after generation */
@@ -77,22 +84,22 @@ typedef struct {
     double t0, t_first;
 } gen_run;
 
-static pf_status check_request(const gen_run *g, char err[PF_ERR_LEN]) {
+static pf_rc check_request(const gen_run *g, char err[PF_ERR_LEN]) {
     const pf_ctx *c = g->s->ctx;
     if (g->n_prompt < 1) {
         snprintf(err, PF_ERR_LEN, "empty prompt");
-        return PF_ERR_ARG;
+        return PF_RC_ARG;
     }
     if (g->n_prompt >= c->kv->n_ctx) {
         snprintf(err, PF_ERR_LEN, "prompt of %d tokens does not fit the context of %lld tokens", g->n_prompt,
                  (long long)c->kv->n_ctx);
-        return PF_ERR_CONTEXT;
+        return PF_RC_CONTEXT;
     }
     if (g->p->max_tokens < 0) {
         snprintf(err, PF_ERR_LEN, "max_tokens must be >= 0");
-        return PF_ERR_ARG;
+        return PF_RC_ARG;
     }
-    return PF_OK;
+    return PF_RC_OK;
 }
 
 /* Keep the cache rows this prompt shares with the last generation's; a strategy with taps must
@@ -114,7 +121,7 @@ static int keep_reusable(gen_run *g) {
 /* A prompt-cache hit restores the prefix's K/V and tapped rows (bitwise the cold prefill's);
  * returns the rows restored. */
 static int restore_cached(gen_run *g, int n_keep) {
-    const pf_gen_params *p = g->p;
+    const pf_decode_params *p = g->p;
     if (!p->prompt_cache || n_keep > 0) return 0;
     char why[PF_ERR_LEN];
     pf_ctx *c = g->s->ctx;
@@ -128,7 +135,7 @@ static int restore_cached(gen_run *g, int n_keep) {
 
 /* The prompt into the cache (what is reused or restored is not run again), then the strategy
  * begun or resumed on it. */
-static pf_status prefill(gen_run *g, char err[PF_ERR_LEN]) {
+static pf_rc prefill(gen_run *g, char err[PF_ERR_LEN]) {
     pf_session *s = g->s;
     pf_strategy *strat = g->strat;
     s->sampling = (pf_sampling){g->p->temp, g->p->top_k, g->p->top_p};
@@ -138,7 +145,7 @@ static pf_status prefill(gen_run *g, char err[PF_ERR_LEN]) {
     g->tap_row = (size_t)strat->n_taps * s->model->hp.n_embd;
     if (strat->n_taps && !(g->taps = malloc((size_t)g->n_prompt * g->tap_row * sizeof(float)))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return PF_ERR_OOM;
+        return PF_RC_OOM;
     }
     g->t0 = pf_now_s();
     g->st.n_cached = restore_cached(g, n_keep);
@@ -146,13 +153,13 @@ static pf_status prefill(gen_run *g, char err[PF_ERR_LEN]) {
     pf_batch b = {.tokens = g->prompt + n0, .n = g->n_prompt - n0, .logits_mode = PF_LOGITS_LAST,
                   .logits = s->logits, .tap_layers = strat->tap_layers, .n_taps = strat->n_taps,
                   .taps = g->taps ? g->taps + (size_t)n0 * g->tap_row : NULL};
-    if (pf_forward(s->ctx, &b, err) < 0) return PF_ERR_ARG;
+    if (pf_forward(s->ctx, &b, err) < 0) return PF_RC_ARG;
     g->st.prefill_s = pf_now_s() - g->t0;
     int started = n_keep > 0 && strat->n_taps > 0
                       ? strat->resume(strat->state, s, g->prompt, g->n_prompt, n_keep,
                                       g->taps ? g->taps + (size_t)n_keep * g->tap_row : NULL, err)
                       : (strat->begin ? strat->begin(strat->state, s, g->prompt, g->n_prompt, g->taps, err) : 0);
-    if (started < 0) return PF_ERR_INTERNAL;
+    if (started < 0) return PF_RC_INTERNAL;
     memcpy(s->hist + n_keep, g->prompt + n_keep, (size_t)(g->n_prompt - n_keep) * sizeof *g->prompt);
     if (!g->save) { /* otherwise kept for the save after generation (off the clock) */
         free(g->taps);
@@ -161,9 +168,9 @@ static pf_status prefill(gen_run *g, char err[PF_ERR_LEN]) {
     g->cap_buf = 256;
     if (!(g->buf = malloc((size_t)g->cap_buf * sizeof *g->buf))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return PF_ERR_OOM;
+        return PF_RC_OOM;
     }
-    return PF_OK;
+    return PF_RC_OK;
 }
 
 /* The next committed tokens into g->buf: the first from the prefill's logits, then a strategy
@@ -178,7 +185,7 @@ static int next_tokens(gen_run *g, int32_t last, char err[PF_ERR_LEN]) {
     /* `last` needs one cache row; a strategy may use up to cap rows */
     int64_t room = s->ctx->kv->n_ctx - s->ctx->kv->len;
     if (room < 1) {
-        g->st.stop = PF_STOP_CONTEXT;
+        g->st.stop = PF_END_CONTEXT;
         return 0;
     }
     int cap = g->p->max_tokens - g->st.n_gen;
@@ -198,36 +205,36 @@ static int emit(gen_run *g, int n, int32_t *last, char err[PF_ERR_LEN]) {
         int held = constrain_commit(s, g->buf[i], err);
         if (held < 0) return -1;
         if (held > 0 || (g->p->stop_at_eot && is_stop(s->model->tok, g->buf[i]))) {
-            g->st.stop = PF_STOP_EOT;
+            g->st.stop = PF_END_EOT;
             return 1;
         }
         g->st.n_gen++;
         *last = g->buf[i];
-        if (g->on_token && g->on_token(g->user, g->buf[i])) g->st.stop = PF_STOP_CALLBACK;
-        else if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_STOP_EOT; /* the document is complete */
-        else if (g->st.n_gen >= g->p->max_tokens) g->st.stop = PF_STOP_LENGTH;
+        if (g->on_token && g->on_token(g->user, g->buf[i])) g->st.stop = PF_END_CALLBACK;
+        else if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_END_EOT; /* the document is complete */
+        else if (g->st.n_gen >= g->p->max_tokens) g->st.stop = PF_END_LENGTH;
         else continue;
         return 1;
     }
     return 0;
 }
 
-static pf_status decode(gen_run *g, char err[PF_ERR_LEN]) {
+static pf_rc decode(gen_run *g, char err[PF_ERR_LEN]) {
     int32_t last = -1;
-    g->st.stop = PF_STOP_LENGTH;
+    g->st.stop = PF_END_LENGTH;
     while (g->st.n_gen < g->p->max_tokens) {
         int n = next_tokens(g, last, err);
-        if (n < 0) return PF_ERR_INTERNAL;
+        if (n < 0) return PF_RC_INTERNAL;
         if (n == 0) break; /* the context is full */
         int stop = emit(g, n, &last, err);
-        if (stop < 0) return PF_ERR_INTERNAL;
+        if (stop < 0) return PF_RC_INTERNAL;
         if (stop) break;
     }
-    return PF_OK;
+    return PF_RC_OK;
 }
 
 /* Timings, what the next generation may reuse, the prompt cache's save, and the buffers. */
-static void finish(gen_run *g, pf_status rc) {
+static void finish(gen_run *g, pf_rc rc) {
     pf_session *s = g->s;
     pf_ctx *c = s->ctx;
     double t_end = pf_now_s();
@@ -235,12 +242,12 @@ static void finish(gen_run *g, pf_status rc) {
     g->st.decode_s = g->t_first > 0 ? t_end - g->t_first : 0;
     /* The cache now holds the prompt and every committed token but the last (each step runs
      * `last` and keeps what it returns but its final token); anything else leaves nothing reusable. */
-    if (rc == PF_OK && c->kv->len == g->n_prompt + (g->n_committed ? g->n_committed - 1 : 0)) {
+    if (rc == PF_RC_OK && c->kv->len == g->n_prompt + (g->n_committed ? g->n_committed - 1 : 0)) {
         s->n_hist = c->kv->len;
         s->prev = g->strat;
     }
     /* decoding only appended rows past the prompt, so rows 0..save_len-1 are still the prefill's */
-    if (g->save && rc == PF_OK) {
+    if (g->save && rc == PF_RC_OK) {
         char why[PF_ERR_LEN];
         int n_save = g->save_len < g->n_prompt ? g->save_len : g->n_prompt;
         if (pf_prompt_cache_save(g->p->prompt_cache, g->key, c->kv, s->model->hp.n_embd, g->prompt, n_save,
@@ -252,38 +259,40 @@ static void finish(gen_run *g, pf_status rc) {
 }
 
 /* Prefill, the decode loop, finish: one exit. stats are written when the decode loop ran. */
-static pf_status generate_run(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
-                              pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
-    pf_strategy *strat = p->strategy ? p->strategy : &k_ar;
-    gen_run g = {.s = s, .strat = strat, .prompt = prompt, .n_prompt = n_prompt, .save_len = save_len, .p = p,
+static pf_rc generate_run(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const gen_call *call,
+                          pf_decode_token_fn on_token, void *user, char err[PF_ERR_LEN]) {
+    pf_strategy *strat = call->strategy ? call->strategy : &k_ar;
+    gen_run g = {.s = s, .strat = strat, .prompt = prompt, .n_prompt = n_prompt, .save_len = save_len, .p = call->p,
                  .on_token = on_token, .user = user, .st = {.n_prompt = n_prompt, .strategy = strat->name}};
-    pf_status rc = check_request(&g, err);
-    if (rc == PF_OK) rc = prefill(&g, err);
-    int decoded = rc == PF_OK;
+    pf_rc rc = check_request(&g, err);
+    if (rc == PF_RC_OK) rc = prefill(&g, err);
+    int decoded = rc == PF_RC_OK;
     if (decoded) rc = decode(&g, err);
     finish(&g, rc);
-    if (stats && decoded) *stats = g.st;
+    if (call->stats && decoded) *call->stats = g.st;
     return rc;
 }
 
-static pf_status generate(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const pf_gen_params *p,
-                          pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
-    pf_status rc = pf_constraint_open(s, p, &s->cons, err);
-    if (rc != PF_OK) return rc;
-    rc = generate_run(s, prompt, n_prompt, save_len, p, on_token, user, stats, err);
+static pf_rc generate(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const gen_call *call,
+                      pf_decode_token_fn on_token, void *user, char err[PF_ERR_LEN]) {
+    pf_rc rc = pf_constraint_open(s, call->p, &s->cons, err);
+    if (rc != PF_RC_OK) return rc;
+    rc = generate_run(s, prompt, n_prompt, save_len, call, on_token, user, err);
     pf_constraint_free(s->cons);
     s->cons = NULL;
     return rc;
 }
 
-pf_status pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,
-                                    pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
-    return generate(s, prompt, n_prompt, n_prompt - 1, p, on_token, user, stats, err);
+pf_rc pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_decode_params *p,
+                                pf_strategy *strategy, pf_decode_token_fn on_token, void *user, pf_decode_stats *stats,
+                                char err[PF_ERR_LEN]) {
+    gen_call call = {p, strategy, stats};
+    return generate(s, prompt, n_prompt, n_prompt - 1, &call, on_token, user, err);
 }
 
 /* The model's rendering of [system?, user] (pf_chat_render with its template's form). */
 static char *chat_text(const pf_session *s, const char *system, const char *user) {
-    pf_message m[2] = {{"system", system}, {"user", user}};
+    pf_chat_msg m[2] = {{"system", system}, {"user", user}};
     char err[PF_ERR_LEN];
     bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(s->model->tok));
     return system ? pf_chat_render(m, 2, qwen3, err) : pf_chat_render(m + 1, 1, qwen3, err);
@@ -313,7 +322,7 @@ static int system_block_len(const pf_session *s, const char *system, const int32
 typedef struct {
     const pf_tokenizer *tok;
     pf_detok dt;
-    pf_text_cb cb;
+    pf_decode_text_fn cb;
     void *user;
 } text_sink;
 
@@ -326,17 +335,17 @@ static int emit_text(void *user, int32_t id) {
 
 /* Generate from prompt token ids, streaming text. system: the system message the prompt opens
  * with (its block is what a prompt cache keeps), or NULL. Takes ownership of ids. */
-static pf_status generate_ids(pf_session *s, int32_t *ids, size_t n_ids, const char *system, const pf_gen_params *p,
-                              pf_text_cb on_text, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
+static pf_rc generate_ids(pf_session *s, int32_t *ids, size_t n_ids, const char *system, const gen_call *call,
+                          pf_decode_text_fn on_text, void *user, char err[PF_ERR_LEN]) {
     text_sink sink = {.tok = s->model->tok, .cb = on_text, .user = user};
     pf_detok_init(&sink.dt, s->model->tok, false);
     /* what a prompt cache keeps: the shared system block of a chat, else all but the last token */
     int save_len = (int)n_ids - 1;
-    if (system && p->prompt_cache) {
+    if (system && call->p->prompt_cache) {
         int k = system_block_len(s, system, ids, n_ids);
         if (k > 0) save_len = k;
     }
-    pf_status rc = generate(s, ids, (int)n_ids, save_len, p, emit_text, &sink, stats, err);
+    pf_rc rc = generate(s, ids, (int)n_ids, save_len, call, emit_text, &sink, err);
     size_t n = 0;
     const char *out = pf_detok_flush(&sink.dt, &n);
     if (out && n && on_text) on_text(user, out, n);
@@ -346,20 +355,20 @@ static pf_status generate_ids(pf_session *s, int32_t *ids, size_t n_ids, const c
 }
 
 /* Tokenize (special tokens recognised when `special`) and generate. */
-static pf_status generate_text(pf_session *s, const char *prompt, size_t len, bool special, const char *system,
-                               const pf_gen_params *p, pf_text_cb on_text, void *user, pf_gen_stats *stats,
-                               char err[PF_ERR_LEN]) {
+static pf_rc generate_text(pf_session *s, const char *prompt, size_t len, bool special, const char *system,
+                           const gen_call *call, pf_decode_text_fn on_text, void *user, char err[PF_ERR_LEN]) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    if (pf_tokenize(s->model->tok, prompt, len, special, &ids, &n_ids, err) < 0) return PF_ERR_ARG;
-    return generate_ids(s, ids, n_ids, system, p, on_text, user, stats, err);
+    if (pf_tokenize(s->model->tok, prompt, len, special, &ids, &n_ids, err) < 0) return PF_RC_ARG;
+    return generate_ids(s, ids, n_ids, system, call, on_text, user, err);
 }
 
-pf_status pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf_gen_params *p, pf_text_cb on_text,
-                             void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
+pf_rc pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
+                         pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]) {
+    gen_call call = {p, strategy, stats};
     if (!pf_utf8_valid(prompt, len)) {
         snprintf(err, PF_ERR_LEN, "prompt is not valid UTF-8");
-        return PF_ERR_UTF8;
+        return PF_RC_UTF8;
     }
     if (p->chat) {
         /* the template's markers are special; special-token texts inside the messages too unless
@@ -367,25 +376,27 @@ pf_status pf_engine_generate(pf_session *s, const char *prompt, size_t len, cons
         int32_t *ids = NULL;
         size_t n_ids = 0;
         if (pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, &ids, &n_ids, err) < 0)
-            return PF_ERR_ARG;
-        return generate_ids(s, ids, n_ids, p->system, p, on_text, user, stats, err);
+            return PF_RC_ARG;
+        return generate_ids(s, ids, n_ids, p->system, &call, on_text, user, err);
     }
-    return generate_text(s, prompt, len, !p->no_special, NULL, p, on_text, user, stats, err);
+    return generate_text(s, prompt, len, !p->no_special, NULL, &call, on_text, user, err);
 }
 
-pf_status pf_engine_generate_chat(pf_session *s, const pf_message *messages, int n, const pf_gen_params *p,
-                                  pf_text_cb on_text, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]) {
+pf_rc pf_engine_generate_chat(pf_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+                              pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
+                              char err[PF_ERR_LEN]) {
+    gen_call call = {p, strategy, stats};
     for (int i = 0; i < n && messages; i++)
         if (messages[i].content && !pf_utf8_valid(messages[i].content, strlen(messages[i].content))) {
             snprintf(err, PF_ERR_LEN, "chat: message %d is not valid UTF-8", i);
-            return PF_ERR_UTF8;
+            return PF_RC_UTF8;
         }
-    if (pf_chat_check(messages, n, err) < 0) return PF_ERR_ARG;
+    if (pf_chat_check(messages, n, err) < 0) return PF_RC_ARG;
     bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(s->model->tok));
     char *text = pf_chat_render(messages, n, qwen3, err);
-    if (!text) return PF_ERR_OOM; /* the messages passed pf_chat_check */
+    if (!text) return PF_RC_OOM; /* the messages passed pf_chat_check */
     const char *system = n > 0 && messages[0].role && !strcmp(messages[0].role, "system") ? messages[0].content : NULL;
-    pf_status rc = generate_text(s, text, strlen(text), true, system, p, on_text, user, stats, err);
+    pf_rc rc = generate_text(s, text, strlen(text), true, system, &call, on_text, user, err);
     free(text);
     return rc;
 }

@@ -5,12 +5,14 @@
 #ifndef PF_GENERATE_H
 #define PF_GENERATE_H
 
+#include "engine/decode.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
 #include "grammar/token_mask.h"
-#include "include/pocketflash.h"
 
 struct pf_constraint;
+typedef struct pf_session pf_session;
+typedef struct pf_strategy pf_strategy;
 
 struct pf_session {
     const pf_model *model;
@@ -59,14 +61,16 @@ struct pf_strategy {
                   char err[PF_ERR_LEN]);
 };
 
-/* Generation with the strategy p->strategy (NULL: plain decoding); p->draft and p->spec are not
- * read here (api/ turns them into a strategy). The public pf_generate* call these. */
-pf_status pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,
-                                    pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
-pf_status pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf_gen_params *p, pf_text_cb on_text,
-                             void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
-pf_status pf_engine_generate_chat(pf_session *s, const pf_message *messages, int n, const pf_gen_params *p,
-                                  pf_text_cb on_text, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
+/* Generation with strategy (NULL: plain decoding). The public pf_generate* call these (api/ makes
+ * the strategy from pf_gen_params). stats (may be NULL) is written when decoding began. */
+pf_rc pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_decode_params *p,
+                                pf_strategy *strategy, pf_decode_token_fn on_token, void *user, pf_decode_stats *stats,
+                                char err[PF_ERR_LEN]);
+pf_rc pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
+                         pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]);
+pf_rc pf_engine_generate_chat(pf_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+                              pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
+                              char err[PF_ERR_LEN]);
 
 /* Draw a token from logits with the session's sampling parameters and RNG. */
 int32_t pf_session_sample(pf_session *s, const float *logits);

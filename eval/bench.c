@@ -10,6 +10,7 @@
 #include "engine/tokenizer.h"
 #include "eval/probe.h"
 #include "verify/strategies.h"
+#include "include/pocketflash.h"
 
 typedef struct {
     int32_t *toks;
@@ -124,7 +125,7 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
     }
     pf_drafter *d = get_drafter(s, o, dr, plan.kind, err);
     pf_spec *sp = NULL;
-    if (!d || pf_strategy_build(s, &plan, d, dr->dec, &sp, err) != PF_OK) return NULL;
+    if (!d || pf_strategy_build(s, &plan, d, dr->dec, &sp, err) != PF_RC_OK) return NULL;
     snprintf(bt->spec, sizeof bt->spec, "%s", arm->profile && plan.use_prior ? "prior" : pf_kind_name(plan.kind));
     bt->block = arm->profile && plan.use_prior ? plan.profile_block : plan.block;
     return sp;
@@ -228,23 +229,18 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
             double prefill_s = 0, ttft_a = 0, ttft_s[PF_BENCH_MAX_ARMS] = {0};
             int64_t prefill_tok = 0;
             for (int i = 0; i < suite->types[t].n; i++) {
-                pf_gen_params gp;
-                pf_gen_params_default(&gp);
-                gp.max_tokens = o->max_tokens;
-                gp.temp = o->temp;
-                gp.top_k = o->top_k;
-                gp.top_p = o->top_p;
-                gp.seed = o->seed + (uint64_t)i;
+                pf_decode_params gp = {.max_tokens = o->max_tokens, .temp = o->temp, .top_k = o->top_k,
+                                       .top_p = o->top_p, .seed = o->seed + (uint64_t)i, .stop_at_eot = true};
                 /* plain and every arm, the order rotating so that none always runs on a warmer cache */
                 int runs = n_arms + 1;
                 for (int k = 0; k < runs; k++) {
                     int j = (k + rep + i) % runs; /* 0 = plain, else arm j-1 */
                     pf_spec *spec = j ? specs[(j - 1) * suite->n + t] : NULL;
-                    pf_gen_stats gs;
-                    gp.strategy = j ? pf_spec_strategy(spec) : NULL;
+                    pf_decode_stats gs;
+                    pf_strategy *strategy = j ? pf_spec_strategy(spec) : NULL;
                     out[j].n = 0;
                     pf_session_reset(s); /* every run prefills its whole prompt (no reuse between runs) */
-                    if (pf_engine_generate_tokens(s, prompts[t][i], np[t][i], &gp, collect, &out[j], &gs, err) != PF_OK) goto done;
+                    if (pf_engine_generate_tokens(s, prompts[t][i], np[t][i], &gp, strategy, collect, &out[j], &gs, err) != PF_RC_OK) goto done;
                     size_t idx = j ? (((size_t)(j - 1) * suite->n + t) * o->reps + rep) * 2 : ((size_t)t * o->reps + rep) * 2;
                     double *acc = j ? sp_t : ar_t;
                     acc[idx] += gs.decode_s;

@@ -7,6 +7,7 @@
 
 #include "verify/strategies.h"
 #include "engine/clock.h"
+#include "include/pocketflash.h"
 
 /* Draft time per round at each candidate block, relative to t1: the drafter sees a real context of
  * `depth` target rows (taps included) and proposes after it; the fastest of several calls. */

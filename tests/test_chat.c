@@ -10,7 +10,7 @@
 #include "engine/tokenizer.h"
 #include "test.h"
 
-static const pf_message k_msgs[6] = {
+static const pf_chat_msg k_msgs[6] = {
     {"system", "S"}, {"user", "U1"}, {"assistant", "<think>\nr\n</think>\n\nA1"},
     {"user", "U2"}, {"assistant", "\n\nA2 plain"}, {"user", "U3"},
 };
@@ -53,7 +53,7 @@ TEST(chat_template_detection_and_errors) {
     CHECK(m && pf_tokenizer_chat_template(m->tok) && !pf_chat_template_qwen3(pf_tokenizer_chat_template(m->tok)));
     pf_model_free(m);
     CHECK(!pf_chat_template_qwen3(NULL));
-    pf_message bad[2] = {{"user", "x"}, {"tool", "y"}}, none[1] = {{"user", NULL}};
+    pf_chat_msg bad[2] = {{"user", "x"}, {"tool", "y"}}, none[1] = {{"user", NULL}};
     CHECK(!pf_chat_render(bad, 2, false, err) && strstr(err, "message 1") && strstr(err, "tool"));
     CHECK(!pf_chat_render(bad, 0, false, err) && strstr(err, "no messages"));
     CHECK(!pf_chat_render(none, 1, false, err) && strstr(err, "no content"));

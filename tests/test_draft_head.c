@@ -16,6 +16,7 @@
 #include "convert/synth.h"
 #include "chi2.h"
 #include "test.h"
+#include "include/pocketflash.h"
 
 enum { NRANK = 300, NHEAD = 200 };
 

@@ -8,6 +8,7 @@
 #include "convert/synth.h"
 #include "engine/tokenizer.h"
 #include "test.h"
+#include "include/pocketflash.h"
 
 static pf_model *tiny(void) {
     char path[300], err[PF_ERR_LEN];

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The layering of docs/architecture.md: each folder may include its own headers and those of the
-# folders listed after it, never one listed before it. Exits 1 and names every include that breaks it.
+# folders listed after it, never one listed before it, and only api/ and the folders above it include
+# the public header. Exits 1 and names every include that breaks it.
 LAYERS="cli eval convert api verify draft engine grammar kernels formats"
 cd "$(dirname "$0")/.." || exit 2
 rank() {
@@ -25,5 +26,13 @@ for dir in $LAYERS; do
         done
     done
 done
-[ $bad -eq 0 ] && echo "layers: ok ($LAYERS)"
+# The public header is api/'s and above: the layers below it have their own types (engine/decode.h).
+for dir in verify draft engine grammar kernels formats; do
+    for f in $(grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([a-z_/]*/)?pocketflash\.h[">]' "$dir" \
+                   --include='*.[ch]' 2>/dev/null | grep -v '/train/'); do
+        echo "layer violation: $f includes the public header pocketflash.h (used by api/ and above only)" >&2
+        bad=1
+    done
+done
+[ $bad -eq 0 ] && echo "layers: ok ($LAYERS; pocketflash.h from api/ up)"
 exit $bad

@@ -41,28 +41,28 @@ static pf_drafter *new_drafter(const pf_strategy_plan *plan, const pf_dflash *w,
     return pf_hybrid_drafter_new(lookup, model, PF_HYBRID_MIN_TOKENS, err); /* its only other failure: bad arguments */
 }
 
-pf_status pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
                          pf_drafter **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     pf_drafter *d = new_drafter(plan, w, own_weights, s, err);
-    if (!d) return PF_ERR_OOM;
+    if (!d) return PF_RC_OOM;
     int rc = pf_drafter_set_head(d, plan->draft_head, err);
     if (rc < 0) {
         pf_drafter_free(d);
-        return rc == PF_DRAFT_NO_MEMORY ? PF_ERR_OOM : PF_ERR_ARG;
+        return rc == PF_DRAFT_NO_MEMORY ? PF_RC_OOM : PF_RC_ARG;
     }
     *out = d;
-    return PF_OK;
+    return PF_RC_OK;
 }
 
-pf_status pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
+pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
                             pf_spec **out, char err[PF_ERR_LEN]) {
     assert(plan->block >= 2 && plan->block <= PF_MAX_BLOCK); /* resolved by pf_strategy_plan_make */
     *out = NULL;
     if (plan->kind == PF_KIND_DEC && (!dec || !d->hidden)) {
         snprintf(err, PF_ERR_LEN, !dec ? "strategy dec needs a draft with a Dec head (dec.* tensors)"
                                        : "Dec gating needs a drafter with hidden rows (dflash)");
-        return PF_ERR_ARG;
+        return PF_RC_ARG;
     }
     /* past the checks above, building fails only for memory */
     pf_spec *sp = pf_spec_new(s, d, plan->block, err);
@@ -70,10 +70,10 @@ pf_status pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_draf
     if (sp && (plan->kind == PF_KIND_DEC || plan->kind == PF_KIND_ADAPTIVE) &&
         pf_spec_set_adaptive(sp, plan->kind == PF_KIND_DEC ? dec : NULL, pf_plan_prior(plan, &prior), err) < 0) {
         pf_spec_free(sp);
-        return PF_ERR_OOM;
+        return PF_RC_OOM;
     }
     *out = sp;
-    return sp ? PF_OK : PF_ERR_OOM;
+    return sp ? PF_RC_OK : PF_RC_OOM;
 }
 
 /* The draft file at hand: draft_path, or the draft of the session's bundled target; NULL with err. */
@@ -119,11 +119,11 @@ static pf_drafter *open_plan(const pf_strategy_plan *plan, const char *draft_pat
                              char err[PF_ERR_LEN]) {
     *draft_block = PF_NGRAM_BLOCK;
     pf_drafter *d = NULL;
-    if (plan->kind == PF_KIND_NGRAM) return pf_drafter_for(plan, NULL, 0, s, &d, err) == PF_OK ? d : NULL;
+    if (plan->kind == PF_KIND_NGRAM) return pf_drafter_for(plan, NULL, 0, s, &d, err) == PF_RC_OK ? d : NULL;
     pf_dflash *w = draft_path ? pf_dflash_load(draft_path, s->model, err) : bundled_dflash(s->model, err);
     if (!w) return NULL;
     *draft_block = pf_dflash_block_size(w);
-    return pf_drafter_for(plan, w, 1, s, &d, err) == PF_OK ? d : NULL;
+    return pf_drafter_for(plan, w, 1, s, &d, err) == PF_RC_OK ? d : NULL;
 }
 
 pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session *s, int ngram_n, int *draft_block,
@@ -162,7 +162,7 @@ int pf_strategy_open(pf_session *s, const pf_strategy_desc *desc, const char *dr
     }
     if (plan.kind == PF_KIND_AR) return 0;
     if (!(dr = open_plan(&plan, draft_path, s, &draft_block, err))) goto fail;
-    if (pf_strategy_build(s, &plan, dr, dec, spec, err) != PF_OK) goto fail;
+    if (pf_strategy_build(s, &plan, dr, dec, spec, err) != PF_RC_OK) goto fail;
     pf_spec_own(*spec, dr, dec);
     return 0;
 fail:

@@ -25,14 +25,14 @@
 
 /* A drafter of the plan's kind over loaded DFlash weights w (NULL for ngram), with the plan's head
  * vocabulary, into *out; with own_weights it frees w (also when this fails), else w is borrowed.
- * PF_OK, or PF_ERR_ARG (a head vocabulary the draft cannot take) / PF_ERR_OOM with err. */
-pf_status pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+ * PF_RC_OK, or PF_RC_ARG (a head vocabulary the draft cannot take) / PF_RC_OOM with err. */
+pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
                          pf_drafter **out, char err[PF_ERR_LEN]);
 
 /* The strategy of a plan (its block is asserted, not checked) over drafter d (not owned) and, for
- * dec, the draft's Dec head (not owned), into *out. PF_OK, or PF_ERR_ARG (dec without a head or
- * over a drafter without hidden rows) / PF_ERR_OOM with err. */
-pf_status pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
+ * dec, the draft's Dec head (not owned), into *out. PF_RC_OK, or PF_RC_ARG (dec without a head or
+ * over a drafter without hidden rows) / PF_RC_OOM with err. */
+pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
                             pf_spec **out, char err[PF_ERR_LEN]);
 
 /* Open and build what d describes: the draft from draft_path (NULL: the one the session's target

@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tokenize_path(flags & 2 ? msg[0] : NULL, flags & 2 ? msg[1] : msg[0], flags & 1);
     static const char *const roles[4] = {"system", "user", "assistant", "tool"};
-    pf_message m[4];
+    pf_chat_msg m[4];
     bool ok_roles = true;
     for (int i = 0; i < n_msg; i++) {
         m[i].role = roles[(flags >> (2 * (i % 3) + 2)) & 3];

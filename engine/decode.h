@@ -1,0 +1,61 @@
+/* The engine's side of a generation: its status codes, decode parameters, statistics, callbacks
+ * and chat messages. The public header (include/pocketflash.h) is api/'s: api/ turns pf_gen_params
+ * into these and passes the codes and stop reasons back one to one (api/status.h asserts that
+ * their values agree). */
+#ifndef PF_DECODE_H
+#define PF_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/gguf.h" /* PF_ERR_LEN */
+
+/* What a call below api/ reports; the public pf_status has the same values. */
+typedef enum {
+    PF_RC_OK = 0,
+    PF_RC_IO,      /* a file could not be read or written */
+    PF_RC_FORMAT,  /* a file is malformed or of the wrong architecture */
+    PF_RC_ARG,     /* a bad parameter */
+    PF_RC_CONTEXT, /* the prompt does not fit the context */
+    PF_RC_UTF8,    /* the prompt is not valid UTF-8 */
+    PF_RC_OOM,
+    PF_RC_INTERNAL
+} pf_rc;
+
+/* Why decoding ended; the public pf_stop_reason has the same values. */
+typedef enum { PF_END_EOT = 0, PF_END_LENGTH, PF_END_CONTEXT, PF_END_CALLBACK } pf_end;
+
+typedef struct {
+    int max_tokens;
+    float temp;   /* <= 0 greedy */
+    int top_k;    /* <= 0 off */
+    float top_p;  /* >= 1 off */
+    uint64_t seed;
+    bool chat;           /* wrap the prompt in the model's chat template */
+    const char *system;  /* with chat: the system message, or NULL */
+    bool stop_at_eot;    /* stop at the end-of-turn / end-of-text token */
+    const char *prompt_cache; /* prompt cache file, or NULL */
+    bool no_special;     /* special-token texts in the prompt are plain text */
+    const char *json_schema; /* structured output: a JSON Schema, or */
+    bool json_object;        /* any JSON object */
+} pf_decode_params;
+
+typedef struct {
+    int n_prompt, n_gen, n_reused, n_cached;
+    double prefill_s, ttft_s, decode_s;
+    pf_end stop;
+    const char *strategy; /* the strategy's name (static string) */
+} pf_decode_stats;
+
+/* Each generated token id / complete UTF-8 piece; nonzero stops. */
+typedef int (*pf_decode_token_fn)(void *user, int32_t token);
+typedef int (*pf_decode_text_fn)(void *user, const char *text, size_t len);
+
+/* One chat message; role "system", "user" or "assistant". */
+typedef struct {
+    const char *role;
+    const char *content;
+} pf_chat_msg;
+
+#endif
