@@ -1,9 +1,12 @@
-/* The public API's models and sessions (include/pocketflash.h): a session is the engine's
- * context over a loaded model, its sampler state and the strategy the library keeps for it. */
+/* The public API's models and sessions (include/pocketflash.h): a session is the engine's session
+ * (context over a loaded model, sampler state) wrapped with the strategy the library keeps for it
+ * (api/session.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/session.h"
+#include "api/strategy.h"
 #include "engine/constraint.h"
 #include "engine/generate.h"
 #include "include/pocketflash.h"
@@ -21,11 +24,12 @@ void pf_free_model(pf_model *m) { pf_model_free(m); }
 pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char err[PF_ERR_LEN]) {
     int64_t n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     int threads = p && p->n_threads > 0 ? p->n_threads : 1;
-    pf_session *s = calloc(1, sizeof *s);
-    if (!s) {
+    api_session *as = calloc(1, sizeof *as);
+    if (!as) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         return NULL;
     }
+    pf_session *s = &as->engine;
     s->model = m;
     s->ctx = pf_ctx_new(m, n_ctx, threads, NULL, err);
     s->logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
@@ -47,13 +51,13 @@ pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char e
 
 void pf_session_free(pf_session *s) {
     if (!s) return;
-    if (s->ext_free) s->ext_free(s->ext);
+    pf_api_spec_free(pf_api_session(s)->spec);
     pf_session_masker_free(s);
     free(s->hist);
     pf_ctx_free(s->ctx);
     pf_dist_free(&s->dist);
     free(s->logits);
-    free(s);
+    free(pf_api_session(s));
 }
 
 void pf_session_reset(pf_session *s) {

@@ -8,16 +8,17 @@
 #include <string.h>
 
 #include "api/draft.h"
+#include "api/session.h"
 #include "api/status.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
 
-typedef struct {
+struct api_spec {
     const pf_draft *draft; /* what it was built for */
     pf_strategy_plan plan;
     pf_drafter *drafter;
     pf_spec *spec;
-} api_spec;
+};
 
 static void api_spec_clear(api_spec *a) {
     pf_spec_free(a->spec);
@@ -25,10 +26,10 @@ static void api_spec_clear(api_spec *a) {
     memset(a, 0, sizeof *a);
 }
 
-static void api_spec_free(void *p) {
-    if (!p) return;
-    api_spec_clear(p);
-    free(p);
+void pf_api_spec_free(api_spec *a) {
+    if (!a) return;
+    api_spec_clear(a);
+    free(a);
 }
 
 /* The parameters resolved (verify/plan.h). */
@@ -74,14 +75,12 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
     pf_strategy_plan plan;
     pf_status rc = plan_of(p, &plan, err);
     if (rc != PF_OK || plan.kind == PF_KIND_AR) return rc;
-    if (!s->ext) {
-        if (!(s->ext = calloc(1, sizeof(api_spec)))) {
-            snprintf(err, PF_ERR_LEN, "out of memory");
-            return PF_ERR_OOM;
-        }
-        s->ext_free = api_spec_free;
+    api_session *as = pf_api_session(s);
+    if (!as->spec && !(as->spec = calloc(1, sizeof *as->spec))) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_ERR_OOM;
     }
-    api_spec *a = s->ext;
+    api_spec *a = as->spec;
     const pf_draft *draft = plan.kind == PF_KIND_NGRAM ? NULL : p->draft;
     if (!a->spec || a->draft != draft || memcmp(&a->plan, &plan, sizeof plan)) {
         api_spec_clear(a); /* the plan changed: a new drafter (the engine then prefills afresh) */

@@ -27,10 +27,6 @@ struct pf_session {
     int32_t *hist;
     int64_t n_hist;
     const pf_strategy *prev;
-    /* Owned by the layer above the engine (api/: the speculation objects it makes from
-     * pf_gen_params for this session); pf_session_free calls ext_free(ext). */
-    void *ext;
-    void (*ext_free)(void *ext);
     /* Structured output: the vocabulary's trie (built on the first constrained generation, kept),
      * and the running generation's constraint (NULL when it has none), which strategies mask with. */
     pf_token_masker *masker;
