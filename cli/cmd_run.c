@@ -6,7 +6,6 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "engine/generate.h"
-#include "formats/pfb.h"
 #include "include/pocketflash.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
@@ -138,9 +137,7 @@ int cmd_run(int argc, char **argv) {
     pf_strategy_desc desc = {.kind = PF_KIND_DEFAULT, .block = block, .draft_head = draft_head, .ngram_n = ngram_n,
                              .task = task, .profile_name = profile_path};
     if (spec_name && pf_kind_parse(spec_name, &desc.kind, err) < 0) return cli_fail("run: %s", err);
-    const char *bad = desc.kind == PF_KIND_HYBRID && !draft_path ? "run: --spec hybrid needs -d DRAFT.gguf"
-                    : desc.kind == PF_KIND_DEC && !draft_path ? "run: --spec dec needs -d DRAFT.gguf with a Dec head (dec.* tensors)"
-                    : log_rounds && !draft_path ? "run: --log-rounds needs -d DRAFT.gguf"
+    const char *bad = log_rounds && !draft_path ? "run: --log-rounds needs -d DRAFT.gguf"
                     : !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE"
                     : schema_path && gp.json_object ? "run: give one of --json-schema FILE or --json" : NULL;
     if (bad) return cli_fail("%s", bad);
@@ -167,16 +164,10 @@ int cmd_run(int argc, char **argv) {
     pf_session *s = NULL;
     pf_spec *spec = NULL;
     if (!m) { cli_fail("%s", err); goto done; }
-    /* a bundle (detected by its magic) that carries a draft speculates with it by default */
-    bool bundled_draft = m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT);
-    /* --block alone with a draft: a fixed DFlash block; with neither --spec nor --block the strategy
-     * factory's default (verify/strategies.h) */
-    if (!spec_name && block && !profile_path && (draft_path || bundled_draft)) desc.kind = PF_KIND_DFLASH;
-    if ((desc.kind == PF_KIND_DFLASH || desc.kind == PF_KIND_ADAPTIVE) && !draft_path && !bundled_draft) {
-        cli_fail("run: --spec %s needs -d DRAFT.gguf (or a bundle that holds a draft)", pf_kind_name(desc.kind));
-        goto done;
-    }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
+    /* --block alone with a draft (-d, or a bundle that carries one): a fixed DFlash block; otherwise
+     * what needs a draft and the default are the strategy factory's (verify/plan.h) */
+    if (!spec_name && block && !profile_path && pf_draft_at_hand(s, draft_path)) desc.kind = PF_KIND_DFLASH;
     if (pf_strategy_open(s, &desc, draft_path, &spec, NULL, err) < 0) { cli_fail("%s", err); goto done; }
     if (spec) {
         block = pf_spec_block(spec);

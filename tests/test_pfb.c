@@ -331,5 +331,6 @@ TEST(pfb_cli_pack_verify_run) {
     /* --spec dflash with a draft-less bundle is an error naming what is missing */
     snprintf(cmd, sizeof cmd, "%s pack -m %s -o %s/nodraft.pfb >/dev/null && %s run -m %s/nodraft.pfb --spec dflash -p hi",
              test_cli(), f->target, d, test_cli(), d);
-    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && strstr(o, "needs -d"), "nodraft: %s", o);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && strstr(o, "needs a draft: -d DRAFT.gguf") && test_count_lines(o) == 1,
+           "nodraft: %s", o);
 }

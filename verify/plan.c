@@ -69,7 +69,8 @@ int pf_strategy_plan_make(const pf_strategy_desc *d, pf_strategy_plan *plan, cha
     if (kind == PF_KIND_DEFAULT) kind = !d->has_draft ? PF_KIND_AR : d->draft_has_dec ? PF_KIND_DEC : PF_KIND_ADAPTIVE;
     int uses_draft = pf_kind_uses_draft(kind);
     if (uses_draft && !d->has_draft) {
-        snprintf(err, PF_ERR_LEN, "strategy %s needs a draft", pf_kind_name(kind));
+        snprintf(err, PF_ERR_LEN, "strategy %s needs a draft: -d DRAFT.gguf, or a bundle that holds one",
+                 pf_kind_name(kind));
         return -1;
     }
     if (kind == PF_KIND_DEC && !d->draft_has_dec) {
