@@ -1,11 +1,11 @@
 /* The public API's models and sessions (include/pocketflash.h): a session is the engine's session
  * (context over a loaded model, sampler state) wrapped with the strategy the library keeps for it
- * (api/session.h). */
+ * (api/api_session.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/session.h"
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "engine/constraint.h"
 #include "engine/generate.h"

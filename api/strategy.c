@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api/draft.h"
-#include "api/session.h"
+#include "api/api_session.h"
 #include "api/status.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"

@@ -1,8 +1,8 @@
 /* The library's session wraps the engine's: the engine's session (what every layer below works on;
  * the public pf_session * points at it) and what api/ keeps for it, the speculation it built from
  * pf_gen_params (api/strategy.c). Every engine session is made by pf_session_new, inside one. */
-#ifndef PF_API_SESSION_H
-#define PF_API_SESSION_H
+#ifndef PF_API_API_SESSION_H
+#define PF_API_API_SESSION_H
 
 #include "engine/generate.h"
 
