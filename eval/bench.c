@@ -149,6 +149,189 @@ static int single_arm(const pf_bench_opts *o, pf_bench_arm *arm, char err[PF_ERR
     return 0;
 }
 
+/* One run's shared state: the session, the arms' strategies per task type, the prompts, the
+ * outputs of one prompt and the decode seconds and tokens per (arm, type, repetition). */
+typedef struct {
+    const pf_bench_opts *o;
+    const pf_task_suite *suite;
+    pf_bench_result *r;
+    pf_session *s;
+    int n_arms;
+    pf_spec **specs;     /* [arm][type] */
+    int32_t ***prompts;  /* [type][prompt] token ids */
+    int **np;            /* their lengths */
+    tokbuf out[PF_BENCH_MAX_ARMS + 1]; /* [0] plain, then each arm's output of a prompt */
+    double *ar_t, *sp_t; /* [type][rep] / [arm][type][rep]: decode seconds, tokens */
+    int done, total;     /* prompts measured, for the progress bar */
+} bench_state;
+
+/* Every prompt as chat token ids. 0, or -1 with err. */
+static int tokenize_prompts(bench_state *b, const pf_model *m, char err[PF_ERR_LEN]) {
+    const pf_task_suite *suite = b->suite;
+    b->prompts = calloc((size_t)suite->n, sizeof *b->prompts);
+    b->np = calloc((size_t)suite->n, sizeof *b->np);
+    if (!b->prompts || !b->np) goto oom;
+    for (int t = 0; t < suite->n; t++) {
+        const pf_task_type *tt = &suite->types[t];
+        b->prompts[t] = calloc((size_t)tt->n, sizeof **b->prompts);
+        b->np[t] = calloc((size_t)tt->n, sizeof **b->np);
+        if (!b->prompts[t] || !b->np[t]) goto oom;
+        for (int i = 0; i < tt->n; i++) {
+            size_t n = 0;
+            if (pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !b->o->no_special, &b->prompts[t][i], &n, err) < 0)
+                return -1;
+            b->np[t][i] = (int)n;
+        }
+        b->total += tt->n;
+    }
+    b->total *= b->o->reps;
+    return 0;
+oom:
+    snprintf(err, PF_ERR_LEN, "out of memory");
+    return -1;
+}
+
+/* Prefill and first-token times of one type's prompts in the first repetition. */
+typedef struct {
+    double prefill_s, ttft_a, ttft_s[PF_BENCH_MAX_ARMS];
+    int64_t prefill_tok;
+} type_times;
+
+/* Prompt i of type t, plain and every arm, the order rotating so that none always runs on a
+ * warmer cache; outputs compared with plain decoding's. 0, or -1 with err. */
+static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, char err[PF_ERR_LEN]) {
+    const pf_bench_opts *o = b->o;
+    const int n_types = b->suite->n, runs = b->n_arms + 1;
+    pf_decode_params gp = {.max_tokens = o->max_tokens, .temp = o->temp, .top_k = o->top_k, .top_p = o->top_p,
+                           .seed = o->seed + (uint64_t)i, .stop_at_eot = true};
+    for (int k = 0; k < runs; k++) {
+        int j = (k + rep + i) % runs; /* 0 = plain, else arm j-1 */
+        pf_spec *spec = j ? b->specs[(j - 1) * n_types + t] : NULL;
+        pf_decode_stats gs;
+        b->out[j].n = 0;
+        pf_session_reset(b->s); /* every run prefills its whole prompt (no reuse between runs) */
+        if (pf_engine_generate_tokens(b->s, b->prompts[t][i], b->np[t][i], &gp, j ? pf_spec_strategy(spec) : NULL,
+                                      collect, &b->out[j], &gs, err) != PF_RC_OK)
+            return -1;
+        size_t idx = j ? (((size_t)(j - 1) * n_types + t) * o->reps + rep) * 2 : ((size_t)t * o->reps + rep) * 2;
+        double *acc = j ? b->sp_t : b->ar_t;
+        acc[idx] += gs.decode_s;
+        acc[idx + 1] += gs.n_gen > 1 ? gs.n_gen - 1 : 0;
+        tt->prefill_s += gs.prefill_s;
+        tt->prefill_tok += gs.n_prompt;
+        if (!j) tt->ttft_a += gs.ttft_s;
+        else tt->ttft_s[j - 1] += gs.ttft_s;
+        if (j && rep == 0) pf_spec_stats_add(&b->r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
+    }
+    for (int k = 0; k < b->n_arms && o->temp <= 0; k++)
+        if (b->out[0].n != b->out[k + 1].n || memcmp(b->out[0].toks, b->out[k + 1].toks, (size_t)b->out[0].n * sizeof(int32_t)))
+            b->r->arms[k].tasks[t].identical = 0;
+    progress(o, ++b->done, b->total, b->suite->types[t].type);
+    return 0;
+}
+
+/* Every repetition of every type's prompts. 0, or -1 with err. */
+static int measure(bench_state *b, char err[PF_ERR_LEN]) {
+    for (int rep = 0; rep < b->o->reps; rep++)
+        for (int t = 0; t < b->suite->n; t++) {
+            type_times tt = {0};
+            for (int i = 0; i < b->suite->types[t].n; i++)
+                if (run_prompt(b, rep, t, i, &tt, err) < 0) return -1;
+            if (rep) continue;
+            int n = b->suite->types[t].n ? b->suite->types[t].n : 1;
+            for (int k = 0; k < b->n_arms; k++) {
+                pf_bench_task *bt = &b->r->arms[k].tasks[t];
+                bt->prefill_tok_s = tt.prefill_s > 0 ? (double)tt.prefill_tok / tt.prefill_s : 0;
+                bt->ttft_ar_ms = 1e3 * tt.ttft_a / n;
+                bt->ttft_spec_ms = 1e3 * tt.ttft_s[k] / n;
+            }
+        }
+    return 0;
+}
+
+/* Arm k's per-type speeds and speedups (median over repetitions), geomean, tau and identity. */
+static void summarize_arm(const bench_state *b, int k) {
+    const pf_bench_opts *o = b->o;
+    const pf_task_suite *suite = b->suite;
+    pf_bench_arm_result *ar = &b->r->arms[k];
+    double logsum = 0;
+    int64_t rounds = 0, toks = 0;
+    ar->identical = 1;
+    for (int t = 0; t < suite->n; t++) {
+        pf_bench_task *bt = &ar->tasks[t];
+        double va[256], vs[256], vr[256];
+        int n = o->reps < 256 ? o->reps : 256;
+        for (int rep = 0; rep < n; rep++) {
+            size_t ia = ((size_t)t * o->reps + rep) * 2, is = (((size_t)k * suite->n + t) * o->reps + rep) * 2;
+            va[rep] = b->ar_t[ia] > 0 ? b->ar_t[ia + 1] / b->ar_t[ia] : 0;
+            vs[rep] = b->sp_t[is] > 0 ? b->sp_t[is + 1] / b->sp_t[is] : 0;
+            vr[rep] = va[rep] > 0 ? vs[rep] / va[rep] : 0;
+        }
+        bt->ar_tokens = (int64_t)b->ar_t[((size_t)t * o->reps) * 2 + 1];
+        bt->spec_tokens = (int64_t)b->sp_t[(((size_t)k * suite->n + t) * o->reps) * 2 + 1];
+        pf_stat_summarize(va, n, &bt->ar_tok_s);
+        pf_stat_summarize(vs, n, &bt->spec_tok_s);
+        pf_stat_summarize(vr, n, &bt->speedup);
+        logsum += log(bt->speedup.median > 0 ? bt->speedup.median : 1e-9);
+        rounds += bt->st.rounds;
+        toks += bt->st.tokens;
+        if (bt->identical == 0) ar->identical = 0;
+        if (bt->identical < 0 && ar->identical == 1) ar->identical = -1;
+    }
+    ar->speedup_geomean = suite->n ? exp(logsum / suite->n) : 0;
+    ar->tau = rounds ? (double)toks / (double)rounds : 0;
+}
+
+/* Each arm's strategy for each task type (labelled in the result), and the output buffers. */
+static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *dr, char err[PF_ERR_LEN]) {
+    const pf_task_suite *suite = b->suite;
+    b->r->n = suite->n;
+    b->r->n_arms = b->n_arms;
+    if (!(b->specs = calloc((size_t)b->n_arms * suite->n, sizeof *b->specs))) goto oom;
+    for (int k = 0; k < b->n_arms; k++) {
+        pf_bench_arm_result *ar = &b->r->arms[k];
+        snprintf(ar->name, sizeof ar->name, "%s", arms[k].name);
+        if (!(ar->tasks = calloc((size_t)suite->n, sizeof *ar->tasks))) goto oom;
+        for (int t = 0; t < suite->n; t++) {
+            pf_bench_task *bt = &ar->tasks[t];
+            if (!(b->specs[k * suite->n + t] = arm_spec(b->s, b->o, &arms[k], suite->types[t].type, dr, bt, err)))
+                return -1;
+            if (t == 0 || bt->block > ar->block) ar->block = bt->block;
+            snprintf(bt->type, sizeof bt->type, "%s", suite->types[t].type);
+            bt->n_prompts = suite->types[t].n;
+            bt->identical = b->o->temp > 0 ? -1 : 1;
+        }
+    }
+    for (int k = 0; k <= b->n_arms; k++) {
+        b->out[k].cap = b->o->max_tokens;
+        if (!(b->out[k].toks = malloc((size_t)b->out[k].cap * sizeof(int32_t)))) goto oom;
+    }
+    b->ar_t = calloc((size_t)suite->n * b->o->reps * 2, sizeof(double));
+    b->sp_t = calloc((size_t)b->n_arms * suite->n * b->o->reps * 2, sizeof(double));
+    if (b->ar_t && b->sp_t) return 0;
+oom:
+    snprintf(err, PF_ERR_LEN, "out of memory");
+    return -1;
+}
+
+static void bench_state_free(bench_state *b) {
+    if (b->prompts)
+        for (int t = 0; t < b->suite->n; t++) {
+            if (b->prompts[t])
+                for (int i = 0; i < b->suite->types[t].n; i++) free(b->prompts[t][i]);
+            free(b->prompts[t]);
+            if (b->np) free(b->np[t]);
+        }
+    free(b->prompts);
+    free(b->np);
+    for (int k = 0; k <= PF_BENCH_MAX_ARMS; k++) free(b->out[k].toks);
+    free(b->ar_t);
+    free(b->sp_t);
+    if (b->specs)
+        for (int k = 0; k < b->n_arms * b->suite->n; k++) pf_spec_free(b->specs[k]);
+    free(b->specs);
+}
+
 int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
                  char err[PF_ERR_LEN]) {
     memset(r, 0, sizeof *r);
@@ -169,162 +352,30 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     pf_model *m = pf_model_load(model_path, err);
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
-    pf_session *s = pf_session_new(m, &sp, err);
+    bench_state b = {.o = o, .suite = suite, .r = r, .s = pf_session_new(m, &sp, err), .n_arms = n_arms};
     bench_drafters dr = {{NULL, NULL, NULL}, NULL, 0};
-    pf_spec **specs = NULL; /* [arm][task] */
     int rc = -1;
-    int32_t ***prompts = NULL;
-    int **np = NULL;
-    tokbuf out[PF_BENCH_MAX_ARMS + 1] = {{0}}; /* [0] plain, then each arm's output of a prompt */
-    double *ar_t = NULL, *sp_t = NULL;
-    if (!s) goto done;
-    double la[1];
-    r->load_start = getloadavg(la, 1) == 1 ? la[0] : -1;
-    r->compute_start = pf_probe_compute(s->ctx->k, s->ctx->pool, 3);
-    r->n = suite->n;
-    r->n_arms = n_arms;
-    specs = calloc((size_t)n_arms * suite->n, sizeof *specs);
-    if (!specs) goto oom;
-    for (int k = 0; k < n_arms; k++) {
-        pf_bench_arm_result *ar = &r->arms[k];
-        snprintf(ar->name, sizeof ar->name, "%s", arms[k].name);
-        if (!(ar->tasks = calloc((size_t)suite->n, sizeof *ar->tasks))) goto oom;
-        for (int t = 0; t < suite->n; t++) {
-            pf_bench_task *bt = &ar->tasks[t];
-            if (!(specs[k * suite->n + t] = arm_spec(s, o, &arms[k], suite->types[t].type, &dr, bt, err))) goto done;
-            if (t == 0 || bt->block > ar->block) ar->block = bt->block;
-            snprintf(bt->type, sizeof bt->type, "%s", suite->types[t].type);
-            bt->n_prompts = suite->types[t].n;
-            bt->identical = o->temp > 0 ? -1 : 1;
-        }
+    if (b.s) {
+        double la[1];
+        r->load_start = getloadavg(la, 1) == 1 ? la[0] : -1;
+        r->compute_start = pf_probe_compute(b.s->ctx->k, b.s->ctx->pool, 3);
+        rc = make_arms(&b, arms, &dr, err) < 0 || tokenize_prompts(&b, m, err) < 0 || measure(&b, err) < 0 ? -1 : 0;
     }
-    prompts = calloc((size_t)suite->n, sizeof *prompts);
-    np = calloc((size_t)suite->n, sizeof *np);
-    for (int k = 0; k <= n_arms; k++) {
-        out[k].cap = o->max_tokens;
-        if (!(out[k].toks = malloc((size_t)out[k].cap * sizeof(int32_t)))) goto oom;
+    if (rc == 0) {
+        for (int k = 0; k < n_arms; k++) summarize_arm(&b, k);
+        r->tasks = r->arms[0].tasks;
+        r->block = r->arms[0].block;
+        r->speedup_geomean = r->arms[0].speedup_geomean;
+        r->tau = r->arms[0].tau;
+        r->identical = r->arms[0].identical;
+        r->compute_end = pf_probe_compute(b.s->ctx->k, b.s->ctx->pool, 3);
+        double la[1];
+        r->load_end = getloadavg(la, 1) == 1 ? la[0] : -1;
     }
-    /* per type (and arm), per repetition: decode seconds and tokens */
-    ar_t = calloc((size_t)suite->n * o->reps * 2, sizeof(double));
-    sp_t = calloc((size_t)n_arms * suite->n * o->reps * 2, sizeof(double));
-    if (!prompts || !np || !ar_t || !sp_t) goto oom;
-    int total = 0;
-    for (int t = 0; t < suite->n; t++) {
-        const pf_task_type *tt = &suite->types[t];
-        prompts[t] = calloc((size_t)tt->n, sizeof **prompts);
-        np[t] = calloc((size_t)tt->n, sizeof **np);
-        if (!prompts[t] || !np[t]) goto oom;
-        for (int i = 0; i < tt->n; i++) {
-            size_t n = 0;
-            if (pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !o->no_special, &prompts[t][i], &n, err) < 0)
-                goto done;
-            np[t][i] = (int)n;
-        }
-        total += tt->n;
-    }
-    total *= o->reps;
-    int done_n = 0;
-    for (int rep = 0; rep < o->reps; rep++)
-        for (int t = 0; t < suite->n; t++) {
-            double prefill_s = 0, ttft_a = 0, ttft_s[PF_BENCH_MAX_ARMS] = {0};
-            int64_t prefill_tok = 0;
-            for (int i = 0; i < suite->types[t].n; i++) {
-                pf_decode_params gp = {.max_tokens = o->max_tokens, .temp = o->temp, .top_k = o->top_k,
-                                       .top_p = o->top_p, .seed = o->seed + (uint64_t)i, .stop_at_eot = true};
-                /* plain and every arm, the order rotating so that none always runs on a warmer cache */
-                int runs = n_arms + 1;
-                for (int k = 0; k < runs; k++) {
-                    int j = (k + rep + i) % runs; /* 0 = plain, else arm j-1 */
-                    pf_spec *spec = j ? specs[(j - 1) * suite->n + t] : NULL;
-                    pf_decode_stats gs;
-                    pf_strategy *strategy = j ? pf_spec_strategy(spec) : NULL;
-                    out[j].n = 0;
-                    pf_session_reset(s); /* every run prefills its whole prompt (no reuse between runs) */
-                    if (pf_engine_generate_tokens(s, prompts[t][i], np[t][i], &gp, strategy, collect, &out[j], &gs, err) != PF_RC_OK) goto done;
-                    size_t idx = j ? (((size_t)(j - 1) * suite->n + t) * o->reps + rep) * 2 : ((size_t)t * o->reps + rep) * 2;
-                    double *acc = j ? sp_t : ar_t;
-                    acc[idx] += gs.decode_s;
-                    acc[idx + 1] += gs.n_gen > 1 ? gs.n_gen - 1 : 0;
-                    prefill_s += gs.prefill_s;
-                    prefill_tok += gs.n_prompt;
-                    if (!j) ttft_a += gs.ttft_s;
-                    else ttft_s[j - 1] += gs.ttft_s;
-                    if (j && rep == 0) pf_spec_stats_add(&r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
-                }
-                for (int k = 0; k < n_arms && o->temp <= 0; k++)
-                    if (out[0].n != out[k + 1].n || memcmp(out[0].toks, out[k + 1].toks, (size_t)out[0].n * sizeof(int32_t)))
-                        r->arms[k].tasks[t].identical = 0;
-                progress(o, ++done_n, total, suite->types[t].type);
-            }
-            if (rep == 0) {
-                int n = suite->types[t].n ? suite->types[t].n : 1;
-                for (int k = 0; k < n_arms; k++) {
-                    pf_bench_task *bt = &r->arms[k].tasks[t];
-                    bt->prefill_tok_s = prefill_s > 0 ? (double)prefill_tok / prefill_s : 0;
-                    bt->ttft_ar_ms = 1e3 * ttft_a / n;
-                    bt->ttft_spec_ms = 1e3 * ttft_s[k] / n;
-                }
-            }
-        }
-    for (int k = 0; k < n_arms; k++) {
-        pf_bench_arm_result *ar = &r->arms[k];
-        double logsum = 0;
-        int64_t rounds = 0, toks = 0;
-        ar->identical = 1;
-        for (int t = 0; t < suite->n; t++) {
-            pf_bench_task *bt = &ar->tasks[t];
-            double va[256], vs[256], vr[256];
-            int n = o->reps < 256 ? o->reps : 256;
-            for (int rep = 0; rep < n; rep++) {
-                size_t ia = ((size_t)t * o->reps + rep) * 2, is = (((size_t)k * suite->n + t) * o->reps + rep) * 2;
-                va[rep] = ar_t[ia] > 0 ? ar_t[ia + 1] / ar_t[ia] : 0;
-                vs[rep] = sp_t[is] > 0 ? sp_t[is + 1] / sp_t[is] : 0;
-                vr[rep] = va[rep] > 0 ? vs[rep] / va[rep] : 0;
-            }
-            bt->ar_tokens = (int64_t)ar_t[((size_t)t * o->reps) * 2 + 1];
-            bt->spec_tokens = (int64_t)sp_t[(((size_t)k * suite->n + t) * o->reps) * 2 + 1];
-            pf_stat_summarize(va, n, &bt->ar_tok_s);
-            pf_stat_summarize(vs, n, &bt->spec_tok_s);
-            pf_stat_summarize(vr, n, &bt->speedup);
-            logsum += log(bt->speedup.median > 0 ? bt->speedup.median : 1e-9);
-            rounds += bt->st.rounds;
-            toks += bt->st.tokens;
-            if (bt->identical == 0) ar->identical = 0;
-            if (bt->identical < 0 && ar->identical == 1) ar->identical = -1;
-        }
-        ar->speedup_geomean = suite->n ? exp(logsum / suite->n) : 0;
-        ar->tau = rounds ? (double)toks / (double)rounds : 0;
-    }
-    r->tasks = r->arms[0].tasks;
-    r->block = r->arms[0].block;
-    r->speedup_geomean = r->arms[0].speedup_geomean;
-    r->tau = r->arms[0].tau;
-    r->identical = r->arms[0].identical;
-    r->compute_end = pf_probe_compute(s->ctx->k, s->ctx->pool, 3);
-    r->load_end = getloadavg(la, 1) == 1 ? la[0] : -1;
-    rc = 0;
-    goto done;
-oom:
-    snprintf(err, PF_ERR_LEN, "out of memory");
-done:
-    if (prompts)
-        for (int t = 0; t < suite->n; t++) {
-            if (prompts[t])
-                for (int i = 0; i < suite->types[t].n; i++) free(prompts[t][i]);
-            free(prompts[t]);
-            if (np) free(np[t]);
-        }
-    free(prompts);
-    free(np);
-    for (int k = 0; k <= PF_BENCH_MAX_ARMS; k++) free(out[k].toks);
-    free(ar_t);
-    free(sp_t);
-    if (specs)
-        for (int k = 0; k < n_arms * suite->n; k++) pf_spec_free(specs[k]);
-    free(specs);
+    bench_state_free(&b);
     for (int k = 0; k < 3; k++) pf_drafter_free(dr.d[k]);
     pf_dec_free(dr.dec);
-    pf_session_free(s);
+    pf_session_free(b.s);
     pf_model_free(m);
     if (rc) pf_bench_result_free(r);
     return rc;
