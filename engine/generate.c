@@ -190,6 +190,7 @@ static pf_status generate_run(pf_session *s, const int32_t *prompt, int n_prompt
             }
             st.n_gen++;
             last = buf[i];
+            if (p->on_token_source) p->on_token_source(p->token_source_user, buf[i], i < n - 1);
             if (on_token && on_token(user, buf[i])) {
                 st.stop = PF_STOP_CALLBACK;
                 stop = 1;
