@@ -76,10 +76,11 @@ static void put_usage(sv_buf *b, const sv_job *j) {
     sv_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}", p, g, p + g);
 }
 
-/* pocketflash's own numbers: the strategy's work and the speed of this request. */
-static void put_extension(sv_buf *b, const sv_job *j) {
+/* pocketflash's own numbers, the members of its extension object: the strategy's work and the
+ * speed of this request. */
+static void put_stats(sv_buf *b, const sv_job *j) {
     const pf_gen_stats *s = &j->stats;
-    sv_puts(b, "\"pocketflash\":{\"strategy\":");
+    sv_puts(b, "\"strategy\":");
     const char *name = s->strategy ? s->strategy : "ar";
     sv_put_jstr(b, name, strlen(name));
     sv_printf(b, ",\"block\":%d,\"rounds\":%lld,\"tau\":", s->block, (long long)s->rounds);
@@ -96,8 +97,14 @@ static void put_extension(sv_buf *b, const sv_job *j) {
     sv_put_num(b, s->decode_s);
     sv_puts(b, ",\"queue_s\":");
     sv_put_num(b, j->t_start > j->t_arrive ? j->t_start - j->t_arrive : 0);
-    sv_printf(b, ",\"reused_tokens\":%d,\"session\":%d,\"timed_out\":%s}", s->n_reused, j->session,
+    sv_printf(b, ",\"reused_tokens\":%d,\"session\":%d,\"timed_out\":%s", s->n_reused, j->session,
               j->timed_out ? "true" : "false");
+}
+
+static void put_extension(sv_buf *b, const sv_job *j) {
+    sv_puts(b, "\"pocketflash\":{");
+    put_stats(b, j);
+    sv_puts(b, "}");
 }
 
 static const char *finish_reason(const sv_job *j) {
@@ -173,10 +180,43 @@ struct sv_stream {
     sv_buf out;      /* framed events not yet handed to MHD */
     size_t out_off;
     bool role_sent, finished;
+    int next_token;     /* the job's first token not yet in a chunk's "tokens" */
+    bool last_drafted;  /* the last token that was */
     char id[64];
     long created;
 };
 typedef sv_stream stream;
+
+static void put_token(stream *s, bool *first, const char *text, size_t n, bool drafted, bool cont) {
+    sv_puts(&s->out, *first ? "{\"text\":" : ",{\"text\":");
+    *first = false;
+    sv_put_jstr(&s->out, text, n);
+    sv_printf(&s->out, ",\"drafted\":%s%s}", drafted ? "true" : "false", cont ? ",\"cont\":true" : "");
+}
+
+/* The "tokens" of the chunk that sends text[from, lim): the text split by the token it came from,
+ * each token once; bytes of a token already listed in an earlier chunk come first as a "cont"
+ * entry. A token shows when it has text to send, or when a later one does (its own bytes went with
+ * that one's: a character split over tokens), or at the end. Under the job's lock, or once done. */
+static void put_tokens(stream *s, size_t from, size_t lim, bool done) {
+    const sv_job *j = s->j;
+    const char *t = j->text.s ? j->text.s : "";
+    int k = s->next_token, n = j->n_tokens;
+    bool none = true;
+    sv_puts(&s->out, "\"tokens\":[");
+    size_t first = k < n && j->tokens[k].start < lim ? j->tokens[k].start : lim;
+    if (first > from) put_token(s, &none, t + from, first - from, s->last_drafted, true);
+    for (; k < n; k++) {
+        size_t start = j->tokens[k].start, next = k + 1 < n ? j->tokens[k + 1].start : lim;
+        if (!(start < lim || next <= lim || done)) break;
+        if (done && j->stop_hit && start >= j->text.n) break; /* after the stop sequence: not sent */
+        if (start > lim) start = lim;
+        put_token(s, &none, t + start, (next < lim ? next : lim) - start, j->tokens[k].drafted, false);
+        s->last_drafted = j->tokens[k].drafted;
+    }
+    s->next_token = k;
+    sv_puts(&s->out, "]");
+}
 
 static void put_chunk(stream *s, const char *text, size_t n, const char *finish) {
     bool chat = s->j->req.kind == SV_CHAT;
@@ -202,11 +242,15 @@ static void put_chunk(stream *s, const char *text, size_t n, const char *finish)
     if (finish) {
         sv_printf(&s->out, "\"%s\"}],", finish);
         put_usage(&s->out, s->j);
+        sv_puts(&s->out, ",\"pocketflash\":{");
+        put_tokens(s, s->sent, s->sent, true);
         sv_puts(&s->out, ",");
-        put_extension(&s->out, s->j);
-        sv_puts(&s->out, "}\n\n");
+        put_stats(&s->out, s->j);
+        sv_puts(&s->out, "}}\n\n");
     } else {
-        sv_puts(&s->out, "null}]}\n\n");
+        sv_puts(&s->out, "null}],\"pocketflash\":{");
+        put_tokens(s, s->sent, s->sent + n, s->j->state == SV_DONE);
+        sv_puts(&s->out, "}}\n\n");
     }
 }
 

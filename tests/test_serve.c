@@ -229,6 +229,7 @@ static bool is_true(const pf_json *v, const char *key) {
  * the first conversation (its cache rows reused), and a seeded sample twice. */
 static void check_against_run(const char *serve_args, const char *run_args) {
     static char want_c1[8192], want_c2[8192], want_p1[8192], want_p2[8192], want_s[8192], args[2048];
+    bool draft = strstr(serve_args, "-d ") != NULL;
     snprintf(args, sizeof args, "run -m " TARGET " %s --chat -n 40 -p '" Q1 "'", run_args);
     CHECK(run_cli(args, want_c1, sizeof want_c1) == 0 && strlen(want_c1) > 2);
     snprintf(args, sizeof args, "run -m " TARGET " %s --chat -n 40 -p '" Q2 "'", run_args);
@@ -257,7 +258,11 @@ static void check_against_run(const char *serve_args, const char *run_args) {
              "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2 "\"}],"
              "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7}},"
              "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2 "\"}],"
-             "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7,\"stream\":true}}]");
+             "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7,\"stream\":true}}%s]",
+             /* a fixed block (Dec's choices follow the clock): the drafted tokens are the same every run */
+             draft ? ",{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1 "\"}],"
+                     "\"max_tokens\":40,\"temperature\":0,\"stream\":true,\"spec\":\"dflash\",\"block\":4}}"
+                   : "");
     CHECK(write_file(in, req));
     server s;
     START(s, serve_args);
@@ -282,6 +287,18 @@ static void check_against_run(const char *serve_args, const char *run_args) {
     }
     SCHECK(s, num(item(d, 1), "chunks") >= 3 && str(item(d, 1), "role"), "the stream came in %g chunks",
            num(item(d, 1), "chunks"));
+    /* the streams' per-token marks: the same text, one per token; drafted ones only with a draft
+     * (with a fixed block on Q1, some) */
+    for (int i = 1; i < (draft ? 9 : 8); i += i < 7 ? 2 : 1) {
+        const pf_json *mk = pf_json_get(item(d, (size_t)i), "marks");
+        double n_gen = num(pf_json_get(item(d, (size_t)i), "usage"), "completion_tokens");
+        SCHECK(s, str(mk, "text") && !strcmp(str(mk, "text"), str(item(d, (size_t)i), "text")),
+               "request %d: token marks spell '%s'", i, str(mk, "text") ? str(mk, "text") : "(none)");
+        SCHECK(s, num(mk, "tokens") == n_gen, "request %d: %g token marks for %g tokens", i, num(mk, "tokens"), n_gen);
+        SCHECK(s, i < 8 || !strcmp(str(item(d, 8), "text"), want_c1), "fixed block: '%s'", str(item(d, 8), "text"));
+        SCHECK(s, !draft ? num(mk, "drafted") == 0 : i == 8 ? num(mk, "drafted") > 0 : num(mk, "drafted") >= 0,
+               "request %d: %g drafted tokens", i, num(mk, "drafted"));
+    }
     /* the second turn reused the first turn's cache rows */
     SCHECK(s, str(item(d, 2), "text") && num(pf_json_get(item(d, 2), "pocketflash"), "reused_tokens") > 0,
            "second turn: no KV reuse");
