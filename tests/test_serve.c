@@ -324,6 +324,9 @@ static void check_against_run(const char *serve_args, const char *run_args) {
         const char *got = str(item(d, 0), "text"), *fr = str(item(d, 0), "finish_reason");
         SCHECK(s, got && !strcmp(got, cut) && fr && !strcmp(fr, "stop"), "stop '%s': '%s' (%s), want '%s'", stop,
                got ? got : "(error)", fr ? fr : "-", cut);
+        const char *marked = str(pf_json_get(item(d, 0), "marks"), "text");
+        SCHECK(s, !streamed || (marked && !strcmp(marked, cut)), "stop '%s': token marks spell '%s'", stop,
+               marked ? marked : "(none)");
         pf_json_free(d);
     }
     CHECKF(server_stop(&s) == 0, "serve did not exit cleanly on SIGTERM");
