@@ -30,7 +30,7 @@ struct sv_http {
     sv_http_config cfg;
 };
 
-typedef enum { R_NONE, R_HEALTH, R_MODELS, R_CHAT, R_COMPLETIONS } route;
+typedef enum { R_NONE, R_PAGE, R_HEALTH, R_MODELS, R_CHAT, R_COMPLETIONS } route;
 
 /* ---- plain responses ---- */
 /* The reply takes the buffer. */
@@ -47,14 +47,14 @@ static void reply_error(sv_reply *r, unsigned code, const char *msg, const char 
 }
 
 /* ---- routes ---- */
-static route find_route(const char *url, bool *known_path, const char *method) {
+static route find_route(const sv_http *h, const char *url, bool *known_path, const char *method) {
     static const struct { const char *path, *method; route r; } routes[] = {
-        {"/health", "GET", R_HEALTH},           {"/v1/health", "GET", R_HEALTH},
+        {"/", "GET", R_PAGE},                   {"/health", "GET", R_HEALTH},           {"/v1/health", "GET", R_HEALTH},
         {"/v1/models", "GET", R_MODELS},        {"/v1/chat/completions", "POST", R_CHAT},
         {"/v1/completions", "POST", R_COMPLETIONS}};
     *known_path = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path)) continue;
+        if (strcmp(url, routes[i].path) || (routes[i].r == R_PAGE && !h->cfg.page)) continue;
         *known_path = true;
         if (!strcmp(method, routes[i].method)) return routes[i].r;
     }
@@ -358,6 +358,12 @@ static void put_models(const sv_http *h, sv_reply *r) {
     reply_json(r, MHD_HTTP_OK, &b);
 }
 
+static void put_page(const sv_http *h, sv_reply *r) {
+    r->status = MHD_HTTP_OK;
+    sv_put(&r->body, h->cfg.page, h->cfg.page_len);
+    r->content_type = "text/html; charset=utf-8";
+}
+
 static void put_health(const sv_http *h, sv_reply *r) {
     int busy, queued;
     sv_engine_load(h->e, &busy, &queued);
@@ -369,9 +375,10 @@ static void put_health(const sv_http *h, sv_reply *r) {
 /* Route, key and declared size are checked before any body is read. */
 bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r) {
     bool known;
-    route rt = find_route(q->url, &known, q->method);
+    route rt = find_route(h, q->url, &known, q->method);
     char msg[PF_ERR_LEN];
-    if (rt != R_HEALTH && h->cfg.api_key && !authorized(h, q->authorization))
+    /* the page is open, as /health: it holds no data, and asks for the key its requests send */
+    if (rt != R_HEALTH && rt != R_PAGE && h->cfg.api_key && !authorized(h, q->authorization))
         reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong API key (Authorization: Bearer KEY)", NULL, "invalid_api_key");
     else if (rt == R_NONE) {
         snprintf(msg, sizeof msg, "%s %.100s: %s", q->method, q->url, known ? "method not allowed" : "no such route");
@@ -380,7 +387,8 @@ bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r) {
     } else if (q->content_length && strtoull(q->content_length, NULL, 10) > h->cfg.max_body) {
         snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
         reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, "request_too_large");
-    } else if (rt == R_HEALTH) put_health(h, r);
+    } else if (rt == R_PAGE) put_page(h, r);
+    else if (rt == R_HEALTH) put_health(h, r);
     else if (rt == R_MODELS) put_models(h, r);
     else return false;
     return true;
@@ -388,7 +396,7 @@ bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r) {
 
 void sv_http_body(sv_http *h, const sv_http_request *q, sv_reply *r) {
     bool known;
-    route rt = find_route(q->url, &known, q->method);
+    route rt = find_route(h, q->url, &known, q->method);
     if (rt != R_CHAT && rt != R_COMPLETIONS) {
         reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "no body expected on this route", NULL, NULL);
     } else if (q->too_big) {
@@ -458,7 +466,7 @@ static enum MHD_Result queue_reply(struct MHD_Connection *c, sv_reply *rp) {
             sv_reply_free(rp);
             return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ok && rp->content_type ? rp->content_type : "application/json");
         if (code == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST");
         if (code == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     }
