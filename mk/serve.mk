@@ -6,7 +6,7 @@ endif
 # GET / serves cli/serve_page.html (plain HTML and JavaScript), compiled into the CLI as a C array.
 %/gen/serve_page.c: cli/serve_page.html mk/embed.sh
 	@mkdir -p $(@D)
-	sh mk/embed.sh pf_serve_page <$< >$@.tmp && mv $@.tmp $@
+	sh mk/embed.sh pf_serve_page $< $@
 .PRECIOUS: %/gen/serve_page.c
 %/gen/serve_page.o: %/gen/serve_page.c
 	$(CC) $(CFLAGS) -c $< -o $@
