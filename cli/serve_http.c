@@ -49,9 +49,9 @@ static void reply_error(sv_reply *r, unsigned code, const char *msg, const char 
 /* ---- routes ---- */
 static route find_route(const sv_http *h, const char *url, bool *known_path, const char *method) {
     static const struct { const char *path, *method; route r; } routes[] = {
-        {"/", "GET", R_PAGE},                   {"/health", "GET", R_HEALTH},           {"/v1/health", "GET", R_HEALTH},
-        {"/v1/models", "GET", R_MODELS},        {"/v1/chat/completions", "POST", R_CHAT},
-        {"/v1/completions", "POST", R_COMPLETIONS}};
+        {"/", "GET", R_PAGE},                   {"/health", "GET", R_HEALTH},
+        {"/v1/health", "GET", R_HEALTH},        {"/v1/models", "GET", R_MODELS},
+        {"/v1/chat/completions", "POST", R_CHAT}, {"/v1/completions", "POST", R_COMPLETIONS}};
     *known_path = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(url, routes[i].path) || (routes[i].r == R_PAGE && !h->cfg.page)) continue;
