@@ -3,8 +3,7 @@
  * gemm: each weight block is loaded and decoded once per chunk of up to NB_MAX activation rows;
  * every activation row b has its own accumulators and the per-b code is identical whatever the
  * chunk size, so output (r, b) is bitwise the same for B = 1 and B = 16 and for any row split.
- *   float weights (F32/F16/BF16 -> f32): two 16-lane accumulators over alternating 16-column
- *     chunks (the last one masked), then one fixed horizontal sum.
+ *   float weights (F32/F16/BF16 -> f32): vec_gemm_float.h (one source for every x86 level).
  *   quantized (Q8_0, Q4_0, Q4_1): register-blocked on groups of 16 consecutive weight rows, one
  *     row per 32-bit lane. Per block the group's 16 x 32 weights are loaded 16 bytes per row,
  *     transposed in registers (4x4 dword transposes within 128-bit lanes) and decoded once into
@@ -27,62 +26,8 @@
 #include "kernels/x86/x86_quant.h"
 #define PF_VEC_BITS 512
 #include "kernels/x86/vec_float.h"
+#include "kernels/x86/vec_gemm_float.h"
 
-#define NB_MAX 8
-#define ROW_TILE 32 /* weight rows per tile in the float gemm */
-#define PF_DIST 1024 /* weight prefetch distance, bytes */
-
-/* ---- float-weight gemm ---- */
-
-PF_FORCE_INLINE __m512 wload16(uint32_t wt, const void *w, int64_t i) {
-    if (wt == PF_TYPE_F32) return _mm512_loadu_ps((const float *)w + i);
-    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
-    if (wt == PF_TYPE_F16) return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-PF_FORCE_INLINE __m512 wload16_mask(uint32_t wt, const void *w, int64_t i, __mmask16 m) {
-    if (wt == PF_TYPE_F32) return _mm512_maskz_loadu_ps(m, (const float *)w + i);
-    __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
-    if (wt == PF_TYPE_F16) return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const float *const *x,
-                               float *out, int NB) {
-    size_t es = wt == PF_TYPE_F32 ? 4 : 2;
-    __m512 acc0[NB_MAX], acc1[NB_MAX];
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) acc0[b] = acc1[b] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        /* prefetch pays with several rows (c(8) ~1.5x better for F16); one row streams as fast
-         * on the hardware prefetcher alone */
-        if (NB > 1) _mm_prefetch((const char *)w + (size_t)i * es + PF_DIST, _MM_HINT_T0);
-        __m512 w0 = wload16(wt, w, i), w1 = wload16(wt, w, i + 16);
-#pragma GCC unroll 8
-        for (int b = 0; b < NB; b++) {
-            acc0[b] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[b] + i), acc0[b]);
-            acc1[b] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[b] + i + 16), acc1[b]);
-        }
-    }
-    for (int c = 0; i < n; c++, i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512 wv = wload16_mask(wt, w, i, m);
-#pragma GCC unroll 8
-        for (int b = 0; b < NB; b++) {
-            __m512 xv = _mm512_maskz_loadu_ps(m, x[b] + i);
-            if (c == 0)
-                acc0[b] = _mm512_fmadd_ps(wv, xv, acc0[b]);
-            else
-                acc1[b] = _mm512_fmadd_ps(wv, xv, acc1[b]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) out[b] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[b], acc1[b]));
-}
-
-#include "kernels/gemm_float_tiles.h"
 
 /* ---- quantized gemm ---- */
 

@@ -5,9 +5,7 @@
  * gemm: every output (r, b) has its own accumulators and its code is the same whatever the
  * block of rows it is computed in, so it is bitwise the same for B = 1 and B = 16 and for any
  * row split.
- *   float weights: two 8-lane accumulators over alternating 8-column chunks, then one fixed
- *     horizontal sum; the last partial chunk is zero padded. Register blocks of 3 weight rows x
- *     2 activation rows share every load (12 accumulators of the 16 registers).
+ *   float weights: vec_gemm_float.h (one source for every x86 level).
  *   quantized (Q8_0, Q4_0, Q4_1): the AVX-512 gemm's scheme on 8 lanes, over the packed layout
  *     (kernels.h; GGUF-layout weights are packed a group at a time on the fly): one weight row
  *     per 32-bit lane, each block decoded once per half-group into 8 registers of unsigned bytes,
@@ -31,9 +29,9 @@
 #include "formats/quant.h"
 #include "kernels/kernels_impl.h"
 #include "kernels/x86/x86_quant.h"
-#include "kernels/x86/simd_avx2.h"
 #define PF_VEC_BITS 256
 #include "kernels/x86/vec_float.h"
+#include "kernels/x86/vec_gemm_float.h"
 
 #ifdef PF_YMM_VNNI
 #define YMM_VNNI 1
@@ -42,128 +40,6 @@
 #endif
 /* Activation block sums per pass: Q8_0's + 128 offset (AVX-VNNI only). */
 #define YMM_ASUM(wt) (YMM_VNNI && (wt) == PF_TYPE_Q8_0)
-
-#define FR_MAX 3 /* float gemm: weight rows x activation rows per register block (12 accumulators) */
-#define FB_MAX 2
-#define ROW_TILE 30 /* weight rows per tile in the float gemm (whole blocks of FR_MAX) */
-#define PF_DIST 1024 /* weight prefetch distance, bytes */
-
-static inline float half_at(const void *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-
-/* ---- float-weight gemm ---- */
-
-PF_FORCE_INLINE __m256 wload8(uint32_t wt, const void *w, int64_t i) {
-    if (wt == PF_TYPE_F32) return _mm256_loadu_ps((const float *)w + i);
-    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
-    if (wt == PF_TYPE_F16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-/* Dot products of NR weight rows (w[r]) with NB activation rows: per (r, b) two 8-lane
- * accumulators over alternating 8-column chunks, the last chunk possibly partial (zero padded),
- * then one fixed horizontal sum; each output's operations are the same whatever NR and NB (the
- * register block only shares loads: each weight vector serves NB rows, each activation vector NR). */
-PF_FORCE_INLINE void fdot_block(uint32_t wt, const void *const *w, int64_t n, const float *const *x,
-                                float (*out)[FB_MAX], int NR, int NB) {
-    const size_t es = wt == PF_TYPE_F32 ? 4 : 2;
-    __m256 acc0[FR_MAX][FB_MAX], acc1[FR_MAX][FB_MAX];
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; r++)
-#pragma GCC unroll 4
-        for (int b = 0; b < NB; b++) acc0[r][b] = acc1[r][b] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        if ((i * es) % 64 == 0)
-#pragma GCC unroll 4
-            for (int r = 0; r < NR; r++) _mm_prefetch((const char *)w[r] + (size_t)i * es + PF_DIST, _MM_HINT_T0);
-        __m256 wv[FR_MAX]; /* one 8-column half at a time: 12 accumulators + 3 weights + 1 activation */
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) wv[r] = wload8(wt, w[r], i);
-#pragma GCC unroll 4
-        for (int b = 0; b < NB; b++) {
-            __m256 xv = _mm256_loadu_ps(x[b] + i);
-#pragma GCC unroll 4
-            for (int r = 0; r < NR; r++) acc0[r][b] = _mm256_fmadd_ps(wv[r], xv, acc0[r][b]);
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) wv[r] = wload8(wt, w[r], i + 8);
-#pragma GCC unroll 4
-        for (int b = 0; b < NB; b++) {
-            __m256 xv = _mm256_loadu_ps(x[b] + i + 8);
-#pragma GCC unroll 4
-            for (int r = 0; r < NR; r++) acc1[r][b] = _mm256_fmadd_ps(wv[r], xv, acc1[r][b]);
-        }
-    }
-    /* at most two more 8-column chunks, the last one possibly partial (zero padded) */
-    for (int c = 0; i < n; c++, i += 8) {
-        int64_t m = n - i < 8 ? n - i : 8;
-        for (int r = 0; r < NR; r++) {
-            uint8_t wbuf[32] = {0};
-            memcpy(wbuf, (const char *)w[r] + (size_t)i * es, (size_t)m * es);
-            __m256 wv = wload8(wt, wbuf, 0);
-            for (int b = 0; b < NB; b++) {
-                float xbuf[8] = {0};
-                memcpy(xbuf, x[b] + i, (size_t)m * sizeof(float));
-                __m256 xv = _mm256_loadu_ps(xbuf);
-                if (c == 0)
-                    acc0[r][b] = _mm256_fmadd_ps(wv, xv, acc0[r][b]);
-                else
-                    acc1[r][b] = _mm256_fmadd_ps(wv, xv, acc1[r][b]);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; r++)
-#pragma GCC unroll 4
-        for (int b = 0; b < NB; b++) out[r][b] = hsum256(_mm256_add_ps(acc0[r][b], acc1[r][b]));
-}
-
-/* Rows in tiles of ROW_TILE (in L2 after the first chunk of activation rows); per tile, chunks of
- * FB_MAX activation rows (in L1) against blocks of FR_MAX weight rows. */
-PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                                int64_t ldy, int64_t r0, int64_t r1) {
-    for (int64_t rt = r0; rt < r1; rt += ROW_TILE) {
-        int64_t re = rt + ROW_TILE < r1 ? rt + ROW_TILE : r1;
-        for (int b0 = 0; b0 < B; b0 += FB_MAX) {
-            int nb = B - b0 < FB_MAX ? B - b0 : FB_MAX;
-            const float *x[FB_MAX];
-            for (int b = 0; b < nb; b++) x[b] = (const float *)((const char *)act + (size_t)(b0 + b) * stride);
-            for (int64_t r = rt; r < re; r += FR_MAX) {
-                int nr = re - r < FR_MAX ? (int)(re - r) : FR_MAX;
-                const void *w[FR_MAX];
-                for (int i = 0; i < nr; i++) w[i] = (const char *)W->data + (size_t)(r + i) * W->row_bytes;
-                float out[FR_MAX][FB_MAX];
-                switch (nr * 4 + nb) {
-                case 5: fdot_block(wt, w, W->cols, x, out, 1, 1); break;
-                case 6: fdot_block(wt, w, W->cols, x, out, 1, 2); break;
-                case 9: fdot_block(wt, w, W->cols, x, out, 2, 1); break;
-                case 10: fdot_block(wt, w, W->cols, x, out, 2, 2); break;
-                case 13: fdot_block(wt, w, W->cols, x, out, 3, 1); break;
-                default: fdot_block(wt, w, W->cols, x, out, 3, 2); break;
-                }
-                for (int i = 0; i < nr; i++)
-                    for (int b = 0; b < nb; b++) y[(b0 + b) * ldy + r + i] = out[i][b];
-            }
-        }
-    }
-}
-
-static void gemm_f32(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
-                     int64_t r1) {
-    gemm_float(PF_TYPE_F32, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_f16(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
-                     int64_t r1) {
-    gemm_float(PF_TYPE_F16, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
-                      int64_t r1) {
-    gemm_float(PF_TYPE_BF16, W, act, stride, B, y, ldy, r0, r1);
-}
 
 /* ---- quantized gemm ---- */
 
