@@ -73,6 +73,21 @@ PF_FORCE_INLINE vf vf_from_vi(vi a) { return _mm512_cvtepi32_ps(a); }
 #define VEC_VNNI 1
 PF_FORCE_INLINE vi vi_dpbusd(vi acc, vi u, vi s) { return _mm512_dpbusd_epi32(acc, u, s); }
 #define VEC_NAME(f) f##_avx512
+/* lanes [a, e) */
+PF_FORCE_INLINE vmask vmask_range(int a, int e) { return (vmask)(vmask_n(e) & ~vmask_n(a)); }
+PF_FORCE_INLINE vf vf_abs(vf a) { return _mm512_abs_ps(a); }
+PF_FORCE_INLINE vf vf_trunc(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+PF_FORCE_INLINE vmask vf_ge(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+PF_FORCE_INLINE vf vf_one_signed(vf a) { /* +-1 with a's sign */
+    return _mm512_or_ps(_mm512_and_ps(a, _mm512_set1_ps(-0.0f)), _mm512_set1_ps(1.0f));
+}
+PF_FORCE_INLINE vi vi_cvtt(vf a) { return _mm512_cvttps_epi32(a); }
+PF_FORCE_INLINE int32_t vi_hsum(vi a) { return _mm512_reduce_add_epi32(a); }
+/* 32 int32 in [-128, 127] (two vectors) as 32 int8 */
+PF_FORCE_INLINE void vi_store_i8x32(int8_t *p, const vi *q) {
+    _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(q[0]));
+    _mm_storeu_si128((__m128i *)(p + 16), _mm512_cvtepi32_epi8(q[1]));
+}
 /* halves of a float vector widened to doubles (exact) */
 PF_FORCE_INLINE vd vd_lo(vf v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
 PF_FORCE_INLINE vd vd_hi(vf v) { return _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)); }
@@ -175,6 +190,24 @@ PF_FORCE_INLINE vi vi_dpbusd(vi acc, vi u, vi s) { return _mm256_dpbusd_avx_epi3
 #define VEC_VNNI 0
 #define VEC_NAME(f) f##_avx2
 #endif
+PF_FORCE_INLINE vmask vmask_range(int a, int e) { return _mm256_andnot_si256(vmask_n(a), vmask_n(e)); }
+PF_FORCE_INLINE vf vf_abs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+PF_FORCE_INLINE vf vf_trunc(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+PF_FORCE_INLINE vmask vf_ge(vf a, vf b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_GE_OQ)); }
+PF_FORCE_INLINE vf vf_one_signed(vf a) {
+    return _mm256_or_ps(_mm256_and_ps(a, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
+}
+PF_FORCE_INLINE vi vi_cvtt(vf a) { return _mm256_cvttps_epi32(a); }
+PF_FORCE_INLINE int32_t vi_hsum(vi a) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
+}
+/* 32 int32 in [-128, 127] (four vectors) as 32 int8 */
+PF_FORCE_INLINE void vi_store_i8x32(int8_t *p, const vi *q) {
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)p, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
 PF_FORCE_INLINE vd vd_lo(vf v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
 PF_FORCE_INLINE vd vd_hi(vf v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
 PF_FORCE_INLINE vd vd_zero(void) { return _mm256_setzero_pd(); }
