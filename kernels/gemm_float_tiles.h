@@ -60,17 +60,6 @@ PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act
     }
 }
 
-static void gemm_f32(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                     int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_float(PF_TYPE_F32, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_f16(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                     int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_float(PF_TYPE_F16, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_bf16(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                      int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_float(PF_TYPE_BF16, W, act, stride, B, y, ldy, r0, r1);
-}
+PF_GEMM_ENTRIES_FLOAT(gemm_float)
 
 #endif

@@ -1,11 +1,10 @@
 /* The x86 levels' float-weight (F32/F16/BF16 -> f32) gemm, written once on vec.h and compiled at
- * both widths (ymm_kernels.h for AVX2 and AVX-VNNI, kernels_avx512.c), through the shared tile
- * driver kernels/gemm_float_tiles.h. Per (weight row, activation row): two VL-lane accumulators
- * over alternating VL-column chunks, the last one masked (zero padded), then one fixed horizontal
- * sum (vf_tree_reg). Register blocks of FR_MAX weight rows x FB_MAX activation rows share every
- * load; each output's operations are the same whatever the block, so results are batch-invariant
- * bitwise. Within the float tolerance of the scalar reference (lanes reorder the sum), and the
- * two widths differ from each other in the same way. */
+ * both widths (through vec_kernels.h), with the shared tile driver kernels/gemm_float_tiles.h.
+ * Per (weight row, activation row): two VL-lane accumulators over alternating VL-column chunks,
+ * the last one masked (zero padded), then one fixed horizontal sum (vf_tree_reg). Register blocks
+ * of FR_MAX weight rows x FB_MAX activation rows share every load; each output's operations are
+ * the same whatever the block, so results are batch-invariant bitwise. The lane count orders the
+ * sum, so the two widths (and the scalar reference) agree within the float tolerance only. */
 #ifndef PF_X86_VEC_GEMM_FLOAT_H
 #define PF_X86_VEC_GEMM_FLOAT_H
 

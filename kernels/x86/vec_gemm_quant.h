@@ -1,5 +1,5 @@
 /* The x86 levels' quantized gemm (Q8_0, Q4_0, Q4_1) and activation quantization, written once on
- * vec.h and compiled for AVX2, AVX-VNNI (ymm_kernels.h) and AVX-512 (kernels_avx512.c).
+ * vec.h and compiled for AVX2, AVX-VNNI and AVX-512 (through vec_kernels.h).
  *
  * A group of 16 consecutive weight rows is one row per 32-bit lane: NS = 16 / VL slices of VL
  * lanes (one AVX-512 vector, two 256-bit halves). Per block each slice's weights are decoded once
@@ -317,18 +317,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     }
 }
 
-static void gemm_q8_0(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                      int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_quant(PF_TYPE_Q8_0, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_q4_0(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                      int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_quant(PF_TYPE_Q4_0, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_q4_1(const pf_weight *W, const void *act, size_t stride, int B, float *y,
-                      int64_t ldy, int64_t r0, int64_t r1) {
-    gemm_quant(PF_TYPE_Q4_1, W, act, stride, B, y, ldy, r0, r1);
-}
+PF_GEMM_ENTRIES_QUANT(gemm_quant)
 
 /* ---- activation quantization: bitwise equal to pf_quantize_row_q8_act ---- */
 
