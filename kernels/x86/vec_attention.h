@@ -40,13 +40,18 @@
 #define MAX_PAIRS 8   /* (row, head) pairs per score block */
 #define SCORE_ACCS 16 /* accumulators of a score block (of 32 registers) */
 #define VALUE_ACCS 16 /* accumulators of a value block */
-#define VALUE_CV 16   /* output vectors of a value block: the widest head whole */
+#define VALUE_CV 16   /* output vectors of a value block at most: the widest head whole */
+#define VALUE_CV_OF(nv) (nv) /* a head's vectors per block: all (nv a constant in the walk) */
+#define VALUES_FN PF_FORCE_INLINE void
 #define VALUES_DIRECT 1
 #else
 #define MAX_PAIRS 4
 #define SCORE_ACCS 8 /* of 16 registers */
 #define VALUE_ACCS 8
 #define VALUE_CV 4
+#define VALUE_CV_OF(nv) VALUE_CV
+/* a function of its own: inlined into the walk, GCC keeps the value vectors on the stack */
+#define VALUES_FN static __attribute__((noinline)) void
 #define VALUES_DIRECT 0
 #endif
 /* tiles per score block for n pairs: the most of 4, 2, 1 whose accumulators fit */
@@ -253,7 +258,7 @@ PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, cons
 #pragma GCC unroll 16
         for (int i = 0; i < VALUE_CV; i++)
             v[i] = i >= CV ? vf_zero()
-                   : direct ? load_kv(kv_at(vsrc, t * vstride + VL * (i0 + i), q8), q8)
+                   : VALUES_DIRECT && direct ? load_kv(kv_at(vsrc, t * vstride + VL * (i0 + i), q8), q8)
                             : vf_load_a(rows + (size_t)t * VL * nv + VL * (i0 + i));
         /* AVX-512: in registers, loaded once; GCC would otherwise fold the load into each head's
          * fma, and NQ loads of every vector make the loop load-bound (one 64-byte load a cycle) */
@@ -285,10 +290,10 @@ PF_FORCE_INLINE void values_nq(float *const *o, float *const *s, int t0, const f
 }
 
 /* One row's heads [0, g) over value rows t0 .. t0+m-1: blocks of HEADS_FOR(cv) heads x cv output
- * vectors (the whole head where the accumulators allow), then single vectors for what is left. */
-PF_FORCE_INLINE void values_heads(float *const *o, float *const *s, int g, int t0, const float *rows,
-                                  const void *vsrc, int64_t vstride, int direct, int q8, int m, int nv) {
-    const int cv = nv < VALUE_CV ? nv : VALUE_CV;
+ * vectors (AVX-512: the whole head), then single vectors for what is left. */
+VALUES_FN values_heads(float *const *o, float *const *s, int g, int t0, const float *rows, const void *vsrc,
+                       int64_t vstride, int direct, int q8, int m, int nv) {
+    const int cv = VALUE_CV_OF(nv);
     const int hb = HEADS_FOR(cv);
     for (int h0 = 0; h0 < g; h0 += hb) {
         int nq = g - h0 < hb ? g - h0 : hb, i0 = 0;
