@@ -20,7 +20,8 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 BUILD ?= build
 include mk/arch.mk
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# and the chat page of `serve`, cli/serve_page.html compiled in (mk/serve.mk)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 all: pocketflash
@@ -105,7 +106,7 @@ asan:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-asan \
 	    PF_EXAMPLE_CHAT=build-asan/examples/chat PF_FUZZ_BIN=build-asan/fuzz-plain build-asan/tests/run_tests $(T)
 
-pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/libpocketflash.a
+pocketflash-asan: $(CLI_SRC:%.c=build-asan/%.o) build-asan/gen/serve_page.o build-asan/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LDLIBS) $(LDLIBS)
 
 # The soak test at full length: SOAK_GENS generations over four sessions on four threads in one

@@ -29,7 +29,8 @@ static pf_decode_params decode_params(const pf_gen_params *p) {
     return (pf_decode_params){.max_tokens = p->max_tokens, .temp = p->temp, .top_k = p->top_k, .top_p = p->top_p,
                               .seed = p->seed, .chat = p->chat, .system = p->system, .stop_at_eot = p->stop_at_eot,
                               .prompt_cache = p->prompt_cache, .no_special = p->no_special,
-                              .json_schema = p->json_schema, .json_object = p->json_object};
+                              .json_schema = p->json_schema, .json_object = p->json_object,
+                              .on_token_source = p->on_token_source, .token_source_user = p->token_source_user};
 }
 
 static void copy_stats(const pf_decode_stats *d, pf_gen_stats *st) {

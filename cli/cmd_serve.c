@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/serve_engine.h"
 #include "cli/serve_http.h"
+#include "cli/serve_page.h"
 #include "engine/model.h"
 #include "formats/pfb.h"
 #include "include/pocketflash.h"
@@ -18,7 +19,7 @@
 static const char k_usage[] =
     "usage: pocketflash serve -m MODEL.gguf|APP.pfb [-d DRAFT.gguf] [options]\n"
     "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
-    "  GET /v1/models, GET /health (docs/server.md)\n"
+    "  GET /v1/models, GET /health, and a chat page at GET / (docs/server.md)\n"
     "  -m FILE          target model (qwen3 GGUF), or a .pfb bundle (its draft is used unless -d)\n"
     "  -d FILE          DFlash / DFlash2 draft GGUF: requests speculate with the strategy `run -d`\n"
     "                   uses (dec when the draft has a Dec head, else adaptive); output unchanged\n"
@@ -52,7 +53,7 @@ static const char *base_name(const char *path) {
 int cmd_serve(int argc, char **argv) {
     const char *model_path = NULL, *draft_path = NULL, *alias = NULL;
     sv_http_config hc = {.host = "127.0.0.1", .port = 8080, .max_body = 1 << 20, .timeout_s = 600,
-                         .max_connections = 256};
+                         .max_connections = 256, .page = pf_serve_page, .page_len = pf_serve_page_len};
     sv_engine_config ec = {.n_sessions = 1, .queue_max = 64};
     int threads = 0;
     long long iv;

@@ -94,6 +94,7 @@ void sv_job_release(sv_job *j) {
     if (left) return;
     sv_request_free(&j->req);
     sv_buf_free(&j->text);
+    free(j->tokens);
     sv_buf_free(&j->key);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -146,6 +147,20 @@ static bool scan_stops(sv_job *j, size_t old) {
     }
     if (n - hold > j->ready) j->ready = n - hold;
     return false;
+}
+
+static void on_token_source(void *user, int32_t token, bool drafted) {
+    (void)token;
+    sv_job *j = user;
+    pthread_mutex_lock(&j->mu);
+    if (j->n_tokens == j->cap_tokens) {
+        int cap = j->cap_tokens ? 2 * j->cap_tokens : 256;
+        sv_token *t = realloc(j->tokens, (size_t)cap * sizeof *t);
+        if (t) j->tokens = t, j->cap_tokens = cap;
+        else j->text.oom = true; /* ends the generation at its next text */
+    }
+    if (j->n_tokens < j->cap_tokens) j->tokens[j->n_tokens++] = (sv_token){j->text.n, drafted};
+    pthread_mutex_unlock(&j->mu);
 }
 
 static int on_text(void *user, const char *text, size_t len) {
@@ -202,6 +217,8 @@ static void run_job(sv_worker *w, sv_job *j) {
         gp.stop_at_eot = !r->ignore_eos;
         gp.json_schema = r->json_schema;
         gp.json_object = r->json_object;
+        gp.on_token_source = on_token_source;
+        gp.token_source_user = j;
         if (r->kind == SV_CHAT)
             st = pf_generate_chat(w->s, r->messages, r->n_messages, &gp, on_text, j, &stats, err);
         else

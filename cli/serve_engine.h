@@ -15,6 +15,14 @@ typedef struct sv_engine sv_engine;
 
 typedef enum { SV_QUEUED, SV_RUNNING, SV_DONE } sv_state;
 
+/* One generated token: where its text starts in the job's text (its bytes run to the next token's
+ * start; a token that ends inside a UTF-8 character has none, the next one carries them) and
+ * whether the target kept it from the strategy's proposals or produced it itself. */
+typedef struct {
+    size_t start;
+    bool drafted;
+} sv_token;
+
 typedef struct sv_job {
     sv_request req;
     int client_fd;   /* the client's socket, polled for hang-up while generating (-1: none) */
@@ -31,6 +39,8 @@ typedef struct sv_job {
     bool cancel;     /* stop as soon as possible: nobody reads the result */
     sv_buf text;     /* generated text (after a stop sequence matched: cut before it) */
     size_t ready;    /* text[0..ready) may be sent: complete UTF-8, no possible stop-sequence start */
+    sv_token *tokens; /* every generated token, in order */
+    int n_tokens, cap_tokens;
     bool stop_hit;   /* a stop sequence ended it */
     bool timed_out;  /* the request time limit ended it */
     bool gone;       /* the client hung up */

@@ -30,7 +30,7 @@ struct sv_http {
     sv_http_config cfg;
 };
 
-typedef enum { R_NONE, R_HEALTH, R_MODELS, R_CHAT, R_COMPLETIONS } route;
+typedef enum { R_NONE, R_PAGE, R_HEALTH, R_MODELS, R_CHAT, R_COMPLETIONS } route;
 
 /* ---- plain responses ---- */
 /* The reply takes the buffer. */
@@ -47,14 +47,14 @@ static void reply_error(sv_reply *r, unsigned code, const char *msg, const char 
 }
 
 /* ---- routes ---- */
-static route find_route(const char *url, bool *known_path, const char *method) {
+static route find_route(const sv_http *h, const char *url, bool *known_path, const char *method) {
     static const struct { const char *path, *method; route r; } routes[] = {
-        {"/health", "GET", R_HEALTH},           {"/v1/health", "GET", R_HEALTH},
-        {"/v1/models", "GET", R_MODELS},        {"/v1/chat/completions", "POST", R_CHAT},
-        {"/v1/completions", "POST", R_COMPLETIONS}};
+        {"/", "GET", R_PAGE},                   {"/health", "GET", R_HEALTH},
+        {"/v1/health", "GET", R_HEALTH},        {"/v1/models", "GET", R_MODELS},
+        {"/v1/chat/completions", "POST", R_CHAT}, {"/v1/completions", "POST", R_COMPLETIONS}};
     *known_path = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path)) continue;
+        if (strcmp(url, routes[i].path) || (routes[i].r == R_PAGE && !h->cfg.page)) continue;
         *known_path = true;
         if (!strcmp(method, routes[i].method)) return routes[i].r;
     }
@@ -76,10 +76,11 @@ static void put_usage(sv_buf *b, const sv_job *j) {
     sv_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}", p, g, p + g);
 }
 
-/* pocketflash's own numbers: the strategy's work and the speed of this request. */
-static void put_extension(sv_buf *b, const sv_job *j) {
+/* pocketflash's own numbers, the members of its extension object: the strategy's work and the
+ * speed of this request. */
+static void put_stats(sv_buf *b, const sv_job *j) {
     const pf_gen_stats *s = &j->stats;
-    sv_puts(b, "\"pocketflash\":{\"strategy\":");
+    sv_puts(b, "\"strategy\":");
     const char *name = s->strategy ? s->strategy : "ar";
     sv_put_jstr(b, name, strlen(name));
     sv_printf(b, ",\"block\":%d,\"rounds\":%lld,\"tau\":", s->block, (long long)s->rounds);
@@ -96,8 +97,14 @@ static void put_extension(sv_buf *b, const sv_job *j) {
     sv_put_num(b, s->decode_s);
     sv_puts(b, ",\"queue_s\":");
     sv_put_num(b, j->t_start > j->t_arrive ? j->t_start - j->t_arrive : 0);
-    sv_printf(b, ",\"reused_tokens\":%d,\"session\":%d,\"timed_out\":%s}", s->n_reused, j->session,
+    sv_printf(b, ",\"reused_tokens\":%d,\"session\":%d,\"timed_out\":%s", s->n_reused, j->session,
               j->timed_out ? "true" : "false");
+}
+
+static void put_extension(sv_buf *b, const sv_job *j) {
+    sv_puts(b, "\"pocketflash\":{");
+    put_stats(b, j);
+    sv_puts(b, "}");
 }
 
 static const char *finish_reason(const sv_job *j) {
@@ -173,10 +180,43 @@ struct sv_stream {
     sv_buf out;      /* framed events not yet handed to MHD */
     size_t out_off;
     bool role_sent, finished;
+    int next_token;     /* the job's first token not yet in a chunk's "tokens" */
+    bool last_drafted;  /* the last token that was */
     char id[64];
     long created;
 };
 typedef sv_stream stream;
+
+static void put_token(stream *s, bool *first, const char *text, size_t n, bool drafted, bool cont) {
+    sv_puts(&s->out, *first ? "{\"text\":" : ",{\"text\":");
+    *first = false;
+    sv_put_jstr(&s->out, text, n);
+    sv_printf(&s->out, ",\"drafted\":%s%s}", drafted ? "true" : "false", cont ? ",\"cont\":true" : "");
+}
+
+/* The "tokens" of the chunk that sends text[from, lim): the text split by the token it came from,
+ * each token once; bytes of a token already listed in an earlier chunk come first as a "cont"
+ * entry. A token shows when it has text to send, or when a later one does (its own bytes went with
+ * that one's: a character split over tokens), or at the end. Under the job's lock, or once done. */
+static void put_tokens(stream *s, size_t from, size_t lim, bool done) {
+    const sv_job *j = s->j;
+    const char *t = j->text.s ? j->text.s : "";
+    int k = s->next_token, n = j->n_tokens;
+    bool none = true;
+    sv_puts(&s->out, "\"tokens\":[");
+    size_t first = k < n && j->tokens[k].start < lim ? j->tokens[k].start : lim;
+    if (first > from) put_token(s, &none, t + from, first - from, s->last_drafted, true);
+    for (; k < n; k++) {
+        size_t start = j->tokens[k].start, next = k + 1 < n ? j->tokens[k + 1].start : lim;
+        if (!(start < lim || next <= lim || done)) break;
+        if (done && j->stop_hit && start >= j->text.n) break; /* after the stop sequence: not sent */
+        if (start > lim) start = lim;
+        put_token(s, &none, t + start, (next < lim ? next : lim) - start, j->tokens[k].drafted, false);
+        s->last_drafted = j->tokens[k].drafted;
+    }
+    s->next_token = k;
+    sv_puts(&s->out, "]");
+}
 
 static void put_chunk(stream *s, const char *text, size_t n, const char *finish) {
     bool chat = s->j->req.kind == SV_CHAT;
@@ -202,11 +242,15 @@ static void put_chunk(stream *s, const char *text, size_t n, const char *finish)
     if (finish) {
         sv_printf(&s->out, "\"%s\"}],", finish);
         put_usage(&s->out, s->j);
+        sv_puts(&s->out, ",\"pocketflash\":{");
+        put_tokens(s, s->sent, s->sent, true);
         sv_puts(&s->out, ",");
-        put_extension(&s->out, s->j);
-        sv_puts(&s->out, "}\n\n");
+        put_stats(&s->out, s->j);
+        sv_puts(&s->out, "}}\n\n");
     } else {
-        sv_puts(&s->out, "null}]}\n\n");
+        sv_puts(&s->out, "null}],\"pocketflash\":{");
+        put_tokens(s, s->sent, s->sent + n, s->j->state == SV_DONE);
+        sv_puts(&s->out, "}}\n\n");
     }
 }
 
@@ -314,6 +358,12 @@ static void put_models(const sv_http *h, sv_reply *r) {
     reply_json(r, MHD_HTTP_OK, &b);
 }
 
+static void put_page(const sv_http *h, sv_reply *r) {
+    r->status = MHD_HTTP_OK;
+    sv_put(&r->body, h->cfg.page, h->cfg.page_len);
+    r->content_type = "text/html; charset=utf-8";
+}
+
 static void put_health(const sv_http *h, sv_reply *r) {
     int busy, queued;
     sv_engine_load(h->e, &busy, &queued);
@@ -325,9 +375,10 @@ static void put_health(const sv_http *h, sv_reply *r) {
 /* Route, key and declared size are checked before any body is read. */
 bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r) {
     bool known;
-    route rt = find_route(q->url, &known, q->method);
+    route rt = find_route(h, q->url, &known, q->method);
     char msg[PF_ERR_LEN];
-    if (rt != R_HEALTH && h->cfg.api_key && !authorized(h, q->authorization))
+    /* the page is open, as /health: it holds no data, and asks for the key its requests send */
+    if (rt != R_HEALTH && rt != R_PAGE && h->cfg.api_key && !authorized(h, q->authorization))
         reply_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong API key (Authorization: Bearer KEY)", NULL, "invalid_api_key");
     else if (rt == R_NONE) {
         snprintf(msg, sizeof msg, "%s %.100s: %s", q->method, q->url, known ? "method not allowed" : "no such route");
@@ -336,7 +387,8 @@ bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r) {
     } else if (q->content_length && strtoull(q->content_length, NULL, 10) > h->cfg.max_body) {
         snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", h->cfg.max_body);
         reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, "request_too_large");
-    } else if (rt == R_HEALTH) put_health(h, r);
+    } else if (rt == R_PAGE) put_page(h, r);
+    else if (rt == R_HEALTH) put_health(h, r);
     else if (rt == R_MODELS) put_models(h, r);
     else return false;
     return true;
@@ -344,7 +396,7 @@ bool sv_http_head(sv_http *h, const sv_http_request *q, sv_reply *r) {
 
 void sv_http_body(sv_http *h, const sv_http_request *q, sv_reply *r) {
     bool known;
-    route rt = find_route(q->url, &known, q->method);
+    route rt = find_route(h, q->url, &known, q->method);
     if (rt != R_CHAT && rt != R_COMPLETIONS) {
         reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "no body expected on this route", NULL, NULL);
     } else if (q->too_big) {
@@ -414,7 +466,7 @@ static enum MHD_Result queue_reply(struct MHD_Connection *c, sv_reply *rp) {
             sv_reply_free(rp);
             return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ok && rp->content_type ? rp->content_type : "application/json");
         if (code == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST");
         if (code == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     }

@@ -18,6 +18,8 @@ typedef struct {
     double timeout_s;    /* request time limit (reading the body, waiting, generating) */
     int max_connections;
     const char *model_id; /* what /v1/models lists and responses name */
+    const char *page;     /* the HTML GET / serves (NULL: none) */
+    size_t page_len;
     bool verbose;         /* one line per request on stderr */
 } sv_http_config;
 
@@ -41,6 +43,7 @@ typedef struct sv_stream sv_stream;
 typedef struct {
     unsigned status;
     sv_buf body;       /* JSON (an OpenAI error object for 4xx and 5xx); oom: answer 500 */
+    const char *content_type; /* NULL: application/json */
     sv_stream *stream; /* or 200 with server-sent events: read it to the end, then free it */
 } sv_reply;
 

@@ -39,6 +39,10 @@ typedef struct {
     bool no_special;     /* special-token texts in the prompt are plain text */
     const char *json_schema; /* structured output: a JSON Schema, or */
     bool json_object;        /* any JSON object */
+    /* Optional: each generated token and whether the strategy drafted it (a kept proposal) or the
+     * target gave it (a round's last token, a plain step), before the token's text goes out. */
+    void (*on_token_source)(void *user, int32_t token, bool drafted);
+    void *token_source_user;
 } pf_decode_params;
 
 typedef struct {

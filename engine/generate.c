@@ -210,6 +210,7 @@ static int emit(gen_run *g, int n, int32_t *last, char err[PF_ERR_LEN]) {
         }
         g->st.n_gen++;
         *last = g->buf[i];
+        if (g->p->on_token_source) g->p->on_token_source(g->p->token_source_user, g->buf[i], i < n - 1);
         if (g->on_token && g->on_token(g->user, g->buf[i])) g->st.stop = PF_END_CALLBACK;
         else if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_END_EOT; /* the document is complete */
         else if (g->st.n_gen >= g->p->max_tokens) g->st.stop = PF_END_LENGTH;

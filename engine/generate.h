@@ -44,7 +44,8 @@ struct pf_strategy {
     int (*begin)(void *state, pf_session *s, const int32_t *prompt, int n_prompt, const float *taps,
                  char err[PF_ERR_LEN]);
     /* `last` is committed but not yet in the target cache. Write 1..cap new committed tokens to
-     * out and return how many (or -1 with err). cap >= 1 respects the length and the context. */
+     * out and return how many (or -1 with err). cap >= 1 respects the length and the context. All
+     * but the last are proposals the target kept; the last is the target's own token. */
     int (*step)(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]);
     /* Optional, multi-turn reuse for a strategy with taps (one without taps is simply begun again
      * on the whole prompt). keep() is called before the prefill when this strategy ran the

@@ -134,6 +134,12 @@ typedef struct {
      * call with PF_ERR_ARG and a message naming the keyword, before anything is generated. */
     const char *json_schema;
     bool json_object;
+    /* Optional: called with each generated token (before its text reaches on_text) and where it
+     * came from: drafted true when the strategy proposed it (draft or prompt lookup) and the target
+     * kept it, false when it is the target's own (each round's last token, a plain step, every
+     * token of plain decoding). */
+    void (*on_token_source)(void *user, int32_t token, bool drafted);
+    void *token_source_user;
 } pf_gen_params;
 
 void pf_gen_params_default(pf_gen_params *p);

@@ -40,6 +40,33 @@ extern const pf_kernels pf_kernels_i8mm_table;
         .reads_packed = packed,                                                                     \
     }
 
+/* A level's gemm entries (pf_gemm_fn) over one function fn(type, W, act, stride, B, y, ldy, r0, r1)
+ * that it inlines with the weight type as a constant: gemm_f32 / gemm_f16 / gemm_bf16 or
+ * gemm_q8_0 / gemm_q4_0 / gemm_q4_1. */
+#define PF_GEMM_ENTRY(name, fn, type)                                                                  \
+    static void name(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, \
+                     int64_t r0, int64_t r1) {                                                         \
+        fn(type, W, act, stride, B, y, ldy, r0, r1);                                                   \
+    }
+#define PF_GEMM_ENTRIES_FLOAT(fn) \
+    PF_GEMM_ENTRY(gemm_f32, fn, PF_TYPE_F32) PF_GEMM_ENTRY(gemm_f16, fn, PF_TYPE_F16) PF_GEMM_ENTRY(gemm_bf16, fn, PF_TYPE_BF16)
+#define PF_GEMM_ENTRIES_QUANT(fn) \
+    PF_GEMM_ENTRY(gemm_q8_0, fn, PF_TYPE_Q8_0) PF_GEMM_ENTRY(gemm_q4_0, fn, PF_TYPE_Q4_0) PF_GEMM_ENTRY(gemm_q4_1, fn, PF_TYPE_Q4_1)
+
+/* softmax's first step as the reference takes it: *mx = the maximum of x[0..n) (NaNs skipped).
+ * Returns 0 when nothing is left to do: n <= 0, or a row of only -inf, made uniform (not NaN). */
+static inline int pf_softmax_max(float *x, int64_t n, float *mx) {
+    if (n <= 0) return 0;
+    *mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > *mx) *mx = x[i];
+    if (*mx == -INFINITY) {
+        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (float)n;
+        return 0;
+    }
+    return 1;
+}
+
 /* For helpers that fill a caller's stack scratch which the caller then reads. GCC 12.2 (-O1 and
  * -O2) was seen deleting such a call as dead: DSE used the helper's modref summary and judged all
  * its stores unread (the AVX2 gemm returned zeros; tests/test_kernels.c catches it). noipa keeps

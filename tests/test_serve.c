@@ -28,14 +28,26 @@
 
 static const char *cli(void) { return getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash"; }
 
-/* Absolute: the client resolves the SDK with node's createRequire, which refuses a relative path
- * (make asan and make tsan do not export make test's absolute PF_OPENAI_DIR). */
-static const char *openai_dir(void) {
-    static char *abs_dir; /* resolved once, kept for the process */
-    const char *d = getenv("PF_OPENAI_DIR") ? getenv("PF_OPENAI_DIR") : ".cache/openai-node";
-    if (!abs_dir) abs_dir = realpath(d, NULL);
-    return abs_dir ? abs_dir : d;
+/* The folder $ENV names (else def), absolute: the clients resolve their npm packages with node's
+ * createRequire, which refuses a relative path (make asan and make tsan do not export make test's
+ * absolute PF_OPENAI_DIR). Resolved once into *cached, kept for the process. */
+static const char *npm_dir(const char *env, const char *def, char **cached) {
+    const char *d = getenv(env) ? getenv(env) : def;
+    if (!*cached) *cached = realpath(d, NULL);
+    return *cached ? *cached : d;
 }
+
+static const char *openai_dir(void) {
+    static char *abs_dir;
+    return npm_dir("PF_OPENAI_DIR", ".cache/openai-node", &abs_dir);
+}
+
+static const char *playwright_dir(void) {
+    static char *abs_dir;
+    return npm_dir("PF_PLAYWRIGHT_DIR", ".cache/playwright-node", &abs_dir);
+}
+
+static const char *chromium(void) { return getenv("PF_CHROMIUM") ? getenv("PF_CHROMIUM") : "/usr/bin/chromium"; }
 
 static bool have_node(void) { return system("command -v node >/dev/null 2>&1") == 0; }
 
@@ -45,6 +57,20 @@ static bool have_sdk(void) {
     return have_node() && access(p, R_OK) == 0;
 }
 
+static bool have_browser(void) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/node_modules/playwright-core/package.json", playwright_dir());
+    return have_node() && access(p, R_OK) == 0 && access(chromium(), X_OK) == 0;
+}
+
+#define NEED_BROWSER()                                                                                \
+    do {                                                                                              \
+        if (!have_browser()) {                                                                        \
+            pf_test_skip("needs chromium (apt-get install chromium), node and playwright-core (npm, " \
+                         "installed by make test)");                                                  \
+            return;                                                                                   \
+        }                                                                                             \
+    } while (0)
 #define NEED_NODE()                                                                                   \
     do {                                                                                              \
         if (!have_node()) {                                                                           \
@@ -229,6 +255,7 @@ static bool is_true(const pf_json *v, const char *key) {
  * the first conversation (its cache rows reused), and a seeded sample twice. */
 static void check_against_run(const char *serve_args, const char *run_args) {
     static char want_c1[8192], want_c2[8192], want_p1[8192], want_p2[8192], want_s[8192], args[2048];
+    bool draft = strstr(serve_args, "-d ") != NULL;
     snprintf(args, sizeof args, "run -m " TARGET " %s --chat -n 40 -p '" Q1 "'", run_args);
     CHECK(run_cli(args, want_c1, sizeof want_c1) == 0 && strlen(want_c1) > 2);
     snprintf(args, sizeof args, "run -m " TARGET " %s --chat -n 40 -p '" Q2 "'", run_args);
@@ -257,7 +284,11 @@ static void check_against_run(const char *serve_args, const char *run_args) {
              "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2 "\"}],"
              "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7}},"
              "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2 "\"}],"
-             "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7,\"stream\":true}}]");
+             "\"max_tokens\":24,\"temperature\":0.9,\"seed\":7,\"stream\":true}}%s]",
+             /* a fixed block (Dec's choices follow the clock): the drafted tokens are the same every run */
+             draft ? ",{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1 "\"}],"
+                     "\"max_tokens\":40,\"temperature\":0,\"stream\":true,\"spec\":\"dflash\",\"block\":4}}"
+                   : "");
     CHECK(write_file(in, req));
     server s;
     START(s, serve_args);
@@ -282,6 +313,18 @@ static void check_against_run(const char *serve_args, const char *run_args) {
     }
     SCHECK(s, num(item(d, 1), "chunks") >= 3 && str(item(d, 1), "role"), "the stream came in %g chunks",
            num(item(d, 1), "chunks"));
+    /* the streams' per-token marks: the same text, one per token; drafted ones only with a draft
+     * (with a fixed block on Q1, some) */
+    for (int i = 1; i < (draft ? 9 : 8); i += i < 7 ? 2 : 1) {
+        const pf_json *mk = pf_json_get(item(d, (size_t)i), "marks");
+        double n_gen = num(pf_json_get(item(d, (size_t)i), "usage"), "completion_tokens");
+        SCHECK(s, str(mk, "text") && !strcmp(str(mk, "text"), str(item(d, (size_t)i), "text")),
+               "request %d: token marks spell '%s'", i, str(mk, "text") ? str(mk, "text") : "(none)");
+        SCHECK(s, num(mk, "tokens") == n_gen, "request %d: %g token marks for %g tokens", i, num(mk, "tokens"), n_gen);
+        SCHECK(s, i < 8 || !strcmp(str(item(d, 8), "text"), want_c1), "fixed block: '%s'", str(item(d, 8), "text"));
+        SCHECK(s, !draft ? num(mk, "drafted") == 0 : i == 8 ? num(mk, "drafted") > 0 : num(mk, "drafted") >= 0,
+               "request %d: %g drafted tokens", i, num(mk, "drafted"));
+    }
     /* the second turn reused the first turn's cache rows */
     SCHECK(s, str(item(d, 2), "text") && num(pf_json_get(item(d, 2), "pocketflash"), "reused_tokens") > 0,
            "second turn: no KV reuse");
@@ -307,8 +350,26 @@ static void check_against_run(const char *serve_args, const char *run_args) {
         const char *got = str(item(d, 0), "text"), *fr = str(item(d, 0), "finish_reason");
         SCHECK(s, got && !strcmp(got, cut) && fr && !strcmp(fr, "stop"), "stop '%s': '%s' (%s), want '%s'", stop,
                got ? got : "(error)", fr ? fr : "-", cut);
+        const char *marked = str(pf_json_get(item(d, 0), "marks"), "text");
+        SCHECK(s, !streamed || (marked && !strcmp(marked, cut)), "stop '%s': token marks spell '%s'", stop,
+               marked ? marked : "(none)");
         pf_json_free(d);
     }
+    /* stop sequences that never match but hold back text ending in their first byte: a token's
+     * text may then go out over two chunks (a "cont" mark), and the marks still spell the answer */
+    CHECK(write_file(in, "[{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1
+                         "\"}],\"max_tokens\":40,\"temperature\":0,\"stream\":true,"
+                         "\"stop\":[\"e\\u0001\",\"a\\u0001\",\"o\\u0001\",\" \\u0001\"]}}]"));
+    SCHECK(s, client(&s, ma) == 0, "client failed");
+    d = pf_json_parse_file(out, err);
+    const pf_json *mk = pf_json_get(item(d, 0), "marks");
+    SCHECK(s, str(item(d, 0), "text") && !strcmp(str(item(d, 0), "text"), want_c1), "held stops: '%s'",
+           str(item(d, 0), "text") ? str(item(d, 0), "text") : "(error)");
+    SCHECK(s, str(mk, "text") && !strcmp(str(mk, "text"), want_c1), "held stops: marks spell '%s'",
+           str(mk, "text") ? str(mk, "text") : "(none)");
+    SCHECK(s, num(mk, "tokens") == num(pf_json_get(item(d, 0), "usage"), "completion_tokens"), "held stops: %g marks",
+           num(mk, "tokens"));
+    pf_json_free(d);
     CHECKF(server_stop(&s) == 0, "serve did not exit cleanly on SIGTERM");
 }
 
@@ -575,6 +636,116 @@ TEST(serve_api_key_refusals) {
     SCHECK(s, d, "%s", err);
     SCHECK(s, !is_true(item(d, 0), "ok") && num(item(d, 0), "status") == 401, "wrong key: status %g", num(item(d, 0), "status"));
     SCHECK(s, is_true(item(d, 1), "ok") && str(item(d, 1), "text"), "right key refused");
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* ---- the chat page (GET /) in a real browser ---- */
+/* node tests/serve/page.mjs BASE MODE OUT SHOT Q1 40 ARGS: what the page showed (JSON), or NULL
+ * with err. */
+static pf_json_doc *browser(const server *s, const char *mode_args, const char *out, const char *shot, char *err) {
+    char cmd[2048], log[300];
+    snprintf(log, sizeof log, "%s/page.log", pf_test_tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "PF_PLAYWRIGHT_DIR='%s' PF_CHROMIUM='%s' node tests/serve/page.mjs %s %.*s %s %s '" Q1 "' 40 %s >%s 2>&1",
+             playwright_dir(), chromium(), s->base, (int)strcspn(mode_args, " "), mode_args, out, shot,
+             mode_args + strcspn(mode_args, " "), log);
+    int st = system(cmd);
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+        char *t = test_slurp(log, NULL);
+        snprintf(err, PF_ERR_LEN, "page.mjs %s: %.200s", mode_args, t ? t : "");
+        free(t);
+        return NULL;
+    }
+    return pf_json_parse_file(out, err);
+}
+
+/* The answer the page showed in a pane: done, run's text, one mark per token, as many drafted
+ * marks as it counted drafted tokens. */
+static bool pane_ok(const pf_json *p, const char *want, const char *strategy, char *why) {
+    const char *state = str(p, "state"), *text = str(p, "text"), *strat = str(p, "strategy");
+    double tokens = num(p, "tokens"), drafted = num(p, "drafted"), sd = num(p, "spans_drafted"), st = num(p, "spans_target");
+    if (!state || strcmp(state, "done")) snprintf(why, PF_ERR_LEN, "state %s: %.150s", state ? state : "-", text ? text : "");
+    else if (!text || strcmp(text, want)) snprintf(why, PF_ERR_LEN, "'%.100s' differs from run's '%.100s'", text ? text : "", want);
+    else if (tokens < 1 || sd + st != tokens || sd != drafted) snprintf(why, PF_ERR_LEN, "%g tokens, %g + %g marks, %g drafted", tokens, sd, st, drafted);
+    else if (!strat || strcmp(strat, strategy)) snprintf(why, PF_ERR_LEN, "strategy %s, not %s", strat ? strat : "-", strategy);
+    else return true;
+    return false;
+}
+
+static bool no_page_errors(const pf_json_doc *d) {
+    const pf_json *e = pf_json_get(pf_json_root(d), "page_errors");
+    return e && e->type == PF_JSON_ARRAY && e->u.arr.n == 0;
+}
+
+/* Types Q1, checks the streamed answer against `run --chat` with its tokens marked, then the same
+ * prompt side by side (speculative with spec, else the default, and plain); a screenshot. */
+static void check_page(const char *serve_args, const char *spec_block, const char *strategy, bool drafts) {
+    static char want[8192];
+    CHECK(run_cli("run -m " TARGET " -t 1 --chat -n 40 -p '" Q1 "'", want, sizeof want) == 0 && strlen(want) > 2);
+    server s;
+    START(s, serve_args);
+    const char *out = tmp("page.json"), *shot = tmp("page.png");
+    unlink(shot);
+    char args[300], err[PF_ERR_LEN], why[PF_ERR_LEN];
+    snprintf(args, sizeof args, "chat %s", spec_block);
+    pf_json_doc *d = browser(&s, args, out, shot, err);
+    SCHECK(s, d, "%s", err);
+    const pf_json *r = pf_json_root(d), *single = pf_json_get(r, "single"), *side = pf_json_get(r, "side");
+    SCHECK(s, single && single->type == PF_JSON_ARRAY && single->u.arr.n == 1, "one pane for one answer");
+    SCHECK(s, pane_ok(&single->u.arr.items[0], want, strategy, why), "the answer: %s", why);
+    SCHECK(s, side && side->type == PF_JSON_ARRAY && side->u.arr.n == 2, "two panes side by side");
+    const pf_json *spec = &side->u.arr.items[0], *plain = &side->u.arr.items[1];
+    SCHECK(s, !strcmp(str(spec, "kind"), "spec") && pane_ok(spec, want, strategy, why), "speculative pane: %s", why);
+    SCHECK(s, !strcmp(str(plain, "kind"), "plain") && pane_ok(plain, want, "ar", why), "plain pane: %s", why);
+    SCHECK(s, drafts ? num(spec, "drafted") > 0 : num(spec, "drafted") == 0, "%g drafted tokens", num(spec, "drafted"));
+    SCHECK(s, num(plain, "drafted") == 0 && num(plain, "tokens") == num(spec, "tokens"), "plain: %g of %g drafted",
+           num(plain, "drafted"), num(plain, "tokens"));
+    SCHECK(s, str(r, "speedup") && strstr(str(r, "speedup"), "the same text"), "speed line '%s'", str(r, "speedup"));
+    SCHECK(s, no_page_errors(d), "the page threw");
+    size_t n_png = 0;
+    char *png = test_slurp(shot, &n_png);
+    SCHECK(s, png && n_png > 1000 && !memcmp(png, "\x89PNG", 4), "no screenshot at %s", shot);
+    printf("    page: %s; screenshot %s (%zu bytes)\n", str(plain, "stats"), shot, n_png);
+    free(png);
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+TEST(serve_page_in_browser_with_draft) {
+    NEED_BROWSER();
+    /* a fixed block side by side: Dec's choices follow the clock, a fixed block drafts the same every run */
+    check_page("-m " TARGET " -d " DRAFT " -t 1", "dflash 4", "dflash2", true);
+}
+
+TEST(serve_page_in_browser_without_draft) {
+    NEED_BROWSER();
+    check_page("-m " TARGET " -t 1", "", "ar", false);
+}
+
+/* With --api-key the page loads, its request without the key is refused and says so, and with the
+ * key typed in it answers. */
+TEST(serve_page_in_browser_api_key) {
+    NEED_BROWSER();
+    static char want[8192];
+    CHECK(run_cli("run -m " TARGET " -t 1 --chat -n 40 -p '" Q1 "'", want, sizeof want) == 0);
+    server s;
+    START(s, "-m " TARGET " -t 1 --api-key sekrit");
+    const char *out = tmp("page-key.json");
+    char err[PF_ERR_LEN], why[PF_ERR_LEN];
+    pf_json_doc *d = browser(&s, "key sekrit", out, tmp("page-key.png"), err);
+    SCHECK(s, d, "%s", err);
+    const pf_json *r = pf_json_root(d), *refused = pf_json_get(r, "refused"), *ok = pf_json_get(r, "accepted");
+    const pf_json *p0 = refused && refused->type == PF_JSON_ARRAY && refused->u.arr.n ? &refused->u.arr.items[0] : NULL;
+    SCHECK(s, p0 && !strcmp(str(p0, "state"), "error") && strstr(str(p0, "text"), "API key"), "without the key: %s",
+           p0 ? str(p0, "text") : "no pane");
+    SCHECK(s, str(r, "model_before") && !strcmp(str(r, "model_before"), "API key needed"), "model line '%s'",
+           str(r, "model_before"));
+    SCHECK(s, ok && ok->type == PF_JSON_ARRAY && ok->u.arr.n == 1 && pane_ok(&ok->u.arr.items[0], want, "ar", why),
+           "with the key: %s", why);
+    SCHECK(s, str(r, "model_after") && !strcmp(str(r, "model_after"), "pf-target-f16.gguf"), "model line '%s'",
+           str(r, "model_after"));
+    SCHECK(s, no_page_errors(d), "the page threw");
     pf_json_free(d);
     CHECK(server_stop(&s) == 0);
 }

@@ -54,6 +54,7 @@ class _GenParams(ctypes.Structure):
         ("draft_head", ctypes.c_int), ("profile", ctypes.c_char_p), ("task", ctypes.c_char_p),
         ("strategy", ctypes.c_void_p), ("prompt_cache", ctypes.c_char_p), ("no_special", ctypes.c_bool),
         ("json_schema", ctypes.c_char_p), ("json_object", ctypes.c_bool),
+        ("on_token_source", ctypes.c_void_p), ("token_source_user", ctypes.c_void_p),
     ]
 
 

@@ -1,5 +1,5 @@
-/* Attention over the 8-bit KV cache for the ARM64 levels: the scalar head walk of
- * kernels/attention.c (same chunks, online softmax, pf_exp_ref, the sum's 16 partials, values in
+/* Attention over the 8-bit KV cache for the ARM64 levels: the scalar reference's head walk
+ * (attention_walk.h: same chunks, online softmax, pf_exp_ref, the sum's 16 partials, values in
  * key order), with the integer
  * scores of 16 or 4 keys of one tile at once and the value accumulation across lanes of the head
  * dim (a chunk's keys in order, 16 output elements held in registers). Included by a level's file
@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/attention_walk.h"
 #include "kernels/kernels_impl.h"
 
 /* ((dot * qs) * ks) * scale, the scalar's order, for 4 keys */
@@ -73,42 +74,20 @@ PF_FORCE_INLINE void q8_values(const float *w, const int8_t *V, int n, float *o,
     }
 }
 
-PF_FORCE_INLINE void q8_scale(float *o, float f, int hd) {
-    int i = 0;
-    for (; i + 4 <= hd; i += 4) vst1q_f32(o + i, vmulq_n_f32(vld1q_f32(o + i), f));
-    for (; i < hd; i++) o[i] *= f;
+static void q8_chunk_scores(const pf_attn_job *j, const pf_attn_head *a, int64_t c0, int n, float *s) {
+    q8_scores(a->K8, a->q8, a->qs, a->qsum, a->ks, a->hd, c0, n, j->scale, s);
+}
+
+/* the softmax weights with the value rows' scales, then the values */
+static void q8_chunk_values(const pf_attn_job *j, const pf_attn_head *a, int64_t c0, int n, const float *e, float *o) {
+    (void)j;
+    float w[PF_ATTN_KCHUNK];
+    for (int t = 0; t < n; t++) w[t] = e[t] * a->vs[c0 + t];
+    q8_values(w, a->V8 + c0 * a->hd, n, o, a->hd);
 }
 
 static void q8_attend_head(const pf_attn_job *j, int b, int h) {
-    const int hd = j->hd;
-    int64_t lo, hi;
-    pf_attn_range(j, b, &lo, &hi);
-    float *o = j->out + b * j->ldo + (int64_t)h * hd;
-    memset(o, 0, (size_t)hd * sizeof *o);
-    if (lo >= hi) return; /* nothing visible: zeros */
-    const int64_t kvh = h / (j->n_head / j->n_kv_head);
-    const uint8_t *K8 = j->K8 + kvh * j->head_stride;
-    const int8_t *V8 = j->V8 + kvh * j->head_stride;
-    const float *ks = j->ks + kvh * j->scale_stride, *vs = j->vs + kvh * j->scale_stride;
-    _Alignas(16) int8_t q8[PF_KV_Q8_MAX_HD]; /* 4-byte groups read as one int32 */
-    float qs;
-    int32_t qsum;
-    pf_attn_quantize_q(j->q + b * j->ldq + (int64_t)h * hd, hd, q8, &qs, &qsum);
-    float s[PF_ATTN_KCHUNK], w[PF_ATTN_KCHUNK];
-    float mx = -INFINITY, l[PF_NPART] = {0};
-    for (int64_t c0 = lo; c0 < hi; c0 += PF_ATTN_KCHUNK) {
-        int n = hi - c0 < PF_ATTN_KCHUNK ? (int)(hi - c0) : PF_ATTN_KCHUNK;
-        q8_scores(K8, q8, qs, qsum, ks, hd, c0, n, j->scale, s);
-        float f = pf_attn_chunk_max(s, n, &mx, l);
-        if (f != 1.0f) q8_scale(o, f, hd);
-        for (int t = 0; t < n; t++) { /* the softmax weights, with the value rows' scales */
-            float e = pf_exp_ref(s[t] - mx);
-            l[t % PF_NPART] += e;
-            w[t] = e * vs[c0 + t];
-        }
-        q8_values(w, V8 + c0 * hd, n, o, hd);
-    }
-    q8_scale(o, 1.0f / pf_tree16f(l), hd);
+    pf_attend_head_walk(j, b, h, q8_chunk_scores, q8_chunk_values);
 }
 
 /* The f16 cache on every NEON level (attention_neon.c); 0 for the 8-bit cache. */

@@ -78,14 +78,8 @@ static void swiglu(const float *gate, const float *up, float *out, int64_t n) {
 /* The reference's order: exp by pf_neon_exp4, the sum's partials as on rmsnorm; the tail and the
  * tree the reference's code. */
 static void softmax(float *x, int64_t n) {
-    if (n <= 0) return;
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] > mx) mx = x[i];
-    if (mx == -INFINITY) { /* everything masked: uniform rather than NaN */
-        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (float)n;
-        return;
-    }
+    float mx;
+    if (!pf_softmax_max(x, n, &mx)) return;
     float64x2_t a[8];
     for (int k = 0; k < 8; k++) a[k] = vdupq_n_f64(0.0);
     const float32x4_t mv = vdupq_n_f32(mx);

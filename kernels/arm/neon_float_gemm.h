@@ -11,7 +11,8 @@
 
 #include "kernels/kernels_impl.h"
 
-#define NB_MAX 8
+#define FR_MAX 1 /* one weight row x 8 activation rows per register block */
+#define FB_MAX 8
 #define ROW_TILE 32 /* weight rows per tile */
 
 PF_FORCE_INLINE float32x4_t wload4(uint32_t wt, const void *w, int64_t i) {
@@ -21,10 +22,13 @@ PF_FORCE_INLINE float32x4_t wload4(uint32_t wt, const void *w, int64_t i) {
     return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); /* bf16: the top half of an f32 */
 }
 
-/* Dot products of one weight row with NB activation rows. */
-PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const float *const *x, float *out, int NB) {
+/* Dot products of one weight row (w[0], NR = 1) with NB activation rows into out[0][b]. */
+PF_FORCE_INLINE void fdot_block(uint32_t wt, const void *const *wr, int64_t n, const float *const *x,
+                                float (*out)[FB_MAX], int NR, int NB) {
+    (void)NR;
+    const void *w = wr[0];
     size_t es = wt == PF_TYPE_F32 ? 4 : 2;
-    float32x4_t acc0[NB_MAX], acc1[NB_MAX];
+    float32x4_t acc0[FB_MAX], acc1[FB_MAX];
 #pragma GCC unroll 8
     for (int b = 0; b < NB; b++) acc0[b] = acc1[b] = vdupq_n_f32(0.0f);
     int64_t i = 0;
@@ -53,12 +57,13 @@ PF_FORCE_INLINE void fdot_rows(uint32_t wt, const void *w, int64_t n, const floa
         }
     }
 #pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) out[b] = vaddvq_f32(vaddq_f32(acc0[b], acc1[b]));
+    for (int b = 0; b < NB; b++) out[0][b] = vaddvq_f32(vaddq_f32(acc0[b], acc1[b]));
 }
 
 #include "kernels/gemm_float_tiles.h"
 
-#undef NB_MAX
+#undef FR_MAX
+#undef FB_MAX
 #undef ROW_TILE
 
 #endif

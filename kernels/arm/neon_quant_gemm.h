@@ -110,17 +110,6 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     }
 }
 
-static void gemm_q8_0(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
-                      int64_t r1) {
-    gemm_quant(PF_TYPE_Q8_0, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_q4_0(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
-                      int64_t r1) {
-    gemm_quant(PF_TYPE_Q4_0, W, act, stride, B, y, ldy, r0, r1);
-}
-static void gemm_q4_1(const pf_weight *W, const void *act, size_t stride, int B, float *y, int64_t ldy, int64_t r0,
-                      int64_t r1) {
-    gemm_quant(PF_TYPE_Q4_1, W, act, stride, B, y, ldy, r0, r1);
-}
+PF_GEMM_ENTRIES_QUANT(gemm_quant)
 
 #endif

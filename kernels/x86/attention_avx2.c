@@ -1,2 +1,3 @@
-/* The AVX2 level's attention (ymm_attention.h with vpmaddubsw integer scores). */
-#include "kernels/x86/ymm_attention.h"
+/* The AVX2 level's attention: vec_attention.h on 256-bit vectors (vpmaddubsw integer scores). */
+#define PF_VEC_BITS 256
+#include "kernels/x86/vec_attention.h"

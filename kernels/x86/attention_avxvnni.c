@@ -1,4 +1,4 @@
-/* The AVX-VNNI level's attention (ymm_attention.h with vpdpbusd ymm integer scores, compiled
- * with -mavxvnni). */
-#define PF_YMM_VNNI 1
-#include "kernels/x86/ymm_attention.h"
+/* The AVX-VNNI level's attention: vec_attention.h on 256-bit vectors (vpdpbusd ymm integer scores,
+ * compiled with -mavxvnni). */
+#define PF_VEC_BITS 256
+#include "kernels/x86/vec_attention.h"

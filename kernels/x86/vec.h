@@ -1,10 +1,13 @@
-/* Width-generic x86 float vectors: the operations the float kernels and the softmax pieces of
- * attention need, for 256-bit (AVX2 + FMA + F16C) or 512-bit (AVX-512 F/BW/VL/DQ) registers. A
- * file defines PF_VEC_BITS (256 or 512) before including it and is compiled with that level's
- * flags; the kernels written on top (vec_float.h) are then the same source for every x86 level.
+/* Width-generic x86 vectors: the operations the float kernels, the attention walk and the
+ * quantized gemm need, for 256-bit (AVX2 + FMA + F16C, optionally AVX-VNNI) or 512-bit (AVX-512
+ * F/BW/VL/DQ/VNNI) registers. A file defines PF_VEC_BITS (256 or 512) before including it and is
+ * compiled with that level's flags; the kernels written on top (vec_float.h, vec_gemm_float.h,
+ * vec_attention.h) are then the same source for every x86 level.
  *   vf / vd / vi: float, double, int32 vectors; VL floats (VDL = VL / 2 doubles) a vector
  *   vmask: lanes of a float vector; vmask_n(n) = lanes below n (n may be <= 0 or >= VL)
- *   vf_exp: float_order.h's pf_exp_ref on every lane, the same operations in the same order */
+ *   vf_exp: float_order.h's pf_exp_ref on every lane, the same operations in the same order
+ *   VEC_VNNI: 1 where vi_dpbusd (u8 x s8 dot products of 4 bytes into each int32 lane) exists
+ *   VEC_NAME(f): f with the level's suffix (_avx2, _avxvnni, _avx512), for exported kernels */
 #ifndef PF_X86_VEC_H
 #define PF_X86_VEC_H
 
@@ -48,8 +51,43 @@ PF_FORCE_INLINE vmask vf_not_below(vf a, vf b) { return _mm512_cmp_ps_mask(a, b,
 PF_FORCE_INLINE vf vf_pow2i(vf n) { /* 2^n for integral n in [-126, 127] */
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
 }
+PF_FORCE_INLINE vf vf_load_a(const float *p) { return _mm512_load_ps(p); }
+PF_FORCE_INLINE void vf_store_a(float *p, vf v) { _mm512_store_ps(p, v); }
 PF_FORCE_INLINE vf vf_load_h(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 PF_FORCE_INLINE vf vf_maskz_load_h(vmask m, const pf_half *p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+PF_FORCE_INLINE vf vf_from_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+PF_FORCE_INLINE vf vf_load_bf16(const uint16_t *p) { return vf_from_bf16(_mm256_loadu_si256((const __m256i *)p)); }
+PF_FORCE_INLINE vf vf_maskz_load_bf16(vmask m, const uint16_t *p) { return vf_from_bf16(_mm256_maskz_loadu_epi16(m, p)); }
+PF_FORCE_INLINE vf vf_load_i8(const int8_t *p) { /* VL int8 as floats (exact) */
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+PF_FORCE_INLINE vi vi_zero(void) { return _mm512_setzero_si512(); }
+PF_FORCE_INLINE vi vi_set1(int32_t a) { return _mm512_set1_epi32(a); }
+PF_FORCE_INLINE vi vi_set1_i8(int8_t a) { return _mm512_set1_epi8(a); }
+PF_FORCE_INLINE vi vi_load(const void *p) { return _mm512_loadu_si512(p); }
+PF_FORCE_INLINE vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+PF_FORCE_INLINE vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
+PF_FORCE_INLINE vi vi_xor(vi a, vi b) { return _mm512_xor_si512(a, b); }
+PF_FORCE_INLINE vi vi_srli16(vi a, int n) { return _mm512_srli_epi16(a, (unsigned)n); }
+PF_FORCE_INLINE vf vf_from_vi(vi a) { return _mm512_cvtepi32_ps(a); }
+#define VEC_VNNI 1
+PF_FORCE_INLINE vi vi_dpbusd(vi acc, vi u, vi s) { return _mm512_dpbusd_epi32(acc, u, s); }
+#define VEC_NAME(f) f##_avx512
+/* lanes [a, e) */
+PF_FORCE_INLINE vmask vmask_range(int a, int e) { return (vmask)(vmask_n(e) & ~vmask_n(a)); }
+PF_FORCE_INLINE vf vf_abs(vf a) { return _mm512_abs_ps(a); }
+PF_FORCE_INLINE vf vf_trunc(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+PF_FORCE_INLINE vmask vf_ge(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+PF_FORCE_INLINE vf vf_one_signed(vf a) { /* +-1 with a's sign */
+    return _mm512_or_ps(_mm512_and_ps(a, _mm512_set1_ps(-0.0f)), _mm512_set1_ps(1.0f));
+}
+PF_FORCE_INLINE vi vi_cvtt(vf a) { return _mm512_cvttps_epi32(a); }
+PF_FORCE_INLINE int32_t vi_hsum(vi a) { return _mm512_reduce_add_epi32(a); }
+/* 32 int32 in [-128, 127] (two vectors) as 32 int8 */
+PF_FORCE_INLINE void vi_store_i8x32(int8_t *p, const vi *q) {
+    _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(q[0]));
+    _mm_storeu_si128((__m128i *)(p + 16), _mm512_cvtepi32_epi8(q[1]));
+}
 /* halves of a float vector widened to doubles (exact) */
 PF_FORCE_INLINE vd vd_lo(vf v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
 PF_FORCE_INLINE vd vd_hi(vf v) { return _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)); }
@@ -118,12 +156,57 @@ PF_FORCE_INLINE vmask vf_not_below(vf a, vf b) { return _mm256_castps_si256(_mm2
 PF_FORCE_INLINE vf vf_pow2i(vf n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
 }
-PF_FORCE_INLINE vf vf_load_h(const pf_half *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-PF_FORCE_INLINE vf vf_maskz_load_h(vmask m, const pf_half *p) { /* no 16-bit masked load: a copy */
+PF_FORCE_INLINE vf vf_load_a(const float *p) { return _mm256_load_ps(p); }
+PF_FORCE_INLINE void vf_store_a(float *p, vf v) { _mm256_store_ps(p, v); }
+/* the 16-bit lanes of m (lanes below some n) as a zero-padded copy: no 16-bit masked load */
+PF_FORCE_INLINE __m128i maskz_load_u16(vmask m, const void *p) {
     int n = __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)));
-    pf_half h[8] = {0};
+    uint16_t h[8] = {0};
     memcpy(h, p, (size_t)n * sizeof *h);
-    return vf_load_h(h);
+    return _mm_loadu_si128((const __m128i *)h);
+}
+PF_FORCE_INLINE vf vf_load_h(const pf_half *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+PF_FORCE_INLINE vf vf_maskz_load_h(vmask m, const pf_half *p) { return _mm256_cvtph_ps(maskz_load_u16(m, p)); }
+PF_FORCE_INLINE vf vf_from_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+PF_FORCE_INLINE vf vf_load_bf16(const uint16_t *p) { return vf_from_bf16(_mm_loadu_si128((const __m128i *)p)); }
+PF_FORCE_INLINE vf vf_maskz_load_bf16(vmask m, const uint16_t *p) { return vf_from_bf16(maskz_load_u16(m, p)); }
+PF_FORCE_INLINE vf vf_load_i8(const int8_t *p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+PF_FORCE_INLINE vi vi_zero(void) { return _mm256_setzero_si256(); }
+PF_FORCE_INLINE vi vi_set1(int32_t a) { return _mm256_set1_epi32(a); }
+PF_FORCE_INLINE vi vi_set1_i8(int8_t a) { return _mm256_set1_epi8(a); }
+PF_FORCE_INLINE vi vi_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+PF_FORCE_INLINE vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+PF_FORCE_INLINE vi vi_and(vi a, vi b) { return _mm256_and_si256(a, b); }
+PF_FORCE_INLINE vi vi_xor(vi a, vi b) { return _mm256_xor_si256(a, b); }
+PF_FORCE_INLINE vi vi_srli16(vi a, int n) { return _mm256_srli_epi16(a, n); }
+PF_FORCE_INLINE vf vf_from_vi(vi a) { return _mm256_cvtepi32_ps(a); }
+#ifdef __AVXVNNI__
+#define VEC_VNNI 1
+PF_FORCE_INLINE vi vi_dpbusd(vi acc, vi u, vi s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+#define VEC_NAME(f) f##_avxvnni
+#else
+#define VEC_VNNI 0
+#define VEC_NAME(f) f##_avx2
+#endif
+PF_FORCE_INLINE vmask vmask_range(int a, int e) { return _mm256_andnot_si256(vmask_n(a), vmask_n(e)); }
+PF_FORCE_INLINE vf vf_abs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+PF_FORCE_INLINE vf vf_trunc(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+PF_FORCE_INLINE vmask vf_ge(vf a, vf b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_GE_OQ)); }
+PF_FORCE_INLINE vf vf_one_signed(vf a) {
+    return _mm256_or_ps(_mm256_and_ps(a, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
+}
+PF_FORCE_INLINE vi vi_cvtt(vf a) { return _mm256_cvttps_epi32(a); }
+PF_FORCE_INLINE int32_t vi_hsum(vi a) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
+}
+/* 32 int32 in [-128, 127] (four vectors) as 32 int8 */
+PF_FORCE_INLINE void vi_store_i8x32(int8_t *p, const vi *q) {
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)p, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 PF_FORCE_INLINE vd vd_lo(vf v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
 PF_FORCE_INLINE vd vd_hi(vf v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }

@@ -1,7 +1,7 @@
-/* The x86 levels' elementwise kernels, written once on vec.h and compiled at both widths
- * (ymm_kernels.h for AVX2 and AVX-VNNI, kernels_avx512.c): RMSNorm, SwiGLU, softmax and the value
- * axpy in float_order.h's order; argmax, first_above and the f16 rounding with the scalar loops'
- * answers. Every level gives the scalar reference's bits. */
+/* The x86 levels' elementwise kernels, written once on vec.h and compiled at both widths (through
+ * vec_kernels.h): RMSNorm, SwiGLU, softmax and the value axpy in float_order.h's order; argmax,
+ * first_above and the f16 rounding with the scalar loops' answers. Every level gives the scalar
+ * reference's bits. */
 #ifndef PF_X86_VEC_FLOAT_H
 #define PF_X86_VEC_FLOAT_H
 

@@ -102,6 +102,53 @@ TEST(api_speculative_text_equals_plain) {
     pf_free_model(m);
 }
 
+typedef struct { int drafted, target; } sources;
+
+static void on_source(void *u, int32_t id, bool drafted) {
+    (void)id;
+    sources *c = u;
+    if (drafted) c->drafted++;
+    else c->target++;
+}
+
+/* on_token_source: every generated token once, none drafted in plain decoding; a speculative run
+ * marks at most the kept drafts as drafted, and the text is unchanged by asking. */
+TEST(api_token_source_marks_kept_drafts) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_load_model(TARGET, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    CHECKF(d, "%s", err);
+    pf_session *s = session(m, 1);
+    CHECK(s);
+    text want = {0};
+    for (int spec = 0; spec < 2; spec++) {
+        pf_gen_params gp;
+        pf_gen_params_default(&gp);
+        gp.max_tokens = 40;
+        gp.chat = true;
+        gp.draft = spec ? d : NULL;
+        sources c = {0};
+        gp.on_token_source = on_source;
+        gp.token_source_user = &c;
+        text got = {0};
+        pf_gen_stats st;
+        pf_session_reset(s);
+        CHECKF(pf_generate(s, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &got, &st, err) == PF_OK, "%s", err);
+        CHECKF(c.drafted + c.target == st.n_gen, "%d + %d marks for %d tokens", c.drafted, c.target, st.n_gen);
+        if (!spec) {
+            CHECK(c.drafted == 0 && c.target == st.n_gen && st.n_gen > 0);
+            want = got;
+        } else {
+            CHECKF(c.drafted > 0 && c.drafted <= st.accepted, "%d drafted, %lld accepted", c.drafted, (long long)st.accepted);
+            CHECK(got.n == want.n && !memcmp(got.s, want.s, want.n));
+        }
+    }
+    pf_session_free(s);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
 /* A token history: the previous turn's prompt and reply, then new "user" tokens. */
 static int extend(int32_t *h, int n, const toks *reply, int salt) {
     memcpy(h + n, reply->t, (size_t)reply->n * sizeof *h);

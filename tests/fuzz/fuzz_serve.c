@@ -7,8 +7,9 @@
  * a stream after N bytes, as a client that goes away. A body over the 8 KiB limit arrives cut off,
  * as libmicrohttpd hands it over. Checked for every input: a 4xx or 5xx body is an OpenAI error
  * object ({"error": {"message": string, "type": string, "param", "code"}}), a 200 is a JSON
- * object, or an event stream of JSON "data:" events ending with "data: [DONE]"; and afterwards no
- * session is busy and nothing is queued. ASan and LSan catch memory errors and leaks. */
+ * object, the page (GET /), or an event stream of JSON "data:" events ending with "data: [DONE]"
+ * whose pocketflash.tokens texts spell its text; and afterwards no session is busy and nothing is
+ * queued. ASan and LSan catch memory errors and leaks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 enum { MAX_BODY = 8192 };
 
+static const char k_page[] = "<!doctype html><title>page</title>\n";
 static sv_engine *g_engine;
 static sv_http *g_open, *g_keyed;
 
@@ -65,7 +67,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     ec.session.n_ctx = 64;
     check(!!(g_engine = sv_engine_new(m, d, &ec, err)), "engine", err);
     /* no time limit can end a request: each input's outcome depends on its bytes alone */
-    sv_http_config hc = {.max_body = MAX_BODY, .timeout_s = 1e6, .model_id = "fuzz-tiny"};
+    sv_http_config hc = {.max_body = MAX_BODY, .timeout_s = 1e6, .model_id = "fuzz-tiny", .page = k_page,
+                         .page_len = sizeof k_page - 1};
     g_open = sv_http_new(g_engine, &hc);
     hc.api_key = "sekrit";
     g_keyed = sv_http_new(g_engine, &hc);
@@ -93,28 +96,57 @@ static void check_error_body(unsigned status, const sv_buf *b) {
     pf_json_free(doc);
 }
 
-static void check_json_object(const char *s, size_t n, const char *what) {
+/* The JSON object s[0..n) (its document, to free), else the check fails. */
+static pf_json_doc *json_object(const char *s, size_t n, const char *what) {
     char err[PF_ERR_LEN];
     pf_json_doc *doc = pf_json_parse(s, n, err);
     check(doc && pf_json_root(doc)->type == PF_JSON_OBJECT, what, err);
-    pf_json_free(doc);
+    return doc;
 }
 
-/* "data: JSON\n\n" events, the last "data: [DONE]\n\n" (complete: the stream was read to its end). */
+static void check_json_object(const char *s, size_t n, const char *what) { pf_json_free(json_object(s, n, what)); }
+
+/* An event's text (a chat delta's content or a completion's text) and the texts of its
+ * pocketflash.tokens, each appended to its buffer. */
+static void event_texts(const pf_json *ev, sv_buf *content, sv_buf *marked) {
+    const pf_json *ch = member(ev, "choices"), *tokens = member(member(ev, "pocketflash"), "tokens");
+    const pf_json *c0 = ch && ch->type == PF_JSON_ARRAY && ch->u.arr.n ? &ch->u.arr.items[0] : NULL;
+    const pf_json *t = member(member(c0, "delta"), "content");
+    if (!t) t = member(c0, "text");
+    if (t && t->type == PF_JSON_STRING) sv_put(content, t->u.str.s, t->u.str.len);
+    for (size_t i = 0; tokens && tokens->type == PF_JSON_ARRAY && i < tokens->u.arr.n; i++) {
+        const pf_json *x = member(&tokens->u.arr.items[i], "text");
+        if (x && x->type == PF_JSON_STRING) sv_put(marked, x->u.str.s, x->u.str.len);
+    }
+}
+
+/* "data: JSON\n\n" events, the last "data: [DONE]\n\n" (complete: the stream was read to its end);
+ * the texts of their pocketflash.tokens spell their text. */
 static void check_events(const sv_buf *b, bool complete) {
     const char *p = b->s ? b->s : "", *end = p + b->n;
     bool done = false;
+    sv_buf content = {0}, marked = {0};
     while (p < end) {
         check(!done, "stream", "events after [DONE]");
         const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
         if (!sep && !complete) break; /* cut off mid-event */
         check(sep && !strncmp(p, "data: ", 6), "stream event", p);
         const char *data = p + 6;
-        if (sep - data == 6 && !memcmp(data, "[DONE]", 6)) done = true;
-        else check_json_object(data, (size_t)(sep - data), p);
+        if (sep - data == 6 && !memcmp(data, "[DONE]", 6)) {
+            done = true;
+        } else {
+            pf_json_doc *doc = json_object(data, (size_t)(sep - data), p);
+            event_texts(pf_json_root(doc), &content, &marked);
+            pf_json_free(doc);
+        }
         p = sep + 2;
     }
     check(done || !complete, "stream", "no data: [DONE] at its end");
+    check(!content.oom && !marked.oom, "stream", "out of memory");
+    check(content.n == marked.n && (!content.n || !memcmp(content.s, marked.s, content.n)), "stream tokens",
+          marked.s ? marked.s : "(none)");
+    sv_buf_free(&content);
+    sv_buf_free(&marked);
 }
 
 /* Every session free and nothing queued once the request's job has finished (a cancelled one
@@ -201,6 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sv_buf_free(&got);
     } else if (r.status) {
         if (r.status >= 400) check_error_body(r.status, &r.body);
+        else if (r.content_type) check(r.body.n == sizeof k_page - 1 && !memcmp(r.body.s, k_page, r.body.n), "page", r.body.s);
         else check_json_object(r.body.s ? r.body.s : "", r.body.n, "200 body");
     }
     sv_reply_free(&r);

@@ -35,8 +35,13 @@ async function one(client, { endpoint, body }) {
     }
     const stream = await api.create(body);
     let text = '', chunks = 0, finish_reason = null, usage = null, pocketflash = null, role = null;
+    const marks = { text: '', tokens: 0, drafted: 0 }; // the pocketflash.tokens extension
     for await (const ch of stream) {
       chunks++;
+      for (const t of ch.pocketflash?.tokens ?? []) {
+        marks.text += t.text;
+        if (!t.cont) { marks.tokens++; if (t.drafted) marks.drafted++; }
+      }
       const c = ch.choices[0];
       if (c) {
         const piece = endpoint === 'chat' ? c.delta?.content : c.text;
@@ -47,7 +52,7 @@ async function one(client, { endpoint, body }) {
       if (ch.usage) usage = ch.usage;
       if (ch.pocketflash) pocketflash = ch.pocketflash;
     }
-    return { ok: true, text, chunks, finish_reason, usage, pocketflash, role, ms: performance.now() - t0 };
+    return { ok: true, text, chunks, finish_reason, usage, pocketflash, role, marks, ms: performance.now() - t0 };
   } catch (e) {
     return { ok: false, status: e.status ?? null, error: e.error ?? null, message: String(e.message ?? e) };
   }

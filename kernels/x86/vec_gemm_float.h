@@ -1,0 +1,95 @@
+/* The x86 levels' float-weight (F32/F16/BF16 -> f32) gemm, written once on vec.h and compiled at
+ * both widths (through vec_kernels.h), with the shared tile driver kernels/gemm_float_tiles.h.
+ * Per (weight row, activation row): two VL-lane accumulators over alternating VL-column chunks,
+ * the last one masked (zero padded), then one fixed horizontal sum (vf_tree_reg). Register blocks
+ * of FR_MAX weight rows x FB_MAX activation rows share every load; each output's operations are
+ * the same whatever the block, so results are batch-invariant bitwise. The lane count orders the
+ * sum, so the two widths (and the scalar reference) agree within the float tolerance only. */
+#ifndef PF_X86_VEC_GEMM_FLOAT_H
+#define PF_X86_VEC_GEMM_FLOAT_H
+
+#include "kernels/x86/vec.h"
+
+#if VL == 16
+#define FR_MAX 1 /* one weight row x 8 activation rows: 16 accumulators of the 32 registers */
+#define FB_MAX 8
+#define ROW_TILE 32 /* weight rows per tile */
+#define FPF_MIN_B 2 /* software prefetch of the weights from this many rows (one row streams as
+                       fast on the hardware prefetcher alone) */
+#else
+#define FR_MAX 3 /* 3 weight rows x 2 activation rows: 12 accumulators + 3 weights + 1 activation of 16 */
+#define FB_MAX 2
+#define ROW_TILE 30 /* whole blocks of FR_MAX */
+#define FPF_MIN_B 1
+#endif
+#define FPF_DIST 1024 /* weight prefetch distance, bytes */
+
+PF_FORCE_INLINE vf wload(uint32_t wt, const void *w, int64_t i) {
+    if (wt == PF_TYPE_F32) return vf_load((const float *)w + i);
+    if (wt == PF_TYPE_F16) return vf_load_h((const pf_half *)w + i);
+    return vf_load_bf16((const uint16_t *)w + i);
+}
+
+PF_FORCE_INLINE vf wload_mask(uint32_t wt, const void *w, int64_t i, vmask m) {
+    if (wt == PF_TYPE_F32) return vf_maskz_load(m, (const float *)w + i);
+    if (wt == PF_TYPE_F16) return vf_maskz_load_h(m, (const pf_half *)w + i);
+    return vf_maskz_load_bf16(m, (const uint16_t *)w + i);
+}
+
+/* Dot products of NR weight rows (w[r]) with NB activation rows into out[r][b]. */
+PF_FORCE_INLINE void fdot_block(uint32_t wt, const void *const *w, int64_t n, const float *const *x,
+                                float (*out)[FB_MAX], int NR, int NB) {
+    const size_t es = wt == PF_TYPE_F32 ? 4 : 2;
+    vf acc0[FR_MAX][FB_MAX], acc1[FR_MAX][FB_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; b++) acc0[r][b] = acc1[r][b] = vf_zero();
+    int64_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL) {
+        if (NB >= FPF_MIN_B && (i * es) % 64 == 0)
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) _mm_prefetch((const char *)w[r] + (size_t)i * es + FPF_DIST, _MM_HINT_T0);
+        vf wv[FR_MAX]; /* one VL-column half at a time */
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) wv[r] = wload(wt, w[r], i);
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; b++) {
+            vf xv = vf_load(x[b] + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) acc0[r][b] = vf_fmadd(wv[r], xv, acc0[r][b]);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) wv[r] = wload(wt, w[r], i + VL);
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; b++) {
+            vf xv = vf_load(x[b] + i + VL);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) acc1[r][b] = vf_fmadd(wv[r], xv, acc1[r][b]);
+        }
+    }
+    /* at most two more VL-column chunks, the last one possibly partial (masked: zero padded) */
+    for (int c = 0; i < n; c++, i += VL) {
+        vmask m = vmask_n(n - i);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            vf wv = wload_mask(wt, w[r], i, m);
+#pragma GCC unroll 8
+            for (int b = 0; b < NB; b++) {
+                vf xv = vf_maskz_load(m, x[b] + i);
+                if (c == 0)
+                    acc0[r][b] = vf_fmadd(wv, xv, acc0[r][b]);
+                else
+                    acc1[r][b] = vf_fmadd(wv, xv, acc1[r][b]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; b++) out[r][b] = vf_tree_reg(vf_add(acc0[r][b], acc1[r][b]));
+}
+
+#include "kernels/gemm_float_tiles.h"
+
+#endif
