@@ -1,7 +1,7 @@
 /* The constraint core (grammar/): schema compile errors, golden token masks of hand-written
  * schemas over a small vocabulary, rollback, and the property test: random schemas of the subset,
  * random token walks; every trie mask equals a scan of the whole vocabulary and every completed
- * document parses and validates (tests/schema_check.c, written from the keywords' meaning). */
+ * document parses and validates (eval/schema_valid.c, written from the keywords' meaning). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -203,7 +203,7 @@ static int walk_once(fx *f, const char *schema, uint64_t *seed) {
         len += f->v.lens[id];
     }
     if (!pf_matcher_can_end(f->m)) return 0;
-    if (!schema_valid_text(schema, doc, len))
+    if (!pf_schema_valid_text(schema, doc, len))
         return fprintf(stderr, "invalid: schema %s document '%.*s'\n", schema, (int)len, doc), -1;
     return 1;
 }

@@ -1,6 +1,6 @@
 /* Structured output end to end on the committed stand-in (models/pf-target-f16.gguf): plain
  * decoding under a JSON Schema or JSON mode, greedy and sampled, gives documents that parse and
- * validate (tests/schema_check.c); a bad schema fails before anything is generated; and every
+ * validate (eval/schema_valid.c); a bad schema fails before anything is generated; and every
  * speculative strategy gives constrained plain decoding's tokens under greedy. */
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +88,7 @@ static int document_ok(pair *p, int k, const test_seq *seq, const pf_gen_stats *
     }
     if (st->stop != PF_STOP_EOT) return st->stop == PF_STOP_LENGTH;
     (*complete)++;
-    int ok = schema_valid_text(k_schemas[k] ? k_schemas[k] : "{\"type\":\"object\"}", text, n);
+    int ok = pf_schema_valid_text(k_schemas[k] ? k_schemas[k] : "{\"type\":\"object\"}", text, n);
     if (!ok) fprintf(stderr, "schema %d: invalid document '%.*s'\n", k, (int)n, text);
     return ok;
 }
