@@ -74,10 +74,18 @@ TEST(grammar_masks_object) {
     CHECK(fx_open(&f, k_person) == 0);
     CHECK_MASK(&f, "", "|{|{\"");
     CHECK_MASK(&f, "{", "|\"|\"name\":");
-    CHECK_MASK(&f, "{\"name\":", "|\"|\"}|\":|\",|\"]|\"\"|\":\"|\":[|\":{\"|\"red\"");
+    /* one space may follow ':' and ',' (the spacing models write), no more */
+    CHECK_MASK(&f, "{\"name\":", "| |\"|\"}|\":|\",|\"]| |\"\"|\":\"|\":[|\":{\"|\"red\"");
+    CHECK_MASK(&f, "{\"name\": ", "|\"|\"}|\":|\",|\"]|\"\"|\":\"|\":[|\":{\"|\"red\"");
+    CHECK_MASK(&f, "{\"name\":  ", "prefix rejected");
+    CHECK_MASK(&f, "{ ", "prefix rejected");
     CHECK_MASK(&f, "{\"name\":\"x\"", "|,|}|,\"");
-    CHECK_MASK(&f, "{\"age\":", "|-|0|1|2|3|4|5|6|7|8|9|12|0,|-1");
-    CHECK_MASK(&f, "{\"age\":1,", "|\"|\"name\":");
+    CHECK_MASK(&f, "{\"age\":", "| |-|0|1|2|3|4|5|6|7|8|9|12| |0,|-1");
+    CHECK_MASK(&f, "{\"age\":1,", "| |\"|\"name\":| ");
+    CHECK_MASK(&f, "{\"age\":1, ", "|\"|\"name\":");
+    /* a number's part has at most 16 digits: then only what may follow it */
+    CHECK_MASK(&f, "{\"age\":1234567890123456", "|,|,\"");
+    CHECK_MASK(&f, "{\"age\":12345678901234567", "prefix rejected");
     CHECK_MASK(&f, "{\"age\":1,\"name\":\"\"}", "|<end>");
     fx_close(&f);
 }
@@ -93,6 +101,8 @@ TEST(grammar_masks_enum_array) {
     CHECK_MASK(&f, "[", "|f|t|true|false");
     CHECK_MASK(&f, "[true,false", "|]");
     CHECK_MASK(&f, "[true", "|,|]");
+    CHECK_MASK(&f, "[true,", "| |f|t|true|false| ");
+    CHECK_MASK(&f, "[ ", "prefix rejected");
     fx_close(&f);
 }
 
