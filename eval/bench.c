@@ -9,6 +9,8 @@
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
 #include "eval/probe.h"
+#include "eval/schema_valid.h"
+#include "grammar/lit_set.h"
 #include "verify/strategies.h"
 
 typedef struct {
@@ -20,6 +22,21 @@ static int collect(void *u, int32_t t) {
     tokbuf *b = u;
     if (b->n < b->cap) b->toks[b->n++] = t;
     return 0;
+}
+
+/* Count a document generated under schema: valid, invalid, or cut by the token limit. */
+static void check_doc(const pf_tokenizer *tok, const tokbuf *b, const char *schema, pf_stop_reason stop, pf_bench_docs *d) {
+    pf_sbuf text = {0};
+    for (int i = 0; i < b->n; i++) {
+        size_t len = 0;
+        const char *bytes = pf_token_bytes(tok, b->toks[i], &len);
+        if (bytes) pf_sbuf_put(&text, bytes, len);
+    }
+    int ok = !text.oom && pf_schema_valid_text(schema, text.p ? text.p : "", text.n);
+    free(text.p);
+    if (ok) d->valid++;
+    else if (stop == PF_STOP_LENGTH) d->cut++;
+    else d->invalid++;
 }
 
 static void progress(const pf_bench_opts *o, int done, int total, const char *what) {
@@ -196,6 +213,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
             snprintf(bt->type, sizeof bt->type, "%s", suite->types[t].type);
             bt->n_prompts = suite->types[t].n;
             bt->identical = o->temp > 0 ? -1 : 1;
+            bt->constrained = suite->types[t].constrained;
         }
     }
     prompts = calloc((size_t)suite->n, sizeof *prompts);
@@ -236,6 +254,8 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
                 gp.top_k = o->top_k;
                 gp.top_p = o->top_p;
                 gp.seed = o->seed + (uint64_t)i;
+                const char *schema = suite->types[t].constrained ? suite->types[t].prompts[i].schema : NULL;
+                gp.json_schema = schema;
                 /* plain and every arm, the order rotating so that none always runs on a warmer cache */
                 int runs = n_arms + 1;
                 for (int k = 0; k < runs; k++) {
@@ -255,6 +275,11 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
                     if (!j) ttft_a += gs.ttft_s;
                     else ttft_s[j - 1] += gs.ttft_s;
                     if (j && rep == 0) pf_spec_stats_add(&r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
+                    if (schema && rep == 0) {
+                        if (j) check_doc(m->tok, &out[j], schema, gs.stop, &r->arms[j - 1].tasks[t].spec_docs);
+                        else
+                            for (int a = 0; a < n_arms; a++) check_doc(m->tok, &out[0], schema, gs.stop, &r->arms[a].tasks[t].plain_docs);
+                    }
                 }
                 for (int k = 0; k < n_arms && o->temp <= 0; k++)
                     if (out[0].n != out[k + 1].n || memcmp(out[0].toks, out[k + 1].toks, (size_t)out[0].n * sizeof(int32_t)))
