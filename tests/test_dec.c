@@ -357,3 +357,39 @@ TEST(dec_profile_costs_refit_at_the_start) {
     pf_session_free(s);
     teardown(&f);
 }
+
+/* Structured output: a draft position the constraint forces survives surely once reached, so a
+ * pessimistic head verifies through a forced run it would otherwise cut; the forced positions stay
+ * out of the head's calibration and the running acceptance (they say nothing of the draft), and
+ * the marks last one round. */
+TEST(dec_forced_drafts_count_as_kept) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    int H = f.m->hp.n_embd;
+    pf_dec *lo = make_head(&f, 0.0f, -2.0f, "head-forced");
+    CHECK(lo);
+    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
+    pf_adapt a;
+    head_adapt(&a, lo);
+    pf_adapt_plan(&a, ht, 8);
+    int free_n = pf_adapt_choose(&a, ht, hd, 7);
+    pf_adapt_observe(&a, free_n, 0);
+    pf_adapt_plan(&a, ht, 8);
+    memset(a.forced, 1, 6); /* drafts 1..6 forced, draft 7 the model's choice */
+    int forced_n = pf_adapt_choose(&a, ht, hd, 7);
+    CHECKF(free_n <= 1 && forced_n >= 6, "free drafts: %d verified, forced run: %d", free_n, forced_n);
+    double cal[PF_MAX_BLOCK];
+    memcpy(cal, a.cal, sizeof cal);
+    pf_adapt_observe(&a, 7, 6); /* the forced six kept, the seventh not */
+    for (int k = 0; k < 6; k++) CHECKF(a.cal[k] == cal[k], "position %d calibrated on a forced draft", k + 1);
+    CHECK(a.cal[6] < cal[6]);
+    for (int k = 0; k < PF_MAX_BLOCK; k++) CHECK(!a.forced[k]);
+    pf_adapt b; /* without a head: the running acceptance of a forced position does not move */
+    pf_adapt_init(&b, 8, NULL, NULL, 0);
+    b.forced[0] = 1;
+    pf_adapt_observe(&b, 3, 3);
+    CHECK(b.tried[0] == 0 && b.acc[0] == 0 && b.tried[1] == 1 && b.acc[1] == 1);
+    free(ht), free(hd);
+    pf_dec_free(lo);
+    teardown(&f);
+}
