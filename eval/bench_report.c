@@ -215,7 +215,7 @@ static void print_docs(const pf_bench_docs *d) {
 }
 
 void pf_bench_print_structured(const pf_bench_result *r) {
-    printf("| strategy | task | plain tok/s | spec tok/s | speedup (min-max) | tau | forced tokens | valid plain | valid spec |\n"
+    printf("| strategy | task | plain tok/s | spec tok/s | speedup (min-max) | tau | forced (appended) | valid plain | valid spec |\n"
            "|---|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < r->n_arms; k++)
         for (int i = 0; i < r->n; i++) {
