@@ -33,6 +33,10 @@ static const char k_usage[] =
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest ngram pattern (default 3)\n"
     "  --no-special   special-token texts inside the prompts are plain text (template markers stay special)\n"
+    "  --structured   structured output: every task type whose prompts carry a \"schema\" (eval/tasks/structured)\n"
+    "                 is also measured as <type>+schema, plain and speculative decoding both held to each\n"
+    "                 prompt's schema; a table adds the forced tokens' share and how many documents parse\n"
+    "                 and validate, and compares the constrained speedup with the free one\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  -n N           tokens generated per prompt (default 64)\n"
@@ -66,13 +70,14 @@ int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL, *compare = NULL;
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                        .progress = 1};
-    int max_prompts = 8;
+    int max_prompts = 8, structured = 0;
     long long iv;
     double fv;
     for (int i = 1; i < argc; i++) {
         const char *a = cli_alias(argv[i]), *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, o.threads); return 0; }
         if (!strcmp(a, "--no-special")) { o.no_special = 1; continue; }
+        if (!strcmp(a, "--structured")) { structured = 1; continue; }
         static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
                                                  "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
                                                  "--json", "--svg", "--profile", "--draft-head", "--kv", "--compare", "--draft-max", NULL};
@@ -152,6 +157,10 @@ int cmd_bench(int argc, char **argv) {
     pf_task_suite suite;
     pf_bench_result r;
     int failed = pf_tasks_load(tasks, max_prompts, &suite, err) < 0;
+    if (!failed && structured && pf_tasks_add_constrained(&suite, err) < 0) {
+        pf_tasks_free(&suite);
+        failed = 1;
+    }
     if (!failed && pf_bench_run(model, &suite, &o, &r, err) < 0) {
         pf_tasks_free(&suite);
         failed = 2;
@@ -168,6 +177,7 @@ int cmd_bench(int argc, char **argv) {
         printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end; load average %.2f at the "
                "start, %.2f at the end\n\n", r.compute_start, r.compute_end, r.load_start, r.load_end);
         pf_bench_print_compare(&r);
+        if (structured) pf_bench_print_structured(&r);
         int rc = 0;
         if (json && write_out(json, pf_bench_write_compare_json, &r, &o)) rc = 1;
         if (svg && write_out(svg, pf_bench_write_svg, &r, &o)) rc = 1;
@@ -210,6 +220,10 @@ int cmd_bench(int argc, char **argv) {
         printf(" | %.0f/%.0f/%.0f/%.0f/%.0f%% | %.0f | %.1f / %.1f ms |\n", 100 * t->st.t_draft / T, 100 * t->st.t_ctx / T,
                100 * t->st.t_verify / T, 100 * t->st.t_accept / T, 100 * (other > 0 ? other : 0) / T, t->prefill_tok_s,
                t->ttft_ar_ms, t->ttft_spec_ms);
+    }
+    if (structured) {
+        printf("\n");
+        pf_bench_print_structured(&r);
     }
     int rc = 0;
     if (json && write_out(json, pf_bench_write_json, &r, &o)) rc = 1;

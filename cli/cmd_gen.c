@@ -29,7 +29,7 @@ static const char k_usage[] =
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
-    "  --json-schema FILE  every response is compact JSON valid against the JSON Schema in FILE\n"
+    "  --json-schema FILE  every response is JSON valid against the JSON Schema in FILE\n"
     "                 (docs/structured-output.md); --json: any JSON object\n"
     "  --no-special   special-token texts inside the prompts are plain text (the ChatML template's\n"
     "                 own markers stay special; default: parsed as special tokens)\n"

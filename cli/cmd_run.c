@@ -32,7 +32,7 @@ static const char k_usage[] =
     "  --top-p P      nucleus sampling threshold (default 1 = off)\n"
     "  --seed S       RNG seed (default 0)\n"
     "  --ignore-eos   do not stop at the end-of-turn token\n"
-    "  --json-schema FILE  the reply is compact JSON valid against the JSON Schema in FILE (the\n"
+    "  --json-schema FILE  the reply is JSON valid against the JSON Schema in FILE (the\n"
     "                 subset of docs/structured-output.md; another keyword is an error naming it);\n"
     "                 generation ends when the document is complete\n"
     "  --json         the reply is any JSON object (JSON mode)\n"

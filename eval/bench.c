@@ -9,6 +9,8 @@
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
 #include "eval/probe.h"
+#include "eval/schema_valid.h"
+#include "grammar/lit_set.h"
 #include "verify/strategies.h"
 #include "include/pocketflash.h"
 
@@ -21,6 +23,21 @@ static int collect(void *u, int32_t t) {
     tokbuf *b = u;
     if (b->n < b->cap) b->toks[b->n++] = t;
     return 0;
+}
+
+/* Count a document generated under schema: valid, invalid, or cut by the token limit. */
+static void check_doc(const pf_tokenizer *tok, const tokbuf *b, const char *schema, pf_end stop, pf_bench_docs *d) {
+    pf_sbuf text = {0};
+    for (int i = 0; i < b->n; i++) {
+        size_t len = 0;
+        const char *bytes = pf_token_bytes(tok, b->toks[i], &len);
+        if (bytes) pf_sbuf_put(&text, bytes, len);
+    }
+    int ok = !text.oom && pf_schema_valid_text(schema, text.p ? text.p : "", text.n);
+    free(text.p);
+    if (ok) d->valid++;
+    else if (stop == PF_END_LENGTH) d->cut++;
+    else d->invalid++;
 }
 
 static void progress(const pf_bench_opts *o, int done, int total, const char *what) {
@@ -155,6 +172,7 @@ typedef struct {
     const pf_bench_opts *o;
     const pf_task_suite *suite;
     pf_bench_result *r;
+    const pf_model *m;
     pf_session *s;
     int n_arms;
     pf_spec **specs;     /* [arm][type] */
@@ -204,6 +222,8 @@ static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, cha
     const int n_types = b->suite->n, runs = b->n_arms + 1;
     pf_decode_params gp = {.max_tokens = o->max_tokens, .temp = o->temp, .top_k = o->top_k, .top_p = o->top_p,
                            .seed = o->seed + (uint64_t)i, .stop_at_eot = true};
+    const char *schema = b->suite->types[t].constrained ? b->suite->types[t].prompts[i].schema : NULL;
+    gp.json_schema = schema;
     for (int k = 0; k < runs; k++) {
         int j = (k + rep + i) % runs; /* 0 = plain, else arm j-1 */
         pf_spec *spec = j ? b->specs[(j - 1) * n_types + t] : NULL;
@@ -222,6 +242,11 @@ static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, cha
         if (!j) tt->ttft_a += gs.ttft_s;
         else tt->ttft_s[j - 1] += gs.ttft_s;
         if (j && rep == 0) pf_spec_stats_add(&b->r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
+        if (schema && rep == 0) {
+            if (j) check_doc(b->m->tok, &b->out[j], schema, gs.stop, &b->r->arms[j - 1].tasks[t].spec_docs);
+            else
+                for (int a = 0; a < b->n_arms; a++) check_doc(b->m->tok, &b->out[0], schema, gs.stop, &b->r->arms[a].tasks[t].plain_docs);
+        }
     }
     for (int k = 0; k < b->n_arms && o->temp <= 0; k++)
         if (b->out[0].n != b->out[k + 1].n || memcmp(b->out[0].toks, b->out[k + 1].toks, (size_t)b->out[0].n * sizeof(int32_t)))
@@ -300,6 +325,7 @@ static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *d
             snprintf(bt->type, sizeof bt->type, "%s", suite->types[t].type);
             bt->n_prompts = suite->types[t].n;
             bt->identical = b->o->temp > 0 ? -1 : 1;
+            bt->constrained = b->suite->types[t].constrained;
         }
     }
     for (int k = 0; k <= b->n_arms; k++) {
@@ -352,7 +378,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     pf_model *m = pf_model_load(model_path, err);
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
-    bench_state b = {.o = o, .suite = suite, .r = r, .s = pf_session_new(m, &sp, err), .n_arms = n_arms};
+    bench_state b = {.o = o, .suite = suite, .r = r, .m = m, .s = pf_session_new(m, &sp, err), .n_arms = n_arms};
     bench_drafters dr = {{NULL, NULL, NULL}, NULL, 0};
     int rc = -1;
     if (b.s) {

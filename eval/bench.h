@@ -49,6 +49,12 @@ typedef struct {
     int n_arms;
 } pf_bench_opts;
 
+/* Documents generated under a schema (the first repetition's): valid, not parsing or not valid, and
+ * cut by the token limit before they were complete. */
+typedef struct {
+    int valid, invalid, cut;
+} pf_bench_docs;
+
 typedef struct {
     char type[64];
     char spec[16];
@@ -59,6 +65,8 @@ typedef struct {
     pf_spec_stats st; /* rounds of the first repetition */
     double prefill_tok_s, ttft_ar_ms, ttft_spec_ms;
     int identical; /* 1 yes, 0 no, -1 not checked (sampling) */
+    int constrained; /* decoded under each prompt's schema, plain and speculative */
+    pf_bench_docs plain_docs, spec_docs;
 } pf_bench_task;
 
 typedef struct {

@@ -104,6 +104,17 @@ void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *
     fprintf(f, "</svg>\n");
 }
 
+static double forced_share(const pf_spec_stats *st) { return st->tokens ? (double)st->forced / (double)st->tokens : 0; }
+
+/* The JSON fields of a task decoded under its schemas (nothing for a free one). */
+static void structured_json(FILE *f, const pf_bench_task *t) {
+    if (!t->constrained) return;
+    const pf_bench_docs *p = &t->plain_docs, *s = &t->spec_docs;
+    fprintf(f, ", \"constrained\": true, \"forced_share\": %.4f, \"docs_plain\": {\"valid\": %d, \"invalid\": %d, \"cut\": %d}, "
+               "\"docs_spec\": {\"valid\": %d, \"invalid\": %d, \"cut\": %d}",
+            forced_share(&t->st), p->valid, p->invalid, p->cut, s->valid, s->invalid, s->cut);
+}
+
 void pf_bench_write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
     fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"spec\": \"%s\", \"block\": %d, \"threads\": %d, \"temp\": %g, "
                "\"max_tokens\": %d, \"reps\": %d, \"compute_gfma_s\": [%.2f, %.2f],\n \"tasks\": {", r->model, r->draft,
@@ -122,8 +133,10 @@ void pf_bench_write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts 
             fprintf(f, "%s%.4f", k ? ", " : "", t->st.pos_tried[k] ? (double)t->st.pos_accepted[k] / (double)t->st.pos_tried[k] : 0.0);
         double T = t->st.t_total > 0 ? t->st.t_total : 1;
         double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
-        fprintf(f, "], \"time_split\": {\"draft\": %.4f, \"context\": %.4f, \"verify\": %.4f, \"accept\": %.4f, \"other\": %.4f}}",
+        fprintf(f, "], \"time_split\": {\"draft\": %.4f, \"context\": %.4f, \"verify\": %.4f, \"accept\": %.4f, \"other\": %.4f}",
                 t->st.t_draft / T, t->st.t_ctx / T, t->st.t_verify / T, t->st.t_accept / T, (other > 0 ? other : 0) / T);
+        structured_json(f, t);
+        fputc('}', f);
     }
     fprintf(f, "\n },\n \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}, \"load\": [%.2f, %.2f]}\n",
             r->speedup_geomean, r->tau, r->identical < 0 ? "null" : r->identical ? "true" : "false", r->load_start, r->load_end);
@@ -160,9 +173,11 @@ void pf_bench_write_compare_json(FILE *f, const pf_bench_result *r, const pf_ben
             rows_summary(&t->st, &mean, &plain);
             fprintf(f, "%s\n   \"%s\": {\"spec\": \"%s\", \"block\": %d, \"speedup\": %.4f, \"speedup_min\": %.4f, "
                        "\"speedup_max\": %.4f, \"tau\": %.4f, \"spec_tok_s\": %.3f, \"identical\": %s, \"rounds\": %lld, "
-                       "\"mean_rows_verified\": %.3f, \"plain_step_share\": %.4f}",
+                       "\"mean_rows_verified\": %.3f, \"plain_step_share\": %.4f",
                     i ? "," : "", t->type, t->spec, t->block, t->speedup.median, t->speedup.lo, t->speedup.hi,
                     pf_spec_tau(&t->st), t->spec_tok_s.median, json_bool(t->identical), (long long)t->st.rounds, mean, plain);
+            structured_json(f, t);
+            fputc('}', f);
         }
         fprintf(f, "}}");
     }
@@ -190,5 +205,46 @@ void pf_bench_print_compare(const pf_bench_result *r) {
         rows_summary(&all, &mean, &plain);
         printf(" **%.2fx** | %.2f | %.2f | %.0f%% | %s |\n", ar->speedup_geomean, ar->tau, mean, 100 * plain, yes_no(ar->identical));
     }
+    printf("\n");
+}
+
+static void print_docs(const pf_bench_docs *d) {
+    printf(" %d/%d", d->valid, d->valid + d->invalid + d->cut);
+    if (d->cut) printf(" (%d cut)", d->cut);
+    printf(" |");
+}
+
+void pf_bench_print_structured(const pf_bench_result *r) {
+    printf("| strategy | task | plain tok/s | spec tok/s | speedup (min-max) | tau | forced (appended) | valid plain | valid spec |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
+    for (int k = 0; k < r->n_arms; k++)
+        for (int i = 0; i < r->n; i++) {
+            const pf_bench_task *t = &r->arms[k].tasks[i];
+            printf("| %s | %s | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f |", r->arms[k].name, t->type, t->ar_tok_s.median,
+                   t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi, pf_spec_tau(&t->st));
+            if (!t->constrained) {
+                printf(" | | |\n");
+                continue;
+            }
+            printf(" %.0f%% |", 100 * forced_share(&t->st));
+            print_docs(&t->plain_docs);
+            print_docs(&t->spec_docs);
+            printf("\n");
+        }
+    printf("\n");
+    for (int k = 0; k < r->n_arms; k++)
+        for (int i = 0; i < r->n; i++) {
+            const pf_bench_task *c = &r->arms[k].tasks[i];
+            size_t len = strlen(c->type);
+            if (!c->constrained || len < 7) continue;
+            for (int j = 0; j < r->n; j++) {
+                const pf_bench_task *f = &r->arms[k].tasks[j];
+                if (f->constrained || strlen(f->type) != len - 7 || strncmp(f->type, c->type, len - 7)) continue;
+                printf("%s, %s: constrained speculative over constrained plain %.2fx (tau %.2f), free speculative over free "
+                       "plain %.2fx (tau %.2f) on the same prompts: %s\n", r->arms[k].name, f->type, c->speedup.median,
+                       pf_spec_tau(&c->st), f->speedup.median, pf_spec_tau(&f->st),
+                       c->speedup.median >= f->speedup.median ? "constrained >= free" : "constrained < free");
+            }
+        }
     printf("\n");
 }

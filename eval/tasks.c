@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "grammar/lit_set.h"
 
 static char *dup_json_str(const pf_json *v, const char *fallback) {
     if (v && v->type == PF_JSON_STRING) {
@@ -31,15 +32,39 @@ static pf_task_type *find_type(pf_task_suite *s, const char *name) {
     return t;
 }
 
-static int add_prompt(pf_task_type *t, const pf_json *rec, int max_per_type) {
-    if (max_per_type > 0 && t->n >= max_per_type) return 0;
+/* The record's "schema" as compact JSON text (*out NULL when absent); -1 when it is not a schema
+ * object or out of memory. */
+static int schema_text(const pf_json *rec, const char *line, size_t len, char **out) {
+    const pf_json *v = pf_json_get(rec, "schema");
+    *out = NULL;
+    if (!v) return 0;
+    if (v->type != PF_JSON_OBJECT && v->type != PF_JSON_BOOL) return -1;
+    pf_sbuf b = {0};
+    pf_json_compact(&b, v, line, len);
+    if (b.oom) {
+        free(b.p);
+        return -1;
+    }
+    *out = b.p;
+    return 0;
+}
+
+static int add_prompt(pf_task_type *t, const pf_json *rec, char *schema, int max_per_type) {
+    if (max_per_type > 0 && t->n >= max_per_type) {
+        free(schema);
+        return 0;
+    }
     pf_task_prompt *p = realloc(t->prompts, (size_t)(t->n + 1) * sizeof *p);
-    if (!p) return -1;
+    if (!p) {
+        free(schema);
+        return -1;
+    }
     t->prompts = p;
     p = &t->prompts[t->n++];
     p->id = dup_json_str(pf_json_get(rec, "id"), "");
     p->lang = dup_json_str(pf_json_get(rec, "lang"), "");
     p->prompt = dup_json_str(pf_json_get(rec, "prompt"), "");
+    p->schema = schema;
     return p->id && p->lang && p->prompt ? 0 : -1;
 }
 
@@ -72,8 +97,13 @@ static int load_file(const char *path, int max_per_type, pf_task_suite *s, char 
             rc = -1;
             break;
         }
-        pf_task_type *t = find_type(s, type->u.str.s);
-        if (!t || add_prompt(t, rec, max_per_type) < 0) {
+        char *schema;
+        if (schema_text(rec, line, (size_t)len, &schema) < 0) {
+            snprintf(err, PF_ERR_LEN, "%.160s:%d: \"schema\" must be a JSON Schema object", path, lineno);
+            rc = -1;
+        }
+        pf_task_type *t = rc ? NULL : find_type(s, type->u.str.s);
+        if (!rc && (!t || add_prompt(t, rec, schema, max_per_type) < 0)) {
             snprintf(err, PF_ERR_LEN, "out of memory");
             rc = -1;
         }
@@ -134,10 +164,55 @@ void pf_tasks_free(pf_task_suite *s) {
             free(s->types[i].prompts[j].id);
             free(s->types[i].prompts[j].lang);
             free(s->types[i].prompts[j].prompt);
+            free(s->types[i].prompts[j].schema);
         }
         free(s->types[i].prompts);
         free(s->types[i].type);
     }
     free(s->types);
     memset(s, 0, sizeof *s);
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+int pf_tasks_add_constrained(pf_task_suite *s, char err[PF_ERR_LEN]) {
+    int n = s->n, added = 0;
+    for (int i = 0; i < n; i++) {
+        int all = s->types[i].n > 0 && !s->types[i].constrained;
+        for (int j = 0; all && j < s->types[i].n; j++) all = s->types[i].prompts[j].schema != NULL;
+        if (!all) continue;
+        char name[256];
+        snprintf(name, sizeof name, "%s+schema", s->types[i].type);
+        pf_task_type *t = realloc(s->types, (size_t)(s->n + 1) * sizeof *t);
+        if (!t) goto oom;
+        s->types = t;
+        t = &s->types[s->n];
+        const pf_task_type *src = &s->types[i];
+        memset(t, 0, sizeof *t);
+        t->constrained = 1;
+        if (!(t->type = strdup(name)) || !(t->prompts = calloc((size_t)src->n, sizeof *t->prompts))) {
+            free(t->type);
+            goto oom;
+        }
+        s->n++;
+        for (int j = 0; j < src->n; j++) {
+            const pf_task_prompt *a = &src->prompts[j];
+            pf_task_prompt *b = &t->prompts[t->n++];
+            b->id = dup_or_null(a->id);
+            b->lang = dup_or_null(a->lang);
+            b->prompt = dup_or_null(a->prompt);
+            b->schema = dup_or_null(a->schema);
+            if (!b->id || !b->lang || !b->prompt || !b->schema) goto oom;
+        }
+        added++;
+    }
+    if (!added) {
+        snprintf(err, PF_ERR_LEN, "no task type whose every prompt has a \"schema\" (eval/tasks/structured)");
+        return -1;
+    }
+    qsort(s->types, (size_t)s->n, sizeof *s->types, cmp_type);
+    return 0;
+oom:
+    snprintf(err, PF_ERR_LEN, "out of memory");
+    return -1;
 }

@@ -1,5 +1,6 @@
 /* Task suites: eval/tasks/<type>.jsonl, one JSON object per line with at least "type" and
- * "prompt" (also "id", "lang", "reference"). Files whose records have no "prompt" are skipped. */
+ * "prompt" (also "id", "lang", "reference", and "schema": a JSON Schema the answer is held to under
+ * structured output, eval/tasks/structured/). Files whose records have no "prompt" are skipped. */
 #ifndef PF_TASKS_H
 #define PF_TASKS_H
 
@@ -9,12 +10,14 @@
 
 typedef struct {
     char *id, *lang, *prompt;
+    char *schema; /* compact JSON text of the record's "schema", NULL when it has none */
 } pf_task_prompt;
 
 typedef struct {
     char *type;
     pf_task_prompt *prompts;
     int n;
+    int constrained; /* decode each prompt under its schema (pf_tasks_add_constrained) */
 } pf_task_type;
 
 typedef struct {
@@ -26,5 +29,9 @@ typedef struct {
  * max_per_type > 0 keeps the first max_per_type prompts of each type. */
 int pf_tasks_load(const char *dir, int max_per_type, pf_task_suite *out, char err[PF_ERR_LEN]);
 void pf_tasks_free(pf_task_suite *s);
+/* Every type whose prompts all carry a schema gets a copy named "<type>+schema", decoded under the
+ * schemas (bench measures the same prompts free and constrained in one run); -1 when none has
+ * schemas or out of memory. */
+int pf_tasks_add_constrained(pf_task_suite *s, char err[PF_ERR_LEN]);
 
 #endif

@@ -8,7 +8,8 @@
 
 enum { K_HEAD, K_VALUE, K_OBJ, K_KEY, K_ARR, K_STR, K_NUM, K_LIT };
 enum { CONSUMED, REJECT, AGAIN }; /* AGAIN: the stack changed, feed the byte to its new top */
-enum { O_OPEN, O_FIRST, O_NEXT, O_KEY, O_COLON };
+enum { O_OPEN, O_FIRST, O_NEXT, O_KEY, O_KEY_SPACED, O_COLON };
+enum { V_TIGHT, V_SPACE }; /* a value's frame: V_SPACE after ':' or ',', where one space may come first */
 enum { A_OPEN, A_FIRST, A_NEXT, A_ITEM };
 enum { S_OPEN, S_BODY, S_ESC, S_HEX };
 enum { N_START, N_MINUS, N_ZERO, N_INT, N_FRAC0, N_FRAC, N_EXP0, N_EXPS, N_EXP };
@@ -66,6 +67,7 @@ static const pf_schema_node *node_of(const pf_matcher *m, const pf_frame *f) { r
 
 /* A value of the top frame's node starts with c: the frame becomes the value's own. */
 static int start_value(const pf_matcher *m, pf_frame *t, int n, uint8_t c) {
+    if (t->phase == V_SPACE && c == ' ') return t->phase = V_TIGHT, CONSUMED;
     const pf_schema_node *nd = node_of(m, t);
     int32_t id = t->node;
     if (nd->kind == PF_SN_ANY) {
@@ -149,8 +151,9 @@ static int step_string(pf_frame *t, int *n, uint8_t c) {
 
 static int num_accepting(int phase) { return phase == N_ZERO || phase == N_INT || phase == N_FRAC || phase == N_EXP; }
 
-/* Numbers: RFC 8259; an integer has neither fraction nor exponent. A byte that cannot continue
- * the number ends it (when it may end) and goes to the enclosing value. */
+/* Numbers: RFC 8259 with at most PF_MATCHER_MAX_DIGITS digits in each part; an integer has neither
+ * fraction nor exponent. A byte that cannot continue the number ends it (when it may end) and goes
+ * to the enclosing value. */
 static int step_number(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     int digit = c >= '0' && c <= '9', integer = node_of(m, t)->kind == PF_SN_INTEGER;
     int next = -1;
@@ -167,6 +170,11 @@ static int step_number(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     case N_EXP0: next = (c == '+' || c == '-') ? N_EXPS : digit ? N_EXP : -1; break;
     case N_EXPS:
     case N_EXP: next = digit ? N_EXP : -1; break;
+    }
+    if (next >= 0 && digit) { /* t->off: the digits of the current part (integer, fraction, exponent) */
+        if (next != t->phase) t->off = 1;
+        else if (t->off < PF_MATCHER_MAX_DIGITS) t->off++;
+        else next = -1;
     }
     if (next >= 0) return t->phase = (uint8_t)next, CONSUMED;
     if (!num_accepting(t->phase)) return REJECT;
@@ -202,7 +210,7 @@ static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     /* no key text is a prefix of another (each ends with the closing quote and a colon) */
     o->used |= 1ull << lo;
     o->phase = O_NEXT;
-    *t = frame(K_VALUE, 0, nd->prop_node[lo]);
+    *t = frame(K_VALUE, V_SPACE, nd->prop_node[lo]);
     return CONSUMED;
 }
 
@@ -239,11 +247,14 @@ static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
             return CONSUMED;
         }
         return c == '"' && can_key ? start_key(nd, f, n) : REJECT;
-    case O_KEY: return c == '"' ? start_key(nd, f, n) : REJECT;
+    case O_KEY:
+        if (c == ' ') return t->phase = O_KEY_SPACED, CONSUMED;
+        return c == '"' ? start_key(nd, f, n) : REJECT;
+    case O_KEY_SPACED: return c == '"' ? start_key(nd, f, n) : REJECT;
     default: /* O_COLON */
         if (c != ':') return REJECT;
         t->phase = O_NEXT;
-        f[(*n)++] = frame(K_VALUE, 0, PF_SN_ID_ANY);
+        f[(*n)++] = frame(K_VALUE, V_SPACE, PF_SN_ID_ANY);
         return CONSUMED;
     }
 }
@@ -269,8 +280,9 @@ static int step_array(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
         t->lo++;
         break;
     }
+    int after_comma = t->phase == A_ITEM;
     t->phase = A_NEXT;
-    f[(*n)++] = frame(K_VALUE, 0, nd->items);
+    f[(*n)++] = frame(K_VALUE, after_comma ? V_SPACE : V_TIGHT, nd->items);
     return AGAIN;
 }
 

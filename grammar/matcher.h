@@ -13,6 +13,8 @@
 #include "grammar/schema.h"
 
 #define PF_MATCHER_MAX_FRAMES 72  /* one parse stack's depth (schema nesting plus free JSON inside) */
+#define PF_MATCHER_MAX_DIGITS 16  /* digits of a number's integer part, fraction or exponent, so a
+                                     number cannot run on without end */
 #define PF_MATCHER_MAX_THREADS 16 /* parse stacks kept per position (more: the latest are dropped,
                                      which narrows what may follow but never admits an invalid byte) */
 

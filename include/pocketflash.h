@@ -127,7 +127,7 @@ typedef struct {
     /* Special-token texts in the prompt (e.g. "<|im_start|>") are special tokens by default, as in
      * llama.cpp; no_special makes them plain text (with chat the template's own markers stay special). */
     bool no_special;
-    /* Structured output (docs/structured-output.md): the reply is a compact JSON document valid
+    /* Structured output (docs/structured-output.md): the reply is a JSON document valid
      * against json_schema (JSON Schema text of the supported subset, NUL-terminated), or with
      * json_object any JSON object; generation ends when the document is complete. Every strategy
      * gives plain decoding's output under the same constraint. A schema outside the subset fails the

@@ -71,7 +71,11 @@ static inline int pf_softmax_max(float *x, int64_t n, float *mx) {
  * -O2) was seen deleting such a call as dead: DSE used the helper's modref summary and judged all
  * its stores unread (the AVX2 gemm returned zeros; tests/test_kernels.c catches it). noipa keeps
  * interprocedural summaries out of it; the call costs nothing next to the work on the rows. */
+#if defined(__clang__)
+#define PF_NOIPA __attribute__((noinline)) /* clang has no noipa (nor GCC's modref summaries) */
+#else
 #define PF_NOIPA __attribute__((noipa))
+#endif
 
 /* One pf_attention call, shared by attention.c and every level's attention kernels. */
 typedef struct pf_attn_job {

@@ -1,18 +1,13 @@
-/* Test helpers for structured output: a JSON Schema validator of the subset written from the
- * keywords' meaning (independent of the compiler in grammar/), random schemas of the subset, and a
- * small vocabulary of byte strings for the matcher and mask tests. */
+/* Test helpers for structured output: random schemas of the subset and a small vocabulary of byte
+ * strings for the matcher and mask tests (the validator is eval/schema_valid.h). */
 #ifndef PF_TEST_SCHEMA_CHECK_H
 #define PF_TEST_SCHEMA_CHECK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/json.h"
+#include "eval/schema_valid.h"
 
-/* v is valid against schema (both parsed JSON). */
-int schema_valid(const pf_json *schema, const pf_json *v);
-/* text[0..n) parses as JSON and is valid against the schema text. */
-int schema_valid_text(const char *schema, const char *text, size_t n);
 /* A random schema of the subset (malloc'd text), from the state *seed. */
 char *schema_random(uint64_t *seed, int depth);
 uint64_t schema_rand(uint64_t *seed);

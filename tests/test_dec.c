@@ -281,15 +281,35 @@ TEST(dec_calibration_slope_shrinks_an_overconfident_head) {
  * kept move a head that predicts 0.12 to above 0.5, its position-1 offset by more than 0.6 (at the
  * floor rate, 0.05, by 0.32, and the survival to 0.46); once a position has been seen for hundreds
  * of rounds one observation moves its offset by the floor rate at most. */
-TEST(dec_calibration_starts_fast) {
+/* One pessimistic head (bias -2) on the fixture, its planner (head_adapt) and zero target and draft
+ * rows: what the calibration tests drive round by round. */
+typedef struct {
     fixture f;
-    CHECK(setup(&f) == 0);
-    int H = f.m->hp.n_embd;
-    pf_dec *head = make_head(&f, 0.0f, -2.0f, "head-slowstart");
-    CHECK(head);
-    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
+    pf_dec *head;
+    float *ht, *hd;
     pf_adapt a;
-    head_adapt(&a, head);
+} head_rounds;
+
+static int head_rounds_open(head_rounds *r, const char *name) {
+    if (setup(&r->f) < 0 || !(r->head = make_head(&r->f, 0.0f, -2.0f, name))) return -1;
+    int H = r->f.m->hp.n_embd;
+    r->ht = calloc((size_t)H, sizeof(float));
+    r->hd = calloc((size_t)8 * H, sizeof(float));
+    head_adapt(&r->a, r->head);
+    return r->ht && r->hd ? 0 : -1;
+}
+
+static void head_rounds_close(head_rounds *r) {
+    free(r->ht), free(r->hd);
+    pf_dec_free(r->head);
+    teardown(&r->f);
+}
+
+TEST(dec_calibration_starts_fast) {
+    head_rounds hr;
+    CHECK(head_rounds_open(&hr, "head-slowstart") == 0);
+    pf_adapt a = hr.a;
+    float *ht = hr.ht, *hd = hr.hd;
     pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
     double s0 = a.last_sk[0];
     for (int r = 0; r < 10; r++) {
@@ -308,9 +328,7 @@ TEST(dec_calibration_starts_fast) {
     pf_adapt_observe(&a, 3, 0);
     CHECKF(fabs(a.cal[0] - before) <= PF_ADAPT_CAL_RATE + 1e-12, "a late step moved the offset by %g", a.cal[0] - before);
     CHECK(fabs(a.cal_slope - sl) <= PF_ADAPT_SLOPE_RATE * 3 * 10 + 1e-12); /* 3 positions, |z| < 10 here */
-    free(ht), free(hd);
-    pf_dec_free(head);
-    teardown(&f);
+    head_rounds_close(&hr);
 }
 
 /* A profile's relative costs are a prior: t(1) and t(4) measured at the start refit its curve, so
@@ -356,4 +374,34 @@ TEST(dec_profile_costs_refit_at_the_start) {
     pf_dec_free(dec);
     pf_session_free(s);
     teardown(&f);
+}
+
+/* Structured output: a draft position the constraint forces survives surely once reached, so a
+ * pessimistic head verifies through a forced run it would otherwise cut; the forced positions stay
+ * out of the head's calibration and the running acceptance (they say nothing of the draft), and
+ * the marks last one round. */
+TEST(dec_forced_drafts_count_as_kept) {
+    head_rounds hr;
+    CHECK(head_rounds_open(&hr, "head-forced") == 0);
+    pf_adapt a = hr.a;
+    float *ht = hr.ht, *hd = hr.hd;
+    pf_adapt_plan(&a, ht, 8);
+    int free_n = pf_adapt_choose(&a, ht, hd, 7);
+    pf_adapt_observe(&a, free_n, 0);
+    pf_adapt_plan(&a, ht, 8);
+    memset(a.forced, 1, 6); /* drafts 1..6 forced, draft 7 the model's choice */
+    int forced_n = pf_adapt_choose(&a, ht, hd, 7);
+    CHECKF(free_n <= 1 && forced_n >= 6, "free drafts: %d verified, forced run: %d", free_n, forced_n);
+    double cal[PF_MAX_BLOCK];
+    memcpy(cal, a.cal, sizeof cal);
+    pf_adapt_observe(&a, 7, 6); /* the forced six kept, the seventh not */
+    for (int k = 0; k < 6; k++) CHECKF(a.cal[k] == cal[k], "position %d calibrated on a forced draft", k + 1);
+    CHECK(a.cal[6] < cal[6]);
+    for (int k = 0; k < PF_MAX_BLOCK; k++) CHECK(!a.forced[k]);
+    pf_adapt b; /* without a head: the running acceptance of a forced position does not move */
+    pf_adapt_init(&b, 8, NULL, NULL, 0);
+    b.forced[0] = 1;
+    pf_adapt_observe(&b, 3, 3);
+    CHECK(b.tried[0] == 0 && b.acc[0] == 0 && b.tried[1] == 1 && b.acc[1] == 1);
+    head_rounds_close(&hr);
 }

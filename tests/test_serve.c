@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eval/schema_valid.h"
 #include "formats/json.h"
 #include "test.h"
 #include "util.h"
@@ -950,4 +951,58 @@ TEST(serve_raw_socket_abuse_leaves_it_clean) {
     SCHECK(s, fds_now <= fd0, "open descriptors %d, %d before", fds_now, fd0);
     SCHECK(s, rss0 > 0 && rss1 - rss0 < 16 * 1024, "RSS grew from %ld to %ld kB", rss0, rss1);
     CHECK(server_stop(&s) == 0);
+}
+
+/* Structured output through the official SDK: response_format json_object and json_schema, plain
+ * and streamed, on a server with a draft (speculative): every answer ends with its document
+ * ("stop"), parses, and validates against its schema, and the streamed answer is the plain one
+ * (greedy); a keyword outside the subset is a 400 whose error names it, before anything runs. */
+TEST(serve_response_format_through_the_sdk) {
+    NEED_SDK();
+#define SF_SCHEMA "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"}," \
+                  "\"priority\":{\"enum\":[\"required\",\"optional\"]},\"installed_size_kb\":{\"type\":\"integer\"}}," \
+                  "\"required\":[\"name\",\"version\"],\"additionalProperties\":false}"
+#define SF_CHAT(rf, stream) "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":" \
+                            "\"Convert this description into JSON with the keys name, version.\\n\\nVersion 1.6-2 of jq is available.\"}],\"max_tokens\":200,\"temperature\":0," \
+                            "\"response_format\":" rf ",\"stream\":" stream "}}"
+#define SF_OBJECT "{\"type\":\"json_object\"}"
+#define SF_SCHEMA_RF "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"person\",\"schema\":" SF_SCHEMA "}}"
+    const char *in = tmp("rf-in.json"), *out = tmp("rf-out.json");
+    CHECK(write_file(in, "[" SF_CHAT(SF_OBJECT, "false") "," SF_CHAT(SF_OBJECT, "true") "," SF_CHAT(SF_SCHEMA_RF, "false") ","
+                         SF_CHAT(SF_SCHEMA_RF, "true") ","
+                         SF_CHAT("{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"n\",\"schema\":{\"type\":\"object\","
+                                 "\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}}}}}", "false") "]"));
+    server s;
+    START(s, "-m " TARGET " -d " DRAFT " -t 1");
+    char args[700], err[PF_ERR_LEN];
+    snprintf(args, sizeof args, "sdk %s %s 1", in, out);
+    pf_json_doc *d = client_json(&s, args, out, err);
+    SCHECK(s, d, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        const char *text = str(item(d, (size_t)i), "text"), *fr = str(item(d, (size_t)i), "finish_reason");
+        SCHECK(s, is_true(item(d, (size_t)i), "ok") && text, "request %d failed: %s", i, str(item(d, (size_t)i), "message"));
+        SCHECK(s, fr && !strcmp(fr, "stop"), "request %d: finish_reason %s (the document did not end)", i, fr ? fr : "-");
+        if (i < 2) {
+            pf_json_doc *j = pf_json_parse(text, strlen(text), err);
+            SCHECK(s, j && pf_json_root(j)->type == PF_JSON_OBJECT, "json_object %d: '%s' is not an object", i, text);
+            pf_json_free(j);
+        } else {
+            SCHECK(s, pf_schema_valid_text(SF_SCHEMA, text, strlen(text)), "json_schema %d: '%s' does not validate", i, text);
+        }
+    }
+    SCHECK(s, !strcmp(str(item(d, 0), "text"), str(item(d, 1), "text")) &&
+                  !strcmp(str(item(d, 2), "text"), str(item(d, 3), "text")),
+           "streamed answers differ from the plain ones");
+    const pf_json *e = pf_json_get(item(d, 4), "error");
+    const char *msg = str(e, "message"), *param = str(e, "param");
+    SCHECK(s, !is_true(item(d, 4), "ok") && num(item(d, 4), "status") == 400, "unsupported keyword: status %g",
+           num(item(d, 4), "status"));
+    SCHECK(s, msg && strstr(msg, "'minimum'") && param && !strcmp(param, "response_format"), "error: %s (param %s)",
+           msg ? msg : "-", param ? param : "-");
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+#undef SF_SCHEMA
+#undef SF_CHAT
+#undef SF_OBJECT
+#undef SF_SCHEMA_RF
 }

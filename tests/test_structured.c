@@ -1,12 +1,13 @@
 /* Structured output end to end on the committed stand-in (models/pf-target-f16.gguf): plain
  * decoding under a JSON Schema or JSON mode, greedy and sampled, gives documents that parse and
- * validate (tests/schema_check.c); a bad schema fails before anything is generated; and every
+ * validate (eval/schema_valid.c); a bad schema fails before anything is generated; and every
  * speculative strategy gives constrained plain decoding's tokens under greedy. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
+#include "chi2.h"
 #include "schema_check.h"
 #include "test.h"
 #include "util.h"
@@ -88,7 +89,7 @@ static int document_ok(pair *p, int k, const test_seq *seq, const pf_gen_stats *
     }
     if (st->stop != PF_STOP_EOT) return st->stop == PF_STOP_LENGTH;
     (*complete)++;
-    int ok = schema_valid_text(k_schemas[k] ? k_schemas[k] : "{\"type\":\"object\"}", text, n);
+    int ok = pf_schema_valid_text(k_schemas[k] ? k_schemas[k] : "{\"type\":\"object\"}", text, n);
     if (!ok) fprintf(stderr, "schema %d: invalid document '%.*s'\n", k, (int)n, text);
     return ok;
 }
@@ -210,5 +211,52 @@ TEST(structured_spec_sampled_validates) {
         }
         pf_spec_free(spec);
     }
+    close_pair(&p);
+}
+
+typedef struct {
+    pf_spec *spec;
+    int64_t acc, drafted, forced;
+} sample_tally;
+
+static void tally_round(void *u) {
+    sample_tally *t = u;
+    const pf_spec_stats *st = pf_spec_stats_get(t->spec);
+    t->acc += st->tokens - st->rounds;
+    t->drafted += st->drafted;
+    t->forced += st->forced;
+}
+
+/* Sampled under a schema, speculative decoding with a stochastic draft (DFlash's own proposal
+ * distributions, masked along the drafted path) has constrained plain decoding's distribution:
+ * two-sample chi-square per position of the tokens after the first, as for free sampling
+ * (tests/chi2.c). Drafts must be both kept (a few dozen times at least) and rejected. */
+TEST(structured_spec_sampled_same_distribution) {
+    pair p;
+    CHECK(open_pair(&p) == 0);
+    char err[PF_ERR_LEN];
+    const char *prompt = "<|im_start|>user\nGive three package priorities.<|im_end|>\n<|im_start|>assistant\n";
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    CHECK(pf_tokenize(p.m->tok, prompt, strlen(prompt), true, &ids, &n_ids, err) == 0);
+    pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = 4};
+    pf_spec *spec = NULL;
+    CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", &spec, NULL, err) == 0, "%s", err);
+    enum { RUNS = 1500, POS = 4 };
+    sample_tally tally = {spec, 0, 0, 0};
+    test_sampling ts = {.s = p.s, .prompt = ids, .n_prompt = (int)n_ids, .runs = RUNS, .n_pos = POS,
+                        .n_vocab = p.m->hp.n_vocab, .seed_mul = 7919, .seed_add = 3, .strategy = pf_spec_strategy(spec),
+                        .after = tally_round, .u = &tally,
+                        .json_schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"required\",\"important\",\"standard\","
+                                       "\"optional\",\"extra\"]},\"minItems\":3,\"maxItems\":3}"};
+    int *cnt = test_sample_counts(&ts, err);
+    CHECKF(cnt, "%s", err);
+    CHECKF(tally.acc >= 30 && tally.acc < tally.drafted, "kept %lld of %lld drafts (%lld forced)",
+           (long long)tally.acc, (long long)tally.drafted, (long long)tally.forced);
+    char why[128];
+    CHECKF(pf_chi2_positions_differ(cnt, POS, p.m->hp.n_vocab, why, sizeof why) < 0, "%s", why);
+    free(cnt);
+    free(ids);
+    pf_spec_free(spec);
     close_pair(&p);
 }

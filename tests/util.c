@@ -209,8 +209,11 @@ int *test_sample_counts(const test_sampling *t, char *err) {
             gp.seed = (uint64_t)(run * 2 + w) * t->seed_mul + t->seed_add;
             gp.stop_at_eot = false;
             gp.strategy = w ? t->strategy : NULL;
+            gp.json_schema = t->json_schema;
             test_seq got = {.n = 0};
-            if (pf_generate_tokens(t->s, t->prompt, t->n_prompt, &gp, test_seq_push, &got, NULL, err) != PF_OK) {
+            if (pf_generate_tokens(t->s, t->prompt, t->n_prompt, &gp, test_seq_push, &got, NULL, err) != PF_OK ||
+                got.n < t->n_pos + 1) {
+                if (got.n < t->n_pos + 1) snprintf(err, PF_ERR_LEN, "run %d: %d tokens, fewer than %d", run, got.n, t->n_pos + 1);
                 free(cnt);
                 return NULL;
             }

@@ -102,6 +102,7 @@ typedef struct {
     pf_strategy *strategy;
     void (*after)(void *u);
     void *u;
+    const char *json_schema; /* both decode under it when set (structured output) */
 } test_sampling;
 int *test_sample_counts(const test_sampling *t, char *err);
 

@@ -94,8 +94,8 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
     double sk[PF_MAX_BLOCK];
     for (int k = 0; k < nd; k++) { /* running mean of the head's survival: the next plans' estimate */
         a->last_z[k] = a->z_target + z[k];
-        sk[k] = sigmoid(a->cal_slope * a->last_z[k] + a->cal[k]);
-        a->last_sk[k] = sk[k];
+        sk[k] = a->last_sk[k] = a->forced[k] ? 1 : sigmoid(a->cal_slope * a->last_z[k] + a->cal[k]);
+        if (a->forced[k]) continue;
         a->s_n[k]++;
         a->s_mean[k] += (a->s_n[k] < 10 ? 1.0 / (double)a->s_n[k] : 0.1) * (sk[k] - a->s_mean[k]);
     }
@@ -124,19 +124,21 @@ void pf_adapt_observe(pf_adapt *a, int n, int kept) {
     for (int k = 1; k <= PF_MAX_BLOCK; k++) {
         a->acc[k - 1] *= PF_ADAPT_DECAY;
         a->tried[k - 1] *= PF_ADAPT_DECAY;
-        if (k <= n && k <= kept + 1) {
+        if (k <= n && k <= kept + 1 && !a->forced[k - 1]) {
             a->acc[k - 1] += k <= kept;
             a->tried[k - 1] += 1;
         }
     }
     if (a->dec && n > 0) /* position k was predicted last_sk[k-1] and seen when drafts 1..k-1 were kept */
         for (int k = 1; k <= n && k <= a->last_nd && k <= kept + 1; k++) {
+            if (a->forced[k - 1]) continue;
             double r = 1.0 / (PF_ADAPT_CAL_START + (double)a->cal_n[k - 1]++);
             double g = (k <= kept) - a->last_sk[k - 1];
             a->cal[k - 1] = clamp(a->cal[k - 1] + (r > PF_ADAPT_CAL_RATE ? r : PF_ADAPT_CAL_RATE) * g, -PF_ADAPT_CAL_MAX, PF_ADAPT_CAL_MAX);
             a->cal_slope = clamp(a->cal_slope + PF_ADAPT_SLOPE_RATE * g * a->last_z[k - 1], PF_ADAPT_SLOPE_MIN, PF_ADAPT_SLOPE_MAX);
         }
     a->last_nd = 0;
+    memset(a->forced, 0, sizeof a->forced);
     if (n == 0) a->n_plain++;
     else a->n_rounds++;
     a->rows_hist[n + 1 <= PF_MAX_BLOCK ? n + 1 : PF_MAX_BLOCK]++;

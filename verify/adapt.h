@@ -40,6 +40,11 @@ typedef struct {
      * see only a few dozen positions, e.g. a short translation) and later ones follow drift */
     int64_t cal_n[PF_MAX_BLOCK];
     int last_nd;
+    /* structured output: this round's draft positions whose token the constraint forces (the only
+     * one allowed). They survive surely once reached, so the head's choice counts them as kept and
+     * the acceptance and calibration statistics leave them out (they say nothing of the draft);
+     * cleared by pf_adapt_observe */
+    unsigned char forced[PF_MAX_BLOCK];
     double rate;     /* R of the last plan (tokens / s) */
     int plain_run;     /* consecutive plain steps decided (a probe round drafts after enough of them) */
     int backoff;       /* without a head: plain steps before the next probe (1, 2, 4 .. PF_ADAPT_PROBE) */

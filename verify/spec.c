@@ -141,6 +141,13 @@ static int plan_rows(pf_spec *sp, int cap) {
     return B;
 }
 
+/* Dec: how many of the *nd drafts are worth verifying. */
+static void dec_choose(pf_spec *sp, int *nd) {
+    int n_rows = 0, dim = 0;
+    const float *h = sp->dec && sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
+    if (h && n_rows >= *nd + 1) *nd = pf_adapt_choose(sp->ad, sp->h_target, h, *nd);
+}
+
 /* Draft up to B-1 tokens after `last` into rows[1..]: *nd to verify (Dec may keep fewer than were
  * *proposed). Pending plain-step rows reach the drafter first, on the clock of the context. */
 static int draft(pf_spec *sp, pf_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
@@ -165,9 +172,7 @@ static int draft(pf_spec *sp, pf_session *s, int32_t last, int64_t start, int B,
     sp->st.draft_rounds++;
     if (sp->ad && *nd > 0) {
         pf_cost_observe_draft(&sp->ad->cost, B, pf_now_s() - t->t0);
-        int n_rows = 0, dim = 0; /* Dec: how many of these drafts are worth verifying */
-        const float *h = sp->dec && sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
-        if (h && n_rows >= *nd + 1) *nd = pf_adapt_choose(sp->ad, sp->h_target, h, *nd);
+        if (!s->cons) dec_choose(sp, nd); /* under a constraint, once its forced drafts are marked */
     }
     return 0;
 }
@@ -198,7 +203,8 @@ static void observe(pf_spec *sp, int nd, int a, const round_clock *t) {
 }
 
 /* Structured output: the drafts cut to what the constraint allows, forced tokens appended (a
- * forced position at the start skips the drafter). *n_masked: the rows to mask after verifying. */
+ * forced position at the start skips the drafter); forced positions go to the planner as sure to
+ * be kept, outside what it learns of the draft. *n_masked: the rows to mask after verifying. */
 static int constrained_draft(pf_spec *sp, pf_session *s, int32_t last, int64_t start, int B, int cap, int *nd,
                              int *proposed, int *n_masked, round_clock *t, char err[PF_ERR_LEN]) {
     int rows_cap = sp->block < cap ? sp->block : cap, n_forced = 0;
@@ -212,12 +218,17 @@ static int constrained_draft(pf_spec *sp, pf_session *s, int32_t last, int64_t s
         if (sp->d->set_filter) sp->d->set_filter(sp->d->state, NULL);
         pf_constraint_rollback(s->cons, pos0);
         if (rc < 0) return -1;
+        if (sp->ad && *nd > 0) { /* forced drafts are sure to be kept once reached: Dec counts them so */
+            pf_spec_mark_forced(s->cons, sp->rows + 1, *nd, sp->ad->forced);
+            dec_choose(sp, nd);
+        }
     }
     *nd = pf_spec_constrain_path(sp, s->cons, *nd, rows_cap, stochastic, &n_forced, n_masked);
     if (*nd < 0) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         return -1;
     }
+    if (sp->ad) memset(sp->ad->forced + *nd - n_forced, 1, (size_t)n_forced); /* the run appended */
     sp->st.forced += n_forced;
     return 0;
 }

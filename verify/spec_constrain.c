@@ -37,6 +37,17 @@ static int allowed_prefix(pf_spec *sp, pf_constraint *c, int nd, int stochastic,
     return nd;
 }
 
+void pf_spec_mark_forced(pf_constraint *c, const int32_t *drafts, int n, unsigned char *forced) {
+    size_t pos0 = pf_constraint_pos(c);
+    int k = 0;
+    for (; k < n; k++) {
+        forced[k] = pf_constraint_forced(c) == drafts[k];
+        if (pf_constraint_advance(c, drafts[k]) != 0) break;
+    }
+    for (k++; k < n; k++) forced[k] = 0;
+    pf_constraint_rollback(c, pos0);
+}
+
 static const uint32_t *filter_mask(void *ctx) { return pf_constraint_mask(ctx, NULL); }
 static int filter_take(void *ctx, int32_t tok) { return pf_constraint_advance(ctx, tok) != 0; }
 

@@ -15,6 +15,9 @@
  * masks are kept. The constraint is left at its entry position. -1 when out of memory. */
 int pf_spec_constrain_path(pf_spec *sp, pf_constraint *c, int nd, int cap, int stochastic, int *n_forced,
                            int *n_masked);
+/* forced[k] = 1 where drafts[k] is the only token its position allows along the drafted path (0
+ * after a token the constraint refuses); the constraint is left where it was. */
+void pf_spec_mark_forced(pf_constraint *c, const int32_t *drafts, int n, unsigned char *forced);
 /* The filter a drafter proposes through (draft/drafter.h): the constraint advanced along the
  * drafted path; the caller rolls it back to the round's start after proposing. */
 pf_draft_filter pf_spec_draft_filter(pf_constraint *c);

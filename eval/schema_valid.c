@@ -1,0 +1,97 @@
+#include "eval/schema_valid.h"
+
+#include <math.h>
+#include <string.h>
+
+static int json_equal(const pf_json *a, const pf_json *b) {
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case PF_JSON_NULL: return 1;
+    case PF_JSON_BOOL: return a->u.b == b->u.b;
+    case PF_JSON_NUMBER: return a->u.num.d == b->u.num.d;
+    case PF_JSON_STRING: return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
+    case PF_JSON_ARRAY:
+        if (a->u.arr.n != b->u.arr.n) return 0;
+        for (size_t i = 0; i < a->u.arr.n; i++)
+            if (!json_equal(&a->u.arr.items[i], &b->u.arr.items[i])) return 0;
+        return 1;
+    case PF_JSON_OBJECT:
+        if (a->u.obj.n != b->u.obj.n) return 0;
+        for (size_t i = 0; i < a->u.obj.n; i++) {
+            const pf_json *x = pf_json_get(b, a->u.obj.members[i].key);
+            if (!x || !json_equal(&a->u.obj.members[i].val, x)) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static int type_ok(const char *t, const pf_json *v) {
+    if (!strcmp(t, "object")) return v->type == PF_JSON_OBJECT;
+    if (!strcmp(t, "array")) return v->type == PF_JSON_ARRAY;
+    if (!strcmp(t, "string")) return v->type == PF_JSON_STRING;
+    if (!strcmp(t, "number")) return v->type == PF_JSON_NUMBER;
+    if (!strcmp(t, "integer")) return v->type == PF_JSON_NUMBER && v->u.num.d == floor(v->u.num.d);
+    if (!strcmp(t, "boolean")) return v->type == PF_JSON_BOOL;
+    if (!strcmp(t, "null")) return v->type == PF_JSON_NULL;
+    return 0;
+}
+
+static int types_ok(const pf_json *t, const pf_json *v) {
+    if (!t) return 1;
+    if (t->type == PF_JSON_STRING) return type_ok(t->u.str.s, v);
+    for (size_t i = 0; i < t->u.arr.n; i++)
+        if (type_ok(t->u.arr.items[i].u.str.s, v)) return 1;
+    return 0;
+}
+
+static int object_ok(const pf_json *s, const pf_json *v) {
+    const pf_json *props = pf_json_get(s, "properties"), *req = pf_json_get(s, "required"),
+                  *add = pf_json_get(s, "additionalProperties");
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const pf_json *ps = props ? pf_json_get(props, v->u.obj.members[i].key) : NULL;
+        if (ps && !pf_schema_valid(ps, &v->u.obj.members[i].val)) return 0;
+        if (!ps && add && add->type == PF_JSON_BOOL && !add->u.b) return 0;
+    }
+    for (size_t i = 0; req && i < req->u.arr.n; i++)
+        if (!pf_json_get(v, req->u.arr.items[i].u.str.s)) return 0;
+    return 1;
+}
+
+static int array_ok(const pf_json *s, const pf_json *v) {
+    const pf_json *items = pf_json_get(s, "items"), *lo = pf_json_get(s, "minItems"), *hi = pf_json_get(s, "maxItems");
+    if (lo && (double)v->u.arr.n < lo->u.num.d) return 0;
+    if (hi && (double)v->u.arr.n > hi->u.num.d) return 0;
+    for (size_t i = 0; items && i < v->u.arr.n; i++)
+        if (!pf_schema_valid(items, &v->u.arr.items[i])) return 0;
+    return 1;
+}
+
+int pf_schema_valid(const pf_json *s, const pf_json *v) {
+    if (s->type == PF_JSON_BOOL) return s->u.b;
+    const pf_json *any = pf_json_get(s, "anyOf"), *en = pf_json_get(s, "enum"), *k = pf_json_get(s, "const");
+    if (any) {
+        int ok = 0;
+        for (size_t i = 0; i < any->u.arr.n && !ok; i++) ok = pf_schema_valid(&any->u.arr.items[i], v);
+        if (!ok) return 0;
+    }
+    if (en) {
+        int ok = 0;
+        for (size_t i = 0; i < en->u.arr.n && !ok; i++) ok = json_equal(&en->u.arr.items[i], v);
+        if (!ok) return 0;
+    }
+    if (k && !json_equal(k, v)) return 0;
+    if (!types_ok(pf_json_get(s, "type"), v)) return 0;
+    if (v->type == PF_JSON_OBJECT && !object_ok(s, v)) return 0;
+    if (v->type == PF_JSON_ARRAY && !array_ok(s, v)) return 0;
+    return 1;
+}
+
+int pf_schema_valid_text(const char *schema, const char *text, size_t n) {
+    char err[PF_ERR_LEN];
+    pf_json_doc *s = pf_json_parse(schema, strlen(schema), err), *d = pf_json_parse(text, n, err);
+    int ok = s && d && pf_schema_valid(pf_json_root(s), pf_json_root(d));
+    pf_json_free(s);
+    pf_json_free(d);
+    return ok;
+}
