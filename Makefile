@@ -141,8 +141,8 @@ clean:
 # models/pf-target-f16.gguf (`make models`). See draft/train/DRAFTS.md.
 .PHONY: drafts
 drafts:
-	PF_TARGET=$(TARGET) PF_PROMPTS=$(PROMPTS) bash draft/train/make_drafts.sh
-	PF_TARGET=$(TARGET) bash draft/train/make_dec.sh
+	PF_TARGET=$(TARGET) PF_PROMPTS=$(PROMPTS) nice -n 19 bash draft/train/make_drafts.sh
+	PF_TARGET=$(TARGET) nice -n 19 bash draft/train/make_dec.sh
 
 -include mk/deps.mk
 -include mk/demo.mk
