@@ -22,6 +22,8 @@
 #   PF_DRAFT_DECAY    the final decay's share of the budget (0.1)
 #   PF_DRAFT_CURVE    millions of rows at which the learning curve is measured (0.25,0.5,1,2,4,...)
 #   PF_DRAFT_EXPORT=1 export the current checkpoint (its EMA weights) before the budget is reached
+#   PF_DRAFT_ANNEAL=N anneal instead: branch the run's last checkpoint, decay the rate to 0 over N
+#                     steps, export that (the run stays at constant rate and resumes on the next call)
 # This is the machine's one long job, every step at nice 19: generation two single-thread engine
 # processes, the taps (features + the target's top-32 next tokens for distillation) two, the
 # training ONE PyTorch process with 2 threads waiting passively, so builds and tests take the cores
@@ -122,9 +124,25 @@ taps_set eval 1 "$W/gen_eval.jsonl"
 #    trained. Without a checkpoint it starts from INIT (the shipped draft: a new machine has no
 #    checkpoint), or from scratch.
 R=$W/run-dflash2
+CK=$R/final.pt
 START=()
 [ -f "$R/ckpt.pt" ] || [ -z "$INIT" ] || [ ! -f "$INIT" ] || START=(--init-gguf "$INIT")
-if [ ! -f "$R/final.pt" ]; then
+if [ -n "${PF_DRAFT_ANNEAL:-}" ]; then
+    # an annealing branch of the run's last checkpoint (train_draft.py branch): the rate decays to 0
+    # over PF_DRAFT_ANNEAL steps; the run itself stays at constant rate for the next call
+    [ -f "$R/ckpt.pt" ] || { echo "make drafts: PF_DRAFT_ANNEAL needs a checkpoint in $R" >&2; exit 1; }
+    S=$($PY -c "import torch, sys; print(torch.load(sys.argv[1], map_location='cpu')['step'])" "$R/ckpt.pt")
+    A=$R-anneal-$S
+    [ -f "$A/ckpt.pt" ] || $PY draft/train/train_draft.py branch --run "$R" --out "$A" --decay-steps "$PF_DRAFT_ANNEAL"
+    if [ ! -f "$A/final.pt" ]; then
+        $NICE $PY draft/train/train_draft.py train --version 2 --run "$A" --data train --eval-data eval \
+            --ckpt-minutes 10 --resume >> "$A.out" 2>&1 &
+        echo $! > "$W/train.pid"
+        wait $!
+    fi
+    log "DFlash2 anneal: $(tail -1 "$A/train.log")"
+    CK=$A/final.pt
+elif [ ! -f "$R/final.pt" ]; then
     $NICE $PY draft/train/train_draft.py train --version 2 --run "$R" --data train --eval-data eval \
         --rows "$ROWS" --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.01 --decay-frac "${PF_DRAFT_DECAY:-0.1}" \
         --ema 0.999 ${DTAPS:+--taps "$DTAPS"} ${PF_DRAFT_CURVE:+--curve-rows "$PF_DRAFT_CURVE"} "${START[@]}" \
@@ -132,11 +150,10 @@ if [ ! -f "$R/final.pt" ]; then
     echo $! > "$W/train.pid"   # nice execs the trainer: its pid, for kill -STOP / -CONT around benchmarks
     wait $!
 fi
-log "DFlash2: $(tail -1 "$R/train.log")"
+[ -n "${PF_DRAFT_ANNEAL:-}" ] || log "DFlash2: $(tail -1 "$R/train.log")"
 
 # 5. export (when the run has finished, or PF_DRAFT_EXPORT=1: its current EMA weights) and, for the
 #    stand-in, the reference for tests/test_draft_ref.c; make_dec.sh then fits the Dec head
-CK=$R/final.pt
 if [ ! -f "$CK" ] && [ "${PF_DRAFT_EXPORT:-0}" = 1 ]; then
     CK=$W/run-dflash2-snapshot.pt
     $PY draft/train/train_draft.py snapshot --run "$R" --out "$CK"

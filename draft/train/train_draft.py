@@ -2,6 +2,7 @@
 
   train_draft.py train --version 1 --run work/drafts/v1 [--rows N] [--resume]
   train_draft.py train --version 2 --run work/drafts/v2 --init work/drafts/v1/final.pt [--rows N] [--resume]
+  train_draft.py branch --run R --out R-anneal --decay-steps N   an annealing copy of a constant-rate run
   train_draft.py probe            fp32 vs bf16-autocast step time on real batches
   train_draft.py accept --ckpt work/drafts/v1/final.pt [--data eval]   offline teacher-forced acceptance
 
@@ -16,6 +17,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import time
 
@@ -358,6 +360,29 @@ def snapshot(a):
     print(f"snapshot of {a.run} at step {ck['step']}, {ck['extra']['rows']} rows -> {a.out}", flush=True)
 
 
+def branch(a):
+    """An annealing branch of a warmup-stable-decay run: a copy of its checkpoint whose budget ends
+    --decay-steps after the checkpoint, the rate decaying linearly to 0 over exactly those steps. The
+    run itself is untouched and goes on at constant rate; `train --run OUT --resume` trains the branch
+    (its curve is measured once, at the end)."""
+    ck = torch.load(os.path.join(a.run, "ckpt.pt"), map_location="cpu")
+    run = json.load(open(os.path.join(a.run, "run_config.json")))
+    c = DraftConfig(**run["draft"])
+    rows_per_step = run["n_seq"] * run["n_anchor"] * (c.block_size - 1)
+    step, total = ck["step"], ck["step"] + a.decay_steps
+    run["rows_budget"] = total * rows_per_step
+    run["decay_frac"] = a.decay_steps / total
+    while int(total * (1 - run["decay_frac"])) < step:   # float rounding: the decay starts at `step`
+        run["decay_frac"] -= 1e-9
+    run["curve_rows"] = [10 ** 12]                        # no intermediate points: the end is measured
+    run["branched_from"] = {"run": a.run, "step": step, "rows": ck["extra"]["rows"]}
+    os.makedirs(a.out, exist_ok=True)
+    shutil.copyfile(os.path.join(a.run, "ckpt.pt"), os.path.join(a.out, "ckpt.pt"))
+    L.dump_json(os.path.join(a.out, "run_config.json"), run)
+    print(f"branch of {a.run} at step {step} ({ck['extra']['rows']} rows) -> {a.out}: decay over "
+          f"{a.decay_steps} steps to step {total}", flush=True)
+
+
 def probe(a):
     L.setup_torch(THREADS)
     emb, meta = load_emb()
@@ -489,6 +514,10 @@ def main():
     p = sub.add_parser("snapshot")
     p.add_argument("--run", required=True)
     p.add_argument("--out", required=True)
+    p = sub.add_parser("branch")
+    p.add_argument("--run", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--decay-steps", type=int, required=True)
     p = sub.add_parser("probe")
     p.add_argument("--data", default="train")
     p.add_argument("--layers", type=int, default=DRAFT_LAYERS)
@@ -504,7 +533,7 @@ def main():
     p.add_argument("--out", default=None)
     p.add_argument("--max-resp", type=int, default=0, help="only anchors within the first N response tokens")
     a = ap.parse_args()
-    {"train": train, "probe": probe, "accept": accept, "snapshot": snapshot}[a.cmd](a)
+    {"train": train, "probe": probe, "accept": accept, "snapshot": snapshot, "branch": branch}[a.cmd](a)
 
 
 if __name__ == "__main__":
