@@ -5,6 +5,10 @@
  * combined by a fixed halving tree: p[k] += p[k + 8], then + 4, + 2, + 1. 16 partials are one
  * AVX-512 vector, two AVX2 vectors, four NEON vectors; the tree's first steps add whole vectors,
  * the last ones halves of a register. An absent tail element adds +0, which changes nothing.
+ * The float-weight gemms' dot products use the same partials in float: p[i % 16] = fmaf(w[i], x[i],
+ * p[i % 16]) (f16 and bf16 weights widened exactly first), then pf_tree16f. There a SIMD tail
+ * leaves the partials past the row's end as they are (a masked fma, not a zero-padded one: a
+ * product that underflows makes a partial -0, and fmaf(0, 0, -0) is +0).
  *
  * exp is one polynomial (Cephes expf, ~1 ulp on its range) evaluated with explicit fused
  * multiply-adds in one order; plain C fmaf is the same single rounding as vfmadd / FMLA. */

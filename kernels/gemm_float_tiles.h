@@ -51,6 +51,9 @@ PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act
 #if FR_MAX > 2
                 case 2: fdot_nb(wt, w, W->cols, x, out, 2, nb); break;
 #endif
+#if FR_MAX > 3
+                case 3: fdot_nb(wt, w, W->cols, x, out, 3, nb); break;
+#endif
                 default: fdot_nb(wt, w, W->cols, x, out, FR_MAX, nb); break;
                 }
                 for (int i = 0; i < nr; i++)

@@ -1,7 +1,7 @@
 /* Scalar reference kernels (gemm, elementwise, attention): the arbiter every SIMD path is tested
  * against, and the fallback on CPUs without SIMD levels. Every add and multiply rounds as written
  * (the build's -ffp-contract=off keeps FMA contraction out; fmaf is written where one is meant).
- * The float gemms accumulate sequentially; RMSNorm, SwiGLU and attention follow float_order.h.
+ * The float gemms, RMSNorm, SwiGLU, softmax and attention follow float_order.h.
  *
  * Quantized dot products: per 32-weight block the integer sum of products is exact in int32; the
  * block then adds in float:
@@ -36,9 +36,9 @@ PF_FORCE_INLINE void gemm_float(uint32_t wt, const pf_weight *W, const void *act
         const void *w = (const char *)W->data + (size_t)r * W->row_bytes;
         for (int b = 0; b < B; b++) {
             const float *x = act_f32(act, stride, b);
-            float acc = 0.0f;
-            for (int64_t i = 0; i < W->cols; i++) acc += wval(wt, w, i) * x[i];
-            y[b * ldy + r] = acc;
+            float p[PF_NPART] = {0};
+            for (int64_t i = 0; i < W->cols; i++) p[i % PF_NPART] = fmaf(wval(wt, w, i), x[i], p[i % PF_NPART]);
+            y[b * ldy + r] = pf_tree16f(p);
         }
     }
 }

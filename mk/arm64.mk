@@ -39,7 +39,7 @@ test-arm64: arm64 $(TEST_DATA)
 	        $(QEMU_AARCH64) -L $(ARM64_ROOT) -cpu $$cpu $(ARM64_BUILD)/tests/run_tests $(T); \
 	done
 
-# Greedy token ids of Q8_0 and Q4_1 models: every x86 level = x86 scalar = each qemu CPU model (asserted).
+# Greedy token ids of F16, Q8_0 and Q4_1 models: every x86 level = x86 scalar = each qemu CPU model (asserted).
 test-cross-device: pocketflash arm64
 	sh tests/arm64_cross_device.sh ./pocketflash $(ARM64_BUILD)/pocketflash $(QEMU_AARCH64) $(ARM64_ROOT) \
 	    $(ARM64_BUILD)/cross-device $(foreach cl,$(ARM64_CPUS),$(firstword $(subst :, ,$(cl))))

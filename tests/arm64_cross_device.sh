@@ -1,13 +1,13 @@
 #!/bin/sh
-# Cross-device agreement (make test-cross-device): greedy token ids (32 per prompt) of the Q8_0
-# and Q4_1 stand-in target (models/pf-target-f16.gguf quantized here) on 49 prompts of every
-# task type in both languages (eval/tasks) at every x86 level this machine runs
+# Cross-device agreement (make test-cross-device): greedy token ids (32 per prompt) of the F16
+# stand-in target (models/pf-target-f16.gguf) and its Q8_0 and Q4_1 quantizations (made here) on
+# 49 prompts of every task type in both languages (eval/tasks) at every x86 level this machine runs
 # (PF_KERNELS=avx2, avxvnni, avx512; a level the CPU lacks caps to the next one down) and under
 # qemu-aarch64 for each CPU model (NEON, dotprod, i8mm levels) must equal those of this machine's
 # scalar level, token for token (one thread each; the expectation is computed at test time,
 # nothing is committed). The quantized matmuls of every level are bitwise the scalar reference and
-# the float kernels and attention follow kernels/float_order.h on every level (docs/kernels.md), so
-# every level computes the same logits. Then the 8-bit KV cache (--kv q8, refused on scalar) with
+# the float-weight matmuls, the float kernels and attention follow kernels/float_order.h on every
+# level (docs/kernels.md), so every level computes the same logits. Any difference fails the run. Then the 8-bit KV cache (--kv q8, refused on scalar) with
 # the Q8_0 model: every x86 SIMD level = each CPU model.
 # Usage: tests/arm64_cross_device.sh NATIVE_CLI ARM64_CLI QEMU SYSROOT WORKDIR CPU...
 set -eu
@@ -23,9 +23,13 @@ np=$(wc -l < "$work/prompts.jsonl")
 x86_levels="avx2 avxvnni avx512"
 ids() { grep -o '"response_ids": *\[[^]]*\]' "$1"; }
 fail=0
-for t in q8_0 q4_1; do
+for t in f16 q8_0 q4_1; do
     m=$work/target-$t.gguf
-    [ -s "$m" ] || "$native" quantize models/pf-target-f16.gguf "$m" "$t" >/dev/null
+    if [ $t = f16 ]; then
+        m=models/pf-target-f16.gguf
+    elif [ ! -s "$m" ]; then
+        "$native" quantize models/pf-target-f16.gguf "$m" "$t" >/dev/null
+    fi
     PF_KERNELS=scalar "$native" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/x86-scalar-$t.jsonl" -n 32 -t 1 >/dev/null
     ids "$work/x86-scalar-$t.jsonl" > "$work/x86-scalar-$t.ids"
     n=$(grep -c '[0-9]' "$work/x86-scalar-$t.ids" || true)

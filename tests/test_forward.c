@@ -228,10 +228,10 @@ TEST(forward_batch_invariant_q4_1) { check_batch_invariance(PF_TYPE_Q4_1, PF_KV_
 TEST(forward_batch_invariant_q4_1_kv_q8) { check_batch_invariance(PF_TYPE_Q4_1, PF_KV_Q8); }
 
 /* One answer on every CPU: the logits (and taps) of every kernel level are the scalar level's
- * bits for the quantized types, whose gemms are bitwise the reference and whose float kernels and
- * attention follow float_order.h: 40 positions in rows of 1, 5, 16 and 18 (every multi-row path),
- * 1 and 2 threads. The 8-bit cache has no scalar level (refused there): its levels equal the
- * first SIMD level's. The float-weight gemms (F32, F16, BF16) still reduce per level. */
+ * bits for every weight type (the quantized gemms are bitwise the reference; the float-weight
+ * gemms, the float kernels and attention follow float_order.h): 40 positions in rows of 1, 5, 16
+ * and 18 (every multi-row path), 1 and 2 threads. The 8-bit cache has no scalar level (refused
+ * there): its levels equal the first SIMD level's. */
 static void check_levels_bitwise(uint32_t type, pf_kv_type kv) {
     pf_model *m = synth_model("tiny", type, true, "lvl");
     CHECK(m);
@@ -278,6 +278,9 @@ static void check_levels_bitwise(uint32_t type, pf_kv_type kv) {
     pf_model_free(m);
 }
 
+TEST(forward_levels_bitwise_f32) { check_levels_bitwise(PF_TYPE_F32, PF_KV_F16); }
+TEST(forward_levels_bitwise_f16) { check_levels_bitwise(PF_TYPE_F16, PF_KV_F16); }
+TEST(forward_levels_bitwise_bf16) { check_levels_bitwise(PF_TYPE_BF16, PF_KV_F16); }
 TEST(forward_levels_bitwise_q8_0) { check_levels_bitwise(PF_TYPE_Q8_0, PF_KV_F16); }
 TEST(forward_levels_bitwise_q4_0) { check_levels_bitwise(PF_TYPE_Q4_0, PF_KV_F16); }
 TEST(forward_levels_bitwise_q4_1) { check_levels_bitwise(PF_TYPE_Q4_1, PF_KV_F16); }

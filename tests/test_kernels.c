@@ -216,6 +216,13 @@ TEST(kernels_pool_runs_every_thread_once) {
 
 /* ---- gemm ---- */
 
+/* the first index where a and b differ in any bit, or -1 */
+static int64_t first_diff(const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof a[i])) return i;
+    return -1;
+}
+
 static void gemm_all(const pf_kernels *k, const pf_weight *W, const void *act, int B, float *y) {
     k->gemm[W->type](W, act, pf_act_row_bytes(W->type, W->cols), B, y, W->rows, 0, W->rows);
 }
@@ -265,6 +272,78 @@ TEST(kernels_gemm_levels_vs_scalar) {
         if (!*test_level_missing(l))
             printf("    %s vs scalar: worst |diff| / sum|w x| = %.2e\n", pf_level_name((pf_level)l),
                    worst[l]);
+}
+
+/* float_order.h's dot product of weight row w (any float type) with x, written out here. */
+static float float_order_dot(const pf_weight *W, int64_t r, const float *x) {
+    float *w = malloc((size_t)W->cols * sizeof(float) + 1);
+    pf_dequantize_row(W->type, (const char *)W->data + (size_t)r * W->row_bytes, w, W->cols);
+    float p[PF_NPART] = {0};
+    for (int64_t i = 0; i < W->cols; i++) p[i % PF_NPART] = fmaf(w[i], x[i], p[i % PF_NPART]);
+    free(w);
+    for (int h = PF_NPART / 2; h >= 1; h /= 2)
+        for (int k = 0; k < h; k++) p[k] += p[k + h];
+    return p[0];
+}
+
+/* One answer on every CPU (float_order.h): the F32, F16 and BF16 gemms of every level are the
+ * scalar reference's bits, and the reference is the documented order (16 fused partials and the
+ * tree), at every row length 1..70 (every tail of 4, 8 and 16 lanes) and model widths with odd
+ * tails, 1..17 activation rows, row counts over and under every register block. Variant 1: every
+ * product underflows to -0, so from 16 columns on every partial and the answer are -0, and a tail
+ * that zero-padded its partials (fmaf(0, 0, -0) = +0) would give +0. */
+TEST(kernels_gemm_float_levels_bitwise_scalar) {
+    const uint32_t ftypes[] = {PF_TYPE_F32, PF_TYPE_F16, PF_TYPE_BF16};
+    const int64_t rows_list[] = {1, 2, 3, 4, 5, 7, 9, 33};
+    const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
+    int compared = 0;
+    for (int variant = 0; variant < 2; variant++)
+        for (int t = 0; t < 3; t++)
+            for (int64_t ci = 0; ci < 74; ci++) {
+                const int64_t big[] = {127, 903, 896, 2053};
+                uint32_t type = ftypes[t];
+                int64_t cols = ci < 70 ? ci + 1 : big[ci - 70], rows = rows_list[ci % 8];
+                int B = variant ? 3 : (int)(ci % 17) + 1;
+                if (cols > 1000) rows = 5, B = 17;
+                pf_weight W;
+                make_weight(type, rows, cols, (uint64_t)(t * 100 + ci + 1), &W);
+                float *x = NULL;
+                void *act = make_act(type, cols, B, (uint64_t)(ci + 5), &x);
+                if (variant) { /* weights in [0.25, 0.5), activations -2^-149: products below half of it */
+                    float *wf = malloc((size_t)cols * sizeof(float));
+                    for (int64_t r = 0; r < rows; r++) {
+                        for (int64_t i = 0; i < cols; i++) wf[i] = 0.25f + 0.0078125f * (float)((i + r) % 31);
+                        pf_quantize_row(type, wf, (char *)W.data + (size_t)r * W.row_bytes, cols);
+                    }
+                    free(wf);
+                    for (int64_t i = 0; i < (int64_t)B * cols; i++) x[i] = -0x1p-149f;
+                    memcpy(act, x, (size_t)B * cols * sizeof(float));
+                }
+                size_t ny = (size_t)B * rows * sizeof(float);
+                float *yref = malloc(ny), *y = malloc(ny);
+                gemm_all(ks, &W, act, B, yref);
+                for (int b = 0; b < B; b++)
+                    for (int64_t r = 0; r < rows; r++) {
+                        float e = float_order_dot(&W, r, x + (size_t)b * cols), got = yref[b * rows + r];
+                        CHECKF(!memcmp(&e, &got, sizeof e), "scalar %s cols=%lld: %a, the order gives %a",
+                               pf_type_info(type)->name, (long long)cols, got, e);
+                        if (variant && cols >= PF_NPART) CHECKF(signbit(got) && got == 0.0f, "scalar %s cols=%lld: %a, not -0",
+                                            pf_type_info(type)->name, (long long)cols, got);
+                    }
+                for (int l = 1; l < PF_LEVEL_COUNT; l++) {
+                    const pf_kernels *k = test_kernels(l);
+                    if (!k) continue;
+                    memset(y, 0x7f, ny);
+                    gemm_all(k, &W, act, B, y);
+                    int64_t d = first_diff(yref, y, (int64_t)B * rows);
+                    CHECKF(d < 0, "%s %s rows=%lld cols=%lld B=%d variant %d: y[%lld] = %a, scalar %a", k->name,
+                           pf_type_info(type)->name, (long long)rows, (long long)cols, B, variant, (long long)d,
+                           d < 0 ? 0.0 : y[d], d < 0 ? 0.0 : yref[d]);
+                    compared++;
+                }
+                free((void *)W.data), free(act), free(x), free(yref), free(y);
+            }
+    printf("    %d gemms of other levels bitwise the scalar level's\n", compared);
 }
 
 /* Integer weights and activations with power-of-two scales: every partial sum is an integer
@@ -700,12 +779,6 @@ TEST(kernels_quantize_act_bitwise) {
 /* One answer on every CPU (float_order.h): RMSNorm and SwiGLU of every level are the scalar
  * reference's bits at every length 1..70 (every tail of 4, 8 and 16 lanes) and at model widths,
  * in place too, with gate values across exp's clamps. */
-static int64_t first_diff(const float *a, const float *b, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof a[i])) return i;
-    return -1;
-}
-
 TEST(kernels_rmsnorm_swiglu_bitwise_scalar) {
     const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
     uint64_t s = 11;

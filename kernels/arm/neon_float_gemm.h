@@ -1,18 +1,19 @@
 /* F32 / F16 / BF16 weight gemm for every ARM64 level (baseline NEON), through the shared tile
- * driver kernels/gemm_float_tiles.h. Per (weight row, activation row): two 4-lane FMLA
- * accumulators over alternating 4-column chunks, the last partial chunk zero padded, then one
- * fixed reduction; the per-row code is the same whatever B is, so results are batch-invariant
- * bitwise. Within the float tolerance of the scalar reference (lanes reorder the sum). */
+ * driver kernels/gemm_float_tiles.h. Per (weight row, activation row) float_order.h's dot
+ * product: the 16 partials are four 4-lane FMLA accumulators (column i into partial i % 16); the
+ * last partial chunk of 16 columns and the tree are the reference's own C on those partials, so
+ * every level gives the scalar reference's bits. */
 #ifndef PF_NEON_FLOAT_GEMM_H
 #define PF_NEON_FLOAT_GEMM_H
 
 #include <arm_neon.h>
 #include <string.h>
 
+#include "formats/ggml_types.h"
 #include "kernels/kernels_impl.h"
 
-#define FR_MAX 1 /* one weight row x 8 activation rows per register block */
-#define FB_MAX 8
+#define FR_MAX 1 /* one weight row x 4 activation rows per register block: 16 accumulators */
+#define FB_MAX 4
 #define ROW_TILE 32 /* weight rows per tile */
 
 PF_FORCE_INLINE float32x4_t wload4(uint32_t wt, const void *w, int64_t i) {
@@ -22,42 +23,39 @@ PF_FORCE_INLINE float32x4_t wload4(uint32_t wt, const void *w, int64_t i) {
     return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); /* bf16: the top half of an f32 */
 }
 
+/* weight element i, widened as wload4 does (exactly) */
+PF_FORCE_INLINE float wload1(uint32_t wt, const void *w, int64_t i) {
+    if (wt == PF_TYPE_F32) return ((const float *)w)[i];
+    if (wt == PF_TYPE_F16) return pf_fp16_to_fp32(((const pf_half *)w)[i]);
+    return pf_bf16_to_fp32(((const uint16_t *)w)[i]);
+}
+
 /* Dot products of one weight row (w[0], NR = 1) with NB activation rows into out[0][b]. */
 PF_FORCE_INLINE void fdot_block(uint32_t wt, const void *const *wr, int64_t n, const float *const *x,
                                 float (*out)[FB_MAX], int NR, int NB) {
     (void)NR;
     const void *w = wr[0];
-    size_t es = wt == PF_TYPE_F32 ? 4 : 2;
-    float32x4_t acc0[FB_MAX], acc1[FB_MAX];
+    float32x4_t acc[4][FB_MAX]; /* acc[v][b]: partials 4v .. 4v + 3 */
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++)
 #pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) acc0[b] = acc1[b] = vdupq_n_f32(0.0f);
+        for (int b = 0; b < NB; b++) acc[v][b] = vdupq_n_f32(0.0f);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float32x4_t w0 = wload4(wt, w, i), w1 = wload4(wt, w, i + 4);
+    for (; i + PF_NPART <= n; i += PF_NPART)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            float32x4_t wv = wload4(wt, w, i + 4 * v);
 #pragma GCC unroll 8
-        for (int b = 0; b < NB; b++) {
-            acc0[b] = vfmaq_f32(acc0[b], w0, vld1q_f32(x[b] + i));
-            acc1[b] = vfmaq_f32(acc1[b], w1, vld1q_f32(x[b] + i + 4));
+            for (int b = 0; b < NB; b++) acc[v][b] = vfmaq_f32(acc[v][b], wv, vld1q_f32(x[b] + i + 4 * v));
         }
-    }
-    /* at most two more 4-column chunks, the last one possibly partial (zero padded) */
-    for (int c = 0; i < n; c++, i += 4) {
-        int64_t m = n - i < 4 ? n - i : 4;
-        uint8_t wbuf[16] = {0};
-        memcpy(wbuf, (const char *)w + (size_t)i * es, (size_t)m * es);
-        float32x4_t wv = wload4(wt, wbuf, 0);
 #pragma GCC unroll 8
-        for (int b = 0; b < NB; b++) {
-            float xbuf[4] = {0};
-            memcpy(xbuf, x[b] + i, (size_t)m * sizeof(float));
-            if (c == 0)
-                acc0[b] = vfmaq_f32(acc0[b], wv, vld1q_f32(xbuf));
-            else
-                acc1[b] = vfmaq_f32(acc1[b], wv, vld1q_f32(xbuf));
-        }
+    for (int b = 0; b < NB; b++) {
+        float p[PF_NPART];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) vst1q_f32(p + 4 * v, acc[v][b]);
+        for (int64_t j = i; j < n; j++) p[j - i] = fmaf(wload1(wt, w, j), x[b][j], p[j - i]);
+        out[0][b] = pf_tree16f(p);
     }
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) out[0][b] = vaddvq_f32(vaddq_f32(acc0[b], acc1[b]));
 }
 
 #include "kernels/gemm_float_tiles.h"

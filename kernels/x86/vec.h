@@ -42,6 +42,8 @@ PF_FORCE_INLINE vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 PF_FORCE_INLINE vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
 PF_FORCE_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 PF_FORCE_INLINE vf vf_fnmadd(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
+/* a * b + c in the lanes of m, c in the others */
+PF_FORCE_INLINE vf vf_mask_fmadd(vmask m, vf a, vf b, vf c) { return _mm512_mask3_fmadd_ps(a, b, c, m); }
 PF_FORCE_INLINE vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
 PF_FORCE_INLINE vf vf_min(vf a, vf b) { return _mm512_min_ps(a, b); }
 PF_FORCE_INLINE vf vf_neg(vf a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u))); }
@@ -148,6 +150,9 @@ PF_FORCE_INLINE vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 PF_FORCE_INLINE vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
 PF_FORCE_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 PF_FORCE_INLINE vf vf_fnmadd(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+PF_FORCE_INLINE vf vf_mask_fmadd(vmask m, vf a, vf b, vf c) {
+    return _mm256_blendv_ps(c, _mm256_fmadd_ps(a, b, c), _mm256_castsi256_ps(m));
+}
 PF_FORCE_INLINE vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
 PF_FORCE_INLINE vf vf_min(vf a, vf b) { return _mm256_min_ps(a, b); }
 PF_FORCE_INLINE vf vf_neg(vf a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
