@@ -19,18 +19,10 @@ int cmd_synth(int argc, char **argv) {
     const char *shape = NULL, *type = "f16", *out = NULL;
     long long seed = 1;
     bool untied = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_synth_usage, stdout); return 0; }
-        if (!strcmp(a, "--untied")) { untied = true; continue; }
-        if (!cli_known(a, (const char *const[]){"--shape", "--type", "-o", "--seed", NULL}))
-            return cli_fail("synth: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "--shape")) shape = v;
-        else if (!strcmp(a, "--type")) type = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!cli_int(a, v, 0, INT64_MAX, &seed)) return 1;
-    }
+    const cli_arg args[] = {CLI_STR("--shape", &shape), CLI_STR("--type", &type), CLI_STR("-o", &out),
+                            CLI_LL("--seed", &seed, 0, INT64_MAX), CLI_ON("--untied", &untied), CLI_END};
+    int parsed = cli_parse("synth", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_synth_usage, stdout), 0) : 1;
     if (!shape || !out) return cli_fail("synth: --shape and -o are required");
     const pf_synth_shape *sh = pf_synth_shape_find(shape);
     if (!sh) return cli_fail("synth: unknown shape '%s' (pocket, qwen3-0.6b, tiny)", shape);
