@@ -1,6 +1,7 @@
 /* pocketflash gen: batch generation over a JSONL prompt file (for building draft training data and
  * for inspecting a model on many prompts). */
 #include <errno.h>
+#include "formats/grow.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,18 +46,15 @@ static const char k_usage[] =
 
 typedef struct {
     int32_t *ids;
-    int n, cap;
+    int n;
+    size_t cap;
 } idbuf;
 
 static int push_id(void *u, int32_t t) {
     idbuf *b = u;
-    if (b->n == b->cap) {
-        int cap = b->cap ? b->cap * 2 : 256;
-        int32_t *p = realloc(b->ids, (size_t)cap * sizeof *p);
-        if (!p) return 1;
-        b->ids = p;
-        b->cap = cap;
-    }
+    int32_t *p = pf_grow(b->ids, &b->cap, (size_t)b->n + 1, sizeof *p, 256);
+    if (!p) return 1;
+    b->ids = p;
     b->ids[b->n++] = t;
     return 0;
 }
