@@ -156,9 +156,13 @@ int cli_finish(atomic_file *af, const char *path) {
     return 0;
 }
 
-bool cli_known(const char *flag, const char *const *names) {
-    for (int k = 0; names[k]; k++)
-        if (!strcmp(flag, names[k])) return true;
+/* v into the first free slot of a NULL-initialised array of e->hi; false when it is full. */
+static bool append(const cli_arg *e, const char *v) {
+    for (long long k = 0; k < e->hi; k++)
+        if (!e->to.s[k]) {
+            e->to.s[k] = v;
+            return true;
+        }
     return false;
 }
 
@@ -168,6 +172,10 @@ static bool take_value(const cli_arg *e, const char *flag, const char *argv_flag
     double fv;
     switch (e->kind) {
     case CLI_ARG_STR: *e->to.s = v; return true;
+    case CLI_ARG_LIST:
+        if (append(e, v)) return true;
+        cli_fail("%s: at most %lld times", flag, e->hi);
+        return false;
     case CLI_ARG_BLOCK: return cli_block(flag, v, e->to.i);
     case CLI_ARG_DRAFT_MAX: return cli_draft_max(argv_flag, v, e->to.i);
     case CLI_ARG_DRAFT_HEAD: return cli_draft_head(flag, v, e->to.i);
@@ -194,7 +202,12 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_arg *args, unsig
         const char *a = flags & CLI_PARSE_ALIASES ? cli_alias(argv[i]) : argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return -1;
         const cli_arg *e = args;
-        while (e->flag && strcmp(e->flag, a)) e++;
+        if (a[0] != '-' || !a[1]) {
+            while (e->flag && e->kind != CLI_ARG_POS) e++;
+            if (!e->flag || !append(e, argv[i])) return cli_fail("%s: unexpected argument '%s' (try --help)", cmd, argv[i]);
+            continue;
+        }
+        while (e->flag && (e->kind == CLI_ARG_POS || strcmp(e->flag, a))) e++;
         if (!e->flag) return cli_fail("%s: unknown flag '%s' (try --help)", cmd, argv[i]);
         if (e->kind == CLI_ARG_ON || e->kind == CLI_ARG_OFF) {
             *e->to.b = e->kind == CLI_ARG_ON;

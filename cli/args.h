@@ -29,8 +29,6 @@ bool cli_block(const char *flag, const char *s, int *block);
 bool cli_draft_max(const char *flag, const char *s, int *block);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);
-/* flag is one of names (NULL-terminated). */
-bool cli_known(const char *flag, const char *const *names);
 /* An output written whole or not at all (formats/atomic_file.h): cli_create opens the temporary
  * beside path, cli_finish flushes, closes and renames it over path (on failure the temporary is
  * removed). NULL / 1 after a one-line error naming path and the reason. */
@@ -56,6 +54,8 @@ typedef enum {
     CLI_ARG_DRAFT_MAX,  /* int: cli_draft_max      */
     CLI_ARG_DRAFT_HEAD, /* int: cli_draft_head     */
     CLI_ARG_KV,         /* int: cli_kv             */
+    CLI_ARG_POS,        /* const char *[hi]: the arguments that are not flags, in order */
+    CLI_ARG_LIST,       /* const char *[hi]: a flag given up to hi times, its values in order */
 } cli_arg_kind;
 
 typedef struct {
@@ -91,12 +91,16 @@ typedef struct {
 #define CLI_DRAFT_MAX(flag, p) {(flag), CLI_ARG_DRAFT_MAX, {.i = (p)}, 0, 0, 0, 0}
 #define CLI_DRAFT_HEAD(flag, p) {(flag), CLI_ARG_DRAFT_HEAD, {.i = (p)}, 0, 0, 0, 0}
 #define CLI_KV(flag, p) {(flag), CLI_ARG_KV, {.i = (p)}, 0, 0, 0, 0}
+/* Positional arguments into arr[0..max) (NULL-initialised by the caller); one more is an error. */
+#define CLI_POS(arr, max) {"", CLI_ARG_POS, {.s = (arr)}, 0, (max), 0, 0}
+/* A repeatable flag's values into arr[0..max) (NULL-initialised by the caller). */
+#define CLI_LIST(flag, arr, max) {(flag), CLI_ARG_LIST, {.s = (arr)}, 0, (max), 0, 0}
 #define CLI_END {NULL, CLI_ARG_STR, {.s = NULL}, 0, 0, 0, 0}
 
 enum { CLI_PARSE_ALIASES = 1 }; /* flags: llama.cpp's spellings through cli_alias */
 /* Parse argv[1..] by the table. 0: done; 1: a one-line error naming cmd was printed (exit status 1);
- * -1: -h / --help was given (the caller prints its usage and exits 0). A positional argument is an
- * unknown flag. */
+ * -1: -h / --help was given (the caller prints its usage and exits 0). An argument that does not
+ * start with '-' (or is "-" alone) is positional: an error unless the table has a CLI_POS with room. */
 int cli_parse(const char *cmd, int argc, char **argv, const cli_arg *args, unsigned flags);
 
 #endif

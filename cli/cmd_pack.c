@@ -73,14 +73,9 @@ done:
 
 int cmd_verify(int argc, char **argv) {
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(k_verify_usage, stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-' || path) return cli_fail("verify: unexpected argument '%s' (try --help)", argv[i]);
-        path = argv[i];
-    }
+    const cli_arg args[] = {CLI_POS(&path, 1), CLI_END};
+    int parsed = cli_parse("verify", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_verify_usage, stdout), 0) : 1;
     if (!path) return cli_fail("verify: missing APP.pfb");
     char err[PF_ERR_LEN];
     int n = pfb_verify_file(path, err);

@@ -12,7 +12,6 @@
 #include "cli/serve_http.h"
 #include "cli/serve_page.h"
 #include "engine/model.h"
-#include "formats/pfb.h"
 #include "include/pocketflash.h"
 #include "kernels/topology.h"
 
@@ -81,7 +80,7 @@ int cmd_serve(int argc, char **argv) {
     pf_model *m = pf_load_model(model_path, err);
     if (!m) return cli_fail("%s", err);
     /* a bundle that carries a draft speculates with it, as run does */
-    bool bundled = !draft_path && m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT);
+    bool bundled = !draft_path && pf_model_bundles_draft(m);
     if ((draft_path || bundled) && !(d = pf_load_draft(m, draft_path, err))) { cli_fail("%s", err); goto done; }
 
     /* SIGINT / SIGTERM go to sigwait below: every thread started from here on blocks them */
