@@ -204,7 +204,8 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_arg *args, unsig
         const cli_arg *e = args;
         if (a[0] != '-' || !a[1]) {
             while (e->flag && e->kind != CLI_ARG_POS) e++;
-            if (!e->flag || !append(e, argv[i])) return cli_fail("%s: unexpected argument '%s' (try --help)", cmd, argv[i]);
+            if (!e->flag) return cli_fail("%s: unexpected argument '%s' (try --help)", cmd, argv[i]);
+            if (!append(e, argv[i])) return cli_fail("%s: too many arguments ('%s'; at most %lld)", cmd, argv[i], e->hi);
             continue;
         }
         while (e->flag && (e->kind == CLI_ARG_POS || strcmp(e->flag, a))) e++;

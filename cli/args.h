@@ -100,7 +100,8 @@ typedef struct {
 enum { CLI_PARSE_ALIASES = 1 }; /* flags: llama.cpp's spellings through cli_alias */
 /* Parse argv[1..] by the table. 0: done; 1: a one-line error naming cmd was printed (exit status 1);
  * -1: -h / --help was given (the caller prints its usage and exits 0). An argument that does not
- * start with '-' (or is "-" alone) is positional: an error unless the table has a CLI_POS with room. */
+ * start with '-' (or is "-" alone) is positional: an error ("unexpected argument", or "too many
+ * arguments" past a CLI_POS's room) unless the table has a CLI_POS with room. */
 int cli_parse(const char *cmd, int argc, char **argv, const cli_arg *args, unsigned flags);
 
 #endif
