@@ -39,17 +39,15 @@ pocketflash: $(CLI_OBJ) libpocketflash.a
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libpocketflash.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libpocketflash.a $(LDLIBS)
 
-$(BUILD)/%_avx2.o: %_avx2.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
-
-$(BUILD)/%_avxvnni.o: %_avxvnni.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVXVNNI_FLAGS) -MMD -MP -c $< -o $@
-
-$(BUILD)/%_avx512.o: %_avx512.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+# A source whose name ends in _LEVEL.c gets that level's flags (LEVEL_FLAGS, mk/sources.mk): one
+# rule written once for every x86-64 and aarch64 level (another architecture's files are never built).
+ISA_LEVELS := avx2:AVX2 avxvnni:AVXVNNI avx512:AVX512 dotprod:DOTPROD i8mm:I8MM
+define isa_rule
+$$(BUILD)/%_$(1).o: %_$(1).c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$($(2)_FLAGS) -MMD -MP -c $$< -o $$@
+endef
+$(foreach l,$(ISA_LEVELS),$(eval $(call isa_rule,$(word 1,$(subst :, ,$(l))),$(word 2,$(subst :, ,$(l))))))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

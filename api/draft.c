@@ -28,7 +28,7 @@ pf_draft *pf_load_draft(const pf_model *m, const char *path, char err[PF_ERR_LEN
     int rc = -1;
     if (!path) { /* the draft inside the target's own bundle */
         gguf_file *f = NULL;
-        if (!m->bundle || !pfb_has_model(m->bundle, PFB_OWNER_DRAFT))
+        if (!pf_model_bundles_draft(m))
             snprintf(err, PF_ERR_LEN, "pf_load_draft: the target was not loaded from a .pfb bundle that holds a draft");
         else if ((f = pfb_gguf(m->bundle, PFB_OWNER_DRAFT, err)))
             rc = from_gguf(d, f, err);

@@ -108,7 +108,7 @@ const char *cli_alias(const char *flag) {
         {"--predict", "-n"},      {"--n-predict", "-n"},     {"--ctx-size", "-c"},
         {"--threads", "-t"},      {"-s", "--seed"},          {"-md", "-d"},
         {"--model-draft", "-d"},  {"--draft", "--draft-max"}, {"--draft-n", "--draft-max"},
-        {"-sys", "--system"},     {"--system-prompt", "--system"},
+        {"-sys", "--system"},     {"--system-prompt", "--system"}, {"-np", "--parallel"},
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(flag, map[i][0])) return map[i][1];
@@ -156,8 +156,70 @@ int cli_finish(atomic_file *af, const char *path) {
     return 0;
 }
 
-bool cli_known(const char *flag, const char *const *names) {
-    for (int k = 0; names[k]; k++)
-        if (!strcmp(flag, names[k])) return true;
+/* v into the first free slot of a NULL-initialised array of e->hi; false when it is full. */
+static bool append(const cli_arg *e, const char *v) {
+    for (long long k = 0; k < e->hi; k++)
+        if (!e->to.s[k]) {
+            e->to.s[k] = v;
+            return true;
+        }
     return false;
+}
+
+/* One value for entry e; argv_flag is the spelling the user gave (for --draft-max's message). */
+static bool take_value(const cli_arg *e, const char *flag, const char *argv_flag, const char *v) {
+    long long iv;
+    double fv;
+    switch (e->kind) {
+    case CLI_ARG_STR: *e->to.s = v; return true;
+    case CLI_ARG_LIST:
+        if (append(e, v)) return true;
+        cli_fail("%s: at most %lld times", flag, e->hi);
+        return false;
+    case CLI_ARG_BLOCK: return cli_block(flag, v, e->to.i);
+    case CLI_ARG_DRAFT_MAX: return cli_draft_max(argv_flag, v, e->to.i);
+    case CLI_ARG_DRAFT_HEAD: return cli_draft_head(flag, v, e->to.i);
+    case CLI_ARG_KV: return cli_kv(flag, v, e->to.i);
+    case CLI_ARG_FLOAT:
+    case CLI_ARG_DOUBLE:
+        if (!cli_float(flag, v, e->flo, e->fhi, &fv)) return false;
+        if (e->kind == CLI_ARG_FLOAT) *e->to.f = (float)fv;
+        else *e->to.d = fv;
+        return true;
+    default:
+        if (!cli_int(flag, v, e->lo, e->hi, &iv)) return false;
+        if (e->kind == CLI_ARG_INT) *e->to.i = (int)iv;
+        else if (e->kind == CLI_ARG_LL) *e->to.ll = iv;
+        else if (e->kind == CLI_ARG_I64) *e->to.i64 = (int64_t)iv;
+        else if (e->kind == CLI_ARG_U64) *e->to.u64 = (uint64_t)iv;
+        else *e->to.z = (size_t)iv;
+        return true;
+    }
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, const cli_arg *args, unsigned flags) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = flags & CLI_PARSE_ALIASES ? cli_alias(argv[i]) : argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return -1;
+        const cli_arg *e = args;
+        if (a[0] != '-' || !a[1]) {
+            while (e->flag && e->kind != CLI_ARG_POS) e++;
+            if (!e->flag) return cli_fail("%s: unexpected argument '%s' (try --help)", cmd, argv[i]);
+            if (!append(e, argv[i])) return cli_fail("%s: too many arguments ('%s'; at most %lld)", cmd, argv[i], e->hi);
+            continue;
+        }
+        while (e->flag && (e->kind == CLI_ARG_POS || strcmp(e->flag, a))) e++;
+        if (!e->flag) return cli_fail("%s: unknown flag '%s' (try --help)", cmd, argv[i]);
+        if (e->kind == CLI_ARG_ON || e->kind == CLI_ARG_OFF) {
+            *e->to.b = e->kind == CLI_ARG_ON;
+            continue;
+        }
+        if (e->kind == CLI_ARG_ON_INT) {
+            *e->to.i = 1;
+            continue;
+        }
+        const char *v = cli_value(argc, argv, &i);
+        if (!v || !take_value(e, a, argv[i - 1], v)) return 1;
+    }
+    return 0;
 }

@@ -29,12 +29,79 @@ bool cli_block(const char *flag, const char *s, int *block);
 bool cli_draft_max(const char *flag, const char *s, int *block);
 /* Read a whole file; NULL (after printing an error) on failure. */
 char *cli_read_file(const char *path, size_t *len);
-/* flag is one of names (NULL-terminated). */
-bool cli_known(const char *flag, const char *const *names);
 /* An output written whole or not at all (formats/atomic_file.h): cli_create opens the temporary
  * beside path, cli_finish flushes, closes and renames it over path (on failure the temporary is
  * removed). NULL / 1 after a one-line error naming path and the reason. */
 FILE *cli_create(const char *path, atomic_file *af);
 int cli_finish(atomic_file *af, const char *path);
+
+/* One command's flags as a table: each entry names a flag and where its value goes (the union
+ * member is the destination's type, so the compiler checks it), and cli_parse walks argv once.
+ * Integer kinds take [lo, hi]; float kinds [flo, fhi]. */
+typedef enum {
+    CLI_ARG_STR,        /* const char *            */
+    CLI_ARG_INT,        /* int, in lo..hi          */
+    CLI_ARG_LL,         /* long long, in lo..hi    */
+    CLI_ARG_I64,        /* int64_t, in lo..hi      */
+    CLI_ARG_U64,        /* uint64_t, in lo..hi     */
+    CLI_ARG_SIZE,       /* size_t, in lo..hi       */
+    CLI_ARG_FLOAT,      /* float, in flo..fhi      */
+    CLI_ARG_DOUBLE,     /* double, in flo..fhi     */
+    CLI_ARG_ON,         /* bool set true, no value */
+    CLI_ARG_OFF,        /* bool set false, no value */
+    CLI_ARG_ON_INT,     /* int set 1, no value     */
+    CLI_ARG_BLOCK,      /* int: cli_block          */
+    CLI_ARG_DRAFT_MAX,  /* int: cli_draft_max      */
+    CLI_ARG_DRAFT_HEAD, /* int: cli_draft_head     */
+    CLI_ARG_KV,         /* int: cli_kv             */
+    CLI_ARG_POS,        /* const char *[hi]: the arguments that are not flags, in order */
+    CLI_ARG_LIST,       /* const char *[hi]: a flag given up to hi times, its values in order */
+} cli_arg_kind;
+
+typedef struct {
+    const char *flag; /* NULL ends the table */
+    cli_arg_kind kind;
+    union {
+        const char **s;
+        int *i;
+        long long *ll;
+        int64_t *i64;
+        uint64_t *u64;
+        size_t *z;
+        float *f;
+        double *d;
+        bool *b;
+    } to;
+    long long lo, hi;
+    double flo, fhi;
+} cli_arg;
+
+#define CLI_STR(flag, p) {(flag), CLI_ARG_STR, {.s = (p)}, 0, 0, 0, 0}
+#define CLI_INT(flag, p, lo, hi) {(flag), CLI_ARG_INT, {.i = (p)}, (lo), (hi), 0, 0}
+#define CLI_LL(flag, p, lo, hi) {(flag), CLI_ARG_LL, {.ll = (p)}, (lo), (hi), 0, 0}
+#define CLI_I64(flag, p, lo, hi) {(flag), CLI_ARG_I64, {.i64 = (p)}, (lo), (hi), 0, 0}
+#define CLI_U64(flag, p, lo, hi) {(flag), CLI_ARG_U64, {.u64 = (p)}, (lo), (hi), 0, 0}
+#define CLI_SIZE(flag, p, lo, hi) {(flag), CLI_ARG_SIZE, {.z = (p)}, (lo), (hi), 0, 0}
+#define CLI_FLOAT(flag, p, lo, hi) {(flag), CLI_ARG_FLOAT, {.f = (p)}, 0, 0, (lo), (hi)}
+#define CLI_DOUBLE(flag, p, lo, hi) {(flag), CLI_ARG_DOUBLE, {.d = (p)}, 0, 0, (lo), (hi)}
+#define CLI_ON(flag, p) {(flag), CLI_ARG_ON, {.b = (p)}, 0, 0, 0, 0}
+#define CLI_OFF(flag, p) {(flag), CLI_ARG_OFF, {.b = (p)}, 0, 0, 0, 0}
+#define CLI_ON_INT(flag, p) {(flag), CLI_ARG_ON_INT, {.i = (p)}, 0, 0, 0, 0}
+#define CLI_BLOCK(flag, p) {(flag), CLI_ARG_BLOCK, {.i = (p)}, 0, 0, 0, 0}
+#define CLI_DRAFT_MAX(flag, p) {(flag), CLI_ARG_DRAFT_MAX, {.i = (p)}, 0, 0, 0, 0}
+#define CLI_DRAFT_HEAD(flag, p) {(flag), CLI_ARG_DRAFT_HEAD, {.i = (p)}, 0, 0, 0, 0}
+#define CLI_KV(flag, p) {(flag), CLI_ARG_KV, {.i = (p)}, 0, 0, 0, 0}
+/* Positional arguments into arr[0..max) (NULL-initialised by the caller); one more is an error. */
+#define CLI_POS(arr, max) {"", CLI_ARG_POS, {.s = (arr)}, 0, (max), 0, 0}
+/* A repeatable flag's values into arr[0..max) (NULL-initialised by the caller). */
+#define CLI_LIST(flag, arr, max) {(flag), CLI_ARG_LIST, {.s = (arr)}, 0, (max), 0, 0}
+#define CLI_END {NULL, CLI_ARG_STR, {.s = NULL}, 0, 0, 0, 0}
+
+enum { CLI_PARSE_ALIASES = 1 }; /* flags: llama.cpp's spellings through cli_alias */
+/* Parse argv[1..] by the table. 0: done; 1: a one-line error naming cmd was printed (exit status 1);
+ * -1: -h / --help was given (the caller prints its usage and exits 0). An argument that does not
+ * start with '-' (or is "-" alone) is positional: an error ("unexpected argument", or "too many
+ * arguments" past a CLI_POS's room) unless the table has a CLI_POS with room. */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_arg *args, unsigned flags);
 
 #endif

@@ -71,41 +71,18 @@ int cmd_bench(int argc, char **argv) {
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                        .progress = 1};
     int max_prompts = 8, structured = 0;
-    long long iv;
-    double fv;
-    for (int i = 1; i < argc; i++) {
-        const char *a = cli_alias(argv[i]), *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, o.threads); return 0; }
-        if (!strcmp(a, "--no-special")) { o.no_special = 1; continue; }
-        if (!strcmp(a, "--structured")) { structured = 1; continue; }
-        static const char *const with_value[] = {"-m", "-d", "--tasks", "--spec", "--block", "--ngram", "-n", "--prompts",
-                                                 "--reps", "-t", "-c", "--temp", "--top-k", "--top-p", "--seed",
-                                                 "--json", "--svg", "--profile", "--draft-head", "--kv", "--compare", "--draft-max", NULL};
-        if (!cli_known(a, with_value)) return cli_fail("bench: unknown flag '%s' (try --help)", argv[i]);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) model = v;
-        else if (!strcmp(a, "-d")) o.draft_path = v;
-        else if (!strcmp(a, "--tasks")) tasks = v;
-        else if (!strcmp(a, "--spec")) o.spec = v;
-        else if (!strcmp(a, "--json")) json = v;
-        else if (!strcmp(a, "--svg")) svg = v;
-        else if (!strcmp(a, "--profile")) profile_path = v;
-        else if (!strcmp(a, "--compare")) compare = v;
-        else if (!strcmp(a, "--block")) { if (!cli_block(a, v, &o.block)) return 1; }
-        else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &o.block)) return 1; }
-        else if (!strcmp(a, "--ngram")) { if (!cli_int(a, v, 1, 16, &iv)) return 1; o.ngram_n = (int)iv; }
-        else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &o.draft_head)) return 1; }
-        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.max_tokens = (int)iv; }
-        else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; max_prompts = (int)iv; }
-        else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
-        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
-        else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; o.n_ctx = iv; }
-        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &o.kv_q8)) return 1; }
-        else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; o.temp = (float)fv; }
-        else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; o.top_k = (int)iv; }
-        else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; o.top_p = (float)fv; }
-        else if (!strcmp(a, "--seed")) { if (!cli_int(a, v, 0, INT64_MAX, &iv)) return 1; o.seed = (uint64_t)iv; }
-    }
+    const cli_arg args[] = {
+        CLI_STR("-m", &model), CLI_STR("-d", &o.draft_path), CLI_STR("--tasks", &tasks), CLI_STR("--spec", &o.spec),
+        CLI_STR("--json", &json), CLI_STR("--svg", &svg), CLI_STR("--profile", &profile_path),
+        CLI_STR("--compare", &compare), CLI_BLOCK("--block", &o.block), CLI_DRAFT_MAX("--draft-max", &o.block),
+        CLI_INT("--ngram", &o.ngram_n, 1, 16), CLI_DRAFT_HEAD("--draft-head", &o.draft_head),
+        CLI_INT("-n", &o.max_tokens, 2, 1 << 16), CLI_INT("--prompts", &max_prompts, 1, 1 << 20),
+        CLI_INT("--reps", &o.reps, 1, 255), CLI_INT("-t", &o.threads, 1, 256), CLI_I64("-c", &o.n_ctx, 16, 1 << 24),
+        CLI_KV("--kv", &o.kv_q8), CLI_FLOAT("--temp", &o.temp, 0, 100), CLI_INT("--top-k", &o.top_k, 0, 1 << 30),
+        CLI_FLOAT("--top-p", &o.top_p, 0, 1), CLI_U64("--seed", &o.seed, 0, INT64_MAX),
+        CLI_ON_INT("--no-special", &o.no_special), CLI_ON_INT("--structured", &structured), CLI_END};
+    int parsed = cli_parse("bench", argc, argv, args, CLI_PARSE_ALIASES);
+    if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
     if (!tasks) return cli_fail("bench: missing --tasks DIR");
     /* without --spec: the default strategy (what `run -d` does), dflash with --block alone, ngram

@@ -38,25 +38,15 @@ static void stat_cell(char *buf, size_t n, const pf_stat *s, int prec, const cha
 
 int cmd_bench_model(int argc, char **argv) {
     const char *path = NULL, *json = NULL;
-    long long iv;
     pf_bench_model_opts o = {.threads = 2, .reps = 5, .inner = 3, .depths = {0, 512, 2048}, .n_depths = 3,
                              .blocks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, .n_blocks = 16, .cb_depth = 512,
                              .prefill_tokens = 512, .bandwidth_mib = 1024, .progress = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
-        if (!strcmp(a, "--ops")) { o.ops = 1; continue; }
-        if (!cli_known(a, (const char *const[]){"-m", "-t", "--depth", "--reps", "--json", "--bw-mib", "--kv", NULL}))
-            return cli_fail("bench-model: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) path = v;
-        else if (!strcmp(a, "--json")) json = v;
-        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
-        else if (!strcmp(a, "--depth")) { if (!cli_int(a, v, 0, 1 << 20, &iv)) return 1; o.cb_depth = (int)iv; }
-        else if (!strcmp(a, "--bw-mib")) { if (!cli_int(a, v, 1, 1 << 16, &iv)) return 1; o.bandwidth_mib = (int)iv; }
-        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &o.kv_q8)) return 1; }
-        else { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
-    }
+    const cli_arg args[] = {CLI_STR("-m", &path), CLI_STR("--json", &json), CLI_INT("-t", &o.threads, 1, 256),
+                            CLI_INT("--depth", &o.cb_depth, 0, 1 << 20), CLI_INT("--bw-mib", &o.bandwidth_mib, 1, 1 << 16),
+                            CLI_KV("--kv", &o.kv_q8), CLI_INT("--reps", &o.reps, 1, 255), CLI_ON_INT("--ops", &o.ops),
+                            CLI_END};
+    int parsed = cli_parse("bench-model", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!path) return cli_fail("bench-model: missing -m MODEL.gguf");
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load(path, err);

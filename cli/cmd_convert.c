@@ -30,22 +30,10 @@ static void print_warning(void *ctx, const char *msg) {
 
 int cmd_convert(int argc, char **argv) {
     const char *dir = NULL, *out = NULL, *target = NULL, *type_s = "f16";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
-        if (a[0] == '-') {
-            if (!cli_known(a, (const char *const[]){"-o", "--type", "--target", NULL}))
-                return cli_fail("convert: unknown flag '%s' (try --help)", a);
-            if (!(v = cli_value(argc, argv, &i))) return 1;
-            if (!strcmp(a, "-o")) out = v;
-            else if (!strcmp(a, "--type")) type_s = v;
-            else target = v;
-        } else if (!dir) {
-            dir = a;
-        } else {
-            return cli_fail("convert: one checkpoint folder only ('%s' is a second one)", a);
-        }
-    }
+    const cli_arg args[] = {CLI_STR("-o", &out), CLI_STR("--type", &type_s), CLI_STR("--target", &target),
+                            CLI_POS(&dir, 1), CLI_END};
+    int parsed = cli_parse("convert", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!dir || !out) return cli_fail("convert: HF_DIR and -o OUT.gguf are required (try --help)");
     if (target) { /* the check after writing loads the target: it must not be the file written */
         char *a = realpath(target, NULL), *b = realpath(out, NULL);

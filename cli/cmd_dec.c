@@ -36,17 +36,10 @@ static float *numbers(const pf_json *a, int *n) {
 int cmd_dec_attach(int argc, char **argv) {
     const char *draft = NULL, *dec = NULL, *out = NULL;
     bool strip = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
-        if (!strcmp(a, "--strip")) { strip = true; continue; }
-        if (!cli_known(a, (const char *const[]){"-d", "--dec", "-o", NULL}))
-            return cli_fail("dec-attach: unknown flag '%s'", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-d")) draft = v;
-        else if (!strcmp(a, "--dec")) dec = v;
-        else out = v;
-    }
+    const cli_arg args[] = {CLI_STR("-d", &draft), CLI_STR("--dec", &dec), CLI_STR("-o", &out),
+                            CLI_ON("--strip", &strip), CLI_END};
+    int parsed = cli_parse("dec-attach", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     char err[PF_ERR_LEN];
     if (strip) {
         if (!draft || !out || dec) return cli_fail("dec-attach: --strip takes -d and -o (and no --dec)");

@@ -45,23 +45,12 @@ int cmd_demo(int argc, char **argv) {
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 2, .top_p = 1.0f,
                        .ngram_n = 3, .progress = 1, .spec = k_demo_spec};
     int max_prompts = 2;
-    long long iv;
-    for (int i = 1; i < argc; i++) {
-        const char *a = cli_alias(argv[i]), *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, o.threads); return 0; }
-        static const char *const with_value[] = {"-m", "-d", "--tasks", "--prompts", "-n", "--reps", "-t", "-c", NULL};
-        if (!cli_known(a, with_value)) return cli_fail("demo: unknown flag '%s' (try --help)", argv[i]);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) model = v;
-        else if (!strcmp(a, "-d")) o.draft_path = v;
-        else if (!strcmp(a, "--tasks")) tasks = v;
-        else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 48, &iv)) return 1; max_prompts = (int)iv; }
-        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.max_tokens = (int)iv; }
-        else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.reps = (int)iv; }
-        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.threads = (int)iv; }
-        else if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1;
-        else o.n_ctx = iv;
-    }
+    const cli_arg args[] = {CLI_STR("-m", &model), CLI_STR("-d", &o.draft_path), CLI_STR("--tasks", &tasks),
+                            CLI_INT("--prompts", &max_prompts, 1, 48), CLI_INT("-n", &o.max_tokens, 2, 1 << 16),
+                            CLI_INT("--reps", &o.reps, 1, 255), CLI_INT("-t", &o.threads, 1, 256),
+                            CLI_I64("-c", &o.n_ctx, 16, 1 << 24), CLI_END};
+    int parsed = cli_parse("demo", argc, argv, args, CLI_PARSE_ALIASES);
+    if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model || !o.draft_path) return cli_fail("demo: -m TARGET.gguf and -d DRAFT.gguf are required");
     char err[PF_ERR_LEN], target_name[256], draft_name[256];
     pf_task_suite suite;

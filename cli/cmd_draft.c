@@ -58,27 +58,12 @@ int cmd_synth_draft(int argc, char **argv) {
     const char *target = NULL, *out = NULL, *taps_s = NULL;
     long long version = 1, layers = 5, block = 16, seed = 1;
     bool identity = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(k_usage, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--identity")) {
-            identity = true;
-            continue;
-        }
-        if (!cli_known(a, (const char *const[]){"-m", "-o", "--version", "--layers", "--block", "--taps", "--seed", NULL}))
-            return cli_fail("synth-draft: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) target = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "--taps")) taps_s = v;
-        else if (!strcmp(a, "--version") && !cli_int(a, v, 1, 2, &version)) return 1;
-        else if (!strcmp(a, "--layers") && !cli_int(a, v, 1, 256, &layers)) return 1;
-        else if (!strcmp(a, "--block") && !cli_int(a, v, 2, 4096, &block)) return 1;
-        else if (!strcmp(a, "--seed") && !cli_int(a, v, 0, INT64_MAX, &seed)) return 1;
-    }
+    const cli_arg args[] = {CLI_STR("-m", &target), CLI_STR("-o", &out), CLI_STR("--taps", &taps_s),
+                            CLI_LL("--version", &version, 1, 2), CLI_LL("--layers", &layers, 1, 256),
+                            CLI_LL("--block", &block, 2, 4096), CLI_LL("--seed", &seed, 0, INT64_MAX),
+                            CLI_ON("--identity", &identity), CLI_END};
+    int parsed = cli_parse("synth-draft", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!target || !out) return cli_fail("synth-draft: -m and -o are required");
     if (identity && version != 2) return cli_fail("synth-draft: --identity needs --version 2");
     int *taps = NULL, n_taps = 0;

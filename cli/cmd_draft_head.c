@@ -68,18 +68,10 @@ static int32_t *read_ids(const char *path, int limit, int *n) {
 int cmd_draft_head(int argc, char **argv) {
     const char *draft = NULL, *target = NULL, *ranked = NULL, *out = NULL;
     long long nv = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
-        if (!cli_known(a, (const char *const[]){"-d", "-m", "--ranked", "-n", "-o", NULL}))
-            return cli_fail("draft-head: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-d")) draft = v;
-        else if (!strcmp(a, "-m")) target = v;
-        else if (!strcmp(a, "--ranked")) ranked = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!cli_int(a, v, 1, 1 << 24, &nv)) return 1;
-    }
+    const cli_arg args[] = {CLI_STR("-d", &draft), CLI_STR("-m", &target), CLI_STR("--ranked", &ranked),
+                            CLI_STR("-o", &out), CLI_LL("-n", &nv, 1, 1 << 24), CLI_END};
+    int parsed = cli_parse("draft-head", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!draft || !target || !ranked || !out) return cli_fail("draft-head: -d, -m, --ranked and -o are required");
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load(target, err);

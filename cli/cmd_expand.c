@@ -34,42 +34,21 @@ static const char k_usage[] =
 int cmd_expand(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type_s = "f32", *shape_s = "pocket";
     enum { MAX_DRAFTS = 8 };
-    const char *din[MAX_DRAFTS], *dout[MAX_DRAFTS];
+    const char *din[MAX_DRAFTS] = {0}, *dout[MAX_DRAFTS] = {0};
+    long long seed = 1, ov[8] = {0}; /* the shape overrides; 0: not given (each is >= 1) */
+    bool keep_eps = false;
+    const cli_arg args[] = {
+        CLI_STR("-m", &in), CLI_STR("-o", &out), CLI_STR("--type", &type_s), CLI_STR("--shape", &shape_s),
+        CLI_LL("--seed", &seed, 0, INT64_MAX), CLI_LIST("-d", din, MAX_DRAFTS), CLI_LIST("-O", dout, MAX_DRAFTS),
+        CLI_LL("--layers", &ov[0], 1, 1 << 20), CLI_LL("--hidden", &ov[1], 1, 1 << 20), CLI_LL("--ffn", &ov[2], 1, 1 << 20),
+        CLI_LL("--heads", &ov[3], 1, 1 << 20), CLI_LL("--heads-kv", &ov[4], 1, 1 << 20),
+        CLI_LL("--head-dim", &ov[5], 1, 1 << 20), CLI_LL("--vocab", &ov[6], 1, 1 << 20), CLI_LL("--ctx", &ov[7], 1, 1 << 30),
+        CLI_ON("--keep-eps", &keep_eps), CLI_END};
+    int parsed = cli_parse("expand", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     int nd = 0, no = 0;
-    long long seed = 1, ov[8];
-    static const char *const ov_flags[8] = {"--layers", "--hidden", "--ffn", "--heads", "--heads-kv", "--head-dim", "--vocab", "--ctx"};
-    bool ov_set[8] = {0}, keep_eps = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(k_usage, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--keep-eps")) {
-            keep_eps = true;
-            continue;
-        }
-        int ovi = -1;
-        for (int k = 0; k < 8; k++)
-            if (!strcmp(a, ov_flags[k])) ovi = k;
-        if (ovi < 0 && strcmp(a, "-m") && strcmp(a, "-o") && strcmp(a, "-d") && strcmp(a, "-O") && strcmp(a, "--type") &&
-            strcmp(a, "--seed") && strcmp(a, "--shape"))
-            return cli_fail("expand: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (ovi >= 0) {
-            if (!cli_int(a, v, 1, ovi == 7 ? 1 << 30 : 1 << 20, &ov[ovi])) return 1;
-            ov_set[ovi] = true;
-        } else if (!strcmp(a, "-m")) in = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "--type")) type_s = v;
-        else if (!strcmp(a, "--shape")) shape_s = v;
-        else if (!strcmp(a, "--seed") && !cli_int(a, v, 0, INT64_MAX, &seed)) return 1;
-        else if (!strcmp(a, "-d") || !strcmp(a, "-O")) {
-            int *n = a[1] == 'd' ? &nd : &no;
-            if (*n == MAX_DRAFTS) return cli_fail("expand: at most %d drafts", MAX_DRAFTS);
-            (a[1] == 'd' ? din : dout)[(*n)++] = v;
-        }
-    }
+    while (nd < MAX_DRAFTS && din[nd]) nd++;
+    while (no < MAX_DRAFTS && dout[no]) no++;
     if (!in || !out) return cli_fail("expand: -m and -o are required");
     if (nd != no) return cli_fail("expand: every -d needs its -O (%d drafts, %d outputs)", nd, no);
     const pf_synth_shape *base = pf_synth_shape_find(shape_s);
@@ -80,10 +59,10 @@ int cmd_expand(int argc, char **argv) {
     int *fields[7] = {&o.shape.n_layer, &o.shape.n_embd,     &o.shape.n_ff,   &o.shape.n_head,
                       &o.shape.n_head_kv, &o.shape.head_dim, &o.shape.n_vocab};
     for (int k = 0; k < 7; k++)
-        if (ov_set[k]) *fields[k] = (int)ov[k];
-    if (ov_set[7]) o.shape.n_ctx = ov[7];
+        if (ov[k]) *fields[k] = (int)ov[k];
+    if (ov[7]) o.shape.n_ctx = ov[7];
     for (int k = 0; k < 8; k++)
-        if (ov_set[k]) o.shape.name = "custom";
+        if (ov[k]) o.shape.name = "custom";
     for (int k = 0; k < nd; k++)
         if (!strcmp(din[k], dout[k]) || !strcmp(dout[k], in) || !strcmp(dout[k], out))
             return cli_fail("expand: %s: an output must differ from every input and the other output", dout[k]);

@@ -1,6 +1,7 @@
 /* pocketflash gen: batch generation over a JSONL prompt file (for building draft training data and
  * for inspecting a model on many prompts). */
 #include <errno.h>
+#include "formats/grow.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,18 +46,15 @@ static const char k_usage[] =
 
 typedef struct {
     int32_t *ids;
-    int n, cap;
+    int n;
+    size_t cap;
 } idbuf;
 
 static int push_id(void *u, int32_t t) {
     idbuf *b = u;
-    if (b->n == b->cap) {
-        int cap = b->cap ? b->cap * 2 : 256;
-        int32_t *p = realloc(b->ids, (size_t)cap * sizeof *p);
-        if (!p) return 1;
-        b->ids = p;
-        b->cap = cap;
-    }
+    int32_t *p = pf_grow(b->ids, &b->cap, (size_t)b->n + 1, sizeof *p, 256);
+    if (!p) return 1;
+    b->ids = p;
     b->ids[b->n++] = t;
     return 0;
 }
@@ -91,37 +89,18 @@ int cmd_gen(int argc, char **argv) {
     gp.max_tokens = 256;
     pf_session_params sp = {.n_threads = pf_physical_cores(), .n_ctx = 2048};
     bool no_special = false;
-    long long iv, limit = -1;
-    double fv;
-    for (int i = 1; i < argc; i++) {
-        const char *a = cli_alias(argv[i]), *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, sp.n_threads); return 0; }
-        if (!strcmp(a, "--no-special")) { no_special = true; continue; }
-        if (!strcmp(a, "--json")) { gp.json_object = true; continue; }
-        static const char *const with_value[] = {"-m", "-i", "-o", "-n", "-t", "-c", "--temp", "--top-k", "--top-p",
-                                                 "--seed", "--limit", "-d", "--block", "--log-rounds", "--draft-head", "--kv", "--draft-max",
-                                                 "--json-schema", NULL};
-        if (!cli_known(a, with_value)) return cli_fail("gen: unknown flag '%s' (try --help)", argv[i]);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) model = v;
-        else if (!strcmp(a, "-i")) in = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "-d")) draft = v;
-        else if (!strcmp(a, "--log-rounds")) log_rounds = v;
-        else if (!strcmp(a, "--json-schema")) schema_path = v;
-        else if (!strcmp(a, "--block")) { if (!cli_block(a, v, &block)) return 1; }
-        else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
-        else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &block)) return 1; }
-        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; gp.max_tokens = (int)iv; }
-        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
-        else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
-        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &sp.kv_q8)) return 1; }
-        else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; gp.temp = (float)fv; }
-        else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.top_k = (int)iv; }
-        else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; gp.top_p = (float)fv; }
-        else if (!strcmp(a, "--seed")) { if (!cli_int(a, v, 0, INT64_MAX, &iv)) return 1; gp.seed = (uint64_t)iv; }
-        else if (!cli_int(a, v, 0, 1ll << 40, &limit)) return 1;
-    }
+    long long limit = -1;
+    const cli_arg args[] = {
+        CLI_STR("-m", &model), CLI_STR("-i", &in), CLI_STR("-o", &out), CLI_STR("-d", &draft),
+        CLI_STR("--log-rounds", &log_rounds), CLI_STR("--json-schema", &schema_path), CLI_BLOCK("--block", &block),
+        CLI_DRAFT_HEAD("--draft-head", &draft_head), CLI_DRAFT_MAX("--draft-max", &block),
+        CLI_INT("-n", &gp.max_tokens, 1, 1 << 20), CLI_INT("-t", &sp.n_threads, 1, 256),
+        CLI_I64("-c", &sp.n_ctx, 16, 1 << 24), CLI_KV("--kv", &sp.kv_q8), CLI_FLOAT("--temp", &gp.temp, 0, 100),
+        CLI_INT("--top-k", &gp.top_k, 0, 1 << 30), CLI_FLOAT("--top-p", &gp.top_p, 0, 1),
+        CLI_U64("--seed", &gp.seed, 0, INT64_MAX), CLI_LL("--limit", &limit, 0, 1ll << 40),
+        CLI_ON("--no-special", &no_special), CLI_ON("--json", &gp.json_object), CLI_END};
+    int parsed = cli_parse("gen", argc, argv, args, CLI_PARSE_ALIASES);
+    if (parsed) return parsed < 0 ? (printf(k_usage, sp.n_threads), 0) : 1;
     if (!model || !in || !out) return cli_fail("gen: -m, -i and -o are required");
     if (log_rounds && !draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");

@@ -42,15 +42,10 @@ static void print_value(const gguf_kv *kv) {
 
 int cmd_info(int argc, char **argv) {
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            puts("usage: pocketflash info MODEL.gguf\n  prints the GGUF version, metadata, and every tensor's shape, type and size");
-            return 0;
-        }
-        if (argv[i][0] == '-') return cli_fail("info: unknown flag '%s'", argv[i]);
-        if (path) return cli_fail("info: more than one file given");
-        path = argv[i];
-    }
+    const cli_arg args[] = {CLI_POS(&path, 1), CLI_END};
+    int parsed = cli_parse("info", argc, argv, args, 0);
+    if (parsed < 0) puts("usage: pocketflash info MODEL.gguf\n  prints the GGUF version, metadata, and every tensor's shape, type and size");
+    if (parsed) return parsed < 0 ? 0 : 1;
     if (!path) return cli_fail("info: missing MODEL.gguf");
     char err[PF_ERR_LEN];
     gguf_file *f = gguf_open(path, err);

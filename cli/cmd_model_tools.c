@@ -19,18 +19,10 @@ int cmd_synth(int argc, char **argv) {
     const char *shape = NULL, *type = "f16", *out = NULL;
     long long seed = 1;
     bool untied = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_synth_usage, stdout); return 0; }
-        if (!strcmp(a, "--untied")) { untied = true; continue; }
-        if (!cli_known(a, (const char *const[]){"--shape", "--type", "-o", "--seed", NULL}))
-            return cli_fail("synth: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "--shape")) shape = v;
-        else if (!strcmp(a, "--type")) type = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!cli_int(a, v, 0, INT64_MAX, &seed)) return 1;
-    }
+    const cli_arg args[] = {CLI_STR("--shape", &shape), CLI_STR("--type", &type), CLI_STR("-o", &out),
+                            CLI_LL("--seed", &seed, 0, INT64_MAX), CLI_ON("--untied", &untied), CLI_END};
+    int parsed = cli_parse("synth", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_synth_usage, stdout), 0) : 1;
     if (!shape || !out) return cli_fail("synth: --shape and -o are required");
     const pf_synth_shape *sh = pf_synth_shape_find(shape);
     if (!sh) return cli_fail("synth: unknown shape '%s' (pocket, qwen3-0.6b, tiny)", shape);
@@ -43,18 +35,13 @@ int cmd_synth(int argc, char **argv) {
 
 int cmd_quantize(int argc, char **argv) {
     const char *pos[3] = {0};
-    int np = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            puts("usage: pocketflash quantize IN.gguf OUT.gguf q8_0|q4_0|q4_1|f16|bf16|f32\n"
-                 "  converts every weight matrix (2-D, rows a multiple of 32) to the type; norms stay f32");
-            return 0;
-        }
-        if (argv[i][0] == '-') return cli_fail("quantize: unknown flag '%s'", argv[i]);
-        if (np == 3) return cli_fail("quantize: too many arguments");
-        pos[np++] = argv[i];
-    }
-    if (np != 3) return cli_fail("quantize: expected IN.gguf OUT.gguf TYPE");
+    const cli_arg args[] = {CLI_POS(pos, 3), CLI_END};
+    int parsed = cli_parse("quantize", argc, argv, args, 0);
+    if (parsed < 0)
+        puts("usage: pocketflash quantize IN.gguf OUT.gguf q8_0|q4_0|q4_1|f16|bf16|f32\n"
+             "  converts every weight matrix (2-D, rows a multiple of 32) to the type; norms stay f32");
+    if (parsed) return parsed < 0 ? 0 : 1;
+    if (!pos[2]) return cli_fail("quantize: expected IN.gguf OUT.gguf TYPE");
     int t = pf_type_from_name(pos[2]);
     if (t < 0) return cli_fail("quantize: unknown type '%s' (q8_0, q4_0, q4_1, f16, bf16, f32)", pos[2]);
     if (!strcmp(pos[0], pos[1])) return cli_fail("quantize: output must differ from input");

@@ -35,22 +35,11 @@ static void print_section(void *user, const pfb_section *s) {
 int cmd_pack(int argc, char **argv) {
     const char *target = NULL, *draft = NULL, *profile = NULL, *out = NULL;
     long long level = 3, min_saving = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(k_pack_usage, stdout);
-            return 0;
-        }
-        if (!cli_known(a, (const char *const[]){"-m", "-d", "--profile", "-o", "--level", "--min-saving", NULL}))
-            return cli_fail("pack: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) target = v;
-        else if (!strcmp(a, "-d")) draft = v;
-        else if (!strcmp(a, "--profile")) profile = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "--level")) { if (!cli_int(a, v, 1, 19, &level)) return 1; }
-        else if (!cli_int(a, v, 1, 100, &min_saving)) return 1;
-    }
+    const cli_arg args[] = {CLI_STR("-m", &target), CLI_STR("-d", &draft), CLI_STR("--profile", &profile),
+                            CLI_STR("-o", &out), CLI_LL("--level", &level, 1, 19),
+                            CLI_LL("--min-saving", &min_saving, 1, 100), CLI_END};
+    int parsed = cli_parse("pack", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_pack_usage, stdout), 0) : 1;
     if (!target || !out) return cli_fail("pack: -m TARGET.gguf and -o APP.pfb are required");
     char err[PF_ERR_LEN];
     int rc = 1;
@@ -84,14 +73,9 @@ done:
 
 int cmd_verify(int argc, char **argv) {
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(k_verify_usage, stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-' || path) return cli_fail("verify: unexpected argument '%s' (try --help)", argv[i]);
-        path = argv[i];
-    }
+    const cli_arg args[] = {CLI_POS(&path, 1), CLI_END};
+    int parsed = cli_parse("verify", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_verify_usage, stdout), 0) : 1;
     if (!path) return cli_fail("verify: missing APP.pfb");
     char err[PF_ERR_LEN];
     int n = pfb_verify_file(path, err);

@@ -84,53 +84,20 @@ int cmd_run(int argc, char **argv) {
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     pf_session_params sp = {.n_threads = pf_physical_cores(), .n_ctx = 0};
-    long long iv;
-    double fv;
-    for (int i = 1; i < argc; i++) {
-        const char *a = cli_alias(argv[i]), *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, sp.n_threads); return 0; }
-        else if (!strcmp(a, "--chat")) gp.chat = true;
-        else if (!strcmp(a, "--no-special")) gp.no_special = true;
-        else if (!strcmp(a, "--ignore-eos")) gp.stop_at_eot = false;
-        else if (!strcmp(a, "--stats")) show_stats = true;
-        else if (!strcmp(a, "--json")) gp.json_object = true;
-        else if (!strcmp(a, "-d") || !strcmp(a, "--spec") || !strcmp(a, "--block") || !strcmp(a, "--ngram") ||
-                 !strcmp(a, "--profile") || !strcmp(a, "--task") || !strcmp(a, "--log-rounds") ||
-                 !strcmp(a, "--draft-head") || !strcmp(a, "--draft-max")) {
-            if (!(v = cli_value(argc, argv, &i))) return 1;
-            if (!strcmp(a, "--log-rounds")) log_rounds = v;
-            if (!strcmp(a, "-d")) draft_path = v;
-            else if (!strcmp(a, "--profile")) profile_path = v;
-            else if (!strcmp(a, "--task")) task = v;
-            else if (!strcmp(a, "--spec")) spec_name = v;
-            else if (!strcmp(a, "--block")) { if (!cli_block(a, v, &block)) return 1; }
-            else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &draft_head)) return 1; }
-            else if (!strcmp(a, "--draft-max")) { if (!cli_draft_max(argv[i - 1], v, &block)) return 1; }
-            else { if (!cli_int(a, v, 1, 16, &iv)) return 1; ngram_n = (int)iv; }
-        }
-        else if (!strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-f") || !strcmp(a, "-n") || !strcmp(a, "-c") ||
-                 !strcmp(a, "-t") || !strcmp(a, "--system") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
-                 !strcmp(a, "--top-p") || !strcmp(a, "--seed") || !strcmp(a, "--prompt-cache") || !strcmp(a, "--kv") ||
-                 !strcmp(a, "--json-schema")) {
-            if (!(v = cli_value(argc, argv, &i))) return 1;
-            if (!strcmp(a, "-m")) model_path = v;
-            else if (!strcmp(a, "-p")) prompt = v;
-            else if (!strcmp(a, "-f")) prompt_file = v;
-            else if (!strcmp(a, "--system")) gp.system = v;
-            else if (!strcmp(a, "--prompt-cache")) gp.prompt_cache = v;
-            else if (!strcmp(a, "--json-schema")) schema_path = v;
-            else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.max_tokens = (int)iv; }
-            else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 1, 1 << 24, &iv)) return 1; sp.n_ctx = iv; }
-            else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; sp.n_threads = (int)iv; }
-            else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &sp.kv_q8)) return 1; }
-            else if (!strcmp(a, "--temp")) { if (!cli_float(a, v, 0, 100, &fv)) return 1; gp.temp = (float)fv; }
-            else if (!strcmp(a, "--top-k")) { if (!cli_int(a, v, 0, 1 << 30, &iv)) return 1; gp.top_k = (int)iv; }
-            else if (!strcmp(a, "--top-p")) { if (!cli_float(a, v, 0, 1, &fv)) return 1; gp.top_p = (float)fv; }
-            else if (!strcmp(a, "--seed")) { if (!cli_int(a, v, 0, INT64_MAX, &iv)) return 1; gp.seed = (uint64_t)iv; }
-        } else {
-            return cli_fail("run: unknown flag '%s' (try --help)", argv[i]);
-        }
-    }
+    const cli_arg args[] = {
+        CLI_ON("--chat", &gp.chat), CLI_ON("--no-special", &gp.no_special), CLI_OFF("--ignore-eos", &gp.stop_at_eot),
+        CLI_ON("--stats", &show_stats), CLI_ON("--json", &gp.json_object), CLI_STR("-d", &draft_path),
+        CLI_STR("--profile", &profile_path), CLI_STR("--task", &task), CLI_STR("--spec", &spec_name),
+        CLI_STR("--log-rounds", &log_rounds), CLI_BLOCK("--block", &block), CLI_DRAFT_HEAD("--draft-head", &draft_head),
+        CLI_DRAFT_MAX("--draft-max", &block), CLI_INT("--ngram", &ngram_n, 1, 16), CLI_STR("-m", &model_path),
+        CLI_STR("-p", &prompt), CLI_STR("-f", &prompt_file), CLI_STR("--system", &gp.system),
+        CLI_STR("--prompt-cache", &gp.prompt_cache), CLI_STR("--json-schema", &schema_path),
+        CLI_INT("-n", &gp.max_tokens, 0, 1 << 30), CLI_I64("-c", &sp.n_ctx, 1, 1 << 24),
+        CLI_INT("-t", &sp.n_threads, 1, 256), CLI_KV("--kv", &sp.kv_q8), CLI_FLOAT("--temp", &gp.temp, 0, 100),
+        CLI_INT("--top-k", &gp.top_k, 0, 1 << 30), CLI_FLOAT("--top-p", &gp.top_p, 0, 1),
+        CLI_U64("--seed", &gp.seed, 0, INT64_MAX), CLI_END};
+    int parsed = cli_parse("run", argc, argv, args, CLI_PARSE_ALIASES);
+    if (parsed) return parsed < 0 ? (printf(k_usage, sp.n_threads), 0) : 1;
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
     if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
     char err[PF_ERR_LEN];

@@ -12,7 +12,6 @@
 #include "cli/serve_http.h"
 #include "cli/serve_page.h"
 #include "engine/model.h"
-#include "formats/pfb.h"
 #include "include/pocketflash.h"
 #include "kernels/topology.h"
 
@@ -56,43 +55,17 @@ int cmd_serve(int argc, char **argv) {
                          .max_connections = 256, .page = pf_serve_page, .page_len = pf_serve_page_len};
     sv_engine_config ec = {.n_sessions = 1, .queue_max = 64};
     int threads = 0;
-    long long iv;
-    double fv;
-    for (int i = 1; i < argc; i++) {
-        const char *a = cli_alias(argv[i]), *v;
-        if (!strcmp(a, "-np")) a = "--parallel";
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf(k_usage, pf_physical_cores());
-            return 0;
-        } else if (!strcmp(a, "-v")) {
-            hc.verbose = true;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "-d") || !strcmp(a, "--host") || !strcmp(a, "--port") ||
-                   !strcmp(a, "--parallel") || !strcmp(a, "--queue") || !strcmp(a, "--api-key") || !strcmp(a, "-t") ||
-                   !strcmp(a, "-c") || !strcmp(a, "--kv") || !strcmp(a, "-n") || !strcmp(a, "--timeout") ||
-                   !strcmp(a, "--max-body") || !strcmp(a, "--max-connections") || !strcmp(a, "--alias")) {
-            if (!(v = cli_value(argc, argv, &i))) return 1;
-            if (!strcmp(a, "-m")) model_path = v;
-            else if (!strcmp(a, "-d")) draft_path = v;
-            else if (!strcmp(a, "--host")) hc.host = v;
-            else if (!strcmp(a, "--alias")) alias = v;
-            else if (!strcmp(a, "--api-key")) {
-                if (!*v) return cli_fail("serve: --api-key must not be empty");
-                hc.api_key = v;
-            }
-            else if (!strcmp(a, "--port")) { if (!cli_int(a, v, 0, 65535, &iv)) return 1; hc.port = (int)iv; }
-            else if (!strcmp(a, "--parallel")) { if (!cli_int(a, v, 1, 64, &iv)) return 1; ec.n_sessions = (int)iv; }
-            else if (!strcmp(a, "--queue")) { if (!cli_int(a, v, 0, 1 << 20, &iv)) return 1; ec.queue_max = (int)iv; }
-            else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; threads = (int)iv; }
-            else if (!strcmp(a, "-c")) { if (!cli_int(a, v, 1, 1 << 24, &iv)) return 1; ec.session.n_ctx = iv; }
-            else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &ec.session.kv_q8)) return 1; }
-            else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 1, 1 << 30, &iv)) return 1; ec.default_max_tokens = (int)iv; }
-            else if (!strcmp(a, "--timeout")) { if (!cli_float(a, v, 0.001, 1e7, &fv)) return 1; hc.timeout_s = fv; }
-            else if (!strcmp(a, "--max-body")) { if (!cli_int(a, v, 1, 1ll << 32, &iv)) return 1; hc.max_body = (size_t)iv; }
-            else { if (!cli_int(a, v, 1, 65536, &iv)) return 1; hc.max_connections = (int)iv; }
-        } else {
-            return cli_fail("serve: unknown flag '%s' (try --help)", argv[i]);
-        }
-    }
+    const cli_arg args[] = {
+        CLI_ON("-v", &hc.verbose), CLI_STR("-m", &model_path), CLI_STR("-d", &draft_path), CLI_STR("--host", &hc.host),
+        CLI_STR("--alias", &alias), CLI_STR("--api-key", &hc.api_key), CLI_INT("--port", &hc.port, 0, 65535),
+        CLI_INT("--parallel", &ec.n_sessions, 1, 64), CLI_INT("--queue", &ec.queue_max, 0, 1 << 20),
+        CLI_INT("-t", &threads, 1, 256), CLI_I64("-c", &ec.session.n_ctx, 1, 1 << 24), CLI_KV("--kv", &ec.session.kv_q8),
+        CLI_INT("-n", &ec.default_max_tokens, 1, 1 << 30), CLI_DOUBLE("--timeout", &hc.timeout_s, 0.001, 1e7),
+        CLI_SIZE("--max-body", &hc.max_body, 1, 1ll << 32), CLI_INT("--max-connections", &hc.max_connections, 1, 65536),
+        CLI_END};
+    int parsed = cli_parse("serve", argc, argv, args, CLI_PARSE_ALIASES);
+    if (parsed) return parsed < 0 ? (printf(k_usage, pf_physical_cores()), 0) : 1;
+    if (hc.api_key && !*hc.api_key) return cli_fail("serve: --api-key must not be empty");
     if (!model_path) return cli_fail("serve: missing -m MODEL.gguf");
     ec.timeout_s = hc.timeout_s;
     ec.session.n_threads = threads ? threads : pf_physical_cores() / ec.n_sessions;
@@ -107,7 +80,7 @@ int cmd_serve(int argc, char **argv) {
     pf_model *m = pf_load_model(model_path, err);
     if (!m) return cli_fail("%s", err);
     /* a bundle that carries a draft speculates with it, as run does */
-    bool bundled = !draft_path && m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT);
+    bool bundled = !draft_path && pf_model_bundles_draft(m);
     if ((draft_path || bundled) && !(d = pf_load_draft(m, draft_path, err))) { cli_fail("%s", err); goto done; }
 
     /* SIGINT / SIGTERM go to sigwait below: every thread started from here on blocks them */

@@ -168,21 +168,11 @@ static void topk_free(topk_out *o) {
 int cmd_taps(int argc, char **argv) {
     const char *model = NULL, *in = NULL, *out = NULL, *layers_arg = NULL, *topk_prefix = NULL;
     int n_threads = pf_physical_cores(), topk = 0;
-    long long iv;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { printf(k_usage, n_threads); return 0; }
-        if (!cli_known(a, (const char *const[]){"-m", "-i", "-o", "-t", "--layers", "--topk", "--topk-out", NULL}))
-            return cli_fail("taps: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) model = v;
-        else if (!strcmp(a, "-i")) in = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "--layers")) layers_arg = v;
-        else if (!strcmp(a, "--topk-out")) topk_prefix = v;
-        else if (!strcmp(a, "--topk")) { if (!cli_int(a, v, 1, MAX_TOPK, &iv)) return 1; topk = (int)iv; }
-        else { if (!cli_int(a, v, 1, 256, &iv)) return 1; n_threads = (int)iv; }
-    }
+    const cli_arg args[] = {CLI_STR("-m", &model), CLI_STR("-i", &in), CLI_STR("-o", &out),
+                            CLI_STR("--layers", &layers_arg), CLI_STR("--topk-out", &topk_prefix),
+                            CLI_INT("--topk", &topk, 1, MAX_TOPK), CLI_INT("-t", &n_threads, 1, 256), CLI_END};
+    int parsed = cli_parse("taps", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (printf(k_usage, n_threads), 0) : 1;
     if (!model || !in || !out || !layers_arg) return cli_fail("taps: -m, --layers, -i and -o are required");
     if (!topk != !topk_prefix) return cli_fail("taps: --topk and --topk-out go together");
     char err[PF_ERR_LEN];

@@ -72,27 +72,10 @@ static int decode_ids(const pf_tokenizer *t, const char *s, size_t len) {
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL;
     bool decode = false, special = true;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(k_tokenize_usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "-m")) {
-            if (!(model = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "-p")) {
-            if (!(text = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "-f")) {
-            if (!(file = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "--decode")) {
-            decode = true;
-        } else if (!strcmp(a, "--no-special")) {
-            special = false;
-        } else if (a[0] == '-') {
-            return cli_fail("tokenize: unknown flag '%s' (try --help)", a);
-        } else {
-            return cli_fail("tokenize: unexpected argument '%s' (use -p TEXT or -f FILE)", a);
-        }
-    }
+    const cli_arg args[] = {CLI_STR("-m", &model), CLI_STR("-p", &text), CLI_STR("-f", &file),
+                            CLI_ON("--decode", &decode), CLI_OFF("--no-special", &special), CLI_END};
+    int parsed = cli_parse("tokenize", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_tokenize_usage, stdout), 0) : 1;
     if (!model) return cli_fail("tokenize: missing -m FILE.gguf");
     if (!text == !file) return cli_fail("tokenize: give exactly one of -p TEXT or -f FILE");
 
@@ -107,14 +90,7 @@ int cmd_tokenize(int argc, char **argv) {
 
     char err[PF_ERR_LEN];
     int status = 1;
-    pf_tokenizer *t = NULL;
-    gguf_file *f = gguf_open(model, err);
-    if (!f) {
-        cli_fail("%s", err);
-        goto out;
-    }
-    t = pf_tokenizer_load(f, err);
-    gguf_close(f);
+    pf_tokenizer *t = pf_tokenizer_load_file(model, err);
     if (!t) {
         cli_fail("%s", err);
         goto out;
@@ -140,22 +116,10 @@ out:
 
 int cmd_vocab_import(int argc, char **argv) {
     const char *in[2] = {NULL, NULL}, *out = NULL;
-    int n_in = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(k_import_usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "-o")) {
-            if (!(out = cli_value(argc, argv, &i))) return 1;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_fail("vocab-import: unknown flag '%s' (try --help)", a);
-        } else {
-            if (n_in == 2) return cli_fail("vocab-import: too many input files ('%s')", a);
-            in[n_in++] = a;
-        }
-    }
-    if (!n_in) return cli_fail("vocab-import: missing tokenizer.json");
+    const cli_arg args[] = {CLI_STR("-o", &out), CLI_POS(in, 2), CLI_END};
+    int parsed = cli_parse("vocab-import", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_import_usage, stdout), 0) : 1;
+    if (!in[0]) return cli_fail("vocab-import: missing tokenizer.json");
     if (!out) return cli_fail("vocab-import: missing -o vocab.gguf");
     char err[PF_ERR_LEN];
     if (pf_vocab_import(in[0], in[1], out, err) != 0) return cli_fail("%s", err);

@@ -35,29 +35,14 @@ int cmd_tune(int argc, char **argv) {
     o.bench = (pf_bench_opts){.threads = 2, .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                               .progress = 1};
     int max_prompts = 8;
-    long long iv;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(k_usage, stdout); return 0; }
-        static const char *const with_value[] = {"-m", "-d", "--tasks", "-o", "--blocks", "--depth", "-n", "--prompts",
-                                                 "--reps", "-t", "-c", "--draft-head", "--kv", NULL};
-        if (!cli_known(a, with_value)) return cli_fail("tune: unknown flag '%s' (try --help)", a);
-        if (!(v = cli_value(argc, argv, &i))) return 1;
-        if (!strcmp(a, "-m")) model = v;
-        else if (!strcmp(a, "-d")) o.bench.draft_path = v;
-        else if (!strcmp(a, "--tasks")) tasks = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "--blocks")) blocks = v;
-        else if (!strcmp(a, "--depth")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; o.depth = (int)iv; }
-        else if (!strcmp(a, "-n")) { if (!cli_int(a, v, 2, 1 << 16, &iv)) return 1; o.bench.max_tokens = (int)iv; }
-        else if (!strcmp(a, "--prompts")) { if (!cli_int(a, v, 1, 1 << 20, &iv)) return 1; max_prompts = (int)iv; }
-        else if (!strcmp(a, "--reps")) { if (!cli_int(a, v, 1, 255, &iv)) return 1; o.bench.reps = (int)iv; }
-        else if (!strcmp(a, "-t")) { if (!cli_int(a, v, 1, 256, &iv)) return 1; o.bench.threads = (int)iv; }
-        else if (!strcmp(a, "--draft-head")) { if (!cli_draft_head(a, v, &o.bench.draft_head)) return 1; }
-        else if (!strcmp(a, "--kv")) { if (!cli_kv(a, v, &o.bench.kv_q8)) return 1; }
-        else if (!cli_int(a, v, 16, 1 << 24, &iv)) return 1;
-        else o.bench.n_ctx = iv;
-    }
+    const cli_arg args[] = {CLI_STR("-m", &model), CLI_STR("-d", &o.bench.draft_path), CLI_STR("--tasks", &tasks),
+                            CLI_STR("-o", &out), CLI_STR("--blocks", &blocks), CLI_INT("--depth", &o.depth, 1, 1 << 20),
+                            CLI_INT("-n", &o.bench.max_tokens, 2, 1 << 16), CLI_INT("--prompts", &max_prompts, 1, 1 << 20),
+                            CLI_INT("--reps", &o.bench.reps, 1, 255), CLI_INT("-t", &o.bench.threads, 1, 256),
+                            CLI_DRAFT_HEAD("--draft-head", &o.bench.draft_head), CLI_KV("--kv", &o.bench.kv_q8),
+                            CLI_I64("-c", &o.bench.n_ctx, 16, 1 << 24), CLI_END};
+    int parsed = cli_parse("tune", argc, argv, args, 0);
+    if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!model || !tasks || !out) return cli_fail("tune: -m, --tasks and -o are required");
     char err[PF_ERR_LEN];
     for (const char *p = blocks; *p;) {

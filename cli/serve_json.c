@@ -2,6 +2,7 @@
  * fields are ignored, as OpenAI-compatible servers do (clients send user, logprobs, ...); a known
  * field of the wrong type or range is a 400 naming it. null counts as absent. */
 #include "cli/serve_json.h"
+#include "formats/grow.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -17,16 +18,12 @@
 /* ---- output buffer ---- */
 static bool sv_reserve(sv_buf *b, size_t extra) {
     if (b->oom) return false;
-    if (b->n + extra + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + extra + 1) cap *= 2;
-    char *s = realloc(b->s, cap);
+    char *s = pf_grow(b->s, &b->cap, b->n + extra + 1, 1, 256);
     if (!s) {
         b->oom = true;
         return false;
     }
     b->s = s;
-    b->cap = cap;
     return true;
 }
 

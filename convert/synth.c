@@ -1,4 +1,5 @@
 #include "convert/synth.h"
+#include "formats/grow.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,18 +50,15 @@ static void byte_piece(int b, char out[4]) {
 
 typedef struct {
     char **strs;
-    int n, cap;
+    int n;
+    size_t cap;
 } strlist;
 
 static int sl_push(strlist *l, char *s) {
     if (!s) return -1;
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 1024;
-        char **p = realloc(l->strs, (size_t)cap * sizeof *p);
-        if (!p) { free(s); return -1; }
-        l->strs = p;
-        l->cap = cap;
-    }
+    char **p = pf_grow(l->strs, &l->cap, (size_t)l->n + 1, sizeof *p, 1024);
+    if (!p) { free(s); return -1; }
+    l->strs = p;
     l->strs[l->n++] = s;
     return 0;
 }

@@ -17,3 +17,8 @@ int pf_drafter_set_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]) {
     }
     return d->set_head(d->state, draft_head < 0 ? 0 : draft_head, err);
 }
+
+void pf_drafter_lookup_counts(const pf_drafter *d, int64_t *lookup_rounds, int64_t *rounds) {
+    *lookup_rounds = *rounds = 0;
+    if (d && d->lookup_counts) d->lookup_counts(d->state, lookup_rounds, rounds);
+}

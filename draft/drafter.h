@@ -54,6 +54,9 @@ typedef struct pf_drafter {
      * ranked tokens): 0, PF_DRAFT_BAD_VALUE or PF_DRAFT_NO_MEMORY with err; NULL for a drafter
      * without one. */
     int (*set_head)(void *state, int n, char err[PF_ERR_LEN]);
+    /* Optional, for a drafter that wraps a lookup (the hybrid): of the last generation's rounds, how
+     * many proposals came from the lookup, and all rounds. */
+    void (*lookup_counts)(const void *state, int64_t *lookup_rounds, int64_t *rounds);
     /* True when every proposal is a point mass (q need not be kept). */
     int deterministic;
     void (*free)(void *state);
@@ -65,5 +68,7 @@ void pf_drafter_free(pf_drafter *d);
  * the N most frequent ranked tokens. 0, or set_head's code with err (PF_DRAFT_BAD_VALUE also for a
  * drafter without a head vocabulary). */
 int pf_drafter_set_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]);
+/* lookup_counts' answer; 0 and 0 for a drafter without one. */
+void pf_drafter_lookup_counts(const pf_drafter *d, int64_t *lookup_rounds, int64_t *rounds);
 
 #endif

@@ -48,6 +48,12 @@ static int hy_commit(void *p, const int32_t *tokens, int n, const float *taps, c
     return s->model->commit(s->model->state, tokens, n, taps, err);
 }
 
+static void hy_counts(const void *p, int64_t *lookup_rounds, int64_t *rounds) {
+    const hybrid_state *s = p;
+    *lookup_rounds = s->n_lookup;
+    *rounds = s->n_rounds;
+}
+
 static void hy_free(void *p) {
     hybrid_state *s = p;
     pf_drafter_free(s->lookup);
@@ -75,7 +81,8 @@ pf_drafter *pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min
     *d = (pf_drafter){.name = "hybrid", .state = s, .tap_layers = model->tap_layers, .n_taps = model->n_taps,
                       .begin = hy_begin, .propose = hy_propose, .commit = hy_commit, .set_filter = hy_set_filter,
                       .set_head = model->set_head ? hy_set_head : NULL,
-                      .deterministic = model->deterministic && lookup->deterministic, .free = hy_free};
+                      .lookup_counts = hy_counts, .deterministic = model->deterministic && lookup->deterministic,
+                      .free = hy_free};
     return d;
 fail:
     free(d);
@@ -85,12 +92,3 @@ fail:
     return NULL;
 }
 
-pf_drafter *pf_hybrid_drafter_model(pf_drafter *d) {
-    return d && d->free == hy_free ? ((hybrid_state *)d->state)->model : NULL;
-}
-
-void pf_hybrid_drafter_counts(const pf_drafter *d, int64_t *lookup_rounds, int64_t *rounds) {
-    const hybrid_state *s = d && d->free == hy_free ? d->state : NULL;
-    *lookup_rounds = s ? s->n_lookup : 0;
-    *rounds = s ? s->n_rounds : 0;
-}

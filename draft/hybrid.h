@@ -12,9 +12,7 @@
 /* Takes ownership of both (freed with the hybrid, also when this fails). min_tokens >= 1; the lookup
  * proposal is also kept when it fills the whole block (B - 1 tokens) with fewer than min_tokens rows. */
 pf_drafter *pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min_tokens, char err[PF_ERR_LEN]);
-/* The wrapped model drafter (for the draft-head setting), or NULL if d is no hybrid drafter. */
-pf_drafter *pf_hybrid_drafter_model(pf_drafter *d);
-/* Rounds of the last generation whose proposal came from the lookup drafter, and all rounds. */
-void pf_hybrid_drafter_counts(const pf_drafter *d, int64_t *lookup_rounds, int64_t *rounds);
+/* The wrapped model drafter's set_head and taps are the hybrid's own; pf_drafter_lookup_counts tells
+ * how many rounds the lookup drafter proposed. */
 
 #endif

@@ -1,4 +1,5 @@
 #include "draft/ngram.h"
+#include "formats/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -6,18 +7,14 @@
 typedef struct {
     int min_n, max_n;
     int32_t *hist;
-    int64_t n, cap;
+    int64_t n;
+    size_t cap;
 } ngram_state;
 
 static int push(ngram_state *s, const int32_t *t, int64_t n) {
-    if (s->n + n + 1 > s->cap) {
-        int64_t cap = s->cap ? s->cap : 1024;
-        while (cap < s->n + n + 1) cap *= 2;
-        int32_t *h = realloc(s->hist, (size_t)cap * sizeof *h);
-        if (!h) return -1;
-        s->hist = h;
-        s->cap = cap;
-    }
+    int32_t *h = pf_grow(s->hist, &s->cap, (size_t)(s->n + n + 1), sizeof *h, 1024);
+    if (!h) return -1;
+    s->hist = h;
     memcpy(s->hist + s->n, t, (size_t)n * sizeof *t);
     s->n += n;
     return 0;

@@ -1,6 +1,7 @@
 /* Byte-level BPE encoding: special-token split, pre-tokenizer pieces, merges by lowest rank
  * (tokenizer.h has the contract). */
 #include "engine/tokenizer_impl.h"
+#include "formats/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +27,9 @@ typedef struct {
 } encode_ctx;
 
 static bool push_id(encode_ctx *c, int32_t id) {
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 64;
-        int32_t *p = realloc(c->ids, nc * sizeof *p);
-        if (!p) return false;
-        c->ids = p;
-        c->cap = nc;
-    }
+    int32_t *p = pf_grow(c->ids, &c->cap, c->n + 1, sizeof *p, 64);
+    if (!p) return false;
+    c->ids = p;
     c->ids[c->n++] = id;
     return true;
 }

@@ -2,6 +2,8 @@
  * add_generation_prompt (Qwen3's with enable_thinking=false). */
 #include "engine/chat.h"
 
+#include "formats/grow.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,24 +12,11 @@ bool pf_chat_template_qwen3(const char *chat_template) {
     return chat_template && strstr(chat_template, "enable_thinking");
 }
 
-typedef struct {
-    char *s;
-    size_t n, cap;
-} sbuf;
+typedef pf_sbuf sbuf;
 
 static int put(sbuf *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) return -1;
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-    return 0;
+    pf_sbuf_put(b, s, n);
+    return b->oom ? -1 : 0;
 }
 
 static int puts_(sbuf *b, const char *s) { return put(b, s, strlen(s)); }
@@ -101,11 +90,11 @@ char *pf_chat_render(const pf_chat_msg *messages, int n, bool qwen3, char err[PF
     rc |= puts_(&b, "<|im_start|>assistant\n");
     if (qwen3) rc |= puts_(&b, "<think>\n\n</think>\n\n");
     if (rc) {
-        free(b.s);
+        free(b.p);
         snprintf(err, PF_ERR_LEN, "out of memory");
         return NULL;
     }
-    return b.s;
+    return b.p;
 }
 
 char *pf_chat_format_ex(const char *system, const char *user, bool empty_think) {

@@ -1,4 +1,5 @@
 #include "engine/chat_tokens.h"
+#include "formats/grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,13 +13,9 @@ typedef struct {
 } idvec;
 
 static int push(idvec *v, const int32_t *ids, size_t n) {
-    if (v->n + n > v->cap) {
-        size_t cap = (v->n + n) * 2 + 16;
-        int32_t *p = realloc(v->ids, cap * sizeof *p);
-        if (!p) return -1;
-        v->ids = p;
-        v->cap = cap;
-    }
+    int32_t *p = pf_grow(v->ids, &v->cap, v->n + n, sizeof *p, 16);
+    if (!p) return -1;
+    v->ids = p;
     if (n) memcpy(v->ids + v->n, ids, n * sizeof *ids);
     v->n += n;
     return 0;

@@ -25,15 +25,12 @@ pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx, pf_kv_type type) {
         kv->v8 = calloc(n, 1);
         kv->ks = calloc(ns, sizeof(float));
         kv->vs = calloc(ns, sizeof(float));
-        if (!kv->k8 || !kv->v8 || !kv->ks || !kv->vs) {
-            pf_kv_free(kv);
-            return NULL;
-        }
-        return kv;
+    } else {
+        kv->k = calloc(n, sizeof(pf_half));
+        kv->v = calloc(n, sizeof(pf_half));
     }
-    kv->k = calloc(n, sizeof(pf_half));
-    kv->v = calloc(n, sizeof(pf_half));
-    if (!kv->k || !kv->v) {
+    bool ok = type == PF_KV_Q8 ? kv->k8 && kv->v8 && kv->ks && kv->vs : kv->k && kv->v;
+    if (!ok) {
         pf_kv_free(kv);
         return NULL;
     }

@@ -116,6 +116,8 @@ static pf_model *load_bundle(const char *path, char err[PF_ERR_LEN]) {
     return m;
 }
 
+bool pf_model_bundles_draft(const pf_model *m) { return m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT); }
+
 static pf_model *load_file(const char *path, char err[PF_ERR_LEN]) {
     if (pfb_sniff(path)) return load_bundle(path, err);
     gguf_file *f = gguf_open(path, err);

@@ -48,6 +48,9 @@ pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]);
 /* Build a model over an already parsed file; takes ownership of f when own_file. */
 pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]);
 void pf_model_free(pf_model *m);
+/* m was loaded from a .pfb bundle that also holds a draft (a front end speculates with it when
+ * no draft is named). */
+bool pf_model_bundles_draft(const pf_model *m);
 /* Give every weight matrix the fast kernels can read packed (kernels.h) a packed copy, made
  * once (pf_model_load does this; nothing is packed when the environment has PF_REPACK=0). Where the file is
  * mapped, the pages of the originals are handed back to the OS (they are re-read from the file

@@ -1,7 +1,9 @@
 /* Prompt cache files (layout in prompt_cache.h): every field is checked before use; a file that
  * fails any check is reported and never partly applied. */
 #include "engine/prompt_cache.h"
+
 #include "formats/atomic_file.h"
+#include "formats/errf.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -80,14 +82,6 @@ static uint64_t payload_size(uint64_t n, uint64_t n_layer, uint64_t kv_dim, uint
     return r > PC_MAX_RAW ? 0 : r;
 }
 
-static int errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int errf(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, PF_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* The K/V part of the payload: keys, then values, each rows [n_layer][n][kv_dim] (f16; the 8-bit
  * cache: int8, then the scales [n_layer][n][n_kv_head]). save: cache rows 0..n-1 -> p; else
@@ -133,18 +127,18 @@ static size_t kv_section(pf_kv_cache *kv, uint8_t *p, uint32_t n, int use, int s
 int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, int n_embd, const int32_t *tokens,
                          int n_tokens, const int *tap_layers, int n_taps, const float *taps, char err[PF_ERR_LEN]) {
     if (n_tokens < 1 || n_tokens > kv->len || (uint32_t)n_taps > PC_MAX_TAPS || (n_taps && !taps))
-        return errf(err, "nothing valid to save (%d tokens, %lld cached rows)", n_tokens, (long long)kv->len);
+        return pf_errf(err, "nothing valid to save (%d tokens, %lld cached rows)", n_tokens, (long long)kv->len);
     const int q8 = kv->type == PF_KV_Q8;
     uint64_t raw = payload_size((uint64_t)n_tokens, (uint64_t)kv->n_layer, (uint64_t)kv->kv_dim, (uint64_t)n_embd,
                                 (uint64_t)n_taps, q8 ? (uint64_t)kv->n_kv_head : 0);
-    if (!raw) return errf(err, "the prefix is too large to save");
+    if (!raw) return pf_errf(err, "the prefix is too large to save");
     uint8_t *buf = malloc((size_t)raw);
     size_t cap = ZSTD_compressBound((size_t)raw);
     uint8_t *out = malloc(PC_HEADER + cap);
     if (!buf || !out) {
         free(buf);
         free(out);
-        return errf(err, "out of memory");
+        return pf_errf(err, "out of memory");
     }
     uint8_t *p = buf;
     memcpy(p, tokens, (size_t)n_tokens * 4);
@@ -156,7 +150,7 @@ int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, 
     free(buf);
     if (ZSTD_isError(z)) {
         free(out);
-        return errf(err, "zstd: %s", ZSTD_getErrorName(z));
+        return pf_errf(err, "zstd: %s", ZSTD_getErrorName(z));
     }
     uint8_t *h = out;
     memset(h, 0, PC_HEADER);
@@ -176,7 +170,7 @@ int pf_prompt_cache_save(const char *path, uint64_t key, const pf_kv_cache *kv, 
     if (fp && fwrite(out, 1, PC_HEADER + z, fp) != PC_HEADER + z) atomic_file_failed(&af);
     free(out);
     if (!fp || atomic_file_commit(&af, path, 0) != 0) {
-        errf(err, "cannot write: %s", strerror(errno));
+        pf_errf(err, "cannot write: %s", strerror(errno));
         return -1;
     }
     return 0;
@@ -187,27 +181,27 @@ static uint8_t *read_all(const char *path, size_t *size, int *absent, char *err)
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         *absent = errno == ENOENT;
-        errf(err, "cannot open: %s", strerror(errno));
+        pf_errf(err, "cannot open: %s", strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fileno(fp), &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > PC_MAX_RAW) {
         fclose(fp);
-        errf(err, "not a regular file of a sane size");
+        pf_errf(err, "not a regular file of a sane size");
         return NULL;
     }
     *size = (size_t)st.st_size;
     uint8_t *buf = malloc(*size ? *size : 1);
     if (!buf) {
         fclose(fp);
-        errf(err, "out of memory");
+        pf_errf(err, "out of memory");
         return NULL;
     }
     size_t n = fread(buf, 1, *size, fp);
     fclose(fp);
     if (n != *size) {
         free(buf);
-        errf(err, "read failed");
+        pf_errf(err, "read failed");
         return NULL;
     }
     return buf;
@@ -222,15 +216,15 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
     int rc = -1;
     const uint8_t *h = file;
     if (size < PC_HEADER) {
-        errf(err, "truncated file (%zu bytes)", size);
+        pf_errf(err, "truncated file (%zu bytes)", size);
         goto done;
     }
     if (memcmp(h, PC_MAGIC, 8) != 0) {
-        errf(err, "not a prompt cache file");
+        pf_errf(err, "not a prompt cache file");
         goto done;
     }
     if (XXH3_64bits(h, 56) != rd64(h + 56)) {
-        errf(err, "header hash mismatch (corrupt file)");
+        pf_errf(err, "header hash mismatch (corrupt file)");
         goto done;
     }
     uint32_t version = rd32(h + 8), n = rd32(h + 12), n_layer = rd32(h + 24), kv_dim = rd32(h + 28),
@@ -238,40 +232,40 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
     uint64_t raw_size = rd64(h + 40);
     const int q8 = kv->type == PF_KV_Q8;
     if (version != PC_VERSION && version != PC_VERSION_Q8) {
-        errf(err, "unsupported version %u", version);
+        pf_errf(err, "unsupported version %u", version);
         goto done;
     }
     if ((version == PC_VERSION_Q8) != q8) {
-        errf(err, "saved with the %s KV cache, this run uses the %s one", q8 ? "f16" : "8-bit", q8 ? "8-bit" : "f16");
+        pf_errf(err, "saved with the %s KV cache, this run uses the %s one", q8 ? "f16" : "8-bit", q8 ? "8-bit" : "f16");
         goto done;
     }
     if (rd64(h + 16) != key || (int)n_layer != kv->n_layer || (int)kv_dim != kv->kv_dim || (int)embd != n_embd) {
-        errf(err, "made with another model (or kernel level)");
+        pf_errf(err, "made with another model (or kernel level)");
         goto done;
     }
     if (n < 1 || n > PC_MAX_TOKENS || nt > PC_MAX_TAPS ||
         payload_size(n, n_layer, kv_dim, embd, nt, q8 ? (uint64_t)kv->n_kv_head : 0) != raw_size || raw_size == 0) {
-        errf(err, "header fields out of range (corrupt file)");
+        pf_errf(err, "header fields out of range (corrupt file)");
         goto done;
     }
     const uint8_t *z = file + PC_HEADER;
     size_t zn = size - PC_HEADER;
     if (XXH3_64bits(z, zn) != rd64(h + 48)) {
-        errf(err, "payload hash mismatch (corrupt or truncated file)");
+        pf_errf(err, "payload hash mismatch (corrupt or truncated file)");
         goto done;
     }
     if (ZSTD_getFrameContentSize(z, zn) != raw_size || !(raw = malloc((size_t)raw_size))) {
-        errf(err, "payload size does not match its header (corrupt file)");
+        pf_errf(err, "payload size does not match its header (corrupt file)");
         goto done;
     }
     size_t got = ZSTD_decompress(raw, (size_t)raw_size, z, zn);
     if (ZSTD_isError(got) || got != raw_size) {
-        errf(err, "payload does not decompress (corrupt file)");
+        pf_errf(err, "payload does not decompress (corrupt file)");
         goto done;
     }
     const int32_t *toks = (const int32_t *)raw;
     if ((int)n > n_prompt || memcmp(toks, prompt, (size_t)n * 4) != 0) {
-        errf(err, "the prompt does not start with its %u-token prefix", n);
+        pf_errf(err, "the prompt does not start with its %u-token prefix", n);
         goto done;
     }
     const uint8_t *tl = raw + (size_t)n * 4;
@@ -281,13 +275,13 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
         for (uint32_t j = 0; j < nt && idx[t] < 0; j++)
             if ((int32_t)rd32(tl + 4 * j) == tap_layers[t]) idx[t] = (int)j;
         if (idx[t] < 0) {
-            errf(err, "holds no tapped rows for target layer %d (saved by another strategy)", tap_layers[t]);
+            pf_errf(err, "holds no tapped rows for target layer %d (saved by another strategy)", tap_layers[t]);
             goto done;
         }
     }
     int use = (int)n < n_prompt ? (int)n : n_prompt - 1; /* at least one token must be prefilled */
     if (use < 1 || kv->len != 0 || use > kv->n_ctx) {
-        errf(err, "leaves no prompt token to prefill");
+        pf_errf(err, "leaves no prompt token to prefill");
         goto done;
     }
     const uint8_t *p = tl + 4 * (size_t)nt;

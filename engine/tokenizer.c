@@ -439,3 +439,11 @@ const char *pf_token_bytes(const pf_tokenizer *t, int32_t id, size_t *len) {
     if (len) *len = t->bytes_off[id + 1] - t->bytes_off[id];
     return t->bytes + t->bytes_off[id];
 }
+
+pf_tokenizer *pf_tokenizer_load_file(const char *path, char err[PF_ERR_LEN]) {
+    gguf_file *f = gguf_open(path, err);
+    if (!f) return NULL;
+    pf_tokenizer *t = pf_tokenizer_load(f, err);
+    gguf_close(f);
+    return t;
+}

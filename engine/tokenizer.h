@@ -37,6 +37,9 @@ enum {
 };
 
 pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]);
+/* pf_tokenizer_load of the GGUF file at path, opened and closed here (the tokenizer keeps no
+ * pointer into it). */
+pf_tokenizer *pf_tokenizer_load_file(const char *path, char err[PF_ERR_LEN]);
 void pf_tokenizer_free(pf_tokenizer *t);
 
 int pf_tokenizer_n_vocab(const pf_tokenizer *t);

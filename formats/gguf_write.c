@@ -1,6 +1,7 @@
 /* GGUF v3 writer: metadata and tensors are collected in memory (tensor data by reference), then
  * written through atomic_file (a temporary renamed over PATH only when complete). */
 #include <errno.h>
+#include "formats/grow.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ struct gguf_writer {
     buf_t kv;
     uint64_t n_kv;
     wtensor *t;
-    uint64_t n_t, cap_t;
+    size_t n_t, cap_t;
     uint32_t alignment;
     int oom;
     void **owned; /* buffers gguf_w_own handed over, freed with the writer */
@@ -37,17 +38,12 @@ struct gguf_writer {
 
 static void put(buf_t *b, const void *src, size_t n) {
     if (b->oom || n == 0) return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+    uint8_t *p = pf_grow(b->p, &b->cap, b->len + n, 1, 4096);
+    if (!p) {
+        b->oom = 1;
+        return;
     }
+    b->p = p;
     memcpy(b->p + b->len, src, n);
     b->len += n;
 }
@@ -93,15 +89,13 @@ gguf_writer *gguf_writer_from(const char *path, bool (*skip)(const char *key), g
 }
 
 void *gguf_w_own(gguf_writer *w, void *p) {
-    if (p && w->n_owned == w->cap_owned) {
-        size_t cap = w->cap_owned ? 2 * w->cap_owned : 64;
-        void **o = realloc(w->owned, cap * sizeof *o);
+    if (p) {
+        void **o = pf_grow(w->owned, &w->cap_owned, w->n_owned + 1, sizeof *o, 64);
         if (!o) {
             free(p);
             p = NULL;
         } else {
             w->owned = o;
-            w->cap_owned = cap;
         }
     }
     if (!p) {
@@ -199,13 +193,9 @@ void gguf_w_copy_tensors(gguf_writer *w, const gguf_file *src, bool (*skip)(cons
 
 void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                    const int64_t *ne, const void *data, size_t nbytes) {
-    if (w->n_t == w->cap_t) {
-        uint64_t cap = w->cap_t ? w->cap_t * 2 : 64;
-        wtensor *t = realloc(w->t, (size_t)cap * sizeof *t);
-        if (!t) { w->oom = 1; return; }
-        w->t = t;
-        w->cap_t = cap;
-    }
+    wtensor *grown = pf_grow(w->t, &w->cap_t, w->n_t + 1, sizeof *grown, 64);
+    if (!grown) { w->oom = 1; return; }
+    w->t = grown;
     wtensor *t = &w->t[w->n_t++];
     memset(t, 0, sizeof *t);
     t->name = strdup(name);

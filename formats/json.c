@@ -2,6 +2,7 @@
  * shared stack and copied into an arena when the container closes, so arrays and objects are
  * contiguous. */
 #include "formats/json.h"
+#include "formats/grow.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -291,25 +292,17 @@ static bool literal(parser *ps, const char *word) {
 }
 
 static bool push_val(parser *ps, const pf_json *v) {
-    if (ps->n_vals == ps->cap_vals) {
-        size_t nc = ps->cap_vals ? ps->cap_vals * 2 : 256;
-        pf_json *p = realloc(ps->vals, nc * sizeof *p);
-        if (!p) return false;
-        ps->vals = p;
-        ps->cap_vals = nc;
-    }
+    pf_json *p = pf_grow(ps->vals, &ps->cap_vals, ps->n_vals + 1, sizeof *p, 256);
+    if (!p) return false;
+    ps->vals = p;
     ps->vals[ps->n_vals++] = *v;
     return true;
 }
 
 static bool push_mem(parser *ps, const pf_json_member *m) {
-    if (ps->n_mems == ps->cap_mems) {
-        size_t nc = ps->cap_mems ? ps->cap_mems * 2 : 256;
-        pf_json_member *p = realloc(ps->mems, nc * sizeof *p);
-        if (!p) return false;
-        ps->mems = p;
-        ps->cap_mems = nc;
-    }
+    pf_json_member *p = pf_grow(ps->mems, &ps->cap_mems, ps->n_mems + 1, sizeof *p, 256);
+    if (!p) return false;
+    ps->mems = p;
     ps->mems[ps->n_mems++] = *m;
     return true;
 }

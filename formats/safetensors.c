@@ -1,6 +1,8 @@
 /* safetensors reader. See safetensors.h. */
 #include "formats/safetensors.h"
 
+#include "formats/errf.h"
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,13 +43,6 @@ static const struct { const char *name; size_t size; } k_dtypes[PF_ST_DTYPE_COUN
 const char *pf_st_dtype_name(int d) { return d >= 0 && d < PF_ST_DTYPE_COUNT ? k_dtypes[d].name : "?"; }
 size_t pf_st_dtype_size(int d) { return d >= 0 && d < PF_ST_DTYPE_COUNT ? k_dtypes[d].size : 0; }
 
-static int fail(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, PF_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void pf_st_close(pf_safetensors *st) {
     if (!st) return;
@@ -79,38 +74,38 @@ static int cmp_range(const void *a, const void *b) {
 static int parse_entry(const char *path, const pf_json_member *m, const uint8_t *data, uint64_t data_size,
                        pf_st_tensor *t, range *r, char *err) {
     const char *nm = m->key;
-    if (m->val.type != PF_JSON_OBJECT) return fail(err, "%s: tensor '%.80s': expected an object", path, nm);
+    if (m->val.type != PF_JSON_OBJECT) return pf_errf(err, "%s: tensor '%.80s': expected an object", path, nm);
     const pf_json *dt = pf_json_get(&m->val, "dtype"), *sh = pf_json_get(&m->val, "shape"),
                   *off = pf_json_get(&m->val, "data_offsets");
-    if (!dt || dt->type != PF_JSON_STRING) return fail(err, "%s: tensor '%.80s': dtype: missing or not a string", path, nm);
+    if (!dt || dt->type != PF_JSON_STRING) return pf_errf(err, "%s: tensor '%.80s': dtype: missing or not a string", path, nm);
     t->dtype = -1;
     for (int d = 0; d < PF_ST_DTYPE_COUNT; d++)
         if (strcmp(dt->u.str.s, k_dtypes[d].name) == 0) t->dtype = d;
-    if (t->dtype < 0) return fail(err, "%s: tensor '%.80s': dtype: unknown dtype \"%.20s\"", path, nm, dt->u.str.s);
+    if (t->dtype < 0) return pf_errf(err, "%s: tensor '%.80s': dtype: unknown dtype \"%.20s\"", path, nm, dt->u.str.s);
     if (!sh || sh->type != PF_JSON_ARRAY || sh->u.arr.n > PF_ST_MAX_DIMS)
-        return fail(err, "%s: tensor '%.80s': shape: expected an array of at most %d sizes", path, nm, PF_ST_MAX_DIMS);
+        return pf_errf(err, "%s: tensor '%.80s': shape: expected an array of at most %d sizes", path, nm, PF_ST_MAX_DIMS);
     t->n_dims = (int)sh->u.arr.n;
     uint64_t nel = 1;
     for (int d = 0; d < t->n_dims; d++) {
         uint64_t v;
         if (!json_u64(&sh->u.arr.items[d], &v) || v > (1ull << 40))
-            return fail(err, "%s: tensor '%.80s': shape[%d]: expected an integer in 0..2^40", path, nm, d);
-        if (v && nel > (1ull << 50) / v) return fail(err, "%s: tensor '%.80s': shape: too many elements", path, nm);
+            return pf_errf(err, "%s: tensor '%.80s': shape[%d]: expected an integer in 0..2^40", path, nm, d);
+        if (v && nel > (1ull << 50) / v) return pf_errf(err, "%s: tensor '%.80s': shape: too many elements", path, nm);
         t->shape[d] = (int64_t)v;
         nel *= v;
     }
     uint64_t b, e;
     if (!off || off->type != PF_JSON_ARRAY || off->u.arr.n != 2 || !json_u64(&off->u.arr.items[0], &b) ||
         !json_u64(&off->u.arr.items[1], &e))
-        return fail(err, "%s: tensor '%.80s': data_offsets: expected [begin, end] (non-negative integers)", path, nm);
+        return pf_errf(err, "%s: tensor '%.80s': data_offsets: expected [begin, end] (non-negative integers)", path, nm);
     if (b > e || e > data_size)
-        return fail(err, "%s: tensor '%.80s': data_offsets: [%llu, %llu] is outside the data section of %llu bytes",
+        return pf_errf(err, "%s: tensor '%.80s': data_offsets: [%llu, %llu] is outside the data section of %llu bytes",
                     path, nm, (unsigned long long)b, (unsigned long long)e, (unsigned long long)data_size);
     if (e - b != nel * k_dtypes[t->dtype].size)
-        return fail(err, "%s: tensor '%.80s': data_offsets: %llu bytes, but the shape and dtype %s need %llu", path, nm,
+        return pf_errf(err, "%s: tensor '%.80s': data_offsets: %llu bytes, but the shape and dtype %s need %llu", path, nm,
                     (unsigned long long)(e - b), k_dtypes[t->dtype].name,
                     (unsigned long long)(nel * k_dtypes[t->dtype].size));
-    if (!(t->name = strdup(nm))) return fail(err, "%s: out of memory", path);
+    if (!(t->name = strdup(nm))) return pf_errf(err, "%s: out of memory", path);
     t->nel = nel;
     t->nbytes = (size_t)(e - b);
     t->data = data + b;
@@ -123,21 +118,21 @@ static int parse_entry(const char *path, const pf_json_member *m, const uint8_t 
 static int parse_shard(pf_safetensors *st, int s, char *err) {
     const shard *sh = &st->shards[s];
     const char *path = sh->path;
-    if (sh->size < 8) return fail(err, "%s: header length: the file has %zu bytes (needs at least 8)", path, sh->size);
+    if (sh->size < 8) return pf_errf(err, "%s: header length: the file has %zu bytes (needs at least 8)", path, sh->size);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | sh->base[i];
     if (hlen < 2 || hlen > PF_ST_MAX_HEADER || hlen > sh->size - 8)
-        return fail(err, "%s: header length: %llu does not fit the file of %zu bytes (limit %u)", path,
+        return pf_errf(err, "%s: header length: %llu does not fit the file of %zu bytes (limit %u)", path,
                     (unsigned long long)hlen, sh->size, PF_ST_MAX_HEADER);
-    if (sh->base[8] != '{') return fail(err, "%s: header: does not start with '{'", path);
+    if (sh->base[8] != '{') return pf_errf(err, "%s: header: does not start with '{'", path);
     char jerr[PF_ERR_LEN];
     pf_json_doc *doc = pf_json_parse((const char *)sh->base + 8, (size_t)hlen, jerr);
-    if (!doc) return fail(err, "%s: header: %s", path, jerr);
+    if (!doc) return pf_errf(err, "%s: header: %s", path, jerr);
     const pf_json *root = pf_json_root(doc);
     int rc = -1;
     range *rs = NULL;
     if (root->type != PF_JSON_OBJECT) {
-        fail(err, "%s: header: expected a JSON object", path);
+        pf_errf(err, "%s: header: expected a JSON object", path);
         goto out;
     }
     const uint8_t *data = sh->base + 8 + hlen;
@@ -147,31 +142,31 @@ static int parse_shard(pf_safetensors *st, int s, char *err) {
         const pf_json_member *m = &root->u.obj.members[i];
         if (strcmp(m->key, "__metadata__") == 0) {
             if (m->val.type != PF_JSON_OBJECT) {
-                fail(err, "%s: __metadata__: expected an object", path);
+                pf_errf(err, "%s: __metadata__: expected an object", path);
                 goto out;
             }
             for (size_t j = 0; j < m->val.u.obj.n; j++)
                 if (m->val.u.obj.members[j].val.type != PF_JSON_STRING) {
-                    fail(err, "%s: __metadata__.%.60s: expected a string", path, m->val.u.obj.members[j].key);
+                    pf_errf(err, "%s: __metadata__.%.60s: expected a string", path, m->val.u.obj.members[j].key);
                     goto out;
                 }
             continue;
         }
         if (m->key_len != strlen(m->key) || m->key_len == 0) {
-            fail(err, "%s: header: a tensor name is empty or contains NUL", path);
+            pf_errf(err, "%s: header: a tensor name is empty or contains NUL", path);
             goto out;
         }
         n_new++;
     }
     if (st->n + n_new > MAX_TENSORS) {
-        fail(err, "%s: header: more than %u tensors", path, MAX_TENSORS);
+        pf_errf(err, "%s: header: more than %u tensors", path, MAX_TENSORS);
         goto out;
     }
     pf_st_tensor *nt = realloc(st->t, (st->n + n_new + 1) * sizeof *nt);
     rs = calloc(n_new + 1, sizeof *rs);
     if (!nt || !rs) {
         if (nt) st->t = nt;
-        fail(err, "%s: out of memory", path);
+        pf_errf(err, "%s: out of memory", path);
         goto out;
     }
     st->t = nt;
@@ -185,7 +180,7 @@ static int parse_shard(pf_safetensors *st, int s, char *err) {
         rs[k].idx = st->n;
         for (size_t j = 0; j < st->n; j++)
             if (strcmp(st->t[j].name, t->name) == 0) {
-                fail(err, "%s: tensor '%.80s': listed twice%s", path, t->name,
+                pf_errf(err, "%s: tensor '%.80s': listed twice%s", path, t->name,
                      st->t[j].shard != s ? " (in two shards)" : "");
                 free(t->name);
                 goto out;
@@ -198,7 +193,7 @@ static int parse_shard(pf_safetensors *st, int s, char *err) {
     uint64_t at = 0;
     for (size_t k = 0; k < n_new; k++) {
         if (rs[k].begin != at) {
-            fail(err, "%s: tensor '%.80s': data_offsets: begins at %llu, expected %llu (%s)", path,
+            pf_errf(err, "%s: tensor '%.80s': data_offsets: begins at %llu, expected %llu (%s)", path,
                  st->t[rs[k].idx].name, (unsigned long long)rs[k].begin, (unsigned long long)at,
                  rs[k].begin < at ? "overlaps the tensor before it" : "leaves a hole");
             goto out;
@@ -206,7 +201,7 @@ static int parse_shard(pf_safetensors *st, int s, char *err) {
         at = rs[k].end;
     }
     if (at != data_size) {
-        fail(err, "%s: data section: %llu bytes, but the tensors cover %llu", path, (unsigned long long)data_size,
+        pf_errf(err, "%s: data section: %llu bytes, but the tensors cover %llu", path, (unsigned long long)data_size,
              (unsigned long long)at);
         goto out;
     }
@@ -232,7 +227,7 @@ pf_safetensors *pf_st_parse(const void *buf, size_t size, const char *name, char
     pf_safetensors *st = st_new(1);
     if (!st || !(st->shards[0].path = strdup(name))) {
         pf_st_close(st);
-        fail(err, "%s: out of memory", name);
+        pf_errf(err, "%s: out of memory", name);
         return NULL;
     }
     st->n_shards = 1;
@@ -246,13 +241,13 @@ pf_safetensors *pf_st_parse(const void *buf, size_t size, const char *name, char
 }
 
 static int map_shard(shard *s, const char *path, char *err) {
-    if (!(s->path = strdup(path))) return fail(err, "%s: out of memory", path);
+    if (!(s->path = strdup(path))) return pf_errf(err, "%s: out of memory", path);
     int fd = open(path, O_RDONLY);
-    if (fd < 0) return fail(err, "%s: cannot open", path);
+    if (fd < 0) return pf_errf(err, "%s: cannot open", path);
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return fail(err, "%s: not a regular file", path);
+        return pf_errf(err, "%s: not a regular file", path);
     }
     s->size = (size_t)sb.st_size;
     if (s->size) {
@@ -260,7 +255,7 @@ static int map_shard(shard *s, const char *path, char *err) {
         if (p == MAP_FAILED) {
             close(fd);
             s->size = 0;
-            return fail(err, "%s: cannot map", path);
+            return pf_errf(err, "%s: cannot map", path);
         }
         s->base = p;
         s->mapped = 1;
@@ -272,7 +267,7 @@ static int map_shard(shard *s, const char *path, char *err) {
 pf_safetensors *pf_st_open(const char *path, char err[PF_ERR_LEN]) {
     pf_safetensors *st = st_new(1);
     if (!st) {
-        fail(err, "%s: out of memory", path);
+        pf_errf(err, "%s: out of memory", path);
         return NULL;
     }
     st->n_shards = 1;
@@ -304,7 +299,7 @@ static pf_safetensors *open_index(const char *dir, const char *index, char *err)
     const char **names = NULL;
     const pf_json *wm = pf_json_get(pf_json_root(doc), "weight_map");
     if (!wm || wm->type != PF_JSON_OBJECT || wm->u.obj.n == 0) {
-        fail(err, "%s: weight_map: missing, empty or not an object", index);
+        pf_errf(err, "%s: weight_map: missing, empty or not an object", index);
         goto fail;
     }
     size_t n = wm->u.obj.n;
@@ -314,14 +309,14 @@ static pf_safetensors *open_index(const char *dir, const char *index, char *err)
     for (size_t i = 0; i < n; i++) { /* distinct shard names, in order of first use */
         const pf_json_member *m = &wm->u.obj.members[i];
         if (m->val.type != PF_JSON_STRING || !plain_name(m->val.u.str.s, m->val.u.str.len)) {
-            fail(err, "%s: weight_map.%.80s: expected the file name of a shard in the same folder", index, m->key);
+            pf_errf(err, "%s: weight_map.%.80s: expected the file name of a shard in the same folder", index, m->key);
             goto fail;
         }
         int k = 0;
         while (k < n_sh && strcmp(names[k], m->val.u.str.s)) k++;
         if (k == n_sh) {
             if (n_sh == MAX_SHARDS) {
-                fail(err, "%s: weight_map: more than %d shards", index, MAX_SHARDS);
+                pf_errf(err, "%s: weight_map: more than %d shards", index, MAX_SHARDS);
                 goto fail;
             }
             names[n_sh++] = m->val.u.str.s;
@@ -338,14 +333,14 @@ static pf_safetensors *open_index(const char *dir, const char *index, char *err)
         const pf_json_member *m = &wm->u.obj.members[i];
         const pf_st_tensor *t = pf_st_find(st, m->key);
         if (!t || strcmp(st->shards[t->shard].path + strlen(dir) + 1, m->val.u.str.s)) {
-            fail(err, "%s: weight_map.%.80s: the tensor is not in %s", index, m->key, m->val.u.str.s);
+            pf_errf(err, "%s: weight_map.%.80s: the tensor is not in %s", index, m->key, m->val.u.str.s);
             goto fail;
         }
     }
     if (st->n != n) {
         for (size_t i = 0; i < st->n; i++)
             if (!pf_json_get(wm, st->t[i].name)) {
-                fail(err, "%s: weight_map: tensor '%.80s' of %s is not listed", index, st->t[i].name,
+                pf_errf(err, "%s: weight_map: tensor '%.80s' of %s is not listed", index, st->t[i].name,
                      st->shards[st->t[i].shard].path);
                 goto fail;
             }
@@ -354,7 +349,7 @@ static pf_safetensors *open_index(const char *dir, const char *index, char *err)
     pf_json_free(doc);
     return st;
 oom:
-    fail(err, "%s: out of memory", index);
+    pf_errf(err, "%s: out of memory", index);
 fail:
     free(names);
     pf_st_close(st);
@@ -368,7 +363,7 @@ pf_safetensors *pf_st_open_dir(const char *dir, char err[PF_ERR_LEN]) {
     if (file_exists(path)) return open_index(dir, path, err);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (file_exists(path)) return pf_st_open(path, err);
-    fail(err, "%s: neither model.safetensors nor model.safetensors.index.json is there", dir);
+    pf_errf(err, "%s: neither model.safetensors nor model.safetensors.index.json is there", dir);
     return NULL;
 }
 

@@ -1,26 +1,9 @@
 #include "grammar/lit_set.h"
+#include "grammar/bytes_order.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void pf_sbuf_put(pf_sbuf *b, const void *p, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
 
 void pf_json_quote(pf_sbuf *b, const char *s, size_t n) {
     pf_sbuf_put(b, "\"", 1);
@@ -84,10 +67,7 @@ typedef struct {
 /* Byte order, a prefix before its extensions. */
 static int lit_cmp(const void *a, const void *b) {
     const lit *x = a, *y = b;
-    uint32_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->s, y->s, n);
-    if (c) return c;
-    return (x->len > y->len) - (x->len < y->len);
+    return pf_bytes_cmp(x->s, x->len, y->s, y->len);
 }
 
 int pf_lit_set_take(pf_lit_set *set, char **s, uint32_t *len, int n) {

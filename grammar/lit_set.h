@@ -3,17 +3,10 @@
 #ifndef PF_LIT_SET_H
 #define PF_LIT_SET_H
 
+#include "formats/grow.h"
 #include "formats/json.h"
 #include "grammar/schema.h"
 
-/* A growable byte buffer. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int oom;
-} pf_sbuf;
-
-void pf_sbuf_put(pf_sbuf *b, const void *p, size_t n);
 /* v in compact JSON: strings escaped minimally, numbers as written in src (the schema text). */
 void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len);
 /* A JSON string literal of s[0..n) (quotes included). */

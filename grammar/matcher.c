@@ -2,6 +2,7 @@
  * stacks stored one after another in an arena: each stack is a header frame (lo = its depth)
  * followed by its frames, bottom first. */
 #include "grammar/matcher.h"
+#include "formats/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +40,9 @@ static pf_frame frame(int kind, int phase, int32_t node) {
 }
 
 static int grow_arena(pf_matcher *m, size_t need) {
-    if (m->n_arena + need <= m->cap_arena) return 0;
-    size_t cap = m->cap_arena ? m->cap_arena * 2 : 1024;
-    while (cap < m->n_arena + need) cap *= 2;
-    pf_frame *a = realloc(m->arena, cap * sizeof *a);
+    pf_frame *a = pf_grow(m->arena, &m->cap_arena, m->n_arena + need, sizeof *a, 1024);
     if (!a) return m->oom = 1, -1;
     m->arena = a;
-    m->cap_arena = cap;
     return 0;
 }
 

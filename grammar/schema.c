@@ -1,6 +1,8 @@
 /* The JSON Schema compiler (grammar/schema.h): a schema's JSON tree to nodes, keyword by keyword,
  * refusing what the subset lacks and pruning what admits no value. */
 #include "grammar/schema.h"
+#include "grammar/bytes_order.h"
+#include "formats/grow.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,13 +47,9 @@ static int32_t fail_oom(cctx *c, const char *path) {
 
 static int32_t new_node(cctx *c, pf_schema_kind kind) {
     pf_schema *s = c->s;
-    if (s->n_nodes == s->cap_nodes) {
-        int cap = s->cap_nodes ? s->cap_nodes * 2 : 16;
-        pf_schema_node *n = realloc(s->nodes, (size_t)cap * sizeof *n);
-        if (!n) return fail_oom(c, "");
-        s->nodes = n;
-        s->cap_nodes = cap;
-    }
+    pf_schema_node *n = pf_grow(s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *n, 16);
+    if (!n) return fail_oom(c, "");
+    s->nodes = n;
     memset(&s->nodes[s->n_nodes], 0, sizeof s->nodes[0]);
     s->nodes[s->n_nodes].kind = kind;
     s->nodes[s->n_nodes].items = PF_SN_ID_ANY;
@@ -222,9 +220,7 @@ typedef struct {
 
 static int prop_cmp(const void *a, const void *b) {
     const prop *x = a, *y = b;
-    uint32_t n = x->len < y->len ? x->len : y->len;
-    int r = memcmp(x->text, y->text, n);
-    return r ? r : (x->len > y->len) - (x->len < y->len);
+    return pf_bytes_cmp(x->text, x->len, y->text, y->len);
 }
 
 /* The property of that key among p[0..n) (compared as its `"key":` text), -1 when absent. */

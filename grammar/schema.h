@@ -61,7 +61,8 @@ enum { PF_SN_ID_ANY = 0, PF_SN_ID_ANY_ARRAY, PF_SN_ID_ANY_OBJECT, PF_SN_ID_ANY_W
 
 typedef struct {
     pf_schema_node *nodes;
-    int n_nodes, cap_nodes;
+    int n_nodes;
+    size_t cap_nodes;
     int32_t root;
 } pf_schema;
 

@@ -1,4 +1,5 @@
 #include "grammar/vocab_trie.h"
+#include "grammar/bytes_order.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,8 @@ typedef struct {
 
 static int spelled_cmp(const void *a, const void *b) {
     const spelled *x = a, *y = b;
-    uint32_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->p, y->p, n);
-    if (c) return c;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+    int c = pf_bytes_cmp(x->p, x->len, y->p, y->len);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
 }
 
 static int32_t add_node(pf_vocab_trie *t, uint8_t byte) {

@@ -1,6 +1,6 @@
 # Target architecture, from the compiler ($(CC) -dumpmachine): which kernel files are built and
 # with which flags. Included by the Makefile right after the source lists.
-#   x86-64:  kernels/x86/*.c; *_avx2.c, *_avxvnni.c, *_avx512.c get their ISA flags (Makefile),
+#   x86-64:  kernels/x86/*.c; *_avx2.c, *_avxvnni.c, *_avx512.c get their ISA flags (the Makefile's isa_rule),
 #            chosen at run time by CPUID
 #   aarch64: kernels/arm/*.c; *_dotprod.c and *_i8mm.c get their ISA flags, the rest baseline
 #            armv8-a NEON; chosen at run time (getauxval / sysctlbyname, kernels/cpu.c)
@@ -20,11 +20,3 @@ endif
 # multiply-add unless the code asks for one (fmaf). GCC's -std=c11 already implies this; clang
 # (Android NDK, Apple) contracts by default, and GNU C mode on aarch64 would too.
 CFLAGS += -ffp-contract=off
-
-$(BUILD)/%_dotprod.o: %_dotprod.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DOTPROD_FLAGS) -MMD -MP -c $< -o $@
-
-$(BUILD)/%_i8mm.o: %_i8mm.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(I8MM_FLAGS) -MMD -MP -c $< -o $@

@@ -43,12 +43,10 @@ TEST(chat_render_matches_templates) {
 
 TEST(chat_template_detection_and_errors) {
     char err[PF_ERR_LEN];
-    gguf_file *f = gguf_open(".cache/qwen3-vocab.gguf", err);
-    CHECKF(f, "%s (make .cache/qwen3-vocab.gguf)", err);
-    pf_tokenizer *t = pf_tokenizer_load(f, err);
-    CHECK(t && pf_chat_template_qwen3(pf_tokenizer_chat_template(t)));
+    pf_tokenizer *t = pf_tokenizer_load_file(".cache/qwen3-vocab.gguf", err);
+    CHECKF(t, "%s (make .cache/qwen3-vocab.gguf)", err);
+    CHECK(pf_chat_template_qwen3(pf_tokenizer_chat_template(t)));
     pf_tokenizer_free(t);
-    gguf_close(f);
     pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
     CHECK(m && pf_tokenizer_chat_template(m->tok) && !pf_chat_template_qwen3(pf_tokenizer_chat_template(m->tok)));
     pf_model_free(m);

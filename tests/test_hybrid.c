@@ -109,7 +109,7 @@ TEST(hybrid_greedy_lossless_random_drafts) {
             CHECKF(test_seq_same(&got, &plain),
                    "v%d prompt %d block %d: hybrid output differs from plain decoding", version, i, B);
             int64_t l, r;
-            pf_hybrid_drafter_counts(d, &l, &r);
+            pf_drafter_lookup_counts(d, &l, &r);
             CHECK(r > 0 && r <= pf_spec_stats_get(spec)->rounds); /* rounds at the length limit draft nothing */
             lookup += l;
             rounds += r;
@@ -134,7 +134,7 @@ typedef struct {
 static void tally_hybrid(void *u) {
     hybrid_tally *t = u;
     int64_t l, r;
-    pf_hybrid_drafter_counts(t->d, &l, &r);
+    pf_drafter_lookup_counts(t->d, &l, &r);
     t->lookup += l;
     t->rounds += r;
     t->acc += pf_spec_stats_get(t->spec)->tokens - pf_spec_stats_get(t->spec)->rounds;
@@ -205,7 +205,7 @@ TEST(hybrid_greedy_lossless_trained_pair) {
             CHECKF(test_seq_same(&got, &plain),
                    "%s (block %d): hybrid output differs from plain decoding", suite.types[t].prompts[i].id, block);
             int64_t l, r;
-            pf_hybrid_drafter_counts(d, &l, &r);
+            pf_drafter_lookup_counts(d, &l, &r);
             lookup += l;
             rounds += r;
             pf_spec_free(spec);
@@ -228,14 +228,13 @@ TEST(hybrid_refusals) {
     err[0] = 0;
     CHECK(!pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), pf_ngram_drafter_new(1, 3), 0, err) &&
           strstr(err, "min_tokens"));
-    CHECK(!pf_hybrid_drafter_model(NULL));
     pair pr;
     CHECKF(pair_open(&pr, 1, 1, 64, err), "%s", err);
     pf_dflash *w = pr.w;
     pf_session *s = pr.s;
     pf_drafter *d = hybrid_of(w, s, 2, 2, err);
     CHECKF(d, "%s", err);
-    CHECK(pf_hybrid_drafter_model(d) && pf_hybrid_drafter_model(d)->n_taps == d->n_taps && d->n_taps > 0);
+    CHECK(d->n_taps > 0 && d->set_head); /* the model drafter's taps and head vocabulary */
     pf_drafter *tapped = pf_dflash_drafter_new(w, s, err);
     err[0] = 0;
     CHECK(!pf_hybrid_drafter_new(tapped, pf_dflash_drafter_new(w, s, err), 2, err) && strstr(err, "without taps"));

@@ -7,6 +7,7 @@
  * PF_SOAK_GENS generations in all (default 48: the short version `make asan` runs; `make soak`
  * runs 2,000). Under a sanitizer the memory bound is not checked (its quarantine grows RSS). */
 #include <dirent.h>
+#include "formats/grow.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,24 +41,12 @@ typedef struct {
     int id;
 } soak_arg;
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-} text_buf;
+typedef pf_sbuf text_buf;
 
 static int on_text(void *user, const char *t, size_t len) {
     text_buf *b = user;
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = (b->n + len + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return 1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, t, len);
-    b->n += len;
-    b->p[b->n] = 0;
-    return 0;
+    pf_sbuf_put(b, t, len);
+    return b->oom;
 }
 
 static uint64_t next_rand(uint64_t *s) {

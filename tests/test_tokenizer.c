@@ -26,13 +26,7 @@ static pf_tokenizer *qwen3(void) {
     if (!tried) {
         tried = 1;
         char err[PF_ERR_LEN];
-        gguf_file *f = gguf_open(QWEN3_VOCAB, err);
-        if (!f) {
-            printf("    %s\n", err);
-            return NULL;
-        }
-        t = pf_tokenizer_load(f, err);
-        gguf_close(f);
+        t = pf_tokenizer_load_file(QWEN3_VOCAB, err);
         if (!t) printf("    %s\n", err);
     }
     return t;

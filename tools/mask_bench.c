@@ -32,8 +32,7 @@ int main(int argc, char **argv) {
     char err[PF_ERR_LEN];
     size_t n_schema = 0, n_doc = 0;
     char *schema = slurp(argv[2], &n_schema), *doc = slurp(argv[3], &n_doc);
-    gguf_file *g = gguf_open(argv[1], err);
-    pf_tokenizer *t = g ? pf_tokenizer_load(g, err) : NULL;
+    pf_tokenizer *t = pf_tokenizer_load_file(argv[1], err);
     if (!t || !schema || !doc) return fprintf(stderr, "%s\n", t ? "cannot read the schema or document" : err), 1;
     int32_t *ids = NULL;
     size_t n_ids = 0;

@@ -139,123 +139,123 @@ ZH_ITEMS = [("苹果", "个"), ("书", "本"), ("铅笔", "支"), ("贴纸", "�
             ("邮票", "张"), ("鸡蛋", "个"), ("门票", "张"), ("橘子", "个")]
 
 
+def _math_values(rng, t, lang, a, b, c):
+    """The numbers of problem type t and what the texts print of them. Drawn from rng in the same
+    order as ever (the corpus stays the same for a seed); only type 7 draws differently per language
+    (a percentage off in English, a 折 discount in Chinese)."""
+    v = {"a": a, "b": b, "c": c}
+    if t == 0:
+        v["sum"] = a + b
+    elif t == 1:
+        a = v["a"] = a + b
+        v["diff"] = a - b
+    elif t == 2:
+        v["prod"] = b * c
+    elif t == 3:
+        v["tot"] = b * c
+    elif t == 4:
+        p = rng.randint(2, 40)
+        bill = (p * c // 50 + 1) * 50
+        v.update(p=p, bill=bill, cost=p * c, change=bill - p * c)
+    elif t == 5:
+        l, wd = rng.randint(3, 40), rng.randint(2, 30)
+        v.update(l=l, wd=wd, area=l * wd, perim=2 * (l + wd), lw=l + wd)
+    elif t == 6:
+        s, h = rng.randint(20, 120), rng.randint(2, 9)
+        v.update(s=s, h=h, dist=s * h)
+    elif t == 7 and lang == "en":
+        pct = rng.choice([10, 20, 25, 30, 40, 50, 75])
+        price = rng.randint(2, 60) * 4
+        off = price * pct // 100 if price * pct % 100 == 0 else price * pct / 100
+        v.update(pct=pct, price=price, off=off, sale=price - off)
+    elif t == 7:
+        zhe = rng.choice([9, 8, 7, 6, 5])
+        price = rng.randint(2, 60) * 10
+        v.update(zhe=zhe, price=price, pct=zhe * 10, sale=price * zhe // 10)
+    elif t == 8:
+        x = rng.randint(1, 30)
+        v.update(x=x, cx=c * x, rhs=c * x + b)
+    elif t == 9:
+        ages, y = a % 40 + 5, b % 20 + 1
+        v.update(ages=ages, y=y, now=ages + c, later=ages + c + y)
+    elif t == 10:
+        k = [rng.randint(1, 99) for _ in range(rng.randint(3, 5))]
+        v.update(s=sum(k), plus=" + ".join(map(str, k)), en_list=", ".join(map(str, k[:-1])), last=k[-1],
+                 zh_list="、".join(map(str, k)))
+    else:
+        k = [rng.randint(1, 99) for _ in range(4)]
+        s = sum(k)
+        avg = s / 4
+        v.update(s=s, k0=k[0], k1=k[1], k2=k[2], k3=k[3], avg=str(int(avg)) if avg == int(avg) else f"{avg:g}")
+    return v
+
+
+# (question, worked answer) per problem type, filled from _math_values and the names and items.
+MATH_TEXT = {
+    "en": [
+        ("{n} has {a} {it} and buys {b} more. How many {it} does {n} have now?",
+         "{n} starts with {a} {it} and adds {b}: {a} + {b} = {sum}.\nThe answer is {sum}."),
+        ("{n} had {a} {it} and gave {b} to {m}. How many {it} are left?",
+         "{n} gives away {b} of {a}: {a} - {b} = {diff}.\nThe answer is {diff}."),
+        ("A box holds {c} {it}. How many {it} are in {b} boxes?",
+         "Each box holds {c}, so {b} boxes hold {b} × {c} = {prod}.\nThe answer is {prod}."),
+        ("{n} shares {tot} {it} equally among {c} friends. How many does each friend get?",
+         "Divide {tot} by {c}: {tot} ÷ {c} = {b}.\nThe answer is {b}."),
+        ("A notebook costs ${p}. {n} buys {c} notebooks and pays with a ${bill} bill. How much change does {n} get?",
+         "The notebooks cost {c} × {p} = {cost} dollars.\nThe change is {bill} - {cost} = {change} dollars.\nThe answer is {change}."),
+        ("A rectangle is {l} m long and {wd} m wide. What are its area and perimeter?",
+         "Area = {l} × {wd} = {area} square meters.\nPerimeter = 2 × ({l} + {wd}) = {perim} meters.\nThe answer is area {area} m², perimeter {perim} m."),
+        ("A train travels at {s} km/h for {h} hours. How far does it go?",
+         "Distance = speed × time = {s} × {h} = {dist} km.\nThe answer is {dist} km."),
+        ("A jacket costs ${price}. It is on sale for {pct}% off. What is the sale price?",
+         "The discount is {pct}% of {price} = {off} dollars.\nThe sale price is {price} - {off} = {sale} dollars.\nThe answer is {sale}."),
+        ("Solve for x: {c}x + {b} = {rhs}.",
+         "Subtract {b} from both sides: {c}x = {rhs} - {b} = {cx}.\nDivide by {c}: x = {cx} ÷ {c} = {x}.\nThe answer is x = {x}."),
+        ("{n} is {ages} years old. {m} is {c} years older than {n}. How old will {m} be in {y} years?",
+         "{m} is {ages} + {c} = {now} years old now.\nIn {y} years {m} will be {now} + {y} = {later}.\nThe answer is {later}."),
+        ("What is the sum of {en_list} and {last}?",
+         "Add them step by step: {plus} = {s}.\nThe answer is {s}."),
+        ("{n}'s test scores are {k0}, {k1}, {k2} and {k3}. What is the average score?",
+         "The total is {k0} + {k1} + {k2} + {k3} = {s}.\nThe average is {s} ÷ 4 = {avg}.\nThe answer is {avg}."),
+    ],
+    "zh": [
+        ("{n}有{a}{u}{it}，又买了{b}{u}。{n}现在一共有多少{u}{it}？",
+         "原有{a}{u}，再加上{b}{u}：{a} + {b} = {sum}。\n答案是{sum}{u}。"),
+        ("{n}有{a}{u}{it}，送给{m}{b}{u}后，还剩多少{u}？",
+         "从{a}{u}中拿走{b}{u}：{a} - {b} = {diff}。\n答案是{diff}{u}。"),
+        ("每个盒子装{c}{u}{it}，{b}个盒子一共装多少{u}？",
+         "每盒{c}{u}，{b}盒共有 {b} × {c} = {prod}。\n答案是{prod}{u}。"),
+        ("{n}把{tot}{u}{it}平均分给{c}个朋友，每人分到多少{u}？",
+         "用总数除以人数：{tot} ÷ {c} = {b}。\n答案是{b}{u}。"),
+        ("一本笔记本{p}元，{n}买了{c}本，付了{bill}元，应找回多少元？",
+         "笔记本共花费 {c} × {p} = {cost} 元。\n找回 {bill} - {cost} = {change} 元。\n答案是{change}元。"),
+        ("一个长方形长{l}米，宽{wd}米，它的面积和周长各是多少？",
+         "面积 = {l} × {wd} = {area} 平方米。\n周长 = 2 × ({l} + {wd}) = {perim} 米。\n答案是面积{area}平方米，周长{perim}米。"),
+        ("一列火车每小时行驶{s}千米，{h}小时行驶多少千米？",
+         "路程 = 速度 × 时间 = {s} × {h} = {dist} 千米。\n答案是{dist}千米。"),
+        ("一件外套原价{price}元，现在打{zhe}折，现价是多少元？",
+         "打{zhe}折就是原价的{pct}%：{price} × {pct}% = {sale}。\n答案是{sale}元。"),
+        ("解方程：{c}x + {b} = {rhs}。",
+         "两边同时减去{b}：{c}x = {rhs} - {b} = {cx}。\n两边同时除以{c}：x = {cx} ÷ {c} = {x}。\n答案是 x = {x}。"),
+        ("{n}今年{ages}岁，{m}比{n}大{c}岁。{y}年后{m}多少岁？",
+         "{m}今年 {ages} + {c} = {now} 岁。\n{y}年后是 {now} + {y} = {later} 岁。\n答案是{later}岁。"),
+        ("计算 {zh_list} 的和。",
+         "逐个相加：{plus} = {s}。\n答案是{s}。"),
+        ("{n}四次考试的成绩分别是{k0}、{k1}、{k2}和{k3}分，平均分是多少？",
+         "总分是 {k0} + {k1} + {k2} + {k3} = {s}。\n平均分是 {s} ÷ 4 = {avg}。\n答案是{avg}分。"),
+    ],
+}
+
+
 def math_problem(rng, lang):
     t = rng.randrange(12)
     a, b, c = rng.randint(2, 99), rng.randint(2, 60), rng.randint(2, 12)
-    if lang == "en":
-        n, m = rng.sample(EN_NAMES, 2)
-        it = rng.choice(EN_ITEMS)
-        if t == 0:
-            q = f"{n} has {a} {it} and buys {b} more. How many {it} does {n} have now?"
-            w = f"{n} starts with {a} {it} and adds {b}: {a} + {b} = {a + b}.\nThe answer is {a + b}."
-        elif t == 1:
-            a = a + b
-            q = f"{n} had {a} {it} and gave {b} to {m}. How many {it} are left?"
-            w = f"{n} gives away {b} of {a}: {a} - {b} = {a - b}.\nThe answer is {a - b}."
-        elif t == 2:
-            q = f"A box holds {c} {it}. How many {it} are in {b} boxes?"
-            w = f"Each box holds {c}, so {b} boxes hold {b} × {c} = {b * c}.\nThe answer is {b * c}."
-        elif t == 3:
-            tot = b * c
-            q = f"{n} shares {tot} {it} equally among {c} friends. How many does each friend get?"
-            w = f"Divide {tot} by {c}: {tot} ÷ {c} = {b}.\nThe answer is {b}."
-        elif t == 4:
-            p = rng.randint(2, 40)
-            q = f"A notebook costs ${p}. {n} buys {c} notebooks and pays with a ${(p * c // 50 + 1) * 50} bill. How much change does {n} get?"
-            bill = (p * c // 50 + 1) * 50
-            w = f"The notebooks cost {c} × {p} = {p * c} dollars.\nThe change is {bill} - {p * c} = {bill - p * c} dollars.\nThe answer is {bill - p * c}."
-        elif t == 5:
-            l, wd = rng.randint(3, 40), rng.randint(2, 30)
-            q = f"A rectangle is {l} m long and {wd} m wide. What are its area and perimeter?"
-            w = f"Area = {l} × {wd} = {l * wd} square meters.\nPerimeter = 2 × ({l} + {wd}) = {2 * (l + wd)} meters.\nThe answer is area {l * wd} m², perimeter {2 * (l + wd)} m."
-        elif t == 6:
-            s, h = rng.randint(20, 120), rng.randint(2, 9)
-            q = f"A train travels at {s} km/h for {h} hours. How far does it go?"
-            w = f"Distance = speed × time = {s} × {h} = {s * h} km.\nThe answer is {s * h} km."
-        elif t == 7:
-            pct = rng.choice([10, 20, 25, 30, 40, 50, 75])
-            price = rng.randint(2, 60) * 4
-            q = f"A jacket costs ${price}. It is on sale for {pct}% off. What is the sale price?"
-            off = price * pct // 100 if price * pct % 100 == 0 else price * pct / 100
-            w = f"The discount is {pct}% of {price} = {off} dollars.\nThe sale price is {price} - {off} = {price - off} dollars.\nThe answer is {price - off}."
-        elif t == 8:
-            x = rng.randint(1, 30)
-            q = f"Solve for x: {c}x + {b} = {c * x + b}."
-            w = f"Subtract {b} from both sides: {c}x = {c * x + b} - {b} = {c * x}.\nDivide by {c}: x = {c * x} ÷ {c} = {x}.\nThe answer is x = {x}."
-        elif t == 9:
-            ages = a % 40 + 5
-            q = f"{n} is {ages} years old. {m} is {c} years older than {n}. How old will {m} be in {b % 20 + 1} years?"
-            y = b % 20 + 1
-            w = f"{m} is {ages} + {c} = {ages + c} years old now.\nIn {y} years {m} will be {ages + c} + {y} = {ages + c + y}.\nThe answer is {ages + c + y}."
-        elif t == 10:
-            k = [rng.randint(1, 99) for _ in range(rng.randint(3, 5))]
-            s = sum(k)
-            q = f"What is the sum of {', '.join(map(str, k[:-1]))} and {k[-1]}?"
-            w = "Add them step by step: " + " + ".join(map(str, k)) + f" = {s}.\nThe answer is {s}."
-        else:
-            k = [rng.randint(1, 99) for _ in range(4)]
-            s = sum(k)
-            avg = s / 4
-            avg_s = str(int(avg)) if avg == int(avg) else f"{avg:g}"
-            q = f"{n}'s test scores are {k[0]}, {k[1]}, {k[2]} and {k[3]}. What is the average score?"
-            w = f"The total is {k[0]} + {k[1]} + {k[2]} + {k[3]} = {s}.\nThe average is {s} ÷ 4 = {avg_s}.\nThe answer is {avg_s}."
-    else:
-        n, m = rng.sample(ZH_NAMES, 2)
-        it, u = rng.choice(ZH_ITEMS)
-        if t == 0:
-            q = f"{n}有{a}{u}{it}，又买了{b}{u}。{n}现在一共有多少{u}{it}？"
-            w = f"原有{a}{u}，再加上{b}{u}：{a} + {b} = {a + b}。\n答案是{a + b}{u}。"
-        elif t == 1:
-            a = a + b
-            q = f"{n}有{a}{u}{it}，送给{m}{b}{u}后，还剩多少{u}？"
-            w = f"从{a}{u}中拿走{b}{u}：{a} - {b} = {a - b}。\n答案是{a - b}{u}。"
-        elif t == 2:
-            q = f"每个盒子装{c}{u}{it}，{b}个盒子一共装多少{u}？"
-            w = f"每盒{c}{u}，{b}盒共有 {b} × {c} = {b * c}。\n答案是{b * c}{u}。"
-        elif t == 3:
-            tot = b * c
-            q = f"{n}把{tot}{u}{it}平均分给{c}个朋友，每人分到多少{u}？"
-            w = f"用总数除以人数：{tot} ÷ {c} = {b}。\n答案是{b}{u}。"
-        elif t == 4:
-            p = rng.randint(2, 40)
-            bill = (p * c // 50 + 1) * 50
-            q = f"一本笔记本{p}元，{n}买了{c}本，付了{bill}元，应找回多少元？"
-            w = f"笔记本共花费 {c} × {p} = {p * c} 元。\n找回 {bill} - {p * c} = {bill - p * c} 元。\n答案是{bill - p * c}元。"
-        elif t == 5:
-            l, wd = rng.randint(3, 40), rng.randint(2, 30)
-            q = f"一个长方形长{l}米，宽{wd}米，它的面积和周长各是多少？"
-            w = f"面积 = {l} × {wd} = {l * wd} 平方米。\n周长 = 2 × ({l} + {wd}) = {2 * (l + wd)} 米。\n答案是面积{l * wd}平方米，周长{2 * (l + wd)}米。"
-        elif t == 6:
-            s, h = rng.randint(20, 120), rng.randint(2, 9)
-            q = f"一列火车每小时行驶{s}千米，{h}小时行驶多少千米？"
-            w = f"路程 = 速度 × 时间 = {s} × {h} = {s * h} 千米。\n答案是{s * h}千米。"
-        elif t == 7:
-            zhe = rng.choice([9, 8, 7, 6, 5])
-            price = rng.randint(2, 60) * 10
-            q = f"一件外套原价{price}元，现在打{zhe}折，现价是多少元？"
-            w = f"打{zhe}折就是原价的{zhe * 10}%：{price} × {zhe * 10}% = {price * zhe // 10}。\n答案是{price * zhe // 10}元。"
-        elif t == 8:
-            x = rng.randint(1, 30)
-            q = f"解方程：{c}x + {b} = {c * x + b}。"
-            w = f"两边同时减去{b}：{c}x = {c * x + b} - {b} = {c * x}。\n两边同时除以{c}：x = {c * x} ÷ {c} = {x}。\n答案是 x = {x}。"
-        elif t == 9:
-            ages = a % 40 + 5
-            y = b % 20 + 1
-            q = f"{n}今年{ages}岁，{m}比{n}大{c}岁。{y}年后{m}多少岁？"
-            w = f"{m}今年 {ages} + {c} = {ages + c} 岁。\n{y}年后是 {ages + c} + {y} = {ages + c + y} 岁。\n答案是{ages + c + y}岁。"
-        elif t == 10:
-            k = [rng.randint(1, 99) for _ in range(rng.randint(3, 5))]
-            s = sum(k)
-            q = f"计算 {'、'.join(map(str, k))} 的和。"
-            w = "逐个相加：" + " + ".join(map(str, k)) + f" = {s}。\n答案是{s}。"
-        else:
-            k = [rng.randint(1, 99) for _ in range(4)]
-            s = sum(k)
-            avg = s / 4
-            avg_s = str(int(avg)) if avg == int(avg) else f"{avg:g}"
-            q = f"{n}四次考试的成绩分别是{k[0]}、{k[1]}、{k[2]}和{k[3]}分，平均分是多少？"
-            w = f"总分是 {k[0]} + {k[1]} + {k[2]} + {k[3]} = {s}。\n平均分是 {s} ÷ 4 = {avg_s}。\n答案是{avg_s}分。"
-    return q, w
+    n, m = rng.sample(EN_NAMES if lang == "en" else ZH_NAMES, 2)
+    it, u = (rng.choice(EN_ITEMS), "") if lang == "en" else rng.choice(ZH_ITEMS)
+    v = _math_values(rng, t, lang, a, b, c)
+    v.update(n=n, m=m, it=it, u=u)
+    q, w = MATH_TEXT[lang][t]
+    return q.format(**v), w.format(**v)
 
 
 def gen_math(rng):

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from qwen3_model import RMSNorm
+from qwen3_model import RMSNorm, apply_rope as rope, rope_cos_sin as rope_tables
 
 
 @dataclass
@@ -70,21 +70,6 @@ def build_target_layer_ids(n_target_layers, n_draft_layers):
         return [n_target_layers // 2]
     start, end = 1, n_target_layers - 3
     return [int(round(start + i * (end - start) / (n_draft_layers - 1))) for i in range(n_draft_layers)]
-
-
-def rope_tables(pos, head_dim, theta, dtype):
-    """pos: LongTensor of any shape -> cos, sin of shape pos.shape + [head_dim] (NEOX rotate-half)."""
-    half = head_dim // 2
-    inv = theta ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / head_dim)
-    ang = pos.to(torch.float64).unsqueeze(-1) * inv
-    ang = torch.cat([ang, ang], dim=-1)
-    return ang.cos().to(dtype), ang.sin().to(dtype)
-
-
-def rope(x, cos, sin):
-    half = x.shape[-1] // 2
-    rot = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rot * sin
 
 
 class DraftLayer(nn.Module):

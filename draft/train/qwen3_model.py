@@ -50,16 +50,17 @@ class RMSNorm(nn.Module):
 
 
 def rope_cos_sin(positions, head_dim, theta, dtype=torch.float32):
-    """positions: LongTensor [T]. Returns cos, sin of shape [T, head_dim] (NEOX / rotate-half layout)."""
+    """positions: LongTensor of any shape ([T] here, [N, A*B] for draft blocks). Returns cos, sin of
+    shape positions.shape + [head_dim] (NEOX / rotate-half layout). The drafts use it too."""
     half = head_dim // 2
     inv = theta ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / head_dim)
-    ang = positions.to(torch.float64)[:, None] * inv[None, :]
+    ang = positions.to(torch.float64).unsqueeze(-1) * inv
     ang = torch.cat([ang, ang], dim=-1)
     return ang.cos().to(dtype), ang.sin().to(dtype)
 
 
 def apply_rope(x, cos, sin):
-    """x: [B, nh, T, hd]; rotate-half pairing (i, i + hd/2)."""
+    """x: [..., hd]; rotate-half pairing (i, i + hd/2)."""
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
     rot = torch.cat([-x2, x1], dim=-1)
