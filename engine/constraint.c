@@ -1,6 +1,5 @@
 #include "engine/constraint.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,11 +110,7 @@ void pf_constraint_apply(pf_constraint *c, float *logits) { pf_constraint_apply_
 int pf_constraint_words(const pf_constraint *c) { return pf_token_masker_words(c->tm); }
 
 void pf_constraint_apply_bits(const pf_constraint *c, const uint32_t *bits, float *logits) {
-    for (int w = 0; w * 32 < c->n_vocab; w++) {
-        if (bits[w] == UINT32_MAX) continue;
-        for (int b = 0; b < 32 && w * 32 + b < c->n_vocab; b++)
-            if (!(bits[w] >> b & 1)) logits[w * 32 + b] = -INFINITY;
-    }
+    pf_mask_apply(bits, c->n_vocab, logits);
 }
 
 int32_t pf_constraint_forced(pf_constraint *c) {

@@ -1,5 +1,6 @@
 #include "grammar/token_mask.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,4 +206,20 @@ int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m
     free(s->key);
     *s = (slot){h, k, len, b, n};
     return n;
+}
+
+void pf_mask_apply(const uint32_t *bits, int n, float *logits) {
+    int w = 0;
+    for (; (w + 1) * 32 <= n; w++) {
+        uint32_t m = bits[w];
+        float *l = logits + (size_t)w * 32;
+        if (m == UINT32_MAX) continue;
+        if (!m) {
+            for (int b = 0; b < 32; b++) l[b] = -INFINITY;
+            continue;
+        }
+        for (uint32_t z = ~m; z; z &= z - 1) l[__builtin_ctz(z)] = -INFINITY;
+    }
+    for (int id = w * 32; id < n; id++)
+        if (!pf_mask_has(bits, id)) logits[id] = -INFINITY;
 }

@@ -34,6 +34,10 @@ void pf_mask_cache_free(pf_mask_cache *c);
  * Returns how many. cache may be NULL. (Out of memory mid-walk narrows the mask, never widens it.) */
 int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, uint32_t *bits);
 
+/* logits[id] = -inf for every id < n the mask does not allow. Whole words at a time: a padded
+ * vocabulary's unused tail and a structural position's mask are mostly zero words. */
+void pf_mask_apply(const uint32_t *bits, int n, float *logits);
+
 static inline int pf_mask_has(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
 
 #endif

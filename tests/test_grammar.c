@@ -2,6 +2,7 @@
  * schemas over a small vocabulary, rollback, and the property test: random schemas of the subset,
  * random token walks; every trie mask equals a scan of the whole vocabulary and every completed
  * document parses and validates (eval/schema_valid.c, written from the keywords' meaning). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -303,4 +304,19 @@ TEST(grammar_bounded) {
     fx_close(&f);
     free(s);
     CHECKF((double)(clock() - t0) / CLOCKS_PER_SEC < 20, "took %.1f s", (double)(clock() - t0) / CLOCKS_PER_SEC);
+}
+
+/* pf_mask_apply against the bit-by-bit rule: zero words, full words, mixed words, a partial last
+ * word; allowed logits keep their values, every other one is -inf. */
+TEST(grammar_mask_apply) {
+    enum { N = 32 * 9 + 13, WORDS = (N + 31) / 32 };
+    uint32_t bits[WORDS] = {0, UINT32_MAX, 0x80000001u, 0x7FFFFFFEu, 0x00010000u, 0, UINT32_MAX, 0xA5A5A5A5u,
+                            0xFFFF0000u, 0x00001ABCu};
+    float logits[N];
+    for (int i = 0; i < N; i++) logits[i] = (float)i - 100.0f;
+    pf_mask_apply(bits, N, logits);
+    for (int i = 0; i < N; i++) {
+        if (pf_mask_has(bits, i)) CHECKF(logits[i] == (float)i - 100.0f, "logit %d changed", i);
+        else CHECKF(isinf(logits[i]) && logits[i] < 0, "logit %d not masked", i);
+    }
 }

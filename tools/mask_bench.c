@@ -53,10 +53,7 @@ int main(int argc, char **argv) {
         double a = pf_now_s();
         for (size_t i = 0; i < n_ids; i++) {
             int n = pf_token_mask(tm, cache, m, bits);
-            for (int w = 0; w < words; w++)
-                if (bits[w] != UINT32_MAX)
-                    for (int b = 0; b < 32 && w * 32 + b < V; b++)
-                        if (!(bits[w] >> b & 1)) logits[w * 32 + b] = -1e30f;
+            pf_mask_apply(bits, V, logits);
             if (r == 0) forced += n == 1;
             uint32_t len = 0;
             const uint8_t *tb = pf_token_masker_bytes(tm, ids[i], &len);
