@@ -838,9 +838,10 @@ static size_t raw_read(int fd, char *buf, size_t n) {
     return got;
 }
 
-/* Whether the TCP socket with this inode is in /proc/PID/net/tcp{,6} in a state other than LISTEN:
- * a connection (open, or closing and not yet closed by the server). */
-static bool tcp_connection(pid_t pid, unsigned long inode) {
+/* Whether the socket with this inode is a listening TCP socket (/proc/PID/net/tcp{,6}, state 0A).
+ * Any other socket of the server is a connection: open, closing, or reset and unhashed (absent from
+ * the tables) until the server's thread closes it. */
+static bool tcp_listening(pid_t pid, unsigned long inode) {
     static const char *const tables[] = {"tcp", "tcp6"};
     bool found = false;
     for (int t = 0; t < 2 && !found; t++) {
@@ -852,18 +853,13 @@ static bool tcp_connection(pid_t pid, unsigned long inode) {
             unsigned st;
             unsigned long ino;
             /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-            if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &ino) == 2 && ino == inode)
-                found = st != 0x0A;
+            found = sscanf(line, "%*s %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &ino) == 2 && ino == inode && st == 0x0A;
         }
         fclose(f);
     }
     return found;
 }
 
-/* The server's open descriptors, split: connections (TCP sockets not listening) and the rest, its
- * long-lived ones (model files, the listening socket, the daemon's own). A connection the client
- * has closed stays open until the server's thread notices, so only the second count is compared,
- * and only once the first is 0. With show, each long-lived one is printed. */
 static void count_fds(pid_t pid, int *lasting, int *conns, bool show) {
     char p[64];
     snprintf(p, sizeof p, "/proc/%d/fd", (int)pid);
@@ -878,7 +874,7 @@ static void count_fds(pid_t pid, int *lasting, int *conns, bool show) {
         ssize_t n = readlink(fp, link, sizeof link - 1);
         if (n > 0) link[n] = 0;
         unsigned long ino;
-        if (sscanf(link, "socket:[%lu]", &ino) == 1 && tcp_connection(pid, ino)) {
+        if (sscanf(link, "socket:[%lu]", &ino) == 1 && !tcp_listening(pid, ino)) {
             (*conns)++;
             continue;
         }
@@ -915,10 +911,11 @@ static void raw_health(int port, int *busy, int *queued) {
 }
 
 /* Until every session is free and nothing is queued (cancelled jobs stop at their next token),
- * then until the server has closed every connection, its /health request's too; then its
- * long-lived descriptors. Each wait is for a state, polled; the bound (120 s each) only ends a
- * server that never settles, it is no measurement. */
-static void settle(const server *s, int *busy, int *queued, int *lasting, int *conns) {
+ * then until the server has closed every connection, its /health request's too, then (want >= 0)
+ * until its long-lived descriptors are back to want (a thread may still hold one briefly). Each
+ * wait is for a state, polled; the bound (120 s each) only ends a server that never settles (a
+ * leak), it is no measurement. */
+static void settle(const server *s, int want, int *busy, int *queued, int *lasting, int *conns) {
     for (int i = 0; i < 2400; i++) {
         raw_health(s->port, busy, queued);
         if (*busy == 0 && *queued == 0) break;
@@ -926,7 +923,7 @@ static void settle(const server *s, int *busy, int *queued, int *lasting, int *c
     }
     for (int i = 0; i < 2400; i++) {
         count_fds(s->pid, lasting, conns, false);
-        if (*conns == 0) break;
+        if (*conns == 0 && (want < 0 || *lasting <= want)) break;
         usleep(50000);
     }
 }
@@ -950,7 +947,7 @@ TEST(serve_raw_socket_abuse_leaves_it_clean) {
         /* the first round warms up (pages of the model, both sessions' caches, a complete request
          * served): the baseline is after it, once the server has settled */
         if (round == 1) {
-            settle(&s, &busy, &queued, &fd0, &conns0);
+            settle(&s, -1, &busy, &queued, &fd0, &conns0);
             printf("    long-lived descriptors after the warm-up:\n");
             count_fds(s.pid, &fd0, &conns0, true);
             SCHECK(s, busy == 0 && queued == 0 && conns0 == 0, "after the warm-up: busy %d queued %d connections %d",
@@ -1003,7 +1000,7 @@ TEST(serve_raw_socket_abuse_leaves_it_clean) {
         for (int i = 0; i < 32; i++)
             if (fds[i] >= 0) close(fds[i]);
     }
-    settle(&s, &busy, &queued, &fds_now, &conns);
+    settle(&s, fd0, &busy, &queued, &fds_now, &conns);
     long rss1 = rss_kb(s.pid);
     printf("    raw sockets: long-lived fds %d -> %d, connections %d, RSS %ld -> %ld kB, health busy %d queued %d\n", fd0,
            fds_now, conns, rss0, rss1, busy, queued);
