@@ -869,7 +869,7 @@ static void count_fds(pid_t pid, int *lasting, int *conns, bool show) {
     *lasting = *conns = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.') continue;
-        char fp[128], link[256] = "";
+        char fp[sizeof p + sizeof e->d_name + 1], link[256] = "";
         snprintf(fp, sizeof fp, "%s/%s", p, e->d_name);
         ssize_t n = readlink(fp, link, sizeof link - 1);
         if (n > 0) link[n] = 0;
