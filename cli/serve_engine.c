@@ -31,6 +31,7 @@ struct sv_engine {
     sv_worker *w;
     sv_job *head, *tail;
     int n_queued, n_busy;
+    long n_dropped; /* jobs stopped because their client went away */
     uint64_t clock;
     bool stopping;
 };
@@ -285,9 +286,14 @@ static void *worker_main(void *arg) {
         sv_job *j = w->job;
         pthread_mutex_unlock(&e->mu);
         run_job(w, j);
+        /* before job_finish, so a cancel here came from a client that left mid-generation */
+        pthread_mutex_lock(&j->mu);
+        bool dropped = j->gone || j->cancel;
+        pthread_mutex_unlock(&j->mu);
         pthread_mutex_lock(&e->mu);
         w->job = NULL;
         e->n_busy--;
+        e->n_dropped += dropped && !e->stopping;
         /* the session is free before its client hears the end: a /health asked right after an
          * answer shows it free, whatever the threads' timing */
         pthread_mutex_lock(&j->mu);
@@ -360,10 +366,11 @@ bool sv_engine_wait(sv_engine *e, sv_job *j, bool first_text) {
     return true;
 }
 
-void sv_engine_load(sv_engine *e, int *busy, int *queued) {
+void sv_engine_load(sv_engine *e, int *busy, int *queued, long *dropped) {
     pthread_mutex_lock(&e->mu);
     *busy = e->n_busy;
     *queued = e->n_queued;
+    *dropped = e->n_dropped;
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -78,8 +78,8 @@ bool sv_engine_submit(sv_engine *e, sv_job *j);
 bool sv_engine_wait(sv_engine *e, sv_job *j, bool first_text);
 void sv_job_cancel(sv_job *j);
 
-/* Counts for /health. */
-void sv_engine_load(sv_engine *e, int *busy, int *queued);
+/* Counts for /health; dropped: generations stopped early because their client went away. */
+void sv_engine_load(sv_engine *e, int *busy, int *queued, long *dropped);
 
 double sv_now(void);
 

@@ -366,9 +366,10 @@ static void put_page(const sv_http *h, sv_reply *r) {
 
 static void put_health(const sv_http *h, sv_reply *r) {
     int busy, queued;
-    sv_engine_load(h->e, &busy, &queued);
+    long dropped;
+    sv_engine_load(h->e, &busy, &queued, &dropped);
     sv_buf b = {0};
-    sv_printf(&b, "{\"status\":\"ok\",\"sessions_busy\":%d,\"queued\":%d}\n", busy, queued);
+    sv_printf(&b, "{\"status\":\"ok\",\"sessions_busy\":%d,\"queued\":%d,\"dropped\":%ld}\n", busy, queued, dropped);
     reply_json(r, MHD_HTTP_OK, &b);
 }
 

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include "formats/grow.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,11 @@ typedef struct {
     atomic_int failed;
     char why[512];
     pthread_mutex_t lock;
+    /* one sample of RSS and descriptors per generation once every worker is warm (under lock): as
+     * many as there are generations, however the threads are scheduled */
+    int n_s;
+    int s_fds[SOAK_SAMPLES];
+    long s_rss[SOAK_SAMPLES];
 } soak_shared;
 
 typedef struct {
@@ -115,6 +121,35 @@ static int warm_up(pf_session *s, pf_session *cold, const soak_shared *sh, pf_sp
     return 0;
 }
 
+static long rss_kb(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static int open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d) return -1;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+static void sample(soak_shared *sh) {
+    pthread_mutex_lock(&sh->lock);
+    if (sh->n_s < SOAK_SAMPLES) {
+        sh->s_rss[sh->n_s] = rss_kb();
+        sh->s_fds[sh->n_s] = open_fds();
+        sh->n_s++;
+    }
+    pthread_mutex_unlock(&sh->lock);
+}
+
 static void *soak_worker(void *p) {
     soak_arg *a = p;
     soak_shared *sh = a->sh;
@@ -141,6 +176,8 @@ static void *soak_worker(void *p) {
         goto done;
     }
     atomic_fetch_add(&sh->warmed, 1);
+    /* every sample after every warm-up: wait for the others (a state, not a time) */
+    while (atomic_load(&sh->warmed) < SOAK_THREADS && !atomic_load(&sh->failed)) sched_yield();
     int ctx_len = 0;
     for (int g = 0; g < sh->per_thread && !atomic_load(&sh->failed); g++) {
         int checkpoint = (g + 1) % sh->checkpoint_every == 0;
@@ -196,6 +233,7 @@ static void *soak_worker(void *p) {
         if (!fz_utf8_valid((const uint8_t *)(out.p ? out.p : ""), out.n)) {
             n_msgs = 0;
             atomic_fetch_add(&sh->done, 1);
+            sample(sh);
             continue;
         }
         int turn = n_msgs / 2;
@@ -203,6 +241,7 @@ static void *soak_worker(void *p) {
         replies[turn % 4] = strdup(out.p ? out.p : "");
         msgs[n_msgs++] = (pf_message){"assistant", replies[turn % 4]};
         atomic_fetch_add(&sh->done, 1);
+        sample(sh);
     }
 done:
     for (int i = 0; i < 4; i++) free(replies[i]);
@@ -212,25 +251,6 @@ done:
     pf_session_free(cold);
     pf_session_free(s);
     return NULL;
-}
-
-static long rss_kb(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
-        fclose(f);
-    }
-    return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-static int open_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    if (!d) return -1;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n - 3; /* ".", ".." and the directory's own descriptor */
 }
 
 TEST(soak_threads_memory_fds_flat_and_checkpoints_cold_equal) {
@@ -253,26 +273,13 @@ TEST(soak_threads_memory_fds_flat_and_checkpoints_cold_equal) {
         args[i] = (soak_arg){&sh, i};
         CHECK(pthread_create(&th[i], NULL, soak_worker, &args[i]) == 0);
     }
-    /* samples of RSS and descriptors until the workers finish */
-    static int s_fds[SOAK_SAMPLES];
-    static long s_rss[SOAK_SAMPLES];
-    int n_s = 0, all = sh.per_thread * SOAK_THREADS;
-    struct timespec tick = {0, 20 * 1000 * 1000};
-    while (atomic_load(&sh.done) < all && !atomic_load(&sh.failed)) {
-        if (n_s < SOAK_SAMPLES && atomic_load(&sh.warmed) == SOAK_THREADS) {
-            s_rss[n_s] = rss_kb();
-            s_fds[n_s] = open_fds();
-            n_s++;
-        }
-        nanosleep(&tick, NULL);
-    }
     for (int i = 0; i < SOAK_THREADS; i++) pthread_join(th[i], NULL);
     CHECKF(!atomic_load(&sh.failed), "%s", sh.why);
-    /* samples start once every worker is past its warm-up (every strategy over a context longer
-     * than any conversation): the peaks of the first and the last tenth of them */
-    int win = n_s / 10;
-    long peak_first = 0, peak_last = 0;
-    int fds_max = -1, fds_min = 1 << 30;
+    /* one sample per generation, all after every worker's warm-up (every strategy over a context
+     * longer than any conversation): the peaks of the first and the last tenth of them */
+    int all = sh.per_thread * SOAK_THREADS, n_s = sh.n_s, win = n_s / 10, fds_max = -1, fds_min = 1 << 30, *s_fds = sh.s_fds;
+    long peak_first = 0, peak_last = 0, *s_rss = sh.s_rss;
+    CHECKF(n_s == all && win > 0, "%d samples for %d generations", n_s, all);
     for (int i = 0; i < n_s; i++) {
         if (i < win && s_rss[i] > peak_first) peak_first = s_rss[i];
         if (i >= n_s - win && s_rss[i] > peak_last) peak_last = s_rss[i];
@@ -282,8 +289,8 @@ TEST(soak_threads_memory_fds_flat_and_checkpoints_cold_equal) {
     printf("    soak: %d generations on %d threads, %d samples; RSS peak %ld kB after warm-up, %ld kB at the end; "
            "descriptors %d..%d\n",
            all, SOAK_THREADS, n_s, peak_first, peak_last, fds_min, fds_max);
-    CHECKF(n_s == 0 || fds_min == fds_max, "open descriptors changed after warm-up: %d..%d", fds_min, fds_max);
-    if (!pf_fault_sanitized() && win > 0)
+    CHECKF(fds_min == fds_max, "open descriptors changed after warm-up: %d..%d", fds_min, fds_max);
+    if (!pf_fault_sanitized())
         CHECKF(peak_last - peak_first <= 2048, "resident memory grew by %ld kB after warm-up",
                peak_last - peak_first);
     pf_free_draft(sh.d2);

@@ -154,7 +154,8 @@ static void check_events(const sv_buf *b, bool complete) {
 static void wait_idle(void) {
     for (int i = 0; i < 60000; i++) {
         int busy, queued;
-        sv_engine_load(g_engine, &busy, &queued);
+        long dropped;
+        sv_engine_load(g_engine, &busy, &queued, &dropped);
         if (!busy && !queued) return;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }

@@ -126,8 +126,10 @@ if (mode === 'sdk') {
 } else if (mode === 'disconnect') {
   const [outPath] = args;
   const client = sdk();
+  // without end of turn: the story must still be running when the client leaves (test_serve.c
+  // gives the server a context of many seconds' generation)
   const long = { model: 'm', messages: [{ role: 'user', content: 'Tell a long story.' }], max_tokens: 100000,
-                 temperature: 0, stream: true };
+                 temperature: 0, stream: true, ignore_eos: true };
   const stream = await client.chat.completions.create(long);
   let chunks = 0;
   for await (const ch of stream) {
