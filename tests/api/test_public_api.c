@@ -128,6 +128,10 @@ TEST(api_token_source_marks_kept_drafts) {
         gp.max_tokens = 40;
         gp.chat = true;
         gp.draft = spec ? d : NULL;
+        /* a fixed block: the default (Dec) decides from measured costs, and on a slow machine (a
+         * sanitizer build under load) may verify no draft at all in 40 tokens */
+        gp.spec = spec ? PF_SPEC_DFLASH : PF_SPEC_DEFAULT;
+        gp.block = spec ? 4 : 0;
         sources c = {0};
         gp.on_token_source = on_source;
         gp.token_source_user = &c;
