@@ -5,6 +5,7 @@
 #include <assert.h>
 
 #include "draft/drafter.h"
+#include "grammar/token_mask.h"
 
 /* The k largest logits, by decreasing value (ties: lower index first), in one pass. Once k are
  * held, only values above the k-th can enter, so the scan jumps to the next such value (kernel
@@ -69,7 +70,6 @@ static void selector_dist(const float *score, const int32_t *cand, int k, float 
 void pf_dflash_set_filter(pf_dflash_state *s, const pf_draft_filter *f) { s->filter = f; }
 int pf_dflash_n_proposed(const pf_dflash_state *s) { return s->n_proposed; }
 
-static int allowed(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
 
 /* A row's logits (NV of them, head-subset indices) restricted to the filter's tokens; 0 when none
  * is allowed. */
@@ -77,7 +77,7 @@ static int filter_logits(const pf_dflash_state *s, float *logits, int NV) {
     const uint32_t *bits = s->filter->mask(s->filter->ctx);
     int n = 0;
     for (int i = 0; i < NV; i++) {
-        if (allowed(bits, s->sub ? s->sub->ids[i] : i)) n++;
+        if (pf_mask_has(bits, s->sub ? s->sub->ids[i] : i)) n++;
         else logits[i] = -INFINITY;
     }
     return n;
@@ -180,7 +180,7 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
         int best = -1;
         for (int j = 0; j < kk; j++) {
             score[j] = s->unary[o + j] + dot_f32(s->ag, s->succ + (o + j) * R, R);
-            if (bits && !allowed(bits, s->cand[o + j])) score[j] = -INFINITY; /* the walk skips it */
+            if (bits && !pf_mask_has(bits, s->cand[o + j])) score[j] = -INFINITY; /* the walk skips it */
             else if (best < 0 || score[j] > score[best]) best = j;
         }
         if (best < 0) { /* no candidate is allowed here: the block ends */
