@@ -77,18 +77,16 @@ static pf_status run(pf_session *s, const gen_input *in, const pf_gen_params *p,
         pf_gen_params_default(&defaults);
         p = &defaults;
     }
-    pf_strategy *strategy;
-    pf_spec *spec;
-    int block;
-    pf_status rc = pf_api_strategy(s, p, &strategy, &spec, &block, err);
+    api_choice c;
+    pf_status rc = pf_api_strategy(s, p, &c, err);
     if (rc != PF_OK) return rc;
     pf_decode_params q = decode_params(p);
     pf_decode_stats ds = {0};
-    rc = pf_api_status(engine_call(s, in, &q, strategy, user, &ds, err));
+    rc = pf_api_status(engine_call(s, in, &q, c.strategy, user, &ds, err));
     pf_gen_stats st;
     memset(&st, 0, sizeof st);
     copy_stats(&ds, &st);
-    pf_api_round_stats(spec, block, &st);
+    pf_api_round_stats(&c, &st);
     if (stats) *stats = st;
     return rc;
 }

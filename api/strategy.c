@@ -62,11 +62,8 @@ static pf_status build(api_spec *a, pf_session *s, char err[PF_ERR_LEN]) {
     return pf_api_status(rc);
 }
 
-pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **strategy, pf_spec **spec, int *block,
-                          char err[PF_ERR_LEN]) {
-    *strategy = p->strategy;
-    *spec = NULL;
-    *block = 0;
+pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]) {
+    *c = (api_choice){.strategy = p->strategy};
     if (p->strategy) return PF_OK;
     if (p->draft && p->draft->target != s->model) {
         snprintf(err, PF_ERR_LEN, "the draft was loaded for another model");
@@ -74,6 +71,7 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
     }
     pf_strategy_plan plan;
     pf_status rc = plan_of(p, &plan, err);
+    if (rc == PF_OK) c->kind = pf_kind_name(plan.kind);
     if (rc != PF_OK || plan.kind == PF_KIND_AR) return rc;
     api_session *as = pf_api_session(s);
     if (!as->spec && !(as->spec = calloc(1, sizeof *as->spec))) {
@@ -92,15 +90,17 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **s
             return rc;
         }
     }
-    *strategy = pf_spec_strategy(a->spec);
-    *spec = a->spec;
-    *block = a->plan.block;
+    c->strategy = pf_spec_strategy(a->spec);
+    c->spec = a->spec;
+    c->block = a->plan.block;
     return PF_OK;
 }
-void pf_api_round_stats(const pf_spec *spec, int block, pf_gen_stats *st) {
-    if (!spec) return;
-    const pf_spec_stats *r = pf_spec_stats_get(spec);
-    st->block = block;
+
+void pf_api_round_stats(const api_choice *c, pf_gen_stats *st) {
+    st->spec = c->kind;
+    if (!c->spec) return;
+    const pf_spec_stats *r = pf_spec_stats_get(c->spec);
+    st->block = c->block;
     st->rounds = r->rounds;
     st->round_tokens = r->tokens;
     st->drafted = r->drafted;

@@ -9,11 +9,17 @@
 
 typedef struct pf_spec pf_spec;
 
-/* *strategy: what the engine runs (NULL: plain decoding); *spec and *block: the round loop whose
- * statistics belong in the caller's stats (NULL / 0 for plain decoding or p->strategy). */
-pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, pf_strategy **strategy, pf_spec **spec, int *block,
-                          char err[PF_ERR_LEN]);
-/* Copy the round statistics of the last generation into st (nothing for spec NULL). */
-void pf_api_round_stats(const pf_spec *spec, int block, pf_gen_stats *st);
+/* What a pf_gen_params resolved to. */
+typedef struct {
+    pf_strategy *strategy; /* what the engine runs (NULL: plain decoding) */
+    pf_spec *spec;         /* the round loop whose statistics belong in the caller's stats (NULL for
+                              plain decoding or p->strategy) */
+    int block;             /* its rows per round (0 with spec NULL) */
+    const char *kind;      /* the strategy by name (pf_kind_name), NULL for p->strategy */
+} api_choice;
+
+pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]);
+/* Copy the choice and the round statistics of the last generation into st. */
+void pf_api_round_stats(const api_choice *c, pf_gen_stats *st);
 
 #endif

@@ -81,8 +81,10 @@ static void put_usage(sv_buf *b, const sv_job *j) {
 static void put_stats(sv_buf *b, const sv_job *j) {
     const pf_gen_stats *s = &j->stats;
     sv_puts(b, "\"strategy\":");
-    const char *name = s->strategy ? s->strategy : "ar";
+    const char *name = s->strategy ? s->strategy : "ar", *spec = s->spec ? s->spec : "ar";
     sv_put_jstr(b, name, strlen(name));
+    sv_puts(b, ",\"spec\":");
+    sv_put_jstr(b, spec, strlen(spec));
     sv_printf(b, ",\"block\":%d,\"rounds\":%lld,\"tau\":", s->block, (long long)s->rounds);
     sv_put_num(b, s->tau);
     sv_puts(b, ",\"acceptance\":");

@@ -154,7 +154,10 @@ typedef struct {
     double decode_s;  /* first generated token to last (speculation work included) */
     pf_stop_reason stop;
     /* Speculation rounds (all zero for plain decoding). */
-    const char *strategy; /* "ar", "dflash", "dflash2", "ngram" (static string) */
+    const char *strategy; /* the drafter: "ar", "dflash", "dflash2", "ngram" (static string) */
+    const char *spec;     /* the strategy that ran, pf_gen_params.spec resolved: "ar", "dflash" (a
+                             fixed block), "ngram", "dec" or "adaptive" (static string; NULL when
+                             pf_gen_params.strategy was set) */
     int block;            /* rows verified per round */
     int64_t rounds, round_tokens; /* rounds, and tokens they committed (bonus included) */
     int64_t drafted, accepted;    /* draft tokens proposed / kept by the target */

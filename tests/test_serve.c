@@ -672,14 +672,16 @@ static pf_json_doc *browser(const server *s, const char *mode_args, const char *
 }
 
 /* The answer the page showed in a pane: done, run's text, one mark per token, as many drafted
- * marks as it counted drafted tokens. */
-static bool pane_ok(const pf_json *p, const char *want, const char *strategy, char *why) {
-    const char *state = str(p, "state"), *text = str(p, "text"), *strat = str(p, "strategy");
+ * marks as it counted drafted tokens, the strategy that ran ("dec", "dflash", "ar", ...) and its
+ * drafter ("dflash2", "ar"). */
+static bool pane_ok(const pf_json *p, const char *want, const char *strategy, const char *drafter, char *why) {
+    const char *state = str(p, "state"), *text = str(p, "text"), *strat = str(p, "strategy"), *dr = str(p, "drafter");
     double tokens = num(p, "tokens"), drafted = num(p, "drafted"), sd = num(p, "spans_drafted"), st = num(p, "spans_target");
     if (!state || strcmp(state, "done")) snprintf(why, PF_ERR_LEN, "state %s: %.150s", state ? state : "-", text ? text : "");
     else if (!text || strcmp(text, want)) snprintf(why, PF_ERR_LEN, "'%.100s' differs from run's '%.100s'", text ? text : "", want);
     else if (tokens < 1 || sd + st != tokens || sd != drafted) snprintf(why, PF_ERR_LEN, "%g tokens, %g + %g marks, %g drafted", tokens, sd, st, drafted);
     else if (!strat || strcmp(strat, strategy)) snprintf(why, PF_ERR_LEN, "strategy %s, not %s", strat ? strat : "-", strategy);
+    else if (!dr || strcmp(dr, drafter)) snprintf(why, PF_ERR_LEN, "drafter %s, not %s", dr ? dr : "-", drafter);
     else return true;
     return false;
 }
@@ -689,9 +691,11 @@ static bool no_page_errors(const pf_json_doc *d) {
     return e && e->type == PF_JSON_ARRAY && e->u.arr.n == 0;
 }
 
-/* Types Q1, checks the streamed answer against `run --chat` with its tokens marked, then the same
- * prompt side by side (speculative with spec, else the default, and plain); a screenshot. */
-static void check_page(const char *serve_args, const char *spec_block, const char *strategy, bool drafts) {
+/* Types Q1, checks the streamed answer against `run --chat` with its tokens marked (the server's
+ * default strategy `dflt`), then the same prompt side by side (speculative with spec_block's
+ * strategy `chosen`, else the default, and plain); a screenshot. */
+static void check_page(const char *serve_args, const char *spec_block, const char *dflt, const char *chosen,
+                       const char *drafter, bool drafts) {
     static char want[8192];
     CHECK(run_cli("run -m " TARGET " -t 1 --chat -n 40 -p '" Q1 "'", want, sizeof want) == 0 && strlen(want) > 2);
     server s;
@@ -704,11 +708,11 @@ static void check_page(const char *serve_args, const char *spec_block, const cha
     SCHECK(s, d, "%s", err);
     const pf_json *r = pf_json_root(d), *single = pf_json_get(r, "single"), *side = pf_json_get(r, "side");
     SCHECK(s, single && single->type == PF_JSON_ARRAY && single->u.arr.n == 1, "one pane for one answer");
-    SCHECK(s, pane_ok(&single->u.arr.items[0], want, strategy, why), "the answer: %s", why);
+    SCHECK(s, pane_ok(&single->u.arr.items[0], want, dflt, drafter, why), "the answer: %s", why);
     SCHECK(s, side && side->type == PF_JSON_ARRAY && side->u.arr.n == 2, "two panes side by side");
     const pf_json *spec = &side->u.arr.items[0], *plain = &side->u.arr.items[1];
-    SCHECK(s, !strcmp(str(spec, "kind"), "spec") && pane_ok(spec, want, strategy, why), "speculative pane: %s", why);
-    SCHECK(s, !strcmp(str(plain, "kind"), "plain") && pane_ok(plain, want, "ar", why), "plain pane: %s", why);
+    SCHECK(s, !strcmp(str(spec, "kind"), "spec") && pane_ok(spec, want, chosen, drafter, why), "speculative pane: %s", why);
+    SCHECK(s, !strcmp(str(plain, "kind"), "plain") && pane_ok(plain, want, "ar", "ar", why), "plain pane: %s", why);
     SCHECK(s, drafts ? num(spec, "drafted") > 0 : num(spec, "drafted") == 0, "%g drafted tokens", num(spec, "drafted"));
     SCHECK(s, num(plain, "drafted") == 0 && num(plain, "tokens") == num(spec, "tokens"), "plain: %g of %g drafted",
            num(plain, "drafted"), num(plain, "tokens"));
@@ -726,12 +730,12 @@ static void check_page(const char *serve_args, const char *spec_block, const cha
 TEST(serve_page_in_browser_with_draft) {
     NEED_BROWSER();
     /* a fixed block side by side: Dec's choices follow the clock, a fixed block drafts the same every run */
-    check_page("-m " TARGET " -d " DRAFT " -t 1", "dflash 4", "dflash2", true);
+    check_page("-m " TARGET " -d " DRAFT " -t 1", "dflash 4", "dec", "dflash", "dflash2", true);
 }
 
 TEST(serve_page_in_browser_without_draft) {
     NEED_BROWSER();
-    check_page("-m " TARGET " -t 1", "", "ar", false);
+    check_page("-m " TARGET " -t 1", "", "ar", "ar", "ar", false);
 }
 
 /* With --api-key the page loads, its request without the key is refused and says so, and with the
@@ -752,7 +756,7 @@ TEST(serve_page_in_browser_api_key) {
            p0 ? str(p0, "text") : "no pane");
     SCHECK(s, str(r, "model_before") && !strcmp(str(r, "model_before"), "API key needed"), "model line '%s'",
            str(r, "model_before"));
-    SCHECK(s, ok && ok->type == PF_JSON_ARRAY && ok->u.arr.n == 1 && pane_ok(&ok->u.arr.items[0], want, "ar", why),
+    SCHECK(s, ok && ok->type == PF_JSON_ARRAY && ok->u.arr.n == 1 && pane_ok(&ok->u.arr.items[0], want, "ar", "ar", why),
            "with the key: %s", why);
     SCHECK(s, str(r, "model_after") && !strcmp(str(r, "model_after"), "pf-target-f16.gguf"), "model line '%s'",
            str(r, "model_after"));

@@ -67,9 +67,10 @@ TEST(api_speculative_text_equals_plain) {
     CHECK(pf_draft_has_dec(d) && pf_draft_block_size(d) == 8);
     pf_session *s = session(m, 2);
     CHECK(s);
-    static const struct { pf_spec_kind kind; const char *name; int block; } k_specs[] = {
-        {PF_SPEC_DEFAULT, "dflash2", 8}, {PF_SPEC_DFLASH, "dflash2", 6}, {PF_SPEC_DEC, "dflash2", 8},
-        {PF_SPEC_NGRAM, "ngram", 8}};
+    /* the drafter, the strategy that ran (the default with a Dec head is dec) and the block */
+    static const struct { pf_spec_kind kind; const char *name, *ran; int block; } k_specs[] = {
+        {PF_SPEC_DEFAULT, "dflash2", "dec", 8}, {PF_SPEC_DFLASH, "dflash2", "dflash", 6},
+        {PF_SPEC_DEC, "dflash2", "dec", 8}, {PF_SPEC_NGRAM, "ngram", "ngram", 8}};
     for (int i = 0; i < 2; i++) {
         pf_gen_params gp;
         pf_gen_params_default(&gp);
@@ -79,7 +80,8 @@ TEST(api_speculative_text_equals_plain) {
         pf_gen_stats st;
         pf_session_reset(s);
         CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, on_text, &plain, &st, err) == PF_OK, "%s", err);
-        CHECK(st.n_gen > 0 && plain.n > 0 && st.rounds == 0 && !strcmp(st.strategy, "ar"));
+        CHECK(st.n_gen > 0 && plain.n > 0 && st.rounds == 0 && !strcmp(st.strategy, "ar") &&
+              st.spec && !strcmp(st.spec, "ar"));
         for (int k = 0; k < 4; k++) {
             gp.draft = k_specs[k].kind == PF_SPEC_NGRAM ? NULL : d;
             gp.spec = k_specs[k].kind;
@@ -89,8 +91,9 @@ TEST(api_speculative_text_equals_plain) {
             CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, on_text, &got, &st, err) == PF_OK, "%s", err);
             CHECKF(got.n == plain.n && !memcmp(got.s, plain.s, plain.n), "prompt %d spec %d:\n%s\nvs plain\n%s", i, k,
                    got.s, plain.s);
-            CHECKF(!strcmp(st.strategy, k_specs[k].name) && st.block == k_specs[k].block, "spec %d: %s block %d", k,
-                   st.strategy, st.block);
+            CHECKF(!strcmp(st.strategy, k_specs[k].name) && st.spec && !strcmp(st.spec, k_specs[k].ran) &&
+                   st.block == k_specs[k].block, "spec %d: %s / %s block %d", k, st.strategy, st.spec ? st.spec : "-",
+                   st.block);
             CHECK(st.rounds > 0 && st.round_tokens + 1 >= st.n_gen && st.tau >= 1.0);
             CHECK(st.tau == (double)st.round_tokens / (double)st.rounds && st.accepted == st.round_tokens - st.rounds);
             CHECK(st.acceptance >= 0 && st.acceptance <= 1 && st.accepted <= st.drafted);
@@ -493,7 +496,7 @@ TEST(api_profile_chooses_strategy) {
     pf_gen_stats st;
     text a = {0}, b = {0}, c = {0};
     CHECKF(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &a, &st, err) == PF_OK, "%s", err);
-    CHECK(!strcmp(st.strategy, "ngram") && st.block == 5);
+    CHECK(!strcmp(st.strategy, "ngram") && !strcmp(st.spec, "ngram") && st.block == 5);
     /* spec and block open, entry dflash: adaptive from the profile's prior, up to the trained block
      * (the block a default run without a profile has) */
     gp.profile = NULL;
@@ -507,7 +510,7 @@ TEST(api_profile_chooses_strategy) {
     gp.spec = PF_SPEC_DFLASH; /* the strategy named, the block open: the profile's block */
     b.n = 0, b.s[0] = 0;
     CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
-    CHECK(!strcmp(st.strategy, "dflash2") && st.block == 3 && !strcmp(a.s, b.s));
+    CHECK(!strcmp(st.strategy, "dflash2") && !strcmp(st.spec, "dflash") && st.block == 3 && !strcmp(a.s, b.s));
     gp.spec = PF_SPEC_DEFAULT;
     gp.block = 7;
     CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &c, &st, err) == PF_OK);

@@ -23,6 +23,7 @@ async function turn(page) {
     kind: p.classList.contains('plain') ? 'plain' : 'spec', state: p.dataset.state,
     text: p.querySelector('.text').textContent, stats: p.querySelector('.stats').textContent,
     tokens: +(p.dataset.tokens || 0), drafted: +(p.dataset.drafted || 0), strategy: p.dataset.strategy || '',
+    drafter: p.dataset.drafter || '',
     spans_drafted: p.querySelectorAll('.tok.d').length, spans_target: p.querySelectorAll('.tok.t').length })));
 }
 

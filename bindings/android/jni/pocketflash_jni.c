@@ -198,6 +198,11 @@ JNIEXPORT void JNICALL JNI_FN(nativeGenerate)(JNIEnv *env, jclass cls, jlong ses
                      st.stop, st.block, (jdouble)st.rounds, (jdouble)st.round_tokens, (jdouble)st.drafted,
                      (jdouble)st.accepted, st.tau, st.acceptance};
     (*env)->SetDoubleArrayRegion(env, stats_out, 0, 15, v);
-    jstring name = (*env)->NewStringUTF(env, st.strategy ? st.strategy : "ar");
-    if (name) (*env)->SetObjectArrayElement(env, strategy_out, 0, name);
+    /* the drafter and the strategy that ran */
+    const char *names[2] = {st.strategy ? st.strategy : "ar", st.spec ? st.spec : "ar"};
+    for (int i = 0; i < 2; i++) {
+        jstring name = (*env)->NewStringUTF(env, names[i]);
+        if (!name) return;
+        (*env)->SetObjectArrayElement(env, strategy_out, i, name);
+    }
 }

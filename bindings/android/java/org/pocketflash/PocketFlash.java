@@ -72,24 +72,27 @@ public final class PocketFlash {
         public final int nPrompt, nGen, nReused, nCached, block;
         public final double prefillS, ttftS, decodeS, tau, acceptance;
         public final long rounds, roundTokens, drafted, accepted;
-        public final String strategy, stop;
+        /** strategy: the drafter ("dflash2", "ngram", "ar"); spec: the strategy that ran ("dec",
+         *  "adaptive", "dflash", "ngram", "ar") */
+        public final String strategy, spec, stop;
         /** decode tokens per second as pocketflash run prints it: (nGen - 1) / decodeS */
         public final double decodeTokPerS;
 
-        Stats(double[] v, String strategy) {
+        Stats(double[] v, String[] names) {
             nPrompt = (int) v[0]; nGen = (int) v[1]; nReused = (int) v[2]; nCached = (int) v[3];
             prefillS = v[4]; ttftS = v[5]; decodeS = v[6];
             stop = new String[] {"eot", "length", "context", "callback"}[(int) v[7]];
             block = (int) v[8]; rounds = (long) v[9]; roundTokens = (long) v[10];
             drafted = (long) v[11]; accepted = (long) v[12]; tau = v[13]; acceptance = v[14];
-            this.strategy = strategy;
+            strategy = names[0];
+            spec = names[1];
             decodeTokPerS = decodeS > 0 && nGen > 1 ? (nGen - 1) / decodeS : 0;
         }
 
         @Override
         public String toString() {
-            return String.format("Stats(nGen=%d, strategy=%s, block=%d, tau=%.2f, acceptance=%.2f, %.1f tok/s)",
-                                 nGen, strategy, block, tau, acceptance, decodeTokPerS);
+            return String.format("Stats(nGen=%d, spec=%s, strategy=%s, block=%d, tau=%.2f, acceptance=%.2f, %.1f tok/s)",
+                                 nGen, spec, strategy, block, tau, acceptance, decodeTokPerS);
         }
     }
 
@@ -174,12 +177,12 @@ public final class PocketFlash {
             if (o == null) o = new Options();
             Sink sink = new Sink(cb);
             double[] st = new double[15];
-            String[] strategy = new String[1];
+            String[] names = new String[2];
             int[] ip = {o.maxTokens, o.strategy.ordinal(), o.block, o.topK, chat ? 1 : 0, o.stopAtEot ? 1 : 0};
             float[] fp = {o.temp, o.topP};
             nativeGenerate(handle(), prompt, roles, contents, ip, fp, o.draft == null ? 0 : o.draft.handle(), o.seed, sink,
-                     st, strategy);
-            stats = new Stats(st, strategy[0]);
+                     st, names);
+            stats = new Stats(st, names);
             return sink.text.toString();
         }
 
@@ -213,5 +216,5 @@ public final class PocketFlash {
     private static native void nativeSessionFree(long session);
     private static native void nativeSessionReset(long session);
     private static native void nativeGenerate(long session, byte[] prompt, byte[][] roles, byte[][] contents, int[] ip,
-                                        float[] fp, long draft, long seed, Sink sink, double[] stats, String[] strategy);
+                                        float[] fp, long draft, long seed, Sink sink, double[] stats, String[] names);
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The lever table of draft/train/DRAFTS.md: each change to the DFlash2 recipe trained on the same
+# small budget and measured the same way (held-out teacher-forced first-position accuracy and tau at
+# B=4 and B=8, per task type, EMA 0.99 weights at the end of the run), one niced run after another.
+#   draft/train/levers.sh [NAME ...]     default: every lever below, skipping those already done
+# Warm-started levers start from the committed draft (models/pf-draft-dflash2.gguf) for STEPS steps;
+# the from-scratch pair (target-layer init vs random) trains SCRATCH_STEPS steps from nothing.
+# Needs the stand-in's features (make drafts, steps 1-3). Results: $OUT/<name>/curve.jsonl and
+# `draft/train/levers.sh --table`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-/usr/bin/python3}
+export OMP_WAIT_POLICY=passive PF_TORCH_THREADS=2 OPENBLAS_CORETYPE=SkylakeX
+W=draft/train/work/drafts
+OUT=${PF_LEVERS_OUT:-draft/train/work/levers}
+STEPS=${PF_LEVER_STEPS:-300}
+SCRATCH_STEPS=${PF_LEVER_SCRATCH_STEPS:-600}
+ROWS_PER_STEP=$((16 * 16 * 7))
+INIT=models/pf-draft-dflash2.gguf
+export PF_TARGET=models/pf-target-f16.gguf PF_DRAFT_WORK=$PWD/$W
+
+# name | steps | extra train_draft.py arguments
+LEVERS=(
+    "base|$STEPS|--init-gguf $INIT --taps 1,2,3"
+    "taps234|$STEPS|--init-gguf $INIT --taps 2,3,4"
+    "layers4|$STEPS|--init-gguf $INIT --taps 1,2,3 --layers 4"
+    "scratch|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024"
+    "inittarget|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024 --init-target"
+    "nodistill|$STEPS|--init-gguf $INIT --taps 1,2,3 --distill 0"
+    "taps124|$STEPS|--init-gguf $INIT --taps 1,2,4"
+)
+
+if [ "${1:-}" = --table ]; then
+    $PY - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+types = ["chat", "code", "extraction", "math", "qa", "rewrite", "summary"]
+print("| lever | steps | rows | acc1 B=4 | tau B=4 | tau B=8 | " + " | ".join(f"{t} B=4" for t in types) + " | rows/s |")
+print("|---|" + "---|" * (6 + len(types)))
+for name in sorted(os.listdir(out)):
+    p = os.path.join(out, name, "curve.jsonl")
+    f = os.path.join(out, name, "final.json")
+    if not (os.path.exists(p) and os.path.exists(f)):
+        continue
+    r = [json.loads(l) for l in open(p)][-1]
+    fin = json.load(open(f))
+    print(f"| {name} | {r['step']} | {r['rows']} | {r['acc1_4']:.3f} | {r['tau_4']:.3f} | {r['tau_8']:.3f} | " +
+          " | ".join(f"{r.get('tau_4_' + t, 0):.2f}" for t in types) + f" | {fin['rows'] / max(1, fin['wall_s']):.0f} |")
+PY
+    exit 0
+fi
+
+mkdir -p "$OUT"
+for spec in "${LEVERS[@]}"; do
+    IFS='|' read -r name steps args <<<"$spec"
+    [ $# -eq 0 ] || [[ " $* " == *" $name "* ]] || continue
+    [ -f "$OUT/$name/final.json" ] && continue
+    # shellcheck disable=SC2086
+    nice -n 19 $PY draft/train/train_draft.py train --version 2 --run "$OUT/$name" --data train --eval-data eval \
+        --rows $((steps * ROWS_PER_STEP)) --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.03 \
+        --decay-frac 0.3 --ema 0.99 --curve-rows 1e6 --ckpt-minutes 10 --resume $args \
+        >>"$OUT/$name.out" 2>&1
+    echo "lever $name: $(tail -1 "$OUT/$name/train.log")"
+done
