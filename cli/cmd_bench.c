@@ -153,6 +153,28 @@ static void print_tables(const pf_bench_result *r) {
     }
 }
 
+/* A strategy's (or a profile's) report: the header, the tables (and the structured one), the files. */
+static int report_spec(const char *model, const char *profile_path, const pf_bench_opts *o, const pf_bench_result *r,
+                       int structured, const char *json, const char *svg) {
+    printf("## bench: %s%s%s, %s%s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n",
+           model, o->draft_path ? " + " : "", o->draft_path ? o->draft_path : "", o->profile ? "profile " : "spec ",
+           o->profile ? profile_path : o->spec, o->threads, o->kv_q8 ? " 8-bit KV cache," : "", o->temp > 0 ? "sampled" : "greedy",
+           o->max_tokens, o->reps);
+    /* plain decoding is memory-bound and verification compute-bound: the ratios depend on both */
+    printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end (it drifts on a shared "
+           "machine; plain tok/s shows the memory side); load average %.2f at the start, %.2f at the end\n\n",
+           r->compute_start, r->compute_end, r->load_start, r->load_end);
+    print_tables(r);
+    if (structured) {
+        printf("\n");
+        pf_bench_print_structured(r);
+    }
+    int rc = 0;
+    if (json && write_out(json, pf_bench_write_json, r, o)) rc = 1;
+    if (svg && write_out(svg, pf_bench_write_svg, r, o)) rc = 1;
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL, *compare = NULL;
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
@@ -215,22 +237,7 @@ int cmd_bench(int argc, char **argv) {
         for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
         return rc;
     }
-    printf("## bench: %s%s%s, %s%s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n",
-           model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.profile ? "profile " : "spec ",
-           o.profile ? profile_path : o.spec, o.threads, o.kv_q8 ? " 8-bit KV cache," : "", o.temp > 0 ? "sampled" : "greedy",
-           o.max_tokens, o.reps);
-    /* plain decoding is memory-bound and verification compute-bound: the ratios depend on both */
-    printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end (it drifts on a shared "
-           "machine; plain tok/s shows the memory side); load average %.2f at the start, %.2f at the end\n\n",
-           r.compute_start, r.compute_end, r.load_start, r.load_end);
-    print_tables(&r);
-    if (structured) {
-        printf("\n");
-        pf_bench_print_structured(&r);
-    }
-    int rc = 0;
-    if (json && write_out(json, pf_bench_write_json, &r, &o)) rc = 1;
-    if (svg && write_out(svg, pf_bench_write_svg, &r, &o)) rc = 1;
+    int rc = report_spec(model, profile_path, &o, &r, structured, json, svg);
     pf_bench_result_free(&r);
     pf_tasks_free(&suite);
     if (o.profile) pf_profile_free(&prof);
