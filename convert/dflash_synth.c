@@ -12,6 +12,7 @@
 #include "engine/tokenizer.h"
 #include "formats/ggml_types.h"
 #include "convert/requantize.h"
+#include "convert/shape_keys.h"
 
 static float gauss(pf_rng *r) {
     double u1 = pf_rng_uniform(r), u2 = pf_rng_uniform(r);
@@ -128,13 +129,8 @@ static void write_meta(gguf_writer *w, const draft_dims *d, const pf_hparams *th
     snprintf(nm, sizeof nm, "synthetic-dflash%s-%dL", d->version == 2 ? "2" : "", d->n_layers);
     gguf_w_str(w, "general.name", nm);
     gguf_w_u32(w, "dflash.block_count", (uint32_t)d->n_layers);
-    gguf_w_u32(w, "dflash.context_length", (uint32_t)th->n_ctx_train);
-    gguf_w_u32(w, "dflash.embedding_length", (uint32_t)d->H);
-    gguf_w_u32(w, "dflash.feed_forward_length", (uint32_t)d->F);
-    gguf_w_u32(w, "dflash.attention.head_count", (uint32_t)th->n_head);
-    gguf_w_u32(w, "dflash.attention.head_count_kv", (uint32_t)th->n_head_kv);
-    gguf_w_u32(w, "dflash.attention.key_length", (uint32_t)d->hd);
-    gguf_w_u32(w, "dflash.attention.value_length", (uint32_t)d->hd);
+    pf_write_shape_keys(w, "dflash", &(pf_shape_keys){(uint32_t)th->n_ctx_train, (uint32_t)d->H, (uint32_t)d->F,
+                                                      (uint32_t)th->n_head, (uint32_t)th->n_head_kv, (uint32_t)d->hd});
     gguf_w_f32(w, "dflash.rope.freq_base", th->rope_theta);
     gguf_w_f32(w, "dflash.attention.layer_norm_rms_epsilon", th->rms_eps);
     gguf_w_u32(w, "dflash.block_size", (uint32_t)d->block_size);

@@ -1,5 +1,6 @@
 /* Expanding a DFlash / DFlash2 draft with its target's maps (convert/expand.h). */
 #include "convert/expand_impl.h"
+#include "convert/shape_keys.h"
 
 /* ---------------------------------------------------------------- drafts */
 
@@ -104,13 +105,8 @@ static int write_draft_meta(draft_job *j, char *err) {
     gguf_w_copy_kv(w, j->f, expand_skip_draft_key);
     expand_write_name(w, j->f, d, "draft");
     gguf_w_u32(w, "general.file_type", pf_file_type_of(j->o->type));
-    gguf_w_u32(w, "dflash.context_length", (uint32_t)d->n_ctx);
-    gguf_w_u32(w, "dflash.embedding_length", (uint32_t)j->Hd);
-    gguf_w_u32(w, "dflash.feed_forward_length", (uint32_t)j->mp.F_d);
-    gguf_w_u32(w, "dflash.attention.head_count", (uint32_t)j->mp.nh_d);
-    gguf_w_u32(w, "dflash.attention.head_count_kv", (uint32_t)j->mp.nkv_d);
-    gguf_w_u32(w, "dflash.attention.key_length", (uint32_t)j->mp.hd);
-    gguf_w_u32(w, "dflash.attention.value_length", (uint32_t)j->mp.hd);
+    pf_write_shape_keys(w, "dflash", &(pf_shape_keys){(uint32_t)d->n_ctx, (uint32_t)j->Hd, (uint32_t)j->mp.F_d,
+                                                      (uint32_t)j->mp.nh_d, (uint32_t)j->mp.nkv_d, (uint32_t)j->mp.hd});
     gguf_w_f32(w, "dflash.attention.layer_norm_rms_epsilon", eps_d);
     if (expand_pad_tokenizer(w, j->f, j->Vd, err) < 0) return -1;
     gguf_w_u64(w, "pocketflash.expand.seed", j->o->seed);

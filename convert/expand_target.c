@@ -1,5 +1,6 @@
 /* Expanding a Qwen3 target (convert/expand.h). */
 #include "convert/expand_impl.h"
+#include "convert/shape_keys.h"
 
 /* ---------------------------------------------------------------- the target */
 
@@ -138,13 +139,8 @@ static int write_target_meta(gguf_writer *w, const pf_model *m, const pf_expand_
     expand_write_name(w, m->file, d, "target");
     gguf_w_u32(w, "general.file_type", pf_file_type_of(o->type));
     gguf_w_u32(w, "qwen3.block_count", (uint32_t)d->n_layer);
-    gguf_w_u32(w, "qwen3.context_length", (uint32_t)d->n_ctx);
-    gguf_w_u32(w, "qwen3.embedding_length", (uint32_t)d->n_embd);
-    gguf_w_u32(w, "qwen3.feed_forward_length", (uint32_t)d->n_ff);
-    gguf_w_u32(w, "qwen3.attention.head_count", (uint32_t)d->n_head);
-    gguf_w_u32(w, "qwen3.attention.head_count_kv", (uint32_t)d->n_head_kv);
-    gguf_w_u32(w, "qwen3.attention.key_length", (uint32_t)d->head_dim);
-    gguf_w_u32(w, "qwen3.attention.value_length", (uint32_t)d->head_dim);
+    pf_write_shape_keys(w, "qwen3", &(pf_shape_keys){(uint32_t)d->n_ctx, (uint32_t)d->n_embd, (uint32_t)d->n_ff,
+                                                     (uint32_t)d->n_head, (uint32_t)d->n_head_kv, (uint32_t)d->head_dim});
     gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", info->eps);
     if (expand_pad_tokenizer(w, m->file, d->n_vocab, err) < 0) return -1;
     char desc[160];
