@@ -295,21 +295,28 @@ static bool literal(parser *ps, const char *word) {
 }
 
 /* The parsed items and members wait on two stacks until their container closes (then they move to
- * the arena); false after fail_oom when a stack cannot grow. */
+ * the arena). push: item (size bytes) appended to the stack of *n entries; the stack, perhaps
+ * moved, or NULL after fail_oom when it cannot grow. */
+static void *push(parser *ps, void *stack, size_t *n, size_t *cap, const void *item, size_t size) {
+    char *p = pf_grow(stack, cap, *n + 1, size, 256);
+    if (!p) {
+        fail_oom(ps);
+        return NULL;
+    }
+    memcpy(p + (*n)++ * size, item, size);
+    return p;
+}
+
 static bool push_val(parser *ps, const pf_json *v) {
-    pf_json *p = pf_grow(ps->vals, &ps->cap_vals, ps->n_vals + 1, sizeof *p, 256);
-    if (!p) return fail_oom(ps);
-    ps->vals = p;
-    ps->vals[ps->n_vals++] = *v;
-    return true;
+    pf_json *p = push(ps, ps->vals, &ps->n_vals, &ps->cap_vals, v, sizeof *v);
+    if (p) ps->vals = p;
+    return p != NULL;
 }
 
 static bool push_mem(parser *ps, const pf_json_member *m) {
-    pf_json_member *p = pf_grow(ps->mems, &ps->cap_mems, ps->n_mems + 1, sizeof *p, 256);
-    if (!p) return fail_oom(ps);
-    ps->mems = p;
-    ps->mems[ps->n_mems++] = *m;
-    return true;
+    pf_json_member *p = push(ps, ps->mems, &ps->n_mems, &ps->cap_mems, m, sizeof *m);
+    if (p) ps->mems = p;
+    return p != NULL;
 }
 
 /* At an opening bracket: consumes it, and `close` too when it follows at once (an empty
