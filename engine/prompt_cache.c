@@ -265,7 +265,7 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
     uint8_t *file = read_all(path, &size, &absent, err), *raw = NULL;
     if (!file) return absent ? 0 : -1;
     int rc = -1;
-    pc_header hd;
+    pc_header hd = {0};
     int idx[PC_MAX_TAPS];
     if (read_header(file, size, key, kv, n_embd, &hd, err) < 0 ||
         inflate_payload(file + PC_HEADER, size - PC_HEADER, rd64(file + 48), hd.raw_size, &raw, err) < 0)

@@ -195,7 +195,7 @@ static int append_tensors(pf_safetensors *st, int s, const pf_json *root, const 
 static int parse_shard(pf_safetensors *st, int s, char *err) {
     const shard *sh = &st->shards[s];
     const char *path = sh->path;
-    uint64_t hlen;
+    uint64_t hlen = 0;
     if (header_length(sh, &hlen, err) < 0) return -1;
     char jerr[PF_ERR_LEN];
     pf_json_doc *doc = pf_json_parse((const char *)sh->base + 8, (size_t)hlen, jerr);
