@@ -66,6 +66,115 @@ static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result 
 }
 
 
+/* --compare's list: each strategy parsed into arms (a profile one loading its profile into the next
+ * of arm_prof, the arm then pointing at it); -1 with err set, the profiles loaded so far freed. */
+static int parse_compare(const char *compare, bool have_draft, pf_bench_arm *arms, pf_profile *arm_prof, int *n_arms,
+                         int *n_prof, char *err) {
+    for (const char *c = compare; *c;) {
+        const char *e = strchr(c, ',');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        char item[1024];
+        int r = 0;
+        if (*n_arms == PF_BENCH_MAX_ARMS || len >= sizeof item) {
+            snprintf(err, PF_ERR_LEN, "--compare: at most %d strategies, each under 1024 bytes", PF_BENCH_MAX_ARMS);
+            r = -1;
+        } else {
+            memcpy(item, c, len);
+            item[len] = 0;
+            memset(&arm_prof[*n_prof], 0, sizeof arm_prof[*n_prof]);
+            r = pf_bench_arm_parse(item, &arms[*n_arms], &arm_prof[*n_prof], err);
+            if (r == 0 && arms[*n_arms].kind != PF_KIND_NGRAM && !have_draft) {
+                snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs -d DRAFT.gguf", item);
+                r = -1;
+            }
+        }
+        if (r < 0) {
+            for (int k = 0; k < *n_prof; k++) pf_profile_free(&arm_prof[k]);
+            return -1;
+        }
+        if (arms[*n_arms].profile) (*n_prof)++;
+        (*n_arms)++;
+        c = e ? e + 1 : c + len;
+    }
+    if (!*n_arms) {
+        snprintf(err, PF_ERR_LEN, "--compare needs a list of strategies");
+        return -1;
+    }
+    /* profiles were loaded into arm_prof in order; point each profile arm at its own */
+    for (int k = 0, p = 0; k < *n_arms; k++)
+        if (arms[k].profile) arms[k].profile = &arm_prof[p++];
+    return 0;
+}
+
+/* --compare's report: the header, the table (and the structured one), the files. */
+static int report_compare(const char *model, const pf_bench_opts *o, const pf_bench_result *r, int structured,
+                          const char *json, const char *svg) {
+    printf("## bench --compare: %s + %s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n", model,
+           o->draft_path ? o->draft_path : "(no draft)", o->threads, o->kv_q8 ? " 8-bit KV cache," : "",
+           o->temp > 0 ? "sampled" : "greedy", o->max_tokens, o->reps);
+    printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end; load average %.2f at the "
+           "start, %.2f at the end\n\n", r->compute_start, r->compute_end, r->load_start, r->load_end);
+    pf_bench_print_compare(r);
+    if (structured) pf_bench_print_structured(r);
+    int rc = 0;
+    if (json && write_out(json, pf_bench_write_compare_json, r, o)) rc = 1;
+    if (svg && write_out(svg, pf_bench_write_svg, r, o)) rc = 1;
+    return rc;
+}
+
+/* The speedup table per task and overall, then per task the acceptance and the time split. */
+static void print_tables(const pf_bench_result *r) {
+    printf("| task | strategy/block | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < r->n; i++) {
+        const pf_bench_task *t = &r->tasks[i];
+        printf("| %s | %s/%d | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->spec, t->block, t->n_prompts,
+               t->ar_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
+               pf_spec_tau(&t->st), t->st.drafted ? 100.0 * (double)(t->st.tokens - t->st.rounds) / (double)t->st.drafted : 0.0,
+               t->identical < 0 ? "n/a (sampled)" : t->identical ? "yes" : "NO");
+    }
+    printf("| **overall** (geomean) | | | | | **%.2fx** | %.2f | | %s |\n\n", r->speedup_geomean, r->tau,
+           r->identical < 0 ? "n/a (sampled)" : r->identical ? "yes" : "NO");
+    printf("| task | accepted drafts per round (0..%d) | acceptance by position | time split draft/ctx/verify/accept/other | prefill tok/s | TTFT plain / spec |\n",
+           r->block - 1);
+    printf("|---|---|---|---|---|---|\n");
+    for (int i = 0; i < r->n; i++) {
+        const pf_bench_task *t = &r->tasks[i];
+        printf("| %s |", t->type);
+        for (int a = 0; a < r->block; a++) printf(" %lld", (long long)t->st.hist[a]);
+        printf(" |");
+        for (int k = 0; k < r->block - 1; k++)
+            printf(" %.0f", t->st.pos_tried[k] ? 100.0 * (double)t->st.pos_accepted[k] / (double)t->st.pos_tried[k] : 0.0);
+        double T = t->st.t_total > 0 ? t->st.t_total : 1;
+        double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
+        printf(" | %.0f/%.0f/%.0f/%.0f/%.0f%% | %.0f | %.1f / %.1f ms |\n", 100 * t->st.t_draft / T, 100 * t->st.t_ctx / T,
+               100 * t->st.t_verify / T, 100 * t->st.t_accept / T, 100 * (other > 0 ? other : 0) / T, t->prefill_tok_s,
+               t->ttft_ar_ms, t->ttft_spec_ms);
+    }
+}
+
+/* A strategy's (or a profile's) report: the header, the tables (and the structured one), the files. */
+static int report_spec(const char *model, const char *profile_path, const pf_bench_opts *o, const pf_bench_result *r,
+                       int structured, const char *json, const char *svg) {
+    printf("## bench: %s%s%s, %s%s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n",
+           model, o->draft_path ? " + " : "", o->draft_path ? o->draft_path : "", o->profile ? "profile " : "spec ",
+           o->profile ? profile_path : o->spec, o->threads, o->kv_q8 ? " 8-bit KV cache," : "", o->temp > 0 ? "sampled" : "greedy",
+           o->max_tokens, o->reps);
+    /* plain decoding is memory-bound and verification compute-bound: the ratios depend on both */
+    printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end (it drifts on a shared "
+           "machine; plain tok/s shows the memory side); load average %.2f at the start, %.2f at the end\n\n",
+           r->compute_start, r->compute_end, r->load_start, r->load_end);
+    print_tables(r);
+    if (structured) {
+        printf("\n");
+        pf_bench_print_structured(r);
+    }
+    int rc = 0;
+    if (json && write_out(json, pf_bench_write_json, r, o)) rc = 1;
+    if (svg && write_out(svg, pf_bench_write_svg, r, o)) rc = 1;
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL, *compare = NULL;
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
@@ -101,34 +210,8 @@ int cmd_bench(int argc, char **argv) {
     pf_bench_arm arms[PF_BENCH_MAX_ARMS];
     pf_profile arm_prof[PF_BENCH_MAX_ARMS];
     int n_arms = 0, n_prof = 0;
-    for (const char *c = compare; c && *c;) {
-        const char *e = strchr(c, ',');
-        size_t len = e ? (size_t)(e - c) : strlen(c);
-        char item[1024];
-        if (n_arms == PF_BENCH_MAX_ARMS || len >= sizeof item) {
-            for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
-            return cli_fail("bench: --compare: at most %d strategies, each under 1024 bytes", PF_BENCH_MAX_ARMS);
-        }
-        memcpy(item, c, len);
-        item[len] = 0;
-        memset(&arm_prof[n_prof], 0, sizeof arm_prof[n_prof]);
-        int r = pf_bench_arm_parse(item, &arms[n_arms], &arm_prof[n_prof], err);
-        if (r == 0 && arms[n_arms].kind != PF_KIND_NGRAM && !o.draft_path) {
-            snprintf(err, PF_ERR_LEN, "--compare: '%.40s' needs -d DRAFT.gguf", item);
-            r = -1;
-        }
-        if (r < 0) {
-            for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
-            return cli_fail("bench: %s", err);
-        }
-        if (arms[n_arms].profile) n_prof++;
-        n_arms++;
-        c = e ? e + 1 : c + len;
-    }
-    if (compare && !n_arms) return cli_fail("bench: --compare needs a list of strategies");
-    /* profiles were loaded into arm_prof in order; point each profile arm at its own */
-    for (int k = 0, p = 0; k < n_arms; k++)
-        if (arms[k].profile) arms[k].profile = &arm_prof[p++];
+    if (compare && parse_compare(compare, o.draft_path != NULL, arms, arm_prof, &n_arms, &n_prof, err) < 0)
+        return cli_fail("bench: %s", err);
     o.arms = n_arms ? arms : NULL;
     o.n_arms = n_arms;
     pf_task_suite suite;
@@ -148,63 +231,13 @@ int cmd_bench(int argc, char **argv) {
         return failed == 2 ? cli_fail("bench: %s", err) : cli_fail("%s", err);
     }
     if (n_arms) {
-        printf("## bench --compare: %s + %s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n", model,
-               o.draft_path ? o.draft_path : "(no draft)", o.threads, o.kv_q8 ? " 8-bit KV cache," : "",
-               o.temp > 0 ? "sampled" : "greedy", o.max_tokens, o.reps);
-        printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end; load average %.2f at the "
-               "start, %.2f at the end\n\n", r.compute_start, r.compute_end, r.load_start, r.load_end);
-        pf_bench_print_compare(&r);
-        if (structured) pf_bench_print_structured(&r);
-        int rc = 0;
-        if (json && write_out(json, pf_bench_write_compare_json, &r, &o)) rc = 1;
-        if (svg && write_out(svg, pf_bench_write_svg, &r, &o)) rc = 1;
+        int rc = report_compare(model, &o, &r, structured, json, svg);
         pf_bench_result_free(&r);
         pf_tasks_free(&suite);
         for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
         return rc;
     }
-    printf("## bench: %s%s%s, %s%s, %d threads,%s %s, %d tokens per prompt, %d interleaved repetitions\n\n",
-           model, o.draft_path ? " + " : "", o.draft_path ? o.draft_path : "", o.profile ? "profile " : "spec ",
-           o.profile ? profile_path : o.spec, o.threads, o.kv_q8 ? " 8-bit KV cache," : "", o.temp > 0 ? "sampled" : "greedy",
-           o.max_tokens, o.reps);
-    /* plain decoding is memory-bound and verification compute-bound: the ratios depend on both */
-    printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end (it drifts on a shared "
-           "machine; plain tok/s shows the memory side); load average %.2f at the start, %.2f at the end\n\n",
-           r.compute_start, r.compute_end, r.load_start, r.load_end);
-    printf("| task | strategy/block | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
-    for (int i = 0; i < r.n; i++) {
-        const pf_bench_task *t = &r.tasks[i];
-        printf("| %s | %s/%d | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->spec, t->block, t->n_prompts,
-               t->ar_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
-               pf_spec_tau(&t->st), t->st.drafted ? 100.0 * (double)(t->st.tokens - t->st.rounds) / (double)t->st.drafted : 0.0,
-               t->identical < 0 ? "n/a (sampled)" : t->identical ? "yes" : "NO");
-    }
-    printf("| **overall** (geomean) | | | | | **%.2fx** | %.2f | | %s |\n\n", r.speedup_geomean, r.tau,
-           r.identical < 0 ? "n/a (sampled)" : r.identical ? "yes" : "NO");
-    printf("| task | accepted drafts per round (0..%d) | acceptance by position | time split draft/ctx/verify/accept/other | prefill tok/s | TTFT plain / spec |\n",
-           r.block - 1);
-    printf("|---|---|---|---|---|---|\n");
-    for (int i = 0; i < r.n; i++) {
-        const pf_bench_task *t = &r.tasks[i];
-        printf("| %s |", t->type);
-        for (int a = 0; a < r.block; a++) printf(" %lld", (long long)t->st.hist[a]);
-        printf(" |");
-        for (int k = 0; k < r.block - 1; k++)
-            printf(" %.0f", t->st.pos_tried[k] ? 100.0 * (double)t->st.pos_accepted[k] / (double)t->st.pos_tried[k] : 0.0);
-        double T = t->st.t_total > 0 ? t->st.t_total : 1;
-        double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
-        printf(" | %.0f/%.0f/%.0f/%.0f/%.0f%% | %.0f | %.1f / %.1f ms |\n", 100 * t->st.t_draft / T, 100 * t->st.t_ctx / T,
-               100 * t->st.t_verify / T, 100 * t->st.t_accept / T, 100 * (other > 0 ? other : 0) / T, t->prefill_tok_s,
-               t->ttft_ar_ms, t->ttft_spec_ms);
-    }
-    if (structured) {
-        printf("\n");
-        pf_bench_print_structured(&r);
-    }
-    int rc = 0;
-    if (json && write_out(json, pf_bench_write_json, &r, &o)) rc = 1;
-    if (svg && write_out(svg, pf_bench_write_svg, &r, &o)) rc = 1;
+    int rc = report_spec(model, profile_path, &o, &r, structured, json, svg);
     pf_bench_result_free(&r);
     pf_tasks_free(&suite);
     if (o.profile) pf_profile_free(&prof);

@@ -36,6 +36,77 @@ static void stat_cell(char *buf, size_t n, const pf_stat *s, int prec, const cha
     snprintf(buf, n, "%s (%s-%s)", a, b, c);
 }
 
+/* The table of measures. */
+static void print_measures(const char *path, const char *level, const pf_bench_model_opts *o,
+                           const pf_bench_model_result *r) {
+    char cell[160];
+    printf("## bench-model: %s, %d threads, kernels %s, %s KV cache, %d interleaved repetitions (median, min-max)\n\n",
+           path, o->threads, level, o->kv_q8 ? "8-bit" : "f16", o->reps);
+    printf("| measure | value |\n|---|---|\n");
+    stat_cell(cell, sizeof cell, &r->prefill_tok_s, 1, "");
+    printf("| prefill tok/s (%d-token prompt) | %s |\n", o->prefill_tokens, cell);
+    for (int i = 0; i < o->n_depths; i++) {
+        stat_cell(cell, sizeof cell, &r->decode_tok_s[i], 1, "");
+        printf("| decode tok/s, depth %d | %s |\n", o->depths[i], cell);
+    }
+    for (int i = 0; i < o->n_blocks; i++) {
+        stat_cell(cell, sizeof cell, &r->c[i], 2, "");
+        char ms[160];
+        stat_cell(ms, sizeof ms, &r->block_ms[i], 2, "");
+        printf("| c(%d) at depth %d | %s (%s ms) |\n", o->blocks[i], o->cb_depth, cell, ms);
+    }
+    stat_cell(cell, sizeof cell, &r->bandwidth, 1, "");
+    printf("| memory read bandwidth (each repetition) | %s GB/s |\n", cell);
+    printf("| weight bytes per token | %.1f MB |\n", r->bytes_per_token / 1e6);
+    printf("| bandwidth ceiling (median bandwidth) | %.1f tok/s |\n", r->ceiling_tok_s);
+    pf_stat pct = {100 * r->decode_fraction.median, 100 * r->decode_fraction.lo, 100 * r->decode_fraction.hi};
+    stat_cell(cell, sizeof cell, &pct, 0, "%");
+    printf("| decode (depth %d) / ceiling of the same repetition | %s |\n", o->depths[0], cell);
+    stat_cell(cell, sizeof cell, &r->compute, 1, "");
+    printf("| fp32 compute of the threads (attention kernel, hot caches, each repetition) | %s GFMA/s |\n", cell);
+    printf("| peak resident memory | %.0f MB |\n", r->peak_rss_mb);
+}
+
+/* --ops: the time of each operation per block size. */
+static void print_ops(const pf_bench_model_opts *o, const pf_bench_model_result *r) {
+    printf("\n### time per operation at depth %d (ms, the fastest forward of each B)\n\n| operation |", o->cb_depth);
+    for (int i = 0; i < o->n_blocks; i++) printf(" B=%d |", o->blocks[i]);
+    printf("\n|---|");
+    for (int i = 0; i < o->n_blocks; i++) printf("---|");
+    printf("\n");
+    double tot[PF_BENCH_MAX] = {0};
+    for (int p = 0; p < PF_OP_COUNT; p++) {
+        printf("| %s |", pf_op_names[p]);
+        for (int i = 0; i < o->n_blocks; i++) {
+            printf(" %.2f |", r->op_ms[i][p]);
+            tot[i] += r->op_ms[i][p];
+        }
+        printf("\n");
+    }
+    printf("| total |");
+    for (int i = 0; i < o->n_blocks; i++) printf(" %.2f |", tot[i]);
+    printf("\n");
+}
+
+/* --json: the summary as one JSON object. */
+static int write_json(const char *json, const char *path, const char *level, const pf_bench_model_opts *o,
+                      const pf_bench_model_result *r) {
+    atomic_file af;
+    FILE *f = cli_create(json, &af);
+    if (!f) return 1;
+    fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"kernels\": \"%s\", \"c\": {", path, o->threads, level);
+    for (int i = 0; i < o->n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o->blocks[i], r->c[i].median);
+    fprintf(f, "}, \"decode_tok_s\": {");
+    for (int i = 0; i < o->n_depths; i++)
+        fprintf(f, "%s\"%d\": %.3f", i ? ", " : "", o->depths[i], r->decode_tok_s[i].median);
+    fprintf(f, "}, \"prefill_tok_s\": %.3f, \"bandwidth_gb_s\": %.3f, \"decode_fraction_of_ceiling\": %.4f, "
+               "\"peak_rss_mb\": %.1f, \"c_depth\": %d, \"weight_bytes_per_token\": %zu, "
+               "\"compute_gfma_s\": %.2f}\n",
+            r->prefill_tok_s.median, r->bandwidth_gb_s, r->decode_fraction.median, r->peak_rss_mb,
+            o->cb_depth, r->bytes_per_token, r->compute.median);
+    return cli_finish(&af, json);
+}
+
 int cmd_bench_model(int argc, char **argv) {
     const char *path = NULL, *json = NULL;
     pf_bench_model_opts o = {.threads = 2, .reps = 5, .inner = 3, .depths = {0, 512, 2048}, .n_depths = 3,
@@ -56,72 +127,10 @@ int cmd_bench_model(int argc, char **argv) {
         pf_model_free(m);
         return cli_fail("bench-model: %s", err);
     }
-    char cell[160];
     const char *level = pf_level_name(pf_best_level());
-    printf("## bench-model: %s, %d threads, kernels %s, %s KV cache, %d interleaved repetitions (median, min-max)\n\n",
-           path, o.threads, level, o.kv_q8 ? "8-bit" : "f16", o.reps);
-    printf("| measure | value |\n|---|---|\n");
-    stat_cell(cell, sizeof cell, &r.prefill_tok_s, 1, "");
-    printf("| prefill tok/s (%d-token prompt) | %s |\n", o.prefill_tokens, cell);
-    for (int i = 0; i < o.n_depths; i++) {
-        stat_cell(cell, sizeof cell, &r.decode_tok_s[i], 1, "");
-        printf("| decode tok/s, depth %d | %s |\n", o.depths[i], cell);
-    }
-    for (int i = 0; i < o.n_blocks; i++) {
-        stat_cell(cell, sizeof cell, &r.c[i], 2, "");
-        char ms[160];
-        stat_cell(ms, sizeof ms, &r.block_ms[i], 2, "");
-        printf("| c(%d) at depth %d | %s (%s ms) |\n", o.blocks[i], o.cb_depth, cell, ms);
-    }
-    stat_cell(cell, sizeof cell, &r.bandwidth, 1, "");
-    printf("| memory read bandwidth (each repetition) | %s GB/s |\n", cell);
-    printf("| weight bytes per token | %.1f MB |\n", r.bytes_per_token / 1e6);
-    printf("| bandwidth ceiling (median bandwidth) | %.1f tok/s |\n", r.ceiling_tok_s);
-    pf_stat pct = {100 * r.decode_fraction.median, 100 * r.decode_fraction.lo, 100 * r.decode_fraction.hi};
-    stat_cell(cell, sizeof cell, &pct, 0, "%");
-    printf("| decode (depth %d) / ceiling of the same repetition | %s |\n", o.depths[0], cell);
-    stat_cell(cell, sizeof cell, &r.compute, 1, "");
-    printf("| fp32 compute of the threads (attention kernel, hot caches, each repetition) | %s GFMA/s |\n", cell);
-    printf("| peak resident memory | %.0f MB |\n", r.peak_rss_mb);
-    if (o.ops) {
-        printf("\n### time per operation at depth %d (ms, the fastest forward of each B)\n\n| operation |", o.cb_depth);
-        for (int i = 0; i < o.n_blocks; i++) printf(" B=%d |", o.blocks[i]);
-        printf("\n|---|");
-        for (int i = 0; i < o.n_blocks; i++) printf("---|");
-        printf("\n");
-        double tot[PF_BENCH_MAX] = {0};
-        for (int p = 0; p < PF_OP_COUNT; p++) {
-            printf("| %s |", pf_op_names[p]);
-            for (int i = 0; i < o.n_blocks; i++) {
-                printf(" %.2f |", r.op_ms[i][p]);
-                tot[i] += r.op_ms[i][p];
-            }
-            printf("\n");
-        }
-        printf("| total |");
-        for (int i = 0; i < o.n_blocks; i++) printf(" %.2f |", tot[i]);
-        printf("\n");
-    }
-    int rc = 0;
-    if (json) {
-        atomic_file af;
-        FILE *f = cli_create(json, &af);
-        if (!f) {
-            rc = 1;
-        } else {
-            fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"kernels\": \"%s\", \"c\": {", path, o.threads, level);
-            for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.c[i].median);
-            fprintf(f, "}, \"decode_tok_s\": {");
-            for (int i = 0; i < o.n_depths; i++)
-                fprintf(f, "%s\"%d\": %.3f", i ? ", " : "", o.depths[i], r.decode_tok_s[i].median);
-            fprintf(f, "}, \"prefill_tok_s\": %.3f, \"bandwidth_gb_s\": %.3f, \"decode_fraction_of_ceiling\": %.4f, "
-                       "\"peak_rss_mb\": %.1f, \"c_depth\": %d, \"weight_bytes_per_token\": %zu, "
-                       "\"compute_gfma_s\": %.2f}\n",
-                    r.prefill_tok_s.median, r.bandwidth_gb_s, r.decode_fraction.median, r.peak_rss_mb,
-                    o.cb_depth, r.bytes_per_token, r.compute.median);
-            rc = cli_finish(&af, json);
-        }
-    }
+    print_measures(path, level, &o, &r);
+    if (o.ops) print_ops(&o, &r);
+    int rc = json ? write_json(json, path, level, &o, &r) : 0;
     pf_model_free(m);
     return rc;
 }

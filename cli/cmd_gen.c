@@ -79,6 +79,101 @@ static void json_ids(FILE *f, const int32_t *ids, int n) {
     fputc(']', f);
 }
 
+/* The response's text (detokenized as one piece) as a JSON string. */
+static void json_response_text(FILE *f, const pf_tokenizer *tok, const idbuf *resp) {
+    pf_detok dt;
+    pf_detok_init(&dt, tok, true);
+    char *acc = NULL;
+    size_t acc_n = 0;
+    for (int i = 0; i <= resp->n; i++) {
+        size_t k = 0;
+        const char *piece = i < resp->n ? pf_detok_push(&dt, resp->ids[i], &k) : pf_detok_flush(&dt, &k);
+        if (!piece || !k) continue;
+        char *na = realloc(acc, acc_n + k);
+        if (!na) break;
+        acc = na;
+        memcpy(acc + acc_n, piece, k);
+        acc_n += k;
+    }
+    pf_detok_free(&dt);
+    json_str(f, acc ? acc : "", acc_n);
+    free(acc);
+}
+
+/* What every prompt line shares: the model, its session, the parameters and the output. */
+typedef struct {
+    pf_model *m;
+    pf_session *s;
+    pf_gen_params *gp;
+    uint64_t seed0; /* prompt i uses seed0 + i */
+    bool no_special;
+    const char *in;
+    FILE *fo;
+    idbuf resp;
+} gen_run;
+
+/* One output line: {"id", "prompt", "response", "prompt_ids", "response_ids", "stop"}; the id is the
+ * line's own string id, else its index. */
+static void write_record(gen_run *g, const pf_json *id, const pf_json *p, int lineno, const int32_t *ids,
+                         size_t n_ids, const pf_gen_stats *st) {
+    FILE *fo = g->fo;
+    fputs("{\"id\": ", fo);
+    if (id && id->type == PF_JSON_STRING) json_str(fo, id->u.str.s, id->u.str.len);
+    else fprintf(fo, "%d", lineno - 1);
+    fputs(", \"prompt\": ", fo);
+    json_str(fo, p->u.str.s, p->u.str.len);
+    fputs(", \"response\": ", fo);
+    json_response_text(fo, g->m->tok, &g->resp);
+    fputs(", \"prompt_ids\": ", fo);
+    json_ids(fo, ids, (int)n_ids);
+    fputs(", \"response_ids\": ", fo);
+    json_ids(fo, g->resp.ids, g->resp.n);
+    fprintf(fo, ", \"stop\": \"%s\"}\n", st->stop == PF_STOP_EOT ? "eot" : st->stop == PF_STOP_LENGTH ? "length" : "context");
+}
+
+/* Line lineno (len bytes, not empty) of the prompt file: its prompt ChatML-wrapped, generated and
+ * written; 1 (reported) when the line is malformed or generation fails. */
+static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
+    char err[PF_ERR_LEN];
+    pf_json_doc *doc = pf_json_parse(line, len, err);
+    const pf_json *p = doc ? pf_json_get(pf_json_root(doc), "prompt") : NULL, *id = doc ? pf_json_get(pf_json_root(doc), "id") : NULL;
+    int rc = 1;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    pf_gen_stats st;
+    if (!p || p->type != PF_JSON_STRING) {
+        cli_fail("%s:%d: %s", g->in, lineno, doc ? "no string field \"prompt\"" : err);
+    } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) < 0) {
+        cli_fail("%s:%d: %s", g->in, lineno, err);
+    } else {
+        g->resp.n = 0;
+        g->gp->seed = g->seed0 + (uint64_t)(lineno - 1);
+        if (pf_generate_tokens(g->s, ids, (int)n_ids, g->gp, push_id, &g->resp, &st, err) != PF_OK) {
+            cli_fail("%s:%d: %s", g->in, lineno, err);
+        } else {
+            write_record(g, id, p, lineno, ids, n_ids, &st);
+            rc = 0;
+        }
+    }
+    free(ids);
+    pf_json_free(doc);
+    return rc;
+}
+
+/* -d: a fixed DFlash block (the strategy factory's dflash at its default block unless --block), its
+ * rounds logged to log_rounds when given; 1 (reported) on failure. */
+static int open_draft(pf_session *s, const char *draft, int block, int draft_head, const char *log_rounds,
+                      pf_spec **spec, FILE **log_file, pf_gen_params *gp) {
+    char err[PF_ERR_LEN];
+    pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = block, .draft_head = draft_head};
+    if (pf_strategy_open(s, &desc, draft, spec, NULL, err) < 0) return cli_fail("%s", err);
+    gp->strategy = pf_spec_strategy(*spec);
+    if (!log_rounds) return 0;
+    if (!(*log_file = fopen(log_rounds, "ab"))) return cli_fail("%s: cannot open for appending", log_rounds);
+    if (pf_spec_set_log(*spec, *log_file, err) < 0) return cli_fail("%s", err);
+    return 0;
+}
+
 int cmd_gen(int argc, char **argv) {
     const char *model = NULL, *in = NULL, *out = NULL, *draft = NULL, *log_rounds = NULL, *schema_path = NULL;
     int block = 0, draft_head = 0;
@@ -110,98 +205,32 @@ int cmd_gen(int argc, char **argv) {
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load(model, err);
     if (!m) return cli_fail("%s", err);
-    pf_session *s = pf_session_new(m, &sp, err);
+    gen_run g = {.m = m, .s = pf_session_new(m, &sp, err), .gp = &gp, .seed0 = gp.seed, .no_special = no_special, .in = in};
     FILE *fi = fopen(in, "rb");
     atomic_file af;
-    FILE *fo = atomic_file_open(&af, out, "w");
+    g.fo = atomic_file_open(&af, out, "w");
     int rc = 1;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
     int lineno = 0;
-    uint64_t seed0 = gp.seed;
-    idbuf resp = {0};
-    if (!s) { cli_fail("%s", err); goto done; }
-    if (draft) { /* a fixed DFlash block (the strategy factory's dflash at its default block unless --block) */
-        pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = block, .draft_head = draft_head};
-        if (pf_strategy_open(s, &desc, draft, &spec, NULL, err) < 0) {
-            cli_fail("%s", err);
-            goto done;
-        }
-        gp.strategy = pf_spec_strategy(spec);
-        if (log_rounds) {
-            if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
-            if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
-        }
-    }
+    if (!g.s) { cli_fail("%s", err); goto done; }
+    if (draft && open_draft(g.s, draft, block, draft_head, log_rounds, &spec, &log_file, &gp)) goto done;
     if (!fi) { cli_fail("%s: cannot open", in); goto done; }
-    if (!fo) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if (!g.fo) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
     while ((len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (!len) continue;
-        pf_json_doc *doc = pf_json_parse(line, (size_t)len, err);
-        const pf_json *p = doc ? pf_json_get(pf_json_root(doc), "prompt") : NULL, *id = doc ? pf_json_get(pf_json_root(doc), "id") : NULL;
-        if (!p || p->type != PF_JSON_STRING) {
-            cli_fail("%s:%d: %s", in, lineno, doc ? "no string field \"prompt\"" : err);
-            pf_json_free(doc);
-            goto done;
-        }
-        int32_t *ids = NULL;
-        size_t n_ids = 0;
-        if (pf_chat_tokenize(m->tok, NULL, p->u.str.s, !no_special, &ids, &n_ids, err) < 0) {
-            cli_fail("%s:%d: %s", in, lineno, err);
-            pf_json_free(doc);
-            goto done;
-        }
-        resp.n = 0;
-        gp.seed = seed0 + (uint64_t)(lineno - 1);
-        pf_gen_stats st;
-        if (pf_generate_tokens(s, ids, (int)n_ids, &gp, push_id, &resp, &st, err) != PF_OK) {
-            cli_fail("%s:%d: %s", in, lineno, err);
-            free(ids);
-            pf_json_free(doc);
-            goto done;
-        }
-        fputs("{\"id\": ", fo);
-        if (id && id->type == PF_JSON_STRING) json_str(fo, id->u.str.s, id->u.str.len);
-        else fprintf(fo, "%d", lineno - 1);
-        fputs(", \"prompt\": ", fo);
-        json_str(fo, p->u.str.s, p->u.str.len);
-        fputs(", \"response\": ", fo);
-        pf_detok dt;
-        pf_detok_init(&dt, m->tok, true);
-        char *acc = NULL;
-        size_t acc_n = 0;
-        for (int i = 0; i <= resp.n; i++) {
-            size_t k = 0;
-            const char *piece = i < resp.n ? pf_detok_push(&dt, resp.ids[i], &k) : pf_detok_flush(&dt, &k);
-            if (!piece || !k) continue;
-            char *na = realloc(acc, acc_n + k);
-            if (!na) break;
-            acc = na;
-            memcpy(acc + acc_n, piece, k);
-            acc_n += k;
-        }
-        pf_detok_free(&dt);
-        json_str(fo, acc ? acc : "", acc_n);
-        free(acc);
-        fputs(", \"prompt_ids\": ", fo);
-        json_ids(fo, ids, (int)n_ids);
-        fputs(", \"response_ids\": ", fo);
-        json_ids(fo, resp.ids, resp.n);
-        fprintf(fo, ", \"stop\": \"%s\"}\n", st.stop == PF_STOP_EOT ? "eot" : st.stop == PF_STOP_LENGTH ? "length" : "context");
-        free(ids);
-        pf_json_free(doc);
+        if (gen_line(&g, line, (size_t)len, lineno)) goto done;
         /* a full disk ends the run now, not after the remaining prompts */
-        if (ferror(fo)) {
+        if (ferror(g.fo)) {
             atomic_file_failed(&af);
             cli_fail("%s: write failed: %s", out, strerror(af.err));
             goto done;
         }
         if (lineno % 50 == 0) fprintf(stderr, "\rgen: %d prompts", lineno);
     }
-    fo = NULL;
     if (atomic_file_commit(&af, out, 0) != 0) {
         cli_fail("%s: write failed: %s", out, strerror(errno));
         goto done;
@@ -212,10 +241,10 @@ done:
     atomic_file_abort(&af);
     if (fi) fclose(fi);
     free(line);
-    free(resp.ids);
+    free(g.resp.ids);
     if (log_file) fclose(log_file);
     pf_spec_free(spec);
-    pf_session_free(s);
+    pf_session_free(g.s);
     pf_model_free(m);
     free(schema_text);
     return rc;

@@ -74,6 +74,29 @@ static int on_text(void *user, const char *text, size_t len) {
     return 0;
 }
 
+/* --log-rounds: every round of spec appended to path; 1 (reported) when it cannot be. */
+static int open_round_log(pf_spec *spec, const char *path, FILE **f) {
+    char err[PF_ERR_LEN];
+    if (!(*f = fopen(path, "ab"))) return cli_fail("%s: cannot open for appending", path);
+    if (pf_spec_set_log(spec, *f, err) < 0) return cli_fail("%s", err);
+    return 0;
+}
+
+/* The prefill and decode times on stderr. */
+static void print_timing(const pf_gen_stats *st) {
+    if (st->n_cached)
+        fprintf(stderr, "prefill: %d tokens (%d more restored from the prompt cache) in %.3f s (%.1f tok/s)\n",
+                st->n_prompt - st->n_cached, st->n_cached, st->prefill_s,
+                st->prefill_s > 0 ? (st->n_prompt - st->n_cached) / st->prefill_s : 0.0);
+    else
+        fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s)\n", st->n_prompt, st->prefill_s,
+                st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0.0);
+    fprintf(stderr, "decode: %d tokens in %.3f s (%.1f tok/s), time to first token %.3f s, stop: %s\n", st->n_gen,
+            st->decode_s, st->decode_s > 0 && st->n_gen > 1 ? (st->n_gen - 1) / st->decode_s : 0.0, st->ttft_s,
+            st->stop == PF_STOP_EOT ? "end of turn" : st->stop == PF_STOP_LENGTH ? "length" :
+            st->stop == PF_STOP_CONTEXT ? "context full" : "callback");
+}
+
 int cmd_run(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *draft_path = NULL, *spec_name = NULL;
     const char *profile_path = NULL, *task = NULL, *log_rounds = NULL, *schema_path = NULL;
@@ -115,12 +138,8 @@ int cmd_run(int argc, char **argv) {
     }
     size_t plen = 0;
     char *file_text = NULL;
-    if (prompt_file) {
-        if (!(file_text = cli_read_file(prompt_file, &plen))) return 1;
-        prompt = file_text;
-    } else {
-        plen = strlen(prompt);
-    }
+    if (prompt_file && !(prompt = file_text = cli_read_file(prompt_file, &plen))) return 1;
+    if (!prompt_file) plen = strlen(prompt);
     size_t schema_len = 0;
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) {
         free(file_text);
@@ -138,10 +157,7 @@ int cmd_run(int argc, char **argv) {
     if (pf_strategy_open(s, &desc, draft_path, &spec, NULL, err) < 0) { cli_fail("%s", err); goto done; }
     if (spec) {
         block = pf_spec_block(spec);
-        if (log_rounds) {
-            if (!(log_file = fopen(log_rounds, "ab"))) { cli_fail("%s: cannot open for appending", log_rounds); goto done; }
-            if (pf_spec_set_log(spec, log_file, err) < 0) { cli_fail("%s", err); goto done; }
-        }
+        if (log_rounds && open_round_log(spec, log_rounds, &log_file)) goto done;
         gp.strategy = pf_spec_strategy(spec);
     }
     pf_gen_stats st;
@@ -149,17 +165,7 @@ int cmd_run(int argc, char **argv) {
     if (r != PF_OK) { cli_fail("%s", err); goto done; }
     fputc('\n', stdout);
     fflush(stdout);
-    if (st.n_cached)
-        fprintf(stderr, "prefill: %d tokens (%d more restored from the prompt cache) in %.3f s (%.1f tok/s)\n",
-                st.n_prompt - st.n_cached, st.n_cached, st.prefill_s,
-                st.prefill_s > 0 ? (st.n_prompt - st.n_cached) / st.prefill_s : 0.0);
-    else
-        fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s)\n", st.n_prompt, st.prefill_s,
-                st.prefill_s > 0 ? st.n_prompt / st.prefill_s : 0.0);
-    fprintf(stderr, "decode: %d tokens in %.3f s (%.1f tok/s), time to first token %.3f s, stop: %s\n", st.n_gen,
-            st.decode_s, st.decode_s > 0 && st.n_gen > 1 ? (st.n_gen - 1) / st.decode_s : 0.0, st.ttft_s,
-            st.stop == PF_STOP_EOT ? "end of turn" : st.stop == PF_STOP_LENGTH ? "length" :
-            st.stop == PF_STOP_CONTEXT ? "context full" : "callback");
+    print_timing(&st);
     if (spec && show_stats) pf_spec_stats_print(pf_spec_stats_get(spec), block, stderr);
     rc = 0;
 done:

@@ -29,6 +29,74 @@ static const char k_usage[] =
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n";
 
+/* --blocks: a comma-separated list of block sizes into o->blocks; 1 (reported) when malformed. */
+static int parse_blocks(const char *blocks, pf_tune_opts *o, char *err) {
+    for (const char *p = blocks; *p;) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        if (end == p || o->n_blocks == PF_BENCH_MAX || (*end && *end != ','))
+            return cli_fail("tune: --blocks: '%s' is not a list of at most %d block sizes", blocks, PF_BENCH_MAX);
+        if (pf_block_check("tune: --blocks:", b, err) < 0) return cli_fail("%s", err);
+        o->blocks[o->n_blocks++] = (int)b;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* The cost table (c(B), each strategy's draft cost) and the choice per task. */
+static void print_report(const char *model, const pf_tune_opts *o, const pf_tune_result *r) {
+    printf("## tune: %s%s%s, %d threads, depth %d, 1-row forward %.3f ms\n\n", model, o->bench.draft_path ? " + " : "",
+           o->bench.draft_path ? o->bench.draft_path : "", o->bench.threads, o->depth, r->t1_ms);
+    printf("| B |");
+    for (int i = 0; i < o->n_blocks; i++) printf(" %d |", o->blocks[i]);
+    printf("\n|---|");
+    for (int i = 0; i < o->n_blocks; i++) printf("---|");
+    printf("\n| c(B) |");
+    for (int i = 0; i < o->n_blocks; i++) printf(" %.2f |", r->c[i]);
+    for (int s = 0; s < r->n_strategies; s++) {
+        printf("\n| %s draft cost |", r->strategies[s]);
+        for (int i = 0; i < o->n_blocks; i++) printf(" %.2f |", r->draft_cost[s][i]);
+    }
+    printf("\n\n| task | chosen | predicted speedup | measured speedup | predicted by B (%s) |\n|---|---|---|---|---|\n",
+           r->strategies[r->n_strategies - 1]);
+    for (int t = 0; t < r->n; t++) {
+        const pf_tune_task *tt = &r->tasks[t];
+        printf("| %s | %s/%d | %.2fx | %.2fx |", tt->type, r->strategies[tt->best_s], o->blocks[tt->best_b],
+               tt->predicted[tt->best_s][tt->best_b], tt->measured);
+        for (int i = 0; i < o->n_blocks; i++) printf(" %d:%.2f", o->blocks[i], tt->predicted[r->n_strategies - 1][i]);
+        printf(" |\n");
+    }
+    printf("| **overall** (geomean) | default %s/%d | %.2fx | %.2fx | |\n", r->profile.spec, r->profile.block,
+           r->predicted_geomean, r->measured_geomean);
+}
+
+/* The profile: the measured costs, the default and each task's choice, with the predictions. */
+static int write_profile(const char *out, const char *model, const pf_tune_opts *o, const pf_tune_result *r) {
+    atomic_file af;
+    FILE *f = cli_create(out, &af);
+    if (!f) return 1;
+    fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"depth\": %d, \"t1_ms\": %.4f,\n \"c\": {", model,
+            o->bench.draft_path ? o->bench.draft_path : "", o->bench.threads, o->depth, r->t1_ms);
+    for (int i = 0; i < o->n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o->blocks[i], r->c[i]);
+    fprintf(f, "},\n \"draft_cost\": {");
+    for (int s = 0; s < r->n_strategies; s++) {
+        fprintf(f, "%s\"%s\": {", s ? ", " : "", r->strategies[s]);
+        for (int i = 0; i < o->n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o->blocks[i], r->draft_cost[s][i]);
+        fputc('}', f);
+    }
+    fprintf(f, "},\n \"default\": {\"spec\": \"%s\", \"block\": %d},\n \"tasks\": {", r->profile.spec, r->profile.block);
+    for (int t = 0; t < r->profile.n; t++) {
+        const pf_profile_task *pt = &r->profile.tasks[t];
+        fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"predicted_speedup\": %.4f, \"measured_speedup\": %.4f, \"alpha\": [",
+                t ? "," : "", pt->type, pt->spec, pt->block, pt->predicted, pt->measured);
+        for (int k = 0; k < pt->n_alpha; k++) fprintf(f, "%s%.4f", k ? ", " : "", pt->alpha[k]);
+        fputs("]}", f);
+    }
+    fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
+            r->predicted_geomean, r->measured_geomean);
+    return cli_finish(&af, out);
+}
+
 int cmd_tune(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *out = NULL, *blocks = "2,3,4,6,8,12,16";
     pf_tune_opts o = {.depth = 256};
@@ -45,15 +113,7 @@ int cmd_tune(int argc, char **argv) {
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!model || !tasks || !out) return cli_fail("tune: -m, --tasks and -o are required");
     char err[PF_ERR_LEN];
-    for (const char *p = blocks; *p;) {
-        char *end;
-        long b = strtol(p, &end, 10);
-        if (end == p || o.n_blocks == PF_BENCH_MAX || (*end && *end != ','))
-            return cli_fail("tune: --blocks: '%s' is not a list of at most %d block sizes", blocks, PF_BENCH_MAX);
-        if (pf_block_check("tune: --blocks:", b, err) < 0) return cli_fail("%s", err);
-        o.blocks[o.n_blocks++] = (int)b;
-        p = *end ? end + 1 : end;
-    }
+    if (parse_blocks(blocks, &o, err)) return 1;
     if (o.bench.n_ctx < o.depth + 80) o.bench.n_ctx = o.depth + 80;
     pf_task_suite suite;
     if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
@@ -62,56 +122,8 @@ int cmd_tune(int argc, char **argv) {
         pf_tasks_free(&suite);
         return cli_fail("tune: %s", err);
     }
-    printf("## tune: %s%s%s, %d threads, depth %d, 1-row forward %.3f ms\n\n", model, o.bench.draft_path ? " + " : "",
-           o.bench.draft_path ? o.bench.draft_path : "", o.bench.threads, o.depth, r.t1_ms);
-    printf("| B |");
-    for (int i = 0; i < o.n_blocks; i++) printf(" %d |", o.blocks[i]);
-    printf("\n|---|");
-    for (int i = 0; i < o.n_blocks; i++) printf("---|");
-    printf("\n| c(B) |");
-    for (int i = 0; i < o.n_blocks; i++) printf(" %.2f |", r.c[i]);
-    for (int s = 0; s < r.n_strategies; s++) {
-        printf("\n| %s draft cost |", r.strategies[s]);
-        for (int i = 0; i < o.n_blocks; i++) printf(" %.2f |", r.draft_cost[s][i]);
-    }
-    printf("\n\n| task | chosen | predicted speedup | measured speedup | predicted by B (%s) |\n|---|---|---|---|---|\n",
-           r.strategies[r.n_strategies - 1]);
-    for (int t = 0; t < r.n; t++) {
-        const pf_tune_task *tt = &r.tasks[t];
-        printf("| %s | %s/%d | %.2fx | %.2fx |", tt->type, r.strategies[tt->best_s], o.blocks[tt->best_b],
-               tt->predicted[tt->best_s][tt->best_b], tt->measured);
-        for (int i = 0; i < o.n_blocks; i++) printf(" %d:%.2f", o.blocks[i], tt->predicted[r.n_strategies - 1][i]);
-        printf(" |\n");
-    }
-    printf("| **overall** (geomean) | default %s/%d | %.2fx | %.2fx | |\n", r.profile.spec, r.profile.block,
-           r.predicted_geomean, r.measured_geomean);
-    int rc = 0;
-    atomic_file af;
-    FILE *f = cli_create(out, &af);
-    if (!f) {
-        rc = 1;
-    } else {
-        fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"depth\": %d, \"t1_ms\": %.4f,\n \"c\": {", model,
-                o.bench.draft_path ? o.bench.draft_path : "", o.bench.threads, o.depth, r.t1_ms);
-        for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.c[i]);
-        fprintf(f, "},\n \"draft_cost\": {");
-        for (int s = 0; s < r.n_strategies; s++) {
-            fprintf(f, "%s\"%s\": {", s ? ", " : "", r.strategies[s]);
-            for (int i = 0; i < o.n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o.blocks[i], r.draft_cost[s][i]);
-            fputc('}', f);
-        }
-        fprintf(f, "},\n \"default\": {\"spec\": \"%s\", \"block\": %d},\n \"tasks\": {", r.profile.spec, r.profile.block);
-        for (int t = 0; t < r.profile.n; t++) {
-            const pf_profile_task *pt = &r.profile.tasks[t];
-            fprintf(f, "%s\n  \"%s\": {\"spec\": \"%s\", \"block\": %d, \"predicted_speedup\": %.4f, \"measured_speedup\": %.4f, \"alpha\": [",
-                    t ? "," : "", pt->type, pt->spec, pt->block, pt->predicted, pt->measured);
-            for (int k = 0; k < pt->n_alpha; k++) fprintf(f, "%s%.4f", k ? ", " : "", pt->alpha[k]);
-            fputs("]}", f);
-        }
-        fprintf(f, "\n },\n \"overall\": {\"predicted_speedup_geomean\": %.4f, \"measured_speedup_geomean\": %.4f}}\n",
-                r.predicted_geomean, r.measured_geomean);
-        rc = cli_finish(&af, out);
-    }
+    print_report(model, &o, &r);
+    int rc = write_profile(out, model, &o, &r);
     pf_tune_result_free(&r);
     pf_tasks_free(&suite);
     return rc;

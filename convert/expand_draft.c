@@ -1,5 +1,6 @@
 /* Expanding a DFlash / DFlash2 draft with its target's maps (convert/expand.h). */
 #include "convert/expand_impl.h"
+#include "convert/shape_keys.h"
 
 /* ---------------------------------------------------------------- drafts */
 
@@ -38,195 +39,260 @@ static int check_draft_tensors(const gguf_file *f, int n_layer, int v2, char *er
     return 0;
 }
 
+/* What the steps of one draft expansion share: the draft file, its small target's shape and the
+ * big shape's, the maps between them and the output. */
+typedef struct {
+    const pf_expand_opts *o;
+    const pf_expand_info *info;
+    const char *in;
+    gguf_file *f;
+    sink s;
+    layer_maps mp;
+    pf_rng rng;
+    int version, n_layer, n_taps;
+    int H, Hd, V, Vd;
+    uint32_t conv_k, gs; /* DFlash2's conv taps and channels per group */
+    float norm_scale, qk_scale, eps;
+    int32_t *vmap, *id_rows;
+} draft_job;
+
+static int oom(char *err) {
+    snprintf(err, PF_ERR_LEN, "expand: out of memory");
+    return -1;
+}
+
+/* Reads the draft (valid for its small target tm), its attention and FFN shapes and the maps of its
+ * layers (heads and FFN follow the target's expansion when the draft was built like the small target). */
+static int read_draft(draft_job *j, const pf_model *tm, char *err) {
+    const pf_synth_shape *d = &j->o->shape;
+    pf_dflash *chk = pf_dflash_load(j->in, tm, err);
+    if (!chk) return -1;
+    j->version = pf_dflash_version(chk);
+    j->n_layer = pf_dflash_n_layer(chk);
+    pf_dflash_tap_layers(chk, &j->n_taps);
+    pf_dflash_free(chk);
+    if (!(j->f = gguf_open(j->in, err))) return -1;
+    const gguf_file *f = j->f;
+    const pf_hparams *th = &tm->hp;
+    j->H = th->n_embd, j->Hd = d->n_embd, j->V = th->n_vocab, j->Vd = d->n_vocab;
+    const int nh = (int)meta_u32(f, "dflash.attention.head_count", 0), F = (int)meta_u32(f, "dflash.feed_forward_length", 0);
+    const int nkv = (int)meta_u32(f, "dflash.attention.head_count_kv", (uint32_t)nh);
+    const int hd = (int)meta_u32(f, "dflash.attention.key_length", (uint32_t)(j->H / nh));
+    j->eps = th->rms_eps;
+    gguf_get_f32(f, "dflash.attention.layer_norm_rms_epsilon", &j->eps);
+    if (check_draft_tensors(f, j->n_layer, j->version == 2, err) < 0) return -1;
+    const bool like_target = nh == th->n_head && nkv == th->n_head_kv && hd == th->head_dim;
+    j->mp = (layer_maps){.H = j->H, .Hd = j->Hd, .hd = hd, .nh = nh, .nkv = nkv, .F = F,
+                         .nh_d = like_target ? d->n_head : nh, .nkv_d = like_target ? d->n_head_kv : nkv,
+                         .F_d = F == th->n_ff ? d->n_ff : F, .guard = j->info->guard};
+    j->conv_k = meta_u32(f, "dflash.conv_kernel_size", 2);
+    j->gs = meta_u32(f, "dflash.conv_group_size", 16);
+    if (j->version == 2 && j->Hd % (int)j->gs) {
+        snprintf(err, PF_ERR_LEN, "%s: dflash.conv_group_size %u does not divide the target shape's hidden %d", j->in,
+                 j->gs, j->Hd);
+        return -1;
+    }
+    j->norm_scale = j->info->norm_scale;
+    j->qk_scale = expand_qk_scale_for(j->o, j->norm_scale);
+    return 0;
+}
+
+/* The draft's metadata at the big shape (its tokenizer padded to the big vocabulary). */
+static int write_draft_meta(draft_job *j, char *err) {
+    const pf_synth_shape *d = &j->o->shape;
+    gguf_writer *w = j->s.w;
+    const float eps_d = j->o->keep_eps ? j->eps : (float)((double)j->eps * j->H / j->Hd);
+    gguf_w_copy_kv(w, j->f, expand_skip_draft_key);
+    expand_write_name(w, j->f, d, "draft");
+    gguf_w_u32(w, "general.file_type", pf_file_type_of(j->o->type));
+    pf_write_shape_keys(w, "dflash", &(pf_shape_keys){(uint32_t)d->n_ctx, (uint32_t)j->Hd, (uint32_t)j->mp.F_d,
+                                                      (uint32_t)j->mp.nh_d, (uint32_t)j->mp.nkv_d, (uint32_t)j->mp.hd});
+    gguf_w_f32(w, "dflash.attention.layer_norm_rms_epsilon", eps_d);
+    if (expand_pad_tokenizer(w, j->f, j->Vd, err) < 0) return -1;
+    gguf_w_u64(w, "pocketflash.expand.seed", j->o->seed);
+    return 0;
+}
+
+/* fc: tap t's big residual has the small dims, the guard (which must not enter fc) and zero dims.
+ * fc stays in its own float type (the recipe keeps it precise); a quantized one takes --type. */
+static int emit_fc(draft_job *j, char *err) {
+    const int H = j->H, Hd = j->Hd, n_taps = j->n_taps;
+    const int64_t fc_in = (int64_t)n_taps * Hd;
+    int32_t *fc_cols = malloc((size_t)fc_in * sizeof *fc_cols);
+    if (!fc_cols) return oom(err);
+    for (int t = 0; t < n_taps; t++)
+        for (int i = 0; i < Hd; i++)
+            fc_cols[(int64_t)t * Hd + i] = i < H ? t * H + i : i == j->mp.guard ? MAP_ZERO : MAP_RANDOM;
+    const gguf_tensor *fct = gguf_find_tensor(j->f, "fc.weight");
+    float *src = expand_read_f32(j->f, "fc.weight", (int64_t)H * n_taps * H, err);
+    if (!src) {
+        free(fc_cols);
+        return -1;
+    }
+    const bool fc_float = fct->type == PF_TYPE_F32 || fct->type == PF_TYPE_F16 || fct->type == PF_TYPE_BF16;
+    float *fc = expand_build_matrix(j->mp.hid_out, Hd, fc_cols, fc_in, src, (int64_t)n_taps * H, 1.0f,
+                                    1.0f / sqrtf((float)fc_in), &j->rng);
+    expand_emit_matrix(&j->s, "fc.weight", fc, Hd, fc_in, fc_float ? fct->type : j->o->type);
+    free(src);
+    free(fc_cols);
+    return 0;
+}
+
+/* enc.output_norm reads fc's output (zero beyond H); output_norm feeds the head and carries the guard. */
+static int emit_norms(draft_job *j, char *err) {
+    const int64_t ne[3] = {j->Hd, 1, 1};
+    for (int k = 0; k < 2; k++) {
+        const char *nm = k ? "output_norm.weight" : "enc.output_norm.weight";
+        float *src = expand_read_f32(j->f, nm, j->H, err);
+        if (!src) return -1;
+        float *v = expand_hidden_norm(src, &j->mp, j->norm_scale, &j->rng);
+        if (v && k == 1 && j->mp.guard >= 0) {
+            double bound = sqrt((double)j->H) * expand_max_abs(src, j->H) * j->info->out_row_max;
+            v[j->mp.guard] = expand_guard_weight(j->info, bound, &j->o->shape);
+        }
+        free(src);
+        expand_emit_f32(&j->s, nm, v, 1, ne);
+    }
+    return 0;
+}
+
+/* The Dec head (draft/dec.h), w_t . h_target + w_d . h_draft: zero on the extra dims, so both rows
+ * carry the guard; its biases as they are. */
+static int emit_dec_head(draft_job *j, char *err) {
+    const int H = j->H, Hd = j->Hd;
+    float *src = expand_read_f32(j->f, "dec.weight", 2 * (int64_t)H, err);
+    if (!src) return -1;
+    float *dw = calloc(2 * (size_t)Hd, sizeof(float));
+    for (int i = 0; dw && i < H; i++) {
+        dw[i] = src[i];
+        dw[Hd + i] = src[H + i];
+    }
+    free(src);
+    const int64_t dne = 2 * (int64_t)Hd;
+    expand_emit_f32(&j->s, "dec.weight", dw, 1, &dne);
+    for (int k = 0; k < 2; k++) {
+        const char *nm = k ? "dec.pos_bias" : "dec.bias";
+        const gguf_tensor *t = gguf_find_tensor(j->f, nm);
+        if (!t) {
+            snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", j->in, nm);
+            return -1;
+        }
+        if (!(src = expand_read_f32(j->f, nm, t->ne[0], err))) return -1;
+        expand_emit_f32(&j->s, nm, src, 1, t->ne);
+    }
+    return 0;
+}
+
+/* DFlash2's conv of one sublayer (sub "attn" or "ffn") of layer l: the base taps, with the identity
+ * tap on the extra channels (their inputs are 0), and the dynamic projection whose rows proj_rows maps. */
+static int emit_conv(draft_job *j, int l, const char *sub, const int32_t *proj_rows, char *err) {
+    const int H = j->H, Hd = j->Hd, K = (int)j->conv_k, G = H / (int)j->gs, Gd = Hd / (int)j->gs;
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.%s_conv_base", l, sub);
+    float *src = expand_read_f32(j->f, name, (int64_t)2 * K * H, err);
+    if (!src) return -1;
+    float *b = malloc((size_t)2 * K * Hd * sizeof(float));
+    for (int st = 0; b && st < 2 * K; st++)
+        for (int c = 0; c < Hd; c++) b[st * Hd + c] = c < H ? src[st * H + c] : (st % K == 0 ? 1.0f : 0.0f);
+    free(src);
+    const int64_t bne[3] = {Hd, K, 2};
+    expand_emit_f32(&j->s, name, b, 3, bne);
+    snprintf(name, sizeof name, "blk.%d.%s_conv_proj.weight", l, sub);
+    if (!(src = expand_read_f32(j->f, name, (int64_t)2 * K * G * H, err))) return -1;
+    float *proj = expand_build_matrix(proj_rows, 2 * K * Gd, j->mp.hid_in, Hd, src, H, 1.0f, 0.2f / sqrtf((float)Hd),
+                                      &j->rng);
+    expand_emit_matrix(&j->s, name, proj, 2 * K * Gd, Hd, j->o->type);
+    free(src);
+    return 0;
+}
+
+/* Every layer's two convs. The dynamic rows are [side][tap][group]: an old group keeps its row, so
+ * channel c < H keeps group c / gs. */
+static int emit_convs(draft_job *j, char *err) {
+    const int K = (int)j->conv_k, G = j->H / (int)j->gs, Gd = j->Hd / (int)j->gs;
+    int32_t *proj_rows = malloc((size_t)2 * K * Gd * sizeof *proj_rows);
+    if (!proj_rows) return oom(err);
+    for (int st = 0; st < 2 * K; st++)
+        for (int g = 0; g < Gd; g++) proj_rows[st * Gd + g] = g < G ? st * G + g : MAP_RANDOM;
+    int rc = 0;
+    for (int l = 0; rc == 0 && l < j->n_layer; l++)
+        for (int k = 0; rc == 0 && k < 2; k++) rc = emit_conv(j, l, k ? "ffn" : "attn", proj_rows, err);
+    free(proj_rows);
+    return rc;
+}
+
+/* DFlash2's selector. The final-normed row carries u_G at the guard: the selector must not read it;
+ * extra tokens are never candidates or predecessors (zero rows). */
+static int emit_selector(draft_job *j, char *err) {
+    const int H = j->H, Hd = j->Hd, V = j->V, Vd = j->Vd;
+    const gguf_tensor *sh = gguf_find_tensor(j->f, "selector_hidden.weight");
+    const int R = (int)sh->ne[1];
+    float *src = expand_read_f32(j->f, "selector_hidden.weight", (int64_t)R * H, err);
+    if (!src) return -1;
+    expand_emit_matrix(&j->s, "selector_hidden.weight",
+                       expand_build_matrix(j->id_rows, R, j->mp.hid_out, Hd, src, H, 1.0f, 0.0f, &j->rng), R, Hd,
+                       j->o->type);
+    free(src);
+    int32_t *rank_cols = expand_map_new(R, R, MAP_ZERO);
+    if (!rank_cols) return oom(err);
+    for (int k = 0; k < 2; k++) {
+        const char *nm = k ? "selector_successor.weight" : "selector_predecessor.weight";
+        if (!(src = expand_read_f32(j->f, nm, (int64_t)V * R, err))) {
+            free(rank_cols);
+            return -1;
+        }
+        expand_emit_matrix(&j->s, nm, expand_build_matrix(j->vmap, Vd, rank_cols, R, src, R, 1.0f, 0.0f, &j->rng), Vd,
+                           R, j->o->type);
+        free(src);
+    }
+    free(rank_cols);
+    return 0;
+}
+
+/* The expanded draft's tensors, in the order of the file. */
+static int emit_draft(draft_job *j, char *err) {
+    if (emit_fc(j, err) < 0 || emit_norms(j, err) < 0) return -1;
+    if (gguf_find_tensor(j->f, "dec.weight") && emit_dec_head(j, err) < 0) return -1;
+    for (int l = 0; l < j->n_layer; l++)
+        if (expand_write_layer(&j->s, j->f, l, &j->mp, j->norm_scale, j->qk_scale, j->o->type, &j->rng, err) < 0)
+            return -1;
+    if (j->version == 2 && (emit_convs(j, err) < 0 || emit_selector(j, err) < 0)) return -1;
+    if (j->s.oom) return oom(err);
+    return 0;
+}
+
 int pf_expand_draft(const char *in, const char *small_target, const char *out, const pf_expand_opts *o,
                     const pf_expand_info *info, char err[PF_ERR_LEN]) {
-    const pf_synth_shape *d = &o->shape;
-    pf_model *tm = NULL;
-    gguf_file *f = NULL;
-    sink s = {0};
-    layer_maps mp = {0};
-    int32_t *vmap = NULL, *id_rows = NULL, *fc_cols = NULL, *proj_rows = NULL;
-    float *src = NULL;
-    int rc = -1;
     if (!expand_output_type_ok(o->type)) {
         snprintf(err, PF_ERR_LEN, "expand: output type %u is not one of f32, f16, bf16, q8_0, q4_0, q4_1", o->type);
         return -1;
     }
-    if (expand_open_target(small_target, d, &tm, err) < 0) goto done;
+    draft_job j = {.o = o, .info = info, .in = in};
+    pf_model *tm = NULL;
+    int rc = -1;
+    if (expand_open_target(small_target, &o->shape, &tm, err) < 0) goto done;
     if (tm->hp.n_embd != info->src.n_embd || tm->hp.n_vocab != info->src.n_vocab || tm->hp.n_layer != info->src.n_layer) {
         snprintf(err, PF_ERR_LEN, "%s: not the target this expansion's info was made from", small_target);
         goto done;
     }
-    pf_dflash *chk = pf_dflash_load(in, tm, err); /* the draft must be valid for its small target */
-    if (!chk) goto done;
-    const int version = pf_dflash_version(chk), n_layer = pf_dflash_n_layer(chk);
-    int n_taps;
-    pf_dflash_tap_layers(chk, &n_taps);
-    pf_dflash_free(chk);
-    if (!(f = gguf_open(in, err))) goto done;
-    const pf_hparams *th = &tm->hp;
-    const int H = th->n_embd, Hd = d->n_embd, V = th->n_vocab, Vd = d->n_vocab, guard = info->guard;
-    const int nh = (int)meta_u32(f, "dflash.attention.head_count", 0), F = (int)meta_u32(f, "dflash.feed_forward_length", 0);
-    const int nkv = (int)meta_u32(f, "dflash.attention.head_count_kv", (uint32_t)nh);
-    const int hd = (int)meta_u32(f, "dflash.attention.key_length", (uint32_t)(H / nh));
-    float eps = th->rms_eps;
-    gguf_get_f32(f, "dflash.attention.layer_norm_rms_epsilon", &eps);
-    if (check_draft_tensors(f, n_layer, version == 2, err) < 0) goto done;
-    /* heads and FFN follow the target's expansion when the draft was built like the small target */
-    const bool like_target = nh == th->n_head && nkv == th->n_head_kv && hd == th->head_dim;
-    mp = (layer_maps){.H = H, .Hd = Hd, .hd = hd, .nh = nh, .nkv = nkv, .F = F,
-                      .nh_d = like_target ? d->n_head : nh, .nkv_d = like_target ? d->n_head_kv : nkv,
-                      .F_d = F == th->n_ff ? d->n_ff : F, .guard = guard};
-    const uint32_t conv_k = meta_u32(f, "dflash.conv_kernel_size", 2), gs = meta_u32(f, "dflash.conv_group_size", 16);
-    if (version == 2 && Hd % (int)gs) {
-        snprintf(err, PF_ERR_LEN, "%s: dflash.conv_group_size %u does not divide the target shape's hidden %d", in, gs, Hd);
+    if (read_draft(&j, tm, err) < 0) goto done;
+    j.s.w = gguf_writer_new();
+    j.vmap = expand_map_new(j.Vd, j.V, MAP_ZERO);
+    j.id_rows = expand_map_new(j.Hd, j.Hd, MAP_ZERO);
+    if (!j.s.w || !j.vmap || !j.id_rows || expand_maps_init(&j.mp) < 0) {
+        oom(err);
         goto done;
     }
-    const float norm_scale = info->norm_scale, qk_scale = expand_qk_scale_for(o, norm_scale);
-    const float eps_d = o->keep_eps ? eps : (float)((double)eps * H / Hd);
-
-    s.w = gguf_writer_new();
-    vmap = expand_map_new(Vd, V, MAP_ZERO);
-    id_rows = expand_map_new(Hd, Hd, MAP_ZERO);
-    const int64_t fc_in = (int64_t)n_taps * Hd;
-    fc_cols = malloc((size_t)fc_in * sizeof *fc_cols);
-    if (!s.w || !vmap || !id_rows || !fc_cols || expand_maps_init(&mp) < 0) {
-        snprintf(err, PF_ERR_LEN, "expand: out of memory");
-        goto done;
-    }
-    /* tap t's big residual: small dims, the guard (c, must not enter fc), zero dims */
-    for (int t = 0; t < n_taps; t++)
-        for (int i = 0; i < Hd; i++)
-            fc_cols[(int64_t)t * Hd + i] = i < H ? t * H + i : i == guard ? MAP_ZERO : MAP_RANDOM;
-
-    gguf_writer *w = s.w;
-    gguf_w_copy_kv(w, f, expand_skip_draft_key);
-    expand_write_name(w, f, d, "draft");
-    gguf_w_u32(w, "general.file_type", pf_file_type_of(o->type));
-    gguf_w_u32(w, "dflash.context_length", (uint32_t)d->n_ctx);
-    gguf_w_u32(w, "dflash.embedding_length", (uint32_t)Hd);
-    gguf_w_u32(w, "dflash.feed_forward_length", (uint32_t)mp.F_d);
-    gguf_w_u32(w, "dflash.attention.head_count", (uint32_t)mp.nh_d);
-    gguf_w_u32(w, "dflash.attention.head_count_kv", (uint32_t)mp.nkv_d);
-    gguf_w_u32(w, "dflash.attention.key_length", (uint32_t)hd);
-    gguf_w_u32(w, "dflash.attention.value_length", (uint32_t)hd);
-    gguf_w_f32(w, "dflash.attention.layer_norm_rms_epsilon", eps_d);
-    if (expand_pad_tokenizer(w, f, Vd, err) < 0) goto done;
-    gguf_w_u64(w, "pocketflash.expand.seed", o->seed);
-
-    pf_rng rng;
-    pf_rng_seed(&rng, o->seed ^ 0x0d4af7ull);
-    const gguf_tensor *fct = gguf_find_tensor(f, "fc.weight");
-    if (!(src = expand_read_f32(f, "fc.weight", (int64_t)H * n_taps * H, err))) goto done;
-    /* fc stays in its own float type (the recipe keeps it precise); a quantized one takes --type */
-    const bool fc_float = fct->type == PF_TYPE_F32 || fct->type == PF_TYPE_F16 || fct->type == PF_TYPE_BF16;
-    float *fc = expand_build_matrix(mp.hid_out, Hd, fc_cols, fc_in, src, (int64_t)n_taps * H, 1.0f,
-                                    1.0f / sqrtf((float)fc_in), &rng);
-    expand_emit_matrix(&s, "fc.weight", fc, Hd, fc_in, fc_float ? fct->type : o->type);
-    free(src);
-    src = NULL;
-    int64_t ne[3] = {Hd, 1, 1};
-    for (int k = 0; k < 2; k++) { /* enc.output_norm reads fc's output (zero beyond H); output_norm feeds the head */
-        const char *nm = k ? "output_norm.weight" : "enc.output_norm.weight";
-        if (!(src = expand_read_f32(f, nm, H, err))) goto done;
-        float *v = expand_hidden_norm(src, &mp, norm_scale, &rng);
-        if (v && k == 1 && guard >= 0) {
-            double bound = sqrt((double)H) * expand_max_abs(src, H) * info->out_row_max;
-            v[guard] = expand_guard_weight(info, bound, d);
-        }
-        free(src);
-        src = NULL;
-        expand_emit_f32(&s, nm, v, 1, ne);
-    }
-    if (gguf_find_tensor(f, "dec.weight")) { /* Dec head (draft/dec.h): w_t . h_target + w_d . h_draft */
-        if (!(src = expand_read_f32(f, "dec.weight", 2 * (int64_t)H, err))) goto done;
-        float *dw = calloc(2 * (size_t)Hd, sizeof(float)); /* zero on extra dims: both rows carry the guard */
-        for (int i = 0; dw && i < H; i++) {
-            dw[i] = src[i];
-            dw[Hd + i] = src[H + i];
-        }
-        free(src);
-        src = NULL;
-        const int64_t dne = 2 * (int64_t)Hd;
-        expand_emit_f32(&s, "dec.weight", dw, 1, &dne);
-        for (int k = 0; k < 2; k++) {
-            const gguf_tensor *t = gguf_find_tensor(f, k ? "dec.pos_bias" : "dec.bias");
-            if (!t || !(src = expand_read_f32(f, k ? "dec.pos_bias" : "dec.bias", t->ne[0], err))) {
-                if (!t) snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", in, k ? "dec.pos_bias" : "dec.bias");
-                goto done;
-            }
-            expand_emit_f32(&s, k ? "dec.pos_bias" : "dec.bias", src, 1, t->ne);
-            src = NULL;
-        }
-    }
-    for (int l = 0; l < n_layer; l++)
-        if (expand_write_layer(&s, f, l, &mp, norm_scale, qk_scale, o->type, &rng, err) < 0) goto done;
-    if (version == 2) {
-        const int G = H / (int)gs, Gd = Hd / (int)gs, K = (int)conv_k;
-        proj_rows = malloc((size_t)2 * K * Gd * sizeof *proj_rows);
-        if (!proj_rows) {
-            snprintf(err, PF_ERR_LEN, "expand: out of memory");
-            goto done;
-        }
-        /* dyn rows [side][tap][group]: an old group keeps its row, so channel c < H keeps group c / gs */
-        for (int st = 0; st < 2 * K; st++)
-            for (int g = 0; g < Gd; g++) proj_rows[st * Gd + g] = g < G ? st * G + g : MAP_RANDOM;
-        char name[96];
-        for (int l = 0; l < n_layer; l++)
-            for (int k = 0; k < 2; k++) {
-                const char *sub = k ? "ffn" : "attn";
-                snprintf(name, sizeof name, "blk.%d.%s_conv_base", l, sub);
-                if (!(src = expand_read_f32(f, name, (int64_t)2 * K * H, err))) goto done;
-                float *b = malloc((size_t)2 * K * Hd * sizeof(float));
-                for (int st = 0; b && st < 2 * K; st++) /* extra channels: identity tap (their inputs are 0) */
-                    for (int c = 0; c < Hd; c++) b[st * Hd + c] = c < H ? src[st * H + c] : (st % K == 0 ? 1.0f : 0.0f);
-                free(src);
-                src = NULL;
-                const int64_t bne[3] = {Hd, K, 2};
-                expand_emit_f32(&s, name, b, 3, bne);
-                snprintf(name, sizeof name, "blk.%d.%s_conv_proj.weight", l, sub);
-                if (!(src = expand_read_f32(f, name, (int64_t)2 * K * G * H, err))) goto done;
-                float *proj = expand_build_matrix(proj_rows, 2 * K * Gd, mp.hid_in, Hd, src, H, 1.0f,
-                                                  0.2f / sqrtf((float)Hd), &rng);
-                expand_emit_matrix(&s, name, proj, 2 * K * Gd, Hd, o->type);
-                free(src);
-                src = NULL;
-            }
-        const gguf_tensor *sh = gguf_find_tensor(f, "selector_hidden.weight");
-        const int R = (int)sh->ne[1];
-        /* the final-normed row carries u_G at the guard: the selector must not read it */
-        if (!(src = expand_read_f32(f, "selector_hidden.weight", (int64_t)R * H, err))) goto done;
-        expand_emit_matrix(&s, "selector_hidden.weight", expand_build_matrix(id_rows, R, mp.hid_out, Hd, src, H, 1.0f, 0.0f, &rng), R, Hd, o->type);
-        free(src);
-        src = NULL;
-        int32_t *rank_cols = expand_map_new(R, R, MAP_ZERO);
-        for (int k = 0; k < 2; k++) { /* extra tokens are never candidates or predecessors: zero rows */
-            const char *nm = k ? "selector_successor.weight" : "selector_predecessor.weight";
-            if (!rank_cols || !(src = expand_read_f32(f, nm, (int64_t)V * R, err))) {
-                if (!rank_cols) snprintf(err, PF_ERR_LEN, "expand: out of memory");
-                free(rank_cols);
-                goto done;
-            }
-            expand_emit_matrix(&s, nm, expand_build_matrix(vmap, Vd, rank_cols, R, src, R, 1.0f, 0.0f, &rng), Vd, R, o->type);
-            free(src);
-            src = NULL;
-        }
-        free(rank_cols);
-    }
-    if (s.oom) {
-        snprintf(err, PF_ERR_LEN, "expand: out of memory");
-        goto done;
-    }
-    rc = gguf_w_write(w, out, err);
+    if (write_draft_meta(&j, err) < 0) goto done;
+    pf_rng_seed(&j.rng, o->seed ^ 0x0d4af7ull);
+    if (emit_draft(&j, err) < 0) goto done;
+    rc = gguf_w_write(j.s.w, out, err);
 done:
-    free(src);
-    free(vmap);
-    free(id_rows);
-    free(fc_cols);
-    free(proj_rows);
-    expand_maps_free(&mp);
-    gguf_writer_free(s.w);
-    gguf_close(f);
+    free(j.vmap);
+    free(j.id_rows);
+    expand_maps_free(&j.mp);
+    gguf_writer_free(j.s.w);
+    gguf_close(j.f);
     pf_model_free(tm);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* Expanding a Qwen3 target (convert/expand.h). */
 #include "convert/expand_impl.h"
+#include "convert/shape_keys.h"
 
 /* ---------------------------------------------------------------- the target */
 
@@ -97,6 +98,89 @@ int expand_open_target(const char *path, const pf_synth_shape *d, pf_model **m, 
     return pf_expand_check(&(*m)->hp, d, err);
 }
 
+/* Guard numbers. c is the smallest power of two >= 2^-20 of the embedding rms that the output
+ * type stores as a positive value (f16 and the block scales limit it): its share of a norm's
+ * mean square, c^2/||x||^2 ~ 1e-12/H for f32, stays far below float rounding, so the norms
+ * (and the f16 KV cache that would turn a 1-ulp change into a 1e-3 one) do not see it.
+ * Every real logit minus the tied shift is bounded for every input by
+ * sqrt(H) * max|output_norm| * max||output row|| (||x/rms(x)|| = sqrt(H)), so an extra token
+ * loses by A*u_G - 2*bound or more; u_G = c*w_G/rms(x) is sized for a residual
+ * PF_EXPAND_GUARD_MARGIN times the largest the probe measured. */
+static int size_guard(const pf_model *m, const pf_expand_opts *o, pf_expand_info *info, char *err) {
+    const int H = m->hp.n_embd;
+    double min_sq = 0;
+    row_stats(&m->tok_embd, &info->out_row_max, &info->e_rms, &min_sq);
+    if (!m->tied) row_stats(&m->output, &info->out_row_max, NULL, NULL);
+    info->logit_bound = sqrt((double)H) * expand_max_abs(m->output_norm, H) * info->out_row_max;
+    if (probe_residual(m, &info->rho, &info->rho_min, err) < 0) return -1;
+    if (info->guard < 0) return 0;
+    float c = exp2f(floorf(log2f((float)(0x1p-20 * info->e_rms))));
+    while (c < 1.0f && !(stored_guard(o->type, c) >= 0.5f * c)) c *= 2.0f;
+    info->guard_c = stored_guard(o->type, c);
+    if (!(info->guard_c > 0)) {
+        snprintf(err, PF_ERR_LEN, "expand: the guard value %g does not survive type %s", c, pf_type_info(o->type)->name);
+        return -1;
+    }
+    info->guard_w = expand_guard_weight(info, info->logit_bound, &o->shape);
+    double u_min = info->guard_c * info->guard_w / (info->rho * info->norm_scale);
+    info->guard_gap = info->guard_a * u_min - info->logit_bound;
+    info->shift_max = m->tied ? info->guard_c * info->guard_w / (info->rho_min * info->norm_scale) * info->guard_c : 0;
+    info->norm_perturb = (double)info->guard_c * info->guard_c / (2 * min_sq);
+    return 0;
+}
+
+/* The expanded target's metadata: the big shape, the tokenizer padded to its vocabulary, and what the
+ * expansion did (the source shape, the guard). */
+static int write_target_meta(gguf_writer *w, const pf_model *m, const pf_expand_opts *o, const pf_expand_info *info,
+                             char *err) {
+    const pf_synth_shape *d = &o->shape;
+    const pf_hparams *hp = &m->hp;
+    gguf_w_copy_kv(w, m->file, expand_skip_target_key);
+    expand_write_name(w, m->file, d, "target");
+    gguf_w_u32(w, "general.file_type", pf_file_type_of(o->type));
+    gguf_w_u32(w, "qwen3.block_count", (uint32_t)d->n_layer);
+    pf_write_shape_keys(w, "qwen3", &(pf_shape_keys){(uint32_t)d->n_ctx, (uint32_t)d->n_embd, (uint32_t)d->n_ff,
+                                                     (uint32_t)d->n_head, (uint32_t)d->n_head_kv, (uint32_t)d->head_dim});
+    gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", info->eps);
+    if (expand_pad_tokenizer(w, m->file, d->n_vocab, err) < 0) return -1;
+    char desc[160];
+    snprintf(desc, sizeof desc, "%d layers, hidden %d, FFN %d, %d/%d heads of %d, vocabulary %d%s", hp->n_layer,
+             hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_vocab, m->tied ? ", tied" : "");
+    gguf_w_str(w, "pocketflash.expand.source_shape", desc);
+    gguf_w_i32(w, "pocketflash.expand.guard_dim", info->guard);
+    gguf_w_f32(w, "pocketflash.expand.guard_value", info->guard_c);
+    gguf_w_f32(w, "pocketflash.expand.guard_logit_weight", -info->guard_a);
+    gguf_w_u64(w, "pocketflash.expand.seed", o->seed);
+    return 0;
+}
+
+/* token_embd (real rows keep their values and carry c at the guard), the untied output (real rows
+ * 0 at the guard, extra rows -A there and zero elsewhere) and output_norm (w_G at the guard). */
+static int emit_io(sink *s, const pf_model *m, const pf_expand_opts *o, const pf_expand_info *info,
+                   const layer_maps *mp, const int32_t *vmap, pf_rng *rng, char *err) {
+    const int H = m->hp.n_embd, V = m->hp.n_vocab, Hd = o->shape.n_embd, Vd = o->shape.n_vocab;
+    float *src = expand_read_f32(m->file, "token_embd.weight", (int64_t)V * H, err);
+    if (!src) return -1;
+    float *e = expand_build_matrix(vmap, Vd, mp->hid_out, Hd, src, H, 1.0f, 0.0f, rng);
+    free(src);
+    if (e && info->guard >= 0)
+        for (int64_t r = 0; r < Vd; r++) e[r * Hd + info->guard] = r < V ? info->guard_c : (m->tied ? -info->guard_a : 0.0f);
+    expand_emit_matrix(s, "token_embd.weight", e, Vd, Hd, o->type);
+    if (!m->tied) {
+        if (!(src = expand_read_f32(m->file, "output.weight", (int64_t)V * H, err))) return -1;
+        float *ow = expand_build_matrix(vmap, Vd, mp->hid_out, Hd, src, H, 1.0f, 0.0f, rng);
+        free(src);
+        if (ow && info->guard >= 0)
+            for (int64_t r = V; r < Vd; r++) ow[r * Hd + info->guard] = -info->guard_a;
+        expand_emit_matrix(s, "output.weight", ow, Vd, Hd, o->type);
+    }
+    float *on = expand_hidden_norm(m->output_norm, mp, info->norm_scale, rng);
+    if (on && info->guard >= 0) on[info->guard] = info->guard_w;
+    int64_t ne = Hd;
+    expand_emit_f32(s, "output_norm.weight", on, 1, &ne);
+    return 0;
+}
+
 int pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, pf_expand_info *info_out,
                      char err[PF_ERR_LEN]) {
     const pf_synth_shape *d = &o->shape;
@@ -108,45 +192,15 @@ int pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, p
     sink s = {0};
     layer_maps mp = {0};
     int32_t *vmap = NULL;
-    float *src = NULL;
     int rc = -1;
     if (expand_open_target(in, d, &m, err) < 0) goto done;
     const pf_hparams *hp = &m->hp;
-    const gguf_file *f = m->file;
     const int H = hp->n_embd, Hd = d->n_embd, V = hp->n_vocab, Vd = d->n_vocab;
     pf_expand_info info = {.src = *hp, .tied = m->tied, .guard = Vd > V ? H : -1, .guard_a = GUARD_A};
     info.norm_scale = sqrtf((float)H / Hd);
     info.eps = o->keep_eps ? hp->rms_eps : (float)((double)hp->rms_eps * H / Hd);
     const float qk_scale = expand_qk_scale_for(o, info.norm_scale);
-
-    /* Guard numbers. c is the smallest power of two >= 2^-20 of the embedding rms that the output
-     * type stores as a positive value (f16 and the block scales limit it): its share of a norm's
-     * mean square, c^2/||x||^2 ~ 1e-12/H for f32, stays far below float rounding, so the norms
-     * (and the f16 KV cache that would turn a 1-ulp change into a 1e-3 one) do not see it.
-     * Every real logit minus the tied shift is bounded for every input by
-     * sqrt(H) * max|output_norm| * max||output row|| (||x/rms(x)|| = sqrt(H)), so an extra token
-     * loses by A*u_G - 2*bound or more; u_G = c*w_G/rms(x) is sized for a residual
-     * PF_EXPAND_GUARD_MARGIN times the largest the probe measured. */
-    double min_sq = 0;
-    row_stats(&m->tok_embd, &info.out_row_max, &info.e_rms, &min_sq);
-    if (!m->tied) row_stats(&m->output, &info.out_row_max, NULL, NULL);
-    info.logit_bound = sqrt((double)H) * expand_max_abs(m->output_norm, H) * info.out_row_max;
-    if (probe_residual(m, &info.rho, &info.rho_min, err) < 0) goto done;
-    if (info.guard >= 0) {
-        float c = exp2f(floorf(log2f((float)(0x1p-20 * info.e_rms))));
-        while (c < 1.0f && !(stored_guard(o->type, c) >= 0.5f * c)) c *= 2.0f;
-        info.guard_c = stored_guard(o->type, c);
-        if (!(info.guard_c > 0)) {
-            snprintf(err, PF_ERR_LEN, "expand: the guard value %g does not survive type %s", c, pf_type_info(o->type)->name);
-            goto done;
-        }
-        info.guard_w = expand_guard_weight(&info, info.logit_bound, d);
-        double u_min = info.guard_c * info.guard_w / (info.rho * info.norm_scale);
-        info.guard_gap = info.guard_a * u_min - info.logit_bound;
-        info.shift_max = m->tied ? info.guard_c * info.guard_w / (info.rho_min * info.norm_scale) * info.guard_c : 0;
-        info.norm_perturb = (double)info.guard_c * info.guard_c / (2 * min_sq);
-    }
-
+    if (size_guard(m, o, &info, err) < 0) goto done;
     s.w = gguf_writer_new();
     mp = (layer_maps){.H = H, .Hd = Hd, .hd = hp->head_dim, .nh = hp->n_head, .nkv = hp->n_head_kv, .F = hp->n_ff,
                       .nh_d = d->n_head, .nkv_d = d->n_head_kv, .F_d = d->n_ff, .guard = info.guard};
@@ -155,63 +209,20 @@ int pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, p
         snprintf(err, PF_ERR_LEN, "expand: out of memory");
         goto done;
     }
-    gguf_writer *w = s.w;
-    gguf_w_copy_kv(w, f, expand_skip_target_key);
-    expand_write_name(w, f, d, "target");
-    gguf_w_u32(w, "general.file_type", pf_file_type_of(o->type));
-    gguf_w_u32(w, "qwen3.block_count", (uint32_t)d->n_layer);
-    gguf_w_u32(w, "qwen3.context_length", (uint32_t)d->n_ctx);
-    gguf_w_u32(w, "qwen3.embedding_length", (uint32_t)Hd);
-    gguf_w_u32(w, "qwen3.feed_forward_length", (uint32_t)d->n_ff);
-    gguf_w_u32(w, "qwen3.attention.head_count", (uint32_t)d->n_head);
-    gguf_w_u32(w, "qwen3.attention.head_count_kv", (uint32_t)d->n_head_kv);
-    gguf_w_u32(w, "qwen3.attention.key_length", (uint32_t)d->head_dim);
-    gguf_w_u32(w, "qwen3.attention.value_length", (uint32_t)d->head_dim);
-    gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", info.eps);
-    if (expand_pad_tokenizer(w, f, Vd, err) < 0) goto done;
-    char desc[160];
-    snprintf(desc, sizeof desc, "%d layers, hidden %d, FFN %d, %d/%d heads of %d, vocabulary %d%s", hp->n_layer, H,
-             hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim, V, m->tied ? ", tied" : "");
-    gguf_w_str(w, "pocketflash.expand.source_shape", desc);
-    gguf_w_i32(w, "pocketflash.expand.guard_dim", info.guard);
-    gguf_w_f32(w, "pocketflash.expand.guard_value", info.guard_c);
-    gguf_w_f32(w, "pocketflash.expand.guard_logit_weight", -info.guard_a);
-    gguf_w_u64(w, "pocketflash.expand.seed", o->seed);
-
+    if (write_target_meta(s.w, m, o, &info, err) < 0) goto done;
     pf_rng rng;
     pf_rng_seed(&rng, o->seed);
-    /* token_embd: real rows keep their values and carry c at the guard */
-    if (!(src = expand_read_f32(f, "token_embd.weight", (int64_t)V * H, err))) goto done;
-    float *e = expand_build_matrix(vmap, Vd, mp.hid_out, Hd, src, H, 1.0f, 0.0f, &rng);
-    free(src);
-    src = NULL;
-    if (e && info.guard >= 0)
-        for (int64_t r = 0; r < Vd; r++) e[r * Hd + info.guard] = r < V ? info.guard_c : (m->tied ? -info.guard_a : 0.0f);
-    expand_emit_matrix(&s, "token_embd.weight", e, Vd, Hd, o->type);
-    if (!m->tied) { /* real rows 0 at the guard, extra rows -A there and zero elsewhere */
-        if (!(src = expand_read_f32(f, "output.weight", (int64_t)V * H, err))) goto done;
-        float *ow = expand_build_matrix(vmap, Vd, mp.hid_out, Hd, src, H, 1.0f, 0.0f, &rng);
-        free(src);
-        src = NULL;
-        if (ow && info.guard >= 0)
-            for (int64_t r = V; r < Vd; r++) ow[r * Hd + info.guard] = -info.guard_a;
-        expand_emit_matrix(&s, "output.weight", ow, Vd, Hd, o->type);
-    }
-    float *on = expand_hidden_norm(m->output_norm, &mp, info.norm_scale, &rng);
-    if (on && info.guard >= 0) on[info.guard] = info.guard_w;
-    int64_t ne = Hd;
-    expand_emit_f32(&s, "output_norm.weight", on, 1, &ne);
+    if (emit_io(&s, m, o, &info, &mp, vmap, &rng, err) < 0) goto done;
     for (int l = 0; l < d->n_layer; l++)
-        if (expand_write_layer(&s, l < hp->n_layer ? f : NULL, l, &mp, info.norm_scale, qk_scale, o->type, &rng, err) < 0)
+        if (expand_write_layer(&s, l < hp->n_layer ? m->file : NULL, l, &mp, info.norm_scale, qk_scale, o->type, &rng, err) < 0)
             goto done;
     if (s.oom) {
         snprintf(err, PF_ERR_LEN, "expand: out of memory");
         goto done;
     }
-    rc = gguf_w_write(w, out, err);
+    rc = gguf_w_write(s.w, out, err);
     if (rc == 0 && info_out) *info_out = info;
 done:
-    free(src);
     free(vmap);
     expand_maps_free(&mp);
     gguf_writer_free(s.w);

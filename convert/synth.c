@@ -9,6 +9,7 @@
 #include "engine/sampler.h"
 #include "formats/ggml_types.h"
 #include "convert/requantize.h"
+#include "convert/shape_keys.h"
 
 static const pf_synth_shape k_shapes[] = {
     {"pocket", 28, 896, 2560, 14, 2, 64, 65536, 40960},
@@ -150,13 +151,8 @@ int pf_synth_write(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_
     snprintf(nm, sizeof nm, "synthetic-%s-%s", sh->name, pf_type_info(type)->name);
     gguf_w_str(w, "general.name", nm);
     gguf_w_u32(w, "qwen3.block_count", (uint32_t)sh->n_layer);
-    gguf_w_u32(w, "qwen3.context_length", (uint32_t)sh->n_ctx);
-    gguf_w_u32(w, "qwen3.embedding_length", (uint32_t)sh->n_embd);
-    gguf_w_u32(w, "qwen3.feed_forward_length", (uint32_t)sh->n_ff);
-    gguf_w_u32(w, "qwen3.attention.head_count", (uint32_t)sh->n_head);
-    gguf_w_u32(w, "qwen3.attention.head_count_kv", (uint32_t)sh->n_head_kv);
-    gguf_w_u32(w, "qwen3.attention.key_length", (uint32_t)sh->head_dim);
-    gguf_w_u32(w, "qwen3.attention.value_length", (uint32_t)sh->head_dim);
+    pf_write_shape_keys(w, "qwen3", &(pf_shape_keys){(uint32_t)sh->n_ctx, (uint32_t)sh->n_embd, (uint32_t)sh->n_ff,
+                                                     (uint32_t)sh->n_head, (uint32_t)sh->n_head_kv, (uint32_t)sh->head_dim});
     gguf_w_f32(w, "qwen3.rope.freq_base", 1e6f);
     gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
     if (pf_synth_tokenizer(w, sh->n_vocab) < 0) { snprintf(err, PF_ERR_LEN, "tokenizer: vocabulary too small"); goto done; }

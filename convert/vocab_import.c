@@ -269,6 +269,75 @@ static int collect_merges(const pf_json *root, const char *path, char err[PF_ERR
     return 0;
 }
 
+/* A model's embedding may have more rows than the tokenizer has tokens (Qwen3: 151,936 rows,
+ * 151,669 tokens); the extra ids become gaps (then unused padding tokens, as llama.cpp's converter
+ * writes). */
+static int grow_vocab(vocab *v, int64_t min_vocab) {
+    if (min_vocab <= v->n) return 0;
+    if (min_vocab > MAX_VOCAB) return fail(v->err, v->path, "a vocabulary of %lld tokens is too large", (long long)min_vocab);
+    const char **tx = realloc(v->text, (size_t)min_vocab * sizeof *tx);
+    if (tx) v->text = tx;
+    uint64_t *ln = realloc(v->len, (size_t)min_vocab * sizeof *ln);
+    if (ln) v->len = ln;
+    int32_t *ty = realloc(v->type, (size_t)min_vocab * sizeof *ty);
+    if (ty) v->type = ty;
+    if (!tx || !ln || !ty) return fail(v->err, v->path, "out of memory");
+    for (int64_t i = v->n; i < min_vocab; i++) v->text[i] = NULL;
+    v->n = min_vocab;
+    return 0;
+}
+
+/* Fills the gaps with unused "[PADi]" tokens, so that ids stay positions in the token array; their
+ * texts in pads[v->n] (allocated here, freed by the caller even on failure). */
+static int fill_gaps(vocab *v, char ***pads) {
+    if (!(*pads = calloc((size_t)v->n, sizeof **pads))) return fail(v->err, v->path, "out of memory");
+    for (int64_t i = 0; i < v->n; i++) {
+        if (v->text[i]) continue;
+        char buf[32];
+        int k = snprintf(buf, sizeof buf, "[PAD%lld]", (long long)i);
+        if (!((*pads)[i] = strdup(buf))) return fail(v->err, v->path, "out of memory");
+        v->text[i] = (*pads)[i];
+        v->len[i] = (uint64_t)k;
+        v->type[i] = TT_UNUSED;
+    }
+    return 0;
+}
+
+/* The tokenizer's keys: the tokens, their types and the merges; end of sequence and padding as
+ * config.json names them, else the ChatML markers; the chat template when config.json has one. */
+static int write_tokenizer(gguf_writer *w, const vocab *v, char **merges, const uint64_t *merge_len, uint64_t n_merges,
+                           const pf_json *cfg, const char *config_json, char err[PF_ERR_LEN]) {
+    int64_t eos = -1, pad = -1;
+    if (cfg && (config_token(v, cfg, "eos_token", config_json, err, &eos) ||
+                config_token(v, cfg, "pad_token", config_json, err, &pad)))
+        return -1;
+    if (eos < 0) eos = find_token(v, "<|im_end|>", 10);
+    if (eos < 0) eos = find_token(v, "<|endoftext|>", 13);
+    if (pad < 0) pad = find_token(v, "<|endoftext|>", 13);
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "qwen2");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", v->text, v->len, (uint64_t)v->n);
+    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_I32, v->type, (uint64_t)v->n);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)merges, merge_len, n_merges);
+    if (eos >= 0) gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+    if (pad >= 0) gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)pad);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
+    const char *tmpl = cfg ? config_template(cfg) : NULL;
+    if (tmpl) gguf_w_str(w, "tokenizer.chat_template", tmpl);
+    return 0;
+}
+
+/* A JSON file whose top level is an object, or NULL (err set). */
+static pf_json_doc *parse_object_file(const char *path, char err[PF_ERR_LEN]) {
+    pf_json_doc *doc = pf_json_parse_file(path, err);
+    if (doc && pf_json_root(doc)->type != PF_JSON_OBJECT) {
+        fail(err, path, "expected a JSON object at the top level");
+        pf_json_free(doc);
+        return NULL;
+    }
+    return doc;
+}
+
 int pf_vocab_import_into(gguf_writer *w, const char *tokenizer_json, const char *config_json, int64_t min_vocab,
                          int64_t *n_tokens, char err[PF_ERR_LEN]) {
     int rc = -1;
@@ -276,87 +345,18 @@ int pf_vocab_import_into(gguf_writer *w, const char *tokenizer_json, const char 
     vocab v = {.path = tokenizer_json, .err = err};
     char **merges = NULL, **pads = NULL;
     uint64_t *merge_len = NULL, n_merges = 0;
-
-    if (!(doc = pf_json_parse_file(tokenizer_json, err))) goto out;
+    if (!(doc = parse_object_file(tokenizer_json, err))) goto out;
     const pf_json *root = pf_json_root(doc);
-    if (root->type != PF_JSON_OBJECT) {
-        fail(err, tokenizer_json, "expected a JSON object at the top level");
-        goto out;
-    }
     if (check_model(root, tokenizer_json, err) || build_vocab(&v, root) ||
         collect_merges(root, tokenizer_json, err, &merges, &merge_len, &n_merges))
         goto out;
-
-    const pf_json *cfg = NULL;
-    if (config_json) {
-        if (!(cdoc = pf_json_parse_file(config_json, err))) goto out;
-        cfg = pf_json_root(cdoc);
-        if (cfg->type != PF_JSON_OBJECT) {
-            fail(err, config_json, "expected a JSON object at the top level");
-            goto out;
-        }
-    }
-
-    /* A model's embedding may have more rows than the tokenizer has tokens (Qwen3: 151,936 rows,
-     * 151,669 tokens); the extra ids become unused padding tokens, as llama.cpp's converter writes. */
-    if (min_vocab > v.n) {
-        if (min_vocab > MAX_VOCAB) {
-            fail(err, tokenizer_json, "a vocabulary of %lld tokens is too large", (long long)min_vocab);
-            goto out;
-        }
-        const char **tx = realloc(v.text, (size_t)min_vocab * sizeof *tx);
-        if (tx) v.text = tx;
-        uint64_t *ln = realloc(v.len, (size_t)min_vocab * sizeof *ln);
-        if (ln) v.len = ln;
-        int32_t *ty = realloc(v.type, (size_t)min_vocab * sizeof *ty);
-        if (ty) v.type = ty;
-        if (!tx || !ln || !ty) {
-            fail(err, tokenizer_json, "out of memory");
-            goto out;
-        }
-        for (int64_t i = v.n; i < min_vocab; i++) v.text[i] = NULL;
-        v.n = min_vocab;
-    }
-    /* Fill gaps so that ids stay positions in the token array. */
-    pads = calloc((size_t)v.n, sizeof *pads);
-    if (!pads) {
-        fail(err, tokenizer_json, "out of memory");
+    if (config_json && !(cdoc = parse_object_file(config_json, err))) goto out;
+    const pf_json *cfg = cdoc ? pf_json_root(cdoc) : NULL;
+    if (grow_vocab(&v, min_vocab) || fill_gaps(&v, &pads) ||
+        write_tokenizer(w, &v, merges, merge_len, n_merges, cfg, config_json, err))
         goto out;
-    }
-    for (int64_t i = 0; i < v.n; i++) {
-        if (v.text[i]) continue;
-        char buf[32];
-        int k = snprintf(buf, sizeof buf, "[PAD%lld]", (long long)i);
-        if (!(pads[i] = strdup(buf))) {
-            fail(err, tokenizer_json, "out of memory");
-            goto out;
-        }
-        v.text[i] = pads[i];
-        v.len[i] = (uint64_t)k;
-        v.type[i] = TT_UNUSED;
-    }
-
-    int64_t eos = -1, pad = -1;
-    if (cfg && (config_token(&v, cfg, "eos_token", config_json, err, &eos) ||
-                config_token(&v, cfg, "pad_token", config_json, err, &pad)))
-        goto out;
-    if (eos < 0) eos = find_token(&v, "<|im_end|>", 10);
-    if (eos < 0) eos = find_token(&v, "<|endoftext|>", 13);
-    if (pad < 0) pad = find_token(&v, "<|endoftext|>", 13);
-
-    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_w_str(w, "tokenizer.ggml.pre", "qwen2");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", v.text, v.len, (uint64_t)v.n);
-    gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_I32, v.type, (uint64_t)v.n);
-    gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)merges, merge_len, n_merges);
-    if (eos >= 0) gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
-    if (pad >= 0) gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)pad);
-    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
-    const char *tmpl = cfg ? config_template(cfg) : NULL;
-    if (tmpl) gguf_w_str(w, "tokenizer.chat_template", tmpl);
     if (n_tokens) *n_tokens = v.n;
     rc = 0;
-
 out:
     if (pads)
         for (int64_t i = 0; i < v.n; i++) free(pads[i]);

@@ -260,13 +260,9 @@ static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
-/* What else the dflash format can say (llama.cpp's loader, src/models/dflash.cpp): the draft's own
- * token_embd.weight; its own head output.weight {n_embd, n_vocab_draft} with d2t (I64, the target id
- * of every draft row; needed when n_vocab_draft < n_vocab); dflash.logit_scale,
- * .final_logit_softcapping and .embedding_scale. Parts of that format this runtime does not
- * implement (DSpark's Markov / confidence heads, the DeepSeek-V4 backbone, per-head attention sinks,
- * a scaled fc) are refused by name. */
-static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
+/* Parts of the dflash format this runtime does not implement (DSpark's Markov / confidence heads,
+ * the DeepSeek-V4 backbone, per-head attention sinks, a scaled fc), refused by name. */
+static int refuse_unsupported(const gguf_file *f, char *err) {
     static const char *refused[] = {"markov_w1.weight", "conf_proj.weight", "fc.scale", "hc_head_fn.weight"};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (gguf_find_tensor(f, refused[i])) {
@@ -288,6 +284,11 @@ static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.hyper_connection_count: DeepSeek-V4 DSpark drafts are not supported", f->path);
         return -1;
     }
+    return 0;
+}
+
+/* The target's hidden size when the file names it, and the three scales. */
+static int read_scales(pf_dflash *d, const gguf_file *f, char *err) {
     uint32_t th = 0;
     int r_th = gguf_get_u32(f, "dflash.target_hidden_size", &th);
     if (r_th == -2 || (r_th == 0 && (int)th != d->target->hp.n_embd)) {
@@ -309,17 +310,37 @@ static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
         }
         *sc[i].out = v;
     }
-    const int H = d->hp.n_embd, V = d->hp.n_vocab;
-    if (gguf_find_tensor(f, "token_embd.weight") && pf_bind_matrix(f, "token_embd.weight", V, H, &d->own_embd, err) < 0)
+    return 0;
+}
+
+/* The target ids of the Vd rows of the draft's own head: d2t's entries, or the rows' own indices
+ * (Vd is then the whole vocabulary V); each inside the vocabulary and listed once. */
+static int head_row_ids(const gguf_file *f, const gguf_tensor *d2t, int64_t Vd, int V, int32_t *ids, char *err) {
+    uint8_t *seen = calloc((size_t)V, 1);
+    if (!seen) {
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
         return -1;
-    const gguf_tensor *out = gguf_find_tensor(f, "output.weight"), *d2t = gguf_find_tensor(f, "d2t");
-    if (!out) {
-        if (d2t) {
-            snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': present without output.weight (the draft's reduced head)", f->path);
-            return -1;
-        }
-        return 0;
     }
+    int rc = 0;
+    for (int64_t i = 0; rc == 0 && i < Vd; i++) {
+        int64_t id = i;
+        if (d2t) memcpy(&id, (const uint8_t *)d2t->data + 8 * i, 8);
+        if (id < 0 || id >= V || seen[id]) {
+            snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': entry %lld = %lld is %s", f->path, (long long)i, (long long)id,
+                     id < 0 || id >= V ? "outside the target's vocabulary" : "listed twice");
+            rc = -1;
+        } else {
+            seen[id] = 1;
+            ids[i] = (int32_t)id;
+        }
+    }
+    free(seen);
+    return rc;
+}
+
+/* The draft's own head output.weight (with d2t when it has fewer rows than the vocabulary). */
+static int read_own_head(pf_dflash *d, const gguf_file *f, const gguf_tensor *out, const gguf_tensor *d2t, char *err) {
+    const int H = d->hp.n_embd, V = d->hp.n_vocab;
     if (d->head_rank) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens: cannot be combined with the draft's own output.weight", f->path);
         return -1;
@@ -334,32 +355,136 @@ static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
     pf_weight w;
     if (pf_bind_matrix(f, "output.weight", Vd, H, &w, err) < 0) return -1;
     int32_t *ids = malloc((size_t)Vd * sizeof *ids);
-    uint8_t *seen = calloc((size_t)V, 1);
     int rc = -1;
-    if (!ids || !seen) {
-        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-        goto done;
-    }
-    if (d2t && (d2t->type != PF_TYPE_I64 || d2t->n_dims != 1 || d2t->ne[0] != Vd)) {
+    if (!ids) snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+    else if (d2t && (d2t->type != PF_TYPE_I64 || d2t->n_dims != 1 || d2t->ne[0] != Vd))
         snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': expected I64 of %lld entries (one per row of output.weight)", f->path,
                  (long long)Vd);
-        goto done;
-    }
-    for (int64_t i = 0; i < Vd; i++) {
-        int64_t id = i;
-        if (d2t) memcpy(&id, (const uint8_t *)d2t->data + 8 * i, 8);
-        if (id < 0 || id >= V || seen[id]) {
-            snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': entry %lld = %lld is %s", f->path, (long long)i, (long long)id,
-                     id < 0 || id >= V ? "outside the target's vocabulary" : "listed twice");
-            goto done;
-        }
-        seen[id] = 1;
-        ids[i] = (int32_t)id;
-    }
-    rc = dflash_head_rows(&d->base_head, &w, NULL, ids, (int)Vd, err);
-done:
+    else if (head_row_ids(f, d2t, Vd, V, ids, err) == 0)
+        rc = dflash_head_rows(&d->base_head, &w, NULL, ids, (int)Vd, err);
     free(ids);
-    free(seen);
+    return rc;
+}
+
+/* What else the dflash format can say (llama.cpp's loader, src/models/dflash.cpp): the draft's own
+ * token_embd.weight; its own head output.weight {n_embd, n_vocab_draft} with d2t (I64, the target id
+ * of every draft row; needed when n_vocab_draft < n_vocab); dflash.logit_scale,
+ * .final_logit_softcapping and .embedding_scale. What it does not implement is refused
+ * by name (refuse_unsupported). */
+static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
+    if (refuse_unsupported(f, err) < 0 || read_scales(d, f, err) < 0) return -1;
+    const int H = d->hp.n_embd, V = d->hp.n_vocab;
+    if (gguf_find_tensor(f, "token_embd.weight") && pf_bind_matrix(f, "token_embd.weight", V, H, &d->own_embd, err) < 0)
+        return -1;
+    const gguf_tensor *out = gguf_find_tensor(f, "output.weight"), *d2t = gguf_find_tensor(f, "d2t");
+    if (out) return read_own_head(d, f, out, d2t, err);
+    if (d2t) {
+        snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': present without output.weight (the draft's reduced head)", f->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Layer L's matrices, in the order of the packed store: 7, and DFlash2's two conv projections. */
+static int layer_matrices(dflash_layer *L, int version, pf_weight **out) {
+    pf_weight *lw[] = {&L->attn_q, &L->attn_k, &L->attn_v, &L->attn_o, &L->ffn_gate, &L->ffn_up,
+                       &L->ffn_down, &L->attn_conv_proj, &L->ffn_conv_proj};
+    int n = version == 2 ? 9 : 7;
+    for (int i = 0; i < n; i++) out[i] = lw[i];
+    return n;
+}
+
+/* fc (checked against the target: one input per tapped hidden dim) and the two global norms, their
+ * floats at *store. */
+static int bind_globals(pf_dflash *d, const gguf_file *f, float **store, char *err) {
+    const int H = d->hp.n_embd;
+    int64_t fc_in = (int64_t)d->n_taps * d->target->hp.n_embd;
+    const gguf_tensor *fct = gguf_find_tensor(f, "fc.weight");
+    if (fct && fct->n_dims == 2 && fct->ne[1] == H && fct->ne[0] != fc_in) {
+        snprintf(err, PF_ERR_LEN,
+                 "%s: tensor 'fc.weight' takes %lld inputs, expected %d taps x target hidden %d = %lld", f->path,
+                 (long long)fct->ne[0], d->n_taps, d->target->hp.n_embd, (long long)fc_in);
+        return -1;
+    }
+    if (pf_bind_matrix(f, "fc.weight", H, fc_in, &d->fc, err) < 0) return -1;
+    if (pf_bind_vector(f, "enc.output_norm.weight", H, &d->enc_norm, *store, err) < 0) return -1;
+    *store += H;
+    if (pf_bind_vector(f, "output_norm.weight", H, &d->output_norm, *store, err) < 0) return -1;
+    *store += H;
+    return 0;
+}
+
+/* Layer l's weights; its norms (and DFlash2's conv bases) as floats at *store. */
+static int bind_layer(pf_dflash *d, const gguf_file *f, int l, float **store, char *err) {
+    const pf_hparams *hp = &d->hp;
+    const int H = hp->n_embd, hd = hp->head_dim, K = d->conv_k, G = d->conv_groups;
+    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    dflash_layer *L = &d->layers[l];
+    char name[96];
+    struct { const char *name; int64_t rows, cols; pf_weight *w; } mats[] = {
+        {"attn_q", qd, H, &L->attn_q},          {"attn_k", kvd, H, &L->attn_k},
+        {"attn_v", kvd, H, &L->attn_v},         {"attn_output", H, qd, &L->attn_o},
+        {"ffn_gate", hp->n_ff, H, &L->ffn_gate}, {"ffn_up", hp->n_ff, H, &L->ffn_up},
+        {"ffn_down", H, hp->n_ff, &L->ffn_down},
+    };
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+        snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[i].name);
+        if (pf_bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) return -1;
+    }
+    struct { const char *name; int64_t n; const float **out; } vecs[] = {
+        {"attn_norm", H, &L->attn_norm}, {"ffn_norm", H, &L->ffn_norm},
+        {"attn_q_norm", hd, &L->q_norm}, {"attn_k_norm", hd, &L->k_norm},
+    };
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
+        snprintf(name, sizeof name, "blk.%d.%s.weight", l, vecs[i].name);
+        if (pf_bind_vector(f, name, vecs[i].n, vecs[i].out, *store, err) < 0) return -1;
+        *store += vecs[i].n;
+    }
+    if (d->version != 2) return 0;
+    const int64_t ne[4] = {H, K, 2, 1};
+    snprintf(name, sizeof name, "blk.%d.attn_conv_base", l);
+    if (pf_bind_floats(f, name, ne, &L->attn_conv_base, *store, err) < 0) return -1;
+    *store += 2 * (size_t)K * H;
+    snprintf(name, sizeof name, "blk.%d.ffn_conv_base", l);
+    if (pf_bind_floats(f, name, ne, &L->ffn_conv_base, *store, err) < 0) return -1;
+    *store += 2 * (size_t)K * H;
+    snprintf(name, sizeof name, "blk.%d.attn_conv_proj.weight", l);
+    if (pf_bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->attn_conv_proj, err) < 0) return -1;
+    snprintf(name, sizeof name, "blk.%d.ffn_conv_proj.weight", l);
+    return pf_bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->ffn_conv_proj, err);
+}
+
+/* The widest prepared activation row of anything multiplied, incl. the target's head. */
+static size_t widest_act_row(pf_dflash *d) {
+    const int H = d->hp.n_embd;
+    size_t act = max_sz(pf_act_row_bytes(d->fc.type, d->fc.cols), pf_act_row_bytes(d->target->output.type, H));
+    if (d->base_head.n) act = max_sz(act, pf_act_row_bytes(d->base_head.w.type, H));
+    for (int l = 0; l < d->hp.n_layer; l++) {
+        pf_weight *ws[9];
+        int n = layer_matrices(&d->layers[l], d->version, ws);
+        for (int i = 0; i < n; i++) act = max_sz(act, pf_act_row_bytes(ws[i]->type, ws[i]->cols));
+    }
+    if (d->version == 2) act = max_sz(act, pf_act_row_bytes(d->sel_hidden.type, H));
+    return act;
+}
+
+/* Packed copies for the fast gemm, as the target's (pf_model_pack_weights): fc and every layer's
+ * matrices. */
+static int pack_weights(pf_dflash *d, const gguf_file *f, char *err) {
+    const size_t cap = 1 + 9 * (size_t)d->hp.n_layer;
+    pf_weight **ws = malloc(cap * sizeof *ws);
+    bool *rel = malloc(cap * sizeof *rel);
+    if (!ws || !rel) {
+        free(ws), free(rel);
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        return -1;
+    }
+    int n = 0;
+    ws[n++] = &d->fc;
+    for (int l = 0; l < d->hp.n_layer; l++) n += layer_matrices(&d->layers[l], d->version, ws + n);
+    for (int i = 0; i < n; i++) rel[i] = f->mapped;
+    int rc = pf_weights_pack(ws, rel, n, &d->packed_store, &d->packed_map_len, err);
+    free(ws), free(rel);
     return rc;
 }
 
@@ -378,7 +503,6 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
         read_head_tokens(d, f, err) < 0 || read_io(d, f, err) < 0)
         goto fail;
     const int H = hp->n_embd, hd = hp->head_dim;
-    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     d->version = gguf_find_tensor(f, "selector_hidden.weight") || gguf_find_tensor(f, "blk.0.attn_conv_base") ? 2 : 1;
     if (d->version == 2 && read_v2_globals(d, f, err) < 0) goto fail;
     if (d->version == 2 && d->base_head.n && d->base_head.n < d->sel_top_k) {
@@ -386,9 +510,8 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
                  d->base_head.n, d->sel_top_k);
         goto fail;
     }
-    const int K = d->conv_k, G = d->conv_groups;
     d->layers = calloc((size_t)hp->n_layer, sizeof *d->layers);
-    size_t per_layer = 2 * (size_t)H + 2 * (size_t)hd + (d->version == 2 ? 4 * (size_t)K * H : 0);
+    size_t per_layer = 2 * (size_t)H + 2 * (size_t)hd + (d->version == 2 ? 4 * (size_t)d->conv_k * H : 0);
     d->store = malloc(((size_t)hp->n_layer * per_layer + 2 * (size_t)H) * sizeof(float));
     if (!d->layers || !d->store) {
         snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
@@ -396,88 +519,11 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
     }
     if (read_attention(d, f, err) < 0) goto fail;
     float *store = d->store;
-    int64_t fc_in = (int64_t)d->n_taps * target->hp.n_embd;
-    const gguf_tensor *fct = gguf_find_tensor(f, "fc.weight");
-    if (fct && fct->n_dims == 2 && fct->ne[1] == H && fct->ne[0] != fc_in) {
-        snprintf(err, PF_ERR_LEN,
-                 "%s: tensor 'fc.weight' takes %lld inputs, expected %d taps x target hidden %d = %lld", f->path,
-                 (long long)fct->ne[0], d->n_taps, target->hp.n_embd, (long long)fc_in);
-        goto fail;
-    }
-    if (pf_bind_matrix(f, "fc.weight", H, fc_in, &d->fc, err) < 0) goto fail;
-    if (pf_bind_vector(f, "enc.output_norm.weight", H, &d->enc_norm, store, err) < 0) goto fail;
-    store += H;
-    if (pf_bind_vector(f, "output_norm.weight", H, &d->output_norm, store, err) < 0) goto fail;
-    store += H;
-    char name[96];
-    for (int l = 0; l < hp->n_layer; l++) {
-        dflash_layer *L = &d->layers[l];
-        struct { const char *name; int64_t rows, cols; pf_weight *w; } mats[] = {
-            {"attn_q", qd, H, &L->attn_q},          {"attn_k", kvd, H, &L->attn_k},
-            {"attn_v", kvd, H, &L->attn_v},         {"attn_output", H, qd, &L->attn_o},
-            {"ffn_gate", hp->n_ff, H, &L->ffn_gate}, {"ffn_up", hp->n_ff, H, &L->ffn_up},
-            {"ffn_down", H, hp->n_ff, &L->ffn_down},
-        };
-        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
-            snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[i].name);
-            if (pf_bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) goto fail;
-        }
-        struct { const char *name; int64_t n; const float **out; } vecs[] = {
-            {"attn_norm", H, &L->attn_norm}, {"ffn_norm", H, &L->ffn_norm},
-            {"attn_q_norm", hd, &L->q_norm}, {"attn_k_norm", hd, &L->k_norm},
-        };
-        for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
-            snprintf(name, sizeof name, "blk.%d.%s.weight", l, vecs[i].name);
-            if (pf_bind_vector(f, name, vecs[i].n, vecs[i].out, store, err) < 0) goto fail;
-            store += vecs[i].n;
-        }
-        if (d->version == 2) {
-            const int64_t ne[4] = {H, K, 2, 1};
-            snprintf(name, sizeof name, "blk.%d.attn_conv_base", l);
-            if (pf_bind_floats(f, name, ne, &L->attn_conv_base, store, err) < 0) goto fail;
-            store += 2 * (size_t)K * H;
-            snprintf(name, sizeof name, "blk.%d.ffn_conv_base", l);
-            if (pf_bind_floats(f, name, ne, &L->ffn_conv_base, store, err) < 0) goto fail;
-            store += 2 * (size_t)K * H;
-            snprintf(name, sizeof name, "blk.%d.attn_conv_proj.weight", l);
-            if (pf_bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->attn_conv_proj, err) < 0) goto fail;
-            snprintf(name, sizeof name, "blk.%d.ffn_conv_proj.weight", l);
-            if (pf_bind_matrix(f, name, 2 * (int64_t)K * G, H, &L->ffn_conv_proj, err) < 0) goto fail;
-        }
-    }
-    /* the widest prepared activation row of anything multiplied, incl. the target's head */
-    size_t act = max_sz(pf_act_row_bytes(d->fc.type, d->fc.cols), pf_act_row_bytes(target->output.type, H));
-    if (d->base_head.n) act = max_sz(act, pf_act_row_bytes(d->base_head.w.type, H));
-    for (int l = 0; l < hp->n_layer; l++) {
-        const dflash_layer *L = &d->layers[l];
-        const pf_weight *ws[] = {&L->attn_q, &L->attn_k, &L->attn_v, &L->attn_o, &L->ffn_gate, &L->ffn_up,
-                                 &L->ffn_down, &L->attn_conv_proj, &L->ffn_conv_proj};
-        for (int i = 0; i < (d->version == 2 ? 9 : 7); i++) act = max_sz(act, pf_act_row_bytes(ws[i]->type, ws[i]->cols));
-    }
-    if (d->version == 2) act = max_sz(act, pf_act_row_bytes(d->sel_hidden.type, H));
-    d->act_max = act;
-    {
-        /* packed copies for the fast gemm, as the target's (pf_model_pack_weights) */
-        pf_weight **ws = malloc((1 + 9 * (size_t)hp->n_layer) * sizeof *ws);
-        bool *rel = malloc((1 + 9 * (size_t)hp->n_layer) * sizeof *rel);
-        if (!ws || !rel) {
-            free(ws), free(rel);
-            snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-            goto fail;
-        }
-        int n = 0;
-        ws[n++] = &d->fc;
-        for (int l = 0; l < hp->n_layer; l++) {
-            dflash_layer *L = &d->layers[l];
-            pf_weight *lw[] = {&L->attn_q, &L->attn_k, &L->attn_v, &L->attn_o, &L->ffn_gate, &L->ffn_up,
-                               &L->ffn_down, &L->attn_conv_proj, &L->ffn_conv_proj};
-            for (int i = 0; i < (d->version == 2 ? 9 : 7); i++) ws[n++] = lw[i];
-        }
-        for (int i = 0; i < n; i++) rel[i] = f->mapped;
-        int rc = pf_weights_pack(ws, rel, n, &d->packed_store, &d->packed_map_len, err);
-        free(ws), free(rel);
-        if (rc < 0) goto fail;
-    }
+    if (bind_globals(d, f, &store, err) < 0) goto fail;
+    for (int l = 0; l < hp->n_layer; l++)
+        if (bind_layer(d, f, l, &store, err) < 0) goto fail;
+    d->act_max = widest_act_row(d);
+    if (pack_weights(d, f, err) < 0) goto fail;
     /* the default head vocabulary, gathered once for every state that keeps it (where the
      * selector can take it; pf_dflash_set_head reports it otherwise) */
     if (d->head_rank && !(d->version == 2 && d->head_default < d->sel_top_k) &&

@@ -101,14 +101,11 @@ static int propose_v1(pf_dflash_state *s, int B, int NV, const pf_sampling *samp
     return B - 1;
 }
 
-int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
-                      int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
+/* The arguments pf_dflash_propose cannot work with, reported. */
+static int check_propose(const pf_dflash_state *s, int32_t bonus, int B, int sampled, const pf_rng *rng,
+                         const pf_dist *q, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
-    const pf_model *tm = d->target;
-    const pf_hparams *hp = &d->hp;
-    const int H = hp->n_embd, V = hp->n_vocab, v2 = d->version == 2;
-    const int sampled = samp && samp->temp > 0;
-    assert(B >= 2 && B <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h), or less at the context's end */
+    const int V = d->hp.n_vocab, need = d->version == 2 ? d->sel_top_k : V;
     if (s->len + B > s->n_ctx) {
         snprintf(err, PF_ERR_LEN, "dflash: context full: %lld context rows + a block of %d exceed %lld",
                  (long long)s->len, B, (long long)s->n_ctx);
@@ -123,13 +120,23 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
         return -1;
     }
     for (int i = 0; q && i < B - 1; i++)
-        if (q[i].cap < (v2 ? d->sel_top_k : V)) {
-            snprintf(err, PF_ERR_LEN, "dflash: q[%d] holds %d entries, needs %d", i, q[i].cap, v2 ? d->sel_top_k : V);
+        if (q[i].cap < need) {
+            snprintf(err, PF_ERR_LEN, "dflash: q[%d] holds %d entries, needs %d", i, q[i].cap, need);
             return -1;
         }
-    if (dflash_ensure_rows(s, B, err) < 0) return -1;
-    s->last_B = 0;
+    return 0;
+}
 
+/* The block forward: rows [bonus, MASK, ...] through the layers and the final norm (copied to
+ * hidden when given), then the head over rows 1..B-1. Row k predicts the token at start + k (mask
+ * filling, no shift); row 0 is discarded. With a head subset the logits are those of its NV
+ * tokens (the same values the whole head gives them), and indices map back to token ids through
+ * sub->ids. Returns NV. */
+static int block_logits(pf_dflash_state *s, int32_t bonus, int B, float *hidden) {
+    const pf_dflash *d = s->d;
+    const pf_model *tm = d->target;
+    const pf_hparams *hp = &d->hp;
+    const int H = hp->n_embd;
     const pf_weight *emb = d->own_embd.data ? &d->own_embd : &tm->tok_embd;
     for (int r = 0; r < B; r++) {
         float *x = s->x + (size_t)r * H;
@@ -140,26 +147,21 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     for (int l = 0; l < hp->n_layer; l++) dflash_block_layer(s, l, B, s->len);
     for (int r = 0; r < B; r++) s->k->rmsnorm(s->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
     if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));
-    /* row k predicts the token at start + k (mask filling, no shift); row 0 is discarded. With a
-     * head subset the logits are those of its NV tokens (the same values the whole head gives
-     * them), and indices map back to token ids through sub->ids. */
-    const int NV = s->sub ? s->sub->n : V;
+    const int NV = s->sub ? s->sub->n : hp->n_vocab;
     dflash_linear(s, s->sub ? &s->sub->w : &tm->output, s->hn + H, H, B - 1, s->logits, NV);
     if (d->logit_scale != 1.0f || d->softcap > 0) /* the trained output transform, as llama.cpp applies it */
         for (size_t i = 0; i < (size_t)(B - 1) * NV; i++) {
             float z = s->logits[i] * d->logit_scale;
             s->logits[i] = d->softcap > 0 ? d->softcap * tanhf(z / d->softcap) : z;
         }
-    s->last_B = B;
-    s->n_proposed = B - 1;
+    return NV;
+}
 
-    if (!v2) {
-        s->n_proposed = propose_v1(s, B, NV, samp, rng, draft, q);
-        return 0;
-    }
-
-    /* DFlash2 selector: every row's candidates and g_t = selector_hidden @ h_t in parallel ... */
-    const int kk = d->sel_top_k, R = d->sel_rank;
+/* DFlash2's selector, first for every row in parallel: its candidates (top-k of its logits), their
+ * successor rows and g_t = selector_hidden @ h_t. */
+static void selector_candidates(pf_dflash_state *s, int B, int NV) {
+    const pf_dflash *d = s->d;
+    const int H = d->hp.n_embd, kk = d->sel_top_k, R = d->sel_rank;
     dflash_linear(s, &d->sel_hidden, s->hn + H, H, B - 1, s->g, R);
     for (int t = 1; t < B; t++) {
         int32_t *cand = s->cand + (size_t)(t - 1) * kk;
@@ -168,7 +170,14 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
             for (int j = 0; j < kk; j++) cand[j] = s->sub->ids[cand[j]];
         for (int j = 0; j < kk; j++) weight_row(&d->sel_succ, cand[j], s->succ + ((size_t)(t - 1) * kk + j) * R);
     }
-    /* ... then the walk: score_t(prev, j) = unary_t[j] + <A[prev] * g_t, Bsucc[cand_t[j]]> */
+}
+
+/* DFlash2: then the walk from the bonus, score_t(prev, j) = unary_t[j] + <A[prev] * g_t, Bsucc[cand_t[j]]>,
+ * over the candidates the filter allows. Returns the drafts made. */
+static int propose_v2(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng, int32_t *draft,
+                      pf_dist *q) {
+    const pf_dflash *d = s->d;
+    const int kk = d->sel_top_k, R = d->sel_rank, sampled = samp && samp->temp > 0;
     int32_t prev = bonus;
     for (int t = 1; t < B; t++) {
         const size_t o = (size_t)(t - 1) * kk;
@@ -183,10 +192,7 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
             if (bits && !pf_mask_has(bits, s->cand[o + j])) score[j] = -INFINITY; /* the walk skips it */
             else if (best < 0 || score[j] > score[best]) best = j;
         }
-        if (best < 0) { /* no candidate is allowed here: the block ends */
-            s->n_proposed = t - 1;
-            return 0;
-        }
+        if (best < 0) return t - 1; /* no candidate is allowed here: the block ends */
         int32_t tok;
         if (sampled) {
             pf_dist *dist = q ? &q[t - 1] : &s->dist;
@@ -202,10 +208,25 @@ int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
         }
         draft[t - 1] = tok;
         prev = tok;
-        if (s->filter && s->filter->take(s->filter->ctx, tok)) {
-            s->n_proposed = t;
-            return 0;
-        }
+        if (s->filter && s->filter->take(s->filter->ctx, tok)) return t;
     }
+    return B - 1;
+}
+
+int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
+                      int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
+    assert(B >= 2 && B <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h), or less at the context's end */
+    if (check_propose(s, bonus, B, samp && samp->temp > 0, rng, q, err) < 0) return -1;
+    if (dflash_ensure_rows(s, B, err) < 0) return -1;
+    s->last_B = 0;
+    const int NV = block_logits(s, bonus, B, hidden);
+    s->last_B = B;
+    s->n_proposed = B - 1;
+    if (s->d->version != 2) {
+        s->n_proposed = propose_v1(s, B, NV, samp, rng, draft, q);
+        return 0;
+    }
+    selector_candidates(s, B, NV);
+    s->n_proposed = propose_v2(s, bonus, B, samp, rng, draft, q);
     return 0;
 }

@@ -207,6 +207,57 @@ static uint8_t *read_all(const char *path, size_t *size, int *absent, char *err)
     return buf;
 }
 
+/* The header's fields (after its magic and hash were checked). */
+typedef struct {
+    uint32_t version, n, n_layer, kv_dim, embd, nt;
+    uint64_t raw_size;
+} pc_header;
+
+/* The header of a file of `size` bytes at h: intact, of this version and KV type, made with this
+ * model (key, shape) and in range. */
+static int read_header(const uint8_t *h, size_t size, uint64_t key, const pf_kv_cache *kv, int n_embd, pc_header *hd,
+                       char *err) {
+    if (size < PC_HEADER) return pf_errf(err, "truncated file (%zu bytes)", size);
+    if (memcmp(h, PC_MAGIC, 8) != 0) return pf_errf(err, "not a prompt cache file");
+    if (XXH3_64bits(h, 56) != rd64(h + 56)) return pf_errf(err, "header hash mismatch (corrupt file)");
+    *hd = (pc_header){.version = rd32(h + 8), .n = rd32(h + 12), .n_layer = rd32(h + 24), .kv_dim = rd32(h + 28),
+                      .embd = rd32(h + 32), .nt = rd32(h + 36), .raw_size = rd64(h + 40)};
+    const int q8 = kv->type == PF_KV_Q8;
+    if (hd->version != PC_VERSION && hd->version != PC_VERSION_Q8) return pf_errf(err, "unsupported version %u", hd->version);
+    if ((hd->version == PC_VERSION_Q8) != q8)
+        return pf_errf(err, "saved with the %s KV cache, this run uses the %s one", q8 ? "f16" : "8-bit", q8 ? "8-bit" : "f16");
+    if (rd64(h + 16) != key || (int)hd->n_layer != kv->n_layer || (int)hd->kv_dim != kv->kv_dim || (int)hd->embd != n_embd)
+        return pf_errf(err, "made with another model (or kernel level)");
+    if (hd->n < 1 || hd->n > PC_MAX_TOKENS || hd->nt > PC_MAX_TAPS ||
+        payload_size(hd->n, hd->n_layer, hd->kv_dim, hd->embd, hd->nt, q8 ? (uint64_t)kv->n_kv_head : 0) != hd->raw_size ||
+        hd->raw_size == 0)
+        return pf_errf(err, "header fields out of range (corrupt file)");
+    return 0;
+}
+
+/* The payload after the header (zn bytes at z), checked against its hash and decompressed into
+ * *raw (raw_size bytes, malloc'd). */
+static int inflate_payload(const uint8_t *z, size_t zn, uint64_t hash, uint64_t raw_size, uint8_t **raw, char *err) {
+    if (XXH3_64bits(z, zn) != hash) return pf_errf(err, "payload hash mismatch (corrupt or truncated file)");
+    if (ZSTD_getFrameContentSize(z, zn) != raw_size || !(*raw = malloc((size_t)raw_size)))
+        return pf_errf(err, "payload size does not match its header (corrupt file)");
+    size_t got = ZSTD_decompress(*raw, (size_t)raw_size, z, zn);
+    if (ZSTD_isError(got) || got != raw_size) return pf_errf(err, "payload does not decompress (corrupt file)");
+    return 0;
+}
+
+/* idx[t]: where the file's list of nt tapped layers (at tl) has tap_layers[t]. */
+static int match_taps(const uint8_t *tl, uint32_t nt, const int *tap_layers, int n_taps, int *idx, char *err) {
+    for (int t = 0; t < n_taps; t++) {
+        idx[t] = -1;
+        for (uint32_t j = 0; j < nt && idx[t] < 0; j++)
+            if ((int32_t)rd32(tl + 4 * j) == tap_layers[t]) idx[t] = (int)j;
+        if (idx[t] < 0)
+            return pf_errf(err, "holds no tapped rows for target layer %d (saved by another strategy)", tap_layers[t]);
+    }
+    return 0;
+}
+
 int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int n_embd, const int32_t *prompt,
                             int n_prompt, const int *tap_layers, int n_taps, float *taps, char err[PF_ERR_LEN]) {
     size_t size = 0;
@@ -214,71 +265,18 @@ int pf_prompt_cache_restore(const char *path, uint64_t key, pf_kv_cache *kv, int
     uint8_t *file = read_all(path, &size, &absent, err), *raw = NULL;
     if (!file) return absent ? 0 : -1;
     int rc = -1;
-    const uint8_t *h = file;
-    if (size < PC_HEADER) {
-        pf_errf(err, "truncated file (%zu bytes)", size);
+    pc_header hd = {0};
+    int idx[PC_MAX_TAPS];
+    if (read_header(file, size, key, kv, n_embd, &hd, err) < 0 ||
+        inflate_payload(file + PC_HEADER, size - PC_HEADER, rd64(file + 48), hd.raw_size, &raw, err) < 0)
         goto done;
-    }
-    if (memcmp(h, PC_MAGIC, 8) != 0) {
-        pf_errf(err, "not a prompt cache file");
-        goto done;
-    }
-    if (XXH3_64bits(h, 56) != rd64(h + 56)) {
-        pf_errf(err, "header hash mismatch (corrupt file)");
-        goto done;
-    }
-    uint32_t version = rd32(h + 8), n = rd32(h + 12), n_layer = rd32(h + 24), kv_dim = rd32(h + 28),
-             embd = rd32(h + 32), nt = rd32(h + 36);
-    uint64_t raw_size = rd64(h + 40);
-    const int q8 = kv->type == PF_KV_Q8;
-    if (version != PC_VERSION && version != PC_VERSION_Q8) {
-        pf_errf(err, "unsupported version %u", version);
-        goto done;
-    }
-    if ((version == PC_VERSION_Q8) != q8) {
-        pf_errf(err, "saved with the %s KV cache, this run uses the %s one", q8 ? "f16" : "8-bit", q8 ? "8-bit" : "f16");
-        goto done;
-    }
-    if (rd64(h + 16) != key || (int)n_layer != kv->n_layer || (int)kv_dim != kv->kv_dim || (int)embd != n_embd) {
-        pf_errf(err, "made with another model (or kernel level)");
-        goto done;
-    }
-    if (n < 1 || n > PC_MAX_TOKENS || nt > PC_MAX_TAPS ||
-        payload_size(n, n_layer, kv_dim, embd, nt, q8 ? (uint64_t)kv->n_kv_head : 0) != raw_size || raw_size == 0) {
-        pf_errf(err, "header fields out of range (corrupt file)");
-        goto done;
-    }
-    const uint8_t *z = file + PC_HEADER;
-    size_t zn = size - PC_HEADER;
-    if (XXH3_64bits(z, zn) != rd64(h + 48)) {
-        pf_errf(err, "payload hash mismatch (corrupt or truncated file)");
-        goto done;
-    }
-    if (ZSTD_getFrameContentSize(z, zn) != raw_size || !(raw = malloc((size_t)raw_size))) {
-        pf_errf(err, "payload size does not match its header (corrupt file)");
-        goto done;
-    }
-    size_t got = ZSTD_decompress(raw, (size_t)raw_size, z, zn);
-    if (ZSTD_isError(got) || got != raw_size) {
-        pf_errf(err, "payload does not decompress (corrupt file)");
-        goto done;
-    }
-    const int32_t *toks = (const int32_t *)raw;
-    if ((int)n > n_prompt || memcmp(toks, prompt, (size_t)n * 4) != 0) {
+    const uint32_t n = hd.n, nt = hd.nt, embd = hd.embd;
+    if ((int)n > n_prompt || memcmp(raw, prompt, (size_t)n * 4) != 0) {
         pf_errf(err, "the prompt does not start with its %u-token prefix", n);
         goto done;
     }
     const uint8_t *tl = raw + (size_t)n * 4;
-    int idx[PC_MAX_TAPS];
-    for (int t = 0; t < n_taps; t++) {
-        idx[t] = -1;
-        for (uint32_t j = 0; j < nt && idx[t] < 0; j++)
-            if ((int32_t)rd32(tl + 4 * j) == tap_layers[t]) idx[t] = (int)j;
-        if (idx[t] < 0) {
-            pf_errf(err, "holds no tapped rows for target layer %d (saved by another strategy)", tap_layers[t]);
-            goto done;
-        }
-    }
+    if (match_taps(tl, nt, tap_layers, n_taps, idx, err) < 0) goto done;
     int use = (int)n < n_prompt ? (int)n : n_prompt - 1; /* at least one token must be prefilled */
     if (use < 1 || kv->len != 0 || use > kv->n_ctx) {
         pf_errf(err, "leaves no prompt token to prefill");

@@ -193,6 +193,11 @@ static int cmp_special(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+static int tok_oom(const gguf_file *f, char err[PF_ERR_LEN]) {
+    tok_err(err, f, "tokenizer: out of memory");
+    return -1;
+}
+
 static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
     const gguf_kv *kv = gguf_find(f, "tokenizer.ggml.merges");
     uint64_t n = 0;
@@ -246,11 +251,12 @@ static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]
     free(cat);
     return 0;
 oom:
-    tok_err(err, f, "tokenizer: out of memory");
-    return -1;
+    return tok_oom(f, err);
 }
 
-pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
+/* The pre-tokenizer of a byte-level BPE ("gpt2") tokenizer; NULL (err set) for another model or
+ * an unsupported pre-tokenizer. */
+static pretok_fn read_model(const gguf_file *f, char err[PF_ERR_LEN]) {
     gguf_str s;
     int rc = gguf_get_str(f, "tokenizer.ggml.model", &s);
     if (rc != 0) {
@@ -269,42 +275,46 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
         tok_err(err, f, "tokenizer.ggml.pre: %s", rc == -1 ? "missing" : "expected a string");
         return NULL;
     }
-    pretok_fn pretok = NULL;
-    pretok = pf_pretokenizer_named(s);
-    if (!pretok) {
+    pretok_fn pretok = pf_pretokenizer_named(s);
+    if (!pretok)
         tok_err(err, f, "tokenizer.ggml.pre: unsupported pre-tokenizer \"%.*s\" (supported: qwen2)",
                 (int)(s.len > 64 ? 64 : s.len), s.ptr);
-        return NULL;
-    }
+    return pretok;
+}
 
-    const gguf_kv *tok = gguf_find(f, "tokenizer.ggml.tokens");
-    if (!tok || tok->type != GGUF_ARR || tok->v.arr.type != GGUF_STR) {
-        tok_err(err, f, "tokenizer.ggml.tokens: %s", tok ? "expected an array of strings" : "missing");
-        return NULL;
+/* The token strings (*tok) and their optional types (*tt, NULL when absent); -1 (err set) when
+ * either is malformed. */
+static int find_vocab(const gguf_file *f, const gguf_kv **tok, const gguf_kv **tt, char err[PF_ERR_LEN]) {
+    *tok = gguf_find(f, "tokenizer.ggml.tokens");
+    if (!*tok || (*tok)->type != GGUF_ARR || (*tok)->v.arr.type != GGUF_STR) {
+        tok_err(err, f, "tokenizer.ggml.tokens: %s", *tok ? "expected an array of strings" : "missing");
+        return -1;
     }
-    uint64_t n = tok->v.arr.n;
+    uint64_t n = (*tok)->v.arr.n;
     if (n == 0 || n > (uint64_t)INT32_MAX - 1) {
         tok_err(err, f, "tokenizer.ggml.tokens: bad token count %llu", (unsigned long long)n);
-        return NULL;
+        return -1;
     }
-    const gguf_kv *tt = gguf_find(f, "tokenizer.ggml.token_type");
-    if (tt && (tt->type != GGUF_ARR || !is_int_type(tt->v.arr.type) || tt->v.arr.n != n)) {
+    *tt = gguf_find(f, "tokenizer.ggml.token_type");
+    if (*tt && ((*tt)->type != GGUF_ARR || !is_int_type((*tt)->v.arr.type) || (*tt)->v.arr.n != n)) {
         tok_err(err, f, "tokenizer.ggml.token_type: expected an integer array of %llu elements",
                 (unsigned long long)n);
-        return NULL;
+        return -1;
     }
+    return 0;
+}
 
-    pf_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) goto oom;
-    t->n_vocab = (int32_t)n;
-    t->pretok = pretok;
+/* Every piece's text, its bytes and type, and the piece index (unused tokens are gap fillers and
+ * never produced by encoding, so not indexed); then the id of each single-byte piece. */
+static int load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok, const gguf_kv *tt,
+                       char err[PF_ERR_LEN]) {
+    const uint64_t n = (uint64_t)t->n_vocab;
     size_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (tok->v.arr.strs[i].len > ((size_t)1 << 20)) {
             tok_err(err, f, "tokenizer.ggml.tokens[%llu]: token is %llu bytes long",
                     (unsigned long long)i, (unsigned long long)tok->v.arr.strs[i].len);
-            pf_tokenizer_free(t);
-            return NULL;
+            return -1;
         }
         total += tok->v.arr.strs[i].len + 1;
     }
@@ -315,18 +325,17 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     t->type = malloc(n);
     t->piece_mask = pow2_at_least(n * 2) - 1;
     t->piece_slots = malloc((t->piece_mask + 1) * sizeof *t->piece_slots);
-    if (!t->text || !t->text_off || !t->bytes || !t->bytes_off || !t->type || !t->piece_slots)
-        goto oom;
+    if (!t->text || !t->text_off || !t->bytes || !t->bytes_off || !t->type || !t->piece_slots) {
+        return tok_oom(f, err);
+    }
     memset(t->piece_slots, 0xFF, (t->piece_mask + 1) * sizeof *t->piece_slots);
-
     size_t off = 0, boff = 0;
     for (uint64_t i = 0; i < n; i++) {
         int64_t ty = tt ? gguf_arr_int(tt, i) : PF_TOKEN_NORMAL;
         if (ty < PF_TOKEN_NORMAL || ty > PF_TOKEN_BYTE) {
             tok_err(err, f, "tokenizer.ggml.token_type[%llu]: unknown type %lld",
                     (unsigned long long)i, (long long)ty);
-            pf_tokenizer_free(t);
-            return NULL;
+            return -1;
         }
         t->type[i] = (uint8_t)ty;
         gguf_str p = tok->v.arr.strs[i];
@@ -339,46 +348,47 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     }
     t->text_off[n] = off;
     t->bytes_off[n] = boff;
-    /* Unused tokens are gap fillers and never produced by encoding. */
     for (uint64_t i = 0; i < n; i++)
         if (t->type[i] != PF_TOKEN_UNUSED) piece_insert(t, (int32_t)i);
-
     for (int b = 0; b < 256; b++) {
         char u[4];
         size_t ul = pf_utf8_encode(byte_to_cp((uint8_t)b), u);
         t->byte_id[b] = pf_tokenizer_find(t, u, ul);
     }
+    return 0;
+}
 
-    if (load_merges(t, f, err) != 0) {
-        pf_tokenizer_free(t);
-        return NULL;
-    }
-
+/* The ids the file names (end of sequence, padding, mask), those of the chat markers, and the chat
+ * template. */
+static int load_specials_meta(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
     if (get_id(f, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos, err) ||
         get_id(f, "tokenizer.ggml.padding_token_id", t->n_vocab, &t->pad, err) ||
-        get_id(f, "tokenizer.ggml.mask_token_id", t->n_vocab, &t->mask, err)) {
-        pf_tokenizer_free(t);
-        return NULL;
-    }
+        get_id(f, "tokenizer.ggml.mask_token_id", t->n_vocab, &t->mask, err))
+        return -1;
     t->im_start = pf_tokenizer_find(t, "<|im_start|>", 12);
     t->eot = pf_tokenizer_find(t, "<|im_end|>", 10);
     t->endoftext = pf_tokenizer_find(t, "<|endoftext|>", 13);
-
-    rc = gguf_get_str(f, "tokenizer.chat_template", &s);
+    gguf_str s;
+    int rc = gguf_get_str(f, "tokenizer.chat_template", &s);
     if (rc == -2) {
         tok_err(err, f, "tokenizer.chat_template: expected a string");
-        pf_tokenizer_free(t);
-        return NULL;
+        return -1;
     }
-    if (rc == 0 && !(t->chat_template = gguf_str_dup(s))) goto oom;
+    if (rc == 0 && !(t->chat_template = gguf_str_dup(s))) {
+        return tok_oom(f, err);
+    }
+    return 0;
+}
 
-    /* Special-token index. A text that is not valid UTF-8 could match inside a character and split
-     * it, so such tokens are left out (they can still be decoded). */
+/* Special-token index. A text that is not valid UTF-8 could match inside a character and split
+ * it, so such tokens are left out (they can still be decoded). */
+static int index_specials(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
+    const uint64_t n = (uint64_t)t->n_vocab;
     special_key *keys = malloc(n * sizeof *keys);
     t->specials = malloc(n * sizeof *t->specials);
     if (!keys || !t->specials) {
         free(keys);
-        goto oom;
+        return tok_oom(f, err);
     }
     for (uint64_t i = 0; i < n; i++) {
         if (t->type[i] != PF_TOKEN_CONTROL && t->type[i] != PF_TOKEN_USER_DEFINED) continue;
@@ -396,12 +406,26 @@ pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
     }
     free(keys);
     t->special_first[256] = (uint32_t)j;
-    return t;
+    return 0;
+}
 
-oom:
-    tok_err(err, f, "tokenizer: out of memory");
-    pf_tokenizer_free(t);
-    return NULL;
+pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
+    pretok_fn pretok = read_model(f, err);
+    const gguf_kv *tok, *tt;
+    if (!pretok || find_vocab(f, &tok, &tt, err) < 0) return NULL;
+    pf_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) {
+        tok_err(err, f, "tokenizer: out of memory");
+        return NULL;
+    }
+    t->n_vocab = (int32_t)tok->v.arr.n;
+    t->pretok = pretok;
+    if (load_pieces(t, f, tok, tt, err) < 0 || load_merges(t, f, err) != 0 || load_specials_meta(t, f, err) < 0 ||
+        index_specials(t, f, err) < 0) {
+        pf_tokenizer_free(t);
+        return NULL;
+    }
+    return t;
 }
 
 int pf_tokenizer_n_vocab(const pf_tokenizer *t) { return t->n_vocab; }

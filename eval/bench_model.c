@@ -40,54 +40,147 @@ static int forward_rows(pf_ctx *c, const int32_t *toks, int n, float *logits, ch
     return pf_forward(c, &b, err);
 }
 
-int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]) {
-    memset(r, 0, sizeof *r);
-    const int V = m->hp.n_vocab;
-    int max_depth = 0;
-    for (int i = 0; i < o->n_depths; i++)
-        if (o->depths[i] > max_depth) max_depth = o->depths[i];
-    if (o->cb_depth > max_depth) max_depth = o->cb_depth;
-    int max_b = 1;
-    for (int i = 0; i < o->n_blocks; i++)
-        if (o->blocks[i] > max_b) max_b = o->blocks[i];
-    int64_t n_ctx = (int64_t)max_depth + (o->prefill_tokens > max_b ? o->prefill_tokens : max_b) + 8;
-    pf_ctx *c = pf_ctx_new(m, n_ctx, o->threads, NULL, err);
-    if (c && o->kv_q8 && (!pf_kv_q8_usable(c->k, err) || pf_ctx_set_kv_type(c, PF_KV_Q8, err) < 0)) {
-        pf_ctx_free(c);
-        return -1;
-    }
-    int32_t *toks = malloc((size_t)n_ctx * sizeof *toks);
-    float *logits = malloc((size_t)(max_b > 0 ? max_b : 1) * V * sizeof(float));
-    double *t_decode = calloc((size_t)o->n_depths * o->reps, sizeof(double));
-    double *t_block = calloc((size_t)o->n_blocks * o->reps, sizeof(double));
-    double *t_prefill = calloc((size_t)o->reps, sizeof(double));
-    double *bw = calloc((size_t)o->reps, sizeof(double)), *cp = calloc((size_t)o->reps, sizeof(double));
-    uint64_t *bw_array = NULL;
-    size_t bw_words = (size_t)o->bandwidth_mib << 17, bw_map = 0; /* MiB / 8 bytes */
-    int rc = -1;
-    if (!c || !toks || !logits || !t_decode || !t_block || !t_prefill || !bw || !cp) {
-        if (c) snprintf(err, PF_ERR_LEN, "out of memory");
-        goto done;
-    }
-    /* real-looking ids spread over the vocabulary (never one repeated token) */
+/* One bench-model run: the context, the token ids it forwards and the times of every repetition. */
+typedef struct {
+    pf_ctx *c;
+    const pf_bench_model_opts *o;
+    int max_depth;
+    int32_t *toks;
+    float *logits;
+    double *t_decode, *t_block, *t_prefill; /* [depth or block][rep], [rep] */
+    double *bw, *cp;                         /* GB/s, compute probe, [rep] */
+    uint64_t *bw_array;
+    size_t bw_words, bw_map;
+} bench_run;
+
+/* real-looking ids spread over the vocabulary (never one repeated token) */
+static void fill_tokens(int32_t *toks, int64_t n, int V) {
     uint64_t x = 0x243f6a8885a308d3ull;
-    for (int64_t i = 0; i < n_ctx; i++) {
+    for (int64_t i = 0; i < n; i++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
         toks[i] = (int32_t)(x % (uint64_t)(V > 256 ? V - 64 : V));
     }
-    /* fill the cache to the deepest depth once; timed rows overwrite rows past their depth only */
-    if (o->progress) fprintf(stderr, "bench-model: filling the cache to %d tokens...\n", max_depth);
-    pf_kv_truncate(c->kv, 0);
-    {
-        pf_batch b = {.tokens = toks, .n = max_depth, .logits_mode = PF_LOGITS_NONE};
-        if (max_depth > 0 && pf_forward(c, &b, err) < 0) goto done;
+}
+
+/* The fastest of o->inner forwards of n rows at depth d: several in a row, so a single descheduling
+ * does not dominate. */
+static int fastest_forward(bench_run *b, int d, int n, double *best, char *err) {
+    *best = 1e9;
+    for (int k = 0; k < b->o->inner; k++) {
+        at_depth(b->c, d, b->max_depth);
+        double t0 = pf_now_s();
+        if (forward_rows(b->c, b->toks + d, n, b->logits, err) < 0) return -1;
+        double t = pf_now_s() - t0;
+        if (t < *best) *best = t;
     }
-    /* warm-up: one of each */
+    return 0;
+}
+
+/* Repetition rep of every measurement, interleaved: bandwidth, compute, decode at each depth (a
+ * decode step = one row with all logits), each block at the c(B) depth, prefill. */
+static int time_repetition(bench_run *b, int rep, char *err) {
+    const pf_bench_model_opts *o = b->o;
+    if (b->bw_array) b->bw[rep] = pf_probe_bandwidth(b->c->pool, b->bw_array, b->bw_words, 2);
+    b->cp[rep] = pf_probe_compute(b->c->k, b->c->pool, 3);
+    for (int i = 0; i < o->n_depths; i++)
+        if (fastest_forward(b, o->depths[i], 1, &b->t_decode[i * o->reps + rep], err) < 0) return -1;
+    for (int i = 0; i < o->n_blocks; i++)
+        if (fastest_forward(b, o->cb_depth, o->blocks[i], &b->t_block[i * o->reps + rep], err) < 0) return -1;
+    if (o->prefill_tokens > 0) {
+        /* prefill writes rows 0..P-1: refill the deep rows afterwards is unnecessary for timing */
+        pf_kv_truncate(b->c->kv, 0);
+        double t0 = pf_now_s();
+        pf_batch pb = {.tokens = b->toks, .n = o->prefill_tokens, .logits_mode = PF_LOGITS_LAST, .logits = b->logits};
+        if (pf_forward(b->c, &pb, err) < 0) return -1;
+        b->t_prefill[rep] = pf_now_s() - t0;
+    }
+    return 0;
+}
+
+/* c(B) per repetition (same repetition's B=1 time), then the median over repetitions; the block,
+ * decode and prefill times as medians too. */
+static void summarize_times(const bench_run *b, pf_bench_model_result *r) {
+    const pf_bench_model_opts *o = b->o;
+    const int n = o->reps < 256 ? o->reps : 256;
+    double v[256];
+    int one = -1;
+    for (int i = 0; i < o->n_blocks; i++)
+        if (o->blocks[i] == 1) one = i;
     for (int i = 0; i < o->n_blocks; i++) {
-        at_depth(c, o->cb_depth, max_depth);
-        if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
+        for (int rep = 0; rep < n; rep++)
+            v[rep] = one >= 0 ? b->t_block[i * o->reps + rep] / b->t_block[one * o->reps + rep] : 0;
+        pf_stat_summarize(v, n, &r->c[i]);
+        for (int rep = 0; rep < n; rep++) v[rep] = b->t_block[i * o->reps + rep] * 1e3;
+        pf_stat_summarize(v, n, &r->block_ms[i]);
     }
-    /* peak memory of the model work (it allocates nothing more), before the bandwidth array */
+    for (int i = 0; i < o->n_depths; i++) {
+        for (int rep = 0; rep < n; rep++) v[rep] = 1.0 / b->t_decode[i * o->reps + rep];
+        pf_stat_summarize(v, n, &r->decode_tok_s[i]);
+    }
+    if (o->prefill_tokens > 0) {
+        for (int rep = 0; rep < n; rep++) v[rep] = o->prefill_tokens / b->t_prefill[rep];
+        pf_stat_summarize(v, n, &r->prefill_tok_s);
+    }
+}
+
+/* A separate pass with the forward's op timers on (their clock reads would otherwise be in the
+ * times above), blocks interleaved as above; per block the breakdown of its fastest forward is
+ * kept, like the fastest-of-inner times above. */
+static int time_ops(bench_run *b, pf_bench_model_result *r, char *err) {
+    const pf_bench_model_opts *o = b->o;
+    double best[PF_BENCH_MAX];
+    for (int i = 0; i < o->n_blocks; i++) best[i] = 1e30;
+    if (o->progress) fprintf(stderr, "bench-model: timing operations...\n");
+    for (int rep = 0; rep < o->reps * o->inner; rep++)
+        for (int i = 0; i < o->n_blocks; i++) {
+            double op_s[PF_OP_COUNT] = {0}, tot = 0;
+            at_depth(b->c, o->cb_depth, b->max_depth);
+            b->c->op_s = op_s;
+            int rc = forward_rows(b->c, b->toks + o->cb_depth, o->blocks[i], b->logits, err);
+            b->c->op_s = NULL;
+            if (rc < 0) return -1;
+            for (int p = 0; p < PF_OP_COUNT; p++) tot += op_s[p];
+            if (tot < best[i]) {
+                best[i] = tot;
+                for (int p = 0; p < PF_OP_COUNT; p++) r->op_ms[i][p] = op_s[p] * 1e3;
+            }
+        }
+    return 0;
+}
+
+/* The bandwidth, the ceiling it gives and the decode's fraction of it; the compute probe. */
+static void summarize_machine(bench_run *b, const pf_model *m, pf_bench_model_result *r) {
+    const pf_bench_model_opts *o = b->o;
+    r->bytes_per_token = pf_model_weight_bytes(m);
+    if (b->bw_array) {
+        int n = o->reps < 256 ? o->reps : 256;
+        if (o->n_depths > 0) {
+            /* decode at the first depth over the ceiling of the same repetition, then the median */
+            double frac[256];
+            for (int rep = 0; rep < n; rep++)
+                frac[rep] = (1.0 / b->t_decode[rep]) / (b->bw[rep] * 1e9 / (double)r->bytes_per_token);
+            pf_stat_summarize(frac, n, &r->decode_fraction);
+        }
+        pf_stat_summarize(b->bw, n, &r->bandwidth); /* sorts bw: after the fractions */
+        r->bandwidth_gb_s = r->bandwidth.median;
+    }
+    r->ceiling_tok_s = r->bandwidth_gb_s * 1e9 / (double)r->bytes_per_token;
+    pf_stat_summarize(b->cp, o->reps, &r->compute);
+}
+
+/* Fills the cache to the deepest depth once (timed rows overwrite rows past their depth only),
+ * warms up one forward of each block, records the peak memory of the model work (it allocates
+ * nothing more) and then allocates the bandwidth array. */
+static int prepare(bench_run *b, pf_bench_model_result *r, char *err) {
+    const pf_bench_model_opts *o = b->o;
+    if (o->progress) fprintf(stderr, "bench-model: filling the cache to %d tokens...\n", b->max_depth);
+    pf_kv_truncate(b->c->kv, 0);
+    pf_batch fill = {.tokens = b->toks, .n = b->max_depth, .logits_mode = PF_LOGITS_NONE};
+    if (b->max_depth > 0 && pf_forward(b->c, &fill, err) < 0) return -1;
+    for (int i = 0; i < o->n_blocks; i++) {
+        at_depth(b->c, o->cb_depth, b->max_depth);
+        if (forward_rows(b->c, b->toks + o->cb_depth, o->blocks[i], b->logits, err) < 0) return -1;
+    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
@@ -95,124 +188,67 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
         /* the same kind of memory as the packed weights (huge pages where the kernel gives them);
          * read once per repetition, next to the decode measurements, since this machine's
          * bandwidth drifts between runs */
-        bw_array = pf_weights_alloc(bw_words * sizeof *bw_array, &bw_map);
-        if (!bw_array) {
+        b->bw_array = pf_weights_alloc(b->bw_words * sizeof *b->bw_array, &b->bw_map);
+        if (!b->bw_array) {
             snprintf(err, PF_ERR_LEN, "out of memory for the %d MiB bandwidth array", o->bandwidth_mib);
-            goto done;
+            return -1;
         }
-        for (size_t i = 0; i < bw_words; i++) bw_array[i] = i;
+        for (size_t i = 0; i < b->bw_words; i++) b->bw_array[i] = i;
     }
+    return 0;
+}
+
+static int max_of(const int *v, int n, int floor) {
+    for (int i = 0; i < n; i++)
+        if (v[i] > floor) floor = v[i];
+    return floor;
+}
+
+int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]) {
+    memset(r, 0, sizeof *r);
+    const int V = m->hp.n_vocab;
+    int max_depth = max_of(o->depths, o->n_depths, 0);
+    if (o->cb_depth > max_depth) max_depth = o->cb_depth;
+    const int max_b = max_of(o->blocks, o->n_blocks, 1);
+    int64_t n_ctx = (int64_t)max_depth + (o->prefill_tokens > max_b ? o->prefill_tokens : max_b) + 8;
+    bench_run b = {.o = o, .max_depth = max_depth, .bw_words = (size_t)o->bandwidth_mib << 17}; /* MiB / 8 bytes */
+    b.c = pf_ctx_new(m, n_ctx, o->threads, NULL, err);
+    if (b.c && o->kv_q8 && (!pf_kv_q8_usable(b.c->k, err) || pf_ctx_set_kv_type(b.c, PF_KV_Q8, err) < 0)) {
+        pf_ctx_free(b.c);
+        return -1;
+    }
+    b.toks = malloc((size_t)n_ctx * sizeof *b.toks);
+    b.logits = malloc((size_t)(max_b > 0 ? max_b : 1) * V * sizeof(float));
+    b.t_decode = calloc((size_t)o->n_depths * o->reps, sizeof(double));
+    b.t_block = calloc((size_t)o->n_blocks * o->reps, sizeof(double));
+    b.t_prefill = calloc((size_t)o->reps, sizeof(double));
+    b.bw = calloc((size_t)o->reps, sizeof(double));
+    b.cp = calloc((size_t)o->reps, sizeof(double));
+    int rc = -1;
+    if (!b.c || !b.toks || !b.logits || !b.t_decode || !b.t_block || !b.t_prefill || !b.bw || !b.cp) {
+        if (b.c) snprintf(err, PF_ERR_LEN, "out of memory");
+        goto done;
+    }
+    fill_tokens(b.toks, n_ctx, V);
+    if (prepare(&b, r, err) < 0) goto done;
     for (int rep = 0; rep < o->reps; rep++) {
         if (o->progress) fprintf(stderr, "\rbench-model: repetition %d/%d", rep + 1, o->reps);
-        if (bw_array) bw[rep] = pf_probe_bandwidth(c->pool, bw_array, bw_words, 2);
-        cp[rep] = pf_probe_compute(c->k, c->pool, 3);
-        for (int i = 0; i < o->n_depths; i++) {
-            int d = o->depths[i];
-            double best = 1e9;
-            /* a decode step = one row with all logits; several rows in a row, the fastest kept, so a
-             * single descheduling does not dominate */
-            for (int k = 0; k < o->inner; k++) {
-                at_depth(c, d, max_depth);
-                double t0 = pf_now_s();
-                if (forward_rows(c, toks + d, 1, logits, err) < 0) goto done;
-                double t = pf_now_s() - t0;
-                if (t < best) best = t;
-            }
-            t_decode[i * o->reps + rep] = best;
-        }
-        for (int i = 0; i < o->n_blocks; i++) {
-            double best = 1e9;
-            for (int k = 0; k < o->inner; k++) {
-                at_depth(c, o->cb_depth, max_depth);
-                double t0 = pf_now_s();
-                if (forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err) < 0) goto done;
-                double t = pf_now_s() - t0;
-                if (t < best) best = t;
-            }
-            t_block[i * o->reps + rep] = best;
-        }
-        if (o->prefill_tokens > 0) {
-            /* prefill writes rows 0..P-1: refill the deep rows afterwards is unnecessary for timing */
-            pf_kv_truncate(c->kv, 0);
-            double t0 = pf_now_s();
-            pf_batch b = {.tokens = toks, .n = o->prefill_tokens, .logits_mode = PF_LOGITS_LAST, .logits = logits};
-            if (pf_forward(c, &b, err) < 0) goto done;
-            t_prefill[rep] = pf_now_s() - t0;
-        }
+        if (time_repetition(&b, rep, err) < 0) goto done;
     }
     if (o->progress) fprintf(stderr, "\n");
-    /* c(B) per repetition (same repetition's B=1 time), then the median over repetitions */
-    int one = -1;
-    for (int i = 0; i < o->n_blocks; i++)
-        if (o->blocks[i] == 1) one = i;
-    for (int i = 0; i < o->n_blocks; i++) {
-        double ratios[256];
-        int n = o->reps < 256 ? o->reps : 256;
-        for (int rep = 0; rep < n; rep++)
-            ratios[rep] = one >= 0 ? t_block[i * o->reps + rep] / t_block[one * o->reps + rep] : 0;
-        pf_stat_summarize(ratios, n, &r->c[i]);
-        double ms[256];
-        for (int rep = 0; rep < n; rep++) ms[rep] = t_block[i * o->reps + rep] * 1e3;
-        pf_stat_summarize(ms, n, &r->block_ms[i]);
-    }
-    for (int i = 0; i < o->n_depths; i++) {
-        double tps[256];
-        int n = o->reps < 256 ? o->reps : 256;
-        for (int rep = 0; rep < n; rep++) tps[rep] = 1.0 / t_decode[i * o->reps + rep];
-        pf_stat_summarize(tps, n, &r->decode_tok_s[i]);
-    }
-    if (o->prefill_tokens > 0) {
-        double tps[256];
-        int n = o->reps < 256 ? o->reps : 256;
-        for (int rep = 0; rep < n; rep++) tps[rep] = o->prefill_tokens / t_prefill[rep];
-        pf_stat_summarize(tps, n, &r->prefill_tok_s);
-    }
-    if (o->ops) {
-        /* a separate pass with the forward's op timers on (their clock reads would otherwise be in
-         * the times above), blocks interleaved as above; per block the breakdown of its fastest
-         * forward is kept, like the fastest-of-inner times above */
-        double best[PF_BENCH_MAX];
-        for (int i = 0; i < o->n_blocks; i++) best[i] = 1e30;
-        if (o->progress) fprintf(stderr, "bench-model: timing operations...\n");
-        for (int rep = 0; rep < o->reps * o->inner; rep++)
-            for (int i = 0; i < o->n_blocks; i++) {
-                double op_s[PF_OP_COUNT] = {0}, tot = 0;
-                at_depth(c, o->cb_depth, max_depth);
-                c->op_s = op_s;
-                int rc2 = forward_rows(c, toks + o->cb_depth, o->blocks[i], logits, err);
-                c->op_s = NULL;
-                if (rc2 < 0) goto done;
-                for (int p = 0; p < PF_OP_COUNT; p++) tot += op_s[p];
-                if (tot < best[i]) {
-                    best[i] = tot;
-                    for (int p = 0; p < PF_OP_COUNT; p++) r->op_ms[i][p] = op_s[p] * 1e3;
-                }
-            }
-    }
-    r->bytes_per_token = pf_model_weight_bytes(m);
-    if (bw_array) {
-        int n = o->reps < 256 ? o->reps : 256;
-        if (o->n_depths > 0) {
-            /* decode at the first depth over the ceiling of the same repetition, then the median */
-            double frac[256];
-            for (int rep = 0; rep < n; rep++) frac[rep] = (1.0 / t_decode[rep]) / (bw[rep] * 1e9 / (double)r->bytes_per_token);
-            pf_stat_summarize(frac, n, &r->decode_fraction);
-        }
-        pf_stat_summarize(bw, n, &r->bandwidth);
-        r->bandwidth_gb_s = r->bandwidth.median;
-    }
-    r->ceiling_tok_s = r->bandwidth_gb_s * 1e9 / (double)r->bytes_per_token;
-    pf_stat_summarize(cp, o->reps, &r->compute);
+    summarize_times(&b, r);
+    if (o->ops && time_ops(&b, r, err) < 0) goto done;
+    summarize_machine(&b, m, r);
     rc = 0;
 done:
-    pf_ctx_free(c);
-    free(toks);
-    free(logits);
-    free(t_decode);
-    free(t_block);
-    free(t_prefill);
-    free(bw);
-    free(cp);
-    pf_weights_free(bw_array, bw_map);
+    pf_ctx_free(b.c);
+    free(b.toks);
+    free(b.logits);
+    free(b.t_decode);
+    free(b.t_block);
+    free(b.t_prefill);
+    free(b.bw);
+    free(b.cp);
+    pf_weights_free(b.bw_array, b.bw_map);
     return rc;
 }

@@ -50,18 +50,8 @@ done:
     return rc;
 }
 
-int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
-                char err[PF_ERR_LEN]) {
-    memset(r, 0, sizeof *r);
-    r->strategies[r->n_strategies++] = "ngram";
-    if (o->bench.draft_path) r->strategies[r->n_strategies++] = "dflash";
-    int bmax = 2;
-    for (int i = 0; i < o->n_blocks; i++)
-        if (o->blocks[i] > bmax) bmax = o->blocks[i];
-    pf_model *m = pf_model_load(model_path, err);
-    if (!m) return -1;
-    int rc = -1;
-    /* 1. c(B) at the working depth */
+/* 1. c(B) at the working depth (B = 1 first: the time c is relative to). */
+static int measure_cb(const pf_model *m, const pf_tune_opts *o, pf_tune_result *r, char *err) {
     pf_bench_model_opts bo = {.threads = o->bench.threads, .reps = 3, .inner = 3, .n_depths = 0, .cb_depth = o->depth,
                               .prefill_tokens = 0, .bandwidth_mib = 0, .progress = 0};
     bo.blocks[0] = 1;
@@ -70,29 +60,26 @@ int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tun
         if (o->blocks[i] != 1) bo.blocks[bo.n_blocks++] = o->blocks[i];
     pf_bench_model_result br;
     if (o->bench.progress) fprintf(stderr, "tune: measuring c(B) at depth %d...\n", o->depth);
-    if (pf_bench_model(m, &bo, &br, err) < 0) goto done;
+    if (pf_bench_model(m, &bo, &br, err) < 0) return -1;
     r->t1_ms = br.block_ms[0].median;
     for (int i = 0; i < o->n_blocks; i++)
         for (int j = 0; j < bo.n_blocks; j++)
             if (bo.blocks[j] == o->blocks[i]) r->c[i] = br.c[j].median;
-    /* 2. draft cost per block */
-    for (int s = 0; s < r->n_strategies; s++) {
-        if (o->bench.progress) fprintf(stderr, "tune: measuring %s draft cost...\n", r->strategies[s]);
-        if (draft_costs(m, r->strategies[s], o, r->t1_ms / 1e3, r->draft_cost[s], err) < 0) goto done;
-    }
-    /* 3. acceptance by position per task at the largest block */
-    r->n = suite->n;
-    r->tasks = calloc((size_t)suite->n, sizeof *r->tasks);
-    if (!r->tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    return 0;
+}
+
+/* 3. acceptance by position per task at the largest block bmax, for every strategy. */
+static int measure_acceptance(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, int bmax,
+                              pf_tune_result *r, char *err) {
     for (int s = 0; s < r->n_strategies; s++) {
         if (o->bench.progress) fprintf(stderr, "tune: acceptance of %s at block %d per task...\n", r->strategies[s], bmax);
-        pf_bench_opts bo2 = o->bench;
-        bo2.spec = r->strategies[s];
-        bo2.block = bmax;
-        bo2.reps = 1;
-        bo2.profile = NULL;
+        pf_bench_opts bo = o->bench;
+        bo.spec = r->strategies[s];
+        bo.block = bmax;
+        bo.reps = 1;
+        bo.profile = NULL;
         pf_bench_result acc;
-        if (pf_bench_run(model_path, suite, &bo2, &acc, err) < 0) goto done;
+        if (pf_bench_run(model_path, suite, &bo, &acc, err) < 0) return -1;
         for (int t = 0; t < suite->n; t++) {
             pf_tune_task *tt = &r->tasks[t];
             snprintf(tt->type, sizeof tt->type, "%s", acc.tasks[t].type);
@@ -106,28 +93,43 @@ int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tun
         }
         pf_bench_result_free(&acc);
     }
-    /* 4. predicted speedup = tau(B) / (c(B) + draft(B)); tau(B) = 1 + sum_k prod_{j<=k} alpha_j */
-    r->profile.tasks = calloc((size_t)suite->n, sizeof *r->profile.tasks);
-    if (!r->profile.tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    return 0;
+}
+
+/* 4. a task's predicted speedup for every strategy and block, tau(B) / (c(B) + draft(B)) with
+ * tau(B) = 1 + sum_k prod_{j<=k} alpha_j; the best kept in best_s / best_b. The best's value. */
+static double predict_task(const pf_tune_opts *o, const pf_tune_result *r, pf_tune_task *tt) {
+    double best = -1;
+    for (int s = 0; s < r->n_strategies; s++)
+        for (int i = 0; i < o->n_blocks; i++) {
+            double tau = 1, prod = 1;
+            for (int k = 0; k < o->blocks[i] - 1; k++) {
+                prod *= tt->alpha[s][k];
+                tau += prod;
+            }
+            tt->predicted[s][i] = tau / (r->c[i] + r->draft_cost[s][i]);
+            if (tt->predicted[s][i] > best) {
+                best = tt->predicted[s][i];
+                tt->best_s = s;
+                tt->best_b = i;
+            }
+        }
+    return best;
+}
+
+/* 4. the profile: per task its best prediction (with the chosen strategy's acceptance by position,
+ * the prior an adaptive run starts from); for untyped prompts the choice most task types made. */
+static int choose_profile(const pf_tune_opts *o, int n_tasks, int bmax, pf_tune_result *r, char *err) {
+    r->profile.tasks = calloc((size_t)n_tasks, sizeof *r->profile.tasks);
+    if (!r->profile.tasks) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
     double log_pred = 0;
     int votes[2][PF_BENCH_MAX] = {{0}};
-    for (int t = 0; t < suite->n; t++) {
+    for (int t = 0; t < n_tasks; t++) {
         pf_tune_task *tt = &r->tasks[t];
-        double best = -1;
-        for (int s = 0; s < r->n_strategies; s++)
-            for (int i = 0; i < o->n_blocks; i++) {
-                double tau = 1, prod = 1;
-                for (int k = 0; k < o->blocks[i] - 1; k++) {
-                    prod *= tt->alpha[s][k];
-                    tau += prod;
-                }
-                tt->predicted[s][i] = tau / (r->c[i] + r->draft_cost[s][i]);
-                if (tt->predicted[s][i] > best) {
-                    best = tt->predicted[s][i];
-                    tt->best_s = s;
-                    tt->best_b = i;
-                }
-            }
+        double best = predict_task(o, r, tt);
         votes[tt->best_s][tt->best_b]++;
         log_pred += log(best > 0 ? best : 1e-9);
         pf_profile_task *pt = &r->profile.tasks[r->profile.n++];
@@ -135,30 +137,59 @@ int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tun
         snprintf(pt->spec, sizeof pt->spec, "%s", r->strategies[tt->best_s]);
         pt->block = o->blocks[tt->best_b];
         pt->predicted = best;
-        /* the chosen strategy's acceptance by position: the prior an adaptive run starts from */
         for (int k = 0; k < bmax - 1 && k < PF_MAX_BLOCK; k++) pt->alpha[pt->n_alpha++] = tt->alpha[tt->best_s][k];
     }
-    r->predicted_geomean = suite->n ? exp(log_pred / suite->n) : 0;
-    /* default for untyped prompts: the choice most task types made */
+    r->predicted_geomean = n_tasks ? exp(log_pred / n_tasks) : 0;
     int bs = 0, bb = 0;
     for (int s = 0; s < r->n_strategies; s++)
         for (int i = 0; i < o->n_blocks; i++)
             if (votes[s][i] > votes[bs][bb]) { bs = s; bb = i; }
     snprintf(r->profile.spec, sizeof r->profile.spec, "%s", r->strategies[bs]);
     r->profile.block = o->blocks[bb];
-    /* 5. measure the chosen settings against plain decoding */
+    return 0;
+}
+
+/* 5. the chosen settings measured against plain decoding. */
+static int measure_chosen(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
+                          char *err) {
     if (o->bench.progress) fprintf(stderr, "tune: measuring the chosen settings...\n");
-    pf_bench_opts bo3 = o->bench;
-    bo3.profile = &r->profile;
-    bo3.profile_fixed = 1; /* what was predicted: the choices themselves */
+    pf_bench_opts bo = o->bench;
+    bo.profile = &r->profile;
+    bo.profile_fixed = 1; /* what was predicted: the choices themselves */
     pf_bench_result meas;
-    if (pf_bench_run(model_path, suite, &bo3, &meas, err) < 0) goto done;
+    if (pf_bench_run(model_path, suite, &bo, &meas, err) < 0) return -1;
     for (int t = 0; t < suite->n; t++) {
         r->tasks[t].measured = meas.tasks[t].speedup.median;
         r->profile.tasks[t].measured = meas.tasks[t].speedup.median;
     }
     r->measured_geomean = meas.speedup_geomean;
     pf_bench_result_free(&meas);
+    return 0;
+}
+
+int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
+                char err[PF_ERR_LEN]) {
+    memset(r, 0, sizeof *r);
+    r->strategies[r->n_strategies++] = "ngram";
+    if (o->bench.draft_path) r->strategies[r->n_strategies++] = "dflash";
+    int bmax = 2;
+    for (int i = 0; i < o->n_blocks; i++)
+        if (o->blocks[i] > bmax) bmax = o->blocks[i];
+    pf_model *m = pf_model_load(model_path, err);
+    if (!m) return -1;
+    int rc = -1;
+    if (measure_cb(m, o, r, err) < 0) goto done;
+    /* 2. draft cost per block */
+    for (int s = 0; s < r->n_strategies; s++) {
+        if (o->bench.progress) fprintf(stderr, "tune: measuring %s draft cost...\n", r->strategies[s]);
+        if (draft_costs(m, r->strategies[s], o, r->t1_ms / 1e3, r->draft_cost[s], err) < 0) goto done;
+    }
+    r->n = suite->n;
+    r->tasks = calloc((size_t)suite->n, sizeof *r->tasks);
+    if (!r->tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    if (measure_acceptance(model_path, suite, o, bmax, r, err) < 0 || choose_profile(o, suite->n, bmax, r, err) < 0 ||
+        measure_chosen(model_path, suite, o, r, err) < 0)
+        goto done;
     rc = 0;
 done:
     pf_model_free(m);

@@ -52,6 +52,18 @@ const pf_type_traits *pf_tensor_type_info(uint32_t type);
 /* Type id from a name such as "q4_1", or -1. */
 int pf_type_from_name(const char *name);
 
+/* A float's IEEE-754 bits and back (memcpy: no aliasing through pointer casts). */
+static inline uint32_t pf_f32_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return x;
+}
+static inline float pf_f32_from_bits(uint32_t x) {
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
 static inline float pf_fp16_to_fp32(pf_half h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
@@ -69,15 +81,12 @@ static inline float pf_fp16_to_fp32(pf_half h) {
     } else {
         bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return pf_f32_from_bits(bits);
 }
 
 /* Round to nearest even, like the hardware F16C conversion. */
 static inline pf_half pf_fp32_to_fp16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
+    uint32_t x = pf_f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000;
     uint32_t absx = x & 0x7fffffffu;
     if (absx >= 0x7f800000u) return (pf_half)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
@@ -96,16 +105,10 @@ static inline pf_half pf_fp32_to_fp16(float f) {
     return (pf_half)(sign | r);
 }
 
-static inline float pf_bf16_to_fp32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+static inline float pf_bf16_to_fp32(uint16_t h) { return pf_f32_from_bits((uint32_t)h << 16); }
 
 static inline uint16_t pf_fp32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
+    uint32_t x = pf_f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
     x += 0x7fff + ((x >> 16) & 1);
     return (uint16_t)(x >> 16);

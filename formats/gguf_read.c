@@ -25,15 +25,17 @@ typedef struct {
     int failed;
 } cursor;
 
-static void fail(cursor *c, const char *fmt, ...) {
-    if (c->failed) return;
+/* The first failure's message (later ones keep it); -1, for `return fail(...)`. */
+static int fail(cursor *c, const char *fmt, ...) {
+    if (c->failed) return -1;
     c->failed = 1;
     int n = snprintf(c->err, PF_ERR_LEN, "%s: ", c->name);
-    if (n < 0 || n >= PF_ERR_LEN - 1) return;
+    if (n < 0 || n >= PF_ERR_LEN - 1) return -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->err + n, (size_t)(PF_ERR_LEN - n), fmt, ap);
     va_end(ap);
+    return -1;
 }
 
 static int take(cursor *c, void *out, size_t n, const char *field) {
@@ -224,6 +226,61 @@ static int parse_tensors(cursor *c, gguf_file *f) {
     return 0;
 }
 
+/* The magic, the version, the counts and every key-value pair. */
+static int parse_header(cursor *c, gguf_file *f) {
+    char magic[4];
+    if (take(c, magic, 4, "magic") < 0) return -1;
+    if (memcmp(magic, "GGUF", 4) != 0) return fail(c, "magic: not a GGUF file");
+    if (take(c, &f->version, 4, "version") < 0) return -1;
+    if (f->version != 3 && f->version != 2) return fail(c, "version: unsupported GGUF version %u (expected 3)", f->version);
+    if (take(c, &f->n_tensors, 8, "tensor count") < 0 || take(c, &f->n_kv, 8, "metadata count") < 0) return -1;
+    /* a key-value pair is at least 8 (key len) + 4 (type) + 1 bytes */
+    if (f->n_kv > (size_t)(c->end - c->p) / 13)
+        return fail(c, "metadata count %llu exceeds the file", (unsigned long long)f->n_kv);
+    f->kv = calloc((size_t)(f->n_kv ? f->n_kv : 1), sizeof(gguf_kv));
+    if (!f->kv) return fail(c, "out of memory for %llu metadata entries", (unsigned long long)f->n_kv);
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        gguf_kv *kv = &f->kv[i];
+        if (take_str(c, &kv->key, "metadata key") < 0) return -1;
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(kv->key.len > 100 ? 100 : kv->key.len), kv->key.ptr);
+        if (read_value(c, kv, key) < 0) return -1;
+    }
+    return 0;
+}
+
+/* general.alignment: a u32 power of two up to MAX_ALIGNMENT; 32 without it. */
+static int read_alignment(cursor *c, gguf_file *f) {
+    f->alignment = 32;
+    const gguf_kv *al = gguf_find(f, "general.alignment");
+    if (!al) return 0;
+    if (al->type != GGUF_U32 || al->v.u == 0 || al->v.u > MAX_ALIGNMENT || (al->v.u & (al->v.u - 1)))
+        return fail(c, "general.alignment: must be a u32 power of two up to %u", MAX_ALIGNMENT);
+    f->alignment = al->v.u;
+    return 0;
+}
+
+/* Every tensor's offset aligned and, with need_data, its bytes inside the file of `size` bytes
+ * whose data section starts at f->data_offset. */
+static int place_tensors(cursor *c, gguf_file *f, size_t size, int need_data) {
+    const size_t data = f->data_offset;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        gguf_tensor *t = &f->tensors[i];
+        char field[160];
+        snprintf(field, sizeof field, "tensor '%.*s'", (int)(t->name.len > 100 ? 100 : t->name.len),
+                 t->name.ptr);
+        if (t->offset % f->alignment)
+            return fail(c, "%s: offset %llu is not aligned to %llu", field, (unsigned long long)t->offset,
+                        (unsigned long long)f->alignment);
+        if (!need_data) continue;
+        if (t->offset > size - data || t->nbytes > size - data - t->offset)
+            return fail(c, "%s: data (offset %llu, %zu bytes) runs past the end of the file", field,
+                        (unsigned long long)t->offset, t->nbytes);
+        t->data = (const uint8_t *)f->base + data + t->offset;
+    }
+    return 0;
+}
+
 /* need_data: tensor data follows the header inside buf (a GGUF file); otherwise only the header
  * is parsed and validated, tensor `data` stays NULL and `data_offset` is the aligned header end. */
 static gguf_file *parse(const void *buf, size_t size, const char *name, int need_data, char err[PF_ERR_LEN]) {
@@ -237,46 +294,7 @@ static gguf_file *parse(const void *buf, size_t size, const char *name, int need
     f->base = buf;
     f->size = size;
     f->path = strdup(name);
-    char magic[4];
-    if (take(&c, magic, 4, "magic") < 0) goto bad;
-    if (memcmp(magic, "GGUF", 4) != 0) {
-        fail(&c, "magic: not a GGUF file");
-        goto bad;
-    }
-    if (take(&c, &f->version, 4, "version") < 0) goto bad;
-    if (f->version != 3 && f->version != 2) {
-        fail(&c, "version: unsupported GGUF version %u (expected 3)", f->version);
-        goto bad;
-    }
-    if (take(&c, &f->n_tensors, 8, "tensor count") < 0 || take(&c, &f->n_kv, 8, "metadata count") < 0)
-        goto bad;
-    /* a key-value pair is at least 8 (key len) + 4 (type) + 1 bytes */
-    if (f->n_kv > (size_t)(c.end - c.p) / 13) {
-        fail(&c, "metadata count %llu exceeds the file", (unsigned long long)f->n_kv);
-        goto bad;
-    }
-    f->kv = calloc((size_t)(f->n_kv ? f->n_kv : 1), sizeof(gguf_kv));
-    if (!f->kv) {
-        fail(&c, "out of memory for %llu metadata entries", (unsigned long long)f->n_kv);
-        goto bad;
-    }
-    for (uint64_t i = 0; i < f->n_kv; i++) {
-        gguf_kv *kv = &f->kv[i];
-        if (take_str(&c, &kv->key, "metadata key") < 0) goto bad;
-        char key[128];
-        snprintf(key, sizeof key, "%.*s", (int)(kv->key.len > 100 ? 100 : kv->key.len), kv->key.ptr);
-        if (read_value(&c, kv, key) < 0) goto bad;
-    }
-    f->alignment = 32;
-    const gguf_kv *al = gguf_find(f, "general.alignment");
-    if (al) {
-        if (al->type != GGUF_U32 || al->v.u == 0 || al->v.u > MAX_ALIGNMENT || (al->v.u & (al->v.u - 1))) {
-            fail(&c, "general.alignment: must be a u32 power of two up to %u", MAX_ALIGNMENT);
-            goto bad;
-        }
-        f->alignment = al->v.u;
-    }
-    if (parse_tensors(&c, f) < 0) goto bad;
+    if (parse_header(&c, f) < 0 || read_alignment(&c, f) < 0 || parse_tensors(&c, f) < 0) goto bad;
     size_t hdr = (size_t)(c.p - (const uint8_t *)buf);
     size_t data = (hdr + f->alignment - 1) / f->alignment * f->alignment;
     if (need_data && f->n_tensors && data > size) {
@@ -284,24 +302,7 @@ static gguf_file *parse(const void *buf, size_t size, const char *name, int need
         goto bad;
     }
     f->data_offset = data;
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        gguf_tensor *t = &f->tensors[i];
-        char field[160];
-        snprintf(field, sizeof field, "tensor '%.*s'", (int)(t->name.len > 100 ? 100 : t->name.len),
-                 t->name.ptr);
-        if (t->offset % f->alignment) {
-            fail(&c, "%s: offset %llu is not aligned to %llu", field, (unsigned long long)t->offset,
-                 (unsigned long long)f->alignment);
-            goto bad;
-        }
-        if (!need_data) continue;
-        if (t->offset > size - data || t->nbytes > size - data - t->offset) {
-            fail(&c, "%s: data (offset %llu, %zu bytes) runs past the end of the file", field,
-                 (unsigned long long)t->offset, t->nbytes);
-            goto bad;
-        }
-        t->data = (const uint8_t *)buf + data + t->offset;
-    }
+    if (place_tensors(&c, f, size, need_data) < 0) goto bad;
     return f;
 bad:
     free_contents(f);

@@ -72,7 +72,10 @@ static void fail_at(parser *ps, const unsigned char *at, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void fail_oom(parser *ps) { fail_at(ps, ps->p, "out of memory"); }
+static bool fail_oom(parser *ps) {
+    fail_at(ps, ps->p, "out of memory");
+    return false;
+}
 
 static void skip_ws(parser *ps) {
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
@@ -291,20 +294,41 @@ static bool literal(parser *ps, const char *word) {
     return true;
 }
 
+/* The parsed items and members wait on two stacks until their container closes (then they move to
+ * the arena). push: item (size bytes) appended to the stack of *n entries; the stack, perhaps
+ * moved, or NULL after fail_oom when it cannot grow. */
+static void *push(parser *ps, void *stack, size_t *n, size_t *cap, const void *item, size_t size) {
+    char *p = pf_grow(stack, cap, *n + 1, size, 256);
+    if (!p) {
+        fail_oom(ps);
+        return NULL;
+    }
+    memcpy(p + (*n)++ * size, item, size);
+    return p;
+}
+
 static bool push_val(parser *ps, const pf_json *v) {
-    pf_json *p = pf_grow(ps->vals, &ps->cap_vals, ps->n_vals + 1, sizeof *p, 256);
-    if (!p) return false;
-    ps->vals = p;
-    ps->vals[ps->n_vals++] = *v;
-    return true;
+    pf_json *p = push(ps, ps->vals, &ps->n_vals, &ps->cap_vals, v, sizeof *v);
+    if (p) ps->vals = p;
+    return p != NULL;
 }
 
 static bool push_mem(parser *ps, const pf_json_member *m) {
-    pf_json_member *p = pf_grow(ps->mems, &ps->cap_mems, ps->n_mems + 1, sizeof *p, 256);
-    if (!p) return false;
-    ps->mems = p;
-    ps->mems[ps->n_mems++] = *m;
-    return true;
+    pf_json_member *p = push(ps, ps->mems, &ps->n_mems, &ps->cap_mems, m, sizeof *m);
+    if (p) ps->mems = p;
+    return p != NULL;
+}
+
+/* At an opening bracket: consumes it, and `close` too when it follows at once (an empty
+ * container); 1 when items follow, 0 when empty. */
+static int open_container(parser *ps, char close) {
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        return 0;
+    }
+    return 1;
 }
 
 /* After an array item or object member: 1 on ',' (another follows), 0 on `close` (done), -1
@@ -330,22 +354,13 @@ static void *arena_copy(parser *ps, const void *src, size_t n) {
 
 static bool parse_array(parser *ps, pf_json *v, int depth) {
     size_t base = ps->n_vals;
-    ps->p++; /* [ */
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == ']') ps->p++;
-    else {
-        for (;;) {
-            pf_json item;
-            if (!parse_value(ps, &item, depth + 1)) return false;
-            if (!push_val(ps, &item)) {
-                fail_oom(ps);
-                return false;
-            }
-            int more = next_item(ps, ']', "',' or ']'");
-            if (more < 0) return false;
-            if (!more) break;
-        }
+    int more = open_container(ps, ']');
+    while (more > 0) {
+        pf_json item;
+        if (!parse_value(ps, &item, depth + 1) || !push_val(ps, &item)) return false;
+        more = next_item(ps, ']', "',' or ']'");
     }
+    if (more < 0) return false;
     size_t n = ps->n_vals - base;
     v->type = PF_JSON_ARRAY;
     v->u.arr.n = n;
@@ -355,36 +370,32 @@ static bool parse_array(parser *ps, pf_json *v, int depth) {
     return true;
 }
 
+/* "key": value */
+static bool parse_member(parser *ps, pf_json_member *m, int depth) {
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != '"') {
+        fail_unexpected(ps, "a string key");
+        return false;
+    }
+    if (!parse_string(ps, &m->key, &m->key_len)) return false;
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != ':') {
+        fail_unexpected(ps, "':'");
+        return false;
+    }
+    ps->p++;
+    return parse_value(ps, &m->val, depth + 1);
+}
+
 static bool parse_object(parser *ps, pf_json *v, int depth) {
     size_t base = ps->n_mems;
-    ps->p++; /* { */
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == '}') ps->p++;
-    else {
-        for (;;) {
-            pf_json_member m;
-            skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != '"') {
-                fail_unexpected(ps, "a string key");
-                return false;
-            }
-            if (!parse_string(ps, &m.key, &m.key_len)) return false;
-            skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':') {
-                fail_unexpected(ps, "':'");
-                return false;
-            }
-            ps->p++;
-            if (!parse_value(ps, &m.val, depth + 1)) return false;
-            if (!push_mem(ps, &m)) {
-                fail_oom(ps);
-                return false;
-            }
-            int more = next_item(ps, '}', "',' or '}'");
-            if (more < 0) return false;
-            if (!more) break;
-        }
+    int more = open_container(ps, '}');
+    while (more > 0) {
+        pf_json_member m;
+        if (!parse_member(ps, &m, depth) || !push_mem(ps, &m)) return false;
+        more = next_item(ps, '}', "',' or '}'");
     }
+    if (more < 0) return false;
     size_t n = ps->n_mems - base;
     v->type = PF_JSON_OBJECT;
     v->u.obj.n = n;

@@ -50,6 +50,70 @@ static int write_zeros(FILE *fp, size_t n) {
     return 0;
 }
 
+/* The compressor and its output buffer, reused from section to section. */
+typedef struct {
+    ZSTD_CCtx *cctx;
+    uint8_t *dst;
+    size_t dst_cap;
+    int level, min_saving; /* zstd level of large tensors; % a compressed section must save */
+} section_coder;
+
+/* The bytes to store for entry e: compressed (codec PFB_CODEC_ZSTD) only where it saves enough
+ * (quantized blocks rarely do), else its raw bytes. -1 when out of memory. */
+static int encode_section(section_coder *c, const plan_entry *e, const void **out, size_t *out_size, uint32_t *codec) {
+    *out = e->raw;
+    *out_size = e->raw_size;
+    *codec = PFB_CODEC_NONE;
+    size_t bound = ZSTD_compressBound(e->raw_size);
+    if (bound > c->dst_cap) {
+        free(c->dst);
+        if (!(c->dst = malloc(bound))) {
+            c->dst_cap = 0;
+            return -1;
+        }
+        c->dst_cap = bound;
+    }
+    /* small sections and the text-like ones (metadata, profile) get the strongest level */
+    int lv = e->kind != PFB_KIND_TENSOR || e->raw_size <= (256u << 10) ? 19 : c->level;
+    size_t z = c->min_saving < 100 ? ZSTD_compressCCtx(c->cctx, c->dst, c->dst_cap, e->raw, e->raw_size, lv) : e->raw_size;
+    if (!ZSTD_isError(z) && (double)z <= (double)e->raw_size * (1.0 - c->min_saving / 100.0) && c->min_saving < 100) {
+        *out = c->dst;
+        *out_size = z;
+        *codec = PFB_CODEC_ZSTD;
+    }
+    return 0;
+}
+
+/* Section s's entry of the table (PFB_ENTRY_SIZE bytes at t). */
+static void encode_entry(uint8_t *t, const pfb_section *s) {
+    memcpy(t, s->name, PFB_NAME_LEN);
+    t[96] = (uint8_t)s->kind;
+    t[97] = (uint8_t)s->owner;
+    t[98] = (uint8_t)s->codec;
+    wr32(t + 100, s->alignment);
+    wr32(t + 104, s->index);
+    wr64(t + 112, s->offset);
+    wr64(t + 120, s->stored_size);
+    wr64(t + 128, s->raw_size);
+    wr64(t + 136, s->hash);
+}
+
+/* The header and the table of n entries, at the start of the file; `end` where the data ends. */
+static int write_header(FILE *fp, int n, uint64_t end, const uint8_t *table, size_t tsize) {
+    uint8_t hdr[PFB_HEADER_SIZE] = {0};
+    memcpy(hdr, PFB_MAGIC, 8);
+    wr32(hdr + 8, PFB_VERSION);
+    wr32(hdr + 12, (uint32_t)n);
+    wr64(hdr + 16, PFB_HEADER_SIZE);
+    wr32(hdr + 24, PFB_ENTRY_SIZE);
+    wr64(hdr + 32, end);
+    wr64(hdr + 40, pfb_header_hash(hdr, table, tsize));
+    if (fseek(fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof hdr, fp) != sizeof hdr ||
+        fwrite(table, 1, tsize, fp) != tsize)
+        return -1;
+    return 0;
+}
+
 int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) {
     err[0] = 0;
     if (!p->target) return pfb_fail(err, path, "no target model to pack");
@@ -58,13 +122,13 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     if (cap > PFB_MAX_SECTIONS) return pfb_fail(err, path, "too many tensors for a bundle (%llu)", (unsigned long long)cap);
     plan_entry *pl = calloc((size_t)cap, sizeof *pl);
     pfb_section *sec = calloc((size_t)cap, sizeof *sec);
-    uint8_t *table = NULL, *dst = NULL;
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    uint8_t *table = NULL;
+    section_coder coder = {.cctx = ZSTD_createCCtx(), .level = p->level > 0 ? p->level : 3,
+                           .min_saving = p->min_saving > 0 ? p->min_saving : 5};
     FILE *fp = NULL;
     atomic_file af = {0};
     int n = 0, rc = -1;
-    size_t dst_cap = 0;
-    if (!pl || !sec || !cctx) {
+    if (!pl || !sec || !coder.cctx) {
         pfb_fail(err, path, "out of memory");
         goto done;
     }
@@ -82,7 +146,6 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     }
     size_t pos = align_up(PFB_HEADER_SIZE + tsize, PFB_ALIGN);
     if (write_zeros(fp, pos) < 0) goto io;
-    int level = p->level > 0 ? p->level : 3, min_saving = p->min_saving > 0 ? p->min_saving : 5;
     for (int i = 0; i < n; i++) {
         const plan_entry *e = &pl[i];
         pfb_section *s = &sec[i];
@@ -92,26 +155,11 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
         s->index = e->index;
         s->alignment = PFB_ALIGN;
         s->raw_size = e->raw_size;
-        const void *out = e->raw;
-        size_t out_size = e->raw_size;
-        s->codec = PFB_CODEC_NONE;
-        size_t bound = ZSTD_compressBound(e->raw_size);
-        if (bound > dst_cap) {
-            free(dst);
-            if (!(dst = malloc(bound))) {
-                pfb_fail(err, path, "out of memory");
-                goto done;
-            }
-            dst_cap = bound;
-        }
-        /* small sections and the text-like ones (metadata, profile) get the strongest level */
-        int lv = e->kind != PFB_KIND_TENSOR || e->raw_size <= (256u << 10) ? 19 : level;
-        size_t z = min_saving < 100 ? ZSTD_compressCCtx(cctx, dst, dst_cap, e->raw, e->raw_size, lv) : e->raw_size;
-        /* keep it compressed only where it saves enough (quantized blocks rarely do) */
-        if (!ZSTD_isError(z) && (double)z <= (double)e->raw_size * (1.0 - min_saving / 100.0) && min_saving < 100) {
-            out = dst;
-            out_size = z;
-            s->codec = PFB_CODEC_ZSTD;
+        const void *out;
+        size_t out_size;
+        if (encode_section(&coder, e, &out, &out_size, &s->codec) < 0) {
+            pfb_fail(err, path, "out of memory");
+            goto done;
         }
         size_t at = align_up(pos, PFB_ALIGN);
         if (write_zeros(fp, at - pos) < 0 || fwrite(out, 1, out_size, fp) != out_size) goto io;
@@ -119,30 +167,10 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
         s->stored_size = out_size;
         s->hash = XXH3_64bits(out, out_size);
         pos = at + out_size;
-        uint8_t *t = table + (size_t)i * PFB_ENTRY_SIZE;
-        memcpy(t, s->name, PFB_NAME_LEN);
-        t[96] = (uint8_t)s->kind;
-        t[97] = (uint8_t)s->owner;
-        t[98] = (uint8_t)s->codec;
-        wr32(t + 100, s->alignment);
-        wr32(t + 104, s->index);
-        wr64(t + 112, s->offset);
-        wr64(t + 120, s->stored_size);
-        wr64(t + 128, s->raw_size);
-        wr64(t + 136, s->hash);
+        encode_entry(table + (size_t)i * PFB_ENTRY_SIZE, s);
         if (p->on_section) p->on_section(p->user, s);
     }
-    uint8_t hdr[PFB_HEADER_SIZE] = {0};
-    memcpy(hdr, PFB_MAGIC, 8);
-    wr32(hdr + 8, PFB_VERSION);
-    wr32(hdr + 12, (uint32_t)n);
-    wr64(hdr + 16, PFB_HEADER_SIZE);
-    wr32(hdr + 24, PFB_ENTRY_SIZE);
-    wr64(hdr + 32, pos);
-    wr64(hdr + 40, pfb_header_hash(hdr, table, tsize));
-    if (fseek(fp, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof hdr, fp) != sizeof hdr ||
-        fwrite(table, 1, tsize, fp) != tsize)
-        goto io;
+    if (write_header(fp, n, pos, table, tsize) < 0) goto io;
     fp = NULL;
     if (atomic_file_commit(&af, path, 1) != 0) goto io;
     rc = 0;
@@ -151,8 +179,8 @@ io:
     pfb_fail(err, path, "write failed: %s", strerror(errno));
 done:
     if (rc) atomic_file_abort(&af);
-    ZSTD_freeCCtx(cctx);
-    free(dst);
+    ZSTD_freeCCtx(coder.cctx);
+    free(coder.dst);
     free(table);
     free(sec);
     free(pl);

@@ -114,50 +114,103 @@ static int parse_entry(const char *path, const pf_json_member *m, const uint8_t 
     return 0;
 }
 
+/* The header's length (the first 8 bytes, little-endian): it must fit the file and start a JSON object. */
+static int header_length(const shard *sh, uint64_t *hlen, char *err) {
+    const char *path = sh->path;
+    if (sh->size < 8) return pf_errf(err, "%s: header length: the file has %zu bytes (needs at least 8)", path, sh->size);
+    *hlen = 0;
+    for (int i = 7; i >= 0; i--) *hlen = *hlen << 8 | sh->base[i];
+    if (*hlen < 2 || *hlen > PF_ST_MAX_HEADER || *hlen > sh->size - 8)
+        return pf_errf(err, "%s: header length: %llu does not fit the file of %zu bytes (limit %u)", path,
+                       (unsigned long long)*hlen, sh->size, PF_ST_MAX_HEADER);
+    if (sh->base[8] != '{') return pf_errf(err, "%s: header: does not start with '{'", path);
+    return 0;
+}
+
+/* The number of tensors the header lists (every member but __metadata__, whose values must be
+ * strings); each needs a name without NUL. */
+static int count_tensors(const pf_json *root, const char *path, size_t *n, char *err) {
+    *n = 0;
+    for (size_t i = 0; i < root->u.obj.n; i++) {
+        const pf_json_member *m = &root->u.obj.members[i];
+        if (strcmp(m->key, "__metadata__") == 0) {
+            if (m->val.type != PF_JSON_OBJECT) return pf_errf(err, "%s: __metadata__: expected an object", path);
+            for (size_t j = 0; j < m->val.u.obj.n; j++)
+                if (m->val.u.obj.members[j].val.type != PF_JSON_STRING)
+                    return pf_errf(err, "%s: __metadata__.%.60s: expected a string", path, m->val.u.obj.members[j].key);
+            continue;
+        }
+        if (m->key_len != strlen(m->key) || m->key_len == 0)
+            return pf_errf(err, "%s: header: a tensor name is empty or contains NUL", path);
+        (*n)++;
+    }
+    return 0;
+}
+
+/* The n tensors of one shard (their ranges rs) must tile its data section: sorted by offset, each
+ * begins where the last ended, and the last ends at the section's end. */
+static int check_tiling(const pf_safetensors *st, range *rs, size_t n, uint64_t data_size, const char *path, char *err) {
+    qsort(rs, n, sizeof *rs, cmp_range);
+    uint64_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (rs[k].begin != at)
+            return pf_errf(err, "%s: tensor '%.80s': data_offsets: begins at %llu, expected %llu (%s)", path,
+                           st->t[rs[k].idx].name, (unsigned long long)rs[k].begin, (unsigned long long)at,
+                           rs[k].begin < at ? "overlaps the tensor before it" : "leaves a hole");
+        at = rs[k].end;
+    }
+    if (at != data_size)
+        return pf_errf(err, "%s: data section: %llu bytes, but the tensors cover %llu", path,
+                       (unsigned long long)data_size, (unsigned long long)at);
+    return 0;
+}
+
+/* Appends the tensors root lists (n_new of them, their ranges to rs) to st: each parsed, and no
+ * name listed twice in any shard. */
+static int append_tensors(pf_safetensors *st, int s, const pf_json *root, const uint8_t *data, uint64_t data_size,
+                          range *rs, char *err) {
+    const char *path = st->shards[s].path;
+    for (size_t i = 0, k = 0; i < root->u.obj.n; i++) {
+        const pf_json_member *m = &root->u.obj.members[i];
+        if (strcmp(m->key, "__metadata__") == 0) continue;
+        pf_st_tensor *t = &st->t[st->n];
+        memset(t, 0, sizeof *t);
+        t->shard = s;
+        if (parse_entry(path, m, data, data_size, t, &rs[k], err) < 0) return -1;
+        rs[k].idx = st->n;
+        for (size_t j = 0; j < st->n; j++)
+            if (strcmp(st->t[j].name, t->name) == 0) {
+                pf_errf(err, "%s: tensor '%.80s': listed twice%s", path, t->name,
+                        st->t[j].shard != s ? " (in two shards)" : "");
+                free(t->name);
+                return -1;
+            }
+        st->n++;
+        k++;
+    }
+    return 0;
+}
+
 /* Parses the header of shard s and appends its tensors to st. */
 static int parse_shard(pf_safetensors *st, int s, char *err) {
     const shard *sh = &st->shards[s];
     const char *path = sh->path;
-    if (sh->size < 8) return pf_errf(err, "%s: header length: the file has %zu bytes (needs at least 8)", path, sh->size);
     uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | sh->base[i];
-    if (hlen < 2 || hlen > PF_ST_MAX_HEADER || hlen > sh->size - 8)
-        return pf_errf(err, "%s: header length: %llu does not fit the file of %zu bytes (limit %u)", path,
-                    (unsigned long long)hlen, sh->size, PF_ST_MAX_HEADER);
-    if (sh->base[8] != '{') return pf_errf(err, "%s: header: does not start with '{'", path);
+    if (header_length(sh, &hlen, err) < 0) return -1;
     char jerr[PF_ERR_LEN];
     pf_json_doc *doc = pf_json_parse((const char *)sh->base + 8, (size_t)hlen, jerr);
     if (!doc) return pf_errf(err, "%s: header: %s", path, jerr);
     const pf_json *root = pf_json_root(doc);
     int rc = -1;
     range *rs = NULL;
+    const uint8_t *data = sh->base + 8 + hlen;
+    uint64_t data_size = sh->size - 8 - hlen;
+    size_t n_new = 0;
     if (root->type != PF_JSON_OBJECT) {
         pf_errf(err, "%s: header: expected a JSON object", path);
         goto out;
     }
-    const uint8_t *data = sh->base + 8 + hlen;
-    uint64_t data_size = sh->size - 8 - hlen;
-    size_t n_new = 0;
-    for (size_t i = 0; i < root->u.obj.n; i++) {
-        const pf_json_member *m = &root->u.obj.members[i];
-        if (strcmp(m->key, "__metadata__") == 0) {
-            if (m->val.type != PF_JSON_OBJECT) {
-                pf_errf(err, "%s: __metadata__: expected an object", path);
-                goto out;
-            }
-            for (size_t j = 0; j < m->val.u.obj.n; j++)
-                if (m->val.u.obj.members[j].val.type != PF_JSON_STRING) {
-                    pf_errf(err, "%s: __metadata__.%.60s: expected a string", path, m->val.u.obj.members[j].key);
-                    goto out;
-                }
-            continue;
-        }
-        if (m->key_len != strlen(m->key) || m->key_len == 0) {
-            pf_errf(err, "%s: header: a tensor name is empty or contains NUL", path);
-            goto out;
-        }
-        n_new++;
-    }
+    if (count_tensors(root, path, &n_new, err) < 0) goto out;
     if (st->n + n_new > MAX_TENSORS) {
         pf_errf(err, "%s: header: more than %u tensors", path, MAX_TENSORS);
         goto out;
@@ -170,42 +223,8 @@ static int parse_shard(pf_safetensors *st, int s, char *err) {
         goto out;
     }
     st->t = nt;
-    for (size_t i = 0, k = 0; i < root->u.obj.n; i++) {
-        const pf_json_member *m = &root->u.obj.members[i];
-        if (strcmp(m->key, "__metadata__") == 0) continue;
-        pf_st_tensor *t = &st->t[st->n];
-        memset(t, 0, sizeof *t);
-        t->shard = s;
-        if (parse_entry(path, m, data, data_size, t, &rs[k], err) < 0) goto out;
-        rs[k].idx = st->n;
-        for (size_t j = 0; j < st->n; j++)
-            if (strcmp(st->t[j].name, t->name) == 0) {
-                pf_errf(err, "%s: tensor '%.80s': listed twice%s", path, t->name,
-                     st->t[j].shard != s ? " (in two shards)" : "");
-                free(t->name);
-                goto out;
-            }
-        st->n++;
-        k++;
-    }
-    /* the tensors must tile the data section: sorted by offset, each begins where the last ended */
-    qsort(rs, n_new, sizeof *rs, cmp_range);
-    uint64_t at = 0;
-    for (size_t k = 0; k < n_new; k++) {
-        if (rs[k].begin != at) {
-            pf_errf(err, "%s: tensor '%.80s': data_offsets: begins at %llu, expected %llu (%s)", path,
-                 st->t[rs[k].idx].name, (unsigned long long)rs[k].begin, (unsigned long long)at,
-                 rs[k].begin < at ? "overlaps the tensor before it" : "leaves a hole");
-            goto out;
-        }
-        at = rs[k].end;
-    }
-    if (at != data_size) {
-        pf_errf(err, "%s: data section: %llu bytes, but the tensors cover %llu", path, (unsigned long long)data_size,
-             (unsigned long long)at);
-        goto out;
-    }
-    rc = 0;
+    if (append_tensors(st, s, root, data, data_size, rs, err) < 0) goto out;
+    rc = check_tiling(st, rs, n_new, data_size, path, err);
 out:
     free(rs);
     pf_json_free(doc);

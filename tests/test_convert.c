@@ -269,13 +269,20 @@ static int convert(const char *dir, const char *out, uint32_t type, const char *
     return pf_hf_convert(dir, out, &o, NULL, err);
 }
 
+/* A target checkpoint built in <tmp>/hf_t_<tag> (build_target's tied, dt and shards; the folder's
+ * path to dir[300]) and converted to `type` at <tmp>/t_<tag>.gguf (its path to out[320]). */
+static int convert_target(ckpt *c, const char *tag, bool tied, int dt, int shards, uint32_t type, char *dir, char *out,
+                          char *err) {
+    snprintf(dir, 300, "%s/hf_t_%s", pf_test_tmpdir(), tag);
+    snprintf(out, 320, "%s/t_%s.gguf", pf_test_tmpdir(), tag);
+    build_target(c, dir, tied, dt, shards);
+    return convert(dir, out, type, NULL, err);
+}
+
 TEST(convert_target_tied_bf16_runs) {
     ckpt c = {0};
     char dir[300], out[320], err[PF_ERR_LEN];
-    snprintf(dir, sizeof dir, "%s/hf_t_tied", pf_test_tmpdir());
-    snprintf(out, sizeof out, "%s/t_tied.gguf", pf_test_tmpdir());
-    build_target(&c, dir, true, BF16, 1);
-    CHECKF(convert(dir, out, PF_TYPE_F16, NULL, err) == 0, "%s", err);
+    CHECKF(convert_target(&c, "tied", true, BF16, 1, PF_TYPE_F16, dir, out, err) == 0, "%s", err);
     pf_model *m = pf_model_load(out, err);
     CHECKF(m, "%s", err);
     CHECK(m->hp.n_vocab == V && m->hp.n_layer == TL && m->hp.n_embd == H && m->hp.n_head_kv == NKV);
@@ -310,10 +317,7 @@ TEST(convert_target_tied_bf16_runs) {
 TEST(convert_target_untied_sharded_f16) {
     ckpt c = {0};
     char dir[300], out[320], err[PF_ERR_LEN];
-    snprintf(dir, sizeof dir, "%s/hf_t_untied", pf_test_tmpdir());
-    snprintf(out, sizeof out, "%s/t_untied.gguf", pf_test_tmpdir());
-    build_target(&c, dir, false, F16, 3);
-    CHECKF(convert(dir, out, PF_TYPE_F16, NULL, err) == 0, "%s", err);
+    CHECKF(convert_target(&c, "untied", false, F16, 3, PF_TYPE_F16, dir, out, err) == 0, "%s", err);
     gguf_file *g = gguf_open(out, err);
     CHECK(g);
     CHECK(g->n_tensors == (uint64_t)c.n);
@@ -357,10 +361,7 @@ static int spec_equals_plain(const char *target, const char *draft, const char *
 TEST(convert_drafts_load_and_speculate_losslessly) {
     ckpt c = {0};
     char tdir[300], tout[320], err[PF_ERR_LEN];
-    snprintf(tdir, sizeof tdir, "%s/hf_t_for_drafts", pf_test_tmpdir());
-    snprintf(tout, sizeof tout, "%s/t_for_drafts.gguf", pf_test_tmpdir());
-    build_target(&c, tdir, true, F32, 1);
-    CHECKF(convert(tdir, tout, PF_TYPE_F32, NULL, err) == 0, "%s", err);
+    CHECKF(convert_target(&c, "for_drafts", true, F32, 1, PF_TYPE_F32, tdir, tout, err) == 0, "%s", err);
     pf_model *m = pf_model_load(tout, err);
     CHECKF(m, "%s", err);
     static const struct { draft_kind k; const char *tag; } kinds[] = {
@@ -534,12 +535,9 @@ static void draft_cfg(const char *dir, const char *arch, int hidden, const char 
 TEST(convert_refuses_broken_drafts_and_warns_on_last_layer_taps) {
     ckpt c = {0};
     char tdir[300], tout[320], dir[320], out[340], err[PF_ERR_LEN];
-    snprintf(tdir, sizeof tdir, "%s/hf_t_dbad", pf_test_tmpdir());
-    snprintf(tout, sizeof tout, "%s/t_dbad.gguf", pf_test_tmpdir());
     snprintf(dir, sizeof dir, "%s/hf_d_bad", pf_test_tmpdir());
     snprintf(out, sizeof out, "%s/d_bad.gguf", pf_test_tmpdir());
-    build_target(&c, tdir, true, F16, 1);
-    CHECKF(convert(tdir, tout, PF_TYPE_F16, NULL, err) == 0, "%s", err);
+    CHECKF(convert_target(&c, "dbad", true, F16, 1, PF_TYPE_F16, tdir, tout, err) == 0, "%s", err);
     const char *v2 = "\"conv_kernel_size\":2,\"conv_group_size\":16,\"selector_rank\":32,\"selector_top_k\":4";
     char dc[600];
     static const struct { const char *dc_fmt; int hidden; const char *drop; int no_target; const char *want; } cases[] = {
@@ -740,13 +738,10 @@ TEST(convert_draft_runtime_honours_scales_and_refuses_what_it_cannot) {
     ckpt c = {0};
     const char *tmp = pf_test_tmpdir();
     char tdir[300], tout[320], dir[320], base[340], mod[340], err[PF_ERR_LEN];
-    snprintf(tdir, sizeof tdir, "%s/hf_t_rt", tmp);
-    snprintf(tout, sizeof tout, "%s/t_rt.gguf", tmp);
     snprintf(dir, sizeof dir, "%s/hf_d_rt", tmp);
     snprintf(base, sizeof base, "%s/d_rt.gguf", tmp);
     snprintf(mod, sizeof mod, "%s/d_rt_mod.gguf", tmp);
-    build_target(&c, tdir, true, F32, 1);
-    CHECKF(convert(tdir, tout, PF_TYPE_F32, NULL, err) == 0, "%s", err);
+    CHECKF(convert_target(&c, "rt", true, F32, 1, PF_TYPE_F32, tdir, tout, err) == 0, "%s", err);
     build_draft(&c, dir, (draft_kind){2, F32, 0, 0, 0});
     CHECKF(convert(dir, base, PF_TYPE_F32, tout, err) == 0, "%s", err);
     pf_model *m = pf_model_load(tout, err);

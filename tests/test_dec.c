@@ -113,10 +113,7 @@ TEST(dec_gating_lossless_and_extremes) {
         for (int p = 0; p < 12; p++) {
             int32_t prompt[8];
             for (int i = 0; i < 8; i++) prompt[i] = (int32_t)((p * 53 + i * (p % 3 ? 7 : 0) + 1) % 400);
-            pf_gen_params gp;
-            pf_gen_params_default(&gp);
-            gp.max_tokens = 30;
-            gp.stop_at_eot = false;
+            pf_gen_params gp = test_gen_fixed(30);
             test_seq plain = {.n = 0}, got = {.n = 0};
             CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
             pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
@@ -159,10 +156,7 @@ TEST(dec_round_log_layout) {
     pf_spec *spec = pf_spec_new(s, d, 5, err);
     FILE *log = fopen(path, "wb");
     CHECK(pf_spec_set_log(spec, log, err) == 0);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 41; /* 40 tokens from rounds */
-    gp.stop_at_eot = false;
+    pf_gen_params gp = test_gen_fixed(41); /* 40 tokens from rounds */
     gp.strategy = pf_spec_strategy(spec);
     int32_t prompt[5] = {3, 1, 4, 1, 5};
     test_seq got = {.n = 0}, plain = {.n = 0};
@@ -352,10 +346,7 @@ TEST(dec_profile_costs_refit_at_the_start) {
         pf_spec_prior prior = {.c = cost, .draft = draft, .n = 8, .fixed = fixed};
         CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);
         int32_t prompt[8] = {5, 17, 29, 41, 53, 65, 77, 89};
-        pf_gen_params gp;
-        pf_gen_params_default(&gp);
-        gp.max_tokens = 1;
-        gp.stop_at_eot = false;
+        pf_gen_params gp = test_gen_fixed(1);
         gp.strategy = pf_spec_strategy(spec);
         test_seq got = {.n = 0};
         CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK && got.n == 1);

@@ -8,6 +8,7 @@
 #include "convert/synth.h"
 #include "engine/tokenizer.h"
 #include "test.h"
+#include "util.h"
 #include "include/pocketflash.h"
 
 static pf_model *tiny(void) {
@@ -32,10 +33,7 @@ TEST(generate_ar_equals_manual_greedy_loop) {
     pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
     pf_session *s = pf_session_new(m, &sp, err);
     int32_t prompt[7] = {10, 200, 33, 45, 300, 7, 99};
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 30;
-    gp.stop_at_eot = false;
+    pf_gen_params gp = test_gen_fixed(30);
     collect c = {.n = 0};
     pf_gen_stats st;
     CHECK(pf_generate_tokens(s, prompt, 7, &gp, on_tok, &c, &st, err) == PF_OK);
@@ -110,10 +108,7 @@ TEST(generate_context_full_and_prompt_too_long) {
     pf_session_params sp = {.n_threads = 1, .n_ctx = 16};
     pf_session *s = pf_session_new(m, &sp, err);
     int32_t prompt[16] = {0};
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 100;
-    gp.stop_at_eot = false;
+    pf_gen_params gp = test_gen_fixed(100);
     collect c = {.n = 0};
     pf_gen_stats st;
     CHECK(pf_generate_tokens(s, prompt, 16, &gp, on_tok, &c, &st, err) == PF_ERR_CONTEXT);

@@ -50,6 +50,17 @@ static void make_weight(uint32_t type, int64_t rows, int64_t cols, uint64_t seed
 }
 
 /* B activation rows, prepared with the scalar table so every level sees the same input. */
+/* *P: W reading its packed copy (returned, 64-byte aligned, for the caller to free), in the layout
+ * that pack writes (bytes its size). */
+static void *make_packed(const pf_weight *W, size_t (*bytes)(const pf_weight *), void (*pack)(const pf_weight *, void *),
+                         pf_weight *P) {
+    void *packed = aligned_alloc(64, (bytes(W) + 63) / 64 * 64);
+    pack(W, packed);
+    *P = *W;
+    P->packed = packed;
+    return packed;
+}
+
 static void *make_act(uint32_t type, int64_t cols, int B, uint64_t seed, float **xout) {
     float *x = malloc((size_t)B * (size_t)cols * sizeof(float));
     uint64_t s = seed * 40503u + 7;
@@ -570,10 +581,7 @@ TEST(kernels_gemm_packed_bitwise) {
             int64_t rows = shapes[si][0], cols = shapes[si][1];
             pf_weight W, P;
             make_weight(qt[t], rows, cols, 900 + 10 * t + si, &W);
-            P = W;
-            void *packed = aligned_alloc(64, (pf_packed_bytes(&W) + 63) / 64 * 64);
-            pf_pack_weight(&W, packed);
-            P.packed = packed;
+            void *packed = make_packed(&W, pf_packed_bytes, pf_pack_weight, &P);
             const int B = 17;
             size_t stride = pf_act_row_bytes(qt[t], cols), ny = (size_t)B * rows * sizeof(float);
             void *act = make_act(qt[t], cols, B, 1000 + t, NULL);
@@ -1248,10 +1256,7 @@ TEST(kernels_gemm_quant_levels_bitwise_scalar) {
                 if (wi == 3 && rows % 8 != 1) continue; /* the long rows: 1, 9, 17 */
                 pf_weight W, P;
                 make_weight(qt[t], rows, cols, (uint64_t)(t * 1000 + wi * 100 + rows + 7000), &W);
-                P = W;
-                void *packed = aligned_alloc(64, (pf_packed_bytes(&W) + 63) / 64 * 64);
-                pf_pack_weight(&W, packed);
-                P.packed = packed;
+                void *packed = make_packed(&W, pf_packed_bytes, pf_pack_weight, &P);
                 const int BMAX = 16;
                 void *act = make_act(qt[t], cols, BMAX, (uint64_t)(t * 10 + wi + rows * 31), NULL);
                 size_t ny = (size_t)BMAX * rows * sizeof(float);
@@ -1315,10 +1320,7 @@ TEST(kernels_gemm_i8mm_packed_bitwise) {
             const int64_t rows = shapes[si][0], cols = shapes[si][1];
             pf_weight W, P;
             make_weight(qt[t], rows, cols, 7000 + 10 * t + si, &W);
-            P = W;
-            void *packed = aligned_alloc(64, (pf_packed_bytes_i8mm(&W) + 63) / 64 * 64);
-            pf_pack_weight_i8mm(&W, packed);
-            P.packed = packed;
+            void *packed = make_packed(&W, pf_packed_bytes_i8mm, pf_pack_weight_i8mm, &P);
             const int BMAX = 17;
             const size_t stride = pf_act_row_bytes(qt[t], cols), ny = (size_t)BMAX * rows * sizeof(float);
             void *act = make_act(qt[t], cols, BMAX, 7100 + t + si, NULL);

@@ -67,10 +67,7 @@ static int gen(pf_model *m, const char *spec, const char *draft_path, int i, tes
     pf_drafter *d = NULL;
     pf_spec *sx = NULL;
     int block = 0, rc = -1;
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 20;
-    gp.stop_at_eot = false;
+    pf_gen_params gp = test_gen_fixed(20);
     if (spec) {
         if (!(d = pf_drafter_open(spec, draft_path, s, 3, &block, err))) goto done;
         if (!(sx = pf_spec_new(s, d, block, err))) goto done;

@@ -96,10 +96,7 @@ static void runner_close(runner *r) {
 
 static pf_status run_tokens(runner *r, const int32_t *p, int n, float temp, uint64_t seed, const char *cache,
                             test_seq *out, pf_gen_stats *st, char *err) {
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 24;
-    gp.stop_at_eot = false;
+    pf_gen_params gp = test_gen_fixed(24);
     gp.temp = temp;
     gp.seed = seed;
     gp.prompt_cache = cache;

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -208,7 +209,14 @@ static int client(const server *s, const char *mode_args) {
 
 /* client(MODE_ARGS), then the JSON it wrote to out; NULL, with err, when the client fails or its
  * output does not parse. */
-static pf_json_doc *client_json(const server *s, const char *mode_args, const char *out, char *err) {
+/* Runs the client with the mode and arguments fmt formats, then parses the JSON it wrote to out. */
+__attribute__((format(printf, 4, 5)))
+static pf_json_doc *client_json(const server *s, const char *out, char *err, const char *fmt, ...) {
+    char mode_args[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(mode_args, sizeof mode_args, fmt, ap);
+    va_end(ap);
     if (client(s, mode_args) != 0) {
         snprintf(err, PF_ERR_LEN, "client failed");
         return NULL;
@@ -296,10 +304,8 @@ static void check_against_run(const char *serve_args, const char *run_args) {
     CHECK(write_file(in, req));
     server s;
     START(s, serve_args);
-    char ma[700];
-    snprintf(ma, sizeof ma, "sdk %s %s 1", in, out);
     char err[PF_ERR_LEN];
-    pf_json_doc *d = client_json(&s, ma, out, err);
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 1", in, out);
     SCHECK(s, d, "%s", err);
     /* requests 0, 1, 3, 4, 5 against run; 2 is the second turn of 0's conversation */
     const char *want[] = {want_c1, want_c1, NULL, want_c2, want_p1, want_p2};
@@ -349,8 +355,8 @@ static void check_against_run(const char *serve_args, const char *run_args) {
                  "\"max_tokens\":40,\"temperature\":0,\"stop\":[\"%s\",\"zzzz\"],\"stream\":%s}}]",
                  stop, streamed ? "true" : "false");
         CHECK(write_file(in, req));
-        SCHECK(s, client(&s, ma) == 0, "client failed");
-        d = pf_json_parse_file(out, err);
+        d = client_json(&s, out, err, "sdk %s %s 1", in, out);
+        SCHECK(s, d, "%s", err);
         const char *got = str(item(d, 0), "text"), *fr = str(item(d, 0), "finish_reason");
         SCHECK(s, got && !strcmp(got, cut) && fr && !strcmp(fr, "stop"), "stop '%s': '%s' (%s), want '%s'", stop,
                got ? got : "(error)", fr ? fr : "-", cut);
@@ -364,8 +370,8 @@ static void check_against_run(const char *serve_args, const char *run_args) {
     CHECK(write_file(in, "[{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1
                          "\"}],\"max_tokens\":40,\"temperature\":0,\"stream\":true,"
                          "\"stop\":[\"e\\u0001\",\"a\\u0001\",\"o\\u0001\",\" \\u0001\"]}}]"));
-    SCHECK(s, client(&s, ma) == 0, "client failed");
-    d = pf_json_parse_file(out, err);
+    d = client_json(&s, out, err, "sdk %s %s 1", in, out);
+    SCHECK(s, d, "%s", err);
     const pf_json *mk = pf_json_get(item(d, 0), "marks");
     SCHECK(s, str(item(d, 0), "text") && !strcmp(str(item(d, 0), "text"), want_c1), "held stops: '%s'",
            str(item(d, 0), "text") ? str(item(d, 0), "text") : "(error)");
@@ -407,9 +413,8 @@ TEST(serve_concurrent_requests_get_their_own_answers) {
     CHECK(write_file(in, req));
     server s;
     START(s, "-m " TARGET " -d " DRAFT " --parallel 3 -t 1");
-    snprintf(args, sizeof args, "sdk %s %s 6", in, out);
     char err[PF_ERR_LEN];
-    pf_json_doc *d = client_json(&s, args, out, err);
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 6", in, out);
     SCHECK(s, d, "%s", err);
     int sessions_seen = 0;
     for (int i = 0; i < 12; i++) {
@@ -429,9 +434,8 @@ TEST(serve_next_turn_returns_to_its_session) {
     server s;
     START(s, "-m " TARGET " --parallel 2 -t 1");
     const char *out = tmp("turns.json");
-    char args[600], err[PF_ERR_LEN];
-    snprintf(args, sizeof args, "turns %s", out);
-    pf_json_doc *d = client_json(&s, args, out, err);
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "turns %s", out);
     SCHECK(s, d, "%s", err);
     for (int k = 0; k < 2; k++) {
         const pf_json *first = pf_json_get(item(d, (size_t)k), "pocketflash"), *next = pf_json_get(item(d, (size_t)k + 2), "pocketflash");
@@ -454,9 +458,8 @@ TEST(serve_dropped_stream_frees_its_session) {
      * over a minute unless stopped, whatever the load (the client and the server slow together) */
     START(s, "-m " TARGET " --parallel 1 -t 1 -c 16384");
     const char *out = tmp("drop.json");
-    char args[600], err[PF_ERR_LEN];
-    snprintf(args, sizeof args, "disconnect %s", out);
-    pf_json_doc *d = client_json(&s, args, out, err);
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "disconnect %s", out);
     SCHECK(s, d, "%s", err);
     const pf_json *r = pf_json_root(d), *after = pf_json_get(r, "after"), *health = pf_json_get(r, "health");
     printf("    the next request answered after %.0f ms\n", num(r, "after_ms"));
@@ -488,9 +491,8 @@ TEST(serve_queue_limit_and_time_limit) {
     CHECK(write_file(in, req));
     server s;
     START(s, "-m " TARGET " --parallel 1 --queue 1 -t 1 -c 2048");
-    snprintf(args, sizeof args, "sdk %s %s 6", in, out);
     char err[PF_ERR_LEN];
-    pf_json_doc *d = client_json(&s, args, out, err);
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 6", in, out);
     SCHECK(s, d, "%s", err);
     int ok = 0, busy = 0;
     for (size_t i = 0; i < 6; i++) {
@@ -641,9 +643,8 @@ TEST(serve_api_key_refusals) {
     const char *in = tmp("key-in.json"), *out = tmp("key-out.json");
     CHECK(write_file(in, "[{\"endpoint\":\"chat\",\"key\":\"nope\",\"body\":" CHAT_OK "},"
                          "{\"endpoint\":\"chat\",\"key\":\"sekrit\",\"body\":" CHAT_OK "}]"));
-    char args[700], err[PF_ERR_LEN];
-    snprintf(args, sizeof args, "sdk %s %s 1", in, out);
-    pf_json_doc *d = client_json(&s, args, out, err);
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 1", in, out);
     SCHECK(s, d, "%s", err);
     SCHECK(s, !is_true(item(d, 0), "ok") && num(item(d, 0), "status") == 401, "wrong key: status %g", num(item(d, 0), "status"));
     SCHECK(s, is_true(item(d, 1), "ok") && str(item(d, 1), "text"), "right key refused");
@@ -772,9 +773,8 @@ TEST(serve_load_run_no_failures_flat_memory) {
     server s;
     START(s, "-m " TARGET " -d " DRAFT " --parallel 2 -t 1");
     const char *out = tmp("load.json");
-    char args[700], err[PF_ERR_LEN];
-    snprintf(args, sizeof args, "load %s 1000 8 %d", out, (int)s.pid);
-    pf_json_doc *d = client_json(&s, args, out, err);
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "load %s 1000 8 %d", out, (int)s.pid);
     SCHECK(s, d, "%s", err);
     const pf_json *r = pf_json_root(d), *rss = pf_json_get(r, "rss_kb");
     SCHECK(s, rss && rss->type == PF_JSON_ARRAY && rss->u.arr.n >= 10, "no RSS samples");
@@ -1037,9 +1037,8 @@ TEST(serve_response_format_through_the_sdk) {
                                  "\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}}}}}", "false") "]"));
     server s;
     START(s, "-m " TARGET " -d " DRAFT " -t 1");
-    char args[700], err[PF_ERR_LEN];
-    snprintf(args, sizeof args, "sdk %s %s 1", in, out);
-    pf_json_doc *d = client_json(&s, args, out, err);
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 1", in, out);
     SCHECK(s, d, "%s", err);
     for (int i = 0; i < 4; i++) {
         const char *text = str(item(d, (size_t)i), "text"), *fr = str(item(d, (size_t)i), "finish_reason");

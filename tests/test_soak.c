@@ -21,6 +21,7 @@
 #include "fuzz/utf8.h"
 #include "include/pocketflash.h"
 #include "test.h"
+#include "util.h"
 #include "verify/strategies.h"
 
 #define SOAK_THREADS 4
@@ -107,10 +108,7 @@ static int warm_up(pf_session *s, pf_session *cold, const soak_shared *sh, pf_sp
         strcat(prompt, " ");
     }
     for (int st = 0; st <= S_COUNT; st++) {
-        pf_gen_params gp;
-        pf_gen_params_default(&gp);
-        gp.max_tokens = 128;
-        gp.stop_at_eot = false;
+        pf_gen_params gp = test_gen_fixed(128);
         if (st < S_COUNT) set_strategy(&gp, st, sh, hybrid, rng);
         pf_session *on = st < S_COUNT ? s : cold;
         pf_session_reset(on);

@@ -153,6 +153,14 @@ int test_seq_same(const test_seq *a, const test_seq *b) {
     return a->n == b->n && !memcmp(a->toks, b->toks, sizeof a->toks[0] * (size_t)a->n);
 }
 
+pf_gen_params test_gen_fixed(int max_tokens) {
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = max_tokens;
+    gp.stop_at_eot = false;
+    return gp;
+}
+
 /* ---- models ---- */
 
 pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path) {

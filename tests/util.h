@@ -70,6 +70,9 @@ typedef struct {
 /* A generation callback (pf_token_cb shape) appending to the test_seq at u; never stops it. */
 int test_seq_push(void *u, int32_t tok);
 int test_seq_same(const test_seq *a, const test_seq *b);
+/* The default generation parameters for a run of exactly max_tokens tokens (it does not stop at
+ * the end of turn). */
+pf_gen_params test_gen_fixed(int max_tokens);
 
 /* ---- models ---- */
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from qwen3_model import RMSNorm, apply_rope as rope, rope_cos_sin as rope_tables
+from qwen3_model import RMSNorm, project_kv, project_qkv, repeat_kv, rope_cos_sin as rope_tables, swiglu
 
 
 @dataclass
@@ -99,11 +99,7 @@ class DraftLayer(nn.Module):
 
     def ctx_kv(self, ctx, cos, sin):
         """ctx [N,T,H] -> K [N,kvh,T,hd] (k_norm + rope at the context positions), V [N,kvh,T,hd]."""
-        c = self.c
-        N, T, _ = ctx.shape
-        k = self.k_norm(self.k_proj(ctx).view(N, T, c.n_kv_heads, c.head_dim)).transpose(1, 2)
-        v = self.v_proj(ctx).view(N, T, c.n_kv_heads, c.head_dim).transpose(1, 2)
-        return rope(k, cos.to(k.dtype), sin.to(k.dtype)), v
+        return project_kv(self, ctx, cos, sin)
 
     def conv(self, z, base, dyn, side, B):
         """z [N, A*B, H]; dyn [N, A*B, 2, K, G]; taps stay inside each block of B rows."""
@@ -132,17 +128,8 @@ class DraftLayer(nn.Module):
         if v2:
             dyn = self.attn_conv_proj(u)
             u = self.conv(u, self.attn_conv_base, dyn, 0, B)
-        q = self.q_norm(self.q_proj(u).view(N, R, c.n_heads, c.head_dim)).transpose(1, 2)
-        k = self.k_norm(self.k_proj(u).view(N, R, c.n_kv_heads, c.head_dim)).transpose(1, 2)
-        v = self.v_proj(u).view(N, R, c.n_kv_heads, c.head_dim).transpose(1, 2)
-        q = rope(q, cos_b.to(q.dtype), sin_b.to(q.dtype))
-        k = rope(k, cos_b.to(k.dtype), sin_b.to(k.dtype))
-        K = torch.cat([kc.to(k.dtype), k], dim=2)
-        V = torch.cat([vc.to(v.dtype), v], dim=2)
-        rep = c.n_heads // c.n_kv_heads
-        if rep > 1:
-            K = K.repeat_interleave(rep, dim=1)
-            V = V.repeat_interleave(rep, dim=1)
+        q, k, v = project_qkv(self, u, cos_b, sin_b)
+        K, V = repeat_kv(torch.cat([kc.to(k.dtype), k], dim=2), torch.cat([vc.to(v.dtype), v], dim=2), c.n_heads)
         # 3-D bmm over contiguous operands: torch 1.13's CPU matmul on transposed 4-D views is ~100x slower
         S = K.shape[2]
         qq = q.reshape(N * c.n_heads, R, c.head_dim).contiguous()
@@ -160,7 +147,7 @@ class DraftLayer(nn.Module):
         if v2:
             dyn = self.ffn_conv_proj(u)
             u = self.conv(u, self.ffn_conv_base, dyn, 0, B)
-        o = self.down_proj(F.silu(self.gate_proj(u)) * self.up_proj(u))
+        o = swiglu(self, u)
         if v2:
             o = self.conv(o, self.ffn_conv_base, dyn, 1, B)
         return x + o

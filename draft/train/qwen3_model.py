@@ -67,6 +67,40 @@ def apply_rope(x, cos, sin):
     return x * cos + rot * sin
 
 
+def project_kv(mod, x, cos, sin):
+    """k (k_norm, then RoPE) and v as [B, n_kv_heads, T, head_dim] for x [B, T, hidden]: `mod` has k_proj,
+    v_proj, k_norm and its config as mod.c (Attention here, the DFlash draft's layers)."""
+    c = mod.c
+    B, T, _ = x.shape
+    k = mod.k_norm(mod.k_proj(x).view(B, T, c.n_kv_heads, c.head_dim)).transpose(1, 2)
+    v = mod.v_proj(x).view(B, T, c.n_kv_heads, c.head_dim).transpose(1, 2)
+    return apply_rope(k, cos.to(k.dtype), sin.to(k.dtype)), v
+
+
+def project_qkv(mod, x, cos, sin):
+    """q (q_norm, then RoPE) as [B, n_heads, T, head_dim] with project_kv's k and v; `mod` also has q_proj
+    and q_norm."""
+    c = mod.c
+    B, T, _ = x.shape
+    q = mod.q_norm(mod.q_proj(x).view(B, T, c.n_heads, c.head_dim)).transpose(1, 2)
+    k, v = project_kv(mod, x, cos, sin)
+    return apply_rope(q, cos.to(q.dtype), sin.to(q.dtype)), k, v
+
+
+def repeat_kv(k, v, n_heads):
+    """GQA: each KV head repeated for the query heads that read it (query head h reads KV head h // rep)."""
+    rep = n_heads // k.shape[1]
+    if rep > 1:
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+    return k, v
+
+
+def swiglu(mod, u):
+    """The SwiGLU FFN of a module with gate_proj, up_proj and down_proj."""
+    return mod.down_proj(F.silu(mod.gate_proj(u)) * mod.up_proj(u))
+
+
 class Attention(nn.Module):
     def __init__(self, c: Qwen3Config):
         super().__init__()
@@ -80,20 +114,8 @@ class Attention(nn.Module):
 
     def qkv(self, u, cos, sin):
         """q, k, v as [B, n_heads, T, head_dim] for u [B, T, hidden]: QK-norm, RoPE, KV heads repeated (GQA)."""
-        B, T, _ = u.shape
-        c = self.c
-        q = self.q_proj(u).view(B, T, c.n_heads, c.head_dim)
-        k = self.k_proj(u).view(B, T, c.n_kv_heads, c.head_dim)
-        v = self.v_proj(u).view(B, T, c.n_kv_heads, c.head_dim)
-        q = self.q_norm(q).transpose(1, 2)
-        k = self.k_norm(k).transpose(1, 2)
-        v = v.transpose(1, 2)
-        q = apply_rope(q, cos.to(q.dtype), sin.to(q.dtype))
-        k = apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))
-        rep = c.n_heads // c.n_kv_heads
-        if rep > 1:
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
+        q, k, v = project_qkv(self, u, cos, sin)
+        k, v = repeat_kv(k, v, self.c.n_heads)
         return q, k, v
 
     def forward(self, u, cos, sin, mask):
@@ -115,7 +137,7 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(c.ffn, c.hidden, bias=False)
 
     def forward(self, u):
-        return self.down_proj(F.silu(self.gate_proj(u)) * self.up_proj(u))
+        return swiglu(self, u)
 
 
 class Block(nn.Module):

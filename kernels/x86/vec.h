@@ -7,7 +7,9 @@
  *   vmask: lanes of a float vector; vmask_n(n) = lanes below n (n may be <= 0 or >= VL)
  *   vf_exp: float_order.h's pf_exp_ref on every lane, the same operations in the same order
  *   VEC_VNNI: 1 where vi_dpbusd (u8 x s8 dot products of 4 bytes into each int32 lane) exists
- *   VEC_NAME(f): f with the level's suffix (_avx2, _avxvnni, _avx512), for exported kernels */
+ *   VEC_NAME(f): f with the level's suffix (_avx2, _avxvnni, _avx512), for exported kernels
+ *   VEC_PS(op) / VEC_PD / VEC_EPI32 / VEC_EPI8: the intrinsic _mm256_op_ps or _mm512_op_ps (...),
+ *   for the operations whose two widths differ only in that prefix */
 #ifndef PF_X86_VEC_H
 #define PF_X86_VEC_H
 
@@ -24,28 +26,20 @@ typedef __m512 vf;
 typedef __m512d vd;
 typedef __m512i vi;
 typedef __mmask16 vmask;
+#define VEC_PS(op) _mm512_##op##_ps
+#define VEC_PD(op) _mm512_##op##_pd
+#define VEC_EPI32(op) _mm512_##op##_epi32
+#define VEC_EPI8(op) _mm512_##op##_epi8
 
 PF_FORCE_INLINE vmask vmask_n(int64_t n) {
     return n >= 16 ? (vmask)0xffff : n <= 0 ? (vmask)0 : (vmask)((1u << n) - 1);
 }
-PF_FORCE_INLINE vf vf_zero(void) { return _mm512_setzero_ps(); }
-PF_FORCE_INLINE vf vf_set1(float a) { return _mm512_set1_ps(a); }
-PF_FORCE_INLINE vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
-PF_FORCE_INLINE void vf_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
 PF_FORCE_INLINE vf vf_maskz_load(vmask m, const float *p) { return _mm512_maskz_loadu_ps(m, p); }
 PF_FORCE_INLINE vf vf_mask_load_or(vmask m, const float *p, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), m, p); }
 PF_FORCE_INLINE void vf_mask_store(float *p, vmask m, vf v) { _mm512_mask_storeu_ps(p, m, v); }
 PF_FORCE_INLINE vf vf_keep(vmask m, vf v) { return _mm512_maskz_mov_ps(m, v); }
-PF_FORCE_INLINE vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
-PF_FORCE_INLINE vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
-PF_FORCE_INLINE vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-PF_FORCE_INLINE vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
-PF_FORCE_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-PF_FORCE_INLINE vf vf_fnmadd(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
 /* a * b + c in the lanes of m, c in the others */
 PF_FORCE_INLINE vf vf_mask_fmadd(vmask m, vf a, vf b, vf c) { return _mm512_mask3_fmadd_ps(a, b, c, m); }
-PF_FORCE_INLINE vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
-PF_FORCE_INLINE vf vf_min(vf a, vf b) { return _mm512_min_ps(a, b); }
 PF_FORCE_INLINE vf vf_neg(vf a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u))); }
 PF_FORCE_INLINE vf vf_rint(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 /* lanes where !(a < b) (NaN lanes included) */
@@ -53,8 +47,6 @@ PF_FORCE_INLINE vmask vf_not_below(vf a, vf b) { return _mm512_cmp_ps_mask(a, b,
 PF_FORCE_INLINE vf vf_pow2i(vf n) { /* 2^n for integral n in [-126, 127] */
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
 }
-PF_FORCE_INLINE vf vf_load_a(const float *p) { return _mm512_load_ps(p); }
-PF_FORCE_INLINE void vf_store_a(float *p, vf v) { _mm512_store_ps(p, v); }
 PF_FORCE_INLINE vf vf_load_h(const pf_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 PF_FORCE_INLINE vf vf_maskz_load_h(vmask m, const pf_half *p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 PF_FORCE_INLINE vf vf_from_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
@@ -64,14 +56,10 @@ PF_FORCE_INLINE vf vf_load_i8(const int8_t *p) { /* VL int8 as floats (exact) */
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 PF_FORCE_INLINE vi vi_zero(void) { return _mm512_setzero_si512(); }
-PF_FORCE_INLINE vi vi_set1(int32_t a) { return _mm512_set1_epi32(a); }
-PF_FORCE_INLINE vi vi_set1_i8(int8_t a) { return _mm512_set1_epi8(a); }
 PF_FORCE_INLINE vi vi_load(const void *p) { return _mm512_loadu_si512(p); }
-PF_FORCE_INLINE vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
 PF_FORCE_INLINE vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
 PF_FORCE_INLINE vi vi_xor(vi a, vi b) { return _mm512_xor_si512(a, b); }
 PF_FORCE_INLINE vi vi_srli16(vi a, int n) { return _mm512_srli_epi16(a, (unsigned)n); }
-PF_FORCE_INLINE vf vf_from_vi(vi a) { return _mm512_cvtepi32_ps(a); }
 #define VEC_VNNI 1
 PF_FORCE_INLINE vi vi_dpbusd(vi acc, vi u, vi s) { return _mm512_dpbusd_epi32(acc, u, s); }
 #define VEC_NAME(f) f##_avx512
@@ -83,31 +71,18 @@ PF_FORCE_INLINE vmask vf_ge(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_G
 PF_FORCE_INLINE vf vf_one_signed(vf a) { /* +-1 with a's sign */
     return _mm512_or_ps(_mm512_and_ps(a, _mm512_set1_ps(-0.0f)), _mm512_set1_ps(1.0f));
 }
-PF_FORCE_INLINE vi vi_cvtt(vf a) { return _mm512_cvttps_epi32(a); }
 PF_FORCE_INLINE int32_t vi_hsum(vi a) { return _mm512_reduce_add_epi32(a); }
 /* 32 int32 in [-128, 127] (two vectors) as 32 int8 */
 PF_FORCE_INLINE void vi_store_i8x32(int8_t *p, const vi *q) {
     _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(q[0]));
     _mm_storeu_si128((__m128i *)(p + 16), _mm512_cvtepi32_epi8(q[1]));
 }
-/* halves of a float vector widened to doubles (exact) */
-PF_FORCE_INLINE vd vd_lo(vf v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
-PF_FORCE_INLINE vd vd_hi(vf v) { return _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)); }
-PF_FORCE_INLINE vd vd_zero(void) { return _mm512_setzero_pd(); }
-PF_FORCE_INLINE vd vd_add(vd a, vd b) { return _mm512_add_pd(a, b); }
-PF_FORCE_INLINE vd vd_fmadd(vd a, vd b, vd c) { return _mm512_fmadd_pd(a, b, c); }
-/* the halving tree within one register: lane k += lane k + VDL/2, ..., + 1 */
-PF_FORCE_INLINE double vd_tree_reg(vd v) {
-    __m256d a = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
-    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
-}
-PF_FORCE_INLINE float vf_tree_reg(vf v) {
-    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
-    return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
-}
+/* the lower and upper halves of a float vector */
+PF_FORCE_INLINE __m256 vf_lo_half(vf v) { return _mm512_castps512_ps256(v); }
+PF_FORCE_INLINE __m256 vf_hi_half(vf v) { return _mm512_extractf32x8_ps(v, 1); }
+/* the first step of the in-register halving tree: the upper 256 bits onto the lower */
+PF_FORCE_INLINE __m256d vd_fold256(vd v) { return _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1)); }
+PF_FORCE_INLINE __m256 vf_fold256(vf v) { return _mm256_add_ps(vf_lo_half(v), vf_hi_half(v)); }
 PF_FORCE_INLINE float vf_hmax(vf v) { return _mm512_reduce_max_ps(v); }
 PF_FORCE_INLINE unsigned vf_eq_bits(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
 PF_FORCE_INLINE unsigned vf_gt_bits(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
@@ -129,40 +104,30 @@ typedef __m256 vf;
 typedef __m256d vd;
 typedef __m256i vi;
 typedef __m256i vmask;
+#define VEC_PS(op) _mm256_##op##_ps
+#define VEC_PD(op) _mm256_##op##_pd
+#define VEC_EPI32(op) _mm256_##op##_epi32
+#define VEC_EPI8(op) _mm256_##op##_epi8
 
 PF_FORCE_INLINE vmask vmask_n(int64_t n) {
     int c = n >= 8 ? 8 : n <= 0 ? 0 : (int)n;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-PF_FORCE_INLINE vf vf_zero(void) { return _mm256_setzero_ps(); }
-PF_FORCE_INLINE vf vf_set1(float a) { return _mm256_set1_ps(a); }
-PF_FORCE_INLINE vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
-PF_FORCE_INLINE void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 PF_FORCE_INLINE vf vf_maskz_load(vmask m, const float *p) { return _mm256_maskload_ps(p, m); }
 PF_FORCE_INLINE vf vf_mask_load_or(vmask m, const float *p, float fill) {
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
 }
 PF_FORCE_INLINE void vf_mask_store(float *p, vmask m, vf v) { _mm256_maskstore_ps(p, m, v); }
 PF_FORCE_INLINE vf vf_keep(vmask m, vf v) { return _mm256_and_ps(_mm256_castsi256_ps(m), v); }
-PF_FORCE_INLINE vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
-PF_FORCE_INLINE vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-PF_FORCE_INLINE vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-PF_FORCE_INLINE vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
-PF_FORCE_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-PF_FORCE_INLINE vf vf_fnmadd(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
 PF_FORCE_INLINE vf vf_mask_fmadd(vmask m, vf a, vf b, vf c) {
     return _mm256_blendv_ps(c, _mm256_fmadd_ps(a, b, c), _mm256_castsi256_ps(m));
 }
-PF_FORCE_INLINE vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
-PF_FORCE_INLINE vf vf_min(vf a, vf b) { return _mm256_min_ps(a, b); }
 PF_FORCE_INLINE vf vf_neg(vf a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
 PF_FORCE_INLINE vf vf_rint(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 PF_FORCE_INLINE vmask vf_not_below(vf a, vf b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_NLT_UQ)); }
 PF_FORCE_INLINE vf vf_pow2i(vf n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
 }
-PF_FORCE_INLINE vf vf_load_a(const float *p) { return _mm256_load_ps(p); }
-PF_FORCE_INLINE void vf_store_a(float *p, vf v) { _mm256_store_ps(p, v); }
 /* the 16-bit lanes of m (lanes below some n) as a zero-padded copy: no 16-bit masked load */
 PF_FORCE_INLINE __m128i maskz_load_u16(vmask m, const void *p) {
     int n = __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)));
@@ -179,14 +144,10 @@ PF_FORCE_INLINE vf vf_load_i8(const int8_t *p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
 PF_FORCE_INLINE vi vi_zero(void) { return _mm256_setzero_si256(); }
-PF_FORCE_INLINE vi vi_set1(int32_t a) { return _mm256_set1_epi32(a); }
-PF_FORCE_INLINE vi vi_set1_i8(int8_t a) { return _mm256_set1_epi8(a); }
 PF_FORCE_INLINE vi vi_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-PF_FORCE_INLINE vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
 PF_FORCE_INLINE vi vi_and(vi a, vi b) { return _mm256_and_si256(a, b); }
 PF_FORCE_INLINE vi vi_xor(vi a, vi b) { return _mm256_xor_si256(a, b); }
 PF_FORCE_INLINE vi vi_srli16(vi a, int n) { return _mm256_srli_epi16(a, n); }
-PF_FORCE_INLINE vf vf_from_vi(vi a) { return _mm256_cvtepi32_ps(a); }
 #ifdef __AVXVNNI__
 #define VEC_VNNI 1
 PF_FORCE_INLINE vi vi_dpbusd(vi acc, vi u, vi s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
@@ -202,7 +163,6 @@ PF_FORCE_INLINE vmask vf_ge(vf a, vf b) { return _mm256_castps_si256(_mm256_cmp_
 PF_FORCE_INLINE vf vf_one_signed(vf a) {
     return _mm256_or_ps(_mm256_and_ps(a, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
 }
-PF_FORCE_INLINE vi vi_cvtt(vf a) { return _mm256_cvttps_epi32(a); }
 PF_FORCE_INLINE int32_t vi_hsum(vi a) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
     s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
@@ -213,20 +173,11 @@ PF_FORCE_INLINE void vi_store_i8x32(int8_t *p, const vi *q) {
     __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
     _mm256_storeu_si256((__m256i *)p, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
-PF_FORCE_INLINE vd vd_lo(vf v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
-PF_FORCE_INLINE vd vd_hi(vf v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
-PF_FORCE_INLINE vd vd_zero(void) { return _mm256_setzero_pd(); }
-PF_FORCE_INLINE vd vd_add(vd a, vd b) { return _mm256_add_pd(a, b); }
-PF_FORCE_INLINE vd vd_fmadd(vd a, vd b, vd c) { return _mm256_fmadd_pd(a, b, c); }
-PF_FORCE_INLINE double vd_tree_reg(vd v) {
-    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
-}
-PF_FORCE_INLINE float vf_tree_reg(vf v) {
-    __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
-    return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
-}
+PF_FORCE_INLINE __m128 vf_lo_half(vf v) { return _mm256_castps256_ps128(v); }
+PF_FORCE_INLINE __m128 vf_hi_half(vf v) { return _mm256_extractf128_ps(v, 1); }
+/* already 256 bits wide: the halving tree starts at the 128-bit step */
+PF_FORCE_INLINE __m256d vd_fold256(vd v) { return v; }
+PF_FORCE_INLINE __m256 vf_fold256(vf v) { return v; }
 PF_FORCE_INLINE float vf_hmax(vf v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -252,6 +203,45 @@ PF_FORCE_INLINE void vf_store_f16(pf_half *p, vf v) {
 #else
 #error "define PF_VEC_BITS as 256 or 512 before including kernels/x86/vec.h"
 #endif
+
+/* The operations whose 256- and 512-bit intrinsics differ only in the width prefix. */
+PF_FORCE_INLINE vf vf_zero(void) { return VEC_PS(setzero)(); }
+PF_FORCE_INLINE vf vf_set1(float a) { return VEC_PS(set1)(a); }
+PF_FORCE_INLINE vf vf_load(const float *p) { return VEC_PS(loadu)(p); }
+PF_FORCE_INLINE void vf_store(float *p, vf v) { VEC_PS(storeu)(p, v); }
+PF_FORCE_INLINE vf vf_load_a(const float *p) { return VEC_PS(load)(p); }
+PF_FORCE_INLINE void vf_store_a(float *p, vf v) { VEC_PS(store)(p, v); }
+PF_FORCE_INLINE vf vf_add(vf a, vf b) { return VEC_PS(add)(a, b); }
+PF_FORCE_INLINE vf vf_sub(vf a, vf b) { return VEC_PS(sub)(a, b); }
+PF_FORCE_INLINE vf vf_mul(vf a, vf b) { return VEC_PS(mul)(a, b); }
+PF_FORCE_INLINE vf vf_div(vf a, vf b) { return VEC_PS(div)(a, b); }
+PF_FORCE_INLINE vf vf_fmadd(vf a, vf b, vf c) { return VEC_PS(fmadd)(a, b, c); }
+PF_FORCE_INLINE vf vf_fnmadd(vf a, vf b, vf c) { return VEC_PS(fnmadd)(a, b, c); }
+PF_FORCE_INLINE vf vf_max(vf a, vf b) { return VEC_PS(max)(a, b); }
+PF_FORCE_INLINE vf vf_min(vf a, vf b) { return VEC_PS(min)(a, b); }
+PF_FORCE_INLINE vf vf_from_vi(vi a) { return VEC_PS(cvtepi32)(a); }
+PF_FORCE_INLINE vi vi_cvtt(vf a) { return VEC_EPI32(cvttps)(a); }
+PF_FORCE_INLINE vi vi_set1(int32_t a) { return VEC_EPI32(set1)(a); }
+PF_FORCE_INLINE vi vi_set1_i8(int8_t a) { return VEC_EPI8(set1)(a); }
+PF_FORCE_INLINE vi vi_add(vi a, vi b) { return VEC_EPI32(add)(a, b); }
+/* halves of a float vector widened to doubles (exact) */
+PF_FORCE_INLINE vd vd_lo(vf v) { return VEC_PD(cvtps)(vf_lo_half(v)); }
+PF_FORCE_INLINE vd vd_hi(vf v) { return VEC_PD(cvtps)(vf_hi_half(v)); }
+PF_FORCE_INLINE vd vd_zero(void) { return VEC_PD(setzero)(); }
+PF_FORCE_INLINE vd vd_add(vd a, vd b) { return VEC_PD(add)(a, b); }
+PF_FORCE_INLINE vd vd_fmadd(vd a, vd b, vd c) { return VEC_PD(fmadd)(a, b, c); }
+/* the halving tree within one register: lane k += lane k + VDL/2, ..., + 1 */
+PF_FORCE_INLINE double vd_tree_reg(vd v) {
+    __m256d a = vd_fold256(v);
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
+}
+PF_FORCE_INLINE float vf_tree_reg(vf v) {
+    __m256 a = vf_fold256(v);
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
+}
 
 #define VDL (VL / 2)
 #define VNP (PF_NPART / VL) /* float vectors of the 16 partials */

@@ -309,6 +309,43 @@ PF_FORCE_INLINE void attn_normalize(float *o, int hd, vf *lsum) {
     for (int i = 0; i < hd; i += VL) vf_store(o + i, vf_mul(vf_load(o + i), inv));
 }
 
+/* The rows' visible key ranges (lo is the same for every row: no window when nr > 1; hmax the
+ * largest end), each pair's query, and its output zeroed. */
+PF_FORCE_INLINE void attn_rows_open(const pf_attn_job *j, int b0, int nr, int kvh, int hd, int64_t *lo, int64_t *hi,
+                                    int64_t *hmax, const float **qp, float *(*o)[MAX_GROUP]) {
+    const int g = j->n_head / j->n_kv_head;
+    for (int r = 0; r < nr; r++) {
+        int b = b0 + r;
+        pf_attn_range(j, b, lo, &hi[r]);
+        if (hi[r] > *hmax) *hmax = hi[r];
+        for (int h = 0; h < g; h++) {
+            qp[r * g + h] = j->q + b * j->ldq + (int64_t)(kvh * g + h) * hd;
+            o[r][h] = j->out + b * j->ldo + (int64_t)(kvh * g + h) * hd;
+            memset(o[r][h], 0, (size_t)hd * sizeof(float));
+        }
+    }
+}
+
+/* A chunk's values (from vc, its first key's value row) into every row's outputs, VT keys at a
+ * time: converted once to f32 (unless read directly), then each row over the keys it sees (nc[r]
+ * of the chunk's nmax). */
+PF_FORCE_INLINE void attn_chunk_values(float *(*o)[MAX_GROUP], float *(*s)[MAX_GROUP], int nr, int g, const int *nc,
+                                       int nmax, int VT, float *rows, const void *vc, int hd, int direct, int q8,
+                                       int nv) {
+    for (int t0 = 0; t0 < nmax; t0 += VT) {
+        int mm = nmax - t0 < VT ? nmax - t0 : VT;
+        const void *vt0 = kv_at(vc, (int64_t)t0 * hd, q8);
+        if (!direct)
+            for (int t = 0; t < mm; t++)
+                for (int i = 0; i < nv; i++) vf_store_a(rows + (t * nv + i) * VL, load_kv(kv_at(vt0, (int64_t)t * hd + VL * i, q8), q8));
+        for (int r = 0; r < nr; r++) {
+            if (t0 >= nc[r]) continue;
+            int m = nc[r] - t0 < VT ? nc[r] - t0 : VT;
+            values_heads(o[r], s[r], g, t0, rows, vt0, hd, direct, q8, m, nv);
+        }
+    }
+}
+
 /* Rows b0 .. b0+nr-1 (nr <= MAX_ROWS; with a window, nr = 1) of KV head kvh: all rows walk the
  * same chunks from the same lo, each only over its own visible keys, and share the conversion of
  * every key and value vector. Each row's operations are those of the row alone. nv = hd / VL,
@@ -320,16 +357,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
     int64_t lo = 0, hi[MAX_ROWS], hmax = 0;
     const float *qp[MAX_ROWS * MAX_GROUP];
     float *o[MAX_ROWS][MAX_GROUP];
-    for (int r = 0; r < nr; r++) {
-        int b = b0 + r;
-        pf_attn_range(j, b, &lo, &hi[r]); /* lo is the same for every row (no window when nr > 1) */
-        if (hi[r] > hmax) hmax = hi[r];
-        for (int h = 0; h < g; h++) {
-            qp[r * g + h] = j->q + b * j->ldq + (int64_t)(kvh * g + h) * hd;
-            o[r][h] = j->out + b * j->ldo + (int64_t)(kvh * g + h) * hd;
-            memset(o[r][h], 0, (size_t)hd * sizeof(float));
-        }
-    }
+    attn_rows_open(j, b0, nr, kvh, hd, &lo, hi, &hmax, qp, o);
     if (lo >= hmax) return;
 
     /* sb[pair]: scores from the start of the chunk's first tile; s[r][h] points at the chunk's
@@ -389,18 +417,7 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             for (int h = 0; h < g; h++)
                 attn_softmax_chunk(s[r][h], nc[r], &mx[r][h], lsum[r][h], o[r][h], hd, q8 ? vs + c0 : NULL);
         }
-        for (int t0 = 0; t0 < nmax; t0 += VT) {
-            int mm = nmax - t0 < VT ? nmax - t0 : VT;
-            const void *vt0 = kv_at(Vh, (c0 + t0) * hd, q8);
-            if (!direct)
-                for (int t = 0; t < mm; t++)
-                    for (int i = 0; i < nv; i++) vf_store_a(rows + (t * nv + i) * VL, load_kv(kv_at(vt0, (int64_t)t * hd + VL * i, q8), q8));
-            for (int r = 0; r < nr; r++) {
-                if (t0 >= nc[r]) continue;
-                int m = nc[r] - t0 < VT ? nc[r] - t0 : VT;
-                values_heads(o[r], s[r], g, t0, rows, vt0, hd, direct, q8, m, nv);
-            }
-        }
+        attn_chunk_values(o, s, nr, g, nc, nmax, VT, rows, kv_at(Vh, c0 * hd, q8), hd, direct, q8, nv);
     }
     for (int r = 0; r < nr; r++)
         for (int h = 0; h < g; h++)

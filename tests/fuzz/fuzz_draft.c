@@ -80,17 +80,10 @@ static void run_draft(const pf_dflash *d) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size < 1) return 0;
-    const gp_file *g = &g_draft[data[0] % 3];
-    uint8_t *buf = gp_apply(g, data + 1, size - 1);
-    if (!buf) return 0;
     char err[PF_ERR_LEN] = "";
-    gguf_file *f = gguf_parse(buf, g->size, "fuzz-draft.gguf", err);
-    if (!f) {
-        gp_check_err(err);
-        free(buf);
-        return 0;
-    }
+    uint8_t *buf;
+    gguf_file *f = gp_parse(g_draft, 3, data, size, "fuzz-draft.gguf", err, &buf);
+    if (!f) return 0;
     if (gguf_find_tensor(f, "dec.weight")) {
         pf_dec *dec = pf_dec_load(f, g_target->hp.n_embd, err);
         if (!dec) gp_check_err(err);

@@ -39,17 +39,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size < 1) return 0;
-    const gp_file *g = &g_base[data[0] & 1];
-    uint8_t *buf = gp_apply(g, data + 1, size - 1);
-    if (!buf) return 0;
     char err[PF_ERR_LEN] = "";
-    gguf_file *f = gguf_parse(buf, g->size, "fuzz.gguf", err);
-    if (!f) {
-        gp_check_err(err);
-        free(buf);
-        return 0;
-    }
+    uint8_t *buf;
+    gguf_file *f = gp_parse(g_base, 2, data, size, "fuzz.gguf", err, &buf);
+    if (!f) return 0;
     pf_model *m = pf_model_from_gguf(f, 1, err);
     if (m && pf_model_pack_weights(m, err) < 0) {
         pf_model_free(m);

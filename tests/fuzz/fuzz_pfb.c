@@ -6,12 +6,11 @@
 #include <string.h>
 
 #include "formats/pfb.h"
+#include "tests/fuzz/fz_copy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    /* exact-size copy so ASan catches any read past the end */
-    uint8_t *buf = malloc(size ? size : 1);
+    uint8_t *buf = fz_copy(data, size);
     if (!buf) return 0;
-    memcpy(buf, data, size);
     char err[PF_ERR_LEN];
     volatile uint8_t sink = 0;
     pfb_bundle *b = pfb_parse(buf, size, "fuzz", err);

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "formats/safetensors.h"
+#include "tests/fuzz/fz_copy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    uint8_t *buf = malloc(size ? size : 1); /* exact-size copy so ASan catches any read past the end */
+    uint8_t *buf = fz_copy(data, size);
     if (!buf) return 0;
-    memcpy(buf, data, size);
     char err[PF_ERR_LEN];
     pf_safetensors *st = pf_st_parse(buf, size, "fuzz", err);
     if (st) {

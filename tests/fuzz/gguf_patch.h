@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/gguf.h"
+
 #define GP_MAX_FIELDS 65536
 #define GP_MAX_EDITS 8
 #define GP_RECORD 11
@@ -171,6 +173,26 @@ static void gp_check_err(const char *err) {
         fprintf(stderr, "bad error message: '%s'\n", err);
         abort();
     }
+}
+
+/* The input as a loader target sees it: data[0] picks one of the n bases, the rest edits it, and
+ * the result is parsed as `name`. The file, its bytes in *buf (the caller frees them after the
+ * file), or NULL for an input too short, an image that does not parse (its error message checked)
+ * or no memory, *buf then freed. */
+static gguf_file *gp_parse(const gp_file *bases, int n, const uint8_t *data, size_t size, const char *name,
+                           char *err, uint8_t **buf) {
+    *buf = NULL;
+    if (size < 1) return NULL;
+    const gp_file *g = &bases[data[0] % n];
+    *buf = gp_apply(g, data + 1, size - 1);
+    if (!*buf) return NULL;
+    gguf_file *f = gguf_parse(*buf, g->size, name, err);
+    if (!f) {
+        gp_check_err(err);
+        free(*buf);
+        *buf = NULL;
+    }
+    return f;
 }
 
 #endif
