@@ -24,9 +24,9 @@ LEVERS=(
     "base|$STEPS|--init-gguf $INIT --taps 1,2,3"
     "taps234|$STEPS|--init-gguf $INIT --taps 2,3,4"
     "layers4|$STEPS|--init-gguf $INIT --taps 1,2,3 --layers 4"
+    "nodistill|$STEPS|--init-gguf $INIT --taps 1,2,3 --distill 0"
     "scratch|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024"
     "inittarget|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024 --init-target"
-    "nodistill|$STEPS|--init-gguf $INIT --taps 1,2,3 --distill 0"
     "taps124|$STEPS|--init-gguf $INIT --taps 1,2,4"
 )
 
