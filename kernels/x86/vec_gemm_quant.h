@@ -51,6 +51,10 @@
 #ifndef QPF_PACKED
 #define QPF_PACKED 4
 #endif
+#ifndef QPF_MIN_B
+#define QPF_MIN_B 1      /* at 256 bits one row streams faster with the prefetch too (in the forward a
+                            2-row verify was faster than a 1-row forward without it) */
+#endif
 #endif
 #ifndef QPF_MIN_B
 #define QPF_MIN_B 2      /* software prefetch from this many rows (see gemm_quant); from 2, not 4, so
