@@ -51,15 +51,11 @@
 #ifndef QPF_PACKED
 #define QPF_PACKED 4
 #endif
-#ifndef QPF_MIN_B
-#define QPF_MIN_B 1      /* at 256 bits one row streams faster with the prefetch too (in the forward a
-                            2-row verify was faster than a 1-row forward without it) */
-#endif
 #endif
 #ifndef QPF_MIN_B
-#define QPF_MIN_B 2      /* software prefetch from this many rows (see gemm_quant); from 2, not 4, so
-                            2 and 3 rows take 4 rows' path: a 3-row verify cost more than a 4-row one
-                            with the prefetch from 4 */
+#define QPF_MIN_B 1      /* software prefetch from this many rows (see gemm_quant): from one row on
+                            (decode at 33 GB/s faster with it at every level; earlier, in another
+                            memory regime, one row measured slower with it: docs/performance.md) */
 #endif
 
 #if QGROUP_INPLACE
@@ -334,10 +330,9 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                 const uint8_t *g, *pf = NULL;
                 if (W->packed) {
                     g = (const uint8_t *)W->packed + (size_t)(gs / QRG) * gbytes + (size_t)k0 * QRG * ts;
-                    /* one row streams at memory speed on the hardware prefetcher alone (software
-                     * prefetch measured slower there); with several rows the compute per byte
-                     * hides a prefetch and it pays; every row count from QPF_MIN_B on takes the
-                     * same path, so t(n) grows with n */
+                    /* the next groups into L2 ahead of the loop: the hardware prefetcher alone
+                     * left one row's forward below a two-row one; every row count from
+                     * QPF_MIN_B on takes the same path, so t(n) grows with n */
                     if (QPF_PACKED && B >= QPF_MIN_B && gs / QRG + QPF_PACKED < ngroups) pf = g + QPF_PACKED * gbytes;
                 } else {
                     pf_pack_group(W, gs / QRG, k0, nk, pad);
