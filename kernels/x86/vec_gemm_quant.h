@@ -125,11 +125,13 @@ PF_FORCE_INLINE vi block_isum(uint32_t wt, const vi *w, const uint8_t *xb, const
 #endif
 }
 
-/* Slice h (rows VL h .. VL h + VL-1 of the group, one per lane) against NB activation rows (row b
- * at act + b*stride, at its block k0) over nk blocks. packed: g is the packed group at its block
- * k0 (blocks 16 * ts bytes apart); else (QGROUP_INPLACE) g is row 0's block k0 of 16 GGUF rows rb
- * bytes apart. acc starts at 0 if first, else from y (parked by the previous k super-chunk); lanes
- * outside mask are not stored. pf: the same slice of a group ahead, prefetched into L2 a block
+/* Slices h0 .. h0 + NH - 1 (slice h: rows VL h .. VL h + VL-1 of the group, one per lane; NH > 1
+ * only for packed groups: each block decoded and summed slice after slice, so the group's lines are
+ * read in one pass) against NB activation rows (row b at act + b*stride, at its block k0) over nk
+ * blocks. packed: g is the packed group at its block k0 (blocks 16 * ts bytes apart); else
+ * (QGROUP_INPLACE) g is row 0's block k0 of 16 GGUF rows rb bytes apart. acc starts at 0 if first,
+ * else from y (parked by the previous k super-chunk); lanes outside mask[slice] are not stored. y
+ * is at slice h0's first row. pf: the same slices of a group ahead, prefetched into L2 a block
  * column per block (the slices take alternate lines). */
 PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb, int h0, int64_t nk,
                             const uint8_t *act, size_t stride, const int32_t *asum, int64_t ald, int first,
