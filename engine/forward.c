@@ -94,31 +94,41 @@ int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
     return 0;
 }
 
-/* y rows (ldy) = W . x rows (ldx): activations prepared once, then one pooled matmul. */
-static void linear(pf_ctx *c, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy) {
-    pf_act_prepare(c->k, W->type, x, ldx, B, W->cols, c->act);
+/* The first of n weights reading the same rows when all take the same activation format and width
+ * (their rows are then prepared once, for all), else NULL. */
+static const pf_weight *shared_input(int n, const pf_weight *const *W) {
+    for (int i = 1; i < n; i++)
+        if (W[i]->type != W[0]->type || W[i]->cols != W[0]->cols) return NULL;
+    return W[0];
+}
+
+/* y rows (ldy) = W . x rows (ldx): activations prepared once (unless the row steps did: prepared),
+ * then one pooled matmul. */
+static void linear(pf_ctx *c, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy,
+                   int prepared) {
+    if (!prepared) pf_act_prepare(c->k, W->type, x, ldx, B, W->cols, c->act);
     pf_matmul(c->k, c->pool, W, c->act, B, y, ldy);
 }
 
 /* Several weights reading the same rows (q/k/v, gate/up): when all take the same activation
- * format and width, the rows are prepared once and the matmuls share one pool run (the results
- * are the same bytes either way); otherwise one linear each. */
+ * format and width, the rows are prepared once (or were, by the row steps: prepared) and the
+ * matmuls share one pool run (the results are the same bytes either way); otherwise one linear
+ * each. */
 static void linear_n(pf_ctx *c, int n, const pf_weight *const *W, const float *x, int64_t ldx, int B,
-                     float *const *y, const int64_t *ldy) {
-    int same = 1;
-    for (int i = 1; i < n; i++)
-        if (W[i]->type != W[0]->type || W[i]->cols != W[0]->cols) same = 0;
-    if (!same) {
-        for (int i = 0; i < n; i++) linear(c, W[i], x, ldx, B, y[i], ldy[i]);
+                     float *const *y, const int64_t *ldy, int prepared) {
+    if (!shared_input(n, W)) {
+        for (int i = 0; i < n; i++) linear(c, W[i], x, ldx, B, y[i], ldy[i], 0);
         return;
     }
-    pf_act_prepare(c->k, W[0]->type, x, ldx, B, W[0]->cols, c->act);
+    if (!prepared) pf_act_prepare(c->k, W[0]->type, x, ldx, B, W[0]->cols, c->act);
     pf_matmul_n(c->k, c->pool, n, W, c->act, B, y, ldy);
 }
 
 /* The per-row steps between matmuls. From ROWS_POOL_MIN rows they are split over the pool by rows
  * (the gain is in docs/performance.md); below, the pool's wake-up costs about what it saves. Each
- * row's arithmetic is the same either way. */
+ * row's arithmetic is the same either way. A step whose output feeds a matmul also prepares the
+ * row's activation for it (prep: that matmul's weight, NULL for none), so the threads quantize
+ * their own rows instead of the caller all of them while the others wait. */
 #define ROWS_POOL_MIN 4
 
 typedef enum {
@@ -136,7 +146,15 @@ typedef struct {
     int64_t pos0;
     const float *rope_cs;
     rows_step step;
+    const pf_weight *prep;
 } rows_job;
+
+static void prep_row(const rows_job *j, const float *x, int r) {
+    const pf_weight *W = j->prep;
+    if (W)
+        pf_act_prepare_row(j->c->k, W->type, x, W->cols,
+                           (char *)j->c->act + (size_t)r * pf_act_row_bytes(W->type, W->cols));
+}
 
 static void row_step(const rows_job *j, int r) {
     pf_ctx *c = j->c;
@@ -148,7 +166,10 @@ static void row_step(const rows_job *j, int r) {
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     float *x = c->x + (size_t)r * H, *xn = c->xn + (size_t)r * H, *t = c->tmp + (size_t)r * H;
     switch (j->step) {
-    case ROWS_ATTN_NORM: k->rmsnorm(x, L->attn_norm, H, hp->rms_eps, xn); break;
+    case ROWS_ATTN_NORM:
+        k->rmsnorm(x, L->attn_norm, H, hp->rms_eps, xn);
+        prep_row(j, xn, r);
+        break;
     case ROWS_QK: {
         float *q = c->q + (size_t)r * qd, *kr = c->kbuf + (size_t)r * kvd, *vr = c->vbuf + (size_t)r * kvd;
         pf_rmsnorm_heads(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
@@ -166,10 +187,12 @@ static void row_step(const rows_job *j, int r) {
     case ROWS_O_OUT:
         for (int i = 0; i < H; i++) x[i] += t[i];
         k->rmsnorm(x, L->ffn_norm, H, hp->rms_eps, xn);
+        prep_row(j, xn, r);
         break;
     case ROWS_SWIGLU: {
         float *g = c->gate + (size_t)r * hp->n_ff;
         k->swiglu(g, c->up + (size_t)r * hp->n_ff, g, hp->n_ff);
+        prep_row(j, g, r);
         break;
     }
     case ROWS_DOWN_OUT: {
@@ -178,7 +201,10 @@ static void row_step(const rows_job *j, int r) {
         for (int ti = 0; ti < b->n_taps; ti++)
             if (b->tap_layers[ti] == j->l)
                 memcpy(b->taps + ((size_t)(j->row0 + r) * b->n_taps + ti) * H, x, (size_t)H * sizeof(float));
-        if (j->l + 1 < hp->n_layer) k->rmsnorm(x, m->layers[j->l + 1].attn_norm, H, hp->rms_eps, xn);
+        if (j->l + 1 < hp->n_layer) {
+            k->rmsnorm(x, m->layers[j->l + 1].attn_norm, H, hp->rms_eps, xn);
+            prep_row(j, xn, r);
+        }
         break;
     }
     }
@@ -189,12 +215,18 @@ static void rows_worker(void *arg, int ith, int nth) {
     for (int r = j->B * ith / nth; r < j->B * (ith + 1) / nth; r++) row_step(j, r);
 }
 
-static void rows_run(rows_job *j, rows_step step) {
+/* Runs a step; returns whether it prepared the activations for prep (only when split over the
+ * pool: below ROWS_POOL_MIN rows the matmul prepares them as before). */
+static int rows_run(rows_job *j, rows_step step, const pf_weight *prep) {
     j->step = step;
-    if (j->B >= ROWS_POOL_MIN && pf_pool_size(j->c->pool) > 1)
+    if (j->B >= ROWS_POOL_MIN && pf_pool_size(j->c->pool) > 1) {
+        j->prep = prep;
         pf_pool_run(j->c->pool, rows_worker, j);
-    else
-        for (int r = 0; r < j->B; r++) row_step(j, r);
+        return prep != NULL;
+    }
+    j->prep = NULL;
+    for (int r = 0; r < j->B; r++) row_step(j, r);
+    return 0;
 }
 
 static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batch *b, int row0) {
@@ -216,8 +248,9 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     if (rope_tab)
         for (int r = 0; r < B; r++) pf_rope_angles(hd, pos0 + r, hp->rope_theta, rope_cs + (size_t)r * hd);
 
-    rows_job rj = {c, b, 0, B, row0, rope_tab, pos0, rope_cs, ROWS_ATTN_NORM};
-    rows_run(&rj, ROWS_ATTN_NORM);
+    rows_job rj = {c, b, 0, B, row0, rope_tab, pos0, rope_cs, ROWS_ATTN_NORM, NULL};
+    const pf_weight *qkv0[3] = {&m->layers[0].attn_q, &m->layers[0].attn_k, &m->layers[0].attn_v};
+    int prepared = rows_run(&rj, ROWS_ATTN_NORM, shared_input(3, qkv0));
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];
         rj.l = l;
@@ -226,29 +259,35 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
             const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
             float *y[3] = {c->q, c->kbuf, c->vbuf};
             const int64_t ldy[3] = {qd, kvd, kvd};
-            linear_n(c, 3, W, c->xn, H, B, y, ldy);
+            linear_n(c, 3, W, c->xn, H, B, y, ldy, prepared);
         }
         op_mark(c, PF_OP_QKV, &tm);
-        rows_run(&rj, ROWS_QK);
+        rows_run(&rj, ROWS_QK, NULL);
         op_mark(c, PF_OP_ELEMENT, &tm);
         pf_kv_attend(k, c->pool, kv, l, c->q, qd, B, hp->n_head, pos0, c->att, qd);
         op_mark(c, PF_OP_ATTENTION, &tm);
-        linear(c, &L->attn_o, c->att, qd, B, c->tmp, H);
+        linear(c, &L->attn_o, c->att, qd, B, c->tmp, H, 0);
         op_mark(c, PF_OP_O, &tm);
-        rows_run(&rj, ROWS_O_OUT);
+        const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
+        prepared = rows_run(&rj, ROWS_O_OUT, shared_input(2, W));
         op_mark(c, PF_OP_ELEMENT, &tm);
         {
-            const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
             float *y[2] = {c->gate, c->up};
             const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
-            linear_n(c, 2, W, c->xn, H, B, y, ldy);
+            linear_n(c, 2, W, c->xn, H, B, y, ldy, prepared);
         }
         op_mark(c, PF_OP_GATE_UP, &tm);
-        rows_run(&rj, ROWS_SWIGLU);
+        prepared = rows_run(&rj, ROWS_SWIGLU, &L->ffn_down);
         op_mark(c, PF_OP_ELEMENT, &tm);
-        linear(c, &L->ffn_down, c->gate, hp->n_ff, B, c->tmp, H);
+        linear(c, &L->ffn_down, c->gate, hp->n_ff, B, c->tmp, H, prepared);
         op_mark(c, PF_OP_DOWN, &tm);
-        rows_run(&rj, ROWS_DOWN_OUT);
+        const pf_weight *next = NULL;
+        if (l + 1 < hp->n_layer) {
+            const pf_layer *N = &m->layers[l + 1];
+            const pf_weight *Wn[3] = {&N->attn_q, &N->attn_k, &N->attn_v};
+            next = shared_input(3, Wn);
+        }
+        prepared = rows_run(&rj, ROWS_DOWN_OUT, next);
         op_mark(c, PF_OP_ELEMENT, &tm);
     }
     kv->len = pos0 + B;
@@ -263,7 +302,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     for (int r = first; r < B; r++)
         k->rmsnorm(c->x + (size_t)r * H, m->output_norm, H, hp->rms_eps, c->xn + (size_t)(r - first) * H);
     float *out = b->logits_mode == PF_LOGITS_ALL ? b->logits + (size_t)row0 * hp->n_vocab : b->logits;
-    linear(c, &m->output, c->xn, H, nr, out, hp->n_vocab);
+    linear(c, &m->output, c->xn, H, nr, out, hp->n_vocab, 0);
     op_mark(c, PF_OP_HEAD, &tm);
 }
 

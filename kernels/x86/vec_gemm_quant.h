@@ -53,9 +53,9 @@
 #endif
 #endif
 #ifndef QPF_MIN_B
-#define QPF_MIN_B 2      /* software prefetch from this many rows (see gemm_quant); from 2, not 4, so
-                            2 and 3 rows take 4 rows' path: a 3-row verify cost more than a 4-row one
-                            with the prefetch from 4 */
+#define QPF_MIN_B 1      /* software prefetch from this many rows (see gemm_quant): from one row on
+                            (decode at 33 GB/s faster with it at every level; earlier, in another
+                            memory regime, one row measured slower with it: docs/performance.md) */
 #endif
 
 #if QGROUP_INPLACE
@@ -125,19 +125,24 @@ PF_FORCE_INLINE vi block_isum(uint32_t wt, const vi *w, const uint8_t *xb, const
 #endif
 }
 
-/* Slice h (rows VL h .. VL h + VL-1 of the group, one per lane) against NB activation rows (row b
- * at act + b*stride, at its block k0) over nk blocks. packed: g is the packed group at its block
- * k0 (blocks 16 * ts bytes apart); else (QGROUP_INPLACE) g is row 0's block k0 of 16 GGUF rows rb
- * bytes apart. acc starts at 0 if first, else from y (parked by the previous k super-chunk); lanes
- * outside mask are not stored. pf: the same slice of a group ahead, prefetched into L2 a block
+/* Slices h0 .. h0 + NH - 1 (slice h: rows VL h .. VL h + VL-1 of the group, one per lane; NH > 1
+ * only for packed groups: each block decoded and summed slice after slice, so the group's lines are
+ * read in one pass) against NB activation rows (row b at act + b*stride, at its block k0) over nk
+ * blocks. packed: g is the packed group at its block k0 (blocks 16 * ts bytes apart); else
+ * (QGROUP_INPLACE) g is row 0's block k0 of 16 GGUF rows rb bytes apart. acc starts at 0 if first,
+ * else from y (parked by the previous k super-chunk); lanes outside mask[slice] are not stored. y
+ * is at slice h0's first row. pf: the same slices of a group ahead, prefetched into L2 a block
  * column per block (the slices take alternate lines). */
-PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb, int h, int64_t nk,
+PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb, int h0, int64_t nk,
                             const uint8_t *act, size_t stride, const int32_t *asum, int64_t ald, int first,
-                            vmask mask, float *y, int64_t ldy, const uint8_t *pf, int NB) {
+                            const vmask *mask, float *y, int64_t ldy, const uint8_t *pf, int NB, int NH) {
     const size_t ts = qtype_size(wt), gb = QRG * ts; /* one block of the group */
-    vf acc[QNB];
+    vf acc[NS > 1 ? NS : 1][QNB];
+#pragma GCC unroll 2
+    for (int hh = 0; hh < NH; hh++)
 #pragma GCC unroll 16
-    for (int b = 0; b < NB; b++) acc[b] = first ? vf_zero() : vf_maskz_load(mask, y + b * ldy);
+        for (int b = 0; b < NB; b++)
+            acc[hh][b] = first ? vf_zero() : vf_maskz_load(mask[hh], y + b * ldy + VL * hh);
     const vi lo4 = vi_set1_i8(0x0f);
 #if QGROUP_INPLACE
     const uint8_t *p0 = g + (wt == PF_TYPE_Q4_1 ? 4 : 2), *p1 = p0 + 4 * rb, *p2 = p0 + 8 * rb, *p3 = p0 + 12 * rb;
@@ -148,6 +153,9 @@ PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb
     (void)rb;
 #endif
     for (int64_t k = 0; k < nk; k++) {
+#pragma GCC unroll 2
+      for (int hh = 0; hh < NH; hh++) {
+        const int h = h0 + hh;
         vi w[8];
         vf dv, mv = vf_zero();
         const uint8_t *q = NULL;
@@ -206,15 +214,32 @@ PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb
             vf sc = vf_mul(dv, vf_set1(load_f32(xb)));
             vf t = vf_mul(sc, vf_from_vi(s));
             if (wt != PF_TYPE_Q8_0) t = vf_add(t, vf_mul(mv, vf_set1(load_f32(xb + 4))));
-            acc[b] = vf_add(acc[b], t);
+            acc[hh][b] = vf_add(acc[hh][b], t);
         }
+      }
     }
+#pragma GCC unroll 2
+    for (int hh = 0; hh < NH; hh++)
 #pragma GCC unroll 16
-    for (int b = 0; b < NB; b++) vf_mask_store(y + b * ldy, mask, acc[b]);
+        for (int b = 0; b < NB; b++) vf_mask_store(y + b * ldy + VL * hh, mask[hh], acc[hh][b]);
 }
 
 #define QSLICE_CASE(N) \
-    case N: qslice(wt, packed, g, rb, h, nk, act, stride, asum, ald, first, mask, y, ldy, pf, N); break;
+    case N: qslice(wt, packed, g, rb, h, nk, act, stride, asum, ald, first, &mask, y, ldy, pf, N, 1); break;
+
+/* Passes of at most this many rows over a packed group at 256 bits take both slices block by block
+ * (qslice_joint), so one pass reads the group's lines once, in order, like the 512-bit level's
+ * single slice; more rows would need more accumulators than the 16 registers hold. */
+#define QJOINT_NB 2
+
+PF_FORCE_INLINE void qslice_joint(uint32_t wt, int nb, const uint8_t *g, int64_t nk, const uint8_t *act,
+                                  size_t stride, const int32_t *asum, int64_t ald, int first, const vmask *mask,
+                                  float *y, int64_t ldy, const uint8_t *pf) {
+    if (nb == 1)
+        qslice(wt, 1, g, 0, 0, nk, act, stride, asum, ald, first, mask, y, ldy, pf, 1, NS);
+    else
+        qslice(wt, 1, g, 0, 0, nk, act, stride, asum, ald, first, mask, y, ldy, pf, QJOINT_NB, NS);
+}
 
 PF_FORCE_INLINE void qslice_nb(uint32_t wt, int packed, int nb, const uint8_t *g, size_t rb, int h, int64_t nk,
                                const uint8_t *act, size_t stride, const int32_t *asum, int64_t ald, int first,
@@ -223,7 +248,7 @@ PF_FORCE_INLINE void qslice_nb(uint32_t wt, int packed, int nb, const uint8_t *g
         QSLICE_CASE(1) QSLICE_CASE(2) QSLICE_CASE(3) QSLICE_CASE(4) QSLICE_CASE(5) QSLICE_CASE(6)
         QSLICE_CASE(7) QSLICE_CASE(8) QSLICE_CASE(9) QSLICE_CASE(10) QSLICE_CASE(11) QSLICE_CASE(12)
         QSLICE_CASE(13) QSLICE_CASE(14) QSLICE_CASE(15)
-        default: qslice(wt, packed, g, rb, h, nk, act, stride, asum, ald, first, mask, y, ldy, pf, QNB); break;
+        default: qslice(wt, packed, g, rb, h, nk, act, stride, asum, ald, first, &mask, y, ldy, pf, QNB, 1); break;
     }
 }
 
@@ -235,6 +260,12 @@ PF_FORCE_INLINE void group_passes(uint32_t wt, int packed, const uint8_t *g, siz
                                   int64_t e, int64_t nk, const uint8_t *act, size_t stride, const int32_t *asum,
                                   int sb, int first, float *y, int64_t ldy, const uint8_t *pf) {
     int npass = (sb + QNB - 1) / QNB;
+    if (NS > 1 && packed && sb <= QJOINT_NB && a == gs && e == gs + QRG) { /* a whole group, few rows */
+        vmask mask[NS > 1 ? NS : 1];
+        for (int h = 0; h < NS; h++) mask[h] = vmask_range(0, VL);
+        qslice_joint(wt, sb, g, nk, act, stride, asum, nk, first, mask, y, ldy, pf);
+        return;
+    }
     for (int h = 0; h < NS; h++) {
         int64_t ha = a - gs - VL * h, he = e - gs - VL * h; /* stored lanes of this slice */
         ha = ha < 0 ? 0 : ha, he = he > VL ? VL : he;
@@ -301,10 +332,9 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
                 const uint8_t *g, *pf = NULL;
                 if (W->packed) {
                     g = (const uint8_t *)W->packed + (size_t)(gs / QRG) * gbytes + (size_t)k0 * QRG * ts;
-                    /* one row streams at memory speed on the hardware prefetcher alone (software
-                     * prefetch measured slower there); with several rows the compute per byte
-                     * hides a prefetch and it pays; every row count from QPF_MIN_B on takes the
-                     * same path, so t(n) grows with n */
+                    /* the next groups into L2 ahead of the loop: the hardware prefetcher alone
+                     * left one row's forward below a two-row one; every row count from
+                     * QPF_MIN_B on takes the same path, so t(n) grows with n */
                     if (QPF_PACKED && B >= QPF_MIN_B && gs / QRG + QPF_PACKED < ngroups) pf = g + QPF_PACKED * gbytes;
                 } else {
                     pf_pack_group(W, gs / QRG, k0, nk, pad);
