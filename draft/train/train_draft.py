@@ -412,11 +412,16 @@ def eval_accept(model, emb, data, blocks, stride=1, max_resp=0):
     """Teacher-forced acceptance on the target's greedy responses: for every anchor (bonus position) the
     draft proposes B-1 tokens exactly as in a speculative round (greedy; v2 with the selector walk), and
     the accepted length is the leading run matching the target's greedy continuation. Returns
-    {tau_B, acc1_B (first position right), tau_B_<type>} for each B; tau = 1 + mean accepted."""
+    {tau_B, acc1_B (first position right), tau_B_<type>} for each B; tau = 1 + mean accepted.
+    With stride 1 (every anchor) also the rounds greedy speculative decoding would run: the committed
+    text is the target's greedy text whatever is accepted, so the draft's proposal at an anchor is the
+    teacher-forced one, and the rounds walk the anchors from the response's start, each next anchor
+    after the accepted drafts and the bonus: rtau_B, racc1_B, rtau_B_<type>. Rounds start after the
+    draft's misses, so they see the harder positions more often than the mean over all anchors."""
     c = model.c
     res = {}
     for B in blocks:
-        per, first = {}, []
+        per, first, rper, rfirst = {}, [], {}, []
         for k in range(data.n):
             t, f = data.seq(k)
             t = torch.from_numpy(t.astype(np.int64))
@@ -430,15 +435,26 @@ def eval_accept(model, emb, data, blocks, stride=1, max_resp=0):
             h = model.block_hidden(emb, f.unsqueeze(0), anc, t[anc], B)[0]    # [A, B, H]
             lg = DFlashDraft.logits(emb, h[:, 1:]).float()
             toks = selector_walk(model, h[:, 1:], lg, t[anc][0]) if c.version == 2 else lg.argmax(-1)
+            kept = {}
             for i, an in enumerate(anchors):
                 m = 0
                 while m < B - 1 and an + 1 + m < n and int(toks[i, m]) == int(t[an + 1 + m]):
                     m += 1
+                kept[an] = m
                 per.setdefault(TYPES[int(data.type[k])], []).append(1 + m)
                 first.append(m > 0)
+            an = int(data.rstart[k])
+            while stride == 1 and an in kept:
+                rper.setdefault(TYPES[int(data.type[k])], []).append(1 + kept[an])
+                rfirst.append(kept[an] > 0)
+                an += kept[an] + 1
         res[f"tau_{B}"] = float(np.mean([x for v in per.values() for x in v]))
         res[f"acc1_{B}"] = float(np.mean(first))
         res.update({f"tau_{B}_{ty}": float(np.mean(v)) for ty, v in per.items()})
+        if rfirst:
+            res[f"rtau_{B}"] = float(np.mean([x for v in rper.values() for x in v]))
+            res[f"racc1_{B}"] = float(np.mean(rfirst))
+            res.update({f"rtau_{B}_{ty}": float(np.mean(v)) for ty, v in rper.items()})
     return res
 
 
@@ -454,7 +470,8 @@ def accept(a):
     data = SeqData(a.data, c.block_size).select(c.tap_layers)
     res = eval_accept(model, emb, data, a.blocks, a.stride, a.max_resp)
     for B in a.blocks:
-        print(f"B={B}: " + " ".join(f"{k}={v:.3f}" for k, v in res.items() if k.startswith(f"tau_{B}") or k == f"acc1_{B}"),
+        print(f"B={B}: " + " ".join(f"{k}={v:.3f}" for k, v in res.items()
+                                    if k.startswith((f"tau_{B}", f"rtau_{B}")) or k in (f"acc1_{B}", f"racc1_{B}")),
               flush=True)
     if a.out:
         L.dump_json(a.out, res)
