@@ -9,6 +9,7 @@
 # speculation would run (rtau; train_draft.py eval_accept). Needs the stand-in's features (make
 # drafts, steps 1-3). Results: $OUT/<name>/curve.jsonl, accept.json and `levers.sh --table`.
 set -euo pipefail
+renice -n 19 $$ >/dev/null   # the machine's long job: the whole script at nice 19, not only its runs
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_WAIT_POLICY=passive PF_TORCH_THREADS=2 OPENBLAS_CORETYPE=SkylakeX

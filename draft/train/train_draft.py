@@ -101,7 +101,7 @@ class SeqData:
                 t_ids[r, :n] = self.tk_ids[o:o + n]
                 t_lp[r, :n] = self.tk_lp[o:o + n]
             cand = np.arange(self.rstart[k], n - 1)   # bonus positions with at least one label
-            if len(cand) > n_anchor and hard > 0 and self.tk_ids is not None:
+            if len(cand) > n_anchor and hard > 0:
                 cand = self.hard_anchors(rs, k, t, cand, n_anchor, hard)
             elif len(cand) > n_anchor:
                 cand = np.sort(rs.choice(cand, n_anchor, replace=False))
@@ -109,7 +109,6 @@ class SeqData:
         out = (torch.from_numpy(feats), torch.from_numpy(toks), torch.from_numpy(self.len[idx].astype(np.int64)),
                torch.from_numpy(anchors))
         return out + ((torch.from_numpy(t_ids), torch.from_numpy(t_lp)),) if teacher else out + (None,)
-
 
     def hard_anchors(self, rs, k, t, cand, n_anchor, hard):
         rows = self.off[k] + cand - 1               # row a-1 holds the target's distribution of token a
@@ -266,6 +265,8 @@ def train(a):
     data = SeqData(run["data"], c.block_size).select(c.tap_layers)
     distill = run.get("distill", 0.0)
     assert not distill or data.tk_ids is not None, f"--distill needs {run['data']}_topk_ids.npy (taps --topk)"
+    assert not run.get("anchor_hard") or data.tk_ids is not None, \
+        f"--anchor-hard needs {run['data']}_topk_ids.npy (taps --topk)"
     rows_per_step = run["n_seq"] * run["n_anchor"] * (c.block_size - 1)
     total = max(1, run["rows_budget"] // rows_per_step)
     warm = max(1, int(round(run["warmup_frac"] * total)))
@@ -315,8 +316,7 @@ def train(a):
             lr = L.lr_at(step, total, run["lr"], warm, 0.0)
         L.set_lr(opt, lr)
         feats, toks, lens, anchors, teacher = data.batch(step, run["seed"], run["n_seq"], run["n_anchor"],
-                                                         teacher=bool(distill) or run.get("anchor_hard", 0) > 0,
-                                                         hard=run.get("anchor_hard", 0.0))
+                                                         teacher=bool(distill), hard=run.get("anchor_hard", 0.0))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=run["bf16"]):
             loss, st = block_loss(model, emb, feats, toks, lens, anchors, run["gamma"], run["sel_weight"],
                                   teacher, distill)
