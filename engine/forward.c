@@ -102,6 +102,12 @@ static const pf_weight *shared_input(int n, const pf_weight *const *W) {
     return W[0];
 }
 
+/* shared_input of a layer's q/k/v projections. */
+static const pf_weight *qkv_input(const pf_layer *L) {
+    const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
+    return shared_input(3, W);
+}
+
 /* y rows (ldy) = W . x rows (ldx): activations prepared once (unless the row steps did: prepared),
  * then one pooled matmul. */
 static void linear(pf_ctx *c, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy,
@@ -249,8 +255,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         for (int r = 0; r < B; r++) pf_rope_angles(hd, pos0 + r, hp->rope_theta, rope_cs + (size_t)r * hd);
 
     rows_job rj = {c, b, 0, B, row0, rope_tab, pos0, rope_cs, ROWS_ATTN_NORM, NULL};
-    const pf_weight *qkv0[3] = {&m->layers[0].attn_q, &m->layers[0].attn_k, &m->layers[0].attn_v};
-    int prepared = rows_run(&rj, ROWS_ATTN_NORM, shared_input(3, qkv0));
+    int prepared = rows_run(&rj, ROWS_ATTN_NORM, qkv_input(&m->layers[0]));
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];
         rj.l = l;
@@ -281,13 +286,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         op_mark(c, PF_OP_ELEMENT, &tm);
         linear(c, &L->ffn_down, c->gate, hp->n_ff, B, c->tmp, H, prepared);
         op_mark(c, PF_OP_DOWN, &tm);
-        const pf_weight *next = NULL;
-        if (l + 1 < hp->n_layer) {
-            const pf_layer *N = &m->layers[l + 1];
-            const pf_weight *Wn[3] = {&N->attn_q, &N->attn_k, &N->attn_v};
-            next = shared_input(3, Wn);
-        }
-        prepared = rows_run(&rj, ROWS_DOWN_OUT, next);
+        prepared = rows_run(&rj, ROWS_DOWN_OUT, l + 1 < hp->n_layer ? qkv_input(&m->layers[l + 1]) : NULL);
         op_mark(c, PF_OP_ELEMENT, &tm);
     }
     kv->len = pos0 + B;
