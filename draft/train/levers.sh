@@ -28,6 +28,7 @@ LEVERS=(
     "layers4|$STEPS|--init-gguf $INIT --taps 1,2,3 --layers 4"
     "nodistill|$STEPS|--init-gguf $INIT --taps 1,2,3 --distill 0"
     "hard50|$STEPS|--init-gguf $INIT --taps 1,2,3 --anchor-hard 0.5"
+    "hardlong|$((4 * STEPS))|--init-gguf $INIT --taps 1,2,3 --anchor-hard 0.75 --anchor-pow 2"
     "scratch|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024"
     "inittarget|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024 --init-target"
     "taps124|$STEPS|--init-gguf $INIT --taps 1,2,4"

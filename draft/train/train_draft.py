@@ -74,11 +74,12 @@ class SeqData:
         f = self.feats[o:o + n]
         return self.toks[o:o + n], (f if self.cols is None else f[:, self.cols])
 
-    def batch(self, step, seed, n_seq, n_anchor, teacher=False, hard=0.0):
+    def batch(self, step, seed, n_seq, n_anchor, teacher=False, hard=0.0, hard_pow=1.0):
         """hard: the share of each sequence's anchors drawn where the target was unsure of the bonus
         token (weight 1 - p_target(bonus), from the top-k distribution of the row before it), the
         rest uniformly: rounds of speculative decoding start after the draft's misses, which come
-        where the target is unsure, so this moves training towards the anchors rounds meet."""
+        where the target is unsure, so this moves training towards the anchors rounds meet.
+        hard_pow sharpens the weight to (1 - p)^hard_pow."""
         rs = np.random.RandomState((seed * 1000003 + step) % (2 ** 31))
         start = rs.randint(0, max(1, self.n - n_seq + 1))
         idx = self.order[start:start + n_seq]
@@ -102,7 +103,7 @@ class SeqData:
                 t_lp[r, :n] = self.tk_lp[o:o + n]
             cand = np.arange(self.rstart[k], n - 1)   # bonus positions with at least one label
             if len(cand) > n_anchor and hard > 0:
-                cand = self.hard_anchors(rs, k, t, cand, n_anchor, hard)
+                cand = self.hard_anchors(rs, k, t, cand, n_anchor, hard, hard_pow)
             elif len(cand) > n_anchor:
                 cand = np.sort(rs.choice(cand, n_anchor, replace=False))
             anchors[r, :len(cand)] = cand
@@ -110,11 +111,11 @@ class SeqData:
                torch.from_numpy(anchors))
         return out + ((torch.from_numpy(t_ids), torch.from_numpy(t_lp)),) if teacher else out + (None,)
 
-    def hard_anchors(self, rs, k, t, cand, n_anchor, hard):
+    def hard_anchors(self, rs, k, t, cand, n_anchor, hard, hard_pow):
         rows = self.off[k] + cand - 1               # row a-1 holds the target's distribution of token a
         hit = self.tk_ids[rows] == t[cand][:, None]
         lp = np.where(hit, self.tk_lp[rows], -np.inf).max(1)
-        w = 1.0 - np.exp(lp) + 1e-3                 # a bonus outside the top-k: p ~ 0, weight ~ 1
+        w = (1.0 - np.exp(lp)) ** hard_pow + 1e-3  # a bonus outside the top-k: p ~ 0, weight ~ 1
         n_h = int(round(hard * n_anchor))
         pick = rs.choice(cand, n_h, replace=False, p=w / w.sum())
         rest = np.setdiff1d(cand, pick)
@@ -246,7 +247,7 @@ def train(a):
                "grad_clip": 1.0, "bf16": bool(a.bf16), "max_minutes": a.max_minutes, "sel_weight": a.sel_weight,
                "init": a.init, "init_gguf": a.init_gguf, "init_target": bool(a.init_target), "data": a.data,
                "distill": a.distill, "schedule": a.schedule, "decay_frac": a.decay_frac, "ema": a.ema,
-               "eval_data": a.eval_data, "anchor_hard": a.anchor_hard,
+               "eval_data": a.eval_data, "anchor_hard": a.anchor_hard, "anchor_pow": a.anchor_pow,
                "curve_rows": [int(float(x) * 1e6) for x in a.curve_rows.split(",")] if a.curve_rows else None}
         L.dump_json(cfgp, run)
     c = DraftConfig(**run["draft"])
@@ -316,7 +317,8 @@ def train(a):
             lr = L.lr_at(step, total, run["lr"], warm, 0.0)
         L.set_lr(opt, lr)
         feats, toks, lens, anchors, teacher = data.batch(step, run["seed"], run["n_seq"], run["n_anchor"],
-                                                         teacher=bool(distill), hard=run.get("anchor_hard", 0.0))
+                                                         teacher=bool(distill), hard=run.get("anchor_hard", 0.0),
+                                                         hard_pow=run.get("anchor_pow", 1.0))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=run["bf16"]):
             loss, st = block_loss(model, emb, feats, toks, lens, anchors, run["gamma"], run["sel_weight"],
                                   teacher, distill)
@@ -539,6 +541,7 @@ def main():
     p.add_argument("--distill", type=float, default=0.0, help="weight of the target top-k distillation term")
     p.add_argument("--anchor-hard", type=float, default=0.0,
                    help="share of anchors drawn where the target is unsure of the bonus token (SeqData.batch)")
+    p.add_argument("--anchor-pow", type=float, default=1.0, help="--anchor-hard's weight is (1 - p)^this")
     p.add_argument("--schedule", default="cosine", choices=["cosine", "wsd"])
     p.add_argument("--decay-frac", type=float, default=0.1, help="wsd: the final linear decay's share of the budget")
     p.add_argument("--warmup-frac", type=float, default=0.04)
