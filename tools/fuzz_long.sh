@@ -5,6 +5,7 @@
 # so what is committed stays small, and one line reports the run: executions, exec/s, coverage,
 # and the execution at which coverage last grew (how long it has been flat).
 # usage: tools/fuzz_long.sh NAME SECONDS MAX_LEN SEED_DIR...
+# FUZZ_RUNS=N also ends the run after N executions (whichever comes first).
 set -eu
 name=$1 secs=$2 max_len=$3
 shift 3
@@ -15,7 +16,7 @@ for d in "$@"; do [ ! -d "$d" ] || seeds="$seeds $d"; done
 rc=0
 # shellcheck disable=SC2086 # the seed folders are words
 UBSAN_OPTIONS=halt_on_error=1 nice -n 19 "$bin" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="build-fuzz/long-$name-" "$corpus" $seeds >"$log" 2>&1 || rc=$?
+    ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 -artifact_prefix="build-fuzz/long-$name-" "$corpus" $seeds >"$log" 2>&1 || rc=$?
 if [ "$rc" != 0 ]; then
     echo "fuzz-long $name: FAILED (exit $rc); the input is build-fuzz/long-$name-*; log $log:"
     tail -n 40 "$log"
