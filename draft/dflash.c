@@ -489,12 +489,8 @@ static int pack_weights(pf_dflash *d, const gguf_file *f, char *err) {
 }
 
 pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, char err[PF_ERR_LEN]) {
-    pf_dflash *d = calloc(1, sizeof *d);
-    if (!d) {
-        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-        if (own_file) gguf_close(f);
-        return NULL;
-    }
+    pf_dflash *d = gguf_loader_alloc(f, own_file, sizeof *d, err);
+    if (!d) return NULL;
     d->file = f;
     d->own_file = own_file;
     d->target = target;

@@ -30,25 +30,18 @@ static bool detok_reserve(pf_detok *d, size_t need) {
 
 /* Copies in[0..n) to out, replacing ill-formed subparts by U+FFFD if asked; returns bytes written
  * (out has room for 3n). */
+static int replace_invalid(uint32_t cp, char *at) {
+    if (cp != PF_UTF8_INVALID) return -1;
+    memcpy(at, "\xEF\xBF\xBD", 3);
+    return 3;
+}
+
 static size_t emit(const pf_detok *d, const char *in, size_t n, char *out) {
     if (!d->replace_invalid) {
         memcpy(out, in, n);
         return n;
     }
-    size_t i = 0, o = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t k = pf_utf8_decode(in + i, n - i, &cp);
-        if (cp == PF_UTF8_INVALID) {
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-        } else {
-            memcpy(out + o, in + i, k);
-            o += k;
-        }
-        i += k;
-    }
-    return o;
+    return pf_utf8_rewrite(in, n, replace_invalid, out);
 }
 
 const char *pf_detok_push(pf_detok *d, int32_t id, size_t *len) {

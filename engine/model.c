@@ -38,12 +38,8 @@ static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
 }
 
 pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
-    pf_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-        if (own_file) gguf_close(f);
-        return NULL;
-    }
+    pf_model *m = gguf_loader_alloc(f, own_file, sizeof *m, err);
+    if (!m) return NULL;
     m->file = f;
     m->own_file = own_file;
     pf_hparams *hp = &m->hp;

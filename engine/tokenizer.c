@@ -156,6 +156,13 @@ static bool is_int_type(uint32_t t) {
            t == GGUF_I32 || t == GGUF_U64 || t == GGUF_I64;
 }
 
+static int cp_byte_at(uint32_t cp, char *at) {
+    int b = cp == PF_UTF8_INVALID ? -1 : cp_to_byte(cp);
+    if (b < 0) return -1; /* not a byte-level code point: its UTF-8 is kept as is */
+    *at = (char)b;
+    return 1;
+}
+
 /* Decoded bytes of one token appended at out (capacity >= text length, since every mapped code
  * point is >= 1 byte of UTF-8 and yields exactly 1 byte). Returns the length. */
 static size_t decode_piece(const char *p, size_t len, uint8_t type, char *out) {
@@ -163,20 +170,7 @@ static size_t decode_piece(const char *p, size_t len, uint8_t type, char *out) {
         memcpy(out, p, len);
         return len;
     }
-    size_t i = 0, o = 0;
-    while (i < len) {
-        uint32_t cp;
-        size_t n = pf_utf8_decode(p + i, len - i, &cp);
-        int b = cp == PF_UTF8_INVALID ? -1 : cp_to_byte(cp);
-        if (b >= 0) out[o++] = (char)b;
-        else {
-            /* Not a byte-level code point: keep its UTF-8 as is. */
-            memcpy(out + o, p + i, n);
-            o += n;
-        }
-        i += n;
-    }
-    return o;
+    return pf_utf8_rewrite(p, len, cp_byte_at, out);
 }
 
 typedef struct {

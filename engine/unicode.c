@@ -1,6 +1,8 @@
 /* Strict UTF-8 (RFC 3629 / Unicode 15 table 3-7 well-formed byte sequences). */
 #include "engine/unicode.h"
 
+#include <string.h>
+
 /* Valid range of the second byte for each lead byte (table 3-7); the remaining continuation bytes
  * are always 80..BF. */
 static bool second_ok(uint8_t lead, uint8_t b) {
@@ -89,6 +91,23 @@ size_t pf_utf8_first_invalid(const char *s, size_t len) {
 }
 
 bool pf_utf8_valid(const char *s, size_t len) { return pf_utf8_first_invalid(s, len) == len; }
+
+size_t pf_utf8_rewrite(const char *in, size_t n, int (*sub)(uint32_t cp, char *at), char *out) {
+    size_t i = 0, o = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = pf_utf8_decode(in + i, n - i, &cp);
+        int w = sub(cp, out + o);
+        if (w < 0) {
+            memcpy(out + o, in + i, k);
+            o += k;
+        } else {
+            o += (size_t)w;
+        }
+        i += k;
+    }
+    return o;
+}
 
 size_t pf_utf8_incomplete_tail(const char *s, size_t len) {
     const uint8_t *u = (const uint8_t *)s;

@@ -23,6 +23,10 @@ size_t pf_utf8_decode(const char *s, size_t len, uint32_t *cp);
 /* Encode cp (<= 0x10FFFF, not a surrogate) into out; returns 1..4, or 0 if cp is not encodable. */
 size_t pf_utf8_encode(uint32_t cp, char out[4]);
 bool pf_utf8_valid(const char *s, size_t len);
+/* in[0..n) copied to out code point by code point (as pf_utf8_decode splits it), each one either
+ * replaced by what sub(cp, at) writes at `at` (returning its length) or, where sub returns -1, kept
+ * as its own bytes. Returns the bytes written. */
+size_t pf_utf8_rewrite(const char *in, size_t n, int (*sub)(uint32_t cp, char *at), char *out);
 /* Offset of the first byte of the first ill-formed sequence, or len if s is valid UTF-8. */
 size_t pf_utf8_first_invalid(const char *s, size_t len);
 /* Length (0..3) of a trailing incomplete-but-so-far-valid sequence at the end of s[0..len): the

@@ -71,6 +71,9 @@ gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[P
  * aligned end of the header (it may exceed size when buf holds no padding). */
 gguf_file *gguf_parse_meta(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
 void gguf_close(gguf_file *f);
+/* The first step of a loader that takes ownership of f when own_file (a model, a draft): a zeroed
+ * object of `size` bytes; NULL when out of memory, with err naming the file and f closed if owned. */
+void *gguf_loader_alloc(gguf_file *f, int own_file, size_t size, char err[PF_ERR_LEN]);
 /* Messages quote names and strings of the file; a control byte among them (a newline, an escape
  * sequence) becomes '?' so that every message stays one printable line. */
 void pf_err_one_line(char *err);

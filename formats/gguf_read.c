@@ -363,6 +363,15 @@ void gguf_close(gguf_file *f) {
     free(f);
 }
 
+void *gguf_loader_alloc(gguf_file *f, int own_file, size_t size, char err[PF_ERR_LEN]) {
+    void *p = calloc(1, size);
+    if (!p) {
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        if (own_file) gguf_close(f);
+    }
+    return p;
+}
+
 const gguf_kv *gguf_find(const gguf_file *f, const char *key) {
     for (uint64_t i = 0; i < f->n_kv; i++)
         if (gguf_str_eq(f->kv[i].key, key)) return &f->kv[i];

@@ -279,11 +279,16 @@ static int convert_target(ckpt *c, const char *tag, bool tied, int dt, int shard
     return convert(dir, out, type, NULL, err);
 }
 
+/* convert_target, then its file loaded: the model, or NULL with err filled. */
+static pf_model *converted_target(ckpt *c, const char *tag, bool tied, int dt, int shards, uint32_t type, char *dir,
+                                  char *out, char *err) {
+    return convert_target(c, tag, tied, dt, shards, type, dir, out, err) == 0 ? pf_model_load(out, err) : NULL;
+}
+
 TEST(convert_target_tied_bf16_runs) {
     ckpt c = {0};
     char dir[300], out[320], err[PF_ERR_LEN];
-    CHECKF(convert_target(&c, "tied", true, BF16, 1, PF_TYPE_F16, dir, out, err) == 0, "%s", err);
-    pf_model *m = pf_model_load(out, err);
+    pf_model *m = converted_target(&c, "tied", true, BF16, 1, PF_TYPE_F16, dir, out, err);
     CHECKF(m, "%s", err);
     CHECK(m->hp.n_vocab == V && m->hp.n_layer == TL && m->hp.n_embd == H && m->hp.n_head_kv == NKV);
     pf_model_free(m);
@@ -361,8 +366,7 @@ static int spec_equals_plain(const char *target, const char *draft, const char *
 TEST(convert_drafts_load_and_speculate_losslessly) {
     ckpt c = {0};
     char tdir[300], tout[320], err[PF_ERR_LEN];
-    CHECKF(convert_target(&c, "for_drafts", true, F32, 1, PF_TYPE_F32, tdir, tout, err) == 0, "%s", err);
-    pf_model *m = pf_model_load(tout, err);
+    pf_model *m = converted_target(&c, "for_drafts", true, F32, 1, PF_TYPE_F32, tdir, tout, err);
     CHECKF(m, "%s", err);
     static const struct { draft_kind k; const char *tag; } kinds[] = {
         {{1, F16, 0, 0, 0}, "v1"},

@@ -19,10 +19,12 @@ typedef struct {
     char target[300], draft[300];
     pf_model *m;
     pf_dflash *w;
+    pf_session *s; /* setup_with_session's */
 } fixture;
 
 static int setup(fixture *f) {
     char err[PF_ERR_LEN];
+    f->s = NULL;
     snprintf(f->target, sizeof f->target, "%s/dec-target.gguf", pf_test_tmpdir());
     snprintf(f->draft, sizeof f->draft, "%s/dec-draft.gguf", pf_test_tmpdir());
     if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 31, f->target, err) < 0) return -1;
@@ -32,7 +34,16 @@ static int setup(fixture *f) {
     return f->w ? 0 : -1;
 }
 
+/* setup, and a session on the target: 2 threads, 256 positions. */
+static int setup_with_session(fixture *f) {
+    char err[PF_ERR_LEN];
+    if (setup(f) < 0) return -1;
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
+    return (f->s = pf_session_new(f->m, &sp, err)) ? 0 : -1;
+}
+
 static void teardown(fixture *f) {
+    pf_session_free(f->s);
     pf_dflash_free(f->w);
     pf_model_free(f->m);
 }
@@ -100,10 +111,8 @@ TEST(dec_attach_round_trip_and_formula) {
 /* Greedy output equals plain decoding whatever the head says; extreme heads verify all or none. */
 TEST(dec_gating_lossless_and_extremes) {
     fixture f;
-    CHECK(setup(&f) == 0);
+    CHECK(setup_with_session(&f) == 0);
     char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    pf_session *s = pf_session_new(f.m, &sp, err);
     struct { float scale, bias; } heads[3] = {{0.02f, 0}, {0, 30}, {0, -30}};
     for (int h = 0; h < 3; h++) {
         char name[32];
@@ -115,9 +124,9 @@ TEST(dec_gating_lossless_and_extremes) {
             for (int i = 0; i < 8; i++) prompt[i] = (int32_t)((p * 53 + i * (p % 3 ? 7 : 0) + 1) % 400);
             pf_gen_params gp = test_gen_fixed(30);
             test_seq plain = {.n = 0}, got = {.n = 0};
-            CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
-            pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
-            pf_spec *spec = pf_spec_new(s, d, 6, err);
+            CHECK(pf_generate_tokens(f.s, prompt, 8, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
+            pf_drafter *d = pf_dflash_drafter_new(f.w, f.s, err);
+            pf_spec *spec = pf_spec_new(f.s, d, 6, err);
             /* c(n) = 1 + 0.1 (n-1), held fixed (not refreshed by this machine's timings) and drafting
              * free: only the head decides */
             double cost[8];
@@ -125,7 +134,7 @@ TEST(dec_gating_lossless_and_extremes) {
             pf_spec_prior prior = {.c = cost, .n = 8, .fixed = 1};
             CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);
             gp.strategy = pf_spec_strategy(spec);
-            CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK);
+            CHECK(pf_generate_tokens(f.s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK);
             CHECKF(test_seq_same(&got, &plain),
                    "head %d prompt %d: output differs", h, p);
             const pf_spec_stats *st = pf_spec_stats_get(spec);
@@ -141,7 +150,6 @@ TEST(dec_gating_lossless_and_extremes) {
         }
         pf_dec_free(dec);
     }
-    pf_session_free(s);
     teardown(&f);
 }
 
@@ -331,17 +339,15 @@ TEST(dec_calibration_starts_fast) {
  * generated, so no round has refined anything yet: what is seen is the calibration's. */
 TEST(dec_profile_costs_refit_at_the_start) {
     fixture f;
-    CHECK(setup(&f) == 0);
+    CHECK(setup_with_session(&f) == 0);
     char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    pf_session *s = pf_session_new(f.m, &sp, err);
     pf_dec *dec = make_head(&f, 0.02f, 0, "head-refit");
-    CHECK(s && dec);
+    CHECK(dec);
     double cost[8] = {0}, draft[8] = {0};
     for (int n = 1; n < 8; n++) cost[n] = 1 + 3.0 * (n - 1), draft[n] = 0.05 * n;
     for (int fixed = 0; fixed < 2; fixed++) {
-        pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
-        pf_spec *spec = d ? pf_spec_new(s, d, 6, err) : NULL;
+        pf_drafter *d = pf_dflash_drafter_new(f.w, f.s, err);
+        pf_spec *spec = d ? pf_spec_new(f.s, d, 6, err) : NULL;
         CHECKF(spec, "%s", err);
         pf_spec_prior prior = {.c = cost, .draft = draft, .n = 8, .fixed = fixed};
         CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);
@@ -349,7 +355,7 @@ TEST(dec_profile_costs_refit_at_the_start) {
         pf_gen_params gp = test_gen_fixed(1);
         gp.strategy = pf_spec_strategy(spec);
         test_seq got = {.n = 0};
-        CHECK(pf_generate_tokens(s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK && got.n == 1);
+        CHECK(pf_generate_tokens(f.s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK && got.n == 1);
         const pf_cost_model *cm = pf_spec_cost(spec);
         CHECK(cm && pf_cost_verify(cm, 1) > 0);
         double c4 = pf_cost_verify(cm, 4) / pf_cost_verify(cm, 1), c6 = pf_cost_verify(cm, 6) / pf_cost_verify(cm, 1);
@@ -363,7 +369,6 @@ TEST(dec_profile_costs_refit_at_the_start) {
         pf_drafter_free(d);
     }
     pf_dec_free(dec);
-    pf_session_free(s);
     teardown(&f);
 }
 

@@ -76,8 +76,8 @@ static void prompt_tokens(int32_t *t, int n, int V, int salt) {
     for (int i = 0; i < n; i++) t[i] = (i * 131 + 17 + salt * 7) % (V - 30); /* ordinary tokens */
 }
 
-/* A tiny target of `type`, a draft of it (block 8, two taps, seed) written as name and loaded, and
- * the target's taps over n prompt tokens (prompt_tokens with prompt_seed, into toks); 0, or -1 when
+/* A tiny target of `type`, a draft of it (block 8, two taps, seed) written as <prefix>-v<version>.gguf
+ * and loaded, and the target's taps over n prompt tokens (prompt_tokens with prompt_seed, into toks); 0, or -1 when
  * a step fails (what was made stays in t for the caller to free). */
 typedef struct {
     pf_model *m;
@@ -85,9 +85,10 @@ typedef struct {
     float *taps;
 } tapped_draft;
 
-static int tapped_draft_open(tapped_draft *t, uint32_t type, int version, int layers, uint64_t seed, const char *name,
+static int tapped_draft_open(tapped_draft *t, uint32_t type, int version, int layers, uint64_t seed, const char *prefix,
                              int32_t *toks, int n, int prompt_seed) {
-    char tpath[300], dpath[300];
+    char tpath[300], dpath[300], name[64];
+    snprintf(name, sizeof name, "%s-v%d.gguf", prefix, version);
     t->d = NULL;
     t->taps = NULL;
     if (!(t->m = make_target(pf_synth_shape_find("tiny"), type, tpath, sizeof tpath))) return -1;
@@ -620,12 +621,11 @@ TEST(dflash_v2_identity_equals_v1_q4_1) { check_identity(PF_TYPE_Q4_1); }
 /* ---------------------------------------------------------------- determinism, splits, threads */
 
 static void check_invariance(int version) {
-    char name[64], err[PF_ERR_LEN];
-    snprintf(name, sizeof name, "df-inv-v%d.gguf", version);
+    char err[PF_ERR_LEN];
     enum { N = 41 }; /* 40 context rows: more than one internal chunk */
     int32_t toks[N];
     tapped_draft td;
-    CHECK(tapped_draft_open(&td, PF_TYPE_Q8_0, version, 2, 9, name, toks, N, 5) == 0);
+    CHECK(tapped_draft_open(&td, PF_TYPE_Q8_0, version, 2, 9, "df-inv", toks, N, 5) == 0);
     pf_model *m = td.m;
     pf_dflash *d = td.d;
     float *taps = td.taps;
@@ -701,19 +701,16 @@ TEST(dflash_v2_deterministic_split_and_thread_invariant) { check_invariance(2); 
 /* ---------------------------------------------------------------- sampled proposals */
 
 static void check_sampled(int version) {
-    char name[64], err[PF_ERR_LEN];
-    snprintf(name, sizeof name, "df-samp-v%d.gguf", version);
+    char err[PF_ERR_LEN];
     enum { N = 10, B = 8 };
     int32_t toks[N];
     tapped_draft td;
-    CHECK(tapped_draft_open(&td, PF_TYPE_F16, version, 1, 13, name, toks, N, 1) == 0);
-    pf_model *m = td.m;
+    CHECK(tapped_draft_open(&td, PF_TYPE_F16, version, 1, 13, "df-samp", toks, N, 1) == 0);
     pf_dflash *d = td.d;
-    float *taps = td.taps;
     pf_dflash_state *s = pf_dflash_state_new(d, 64, NULL, NULL, err);
     CHECK(s);
-    CHECK(pf_dflash_append_context(s, taps, N - 1, err) == 0);
-    int V = m->hp.n_vocab;
+    CHECK(pf_dflash_append_context(s, td.taps, N - 1, err) == 0);
+    int V = td.m->hp.n_vocab;
     pf_dist q[B - 1];
     for (int i = 0; i < B - 1; i++) CHECK(pf_dist_init(&q[i], V) == 0);
     int32_t greedy[B], dr[B], dr2[B];

@@ -11,11 +11,27 @@
 #include "util.h"
 #include "include/pocketflash.h"
 
-static pf_model *tiny(void) {
+/* A tiny q8_0 model and a session on it. */
+typedef struct {
+    pf_model *m;
+    pf_session *s;
+} tiny_session;
+
+/* The session has `threads` threads and n_ctx positions; threads 0: the default parameters.
+ * 0, or -1 when a step fails. */
+static int tiny_open(tiny_session *t, int threads, int n_ctx) {
     char path[300], err[PF_ERR_LEN];
     snprintf(path, sizeof path, "%s/gen-tiny.gguf", pf_test_tmpdir());
-    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, path, err) < 0) return NULL;
-    return pf_model_load(path, err);
+    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, path, err) < 0) return -1;
+    if (!(t->m = pf_model_load(path, err))) return -1;
+    pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
+    t->s = pf_session_new(t->m, threads ? &sp : NULL, err);
+    return t->s ? 0 : -1;
+}
+
+static void tiny_close(tiny_session *t) {
+    pf_session_free(t->s);
+    pf_model_free(t->m);
 }
 
 typedef struct { int32_t toks[512]; int n, stop_after; } collect;
@@ -27,35 +43,32 @@ static int on_tok(void *u, int32_t t) {
 }
 
 TEST(generate_ar_equals_manual_greedy_loop) {
-    pf_model *m = tiny();
-    CHECK(m);
+    tiny_session ts;
+    CHECK(tiny_open(&ts, 2, 256) == 0);
     char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    pf_session *s = pf_session_new(m, &sp, err);
     int32_t prompt[7] = {10, 200, 33, 45, 300, 7, 99};
     pf_gen_params gp = test_gen_fixed(30);
     collect c = {.n = 0};
     pf_gen_stats st;
-    CHECK(pf_generate_tokens(s, prompt, 7, &gp, on_tok, &c, &st, err) == PF_OK);
+    CHECK(pf_generate_tokens(ts.s, prompt, 7, &gp, on_tok, &c, &st, err) == PF_OK);
     CHECK(c.n == 30 && st.n_gen == 30 && st.stop == PF_STOP_LENGTH && st.n_prompt == 7);
-    pf_ctx *ctx = pf_ctx_new(m, 256, 1, NULL, err);
-    float *lg = malloc((size_t)m->hp.n_vocab * sizeof(float));
+    pf_ctx *ctx = pf_ctx_new(ts.m, 256, 1, NULL, err);
+    float *lg = malloc((size_t)ts.m->hp.n_vocab * sizeof(float));
     pf_batch b = {.tokens = prompt, .n = 7, .logits_mode = PF_LOGITS_LAST, .logits = lg};
     CHECK(pf_forward(ctx, &b, err) == 0);
     for (int i = 0; i < 30; i++) {
-        int32_t t = pf_argmax(lg, m->hp.n_vocab);
+        int32_t t = pf_argmax(lg, ts.m->hp.n_vocab);
         CHECKF(t == c.toks[i], "token %d: %d vs %d", i, t, c.toks[i]);
         b = (pf_batch){.tokens = &t, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = lg};
         CHECK(pf_forward(ctx, &b, err) == 0);
     }
     /* callback stop */
     collect c2 = {.n = 0, .stop_after = 5};
-    CHECK(pf_generate_tokens(s, prompt, 7, &gp, on_tok, &c2, &st, err) == PF_OK);
+    CHECK(pf_generate_tokens(ts.s, prompt, 7, &gp, on_tok, &c2, &st, err) == PF_OK);
     CHECK(c2.n == 5 && st.stop == PF_STOP_CALLBACK && !memcmp(c2.toks, c.toks, 5 * sizeof(int32_t)));
     free(lg);
     pf_ctx_free(ctx);
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_close(&ts);
 }
 
 /* A strategy that commits 4 scripted tokens per step. */
@@ -70,12 +83,10 @@ static int scripted_step(void *state, pf_session *s, int32_t last, int32_t *out,
 }
 
 TEST(generate_stops_inside_multi_token_step) {
-    pf_model *m = tiny();
-    CHECK(m);
+    tiny_session ts;
+    CHECK(tiny_open(&ts, 1, 64) == 0);
     char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_session *s = pf_session_new(m, &sp, err);
-    int32_t eot = pf_tokenizer_eot(m->tok);
+    int32_t eot = pf_tokenizer_eot(ts.m->tok);
     CHECK(eot >= 0);
     int32_t script[16] = {5, 6, 7, 8, 9, 10, eot, 11, 12, 13, 14, 15, 16, 17, 18, 19};
     scripted sc = {script, 0};
@@ -87,7 +98,7 @@ TEST(generate_stops_inside_multi_token_step) {
     int32_t prompt[3] = {1, 2, 3};
     collect c = {.n = 0};
     pf_gen_stats st;
-    CHECK(pf_generate_tokens(s, prompt, 3, &gp, on_tok, &c, &st, err) == PF_OK);
+    CHECK(pf_generate_tokens(ts.s, prompt, 3, &gp, on_tok, &c, &st, err) == PF_OK);
     /* first token from the prefill, then 5,6,7,8 | 9,10,<eot> */
     CHECKF(c.n == 7 && st.stop == PF_STOP_EOT, "n %d stop %d", c.n, st.stop);
     CHECK(c.toks[6] == 10);
@@ -95,29 +106,25 @@ TEST(generate_stops_inside_multi_token_step) {
     sc.at = 0;
     gp.max_tokens = 3;
     c.n = 0;
-    CHECK(pf_generate_tokens(s, prompt, 3, &gp, on_tok, &c, &st, err) == PF_OK);
+    CHECK(pf_generate_tokens(ts.s, prompt, 3, &gp, on_tok, &c, &st, err) == PF_OK);
     CHECK(c.n == 3 && st.stop == PF_STOP_LENGTH && c.toks[2] == 6);
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_close(&ts);
 }
 
 TEST(generate_context_full_and_prompt_too_long) {
-    pf_model *m = tiny();
-    CHECK(m);
+    tiny_session ts;
+    CHECK(tiny_open(&ts, 1, 16) == 0);
     char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 16};
-    pf_session *s = pf_session_new(m, &sp, err);
     int32_t prompt[16] = {0};
     pf_gen_params gp = test_gen_fixed(100);
     collect c = {.n = 0};
     pf_gen_stats st;
-    CHECK(pf_generate_tokens(s, prompt, 16, &gp, on_tok, &c, &st, err) == PF_ERR_CONTEXT);
+    CHECK(pf_generate_tokens(ts.s, prompt, 16, &gp, on_tok, &c, &st, err) == PF_ERR_CONTEXT);
     CHECK(strstr(err, "does not fit"));
-    CHECK(pf_generate_tokens(s, prompt, 10, &gp, on_tok, &c, &st, err) == PF_OK);
+    CHECK(pf_generate_tokens(ts.s, prompt, 10, &gp, on_tok, &c, &st, err) == PF_OK);
     /* 10 prompt rows + 6 generated rows fill 16; the 7th generated token needs no row */
     CHECKF(st.stop == PF_STOP_CONTEXT && st.n_gen == 7, "stop %d n_gen %d", st.stop, st.n_gen);
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_close(&ts);
 }
 
 static int on_text(void *u, const char *t, size_t n) {
@@ -127,20 +134,18 @@ static int on_text(void *u, const char *t, size_t n) {
 }
 
 TEST(generate_text_api_rejects_bad_utf8) {
-    pf_model *m = tiny();
-    CHECK(m);
+    tiny_session ts;
+    CHECK(tiny_open(&ts, 0, 0) == 0);
     char err[PF_ERR_LEN], out[4096] = "";
-    pf_session *s = pf_session_new(m, NULL, err);
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     gp.max_tokens = 5;
     pf_gen_stats st;
-    CHECK(pf_generate(s, "ab\xff", 3, &gp, on_text, out, &st, err) == PF_ERR_UTF8);
-    CHECK(pf_generate(s, "hello", 5, &gp, on_text, out, &st, err) == PF_OK && st.n_gen <= 5);
+    CHECK(pf_generate(ts.s, "ab\xff", 3, &gp, on_text, out, &st, err) == PF_ERR_UTF8);
+    CHECK(pf_generate(ts.s, "hello", 5, &gp, on_text, out, &st, err) == PF_OK && st.n_gen <= 5);
     gp.chat = true;
     gp.system = "sys";
-    CHECK(pf_generate(s, "hello", 5, &gp, on_text, out, &st, err) == PF_OK);
+    CHECK(pf_generate(ts.s, "hello", 5, &gp, on_text, out, &st, err) == PF_OK);
     CHECK(st.n_prompt > 10); /* the ChatML frame was added */
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_close(&ts);
 }

@@ -29,10 +29,8 @@ static const fixture *fix(void) {
     static fixture f;
     if (f.ok) return &f;
     char err[PF_ERR_LEN];
-    test_tmp_path(f.target, sizeof f.target, "pfb-target.gguf");
-    test_tmp_path(f.draft, sizeof f.draft, "pfb-draft.gguf");
     test_tmp_path(f.bundle, sizeof f.bundle, "pfb-app.pfb");
-    if (test_synth_target_draft(f.target, 31, 1, f.draft, err) < 0) {
+    if (test_synth_target_draft("pfb", 31, 1, f.target, f.draft, sizeof f.target, err) < 0) {
         printf("    fixture: %s\n", err);
         return NULL;
     }

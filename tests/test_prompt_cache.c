@@ -28,10 +28,8 @@ static const pc_fixture *fix(void) {
     static pc_fixture f;
     if (f.ok) return &f;
     char err[PF_ERR_LEN];
-    test_tmp_path(f.a, sizeof f.a, "pc-a.gguf");
     test_tmp_path(f.b, sizeof f.b, "pc-b.gguf");
-    test_tmp_path(f.draft, sizeof f.draft, "pc-draft.gguf");
-    if (test_synth_target_draft(f.a, 41, 2, f.draft, err) < 0 ||
+    if (test_synth_target_draft("pc", 41, 2, f.a, f.draft, sizeof f.a, err) < 0 ||
         pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 42, f.b, err) < 0) {
         printf("    fixture: %s\n", err);
         return NULL;

@@ -85,8 +85,10 @@ pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool unti
 float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n);
 
 /* A tiny q8_0 target (seed target_seed) and a version-1 DFlash draft of it with draft_layers layers (block 8,
- * default taps, seed 3), written to target and draft; 0, or -1 with err. */
-int test_synth_target_draft(const char *target, uint64_t target_seed, int draft_layers, const char *draft, char *err);
+ * default taps, seed 3), written to <tmp>/<prefix>-target.gguf and <prefix>-draft.gguf, whose paths go to
+ * target and draft (n bytes each); 0, or -1 with err. */
+int test_synth_target_draft(const char *prefix, uint64_t target_seed, int draft_layers, char *target, char *draft,
+                            size_t n, char *err);
 /* The ids of `user`'s message in the chat template (pf_chat_format, special tokens parsed); pf_tokenize's result. */
 int test_chat_tokens(const pf_model *m, const char *user, int32_t **ids, size_t *n, char *err);
 

@@ -9,17 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { char s[16384]; size_t n; } text;
-
-static int keep(void *u, const char *s, size_t n) {
-    text *t = u;
-    if (t->n + n < sizeof t->s) {
-        memcpy(t->s + t->n, s, n);
-        t->n += n;
-        t->s[t->n] = 0;
-    }
-    return 0;
-}
+#include "../tests/api/text_sink.h"
 
 static char *dup(const char *s) {
     char *d = malloc(strlen(s) + 1);
@@ -63,10 +53,10 @@ int main(int argc, char **argv) {
             pf_gen_stats sw, sc;
             for (int k = 0; k < 2; k++) {
                 if ((k + r) % 2 == 0) {
-                    if (pf_generate_chat(warm, msg, n, &gp, keep, &a, &sw, err) != PF_OK) return fprintf(stderr, "%s\n", err), 1;
+                    if (pf_generate_chat(warm, msg, n, &gp, text_sink, &a, &sw, err) != PF_OK) return fprintf(stderr, "%s\n", err), 1;
                 } else {
                     pf_session_reset(cold);
-                    if (pf_generate_chat(cold, msg, n, &gp, keep, &b, &sc, err) != PF_OK) return fprintf(stderr, "%s\n", err), 1;
+                    if (pf_generate_chat(cold, msg, n, &gp, text_sink, &b, &sc, err) != PF_OK) return fprintf(stderr, "%s\n", err), 1;
                 }
             }
             same &= a.n == b.n && !memcmp(a.s, b.s, a.n);

@@ -13,23 +13,13 @@
 #include <string.h>
 
 #include "../test.h"
+#include "text_sink.h"
 
 #define TARGET "models/pf-target-f16.gguf"
 #define DRAFT2 "models/pf-draft-dflash2.gguf" /* DFlash2 with a Dec head */
 #define DRAFT1 "models/pf-draft-dflash.gguf"  /* DFlash, no Dec head */
 
-typedef struct { char s[8192]; size_t n; } text;
 typedef struct { int32_t t[1024]; int n; } toks;
-
-static int on_text(void *u, const char *s, size_t n) {
-    text *t = u;
-    if (t->n + n < sizeof t->s) {
-        memcpy(t->s + t->n, s, n);
-        t->n += n;
-        t->s[t->n] = 0;
-    }
-    return 0;
-}
 
 static int on_tok(void *u, int32_t id) {
     toks *t = u;
@@ -79,7 +69,7 @@ TEST(api_speculative_text_equals_plain) {
         text plain = {0};
         pf_gen_stats st;
         pf_session_reset(s);
-        CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, on_text, &plain, &st, err) == PF_OK, "%s", err);
+        CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &plain, &st, err) == PF_OK, "%s", err);
         CHECK(st.n_gen > 0 && plain.n > 0 && st.rounds == 0 && !strcmp(st.strategy, "ar") &&
               st.spec && !strcmp(st.spec, "ar"));
         for (int k = 0; k < 4; k++) {
@@ -88,7 +78,7 @@ TEST(api_speculative_text_equals_plain) {
             gp.block = k_specs[k].kind == PF_SPEC_DFLASH ? 6 : 0;
             text got = {0};
             pf_session_reset(s);
-            CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, on_text, &got, &st, err) == PF_OK, "%s", err);
+            CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &got, &st, err) == PF_OK, "%s", err);
             CHECKF(got.n == plain.n && !memcmp(got.s, plain.s, plain.n), "prompt %d spec %d:\n%s\nvs plain\n%s", i, k,
                    got.s, plain.s);
             CHECKF(!strcmp(st.strategy, k_specs[k].name) && st.spec && !strcmp(st.spec, k_specs[k].ran) &&
@@ -141,7 +131,7 @@ TEST(api_token_source_marks_kept_drafts) {
         text got = {0};
         pf_gen_stats st;
         pf_session_reset(s);
-        CHECKF(pf_generate(s, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &got, &st, err) == PF_OK, "%s", err);
+        CHECKF(pf_generate(s, k_prompts[1], strlen(k_prompts[1]), &gp, text_sink, &got, &st, err) == PF_OK, "%s", err);
         CHECKF(c.drafted + c.target == st.n_gen, "%d + %d marks for %d tokens", c.drafted, c.target, st.n_gen);
         if (!spec) {
             CHECK(c.drafted == 0 && c.target == st.n_gen && st.n_gen > 0);
@@ -294,7 +284,7 @@ static pf_status chat_turns(pf_session *s, const pf_gen_params *gp, chat_log *c,
         c->reply[t].n = 0;
         c->reply[t].s[0] = 0;
         if (cold_each) pf_session_reset(s);
-        pf_status rc = pf_generate_chat(s, c->msg, c->n, gp, on_text, &c->reply[t], &st[t], err);
+        pf_status rc = pf_generate_chat(s, c->msg, c->n, gp, text_sink, &c->reply[t], &st[t], err);
         if (rc != PF_OK) return rc;
         c->msg[c->n++] = (pf_message){"assistant", c->reply[t].s};
     }
@@ -334,12 +324,12 @@ TEST(api_chat_turns_reuse_and_equal_cold) {
     gp.chat = true;
     pf_gen_stats st;
     pf_session_reset(s);
-    CHECK(pf_generate(s, k_users[0], strlen(k_users[0]), &gp, on_text, &a, &st, err) == PF_OK);
+    CHECK(pf_generate(s, k_users[0], strlen(k_users[0]), &gp, text_sink, &a, &st, err) == PF_OK);
     int n_prompt = st.n_prompt;
     pf_session_reset(s);
     gp.chat = false;
     gp.system = NULL;
-    CHECK(pf_generate_chat(s, one, 2, &gp, on_text, &b, &st, err) == PF_OK);
+    CHECK(pf_generate_chat(s, one, 2, &gp, text_sink, &b, &st, err) == PF_OK);
     CHECK(st.n_prompt == n_prompt && !strcmp(a.s, b.s));
     pf_session_free(s);
     pf_free_draft(d);
@@ -427,34 +417,34 @@ TEST(api_bad_arguments_fail_with_a_message) {
     text t = {0};
     pf_message bad_role[1] = {{"robot", "hi"}}, last_assistant[2] = {{"user", "hi"}, {"assistant", "hello"}},
                bad_utf8[1] = {{"user", "ab\xff"}};
-    CHECK(pf_generate_chat(s, bad_role, 1, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "robot"));
-    CHECK(pf_generate_chat(s, last_assistant, 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "assistant"));
-    CHECK(pf_generate_chat(s, bad_utf8, 1, &gp, on_text, &t, NULL, err) == PF_ERR_UTF8);
-    CHECK(pf_generate_chat(s, bad_role, 0, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
+    CHECK(pf_generate_chat(s, bad_role, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "robot"));
+    CHECK(pf_generate_chat(s, last_assistant, 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "assistant"));
+    CHECK(pf_generate_chat(s, bad_utf8, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_UTF8);
+    CHECK(pf_generate_chat(s, bad_role, 0, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
     /* statuses travel up as the compiler gave them, not read from the message: a schema whose
      * error names a property "out of memory" is still a bad argument */
     gp.json_schema = "{\"type\": \"object\", \"properties\": {\"out of memory\": 5}}";
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "out of memory"));
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "out of memory"));
     pf_message nothing_to_answer[1] = {{"assistant", "out of memory"}};
-    CHECK(pf_generate_chat(s, nothing_to_answer, 1, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
+    CHECK(pf_generate_chat(s, nothing_to_answer, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
     gp.json_schema = NULL;
     gp.spec = PF_SPEC_DFLASH;
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft"));
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft"));
     gp.spec = PF_SPEC_DEC;
     gp.draft = d1;
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "Dec"));
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "Dec"));
     gp.spec = PF_SPEC_DFLASH;
     gp.block = 65;
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block 65 is outside 2..64"));
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block 65 is outside 2..64"));
     gp.block = 0;
     gp.draft_head = 1 << 20; /* more tokens than the draft ranks: the drafter's bad value, not memory */
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft head"));
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft head"));
     gp.draft_head = 0;
     gp.spec = (pf_spec_kind)42;
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG);
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
     gp.spec = PF_SPEC_DEFAULT;
     gp.task = "math";
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "profile"));
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "profile"));
     gp.task = NULL;
     /* a draft loaded for another model */
     pf_model *m2 = pf_load_model(TARGET, err);
@@ -462,11 +452,11 @@ TEST(api_bad_arguments_fail_with_a_message) {
     pf_draft *d2 = pf_load_draft(m2, DRAFT1, err);
     CHECK(d2);
     gp.draft = d2;
-    CHECK(pf_generate(s, "hi", 2, &gp, on_text, &t, NULL, err) == PF_ERR_ARG && strstr(err, "another model"));
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "another model"));
     /* after the failures the session still works and equals a fresh one */
     gp.draft = d1;
     t.n = 0;
-    CHECKF(pf_generate(s, "hello", 5, &gp, on_text, &t, NULL, err) == PF_OK, "%s", err);
+    CHECKF(pf_generate(s, "hello", 5, &gp, text_sink, &t, NULL, err) == PF_OK, "%s", err);
     pf_session_free(s);
     pf_free_draft(d2);
     pf_free_model(m2);
@@ -495,28 +485,28 @@ TEST(api_profile_chooses_strategy) {
     gp.profile = path;
     pf_gen_stats st;
     text a = {0}, b = {0}, c = {0};
-    CHECKF(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &a, &st, err) == PF_OK, "%s", err);
+    CHECKF(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &a, &st, err) == PF_OK, "%s", err);
     CHECK(!strcmp(st.strategy, "ngram") && !strcmp(st.spec, "ngram") && st.block == 5);
     /* spec and block open, entry dflash: adaptive from the profile's prior, up to the trained block
      * (the block a default run without a profile has) */
     gp.profile = NULL;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
     int trained = st.block;
     gp.profile = path;
     gp.task = "math";
     b.n = 0, b.s[0] = 0;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
     CHECK(!strcmp(st.strategy, "dflash2") && st.block == trained && trained != 3 && !strcmp(a.s, b.s));
     gp.spec = PF_SPEC_DFLASH; /* the strategy named, the block open: the profile's block */
     b.n = 0, b.s[0] = 0;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &b, &st, err) == PF_OK);
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
     CHECK(!strcmp(st.strategy, "dflash2") && !strcmp(st.spec, "dflash") && st.block == 3 && !strcmp(a.s, b.s));
     gp.spec = PF_SPEC_DEFAULT;
     gp.block = 7;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &c, &st, err) == PF_OK);
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &c, &st, err) == PF_OK);
     CHECK(st.block == 7 && !strcmp(a.s, c.s));
     gp.task = "poetry";
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, on_text, &c, &st, err) == PF_ERR_ARG &&
+    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &c, &st, err) == PF_ERR_ARG &&
           strstr(err, "poetry"));
     pf_session_free(s);
     pf_free_draft(d);
@@ -544,14 +534,14 @@ TEST(api_draft_from_bundle) {
     gp.chat = true;
     text plain = {0}, a = {0}, b = {0};
     pf_gen_stats st;
-    CHECK(pf_generate(sg, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &plain, &st, err) == PF_OK);
+    CHECK(pf_generate(sg, k_prompts[1], strlen(k_prompts[1]), &gp, text_sink, &plain, &st, err) == PF_OK);
     gp.draft = db;
     gp.spec = PF_SPEC_DEC;
-    CHECK(pf_generate(sb, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &a, &st, err) == PF_OK && st.rounds > 0);
+    CHECK(pf_generate(sb, k_prompts[1], strlen(k_prompts[1]), &gp, text_sink, &a, &st, err) == PF_OK && st.rounds > 0);
     gp.draft = dg;
     gp.spec = PF_SPEC_DFLASH;
     pf_session_reset(sg);
-    CHECK(pf_generate(sg, k_prompts[1], strlen(k_prompts[1]), &gp, on_text, &b, &st, err) == PF_OK && st.rounds > 0);
+    CHECK(pf_generate(sg, k_prompts[1], strlen(k_prompts[1]), &gp, text_sink, &b, &st, err) == PF_OK && st.rounds > 0);
     CHECK(!strcmp(plain.s, a.s) && !strcmp(plain.s, b.s));
     pf_session_free(sb);
     pf_session_free(sg);

@@ -7,12 +7,13 @@
 
 #include "draft/dec.h"
 #include "draft/dflash.h"
-#include "convert/dec_attach.h"
 #include "convert/dflash_synth.h"
 #include "engine/model.h"
 #include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
+#include "tests/fuzz/fz_check.h"
+#include "tests/fuzz/fz_dec_head.h"
 #include "tests/fuzz/gguf_patch.h"
 
 /* smaller than synth's "tiny" for speed: 2 layers (a draft taps layer 0, never the last), hidden
@@ -22,13 +23,6 @@ static const pf_synth_shape k_fuzz_shape = {"fuzz", 2, 64, 128, 2, 1, 32, 320, 2
 static pf_model *g_target;
 static gp_file g_draft[3];
 
-static void check(int ok, const char *what, const char *err) {
-    if (!ok) {
-        fprintf(stderr, "%s: %s\n", what, err);
-        abort();
-    }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
@@ -37,19 +31,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     int pid = (int)getpid();
     snprintf(tpath, sizeof tpath, "/tmp/pf-fuzz-draft-%d-target.gguf", pid);
     for (int i = 0; i < 3; i++) snprintf(dpath[i], sizeof dpath[i], "/tmp/pf-fuzz-draft-%d-%d.gguf", pid, i);
-    check(pf_synth_write(&k_fuzz_shape, PF_TYPE_Q8_0, false, 3, tpath, err) == 0, "synth", err);
-    check(!!(g_target = pf_model_load(tpath, err)), "target", err);
-    check(pf_dflash_synth(tpath, 1, 1, 4, NULL, 0, 5, false, dpath[0], err) == 0, "synth-draft v1", err);
-    check(pf_dflash_synth(tpath, 2, 1, 4, NULL, 0, 5, false, dpath[1], err) == 0, "synth-draft v2", err);
-    int H = g_target->hp.n_embd;
-    float *w = calloc(2 * (size_t)H, sizeof *w), pos[4] = {0.5f, 0.2f, 0, -0.1f};
-    for (int i = 0; i < 2 * H; i++) w[i] = 0.01f * (float)((i % 7) - 3);
-    check(pf_dec_attach(dpath[0], w, H, 0.1f, pos, 4, dpath[2], err) == 0, "dec-attach", err);
-    free(w);
+    fz_check(pf_synth_write(&k_fuzz_shape, PF_TYPE_Q8_0, false, 3, tpath, err) == 0, "synth", err);
+    fz_check(!!(g_target = pf_model_load(tpath, err)), "target", err);
+    fz_check(pf_dflash_synth(tpath, 1, 1, 4, NULL, 0, 5, false, dpath[0], err) == 0, "synth-draft v1", err);
+    fz_check(pf_dflash_synth(tpath, 2, 1, 4, NULL, 0, 5, false, dpath[1], err) == 0, "synth-draft v2", err);
+    fz_check(fz_attach_dec_head(dpath[0], g_target->hp.n_embd, dpath[2], err) == 0, "dec-attach", err);
     for (int i = 0; i < 3; i++) {
         size_t size;
         uint8_t *b = gp_slurp(dpath[i], &size);
-        check(b && gp_index(&g_draft[i], b, size), "index", dpath[i]);
+        fz_check(b && gp_index(&g_draft[i], b, size), "index", dpath[i]);
         unlink(dpath[i]);
     }
     unlink(tpath); /* the target stays mapped */

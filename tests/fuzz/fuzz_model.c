@@ -9,6 +9,7 @@
 #include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
+#include "tests/fuzz/fz_check.h"
 #include "tests/fuzz/gguf_patch.h"
 
 /* smaller than synth's "tiny" for speed: 1 layer, hidden 64, 2 heads of 32 over 1 KV head */
@@ -19,10 +20,7 @@ static gp_file g_base[2];
 static void make_base(gp_file *g, uint32_t type) {
     char path[128], err[PF_ERR_LEN];
     snprintf(path, sizeof path, "/tmp/pf-fuzz-model-%d-%u.gguf", (int)getpid(), type);
-    if (pf_synth_write(&k_fuzz_shape, type, false, 7, path, err) != 0) {
-        fprintf(stderr, "synth: %s\n", err);
-        abort();
-    }
+    fz_check(pf_synth_write(&k_fuzz_shape, type, false, 7, path, err) == 0, "synth", err);
     size_t size;
     uint8_t *b = gp_slurp(path, &size);
     unlink(path);

@@ -18,25 +18,19 @@
 #include <unistd.h>
 
 #include "cli/serve_http.h"
-#include "convert/dec_attach.h"
 #include "convert/dflash_synth.h"
 #include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "engine/model.h"
 #include "formats/json.h"
+#include "tests/fuzz/fz_check.h"
+#include "tests/fuzz/fz_dec_head.h"
 
 enum { MAX_BODY = 8192 };
 
 static const char k_page[] = "<!doctype html><title>page</title>\n";
 static sv_engine *g_engine;
 static sv_http *g_open, *g_keyed;
-
-static void check(int ok, const char *what, const char *detail) {
-    if (!ok) {
-        fprintf(stderr, "fuzz_serve: %s: %s\n", what, detail);
-        abort();
-    }
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -47,32 +41,27 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(tpath, sizeof tpath, "/tmp/pf-fuzz-serve-%d-target.gguf", pid);
     snprintf(dpath, sizeof dpath, "/tmp/pf-fuzz-serve-%d-draft.gguf", pid);
     snprintf(dec, sizeof dec, "/tmp/pf-fuzz-serve-%d-dec.gguf", pid);
-    check(pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, tpath, err) == 0, "synth", err);
+    fz_check(pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, tpath, err) == 0, "synth", err);
     pf_model *m = pf_load_model(tpath, err);
-    check(!!m, "target", err);
-    check(pf_dflash_synth(tpath, 2, 1, 4, NULL, 0, 5, false, dpath, err) == 0, "synth-draft", err);
-    int H = m->hp.n_embd;
-    float *w = calloc(2 * (size_t)H, sizeof *w), pos[4] = {0.5f, 0.2f, 0, -0.1f};
-    check(!!w, "calloc", "dec head");
-    for (int i = 0; i < 2 * H; i++) w[i] = 0.01f * (float)((i % 7) - 3);
-    check(pf_dec_attach(dpath, w, H, 0.1f, pos, 4, dec, err) == 0, "dec-attach", err);
-    free(w);
+    fz_check(!!m, "target", err);
+    fz_check(pf_dflash_synth(tpath, 2, 1, 4, NULL, 0, 5, false, dpath, err) == 0, "synth-draft", err);
+    fz_check(fz_attach_dec_head(dpath, m->hp.n_embd, dec, err) == 0, "dec-attach", err);
     pf_draft *d = pf_load_draft(m, dec, err);
-    check(!!d, "draft", err);
+    fz_check(!!d, "draft", err);
     unlink(tpath); /* both stay mapped */
     unlink(dpath);
     unlink(dec);
     sv_engine_config ec = {.n_sessions = 2, .queue_max = 2, .timeout_s = 1e6};
     ec.session.n_threads = 1;
     ec.session.n_ctx = 64;
-    check(!!(g_engine = sv_engine_new(m, d, &ec, err)), "engine", err);
+    fz_check(!!(g_engine = sv_engine_new(m, d, &ec, err)), "engine", err);
     /* no time limit can end a request: each input's outcome depends on its bytes alone */
     sv_http_config hc = {.max_body = MAX_BODY, .timeout_s = 1e6, .model_id = "fuzz-tiny", .page = k_page,
                          .page_len = sizeof k_page - 1};
     g_open = sv_http_new(g_engine, &hc);
     hc.api_key = "sekrit";
     g_keyed = sv_http_new(g_engine, &hc);
-    check(g_open && g_keyed, "sv_http_new", "out of memory");
+    fz_check(g_open && g_keyed, "sv_http_new", "out of memory");
     return 0;
 }
 
@@ -85,14 +74,14 @@ static bool is_str_or_null(const pf_json *v) { return v && (v->type == PF_JSON_S
 static void check_error_body(unsigned status, const sv_buf *b) {
     char err[PF_ERR_LEN], what[64];
     snprintf(what, sizeof what, "status %u", status);
-    check(b->s && !b->oom, what, "no body");
+    fz_check(b->s && !b->oom, what, "no body");
     pf_json_doc *doc = pf_json_parse(b->s, b->n, err);
-    check(!!doc, what, b->s);
+    fz_check(!!doc, what, b->s);
     const pf_json *e = member(pf_json_root(doc), "error");
     const pf_json *msg = member(e, "message"), *type = member(e, "type");
     bool ok = msg && msg->type == PF_JSON_STRING && msg->u.str.s[0] && !strchr(msg->u.str.s, '\n') && type &&
               type->type == PF_JSON_STRING && is_str_or_null(member(e, "param")) && is_str_or_null(member(e, "code"));
-    check(ok, what, b->s);
+    fz_check(ok, what, b->s);
     pf_json_free(doc);
 }
 
@@ -100,7 +89,7 @@ static void check_error_body(unsigned status, const sv_buf *b) {
 static pf_json_doc *json_object(const char *s, size_t n, const char *what) {
     char err[PF_ERR_LEN];
     pf_json_doc *doc = pf_json_parse(s, n, err);
-    check(doc && pf_json_root(doc)->type == PF_JSON_OBJECT, what, err);
+    fz_check(doc && pf_json_root(doc)->type == PF_JSON_OBJECT, what, err);
     return doc;
 }
 
@@ -127,10 +116,10 @@ static void check_events(const sv_buf *b, bool complete) {
     bool done = false;
     sv_buf content = {0}, marked = {0};
     while (p < end) {
-        check(!done, "stream", "events after [DONE]");
+        fz_check(!done, "stream", "events after [DONE]");
         const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
         if (!sep && !complete) break; /* cut off mid-event */
-        check(sep && !strncmp(p, "data: ", 6), "stream event", p);
+        fz_check(sep && !strncmp(p, "data: ", 6), "stream event", p);
         const char *data = p + 6;
         if (sep - data == 6 && !memcmp(data, "[DONE]", 6)) {
             done = true;
@@ -141,9 +130,9 @@ static void check_events(const sv_buf *b, bool complete) {
         }
         p = sep + 2;
     }
-    check(done || !complete, "stream", "no data: [DONE] at its end");
-    check(!content.oom && !marked.oom, "stream", "out of memory");
-    check(content.n == marked.n && (!content.n || !memcmp(content.s, marked.s, content.n)), "stream tokens",
+    fz_check(done || !complete, "stream", "no data: [DONE] at its end");
+    fz_check(!content.oom && !marked.oom, "stream", "out of memory");
+    fz_check(content.n == marked.n && (!content.n || !memcmp(content.s, marked.s, content.n)), "stream tokens",
           marked.s ? marked.s : "(none)");
     sv_buf_free(&content);
     sv_buf_free(&marked);
@@ -159,7 +148,7 @@ static void wait_idle(void) {
         if (!busy && !queued) return;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
-    check(0, "engine", "a session stayed busy (60 s)");
+    fz_check(0, "engine", "a session stayed busy (60 s)");
 }
 
 /* The value of header NAME in head[0..n) ("Name: value" lines), malloc'd; NULL when absent. */
@@ -223,18 +212,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sv_http_body(h, &q, &r);
     }
     if (r.stream) {
-        check(r.status == 200, "stream", "status not 200");
+        fz_check(r.status == 200, "stream", "status not 200");
         long limit = drop ? atol(drop) : -1;
         sv_buf got = {0};
         char buf[512];
         ssize_t n;
         while ((limit < 0 || (long)got.n < limit) && (n = sv_stream_read(r.stream, buf, sizeof buf)) > 0) sv_put(&got, buf, (size_t)n);
-        check(!got.oom, "stream", "out of memory");
+        fz_check(!got.oom, "stream", "out of memory");
         check_events(&got, limit < 0);
         sv_buf_free(&got);
     } else if (r.status) {
         if (r.status >= 400) check_error_body(r.status, &r.body);
-        else if (r.content_type) check(r.body.n == sizeof k_page - 1 && !memcmp(r.body.s, k_page, r.body.n), "page", r.body.s);
+        else if (r.content_type) fz_check(r.body.n == sizeof k_page - 1 && !memcmp(r.body.s, k_page, r.body.n), "page", r.body.s);
         else check_json_object(r.body.s ? r.body.s : "", r.body.n, "200 body");
     }
     sv_reply_free(&r);
