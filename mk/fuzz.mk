@@ -10,6 +10,8 @@
 #   make test, make asan       every target over its seeds (tests/test_fuzz_seeds.c)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_SAN := -fsanitize=address,undefined
+# The kernels' loops are sanitized but not coverage-traced (tests/fuzz/coverage-ignore.txt).
+FUZZ_COV := -fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt
 FUZZ_LIB := build-fuzz/lib/libpocketflash.a
 FUZZ_HDR := $(wildcard tests/fuzz/*.h)
 # A forged section size in a .pfb cannot then ask for gigabytes (formats/pfb_impl.h).
@@ -40,7 +42,7 @@ fuzz: $(FUZZ_TARGETS:%=fuzz-%)
 ifneq ($(BUILD),build-fuzz/lib)
 $(FUZZ_LIB): FORCE
 	@$(PF_ENSURE_CLANG)
-	@$(MAKE) --no-print-directory BUILD=build-fuzz/lib CC=clang OPT="-O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(FUZZ_DEFS)" \
+	@$(MAKE) --no-print-directory BUILD=build-fuzz/lib CC=clang OPT="-O1 -fsanitize=fuzzer-no-link $(FUZZ_COV) $(FUZZ_SAN) $(FUZZ_DEFS)" \
 	    $(FUZZ_LIB) $(FUZZ_SERVE_SRC:%.c=build-fuzz/lib/%.o)
 $(FUZZ_SERVE_SRC:%.c=build-fuzz/lib/%.o): $(FUZZ_LIB) ;
 endif
