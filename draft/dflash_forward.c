@@ -102,8 +102,11 @@ void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
     }
     store_kv(s, l, in, B, pos0); /* after the context; dropped when the block is done */
     const pf_half *Kc = s->kc + (size_t)l * s->layer_stride, *Vc = s->vc + (size_t)l * s->layer_stride;
-    pf_attention(k, s->pool, s->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, s->head_stride, pos0, pos0 + B, d->causal,
-                 L->window, s->att, qd);
+    const pf_kv_view view = {.type = PF_KV_F16, .k = Kc, .v = Vc, .head_stride = s->head_stride,
+                             .n_kv_head = hp->n_head_kv, .head_dim = hd};
+    const pf_attn_rows rows = {.q = s->q, .ldq = qd, .B = B, .n_head = hp->n_head, .pos0 = pos0, .n_keys = pos0 + B,
+                               .causal = d->causal, .window = L->window, .out = s->att, .ldo = qd};
+    pf_attention(k, s->pool, &view, &rows);
     dflash_linear(s, &L->attn_o, s->att, qd, B, s->tmp, H);
     if (v2) {
         conv_rows(d, s->tmp, B, L->attn_conv_base, s->dyn, 1, s->cu);

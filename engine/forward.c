@@ -269,7 +269,9 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         op_mark(c, PF_OP_QKV, &tm);
         rows_run(&rj, ROWS_QK, NULL);
         op_mark(c, PF_OP_ELEMENT, &tm);
-        pf_kv_attend(k, c->pool, kv, l, c->q, qd, B, hp->n_head, pos0, c->att, qd);
+        const pf_attn_rows rows = {.q = c->q, .ldq = qd, .B = B, .n_head = hp->n_head, .pos0 = pos0,
+                                   .n_keys = pos0 + B, .causal = 1, .out = c->att, .ldo = qd};
+        pf_kv_attend(k, c->pool, kv, l, &rows);
         op_mark(c, PF_OP_ATTENTION, &tm);
         linear(c, &L->attn_o, c->att, qd, B, c->tmp, H, 0);
         op_mark(c, PF_OP_O, &tm);
