@@ -101,6 +101,9 @@ int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]);
 void pf_kv_free(pf_kv_cache *kv);
 void pf_kv_truncate(pf_kv_cache *kv, int64_t len);
 
+/* The rows of a chunk through a layer (engine/layer.h), shared with the draft's forward. */
+typedef struct pf_layer_scratch pf_layer_scratch;
+
 /* Scratch + threads + kernel table for running forwards of one model. */
 typedef struct pf_ctx {
     const pf_model *model;
@@ -108,8 +111,8 @@ typedef struct pf_ctx {
     pf_pool *pool;
     pf_kv_cache *kv;
     int max_rows; /* rows per internal chunk */
-    float *x, *xn, *q, *kbuf, *vbuf, *att, *tmp, *gate, *up, *logit_row;
-    void *act;
+    pf_layer_scratch *sc;
+    float *logit_row;
     /* Per-operation wall time in seconds, accumulated by every forward when not NULL (the
      * caller owns the PF_OP_COUNT doubles; bench-model --ops). */
     double *op_s;
