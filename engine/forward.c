@@ -24,6 +24,14 @@ static void op_mark(pf_ctx *c, int op, double *t) {
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
+void pf_ctx_free(pf_ctx *c) {
+    if (!c) return;
+    if (c->pool) pf_pool_destroy(c->pool);
+    pf_kv_free(c->kv);
+    pf_layer_scratch_free(c->sc);
+    free(c);
+}
+
 pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_kernels *k, char err[PF_ERR_LEN]) {
     const pf_hparams *hp = &m->hp;
     pf_ctx *c = calloc(1, sizeof *c);
@@ -34,7 +42,6 @@ pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_ker
     c->pool = pf_pool_create(n_threads < 1 ? 1 : n_threads);
     c->kv = pf_kv_new(hp, n_ctx, PF_KV_F16);
     size_t qd = (size_t)hp->n_head * hp->head_dim;
-    c->logit_row = malloc((size_t)hp->n_vocab * sizeof(float));
     size_t act = 0;
     const pf_layer *L = &m->layers[0];
     const pf_weight *ws[] = {&L->attn_q, &L->attn_o, &L->ffn_down, &m->output};
@@ -43,21 +50,12 @@ pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_ker
     act = max_sz(act, max_sz(pf_act_row_bytes(PF_TYPE_F32, hp->n_ff), pf_act_row_bytes(PF_TYPE_F32, (int64_t)qd)));
     act = max_sz(act, pf_act_row_bytes(PF_TYPE_F32, hp->n_embd));
     c->sc = pf_layer_scratch_new(hp, c->max_rows, act);
-    if (!c->pool || !c->kv || !c->sc || !c->logit_row) goto oom;
+    if (!c->pool || !c->kv || !c->sc) goto oom;
     return c;
 oom:
     snprintf(err, PF_ERR_LEN, "out of memory for a context of %lld tokens", (long long)n_ctx);
     pf_ctx_free(c);
     return NULL;
-}
-
-void pf_ctx_free(pf_ctx *c) {
-    if (!c) return;
-    if (c->pool) pf_pool_destroy(c->pool);
-    pf_kv_free(c->kv);
-    pf_layer_scratch_free(c->sc);
-    free(c->logit_row);
-    free(c);
 }
 
 int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {

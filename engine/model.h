@@ -112,7 +112,6 @@ typedef struct pf_ctx {
     pf_kv_cache *kv;
     int max_rows; /* rows per internal chunk */
     pf_layer_scratch *sc;
-    float *logit_row;
     /* Per-operation wall time in seconds, accumulated by every forward when not NULL (the
      * caller owns the PF_OP_COUNT doubles; bench-model --ops). */
     double *op_s;
