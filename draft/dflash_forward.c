@@ -8,18 +8,20 @@ void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64
     pf_linear(s->k, s->pool, s->sc->act, W, x, ldx, B, y, ldy, 0);
 }
 
-/* K/V rows of layer l from its input rows `in` (ctx rows for the context, block rows otherwise),
- * QK-normed, roped at pos0 + r and stored at cache position pos0 + r; with q, the block's query
- * rows (already projected) get their norms and RoPE too. */
-static void store_kv(pf_dflash_state *s, int l, const float *in, int B, int64_t pos0, float *q) {
+/* Layer l's attention inputs from its input rows `in` (ctx rows for the context, block rows
+ * otherwise): K/V rows QK-normed, roped at pos0 + r and stored at cache position pos0 + r; with q,
+ * the block's query rows too (projected with them from the same prepared rows, normed, roped). */
+static void attn_inputs(pf_dflash_state *s, int l, const float *in, int B, int64_t pos0, float *q) {
     const pf_dflash *d = s->d;
     const pf_hparams *hp = &d->hp;
     const dflash_layer *L = &d->layers[l];
     pf_layer_scratch *sc = s->sc;
-    const int H = hp->n_embd, hd = hp->head_dim;
+    const int H = hp->n_embd, hd = hp->head_dim, first = q ? 0 : 1;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
-    dflash_linear(s, &L->attn_k, in, H, B, sc->kbuf, kvd);
-    dflash_linear(s, &L->attn_v, in, H, B, sc->vbuf, kvd);
+    const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
+    float *y[3] = {q, sc->kbuf, sc->vbuf};
+    const int64_t ldy[3] = {qd, kvd, kvd};
+    pf_linear_n(s->k, s->pool, sc->act, 3 - first, W + first, in, H, B, y + first, ldy + first, 0);
     for (int r = 0; r < B; r++)
         pf_layer_qk_row(s->k, hp, L->q_norm, L->k_norm, s->kv, l, pos0 + r, NULL, q ? q + (size_t)r * qd : NULL,
                         sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
@@ -46,7 +48,7 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
         float *xn = s->sc->xn;
         dflash_linear(s, &d->fc, taps + (size_t)r0 * feat, feat, R, xn, H);
         for (int r = 0; r < R; r++) s->k->rmsnorm(xn + (size_t)r * H, d->enc_norm, H, hp->rms_eps, xn + (size_t)r * H);
-        for (int l = 0; l < hp->n_layer; l++) store_kv(s, l, xn, R, kv->len, NULL);
+        for (int l = 0; l < hp->n_layer; l++) attn_inputs(s, l, xn, R, kv->len, NULL);
         kv->len += R;
     }
     return 0;
@@ -93,8 +95,7 @@ void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
         conv_rows(d, sc->xn, B, L->attn_conv_base, s->dyn, 0, s->cu);
         in = s->cu;
     }
-    dflash_linear(s, &L->attn_q, in, H, B, sc->q, qd);
-    store_kv(s, l, in, B, pos0, sc->q); /* after the context; dropped when the block is done */
+    attn_inputs(s, l, in, B, pos0, sc->q); /* K/V after the context; dropped when the block is done */
     /* the block's rows see the context and the whole block (unless the draft is causal), within
      * the layer's window */
     const pf_attn_rows rows = {.q = sc->q, .ldq = qd, .B = B, .n_head = hp->n_head, .pos0 = pos0, .n_keys = pos0 + B,
@@ -116,8 +117,10 @@ void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
         conv_rows(d, sc->xn, B, L->ffn_conv_base, s->dyn, 0, s->cu);
         in = s->cu;
     }
-    dflash_linear(s, &L->ffn_gate, in, H, B, sc->gate, hp->n_ff);
-    dflash_linear(s, &L->ffn_up, in, H, B, sc->up, hp->n_ff);
+    const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
+    float *y[2] = {sc->gate, sc->up};
+    const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
+    pf_linear_n(k, s->pool, sc->act, 2, W, in, H, B, y, ldy, 0);
     pf_swiglu_rows(k, sc->gate, sc->up, B, hp->n_ff);
     dflash_linear(s, &L->ffn_down, sc->gate, hp->n_ff, B, sc->tmp, H);
     if (v2) {
