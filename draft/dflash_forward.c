@@ -9,8 +9,9 @@ void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64
 }
 
 /* Layer l's attention inputs from its input rows `in` (ctx rows for the context, block rows
- * otherwise): K/V rows QK-normed, roped at pos0 + r and stored at cache position pos0 + r; with q,
- * the block's query rows too (projected with them from the same prepared rows, normed, roped). */
+ * otherwise): K/V rows QK-normed, roped at pos0 + r (the angles in sc->rope) and stored at cache
+ * position pos0 + r; with q, the block's query rows too (projected with them from the same
+ * prepared rows, normed, roped). */
 static void attn_inputs(pf_dflash_state *s, int l, const float *in, int B, int64_t pos0, float *q) {
     const pf_dflash *d = s->d;
     const pf_hparams *hp = &d->hp;
@@ -23,8 +24,8 @@ static void attn_inputs(pf_dflash_state *s, int l, const float *in, int B, int64
     const int64_t ldy[3] = {qd, kvd, kvd};
     pf_linear_n(s->k, s->pool, sc->act, 3 - first, W + first, in, H, B, y + first, ldy + first, 0);
     for (int r = 0; r < B; r++)
-        pf_layer_qk_row(s->k, hp, L->q_norm, L->k_norm, s->kv, l, pos0 + r, NULL, q ? q + (size_t)r * qd : NULL,
-                        sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
+        pf_layer_qk_row(s->k, hp, L->q_norm, L->k_norm, s->kv, l, pos0 + r, sc->rope + (size_t)r * hd,
+                        q ? q + (size_t)r * qd : NULL, sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
 }
 
 int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]) {
@@ -48,6 +49,7 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
         float *xn = s->sc->xn;
         dflash_linear(s, &d->fc, taps + (size_t)r0 * feat, feat, R, xn, H);
         for (int r = 0; r < R; r++) s->k->rmsnorm(xn + (size_t)r * H, d->enc_norm, H, hp->rms_eps, xn + (size_t)r * H);
+        pf_layer_rope_table(s->sc, hp, kv->len, R);
         for (int l = 0; l < hp->n_layer; l++) attn_inputs(s, l, xn, R, kv->len, NULL);
         kv->len += R;
     }
@@ -75,7 +77,8 @@ static void add_rows(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-/* One draft layer over the B block rows at positions pos0.. (the context is already cached). */
+/* One draft layer over the B block rows at positions pos0.. (the context is already cached, the
+ * rows' RoPE angles are in sc->rope). */
 void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
     const pf_dflash *d = s->d;
     const pf_hparams *hp = &d->hp;

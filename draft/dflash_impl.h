@@ -107,7 +107,8 @@ void dflash_state_head_free(pf_dflash_state *s);
 int dflash_ensure_rows(pf_dflash_state *s, int R, char *err);
 /* pf_linear through the state's scratch. */
 void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy);
-/* One draft layer over the B block rows at positions pos0.. (the context is already cached). */
+/* One draft layer over the B block rows at positions pos0.. (the context is already cached, the
+ * rows' RoPE angles are in sc->rope: pf_layer_rope_table). */
 void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0);
 
 #endif

@@ -144,6 +144,7 @@ static int block_logits(pf_dflash_state *s, int32_t bonus, int B, float *hidden)
         if (d->embd_scale != 1.0f)
             for (int i = 0; i < H; i++) x[i] *= d->embd_scale;
     }
+    pf_layer_rope_table(s->sc, hp, s->kv->len, B);
     for (int l = 0; l < hp->n_layer; l++) dflash_block_layer(s, l, B, s->kv->len);
     for (int r = 0; r < B; r++) s->k->rmsnorm(s->sc->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
     if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));

@@ -110,9 +110,8 @@ typedef enum {
 typedef struct {
     pf_ctx *c;
     const pf_batch *b;
-    int l, B, row0, rope_tab;
+    int l, B, row0;
     int64_t pos0;
-    const float *rope_cs;
     rows_step step;
     const pf_weight *prep;
 } rows_job;
@@ -141,7 +140,7 @@ static void row_step(const rows_job *j, int r) {
         break;
     case ROWS_QK:
         pf_layer_qk_row(k, hp, L->q_norm, L->k_norm, c->kv, j->l, j->pos0 + r,
-                        j->rope_tab ? j->rope_cs + (size_t)r * hd : NULL, sc->q + (size_t)r * qd,
+                        sc->rope + (size_t)r * hd, sc->q + (size_t)r * qd,
                         sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
         break;
     case ROWS_O_OUT:
@@ -202,13 +201,9 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     for (int r = 0; r < B; r++) pf_dequantize_row(m->tok_embd.type,
         (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->sc->x + (size_t)r * H, H);
 
-    /* RoPE angles of the chunk's positions, once for all layers (hd <= 256: else per call) */
-    float rope_cs[CHUNK_ROWS * 256];
-    const int rope_tab = hd <= 256 && B <= CHUNK_ROWS;
-    if (rope_tab)
-        for (int r = 0; r < B; r++) pf_rope_angles(hd, pos0 + r, hp->rope_theta, rope_cs + (size_t)r * hd);
+    pf_layer_rope_table(c->sc, hp, pos0, B); /* the chunk's RoPE angles, once for all layers */
 
-    rows_job rj = {c, b, 0, B, row0, rope_tab, pos0, rope_cs, ROWS_ATTN_NORM, NULL};
+    rows_job rj = {c, b, 0, B, row0, pos0, ROWS_ATTN_NORM, NULL};
     int prepared = rows_run(&rj, ROWS_ATTN_NORM, qkv_input(&m->layers[0]));
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];

@@ -6,7 +6,7 @@
 void pf_layer_scratch_free(pf_layer_scratch *s) {
     if (!s) return;
     free(s->x); free(s->xn); free(s->q); free(s->kbuf); free(s->vbuf); free(s->att); free(s->tmp);
-    free(s->gate); free(s->up); free(s->act);
+    free(s->gate); free(s->up); free(s->rope); free(s->act);
     free(s);
 }
 
@@ -25,8 +25,10 @@ pf_layer_scratch *pf_layer_scratch_new(const pf_hparams *hp, int rows, size_t ac
     s->vbuf = malloc(R * kvd * sizeof(float));
     s->gate = malloc(R * F * sizeof(float));
     s->up = malloc(R * F * sizeof(float));
+    s->rope = malloc(R * (size_t)hp->head_dim * sizeof(float));
     s->act = malloc(R * act_row);
-    if (s->x && s->xn && s->tmp && s->q && s->att && s->kbuf && s->vbuf && s->gate && s->up && s->act) return s;
+    if (s->x && s->xn && s->tmp && s->q && s->att && s->kbuf && s->vbuf && s->gate && s->up && s->rope && s->act)
+        return s;
     pf_layer_scratch_free(s);
     return NULL;
 }
@@ -53,18 +55,18 @@ void pf_linear_n(const pf_kernels *k, pf_pool *pool, void *act, int n, const pf_
     pf_matmul_n(k, pool, n, W, act, B, y, ldy);
 }
 
+void pf_layer_rope_table(pf_layer_scratch *s, const pf_hparams *hp, int64_t pos0, int B) {
+    for (int r = 0; r < B; r++)
+        pf_rope_angles(hp->head_dim, pos0 + r, hp->rope_theta, s->rope + (size_t)r * hp->head_dim);
+}
+
 void pf_layer_qk_row(const pf_kernels *k, const pf_hparams *hp, const float *q_norm, const float *k_norm,
                      pf_kv_cache *kv, int l, int64_t pos, const float *cs, float *q, float *kr, const float *vr) {
     const int hd = hp->head_dim;
     if (q) pf_rmsnorm_heads(k, q, hp->n_head, hd, q_norm, hp->rms_eps);
     pf_rmsnorm_heads(k, kr, hp->n_head_kv, hd, k_norm, hp->rms_eps);
-    if (cs) {
-        if (q) pf_rope_neox_cs(q, hp->n_head, hd, cs);
-        pf_rope_neox_cs(kr, hp->n_head_kv, hd, cs);
-    } else {
-        if (q) pf_rope_neox(q, hp->n_head, hd, pos, hp->rope_theta);
-        pf_rope_neox(kr, hp->n_head_kv, hd, pos, hp->rope_theta);
-    }
+    if (q) pf_rope_neox_cs(q, hp->n_head, hd, cs);
+    pf_rope_neox_cs(kr, hp->n_head_kv, hd, cs);
     pf_kv_write(k, kv, l, pos, kr, vr);
 }
 

@@ -10,10 +10,11 @@
 
 /* Rows of one chunk through a layer: x (residual stream), xn (its norm), q, kbuf, vbuf (the
  * projections), att (attention output), tmp (o and down outputs), gate, up (FFN), act (prepared
- * activation rows of act_row bytes each). */
+ * activation rows of act_row bytes each), rope (each row's RoPE angles, head_dim floats a row:
+ * computed once for all layers). */
 struct pf_layer_scratch {
     int rows;
-    float *x, *xn, *q, *kbuf, *vbuf, *att, *tmp, *gate, *up;
+    float *x, *xn, *q, *kbuf, *vbuf, *att, *tmp, *gate, *up, *rope;
     void *act;
 };
 
@@ -36,9 +37,12 @@ void pf_linear(const pf_kernels *k, pf_pool *pool, void *act, const pf_weight *W
 void pf_linear_n(const pf_kernels *k, pf_pool *pool, void *act, int n, const pf_weight *const *W, const float *x,
                  int64_t ldx, int B, float *const *y, const int64_t *ldy, int prepared);
 
+/* The RoPE angles (pf_rope_angles) of rows 0..B-1 at positions pos0.. into s->rope. */
+void pf_layer_rope_table(pf_layer_scratch *s, const pf_hparams *hp, int64_t pos0, int B);
+
 /* One row at position pos of layer l: q (NULL: none, as for a draft's context rows) and kr get
- * their head RMS norms (q_norm, k_norm) and NEOX RoPE (cs: the position's angles from
- * pf_rope_angles, NULL: computed here; the same bits), then kr and vr go into the cache. */
+ * their head RMS norms (q_norm, k_norm) and NEOX RoPE (cs: the position's angles, its row of
+ * pf_layer_rope_table; the bits of pf_rope_neox), then kr and vr go into the cache. */
 void pf_layer_qk_row(const pf_kernels *k, const pf_hparams *hp, const float *q_norm, const float *k_norm,
                      pf_kv_cache *kv, int l, int64_t pos, const float *cs, float *q, float *kr, const float *vr);
 
