@@ -4,29 +4,28 @@
 
 /* ---------------------------------------------------------------- forward pieces */
 
-/* y rows (ldy) = W . x rows (ldx): activations prepared once, then one pooled matmul. */
 void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy) {
-    pf_act_prepare(s->k, W->type, x, ldx, B, W->cols, s->act);
-    pf_matmul(s->k, s->pool, W, s->act, B, y, ldy);
+    pf_linear(s->k, s->pool, s->sc->act, W, x, ldx, B, y, ldy, 0);
 }
 
-/* K/V rows of layer l from its input rows `in` (ctx rows for the context, block rows otherwise),
- * QK-normed, roped at pos0 + r and stored in f16 at cache position pos0 + r. */
-static void store_kv(pf_dflash_state *s, int l, const float *in, int B, int64_t pos0) {
+/* Layer l's attention inputs from its input rows `in` (ctx rows for the context, block rows
+ * otherwise): K/V rows QK-normed, roped at pos0 + r (the angles in sc->rope) and stored at cache
+ * position pos0 + r; with q, the block's query rows too (projected with them from the same
+ * prepared rows, normed, roped). */
+static void attn_inputs(pf_dflash_state *s, int l, const float *in, int B, int64_t pos0, float *q) {
     const pf_dflash *d = s->d;
     const pf_hparams *hp = &d->hp;
     const dflash_layer *L = &d->layers[l];
-    const int H = hp->n_embd, hd = hp->head_dim;
-    const int64_t kvd = (int64_t)hp->n_head_kv * hd;
-    dflash_linear(s, &L->attn_k, in, H, B, s->kbuf, kvd);
-    dflash_linear(s, &L->attn_v, in, H, B, s->vbuf, kvd);
-    pf_half *Kc = s->kc + (size_t)l * s->layer_stride, *Vc = s->vc + (size_t)l * s->layer_stride;
-    for (int r = 0; r < B; r++) {
-        float *kr = s->kbuf + (size_t)r * kvd, *vr = s->vbuf + (size_t)r * kvd;
-        pf_rmsnorm_heads(s->k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
-        pf_rope_neox(kr, hp->n_head_kv, hd, pos0 + r, hp->rope_theta);
-        pf_kv_store(s->k, Kc, Vc, s->head_stride, hp->n_head_kv, hd, pos0 + r, kr, vr);
-    }
+    pf_layer_scratch *sc = s->sc;
+    const int H = hp->n_embd, hd = hp->head_dim, first = q ? 0 : 1;
+    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
+    float *y[3] = {q, sc->kbuf, sc->vbuf};
+    const int64_t ldy[3] = {qd, kvd, kvd};
+    pf_linear_n(s->k, s->pool, sc->act, 3 - first, W + first, in, H, B, y + first, ldy + first, 0);
+    for (int r = 0; r < B; r++)
+        pf_layer_qk_row(s->k, hp, L->q_norm, L->k_norm, s->kv, l, pos0 + r, sc->rope + (size_t)r * hd,
+                        q ? q + (size_t)r * qd : NULL, sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
 }
 
 int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]) {
@@ -37,19 +36,22 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
         snprintf(err, PF_ERR_LEN, "dflash: append_context: bad rows (%d)", n);
         return -1;
     }
-    if (s->len + n > s->n_ctx) {
+    pf_kv_cache *kv = s->kv;
+    if (kv->len + n > kv->n_ctx) {
         snprintf(err, PF_ERR_LEN, "dflash: context full: %lld + %d rows exceed the draft context of %lld",
-                 (long long)s->len, n, (long long)s->n_ctx);
+                 (long long)kv->len, n, (long long)kv->n_ctx);
         return -1;
     }
     if (dflash_ensure_rows(s, CHUNK_ROWS, err) < 0) return -1;
     const int64_t feat = d->fc.cols;
     for (int r0 = 0; r0 < n; r0 += CHUNK_ROWS) {
         int R = n - r0 < CHUNK_ROWS ? n - r0 : CHUNK_ROWS;
-        dflash_linear(s, &d->fc, taps + (size_t)r0 * feat, feat, R, s->xn, H);
-        for (int r = 0; r < R; r++) s->k->rmsnorm(s->xn + (size_t)r * H, d->enc_norm, H, hp->rms_eps, s->xn + (size_t)r * H);
-        for (int l = 0; l < hp->n_layer; l++) store_kv(s, l, s->xn, R, s->len);
-        s->len += R;
+        float *xn = s->sc->xn;
+        dflash_linear(s, &d->fc, taps + (size_t)r0 * feat, feat, R, xn, H);
+        for (int r = 0; r < R; r++) s->k->rmsnorm(xn + (size_t)r * H, d->enc_norm, H, hp->rms_eps, xn + (size_t)r * H);
+        pf_layer_rope_table(s->sc, hp, kv->len, R);
+        for (int l = 0; l < hp->n_layer; l++) attn_inputs(s, l, xn, R, kv->len, NULL);
+        kv->len += R;
     }
     return 0;
 }
@@ -75,60 +77,59 @@ static void add_rows(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-/* One draft layer over the B block rows at positions pos0.. (the context is already cached). */
+/* One draft layer over the B block rows at positions pos0.. (the context is already cached, the
+ * rows' RoPE angles are in sc->rope). */
 void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0) {
     const pf_dflash *d = s->d;
     const pf_hparams *hp = &d->hp;
     const dflash_layer *L = &d->layers[l];
     const pf_kernels *k = s->k;
+    pf_layer_scratch *sc = s->sc;
     const int H = hp->n_embd, hd = hp->head_dim, v2 = d->version == 2;
     const int64_t qd = (int64_t)hp->n_head * hd;
     const size_t BH = (size_t)B * H;
     const int64_t dynw = 2 * (int64_t)d->conv_k * d->conv_groups;
 
     /* attention: x += [conv1 o] attn([conv0] rmsnorm(x)) */
-    for (int r = 0; r < B; r++) k->rmsnorm(s->x + (size_t)r * H, L->attn_norm, H, hp->rms_eps, s->xn + (size_t)r * H);
-    const float *in = s->xn;
+    for (int r = 0; r < B; r++) k->rmsnorm(sc->x + (size_t)r * H, L->attn_norm, H, hp->rms_eps, sc->xn + (size_t)r * H);
+    const float *in = sc->xn;
     if (v2) {
-        dflash_linear(s, &L->attn_conv_proj, s->xn, H, B, s->dyn, dynw);
-        conv_rows(d, s->xn, B, L->attn_conv_base, s->dyn, 0, s->cu);
+        dflash_linear(s, &L->attn_conv_proj, sc->xn, H, B, s->dyn, dynw);
+        conv_rows(d, sc->xn, B, L->attn_conv_base, s->dyn, 0, s->cu);
         in = s->cu;
     }
-    dflash_linear(s, &L->attn_q, in, H, B, s->q, qd);
-    for (int r = 0; r < B; r++) {
-        float *q = s->q + (size_t)r * qd;
-        pf_rmsnorm_heads(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
-        pf_rope_neox(q, hp->n_head, hd, pos0 + r, hp->rope_theta);
-    }
-    store_kv(s, l, in, B, pos0); /* after the context; dropped when the block is done */
-    const pf_half *Kc = s->kc + (size_t)l * s->layer_stride, *Vc = s->vc + (size_t)l * s->layer_stride;
-    pf_attention(k, s->pool, s->q, qd, B, hp->n_head, hp->n_head_kv, hd, Kc, Vc, s->head_stride, pos0, pos0 + B, d->causal,
-                 L->window, s->att, qd);
-    dflash_linear(s, &L->attn_o, s->att, qd, B, s->tmp, H);
+    attn_inputs(s, l, in, B, pos0, sc->q); /* K/V after the context; dropped when the block is done */
+    /* the block's rows see the context and the whole block (unless the draft is causal), within
+     * the layer's window */
+    const pf_attn_rows rows = {.q = sc->q, .ldq = qd, .B = B, .n_head = hp->n_head, .pos0 = pos0, .n_keys = pos0 + B,
+                               .causal = d->causal, .window = L->window, .out = sc->att, .ldo = qd};
+    pf_kv_attend(k, s->pool, s->kv, l, &rows);
+    dflash_linear(s, &L->attn_o, sc->att, qd, B, sc->tmp, H);
     if (v2) {
-        conv_rows(d, s->tmp, B, L->attn_conv_base, s->dyn, 1, s->cu);
-        add_rows(s->x, s->cu, BH);
+        conv_rows(d, sc->tmp, B, L->attn_conv_base, s->dyn, 1, s->cu);
+        add_rows(sc->x, s->cu, BH);
     } else {
-        add_rows(s->x, s->tmp, BH);
+        add_rows(sc->x, sc->tmp, BH);
     }
 
     /* MLP: x += [conv1 o] swiglu([conv0] rmsnorm(x)) */
-    for (int r = 0; r < B; r++) k->rmsnorm(s->x + (size_t)r * H, L->ffn_norm, H, hp->rms_eps, s->xn + (size_t)r * H);
-    in = s->xn;
+    for (int r = 0; r < B; r++) k->rmsnorm(sc->x + (size_t)r * H, L->ffn_norm, H, hp->rms_eps, sc->xn + (size_t)r * H);
+    in = sc->xn;
     if (v2) {
-        dflash_linear(s, &L->ffn_conv_proj, s->xn, H, B, s->dyn, dynw);
-        conv_rows(d, s->xn, B, L->ffn_conv_base, s->dyn, 0, s->cu);
+        dflash_linear(s, &L->ffn_conv_proj, sc->xn, H, B, s->dyn, dynw);
+        conv_rows(d, sc->xn, B, L->ffn_conv_base, s->dyn, 0, s->cu);
         in = s->cu;
     }
-    dflash_linear(s, &L->ffn_gate, in, H, B, s->gate, hp->n_ff);
-    dflash_linear(s, &L->ffn_up, in, H, B, s->up, hp->n_ff);
-    for (int r = 0; r < B; r++)
-        k->swiglu(s->gate + (size_t)r * hp->n_ff, s->up + (size_t)r * hp->n_ff, s->gate + (size_t)r * hp->n_ff, hp->n_ff);
-    dflash_linear(s, &L->ffn_down, s->gate, hp->n_ff, B, s->tmp, H);
+    const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
+    float *y[2] = {sc->gate, sc->up};
+    const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
+    pf_linear_n(k, s->pool, sc->act, 2, W, in, H, B, y, ldy, 0);
+    pf_swiglu_rows(k, sc->gate, sc->up, B, hp->n_ff);
+    dflash_linear(s, &L->ffn_down, sc->gate, hp->n_ff, B, sc->tmp, H);
     if (v2) {
-        conv_rows(d, s->tmp, B, L->ffn_conv_base, s->dyn, 1, s->cu);
-        add_rows(s->x, s->cu, BH);
+        conv_rows(d, sc->tmp, B, L->ffn_conv_base, s->dyn, 1, s->cu);
+        add_rows(sc->x, s->cu, BH);
     } else {
-        add_rows(s->x, s->tmp, BH);
+        add_rows(sc->x, sc->tmp, BH);
     }
 }

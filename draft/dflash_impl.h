@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/model.h"
+#include "engine/layer.h"
 #include "engine/tokenizer.h"
 #include "engine/weights.h"
 #include "formats/quant.h"
@@ -75,12 +75,12 @@ struct pf_dflash_state {
     const pf_dflash *d;
     const pf_kernels *k;
     pf_pool *pool;
-    int64_t n_ctx, len;
-    pf_half *kc, *vc; /* layer l at + l*layer_stride, in pf_attention's layout (kernels.h) */
-    int64_t head_stride, layer_stride;
+    /* the context's K/V (kv->len rows); a block's rows are written after them and dropped when
+     * the block is done (kv->len does not move) */
+    pf_kv_cache *kv;
     int rows;         /* scratch capacity in rows */
-    float *x, *xn, *cu, *tmp, *q, *att, *kbuf, *vbuf, *gate, *up, *dyn, *hn, *logits;
-    void *act;
+    pf_layer_scratch *sc; /* the layer's rows (engine/layer.h) */
+    float *cu, *dyn, *hn, *logits; /* DFlash2's conv rows and dyn weights; the final norm; the head */
     /* selector scratch (v2) */
     float *g, *unary, *score, *succ, *ag, *pred_row;
     int32_t *cand;
@@ -105,9 +105,10 @@ int dflash_head_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR
 void dflash_state_head_free(pf_dflash_state *s);
 /* Scratch for R rows (R >= the internal chunk; grows for larger blocks). */
 int dflash_ensure_rows(pf_dflash_state *s, int R, char *err);
-/* y rows (ldy) = W . x rows (ldx): activations prepared once, then one pooled matmul. */
+/* pf_linear through the state's scratch. */
 void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy);
-/* One draft layer over the B block rows at positions pos0.. (the context is already cached). */
+/* One draft layer over the B block rows at positions pos0.. (the context is already cached, the
+ * rows' RoPE angles are in sc->rope: pf_layer_rope_table). */
 void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0);
 
 #endif

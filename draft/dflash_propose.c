@@ -106,9 +106,9 @@ static int check_propose(const pf_dflash_state *s, int32_t bonus, int B, int sam
                          const pf_dist *q, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
     const int V = d->hp.n_vocab, need = d->version == 2 ? d->sel_top_k : V;
-    if (s->len + B > s->n_ctx) {
+    if (s->kv->len + B > s->kv->n_ctx) {
         snprintf(err, PF_ERR_LEN, "dflash: context full: %lld context rows + a block of %d exceed %lld",
-                 (long long)s->len, B, (long long)s->n_ctx);
+                 (long long)s->kv->len, B, (long long)s->kv->n_ctx);
         return -1;
     }
     if (bonus < 0 || bonus >= V) {
@@ -139,13 +139,14 @@ static int block_logits(pf_dflash_state *s, int32_t bonus, int B, float *hidden)
     const int H = hp->n_embd;
     const pf_weight *emb = d->own_embd.data ? &d->own_embd : &tm->tok_embd;
     for (int r = 0; r < B; r++) {
-        float *x = s->x + (size_t)r * H;
+        float *x = s->sc->x + (size_t)r * H;
         pf_dequantize_row(emb->type, (const char *)emb->data + (size_t)(r ? d->mask : bonus) * emb->row_bytes, x, H);
         if (d->embd_scale != 1.0f)
             for (int i = 0; i < H; i++) x[i] *= d->embd_scale;
     }
-    for (int l = 0; l < hp->n_layer; l++) dflash_block_layer(s, l, B, s->len);
-    for (int r = 0; r < B; r++) s->k->rmsnorm(s->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
+    pf_layer_rope_table(s->sc, hp, s->kv->len, B);
+    for (int l = 0; l < hp->n_layer; l++) dflash_block_layer(s, l, B, s->kv->len);
+    for (int r = 0; r < B; r++) s->k->rmsnorm(s->sc->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
     if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));
     const int NV = s->sub ? s->sub->n : hp->n_vocab;
     dflash_linear(s, s->sub ? &s->sub->w : &tm->output, s->hn + H, H, B - 1, s->logits, NV);

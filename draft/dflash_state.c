@@ -2,12 +2,11 @@
 #include "draft/dflash_impl.h"
 
 static void free_scratch(pf_dflash_state *s) {
-    free(s->x); free(s->xn); free(s->cu); free(s->tmp); free(s->q); free(s->att); free(s->kbuf); free(s->vbuf);
-    free(s->gate); free(s->up); free(s->dyn); free(s->hn); free(s->logits); free(s->act);
+    pf_layer_scratch_free(s->sc);
+    free(s->cu); free(s->dyn); free(s->hn); free(s->logits);
     free(s->g); free(s->unary); free(s->score); free(s->succ); free(s->ag); free(s->pred_row); free(s->cand);
-    s->x = s->xn = s->cu = s->tmp = s->q = s->att = s->kbuf = s->vbuf = s->gate = s->up = s->dyn = s->hn = NULL;
-    s->logits = s->g = s->unary = s->score = s->succ = s->ag = s->pred_row = NULL;
-    s->act = NULL;
+    s->sc = NULL;
+    s->cu = s->dyn = s->hn = s->logits = s->g = s->unary = s->score = s->succ = s->ag = s->pred_row = NULL;
     s->cand = NULL;
     s->rows = 0;
 }
@@ -19,23 +18,12 @@ int dflash_ensure_rows(pf_dflash_state *s, int R, char *err) {
     const pf_hparams *hp = &d->hp;
     free_scratch(s);
     size_t r = (size_t)R, H = (size_t)hp->n_embd;
-    size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     size_t V = (size_t)hp->n_vocab, kk = (size_t)d->sel_top_k, rank = (size_t)d->sel_rank;
-    s->x = malloc(r * H * sizeof(float));
-    s->xn = malloc(r * H * sizeof(float));
+    s->sc = pf_layer_scratch_new(hp, R, d->act_max);
     s->cu = malloc(r * H * sizeof(float));
-    s->tmp = malloc(r * H * sizeof(float));
     s->hn = malloc(r * H * sizeof(float));
-    s->q = malloc(r * qd * sizeof(float));
-    s->att = malloc(r * qd * sizeof(float));
-    s->kbuf = malloc(r * kvd * sizeof(float));
-    s->vbuf = malloc(r * kvd * sizeof(float));
-    s->gate = malloc(r * hp->n_ff * sizeof(float));
-    s->up = malloc(r * hp->n_ff * sizeof(float));
     s->logits = malloc(r * V * sizeof(float));
-    s->act = malloc(r * d->act_max);
-    int ok = s->x && s->xn && s->cu && s->tmp && s->hn && s->q && s->att && s->kbuf && s->vbuf && s->gate && s->up &&
-             s->logits && s->act;
+    int ok = s->sc && s->cu && s->hn && s->logits;
     if (d->version == 2) {
         s->dyn = malloc(r * 2 * d->conv_k * d->conv_groups * sizeof(float));
         s->g = malloc(r * rank * sizeof(float));
@@ -68,14 +56,8 @@ pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool 
     s->sub = d->base_head.n ? &d->base_head : NULL;
     s->k = k ? k : pf_kernels_best();
     s->pool = pool;
-    s->n_ctx = n_ctx;
-    s->head_stride = pf_kv_head_stride(n_ctx, d->hp.head_dim);
-    s->layer_stride = s->head_stride * d->hp.n_head_kv;
-    size_t cells = (size_t)d->hp.n_layer * (size_t)s->layer_stride;
-    /* zeroed: attention reads whole key tiles (kv_cache.c) */
-    s->kc = calloc(cells, sizeof(pf_half));
-    s->vc = calloc(cells, sizeof(pf_half));
-    if (!s->kc || !s->vc || pf_dist_init(&s->dist, d->hp.n_vocab) < 0) goto oom;
+    s->kv = pf_kv_new(&d->hp, n_ctx, PF_KV_F16);
+    if (!s->kv || pf_dist_init(&s->dist, d->hp.n_vocab) < 0) goto oom;
     int R = d->block_size > CHUNK_ROWS ? d->block_size : CHUNK_ROWS;
     if (dflash_ensure_rows(s, R, err) < 0) goto fail;
     return s;
@@ -90,21 +72,20 @@ void pf_dflash_state_free(pf_dflash_state *s) {
     if (!s) return;
     free_scratch(s);
     dflash_state_head_free(s);
-    free(s->kc);
-    free(s->vc);
+    pf_kv_free(s->kv);
     pf_dist_free(&s->dist);
     free(s);
 }
 
-void pf_dflash_reset(pf_dflash_state *s) { s->len = 0; }
-int64_t pf_dflash_context_len(const pf_dflash_state *s) { return s->len; }
+void pf_dflash_reset(pf_dflash_state *s) { s->kv->len = 0; }
+int64_t pf_dflash_context_len(const pf_dflash_state *s) { return s->kv->len; }
 void pf_dflash_truncate(pf_dflash_state *s, int64_t len) {
-    if (len >= 0 && len < s->len) s->len = len;
+    if (len >= 0) pf_kv_truncate(s->kv, len);
 }
 
 void pf_dflash_cache_row(const pf_dflash_state *s, int layer, int keys, int64_t pos, pf_half *row) {
-    const pf_half *X = (keys ? s->kc : s->vc) + (size_t)layer * s->layer_stride;
-    pf_kv_row_get(X, keys, s->head_stride, s->d->hp.n_head_kv, s->d->hp.head_dim, pos, row);
+    const pf_kv_view v = pf_kv_layer(s->kv, layer);
+    pf_kv_row_get(keys ? v.k : v.v, keys, v.head_stride, v.n_kv_head, v.head_dim, pos, row);
 }
 
 const float *pf_dflash_last_logits(const pf_dflash_state *s, int *n_rows) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/model.h"
+#include "engine/layer.h"
 #include "formats/quant.h"
 #include "engine/clock.h"
 
@@ -24,6 +24,14 @@ static void op_mark(pf_ctx *c, int op, double *t) {
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
+void pf_ctx_free(pf_ctx *c) {
+    if (!c) return;
+    if (c->pool) pf_pool_destroy(c->pool);
+    pf_kv_free(c->kv);
+    pf_layer_scratch_free(c->sc);
+    free(c);
+}
+
 pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_kernels *k, char err[PF_ERR_LEN]) {
     const pf_hparams *hp = &m->hp;
     pf_ctx *c = calloc(1, sizeof *c);
@@ -33,18 +41,7 @@ pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_ker
     c->max_rows = CHUNK_ROWS;
     c->pool = pf_pool_create(n_threads < 1 ? 1 : n_threads);
     c->kv = pf_kv_new(hp, n_ctx, PF_KV_F16);
-    size_t R = (size_t)c->max_rows;
-    size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
-    c->x = malloc(R * hp->n_embd * sizeof(float));
-    c->xn = malloc(R * hp->n_embd * sizeof(float));
-    c->tmp = malloc(R * hp->n_embd * sizeof(float));
-    c->q = malloc(R * qd * sizeof(float));
-    c->att = malloc(R * qd * sizeof(float));
-    c->kbuf = malloc(R * kvd * sizeof(float));
-    c->vbuf = malloc(R * kvd * sizeof(float));
-    c->gate = malloc(R * hp->n_ff * sizeof(float));
-    c->up = malloc(R * hp->n_ff * sizeof(float));
-    c->logit_row = malloc((size_t)hp->n_vocab * sizeof(float));
+    size_t qd = (size_t)hp->n_head * hp->head_dim;
     size_t act = 0;
     const pf_layer *L = &m->layers[0];
     const pf_weight *ws[] = {&L->attn_q, &L->attn_o, &L->ffn_down, &m->output};
@@ -52,24 +49,13 @@ pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_ker
     /* layers may mix types: size for the widest format at both widths */
     act = max_sz(act, max_sz(pf_act_row_bytes(PF_TYPE_F32, hp->n_ff), pf_act_row_bytes(PF_TYPE_F32, (int64_t)qd)));
     act = max_sz(act, pf_act_row_bytes(PF_TYPE_F32, hp->n_embd));
-    c->act = malloc(R * act);
-    if (!c->pool || !c->kv || !c->x || !c->xn || !c->tmp || !c->q || !c->att || !c->kbuf || !c->vbuf ||
-        !c->gate || !c->up || !c->logit_row || !c->act)
-        goto oom;
+    c->sc = pf_layer_scratch_new(hp, c->max_rows, act);
+    if (!c->pool || !c->kv || !c->sc) goto oom;
     return c;
 oom:
     snprintf(err, PF_ERR_LEN, "out of memory for a context of %lld tokens", (long long)n_ctx);
     pf_ctx_free(c);
     return NULL;
-}
-
-void pf_ctx_free(pf_ctx *c) {
-    if (!c) return;
-    if (c->pool) pf_pool_destroy(c->pool);
-    pf_kv_free(c->kv);
-    free(c->x); free(c->xn); free(c->tmp); free(c->q); free(c->att); free(c->kbuf); free(c->vbuf);
-    free(c->gate); free(c->up); free(c->logit_row); free(c->act);
-    free(c);
 }
 
 int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
@@ -94,40 +80,16 @@ int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
     return 0;
 }
 
-/* The first of n weights reading the same rows when all take the same activation format and width
- * (their rows are then prepared once, for all), else NULL. */
-static const pf_weight *shared_input(int n, const pf_weight *const *W) {
-    for (int i = 1; i < n; i++)
-        if (W[i]->type != W[0]->type || W[i]->cols != W[0]->cols) return NULL;
-    return W[0];
-}
-
-/* shared_input of a layer's q/k/v projections. */
+/* pf_shared_input of a layer's q/k/v projections. */
 static const pf_weight *qkv_input(const pf_layer *L) {
     const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
-    return shared_input(3, W);
+    return pf_shared_input(3, W);
 }
 
-/* y rows (ldy) = W . x rows (ldx): activations prepared once (unless the row steps did: prepared),
- * then one pooled matmul. */
+/* pf_linear through the context's scratch. */
 static void linear(pf_ctx *c, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy,
                    int prepared) {
-    if (!prepared) pf_act_prepare(c->k, W->type, x, ldx, B, W->cols, c->act);
-    pf_matmul(c->k, c->pool, W, c->act, B, y, ldy);
-}
-
-/* Several weights reading the same rows (q/k/v, gate/up): when all take the same activation
- * format and width, the rows are prepared once (or were, by the row steps: prepared) and the
- * matmuls share one pool run (the results are the same bytes either way); otherwise one linear
- * each. */
-static void linear_n(pf_ctx *c, int n, const pf_weight *const *W, const float *x, int64_t ldx, int B,
-                     float *const *y, const int64_t *ldy, int prepared) {
-    if (!shared_input(n, W)) {
-        for (int i = 0; i < n; i++) linear(c, W[i], x, ldx, B, y[i], ldy[i], 0);
-        return;
-    }
-    if (!prepared) pf_act_prepare(c->k, W[0]->type, x, ldx, B, W[0]->cols, c->act);
-    pf_matmul_n(c->k, c->pool, n, W, c->act, B, y, ldy);
+    pf_linear(c->k, c->pool, c->sc->act, W, x, ldx, B, y, ldy, prepared);
 }
 
 /* The per-row steps between matmuls. From ROWS_POOL_MIN rows they are split over the pool by rows
@@ -148,9 +110,8 @@ typedef enum {
 typedef struct {
     pf_ctx *c;
     const pf_batch *b;
-    int l, B, row0, rope_tab;
+    int l, B, row0;
     int64_t pos0;
-    const float *rope_cs;
     rows_step step;
     const pf_weight *prep;
 } rows_job;
@@ -159,7 +120,7 @@ static void prep_row(const rows_job *j, const float *x, int r) {
     const pf_weight *W = j->prep;
     if (W)
         pf_act_prepare_row(j->c->k, W->type, x, W->cols,
-                           (char *)j->c->act + (size_t)r * pf_act_row_bytes(W->type, W->cols));
+                           (char *)j->c->sc->act + (size_t)r * pf_act_row_bytes(W->type, W->cols));
 }
 
 static void row_step(const rows_job *j, int r) {
@@ -170,34 +131,26 @@ static void row_step(const rows_job *j, int r) {
     const pf_layer *L = &m->layers[j->l];
     const int H = hp->n_embd, hd = hp->head_dim;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
-    float *x = c->x + (size_t)r * H, *xn = c->xn + (size_t)r * H, *t = c->tmp + (size_t)r * H;
+    pf_layer_scratch *sc = c->sc;
+    float *x = sc->x + (size_t)r * H, *xn = sc->xn + (size_t)r * H, *t = sc->tmp + (size_t)r * H;
     switch (j->step) {
     case ROWS_ATTN_NORM:
         k->rmsnorm(x, L->attn_norm, H, hp->rms_eps, xn);
         prep_row(j, xn, r);
         break;
-    case ROWS_QK: {
-        float *q = c->q + (size_t)r * qd, *kr = c->kbuf + (size_t)r * kvd, *vr = c->vbuf + (size_t)r * kvd;
-        pf_rmsnorm_heads(k, q, hp->n_head, hd, L->q_norm, hp->rms_eps);
-        pf_rmsnorm_heads(k, kr, hp->n_head_kv, hd, L->k_norm, hp->rms_eps);
-        if (j->rope_tab) {
-            pf_rope_neox_cs(q, hp->n_head, hd, j->rope_cs + (size_t)r * hd);
-            pf_rope_neox_cs(kr, hp->n_head_kv, hd, j->rope_cs + (size_t)r * hd);
-        } else {
-            pf_rope_neox(q, hp->n_head, hd, j->pos0 + r, hp->rope_theta);
-            pf_rope_neox(kr, hp->n_head_kv, hd, j->pos0 + r, hp->rope_theta);
-        }
-        pf_kv_write(k, c->kv, j->l, j->pos0 + r, kr, vr);
+    case ROWS_QK:
+        pf_layer_qk_row(k, hp, L->q_norm, L->k_norm, c->kv, j->l, j->pos0 + r,
+                        sc->rope + (size_t)r * hd, sc->q + (size_t)r * qd,
+                        sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
         break;
-    }
     case ROWS_O_OUT:
         for (int i = 0; i < H; i++) x[i] += t[i];
         k->rmsnorm(x, L->ffn_norm, H, hp->rms_eps, xn);
         prep_row(j, xn, r);
         break;
     case ROWS_SWIGLU: {
-        float *g = c->gate + (size_t)r * hp->n_ff;
-        k->swiglu(g, c->up + (size_t)r * hp->n_ff, g, hp->n_ff);
+        float *g = sc->gate + (size_t)r * hp->n_ff;
+        pf_swiglu_rows(k, g, sc->up + (size_t)r * hp->n_ff, 1, hp->n_ff);
         prep_row(j, g, r);
         break;
     }
@@ -246,15 +199,11 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     double tm = c->op_s ? pf_now_s() : 0;
 
     for (int r = 0; r < B; r++) pf_dequantize_row(m->tok_embd.type,
-        (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->x + (size_t)r * H, H);
+        (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->sc->x + (size_t)r * H, H);
 
-    /* RoPE angles of the chunk's positions, once for all layers (hd <= 256: else per call) */
-    float rope_cs[CHUNK_ROWS * 256];
-    const int rope_tab = hd <= 256 && B <= CHUNK_ROWS;
-    if (rope_tab)
-        for (int r = 0; r < B; r++) pf_rope_angles(hd, pos0 + r, hp->rope_theta, rope_cs + (size_t)r * hd);
+    pf_layer_rope_table(c->sc, hp, pos0, B); /* the chunk's RoPE angles, once for all layers */
 
-    rows_job rj = {c, b, 0, B, row0, rope_tab, pos0, rope_cs, ROWS_ATTN_NORM, NULL};
+    rows_job rj = {c, b, 0, B, row0, pos0, ROWS_ATTN_NORM, NULL};
     int prepared = rows_run(&rj, ROWS_ATTN_NORM, qkv_input(&m->layers[0]));
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];
@@ -262,29 +211,31 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         op_mark(c, PF_OP_ELEMENT, &tm);
         {
             const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
-            float *y[3] = {c->q, c->kbuf, c->vbuf};
+            float *y[3] = {c->sc->q, c->sc->kbuf, c->sc->vbuf};
             const int64_t ldy[3] = {qd, kvd, kvd};
-            linear_n(c, 3, W, c->xn, H, B, y, ldy, prepared);
+            pf_linear_n(k, c->pool, c->sc->act, 3, W, c->sc->xn, H, B, y, ldy, prepared);
         }
         op_mark(c, PF_OP_QKV, &tm);
         rows_run(&rj, ROWS_QK, NULL);
         op_mark(c, PF_OP_ELEMENT, &tm);
-        pf_kv_attend(k, c->pool, kv, l, c->q, qd, B, hp->n_head, pos0, c->att, qd);
+        const pf_attn_rows rows = {.q = c->sc->q, .ldq = qd, .B = B, .n_head = hp->n_head, .pos0 = pos0,
+                                   .n_keys = pos0 + B, .causal = 1, .out = c->sc->att, .ldo = qd};
+        pf_kv_attend(k, c->pool, kv, l, &rows);
         op_mark(c, PF_OP_ATTENTION, &tm);
-        linear(c, &L->attn_o, c->att, qd, B, c->tmp, H, 0);
+        linear(c, &L->attn_o, c->sc->att, qd, B, c->sc->tmp, H, 0);
         op_mark(c, PF_OP_O, &tm);
         const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
-        prepared = rows_run(&rj, ROWS_O_OUT, shared_input(2, W));
+        prepared = rows_run(&rj, ROWS_O_OUT, pf_shared_input(2, W));
         op_mark(c, PF_OP_ELEMENT, &tm);
         {
-            float *y[2] = {c->gate, c->up};
+            float *y[2] = {c->sc->gate, c->sc->up};
             const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
-            linear_n(c, 2, W, c->xn, H, B, y, ldy, prepared);
+            pf_linear_n(k, c->pool, c->sc->act, 2, W, c->sc->xn, H, B, y, ldy, prepared);
         }
         op_mark(c, PF_OP_GATE_UP, &tm);
         prepared = rows_run(&rj, ROWS_SWIGLU, &L->ffn_down);
         op_mark(c, PF_OP_ELEMENT, &tm);
-        linear(c, &L->ffn_down, c->gate, hp->n_ff, B, c->tmp, H, prepared);
+        linear(c, &L->ffn_down, c->sc->gate, hp->n_ff, B, c->sc->tmp, H, prepared);
         op_mark(c, PF_OP_DOWN, &tm);
         prepared = rows_run(&rj, ROWS_DOWN_OUT, l + 1 < hp->n_layer ? qkv_input(&m->layers[l + 1]) : NULL);
         op_mark(c, PF_OP_ELEMENT, &tm);
@@ -299,9 +250,9 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     }
     int nr = B - first;
     for (int r = first; r < B; r++)
-        k->rmsnorm(c->x + (size_t)r * H, m->output_norm, H, hp->rms_eps, c->xn + (size_t)(r - first) * H);
+        k->rmsnorm(c->sc->x + (size_t)r * H, m->output_norm, H, hp->rms_eps, c->sc->xn + (size_t)(r - first) * H);
     float *out = b->logits_mode == PF_LOGITS_ALL ? b->logits + (size_t)row0 * hp->n_vocab : b->logits;
-    linear(c, &m->output, c->xn, H, nr, out, hp->n_vocab, 0);
+    linear(c, &m->output, c->sc->xn, H, nr, out, hp->n_vocab, 0);
     op_mark(c, PF_OP_HEAD, &tm);
 }
 

@@ -16,17 +16,23 @@ void pf_kv_write(const pf_kernels *k, pf_kv_cache *kv, int l, int64_t pos, const
     }
 }
 
-void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int l, const float *q, int64_t ldq, int B,
-                  int n_head, int64_t pos0, float *out, int64_t ldo) {
+pf_kv_view pf_kv_layer(const pf_kv_cache *kv, int l) {
     size_t lo = (size_t)l * (size_t)kv->layer_stride;
+    pf_kv_view v = {.type = kv->type, .head_stride = kv->head_stride, .n_kv_head = kv->n_kv_head,
+                    .head_dim = kv->head_dim};
     if (kv->type == PF_KV_Q8) {
         size_t so = (size_t)l * (size_t)kv->n_kv_head * (size_t)kv->scale_stride;
-        pf_attention_q8(k, pool, q, ldq, B, n_head, kv->n_kv_head, kv->head_dim, kv->k8 + lo, kv->v8 + lo, kv->ks + so,
-                        kv->vs + so, kv->head_stride, kv->scale_stride, pos0, pos0 + B, 1, 0, out, ldo);
+        v.k8 = kv->k8 + lo, v.v8 = kv->v8 + lo, v.ks = kv->ks + so, v.vs = kv->vs + so;
+        v.scale_stride = kv->scale_stride;
     } else {
-        pf_attention(k, pool, q, ldq, B, n_head, kv->n_kv_head, kv->head_dim, kv->k + lo, kv->v + lo, kv->head_stride,
-                     pos0, pos0 + B, 1, 0, out, ldo);
+        v.k = kv->k + lo, v.v = kv->v + lo;
     }
+    return v;
+}
+
+void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int l, const pf_attn_rows *rows) {
+    pf_kv_view v = pf_kv_layer(kv, l);
+    pf_attention(k, pool, &v, rows);
 }
 
 int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]) {

@@ -70,8 +70,8 @@ void pf_weights_free(void *p, size_t map_len);
 /* Bytes of all weight tensors (what a decode step streams). */
 size_t pf_model_weight_bytes(const pf_model *m);
 
-/* Per-layer KV cache in f16, in the layout pf_attention reads (kernels.h); truncation is a length
- * change (no copy). */
+/* Per-layer KV cache, f16 or 8-bit, in the layouts pf_attention reads (kernels.h); truncation is a
+ * length change (no copy). The target's context and a draft's context keep one each. */
 typedef struct {
     int n_layer, kv_dim, n_kv_head, head_dim;
     pf_kv_type type;     /* PF_KV_F16 (k, v) or PF_KV_Q8 (k8, v8 with scales ks, vs) */
@@ -90,15 +90,19 @@ pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx, pf_kv_type type);
 size_t pf_kv_bytes_per_token(const pf_kv_cache *kv);
 /* Layer l, position pos, from f32 key and value rows (n_kv_head * head_dim each), for either type. */
 void pf_kv_write(const pf_kernels *k, pf_kv_cache *kv, int l, int64_t pos, const float *krow, const float *vrow);
-/* Causal attention of B query rows at positions pos0.. over layer l's keys [0, pos0 + B), for
- * either type (pf_attention / pf_attention_q8). */
-void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int l, const float *q, int64_t ldq, int B,
-                  int n_head, int64_t pos0, float *out, int64_t ldo);
+/* Layer l of the cache as attention reads it (kernels.h). */
+pf_kv_view pf_kv_layer(const pf_kv_cache *kv, int l);
+/* Attention of rows over layer l's keys, for either type: the target's rows are causal over
+ * [0, pos0 + B), the draft's block sees its context and the whole block, within a window. */
+void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int l, const pf_attn_rows *rows);
 /* 1 if kernels k read the 8-bit cache at speed (the AVX-512 ones; elsewhere its scalar path is
  * several times slower than the f16 cache), else 0 with the reason in err. */
 int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]);
 void pf_kv_free(pf_kv_cache *kv);
 void pf_kv_truncate(pf_kv_cache *kv, int64_t len);
+
+/* The rows of a chunk through a layer (engine/layer.h), shared with the draft's forward. */
+typedef struct pf_layer_scratch pf_layer_scratch;
 
 /* Scratch + threads + kernel table for running forwards of one model. */
 typedef struct pf_ctx {
@@ -107,8 +111,7 @@ typedef struct pf_ctx {
     pf_pool *pool;
     pf_kv_cache *kv;
     int max_rows; /* rows per internal chunk */
-    float *x, *xn, *q, *kbuf, *vbuf, *att, *tmp, *gate, *up, *logit_row;
-    void *act;
+    pf_layer_scratch *sc;
     /* Per-operation wall time in seconds, accumulated by every forward when not NULL (the
      * caller owns the PF_OP_COUNT doubles; bench-model --ops). */
     double *op_s;

@@ -50,10 +50,13 @@ double pf_probe_compute(const pf_kernels *k, pf_pool *pool, int passes) {
             V[i] = pf_fp32_to_fp16((float)(i % 7) * 0.1f - 0.3f);
         }
         for (int64_t i = 0; i < B * qd; i++) q[i] = (float)(i % 11) * 0.1f - 0.5f;
+        const pf_kv_view view = {.type = PF_KV_F16, .k = K, .v = V, .head_stride = hs, .n_kv_head = NKV, .head_dim = HD};
+        const pf_attn_rows rows = {.q = q, .ldq = qd, .B = B, .n_head = NH, .pos0 = NK - B, .n_keys = NK, .causal = 1,
+                                   .out = o, .ldo = qd};
         double tbest = 1e30;
         for (int r = 0; r <= passes; r++) { /* the first call warms the caches, untimed */
             double t0 = pf_now_s();
-            pf_attention(k, pool, q, qd, B, NH, NKV, HD, K, V, hs, NK - B, NK, 1, 0, o, qd);
+            pf_attention(k, pool, &view, &rows);
             double t = pf_now_s() - t0;
             if (r > 0 && t < tbest) tbest = t;
         }

@@ -58,26 +58,19 @@ static void run_attention(pf_attn_job *j, pf_pool *pool) {
         pf_pool_run(pool, attn_worker, j);
 }
 
-void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t head_stride,
-                  int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo) {
+void pf_attention(const pf_kernels *k, pf_pool *pool, const pf_kv_view *kv, const pf_attn_rows *rows) {
+    int B = rows->B, n_head = rows->n_head, n_kv_head = kv->n_kv_head, hd = kv->head_dim, q8 = kv->type == PF_KV_Q8;
     if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head) return;
-    pf_attn_job j = {.k = k, .q = q, .ldq = ldq, .B = B, .n_head = n_head, .n_kv_head = n_kv_head, .hd = hd,
-                     .K = K, .V = V, .head_stride = head_stride, .pos0 = pos0, .n_keys = n_keys, .causal = causal,
-                     .window = window, .out = out, .ldo = ldo, .scale = (float)(1.0 / sqrt((double)hd))};
-    run_attention(&j, pool);
-}
-
-void pf_attention_q8(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                     int n_kv_head, int hd, const uint8_t *K, const int8_t *V, const float *ks, const float *vs,
-                     int64_t head_stride, int64_t scale_stride, int64_t pos0, int64_t n_keys, int causal,
-                     int64_t window, float *out, int64_t ldo) {
     /* the 8-bit layout's preconditions (kernels.h); pf_ctx_set_kv_type refuses other models */
-    if (B <= 0 || n_head <= 0 || n_kv_head <= 0 || hd <= 0 || n_head % n_kv_head || hd % 4 || hd > PF_KV_Q8_MAX_HD)
-        return;
-    pf_attn_job j = {.k = k, .q = q, .ldq = ldq, .B = B, .n_head = n_head, .n_kv_head = n_kv_head, .hd = hd,
-                     .K8 = K, .V8 = V, .ks = ks, .vs = vs, .scale_stride = scale_stride, .q8 = 1,
-                     .head_stride = head_stride, .pos0 = pos0, .n_keys = n_keys, .causal = causal,
-                     .window = window, .out = out, .ldo = ldo, .scale = (float)(1.0 / sqrt((double)hd))};
+    if (q8 && (hd % 4 || hd > PF_KV_Q8_MAX_HD)) return;
+    pf_attn_job j = {.k = k, .q = rows->q, .ldq = rows->ldq, .B = B, .n_head = n_head, .n_kv_head = n_kv_head,
+                     .hd = hd, .head_stride = kv->head_stride, .pos0 = rows->pos0, .n_keys = rows->n_keys,
+                     .causal = rows->causal, .window = rows->window, .out = rows->out, .ldo = rows->ldo,
+                     .scale = (float)(1.0 / sqrt((double)hd))};
+    if (q8) {
+        j.K8 = kv->k8, j.V8 = kv->v8, j.ks = kv->ks, j.vs = kv->vs, j.scale_stride = kv->scale_stride, j.q8 = 1;
+    } else {
+        j.K = kv->k, j.V = kv->v;
+    }
     run_attention(&j, pool);
 }

@@ -191,20 +191,39 @@ void pf_kv_row_get(const pf_half *X, int keys, int64_t head_stride, int n_kv_hea
 void pf_kv_row_put(pf_half *X, int keys, int64_t head_stride, int n_kv_head, int hd, int64_t pos,
                    const pf_half *row);
 
-/* Attention of B query rows over the key/value cache of one layer (layout above).
- * q: row b at q + b*ldq, n_head heads of hd. Row b sits at position pos0 + b and sees key j < n_keys
- * iff (!causal || j <= pos0 + b) and (window == 0 || pos0 + b - j < window). Query head h reads KV
- * head h / (n_head/n_kv_head). Scale 1/sqrt(hd). out: row b at out + b*ldo (must not alias q, K or
- * V). Work split over (row, KV head) pairs. */
-void pf_attention(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                  int n_kv_head, int hd, const pf_half *K, const pf_half *V, int64_t head_stride,
-                  int64_t pos0, int64_t n_keys, int causal, int64_t window, float *out, int64_t ldo);
-/* The same over the 8-bit cache: a score is ((q8 . k8) * qs) * ks * scale with the query rounded by
+/* One layer's KV cache as attention reads it (layouts above): keys and values of each of n_kv_head
+ * heads at + h * head_stride; PF_KV_F16 reads k, v, PF_KV_Q8 reads k8, v8 and the scales ks, vs
+ * (head h at + h * scale_stride). */
+typedef struct {
+    pf_kv_type type;
+    const pf_half *k, *v;
+    const uint8_t *k8;
+    const int8_t *v8;
+    const float *ks, *vs;
+    int64_t head_stride, scale_stride;
+    int n_kv_head, head_dim;
+} pf_kv_view;
+
+/* B query rows of one attention call: row b at q + b*ldq, n_head heads of the view's head_dim,
+ * at position pos0 + b; it sees key j < n_keys iff (!causal || j <= pos0 + b) and
+ * (window == 0 || pos0 + b - j < window). Output row b at out + b*ldo (must not alias q or the
+ * cache). */
+typedef struct {
+    const float *q;
+    int64_t ldq;
+    int B, n_head;
+    int64_t pos0, n_keys;
+    int causal;
+    int64_t window;
+    float *out;
+    int64_t ldo;
+} pf_attn_rows;
+
+/* Attention of rows over the cache of one layer. Query head h reads KV head
+ * h / (n_head/n_kv_head). Scale 1/sqrt(head_dim). Work split over (row, KV head) pairs. Over the
+ * 8-bit cache a score is ((q8 . k8) * qs) * ks * scale with the query rounded by
  * pf_attn_quantize_q (exact integer dot products); values are weighted by p * vs. */
-void pf_attention_q8(const pf_kernels *k, pf_pool *pool, const float *q, int64_t ldq, int B, int n_head,
-                     int n_kv_head, int hd, const uint8_t *K, const int8_t *V, const float *ks, const float *vs,
-                     int64_t head_stride, int64_t scale_stride, int64_t pos0, int64_t n_keys, int causal,
-                     int64_t window, float *out, int64_t ldo);
+void pf_attention(const pf_kernels *k, pf_pool *pool, const pf_kv_view *kv, const pf_attn_rows *rows);
 
 /* The scalar level's softmax (pf_kernels.softmax), which every level computes bit for bit. */
 void pf_softmax(float *x, int64_t n);

@@ -1147,6 +1147,22 @@ static int64_t cache_layout(const attn_case *c, int64_t n_keys, const pf_half *K
     return hs;
 }
 
+/* The case's views of an f16 cache (cache_layout) and the rows of one call. */
+static pf_kv_view f16_view(const attn_case *c, const pf_half *Kc, const pf_half *Vc, int64_t hs) {
+    return (pf_kv_view){.type = PF_KV_F16, .k = Kc, .v = Vc, .head_stride = hs, .n_kv_head = c->n_kv, .head_dim = c->hd};
+}
+
+static pf_attn_rows case_rows(const attn_case *c, const float *q, int64_t ldq, float *out, int64_t ldo) {
+    return (pf_attn_rows){.q = q, .ldq = ldq, .B = c->B, .n_head = c->n_head, .pos0 = c->pos0, .n_keys = c->n_keys,
+                          .causal = c->causal, .window = c->window, .out = out, .ldo = ldo};
+}
+
+/* Row b of rows alone, the cache cut after it (causal rows one at a time). */
+static pf_attn_rows one_row(pf_attn_rows r, int b, int64_t n_keys) {
+    r.q += b * r.ldq, r.out += b * r.ldo, r.pos0 += b, r.B = 1, r.n_keys = n_keys;
+    return r;
+}
+
 TEST(kernels_attention_vs_double) {
     const attn_case cases[] = {
         {14, 2, 64, 100, 105, 0, 5, 1},  /* causal decode/verify, GQA 7:1 */
@@ -1182,8 +1198,9 @@ TEST(kernels_attention_vs_double) {
             const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             for (int pi = 0; pi < 2; pi++) {
-                pf_attention(k, pi ? pool : NULL, q, ldq, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs,
-                             c->pos0, c->n_keys, c->causal, c->window, out, ldo);
+                const pf_kv_view v = f16_view(c, Kc, Vc, hs);
+                const pf_attn_rows rows = case_rows(c, q, ldq, out, ldo);
+                pf_attention(k, pi ? pool : NULL, &v, &rows);
                 for (int b = 0; b < c->B; b++)
                     for (int i = 0; i < c->n_head * c->hd; i++) {
                         double r = ref[(size_t)b * c->n_head * c->hd + i];
@@ -1219,13 +1236,17 @@ TEST(kernels_attention_batch_invariance) {
         for (int l = 0; l < PF_LEVEL_COUNT; l++) {
             const pf_kernels *k = test_kernels(l);
             if (!k) continue;
-            pf_attention(k, pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs, c->pos0, n_keys,
-                         1, c->window, ob, ld);
-            pf_attention(k, pool3, q, ld, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs, c->pos0, n_keys,
-                         1, c->window, o3, ld);
-            for (int b = 0; b < c->B; b++)
-                pf_attention(k, pool3, q + b * ld, ld, 1, c->n_head, c->n_kv, c->hd, Kc, Vc, hs,
-                             c->pos0 + b, c->pos0 + b + 1, 1, c->window, o1 + b * ld, ld);
+            const pf_kv_view v = f16_view(c, Kc, Vc, hs);
+            pf_attn_rows rows = case_rows(c, q, ld, ob, ld);
+            rows.n_keys = n_keys, rows.causal = 1;
+            pf_attention(k, pool1, &v, &rows);
+            rows.out = o3;
+            pf_attention(k, pool3, &v, &rows);
+            rows.out = o1;
+            for (int b = 0; b < c->B; b++) {
+                const pf_attn_rows r1 = one_row(rows, b, c->pos0 + b + 1);
+                pf_attention(k, pool3, &v, &r1);
+            }
             CHECKF(memcmp(ob, o1, (size_t)c->B * ld * sizeof(float)) == 0,
                    "%s case %d: B rows differ from one row at a time", k->name, ci);
             CHECKF(memcmp(ob, o3, (size_t)c->B * ld * sizeof(float)) == 0,
@@ -1350,8 +1371,8 @@ TEST(kernels_gemm_i8mm_packed_bitwise) {
 #endif
 }
 
-/* The 8-bit cache (pf_kv_store_q8 / pf_attention_q8): row-major test keys and values stored as
- * int8 with per-(head, position) scales; the reference reads the dequantized values and the queries
+/* The 8-bit cache (pf_kv_store_q8 / pf_attention over a PF_KV_Q8 view): row-major test keys and
+ * values stored as int8 with per-(head, position) scales; the reference reads the dequantized values and the queries
  * rounded as the kernel rounds them (pf_attn_quantize_q), so this checks the kernels' arithmetic. Unwritten slots hold 127 and NaN scales, so a leak of a
  * position past the cache would show. Every level (AVX2 and AVX-512 with their integer scores;
  * head dims not a multiple of 8 take the scalar path), 1 and 3 threads; then B rows at once == one
@@ -1396,6 +1417,11 @@ static void q8_cache_make(const attn_case *c, int64_t n_keys, uint64_t seed, q8_
             }
     }
     free(kr), free(vr);
+}
+
+static pf_kv_view q8_view(const attn_case *c, const q8_cache *qc) {
+    return (pf_kv_view){.type = PF_KV_Q8, .k8 = qc->K, .v8 = qc->V, .ks = qc->ks, .vs = qc->vs, .head_stride = qc->hs,
+                        .scale_stride = qc->ss, .n_kv_head = c->n_kv, .head_dim = c->hd};
 }
 
 static void q8_cache_free(q8_cache *qc) { free(qc->K), free(qc->V), free(qc->ks), free(qc->vs), free(qc->Kd), free(qc->Vd); }
@@ -1445,8 +1471,9 @@ TEST(kernels_attention_q8) {
             const pf_kernels *k = test_kernels(l);
             if (!k) continue;
             for (int pi = 0; pi < 2; pi++) {
-                pf_attention_q8(k, pi ? pool3 : pool1, q, ld, c->B, c->n_head, c->n_kv, c->hd, qc.K, qc.V, qc.ks, qc.vs,
-                                qc.hs, qc.ss, c->pos0, c->n_keys, c->causal, c->window, out, ld);
+                const pf_kv_view v = q8_view(c, &qc);
+                const pf_attn_rows rows = case_rows(c, q, ld, out, ld);
+                pf_attention(k, pi ? pool3 : pool1, &v, &rows);
                 for (int64_t i = 0; i < c->B * ld; i++)
                     CHECKF(fabs(out[i] - ref[i]) <= 5e-6, "%s case %d i=%lld: %.8g vs %.8g", k->name, ci, (long long)i,
                            out[i], ref[i]);
@@ -1464,10 +1491,12 @@ TEST(kernels_attention_q8) {
                 }
             }
             if (!c->causal) continue;
-            for (int b = 0; b < c->B; b++) /* causal rows one at a time, the cache cut at each */
-                pf_attention_q8(k, pool3, q + b * ld, ld, 1, c->n_head, c->n_kv, c->hd, qc.K, qc.V, qc.ks, qc.vs, qc.hs,
-                                qc.ss, c->pos0 + b, c->pos0 + b + 1 < c->n_keys ? c->pos0 + b + 1 : c->n_keys, 1,
-                                c->window, o1 + b * ld, ld);
+            const pf_kv_view v = q8_view(c, &qc);
+            const pf_attn_rows rows = case_rows(c, q, ld, o1, ld);
+            for (int b = 0; b < c->B; b++) { /* causal rows one at a time, the cache cut at each */
+                const pf_attn_rows r1 = one_row(rows, b, c->pos0 + b + 1 < c->n_keys ? c->pos0 + b + 1 : c->n_keys);
+                pf_attention(k, pool3, &v, &r1);
+            }
             CHECKF(memcmp(out, o1, (size_t)c->B * ld * sizeof(float)) == 0, "%s case %d: B rows != one at a time",
                    k->name, ci);
         }
@@ -1512,19 +1541,16 @@ TEST(kernels_attention_levels_bitwise_scalar) {
         int q8_ok = c->hd % 4 == 0 && c->hd <= PF_KV_Q8_MAX_HD;
         if (q8_ok) q8_cache_make(c, c->n_keys, 900 + ci, &qc);
         for (int cache = 0; cache < 1 + q8_ok; cache++) {
-            if (cache) pf_attention_q8(ks, NULL, q, ld, c->B, c->n_head, c->n_kv, c->hd, qc.K, qc.V, qc.ks, qc.vs, qc.hs,
-                                       qc.ss, c->pos0, c->n_keys, c->causal, c->window, oref, ld);
-            else pf_attention(ks, NULL, q, ld, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs, c->pos0, c->n_keys,
-                              c->causal, c->window, oref, ld);
+            const pf_kv_view v = cache ? q8_view(c, &qc) : f16_view(c, Kc, Vc, hs);
+            pf_attn_rows rows = case_rows(c, q, ld, oref, ld);
+            pf_attention(ks, NULL, &v, &rows);
+            rows.out = o;
             for (int l = 1; l < PF_LEVEL_COUNT; l++) {
                 const pf_kernels *k = test_kernels(l);
                 if (!k) continue;
                 for (int pi = 0; pi < 2; pi++) {
                     memset(o, 0xff, no);
-                    if (cache) pf_attention_q8(k, pi ? pool3 : NULL, q, ld, c->B, c->n_head, c->n_kv, c->hd, qc.K, qc.V,
-                                               qc.ks, qc.vs, qc.hs, qc.ss, c->pos0, c->n_keys, c->causal, c->window, o, ld);
-                    else pf_attention(k, pi ? pool3 : NULL, q, ld, c->B, c->n_head, c->n_kv, c->hd, Kc, Vc, hs, c->pos0,
-                                      c->n_keys, c->causal, c->window, o, ld);
+                    pf_attention(k, pi ? pool3 : NULL, &v, &rows);
                     int64_t bad = first_diff(o, oref, (int64_t)c->B * ld);
                     CHECKF(bad < 0, "%s %s cache, case %d (%d threads): not the scalar bits (first at %lld: %.9g vs %.9g)",
                            k->name, cache ? "8-bit" : "f16", ci, pi ? 3 : 1, (long long)bad, bad < 0 ? 0.0 : o[bad],
