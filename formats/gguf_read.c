@@ -450,7 +450,7 @@ const gguf_kv *gguf_get_arr(const gguf_file *f, const char *key, uint32_t elem_t
 }
 
 int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i) {
-    gguf_kv tmp;
+    gguf_kv tmp = {0};
     const uint8_t *p = (const uint8_t *)kv->v.arr.data + i * gguf_scalar_size(kv->v.arr.type);
     load_scalar(&tmp, kv->v.arr.type, p);
     if (is_signed(kv->v.arr.type)) return tmp.v.i;
@@ -459,7 +459,7 @@ int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i) {
 }
 
 double gguf_arr_float(const gguf_kv *kv, uint64_t i) {
-    gguf_kv tmp;
+    gguf_kv tmp = {0};
     const uint8_t *p = (const uint8_t *)kv->v.arr.data + i * gguf_scalar_size(kv->v.arr.type);
     load_scalar(&tmp, kv->v.arr.type, p);
     if (kv->v.arr.type == GGUF_F32 || kv->v.arr.type == GGUF_F64) return tmp.v.f;

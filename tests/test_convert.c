@@ -121,7 +121,7 @@ static void write_text(const char *dir, const char *name, const char *fmt, ...) 
 }
 
 static void mkdir_p(const char *d) {
-    char cmd[600];
+    char cmd[800];
     snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", d, d);
     if (system(cmd) != 0) fprintf(stderr, "mkdir %s failed\n", d);
 }

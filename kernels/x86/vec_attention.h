@@ -252,14 +252,14 @@ PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, cons
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
 #pragma GCC unroll 16
-        for (int i = 0; i < VALUE_CV; i++) acc[q][i] = q < NQ && i < CV ? vf_load(o[q] + VL * (i0 + i)) : vf_zero();
+        for (int i = 0; i < VALUE_CV; i++) acc[q][i] = q < NQ && i < CV ? vf_load(o[q] + (ptrdiff_t)VL * (i0 + i)) : vf_zero();
     for (int t = 0; t < m; t++) {
         vf v[VALUE_CV];
 #pragma GCC unroll 16
         for (int i = 0; i < VALUE_CV; i++)
             v[i] = i >= CV ? vf_zero()
-                   : VALUES_DIRECT && direct ? load_kv(kv_at(vsrc, t * vstride + VL * (i0 + i), q8), q8)
-                            : vf_load_a(rows + (size_t)t * VL * nv + VL * (i0 + i));
+                   : VALUES_DIRECT && direct ? load_kv(kv_at(vsrc, t * vstride + (ptrdiff_t)VL * (i0 + i), q8), q8)
+                            : vf_load_a(rows + (size_t)t * VL * nv + (ptrdiff_t)VL * (i0 + i));
         /* AVX-512: in registers, loaded once; GCC would otherwise fold the load into each head's
          * fma, and NQ loads of every vector make the loop load-bound (one 64-byte load a cycle) */
         if (VL == 16) {
@@ -276,7 +276,7 @@ PF_FORCE_INLINE void values_block(float *const *o, float *const *s, int t0, cons
 #pragma GCC unroll 4
     for (int q = 0; q < NQ; q++)
 #pragma GCC unroll 16
-        for (int i = 0; i < CV; i++) vf_store(o[q] + VL * (i0 + i), acc[q][i]);
+        for (int i = 0; i < CV; i++) vf_store(o[q] + (ptrdiff_t)VL * (i0 + i), acc[q][i]);
 }
 
 PF_FORCE_INLINE void values_nq(float *const *o, float *const *s, int t0, const float *rows, const void *vsrc,
