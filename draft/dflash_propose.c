@@ -188,19 +188,26 @@ static int propose_v2(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
         float *score = s->score + o;
         const uint32_t *bits = s->filter ? s->filter->mask(s->filter->ctx) : NULL;
         int best = -1;
+        int32_t aligned = -1; /* greedy: a refused candidate's allowed prefix, scoring above best */
+        float aligned_score = -INFINITY;
         for (int j = 0; j < kk; j++) {
             score[j] = s->unary[o + j] + dot_f32(s->ag, s->succ + (o + j) * R, R);
-            if (bits && !pf_mask_has(bits, s->cand[o + j])) score[j] = -INFINITY; /* the walk skips it */
-            else if (best < 0 || score[j] > score[best]) best = j;
+            if (bits && !pf_mask_has(bits, s->cand[o + j])) {
+                if (!sampled && s->filter->align && score[j] > aligned_score) {
+                    int32_t a = s->filter->align(s->filter->ctx, s->cand[o + j]);
+                    if (a >= 0) aligned = a, aligned_score = score[j];
+                }
+                score[j] = -INFINITY; /* the walk skips it */
+            } else if (best < 0 || score[j] > score[best]) best = j;
         }
-        if (best < 0) return t - 1; /* no candidate is allowed here: the block ends */
+        if (best < 0 && aligned < 0) return t - 1; /* no candidate is allowed here: the block ends */
         int32_t tok;
         if (sampled) {
             pf_dist *dist = q ? &q[t - 1] : &s->dist;
             selector_dist(score, s->cand + o, kk, samp->temp, dist);
             tok = pf_dist_sample(dist, rng);
         } else {
-            tok = s->cand[o + best];
+            tok = best >= 0 && !(aligned_score > score[best]) ? s->cand[o + best] : aligned;
             if (q) {
                 q[t - 1].ids[0] = tok;
                 q[t - 1].p[0] = 1.0f;

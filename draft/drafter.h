@@ -15,11 +15,15 @@
 
 /* Structured output: what a drafted path may hold. mask() gives the tokens allowed after the path
  * drafted so far (32 per uint32 word); take(tok) extends the path by an allowed token and returns 0,
- * or 1 when nothing may follow it (an end token). The round sets it on a drafter that takes one. */
+ * or 1 when nothing may follow it (an end token). align(tok), optional, gives a refused token's
+ * longest allowed prefix token (-1: none), the one the target's masked logits give its score
+ * (pf_mask_apply_aligned), so a greedy drafter can propose what the target will choose there. The
+ * round sets it on a drafter that takes one. */
 typedef struct {
     void *ctx;
     const uint32_t *(*mask)(void *ctx);
     int (*take)(void *ctx, int32_t tok);
+    int32_t (*align)(void *ctx, int32_t tok);
 } pf_draft_filter;
 
 /* How a drafter call failed, where its caller must tell a bad value from a lack of memory. */

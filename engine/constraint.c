@@ -110,7 +110,11 @@ void pf_constraint_apply(pf_constraint *c, float *logits) { pf_constraint_apply_
 int pf_constraint_words(const pf_constraint *c) { return pf_token_masker_words(c->tm); }
 
 void pf_constraint_apply_bits(const pf_constraint *c, const uint32_t *bits, float *logits) {
-    pf_mask_apply(bits, c->n_vocab, logits);
+    pf_mask_apply_aligned(c->tm, bits, c->n_vocab, logits);
+}
+
+int32_t pf_constraint_align(pf_constraint *c, int32_t tok) {
+    return pf_token_masker_allowed_prefix(c->tm, pf_constraint_mask(c, NULL), tok);
 }
 
 int32_t pf_constraint_forced(pf_constraint *c) {

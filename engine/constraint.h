@@ -34,6 +34,8 @@ void pf_constraint_apply(pf_constraint *c, float *logits);
 /* The same with a mask taken earlier (pf_constraint_mask's words, copied). */
 void pf_constraint_apply_bits(const pf_constraint *c, const uint32_t *bits, float *logits);
 int pf_constraint_words(const pf_constraint *c);
+/* tok's longest allowed prefix token at the current position, -1 when none (pf_mask_apply_aligned). */
+int32_t pf_constraint_align(pf_constraint *c, int32_t tok);
 /* The one token the position allows when it is forced (not an end token), else -1. */
 int32_t pf_constraint_forced(pf_constraint *c);
 /* Commit tok: 1 an end token at a complete document, 0 advanced, -1 not allowed (unchanged). */

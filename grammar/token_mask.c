@@ -16,6 +16,7 @@ struct pf_token_masker {
     const uint8_t **bytes;
     uint32_t *lens;
     uint32_t *end_bits, *plain_bits; /* end tokens; plain string content */
+    int32_t *parent;                 /* the token spelling the longest proper prefix, else -1 */
     pf_vocab_trie all, unplain;      /* every spelled token; those that are not plain content */
 };
 
@@ -89,6 +90,33 @@ static int copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const ui
     return 0;
 }
 
+/* parent[id] over the trie of every spelled token, in its depth-first order: a stack of the open
+ * nodes' subtree ends, each with the nearest token on the path down to it (of tokens spelled alike,
+ * the lowest id, which the trie lists first). */
+static int build_parents(pf_token_masker *tm) {
+    const pf_vocab_trie *t = &tm->all;
+    tm->parent = malloc((size_t)tm->n_vocab * sizeof *tm->parent);
+    int32_t *end = malloc((size_t)t->n_nodes * sizeof *end), *near = malloc((size_t)t->n_nodes * sizeof *near);
+    if (!tm->parent || !end || !near) {
+        free(end);
+        free(near);
+        return -1;
+    }
+    for (int id = 0; id < tm->n_vocab; id++) tm->parent[id] = -1;
+    int top = 0;
+    for (int32_t i = 1; i < t->n_nodes; i++) {
+        while (top && end[top - 1] <= i) top--;
+        int32_t above = top ? near[top - 1] : -1;
+        const pf_trie_node *nd = &t->nodes[i];
+        for (int32_t k = 0; k < nd->tok_n; k++) tm->parent[t->ids[nd->tok_lo + k]] = above;
+        end[top] = nd->end;
+        near[top++] = nd->tok_n ? t->ids[nd->tok_lo] : above;
+    }
+    free(end);
+    free(near);
+    return 0;
+}
+
 pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, const uint32_t *lens,
                                      const int32_t *end_ids, int n_end, char err[PF_ERR_LEN]) {
     pf_token_masker *tm = calloc(1, sizeof *tm);
@@ -102,7 +130,7 @@ pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, c
     tm->end_bits = calloc((size_t)tm->n_words, sizeof *tm->end_bits);
     tm->plain_bits = calloc((size_t)tm->n_words, sizeof *tm->plain_bits);
     if (!tm->end_bits || !tm->plain_bits || copy_vocab(tm, bytes, lens) < 0 || build_trie(tm, &tm->all, 0) < 0 ||
-        build_trie(tm, &tm->unplain, 1) < 0) {
+        build_trie(tm, &tm->unplain, 1) < 0 || build_parents(tm) < 0) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         pf_token_masker_free(tm);
         return NULL;
@@ -121,6 +149,7 @@ void pf_token_masker_free(pf_token_masker *tm) {
     free(tm->lens);
     free(tm->end_bits);
     free(tm->plain_bits);
+    free(tm->parent);
     free(tm);
 }
 
@@ -222,4 +251,53 @@ void pf_mask_apply(const uint32_t *bits, int n, float *logits) {
     }
     for (int id = w * 32; id < n; id++)
         if (!pf_mask_has(bits, id)) logits[id] = -INFINITY;
+}
+
+int32_t pf_token_masker_allowed_prefix(const pf_token_masker *tm, const uint32_t *bits, int32_t id) {
+    int32_t a = id >= 0 && id < tm->n_vocab ? tm->parent[id] : -1;
+    while (a >= 0 && !pf_mask_has(bits, a)) a = tm->parent[a];
+    return a;
+}
+
+/* The highest of 32 logits, in four independent chains. */
+static float max32(const float *l) {
+    float m[4] = {l[0], l[1], l[2], l[3]};
+    for (int b = 4; b < 32; b += 4)
+        for (int k = 0; k < 4; k++) m[k] = l[b + k] > m[k] ? l[b + k] : m[k];
+    float a = m[0] > m[1] ? m[0] : m[1], c = m[2] > m[3] ? m[2] : m[3];
+    return a > c ? a : c;
+}
+
+/* The highest logit among the tokens bits allows (*allowed) and the refused token scoring highest
+ * (the lowest such id), -1 when none is refused or none scores above the allowed. */
+static int32_t top_refused(const uint32_t *bits, int n, const float *logits, float *allowed) {
+    float a = -INFINITY, r = -INFINITY;
+    int32_t rw = -1; /* the first word holding r */
+    for (int w = 0; w * 32 < n; w++) {
+        const float *l = logits + (size_t)w * 32;
+        uint32_t m = bits[w];
+        if (w * 32 + 32 <= n && (m == UINT32_MAX || !m)) {
+            float v = max32(l);
+            if (m) a = v > a ? v : a;
+            else if (v > r) r = v, rw = w;
+            continue;
+        }
+        for (int b = 0; b < 32 && w * 32 + b < n; b++) {
+            if (m >> b & 1) a = l[b] > a ? l[b] : a;
+            else if (l[b] > r) r = l[b], rw = w;
+        }
+    }
+    *allowed = a;
+    if (rw < 0 || !(r > a)) return -1;
+    for (int b = 0; b < 32; b++)
+        if (!(bits[rw] >> b & 1) && logits[(size_t)rw * 32 + b] == r) return rw * 32 + b;
+    return -1;
+}
+
+void pf_mask_apply_aligned(const pf_token_masker *tm, const uint32_t *bits, int n, float *logits) {
+    float allowed;
+    int32_t top = top_refused(bits, n, logits, &allowed);
+    int32_t a = top >= 0 ? pf_token_masker_allowed_prefix(tm, bits, top) : -1;
+    if (a >= 0) logits[a] = logits[top];
+    pf_mask_apply(bits, n, logits);
 }

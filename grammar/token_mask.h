@@ -38,6 +38,16 @@ int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m
  * vocabulary's unused tail and a structural position's mask are mostly zero words. */
 void pf_mask_apply(const uint32_t *bits, int n, float *logits);
 
+/* The mask applied with the model's first choice kept as far as bits allows: when the token the
+ * logits score highest (the lowest such id) is refused, its score goes to its longest allowed
+ * prefix token (the longest proper prefix of its bytes spelled by a token bits allows), if any;
+ * then pf_mask_apply. A model that prefers `"}` where the schema wants another key therefore
+ * closes the string with `"` rather than writing on inside it. Comparisons only: the same bits
+ * on every CPU. */
+void pf_mask_apply_aligned(const pf_token_masker *tm, const uint32_t *bits, int n, float *logits);
+/* id's longest allowed prefix token (see above), -1 when none. */
+int32_t pf_token_masker_allowed_prefix(const pf_token_masker *tm, const uint32_t *bits, int32_t id);
+
 static inline int pf_mask_has(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
 
 #endif

@@ -320,3 +320,60 @@ TEST(grammar_mask_apply) {
         else CHECKF(isinf(logits[i]) && logits[i] < 0, "logit %d not masked", i);
     }
 }
+
+/* id's longest allowed proper-prefix token by a scan of the vocabulary: its length, -1 if none. */
+static int scan_prefix_len(const fx *f, int32_t id) {
+    int best = -1;
+    for (int32_t a = 0; a < f->v.n; a++) {
+        uint32_t la = f->v.lens[a];
+        if (!pf_mask_has(f->bits, a) || !la || la >= f->v.lens[id] || (int)la <= best) continue;
+        if (!memcmp(f->v.bytes[a], f->v.bytes[id], la)) best = (int)la;
+    }
+    return best;
+}
+
+/* pf_mask_apply_aligned: a refused top-scoring token gives its score to its longest allowed prefix
+ * token; an allowed top changes nothing; every token's allowed prefix equals a scan of the
+ * vocabulary at each state of a document. */
+TEST(grammar_mask_aligned) {
+    static const char k_both[] =
+        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}},"
+        "\"required\":[\"name\",\"age\"],\"additionalProperties\":false}";
+    static const char *const prefixes[] = {"", "{", "{\"name\":\"Al", "{\"name\":\"Al\",", "{\"name\":\"Al\",\"age\":1"};
+    fx f;
+    CHECK(fx_open(&f, k_both) == 0);
+    for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++) {
+        pf_matcher_reset(f.m);
+        CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)prefixes[p], strlen(prefixes[p])) == 1);
+        pf_token_mask(f.tm, f.cache, f.m, f.bits);
+        for (int32_t id = 0; id < f.v.n; id++) {
+            int32_t a = pf_token_masker_allowed_prefix(f.tm, f.bits, id);
+            int want = f.v.lens[id] ? scan_prefix_len(&f, id) : -1;
+            CHECKF((a < 0 ? -1 : (int)f.v.lens[a]) == want, "after '%s': token %d's allowed prefix %d, want length %d",
+                   prefixes[p], id, a, want);
+            CHECKF(a < 0 || pf_mask_has(f.bits, a), "prefix %d of %d not allowed", a, id);
+        }
+    }
+    /* after {"name":"Al the schema refuses "} (age is required) and allows " and ", */
+    int32_t close = schema_vocab_find(&f.v, "\"}"), quote = '"', comma = schema_vocab_find(&f.v, "\","),
+            ab = schema_vocab_find(&f.v, "ab");
+    CHECK(close >= 0 && comma >= 0 && ab >= 0);
+    pf_matcher_reset(f.m);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"{\"name\":\"Al", 11) == 1);
+    pf_token_mask(f.tm, f.cache, f.m, f.bits);
+    CHECK(!pf_mask_has(f.bits, close) && pf_mask_has(f.bits, quote) && pf_mask_has(f.bits, comma) && pf_mask_has(f.bits, ab));
+    float *l = calloc((size_t)f.v.n, sizeof *l);
+    CHECK(l != NULL);
+    l[close] = 5.0f;
+    l[ab] = 1.0f;
+    pf_mask_apply_aligned(f.tm, f.bits, f.v.n, l);
+    CHECKF(l[quote] == 5.0f && l[ab] == 1.0f && l[comma] == 0.0f && isinf(l[close]), "aligned: \" %g ab %g \", %g \"} %g",
+           l[quote], l[ab], l[comma], l[close]);
+    for (int32_t id = 0; id < f.v.n; id++) l[id] = 0.0f;
+    l[close] = 5.0f;
+    l[ab] = 6.0f; /* the top is allowed: the mask alone */
+    pf_mask_apply_aligned(f.tm, f.bits, f.v.n, l);
+    CHECKF(l[quote] == 0.0f && l[ab] == 6.0f && isinf(l[close]), "not above the best allowed: \" %g", l[quote]);
+    free(l);
+    fx_close(&f);
+}

@@ -50,9 +50,10 @@ void pf_spec_mark_forced(pf_constraint *c, const int32_t *drafts, int n, unsigne
 
 static const uint32_t *filter_mask(void *ctx) { return pf_constraint_mask(ctx, NULL); }
 static int filter_take(void *ctx, int32_t tok) { return pf_constraint_advance(ctx, tok) != 0; }
+static int32_t filter_align(void *ctx, int32_t tok) { return pf_constraint_align(ctx, tok); }
 
 pf_draft_filter pf_spec_draft_filter(pf_constraint *c) {
-    return (pf_draft_filter){.ctx = c, .mask = filter_mask, .take = filter_take};
+    return (pf_draft_filter){.ctx = c, .mask = filter_mask, .take = filter_take, .align = filter_align};
 }
 
 int pf_spec_constrain_path(pf_spec *sp, pf_constraint *c, int nd, int cap, int stochastic, int *n_forced,
