@@ -6,7 +6,7 @@
 # and the execution at which coverage last grew (how long it has been flat).
 # usage: tools/fuzz_long.sh NAME SECONDS MAX_LEN SEED_DIR...
 # FUZZ_RUNS=N also ends the run after N executions (whichever comes first).
-# kill -INT on the fuzzer ends the run early; what it found is kept (see below).
+# kill -INT on the fuzzer ends a run early; what it found is kept (see below).
 # FUZZ_FORK=N runs N fuzzing processes on the corpus at once (libFuzzer's fork mode), one per core.
 set -eu
 name=$1 secs=$2 max_len=$3
@@ -19,8 +19,9 @@ rc=0
 # shellcheck disable=SC2086 # the seed folders are words
 UBSAN_OPTIONS=halt_on_error=1 nice -n 19 "$bin" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=4096 \
     ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} ${FUZZ_FORK:+-fork="$FUZZ_FORK"} -print_final_stats=1 -artifact_prefix="build-fuzz/long-$name-" "$corpus" $seeds >"$log" 2>&1 || rc=$?
-# SIGINT to the fuzzer (kill -INT PID) ends a run early and keeps it: libFuzzer exits 72 (0 in
-# fork mode), and the corpus is merged and reported as after a full run.
+# SIGINT to the fuzzer (kill -INT PID) ends a run early and keeps it: libFuzzer exits 72, and the
+# corpus is merged and reported as after a full run. (A fork-mode parent can go on starting jobs
+# after SIGINT; then stop this script and it, and rerun the lines below by hand.)
 [ "$rc" != 72 ] || rc=0
 if [ "$rc" != 0 ]; then
     echo "fuzz-long $name: FAILED (exit $rc); the input is build-fuzz/long-$name-*; log $log:"
