@@ -268,9 +268,9 @@ static float max32(const float *l) {
     return a > c ? a : c;
 }
 
-/* The highest logit among the tokens bits allows (*allowed) and the refused token scoring highest
- * (the lowest such id), -1 when none is refused or none scores above the allowed. */
-static int32_t top_refused(const uint32_t *bits, int n, const float *logits, float *allowed) {
+/* The refused token scoring highest (the lowest such id) when it scores above every allowed one,
+ * else -1. */
+static int32_t top_refused(const uint32_t *bits, int n, const float *logits) {
     float a = -INFINITY, r = -INFINITY;
     int32_t rw = -1; /* the first word holding r */
     for (int w = 0; w * 32 < n; w++) {
@@ -287,7 +287,6 @@ static int32_t top_refused(const uint32_t *bits, int n, const float *logits, flo
             else if (l[b] > r) r = l[b], rw = w;
         }
     }
-    *allowed = a;
     if (rw < 0 || !(r > a)) return -1;
     for (int b = 0; b < 32; b++)
         if (!(bits[rw] >> b & 1) && logits[(size_t)rw * 32 + b] == r) return rw * 32 + b;
@@ -295,8 +294,7 @@ static int32_t top_refused(const uint32_t *bits, int n, const float *logits, flo
 }
 
 void pf_mask_apply_aligned(const pf_token_masker *tm, const uint32_t *bits, int n, float *logits) {
-    float allowed;
-    int32_t top = top_refused(bits, n, logits, &allowed);
+    int32_t top = top_refused(bits, n, logits);
     int32_t a = top >= 0 ? pf_token_masker_allowed_prefix(tm, bits, top) : -1;
     if (a >= 0) logits[a] = logits[top];
     pf_mask_apply(bits, n, logits);

@@ -373,7 +373,7 @@ TEST(grammar_mask_aligned) {
     l[close] = 5.0f;
     l[ab] = 6.0f; /* the top is allowed: the mask alone */
     pf_mask_apply_aligned(f.tm, f.bits, f.v.n, l);
-    CHECKF(l[quote] == 0.0f && l[ab] == 6.0f && isinf(l[close]), "not above the best allowed: \" %g", l[quote]);
+    CHECKF(l[quote] == 0.0f && l[ab] == 6.0f && isinf(l[close]), "the top allowed: \" %g", l[quote]);
     free(l);
     fx_close(&f);
 }
