@@ -13,6 +13,7 @@
 #include "engine/tokenizer.h"
 #include "formats/atomic_file.h"
 #include "formats/json.h"
+#include "grammar/lit_set.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
@@ -31,7 +32,8 @@ static const char k_usage[] =
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
     "  --json-schema FILE  every response is JSON valid against the JSON Schema in FILE\n"
-    "                 (docs/structured-output.md); --json: any JSON object\n"
+    "                 (docs/structured-output.md); --json: any JSON object; a line's own \"schema\"\n"
+    "                 (a JSON Schema object) constrains that line's response instead\n"
     "  --no-special   special-token texts inside the prompts are plain text (the ChatML template's\n"
     "                 own markers stay special; default: parsed as special tokens)\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output; also -md)\n"
@@ -141,13 +143,26 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
     pf_gen_stats st;
+    const pf_json *schema = doc ? pf_json_get(pf_json_root(doc), "schema") : NULL;
+    pf_sbuf stext = {0};
+    const char *file_schema = g->gp->json_schema;
+    bool file_object = g->gp->json_object;
+    if (schema && schema->type == PF_JSON_OBJECT) pf_json_compact(&stext, schema, line, len);
     if (!p || p->type != PF_JSON_STRING) {
         cli_fail("%s:%d: %s", g->in, lineno, doc ? "no string field \"prompt\"" : err);
+    } else if (schema && schema->type != PF_JSON_OBJECT) {
+        cli_fail("%s:%d: \"schema\" must be a JSON Schema object", g->in, lineno);
+    } else if (stext.oom) {
+        cli_fail("%s:%d: out of memory", g->in, lineno);
     } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) < 0) {
         cli_fail("%s:%d: %s", g->in, lineno, err);
     } else {
         g->resp.n = 0;
         g->gp->seed = g->seed0 + (uint64_t)(lineno - 1);
+        if (stext.p) {
+            g->gp->json_schema = stext.p;
+            g->gp->json_object = false;
+        }
         if (pf_generate_tokens(g->s, ids, (int)n_ids, g->gp, push_id, &g->resp, &st, err) != PF_OK) {
             cli_fail("%s:%d: %s", g->in, lineno, err);
         } else {
@@ -155,6 +170,9 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
             rc = 0;
         }
     }
+    g->gp->json_schema = file_schema;
+    g->gp->json_object = file_object;
+    free(stext.p);
     free(ids);
     pf_json_free(doc);
     return rc;

@@ -146,6 +146,31 @@ TEST(structured_cli_flags) {
     CHECKF(strstr(errs, "give one of --json-schema FILE or --json"), "%s", errs);
 }
 
+/* gen: a line's own "schema" constrains that line (the enum's two values), the file's --json the
+ * others; a "schema" that is not an object fails the run naming the line, with no output file. */
+TEST(structured_gen_schema_per_line) {
+    char in[300], outp[300], out[8192], errs[4096], cmd[1200];
+    test_tmp_path(in, sizeof in, "gen-schema.jsonl");
+    test_tmp_path(outp, sizeof outp, "gen-schema-out.jsonl");
+    CHECK(test_write_file(in, "{\"id\": \"a\", \"prompt\": \"Is water wet?\", \"schema\": {\"enum\": [\"yes\", \"no\"]}}\n"
+                              "{\"id\": \"b\", \"prompt\": \"Give JSON\"}\n", (size_t)-1) == 0);
+    snprintf(cmd, sizeof cmd, "gen -m models/pf-target-f16.gguf -d models/pf-draft-dflash2.gguf -i %s -o %s -n 60 -t 1 --json",
+             in, outp);
+    CHECKF(RUN_CLI(cmd, out, errs) == 0, "%s", errs);
+    char *o = test_slurp(outp, NULL);
+    CHECK(o);
+    const char *a = o ? strstr(o, "\"response\": ") : NULL, *b = a ? strstr(a + 1, "\"response\": ") : NULL;
+    CHECKF(a && (!strncmp(a + 12, "\"\\\"yes\\\"\"", 9) || !strncmp(a + 12, "\"\\\"no\\\"\"", 8)), "%s", o);
+    CHECKF(b && !strncmp(b + 12, "\"{", 2), "%s", o);
+    free(o);
+    CHECK(test_write_file(in, "{\"prompt\": \"x\"}\n{\"prompt\": \"y\", \"schema\": 3}\n", (size_t)-1) == 0);
+    snprintf(cmd, sizeof cmd, "gen -m models/pf-target-f16.gguf -i %s -o %s.x -n 4 -t 1", in, outp);
+    CHECK(RUN_CLI(cmd, out, errs) == 1);
+    CHECKF(strstr(errs, ":2: \"schema\" must be a JSON Schema object") && test_count_lines(errs) == 1, "%s", errs);
+    snprintf(cmd, sizeof cmd, "%s.x", outp);
+    CHECK(!test_exists(cmd));
+}
+
 static const pf_kind k_kinds[] = {PF_KIND_DFLASH, PF_KIND_DEC, PF_KIND_ADAPTIVE, PF_KIND_NGRAM, PF_KIND_HYBRID};
 enum { N_KINDS = sizeof k_kinds / sizeof *k_kinds };
 
