@@ -96,7 +96,8 @@ fuzz-long: $(FUZZ_TARGETS:%=build-fuzz/fuzz_%) fuzz-seeds
 	@$(foreach t,$(FUZZ_TARGETS),sh tools/fuzz_long.sh $(t) $(FUZZ_LONG_TIME) $(call fuzz_maxlen,$(t)) $(call fuzz_seeds,$(t)) &&) true
 
 # The targets run the scalar kernels (PF_KERNELS=scalar, set by the targets), built with the
-# sanitizers, so a bad shape that reaches a kernel reads past its buffer where ASan sees it. The
+# sanitizers, so a bad shape that reaches a kernel reads past its buffer where ASan sees it; serve,
+# whose model shapes are fixed and whose subject is the request handling, runs the best level. The
 # SIMD kernels, which the suite checks against the scalar ones, are linked uninstrumented: clang
 # takes minutes per file with the sanitizers.
 build-fuzz/lib/%_avx2.o build-fuzz/lib/%_avxvnni.o build-fuzz/lib/%_avx512.o: override OPT = -O1
