@@ -32,6 +32,8 @@ LEVERS=(
     "scratch|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024"
     "inittarget|$SCRATCH_STEPS|--taps 1,2,3 --ffn 1024 --init-target"
     "taps124|$STEPS|--init-gguf $INIT --taps 1,2,4"
+    "schema25|$((2 * STEPS))|--init-gguf $INIT --taps 1,2,3 --mix schema:0.25 --lr 3e-4"
+    "schema25lo|$((2 * STEPS))|--init-gguf $INIT --taps 1,2,3 --mix schema:0.25 --lr 1e-4"
 )
 
 if [ "${1:-}" = --table ]; then
@@ -70,8 +72,18 @@ for spec in "${LEVERS[@]}"; do
             >>"$OUT/$name.out" 2>&1
         echo "lever $name: $(tail -1 "$OUT/$name/train.log")"
     fi
-    [ -f "$OUT/$name/accept.json" ] && continue
-    nice -n 19 $PY draft/train/train_draft.py accept --ckpt "$OUT/$name/final.pt" --data eval --blocks 4 8 --stride 1 \
-        --out "$OUT/$name/accept.json" >>"$OUT/$name.out" 2>&1
-    echo "lever $name rounds: $(tail -2 "$OUT/$name.out" | tr '\n' ' ')"
+    if [ ! -f "$OUT/$name/accept.json" ]; then
+        nice -n 19 $PY draft/train/train_draft.py accept --ckpt "$OUT/$name/final.pt" --data eval --blocks 4 8 --stride 1 \
+            --out "$OUT/$name/accept.json" >>"$OUT/$name.out" 2>&1
+        echo "lever $name rounds: $(tail -2 "$OUT/$name.out" | tr '\n' ' ')"
+    fi
+    # a lever trained on the constrained outputs (schema_data.sh) is also measured on the structured
+    # suite's constrained text, as is the committed draft it starts from
+    if [[ "$args" == *"--mix schema"* ]] && [ ! -f "$OUT/$name/accept_schema.json" ]; then
+        [ -f "$OUT/committed_schema.json" ] || nice -n 19 $PY draft/train/train_draft.py accept --ckpt "$INIT" \
+            --data schemaeval --blocks 4 8 --stride 1 --out "$OUT/committed_schema.json" >>"$OUT/$name.out" 2>&1
+        nice -n 19 $PY draft/train/train_draft.py accept --ckpt "$OUT/$name/final.pt" --data schemaeval --blocks 4 8 \
+            --stride 1 --out "$OUT/$name/accept_schema.json" >>"$OUT/$name.out" 2>&1
+        echo "lever $name on the suite's constrained text: $(tail -2 "$OUT/$name.out" | tr '\n' ' ')"
+    fi
 done

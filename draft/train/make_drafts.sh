@@ -24,6 +24,8 @@
 #   PF_DRAFT_EXPORT=1 export the current checkpoint (its EMA weights) before the budget is reached
 #   PF_DRAFT_ANNEAL=N anneal instead: branch the run's last checkpoint, decay the rate to 0 over N
 #                     steps, export that (the run stays at constant rate and resumes on the next call)
+#   PF_DRAFT_MIX=NAME:F  with PF_DRAFT_ANNEAL: the branch trains a share F of its steps on the features
+#                     set NAME; `schema` (the target's constrained outputs) is built by schema_data.sh
 # This is the machine's one long job, every step at nice 19: generation two single-thread engine
 # processes, the taps (features + the target's top-32 next tokens for distillation) two, the
 # training ONE PyTorch process with 2 threads waiting passively, so builds and tests take the cores
@@ -94,24 +96,7 @@ GEN_DRAFT=""; [ "$T" = "$STANDIN" ] && GEN_DRAFT=models/pf-draft-dflash2.gguf
 # 3. features from the C engine (the forward the drafts are fed by at run time): the residual rows
 #    after the tapped target layers (never the last one, which llama.cpp's loader cannot serve) and the
 #    target's top-32 next tokens after every row; two single-thread processes over the halves
-taps_set() {  # name parts files...
-    local name=$1 parts=$2
-    shift 2
-    [ -f "$W/${name}_feats.npy" ] && return 0
-    local layers
-    layers=$($NICE $PY draft/train/draft_data.py seqs "$name" --parts "$parts" ${TAPS:+--taps "$TAPS"} "$@" 2>>"$W/pipeline.log")
-    local t0 k pre
-    t0=$(date +%s)
-    for ((k = 0; k < parts; k++)); do
-        pre="$W/${name}"; [ "$parts" -gt 1 ] && pre="$W/${name}_p$k"
-        $NICE ./pocketflash taps -m "$T" --layers "${TAPS:-$layers}" -i "${pre}_seqs.bin" -o "${pre}_feats.npy" -t 1 \
-            --topk 32 --topk-out "${pre}_topk" 2>>"$W/taps_${name}_$k.log" &
-    done
-    wait
-    [ "$parts" -gt 1 ] && $NICE $PY draft/train/draft_data.py joinfeats "$name" "$parts" --suffix feats topk_ids topk_logp \
-        2>>"$W/pipeline.log"
-    log "taps $name: $(( $(date +%s) - t0 )) s"
-}
+source draft/train/taps_set.sh
 taps_set train 2 "$W"/gen_greedy_0.jsonl "$W"/gen_greedy_1.jsonl "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl
 # the held-out eval prompts, answered greedily: the learning curve's teacher-forced acceptance
 $PY draft/train/draft_data.py evalprompts
@@ -132,8 +117,11 @@ if [ -n "${PF_DRAFT_ANNEAL:-}" ]; then
     # over PF_DRAFT_ANNEAL steps; the run itself stays at constant rate for the next call
     [ -f "$R/ckpt.pt" ] || { echo "make drafts: PF_DRAFT_ANNEAL needs a checkpoint in $R" >&2; exit 1; }
     S=$($PY -c "import torch, sys; print(torch.load(sys.argv[1], map_location='cpu')['step'])" "$R/ckpt.pt")
-    A=$R-anneal-$S
-    [ -f "$A/ckpt.pt" ] || $PY draft/train/train_draft.py branch --run "$R" --out "$A" --decay-steps "$PF_DRAFT_ANNEAL"
+    MIX=${PF_DRAFT_MIX:-}
+    A=$R-anneal-$S${MIX:+-${MIX%%:*}}
+    [ "${MIX%%:*}" != schema ] || [ -f "$W/schema_feats.npy" ] || bash draft/train/schema_data.sh
+    [ -f "$A/ckpt.pt" ] || $PY draft/train/train_draft.py branch --run "$R" --out "$A" --decay-steps "$PF_DRAFT_ANNEAL" \
+        ${MIX:+--mix "$MIX"}
     if [ ! -f "$A/final.pt" ]; then
         $NICE $PY draft/train/train_draft.py train --version 2 --run "$A" --data train --eval-data eval \
             --ckpt-minutes 10 --resume >> "$A.out" 2>&1 &

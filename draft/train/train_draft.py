@@ -246,6 +246,7 @@ def train(a):
                "n_anchor": a.n_anchor, "lr": a.lr, "warmup_frac": a.warmup_frac, "wd": a.wd, "gamma": a.gamma,
                "grad_clip": 1.0, "bf16": bool(a.bf16), "max_minutes": a.max_minutes, "sel_weight": a.sel_weight,
                "init": a.init, "init_gguf": a.init_gguf, "init_target": bool(a.init_target), "data": a.data,
+               "mix": a.mix,
                "distill": a.distill, "schedule": a.schedule, "decay_frac": a.decay_frac, "ema": a.ema,
                "eval_data": a.eval_data, "anchor_hard": a.anchor_hard, "anchor_pow": a.anchor_pow,
                "curve_rows": [int(float(x) * 1e6) for x in a.curve_rows.split(",")] if a.curve_rows else None}
@@ -264,6 +265,10 @@ def train(a):
         log(init_from_target(model))
     opt = make_opt(model, run["lr"], run["wd"])
     data = SeqData(run["data"], c.block_size).select(c.tap_layers)
+    # --mix NAME:F: a share F of the steps draw their batch from the features set NAME instead,
+    # spread evenly over the run (step s is a mix step when floor((s+1)F) > floor(sF))
+    mix_name, mix_frac = (run["mix"].split(":")[0], float(run["mix"].split(":")[1])) if run.get("mix") else (None, 0.0)
+    mix = SeqData(mix_name, c.block_size).select(c.tap_layers) if mix_name else None
     distill = run.get("distill", 0.0)
     assert not distill or data.tk_ids is not None, f"--distill needs {run['data']}_topk_ids.npy (taps --topk)"
     assert not run.get("anchor_hard") or data.tk_ids is not None, \
@@ -281,7 +286,9 @@ def train(a):
         log(f"resumed at step {step} ({extra['rows']} rows, {extra['wall'] / 3600:.2f} h)")
     n_par = sum(p.numel() for p in model.parameters())
     log(f"DFlash{'2' if c.version == 2 else ''} draft: {n_par} params ({n_par / 1e6:.2f}M), {c.n_layers} layers, "
-        f"taps {c.tap_layers}, ffn {c.ffn}; {data.n} sequences, {data.n_resp_tokens()} response tokens; {total} steps x "
+        f"taps {c.tap_layers}, ffn {c.ffn}; {data.n} sequences, {data.n_resp_tokens()} response tokens"
+        + (f" (+ {mix_name}: {mix.n} sequences, {mix.n_resp_tokens()} response tokens, {mix_frac:.0%} of the steps)" if mix else "")
+        + f"; {total} steps x "
         f"{rows_per_step} block rows ({run['n_seq']} seqs x {run['n_anchor']} anchors x {c.block_size - 1}); "
         f"warm-up {warm}; distill {distill}; schedule {run.get('schedule', 'cosine')}; {THREADS} threads")
     eval_data = SeqData(run["eval_data"], c.block_size).select(c.tap_layers) if run.get("eval_data") else None
@@ -316,7 +323,8 @@ def train(a):
         else:
             lr = L.lr_at(step, total, run["lr"], warm, 0.0)
         L.set_lr(opt, lr)
-        feats, toks, lens, anchors, teacher = data.batch(step, run["seed"], run["n_seq"], run["n_anchor"],
+        src = mix if mix is not None and int((step + 1) * mix_frac) > int(step * mix_frac) else data
+        feats, toks, lens, anchors, teacher = src.batch(step, run["seed"], run["n_seq"], run["n_anchor"],
                                                          teacher=bool(distill), hard=run.get("anchor_hard", 0.0),
                                                          hard_pow=run.get("anchor_pow", 1.0))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=run["bf16"]):
@@ -396,6 +404,8 @@ def branch(a):
         run["decay_frac"] -= 1e-9
     run["curve_rows"] = [10 ** 12]                        # no intermediate points: the end is measured
     run["branched_from"] = {"run": a.run, "step": step, "rows": ck["extra"]["rows"]}
+    if a.mix:
+        run["mix"] = a.mix
     os.makedirs(a.out, exist_ok=True)
     shutil.copyfile(os.path.join(a.run, "ckpt.pt"), os.path.join(a.out, "ckpt.pt"))
     L.dump_json(os.path.join(a.out, "run_config.json"), run)
@@ -482,10 +492,15 @@ def accept(a):
     """Offline acceptance of a trained checkpoint (see eval_accept)."""
     L.setup_torch(THREADS)
     emb, _ = load_emb()
-    ck = torch.load(a.ckpt, map_location="cpu")
-    c = DraftConfig(**ck["config"])
-    model = DFlashDraft(c)
-    model.load_state_dict(ck["model"])
+    if a.ckpt.endswith(".gguf"):   # an exported draft (the committed one, say), in float32
+        from export_draft import draft_from_gguf
+        model, _ = draft_from_gguf(a.ckpt, torch.float32)
+        c = model.c
+    else:
+        ck = torch.load(a.ckpt, map_location="cpu")
+        c = DraftConfig(**ck["config"])
+        model = DFlashDraft(c)
+        model.load_state_dict(ck["model"])
     model.eval()
     data = SeqData(a.data, c.block_size).select(c.tap_layers)
     res = eval_accept(model, emb, data, a.blocks, a.stride, a.max_resp)
@@ -522,6 +537,7 @@ def main():
     p.add_argument("--init", default=None)
     p.add_argument("--init-gguf", default=None, help="warm start from an exported draft file (warm_start)")
     p.add_argument("--data", default="train")
+    p.add_argument("--mix", default="", help="NAME:F: a share F of the steps train on the features set NAME")
     p.add_argument("--rows", type=int, default=1_500_000)
     p.add_argument("--n-seq", type=int, default=16)
     p.add_argument("--n-anchor", type=int, default=16)
@@ -558,6 +574,7 @@ def main():
     p.add_argument("--run", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--decay-steps", type=int, required=True)
+    p.add_argument("--mix", default="", help="NAME:F: the branch trains a share F of its steps on the features set NAME")
     p = sub.add_parser("probe")
     p.add_argument("--data", default="train")
     p.add_argument("--layers", type=int, default=DRAFT_LAYERS)
@@ -566,7 +583,7 @@ def main():
     p.add_argument("--n-seq", type=int, default=16)
     p.add_argument("--n-anchor", type=int, default=16)
     p = sub.add_parser("accept")
-    p.add_argument("--ckpt", required=True)
+    p.add_argument("--ckpt", required=True, help="a checkpoint (.pt) or an exported draft (.gguf)")
     p.add_argument("--data", default="eval")
     p.add_argument("--blocks", type=int, nargs="+", default=[16])
     p.add_argument("--stride", type=int, default=1)
