@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "formats/ggml_types.h"
+#include "formats/gguf.h"
 #include "formats/json.h"
 #include "formats/quant.h"
 #include "convert/requantize.h"
@@ -55,6 +56,7 @@ static int fail(conv *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(c->err, PF_ERR_LEN, fmt, ap);
     va_end(ap);
+    pf_err_one_line(c->err); /* it quotes config.json's strings, which may hold a newline */
     return -1;
 }
 
@@ -65,6 +67,7 @@ static void warn(conv *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    pf_err_one_line(msg);
     c->o->warn(c->o->warn_ctx, msg);
 }
 
