@@ -33,7 +33,7 @@ static const char k_usage[] =
     "  --limit N      only the first N prompts\n"
     "  --json-schema FILE  every response is JSON valid against the JSON Schema in FILE\n"
     "                 (docs/structured-output.md); --json: any JSON object; a line's own \"schema\"\n"
-    "                 (a JSON Schema object) constrains that line's response instead\n"
+    "                 (a JSON Schema object or boolean) constrains that line's response instead\n"
     "  --no-special   special-token texts inside the prompts are plain text (the ChatML template's\n"
     "                 own markers stay special; default: parsed as special tokens)\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft (same output; also -md)\n"
@@ -147,11 +147,12 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     pf_sbuf stext = {0};
     const char *file_schema = g->gp->json_schema;
     bool file_object = g->gp->json_object;
-    if (schema && schema->type == PF_JSON_OBJECT) pf_json_compact(&stext, schema, line, len);
+    bool schema_ok = schema && (schema->type == PF_JSON_OBJECT || schema->type == PF_JSON_BOOL);
+    if (schema_ok) pf_json_compact(&stext, schema, line, len);
     if (!p || p->type != PF_JSON_STRING) {
         cli_fail("%s:%d: %s", g->in, lineno, doc ? "no string field \"prompt\"" : err);
-    } else if (schema && schema->type != PF_JSON_OBJECT) {
-        cli_fail("%s:%d: \"schema\" must be a JSON Schema object", g->in, lineno);
+    } else if (schema && !schema_ok) {
+        cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
     } else if (stext.oom) {
         cli_fail("%s:%d: out of memory", g->in, lineno);
     } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) < 0) {
