@@ -82,6 +82,38 @@ def ex(src, typ, lang, prompt, response):
 
 
 # ---------------------------------------------------------------- extraction
+def describe_package(rng, obj, keys, lang, deps=None, extra=()):
+    """A package record as an extraction prompt: the instruction naming the keys, then the record's
+    fields as sentences in a shuffled order (English or Chinese), `deps` as one more sentence, and
+    `extra` sentences after them."""
+    if lang == "en":
+        parts = [rng.choice([f"The package {obj['name']} is at version {obj['version']}.",
+                             f"{obj['name']} (version {obj['version']}) is a Debian package.",
+                             f"Version {obj['version']} of {obj['name']} is available."]),
+                 rng.choice([f"It belongs to the {obj['section']} section with {obj['priority']} priority.",
+                             f"Its section is {obj['section']} and its priority is {obj['priority']}."]),
+                 rng.choice([f"It is built for {obj['architecture']} and takes {obj['installed_size_kb']} KB once installed.",
+                             f"Installed size: {obj['installed_size_kb']} KB; architecture: {obj['architecture']}."]),
+                 f"It is maintained by {obj['maintainer']}."]
+        if deps:
+            parts.append("It depends on " + ", ".join(deps) + ".")
+        rng.shuffle(parts)
+        return rng.choice(["Extract the package details below as a JSON object with the keys ",
+                           "Return a JSON object with the keys ",
+                           "Convert this description into JSON with the keys "]) + \
+            ", ".join(keys) + ".\n\n" + " ".join(parts + list(extra))
+    parts = [f"软件包 {obj['name']} 的版本是 {obj['version']}。",
+             f"它属于 {obj['section']} 分区，优先级为 {obj['priority']}。",
+             f"适用架构为 {obj['architecture']}，安装后占用 {obj['installed_size_kb']} KB。",
+             f"维护者是 {obj['maintainer']}。"]
+    if deps:
+        parts.append("它依赖于 " + "、".join(deps) + "。")
+    rng.shuffle(parts)
+    return rng.choice(["从下面的文字中提取软件包信息，输出 JSON 对象，键为 ",
+                       "请把以下描述转换成 JSON 对象，使用这些键："]) + \
+        ", ".join(keys) + "。\n\n" + "".join(parts + list(extra))
+
+
 def gen_extraction(rng):
     pk = os.path.join(LISTS, "deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages")
     recs = [r for r in deb822(pk) if "Package" in r and "Version" in r]
@@ -98,33 +130,7 @@ def gen_extraction(rng):
             obj["depends"] = deps
         keys = list(obj.keys())
         lang = "zh" if rng.random() < 0.35 else "en"
-        if lang == "en":
-            parts = [rng.choice([f"The package {obj['name']} is at version {obj['version']}.",
-                                 f"{obj['name']} (version {obj['version']}) is a Debian package.",
-                                 f"Version {obj['version']} of {obj['name']} is available."]),
-                     rng.choice([f"It belongs to the {obj['section']} section with {obj['priority']} priority.",
-                                 f"Its section is {obj['section']} and its priority is {obj['priority']}."]),
-                     rng.choice([f"It is built for {obj['architecture']} and takes {obj['installed_size_kb']} KB once installed.",
-                                 f"Installed size: {obj['installed_size_kb']} KB; architecture: {obj['architecture']}."]),
-                     f"It is maintained by {obj['maintainer']}."]
-            if "depends" in obj:
-                parts.append("It depends on " + ", ".join(obj["depends"]) + ".")
-            rng.shuffle(parts)
-            prompt = rng.choice(["Extract the package details below as a JSON object with the keys ",
-                                 "Return a JSON object with the keys ",
-                                 "Convert this description into JSON with the keys "]) + \
-                ", ".join(keys) + ".\n\n" + " ".join(parts)
-        else:
-            parts = [f"软件包 {obj['name']} 的版本是 {obj['version']}。",
-                     f"它属于 {obj['section']} 分区，优先级为 {obj['priority']}。",
-                     f"适用架构为 {obj['architecture']}，安装后占用 {obj['installed_size_kb']} KB。",
-                     f"维护者是 {obj['maintainer']}。"]
-            if "depends" in obj:
-                parts.append("它依赖于 " + "、".join(obj["depends"]) + "。")
-            rng.shuffle(parts)
-            prompt = rng.choice(["从下面的文字中提取软件包信息，输出 JSON 对象，键为 ",
-                                 "请把以下描述转换成 JSON 对象，使用这些键："]) + \
-                ", ".join(keys) + "。\n\n" + "".join(parts)
+        prompt = describe_package(rng, obj, keys, lang, obj.get("depends"))
         out.append(ex("pkg:" + r["Package"], "extraction", lang, prompt,
                       json.dumps(obj, ensure_ascii=False)))
     return out

@@ -23,7 +23,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from build_corpus import LISTS, ROOT, deb822, nfc  # noqa: E402
+from build_corpus import LISTS, ROOT, deb822, describe_package, nfc  # noqa: E402
 
 SECTIONS = ["admin", "devel", "doc", "libs", "net", "python", "text", "utils", "web"]
 PRIORITIES = ["required", "important", "standard", "optional", "extra"]
@@ -131,32 +131,6 @@ def build(rng, r, family, all_sections):
     return schema, list(s), en, zh
 
 
-def describe(rng, r, keys, lang, en_extra, zh_extra, with_deps):
-    deps = r["depends"][:4]
-    if lang == "en":
-        parts = [rng.choice([f"The package {r['name']} is at version {r['version']}.",
-                             f"{r['name']} (version {r['version']}) is a Debian package.",
-                             f"Version {r['version']} of {r['name']} is available."]),
-                 rng.choice([f"It belongs to the {r['section']} section with {r['priority']} priority.",
-                             f"Its section is {r['section']} and its priority is {r['priority']}."]),
-                 rng.choice([f"It is built for {r['architecture']} and takes {r['installed_size_kb']} KB once installed.",
-                             f"Installed size: {r['installed_size_kb']} KB; architecture: {r['architecture']}."]),
-                 f"It is maintained by {r['maintainer']}."]
-        if with_deps and deps:
-            parts.append("It depends on " + ", ".join(deps) + ".")
-        rng.shuffle(parts)
-        head = rng.choice(["Extract the package details below as a JSON object with the keys ",
-                           "Return a JSON object with the keys ", "Convert this description into JSON with the keys "])
-        return head + ", ".join(keys) + ".\n\n" + " ".join(parts + en_extra)
-    parts = [f"软件包 {r['name']} 的版本是 {r['version']}。", f"它属于 {r['section']} 分区，优先级为 {r['priority']}。",
-             f"适用架构为 {r['architecture']}，安装后占用 {r['installed_size_kb']} KB。", f"维护者是 {r['maintainer']}。"]
-    if with_deps and deps:
-        parts.append("它依赖于 " + "、".join(deps) + "。")
-    rng.shuffle(parts)
-    head = rng.choice(["从下面的文字中提取软件包信息，输出 JSON 对象，键为 ", "请把以下描述转换成 JSON 对象，使用这些键："])
-    return head + ", ".join(keys) + "。\n\n" + "".join(parts + zh_extra)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=4000)
@@ -177,7 +151,8 @@ def main():
             schema, keys, en, zh = build(rng, r, family, all_sections)
             lang = "zh" if rng.random() < 0.4 else "en"
             with_deps = "depends" in keys or rng.random() < 0.3
-            prompt = nfc(describe(rng, r, keys, lang, en, zh, with_deps)).strip()
+            prompt = nfc(describe_package(rng, r, keys, lang, r["depends"][:4] if with_deps else None,
+                                          en if lang == "en" else zh)).strip()
             f.write(json.dumps({"id": f"extraction-schema{i:05d}", "type": "extraction", "lang": lang, "prompt": prompt,
                                 "schema": schema}, ensure_ascii=False) + "\n")
     os.replace(tmp, a.out)
