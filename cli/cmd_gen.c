@@ -11,9 +11,9 @@
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
+#include "eval/tasks.h"
 #include "formats/atomic_file.h"
 #include "formats/json.h"
-#include "grammar/lit_set.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
 #include "verify/strategies.h"
@@ -143,37 +143,32 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
     pf_gen_stats st;
-    const pf_json *schema = doc ? pf_json_get(pf_json_root(doc), "schema") : NULL;
-    pf_sbuf stext = {0};
-    const char *file_schema = g->gp->json_schema;
-    bool file_object = g->gp->json_object;
-    bool schema_ok = schema && (schema->type == PF_JSON_OBJECT || schema->type == PF_JSON_BOOL);
-    if (schema_ok) pf_json_compact(&stext, schema, line, len);
+    char *schema = NULL;
+    int sr = doc ? pf_task_schema_text(pf_json_root(doc), line, len, &schema) : 0;
+    pf_gen_params gp = *g->gp; /* this line's: its own schema, if it has one, and seed */
     if (!p || p->type != PF_JSON_STRING) {
         cli_fail("%s:%d: %s", g->in, lineno, doc ? "no string field \"prompt\"" : err);
-    } else if (schema && !schema_ok) {
+    } else if (sr == -1) {
         cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
-    } else if (stext.oom) {
+    } else if (sr < 0) {
         cli_fail("%s:%d: out of memory", g->in, lineno);
     } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) < 0) {
         cli_fail("%s:%d: %s", g->in, lineno, err);
     } else {
         g->resp.n = 0;
-        g->gp->seed = g->seed0 + (uint64_t)(lineno - 1);
-        if (stext.p) {
-            g->gp->json_schema = stext.p;
-            g->gp->json_object = false;
+        gp.seed = g->seed0 + (uint64_t)(lineno - 1);
+        if (schema) {
+            gp.json_schema = schema;
+            gp.json_object = false;
         }
-        if (pf_generate_tokens(g->s, ids, (int)n_ids, g->gp, push_id, &g->resp, &st, err) != PF_OK) {
+        if (pf_generate_tokens(g->s, ids, (int)n_ids, &gp, push_id, &g->resp, &st, err) != PF_OK) {
             cli_fail("%s:%d: %s", g->in, lineno, err);
         } else {
             write_record(g, id, p, lineno, ids, n_ids, &st);
             rc = 0;
         }
     }
-    g->gp->json_schema = file_schema;
-    g->gp->json_object = file_object;
-    free(stext.p);
+    free(schema);
     free(ids);
     pf_json_free(doc);
     return rc;

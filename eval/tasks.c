@@ -32,9 +32,7 @@ static pf_task_type *find_type(pf_task_suite *s, const char *name) {
     return t;
 }
 
-/* The record's "schema" as compact JSON text (*out NULL when absent); -1 when it is not a schema
- * object or out of memory. */
-static int schema_text(const pf_json *rec, const char *line, size_t len, char **out) {
+int pf_task_schema_text(const pf_json *rec, const char *line, size_t len, char **out) {
     const pf_json *v = pf_json_get(rec, "schema");
     *out = NULL;
     if (!v) return 0;
@@ -43,7 +41,7 @@ static int schema_text(const pf_json *rec, const char *line, size_t len, char **
     pf_json_compact(&b, v, line, len);
     if (b.oom) {
         free(b.p);
-        return -1;
+        return -2;
     }
     *out = b.p;
     return 0;
@@ -98,7 +96,7 @@ static int load_file(const char *path, int max_per_type, pf_task_suite *s, char 
             break;
         }
         char *schema;
-        if (schema_text(rec, line, (size_t)len, &schema) < 0) {
+        if (pf_task_schema_text(rec, line, (size_t)len, &schema) < 0) {
             snprintf(err, PF_ERR_LEN, "%.160s:%d: \"schema\" must be a JSON Schema object", path, lineno);
             rc = -1;
         }

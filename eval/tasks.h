@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "formats/gguf.h"
+#include "formats/json.h"
 
 typedef struct {
     char *id, *lang, *prompt;
@@ -29,6 +30,10 @@ typedef struct {
  * max_per_type > 0 keeps the first max_per_type prompts of each type. */
 int pf_tasks_load(const char *dir, int max_per_type, pf_task_suite *out, char err[PF_ERR_LEN]);
 void pf_tasks_free(pf_task_suite *s);
+/* The "schema" of record rec (parsed from line[0..len)) as compact JSON text, malloc'd into *out
+ * (NULL when the record has none): 0, -1 when it is not a JSON Schema (an object or a boolean),
+ * -2 when out of memory. */
+int pf_task_schema_text(const pf_json *rec, const char *line, size_t len, char **out);
 /* Every type whose prompts all carry a schema gets a copy named "<type>+schema", decoded under the
  * schemas (bench measures the same prompts free and constrained in one run); -1 when none has
  * schemas or out of memory. */

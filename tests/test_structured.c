@@ -147,7 +147,8 @@ TEST(structured_cli_flags) {
 }
 
 /* gen: a line's own "schema" constrains that line (the enum's two values), the file's --json the
- * others; a "schema" that is not an object fails the run naming the line, with no output file. */
+ * others; a "schema" that is neither an object nor a boolean fails the run naming the line, with
+ * no output file. */
 TEST(structured_gen_schema_per_line) {
     char in[300], outp[300], out[8192], errs[4096], cmd[1200];
     test_tmp_path(in, sizeof in, "gen-schema.jsonl");
