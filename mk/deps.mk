@@ -18,7 +18,12 @@ pf_need = { ( $(1) ) >/dev/null 2>&1 || missing="$$missing $(2)"; }
 
 # $(call pf_ensure,WHAT,NEEDS): run the pf_need list NEEDS; install what is missing (root with
 # apt-get), then check again; otherwise stop with the command to run.
+# Two makes at once (make -j, or two build folders) take turns at the install (flock on a file in
+# TMPDIR), and the second checks again once it has the lock: apt-get refuses a second apt-get.
 pf_ensure = missing=""; $(2); \
+if [ -n "$$missing" ] && [ "$(DEPS_UID)" = 0 ] && command -v $(APT_GET) >/dev/null 2>&1 && command -v flock >/dev/null 2>&1; then \
+    exec 9>>"$${TMPDIR:-/tmp}/pocketflash-deps.lock" && flock 9; missing=""; $(2); \
+fi; \
 if [ -n "$$missing" ]; then \
     if [ "$(DEPS_UID)" = 0 ] && command -v $(APT_GET) >/dev/null 2>&1; then \
         echo "pocketflash: $(1) missing, installing with apt-get:$$missing"; \

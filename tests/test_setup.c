@@ -23,7 +23,9 @@ static void write_text(const char *name, const char *text, int mode) {
     chmod(path, (mode_t)mode);
 }
 
-/* The hiding headers, and the stand-in installer (`installs` 0: it installs nothing). */
+/* The hiding headers, and the stand-in installer (`installs` 0: it installs nothing). Like apt-get
+ * it refuses to run beside another apt-get (its lock), and it holds that lock for a second while it
+ * "installs", so that two makes started together overlap there. */
 static void simulate(int installs) {
     char path[400], body[1024] = "", script[2048];
     snprintf(g_dir, sizeof g_dir, "%s/setup-sim", pf_test_tmpdir());
@@ -39,7 +41,10 @@ static void simulate(int installs) {
                  "for a; do case \"$a\" in libzstd-dev) rm -f %s/hide/zstd.h;; libxxhash-dev) rm -f %s/hide/xxhash.h;; "
                  "esac; done\n",
                  g_dir, g_dir);
-    snprintf(script, sizeof script, "#!/bin/sh\necho \"$*\" >>%s/apt.log\n%s", g_dir, body);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nmkdir %s/apt.lock 2>/dev/null || { echo \"$*: could not get lock\" >>%s/apt.log; exit 100; }\n"
+             "echo \"$*\" >>%s/apt.log\nsleep 1\n%srmdir %s/apt.lock\n",
+             g_dir, g_dir, g_dir, body, g_dir);
     write_text("apt-get", script, 0755);
 }
 
@@ -94,4 +99,29 @@ TEST(setup_stops_with_the_command_to_run) {
     CHECKF(rc != 0, "exit %d:\n%s", rc, out);
     CHECKF(strstr(out, "apt-get did not provide libzstd-dev libxxhash-dev; run: apt-get install libzstd-dev libxxhash-dev"),
            "output:\n%s", out);
+}
+
+TEST(setup_two_makes_at_once_install_once) {
+    char out[8192], cmd[2400], log[4096], path[400];
+    simulate(1);
+    /* make -j or two build folders: both checks find the packages missing at once; the second waits
+     * for the first's install, finds them there and installs nothing (a second apt-get would fail
+     * on apt's lock) */
+    snprintf(path, sizeof path, "%s/apt.lock", g_dir);
+    rmdir(path);
+    char one[1200];
+    snprintf(one, sizeof one,
+             "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL TMPDIR=%s make -s --no-print-directory deps DEPS_PROBE_FLAGS=-I%s/hide "
+             "APT_GET=%s/apt-get DEPS_UID=0 SERVE=0",
+             g_dir, g_dir, g_dir);
+    snprintf(cmd, sizeof cmd, "(%s >%s/o1 2>&1; echo $? >%s/r1) & (%s >%s/o2 2>&1; echo $? >%s/r2) & wait; cat %s/r1 %s/r2 %s/o1 %s/o2",
+             one, g_dir, g_dir, one, g_dir, g_dir, g_dir, g_dir, g_dir, g_dir);
+    int rc = test_run(cmd, out, sizeof out, NULL, 0);
+    CHECKF(rc == 0 && !strncmp(out, "0\n0\n", 4), "exit codes and output:\n%s", out);
+    snprintf(path, sizeof path, "%s/apt.log", g_dir);
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[k] = 0;
+    if (f) fclose(f);
+    CHECKF(count_lines_with(log, "install -y") == 1 && !strstr(log, "could not get lock"), "apt-get calls:\n%s", log);
 }
