@@ -8,6 +8,7 @@
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
+#include "eval/bench_split.h"
 #include "eval/probe.h"
 #include "eval/schema_valid.h"
 #include "grammar/lit_set.h"
@@ -180,6 +181,7 @@ typedef struct {
     int **np;            /* their lengths */
     tokbuf out[PF_BENCH_MAX_ARMS + 1]; /* [0] plain, then each arm's output of a prompt */
     double *ar_t, *sp_t; /* [type][rep] / [arm][type][rep]: decode seconds, tokens */
+    pf_bench_record rec; /* per prompt, for the constrained tasks' split */
     int done, total;     /* prompts measured, for the progress bar */
 } bench_state;
 
@@ -242,6 +244,10 @@ static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, cha
         if (!j) tt->ttft_a += gs.ttft_s;
         else tt->ttft_s[j - 1] += gs.ttft_s;
         if (j && rep == 0) pf_spec_stats_add(&b->r->arms[j - 1].tasks[t].st, pf_spec_stats_get(spec));
+        const pf_spec_stats *pst = j ? pf_spec_stats_get(spec) : NULL;
+        pf_bench_record_add(&b->rec, t, i, j, gs.decode_s, gs.n_gen > 1 ? gs.n_gen - 1 : 0, pst ? pst->rounds : 0,
+                            pst ? pst->tokens : 0);
+        if (!j && rep == 0) pf_bench_record_plain(&b->rec, t, i, b->out[0].toks, b->out[0].n);
         if (schema && rep == 0) {
             if (j) check_doc(b->m->tok, &b->out[j], schema, gs.stop, &b->r->arms[j - 1].tasks[t].spec_docs);
             else
@@ -334,7 +340,7 @@ static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *d
     }
     b->ar_t = calloc((size_t)suite->n * b->o->reps * 2, sizeof(double));
     b->sp_t = calloc((size_t)b->n_arms * suite->n * b->o->reps * 2, sizeof(double));
-    if (b->ar_t && b->sp_t) return 0;
+    if (b->ar_t && b->sp_t && pf_bench_record_init(&b->rec, suite, b->n_arms, b->o->max_tokens) == 0) return 0;
 oom:
     snprintf(err, PF_ERR_LEN, "out of memory");
     return -1;
@@ -353,6 +359,7 @@ static void bench_state_free(bench_state *b) {
     for (int k = 0; k <= PF_BENCH_MAX_ARMS; k++) free(b->out[k].toks);
     free(b->ar_t);
     free(b->sp_t);
+    pf_bench_record_free(&b->rec);
     if (b->specs)
         for (int k = 0; k < b->n_arms * b->suite->n; k++) pf_spec_free(b->specs[k]);
     free(b->specs);
@@ -388,7 +395,10 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
         rc = make_arms(&b, arms, &dr, err) < 0 || tokenize_prompts(&b, m, err) < 0 || measure(&b, err) < 0 ? -1 : 0;
     }
     if (rc == 0) {
-        for (int k = 0; k < n_arms; k++) summarize_arm(&b, k);
+        for (int k = 0; k < n_arms; k++) {
+            summarize_arm(&b, k);
+            pf_bench_record_split(&b.rec, suite, k, r->arms[k].tasks);
+        }
         r->tasks = r->arms[0].tasks;
         r->block = r->arms[0].block;
         r->speedup_geomean = r->arms[0].speedup_geomean;

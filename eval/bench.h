@@ -55,6 +55,19 @@ typedef struct {
     int valid, invalid, cut;
 } pf_bench_docs;
 
+/* One side (under the schemas, or free) of a group of prompts: decode seconds and tokens summed
+ * over the repetitions, plain and speculative, and the speculative rounds and their tokens. */
+typedef struct {
+    double ar_s, spec_s;
+    int64_t ar_tok, spec_tok, rounds, round_toks;
+} pf_bench_split_side;
+
+/* A group of a constrained task's prompts (eval/bench_split.h): how many, and both sides. */
+typedef struct {
+    int n;
+    pf_bench_split_side con, free;
+} pf_bench_split;
+
 typedef struct {
     char type[64];
     char spec[16];
@@ -67,6 +80,10 @@ typedef struct {
     int identical; /* 1 yes, 0 no, -1 not checked (sampling) */
     int constrained; /* decoded under each prompt's schema, plain and speculative */
     pf_bench_docs plain_docs, spec_docs;
+    /* against its free twin: [0] the prompts whose plain output the schema left as the free one, [1]
+     * the rest (has_split: the suite holds the twin) */
+    pf_bench_split split[2];
+    int has_split;
 } pf_bench_task;
 
 typedef struct {

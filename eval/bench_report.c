@@ -106,6 +106,18 @@ void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *
 
 static double forced_share(const pf_spec_stats *st) { return st->tokens ? (double)st->forced / (double)st->tokens : 0; }
 
+/* A split side's speedup (per-token decode times summed over its prompts and repetitions) and tau. */
+static double side_speedup(const pf_bench_split_side *d) {
+    return d->ar_tok > 0 && d->spec_s > 0 && d->spec_tok > 0 ? (d->ar_s / (double)d->ar_tok) / (d->spec_s / (double)d->spec_tok)
+                                                             : 0;
+}
+static double side_tau(const pf_bench_split_side *d) { return d->rounds ? (double)d->round_toks / (double)d->rounds : 0; }
+
+static void split_json(FILE *f, const char *name, const pf_bench_split *g) {
+    fprintf(f, "\"%s\": {\"prompts\": %d, \"speedup\": %.4f, \"tau\": %.4f, \"free_speedup\": %.4f, \"free_tau\": %.4f}", name,
+            g->n, side_speedup(&g->con), side_tau(&g->con), side_speedup(&g->free), side_tau(&g->free));
+}
+
 /* The JSON fields of a task decoded under its schemas (nothing for a free one). */
 static void structured_json(FILE *f, const pf_bench_task *t) {
     if (!t->constrained) return;
@@ -113,6 +125,12 @@ static void structured_json(FILE *f, const pf_bench_task *t) {
     fprintf(f, ", \"constrained\": true, \"forced_share\": %.4f, \"docs_plain\": {\"valid\": %d, \"invalid\": %d, \"cut\": %d}, "
                "\"docs_spec\": {\"valid\": %d, \"invalid\": %d, \"cut\": %d}",
             forced_share(&t->st), p->valid, p->invalid, p->cut, s->valid, s->invalid, s->cut);
+    if (!t->has_split) return;
+    fprintf(f, ", \"split\": {");
+    split_json(f, "text_unchanged", &t->split[0]);
+    fprintf(f, ", ");
+    split_json(f, "text_changed", &t->split[1]);
+    fprintf(f, "}");
 }
 
 void pf_bench_write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
@@ -244,6 +262,15 @@ void pf_bench_print_structured(const pf_bench_result *r) {
                        "plain %.2fx (tau %.2f) on the same prompts: %s\n", r->arms[k].name, f->type, c->speedup.median,
                        pf_spec_tau(&c->st), f->speedup.median, pf_spec_tau(&f->st),
                        c->speedup.median >= f->speedup.median ? "constrained >= free" : "constrained < free");
+                static const char *const what[2] = {"whose plain output the schema leaves as the free one",
+                                                    "whose text the schema changes"};
+                for (int g = 0; g < 2 && c->has_split; g++) {
+                    const pf_bench_split *sp = &c->split[g];
+                    if (!sp->n) continue;
+                    printf("  the %d prompt%s %s: constrained %.2fx (tau %.2f), free %.2fx (tau %.2f)\n", sp->n,
+                           sp->n == 1 ? "" : "s", what[g], side_speedup(&sp->con), side_tau(&sp->con),
+                           side_speedup(&sp->free), side_tau(&sp->free));
+                }
             }
         }
     printf("\n");

@@ -100,6 +100,33 @@ TEST(structured_bench_checks_documents) {
         cells = strchr(cells + 1, '|');
     }
     CHECKF(strstr(out, "dflash, extraction: constrained speculative over constrained plain"), "%.3000s", out);
+    /* the split of that comparison: the prompts whose plain output under the schema is the free one,
+     * counted here with `run` free and under the schema */
+    pf_task_suite suite;
+    char err[PF_ERR_LEN];
+    CHECKF(pf_tasks_load("eval/tasks/structured", 2, &suite, err) == 0 && suite.n == 1 && suite.types[0].n == 2, "%s", err);
+    int unchanged = 0;
+    for (int i = 0; i < 2; i++) {
+        char prompt[400], schema[400], args[1200];
+        static char free_out[8192], con_out[8192];
+        test_tmp_path(prompt, sizeof prompt, "split-prompt.txt");
+        test_tmp_path(schema, sizeof schema, "split-schema.json");
+        CHECK(test_write_file(prompt, suite.types[0].prompts[i].prompt, strlen(suite.types[0].prompts[i].prompt)) == 0);
+        CHECK(test_write_file(schema, suite.types[0].prompts[i].schema, strlen(suite.types[0].prompts[i].schema)) == 0);
+        snprintf(args, sizeof args, "run -m models/pf-target-f16.gguf --chat -f %s -n 128 -t 1", prompt);
+        CHECKF(RUN_CLI(args, free_out, errs) == 0, "%s", errs);
+        snprintf(args + strlen(args), sizeof args - strlen(args), " --json-schema %s", schema);
+        CHECKF(RUN_CLI(args, con_out, errs) == 0, "%s", errs);
+        unchanged += !strcmp(free_out, con_out);
+    }
+    pf_tasks_free(&suite);
+    char want[200];
+    for (int g = 0; g < 2; g++) {
+        int n = g ? 2 - unchanged : unchanged;
+        snprintf(want, sizeof want, "  the %d prompt%s %s: constrained ", n, n == 1 ? "" : "s",
+                 g ? "whose text the schema changes" : "whose plain output the schema leaves as the free one");
+        CHECKF(!n || strstr(out, want), "no line '%s' (%d of 2 unchanged by `run`):\n%.3000s", want, unchanged, out);
+    }
     CHECK(RUN_CLI("bench -m models/pf-target-f16.gguf --tasks eval/tasks --structured --prompts 1 --reps 1 -n 4", out, errs) == 1);
     CHECKF(strstr(errs, "no task type whose every prompt has a \"schema\"") && test_count_lines(errs) == 1, "%s", errs);
 }

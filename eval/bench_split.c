@@ -1,0 +1,88 @@
+#include "eval/bench_split.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t at(const pf_bench_record *rec, int t, int i) { return (size_t)t * rec->max_prompts + (size_t)i; }
+
+int pf_bench_record_init(pf_bench_record *rec, const pf_task_suite *suite, int n_arms, int max_tokens) {
+    memset(rec, 0, sizeof *rec);
+    for (int t = 0; t < suite->n; t++)
+        if (suite->types[t].n > rec->max_prompts) rec->max_prompts = suite->types[t].n;
+    rec->runs = n_arms + 1;
+    rec->max_tokens = max_tokens;
+    size_t cells = (size_t)suite->n * rec->max_prompts;
+    rec->sum = calloc(cells * rec->runs + 1, sizeof *rec->sum);
+    rec->plain = calloc(cells * max_tokens + 1, sizeof *rec->plain);
+    rec->n_plain = calloc(cells + 1, sizeof *rec->n_plain);
+    if (rec->sum && rec->plain && rec->n_plain) return 0;
+    pf_bench_record_free(rec);
+    return -1;
+}
+
+void pf_bench_record_free(pf_bench_record *rec) {
+    free(rec->sum);
+    free(rec->plain);
+    free(rec->n_plain);
+    memset(rec, 0, sizeof *rec);
+}
+
+void pf_bench_record_add(pf_bench_record *rec, int t, int i, int j, double s, int64_t toks, int64_t rounds,
+                         int64_t round_toks) {
+    pf_bench_prompt_sum *p = &rec->sum[at(rec, t, i) * rec->runs + j];
+    p->s += s;
+    p->toks += toks;
+    p->rounds += rounds;
+    p->round_toks += round_toks;
+}
+
+void pf_bench_record_plain(pf_bench_record *rec, int t, int i, const int32_t *toks, int n) {
+    if (n > rec->max_tokens) n = rec->max_tokens;
+    memcpy(rec->plain + at(rec, t, i) * rec->max_tokens, toks, (size_t)n * sizeof *toks);
+    rec->n_plain[at(rec, t, i)] = n;
+}
+
+static int same_plain(const pf_bench_record *rec, int a, int b, int i) {
+    int n = rec->n_plain[at(rec, a, i)];
+    return n == rec->n_plain[at(rec, b, i)] &&
+           !memcmp(rec->plain + at(rec, a, i) * rec->max_tokens, rec->plain + at(rec, b, i) * rec->max_tokens,
+                   (size_t)n * sizeof *rec->plain);
+}
+
+/* The free type T of the constrained "T+schema", -1 when the suite has none. */
+static int free_twin(const pf_task_suite *suite, int c) {
+    size_t len = strlen(suite->types[c].type);
+    if (len < 7 || strcmp(suite->types[c].type + len - 7, "+schema")) return -1;
+    for (int f = 0; f < suite->n; f++)
+        if (!suite->types[f].constrained && strlen(suite->types[f].type) == len - 7 &&
+            !strncmp(suite->types[f].type, suite->types[c].type, len - 7) && suite->types[f].n == suite->types[c].n)
+            return f;
+    return -1;
+}
+
+static void add_side(pf_bench_split_side *d, const pf_bench_prompt_sum *plain, const pf_bench_prompt_sum *spec) {
+    d->ar_s += plain->s;
+    d->ar_tok += plain->toks;
+    d->spec_s += spec->s;
+    d->spec_tok += spec->toks;
+    d->rounds += spec->rounds;
+    d->round_toks += spec->round_toks;
+}
+
+void pf_bench_record_split(const pf_bench_record *rec, const pf_task_suite *suite, int k, pf_bench_task *tasks) {
+    for (int c = 0; c < suite->n; c++) {
+        int f = suite->types[c].constrained ? free_twin(suite, c) : -1;
+        if (f < 0) continue;
+        pf_bench_split *sp = tasks[c].split;
+        memset(sp, 0, 2 * sizeof *sp);
+        tasks[c].has_split = 1;
+        for (int i = 0; i < suite->types[c].n; i++) {
+            pf_bench_split *g = &sp[same_plain(rec, c, f, i) ? 0 : 1];
+            g->n++;
+            const pf_bench_prompt_sum *cs = &rec->sum[at(rec, c, i) * rec->runs];
+            const pf_bench_prompt_sum *fs = &rec->sum[at(rec, f, i) * rec->runs];
+            add_side(&g->con, &cs[0], &cs[k + 1]);
+            add_side(&g->free, &fs[0], &fs[k + 1]);
+        }
+    }
+}
