@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/gguf.h"
 #include "formats/json.h"
 
 /* A vocabulary larger than this is certainly a malformed file. */
@@ -31,8 +32,7 @@ static int fail(char err[PF_ERR_LEN], const char *path, const char *fmt, ...) {
     va_end(ap);
     /* the message quotes the file's own strings: a control character in one (a newline in a
      * pattern) would break the one-line error */
-    for (char *c = err; *c; c++)
-        if ((unsigned char)*c < 0x20) *c = ' ';
+    pf_err_one_line(err);
     return -1;
 }
 
