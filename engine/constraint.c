@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sampler.h"
 #include "engine/tokenizer.h"
 #include "grammar/schema.h"
 
@@ -111,6 +112,21 @@ int pf_constraint_words(const pf_constraint *c) { return pf_token_masker_words(c
 
 void pf_constraint_apply_bits(const pf_constraint *c, const uint32_t *bits, float *logits) {
     pf_mask_apply_aligned(c->tm, bits, c->n_vocab, logits);
+}
+
+/* Why the shortcut gives the masked row's argmax: the argmax is the lowest id of the row's highest
+ * score. When that token is allowed, no refused token scores above every allowed one, so the
+ * aligned mask moves no score (pf_mask_apply_aligned) and only sets refused tokens to -inf; the
+ * highest score stays the token's, and no lower id has it. */
+int32_t pf_constraint_greedy_bits(const pf_constraint *c, const uint32_t *bits, float *logits) {
+    int32_t t = pf_argmax(logits, c->n_vocab);
+    if (pf_mask_has(bits, t)) return t;
+    pf_constraint_apply_bits(c, bits, logits);
+    return pf_argmax(logits, c->n_vocab);
+}
+
+int32_t pf_constraint_greedy(pf_constraint *c, float *logits) {
+    return pf_constraint_greedy_bits(c, pf_constraint_mask(c, NULL), logits);
 }
 
 int32_t pf_constraint_align(pf_constraint *c, int32_t tok) {

@@ -34,6 +34,12 @@ void pf_constraint_apply(pf_constraint *c, float *logits);
 /* The same with a mask taken earlier (pf_constraint_mask's words, copied). */
 void pf_constraint_apply_bits(const pf_constraint *c, const uint32_t *bits, float *logits);
 int pf_constraint_words(const pf_constraint *c);
+/* Greedy choice under the mask bits: the argmax of logits once masked (pf_constraint_apply_bits),
+ * found without masking when the row's own argmax is allowed (then logits are left as they are);
+ * otherwise the row is masked and its argmax returned. */
+int32_t pf_constraint_greedy_bits(const pf_constraint *c, const uint32_t *bits, float *logits);
+/* The same at the current position. */
+int32_t pf_constraint_greedy(pf_constraint *c, float *logits);
 /* tok's longest allowed prefix token at the current position, -1 when none (pf_mask_apply_aligned). */
 int32_t pf_constraint_align(pf_constraint *c, int32_t tok);
 /* The one token the position allows when it is forced (not an end token), else -1. */

@@ -18,14 +18,21 @@ int32_t pf_session_sample(pf_session *s, const float *logits) {
     return pf_sample(&s->sampling, logits, s->model->hp.n_vocab, &s->dist, &s->rng);
 }
 
+/* The next token from a target row, under the session's constraint when it has one (greedy: the
+ * masked row's argmax without masking it when the argmax is allowed). */
+static int32_t pick(pf_session *s, float *logits) {
+    if (s->cons && s->sampling.temp <= 0) return pf_constraint_greedy(s->cons, logits);
+    if (s->cons) pf_constraint_apply(s->cons, logits);
+    return pf_session_sample(s, logits);
+}
+
 /* Plain autoregressive decoding: one target row per step. */
 static int ar_step(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
     (void)state;
     (void)cap;
     pf_batch b = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = s->logits};
     if (pf_forward(s->ctx, &b, err) < 0) return -1;
-    if (s->cons) pf_constraint_apply(s->cons, s->logits);
-    out[0] = pf_session_sample(s, s->logits);
+    out[0] = pick(s, s->logits);
     return 1;
 }
 
@@ -178,8 +185,7 @@ static pf_rc prefill(gen_run *g, char err[PF_ERR_LEN]) {
 static int next_tokens(gen_run *g, int32_t last, char err[PF_ERR_LEN]) {
     pf_session *s = g->s;
     if (last < 0) {
-        if (s->cons) pf_constraint_apply(s->cons, s->logits);
-        g->buf[0] = pf_session_sample(s, s->logits);
+        g->buf[0] = pick(s, s->logits);
         return 1;
     }
     /* `last` needs one cache row; a strategy may use up to cap rows */

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/constraint.h"
 #include "engine/generate.h"
+#include "engine/sampler.h"
+#include "grammar/token_mask.h"
 #include "engine/tokenizer.h"
 #include "chi2.h"
 #include "schema_check.h"
@@ -284,5 +287,53 @@ TEST(structured_spec_sampled_same_distribution) {
     free(cnt);
     free(ids);
     pf_spec_free(spec);
+    close_pair(&p);
+}
+
+/* The greedy shortcut (pf_constraint_greedy_bits: the row's own argmax when allowed, else the
+ * masked row's) against masking every row first (pf_constraint_apply_bits, then the argmax), on
+ * rows of few distinct values (ties) and of spread ones, at states along a document where the top
+ * token is often refused (then the aligned mask moves its score to an allowed prefix). */
+TEST(structured_greedy_shortcut_is_the_masked_argmax) {
+    pair p;
+    CHECK(open_pair(&p) == 0);
+    char err[PF_ERR_LEN];
+    pf_decode_params dp = {.json_schema = k_schemas[0]};
+    pf_constraint *c = NULL;
+    CHECKF(pf_constraint_open(p.s, &dp, &c, err) == PF_RC_OK && c, "%s", err);
+    static const char doc[] = "{\"name\": \"Maria Lopez\", \"age\": 34, \"kind\": \"person\"}";
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    CHECKF(pf_tokenize(p.m->tok, doc, strlen(doc), false, &ids, &n_ids, err) == 0, "%s", err);
+    const int V = p.m->hp.n_vocab, words = pf_constraint_words(c);
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+    uint32_t *bits = malloc((size_t)words * sizeof *bits);
+    CHECK(a && b && bits);
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    int shortcut = 0, masked = 0;
+    for (size_t k = 0; k <= n_ids; k++) {
+        memcpy(bits, pf_constraint_mask(c, NULL), (size_t)words * sizeof *bits);
+        for (int r = 0; r < 64; r++) {
+            for (int i = 0; i < V; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                a[i] = r & 1 ? (float)(x >> 62) : (float)(x >> 40) / (float)(1u << 24) * 20.0f - 10.0f;
+            }
+            memcpy(b, a, (size_t)V * sizeof *a);
+            int32_t top = pf_argmax(a, V), got = pf_constraint_greedy_bits(c, bits, a);
+            pf_constraint_apply_bits(c, bits, b);
+            int32_t want = pf_argmax(b, V);
+            CHECKF(got == want, "position %zu row %d: shortcut %d, masked argmax %d", k, r, got, want);
+            if (pf_mask_has(bits, top)) shortcut++;
+            else masked++;
+        }
+        if (k < n_ids) CHECK(pf_constraint_advance(c, ids[k]) == 0);
+    }
+    /* both branches were taken */
+    CHECKF(shortcut > 0 && masked > 0, "rows with an allowed top %d, refused %d", shortcut, masked);
+    free(ids);
+    free(a);
+    free(b);
+    free(bits);
+    pf_constraint_free(c);
     close_pair(&p);
 }

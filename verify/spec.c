@@ -249,10 +249,11 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     pf_batch b = {.tokens = sp->rows, .n = nd + 1, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits,
                   .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps, .taps = sp->taps};
     if (pf_forward(s->ctx, &b, err) < 0) return -1;
-    if (s->cons) pf_spec_constrain_rows(sp, s->cons, n_masked);
+    int greedy_cons = s->cons && s->sampling.temp <= 0;
+    if (s->cons && !greedy_cons) pf_spec_constrain_rows(sp, s->cons, n_masked);
     t.t2 = pf_now_s();
     int32_t bonus;
-    int a = accept_drafts(sp, s, nd, &bonus);
+    int a = greedy_cons ? pf_spec_accept_greedy_constrained(sp, s->cons, nd, n_masked, &bonus) : accept_drafts(sp, s, nd, &bonus);
     pf_kv_truncate(s->ctx->kv, start + a + 1); /* rollback: the cache keeps the committed rows */
     memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
     out[a] = bonus;

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sampler.h"
+
 /* Row k's mask: the constraint's current one, copied (the next advance replaces it). */
 static const uint32_t *keep_mask(pf_spec *sp, pf_constraint *c, int k) {
     size_t words = (size_t)pf_constraint_words(c);
@@ -78,6 +80,20 @@ int pf_spec_constrain_path(pf_spec *sp, pf_constraint *c, int nd, int cap, int s
     }
     pf_constraint_rollback(c, pos0);
     return nd;
+}
+
+int pf_spec_accept_greedy_constrained(pf_spec *sp, const pf_constraint *c, int nd, int n_masked, int32_t *bonus) {
+    const int V = sp->s->model->hp.n_vocab;
+    int a = 0;
+    for (;; a++) {
+        float *row = sp->logits + (size_t)a * V;
+        int32_t t = a < n_masked ? pf_constraint_greedy_bits(c, sp->cmask + (size_t)a * sp->cmask_words, row)
+                                 : pf_argmax(row, V);
+        if (a == nd || sp->rows[1 + a] != t) {
+            *bonus = t;
+            return a;
+        }
+    }
 }
 
 void pf_spec_constrain_rows(pf_spec *sp, const pf_constraint *c, int n_masked) {

@@ -21,7 +21,11 @@ void pf_spec_mark_forced(pf_constraint *c, const int32_t *drafts, int n, unsigne
 /* The filter a drafter proposes through (draft/drafter.h): the constraint advanced along the
  * drafted path; the caller rolls it back to the round's start after proposing. */
 pf_draft_filter pf_spec_draft_filter(pf_constraint *c);
-/* Mask the verified logits rows 0..n_masked-1 with their kept masks. */
+/* Mask the verified logits rows 0..n_masked-1 with their kept masks (sampled acceptance). */
 void pf_spec_constrain_rows(pf_spec *sp, const pf_constraint *c, int n_masked);
+/* Greedy acceptance (verify/accept.h pf_accept_greedy) over the rows as pf_spec_constrain_rows
+ * would leave them, each row masked only when it is read and its own argmax is refused
+ * (pf_constraint_greedy_bits): the accepted drafts, *bonus the target's next token. */
+int pf_spec_accept_greedy_constrained(pf_spec *sp, const pf_constraint *c, int nd, int n_masked, int32_t *bonus);
 
 #endif
