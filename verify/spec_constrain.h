@@ -1,8 +1,9 @@
 /* A speculative round under structured output (engine/constraint.h): the drafted path is walked
  * through the constraint, cut at the first token it forbids, runs of forced tokens (the only token
  * a position allows) are appended without asking the draft, and each verified row's logits are
- * masked with the state reached along the path before acceptance, so greedy output is constrained
- * plain decoding token for token and sampled output keeps its distribution. */
+ * masked with the state reached along the path before acceptance (greedy acceptance masks a row only
+ * when it reads it and its argmax is refused, which gives the same tokens), so greedy output is
+ * constrained plain decoding token for token and sampled output keeps its distribution. */
 #ifndef PF_SPEC_CONSTRAIN_H
 #define PF_SPEC_CONSTRAIN_H
 
