@@ -27,7 +27,7 @@ static void write_text(const char *name, const char *text, int mode) {
  * it refuses to run beside another apt-get (its lock), and it holds that lock for a second while it
  * "installs", so that two makes started together overlap there. */
 static void simulate(int installs) {
-    char path[400], body[1024] = "", script[2048];
+    char path[400], body[1024] = "", script[4096];
     snprintf(g_dir, sizeof g_dir, "%s/setup-sim", pf_test_tmpdir());
     mkdir(g_dir, 0700);
     snprintf(path, sizeof path, "%s/hide", g_dir);
@@ -102,7 +102,7 @@ TEST(setup_stops_with_the_command_to_run) {
 }
 
 TEST(setup_two_makes_at_once_install_once) {
-    char out[8192], cmd[2400], log[4096], path[400];
+    char out[8192], cmd[6144], log[4096], path[400];
     simulate(1);
     /* make -j or two build folders: both checks find the packages missing at once; the second waits
      * for the first's install, finds them there and installs nothing (a second apt-get would fail
