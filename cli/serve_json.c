@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/unicode.h"
+#include "formats/gguf.h"
 #include "grammar/lit_set.h"
 #include "grammar/schema.h"
 #include "verify/kind.h"
@@ -91,8 +92,13 @@ void sv_buf_free(sv_buf *b) {
 }
 
 void sv_error_json(sv_buf *b, const char *message, const char *type, const char *param, const char *code) {
+    /* one line whatever the message quotes (a role or a schema key of the request may hold a
+     * newline): control characters become '?', as in every one-line error */
+    char one[PF_ERR_LEN];
+    snprintf(one, sizeof one, "%s", message);
+    pf_err_one_line(one);
     sv_puts(b, "{\"error\":{\"message\":");
-    sv_put_jstr(b, message, strlen(message));
+    sv_put_jstr(b, one, strlen(one));
     sv_puts(b, ",\"type\":");
     sv_put_jstr(b, type, strlen(type));
     sv_puts(b, ",\"param\":");
