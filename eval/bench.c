@@ -332,6 +332,7 @@ static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *d
             bt->n_prompts = suite->types[t].n;
             bt->identical = b->o->temp > 0 ? -1 : 1;
             bt->constrained = b->suite->types[t].constrained;
+            bt->twin = bt->constrained ? b->suite->types[t].twin : -1;
         }
     }
     for (int k = 0; k <= b->n_arms; k++) {

@@ -80,10 +80,10 @@ typedef struct {
     int identical; /* 1 yes, 0 no, -1 not checked (sampling) */
     int constrained; /* decoded under each prompt's schema, plain and speculative */
     pf_bench_docs plain_docs, spec_docs;
-    /* against its free twin: [0] the prompts whose plain output the schema left as the free one, [1]
-     * the rest (has_split: the suite holds the twin) */
+    /* against its free twin (the task of index twin): [0] the prompts whose plain output the schema
+     * left as the free one, [1] the rest */
     pf_bench_split split[2];
-    int has_split;
+    int twin;
 } pf_bench_task;
 
 typedef struct {

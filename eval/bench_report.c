@@ -125,7 +125,6 @@ static void structured_json(FILE *f, const pf_bench_task *t) {
     fprintf(f, ", \"constrained\": true, \"forced_share\": %.4f, \"docs_plain\": {\"valid\": %d, \"invalid\": %d, \"cut\": %d}, "
                "\"docs_spec\": {\"valid\": %d, \"invalid\": %d, \"cut\": %d}",
             forced_share(&t->st), p->valid, p->invalid, p->cut, s->valid, s->invalid, s->cut);
-    if (!t->has_split) return;
     fprintf(f, ", \"split\": {");
     split_json(f, "text_unchanged", &t->split[0]);
     fprintf(f, ", ");
@@ -253,24 +252,20 @@ void pf_bench_print_structured(const pf_bench_result *r) {
     for (int k = 0; k < r->n_arms; k++)
         for (int i = 0; i < r->n; i++) {
             const pf_bench_task *c = &r->arms[k].tasks[i];
-            size_t len = strlen(c->type);
-            if (!c->constrained || len < 7) continue;
-            for (int j = 0; j < r->n; j++) {
-                const pf_bench_task *f = &r->arms[k].tasks[j];
-                if (f->constrained || strlen(f->type) != len - 7 || strncmp(f->type, c->type, len - 7)) continue;
-                printf("%s, %s: constrained speculative over constrained plain %.2fx (tau %.2f), free speculative over free "
-                       "plain %.2fx (tau %.2f) on the same prompts: %s\n", r->arms[k].name, f->type, c->speedup.median,
-                       pf_spec_tau(&c->st), f->speedup.median, pf_spec_tau(&f->st),
-                       c->speedup.median >= f->speedup.median ? "constrained >= free" : "constrained < free");
-                static const char *const what[2] = {"whose plain output the schema leaves as the free one",
-                                                    "whose text the schema changes"};
-                for (int g = 0; g < 2 && c->has_split; g++) {
-                    const pf_bench_split *sp = &c->split[g];
-                    if (!sp->n) continue;
-                    printf("  the %d prompt%s %s: constrained %.2fx (tau %.2f), free %.2fx (tau %.2f)\n", sp->n,
-                           sp->n == 1 ? "" : "s", what[g], side_speedup(&sp->con), side_tau(&sp->con),
-                           side_speedup(&sp->free), side_tau(&sp->free));
-                }
+            if (!c->constrained) continue;
+            const pf_bench_task *f = &r->arms[k].tasks[c->twin];
+            printf("%s, %s: constrained speculative over constrained plain %.2fx (tau %.2f), free speculative over free "
+                   "plain %.2fx (tau %.2f) on the same prompts: %s\n", r->arms[k].name, f->type, c->speedup.median,
+                   pf_spec_tau(&c->st), f->speedup.median, pf_spec_tau(&f->st),
+                   c->speedup.median >= f->speedup.median ? "constrained >= free" : "constrained < free");
+            static const char *const what[2] = {"whose plain output the schema leaves as the free one",
+                                                "whose text the schema changes"};
+            for (int g = 0; g < 2; g++) {
+                const pf_bench_split *sp = &c->split[g];
+                if (!sp->n) continue;
+                printf("  the %d prompt%s %s: constrained %.2fx (tau %.2f), free %.2fx (tau %.2f)\n", sp->n,
+                       sp->n == 1 ? "" : "s", what[g], side_speedup(&sp->con), side_tau(&sp->con),
+                       side_speedup(&sp->free), side_tau(&sp->free));
             }
         }
     printf("\n");

@@ -49,17 +49,6 @@ static int same_plain(const pf_bench_record *rec, int a, int b, int i) {
                    (size_t)n * sizeof *rec->plain);
 }
 
-/* The free type T of the constrained "T+schema", -1 when the suite has none. */
-static int free_twin(const pf_task_suite *suite, int c) {
-    size_t len = strlen(suite->types[c].type);
-    if (len < 7 || strcmp(suite->types[c].type + len - 7, "+schema")) return -1;
-    for (int f = 0; f < suite->n; f++)
-        if (!suite->types[f].constrained && strlen(suite->types[f].type) == len - 7 &&
-            !strncmp(suite->types[f].type, suite->types[c].type, len - 7) && suite->types[f].n == suite->types[c].n)
-            return f;
-    return -1;
-}
-
 static void add_side(pf_bench_split_side *d, const pf_bench_prompt_sum *plain, const pf_bench_prompt_sum *spec) {
     d->ar_s += plain->s;
     d->ar_tok += plain->toks;
@@ -71,11 +60,10 @@ static void add_side(pf_bench_split_side *d, const pf_bench_prompt_sum *plain, c
 
 void pf_bench_record_split(const pf_bench_record *rec, const pf_task_suite *suite, int k, pf_bench_task *tasks) {
     for (int c = 0; c < suite->n; c++) {
-        int f = suite->types[c].constrained ? free_twin(suite, c) : -1;
-        if (f < 0) continue;
+        if (!suite->types[c].constrained) continue;
+        int f = suite->types[c].twin;
         pf_bench_split *sp = tasks[c].split;
         memset(sp, 0, 2 * sizeof *sp);
-        tasks[c].has_split = 1;
         for (int i = 0; i < suite->types[c].n; i++) {
             pf_bench_split *g = &sp[same_plain(rec, c, f, i) ? 0 : 1];
             g->n++;

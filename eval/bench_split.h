@@ -31,8 +31,8 @@ void pf_bench_record_free(pf_bench_record *rec);
 void pf_bench_record_add(pf_bench_record *rec, int t, int i, int j, double s, int64_t toks, int64_t rounds,
                          int64_t round_toks);
 void pf_bench_record_plain(pf_bench_record *rec, int t, int i, const int32_t *toks, int n);
-/* Arm k's split for every constrained type of the suite that has its free twin ("T+schema" and T):
- * tasks[c].split[0] the prompts the schema left unchanged, [1] the ones it changed. */
+/* Arm k's split for every constrained type of the suite against its free twin: tasks[c].split[0]
+ * the prompts the schema left unchanged, [1] the ones it changed. */
 void pf_bench_record_split(const pf_bench_record *rec, const pf_task_suite *suite, int k, pf_bench_task *tasks);
 
 #endif

@@ -188,6 +188,7 @@ int pf_tasks_add_constrained(pf_task_suite *s, char err[PF_ERR_LEN]) {
         const pf_task_type *src = &s->types[i];
         memset(t, 0, sizeof *t);
         t->constrained = 1;
+        t->twin = i;
         if (!(t->type = strdup(name)) || !(t->prompts = calloc((size_t)src->n, sizeof *t->prompts))) {
             free(t->type);
             goto oom;

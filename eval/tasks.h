@@ -19,6 +19,7 @@ typedef struct {
     pf_task_prompt *prompts;
     int n;
     int constrained; /* decode each prompt under its schema (pf_tasks_add_constrained) */
+    int twin;        /* a constrained copy's free type (its index in the suite) */
 } pf_task_type;
 
 typedef struct {
