@@ -1,14 +1,29 @@
 #include "verify/accept.h"
 
-int pf_accept_greedy(const float *logits, int n_vocab, const int32_t *draft, int nd, int32_t *bonus) {
+int pf_accept_greedy_by(int32_t (*token)(void *ctx, int k), void *ctx, const int32_t *draft, int nd, int32_t *bonus) {
     int a = 0;
-    int32_t t = pf_argmax(logits, n_vocab);
+    int32_t t = token(ctx, 0);
     while (a < nd && draft[a] == t) {
         a++;
-        t = pf_argmax(logits + (int64_t)a * n_vocab, n_vocab);
+        t = token(ctx, a);
     }
     *bonus = t;
     return a;
+}
+
+typedef struct {
+    const float *logits;
+    int n_vocab;
+} rows;
+
+static int32_t row_argmax(void *ctx, int k) {
+    const rows *r = ctx;
+    return pf_argmax(r->logits + (int64_t)k * r->n_vocab, r->n_vocab);
+}
+
+int pf_accept_greedy(const float *logits, int n_vocab, const int32_t *draft, int nd, int32_t *bonus) {
+    rows r = {logits, n_vocab};
+    return pf_accept_greedy_by(row_argmax, &r, draft, nd, bonus);
 }
 
 /* normalize(max(p - q, 0)) into r; returns 0 if the residual is empty (p == q). */

@@ -10,6 +10,9 @@
 
 /* Greedy: a = longest prefix with d[k] == argmax(row k); bonus = argmax(row a). */
 int pf_accept_greedy(const float *logits, int n_vocab, const int32_t *draft, int nd, int32_t *bonus);
+/* The same rule with row k's greedy token given by token(ctx, k) (rows read in order, up to the
+ * first mismatch). */
+int pf_accept_greedy_by(int32_t (*token)(void *ctx, int k), void *ctx, const int32_t *draft, int nd, int32_t *bonus);
 
 /* Sampled, lossless. p_k = pf_sampling_probs(samp, row k). For a point-mass draft
  * (deterministic != 0) the target samples its own token from p_k with the same single uniform that

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/sampler.h"
+#include "verify/accept.h"
 
 /* Row k's mask: the constraint's current one, copied (the next advance replaces it). */
 static const uint32_t *keep_mask(pf_spec *sp, pf_constraint *c, int k) {
@@ -82,18 +83,24 @@ int pf_spec_constrain_path(pf_spec *sp, pf_constraint *c, int nd, int cap, int s
     return nd;
 }
 
+typedef struct {
+    pf_spec *sp;
+    const pf_constraint *c;
+    int n_masked;
+} masked_rows;
+
+/* Row k's greedy token, under its kept mask when it has one. */
+static int32_t masked_row_token(void *ctx, int k) {
+    const masked_rows *m = ctx;
+    const int V = m->sp->s->model->hp.n_vocab;
+    float *row = m->sp->logits + (size_t)k * V;
+    return k < m->n_masked ? pf_constraint_greedy_bits(m->c, m->sp->cmask + (size_t)k * m->sp->cmask_words, row)
+                           : pf_argmax(row, V);
+}
+
 int pf_spec_accept_greedy_constrained(pf_spec *sp, const pf_constraint *c, int nd, int n_masked, int32_t *bonus) {
-    const int V = sp->s->model->hp.n_vocab;
-    int a = 0;
-    for (;; a++) {
-        float *row = sp->logits + (size_t)a * V;
-        int32_t t = a < n_masked ? pf_constraint_greedy_bits(c, sp->cmask + (size_t)a * sp->cmask_words, row)
-                                 : pf_argmax(row, V);
-        if (a == nd || sp->rows[1 + a] != t) {
-            *bonus = t;
-            return a;
-        }
-    }
+    masked_rows m = {sp, c, n_masked};
+    return pf_accept_greedy_by(masked_row_token, &m, sp->rows + 1, nd, bonus);
 }
 
 void pf_spec_constrain_rows(pf_spec *sp, const pf_constraint *c, int n_masked) {
