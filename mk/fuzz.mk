@@ -22,6 +22,9 @@ FUZZ_MAXLEN_pfb := 400000
 FUZZ_MAXLEN_prompt_cache := 65536
 fuzz_maxlen = $(or $(FUZZ_MAXLEN_$(1)),16384)
 fuzz_seeds = $(wildcard tests/fuzz/seeds/$(1)) build-fuzz/seeds/$(1)
+# A target's dictionary, tests/fuzz/NAME.dict where it has one: the keywords its input must spell
+# (schema keywords, request fields), which mutation alone meets only after millions of inputs.
+fuzz_dict = $(if $(wildcard tests/fuzz/$(1).dict),-dict=tests/fuzz/$(1).dict)
 # fuzz_serve also links the server's files of the CLI (without main) and libmicrohttpd; without
 # the server (SERVE=0) it is left out.
 FUZZ_SERVE_SRC := $(filter cli/serve_%,$(CLI_SRC))
@@ -75,7 +78,7 @@ build-fuzz/seeds/pfb/tiny.pfb: build-fuzz/seeds/gguf/tiny-q4_1.gguf
 $(FUZZ_TARGETS:%=fuzz-%): fuzz-%: build-fuzz/fuzz_% fuzz-seeds
 	@mkdir -p build-fuzz/corpus-$*
 	UBSAN_OPTIONS=halt_on_error=1 build-fuzz/fuzz_$* -max_total_time=$(FUZZ_TIME) -max_len=$(call fuzz_maxlen,$*) \
-	    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus-$* $(call fuzz_seeds,$*)
+	    -rss_limit_mb=4096 $(call fuzz_dict,$*) -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus-$* $(call fuzz_seeds,$*)
 
 # For the suite: the libFuzzer targets where clang links them, else the plain driver's
 # (FUZZ_DRIVER=plain forces those); build-fuzz/suite-bin names the folder the tests run from.

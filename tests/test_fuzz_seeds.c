@@ -3,8 +3,9 @@
  * targets (mk/fuzz.mk) and names their folder in PF_FUZZ_BIN: libFuzzer builds, which run the
  * seeds (tests/fuzz/seeds/NAME and the generated build-fuzz/seeds/NAME) and then a fixed number
  * of mutations from a fixed seed, the same inputs on every run; or plain-driver builds
- * (tests/fuzz/driver.c), which run each seed once. A crash, a sanitizer report, a leak or a
- * target's own check failing fails the test, with the target's output. */
+ * (tests/fuzz/driver.c), which run each seed once. A target's dictionary (tests/fuzz/NAME.dict)
+ * goes to libFuzzer too, so one it cannot parse fails the test. A crash, a sanitizer report, a
+ * leak or a target's own check failing fails the test, with the target's output. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static void run_seeds(void) {
         pf_test_skip("the fuzz targets are not built (make test and make asan build them; PF_FUZZ_BIN names the folder)");
         return;
     }
-    char exe[512], seeds[2][300], corpus[300], log[300], cmd[2600];
+    char exe[512], seeds[2][300], corpus[300], log[300], dict[300], cmd[2900];
     snprintf(exe, sizeof exe, "%s/fuzz_%s", bin, name);
     CHECKF(test_exists(exe), "%s is missing: the target did not build", exe);
     snprintf(seeds[0], sizeof seeds[0], "tests/fuzz/seeds/%s", name);
@@ -42,10 +43,12 @@ static void run_seeds(void) {
     snprintf(corpus, sizeof corpus, "%s/fuzz-%s", pf_test_tmpdir(), name);
     mkdir(corpus, 0700);
     snprintf(log, sizeof log, "%s/fuzz-%s.log", pf_test_tmpdir(), name);
+    snprintf(dict, sizeof dict, "tests/fuzz/%s.dict", name);
     size_t k = (size_t)snprintf(cmd, sizeof cmd,
                                 "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 %s -seed=1 -runs=%d -max_len=400000 "
-                                "-rss_limit_mb=4096 -artifact_prefix=%s/ %s",
-                                exe, n_seeds + MUTATIONS, corpus, corpus);
+                                "-rss_limit_mb=4096 -artifact_prefix=%s/%s%s %s",
+                                exe, n_seeds + MUTATIONS, corpus, test_exists(dict) ? " -dict=" : "",
+                                test_exists(dict) ? dict : "", corpus);
     for (int i = 0; i < 2; i++)
         if (files_in(seeds[i])) k += (size_t)snprintf(cmd + k, sizeof cmd - k, " %s", seeds[i]);
     snprintf(cmd + k, sizeof cmd - k, " >%s 2>&1 </dev/null", log);

@@ -12,17 +12,20 @@
 # start). libFuzzer's own default (100) begins every run with short inputs and raises the limit as
 # it goes, so a run resumed over a grown corpus spends its start re-walking short inputs and finds
 # length-dependent paths late in every run, never flat for long.
+# tests/fuzz/NAME.dict, where it exists, is the target's libFuzzer dictionary.
 set -eu
 name=$1 secs=$2 max_len=$3
 shift 3
 bin=build-fuzz/fuzz_$name corpus=tests/fuzz/corpus/$name log=build-fuzz/long-$name.log
+dict=""
+[ ! -f "tests/fuzz/$name.dict" ] || dict="-dict=tests/fuzz/$name.dict"
 mkdir -p "$corpus"
 seeds=""
 for d in "$@"; do [ ! -d "$d" ] || seeds="$seeds $d"; done
 rc=0
 # shellcheck disable=SC2086 # the seed folders are words
 UBSAN_OPTIONS=halt_on_error=1 nice -n 19 "$bin" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=4096 \
-    -len_control="${FUZZ_LEN_CONTROL:-0}" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} ${FUZZ_FORK:+-fork="$FUZZ_FORK"} -print_final_stats=1 -artifact_prefix="build-fuzz/long-$name-" "$corpus" $seeds >"$log" 2>&1 || rc=$?
+    -len_control="${FUZZ_LEN_CONTROL:-0}" $dict ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} ${FUZZ_FORK:+-fork="$FUZZ_FORK"} -print_final_stats=1 -artifact_prefix="build-fuzz/long-$name-" "$corpus" $seeds >"$log" 2>&1 || rc=$?
 # SIGINT to the fuzzer (kill -INT PID) ends a run early and keeps it: libFuzzer exits 72, and the
 # corpus is merged and reported as after a full run. (A fork-mode parent can go on starting jobs
 # after SIGINT; then stop this script and it, and rerun the lines below by hand.)
