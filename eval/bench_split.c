@@ -10,7 +10,9 @@ int pf_bench_record_init(pf_bench_record *rec, const pf_task_suite *suite, int n
     for (int t = 0; t < suite->n; t++)
         if (suite->types[t].n > rec->max_prompts) rec->max_prompts = suite->types[t].n;
     rec->runs = n_arms + 1;
-    rec->max_tokens = max_tokens;
+    /* the plain outputs are only compared for a constrained type and its twin: none kept without */
+    for (int t = 0; t < suite->n; t++)
+        if (suite->types[t].constrained) rec->max_tokens = max_tokens;
     size_t cells = (size_t)suite->n * rec->max_prompts;
     rec->sum = calloc(cells * rec->runs + 1, sizeof *rec->sum);
     rec->plain = calloc(cells * max_tokens + 1, sizeof *rec->plain);

@@ -19,7 +19,8 @@ typedef struct {
 
 typedef struct {
     pf_bench_prompt_sum *sum; /* [type][prompt][run]: run 0 plain decoding, then each arm */
-    int32_t *plain;           /* [type][prompt][max_tokens]: the first repetition's plain output */
+    int32_t *plain;           /* [type][prompt][max_tokens]: the first repetition's plain output
+                               * (max_tokens 0, nothing kept, in a suite without constrained types) */
     int *n_plain;             /* [type][prompt] */
     int max_prompts, runs, max_tokens;
 } pf_bench_record;
