@@ -40,9 +40,11 @@ static const char k_usage[] =
     "  --max-body N     largest request body in bytes (default 1048576); beyond: 413\n"
     "  --max-connections N  open connections at most (default 256)\n"
     "  --alias NAME     the model id /v1/models lists (default: the model file's name)\n"
+    "  --seed S         a request without a \"seed\" samples with seed S, so the same request gives\n"
+    "                   the same answer (as `run --seed S`); default: each draws its own\n"
     "  -v               one line per request on stderr\n"
     "llama-server spellings accepted: --model, -md/--model-draft, --ctx-size, --threads, -np,\n"
-    "  --n-predict\n";
+    "  --n-predict, -s\n";
 
 static const char *base_name(const char *path) {
     const char *s = strrchr(path, '/');
@@ -55,6 +57,7 @@ int cmd_serve(int argc, char **argv) {
                          .max_connections = 256, .page = pf_serve_page, .page_len = pf_serve_page_len};
     sv_engine_config ec = {.n_sessions = 1, .queue_max = 64};
     int threads = 0;
+    long long seed = -1; /* not given */
     const cli_arg args[] = {
         CLI_ON("-v", &hc.verbose), CLI_STR("-m", &model_path), CLI_STR("-d", &draft_path), CLI_STR("--host", &hc.host),
         CLI_STR("--alias", &alias), CLI_STR("--api-key", &hc.api_key), CLI_INT("--port", &hc.port, 0, 65535),
@@ -62,7 +65,7 @@ int cmd_serve(int argc, char **argv) {
         CLI_INT("-t", &threads, 1, 256), CLI_I64("-c", &ec.session.n_ctx, 1, 1 << 24), CLI_KV("--kv", &ec.session.kv_q8),
         CLI_INT("-n", &ec.default_max_tokens, 1, 1 << 30), CLI_DOUBLE("--timeout", &hc.timeout_s, 0.001, 1e7),
         CLI_SIZE("--max-body", &hc.max_body, 1, 1ll << 32), CLI_INT("--max-connections", &hc.max_connections, 1, 65536),
-        CLI_END};
+        CLI_LL("--seed", &seed, 0, INT64_MAX), CLI_END};
     int parsed = cli_parse("serve", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, pf_physical_cores()), 0) : 1;
     if (hc.api_key && !*hc.api_key) return cli_fail("serve: --api-key must not be empty");
@@ -71,6 +74,8 @@ int cmd_serve(int argc, char **argv) {
     ec.session.n_threads = threads ? threads : pf_physical_cores() / ec.n_sessions;
     if (ec.session.n_threads < 1) ec.session.n_threads = 1;
     hc.model_id = alias ? alias : base_name(model_path);
+    hc.fixed_seed = seed >= 0;
+    hc.seed = hc.fixed_seed ? (uint64_t)seed : 0;
 
     char err[PF_ERR_LEN];
     int rc = 1;

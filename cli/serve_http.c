@@ -327,6 +327,10 @@ static void generate(sv_http *h, const sv_http_request *q, route rt, sv_reply *r
         return;
     }
     bool stream = req.stream;
+    if (!req.has_seed && h->cfg.fixed_seed) {
+        req.seed = h->cfg.seed;
+        req.has_seed = true;
+    }
     sv_job *j = sv_job_new(&req, q->client_fd, q->t0, h->cfg.timeout_s);
     if (!j) {
         sv_request_free(&req);

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "cli/serve_engine.h"
@@ -21,6 +22,9 @@ typedef struct {
     const char *page;     /* the HTML GET / serves (NULL: none) */
     size_t page_len;
     bool verbose;         /* one line per request on stderr */
+    bool fixed_seed;      /* serve --seed: a request without a "seed" samples with `seed` (else each
+                           * draws its own, as OpenAI's do) */
+    uint64_t seed;
 } sv_http_config;
 
 typedef struct sv_http sv_http;

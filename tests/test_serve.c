@@ -427,6 +427,37 @@ TEST(serve_concurrent_requests_get_their_own_answers) {
     CHECK(server_stop(&s) == 0);
 }
 
+/* serve --seed S: a sampled request without a seed of its own is run's --seed S sample, streamed or
+ * not, every time; one that names a seed keeps it. */
+TEST(serve_seed_flag_fixes_unseeded_samples) {
+    NEED_SDK();
+    static char want7[8192], want8[8192], req[4096];
+    CHECK(run_cli("run -m " TARGET " -t 1 --chat -n 24 --temp 0.9 --seed 7 -p '" Q2 "'", want7, sizeof want7) == 0);
+    CHECK(run_cli("run -m " TARGET " -t 1 --chat -n 24 --temp 0.9 --seed 8 -p '" Q2 "'", want8, sizeof want8) == 0);
+    CHECK(strcmp(want7, want8) != 0);
+    static const char *const bodies[] = {"", ",\"stream\":true", "", ",\"seed\":8"};
+    size_t n = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < 4; i++)
+        n += (size_t)snprintf(req + n, sizeof req - n,
+                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"" Q2 "\"}],\"max_tokens\":24,\"temperature\":0.9%s}}",
+                              i ? "," : "", bodies[i]);
+    snprintf(req + n, sizeof req - n, "]");
+    const char *in = tmp("seed-in.json"), *out = tmp("seed-out.json");
+    CHECK(write_file(in, req));
+    server s;
+    START(s, "-m " TARGET " -t 1 --seed 7");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 1", in, out);
+    SCHECK(s, d, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        const char *got = str(item(d, (size_t)i), "text"), *want = i == 3 ? want8 : want7;
+        SCHECK(s, got && !strcmp(got, want), "request %d: '%s', want run's '%s'", i, got ? got : "(error)", want);
+    }
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
 /* Two conversations on two sessions: each second turn returns to the session of its first turn and
  * reuses its cache rows (the whole first turn: prompt and reply). */
 TEST(serve_next_turn_returns_to_its_session) {
@@ -800,6 +831,7 @@ TEST(serve_bad_flags_one_line_errors) {
         {"-m " TARGET " --parallel 0", "--parallel"},
         {"-m " TARGET " --bogus", "unknown flag '--bogus'"},
         {"-m " TARGET " --api-key ''", "--api-key"},
+        {"-m " TARGET " --seed -1", "--seed"},
         {"-m /nonexistent.gguf", "cannot open"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
