@@ -15,7 +15,7 @@ int pf_bench_record_init(pf_bench_record *rec, const pf_task_suite *suite, int n
         if (suite->types[t].constrained) rec->max_tokens = max_tokens;
     size_t cells = (size_t)suite->n * rec->max_prompts;
     rec->sum = calloc(cells * rec->runs + 1, sizeof *rec->sum);
-    rec->plain = calloc(cells * max_tokens + 1, sizeof *rec->plain);
+    rec->plain = calloc(cells * (size_t)rec->max_tokens + 1, sizeof *rec->plain);
     rec->n_plain = calloc(cells + 1, sizeof *rec->n_plain);
     if (rec->sum && rec->plain && rec->n_plain) return 0;
     pf_bench_record_free(rec);
