@@ -44,11 +44,12 @@ static void run_seeds(void) {
     mkdir(corpus, 0700);
     snprintf(log, sizeof log, "%s/fuzz-%s.log", pf_test_tmpdir(), name);
     snprintf(dict, sizeof dict, "tests/fuzz/%s.dict", name);
+    bool has_dict = test_exists(dict);
     size_t k = (size_t)snprintf(cmd, sizeof cmd,
                                 "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 %s -seed=1 -runs=%d -max_len=400000 "
                                 "-rss_limit_mb=4096 -artifact_prefix=%s/%s%s %s",
-                                exe, n_seeds + MUTATIONS, corpus, test_exists(dict) ? " -dict=" : "",
-                                test_exists(dict) ? dict : "", corpus);
+                                exe, n_seeds + MUTATIONS, corpus, has_dict ? " -dict=" : "", has_dict ? dict : "",
+                                corpus);
     for (int i = 0; i < 2; i++)
         if (files_in(seeds[i])) k += (size_t)snprintf(cmd + k, sizeof cmd - k, " %s", seeds[i]);
     snprintf(cmd + k, sizeof cmd - k, " >%s 2>&1 </dev/null", log);
