@@ -10,8 +10,11 @@
  * as libmicrohttpd hands it over. Checked for every input: a 4xx or 5xx body is an OpenAI error
  * object ({"error": {"message": string, "type": string, "param", "code"}}), a 200 is a JSON
  * object, the page (GET /), or an event stream of JSON "data:" events ending with "data: [DONE]"
- * whose pocketflash.tokens texts spell its text; and afterwards no session is busy and nothing is
- * queued. ASan and LSan catch memory errors and leaks.
+ * whose pocketflash.tokens texts spell its text; an answer under response_format or json_schema
+ * that ended by itself (finish_reason "stop", no stop strings) is JSON valid against its schema
+ * (eval/schema_valid.c, written apart from the grammar that constrained it), under json_object a
+ * JSON object; and afterwards no session is busy and nothing is queued. ASan and LSan catch
+ * memory errors and leaks.
  *
  * An input's path depends on its bytes alone, so that libFuzzer's coverage means something and a
  * finding reproduces: every input starts on a fresh engine (no session history from earlier
@@ -32,6 +35,7 @@
 #include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "engine/model.h"
+#include "eval/schema_valid.h"
 #include "formats/json.h"
 #include "tests/fuzz/fz_check.h"
 #include "tests/fuzz/fz_dec_head.h"
@@ -129,16 +133,32 @@ static pf_json_doc *json_object(const char *s, size_t n, const char *what) {
     return doc;
 }
 
-static void check_json_object(const char *s, size_t n, const char *what) { pf_json_free(json_object(s, n, what)); }
+/* What an answer (a completion object, or its stream's events) says of the generation. */
+typedef struct {
+    sv_buf text;
+    bool chat, stopped; /* a chat answer; finish_reason "stop" */
+} answer;
 
-/* An event's text (a chat delta's content or a completion's text) and the texts of its
- * pocketflash.tokens, each appended to its buffer. */
-static void event_texts(const pf_json *ev, sv_buf *content, sv_buf *marked) {
-    const pf_json *ch = member(ev, "choices"), *tokens = member(member(ev, "pocketflash"), "tokens");
+/* The first choice of a completion object or chunk, and its text (a message's or delta's content,
+ * or a completion's text); notes the object's kind and a finish_reason "stop" in a. */
+static const pf_json *first_choice(const pf_json *o, answer *a, const pf_json **text) {
+    const pf_json *ch = member(o, "choices"), *obj = member(o, "object");
     const pf_json *c0 = ch && ch->type == PF_JSON_ARRAY && ch->u.arr.n ? &ch->u.arr.items[0] : NULL;
+    const pf_json *fr = member(c0, "finish_reason");
+    if (obj && obj->type == PF_JSON_STRING) a->chat = !strncmp(obj->u.str.s, "chat.", 5);
+    if (fr && pf_json_str_eq(fr, "stop")) a->stopped = true;
     const pf_json *t = member(member(c0, "delta"), "content");
+    if (!t) t = member(member(c0, "message"), "content");
     if (!t) t = member(c0, "text");
-    if (t && t->type == PF_JSON_STRING) sv_put(content, t->u.str.s, t->u.str.len);
+    *text = t && t->type == PF_JSON_STRING ? t : NULL;
+    return c0;
+}
+
+/* An event's text, appended to the answer's, and the texts of its pocketflash.tokens to marked. */
+static void event_texts(const pf_json *ev, answer *a, sv_buf *marked) {
+    const pf_json *tokens = member(member(ev, "pocketflash"), "tokens"), *t;
+    first_choice(ev, a, &t);
+    if (t) sv_put(&a->text, t->u.str.s, t->u.str.len);
     for (size_t i = 0; tokens && tokens->type == PF_JSON_ARRAY && i < tokens->u.arr.n; i++) {
         const pf_json *x = member(&tokens->u.arr.items[i], "text");
         if (x && x->type == PF_JSON_STRING) sv_put(marked, x->u.str.s, x->u.str.len);
@@ -147,10 +167,11 @@ static void event_texts(const pf_json *ev, sv_buf *content, sv_buf *marked) {
 
 /* "data: JSON\n\n" events, the last "data: [DONE]\n\n" (complete: the stream was read to its end);
  * the texts of their pocketflash.tokens spell their text. */
-static void check_events(const sv_buf *b, bool complete) {
+static void check_events(const sv_buf *b, bool complete, answer *a) {
     const char *p = b->s ? b->s : "", *end = p + b->n;
     bool done = false;
-    sv_buf content = {0}, marked = {0};
+    sv_buf marked = {0};
+    sv_buf *content = &a->text;
     while (p < end) {
         fz_check(!done, "stream", "events after [DONE]");
         const char *sep = memmem(p, (size_t)(end - p), "\n\n", 2);
@@ -161,17 +182,36 @@ static void check_events(const sv_buf *b, bool complete) {
             done = true;
         } else {
             pf_json_doc *doc = json_object(data, (size_t)(sep - data), p);
-            event_texts(pf_json_root(doc), &content, &marked);
+            event_texts(pf_json_root(doc), a, &marked);
             pf_json_free(doc);
         }
         p = sep + 2;
     }
     fz_check(done || !complete, "stream", "no data: [DONE] at its end");
-    fz_check(!content.oom && !marked.oom, "stream", "out of memory");
-    fz_check(content.n == marked.n && (!content.n || !memcmp(content.s, marked.s, content.n)), "stream tokens",
+    fz_check(!content->oom && !marked.oom, "stream", "out of memory");
+    fz_check(content->n == marked.n && (!content->n || !memcmp(content->s, marked.s, content->n)), "stream tokens",
           marked.s ? marked.s : "(none)");
-    sv_buf_free(&content);
     sv_buf_free(&marked);
+}
+
+/* A structured answer that ended by itself is JSON valid against the request's schema, or under
+ * json_object a JSON object.
+ * The request is read again with the server's own parser, so the harness and the server agree on
+ * which schema it asked for (stop strings end a document anywhere, so none may be given). */
+static void check_structured(const char *body, size_t body_n, const answer *a) {
+    sv_request q;
+    char err[PF_ERR_LEN];
+    const char *param;
+    if (!a->stopped || !body || !sv_request_parse(body, body_n, a->chat ? SV_CHAT : SV_COMPLETION, &q, err, &param))
+        return;
+    if (!q.n_stop && (q.json_schema || q.json_object)) {
+        const char *text = a->text.s ? a->text.s : "";
+        pf_json_doc *d = pf_json_parse(text, a->text.n, err);
+        fz_check(d && (q.json_schema || pf_json_root(d)->type == PF_JSON_OBJECT), "structured answer not JSON", text);
+        pf_json_free(d);
+        if (q.json_schema) fz_check(pf_schema_valid_text(q.json_schema, text, a->text.n), "structured answer invalid", text);
+    }
+    sv_request_free(&q);
 }
 
 /* Every session free and nothing queued once the request's job has finished (a cancelled one
@@ -257,12 +297,28 @@ static void one_request(const char *in, size_t size) {
         ssize_t n;
         while ((limit < 0 || (long)got.n < limit) && (n = sv_stream_read(r.stream, buf, sizeof buf)) > 0) sv_put(&got, buf, (size_t)n);
         fz_check(!got.oom, "stream", "out of memory");
-        check_events(&got, limit < 0);
+        answer a = {0};
+        check_events(&got, limit < 0, &a);
+        if (limit < 0) check_structured(copy, body_n, &a);
+        sv_buf_free(&a.text);
         sv_buf_free(&got);
     } else if (r.status) {
-        if (r.status >= 400) check_error_body(r.status, &r.body);
-        else if (r.content_type) fz_check(r.body.n == sizeof k_page - 1 && !memcmp(r.body.s, k_page, r.body.n), "page", r.body.s);
-        else check_json_object(r.body.s ? r.body.s : "", r.body.n, "200 body");
+        if (r.status >= 400) {
+            check_error_body(r.status, &r.body);
+        } else if (r.content_type) {
+            fz_check(r.body.n == sizeof k_page - 1 && !memcmp(r.body.s, k_page, r.body.n), "page", r.body.s);
+        } else {
+            pf_json_doc *d = json_object(r.body.s ? r.body.s : "", r.body.n, "200 body");
+            answer a = {0};
+            const pf_json *t;
+            if (first_choice(pf_json_root(d), &a, &t) && t) {
+                sv_put(&a.text, t->u.str.s, t->u.str.len);
+                fz_check(!a.text.oom, "answer", "out of memory");
+                check_structured(copy, body_n, &a);
+            }
+            sv_buf_free(&a.text);
+            pf_json_free(d);
+        }
     }
     sv_reply_free(&r);
     wait_idle();
