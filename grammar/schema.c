@@ -171,6 +171,38 @@ static int literal_fits(const pf_json *v, int types) {
     return 0;
 }
 
+static int member_cmp(const void *a, const void *b) {
+    const pf_json_member *x = *(const pf_json_member *const *)a, *y = *(const pf_json_member *const *)b;
+    int r = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
+    return r ? r : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+/* A key that an object within v holds twice, NULL when none (*oom: out of memory). Such a value
+ * means different things to different readers (the first or the last of the two), so a document
+ * written as it is would be equal to it for some and not for others. */
+static const char *key_twice(const pf_json *v, int *oom) {
+    if (v->type == PF_JSON_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            const char *k = key_twice(&v->u.arr.items[i], oom);
+            if (k || *oom) return k;
+        }
+        return NULL;
+    }
+    if (v->type != PF_JSON_OBJECT) return NULL;
+    const char *k = NULL;
+    size_t n = v->u.obj.n;
+    for (size_t i = 0; i < n && !k && !*oom; i++) k = key_twice(&v->u.obj.members[i].val, oom);
+    if (k || *oom || n < 2) return k;
+    const pf_json_member **m = malloc(n * sizeof *m);
+    if (!m) return *oom = 1, NULL;
+    for (size_t i = 0; i < n; i++) m[i] = &v->u.obj.members[i];
+    qsort(m, n, sizeof *m, member_cmp);
+    for (size_t i = 1; i < n && !k; i++)
+        if (!member_cmp(&m[i - 1], &m[i])) k = m[i]->key;
+    free(m);
+    return k;
+}
+
 /* enum / const (with at most `type` beside them): the compact texts of the values of the types. */
 static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
@@ -183,6 +215,10 @@ static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
     if (e && e->type != PF_JSON_ARRAY) return fail(c, path, "enum: not an array");
     int types = pf_json_get(v, "type") ? type_set(c, v, path) : 0;
     if (types < 0) return FAIL;
+    int twice_oom = 0;
+    const char *twice = key_twice(e ? e : k, &twice_oom);
+    if (twice_oom) return fail_oom(c, path);
+    if (twice) return fail(c, path, "%s: an object in it has the key '%.60s' twice", e ? "enum" : "const", twice);
     size_t n = e ? e->u.arr.n : 1;
     char **s = calloc(n ? n : 1, sizeof *s);
     uint32_t *len = calloc(n ? n : 1, sizeof *len);

@@ -191,6 +191,14 @@ TEST(grammar_schema_errors) {
     expect_error("{\"minItems\":-1}", "minItems: not a non-negative integer");
     expect_error("{\"required\":[\"a\"],\"additionalProperties\":false}", "admits no value");
     expect_error("3", "a schema must be an object or a boolean");
+    expect_error("{\"enum\":[1,{\"a\":{\"b\":1,\"c\":2,\"b\":1}}]}", "enum: an object in it has the key 'b' twice");
+    expect_error("{\"const\":[{\"k\":1,\"k\":2}]}", "const: an object in it has the key 'k' twice");
+    /* keys that share a prefix, or differ after a NUL, are different keys */
+    pf_schema *s = NULL;
+    char err[PF_ERR_LEN];
+    const char *distinct = "{\"enum\":[{\"a\":1,\"ab\":2,\"a\\u0000x\":3,\"a\\u0000y\":4}]}";
+    CHECKF(pf_schema_compile(distinct, strlen(distinct), &s, err) == PF_SCHEMA_OK, "%s", err);
+    pf_schema_free(s);
     char deep[2000] = "";
     for (int i = 0; i < 40; i++) strcat(deep, "{\"items\":");
     strcat(deep, "{}");
