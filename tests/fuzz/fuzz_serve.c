@@ -139,9 +139,10 @@ typedef struct {
     bool chat, stopped; /* a chat answer; finish_reason "stop" */
 } answer;
 
-/* The first choice of a completion object or chunk, and its text (a message's or delta's content,
- * or a completion's text); notes the object's kind and a finish_reason "stop" in a. */
-static const pf_json *first_choice(const pf_json *o, answer *a, const pf_json **text) {
+/* What a completion object or chunk says, noted in a: its kind, a finish_reason "stop", and its
+ * first choice's text (a message's or delta's content, or a completion's text) appended to
+ * a->text. Whether it had a text. */
+static bool read_choice(const pf_json *o, answer *a) {
     const pf_json *ch = member(o, "choices"), *obj = member(o, "object");
     const pf_json *c0 = ch && ch->type == PF_JSON_ARRAY && ch->u.arr.n ? &ch->u.arr.items[0] : NULL;
     const pf_json *fr = member(c0, "finish_reason");
@@ -150,15 +151,15 @@ static const pf_json *first_choice(const pf_json *o, answer *a, const pf_json **
     const pf_json *t = member(member(c0, "delta"), "content");
     if (!t) t = member(member(c0, "message"), "content");
     if (!t) t = member(c0, "text");
-    *text = t && t->type == PF_JSON_STRING ? t : NULL;
-    return c0;
+    if (!t || t->type != PF_JSON_STRING) return false;
+    sv_put(&a->text, t->u.str.s, t->u.str.len);
+    return true;
 }
 
 /* An event's text, appended to the answer's, and the texts of its pocketflash.tokens to marked. */
 static void event_texts(const pf_json *ev, answer *a, sv_buf *marked) {
-    const pf_json *tokens = member(member(ev, "pocketflash"), "tokens"), *t;
-    first_choice(ev, a, &t);
-    if (t) sv_put(&a->text, t->u.str.s, t->u.str.len);
+    const pf_json *tokens = member(member(ev, "pocketflash"), "tokens");
+    read_choice(ev, a);
     for (size_t i = 0; tokens && tokens->type == PF_JSON_ARRAY && i < tokens->u.arr.n; i++) {
         const pf_json *x = member(&tokens->u.arr.items[i], "text");
         if (x && x->type == PF_JSON_STRING) sv_put(marked, x->u.str.s, x->u.str.len);
@@ -310,9 +311,7 @@ static void one_request(const char *in, size_t size) {
         } else {
             pf_json_doc *d = json_object(r.body.s ? r.body.s : "", r.body.n, "200 body");
             answer a = {0};
-            const pf_json *t;
-            if (first_choice(pf_json_root(d), &a, &t) && t) {
-                sv_put(&a.text, t->u.str.s, t->u.str.len);
+            if (read_choice(pf_json_root(d), &a)) {
                 fz_check(!a.text.oom, "answer", "out of memory");
                 check_structured(copy, body_n, &a);
             }
