@@ -32,11 +32,12 @@ def is_json(text):
 
 
 def request(schema, chat):
+    """The request's head and body."""
     if chat:
         body = (b'{"messages":[{"role":"user","content":"x"}],"max_tokens":16,'
                 b'"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":' + schema + b'}}}')
-        return b"POST /v1/chat/completions\r\n\r\n" + body
-    return b'POST /v1/completions\r\n\r\n{"prompt":"x","max_tokens":16,"json_schema":' + schema + b"}"
+        return b"POST /v1/chat/completions\r\n\r\n", body
+    return b"POST /v1/completions\r\n\r\n", b'{"prompt":"x","max_tokens":16,"json_schema":' + schema + b"}"
 
 
 def main(argv):
@@ -54,9 +55,10 @@ def main(argv):
             schema = f.read().split(b"\0")[0]
         if not is_json(schema):
             continue
-        req = request(schema, chat=i % 2 == 1)
-        if len(req) > MAX_BODY:
+        head, body = request(schema, chat=i % 2 == 1)
+        if len(body) > MAX_BODY:  # it would arrive cut off
             continue
+        req = head + body
         with open(os.path.join(out, hashlib.sha1(req).hexdigest()), "wb") as f:
             f.write(req)
         written += 1
