@@ -113,10 +113,10 @@ SOAK_GENS ?= 2000
 soak: $(BUILD)/tests/run_tests
 	PF_SOAK_GENS=$(SOAK_GENS) PF_SHARED=$(SHARED) $(BUILD)/tests/run_tests soak_
 
-# Stand-in target model (Python training recipe in draft/train; see draft/train/README.md).
+# Stand-in target model (Python training recipe in train; see train/README.md).
 .PHONY: models
 models:
-	bash draft/train/make_models.sh
+	bash train/make_models.sh
 
 # Pocket-shape stand-in (README "expand"): the trained target, and its drafts when present, grown
 # function-preservingly to MNN-Pocket-0.3B's exact shape as Q4_1 and Q8_0, on demand into the ignored
@@ -136,11 +136,11 @@ clean:
 .PHONY: all test asan soak fuzz clean check-layers
 
 # Draft models (DFlash, DFlash2) trained on the stand-in target's own responses; needs
-# models/pf-target-f16.gguf (`make models`). See draft/train/DRAFTS.md.
+# models/pf-target-f16.gguf (`make models`). See train/DRAFTS.md.
 .PHONY: drafts
 drafts:
-	PF_TARGET=$(TARGET) PF_PROMPTS=$(PROMPTS) nice -n 19 bash draft/train/make_drafts.sh
-	PF_TARGET=$(TARGET) nice -n 19 bash draft/train/make_dec.sh
+	PF_TARGET=$(TARGET) PF_PROMPTS=$(PROMPTS) nice -n 19 bash train/make_drafts.sh
+	PF_TARGET=$(TARGET) nice -n 19 bash train/make_dec.sh
 
 -include mk/deps.mk
 -include mk/demo.mk

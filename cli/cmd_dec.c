@@ -1,4 +1,4 @@
-/* pocketflash dec-attach: store a trained Dec head (JSON from draft/train/train_dec.py) in a draft. */
+/* pocketflash dec-attach: store a trained Dec head (JSON from train/train_dec.py) in a draft. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@ static const char k_usage[] =
     "usage: pocketflash dec-attach -d DRAFT.gguf --dec DEC.json -o OUT.gguf\n"
     "  writes the draft with its Dec head as tensors dec.weight [2H], dec.bias [1], dec.pos_bias [P]\n"
     "  (replacing any earlier head). DEC.json: {\"weight\": [2H numbers: target half, then draft half],\n"
-    "  \"bias\": number, \"pos_bias\": [P numbers]}, as written by draft/train/train_dec.py.\n"
+    "  \"bias\": number, \"pos_bias\": [P numbers]}, as written by train/train_dec.py.\n"
     "usage: pocketflash dec-attach -d DRAFT.gguf --strip -o OUT.gguf\n"
     "  writes the draft without its Dec head: the file llama.cpp-family loaders take (they refuse\n"
     "  tensors they do not know).\n";

@@ -12,7 +12,7 @@
 static const char k_usage[] =
     "usage: pocketflash draft-head -d DRAFT.gguf -m TARGET.gguf --ranked FILE [-n N] -o OUT.gguf\n"
     "  writes the draft with dflash.head_tokens = the token ids of FILE (whitespace-separated, most\n"
-    "  frequent first, as draft/train/head_tokens.py ranks the training data) and dflash.head_vocab = N\n"
+    "  frequent first, as train/head_tokens.py ranks the training data) and dflash.head_vocab = N\n"
     "  (default: all of them): by default the draft's head then scores only those N tokens instead of\n"
     "  the whole vocabulary (--draft-head of run/bench/tune/gen overrides it). The output is loaded\n"
     "  with the target before the command succeeds.\n";

@@ -42,7 +42,7 @@ static const char k_usage[] =
     "  --draft-head N|full  with -d: the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --log-rounds FILE  with -d: append every round's Dec features and accepted length to FILE\n"
-    "                 (the training data of a Dec head, see draft/train/train_dec.py)\n"
+    "                 (the training data of a Dec head, see train/train_dec.py)\n"
     "llama.cpp spellings accepted: --model, --predict/--n-predict, --ctx-size, --threads, -s (--seed),\n"
     "  -md/--model-draft, --draft/--draft-n (--draft-max)\n";
 

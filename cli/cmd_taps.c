@@ -1,7 +1,7 @@
 /* pocketflash taps: the target's tapped residual rows over given token sequences (the features a
  * DFlash draft is trained on), computed by the same forward the engine runs at generation time.
  *
- * Input (written by draft/train/draft_data.py seqs): "PFSQ", u32 n_seq, u32 length[n_seq],
+ * Input (written by train/draft_data.py seqs): "PFSQ", u32 n_seq, u32 length[n_seq],
  * i32 tokens[sum of lengths]. Output: a NumPy .npy file, float16 [total tokens, n_taps * n_embd],
  * row-major, tap t of token r at r * n_taps * n_embd + t * n_embd (the layout train_draft.py reads).
  * With --topk K --topk-out P also the target's K most likely next tokens after every row, for

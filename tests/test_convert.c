@@ -1,7 +1,7 @@
 /* `convert` (HF checkpoint -> GGUF): tiny checkpoints of each architecture written here in C
  * (config.json, safetensors, tokenizer.json) convert, load and run (drafts speculate losslessly
  * with the converted target); broken ones are refused with the field named and no output; the
- * committed models, exported to HF by draft/train/export_hf.py and converted back, are bitwise the
+ * committed models, exported to HF by train/export_hf.py and converted back, are bitwise the
  * committed tensors and decode the same. */
 #include <math.h>
 #include <stdarg.h>
@@ -637,7 +637,7 @@ static void compare_tensors(const char *ref, const char *got, const char *skip, 
 static int export_hf(const char *gguf, const char *dir, const char *extra) {
     const char *py = getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3";
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s draft/train/export_hf.py %s -o %s %s >/dev/null 2>%s/export_hf.err", py, gguf, dir, extra,
+    snprintf(cmd, sizeof cmd, "%s train/export_hf.py %s -o %s %s >/dev/null 2>%s/export_hf.err", py, gguf, dir, extra,
              pf_test_tmpdir());
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;

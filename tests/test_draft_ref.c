@@ -1,5 +1,5 @@
 /* The committed drafts (models/pf-draft-dflash.gguf, models/pf-draft-dflash2.gguf) against the
- * PyTorch reference models/pf-draft-ref.json (draft/train/export_draft.py ref): the C engine rebuilds
+ * PyTorch reference models/pf-draft-ref.json (train/export_draft.py ref): the C engine rebuilds
  * the same context (target prefill over the ChatML prompt with the draft's taps ->
  * pf_dflash_append_context), proposes one greedy block of the reference's size (the drafts' trained block)
  * after the reference's bonus token, and

@@ -109,7 +109,7 @@ def export_checkpoint(out_dir, config, tensors, tokenizer=None, shard_bytes=0):
     """Write config.json, the safetensors (sharded when shard_bytes > 0) and, for a target, the
     tokenizer files (tokenizer = (tokenizer.json dict, tokenizer_config.json dict))."""
     os.makedirs(out_dir, exist_ok=True)
-    meta = {"format": "pt", "producer": "pocketflash draft/train/export_hf.py"}
+    meta = {"format": "pt", "producer": "pocketflash train/export_hf.py"}
     if shard_bytes > 0:
         S.write_sharded(out_dir, tensors, shard_bytes, meta)
     else:

@@ -5,7 +5,7 @@
      weights, and its selector walk == the argmax;
   3. the conv against an explicit loop of dflash.md §2 (taps never before the block start);
   4. block_loss runs forward/backward for both versions.
-  /usr/bin/python3 draft/train/test_dflash_model.py
+  /usr/bin/python3 train/test_dflash_model.py
 """
 import os
 import sys

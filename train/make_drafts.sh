@@ -10,7 +10,7 @@
 # last checkpoint (every ~10 min), so a stopped run goes on where it stopped.
 # Environment:
 #   PF_TARGET / PF_PROMPTS   what TARGET= / PROMPTS= set (default: the stand-in and its corpus)
-#   PF_DRAFT_OUT             where a user target's draft goes (default draft/train/work/drafts-NAME/)
+#   PF_DRAFT_OUT             where a user target's draft goes (default train/work/drafts-NAME/)
 #   PF_DRAFT_PROMPTS  corpus prompts for the stand-in (default 60000; 30% sampled at T 0.7 / 1.0,
 #                     per-type weights favour rewrite, summary, qa and chat, Chinese prompts first)
 #   PF_DRAFT_NEW      max response tokens (128)
@@ -32,7 +32,7 @@
 # back when they need them. Logs (gen tok/s, taps progress, training rows/s, rows done / budget and
 # the learning curve: held-out first-position accuracy and tau at B=4 and 8) under the work folder.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
 export OPENBLAS_CORETYPE=SkylakeX
 STANDIN=models/pf-target-f16.gguf
@@ -46,14 +46,14 @@ export OMP_WAIT_POLICY=passive PF_TORCH_THREADS=2
 [ -f "$T" ] || { echo "make drafts: missing target $T" >&2; exit 1; }
 [ -z "$PROMPTS" ] || [ -f "$PROMPTS" ] || { echo "make drafts: missing prompt file $PROMPTS" >&2; exit 1; }
 if [ "$T" = "$STANDIN" ]; then
-    W=draft/train/work/drafts
+    W=train/work/drafts
     OUTD=models
     INIT=${PF_DRAFT_INIT-models/pf-draft-dflash2.gguf}
     TAPS=1,2,3,4          # the features after target layers 1-4; the draft reads [1,2,3] (z-lab's rule)
     DTAPS=1,2,3
 else
     NAME=$(basename "$T" .gguf)
-    W=draft/train/work/drafts-$NAME
+    W=train/work/drafts-$NAME
     OUTD=${PF_DRAFT_OUT:-$W}
     INIT=${PF_DRAFT_INIT-}
     TAPS=""               # z-lab's rule for a 3-layer draft on this target's depth
@@ -63,7 +63,7 @@ D2=$OUTD/$( [ "$T" = "$STANDIN" ] && echo pf-draft-dflash2 || echo "$NAME-dflash
 export PF_TARGET=$T PF_DRAFT_WORK=$PWD/$W
 mkdir -p "$W" "$OUTD"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/pipeline.log"; }
-bash draft/train/corpus.sh >/dev/null   # the Python toolchain, and the corpus the stand-in's prompts come from
+bash train/corpus.sh >/dev/null   # the Python toolchain, and the corpus the stand-in's prompts come from
 make pocketflash >/dev/null
 
 # The generations are only valid for the target they came from.
@@ -79,9 +79,9 @@ echo "$TSUM" > "$W/target.sha"
 PKEY=$( [ -n "$PROMPTS" ] && sha256sum "$PROMPTS" | cut -c1-16 || echo "$N_PROMPTS")
 if [ ! -f "$W/prompts_greedy_0.jsonl" ] || [ "$(cat "$W/prompts.n" 2>/dev/null)" != "$PKEY" ]; then
     if [ -n "$PROMPTS" ]; then
-        $PY draft/train/draft_data.py userprompts "$PROMPTS" --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
+        $PY train/draft_data.py userprompts "$PROMPTS" --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
     else
-        $NICE $PY draft/train/draft_data.py prompts --n "$N_PROMPTS" --weights 1,1,0.8,1.6,1.4,1.4,1.6 --zh-first \
+        $NICE $PY train/draft_data.py prompts --n "$N_PROMPTS" --weights 1,1,0.8,1.6,1.4,1.4,1.6 --zh-first \
             --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
     fi
     echo "$PKEY" > "$W/prompts.n"
@@ -91,15 +91,15 @@ fi
 # 2. the target's own responses (C engine; chunked and resumable; speculative with the stand-in's
 #    committed draft, plain for another target)
 GEN_DRAFT=""; [ "$T" = "$STANDIN" ] && GEN_DRAFT=models/pf-draft-dflash2.gguf
-[ -f "$W/gen_sampled_1.jsonl" ] || PF_GEN_DRAFT=$GEN_DRAFT $NICE bash draft/train/gen_responses.sh "$W" "$T" "$NEW"
+[ -f "$W/gen_sampled_1.jsonl" ] || PF_GEN_DRAFT=$GEN_DRAFT $NICE bash train/gen_responses.sh "$W" "$T" "$NEW"
 
 # 3. features from the C engine (the forward the drafts are fed by at run time): the residual rows
 #    after the tapped target layers (never the last one, which llama.cpp's loader cannot serve) and the
 #    target's top-32 next tokens after every row; two single-thread processes over the halves
-source draft/train/taps_set.sh
+source train/taps_set.sh
 taps_set train 2 "$W"/gen_greedy_0.jsonl "$W"/gen_greedy_1.jsonl "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl
 # the held-out eval prompts, answered greedily: the learning curve's teacher-forced acceptance
-$PY draft/train/draft_data.py evalprompts
+$PY train/draft_data.py evalprompts
 [ -f "$W/gen_eval.jsonl" ] || $NICE ./pocketflash gen -m "$T" -i "$W/eval_prompts.jsonl" -o "$W/gen_eval.jsonl" -n "$NEW" -t 1 -c 1024
 taps_set eval 1 "$W/gen_eval.jsonl"
 
@@ -119,11 +119,11 @@ if [ -n "${PF_DRAFT_ANNEAL:-}" ]; then
     S=$($PY -c "import torch, sys; print(torch.load(sys.argv[1], map_location='cpu')['step'])" "$R/ckpt.pt")
     MIX=${PF_DRAFT_MIX:-}
     A=$R-anneal-$S${MIX:+-${MIX%%:*}}
-    [ "${MIX%%:*}" != schema ] || [ -f "$W/schema_feats.npy" ] || bash draft/train/schema_data.sh
-    [ -f "$A/ckpt.pt" ] || $PY draft/train/train_draft.py branch --run "$R" --out "$A" --decay-steps "$PF_DRAFT_ANNEAL" \
+    [ "${MIX%%:*}" != schema ] || [ -f "$W/schema_feats.npy" ] || bash train/schema_data.sh
+    [ -f "$A/ckpt.pt" ] || $PY train/train_draft.py branch --run "$R" --out "$A" --decay-steps "$PF_DRAFT_ANNEAL" \
         ${MIX:+--mix "$MIX"}
     if [ ! -f "$A/final.pt" ]; then
-        $NICE $PY draft/train/train_draft.py train --version 2 --run "$A" --data train --eval-data eval \
+        $NICE $PY train/train_draft.py train --version 2 --run "$A" --data train --eval-data eval \
             --ckpt-minutes 10 --resume >> "$A.out" 2>&1 &
         echo $! > "$W/train.pid"
         wait $!
@@ -131,7 +131,7 @@ if [ -n "${PF_DRAFT_ANNEAL:-}" ]; then
     log "DFlash2 anneal: $(tail -1 "$A/train.log")"
     CK=$A/final.pt
 elif [ ! -f "$R/final.pt" ]; then
-    $NICE $PY draft/train/train_draft.py train --version 2 --run "$R" --data train --eval-data eval \
+    $NICE $PY train/train_draft.py train --version 2 --run "$R" --data train --eval-data eval \
         --rows "$ROWS" --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.01 --decay-frac "${PF_DRAFT_DECAY:-0.1}" \
         --ema 0.999 ${DTAPS:+--taps "$DTAPS"} ${PF_DRAFT_CURVE:+--curve-rows "$PF_DRAFT_CURVE"} "${START[@]}" \
         --ckpt-minutes 10 --resume >> "$R.out" 2>&1 &
@@ -144,16 +144,16 @@ fi
 #    stand-in, the reference for tests/test_draft_ref.c; make_dec.sh then fits the Dec head
 if [ ! -f "$CK" ] && [ "${PF_DRAFT_EXPORT:-0}" = 1 ]; then
     CK=$W/run-dflash2-snapshot.pt
-    $PY draft/train/train_draft.py snapshot --run "$R" --out "$CK"
+    $PY train/train_draft.py snapshot --run "$R" --out "$CK"
 fi
 if [ -f "$CK" ] && { [ ! -f "$D2" ] || [ "$CK" -nt "$D2" ]; }; then
-    $PY draft/train/export_draft.py gguf "$CK" "$D2.tmp" | tee -a "$W/pipeline.log"
+    $PY train/export_draft.py gguf "$CK" "$D2.tmp" | tee -a "$W/pipeline.log"
     mv "$D2.tmp" "$D2"
-    [ "$T" = "$STANDIN" ] && $PY draft/train/export_draft.py ref models/pf-draft-dflash.gguf "$D2" models/pf-draft-ref.json \
+    [ "$T" = "$STANDIN" ] && $PY train/export_draft.py ref models/pf-draft-dflash.gguf "$D2" models/pf-draft-ref.json \
         | tee -a "$W/pipeline.log"
     # draft-head vocabulary: the target's response tokens ranked by frequency; the head scores the top
     # ones covering 99.9% by default (run/bench --draft-head overrides)
-    HEAD_N=$($PY draft/train/head_tokens.py "$W/head_tokens.txt" 0.999)
+    HEAD_N=$($PY train/head_tokens.py "$W/head_tokens.txt" 0.999)
     ./pocketflash draft-head -d "$D2" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D2.head.tmp" | tee -a "$W/pipeline.log"
     mv "$D2.head.tmp" "$D2"
 fi

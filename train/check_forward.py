@@ -15,7 +15,7 @@ from export_target import model_from_gguf, chatml  # noqa: E402
 from qwen_bpe import QwenBPE  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 
 
 def rmsnorm(x, w, eps):

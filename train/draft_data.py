@@ -34,7 +34,7 @@ from prepare_data import load_eval as eval_prompts  # noqa: E402
 from train_lib import target_gguf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 WORK = os.path.join(HERE, "work")
 OUT = os.environ.get("PF_DRAFT_WORK") or os.path.join(WORK, "drafts")   # make_drafts.sh sets it
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]

@@ -24,7 +24,7 @@ import gguf_writer as G  # noqa: E402
 from dflash_model import DraftConfig, DFlashDraft, propose  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 TARGET = os.environ.get("PF_TARGET") or os.path.join(ROOT, "models", "pf-target-f16.gguf")
 REF_PROMPTS = ["math-000", "code-001", "chat-030"]
 REF_TOPK = 8
@@ -232,7 +232,7 @@ def write_ref(p1, p2, out):
            "drafts": {"dflash": {"file": os.path.relpath(p1, ROOT), "sha256": sha(p1)},
                       "dflash2": {"file": os.path.relpath(p2, ROOT), "sha256": sha(p2)}},
            "block": B, "topk": REF_TOPK,
-           "note": ("float64 PyTorch (draft/train/dflash_model.py) over the weights READ BACK from the GGUF files; "
+           "note": ("float64 PyTorch (train/dflash_model.py) over the weights READ BACK from the GGUF files; "
                     "context = the target's tapped residual rows over the ChatML prompt (positions 0..P-1), bonus = "
                     f"the target's greedy token at P; one non-causal block [bonus, MASK x {B - 1}] at positions P..P+{B - 1}; the "
                     "draft's context K/V rounded to f16 like the engine's cache. Cases: the first eval prompts (in a fixed "

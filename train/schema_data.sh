@@ -6,23 +6,23 @@
 # prompts, for a teacher-forced measure of the constrained text). train_draft.py train --mix
 # schema:F then trains on them beside the general set. Resumable: every step is skipped when its
 # output exists. The machine's long job: everything at nice 19.
-#   draft/train/schema_data.sh [N_PROMPTS]     (default 4000)
+#   train/schema_data.sh [N_PROMPTS]     (default 4000)
 set -euo pipefail
 renice -n 19 $$ >/dev/null
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
 NICE="nice -n 19"
 N=${1:-4000}
 T=models/pf-target-f16.gguf
 D=models/pf-draft-dflash2.gguf
-W=draft/train/work/drafts
-S=draft/train/work/schema
+W=train/work/drafts
+S=train/work/schema
 TAPS=1,2,3,4
 export PF_TARGET=$T PF_DRAFT_WORK=$PWD/$W OMP_WAIT_POLICY=passive
 mkdir -p "$S"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$S/pipeline.log"; }
 make pocketflash >/dev/null
-[ -f "$S/prompts.jsonl" ] || $PY draft/train/schema_prompts.py --n "$N" --out "$S/prompts.jsonl"
+[ -f "$S/prompts.jsonl" ] || $PY train/schema_prompts.py --n "$N" --out "$S/prompts.jsonl"
 # the suite's prompts with their schemas, under ids whose prefix is their task type
 [ -f "$S/eval_prompts.jsonl" ] || $PY -c "
 import json, sys
@@ -44,7 +44,7 @@ wait
 log "gen: $(cat "$S"/gen_0.jsonl "$S"/gen_1.jsonl | wc -l) responses, $($PY -c "
 import json, sys
 print(sum(len(json.loads(l)['response_ids']) for f in sys.argv[1:] for l in open(f)))" "$S"/gen_0.jsonl "$S"/gen_1.jsonl) response tokens"
-source draft/train/taps_set.sh
+source train/taps_set.sh
 taps_set schema 2 "$S/gen_0.jsonl" "$S/gen_1.jsonl"
 taps_set schemaeval 1 "$S/gen_eval.jsonl"
 log "schema features done"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The lever table of draft/train/DRAFTS.md: each change to the DFlash2 recipe trained on the same
+# The lever table of train/DRAFTS.md: each change to the DFlash2 recipe trained on the same
 # small budget and measured the same way (held-out teacher-forced first-position accuracy and tau at
 # B=4 and B=8, per task type, EMA 0.99 weights at the end of the run), one niced run after another.
-#   draft/train/levers.sh [NAME ...]     default: every lever below, skipping those already done
+#   train/levers.sh [NAME ...]     default: every lever below, skipping those already done
 # Warm-started levers start from the committed draft (models/pf-draft-dflash2.gguf) for STEPS steps;
 # the from-scratch pair (target-layer init vs random) trains SCRATCH_STEPS steps from nothing.
 # Each run is then measured again at every anchor (accept --stride 1), which gives the rounds greedy
@@ -10,11 +10,11 @@
 # drafts, steps 1-3). Results: $OUT/<name>/curve.jsonl, accept.json and `levers.sh --table`.
 set -euo pipefail
 renice -n 19 $$ >/dev/null   # the machine's long job: the whole script at nice 19, not only its runs
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_WAIT_POLICY=passive PF_TORCH_THREADS=2 OPENBLAS_CORETYPE=SkylakeX
-W=draft/train/work/drafts
-OUT=${PF_LEVERS_OUT:-draft/train/work/levers}
+W=train/work/drafts
+OUT=${PF_LEVERS_OUT:-train/work/levers}
 STEPS=${PF_LEVER_STEPS:-300}
 SCRATCH_STEPS=${PF_LEVER_SCRATCH_STEPS:-600}
 ROWS_PER_STEP=$((16 * 16 * 7))
@@ -66,23 +66,23 @@ for spec in "${LEVERS[@]}"; do
     [ $# -eq 0 ] || [[ " $* " == *" $name "* ]] || continue
     if [ ! -f "$OUT/$name/final.json" ]; then
         # shellcheck disable=SC2086
-        nice -n 19 $PY draft/train/train_draft.py train --version 2 --run "$OUT/$name" --data train --eval-data eval \
+        nice -n 19 $PY train/train_draft.py train --version 2 --run "$OUT/$name" --data train --eval-data eval \
             --rows $((steps * ROWS_PER_STEP)) --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.03 \
             --decay-frac 0.3 --ema 0.99 --curve-rows 1e6 --ckpt-minutes 10 --resume $args \
             >>"$OUT/$name.out" 2>&1
         echo "lever $name: $(tail -1 "$OUT/$name/train.log")"
     fi
     if [ ! -f "$OUT/$name/accept.json" ]; then
-        nice -n 19 $PY draft/train/train_draft.py accept --ckpt "$OUT/$name/final.pt" --data eval --blocks 4 8 --stride 1 \
+        nice -n 19 $PY train/train_draft.py accept --ckpt "$OUT/$name/final.pt" --data eval --blocks 4 8 --stride 1 \
             --out "$OUT/$name/accept.json" >>"$OUT/$name.out" 2>&1
         echo "lever $name rounds: $(tail -2 "$OUT/$name.out" | tr '\n' ' ')"
     fi
     # a lever trained on the constrained outputs (schema_data.sh) is also measured on the structured
     # suite's constrained text, as is the committed draft it starts from
     if [[ "$args" == *"--mix schema"* ]] && [ ! -f "$OUT/$name/accept_schema.json" ]; then
-        [ -f "$OUT/committed_schema.json" ] || nice -n 19 $PY draft/train/train_draft.py accept --ckpt "$INIT" \
+        [ -f "$OUT/committed_schema.json" ] || nice -n 19 $PY train/train_draft.py accept --ckpt "$INIT" \
             --data schemaeval --blocks 4 8 --stride 1 --out "$OUT/committed_schema.json" >>"$OUT/$name.out" 2>&1
-        nice -n 19 $PY draft/train/train_draft.py accept --ckpt "$OUT/$name/final.pt" --data schemaeval --blocks 4 8 \
+        nice -n 19 $PY train/train_draft.py accept --ckpt "$OUT/$name/final.pt" --data schemaeval --blocks 4 8 \
             --stride 1 --out "$OUT/$name/accept_schema.json" >>"$OUT/$name.out" 2>&1
         echo "lever $name on the suite's constrained text: $(tail -2 "$OUT/$name.out" | tr '\n' ' ')"
     fi

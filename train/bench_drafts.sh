@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Benchmark the committed drafts on the held-out eval prompts (greedy): DFlash vs DFlash2 at B = 4, 8, 16,
-# then print the markdown tables for DRAFTS.md (draft/train/drafts_report.py). Run with nothing else
+# then print the markdown tables for DRAFTS.md (train/drafts_report.py). Run with nothing else
 # heavy on the machine: bench measures wall-clock speed.
-#   draft/train/bench_drafts.sh [prompts per type (8)] [tokens (64)]
+#   train/bench_drafts.sh [prompts per type (8)] [tokens (64)]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-W=draft/train/work/drafts
+cd "$(dirname "$0")/.."
+W=train/work/drafts
 P=${1:-8}
 N=${2:-64}
 mkdir -p "$W/bench"
@@ -17,4 +17,4 @@ for d in dflash dflash2; do
         echo "$d B=$B: $(grep overall "$W/bench/$d-B$B.md")"
     done
 done
-${PYTHON:-/usr/bin/python3} draft/train/drafts_report.py
+${PYTHON:-/usr/bin/python3} train/drafts_report.py

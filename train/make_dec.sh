@@ -6,17 +6,17 @@
 # rows depend on its size); a logistic
 # regression (train_dec.py) is fitted on them; dec-attach stores it in the draft file itself as
 # dec.* tensors, so one file carries draft + Dec. Run after make_drafts.sh.
-#   draft/train/make_dec.sh      (PF_DEC_PROMPTS training prompts, default 400)
+#   train/make_dec.sh      (PF_DEC_PROMPTS training prompts, default 400)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
 export OPENBLAS_CORETYPE=SkylakeX
 # the target and draft make_drafts.sh trained (make drafts TARGET=...), else the stand-in pair
 T=${PF_TARGET:-models/pf-target-f16.gguf}
-DW=draft/train/work/drafts
-[ "$T" = models/pf-target-f16.gguf ] || DW=draft/train/work/drafts-$(basename "$T" .gguf)
+DW=train/work/drafts
+[ "$T" = models/pf-target-f16.gguf ] || DW=train/work/drafts-$(basename "$T" .gguf)
 D=$(cat "$DW/draft.path" 2>/dev/null || echo models/pf-draft-dflash2.gguf)
-W=draft/train/work/dec
+W=train/work/dec
 [ "$T" = models/pf-target-f16.gguf ] || W=$DW/dec
 N=${PF_DEC_PROMPTS:-400}
 mkdir -p "$W"
@@ -38,11 +38,11 @@ for B in $Q $H $BLK; do
     ./pocketflash gen -m "$T" -d "$D" --block $B -i "$W/prompts_b$B.jsonl" -o "$W/gen_b$B.jsonl" -n 96 -t 2 \
         --log-rounds "$W/rounds.bin"
 done
-$PY draft/train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration draft/train/dec_calibration.md \
+$PY train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration train/dec_calibration.md \
     --positions $(( BLK - 1 ))
 ./pocketflash dec-attach -d "$D" --dec "$W/dec.json" -o "$W/draft-with-dec.gguf"
 mv "$W/draft-with-dec.gguf" "$D"
 echo "Dec head attached to $D"
 
 # every shipped model also as a Hugging Face checkpoint (export_hf_all.sh)
-[ "$T" != models/pf-target-f16.gguf ] || bash draft/train/export_hf_all.sh
+[ "$T" != models/pf-target-f16.gguf ] || bash train/export_hf_all.sh

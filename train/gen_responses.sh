@@ -3,7 +3,7 @@
 # at most one chunk per worker (each chunk's output is renamed into place when complete; a re-run
 # skips the chunks that exist). Two workers, one thread each (the machine's two cores).
 #
-#   draft/train/gen_responses.sh W TARGET NEW
+#   train/gen_responses.sh W TARGET NEW
 # reads W/prompts_{greedy,sampled}_{0,1}.jsonl and writes W/gen/<file>.<chunk>.jsonl, then
 # W/gen_{greedy,sampled}_{0,1}.jsonl (the chunks concatenated in order). Sampled shard 0 runs at
 # temperature 0.7, shard 1 at 1.0 (per-prompt seeds: gen's --seed S + line index, S per chunk).

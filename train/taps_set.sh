@@ -8,7 +8,7 @@ taps_set() {  # name parts files...
     shift 2
     [ -f "$W/${name}_feats.npy" ] && return 0
     local layers
-    layers=$($NICE $PY draft/train/draft_data.py seqs "$name" --parts "$parts" ${TAPS:+--taps "$TAPS"} "$@" 2>>"$W/pipeline.log")
+    layers=$($NICE $PY train/draft_data.py seqs "$name" --parts "$parts" ${TAPS:+--taps "$TAPS"} "$@" 2>>"$W/pipeline.log")
     local t0 k pre
     t0=$(date +%s)
     for ((k = 0; k < parts; k++)); do
@@ -17,7 +17,7 @@ taps_set() {  # name parts files...
             --topk 32 --topk-out "${pre}_topk" 2>>"$W/taps_${name}_$k.log" &
     done
     wait
-    [ "$parts" -gt 1 ] && $NICE $PY draft/train/draft_data.py joinfeats "$name" "$parts" --suffix feats topk_ids topk_logp \
+    [ "$parts" -gt 1 ] && $NICE $PY train/draft_data.py joinfeats "$name" "$parts" --suffix feats topk_ids topk_logp \
         2>>"$W/pipeline.log"
     log "taps $name: $(( $(date +%s) - t0 )) s"
 }

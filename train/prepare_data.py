@@ -23,7 +23,7 @@ from qwen_bpe import QwenBPE, BYTE_ENCODER  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.join(HERE, "work")
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
 VOCAB = 8192
 CTX = int(os.environ.get("PF_CTX", "512"))

@@ -2,7 +2,7 @@
 # The training corpus and eval sets both `make models` and `make drafts` start from: the Python
 # toolchain (Debian's python3-torch, -numpy, -regex), the pinned Debian and npm inputs, the tokenizer
 # check against its golden vectors, then build_corpus.py. Each stage is skipped when its output exists
-# (FORCE=1 redoes them). Everything stays under draft/train/work/.
+# (FORCE=1 redoes them). Everything stays under train/work/.
 set -euo pipefail
 cd "$(dirname "$0")"
 WORK=$PWD/work

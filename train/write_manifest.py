@@ -1,4 +1,4 @@
-"""Write draft/train/manifest.json: sha256 of every input (downloaded .deb/.tgz, apt indexes,
+"""Write train/manifest.json: sha256 of every input (downloaded .deb/.tgz, apt indexes,
 tokenizer.json, zh_CN .mo catalogs, Python stdlib sources), pinned tool versions, run config,
 training result and sha256 of every committed output."""
 import glob
@@ -8,7 +8,7 @@ import os
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 WORK = os.path.join(HERE, "work")
 
 

@@ -19,7 +19,7 @@ import gguf_writer as G  # noqa: E402
 import train_lib as L  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 WORK = os.path.join(HERE, "work")
 MODELS = os.path.join(ROOT, "models")
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]

@@ -30,7 +30,7 @@ from dflash_model import (DRAFT_BLOCK, DRAFT_GAMMA, DRAFT_LAYERS, DraftConfig, D
 import train_lib as L  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 DR = os.environ.get("PF_DRAFT_WORK") or os.path.join(HERE, "work", "drafts")   # make_drafts.sh sets it
 # torch threads per process: PF_TORCH_THREADS, default 2 (one niced process takes both cores when they
 # are idle; run it with OMP_WAIT_POLICY=passive so a waiting thread yields instead of spinning).

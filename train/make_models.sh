@@ -2,7 +2,7 @@
 # `make models`: fetch pinned inputs, build the corpus + eval sets, prune the tokenizer, train the
 # stand-in target (resumable), export GGUF + reference logits, write the manifest.
 # Each stage is skipped when its output exists (FORCE=1 redoes everything except training; delete
-# draft/train/work/target/ to retrain from scratch). Everything large stays under draft/train/work/.
+# train/work/target/ to retrain from scratch). Everything large stays under train/work/.
 set -euo pipefail
 cd "$(dirname "$0")"
 HERE=$PWD
@@ -30,6 +30,6 @@ $PY export_target.py
 $PY write_manifest.py
 
 # ---- the drafts (DFlash, DFlash2) and the DFlash2 draft's Dec head
-cd ../..  # the repository root (this script runs inside draft/train)
-bash draft/train/make_drafts.sh
-bash draft/train/make_dec.sh
+cd ..  # the repository root (this script runs inside train/)
+bash train/make_drafts.sh
+bash train/make_dec.sh

@@ -1,6 +1,6 @@
 """Build the ChatML task corpus (7 task types, English + Chinese) and the held-out eval sets.
 
-Inputs live under draft/train/work/ (fetched by make_models.sh). Outputs:
+Inputs live under train/work/ (fetched by make_models.sh). Outputs:
   work/corpus/<type>.jsonl   training examples {"id","type","lang","prompt","response"}
   eval/tasks/<type>.jsonl    held-out eval prompts {"id","type","lang","prompt","reference"}
 Held-out items are removed from training by SOURCE item (package name, function, msgid, synset,
@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.join(HERE, "work")
 X = os.path.join(WORK, "x")
 LISTS = os.path.join(WORK, "lists")
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, ".."))
 EVAL_DIR = os.path.join(ROOT, "eval", "tasks")
 OUT = os.path.join(WORK, "corpus")
 SEED = 1234
