@@ -5,14 +5,12 @@
 
 #include "draft/dec.h"
 #include "draft/dflash.h"
-#include "formats/pfb.h"
 #include "include/pocketflash.h"
 
 struct pf_draft {
     const pf_model *target;
-    pf_dflash *weights;
+    pf_dflash *weights; /* they keep the draft's file (and a .pfb opened for it) open */
     pf_dec *dec;        /* NULL when the file has no dec.* tensors */
-    pfb_bundle *bundle; /* a .pfb opened for its draft (the weights point into it), or NULL */
 };
 
 #endif

@@ -48,7 +48,7 @@ static const char k_usage[] =
     "                 adaptive (the same without a head: the block from the running acceptance).\n"
     "                 With -d (or a bundled draft) and neither --spec nor --block: dec when the draft\n"
     "                 has a Dec head, else adaptive\n"
-    "  -d FILE        DFlash / DFlash2 draft GGUF for the target (also -md)\n"
+    "  -d FILE        DFlash / DFlash2 draft GGUF for the target, or a .pfb bundle holding one (also -md)\n"
     "  --block B      rows verified per round, 2..64 (default: dflash and hybrid min(4, the draft's\n"
     "                 trained block), dec and adaptive the draft's trained block as the most rows,\n"
     "                 ngram 8); --block without --spec is dflash with that fixed block\n"

@@ -533,14 +533,21 @@ fail:
 }
 
 pf_dflash *pf_dflash_load(const char *path, const pf_model *target, char err[PF_ERR_LEN]) {
-    gguf_file *f = gguf_open(path, err);
-    if (!f) return NULL;
-    return pf_dflash_from_gguf(f, 1, target, err);
+    pfb_bundle *b;
+    gguf_file *f = pfb_model_open(path, PFB_OWNER_DRAFT, &b, err);
+    pf_dflash *d = f ? pf_dflash_from_gguf(f, 1, target, err) : NULL;
+    if (!d) {
+        pfb_close(b);
+        return NULL;
+    }
+    d->bundle = b;
+    return d;
 }
 
 void pf_dflash_free(pf_dflash *d) {
     if (!d) return;
     if (d->own_file) gguf_close(d->file);
+    pfb_close(d->bundle); /* after the file, whose tables point into it */
     free(d->taps);
     free(d->layers);
     free(d->store);
@@ -552,6 +559,7 @@ void pf_dflash_free(pf_dflash *d) {
 }
 
 int pf_dflash_block_size(const pf_dflash *d) { return d->block_size; }
+const gguf_file *pf_dflash_file(const pf_dflash *d) { return d->file; }
 int pf_dflash_version(const pf_dflash *d) { return d->version; }
 const int *pf_dflash_tap_layers(const pf_dflash *d, int *n_taps) {
     if (n_taps) *n_taps = d->n_taps;

@@ -26,13 +26,17 @@ typedef struct pf_dflash pf_dflash; /* weights of a dflash GGUF; borrows the tar
 
 /* Load and validate against the target (hidden size, fc width = n_taps * target hidden, tapped
  * layers within the target's depth, mask id and selector vocabulary within the target's vocabulary).
- * Errors are one line naming the file and the field. The target must outlive the draft. */
+ * path is a draft GGUF or a .pfb bundle that holds a draft (pfb_model_open; the draft keeps the
+ * bundle open). Errors are one line naming the file and the field. The target must outlive the
+ * draft. */
 pf_dflash *pf_dflash_load(const char *path, const pf_model *target, char err[PF_ERR_LEN]);
 /* Over an already parsed file; takes ownership of f when own_file (closed on failure too). */
 pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, char err[PF_ERR_LEN]);
 void pf_dflash_free(pf_dflash *d);
 
 int pf_dflash_block_size(const pf_dflash *d); /* dflash.block_size (trained B) */
+/* The file the weights were built over (for what it carries beside them, such as a Dec head). */
+const gguf_file *pf_dflash_file(const pf_dflash *d);
 /* A draft file's trained block, dflash.block_size (2..4096), without loading it: 0, or -1 with err
  * (not a draft, no or a bad block size). */
 int pf_dflash_read_block(const gguf_file *f, int *block, char err[PF_ERR_LEN]);

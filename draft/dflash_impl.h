@@ -14,6 +14,7 @@
 #include "engine/layer.h"
 #include "engine/tokenizer.h"
 #include "engine/weights.h"
+#include "formats/pfb.h"
 #include "formats/quant.h"
 
 #define CHUNK_ROWS 32 /* context rows per internal pass of append_context */
@@ -41,6 +42,7 @@ typedef struct {
 struct pf_dflash {
     gguf_file *file;
     int own_file;
+    pfb_bundle *bundle; /* the .pfb pf_dflash_load opened for it (file points into it), or NULL */
     const pf_model *target;
     pf_hparams hp; /* n_vocab is the target's */
     int version, block_size;

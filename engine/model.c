@@ -99,10 +99,12 @@ fail:
     return NULL;
 }
 
-static pf_model *load_bundle(const char *path, char err[PF_ERR_LEN]) {
-    pfb_bundle *b = pfb_open(path, err);
-    if (!b) return NULL;
-    gguf_file *f = pfb_gguf(b, PFB_OWNER_TARGET, err);
+bool pf_model_bundles_draft(const pf_model *m) { return m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT); }
+
+/* A GGUF, or the target of a .pfb bundle the model keeps open (its weights point into it). */
+static pf_model *load_file(const char *path, char err[PF_ERR_LEN]) {
+    pfb_bundle *b;
+    gguf_file *f = pfb_model_open(path, PFB_OWNER_TARGET, &b, err);
     pf_model *m = f ? pf_model_from_gguf(f, 1, err) : NULL;
     if (!m) {
         pfb_close(b);
@@ -110,15 +112,6 @@ static pf_model *load_bundle(const char *path, char err[PF_ERR_LEN]) {
     }
     m->bundle = b;
     return m;
-}
-
-bool pf_model_bundles_draft(const pf_model *m) { return m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT); }
-
-static pf_model *load_file(const char *path, char err[PF_ERR_LEN]) {
-    if (pfb_sniff(path)) return load_bundle(path, err);
-    gguf_file *f = gguf_open(path, err);
-    if (!f) return NULL;
-    return pf_model_from_gguf(f, 1, err);
 }
 
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "draft/draft_open.h"
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
@@ -95,19 +96,33 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
 }
 
 typedef struct {
-    pf_drafter *d[3];  /* dflash, ngram, hybrid: opened when an arm needs them */
-    pf_dec *dec;       /* the draft's Dec head, when an arm needs it */
-    int dec_read;      /* dec was looked for */
+    pf_dflash *w;      /* the draft, opened once for every arm (pf_draft_open), or NULL */
+    pf_dec *dec;       /* its Dec head, or NULL */
+    int opened;        /* the draft at hand was opened */
+    pf_drafter *d[3];  /* dflash, ngram, hybrid over w: made when an arm needs them */
 } bench_drafters;
+
+static void bench_drafters_free(bench_drafters *dr) {
+    for (int k = 0; k < 3; k++) pf_drafter_free(dr->d[k]);
+    pf_dec_free(dr->dec);
+    pf_dflash_free(dr->w); /* after the drafters that borrow it */
+}
+
+/* The draft at hand, opened on the first arm's call. */
+static int open_draft(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, char err[PF_ERR_LEN]) {
+    if (dr->opened || !pf_draft_at_hand(s, o->draft_path)) return 0;
+    if (pf_draft_open(s->model, o->draft_path, &dr->w, &dr->dec, err) < 0) return -1;
+    dr->opened = 1;
+    return 0;
+}
 
 static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind,
                                char err[PF_ERR_LEN]) {
     int which = kind == PF_KIND_NGRAM ? 1 : kind == PF_KIND_HYBRID ? 2 : 0;
     if (!dr->d[which]) {
-        static const char *const names[3] = {"dflash", "ngram", "hybrid"};
-        int draft_block;
-        if (!(dr->d[which] = pf_drafter_open(names[which], o->draft_path, s, o->ngram_n, &draft_block, err)))
-            return NULL;
+        static const pf_kind kinds[3] = {PF_KIND_DFLASH, PF_KIND_NGRAM, PF_KIND_HYBRID};
+        pf_strategy_plan plan = {.kind = kinds[which], .ngram_n = o->ngram_n};
+        if (pf_drafter_for(&plan, which == 1 ? NULL : dr->w, 0, s, &dr->d[which], err) != PF_RC_OK) return NULL;
         if (which != 1 && pf_drafter_set_head(dr->d[which], o->draft_head, err) < 0) return NULL;
     }
     return dr->d[which];
@@ -131,10 +146,8 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
                              .profile_fixed = arm->profile_fixed};
     /* a task type the profile does not name takes its default entry */
     desc.task = arm->profile && pf_profile_find(arm->profile, type) ? type : NULL;
-    int want_dec = !dr->dec_read && (arm->kind == PF_KIND_DEFAULT || arm->kind == PF_KIND_DEC);
-    if (pf_draft_probe(s, o->draft_path, &desc, want_dec ? &dr->dec : NULL, err) < 0) return NULL;
-    dr->dec_read |= want_dec;
-    desc.draft_has_dec = dr->dec != NULL;
+    if (open_draft(s, o, dr, err) < 0) return NULL;
+    pf_strategy_desc_draft(&desc, dr->w, dr->dec);
     pf_strategy_plan plan;
     if (pf_strategy_plan_make(&desc, &plan, err) < 0) {
         if (arm->kind == PF_KIND_DEC && desc.has_draft && !desc.draft_has_dec)
@@ -387,7 +400,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     bench_state b = {.o = o, .suite = suite, .r = r, .m = m, .s = pf_session_new(m, &sp, err), .n_arms = n_arms};
-    bench_drafters dr = {{NULL, NULL, NULL}, NULL, 0};
+    bench_drafters dr = {0};
     int rc = -1;
     if (b.s) {
         double la[1];
@@ -410,8 +423,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
         r->load_end = getloadavg(la, 1) == 1 ? la[0] : -1;
     }
     bench_state_free(&b);
-    for (int k = 0; k < 3; k++) pf_drafter_free(dr.d[k]);
-    pf_dec_free(dr.dec);
+    bench_drafters_free(&dr);
     pf_session_free(b.s);
     pf_model_free(m);
     if (rc) pf_bench_result_free(r);

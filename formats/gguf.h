@@ -63,6 +63,9 @@ typedef struct gguf_file {
 
 /* Map and parse a file. Returns NULL and fills err on any problem. */
 gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]);
+/* Parse a whole file mapped by pf_map_file (formats/map_file.h); the file then owns the mapping
+ * (gguf_close unmaps it, and so does a failure here). */
+gguf_file *gguf_parse_map(const uint8_t *map, size_t size, const char *path, char err[PF_ERR_LEN]);
 /* Parse a buffer the caller keeps alive (fuzzing, bundles). `name` is used in messages. */
 gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
 /* Parse only the header (metadata + tensor infos) of a GGUF held in buf; tensor data need not

@@ -2,17 +2,13 @@
  * before it is used; the first problem is reported as "FILE: FIELD: what". */
 #include "gguf.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ggml_types.h"
+#include "map_file.h"
 
 /* Bounds that no sane file exceeds; they keep absurd counts from turning into huge allocations. */
 #define MAX_DIMS 4
@@ -318,37 +314,21 @@ gguf_file *gguf_parse_meta(const void *buf, size_t size, const char *name, char 
     return parse(buf, size, name, 0, err);
 }
 
-gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        snprintf(err, PF_ERR_LEN, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, PF_ERR_LEN, "%s: not a regular file", path);
-        close(fd);
-        return NULL;
-    }
-    size_t size = (size_t)st.st_size;
-    if (size < 24) {
-        snprintf(err, PF_ERR_LEN, "%s: header: truncated file (%zu bytes)", path, size);
-        close(fd);
-        return NULL;
-    }
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        snprintf(err, PF_ERR_LEN, "%s: mmap failed: %s", path, strerror(errno));
-        return NULL;
-    }
+gguf_file *gguf_parse_map(const uint8_t *map, size_t size, const char *path, char err[PF_ERR_LEN]) {
     gguf_file *f = gguf_parse(map, size, path, err);
     if (!f) {
-        munmap(map, size);
+        pf_unmap_file(map, size);
         return NULL;
     }
     f->mapped = 1;
     return f;
+}
+
+gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]) {
+    const uint8_t *map;
+    size_t size;
+    if (pf_map_file(path, 24, &map, &size, err) < 0) return NULL;
+    return gguf_parse_map(map, size, path, err);
 }
 
 void pf_err_one_line(char *err) {
@@ -358,7 +338,7 @@ void pf_err_one_line(char *err) {
 
 void gguf_close(gguf_file *f) {
     if (!f) return;
-    if (f->mapped) munmap((void *)f->base, f->size);
+    if (f->mapped) pf_unmap_file(f->base, f->size);
     free_contents(f);
     free(f);
 }

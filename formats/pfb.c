@@ -4,17 +4,14 @@
  * must match their xxh3-64 before they are decompressed or handed out. */
 #include "formats/pfb_impl.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
+
+#include "formats/map_file.h"
 
 struct pfb_bundle {
     char *path;
@@ -233,7 +230,7 @@ void pfb_close(pfb_bundle *b) {
         for (int i = 0; i < b->n; i++) free(b->owned[i]);
     free(b->owned);
     free(b->s);
-    if (b->mapped) munmap((void *)b->base, b->size);
+    if (b->mapped) pf_unmap_file(b->base, b->size);
     free(b->path);
     free(b);
 }
@@ -317,53 +314,40 @@ bad:
     return NULL;
 }
 
-static const uint8_t *map_file(const char *path, size_t *size, char *err) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        pfb_fail(err, path, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        pfb_fail(err, path, "not a regular file");
-        return NULL;
-    }
-    *size = (size_t)st.st_size;
-    if (*size < PFB_HEADER_SIZE) {
-        close(fd);
-        pfb_fail(err, path, "header: truncated file (%zu bytes, the header alone is %d)", *size, PFB_HEADER_SIZE);
-        return NULL;
-    }
-    void *map = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        pfb_fail(err, path, "mmap failed: %s", strerror(errno));
-        return NULL;
-    }
-    return map;
-}
-
-pfb_bundle *pfb_open(const char *path, char err[PF_ERR_LEN]) {
-    size_t size;
-    const uint8_t *map = map_file(path, &size, err);
-    if (!map) return NULL;
+/* pfb_parse over a whole file mapped by pf_map_file; the bundle owns the mapping (unmapped here
+ * when parsing fails). */
+static pfb_bundle *parse_map(const uint8_t *map, size_t size, const char *path, char err[PF_ERR_LEN]) {
     pfb_bundle *b = pfb_parse(map, size, path, err);
     if (!b) {
-        munmap((void *)map, size);
+        pf_unmap_file(map, size);
         return NULL;
     }
     b->mapped = 1;
     return b;
 }
 
-bool pfb_sniff(const char *path) {
-    char magic[8];
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    size_t n = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    return n == sizeof magic && memcmp(magic, PFB_MAGIC, 8) == 0;
+pfb_bundle *pfb_open(const char *path, char err[PF_ERR_LEN]) {
+    const uint8_t *map;
+    size_t size;
+    if (pf_map_file(path, 1, &map, &size, err) < 0) return NULL;
+    return parse_map(map, size, path, err);
+}
+
+gguf_file *pfb_model_open(const char *path, int owner, pfb_bundle **bundle, char err[PF_ERR_LEN]) {
+    *bundle = NULL;
+    const uint8_t *map;
+    size_t size;
+    /* 24 bytes: the smallest GGUF header; a bundle's is larger and pfb_parse checks it */
+    if (pf_map_file(path, 24, &map, &size, err) < 0) return NULL;
+    if (memcmp(map, PFB_MAGIC, 8) != 0) return gguf_parse_map(map, size, path, err);
+    pfb_bundle *b = parse_map(map, size, path, err);
+    gguf_file *f = b ? pfb_gguf(b, owner, err) : NULL;
+    if (!f) {
+        pfb_close(b);
+        return NULL;
+    }
+    *bundle = b;
+    return f;
 }
 
 int pfb_n_sections(const pfb_bundle *b) { return b->n; }
@@ -456,10 +440,10 @@ int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_L
 }
 
 int pfb_verify_file(const char *path, char err[PF_ERR_LEN]) {
+    const uint8_t *map;
     size_t size;
-    const uint8_t *map = map_file(path, &size, err);
-    if (!map) return -1;
+    if (pf_map_file(path, 1, &map, &size, err) < 0) return -1;
     int n = pfb_verify(map, size, path, err);
-    munmap((void *)map, size);
+    pf_unmap_file(map, size);
     return n;
 }

@@ -63,8 +63,12 @@ int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_L
 /* pfb_verify on a file (mapped). */
 int pfb_verify_file(const char *path, char err[PF_ERR_LEN]);
 
-/* True when the file starts with the bundle magic (false when it cannot be read). */
-bool pfb_sniff(const char *path);
+/* THE way to open a model file, a GGUF or a .pfb bundle (told by its magic, not its name), mapped
+ * once: a GGUF is returned itself (*bundle NULL); from a bundle, its model `owner`
+ * (PFB_OWNER_TARGET or PFB_OWNER_DRAFT), whose tables and tensors point into *bundle (close the
+ * file, then the bundle). NULL with err naming the file and field ("FILE: the bundle holds no
+ * draft model" for a bundle without that model). */
+gguf_file *pfb_model_open(const char *path, int owner, pfb_bundle **bundle, char err[PF_ERR_LEN]);
 
 int pfb_n_sections(const pfb_bundle *b);
 const pfb_section *pfb_section_at(const pfb_bundle *b, int i);

@@ -70,9 +70,10 @@ void pf_session_free(pf_session *s);
 /* Forget what the cache holds: the next call prefills its whole prompt. */
 void pf_session_reset(pf_session *s);
 
-/* A DFlash / DFlash2 draft for model m: path is a draft GGUF, or NULL for the draft inside the
- * .pfb bundle m was loaded from. A Dec head in the file (dec.* tensors) enables PF_SPEC_DEC.
- * m must outlive the draft. NULL with err (wrong target, malformed file, no bundled draft). */
+/* A DFlash / DFlash2 draft for model m: path is a draft GGUF or a .pfb bundle that holds a draft
+ * (told by its magic), or NULL for the draft inside the .pfb bundle m was loaded from. A Dec head in
+ * the file (dec.* tensors) enables PF_SPEC_DEC. m must outlive the draft. NULL with err (wrong
+ * target, malformed file or Dec head, no bundled draft). */
 pf_draft *pf_load_draft(const pf_model *m, const char *path, char err[PF_ERR_LEN]);
 void pf_free_draft(pf_draft *d);
 int pf_draft_block_size(const pf_draft *d); /* the block size it was trained for */

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include "draft/draft_open.h"
 #include "engine/chat.h"
 #include "engine/tokenizer.h"
 #include "test.h"
@@ -210,11 +211,14 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
     pf_session *s = pf_session_new(m, &sp, err);
     CHECK(s);
     for (int dv = 0; dv < 2; dv++) {
+        pf_dflash *w = NULL;
         pf_dec *dec = NULL;
         pf_strategy_desc probe = {0};
-        CHECK(pf_draft_probe(s, drafts[dv], &probe, &dec, err) == 0 && probe.has_draft && probe.draft_block >= 4 &&
-              probe.draft_has_dec == (dv == 1) && (dec != NULL) == (dv == 1));
+        CHECKF(pf_draft_open(m, drafts[dv], &w, &dec, err) == 0, "%s", err);
+        pf_strategy_desc_draft(&probe, w, dec);
+        CHECK(probe.has_draft && probe.draft_block >= 4 && probe.draft_has_dec == (dv == 1) && (dec != NULL) == (dv == 1));
         pf_dec_free(dec);
+        pf_dflash_free(w);
         pf_spec *spec = pf_spec_default(s, drafts[dv], 0, err);
         CHECKF(spec, "%s", err);
         CHECK(pf_spec_is_adaptive(spec) && pf_spec_block(spec) >= 4); /* the draft's trained block */

@@ -3,7 +3,8 @@
  * profile, and a deterministic sample of 24000 bit positions in tensor data, is caught by
  * pfb_verify and by pfb_parse (the validator pf_model_load runs on a bundle); truncations at many
  * lengths are rejected; structurally bad tables with valid hashes are rejected with the field
- * named; the CLI pack / verify / run work end to end and a failed pack leaves no file. */
+ * named; the CLI pack / verify / run work end to end and a failed pack leaves no file; every
+ * command that takes -d takes a bundle's draft. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -328,4 +329,41 @@ TEST(pfb_cli_pack_verify_run) {
              test_cli(), f->target, d, test_cli(), d);
     CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && strstr(o, "needs a draft: -d DRAFT.gguf") && test_count_lines(o) == 1,
            "nodraft: %s", o);
+}
+
+/* -d takes a bundle's draft in every command that decodes with one (the one way a draft is opened):
+ * `run -m TARGET -d APP.pfb` gives the text of `run -m APP.pfb` and speculates with the bundle's
+ * draft; gen, bench and tune take it too; a bundle without a draft is one line saying so. */
+TEST(pfb_cli_bundle_as_draft) {
+    const fixture *f = fix();
+    CHECK(f);
+    const char *d = pf_test_tmpdir();
+    char cmd[2000], o[65536], ref[8192], got[8192];
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'the draft' -n 24 --ignore-eos 2>/dev/null", test_cli(), f->bundle);
+    CHECK(test_run(cmd, ref, sizeof ref, NULL, 0) == 0 && ref[0]);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -d %s -p 'the draft' -n 24 --ignore-eos 2>/dev/null", test_cli(), f->target,
+             f->bundle);
+    CHECKF(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got), "run -d bundle: '%s', want '%s'", got, ref);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -d %s --spec dflash -p 'the draft' -n 24 --ignore-eos --stats 2>&1", test_cli(),
+             f->target, f->bundle);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 0 && strstr(o, "speculation:"), "run -d bundle --stats: %s", o);
+    /* gen: the same responses as with the draft's GGUF */
+    snprintf(cmd, sizeof cmd, "printf '{\"id\": 1, \"prompt\": \"the draft\"}\\n{\"id\": 2, \"prompt\": \"a bundle\"}\\n' > %s/p.jsonl"
+             " && %s gen -m %s -d %s -i %s/p.jsonl -o %s/gb.jsonl -n 12 -t 1 && %s gen -m %s -d %s -i %s/p.jsonl -o %s/gg.jsonl"
+             " -n 12 -t 1 && cmp %s/gb.jsonl %s/gg.jsonl", d, test_cli(), f->target, f->bundle, d, d, test_cli(), f->target,
+             f->draft, d, d, d, d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 0, "gen -d bundle: %s", o);
+    /* bench (every output checked against plain decoding) and tune */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/tasks && printf '{\"type\": \"code\", \"prompt\": \"def f(x): return x\"}\\n' > "
+             "%s/tasks/code.jsonl && %s bench -m %s -d %s --tasks %s/tasks --compare fixed:2,default -n 8 --reps 1 -t 1 2>&1",
+             d, d, test_cli(), f->target, f->bundle, d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 0 && strstr(o, "| fixed:2 |") && !strstr(o, "| NO |"), "bench -d bundle: %s", o);
+    snprintf(cmd, sizeof cmd, "%s tune -m %s -d %s --tasks %s/tasks -o %s/prof.json --blocks 2,4 --depth 16 -n 8 --reps 1 "
+             "--prompts 1 -t 1 2>&1", test_cli(), f->target, f->bundle, d, d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 0 && strstr(o, "dflash draft cost"), "tune -d bundle: %s", o);
+    /* a bundle without a draft */
+    snprintf(cmd, sizeof cmd, "%s pack -m %s -o %s/nodraft.pfb >/dev/null && %s run -m %s -d %s/nodraft.pfb -p hi 2>&1",
+             test_cli(), f->target, d, test_cli(), f->target, d);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "nodraft.pfb: the bundle holds no draft model"),
+           "-d nodraft.pfb: %s", o);
 }

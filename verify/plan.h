@@ -23,7 +23,7 @@ typedef struct {
     const char *profile_name;  /* its file, for messages (may be NULL) */
     const char *task;          /* its entry (must exist); NULL: its default entry */
     int profile_fixed;         /* the profile's entry as a fixed setting, not the adaptive prior */
-    /* the draft at hand (pf_draft_probe fills these from a file or bundle) */
+    /* the draft at hand (pf_strategy_desc_draft fills these from an opened draft) */
     int has_draft;     /* a DFlash draft is at hand (file, bundle or loaded) */
     int draft_has_dec; /* and it carries a Dec head */
     int draft_block;   /* and the block it was trained with */

@@ -5,10 +5,9 @@
 #include <string.h>
 
 #include "draft/dflash_drafter.h"
+#include "draft/draft_open.h"
 #include "draft/hybrid.h"
 #include "draft/ngram.h"
-#include "formats/gguf.h"
-#include "formats/pfb.h"
 
 /* The DFlash drafter over w; with own_weights it frees w, also when this fails. Its session's
  * context is never too small for it, so a failure is memory. */
@@ -76,54 +75,14 @@ pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter 
     return sp ? PF_RC_OK : PF_RC_OOM;
 }
 
-/* The draft file at hand: draft_path, or the draft of the session's bundled target; NULL with err. */
-static gguf_file *draft_file(const pf_session *s, const char *draft_path, char err[PF_ERR_LEN]) {
-    const pf_model *m = s->model;
-    if (draft_path) return gguf_open(draft_path, err);
-    if (m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT)) return pfb_gguf(m->bundle, PFB_OWNER_DRAFT, err);
-    snprintf(err, PF_ERR_LEN, "no draft: -d DRAFT.gguf, or a bundle that holds one");
-    return NULL;
-}
-
 int pf_draft_at_hand(const pf_session *s, const char *draft_path) {
-    return draft_path || (s->model->bundle && pfb_has_model(s->model->bundle, PFB_OWNER_DRAFT));
+    return draft_path || pf_model_bundles_draft(s->model);
 }
 
-int pf_draft_probe(const pf_session *s, const char *draft_path, pf_strategy_desc *d, pf_dec **dec,
-                   char err[PF_ERR_LEN]) {
-    if (dec) *dec = NULL;
-    d->has_draft = pf_draft_at_hand(s, draft_path);
-    d->draft_has_dec = d->draft_block = 0;
-    if (!d->has_draft) return 0;
-    gguf_file *f = draft_file(s, draft_path, err);
-    if (!f) return -1;
-    int rc = pf_dflash_read_block(f, &d->draft_block, err);
-    d->draft_has_dec = gguf_find_tensor(f, "dec.weight") != NULL;
-    if (rc == 0 && dec && d->draft_has_dec && !(*dec = pf_dec_load(f, s->model->hp.n_embd, err))) rc = -1;
-    gguf_close(f);
-    return rc;
-}
-
-/* The draft a bundled target carries; its weights point into the target's bundle. */
-static pf_dflash *bundled_dflash(const pf_model *target, char err[PF_ERR_LEN]) {
-    if (!target->bundle || !pfb_has_model(target->bundle, PFB_OWNER_DRAFT)) {
-        snprintf(err, PF_ERR_LEN, "--spec dflash needs a draft: -d DRAFT.gguf, or a bundle that holds one");
-        return NULL;
-    }
-    gguf_file *f = pfb_gguf(target->bundle, PFB_OWNER_DRAFT, err);
-    return f ? pf_dflash_from_gguf(f, 1, target, err) : NULL;
-}
-
-/* The plan's drafter, owning the DFlash weights it opens from draft_path or the bundle. */
-static pf_drafter *open_plan(const pf_strategy_plan *plan, const char *draft_path, pf_session *s, int *draft_block,
-                             char err[PF_ERR_LEN]) {
-    *draft_block = PF_NGRAM_BLOCK;
-    pf_drafter *d = NULL;
-    if (plan->kind == PF_KIND_NGRAM) return pf_drafter_for(plan, NULL, 0, s, &d, err) == PF_RC_OK ? d : NULL;
-    pf_dflash *w = draft_path ? pf_dflash_load(draft_path, s->model, err) : bundled_dflash(s->model, err);
-    if (!w) return NULL;
-    *draft_block = pf_dflash_block_size(w);
-    return pf_drafter_for(plan, w, 1, s, &d, err) == PF_RC_OK ? d : NULL;
+void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_dec *dec) {
+    d->has_draft = w != NULL;
+    d->draft_block = w ? pf_dflash_block_size(w) : 0;
+    d->draft_has_dec = dec != NULL;
 }
 
 pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session *s, int ngram_n, int *draft_block,
@@ -134,7 +93,18 @@ pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session
         snprintf(err, PF_ERR_LEN, "no drafter is named '%s' (dflash, ngram, hybrid)", name);
         return NULL;
     }
-    return open_plan(&plan, draft_path, s, draft_block, err);
+    *draft_block = PF_NGRAM_BLOCK;
+    pf_dflash *w = NULL;
+    if (plan.kind != PF_KIND_NGRAM) {
+        if (!pf_draft_at_hand(s, draft_path)) {
+            snprintf(err, PF_ERR_LEN, "--spec %s needs a draft: -d DRAFT.gguf, or a bundle that holds one", name);
+            return NULL;
+        }
+        if (pf_draft_open(s->model, draft_path, &w, NULL, err) < 0) return NULL;
+        *draft_block = pf_dflash_block_size(w);
+    }
+    pf_drafter *d = NULL;
+    return pf_drafter_for(&plan, w, 1, s, &d, err) == PF_RC_OK ? d : NULL;
 }
 
 int pf_strategy_open(pf_session *s, const pf_strategy_desc *desc, const char *draft_path, pf_spec **spec,
@@ -142,17 +112,18 @@ int pf_strategy_open(pf_session *s, const pf_strategy_desc *desc, const char *dr
     *spec = NULL;
     pf_strategy_desc d = *desc;
     pf_strategy_plan plan;
+    pf_dflash *w = NULL;
     pf_dec *dec = NULL;
     pf_drafter *dr = NULL;
-    int draft_block;
-    /* the draft is probed when the description may draft with it, its Dec head read when it may be dec */
-    int may_dec = d.kind == PF_KIND_DEFAULT || d.kind == PF_KIND_DEC;
-    if (d.kind != PF_KIND_NGRAM && d.kind != PF_KIND_AR && pf_draft_probe(s, draft_path, &d, may_dec ? &dec : NULL, err) < 0)
-        return -1;
+    /* the draft is opened (once) when the description may draft with it */
+    if (d.kind != PF_KIND_NGRAM && d.kind != PF_KIND_AR) {
+        if (pf_draft_at_hand(s, draft_path) && pf_draft_open(s->model, draft_path, &w, &dec, err) < 0) return -1;
+        pf_strategy_desc_draft(&d, w, dec);
+    }
     if (d.kind == PF_KIND_DEC && d.has_draft && !d.draft_has_dec) {
         snprintf(err, PF_ERR_LEN, "%.200s: no Dec head in this draft (dec.* tensors)",
                  draft_path ? draft_path : "the bundled draft");
-        return -1;
+        goto fail;
     }
     if (pf_strategy_plan_make(&d, &plan, err) < 0) goto fail;
     if (plan_out) *plan_out = plan;
@@ -160,13 +131,19 @@ int pf_strategy_open(pf_session *s, const pf_strategy_desc *desc, const char *dr
         pf_dec_free(dec);
         dec = NULL;
     }
+    if (plan.kind == PF_KIND_AR || plan.kind == PF_KIND_NGRAM) { /* a profile's choice may draft without it */
+        pf_dflash_free(w);
+        w = NULL;
+    }
     if (plan.kind == PF_KIND_AR) return 0;
-    if (!(dr = open_plan(&plan, draft_path, s, &draft_block, err))) goto fail;
-    if (pf_strategy_build(s, &plan, dr, dec, spec, err) != PF_RC_OK) goto fail;
+    pf_rc rc = pf_drafter_for(&plan, w, 1, s, &dr, err);
+    w = NULL; /* the drafter owns it now, or freed it */
+    if (rc != PF_RC_OK || pf_strategy_build(s, &plan, dr, dec, spec, err) != PF_RC_OK) goto fail;
     pf_spec_own(*spec, dr, dec);
     return 0;
 fail:
     pf_drafter_free(dr);
+    pf_dflash_free(w);
     pf_dec_free(dec);
     return -1;
 }

@@ -35,24 +35,24 @@ pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_w
 pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
                             pf_spec **out, char err[PF_ERR_LEN]);
 
-/* Open and build what d describes: the draft from draft_path (NULL: the one the session's target
- * bundles), its Dec head when the plan is dec. *spec: the strategy, owning its drafter and head
- * (pf_spec_free it before the session), or NULL for plain decoding; *plan (may be NULL) what the
- * description resolved to. 0, or -1 with err. */
+/* Open and build what d describes: the draft from draft_path (a draft GGUF or a .pfb bundle; NULL:
+ * the one the session's target bundles), opened once (draft/draft_open.h) when the description
+ * may draft with it, and its Dec head when the plan is dec. *spec: the strategy, owning its drafter
+ * and head (pf_spec_free it before the session), or NULL for plain decoding; *plan (may be NULL)
+ * what the description resolved to. 0, or -1 with err. */
 int pf_strategy_open(pf_session *s, const pf_strategy_desc *d, const char *draft_path, pf_spec **spec,
                      pf_strategy_plan *plan, char err[PF_ERR_LEN]);
 
 /* A DFlash draft is at hand: draft_path, or the draft the session's target bundles. */
 int pf_draft_at_hand(const pf_session *s, const char *draft_path);
-/* What the draft at hand brings to a description: has_draft, draft_block and draft_has_dec, without
- * loading its weights; with dec non-NULL its Dec head is loaded into *dec (NULL when it has none).
- * 0 (nothing at hand included), or -1 with err (a bad file). */
-int pf_draft_probe(const pf_session *s, const char *draft_path, pf_strategy_desc *d, pf_dec **dec,
-                   char err[PF_ERR_LEN]);
+/* What an opened draft (pf_draft_open; w NULL: none at hand) brings to a description: has_draft,
+ * draft_block and draft_has_dec. */
+void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_dec *dec);
 
 /* A drafter by name ("dflash", "ngram", "hybrid") that owns what it opens, at the lookup length
- * ngram_n; *draft_block: the draft's trained block (PF_NGRAM_BLOCK for ngram). For dflash,
- * draft_path NULL takes the draft bundled with the session's target (a .pfb). NULL with err. */
+ * ngram_n; *draft_block: the draft's trained block (PF_NGRAM_BLOCK for ngram). For dflash and
+ * hybrid the draft is draft_path (a draft GGUF or a .pfb bundle), or with NULL the draft bundled
+ * with the session's target. NULL with err. */
 pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session *s, int ngram_n, int *draft_block,
                             char err[PF_ERR_LEN]);
 
