@@ -1,5 +1,7 @@
 /* Test runner: runs every registered test, or those whose name or file contains one of the
- * arguments, and prints "N passed, N failed, N skipped" as its last line.
+ * arguments, less those whose name or file contains an argument written !PATTERN, and prints
+ * "N passed, N failed, N skipped" as its last line (CTest runs one group of the suite per test this
+ * way, CMakeLists.txt).
  *
  * Each test runs in a child process (fork), so a crash, an abort or an exit inside a test is a
  * failure of that test by name and the run goes on to the summary; nothing a test changes in its
@@ -11,8 +13,8 @@
  * as a failure, so CI cannot lose it. A part of a test that did not run (a kernel level the CPU
  * lacks) is reported as "skip NAME[PART]" and counted as a skip; neither it nor a whole test skipped
  * for want of a kernel level is a failure under CI=true, since the machine, not the tree, lacks it.
- * An argument that selects no test, and a test table too small for the registered tests, are
- * errors.
+ * An argument whose pattern no test's name or file contains (a typo would select nothing, or
+ * leave nothing out), and a test table too small for the registered tests, are errors.
  *
  * A forked test's output (stdout and stderr) goes to a file and is copied to the runner's stdout
  * when the test ends; a failing test's is kept, and the closing summary repeats each failing
@@ -123,11 +125,22 @@ static int cmp_tests(const void *a, const void *b) {
     return c ? c : strcmp(x->name, y->name);
 }
 
+static int matches(const test_entry *t, const char *pattern) {
+    return strstr(t->name, pattern) || strstr(t->file, pattern);
+}
+
+/* Selected by one of the filters (every test when all are exclusions) and left out by none. */
 static int selected(const test_entry *t, char **filters, int n_filters) {
-    if (!n_filters) return 1;
-    for (int i = 0; i < n_filters; i++)
-        if (strstr(t->name, filters[i]) || strstr(t->file, filters[i])) return 1;
-    return 0;
+    int any = 0, hit = 0;
+    for (int i = 0; i < n_filters; i++) {
+        if (filters[i][0] == '!') {
+            if (matches(t, filters[i] + 1)) return 0;
+            continue;
+        }
+        any = 1;
+        hit = hit || matches(t, filters[i]);
+    }
+    return !any || hit;
 }
 
 /* A failed test's name and the end of its output, for the summary. */
@@ -238,10 +251,11 @@ int main(int argc, char **argv) {
     qsort(g_tests, (size_t)g_n, sizeof g_tests[0], cmp_tests);
     int passed = 0, failed = 0, skipped = 0;
     for (int f = 0; f < n_filters; f++) {
+        const char *pattern = filters[f] + (filters[f][0] == '!');
         int any = 0;
-        for (int i = 0; i < g_n && !any; i++) any = selected(&g_tests[i], filters + f, 1);
+        for (int i = 0; i < g_n && !any; i++) any = matches(&g_tests[i], pattern);
         if (!any) {
-            printf("FAIL no test's name or file contains '%s'\n", filters[f]);
+            printf("FAIL no test's name or file contains '%s'\n", pattern);
             failed++;
         }
     }
