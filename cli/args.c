@@ -1,5 +1,6 @@
 #include "cli/args.h"
 
+#include "draft/block.h"
 #include "verify/kind.h"
 
 #include <errno.h>

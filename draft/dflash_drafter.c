@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "draft/block.h"
+
 typedef struct {
     pf_dflash_state *st;
     int64_t n_ctx;

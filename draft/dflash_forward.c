@@ -42,10 +42,10 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
                  (long long)kv->len, n, (long long)kv->n_ctx);
         return -1;
     }
-    if (dflash_ensure_rows(s, CHUNK_ROWS, err) < 0) return -1;
+    if (dflash_ensure_rows(s, PF_CHUNK_ROWS, err) < 0) return -1;
     const int64_t feat = d->fc.cols;
-    for (int r0 = 0; r0 < n; r0 += CHUNK_ROWS) {
-        int R = n - r0 < CHUNK_ROWS ? n - r0 : CHUNK_ROWS;
+    for (int r0 = 0; r0 < n; r0 += PF_CHUNK_ROWS) {
+        int R = n - r0 < PF_CHUNK_ROWS ? n - r0 : PF_CHUNK_ROWS;
         float *xn = s->sc->xn;
         dflash_linear(s, &d->fc, taps + (size_t)r0 * feat, feat, R, xn, H);
         for (int r = 0; r < R; r++) s->k->rmsnorm(xn + (size_t)r * H, d->enc_norm, H, hp->rms_eps, xn + (size_t)r * H);

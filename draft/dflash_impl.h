@@ -17,8 +17,6 @@
 #include "formats/pfb.h"
 #include "formats/quant.h"
 
-#define CHUNK_ROWS 32 /* context rows per internal pass of append_context */
-
 typedef struct {
     pf_weight attn_q, attn_k, attn_v, attn_o, ffn_gate, ffn_up, ffn_down;
     const float *attn_norm, *ffn_norm, *q_norm, *k_norm;

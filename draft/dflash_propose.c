@@ -4,6 +4,7 @@
 
 #include <assert.h>
 
+#include "draft/block.h"
 #include "draft/drafter.h"
 #include "grammar/token_mask.h"
 

@@ -58,7 +58,7 @@ pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool 
     s->pool = pool;
     s->kv = pf_kv_new(&d->hp, n_ctx, PF_KV_F16);
     if (!s->kv || pf_dist_init(&s->dist, d->hp.n_vocab) < 0) goto oom;
-    int R = d->block_size > CHUNK_ROWS ? d->block_size : CHUNK_ROWS;
+    int R = d->block_size > PF_CHUNK_ROWS ? d->block_size : PF_CHUNK_ROWS;
     if (dflash_ensure_rows(s, R, err) < 0) goto fail;
     return s;
 oom:

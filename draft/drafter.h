@@ -9,10 +9,6 @@
 #include "engine/sampler.h"
 #include "formats/gguf.h"
 
-/* The most rows a speculative round drafts and verifies (block sizes are 2..PF_MAX_BLOCK); every
- * table sized by the block (statistics, cost model, planner, profile) uses this one bound. */
-#define PF_MAX_BLOCK 64
-
 /* Structured output: what a drafted path may hold. mask() gives the tokens allowed after the path
  * drafted so far (32 per uint32 word); take(tok) extends the path by an allowed token and returns 0,
  * or 1 when nothing may follow it (an end token). align(tok), optional, gives a refused token's

@@ -10,8 +10,6 @@
 #include "formats/quant.h"
 #include "engine/clock.h"
 
-#define CHUNK_ROWS 32
-
 const char *const pf_op_names[PF_OP_COUNT] = {"q/k/v", "attention", "o", "gate/up", "down", "head", "elementwise"};
 
 /* Op timing: the time since the previous mark goes to op (nothing when timing is off). */
@@ -38,7 +36,7 @@ pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_ker
     if (!c) goto oom;
     c->model = m;
     c->k = k ? k : pf_kernels_best();
-    c->max_rows = CHUNK_ROWS;
+    c->max_rows = PF_CHUNK_ROWS;
     c->pool = pf_pool_create(n_threads < 1 ? 1 : n_threads);
     c->kv = pf_kv_new(hp, n_ctx, PF_KV_F16);
     size_t qd = (size_t)hp->n_head * hp->head_dim;

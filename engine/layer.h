@@ -8,6 +8,10 @@
 
 #include "engine/model.h"
 
+/* Rows of one chunk: the target's forward and the draft's context append take longer inputs
+ * through the layer this many rows at a time, so their scratch holds rows x width, not the input. */
+#define PF_CHUNK_ROWS 32
+
 /* Rows of one chunk through a layer: x (residual stream), xn (its norm), q, kbuf, vbuf (the
  * projections), att (attention output), tmp (o and down outputs), gate, up (FFN), act (prepared
  * activation rows of act_row bytes each), rope (each row's RoPE angles, head_dim floats a row:

@@ -95,8 +95,9 @@ pf_kv_view pf_kv_layer(const pf_kv_cache *kv, int l);
 /* Attention of rows over layer l's keys, for either type: the target's rows are causal over
  * [0, pos0 + B), the draft's block sees its context and the whole block, within a window. */
 void pf_kv_attend(const pf_kernels *k, pf_pool *pool, const pf_kv_cache *kv, int l, const pf_attn_rows *rows);
-/* 1 if kernels k read the 8-bit cache at speed (the AVX-512 ones; elsewhere its scalar path is
- * several times slower than the f16 cache), else 0 with the reason in err. */
+/* 1 if kernels k read the 8-bit cache at speed (every SIMD level: AVX2, AVX-VNNI, AVX-512, NEON,
+ * dotprod, i8mm; the scalar path is several times slower than the f16 cache), else 0 with the
+ * reason in err. */
 int pf_kv_q8_usable(const pf_kernels *k, char err[PF_ERR_LEN]);
 void pf_kv_free(pf_kv_cache *kv);
 void pf_kv_truncate(pf_kv_cache *kv, int64_t len);

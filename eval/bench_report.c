@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "draft/block.h"
 #include "kernels/cpu.h"
 
 /* The chart names what it measured: the CPU's model name (Linux /proc/cpuinfo; "unknown CPU" elsewhere). */

@@ -4,6 +4,7 @@
 #ifndef PF_TUNE_H
 #define PF_TUNE_H
 
+#include "draft/block.h"
 #include "eval/bench.h"
 
 typedef struct {

@@ -60,8 +60,9 @@ typedef struct {
     int n_threads;  /* default 1 */
     int64_t n_ctx;  /* default min(4096, the model's training context) */
     int kv_q8;      /* 1: 8-bit keys and values with per-row scales (half the cache's memory and
-                       bytes read per step; attention slightly less exact; needs the AVX-512
-                       kernels, else pf_session_new fails); 0: f16 (default) */
+                       bytes read per step; attention slightly less exact; needs SIMD kernels, any
+                       level but the scalar reference: AVX2, AVX-VNNI or AVX-512 on x86-64, NEON,
+                       dotprod or i8mm on ARM64; else pf_session_new fails); 0: f16 (default) */
 } pf_session_params;
 
 pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char err[PF_ERR_LEN]);

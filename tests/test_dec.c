@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "convert/dec_attach.h"
+#include "draft/block.h"
 #include "draft/dec.h"
 #include "draft/dflash_drafter.h"
 #include "convert/dflash_synth.h"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "draft/block.h"
 #include "verify/profile.h"
 #include "test.h"
 #include "util.h"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "draft/block.h"
 #include "verify/strategies.h"
 #include "test.h"
 

@@ -12,6 +12,7 @@
 #ifndef PF_ADAPT_H
 #define PF_ADAPT_H
 
+#include "draft/block.h"
 #include "draft/dec.h"
 #include "verify/cost_model.h"
 

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "draft/block.h"
 #include "draft/drafter.h"
 #include "engine/model.h"
 

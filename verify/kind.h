@@ -3,7 +3,8 @@
 #ifndef PF_KIND_H
 #define PF_KIND_H
 
-#include "draft/drafter.h"
+#include "draft/block.h"
+#include "formats/gguf.h"
 
 /* The strategies by name: "default" (with a draft: dec when it has a Dec head, else adaptive;
  * without one: plain), "ar" (plain decoding), "dflash" (fixed block), "ngram", "hybrid", "dec"

@@ -5,6 +5,7 @@
 #ifndef PF_PLAN_H
 #define PF_PLAN_H
 
+#include "draft/block.h"
 #include "verify/kind.h"
 #include "verify/profile.h"
 

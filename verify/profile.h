@@ -3,6 +3,7 @@
 #ifndef PF_PROFILE_H
 #define PF_PROFILE_H
 
+#include "draft/block.h"
 #include "formats/gguf.h"
 #include "verify/spec.h"
 

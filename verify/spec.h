@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "draft/block.h"
 #include "draft/dec.h"
 #include "draft/drafter.h"
 #include "engine/generate.h"

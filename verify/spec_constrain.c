@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "draft/block.h"
 #include "engine/sampler.h"
 #include "verify/accept.h"
 

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "draft/block.h"
 #include "engine/constraint.h"
 #include "verify/adapt.h"
 #include "verify/spec.h"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "draft/block.h"
 #include "draft/dflash_drafter.h"
 #include "draft/draft_open.h"
 #include "draft/hybrid.h"
