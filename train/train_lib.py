@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 MASK_TOKEN = "<|fim_pad|>"   # the block's masked rows (dflash.mask_token_id): Qwen3 vocabularies have it
 
 

@@ -1,0 +1,226 @@
+"""Pretraining of the stand-in target on the running-text stream (prepare_pretrain.py), resumable.
+
+  pretrain_target.py probe [SHAPE ...]   tokens/s of candidate shapes at context 512 and 2048
+  pretrain_target.py train               run / resume the budgeted run (PRETRAIN_RUN below)
+
+The run goes in two phases over the same token stream: windows of 512 tokens for the first
+(1 - long_share) of the budget, then windows of 2,048 (the context the model is exported with).
+Every step's batch is a function of the step alone (a seeded permutation of the stream's windows), so
+a resumed run sees exactly the batches an unbroken one would. A checkpoint (model, optimizer, step,
+RNG) is written every ckpt_minutes of training and a weights-only snapshot beside it; the log prints
+tokens/s, loss and the held-out losses (the pretraining validation documents by source, and the task
+eval items' response tokens) at every eval.
+Device: CPU by default (2 threads, bf16 autocast where the CPU has native bf16); PF_DEVICE=cuda runs
+the same steps on a GPU.
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qwen3_model import Qwen3, Qwen3Config, count_params  # noqa: E402
+from qwen_bpe import QwenBPE  # noqa: E402
+import prepare_data as D  # noqa: E402
+import train_lib as L  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PRE = os.path.join(HERE, "work", "pre")
+RUN = os.path.join(HERE, "work", "pretrain")
+
+SHAPES = {
+    "h384_l6": dict(hidden=384, n_layers=6, n_heads=6, n_kv_heads=2, head_dim=64, ffn=1024),
+    "h320_l8": dict(hidden=320, n_layers=8, n_heads=5, n_kv_heads=1, head_dim=64, ffn=896),
+    "h512_l8": dict(hidden=512, n_layers=8, n_heads=8, n_kv_heads=2, head_dim=64, ffn=1408),
+}
+
+PRETRAIN_RUN = {
+    "seed": 20261205,
+    "shape": "h384_l6",
+    "model": dict(vocab_size=8192, rope_theta=1e6, eps=1e-6, context_length=2048, **SHAPES["h384_l6"]),
+    "token_budget": 64_000_000,
+    "long_share": 0.06,            # the last 6% of the budget in 2,048-token windows
+    "phases": [{"ctx": 512, "batch": 16}, {"ctx": 2048, "batch": 4}],   # 8,192 tokens a step in both
+    "peak_lr": 1.5e-3,
+    "warmup_steps": 200,
+    "min_lr_ratio": 0.1,
+    "weight_decay": 0.1,
+    "grad_clip": 1.0,
+    "eval_every": 500,
+    "ckpt_minutes": 10,
+}
+
+
+def device():
+    return torch.device(os.environ.get("PF_DEVICE", "cpu"))
+
+
+def use_bf16(dev):
+    if dev.type == "cuda":
+        return True
+    flags = open("/proc/cpuinfo").read()
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+class Stream:
+    """The token stream as windows of ctx + 1 tokens; batch(step) by a seeded permutation per ctx."""
+
+    def __init__(self, path, seed):
+        self.ids = np.memmap(path, dtype=np.uint16, mode="r")
+        self.seed = seed
+        self.perm = {}
+
+    def batch(self, k, ctx, bsz):
+        n = (len(self.ids) - 1) // ctx
+        epoch, j = divmod(k * bsz, n)
+        key = (ctx, epoch)
+        if key not in self.perm:
+            self.perm = {key: np.random.RandomState(self.seed + ctx + 7919 * epoch).permutation(n)}
+        rows = [self.ids[w * ctx:w * ctx + ctx + 1] for w in self.perm[key][j:j + bsz]]
+        rows = [r for r in rows if len(r) == ctx + 1]
+        return torch.from_numpy(np.stack(rows).astype(np.int64))
+
+
+def schedule(cfg):
+    """[(first step, steps, ctx, batch)] of the phases, and the total number of steps."""
+    out, step = [], 0
+    shares = [1 - cfg["long_share"], cfg["long_share"]]
+    for ph, share in zip(cfg["phases"], shares):
+        n = int(cfg["token_budget"] * share) // (ph["ctx"] * ph["batch"])
+        out.append((step, n, ph["ctx"], ph["batch"]))
+        step += n
+    return out, step
+
+
+def lm_loss(logits, ids):
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), ids[:, 1:].reshape(-1))
+
+
+@torch.no_grad()
+def eval_stream(model, val_ids, index, dev, bf16, ctx=512, per_src=4):
+    """Mean loss over up to per_src windows of each source's validation documents."""
+    out, tot, cnt = {}, 0.0, 0
+    for src, start, n in index:
+        losses = []
+        for k in range(min(per_src, max(0, (n - 1) // ctx))):
+            ids = torch.from_numpy(val_ids[start + k * ctx:start + k * ctx + ctx + 1].astype(np.int64))[None]
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+                logits = model(ids.to(dev))
+            losses.append(float(lm_loss(logits, ids.to(dev))))
+        if losses:
+            out[src] = sum(losses) / len(losses)
+            tot += sum(losses)
+            cnt += len(losses)
+    out["all"] = tot / max(1, cnt)
+    return out
+
+
+def task_val(tok_path):
+    """The task eval items encoded with this tokenizer (prompt weight 0.1, response 1), 2,048 tokens max."""
+    tok = QwenBPE.load(tok_path)
+    val = []
+    for e in D.load_eval():
+        ids, w = D.encode_example(tok, e, "reference")
+        val.append({"type": e["type"], "ids": ids[:2048], "w": w[:2048]})
+    return val
+
+
+def probe():
+    L.setup_torch(2)
+    dev = device()
+    names = sys.argv[2:] or list(SHAPES)
+    rng = np.random.RandomState(0)
+    for name in names:
+        for ctx, bsz in ((512, 16), (2048, 4)):
+            torch.manual_seed(0)
+            m = Qwen3(Qwen3Config(vocab_size=8192, **SHAPES[name])).to(dev)
+            opt = L.make_optimizer(m, 1e-3)
+            times = []
+            for _ in range(int(os.environ.get("PF_PROBE_STEPS", "4"))):
+                ids = torch.from_numpy(rng.randint(0, 8166, size=(bsz, ctx + 1))).to(dev)
+                t0 = time.time()
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=use_bf16(dev)):
+                    loss = lm_loss(m(ids), ids)
+                L.optimizer_step(m, opt, loss, 1.0)
+                times.append(time.time() - t0)
+            dt = sum(times[1:]) / len(times[1:])
+            print(f"{name} {count_params(m) / 1e6:.2f}M ctx {ctx}: {bsz * ctx / dt:.0f} tok/s (step {dt:.2f}s)",
+                  flush=True)
+
+
+def train():
+    L.setup_torch(2)
+    dev = device()
+    bf16 = use_bf16(dev)
+    os.makedirs(RUN, exist_ok=True)
+    cfg_path = os.path.join(RUN, "run_config.json")
+    cfg = json.load(open(cfg_path)) if os.path.exists(cfg_path) else PRETRAIN_RUN
+    L.dump_json(cfg_path, cfg)
+    log = L.Logger(os.path.join(RUN, "train.log"))
+    torch.manual_seed(cfg["seed"])
+    c = Qwen3Config(**cfg["model"])
+    model = Qwen3(c).to(dev)
+    opt = L.make_optimizer(model, cfg["peak_lr"], cfg["weight_decay"])
+    stream = Stream(os.path.join(PRE, "stream.u16"), cfg["seed"])
+    meta = json.load(open(os.path.join(PRE, "stream.json")))
+    val_ids = np.fromfile(os.path.join(PRE, "val.u16"), dtype=np.uint16)
+    tval = task_val(os.path.join(PRE, "tokenizer.json"))
+    phases, total = schedule(cfg)
+    ck = os.path.join(RUN, "ckpt.pt")
+    step, extra = 0, {"wall": 0.0, "tokens": 0}
+    if os.path.exists(ck):
+        step, extra = L.load_ckpt(ck, model, opt)
+        log(f"resumed at step {step}")
+    log(f"params {count_params(model)} ({count_params(model) / 1e6:.2f}M); {total} steps "
+        f"{[(p[1], p[2], p[3]) for p in phases]} (steps, ctx, batch); stream {len(stream.ids)} tokens; "
+        f"device {dev} bf16 {bf16}")
+    model.train()
+    t_last = t_ckpt = time.time()
+    ema = None
+    while step < total:
+        first, n, ctx, bsz = next(p for p in phases if p[0] <= step < p[0] + p[1])
+        lr = L.lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
+        L.set_lr(opt, lr)
+        ids = stream.batch(step - first, ctx, bsz).to(dev)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(ids)
+        loss = lm_loss(logits, ids)
+        gn = L.optimizer_step(model, opt, loss, cfg["grad_clip"])
+        step += 1
+        extra["tokens"] += ids.shape[0] * (ids.shape[1] - 1)
+        now = time.time()
+        extra["wall"] += now - t_last
+        t_last = now
+        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
+        if step % 20 == 0:
+            log(f"step {step}/{total} ctx {ctx} tokens {extra['tokens']} loss {loss.item():.4f} ema {ema:.4f} "
+                f"gnorm {float(gn):.2f} lr {lr:.2e} wall {extra['wall']:.0f}s "
+                f"tok/s {extra['tokens'] / max(1e-9, extra['wall']):.0f} "
+                f"({100.0 * step / total:.1f}%)")
+        if now - t_ckpt > 60 * cfg["ckpt_minutes"] or step == total:
+            L.save_ckpt(ck, model, opt, step, extra)
+            torch.save({"model": {k: v.half() for k, v in model.state_dict().items()}, "config": c.to_dict(),
+                        "step": step, "tokens": extra["tokens"]}, os.path.join(RUN, "snapshot.pt"))
+            t_ckpt = time.time()
+        if step % cfg["eval_every"] == 0 or step == total:
+            model.eval()
+            t0 = time.time()
+            v = eval_stream(model, val_ids, meta["val_index"], dev, bf16)
+            tv = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), tval, bf16=bf16,
+                                 max_items=None if step == total else 8)
+            model.train()
+            log(f"val step {step} tokens {extra['tokens']}: pretrain " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
+            log(f"val step {step} tokens {extra['tokens']}: tasks " + " ".join(f"{k}={x:.3f}" for k, x in tv.items()) +
+                f" ({time.time() - t0:.0f}s)")
+            t_last = time.time()
+    torch.save({"model": model.state_dict(), "config": c.to_dict(), "steps": step,
+                "tokens": extra["tokens"], "wall": extra["wall"]}, os.path.join(RUN, "final.pt"))
+    log("DONE")
+
+
+if __name__ == "__main__":
+    {"probe": probe, "train": train}[sys.argv[1]]()
