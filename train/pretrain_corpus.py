@@ -274,14 +274,15 @@ def _deb822(path):
         yield rec
 
 
-def description_docs(suffix, lang, per_doc=8):
+def description_docs(suffix, lang, per_doc=8, want_reserved=False):
+    """Package descriptions, per_doc to a document; the reserved packages only with want_reserved."""
     name = suffix.replace("_", "%5f")  # apt escapes the underscore in the list's file name
     paths = sorted(p for p in glob.glob(os.path.join(LISTS, "*Translation-" + name)) if "main" in p)
     seen, items = set(), []
     for path in paths:
         for rec in _deb822(path):
             key = "Description-" + suffix if "Description-" + suffix in rec else None
-            if not key or rec.get("Package") in seen or reserved("package", rec.get("Package", "")):
+            if not key or rec.get("Package") in seen or reserved("package", rec.get("Package", "")) != want_reserved:
                 continue
             seen.add(rec.get("Package"))
             synopsis, _, body = rec[key].partition("\n")

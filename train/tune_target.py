@@ -1,0 +1,115 @@
+"""Tuning of the pretrained target on the task set (prepare_tune.py), resumable.
+
+  tune_target.py train     from work/pretrain/final.pt (PF_INIT=path for another checkpoint) to
+                           work/tune/run/final.pt; budget in window tokens (TUNE_RUN)
+Each step takes a batch of 512-token windows or one of 2,048-token windows (prepare_tune.py), the
+long ones at every step s with s * long_share crossing an integer, long_share being the long windows'
+share of the set's tokens, so both kinds are spread evenly over the run. The loop is the pretraining's (bf16 autocast where the CPU has it, PF_DEVICE=cuda on a GPU,
+checkpoints every ckpt_minutes, exact resume); the loss is weighted (responses 1, prompts 0.1) and the
+eval reports the response loss of every eval type, the long inputs included.
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qwen3_model import Qwen3, Qwen3Config, count_params  # noqa: E402
+import pretrain_target as PT  # noqa: E402
+import train_lib as L  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "work", "tune", "data")
+RUN = os.path.join(HERE, "work", "tune", "run")
+
+TUNE_RUN = {
+    "seed": 20261208,
+    "init": os.path.join(HERE, "work", "pretrain", "final.pt"),
+    "batch": {"short": 16, "long": 4},   # 16 x 512 or 4 x 2,048 tokens a step
+    "token_budget": 16_000_000,    # window tokens, padding included
+    "peak_lr": 6e-4,
+    "warmup_steps": 50,
+    "min_lr_ratio": 0.1,
+    "weight_decay": 0.1,
+    "grad_clip": 1.0,
+    "eval_every": 250,
+    "ckpt_minutes": 10,
+}
+
+
+def train():
+    L.setup_torch(2)
+    dev = PT.device()
+    bf16 = PT.use_bf16(dev)
+    os.makedirs(RUN, exist_ok=True)
+    cfg_path = os.path.join(RUN, "run_config.json")
+    cfg = json.load(open(cfg_path)) if os.path.exists(cfg_path) else dict(TUNE_RUN, init=os.environ.get("PF_INIT", TUNE_RUN["init"]))
+    L.dump_json(cfg_path, cfg)
+    log = L.Logger(os.path.join(RUN, "train.log"))
+    torch.manual_seed(cfg["seed"])
+    init = torch.load(cfg["init"], map_location="cpu")
+    c = Qwen3Config(**init["config"])
+    model = Qwen3(c)
+    model.load_state_dict({k: v.float() for k, v in init["model"].items()})
+    model.to(dev)
+    opt = L.make_optimizer(model, cfg["peak_lr"], cfg["weight_decay"])
+    data = {k: L.WindowData(os.path.join(DATA, k), cfg["seed"]) for k in ("short", "long")}
+    val = json.load(open(os.path.join(DATA, "val.json")))
+    tok_per_step = cfg["batch"]["short"] * data["short"].T
+    total = cfg["token_budget"] // tok_per_step
+    share = data["long"].n * data["long"].T / (data["long"].n * data["long"].T + data["short"].n * data["short"].T)
+
+    def batch(s):
+        """(kind, the step's index within its kind) of step s."""
+        n_long = int((s + 1) * share) - int(s * share)
+        return ("long", int(s * share)) if n_long else ("short", s - int(s * share))
+    ck = os.path.join(RUN, "ckpt.pt")
+    step, extra = 0, {"wall": 0.0}
+    if os.path.exists(ck):
+        step, extra = L.load_ckpt(ck, model, opt)
+        log(f"resumed at step {step}")
+    log(f"init {cfg['init']} ({init.get('tokens')} pretraining tokens); params {count_params(model)}; "
+        f"{total} steps x {tok_per_step} tokens; windows {data['short'].n} x 512 + {data['long'].n} x 2048 "
+        f"(long share {share:.3f}); device {dev} bf16 {bf16}")
+    model.train()
+    t_last = t_ckpt = time.time()
+    ema = None
+    while step < total:
+        lr = L.lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
+        L.set_lr(opt, lr)
+        kind, k = batch(step)
+        ids, w = data[kind].batch(k, cfg["batch"][kind])
+        ids, w = ids.to(dev), w.to(dev)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(ids)
+        loss, _ = L.weighted_lm_loss(logits, ids, w)
+        gn = L.optimizer_step(model, opt, loss, cfg["grad_clip"])
+        step += 1
+        now = time.time()
+        extra["wall"] += now - t_last
+        t_last = now
+        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        if step % 10 == 0:
+            log(f"step {step}/{total} loss {loss.item():.4f} ema {ema:.4f} gnorm {float(gn):.2f} lr {lr:.2e} "
+                f"wall {extra['wall']:.0f}s tok/s {step * tok_per_step / max(1e-9, extra['wall']):.0f} "
+                f"({100.0 * step / total:.1f}%)")
+        if now - t_ckpt > 60 * cfg["ckpt_minutes"] or step == total:
+            L.save_ckpt(ck, model, opt, step, extra)
+            t_ckpt = time.time()
+        if step % cfg["eval_every"] == 0 or step == total:
+            model.eval()
+            v = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), val, bf16=bf16,
+                                max_items=None if step == total else 8)
+            model.train()
+            log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
+            t_last = time.time()
+    torch.save({"model": model.state_dict(), "config": c.to_dict(), "steps": step,
+                "tokens": step * tok_per_step, "wall": extra["wall"], "init": cfg["init"]},
+               os.path.join(RUN, "final.pt"))
+    log("DONE")
+
+
+if __name__ == "__main__":
+    {"train": train}[sys.argv[1]]()
