@@ -22,7 +22,8 @@ include mk/arch.mk
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # and the chat page of `serve`, cli/serve_page.html compiled in (mk/serve.mk)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/serve_page.o
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+# the server's request parser too: the plan table test runs requests through it as the server does
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cli/serve_json.o
 
 all: pocketflash
 

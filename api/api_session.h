@@ -11,6 +11,7 @@ typedef struct api_spec api_spec;
 typedef struct {
     pf_session engine; /* first: a pf_session * is this struct's address */
     api_spec *spec;    /* NULL until a generation speculates from pf_gen_params */
+    pf_strategy *strategy; /* pf_api_use_strategy's, or NULL */
 } api_session;
 
 static inline api_session *pf_api_session(pf_session *s) { return (api_session *)s; }

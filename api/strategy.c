@@ -32,15 +32,19 @@ void pf_api_spec_free(api_spec *a) {
     free(a);
 }
 
+_Static_assert(PF_KIND_DEFAULT == (int)PF_SPEC_DEFAULT && PF_KIND_AR == (int)PF_SPEC_PLAIN &&
+                   PF_KIND_DFLASH == (int)PF_SPEC_DFLASH && PF_KIND_NGRAM == (int)PF_SPEC_NGRAM &&
+                   PF_KIND_DEC == (int)PF_SPEC_DEC && PF_KIND_ADAPTIVE == (int)PF_SPEC_ADAPTIVE &&
+                   PF_KIND_HYBRID == (int)PF_SPEC_HYBRID,
+               "the strategy kinds are the public pf_spec_kind values");
+
 /* The parameters resolved (verify/plan.h). */
 static pf_status plan_of(const pf_gen_params *p, pf_strategy_plan *plan, char err[PF_ERR_LEN]) {
-    static const pf_kind kinds[] = {PF_KIND_DEFAULT, PF_KIND_AR, PF_KIND_DFLASH, PF_KIND_NGRAM, PF_KIND_DEC,
-                                    PF_KIND_ADAPTIVE};
-    if ((int)p->spec < PF_SPEC_DEFAULT || p->spec > PF_SPEC_ADAPTIVE) {
+    if ((int)p->spec < PF_SPEC_DEFAULT || p->spec > PF_SPEC_HYBRID) {
         snprintf(err, PF_ERR_LEN, "unknown strategy %d", (int)p->spec);
         return PF_ERR_ARG;
     }
-    pf_strategy_desc d = {.kind = kinds[p->spec], .block = p->block, .draft_head = p->draft_head,
+    pf_strategy_desc d = {.kind = (pf_kind)p->spec, .block = p->block, .draft_head = p->draft_head,
                           .ngram_n = p->ngram_n, .task = p->task, .profile_name = p->profile,
                           .has_draft = p->draft != NULL, .draft_has_dec = p->draft && p->draft->dec,
                           .draft_block = p->draft ? pf_dflash_block_size(p->draft->weights) : 0};
@@ -62,9 +66,18 @@ static pf_status build(api_spec *a, pf_session *s, char err[PF_ERR_LEN]) {
     return pf_api_status(rc);
 }
 
+pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char err[PF_ERR_LEN]) {
+    pf_strategy_plan plan;
+    pf_status rc = plan_of(p, &plan, err);
+    if (rc == PF_OK && out_len) pf_plan_format(&plan, out, out_len);
+    return rc;
+}
+
+void pf_api_use_strategy(pf_session *s, pf_strategy *strategy) { pf_api_session(s)->strategy = strategy; }
+
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]) {
-    *c = (api_choice){.strategy = p->strategy};
-    if (p->strategy) return PF_OK;
+    *c = (api_choice){.strategy = pf_api_session(s)->strategy};
+    if (c->strategy) return PF_OK;
     if (p->draft && p->draft->target != s->model) {
         snprintf(err, PF_ERR_LEN, "the draft was loaded for another model");
         return PF_ERR_ARG;

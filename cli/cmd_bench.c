@@ -23,8 +23,8 @@ static const char k_usage[] =
     "                 round a plain step or how many drafts to verify, by expected tokens per second under\n"
     "                 a running cost model of the machine), adaptive (the same without a head: the block\n"
     "                 from the running acceptance by position), default (with -d and no --block; what\n"
-    "                 run -d DRAFT does: dec when the draft has a Dec head, else adaptive; --block alone\n"
-    "                 measures dflash at that block); for dec/adaptive --block is the most rows\n"
+    "                 run -d DRAFT does: dec when the draft has a Dec head, else adaptive; with --block\n"
+    "                 dflash at that block); for dec/adaptive --block is the most rows\n"
     "  --compare LIST several strategies in ONE run, interleaved per prompt with plain decoding: a comma-\n"
     "                 separated list of fixed:B, ngram[:B], hybrid:B, dec[:B], adaptive[:B], default, profile:FILE\n"
     "                 (at most 8); one table and one JSON (overrides --spec/--block/--profile)\n"
@@ -39,6 +39,7 @@ static const char k_usage[] =
     "                 and validate, and compares the constrained speedup with the free one\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
+    "  --print-plan   print each strategy's plan (the profile's default entry) and exit; no --tasks\n"
     "  -n N           tokens generated per prompt (default 64)\n"
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       interleaved repetitions (default 3)\n"
@@ -179,7 +180,7 @@ int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL, *compare = NULL;
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                        .progress = 1};
-    int max_prompts = 8, structured = 0;
+    int max_prompts = 8, structured = 0, print_plan = 0;
     const cli_arg args[] = {
         CLI_STR("-m", &model), CLI_STR("-d", &o.draft_path), CLI_STR("--tasks", &tasks), CLI_STR("--spec", &o.spec),
         CLI_STR("--json", &json), CLI_STR("--svg", &svg), CLI_STR("--profile", &profile_path),
@@ -189,14 +190,15 @@ int cmd_bench(int argc, char **argv) {
         CLI_INT("--reps", &o.reps, 1, 255), CLI_INT("-t", &o.threads, 1, 256), CLI_I64("-c", &o.n_ctx, 16, 1 << 24),
         CLI_KV("--kv", &o.kv_q8), CLI_FLOAT("--temp", &o.temp, 0, 100), CLI_INT("--top-k", &o.top_k, 0, 1 << 30),
         CLI_FLOAT("--top-p", &o.top_p, 0, 1), CLI_U64("--seed", &o.seed, 0, INT64_MAX),
-        CLI_ON_INT("--no-special", &o.no_special), CLI_ON_INT("--structured", &structured), CLI_END};
+        CLI_ON_INT("--no-special", &o.no_special), CLI_ON_INT("--structured", &structured),
+        CLI_ON_INT("--print-plan", &print_plan), CLI_END};
     int parsed = cli_parse("bench", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
-    if (!tasks) return cli_fail("bench: missing --tasks DIR");
-    /* without --spec: the default strategy (what `run -d` does), dflash with --block alone, ngram
-     * without a draft */
-    if (!o.spec) o.spec = !o.draft_path ? "ngram" : o.block ? "dflash" : "default";
+    if (!tasks && !print_plan) return cli_fail("bench: missing --tasks DIR");
+    /* without --spec: the default (what `run -d` does; the resolver makes it dflash with --block);
+     * without a draft, the lookup: plain decoding is measured in every run anyway */
+    if (!o.spec) o.spec = !o.draft_path ? "ngram" : "default";
     char err[PF_ERR_LEN];
     pf_kind kind;
     if (pf_kind_parse(o.spec, &kind, err) < 0) return cli_fail("bench: %s", err);
@@ -214,6 +216,12 @@ int cmd_bench(int argc, char **argv) {
         return cli_fail("bench: %s", err);
     o.arms = n_arms ? arms : NULL;
     o.n_arms = n_arms;
+    if (print_plan) {
+        int prc = pf_bench_plans(model, &o, stdout, err) < 0 ? cli_fail("bench: %s", err) : 0;
+        if (o.profile) pf_profile_free(&prof);
+        for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
+        return prc;
+    }
     pf_task_suite suite;
     pf_bench_result r;
     int failed = pf_tasks_load(tasks, max_prompts, &suite, err) < 0;

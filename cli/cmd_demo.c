@@ -13,7 +13,7 @@
 
 /* The strategy of the demo: what `run -d DRAFT` picks with no --spec (cli/cmd_run.c); block 0 is
  * its default block (pf_default_block). Change it here, in one place, if run's default changes. */
-static const char *const k_demo_spec = "default"; /* bench: pf_spec_default, run -d's default */
+static const char *const k_demo_spec = "default"; /* what run -d does: the resolver's default */
 
 static const char k_usage[] =
     "usage: pocketflash demo -m TARGET.gguf -d DRAFT.gguf [--tasks DIR] [options]\n"

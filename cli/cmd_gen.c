@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/strategy.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/spec_flags.h"
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
@@ -16,7 +18,6 @@
 #include "formats/json.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
-#include "verify/strategies.h"
 #include "include/pocketflash.h"
 
 static const char k_usage[] =
@@ -37,9 +38,15 @@ static const char k_usage[] =
     "  --no-special   special-token texts inside the prompts are plain text (the ChatML template's\n"
     "                 own markers stay special; default: parsed as special tokens)\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft, a GGUF or a .pfb bundle holding\n"
-    "                 one (same output; also -md)\n"
-    "  --block B      rows verified per round with -d (default: min(4, the draft's block size))\n"
+    "                 one (same output; also -md); a -m bundle's own draft is used without -d\n"
+    "  --spec S       the strategy, as `run --spec`: ar, dflash, ngram, hybrid, dec, adaptive\n"
+    "                 (default with a draft: dflash when --block is given, else dec when the draft\n"
+    "                 has a Dec head, else adaptive; without one: ar)\n"
+    "  --block B      rows verified per round (default: the strategy's, as `run`)\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
+    "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
+    "  --profile FILE --task TYPE  a tuned profile's choice, as `run`\n"
+    "  --print-plan   print the strategy the flags resolve to and exit (no -i/-o needed)\n"
     "  --draft-head N|full  with -d: the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --log-rounds FILE  with -d: append every round's Dec features and accepted length to FILE\n"
@@ -175,24 +182,22 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     return rc;
 }
 
-/* -d: a fixed DFlash block (the strategy factory's dflash at its default block unless --block), its
- * rounds logged to log_rounds when given; 1 (reported) on failure. */
-static int open_draft(pf_session *s, const char *draft, int block, int draft_head, const char *log_rounds,
-                      pf_spec **spec, FILE **log_file, pf_gen_params *gp) {
+/* --log-rounds: the rounds of the strategy the library's resolver makes of gp (built now; every
+ * line's call runs it) appended to log_rounds; 1 (reported) on failure. */
+static int open_round_log(pf_session *s, const pf_gen_params *gp, const char *log_rounds, FILE **log_file) {
     char err[PF_ERR_LEN];
-    pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = block, .draft_head = draft_head};
-    if (pf_strategy_open(s, &desc, draft, spec, NULL, err) < 0) return cli_fail("%s", err);
-    gp->strategy = pf_spec_strategy(*spec);
-    if (!log_rounds) return 0;
+    api_choice c;
+    if (pf_api_strategy(s, gp, &c, err) != PF_OK) return cli_fail("%s", err);
+    if (!c.spec) return 0;
     if (!(*log_file = fopen(log_rounds, "ab"))) return cli_fail("%s: cannot open for appending", log_rounds);
-    if (pf_spec_set_log(*spec, *log_file, err) < 0) return cli_fail("%s", err);
+    if (pf_spec_set_log(c.spec, *log_file, err) < 0) return cli_fail("%s", err);
     return 0;
 }
 
 int cmd_gen(int argc, char **argv) {
-    const char *model = NULL, *in = NULL, *out = NULL, *draft = NULL, *log_rounds = NULL, *schema_path = NULL;
-    int block = 0, draft_head = 0;
-    pf_spec *spec = NULL;
+    const char *model = NULL, *in = NULL, *out = NULL, *log_rounds = NULL, *schema_path = NULL;
+    cli_spec_flags fl = {0};
+    pf_draft *draft = NULL;
     FILE *log_file = NULL;
     pf_gen_params gp;
     pf_gen_params_default(&gp);
@@ -201,9 +206,11 @@ int cmd_gen(int argc, char **argv) {
     bool no_special = false;
     long long limit = -1;
     const cli_arg args[] = {
-        CLI_STR("-m", &model), CLI_STR("-i", &in), CLI_STR("-o", &out), CLI_STR("-d", &draft),
-        CLI_STR("--log-rounds", &log_rounds), CLI_STR("--json-schema", &schema_path), CLI_BLOCK("--block", &block),
-        CLI_DRAFT_HEAD("--draft-head", &draft_head), CLI_DRAFT_MAX("--draft-max", &block),
+        CLI_STR("-m", &model), CLI_STR("-i", &in), CLI_STR("-o", &out), CLI_STR("-d", &fl.draft),
+        CLI_STR("--spec", &fl.spec), CLI_STR("--profile", &fl.profile), CLI_STR("--task", &fl.task),
+        CLI_INT("--ngram", &fl.ngram_n, 1, 16), CLI_ON("--print-plan", &fl.print_plan),
+        CLI_STR("--log-rounds", &log_rounds), CLI_STR("--json-schema", &schema_path), CLI_BLOCK("--block", &fl.block),
+        CLI_DRAFT_HEAD("--draft-head", &fl.draft_head), CLI_DRAFT_MAX("--draft-max", &fl.block),
         CLI_INT("-n", &gp.max_tokens, 1, 1 << 20), CLI_INT("-t", &sp.n_threads, 1, 256),
         CLI_I64("-c", &sp.n_ctx, 16, 1 << 24), CLI_KV("--kv", &sp.kv_q8), CLI_FLOAT("--temp", &gp.temp, 0, 100),
         CLI_INT("--top-k", &gp.top_k, 0, 1 << 30), CLI_FLOAT("--top-p", &gp.top_p, 0, 1),
@@ -211,15 +218,22 @@ int cmd_gen(int argc, char **argv) {
         CLI_ON("--no-special", &no_special), CLI_ON("--json", &gp.json_object), CLI_END};
     int parsed = cli_parse("gen", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, sp.n_threads), 0) : 1;
-    if (!model || !in || !out) return cli_fail("gen: -m, -i and -o are required");
-    if (log_rounds && !draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
+    if (!model || (!fl.print_plan && (!in || !out))) return cli_fail("gen: -m, -i and -o are required");
+    if (log_rounds && !fl.draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");
     size_t schema_len = 0;
     char *schema_text = NULL;
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load(model, err);
-    if (!m) return cli_fail("%s", err);
+    if (!m) return free(schema_text), cli_fail("%s", err);
+    if (fl.print_plan) {
+        int prc = cli_spec_params("gen", m, &fl, &gp, &draft) || cli_print_plan(&gp);
+        pf_free_draft(draft);
+        pf_model_free(m);
+        free(schema_text);
+        return prc;
+    }
     gen_run g = {.m = m, .s = pf_session_new(m, &sp, err), .gp = &gp, .seed0 = gp.seed, .no_special = no_special, .in = in};
     FILE *fi = fopen(in, "rb");
     atomic_file af;
@@ -230,7 +244,8 @@ int cmd_gen(int argc, char **argv) {
     ssize_t len;
     int lineno = 0;
     if (!g.s) { cli_fail("%s", err); goto done; }
-    if (draft && open_draft(g.s, draft, block, draft_head, log_rounds, &spec, &log_file, &gp)) goto done;
+    if (cli_spec_params("gen", m, &fl, &gp, &draft)) goto done;
+    if (log_rounds && open_round_log(g.s, &gp, log_rounds, &log_file)) goto done;
     if (!fi) { cli_fail("%s: cannot open", in); goto done; }
     if (!g.fo) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
     while ((len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
@@ -258,8 +273,8 @@ done:
     free(line);
     free(g.resp.ids);
     if (log_file) fclose(log_file);
-    pf_spec_free(spec);
     pf_session_free(g.s);
+    pf_free_draft(draft);
     pf_model_free(m);
     free(schema_text);
     return rc;

@@ -3,14 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/strategy.h"
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "engine/generate.h"
+#include "cli/spec_flags.h"
 #include "include/pocketflash.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
-#include "verify/profile.h"
-#include "verify/strategies.h"
 
 static const char k_usage[] =
     "usage: pocketflash run -m MODEL.gguf|APP.pfb (-p PROMPT | -f FILE) [options]\n"
@@ -51,7 +50,8 @@ static const char k_usage[] =
     "  -d FILE        DFlash / DFlash2 draft GGUF for the target, or a .pfb bundle holding one (also -md)\n"
     "  --block B      rows verified per round, 2..64 (default: dflash and hybrid min(4, the draft's\n"
     "                 trained block), dec and adaptive the draft's trained block as the most rows,\n"
-    "                 ngram 8); --block without --spec is dflash with that fixed block\n"
+    "                 ngram 8); --block without --spec (and without --profile) is dflash with that\n"
+    "                 fixed block, in every command, the library and the server alike\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
@@ -62,6 +62,8 @@ static const char k_usage[] =
     "                 explicit --spec/--block win\n"
     "  --task TYPE    task type to look up in the profile (e.g. math, code, extraction)\n"
     "  --log-rounds FILE  append every full round's Dec features and accepted length (binary) to FILE\n"
+    "  --print-plan   print the strategy the flags resolve to (\"plan: KIND block=B ...\") and exit\n"
+    "                 without generating (no -p needed)\n"
     "  --stats        print round statistics (tau, accepted-length histogram, per-position\n"
     "                 acceptance, time split) to stderr\n"
     "llama.cpp spellings accepted: --model, --prompt, --file, --predict/--n-predict, --ctx-size,\n"
@@ -98,21 +100,21 @@ static void print_timing(const pf_gen_stats *st) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *draft_path = NULL, *spec_name = NULL;
-    const char *profile_path = NULL, *task = NULL, *log_rounds = NULL, *schema_path = NULL;
+    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *log_rounds = NULL, *schema_path = NULL;
     char *schema_text = NULL;
     FILE *log_file = NULL;
-    int block = 0, ngram_n = 3, draft_head = 0;
+    cli_spec_flags fl = {0};
     bool show_stats = false;
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     pf_session_params sp = {.n_threads = pf_physical_cores(), .n_ctx = 0};
     const cli_arg args[] = {
         CLI_ON("--chat", &gp.chat), CLI_ON("--no-special", &gp.no_special), CLI_OFF("--ignore-eos", &gp.stop_at_eot),
-        CLI_ON("--stats", &show_stats), CLI_ON("--json", &gp.json_object), CLI_STR("-d", &draft_path),
-        CLI_STR("--profile", &profile_path), CLI_STR("--task", &task), CLI_STR("--spec", &spec_name),
-        CLI_STR("--log-rounds", &log_rounds), CLI_BLOCK("--block", &block), CLI_DRAFT_HEAD("--draft-head", &draft_head),
-        CLI_DRAFT_MAX("--draft-max", &block), CLI_INT("--ngram", &ngram_n, 1, 16), CLI_STR("-m", &model_path),
+        CLI_ON("--stats", &show_stats), CLI_ON("--json", &gp.json_object), CLI_STR("-d", &fl.draft),
+        CLI_STR("--profile", &fl.profile), CLI_STR("--task", &fl.task), CLI_STR("--spec", &fl.spec),
+        CLI_ON("--print-plan", &fl.print_plan), CLI_STR("--log-rounds", &log_rounds), CLI_BLOCK("--block", &fl.block),
+        CLI_DRAFT_HEAD("--draft-head", &fl.draft_head), CLI_DRAFT_MAX("--draft-max", &fl.block),
+        CLI_INT("--ngram", &fl.ngram_n, 1, 16), CLI_STR("-m", &model_path),
         CLI_STR("-p", &prompt), CLI_STR("-f", &prompt_file), CLI_STR("--system", &gp.system),
         CLI_STR("--prompt-cache", &gp.prompt_cache), CLI_STR("--json-schema", &schema_path),
         CLI_INT("-n", &gp.max_tokens, 0, 1 << 30), CLI_I64("-c", &sp.n_ctx, 1, 1 << 24),
@@ -122,20 +124,12 @@ int cmd_run(int argc, char **argv) {
     int parsed = cli_parse("run", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, sp.n_threads), 0) : 1;
     if (!model_path) return cli_fail("run: missing -m MODEL.gguf");
-    if (task && !profile_path) return cli_fail("run: --task needs --profile FILE");
     char err[PF_ERR_LEN];
-    pf_strategy_desc desc = {.kind = PF_KIND_DEFAULT, .block = block, .draft_head = draft_head, .ngram_n = ngram_n,
-                             .task = task, .profile_name = profile_path};
-    if (spec_name && pf_kind_parse(spec_name, &desc.kind, err) < 0) return cli_fail("run: %s", err);
-    const char *bad = log_rounds && !draft_path ? "run: --log-rounds needs -d DRAFT.gguf"
-                    : !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE"
+    const char *bad = log_rounds && !fl.draft ? "run: --log-rounds needs -d DRAFT.gguf"
+                    : !fl.print_plan && !prompt == !prompt_file ? "run: give exactly one of -p PROMPT or -f FILE"
                     : schema_path && gp.json_object ? "run: give one of --json-schema FILE or --json" : NULL;
     if (bad) return cli_fail("%s", bad);
-    pf_profile prof = {0};
-    if (profile_path) {
-        if (pf_profile_load(profile_path, &prof, err) < 0) return cli_fail("%s", err);
-        desc.profile = &prof;
-    }
+    if (fl.print_plan) prompt = "", prompt_file = NULL;
     size_t plen = 0;
     char *file_text = NULL;
     if (prompt_file && !(prompt = file_text = cli_read_file(prompt_file, &plen))) return 1;
@@ -148,32 +142,30 @@ int cmd_run(int argc, char **argv) {
     int rc = 1;
     pf_model *m = pf_load_model(model_path, err);
     pf_session *s = NULL;
-    pf_spec *spec = NULL;
+    pf_draft *draft = NULL;
     if (!m) { cli_fail("%s", err); goto done; }
+    if (cli_spec_params("run", m, &fl, &gp, &draft)) goto done;
+    if (fl.print_plan) { rc = cli_print_plan(&gp); goto done; }
     if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
-    /* --block alone with a draft (-d, or a bundle that carries one): a fixed DFlash block; otherwise
-     * what needs a draft and the default are the strategy factory's (verify/plan.h) */
-    if (!spec_name && block && !profile_path && pf_draft_at_hand(s, draft_path)) desc.kind = PF_KIND_DFLASH;
-    if (pf_strategy_open(s, &desc, draft_path, &spec, NULL, err) < 0) { cli_fail("%s", err); goto done; }
-    if (spec) {
-        block = pf_spec_block(spec);
-        if (log_rounds && open_round_log(spec, log_rounds, &log_file)) goto done;
-        gp.strategy = pf_spec_strategy(spec);
-    }
+    /* the strategy the library's resolver makes of gp, built now so that --log-rounds and --stats
+     * reach its rounds; pf_generate with the same gp runs this object */
+    api_choice choice;
+    if (pf_api_strategy(s, &gp, &choice, err) != PF_OK) { cli_fail("%s", err); goto done; }
+    pf_spec *spec = choice.spec;
+    if (spec && log_rounds && open_round_log(spec, log_rounds, &log_file)) goto done;
     pf_gen_stats st;
     pf_status r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);
     if (r != PF_OK) { cli_fail("%s", err); goto done; }
     fputc('\n', stdout);
     fflush(stdout);
     print_timing(&st);
-    if (spec && show_stats) pf_spec_stats_print(pf_spec_stats_get(spec), block, stderr);
+    if (spec && show_stats) pf_spec_stats_print(pf_spec_stats_get(spec), choice.block, stderr);
     rc = 0;
 done:
     if (log_file) fclose(log_file);
-    pf_spec_free(spec);
     pf_session_free(s);
+    pf_free_draft(draft);
     pf_free_model(m);
-    pf_profile_free(&prof);
     free(file_text);
     free(schema_text);
     return rc;

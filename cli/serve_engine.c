@@ -212,9 +212,7 @@ static void run_job(sv_worker *w, sv_job *j) {
         gp.top_p = (float)r->top_p;
         gp.top_k = r->top_k;
         gp.seed = j->seed;
-        gp.draft = e->draft;
-        gp.spec = r->has_spec ? r->spec : PF_SPEC_DEFAULT;
-        gp.block = r->block;
+        sv_gen_strategy(r, e->draft, &gp);
         gp.stop_at_eot = !r->ignore_eos;
         gp.json_schema = r->json_schema;
         gp.json_object = r->json_object;

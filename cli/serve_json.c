@@ -187,20 +187,17 @@ static bool get_stop(checker *c, const pf_json *root, sv_request *r) {
 
 static bool get_spec(checker *c, const pf_json *root, sv_request *r) {
     const pf_json *v = field(root, "spec");
+    char why[PF_ERR_LEN];
     if (v) {
-        static const struct { const char *name; pf_spec_kind kind; } k[] = {
-            {"ar", PF_SPEC_PLAIN}, {"dflash", PF_SPEC_DFLASH}, {"ngram", PF_SPEC_NGRAM},
-            {"dec", PF_SPEC_DEC}, {"adaptive", PF_SPEC_ADAPTIVE}, {"default", PF_SPEC_DEFAULT}};
-        size_t i = 0;
-        while (i < sizeof k / sizeof k[0] && !pf_json_str_eq(v, k[i].name)) i++;
-        if (i == sizeof k / sizeof k[0])
-            return bad(c, "spec", "'spec' must be one of ar, dflash, ngram, dec, adaptive, default");
+        /* the strategy names are the one list (verify/kind.h), their values the public ones */
+        pf_kind kind;
+        if (!plain_string(v)) return bad(c, "spec", "'spec' must be a string");
+        if (pf_kind_parse(v->u.str.s, &kind, why) < 0) return bad(c, "spec", "'spec': %s", why);
         r->has_spec = true;
-        r->spec = k[i].kind;
+        r->spec = (pf_spec_kind)kind;
     }
     int64_t block = 0;
     bool given = false;
-    char why[PF_ERR_LEN];
     if (!get_int(c, root, "block", INT64_MIN, INT64_MAX, &block, &given)) return false;
     if (given && pf_block_check("'block'", block, why) < 0) return bad(c, "block", "%s", why);
     r->block = (int)block;
@@ -360,6 +357,12 @@ bool sv_request_parse(const char *body, size_t len, sv_kind kind, sv_request *r,
     if (check(&c, pf_json_root(r->doc), r)) return true;
     sv_request_free(r);
     return false;
+}
+
+void sv_gen_strategy(const sv_request *r, const pf_draft *d, pf_gen_params *p) {
+    p->draft = d;
+    p->spec = r->has_spec ? r->spec : PF_SPEC_DEFAULT;
+    p->block = r->block;
 }
 
 void sv_request_free(sv_request *r) {

@@ -51,7 +51,8 @@ typedef struct {
     int n_stop;
     bool stream;
     bool ignore_eos; /* extension (llama.cpp's field): do not stop at the end-of-turn token */
-    /* extension: per-request strategy ("spec": ar|dflash|ngram|dec|adaptive, "block": 2..64) */
+    /* extension: per-request strategy ("spec": ar|dflash|ngram|hybrid|dec|adaptive|default,
+     * "block": 2..64), resolved by the library as every front end's (sv_gen_strategy) */
     bool has_spec;
     pf_spec_kind spec;
     int block;
@@ -70,6 +71,9 @@ typedef struct {
 bool sv_request_parse(const char *body, size_t len, sv_kind kind, sv_request *r, char err[PF_ERR_LEN],
                       const char **param);
 void sv_request_free(sv_request *r);
+/* The request's strategy fields into p, over the server's draft d (NULL: none): what the library's
+ * resolver then makes of them is the plan of `run` with the same flags. */
+void sv_gen_strategy(const sv_request *r, const pf_draft *d, pf_gen_params *p);
 
 /* An OpenAI-style error body: {"error": {"message", "type", "param", "code"}}. */
 void sv_error_json(sv_buf *b, const char *message, const char *type, const char *param, const char *code);

@@ -128,32 +128,26 @@ static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_draf
     return dr->d[which];
 }
 
-/* The speculation object of one arm for one task type, labelled with its strategy and block: the
- * strategy factory's plan of the arm's description, built over the drafters the arms share (the
- * default arm opens its own, as `run -d` does). */
-static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
-                         bench_drafters *dr, pf_bench_task *bt, char err[PF_ERR_LEN]) {
-    if (arm->kind == PF_KIND_DEFAULT && !arm->profile) {
-        pf_spec *sp = pf_spec_default(s, o->draft_path, o->draft_head, err);
-        if (sp) {
-            snprintf(bt->spec, sizeof bt->spec, "default");
-            bt->block = pf_spec_block(sp);
-        }
-        return sp;
-    }
+/* The one resolver's plan of an arm for a task type (NULL: the profile's default entry). 0, or -1
+ * with err. */
+static int arm_plan(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
+                    bench_drafters *dr, pf_strategy_plan *plan, char err[PF_ERR_LEN]) {
     pf_strategy_desc desc = {.kind = arm->kind, .block = arm->block, .draft_head = o->draft_head, .ngram_n = o->ngram_n,
                              .profile = arm->profile,
                              .profile_fixed = arm->profile_fixed};
     /* a task type the profile does not name takes its default entry */
-    desc.task = arm->profile && pf_profile_find(arm->profile, type) ? type : NULL;
-    if (open_draft(s, o, dr, err) < 0) return NULL;
+    desc.task = arm->profile && type && pf_profile_find(arm->profile, type) ? type : NULL;
+    if (open_draft(s, o, dr, err) < 0) return -1;
     pf_strategy_desc_draft(&desc, dr->w, dr->dec);
+    return pf_strategy_plan_make(&desc, plan, err);
+}
+
+/* The speculation object of one arm for one task type, labelled with its strategy and block: the
+ * arm's plan built over the drafters the arms share. */
+static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
+                         bench_drafters *dr, pf_bench_task *bt, char err[PF_ERR_LEN]) {
     pf_strategy_plan plan;
-    if (pf_strategy_plan_make(&desc, &plan, err) < 0) {
-        if (arm->kind == PF_KIND_DEC && desc.has_draft && !desc.draft_has_dec)
-            snprintf(err, PF_ERR_LEN, "%.200s: the draft has no Dec head (dec.* tensors)", o->draft_path ? o->draft_path : "bundle");
-        return NULL;
-    }
+    if (arm_plan(s, o, arm, type, dr, &plan, err) < 0) return NULL;
     pf_drafter *d = get_drafter(s, o, dr, plan.kind, err);
     pf_spec *sp = NULL;
     if (!d || pf_strategy_build(s, &plan, d, dr->dec, &sp, err) != PF_RC_OK) return NULL;
@@ -162,21 +156,16 @@ static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_a
     return sp;
 }
 
-/* The one arm of a run without --compare: --profile, else --spec/--block (no --spec: the default
- * strategy, as `run -d` has; --block alone: dflash at that block). */
+/* The one arm of a run without --compare: --spec/--block (no --spec: the default, which the
+ * resolver makes dflash with --block, as everywhere) and --profile. */
 static int single_arm(const pf_bench_opts *o, pf_bench_arm *arm, char err[PF_ERR_LEN]) {
     memset(arm, 0, sizeof *arm);
-    if (o->profile) {
-        arm->kind = PF_KIND_DEFAULT;
-        arm->profile = o->profile;
-        arm->profile_fixed = o->profile_fixed;
-        snprintf(arm->name, sizeof arm->name, "profile");
-        return 0;
-    }
-    const char *spec = o->spec ? o->spec : o->block ? "dflash" : "default";
+    const char *spec = o->spec ? o->spec : "default";
     if (pf_kind_parse(spec, &arm->kind, err) < 0) return -1;
-    arm->block = o->block;
-    snprintf(arm->name, sizeof arm->name, "%s", spec);
+    arm->block = o->block; /* with a profile too: explicit --spec/--block win, as in run */
+    arm->profile = o->profile;
+    arm->profile_fixed = o->profile_fixed;
+    snprintf(arm->name, sizeof arm->name, "%s", o->profile ? "profile" : spec);
     return 0;
 }
 
@@ -347,6 +336,9 @@ static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *d
             bt->constrained = b->suite->types[t].constrained;
             bt->twin = bt->constrained ? b->suite->types[t].twin : -1;
         }
+        /* the one arm of a run without --spec is named by what the resolver made of it */
+        if (!b->o->arms && arms[k].kind == PF_KIND_DEFAULT && !arms[k].profile && suite->n)
+            snprintf(ar->name, sizeof ar->name, "%s", ar->tasks[0].spec);
     }
     for (int k = 0; k <= b->n_arms; k++) {
         b->out[k].cap = b->o->max_tokens;
@@ -379,19 +371,48 @@ static void bench_state_free(bench_state *b) {
     free(b->specs);
 }
 
+/* The arms of a run: o->arms, else the one arm of --spec/--block/--profile into *one. */
+static const pf_bench_arm *run_arms(const pf_bench_opts *o, pf_bench_arm *one, int *n_arms, char err[PF_ERR_LEN]) {
+    *n_arms = o->n_arms;
+    if (o->arms && o->n_arms >= 1) return o->arms;
+    *n_arms = 1;
+    return single_arm(o, one, err) < 0 ? NULL : one;
+}
+
+int pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char err[PF_ERR_LEN]) {
+    pf_bench_arm one;
+    int n_arms;
+    const pf_bench_arm *arms = run_arms(o, &one, &n_arms, err);
+    pf_model *m = arms ? pf_model_load(model_path, err) : NULL;
+    if (!m) return -1;
+    pf_session_params sp = {.n_threads = 1, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
+    pf_session *s = pf_session_new(m, &sp, err);
+    bench_drafters dr = {0};
+    int rc = s ? 0 : -1;
+    for (int k = 0; rc == 0 && k < n_arms; k++) {
+        pf_strategy_plan plan;
+        char line[160];
+        rc = arm_plan(s, o, &arms[k], NULL, &dr, &plan, err);
+        if (rc < 0) break;
+        pf_plan_format(&plan, line, sizeof line);
+        if (o->arms) fprintf(f, "plan %s: %s\n", arms[k].name, line);
+        else fprintf(f, "plan: %s\n", line);
+    }
+    bench_drafters_free(&dr);
+    pf_session_free(s);
+    pf_model_free(m);
+    return rc;
+}
+
 int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
                  char err[PF_ERR_LEN]) {
     memset(r, 0, sizeof *r);
     snprintf(r->model, sizeof r->model, "%s", model_path);
     snprintf(r->draft, sizeof r->draft, "%s", o->draft_path ? o->draft_path : "");
     pf_bench_arm one;
-    const pf_bench_arm *arms = o->arms;
-    int n_arms = o->n_arms;
-    if (!arms || n_arms < 1) {
-        if (single_arm(o, &one, err) < 0) return -1;
-        arms = &one;
-        n_arms = 1;
-    }
+    int n_arms;
+    const pf_bench_arm *arms = run_arms(o, &one, &n_arms, err);
+    if (!arms) return -1;
     if (n_arms > PF_BENCH_MAX_ARMS) {
         snprintf(err, PF_ERR_LEN, "at most %d strategies in one run", PF_BENCH_MAX_ARMS);
         return -1;

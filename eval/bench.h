@@ -4,6 +4,8 @@
 #ifndef PF_BENCH_H
 #define PF_BENCH_H
 
+#include <stdio.h>
+
 #include "eval/bench_model.h"
 #include "verify/profile.h"
 #include "eval/tasks.h"
@@ -109,6 +111,10 @@ typedef struct {
 
 int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
                  char err[PF_ERR_LEN]);
+/* --print-plan: every arm's plan (the profile's default entry for a profile) as one line on f,
+ * "plan: ..." for the one arm, "plan NAME: ..." for each --compare arm; nothing is measured. 0, or
+ * -1 with err. */
+int pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char err[PF_ERR_LEN]);
 void pf_bench_result_free(pf_bench_result *r);
 
 #endif

@@ -51,7 +51,6 @@ typedef enum {
 typedef struct pf_model pf_model;
 typedef struct pf_session pf_session;
 typedef struct pf_draft pf_draft;
-typedef struct pf_strategy pf_strategy; /* internal: a decoding strategy object (tools and tests) */
 
 pf_model *pf_load_model(const char *path, char err[PF_ERR_LEN]);
 void pf_free_model(pf_model *m);
@@ -83,16 +82,19 @@ bool pf_draft_has_dec(const pf_draft *d);
 /* Decoding strategy (pf_gen_params.spec). Every one gives the output of plain decoding. */
 typedef enum {
     PF_SPEC_DEFAULT = 0, /* with a draft the project's default speculative strategy (what
-                            `pocketflash run -d` uses: PF_SPEC_DEC when the draft has a Dec head,
-                            else PF_SPEC_ADAPTIVE), with a profile its choice, else plain */
+                            `pocketflash run -d` uses: PF_SPEC_DFLASH when a block is given,
+                            else PF_SPEC_DEC when the draft has a Dec head, else
+                            PF_SPEC_ADAPTIVE), with a profile its choice, else plain */
     PF_SPEC_PLAIN,       /* plain autoregressive decoding */
     PF_SPEC_DFLASH,      /* the draft proposes block-1 tokens, one target forward verifies them */
     PF_SPEC_NGRAM,       /* prompt lookup: proposes what followed the last n tokens earlier (no draft) */
     PF_SPEC_DEC,         /* DFlash with Dec gating: each round the draft's decision head and a running
                             cost model of the machine choose a plain step or how many drafts to
                             verify, for the most tokens per second (needs pf_draft_has_dec) */
-    PF_SPEC_ADAPTIVE     /* the same planner without a head: the block from the running acceptance
+    PF_SPEC_ADAPTIVE,    /* the same planner without a head: the block from the running acceptance
                             at each position (block = the most rows a round verifies) */
+    PF_SPEC_HYBRID       /* prompt lookup where the text repeats a pattern of 3+ tokens, the draft
+                            otherwise (fixed block; needs a draft) */
 } pf_spec_kind;
 
 typedef enum { PF_STOP_EOT = 0, PF_STOP_LENGTH, PF_STOP_CONTEXT, PF_STOP_CALLBACK } pf_stop_reason;
@@ -110,7 +112,8 @@ typedef struct {
     const pf_draft *draft;
     pf_spec_kind spec;
     int block;          /* rows verified per round, 2..64; 0 = the strategy's default (dflash
-                           min(4, the draft's trained block), dec the trained block, ngram 8) */
+                           min(4, the draft's trained block), dec the trained block, ngram 8);
+                           with PF_SPEC_DEFAULT, a draft and no profile it means PF_SPEC_DFLASH */
     int ngram_n;        /* longest pattern the ngram strategy matches (0 = 3) */
     int draft_head;     /* the draft's head scores its N most frequent tokens; 0 = the draft's
                            default, -1 = the whole vocabulary */
@@ -119,7 +122,6 @@ typedef struct {
                             then adapt as `run --profile` does; ngram is used as chosen; an
                             explicit spec takes the profile's block, an explicit block wins */
     const char *task;    /* task type to look up in the profile (NULL: its default entry) */
-    pf_strategy *strategy; /* internal (overrides the fields above when set) */
     /* Prompt cache file (NULL = none): when it holds the K/V rows of a prefix of this prompt for
      * this model, that prefix is restored instead of prefilled (output unchanged); when it is
      * absent or unusable (warning on stderr) it is written after generation with the prefix:
@@ -158,8 +160,7 @@ typedef struct {
     /* Speculation rounds (all zero for plain decoding). */
     const char *strategy; /* the drafter: "ar", "dflash", "dflash2", "ngram" (static string) */
     const char *spec;     /* the strategy that ran, pf_gen_params.spec resolved: "ar", "dflash" (a
-                             fixed block), "ngram", "dec" or "adaptive" (static string; NULL when
-                             pf_gen_params.strategy was set) */
+                             fixed block), "ngram", "dec", "adaptive" or "hybrid" (static string) */
     int block;            /* rows verified per round */
     int64_t rounds, round_tokens; /* rounds, and tokens they committed (bonus included) */
     int64_t drafted, accepted;    /* draft tokens proposed / kept by the target */
@@ -169,6 +170,13 @@ typedef struct {
      * sampling, the rest; and building the draft's context from the prompt before round 1 */
     double draft_s, context_s, verify_s, accept_s, other_s, prompt_context_s;
 } pf_gen_stats;
+
+/* What p's strategy fields resolve to, without generating: one line into out (at most out_len
+ * bytes with the NUL), "KIND block=B" and, where they apply, " draft_head=H", " ngram=N",
+ * " prior=profile(block B)" -- the line `pocketflash run --print-plan` prints for the same
+ * request. PF_OK, or the status and message generation would fail with (a bad value, a strategy
+ * that needs a draft or a Dec head, a profile that cannot be read). */
+pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char err[PF_ERR_LEN]);
 
 /* Called with each complete UTF-8 piece of generated text; return nonzero to stop. */
 typedef int (*pf_text_cb)(void *user, const char *text, size_t len);

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include "api/strategy.h"
 #include "draft/draft_open.h"
 #include "engine/chat.h"
 #include "engine/tokenizer.h"
@@ -192,7 +193,7 @@ static int adapt_on_tok(void *u, int32_t t) {
     return 0;
 }
 
-/* The default strategy (pf_spec_default: adaptive Dec with the DFlash2 draft's head, the adaptive
+/* The default strategy (PF_SPEC_DEFAULT through the library: adaptive Dec with the DFlash2 draft's head, the adaptive
  * block with the head-less DFlash draft) and a profile-style prior: greedy output equals plain
  * decoding on prompts of several task types, one strategy object carried across the prompts (its
  * estimates persist), and it drafts. */
@@ -210,6 +211,7 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
     pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
     pf_session *s = pf_session_new(m, &sp, err);
     CHECK(s);
+    pf_draft *loaded[2] = {NULL, NULL}; /* freed after the session, whose strategy borrows them */
     for (int dv = 0; dv < 2; dv++) {
         pf_dflash *w = NULL;
         pf_dec *dec = NULL;
@@ -219,7 +221,9 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
         CHECK(probe.has_draft && probe.draft_block >= 4 && probe.draft_has_dec == (dv == 1) && (dec != NULL) == (dv == 1));
         pf_dec_free(dec);
         pf_dflash_free(w);
-        pf_spec *spec = pf_spec_default(s, drafts[dv], 0, err);
+        loaded[dv] = pf_load_draft(m, drafts[dv], err);
+        CHECKF(loaded[dv], "%s", err);
+        pf_spec *spec = test_library_spec(s, loaded[dv], PF_SPEC_DEFAULT, 0, err);
         CHECKF(spec, "%s", err);
         CHECK(pf_spec_is_adaptive(spec) && pf_spec_block(spec) >= 4); /* the draft's trained block */
         int64_t draft_rounds = 0; /* rounds that ran the draft, over the prompts */
@@ -231,8 +235,9 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
             pf_gen_params_default(&gp);
             gp.max_tokens = 40;
             adapt_seq plain = {.n = 0}, got = {.n = 0};
+            pf_api_use_strategy(s, NULL);
             CHECK(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &plain, NULL, err) == PF_OK);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECKF(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &got, NULL, err) == PF_OK, "%s", err);
             CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
                    "%s prompt %d: the default strategy's output differs from plain decoding", drafts[dv], pi);
@@ -245,10 +250,10 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
              * whatever the timing-driven decisions were */
             gp.temp = 0.8f;
             gp.seed = (uint64_t)pi + 7;
-            gp.strategy = NULL;
+            pf_api_use_strategy(s, NULL);
             plain.n = got.n = 0;
             CHECK(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &plain, NULL, err) == PF_OK);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECK(pf_generate_tokens(s, ids, (int)n, &gp, adapt_on_tok, &got, NULL, err) == PF_OK);
             CHECKF(got.n == plain.n && !memcmp(got.toks, plain.toks, sizeof(int32_t) * (size_t)got.n),
                    "%s prompt %d: sampled output differs from plain sampling with the same seed", drafts[dv], pi);
@@ -256,9 +261,9 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
         }
         /* on this small target drafting costs about half a target pass, so the planner mostly takes
          * plain steps; its probe rounds still draft (at least one per 16 plain steps) */
-        pf_spec_free(spec); /* frees its drafter and head */
         CHECKF(draft_rounds > 0, "%s: the default strategy never ran its draft", drafts[dv]);
     }
     pf_session_free(s);
+    for (int dv = 0; dv < 2; dv++) pf_free_draft(loaded[dv]);
     pf_model_free(m);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plan_table.h"
 #include "test.h"
 #include "util.h"
 
@@ -129,6 +130,39 @@ TEST(bindings_python_sessions_freed) {
     if (!python_ready(&py, &lib)) return;
     char log[2048];
     CHECKF(run_python(py, "freed", lib, "/dev/null", NULL, log, sizeof log) == 0, "%s", log);
+}
+
+/* The plan table (tests/plan_table.h) through Session.plan: every row's plan or message as the
+ * library, the CLI and the server give it (tests/test_plan_table.c). */
+TEST(bindings_python_plan_table) {
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
+    char rows[300], out[300], log[2048];
+    test_tmp_path(rows, sizeof rows, "python-plan.rows");
+    test_tmp_path(out, sizeof out, "python-plan.out");
+    FILE *f = fopen(rows, "w");
+    CHECK(f);
+    for (int i = 0; i < N_PLAN_ROWS; i++) {
+        const plan_row *r = &k_plan_rows[i];
+        fprintf(f, "%s %d %s %s %s\n", r->spec_name, r->block, r->profile ? r->profile : "-", r->task ? r->task : "-",
+                r->draft ? "1" : "-");
+    }
+    fclose(f);
+    CHECKF(run_python(py, "plan", lib, out, rows, log, sizeof log) == 0, "test_python.py plan: %s", log);
+    char *text = test_slurp(out, NULL);
+    CHECK(text);
+    char *line = text;
+    for (int i = 0; i < N_PLAN_ROWS; i++) {
+        const plan_row *r = &k_plan_rows[i];
+        char *nl = strchr(line, '\n');
+        CHECKF(nl, "%d plan lines, fewer than %d", i, N_PLAN_ROWS);
+        *nl = 0;
+        int ok = strncmp(line, "error: ", 7) != 0;
+        CHECKF(plan_row_ok(r, ok, ok ? line : line + 7), "python %s%s: got '%s', expected '%s'",
+               r->draft ? "-d DRAFT " : "", r->flags, line, r->expect);
+        line = nl + 1;
+    }
+    free(text);
 }
 
 /* javac, java and the JDK's jni.h, or 0 with the test skipped. */

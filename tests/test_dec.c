@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/strategy.h"
 #include "convert/dec_attach.h"
 #include "draft/block.h"
 #include "draft/dec.h"
@@ -134,7 +135,7 @@ TEST(dec_gating_lossless_and_extremes) {
             for (int n = 0; n < 8; n++) cost[n] = 1 + 0.1 * (n - 1);
             pf_spec_prior prior = {.c = cost, .n = 8, .fixed = 1};
             CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(f.s, pf_spec_strategy(spec));
             CHECK(pf_generate_tokens(f.s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK);
             CHECKF(test_seq_same(&got, &plain),
                    "head %d prompt %d: output differs", h, p);
@@ -146,6 +147,7 @@ TEST(dec_gating_lossless_and_extremes) {
                                "confident head: %lld rounds verified a draft, %lld verified 5",
                                (long long)st->pos_tried[0], (long long)st->pos_tried[4]);
             if (h == 2) CHECKF(st->drafted == 0, "hopeless head still verified %lld drafts", (long long)st->drafted);
+            pf_api_use_strategy(f.s, NULL); /* before the strategy goes */
             pf_spec_free(spec);
             pf_drafter_free(d);
         }
@@ -166,12 +168,12 @@ TEST(dec_round_log_layout) {
     FILE *log = fopen(path, "wb");
     CHECK(pf_spec_set_log(spec, log, err) == 0);
     pf_gen_params gp = test_gen_fixed(41); /* 40 tokens from rounds */
-    gp.strategy = pf_spec_strategy(spec);
+    pf_api_use_strategy(s, pf_spec_strategy(spec));
     int32_t prompt[5] = {3, 1, 4, 1, 5};
     test_seq got = {.n = 0}, plain = {.n = 0};
     CHECK(pf_generate_tokens(s, prompt, 5, &gp, test_seq_push, &got, NULL, err) == PF_OK);
     fclose(log);
-    gp.strategy = NULL;
+    pf_api_use_strategy(s, NULL);
     CHECK(pf_generate_tokens(s, prompt, 5, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
     CHECK(test_seq_same(&got, &plain));
     FILE *in = fopen(path, "rb");
@@ -186,6 +188,7 @@ TEST(dec_round_log_layout) {
     const pf_spec_stats *st = pf_spec_stats_get(spec);
     /* every round but possibly the last (shortened by the length limit) is logged */
     CHECKF(records >= st->rounds - 1 && records <= st->rounds, "%d records for %lld rounds", records, (long long)st->rounds);
+    pf_api_use_strategy(s, NULL); /* before the strategy goes */
     pf_spec_free(spec);
     pf_drafter_free(d);
     pf_session_free(s);
@@ -354,7 +357,7 @@ TEST(dec_profile_costs_refit_at_the_start) {
         CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);
         int32_t prompt[8] = {5, 17, 29, 41, 53, 65, 77, 89};
         pf_gen_params gp = test_gen_fixed(1);
-        gp.strategy = pf_spec_strategy(spec);
+        pf_api_use_strategy(f.s, pf_spec_strategy(spec));
         test_seq got = {.n = 0};
         CHECK(pf_generate_tokens(f.s, prompt, 8, &gp, test_seq_push, &got, NULL, err) == PF_OK && got.n == 1);
         const pf_cost_model *cm = pf_spec_cost(spec);
@@ -366,6 +369,7 @@ TEST(dec_profile_costs_refit_at_the_start) {
               * that it moved is asserted, not its value); the shape's slope is scaled alike */
             CHECKF(fabs(c4 - 10) > 1e-6 && fabs((c6 - 1) / (c4 - 1) - 5.0 / 3) < 1e-6, "refit: c(4) %g c(6) %g", c4, c6);
         CHECKF(fabs(d4 - 0.2) < 1e-9, "the draft's prior cost is kept: %g", d4);
+        pf_api_use_strategy(f.s, NULL); /* before the strategy goes */
         pf_spec_free(spec);
         pf_drafter_free(d);
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/strategy.h"
 #include "engine/generate.h"
 #include "convert/synth.h"
 #include "engine/tokenizer.h"
@@ -94,7 +95,7 @@ TEST(generate_stops_inside_multi_token_step) {
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     gp.max_tokens = 100;
-    gp.strategy = &strat;
+    pf_api_use_strategy(ts.s, &strat);
     int32_t prompt[3] = {1, 2, 3};
     collect c = {.n = 0};
     pf_gen_stats st;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/strategy.h"
 #include "draft/dflash_drafter.h"
 #include "convert/dflash_synth.h"
 #include "draft/hybrid.h"
@@ -104,7 +105,7 @@ TEST(hybrid_greedy_lossless_random_drafts) {
             pf_drafter *d = hybrid_of(w, s, 1 + i % 3, 1 + i % 2, err);
             CHECKF(d, "%s", err);
             pf_spec *spec = pf_spec_new(s, d, B, err);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECKF(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK, "%s", err);
             CHECKF(test_seq_same(&got, &plain),
                    "v%d prompt %d block %d: hybrid output differs from plain decoding", version, i, B);
@@ -114,6 +115,7 @@ TEST(hybrid_greedy_lossless_random_drafts) {
             lookup += l;
             rounds += r;
             accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+            pf_api_use_strategy(s, NULL); /* before the strategy goes */
             pf_spec_free(spec);
             pf_drafter_free(d);
         }
@@ -200,7 +202,7 @@ TEST(hybrid_greedy_lossless_trained_pair) {
             CHECKF(d && !strcmp(d->name, "hybrid"), "%s", err);
             block = 3 + cases % 6;
             pf_spec *spec = pf_spec_new(s, d, block, err);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECKF(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &got, NULL, err) == PF_OK, "%s", err);
             CHECKF(test_seq_same(&got, &plain),
                    "%s (block %d): hybrid output differs from plain decoding", suite.types[t].prompts[i].id, block);
@@ -208,6 +210,7 @@ TEST(hybrid_greedy_lossless_trained_pair) {
             pf_drafter_lookup_counts(d, &l, &r);
             lookup += l;
             rounds += r;
+            pf_api_use_strategy(s, NULL); /* before the strategy goes */
             pf_spec_free(spec);
             pf_drafter_free(d);
             free(ids);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "api/strategy.h"
 #include "convert/dflash_synth.h"
 #include "engine/generate.h"
 #include "convert/synth.h"
@@ -70,7 +71,7 @@ static int gen(pf_model *m, const char *spec, const char *draft_path, int i, tes
     if (spec) {
         if (!(d = pf_drafter_open(spec, draft_path, s, 3, &block, err))) goto done;
         if (!(sx = pf_spec_new(s, d, block, err))) goto done;
-        gp.strategy = pf_spec_strategy(sx);
+        pf_api_use_strategy(s, pf_spec_strategy(sx));
     }
     int32_t p[16];
     int np;
@@ -78,6 +79,7 @@ static int gen(pf_model *m, const char *spec, const char *draft_path, int i, tes
     out->n = 0;
     rc = pf_generate_tokens(s, p, np, &gp, test_seq_push, out, NULL, err) == PF_OK ? 0 : -1;
 done:
+    pf_api_use_strategy(s, NULL); /* before the strategy goes */
     pf_spec_free(sx);
     pf_drafter_free(d);
     pf_session_free(s);

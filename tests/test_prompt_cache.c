@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api/strategy.h"
 #include "convert/dflash_synth.h"
 #include "engine/chat.h"
 #include "engine/generate.h"
@@ -98,7 +99,7 @@ static pf_status run_tokens(runner *r, const int32_t *p, int n, float temp, uint
     gp.temp = temp;
     gp.seed = seed;
     gp.prompt_cache = cache;
-    gp.strategy = r->sp ? pf_spec_strategy(r->sp) : NULL;
+    pf_api_use_strategy(r->s, r->sp ? pf_spec_strategy(r->sp) : NULL);
     out->n = 0;
     pf_session_reset(r->s); /* the file is what these tests exercise: a cold session each run */
     return pf_generate_tokens(r->s, p, n, &gp, test_seq_push, out, st, err);
@@ -175,7 +176,7 @@ TEST(prompt_cache_chat_system_block_shared) {
         gp.max_tokens = 16;
         gp.chat = true;
         gp.system = system;
-        gp.strategy = pf_spec_strategy(r.sp);
+        pf_api_use_strategy(r.s, pf_spec_strategy(r.sp));
         pf_gen_stats cold, hit;
         CHECK(pf_generate(r.s, users[u], strlen(users[u]), &gp, NULL, NULL, &cold, err) == PF_OK);
         gp.prompt_cache = path;

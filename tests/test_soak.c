@@ -86,13 +86,13 @@ static const char *const k_sname[S_COUNT] = {"plain", "dflash", "dflash2", "dec"
  * every cache page a conversation can touch is resident before memory is measured. */
 #define SOAK_CTX_CAP 256
 
-static void set_strategy(pf_gen_params *gp, int strat, const soak_shared *sh, pf_spec *hybrid, uint64_t *rng) {
+static void set_strategy(pf_gen_params *gp, int strat, const soak_shared *sh, uint64_t *rng) {
     switch (strat) {
     case S_DFLASH1: gp->draft = sh->d1; gp->spec = PF_SPEC_DFLASH; break;
     case S_DFLASH2: gp->draft = sh->d2; gp->spec = PF_SPEC_DFLASH; gp->block = 2 + (int)(next_rand(rng) % 7); break;
     case S_DEC: gp->draft = sh->d2; gp->spec = PF_SPEC_DEC; break;
     case S_NGRAM: gp->spec = PF_SPEC_NGRAM; break;
-    case S_HYBRID: gp->strategy = pf_spec_strategy(hybrid); break;
+    case S_HYBRID: gp->draft = sh->d1; gp->spec = PF_SPEC_HYBRID; break;
     case S_ADAPTIVE: gp->draft = sh->d1; gp->spec = PF_SPEC_ADAPTIVE; break;
     case S_DEFAULT: gp->draft = next_rand(rng) % 2 ? sh->d1 : sh->d2; break;
     default: gp->spec = PF_SPEC_PLAIN; break;
@@ -100,7 +100,7 @@ static void set_strategy(pf_gen_params *gp, int strat, const soak_shared *sh, pf
 }
 
 /* Every strategy once, and the cold session, over a context longer than SOAK_CTX_CAP allows. */
-static int warm_up(pf_session *s, pf_session *cold, const soak_shared *sh, pf_spec *hybrid, uint64_t *rng,
+static int warm_up(pf_session *s, pf_session *cold, const soak_shared *sh, uint64_t *rng,
                    text_buf *out, char *err) {
     char prompt[4096] = "";
     for (int i = 0; strlen(prompt) < 1500; i++) {
@@ -109,7 +109,7 @@ static int warm_up(pf_session *s, pf_session *cold, const soak_shared *sh, pf_sp
     }
     for (int st = 0; st <= S_COUNT; st++) {
         pf_gen_params gp = test_gen_fixed(128);
-        if (st < S_COUNT) set_strategy(&gp, st, sh, hybrid, rng);
+        if (st < S_COUNT) set_strategy(&gp, st, sh, rng);
         pf_session *on = st < S_COUNT ? s : cold;
         pf_session_reset(on);
         out->n = 0;
@@ -154,22 +154,17 @@ static void *soak_worker(void *p) {
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 1024};
     pf_session *s = pf_session_new(sh->m, &sp, err), *cold = pf_session_new(sh->m, &sp, err);
-    int block = 0;
-    pf_drafter *hd = s ? pf_drafter_open("hybrid", "models/pf-draft-dflash.gguf", s, 3, &block, err) : NULL;
-    pf_spec *hybrid = hd ? pf_spec_new(s, hd, block < 4 ? block : 4, err) : NULL;
-    if (hybrid) pf_spec_own(hybrid, hd, NULL);
-    else pf_drafter_free(hd);
     text_buf out = {0}, ref = {0};
     pf_message msgs[8];
     char *replies[4] = {0};
     int n_msgs = 0;
     uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(a->id + 1);
-    if (!s || !cold || !hybrid) {
-        soak_fail(sh, "%s%s", "session or hybrid strategy: ", err);
+    if (!s || !cold) {
+        soak_fail(sh, "%s%s", "session: ", err);
         goto done;
     }
     /* under a sanitizer memory is not measured: no warm-up needed */
-    if (!pf_fault_sanitized() && warm_up(s, cold, sh, hybrid, &rng, &out, err) < 0) {
+    if (!pf_fault_sanitized() && warm_up(s, cold, sh, &rng, &out, err) < 0) {
         soak_fail(sh, "%s%s", "warm-up: ", err);
         goto done;
     }
@@ -189,7 +184,7 @@ static void *soak_worker(void *p) {
             gp.top_p = 0.95f;
             gp.seed = next_rand(&rng);
         }
-        set_strategy(&gp, strat, sh, hybrid, &rng);
+        set_strategy(&gp, strat, sh, &rng);
         /* a conversation goes on (the reply joins the history), or starts over: reset or not */
         uint64_t r = next_rand(&rng);
         if (n_msgs == 0 || n_msgs >= 7 || ctx_len > SOAK_CTX_CAP || r % 3 == 0) {
@@ -245,7 +240,6 @@ done:
     for (int i = 0; i < 4; i++) free(replies[i]);
     free(out.p);
     free(ref.p);
-    pf_spec_free(hybrid);
     pf_session_free(cold);
     pf_session_free(s);
     return NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/strategy.h"
 #include "draft/dflash_drafter.h"
 #include "convert/dflash_synth.h"
 #include "draft/ngram.h"
@@ -139,12 +140,13 @@ TEST(spec_greedy_lossless_ngram_many_prompts_all_blocks) {
             if ((i + B) % 3) continue; /* every block size, a third of the prompts each */
             pf_drafter *d = pf_ngram_drafter_new(1, 3);
             pf_spec *spec = pf_spec_new(s, d, B, err);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(s, pf_spec_strategy(spec));
             test_seq got = {.n = 0};
             CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK);
             CHECKF(test_seq_same(&got, &plain),
                    "prompt %d block %d: speculative output differs", i, B);
             accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+            pf_api_use_strategy(s, NULL); /* before the strategy goes */
             pf_spec_free(spec);
             pf_drafter_free(d);
         }
@@ -169,7 +171,7 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
         for (int corrupt = 0; corrupt < B; corrupt += (B > 4 ? 3 : 1)) {
             pf_drafter *d = oracle_new(m, corrupt, 0);
             pf_spec *spec = pf_spec_new(s, d, B, err);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(s, pf_spec_strategy(spec));
             test_seq got = {.n = 0};
             CHECK(pf_generate_tokens(s, prompt, 6, &gp, test_seq_push, &got, NULL, err) == PF_OK);
             CHECKF(test_seq_same(&got, &plain),
@@ -182,6 +184,7 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
             CHECK(st->tokens == 60); /* the first token comes from the prefill */
             /* the target cache holds exactly the committed rows: prompt + all but the last token */
             CHECK(s->ctx->kv->len == 6 + 60);
+            pf_api_use_strategy(s, NULL); /* before the strategy goes */
             pf_spec_free(spec);
             oracle_free(d);
         }
@@ -203,7 +206,7 @@ TEST(spec_rollback_cache_equals_plain) {
     CHECK(pf_generate_tokens(s2, prompt, 5, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
     pf_drafter *d = oracle_new(m, 3, 0); /* rejects at position 3 every round */
     pf_spec *spec = pf_spec_new(s, d, 6, err);
-    gp.strategy = pf_spec_strategy(spec);
+    pf_api_use_strategy(s, pf_spec_strategy(spec));
     CHECK(pf_generate_tokens(s, prompt, 5, &gp, test_seq_push, &got, NULL, err) == PF_OK);
     CHECK(test_seq_same(&got, &plain));
     CHECK(s->ctx->kv->len == s2->ctx->kv->len);
@@ -220,6 +223,7 @@ TEST(spec_rollback_cache_equals_plain) {
     CHECK(pf_forward(s->ctx, &b1, err) == 0 && pf_forward(s2->ctx, &b2, err) == 0);
     CHECK(!memcmp(l1, l2, (size_t)m->hp.n_vocab * 4));
     free(l1); free(l2);
+    pf_api_use_strategy(s, NULL); /* before the strategy goes */
     pf_spec_free(spec);
     oracle_free(d);
     pf_session_free(s);
@@ -245,12 +249,13 @@ TEST(spec_sampled_point_mass_same_tokens_as_plain) {
         CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
         pf_drafter *d = oracle_new(m, 0, 0), *ng = pf_ngram_drafter_new(1, 3);
         pf_spec *spec = pf_spec_new(s, d, 5, err), *spec2 = pf_spec_new(s, ng, 7, err);
-        gp.strategy = pf_spec_strategy(spec);
+        pf_api_use_strategy(s, pf_spec_strategy(spec));
         CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK);
-        gp.strategy = pf_spec_strategy(spec2);
+        pf_api_use_strategy(s, pf_spec_strategy(spec2));
         CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got2, NULL, err) == PF_OK);
         CHECKF(test_seq_same(&got, &plain), "seed %d oracle", seed);
         CHECKF(test_seq_same(&got2, &plain), "seed %d ngram", seed);
+        pf_api_use_strategy(s, NULL); /* before the strategy goes */
         pf_spec_free(spec);
         pf_spec_free(spec2);
         oracle_free(d);
@@ -317,10 +322,11 @@ TEST(spec_shrinks_blocks_at_context_limit) {
     CHECK(pf_generate_tokens(s, prompt, 10, &gp, test_seq_push, &plain, &a, err) == PF_OK);
     pf_drafter *d = oracle_new(m, 0, 0);
     pf_spec *spec = pf_spec_new(s, d, 16, err);
-    gp.strategy = pf_spec_strategy(spec);
+    pf_api_use_strategy(s, pf_spec_strategy(spec));
     CHECK(pf_generate_tokens(s, prompt, 10, &gp, test_seq_push, &got, &b, err) == PF_OK);
     CHECK(a.stop == PF_STOP_CONTEXT && b.stop == PF_STOP_CONTEXT && a.n_gen == b.n_gen);
     CHECK(test_seq_same(&got, &plain));
+    pf_api_use_strategy(s, NULL); /* before the strategy goes */
     pf_spec_free(spec);
     oracle_free(d);
     pf_session_free(s);
@@ -407,19 +413,20 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
             pf_drafter *d = pf_dflash_drafter_new(w, s, err);
             CHECK(d);
             pf_spec *spec = pf_spec_new(s, d, B, err);
-            gp.strategy = pf_spec_strategy(spec);
+            pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECKF(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK, "%s", err);
             CHECKF(test_seq_same(&got, &plain),
                    "v%d prompt %d block %d: output differs", version, i, B);
             CHECK(pf_spec_stats_get(spec)->drafted > 0);
             if (i < 4) { /* sampled: same seed, same tokens */
                 pf_gen_params g2 = params(20, 0.9f, (uint64_t)i + 1);
-                g2.strategy = pf_spec_strategy(spec);
+                pf_api_use_strategy(s, pf_spec_strategy(spec));
                 test_seq a = {.n = 0}, b = {.n = 0};
                 CHECK(pf_generate_tokens(s, prompt, np, &g2, test_seq_push, &a, NULL, err) == PF_OK);
                 CHECK(pf_generate_tokens(s, prompt, np, &g2, test_seq_push, &b, NULL, err) == PF_OK);
                 CHECK(a.n == 20 && test_seq_same(&a, &b));
             }
+            pf_api_use_strategy(s, NULL); /* before the strategy goes */
             pf_spec_free(spec);
             pf_drafter_free(d);
         }
@@ -448,15 +455,16 @@ static void check_lossless_prompt(pf_session *s, pf_dflash *w, const char *promp
     for (int B = B0; B <= 16; B += 3) {
         pf_drafter *d = pf_dflash_drafter_new(w, s, err);
         pf_spec *spec = pf_spec_new(s, d, B, err);
-        gp.strategy = pf_spec_strategy(spec);
+        pf_api_use_strategy(s, pf_spec_strategy(spec));
         test_seq got = {.n = 0};
         CHECK(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &got, NULL, err) == PF_OK);
         CHECKF(test_seq_same(&got, &plain),
                "%s, block %d: speculative output differs from plain decoding", what, B);
         *accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
+        pf_api_use_strategy(s, NULL); /* before the strategy goes */
         pf_spec_free(spec);
         pf_drafter_free(d);
-        gp.strategy = NULL;
+        pf_api_use_strategy(s, NULL);
     }
     free(ids);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/strategy.h"
 #include "engine/constraint.h"
 #include "engine/generate.h"
 #include "engine/sampler.h"
@@ -40,6 +41,7 @@ enum { N_PROMPTS = sizeof k_prompts / sizeof *k_prompts };
 typedef struct {
     pf_model *m;
     pf_session *s;
+    pf_draft *draft; /* the DFlash2 draft, loaded by the library */
 } pair;
 
 static int open_pair(pair *p) {
@@ -47,12 +49,14 @@ static int open_pair(pair *p) {
     pf_session_params sp = {.n_threads = 2, .n_ctx = 1024};
     p->m = pf_model_load("models/pf-target-f16.gguf", err);
     p->s = p->m ? pf_session_new(p->m, &sp, err) : NULL;
-    if (!p->s) fprintf(stderr, "%s\n", err);
-    return p->s ? 0 : -1;
+    p->draft = p->s ? pf_load_draft(p->m, "models/pf-draft-dflash2.gguf", err) : NULL;
+    if (!p->draft) fprintf(stderr, "%s\n", err);
+    return p->draft ? 0 : -1;
 }
 
 static void close_pair(pair *p) {
     pf_session_free(p->s);
+    pf_free_draft(p->draft);
     pf_model_free(p->m);
 }
 
@@ -67,7 +71,7 @@ static pf_status run_schema(pair *p, pf_strategy *strat, int k, int prompt, floa
     gp.seed = seed;
     gp.json_schema = k_schemas[k];
     gp.json_object = !k_schemas[k];
-    gp.strategy = strat;
+    pf_api_use_strategy(p->s, strat);
     seq->n = 0;
     pf_session_reset(p->s);
     const char *pr = k_prompts[prompt];
@@ -193,9 +197,8 @@ TEST(structured_spec_greedy_equals_plain_every_strategy) {
             CHECK(document_ok(&p, k, &plain[k][pi], &st, &complete));
         }
     for (int ki = 0; ki < N_KINDS; ki++) {
-        pf_strategy_desc desc = {.kind = k_kinds[ki]};
-        pf_spec *spec = NULL;
-        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", &spec, NULL, err) == 0, "%s", err);
+        pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)k_kinds[ki], 0, err);
+        CHECKF(spec, "%s", err);
         int64_t forced = 0, tokens = 0, rounds = 0;
         for (int k = 0; k < N_SCHEMAS; k++)
             for (int pi = 0; pi < N_PROMPTS; pi++) {
@@ -212,7 +215,6 @@ TEST(structured_spec_greedy_equals_plain_every_strategy) {
         fprintf(stderr, "%s: %lld rounds, %lld tokens, %lld forced\n", pf_kind_name(k_kinds[ki]), (long long)rounds,
                 (long long)tokens, (long long)forced);
         CHECK(forced > 0 || k_kinds[ki] == PF_KIND_NGRAM || k_kinds[ki] == PF_KIND_DEC || k_kinds[ki] == PF_KIND_ADAPTIVE);
-        pf_spec_free(spec);
     }
     close_pair(&p);
 }
@@ -225,9 +227,8 @@ TEST(structured_spec_sampled_validates) {
     char err[PF_ERR_LEN];
     int complete = 0;
     for (int ki = 0; ki < N_KINDS; ki++) {
-        pf_strategy_desc desc = {.kind = k_kinds[ki]};
-        pf_spec *spec = NULL;
-        CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", &spec, NULL, err) == 0, "%s", err);
+        pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)k_kinds[ki], 0, err);
+        CHECKF(spec, "%s", err);
         for (int k = 0; k < N_SCHEMAS; k++) {
             test_seq seq, ref;
             pf_gen_stats st;
@@ -238,7 +239,6 @@ TEST(structured_spec_sampled_validates) {
             CHECK(run_schema(&p, NULL, k, pi, 0.9f, 7 + (uint64_t)k, &ref, &st, err) == PF_OK);
             CHECKF(test_seq_same(&seq, &ref), "%s schema %d: sampled tokens differ from plain", pf_kind_name(k_kinds[ki]), k);
         }
-        pf_spec_free(spec);
     }
     close_pair(&p);
 }
@@ -268,9 +268,8 @@ TEST(structured_spec_sampled_same_distribution) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
     CHECK(pf_tokenize(p.m->tok, prompt, strlen(prompt), true, &ids, &n_ids, err) == 0);
-    pf_strategy_desc desc = {.kind = PF_KIND_DFLASH, .block = 4};
-    pf_spec *spec = NULL;
-    CHECKF(pf_strategy_open(p.s, &desc, "models/pf-draft-dflash2.gguf", &spec, NULL, err) == 0, "%s", err);
+    pf_spec *spec = test_library_spec(p.s, p.draft, PF_SPEC_DFLASH, 4, err);
+    CHECKF(spec, "%s", err);
     enum { RUNS = 1500, POS = 4 };
     sample_tally tally = {spec, 0, 0, 0};
     test_sampling ts = {.s = p.s, .prompt = ids, .n_prompt = (int)n_ids, .runs = RUNS, .n_pos = POS,
@@ -286,7 +285,6 @@ TEST(structured_spec_sampled_same_distribution) {
     CHECKF(pf_chi2_positions_differ(cnt, POS, p.m->hp.n_vocab, why, sizeof why) < 0, "%s", why);
     free(cnt);
     free(ids);
-    pf_spec_free(spec);
     close_pair(&p);
 }
 

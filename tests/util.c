@@ -1,4 +1,5 @@
 /* Helpers several test files share (see util.h). */
+#include "api/strategy.h"
 #include "util.h"
 
 #include <math.h>
@@ -207,6 +208,17 @@ int test_chat_tokens(const pf_model *m, const char *user, int32_t **ids, size_t 
 
 /* ---- sampled distributions ---- */
 
+pf_spec *test_library_spec(pf_session *s, const pf_draft *d, pf_spec_kind spec, int block, char *err) {
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.draft = d;
+    gp.spec = spec;
+    gp.block = block;
+    api_choice c;
+    pf_api_use_strategy(s, NULL);
+    return pf_api_strategy(s, &gp, &c, err) == PF_OK ? c.spec : NULL;
+}
+
 int *test_sample_counts(const test_sampling *t, char *err) {
     int *cnt = calloc((size_t)2 * t->n_pos * t->n_vocab, sizeof(int));
     if (!cnt) return NULL;
@@ -219,7 +231,7 @@ int *test_sample_counts(const test_sampling *t, char *err) {
             gp.top_k = 4;
             gp.seed = (uint64_t)(run * 2 + w) * t->seed_mul + t->seed_add;
             gp.stop_at_eot = false;
-            gp.strategy = w ? t->strategy : NULL;
+            pf_api_use_strategy(t->s, w ? t->strategy : NULL);
             gp.json_schema = t->json_schema;
             test_seq got = {.n = 0};
             if (pf_generate_tokens(t->s, t->prompt, t->n_prompt, &gp, test_seq_push, &got, NULL, err) != PF_OK ||

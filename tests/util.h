@@ -11,6 +11,7 @@
 
 #include "convert/synth.h"
 #include "draft/dflash.h"
+#include "engine/generate.h"
 #include "engine/model.h"
 #include "include/pocketflash.h"
 #include "kernels/kernels.h"
@@ -110,6 +111,14 @@ typedef struct {
     const char *json_schema; /* both decode under it when set (structured output) */
 } test_sampling;
 int *test_sample_counts(const test_sampling *t, char *err);
+
+/* ---- strategies through the library ---- */
+
+/* The round loop the library builds for spec/block over draft d (NULL: none) on session s -- the
+ * one resolver's plan, owned by the session until another plan is asked for -- or NULL with err.
+ * A test runs it with pf_api_use_strategy(s, pf_spec_strategy(...)) and reads its statistics. */
+typedef struct pf_spec pf_spec;
+pf_spec *test_library_spec(pf_session *s, const pf_draft *d, pf_spec_kind spec, int block, char *err);
 
 /* ---- float64 reference pieces ---- */
 

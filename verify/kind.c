@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const k_kind_names[] = {"default", "ar", "dflash", "ngram", "hybrid", "dec", "adaptive"};
+static const char *const k_kind_names[] = {"default", "ar", "dflash", "ngram", "dec", "adaptive", "hybrid"};
 #define N_KINDS (int)(sizeof k_kind_names / sizeof *k_kind_names)
 
 int pf_kind_parse(const char *name, pf_kind *kind, char err[PF_ERR_LEN]) {

@@ -6,17 +6,18 @@
 #include "draft/block.h"
 #include "formats/gguf.h"
 
-/* The strategies by name: "default" (with a draft: dec when it has a Dec head, else adaptive;
- * without one: plain), "ar" (plain decoding), "dflash" (fixed block), "ngram", "hybrid", "dec"
- * (adaptive Dec gating), "adaptive" (the adaptive block without a head). */
+/* The strategies by name: "default" (with a draft: dec when it has a Dec head, else adaptive, or
+ * dflash when a block is given; without one: plain), "ar" (plain decoding), "dflash" (fixed block),
+ * "ngram", "dec" (adaptive Dec gating), "adaptive" (the adaptive block without a head), "hybrid".
+ * The values are the public pf_spec_kind's, one for one (api/strategy.c asserts it). */
 typedef enum {
     PF_KIND_DEFAULT,
     PF_KIND_AR,
     PF_KIND_DFLASH,
     PF_KIND_NGRAM,
-    PF_KIND_HYBRID,
     PF_KIND_DEC,
     PF_KIND_ADAPTIVE,
+    PF_KIND_HYBRID,
 } pf_kind;
 
 /* The one list of strategy names: 0, or -1 with err naming the unknown one and the list. */

@@ -66,7 +66,10 @@ int pf_strategy_plan_make(const pf_strategy_desc *d, pf_strategy_plan *plan, cha
     pf_kind kind = d->kind;
     int block = d->block;
     if (d->profile && from_profile(d, &kind, &block, plan, err) < 0) return -1;
-    if (kind == PF_KIND_DEFAULT) kind = !d->has_draft ? PF_KIND_AR : d->draft_has_dec ? PF_KIND_DEC : PF_KIND_ADAPTIVE;
+    /* the default with a draft: a block given alone fixes it (dflash, llama.cpp's --draft-max),
+     * else the draft's Dec head gates when it has one, else the adaptive block */
+    if (kind == PF_KIND_DEFAULT)
+        kind = !d->has_draft ? PF_KIND_AR : block ? PF_KIND_DFLASH : d->draft_has_dec ? PF_KIND_DEC : PF_KIND_ADAPTIVE;
     int uses_draft = pf_kind_uses_draft(kind);
     if (uses_draft && !d->has_draft) {
         snprintf(err, PF_ERR_LEN, "strategy %s needs a draft: -d DRAFT.gguf, or a bundle that holds one",
@@ -93,4 +96,12 @@ const pf_spec_prior *pf_plan_prior(const pf_strategy_plan *plan, pf_spec_prior *
     *prior = (pf_spec_prior){.c = plan->n_cost ? plan->c : NULL, .draft = plan->draft, .n = plan->n_cost,
                              .alpha = plan->n_alpha ? plan->alpha : NULL, .n_alpha = plan->n_alpha};
     return prior;
+}
+
+void pf_plan_format(const pf_strategy_plan *plan, char *buf, size_t n) {
+    int k = snprintf(buf, n, "%s block=%d", pf_kind_name(plan->kind), plan->block);
+    if (k >= 0 && (size_t)k < n && plan->draft_head) k += snprintf(buf + k, n - (size_t)k, " draft_head=%d", plan->draft_head);
+    if (k >= 0 && (size_t)k < n && plan->ngram_n) k += snprintf(buf + k, n - (size_t)k, " ngram=%d", plan->ngram_n);
+    if (k >= 0 && (size_t)k < n && plan->use_prior)
+        snprintf(buf + k, n - (size_t)k, " prior=profile(block %d)", plan->profile_block);
 }

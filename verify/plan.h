@@ -9,6 +9,8 @@
 #include "verify/kind.h"
 #include "verify/profile.h"
 
+#include <stddef.h>
+
 /* Rows per round of the lookup draft when the user gives none. */
 #define PF_NGRAM_BLOCK 8
 /* The lookup's longest pattern when the user gives none. */
@@ -43,13 +45,18 @@ typedef struct {
     int profile_block; /* the block the profile's entry names (for reports), 0 without a profile */
 } pf_strategy_plan;
 
-/* Resolve a description. From a profile, when kind and block are both open and the entry is a
+/* Resolve a description. Without a profile, "default" is plain decoding without a draft; with one,
+ * dflash when a block is given, else dec when the draft has a Dec head, else adaptive. From a profile, when kind and block are both open and the entry is a
  * DFlash strategy, the generation adapts from the tuned choice up to the draft's trained block:
  * Dec when the draft has a Dec head, else the adaptive block, with the profile's costs (and its
  * acceptance) as the prior; otherwise the entry fills the kind and block left open. 0, or -1 with
  * err (a block, head or ngram length out of range, a task not in the profile or without one, a
  * strategy that needs a draft or a Dec head). */
 int pf_strategy_plan_make(const pf_strategy_desc *d, pf_strategy_plan *plan, char err[PF_ERR_LEN]);
+
+/* The plan as one line, what every front end's --print-plan prints: "KIND block=B" and, where
+ * they apply, " draft_head=H", " ngram=N", " prior=profile(block B)". */
+void pf_plan_format(const pf_strategy_plan *plan, char *buf, size_t n);
 
 /* The plan's prior for pf_spec_set_adaptive, pointing into plan; NULL when it has none. */
 const pf_spec_prior *pf_plan_prior(const pf_strategy_plan *plan, pf_spec_prior *prior);

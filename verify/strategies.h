@@ -1,7 +1,7 @@
-/* The strategy factory: every front end (run, gen, bench, demo, tune, the library) describes the
- * speculation it wants, the one resolver (verify/plan.h) turns that into a plan, and this builds
- * the plan's strategy over a drafter; pf_strategy_open does both and opens the draft from a file
- * or bundle. Drafters by kind: "ngram", "dflash" or "hybrid" (prompt lookup where the committed
+/* The strategy factory: every front end (run, gen, demo and the server through the library's
+ * pf_gen_params, bench and tune through their arms) describes the speculation it wants, the one
+ * resolver (verify/plan.h) turns that into a plan, and this builds the plan's strategy over a
+ * drafter. Drafters by kind: "ngram", "dflash" or "hybrid" (prompt lookup where the committed
  * text repeats a long enough pattern, the DFlash draft otherwise). */
 #ifndef PF_STRATEGIES_H
 #define PF_STRATEGIES_H
@@ -35,14 +35,6 @@ pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_w
 pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
                             pf_spec **out, char err[PF_ERR_LEN]);
 
-/* Open and build what d describes: the draft from draft_path (a draft GGUF or a .pfb bundle; NULL:
- * the one the session's target bundles), opened once (draft/draft_open.h) when the description
- * may draft with it, and its Dec head when the plan is dec. *spec: the strategy, owning its drafter
- * and head (pf_spec_free it before the session), or NULL for plain decoding; *plan (may be NULL)
- * what the description resolved to. 0, or -1 with err. */
-int pf_strategy_open(pf_session *s, const pf_strategy_desc *d, const char *draft_path, pf_spec **spec,
-                     pf_strategy_plan *plan, char err[PF_ERR_LEN]);
-
 /* A DFlash draft is at hand: draft_path, or the draft the session's target bundles. */
 int pf_draft_at_hand(const pf_session *s, const char *draft_path);
 /* What an opened draft (pf_draft_open; w NULL: none at hand) brings to a description: has_draft,
@@ -55,9 +47,5 @@ void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_de
  * with the session's target. NULL with err. */
 pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session *s, int ngram_n, int *draft_block,
                             char err[PF_ERR_LEN]);
-
-/* THE default speculative strategy for a draft (what `run -d DRAFT` does without --spec/--block):
- * pf_strategy_open of PF_KIND_DEFAULT. NULL with err on failure. */
-pf_spec *pf_spec_default(pf_session *s, const char *draft_path, int draft_head, char err[PF_ERR_LEN]);
 
 #endif

@@ -27,7 +27,7 @@ __all__ = ["PocketFlashError", "Model", "Draft", "Session", "Stats", "STRATEGIES
 PF_ERR_LEN = 256
 STATUS = ["ok", "io", "format", "arg", "context", "utf8", "oom", "internal"]
 # pf_spec_kind, by the names the CLI's --spec uses ("ar" is plain decoding).
-STRATEGIES = {"default": 0, "plain": 1, "ar": 1, "dflash": 2, "ngram": 3, "dec": 4, "adaptive": 5}
+STRATEGIES = {"default": 0, "plain": 1, "ar": 1, "dflash": 2, "ngram": 3, "dec": 4, "adaptive": 5, "hybrid": 6}
 STOP = ["eot", "length", "context", "callback"]
 
 
@@ -52,7 +52,7 @@ class _GenParams(ctypes.Structure):
         ("system", ctypes.c_char_p), ("stop_at_eot", ctypes.c_bool), ("draft", ctypes.c_void_p),
         ("spec", ctypes.c_int), ("block", ctypes.c_int), ("ngram_n", ctypes.c_int),
         ("draft_head", ctypes.c_int), ("profile", ctypes.c_char_p), ("task", ctypes.c_char_p),
-        ("strategy", ctypes.c_void_p), ("prompt_cache", ctypes.c_char_p), ("no_special", ctypes.c_bool),
+        ("prompt_cache", ctypes.c_char_p), ("no_special", ctypes.c_bool),
         ("json_schema", ctypes.c_char_p), ("json_object", ctypes.c_bool),
         ("on_token_source", ctypes.c_void_p), ("token_source_user", ctypes.c_void_p),
     ]
@@ -116,6 +116,7 @@ def load_library(path=None):
         "pf_load_draft": (P, [P, E, E]), "pf_free_draft": (None, [P]),
         "pf_draft_block_size": (ctypes.c_int, [P]), "pf_draft_has_dec": (ctypes.c_bool, [P]),
         "pf_gen_params_default": (None, [ctypes.POINTER(_GenParams)]),
+        "pf_gen_plan": (ctypes.c_int, [ctypes.POINTER(_GenParams), E, ctypes.c_size_t, E]),
         "pf_generate": (ctypes.c_int, [P, E, ctypes.c_size_t, ctypes.POINTER(_GenParams), _TEXT_CB, P,
                                        ctypes.POINTER(_GenStats), E]),
         "pf_generate_chat": (ctypes.c_int, [P, ctypes.POINTER(_Message), ctypes.c_int, ctypes.POINTER(_GenParams),
@@ -293,7 +294,7 @@ class Session(_Handle):
                  on_text=None):
         """The text generated after `prompt` (as `pocketflash run -p`); on_text(piece) gets each UTF-8
         piece as it is generated and stops the generation by returning True. With a draft the default
-        strategy is the CLI's (dec with a Dec head, else adaptive); the text is plain decoding's."""
+        strategy is the CLI's (dflash with a block, else dec with a Dec head, else adaptive); the text is plain decoding's."""
         h = self._handle()
         data = prompt.encode("utf-8")
         p, keep = self._params(draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot, chat,
@@ -301,6 +302,16 @@ class Session(_Handle):
         L = load_library()
         return self._run(lambda cb, st, err: L.pf_generate(h, data, len(data), ctypes.byref(p), cb, None, st, err),
                          on_text)
+
+    def plan(self, draft=None, strategy="default", block=0, profile=None, task=None):
+        """What these strategy arguments resolve to, without generating: the library's one line
+        ("dec block=16", "dflash block=3", ...), the line `pocketflash run --print-plan` prints."""
+        p, keep = self._params(draft, strategy, block, 0, 0.0, 0, 1.0, 0, True, profile=profile, task=task)
+        out, err = ctypes.create_string_buffer(160), _errbuf()
+        status = load_library().pf_gen_plan(ctypes.byref(p), out, len(out), err)
+        if status != 0:
+            _raise(err, status)
+        return out.value.decode()
 
     def chat(self, messages, max_tokens=128, draft=None, strategy="default", block=0, temp=0.0, top_k=0,
              top_p=1.0, seed=0, stop_at_eot=True, on_text=None):

@@ -4,7 +4,9 @@ text: generate (streamed, speculative and plain) and chat, written to OUTFILE fo
 compare with `pocketflash run`; errors: bad paths and bad arguments raise PocketFlashError with the
 library's message (written to OUTFILE); sizes: the ctypes structures' sizes equal ARGS (the C
 compiler's sizeof); freed: closed objects refuse calls, and sessions opened and closed in a loop do
-not grow the process as the same sessions kept open do. Exits 1 with one line on a failed check."""
+not grow the process as the same sessions kept open do; plan: each line of ARGS[0] ("strategy block
+profile task draft", '-' for none) resolved by Session.plan, its plan line or "error: MESSAGE"
+written to OUTFILE, one per line (the C plan table test compares them with every other front end). Exits 1 with one line on a failed check."""
 import os
 import sys
 
@@ -123,5 +125,17 @@ elif mode == "freed":
     m.close()  # closes the held sessions and the draft first
     check(all(t.closed for t in held) and d.closed and m.closed, "Model.close left its children open")
     print("freed: closed %d kB, kept open %d kB for %d sessions" % (freed, kept, n))
+elif mode == "plan":
+    lines = []
+    with pf.Model(target) as m, m.load_draft(draft_path) as d, m.session(threads=1) as s:
+        for row in open(args[0]).read().splitlines():
+            strategy, block, profile, task, with_draft = [None if f == "-" else f for f in row.split(" ")]
+            try:
+                lines.append(s.plan(draft=d if with_draft else None, strategy=strategy, block=int(block),
+                                    profile=profile, task=task))
+            except pf.PocketFlashError as e:
+                lines.append("error: " + str(e))
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
 else:
     check(False, "unknown mode " + mode)

@@ -45,7 +45,7 @@ public final class PocketFlash {
     }
 
     /** The decoding strategies (pocketflash run --spec); every one gives plain decoding's text. */
-    public enum Strategy { DEFAULT, PLAIN, DFLASH, NGRAM, DEC, ADAPTIVE }
+    public enum Strategy { DEFAULT, PLAIN, DFLASH, NGRAM, DEC, ADAPTIVE, HYBRID }
 
     /** Generation options (pf_gen_params); defaults are the library's. */
     public static final class Options {
