@@ -50,7 +50,8 @@ static pf_status plan_of(const pf_gen_params *p, pf_strategy_plan *plan, char er
                           .draft_block = p->draft ? pf_dflash_block_size(p->draft->weights) : 0};
     pf_profile prof;
     if (p->profile) {
-        if (pf_profile_load(p->profile, &prof, err) < 0) return PF_ERR_FORMAT;
+        pf_rc prc = pf_profile_load(p->profile, &prof, err);
+        if (prc != PF_RC_OK) return pf_api_status(prc);
         d.profile = &prof;
     }
     int rc = pf_strategy_plan_make(&d, plan, err);

@@ -206,7 +206,7 @@ int cmd_bench(int argc, char **argv) {
     if (kind != PF_KIND_NGRAM && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     pf_profile prof;
     if (profile_path && !compare) {
-        if (pf_profile_load(profile_path, &prof, err) < 0) return cli_fail("%s", err);
+        if (pf_profile_load(profile_path, &prof, err) != PF_RC_OK) return cli_fail("%s", err);
         o.profile = &prof;
     }
     pf_bench_arm arms[PF_BENCH_MAX_ARMS];

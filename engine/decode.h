@@ -10,18 +10,8 @@
 #include <stdint.h>
 
 #include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/status.h" /* pf_rc: what a call below api/ reports */
 
-/* What a call below api/ reports; the public pf_status has the same values. */
-typedef enum {
-    PF_RC_OK = 0,
-    PF_RC_IO,      /* a file could not be read or written */
-    PF_RC_FORMAT,  /* a file is malformed or of the wrong architecture */
-    PF_RC_ARG,     /* a bad parameter */
-    PF_RC_CONTEXT, /* the prompt does not fit the context */
-    PF_RC_UTF8,    /* the prompt is not valid UTF-8 */
-    PF_RC_OOM,
-    PF_RC_INTERNAL
-} pf_rc;
 
 /* Why decoding ended; the public pf_stop_reason has the same values. */
 typedef enum { PF_END_EOT = 0, PF_END_LENGTH, PF_END_CONTEXT, PF_END_CALLBACK } pf_end;

@@ -254,30 +254,30 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     op_mark(c, PF_OP_HEAD, &tm);
 }
 
-int pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {
+pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {
     const pf_hparams *hp = &c->model->hp;
     if (b->n < 1) {
         snprintf(err, PF_ERR_LEN, "forward: no rows");
-        return -1;
+        return PF_RC_ARG;
     }
     if (c->kv->len + b->n > c->kv->n_ctx) {
         snprintf(err, PF_ERR_LEN, "context full: %lld + %d tokens exceed the context of %lld",
                  (long long)c->kv->len, b->n, (long long)c->kv->n_ctx);
-        return -1;
+        return PF_RC_CONTEXT;
     }
     for (int i = 0; i < b->n; i++)
         if (b->tokens[i] < 0 || b->tokens[i] >= hp->n_vocab) {
             snprintf(err, PF_ERR_LEN, "token id %d is outside the vocabulary (%d)", b->tokens[i], hp->n_vocab);
-            return -1;
+            return PF_RC_ARG;
         }
     for (int t = 0; t < b->n_taps; t++)
         if (b->tap_layers[t] < 0 || b->tap_layers[t] >= hp->n_layer) {
             snprintf(err, PF_ERR_LEN, "tap layer %d is outside 0..%d", b->tap_layers[t], hp->n_layer - 1);
-            return -1;
+            return PF_RC_ARG;
         }
     for (int row0 = 0; row0 < b->n; row0 += c->max_rows) {
         int B = b->n - row0 < c->max_rows ? b->n - row0 : c->max_rows;
         forward_chunk(c, b->tokens + row0, B, b, row0);
     }
-    return 0;
+    return PF_RC_OK;
 }

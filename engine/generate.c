@@ -31,7 +31,7 @@ static int ar_step(void *state, pf_session *s, int32_t last, int32_t *out, int c
     (void)state;
     (void)cap;
     pf_batch b = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = s->logits};
-    if (pf_forward(s->ctx, &b, err) < 0) return -1;
+    if (pf_forward(s->ctx, &b, err) != PF_RC_OK) return -1;
     out[0] = pick(s, s->logits);
     return 1;
 }
@@ -160,7 +160,8 @@ static pf_rc prefill(gen_run *g, char err[PF_ERR_LEN]) {
     pf_batch b = {.tokens = g->prompt + n0, .n = g->n_prompt - n0, .logits_mode = PF_LOGITS_LAST,
                   .logits = s->logits, .tap_layers = strat->tap_layers, .n_taps = strat->n_taps,
                   .taps = g->taps ? g->taps + (size_t)n0 * g->tap_row : NULL};
-    if (pf_forward(s->ctx, &b, err) < 0) return PF_RC_ARG;
+    pf_rc frc = pf_forward(s->ctx, &b, err); /* its kind as it came: a bad token id, the context */
+    if (frc != PF_RC_OK) return frc;
     g->st.prefill_s = pf_now_s() - g->t0;
     int started = n_keep > 0 && strat->n_taps > 0
                       ? strat->resume(strat->state, s, g->prompt, g->n_prompt, n_keep,

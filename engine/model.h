@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "formats/gguf.h"
+#include "formats/status.h"
 #include "kernels/kernels.h"
 
 typedef struct pf_tokenizer pf_tokenizer;
@@ -152,8 +153,9 @@ typedef struct {
     float *taps;
 } pf_batch;
 
-/* Runs the rows through the model, appending their K/V to the cache. Rows beyond the context
- * or token ids outside the vocabulary fail with a message and leave the cache unchanged. */
-int pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]);
+/* Runs the rows through the model, appending their K/V to the cache. PF_RC_OK, or with a message
+ * and the cache unchanged: PF_RC_CONTEXT for rows beyond the context, PF_RC_ARG for no rows, a
+ * token id outside the vocabulary or a tap layer outside the model. */
+pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]);
 
 #endif

@@ -62,7 +62,7 @@ int pf_bench_arm_parse(const char *text, pf_bench_arm *arm, pf_profile *prof, ch
             snprintf(err, PF_ERR_LEN, "--compare: profile:FILE needs a file");
             return -1;
         }
-        if (pf_profile_load(val, prof, err) < 0) return -1;
+        if (pf_profile_load(val, prof, err) != PF_RC_OK) return -1;
         arm->kind = PF_KIND_DEFAULT;
         arm->profile = prof;
         return 0;

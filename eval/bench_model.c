@@ -91,7 +91,7 @@ static int time_repetition(bench_run *b, int rep, char *err) {
         pf_kv_truncate(b->c->kv, 0);
         double t0 = pf_now_s();
         pf_batch pb = {.tokens = b->toks, .n = o->prefill_tokens, .logits_mode = PF_LOGITS_LAST, .logits = b->logits};
-        if (pf_forward(b->c, &pb, err) < 0) return -1;
+        if (pf_forward(b->c, &pb, err) != PF_RC_OK) return -1;
         b->t_prefill[rep] = pf_now_s() - t0;
     }
     return 0;
@@ -176,7 +176,7 @@ static int prepare(bench_run *b, pf_bench_model_result *r, char *err) {
     if (o->progress) fprintf(stderr, "bench-model: filling the cache to %d tokens...\n", b->max_depth);
     pf_kv_truncate(b->c->kv, 0);
     pf_batch fill = {.tokens = b->toks, .n = b->max_depth, .logits_mode = PF_LOGITS_NONE};
-    if (b->max_depth > 0 && pf_forward(b->c, &fill, err) < 0) return -1;
+    if (b->max_depth > 0 && pf_forward(b->c, &fill, err) != PF_RC_OK) return -1;
     for (int i = 0; i < o->n_blocks; i++) {
         at_depth(b->c, o->cb_depth, b->max_depth);
         if (forward_rows(b->c, b->toks + o->cb_depth, o->blocks[i], b->logits, err) < 0) return -1;

@@ -28,7 +28,7 @@ static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *
     }
     if (d->n_taps) taps = malloc((size_t)o->depth * d->n_taps * m->hp.n_embd * sizeof(float));
     pf_batch b = {.tokens = toks, .n = o->depth, .tap_layers = d->tap_layers, .n_taps = d->n_taps, .taps = taps};
-    if (pf_forward(s->ctx, &b, err) < 0) goto done;
+    if (pf_forward(s->ctx, &b, err) != PF_RC_OK) goto done;
     if (d->begin && d->begin(d->state, toks, o->depth, taps, err) < 0) goto done;
     for (int i = 0; i < o->n_blocks; i++) {
         double best = 1e9;

@@ -54,6 +54,7 @@ typedef struct {
     pf_json_doc *doc;
     char *err;
     bool failed;
+    bool oom; /* the failure was an allocation's */
     pf_json *vals; /* pending array items */
     size_t n_vals, cap_vals;
     pf_json_member *mems; /* pending object members */
@@ -73,6 +74,7 @@ static void fail_at(parser *ps, const unsigned char *at, const char *fmt, ...) {
 }
 
 static bool fail_oom(parser *ps) {
+    if (!ps->failed) ps->oom = true;
     fail_at(ps, ps->p, "out of memory");
     return false;
 }
@@ -441,11 +443,13 @@ static bool parse_value(parser *ps, pf_json *v, int depth) {
     }
 }
 
-pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]) {
+/* The document in buf into *out: PF_RC_OK, PF_RC_FORMAT (malformed) or PF_RC_OOM, with err. */
+static pf_rc parse_doc(const char *buf, size_t len, pf_json_doc **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     pf_json_doc *d = calloc(1, sizeof *d);
     if (!d) {
         if (err) snprintf(err, PF_ERR_LEN, "out of memory");
-        return NULL;
+        return PF_RC_OOM;
     }
     parser ps = {.p = (const unsigned char *)buf, .end = (const unsigned char *)buf + len,
                  .start = (const unsigned char *)buf, .doc = d, .err = err};
@@ -461,16 +465,31 @@ pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]) {
     free(ps.mems);
     if (!ok) {
         pf_json_free(d);
-        return NULL;
+        return ps.oom ? PF_RC_OOM : PF_RC_FORMAT;
     }
+    *out = d;
+    return PF_RC_OK;
+}
+
+pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]) {
+    pf_json_doc *d;
+    parse_doc(buf, len, &d, err);
     return d;
 }
 
 pf_json_doc *pf_json_parse_file(const char *path, char err[PF_ERR_LEN]) {
+    pf_json_doc *d;
+    pf_json_load(path, &d, err);
+    return d;
+}
+
+pf_rc pf_json_load(const char *path, pf_json_doc **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    pf_rc rc = PF_RC_IO;
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         snprintf(err, PF_ERR_LEN, "%s: %s", path, strerror(errno));
-        return NULL;
+        return PF_RC_IO;
     }
     char *buf = NULL;
     size_t len = 0, cap = 0;
@@ -479,11 +498,13 @@ pf_json_doc *pf_json_parse_file(const char *path, char err[PF_ERR_LEN]) {
             size_t nc = cap ? cap * 2 : 1 << 20;
             if (nc > ((size_t)1 << 31)) {
                 snprintf(err, PF_ERR_LEN, "%s: file larger than 2 GiB", path);
+                rc = PF_RC_FORMAT;
                 goto fail;
             }
             char *nb = realloc(buf, nc);
             if (!nb) {
                 snprintf(err, PF_ERR_LEN, "%s: out of memory", path);
+                rc = PF_RC_OOM;
                 goto fail;
             }
             buf = nb;
@@ -499,18 +520,18 @@ pf_json_doc *pf_json_parse_file(const char *path, char err[PF_ERR_LEN]) {
     }
     fclose(fp);
     char msg[PF_ERR_LEN];
-    pf_json_doc *d = pf_json_parse(buf, len, msg);
+    rc = parse_doc(buf, len, out, msg);
     free(buf);
-    if (!d) {
+    if (rc != PF_RC_OK) {
         int n = snprintf(err, PF_ERR_LEN, "%s: ", path);
         if (n < 0 || n >= PF_ERR_LEN) n = 0;
         snprintf(err + n, PF_ERR_LEN - (size_t)n, "%s", msg);
     }
-    return d;
+    return rc;
 fail:
     free(buf);
     fclose(fp);
-    return NULL;
+    return rc;
 }
 
 const pf_json *pf_json_root(const pf_json_doc *d) { return &d->root; }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/status.h"
 
 #define PF_JSON_MAX_DEPTH 128
 
@@ -60,7 +61,10 @@ struct pf_json_member {
 typedef struct pf_json_doc pf_json_doc;
 
 pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]);
-/* Reads and parses a file; messages are prefixed with the path. */
+/* Reads and parses a file into *doc; messages are prefixed with the path. PF_RC_OK, PF_RC_IO (it
+ * cannot be opened or read), PF_RC_FORMAT (malformed, truncated, over 2 GiB) or PF_RC_OOM. */
+pf_rc pf_json_load(const char *path, pf_json_doc **doc, char err[PF_ERR_LEN]);
+/* pf_json_load for callers that need no kind: the document, or NULL with err. */
 pf_json_doc *pf_json_parse_file(const char *path, char err[PF_ERR_LEN]);
 const pf_json *pf_json_root(const pf_json_doc *d);
 void pf_json_free(pf_json_doc *d);

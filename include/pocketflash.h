@@ -121,7 +121,9 @@ typedef struct {
                             choice is the prior of PF_SPEC_DEC ("dec") or PF_SPEC_ADAPTIVE, which
                             then adapt as `run --profile` does; ngram is used as chosen; an
                             explicit spec takes the profile's block, an explicit block wins */
-    const char *task;    /* task type to look up in the profile (NULL: its default entry) */
+    const char *task;    /* task type to look up in the profile (NULL: its default entry). A profile
+                            that cannot be read fails the call with PF_ERR_IO, one that is not a
+                            tuned profile (malformed, truncated) with PF_ERR_FORMAT */
     /* Prompt cache file (NULL = none): when it holds the K/V rows of a prefix of this prompt for
      * this model, that prefix is restored instead of prefilled (output unchanged); when it is
      * absent or unusable (warning on stderr) it is written after generation with the prefix:

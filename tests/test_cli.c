@@ -1,5 +1,6 @@
 /* The CLI end to end: bad input gets ONE line naming the problem and a non-zero exit; the main
  * commands work on a synthetic model. Runs ./pocketflash (or $PF_CLI). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -341,4 +342,31 @@ TEST(cli_kv_q8) {
     test_env_save(&saved, "PF_KERNELS");
     check_kv_q8_levels();
     test_env_restore(&saved);
+}
+
+/* A failure's kind shows in run's one line as the library gave it: a profile that cannot be read
+ * names the file and the system's reason (I/O), a truncated one the byte where it broke (format),
+ * a bad value the value (argument); the same requests' statuses through the API are checked in
+ * tests/api (api_failure_kinds_reach_the_caller) and the server's in test_serve.c. */
+TEST(cli_run_failure_kinds_one_line) {
+    char trunc[400], args[1200];
+    snprintf(trunc, sizeof trunc, "%s/run-truncated-profile.json", pf_test_tmpdir());
+    size_t n = 0;
+    char *text = test_slurp("eval/results/profile-pocket.json", &n);
+    CHECK(text && n > 300);
+    FILE *f = fopen(trunc, "wb");
+    CHECK(f && fwrite(text, 1, 300, f) == 300 && fclose(f) == 0);
+    free(text);
+    static const struct { const char *flags, *expect; } cases[] = {
+        {"--profile /nonexistent/profile.json", "/nonexistent/profile.json: No such file or directory"}, /* I/O */
+        {"--profile %s", "run-truncated-profile.json: byte 300"},                                     /* format */
+        {"--spec dflash --block 99", "--block 99 is outside 2..64"},                                   /* argument */
+        {"--print-plan --profile /nonexistent/profile.json", "/nonexistent/profile.json: No such file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char flags[600];
+        snprintf(flags, sizeof flags, cases[i].flags, trunc);
+        snprintf(args, sizeof args, "run -m models/pf-target-f16.gguf -d models/pf-draft-dflash2.gguf -n 2 -p hi %s", flags);
+        CHECK_FAILS(args, cases[i].expect);
+    }
 }

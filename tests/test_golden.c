@@ -70,7 +70,7 @@ static int run_golden(const char *type, int threads, int *total, int *first_toke
             }
             if (j == 0) (*first_token_ok)++;
             b = (pf_batch){.tokens = &t, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = logits};
-            if (pf_forward(ctx, &b, err) < 0) {
+            if (pf_forward(ctx, &b, err) != PF_RC_OK) {
                 pf_test_failf(__FILE__, __LINE__, "forward: %s", err);
                 match = 0;
             }

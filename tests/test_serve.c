@@ -628,6 +628,8 @@ TEST(serve_bad_requests_get_openai_errors) {
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stop\":[1]}", 400, "stop", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"n\":2}", 400, "n", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"spec\":\"dflash\"}", 400, "spec", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"spec\":\"bogus\"}", 400, "spec", NULL},
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"block\":99}", 400, "block", NULL},
         {"POST", "/v1/completions", JSON_CT, "{\"prompt\":42}", 400, "prompt", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":"
          "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"string\",\"pattern\":\"a\"}}}}", 400, "response_format", NULL},

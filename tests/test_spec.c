@@ -65,7 +65,7 @@ static int or_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_samp
     int V = o->m->hp.n_vocab;
     for (int k = 0; k < B - 1; k++) {
         pf_batch b = {.tokens = &t, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = o->lg};
-        if (pf_forward(o->ctx, &b, err) < 0) return -1;
+        if (pf_forward(o->ctx, &b, err) != PF_RC_OK) return -1;
         if (o->draft_temp > 0 && samp) {
             pf_sampling ds = {o->draft_temp, samp->top_k, 1.0f};
             pf_sampling_probs(&ds, o->lg, V, &q[k]);

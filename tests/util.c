@@ -182,7 +182,7 @@ float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *to
     float *taps = malloc((size_t)n * n_taps * m->hp.n_embd * sizeof(float));
     pf_ctx *c = pf_ctx_new(m, n > 256 ? n : 256, 1, NULL, err);
     pf_batch b = {.tokens = toks, .n = n, .tap_layers = tl, .n_taps = n_taps, .taps = taps};
-    if (!c || pf_forward(c, &b, err) < 0) {
+    if (!c || pf_forward(c, &b, err) != PF_RC_OK) {
         printf("    target forward: %s\n", err);
         free(taps);
         taps = NULL;

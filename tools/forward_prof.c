@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
     float *logits = malloc((size_t)16 * V * sizeof(float));
     for (int i = 0; i < depth + 32; i++) toks[i] = (int32_t)((i * 2654435761u) % (unsigned)(V - 64));
     pf_batch fill = {.tokens = toks, .n = depth, .logits_mode = PF_LOGITS_NONE};
-    if (depth > 0 && pf_forward(c, &fill, err) < 0) return 1;
+    if (depth > 0 && pf_forward(c, &fill, err) != PF_RC_OK) return 1;
     printf("%s, %d threads, depth %d, the fastest of %d forwards after one warm-up\n", c->k->name, THREADS, depth, reps);
     for (int bi = 0; bi < NB; bi++) {
         int B = Bs[bi];

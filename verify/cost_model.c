@@ -144,7 +144,7 @@ static double time_forward(const pf_cost_calib *k, const int32_t *rows, int n, i
     for (int rep = 0; rep < reps; rep++) {
         pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = k->logits};
         double t0 = pf_now_s();
-        if (pf_forward(c, &b, err) < 0) return -1;
+        if (pf_forward(c, &b, err) != PF_RC_OK) return -1;
         double dt = pf_now_s() - t0;
         pf_kv_truncate(c->kv, len);
         if (dt < best) best = dt;

@@ -53,12 +53,13 @@ static double num(const pf_json *o, const char *k) {
     return v && v->type == PF_JSON_NUMBER ? v->u.num.d : 0;
 }
 
-int pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]) {
+pf_rc pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]) {
     memset(p, 0, sizeof *p);
-    pf_json_doc *doc = pf_json_parse_file(path, err);
-    if (!doc) return -1;
+    pf_json_doc *doc;
+    pf_rc rc = pf_json_load(path, &doc, err);
+    if (rc != PF_RC_OK) return rc;
     const pf_json *root = pf_json_root(doc), *def = pf_json_get(root, "default"), *tasks = pf_json_get(root, "tasks");
-    int rc = -1;
+    rc = PF_RC_FORMAT;
     if (!def || get_choice(def, p->spec, &p->block, path, "default", err) < 0) {
         if (!def) snprintf(err, PF_ERR_LEN, "%.200s: no \"default\" entry (not a tuned profile)", path);
         goto done;
@@ -67,7 +68,11 @@ int pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]) {
     block_table(pf_json_get(pf_json_get(root, "draft_cost"), "dflash"), p->draft);
     if (tasks && tasks->type == PF_JSON_OBJECT && tasks->u.obj.n) {
         p->tasks = calloc(tasks->u.obj.n, sizeof *p->tasks);
-        if (!p->tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+        if (!p->tasks) {
+            snprintf(err, PF_ERR_LEN, "out of memory");
+            rc = PF_RC_OOM;
+            goto done;
+        }
         for (size_t i = 0; i < tasks->u.obj.n; i++) {
             pf_profile_task *t = &p->tasks[p->n];
             snprintf(t->type, sizeof t->type, "%s", tasks->u.obj.members[i].key);
@@ -78,7 +83,7 @@ int pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]) {
             p->n++;
         }
     }
-    rc = 0;
+    rc = PF_RC_OK;
 done:
     pf_json_free(doc);
     if (rc) pf_profile_free(p);

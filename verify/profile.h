@@ -5,6 +5,7 @@
 
 #include "draft/block.h"
 #include "formats/gguf.h"
+#include "formats/status.h"
 #include "verify/spec.h"
 
 
@@ -27,7 +28,9 @@ typedef struct {
     double c[PF_MAX_BLOCK + 1], draft[PF_MAX_BLOCK + 1];
 } pf_profile;
 
-int pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]);
+/* The profile in path into *p. PF_RC_OK, or with err: PF_RC_IO (it cannot be read), PF_RC_FORMAT
+ * (not JSON, or not a tuned profile: an entry without its strategy and block), PF_RC_OOM. */
+pf_rc pf_profile_load(const char *path, pf_profile *p, char err[PF_ERR_LEN]);
 /* The task's entry, or NULL. */
 const pf_profile_task *pf_profile_find(const pf_profile *p, const char *type);
 void pf_profile_free(pf_profile *p);

@@ -248,7 +248,7 @@ static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int
     sp->rows[0] = last; /* verify [last, d1..d_nd] in one target forward, tapping the rows */
     pf_batch b = {.tokens = sp->rows, .n = nd + 1, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits,
                   .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps, .taps = sp->taps};
-    if (pf_forward(s->ctx, &b, err) < 0) return -1;
+    if (pf_forward(s->ctx, &b, err) != PF_RC_OK) return -1;
     int greedy_cons = s->cons && s->sampling.temp <= 0;
     if (s->cons && !greedy_cons) pf_spec_constrain_rows(sp, s->cons, n_masked);
     t.t2 = pf_now_s();

@@ -398,6 +398,62 @@ TEST(api_concurrent_sessions_equal_sequential) {
     pf_free_model(m);
 }
 
+/* path holds the first n bytes of src (a truncated copy). 0, or -1. */
+static int truncated_copy(const char *src, const char *path, size_t n) {
+    char buf[4096];
+    FILE *in = fopen(src, "rb"), *out = fopen(path, "wb");
+    size_t got = in ? fread(buf, 1, n < sizeof buf ? n : sizeof buf, in) : 0;
+    int ok = in && out && got == n && fwrite(buf, 1, got, out) == got;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok ? 0 : -1;
+}
+
+/* Each failure reaches the caller as its own kind, with a message naming what failed: a profile
+ * that cannot be read (I/O: missing, a folder), one that is truncated or not a profile (format),
+ * a bad value (argument), a prompt over the context. */
+TEST(api_failure_kinds_reach_the_caller) {
+    char err[PF_ERR_LEN], trunc[512], notprof[512];
+    pf_model *m = pf_load_model(TARGET, err);
+    pf_draft *d = m ? pf_load_draft(m, DRAFT2, err) : NULL;
+    pf_session *s = d ? session(m, 1) : NULL;
+    CHECKF(s, "%s", err);
+    snprintf(trunc, sizeof trunc, "%s/truncated-profile.json", pf_test_tmpdir());
+    snprintf(notprof, sizeof notprof, "%s/not-a-profile.json", pf_test_tmpdir());
+    CHECK(truncated_copy("eval/results/profile-pocket.json", trunc, 300) == 0);
+    FILE *f = fopen(notprof, "w");
+    CHECK(f && fputs("{\"tasks\": {}}", f) >= 0 && fclose(f) == 0);
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = 2;
+    gp.draft = d;
+    text t = {0};
+    static const struct { const char *profile; pf_status want; const char *msg; } cases[] = {
+        {"/nonexistent/profile.json", PF_ERR_IO, "/nonexistent/profile.json: No such file"},
+        {"models", PF_ERR_IO, "models: read error"},
+        {NULL, PF_ERR_FORMAT, "truncated-profile.json: byte 300"},
+        {NULL, PF_ERR_FORMAT, "not a tuned profile"},
+    };
+    for (int i = 0; i < 4; i++) {
+        gp.profile = cases[i].profile ? cases[i].profile : i == 2 ? trunc : notprof;
+        pf_status rc = pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err);
+        CHECKF(rc == cases[i].want && strstr(err, cases[i].msg) && !strchr(err, '\n'), "%s: status %d, '%s'",
+               gp.profile, (int)rc, err);
+        char line[160];
+        CHECK(pf_gen_plan(&gp, line, sizeof line, err) == cases[i].want); /* the plan says the same */
+    }
+    gp.profile = NULL;
+    gp.block = 99;
+    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block 99 is outside"));
+    gp.block = 0;
+    static char long_prompt[40000];
+    for (size_t i = 0; i + 6 < sizeof long_prompt; i += 6) memcpy(long_prompt + i, "apple ", 6);
+    CHECK(pf_generate(s, long_prompt, strlen(long_prompt), &gp, text_sink, &t, NULL, err) == PF_ERR_CONTEXT);
+    pf_session_free(s);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
 TEST(api_bad_arguments_fail_with_a_message) {
     char err[PF_ERR_LEN];
     pf_model *m = pf_load_model(TARGET, err);
