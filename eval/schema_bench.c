@@ -326,9 +326,10 @@ static int end_allowed(const walker *w) {
     return 0;
 }
 
-/* 1 when the masks accept text[0..n) as a whole document; 0 refused; -1 out of memory or a text
- * the tokenizer refuses. *ttfm_us (when not NULL) gets the first mask's time. */
-static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *first_us) {
+/* 1 when the masks accept text[0..n) as a whole document; 0 refused (*at: the bytes accepted
+ * before the refused token, n when the end was refused); -1 out of memory or a text the tokenizer
+ * refuses. *first_us (when not NULL) gets the first mask's time. */
+static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *first_us, size_t *at) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
     char err[PF_ERR_LEN];
@@ -343,6 +344,7 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
     pf_token_mask(w->tm, cache, m, w->bits);
     if (first_us) *first_us = now_us() - t0;
     int ok = 1;
+    *at = 0;
     for (size_t i = 0; i < n_ids && ok; i++) {
         if (!pf_mask_has(w->bits, ids[i])) {
             ok = 0;
@@ -354,6 +356,7 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
             ok = 0;
             break;
         }
+        *at += len;
         w->r->tokens++;
         t0 = now_us();
         pf_token_mask(w->tm, cache, m, w->bits);
@@ -368,7 +371,7 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
 /* One schema file: its outcome into r. */
 static void run_file(walker *w, const char *path) {
     pf_sb_result *r = w->r;
-    char err[PF_ERR_LEN], why[160];
+    char err[PF_ERR_LEN], why[300];
     r->schemas++;
     FILE *f = fopen(path, "rb");
     char *src = NULL;
@@ -407,13 +410,20 @@ static void run_file(walker *w, const char *path) {
     size_t n_tests = tests && tests->type == PF_JSON_ARRAY ? tests->u.arr.n : 0;
     int refused = 0, accepted = 0;
     double first = 0;
-    const char *first_bad = NULL;
+    char first_bad[200] = "";
     for (size_t i = 0; i < n_tests; i++) {
         const pf_json *t = &tests->u.arr.items[i], *valid = pf_json_get(t, "valid"), *data = pf_json_get(t, "data");
         if (!valid || valid->type != PF_JSON_BOOL || !data) continue;
         pf_sbuf doc = {0};
         pf_sb_py_dumps(&doc, data, src, (size_t)len);
-        int ok = doc.oom ? -1 : walk(w, m, doc.p ? doc.p : "", doc.n, i == 0 ? &first : NULL);
+        size_t at = 0;
+        int ok = doc.oom ? -1 : walk(w, m, doc.p ? doc.p : "", doc.n, i == 0 ? &first : NULL, &at);
+        if (!first_bad[0] && ok >= 0 && ok != valid->u.b) { /* where: the text around the refusal */
+            size_t from = at > 40 ? at - 40 : 0;
+            if (ok) snprintf(first_bad, sizeof first_bad, "test %zu: %.120s", i, doc.p);
+            else if (at == doc.n) snprintf(first_bad, sizeof first_bad, "test %zu: may not end after ...%.60s", i, doc.p + from);
+            else snprintf(first_bad, sizeof first_bad, "test %zu: refused after ...%.*s at %.20s", i, (int)(at - from), doc.p + from, doc.p + at);
+        }
         free(doc.p);
         if (ok < 0) {
             r->oom = 1;
@@ -425,10 +435,6 @@ static void run_file(walker *w, const char *path) {
         } else {
             r->invalid_tests++;
             if (ok) r->invalid_accepted++, accepted++;
-        }
-        if (!first_bad && ((valid->u.b && !ok) || (!valid->u.b && ok))) {
-            const pf_json *desc = pf_json_get(t, "description");
-            first_bad = desc && desc->type == PF_JSON_STRING ? desc->u.str.s : "(a test)";
         }
     }
     if (n_tests == 0) { /* the first mask still counts toward TTFM */
@@ -444,12 +450,12 @@ static void run_file(walker *w, const char *path) {
     if (accepted) {
         r->invalidation_error++;
         feature_reasons(r, root, &r->invalidation_why, &r->n_invalidation_why);
-        snprintf(why, sizeof why, "%d invalid instance(s) accepted, e.g. %.100s", accepted, first_bad);
+        snprintf(why, sizeof why, "%d invalid instance(s) accepted, e.g. %s", accepted, first_bad);
         add_failure(r, path, PF_SB_INVALIDATION_ERROR, why);
     } else if (refused) {
         r->validation_error++;
         feature_reasons(r, root, &r->validation_why, &r->n_validation_why);
-        snprintf(why, sizeof why, "%d valid instance(s) refused, e.g. %.100s", refused, first_bad);
+        snprintf(why, sizeof why, "%d valid instance(s) refused, e.g. %s", refused, first_bad);
         add_failure(r, path, PF_SB_VALIDATION_ERROR, why);
     } else {
         r->passing++;
