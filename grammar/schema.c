@@ -105,25 +105,55 @@ static int fixed_nodes(cctx *c) {
     return 0;
 }
 
+/* The keywords compiled here. */
 static const char *const k_keywords[] = {"type", "properties", "required", "additionalProperties", "items",
-                                         "minItems", "maxItems", "enum", "const", "anyOf", "title",
-                                         "description", "default", "examples", "$schema", "$id", "$comment"};
-enum { N_CONSTRAINING = 10 };
+                                         "minItems", "maxItems", "enum", "const", "anyOf"};
+enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9 };
 
-/* Index of a keyword of the subset, -1 for any other. */
-static int keyword_index(const char *k) {
-    for (int i = 0; i < (int)(sizeof k_keywords / sizeof *k_keywords); i++)
-        if (!strcmp(k, k_keywords[i])) return i;
+/* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
+ * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
+ * keyword is an annotation (title, description, default, examples, readOnly, deprecated, ...), a
+ * container (definitions, $defs) or unknown (x-..., id, self, name, ...): ignored, as the spec
+ * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). `format` is
+ * here: MaskBench and most readers take it as an assertion. */
+static const char *const k_unsupported[] = {
+    "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
+    "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+    "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+    "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
+    "allOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef", "divisibleBy",
+    "disallow", "extends"};
+
+static int in_list(const pf_json_member *m, const char *const *list, int n) {
+    if (strlen(m->key) != m->key_len) return -1; /* a NUL inside: no keyword */
+    for (int i = 0; i < n; i++)
+        if (!strcmp(m->key, list[i])) return i;
     return -1;
+}
+
+/* Index of a keyword compiled here, -1 for any other. */
+static int keyword_index(const pf_json_member *m) {
+    return in_list(m, k_keywords, (int)(sizeof k_keywords / sizeof *k_keywords));
+}
+
+/* A validation keyword that is not compiled here (then and else count only beside if: alone
+ * they assert nothing). */
+static int unsupported(const pf_json *v, const pf_json_member *m) {
+    if (in_list(m, k_unsupported, (int)(sizeof k_unsupported / sizeof *k_unsupported)) < 0) return 0;
+    return strcmp(m->key, "then") && strcmp(m->key, "else") ? 1 : pf_json_get(v, "if") != NULL;
 }
 
 static int check_keywords(cctx *c, const pf_json *v, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const pf_json_member *m = &v->u.obj.members[i];
-        if (keyword_index(m->key) < 0 || strlen(m->key) != m->key_len)
-            return fail(c, path, "keyword '%s' is not supported", m->key);
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(v->u.obj.members[j].key, m->key)) return fail(c, path, "keyword '%s' given twice", m->key);
+        int known = keyword_index(m) >= 0;
+        if (unsupported(v, m)) return fail(c, path, "keyword '%s' is not supported", m->key);
+        /* draft 3's `"required": true` in a property would be a constraint ignored */
+        if (known && !strcmp(m->key, "required") && m->val.type != PF_JSON_ARRAY)
+            return fail(c, path, "required: not an array of strings");
+        for (size_t j = 0; known && j < i; j++)
+            if (!strcmp(v->u.obj.members[j].key, m->key) && v->u.obj.members[j].key_len == m->key_len)
+                return fail(c, path, "keyword '%s' given twice", m->key);
     }
     return 0;
 }
@@ -206,8 +236,8 @@ static const char *key_twice(const pf_json *v, int *oom) {
 /* enum / const (with at most `type` beside them): the compact texts of the values of the types. */
 static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
-        int k = keyword_index(v->u.obj.members[i].key);
-        if (k > 0 && k < N_CONSTRAINING && k != 7 && k != 8)
+        int k = keyword_index(&v->u.obj.members[i]);
+        if (k > K_TYPE && k != K_ENUM && k != K_CONST)
             return fail(c, path, "'%s' combined with enum or const is not supported", k_keywords[k]);
     }
     const pf_json *e = pf_json_get(v, "enum"), *k = pf_json_get(v, "const");
@@ -391,8 +421,8 @@ static int32_t compile_array(cctx *c, const pf_json *v, int depth, const char *p
 
 static int32_t compile_any_of(cctx *c, const pf_json *v, int depth, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
-        int k = keyword_index(v->u.obj.members[i].key);
-        if (k >= 0 && k < N_CONSTRAINING && k != 9)
+        int k = keyword_index(&v->u.obj.members[i]);
+        if (k >= 0 && k != K_ANY_OF)
             return fail(c, path, "'%s' combined with anyOf is not supported", k_keywords[k]);
     }
     const pf_json *a = pf_json_get(v, "anyOf");

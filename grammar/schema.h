@@ -1,8 +1,10 @@
-/* JSON Schema compiled for constrained generation (docs/structured.md). The subset: `type`
+/* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true or false), `items`, `minItems`, `maxItems`, `enum`,
- * `const`, `anyOf`, nested to PF_SCHEMA_MAX_DEPTH, and the annotations title, description,
- * default, examples, $schema, $id, $comment. Any other keyword is an error naming it and its path.
+ * `const`, `anyOf`, nested to PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default,
+ * examples, readOnly, ...) and keywords JSON Schema does not define (x-..., id, self, ...) are
+ * ignored, as the spec says; any other validation keyword (pattern, minimum, allOf, $ref, ...) is
+ * an error naming it and its path: a schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
  * compact JSON (no whitespace between tokens), an object with `properties` holds only those keys

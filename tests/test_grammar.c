@@ -206,6 +206,61 @@ TEST(grammar_schema_errors) {
     expect_error(deep, "nested deeper than 32 levels");
 }
 
+/* Annotations and keywords JSON Schema does not define are ignored (the spec's rule for a keyword
+ * an implementation does not know): the masks are those of the schema without them. */
+TEST(grammar_annotations_ignored) {
+    static const char annotated[] =
+        "{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"id\":\"person\",\"$id\":\"p\","
+        "\"title\":\"P\",\"description\":\"d\",\"$comment\":\"c\",\"x-order\":1,\"self\":{\"href\":\"/\"},"
+        "\"name\":\"Person\",\"definitions\":{\"u\":{\"pattern\":\"^a\"}},\"$defs\":{},\"javaType\":\"P\","
+        "\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"example\":\"Jo\",\"examples\":[\"Jo\"],"
+        "\"default\":\"\",\"readOnly\":true,\"readonly\":true,\"writeOnly\":false,\"deprecated\":false,"
+        "\"contentMediaType\":\"text/plain\",\"nullable\":true,\"then\":{\"minLength\":3}},"
+        "\"age\":{\"type\":\"integer\",\"x-unit\":\"years\",\"else\":false,\"type\\u0000\":\"string\"}},"
+        "\"required\":[\"name\"],\"additionalProperties\":false,\"discriminator\":{\"propertyName\":\"name\"}}";
+    static const mask_case cases[] = {
+        {"", "|{|{\""},
+        {"{", "|\"|\"name\":"},
+        {"{\"age\":", "| |-|0|1|2|3|4|5|6|7|8|9|12| |0,|-1"},
+        {"{\"age\":1,", "| |\"|\"name\":| "},
+        {"{\"age\":1,\"name\":\"\"}", "|<end>"},
+    };
+    CHECK_MASKS(k_person, cases);
+    CHECK_MASKS(annotated, cases);
+}
+
+/* A validation keyword the compiler does not enforce is an error naming it and its path, wherever
+ * it is and whatever sits beside it: never a schema compiled looser than it reads. */
+TEST(grammar_unsupported_validation_keywords) {
+    static const char *const kw[] = {
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
+        "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+        "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+        "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
+        "allOf", "oneOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
+    for (size_t i = 0; i < sizeof kw / sizeof *kw; i++) {
+        char schema[256], want[128];
+        snprintf(schema, sizeof schema,
+                 "{\"title\":\"t\",\"properties\":{\"a\":{\"items\":{\"description\":\"d\",\"%s\":1}}}}", kw[i]);
+        snprintf(want, sizeof want, "json schema: /properties/a/items: keyword '%s' is not supported", kw[i]);
+        expect_error(schema, want);
+        if (pf_test_failed()) return;
+    }
+    /* then and else assert something only beside if */
+    expect_error("{\"if\":{},\"then\":{}}", "keyword 'if' is not supported");
+    expect_error("{\"then\":{},\"if\":{}}", "keyword 'then' is not supported");
+    /* draft 3's boolean required would be a constraint dropped */
+    expect_error("{\"properties\":{\"a\":{\"type\":\"string\",\"required\":true}}}",
+                 "/properties/a: required: not an array of strings");
+    /* a keyword the compiler knows is still refused twice; an unknown one given twice is ignored */
+    expect_error("{\"type\":\"string\",\"type\":\"integer\"}", "keyword 'type' given twice");
+    pf_schema *s = NULL;
+    char err[PF_ERR_LEN];
+    const char *twice = "{\"x-a\":1,\"x-a\":2,\"type\":\"string\"}";
+    CHECKF(pf_schema_compile(twice, strlen(twice), &s, err) == PF_SCHEMA_OK, "%s", err);
+    pf_schema_free(s);
+}
+
 /* Every mask the trie walk gives (through the cache) equals a scan of the whole vocabulary. */
 static int mask_matches_scan(fx *f) {
     int n = pf_token_mask(f->tm, f->cache, f->m, f->bits);
