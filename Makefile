@@ -78,11 +78,25 @@ VOCAB_CLI ?= ./pocketflash
 	$(VOCAB_CLI) vocab-import .cache/qwen3/package/models/tokenizer.json \
 	    .cache/qwen3/package/models/tokenizer_config.json -o $@
 
-TEST_DATA := $(GOLDEN) .cache/qwen3-vocab.gguf
+# MaskBench's 11,305 real-world schemas (JSONSchemaBench), unpacked from the shared fixture.
+MASKBENCH_TAR := $(SHARED)/fixtures/maskbench/maskbench-data.tar.zst
+MASKBENCH := $(if $(wildcard $(MASKBENCH_TAR)),.cache/maskbench/unpacked)
+.cache/maskbench/unpacked: $(MASKBENCH_TAR)
+	@rm -rf .cache/maskbench && mkdir -p .cache/maskbench
+	zstd -dc $< | tar -x -C .cache/maskbench
+	touch $@
+
+TEST_DATA := $(GOLDEN) .cache/qwen3-vocab.gguf $(MASKBENCH)
 # What the tests read besides the tree (CTest's test_data runs this, see CMakeLists.txt).
 test-data: $(TEST_DATA)
 	@$(PF_ENSURE_PKGCONFIG)
 .PHONY: test-data
+
+# MaskBench's protocol over all its schemas with the committed target's tokenizer
+# (docs/structured-output.md); results in .cache/schema-bench.json.
+schema-bench: pocketflash .cache/maskbench/unpacked
+	./pocketflash schema-bench -m models/pf-target-f16.gguf .cache/maskbench/data --json .cache/schema-bench.json
+.PHONY: schema-bench
 
 # No folder includes a header of a layer above it (docs/architecture.md; tools/check_layers.sh).
 check-layers:

@@ -22,5 +22,6 @@ int cmd_expand(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_schema_bench(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ static const struct {
     {"bench", cmd_bench, "per-task speedup of speculative over plain decoding (interleaved, checked)"},
     {"dec-attach", cmd_dec_attach, "store a trained Dec head (decision head) in a draft GGUF"},
     {"draft-head", cmd_draft_head, "store a frequency-ranked head vocabulary in a draft GGUF"},
+    {"schema-bench", cmd_schema_bench, "MaskBench's protocol: real-world JSON Schemas through the token masks"},
     {"tune", cmd_tune, "pick the strategy and block size per task type on this device (writes a profile)"},
     {"bench-model", cmd_bench_model, "measure prefill, decode by depth, c(B) and the bandwidth ceiling of a model"},
     {"gen", cmd_gen, "batch generation over a JSONL prompt file (responses and token ids)"},

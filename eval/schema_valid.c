@@ -1,6 +1,7 @@
 #include "eval/schema_valid.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int json_equal(const pf_json *a, const pf_json *b) {
@@ -45,12 +46,14 @@ static int types_ok(const pf_json *t, const pf_json *v) {
     return 0;
 }
 
-static int object_ok(const pf_json *s, const pf_json *v) {
+static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int depth);
+
+static int object_ok(const pf_json *root, const pf_json *s, const pf_json *v, int depth) {
     const pf_json *props = pf_json_get(s, "properties"), *req = pf_json_get(s, "required"),
                   *add = pf_json_get(s, "additionalProperties");
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const pf_json *ps = props ? pf_json_get(props, v->u.obj.members[i].key) : NULL;
-        if (ps && !pf_schema_valid(ps, &v->u.obj.members[i].val)) return 0;
+        if (ps && !valid_in(root, ps, &v->u.obj.members[i].val, depth + 1)) return 0;
         if (!ps && add && add->type == PF_JSON_BOOL && !add->u.b) return 0;
     }
     for (size_t i = 0; req && i < req->u.arr.n; i++)
@@ -58,21 +61,51 @@ static int object_ok(const pf_json *s, const pf_json *v) {
     return 1;
 }
 
-static int array_ok(const pf_json *s, const pf_json *v) {
+static int array_ok(const pf_json *root, const pf_json *s, const pf_json *v, int depth) {
     const pf_json *items = pf_json_get(s, "items"), *lo = pf_json_get(s, "minItems"), *hi = pf_json_get(s, "maxItems");
     if (lo && (double)v->u.arr.n < lo->u.num.d) return 0;
     if (hi && (double)v->u.arr.n > hi->u.num.d) return 0;
     for (size_t i = 0; items && i < v->u.arr.n; i++)
-        if (!pf_schema_valid(items, &v->u.arr.items[i])) return 0;
+        if (!valid_in(root, items, &v->u.arr.items[i], depth + 1)) return 0;
     return 1;
 }
 
-int pf_schema_valid(const pf_json *s, const pf_json *v) {
+/* The schema a "#/a/b~1c" reference names in root (RFC 6901: ~1 is '/', ~0 is '~'), NULL when none. */
+static const pf_json *deref(const pf_json *root, const char *ref) {
+    if (ref[0] != '#') return NULL;
+    const pf_json *v = root;
+    const char *p = ref + 1;
+    while (v && *p == '/') {
+        char seg[256];
+        size_t n = 0;
+        for (p++; *p && *p != '/' && n < sizeof seg - 1; p++) {
+            if (p[0] == '~' && (p[1] == '0' || p[1] == '1')) seg[n++] = p[1] == '0' ? '~' : '/', p++;
+            else seg[n++] = *p;
+        }
+        seg[n] = 0;
+        if (v->type == PF_JSON_ARRAY) {
+            char *end;
+            unsigned long i = strtoul(seg, &end, 10);
+            v = *end || !n || i >= v->u.arr.n ? NULL : &v->u.arr.items[i];
+        } else {
+            v = pf_json_get(v, seg);
+        }
+    }
+    return *p ? NULL : v;
+}
+
+static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int depth) {
+    if (depth > 256) return 0;
     if (s->type == PF_JSON_BOOL) return s->u.b;
+    const pf_json *ref = pf_json_get(s, "$ref");
+    if (ref) { /* the subset allows only annotations beside it */
+        const pf_json *t = ref->type == PF_JSON_STRING ? deref(root, ref->u.str.s) : NULL;
+        return t && valid_in(root, t, v, depth + 1);
+    }
     const pf_json *any = pf_json_get(s, "anyOf"), *en = pf_json_get(s, "enum"), *k = pf_json_get(s, "const");
     if (any) {
         int ok = 0;
-        for (size_t i = 0; i < any->u.arr.n && !ok; i++) ok = pf_schema_valid(&any->u.arr.items[i], v);
+        for (size_t i = 0; i < any->u.arr.n && !ok; i++) ok = valid_in(root, &any->u.arr.items[i], v, depth + 1);
         if (!ok) return 0;
     }
     if (en) {
@@ -82,10 +115,12 @@ int pf_schema_valid(const pf_json *s, const pf_json *v) {
     }
     if (k && !json_equal(k, v)) return 0;
     if (!types_ok(pf_json_get(s, "type"), v)) return 0;
-    if (v->type == PF_JSON_OBJECT && !object_ok(s, v)) return 0;
-    if (v->type == PF_JSON_ARRAY && !array_ok(s, v)) return 0;
+    if (v->type == PF_JSON_OBJECT && !object_ok(root, s, v, depth)) return 0;
+    if (v->type == PF_JSON_ARRAY && !array_ok(root, s, v, depth)) return 0;
     return 1;
 }
+
+int pf_schema_valid(const pf_json *s, const pf_json *v) { return valid_in(s, s, v, 0); }
 
 int pf_schema_valid_text(const char *schema, const char *text, size_t n) {
     char err[PF_ERR_LEN];

@@ -8,7 +8,8 @@
 
 #include "formats/json.h"
 
-/* v is valid against schema (both parsed JSON, the schema within the subset). */
+/* v is valid against schema (both parsed JSON, the schema within the subset; a $ref names a JSON
+ * pointer into schema). */
 int pf_schema_valid(const pf_json *schema, const pf_json *v);
 /* text[0..n) parses as JSON and is valid against the schema text (NUL-terminated). */
 int pf_schema_valid_text(const char *schema, const char *text, size_t n);

@@ -62,6 +62,15 @@ static void emit(pf_matcher *m, size_t start, uint32_t *threads, const pf_frame 
 
 static const pf_schema_node *node_of(const pf_matcher *m, const pf_frame *f) { return &m->s->nodes[f->node]; }
 
+/* A value of node id may start with n frames on its stack (its own the last): its shortest
+ * document fits under PF_MATCHER_MAX_FRAMES (a container's child takes one frame more, and the
+ * deepest needs room for a key or value frame above it). So a recursive schema's documents stop
+ * nesting at the bound, and every prefix accepted can still be completed. */
+static int fits(const pf_matcher *m, int32_t id, int n) {
+    int32_t d = m->s->nodes[id].min_depth;
+    return d == 0 || (d < PF_SCHEMA_NO_DOC && n + d <= PF_MATCHER_MAX_FRAMES - 2);
+}
+
 /* A value of the top frame's node starts with c: the frame becomes the value's own. */
 static int start_value(const pf_matcher *m, pf_frame *t, int n, uint8_t c) {
     if (t->phase == V_SPACE && c == ' ') return t->phase = V_TIGHT, CONSUMED;
@@ -89,8 +98,7 @@ static int start_value(const pf_matcher *m, pf_frame *t, int n, uint8_t c) {
         break;
     default: return REJECT;
     }
-    /* a container needs room for its child's frames */
-    if ((t->kind == K_OBJ || t->kind == K_ARR) && n > PF_MATCHER_MAX_FRAMES - 3) return REJECT;
+    if (!fits(m, id, n)) return REJECT;
     return AGAIN;
 }
 
@@ -200,7 +208,7 @@ static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     const pf_schema_node *nd = node_of(m, o);
     int32_t lo = t->lo, hi = t->hi, open = 0;
     pf_lit_narrow(&nd->keys, &lo, &hi, t->off, c);
-    for (int32_t i = lo; i < hi && !open; i++) open = !(o->used >> i & 1);
+    for (int32_t i = lo; i < hi && !open; i++) open = !(o->used >> i & 1) && fits(m, nd->prop_node[i], *n);
     if (!open) return REJECT;
     t->lo = lo, t->hi = hi, t->off++;
     if (nd->keys.len[lo] != (uint32_t)t->off) return CONSUMED;
@@ -227,9 +235,9 @@ static int start_key(const pf_schema_node *nd, pf_frame *f, int *n) {
 static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1];
     const pf_schema_node *nd = node_of(m, t);
-    uint64_t all = nd->n_props >= 64 ? ~0ull : (1ull << nd->n_props) - 1;
     int can_close = nd->free_keys || (t->used & nd->required) == nd->required;
-    int can_key = nd->free_keys || t->used != all;
+    int can_key = nd->free_keys;
+    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = !(t->used >> i & 1) && fits(m, nd->prop_node[i], *n + 1);
     switch (t->phase) {
     case O_OPEN:
         if (c != '{') return REJECT;
@@ -266,11 +274,12 @@ static int step_array(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
         return CONSUMED;
     case A_FIRST:
         if (c == ']' && nd->min_items == 0) return (*n)--, CONSUMED;
-        if (nd->max_items == 0) return REJECT;
+        if (nd->max_items == 0 || !fits(m, nd->items, *n + 1)) return REJECT;
         t->lo = 1;
         break;
     case A_NEXT:
-        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX) return t->phase = A_ITEM, CONSUMED;
+        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX && fits(m, nd->items, *n + 1))
+            return t->phase = A_ITEM, CONSUMED;
         if (c == ']' && t->lo >= nd->min_items) return (*n)--, CONSUMED;
         return REJECT;
     default: /* A_ITEM */

@@ -15,15 +15,28 @@
 enum { UNSAT = -2, FAIL = -1 };
 enum { T_OBJ = 1, T_ARR = 2, T_STR = 4, T_NUM = 8, T_INT = 16, T_BOOL = 32, T_NULL = 64 };
 
+/* A schema a $ref names: its node once compiled; while it is being compiled, a reference to it
+ * (a recursion) gets a placeholder union filled with the node when it is done. */
+typedef struct {
+    const pf_json *target;
+    int32_t node, placeholder;
+    int done;
+} ref_entry;
+
 typedef struct {
     pf_schema *s;
     const char *src;
     size_t src_len;
     char *err;
     int oom; /* the failure was out of memory */
+    const pf_json *root;
+    ref_entry *refs;
+    size_t n_refs, cap_refs;
+    int inner_id; /* -1 not looked for yet; 1: a subschema below the root has its own $id / id */
 } cctx;
 
 static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path);
+static int32_t compile_ref(cctx *c, const pf_json *v, int depth, const char *path);
 
 static int32_t fail(cctx *c, const char *path, const char *fmt, ...) {
     char msg[PF_ERR_LEN], p[160];
@@ -53,6 +66,7 @@ static int32_t new_node(cctx *c, pf_schema_kind kind) {
     memset(&s->nodes[s->n_nodes], 0, sizeof s->nodes[0]);
     s->nodes[s->n_nodes].kind = kind;
     s->nodes[s->n_nodes].items = PF_SN_ID_ANY;
+    s->nodes[s->n_nodes].min_depth = PF_SCHEMA_NO_DOC;
     return s->n_nodes++;
 }
 
@@ -105,25 +119,55 @@ static int fixed_nodes(cctx *c) {
     return 0;
 }
 
+/* The keywords compiled here. */
 static const char *const k_keywords[] = {"type", "properties", "required", "additionalProperties", "items",
-                                         "minItems", "maxItems", "enum", "const", "anyOf", "title",
-                                         "description", "default", "examples", "$schema", "$id", "$comment"};
-enum { N_CONSTRAINING = 10 };
+                                         "minItems", "maxItems", "enum", "const", "anyOf"};
+enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9 };
 
-/* Index of a keyword of the subset, -1 for any other. */
-static int keyword_index(const char *k) {
-    for (int i = 0; i < (int)(sizeof k_keywords / sizeof *k_keywords); i++)
-        if (!strcmp(k, k_keywords[i])) return i;
+/* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
+ * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
+ * keyword is an annotation (title, description, default, examples, readOnly, deprecated, ...), a
+ * container (definitions, $defs) or unknown (x-..., id, self, name, ...): ignored, as the spec
+ * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). `format` is
+ * here: MaskBench and most readers take it as an assertion. */
+static const char *const k_unsupported[] = {
+    "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
+    "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+    "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+    "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
+    "allOf", "oneOf", "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
+    "disallow", "extends"};
+
+static int in_list(const pf_json_member *m, const char *const *list, int n) {
+    if (strlen(m->key) != m->key_len) return -1; /* a NUL inside: no keyword */
+    for (int i = 0; i < n; i++)
+        if (!strcmp(m->key, list[i])) return i;
     return -1;
+}
+
+/* Index of a keyword compiled here, -1 for any other. */
+static int keyword_index(const pf_json_member *m) {
+    return in_list(m, k_keywords, (int)(sizeof k_keywords / sizeof *k_keywords));
+}
+
+/* A validation keyword that is not compiled here (then and else count only beside if: alone
+ * they assert nothing). */
+static int unsupported(const pf_json *v, const pf_json_member *m) {
+    if (in_list(m, k_unsupported, (int)(sizeof k_unsupported / sizeof *k_unsupported)) < 0) return 0;
+    return strcmp(m->key, "then") && strcmp(m->key, "else") ? 1 : pf_json_get(v, "if") != NULL;
 }
 
 static int check_keywords(cctx *c, const pf_json *v, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const pf_json_member *m = &v->u.obj.members[i];
-        if (keyword_index(m->key) < 0 || strlen(m->key) != m->key_len)
-            return fail(c, path, "keyword '%s' is not supported", m->key);
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(v->u.obj.members[j].key, m->key)) return fail(c, path, "keyword '%s' given twice", m->key);
+        int known = keyword_index(m) >= 0;
+        if (unsupported(v, m)) return fail(c, path, "keyword '%s' is not supported", m->key);
+        /* draft 3's `"required": true` in a property would be a constraint ignored */
+        if (known && !strcmp(m->key, "required") && m->val.type != PF_JSON_ARRAY)
+            return fail(c, path, "required: not an array of strings");
+        for (size_t j = 0; known && j < i; j++)
+            if (!strcmp(v->u.obj.members[j].key, m->key) && v->u.obj.members[j].key_len == m->key_len)
+                return fail(c, path, "keyword '%s' given twice", m->key);
     }
     return 0;
 }
@@ -206,8 +250,8 @@ static const char *key_twice(const pf_json *v, int *oom) {
 /* enum / const (with at most `type` beside them): the compact texts of the values of the types. */
 static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
-        int k = keyword_index(v->u.obj.members[i].key);
-        if (k > 0 && k < N_CONSTRAINING && k != 7 && k != 8)
+        int k = keyword_index(&v->u.obj.members[i]);
+        if (k > K_TYPE && k != K_ENUM && k != K_CONST)
             return fail(c, path, "'%s' combined with enum or const is not supported", k_keywords[k]);
     }
     const pf_json *e = pf_json_get(v, "enum"), *k = pf_json_get(v, "const");
@@ -391,8 +435,8 @@ static int32_t compile_array(cctx *c, const pf_json *v, int depth, const char *p
 
 static int32_t compile_any_of(cctx *c, const pf_json *v, int depth, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
-        int k = keyword_index(v->u.obj.members[i].key);
-        if (k >= 0 && k < N_CONSTRAINING && k != 9)
+        int k = keyword_index(&v->u.obj.members[i]);
+        if (k >= 0 && k != K_ANY_OF)
             return fail(c, path, "'%s' combined with anyOf is not supported", k_keywords[k]);
     }
     const pf_json *a = pf_json_get(v, "anyOf");
@@ -435,11 +479,213 @@ static int32_t compile_types(cctx *c, const pf_json *v, int types, int depth, co
     return union_node(c, alts, n);
 }
 
+/* ---- $ref: JSON pointers into the same document ---- */
+
+/* A subschema below the root declares its own $id (or draft 4's id): a "#..." reference inside it
+ * would then be relative to that subschema, not to the document. Looked for in every object of
+ * the document but the values of enum, const, default and examples (data, not schemas); a string
+ * id anywhere else counts, so a schema it cannot tell is refused, never resolved wrongly. */
+static int has_inner_id(const pf_json *v, int is_root) {
+    if (v->type == PF_JSON_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            if (has_inner_id(&v->u.arr.items[i], 0)) return 1;
+        return 0;
+    }
+    if (v->type != PF_JSON_OBJECT) return 0;
+    static const char *const data[] = {"enum", "const", "default", "examples", "example"};
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const pf_json_member *m = &v->u.obj.members[i];
+        int skip = 0;
+        for (size_t k = 0; k < sizeof data / sizeof *data && !skip; k++) skip = !strcmp(m->key, data[k]);
+        if (skip) continue;
+        if (!is_root && (!strcmp(m->key, "$id") || !strcmp(m->key, "id")) && m->val.type == PF_JSON_STRING) return 1;
+        if (has_inner_id(&m->val, 0)) return 1;
+    }
+    return 0;
+}
+
+static int hex_val(char h) {
+    return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+}
+
+/* The value the JSON pointer p[0..n) (RFC 6901, the fragment of a URI: percent-decoded first,
+ * then each segment's ~1 and ~0) names in root; NULL with *why when none. */
+static const pf_json *resolve_pointer(const pf_json *root, const char *p, size_t n, const char **why) {
+    char *d = malloc(n + 1);
+    if (!d) return *why = "out of memory", NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '%' && i + 2 < n && hex_val(p[i + 1]) >= 0 && hex_val(p[i + 2]) >= 0) {
+            d[k++] = (char)(hex_val(p[i + 1]) * 16 + hex_val(p[i + 2]));
+            i += 2;
+        } else {
+            d[k++] = p[i];
+        }
+    }
+    const pf_json *v = root;
+    size_t i = 0;
+    *why = NULL;
+    while (v && i < k) {
+        if (d[i] != '/') {
+            *why = "not a JSON pointer (an anchor or a relative reference)";
+            v = NULL;
+            break;
+        }
+        size_t j = ++i, m = 0;
+        char *seg = d + j; /* decoded in place: never longer than its text */
+        for (; j < k && d[j] != '/'; j++) {
+            if (d[j] == '~') {
+                if (j + 1 >= k || (d[j + 1] != '0' && d[j + 1] != '1')) {
+                    *why = "a '~' not followed by 0 or 1";
+                    v = NULL;
+                    break;
+                }
+                seg[m++] = d[j + 1] == '0' ? '~' : '/';
+                j++;
+            } else {
+                seg[m++] = d[j];
+            }
+        }
+        if (!v) break;
+        i = j;
+        const pf_json *next = NULL;
+        if (v->type == PF_JSON_OBJECT) {
+            for (size_t x = 0; x < v->u.obj.n && !next; x++)
+                if (v->u.obj.members[x].key_len == m && !memcmp(v->u.obj.members[x].key, seg, m))
+                    next = &v->u.obj.members[x].val;
+        } else if (v->type == PF_JSON_ARRAY && m > 0 && m < 10 && (seg[0] != '0' || m == 1)) {
+            size_t idx = 0;
+            int digits = 1;
+            for (size_t x = 0; x < m; x++) {
+                digits &= seg[x] >= '0' && seg[x] <= '9';
+                idx = idx * 10 + (size_t)(seg[x] - '0');
+            }
+            if (digits && idx < v->u.arr.n) next = &v->u.arr.items[idx];
+        }
+        if (!next) *why = "names nothing in the document";
+        v = next;
+    }
+    free(d);
+    return v;
+}
+
+/* The node of target (compiled once however many references name it). */
+static int32_t compile_target(cctx *c, const pf_json *target, int depth, const char *path) {
+    for (size_t i = 0; i < c->n_refs; i++) {
+        ref_entry *e = &c->refs[i];
+        if (e->target != target) continue;
+        if (e->done) return e->node;
+        if (e->placeholder < 0) { /* a recursion: the node is filled in when target is done */
+            int32_t id = new_node(c, PF_SN_UNION);
+            if (id < 0) return FAIL;
+            c->refs[i].placeholder = id;
+        }
+        return c->refs[i].placeholder;
+    }
+    ref_entry *r = pf_grow(c->refs, &c->cap_refs, c->n_refs + 1, sizeof *r, 16);
+    if (!r) return fail_oom(c, path);
+    c->refs = r;
+    size_t k = c->n_refs++;
+    r[k] = (ref_entry){target, FAIL, -1, 0};
+    int32_t node = compile(c, target, depth, path);
+    if (node == FAIL) return FAIL;
+    int32_t ph = c->refs[k].placeholder;
+    if (ph >= 0) {
+        if (node != UNSAT) {
+            int32_t *a = malloc(sizeof *a);
+            if (!a) return fail_oom(c, path);
+            a[0] = node;
+            c->s->nodes[ph].alts = a;
+            c->s->nodes[ph].n_alts = 1;
+        }
+        node = ph; /* a union of none when target admits no value */
+    }
+    c->refs[k].node = node;
+    c->refs[k].done = 1;
+    return node;
+}
+
+/* {"$ref": "#..."}: the schema the pointer names. Beside it only annotations: drafts 4 to 7 ignore
+ * a $ref's siblings, 2019-09 on applies them as well, so a constraining sibling is refused. */
+static int32_t compile_ref(cctx *c, const pf_json *v, int depth, const char *path) {
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const pf_json_member *m = &v->u.obj.members[i];
+        if (keyword_index(m) >= 0) return fail(c, path, "'%s' combined with $ref is not supported", m->key);
+    }
+    const pf_json *r = pf_json_get(v, "$ref");
+    if (r->type != PF_JSON_STRING) return fail(c, path, "$ref: not a string");
+    if (r->u.str.len == 0 || r->u.str.s[0] != '#')
+        return fail(c, path, "$ref '%.80s' outside the document is not supported", r->u.str.s);
+    if (c->inner_id < 0) c->inner_id = has_inner_id(c->root, 1);
+    if (c->inner_id) return fail(c, path, "$ref in a schema whose subschemas declare their own $id or id is not supported");
+    const char *why;
+    const pf_json *t = resolve_pointer(c->root, r->u.str.s + 1, r->u.str.len - 1, &why);
+    if (!t && !strcmp(why, "out of memory")) return fail_oom(c, path);
+    if (!t) return fail(c, path, "$ref '%.80s': %s", r->u.str.s, why);
+    char sub[256];
+    snprintf(sub, sizeof sub, "%.255s", r->u.str.s + 1);
+    return compile_target(c, t, depth + 1, sub);
+}
+
+/* Every node's min_depth (grammar/schema.h), to the fixpoint: recursion makes the graph cyclic. */
+static void min_depths(pf_schema *s) {
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < s->n_nodes; i++) {
+            pf_schema_node *n = &s->nodes[i];
+            int32_t d = 0;
+            switch (n->kind) {
+            case PF_SN_OBJECT:
+                d = 1;
+                for (int k = 0; k < n->n_props && !n->free_keys; k++)
+                    if (n->required >> k & 1 && s->nodes[n->prop_node[k]].min_depth + 1 > d)
+                        d = s->nodes[n->prop_node[k]].min_depth + 1;
+                break;
+            case PF_SN_ARRAY: d = n->min_items > 0 ? s->nodes[n->items].min_depth + 1 : 1; break;
+            case PF_SN_UNION:
+                d = PF_SCHEMA_NO_DOC;
+                for (int k = 0; k < n->n_alts; k++)
+                    if (s->nodes[n->alts[k]].min_depth < d) d = s->nodes[n->alts[k]].min_depth;
+                break;
+            default: d = 0;
+            }
+            if (d > PF_SCHEMA_NO_DOC) d = PF_SCHEMA_NO_DOC;
+            if (d < n->min_depth) n->min_depth = d, changed = 1;
+        }
+    }
+}
+
+/* A union reached again through unions alone (`{"anyOf": [{"$ref": "#"}, ...]}`): the matcher
+ * would expand it without end. 0, or 1 for such a loop. */
+static int union_loop(const pf_schema *s, int32_t id, uint8_t *mark) {
+    if (s->nodes[id].kind != PF_SN_UNION || mark[id] == 2) return 0;
+    if (mark[id] == 1) return 1;
+    mark[id] = 1;
+    for (int k = 0; k < s->nodes[id].n_alts; k++)
+        if (union_loop(s, s->nodes[id].alts[k], mark)) return 1;
+    mark[id] = 2;
+    return 0;
+}
+
+/* After compiling: the depth bounds, and no union loop. 0 or FAIL. */
+static int32_t finish(cctx *c) {
+    pf_schema *s = c->s;
+    uint8_t *mark = calloc((size_t)s->n_nodes, 1);
+    if (!mark) return fail_oom(c, "");
+    int loop = 0;
+    for (int i = 0; i < s->n_nodes && !loop; i++) loop = union_loop(s, i, mark);
+    free(mark);
+    if (loop) return fail(c, "", "$ref: a reference loop with no object or array in it");
+    min_depths(s);
+    return 0;
+}
+
 static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path) {
     if (depth > PF_SCHEMA_MAX_DEPTH) return fail(c, path, "nested deeper than %d levels", PF_SCHEMA_MAX_DEPTH);
     if (v->type == PF_JSON_BOOL) return v->u.b ? PF_SN_ID_ANY : UNSAT;
     if (v->type != PF_JSON_OBJECT) return fail(c, path, "a schema must be an object or a boolean");
     if (check_keywords(c, v, path) < 0) return FAIL;
+    if (pf_json_get(v, "$ref")) return compile_ref(c, v, depth, path);
     if (pf_json_get(v, "anyOf")) return compile_any_of(c, v, depth, path);
     if (pf_json_get(v, "enum") || pf_json_get(v, "const")) return compile_literals(c, v, path);
     int types = type_set(c, v, path);
@@ -470,10 +716,13 @@ pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out
         snprintf(err, PF_ERR_LEN, "json schema: %.230s", why);
         return PF_SCHEMA_INVALID;
     }
-    cctx c = {.src = text, .src_len = len};
+    cctx c = {.src = text, .src_len = len, .root = pf_json_root(d), .inner_id = -1};
     pf_schema *s = start(&c, err);
-    int32_t root = s ? compile(&c, pf_json_root(d), 0, "") : FAIL;
+    int32_t root = s ? compile_target(&c, c.root, 0, "") : FAIL;
+    if (root >= 0 && finish(&c) < 0) root = FAIL;
+    if (root >= 0 && s->nodes[root].min_depth >= PF_SCHEMA_NO_DOC) root = UNSAT; /* every document infinite */
     pf_json_free(d);
+    free(c.refs);
     if (root == UNSAT) fail(&c, "", "the schema admits no value");
     if (root < 0) {
         pf_schema_free(s);
@@ -487,6 +736,10 @@ pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out
 pf_schema_status pf_schema_json_object(pf_schema **out, char err[PF_ERR_LEN]) {
     cctx c = {0};
     pf_schema *s = start(&c, err);
+    if (s && finish(&c) < 0) {
+        pf_schema_free(s);
+        return PF_SCHEMA_NO_MEMORY;
+    }
     if (s) s->root = PF_SN_ID_ANY_OBJECT;
     *out = s;
     return s ? PF_SCHEMA_OK : PF_SCHEMA_NO_MEMORY;

@@ -1,8 +1,12 @@
-/* JSON Schema compiled for constrained generation (docs/structured.md). The subset: `type`
+/* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true or false), `items`, `minItems`, `maxItems`, `enum`,
- * `const`, `anyOf`, nested to PF_SCHEMA_MAX_DEPTH, and the annotations title, description,
- * default, examples, $schema, $id, $comment. Any other keyword is an error naming it and its path.
+ * `const`, `anyOf`, `$ref` to a JSON pointer into the same document (`#/$defs/x`,
+ * `#/definitions/x`, `#`, ...; recursion included), nested to PF_SCHEMA_MAX_DEPTH. Annotations
+ * (title, description, default, examples, readOnly, ...) and keywords JSON Schema does not define
+ * (x-..., id, self, ...) are ignored, as the spec says; any other validation keyword (pattern,
+ * minimum, allOf, ...) is an error naming it and its path: a schema is never compiled looser than
+ * it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
  * compact JSON (no whitespace between tokens), an object with `properties` holds only those keys
@@ -50,10 +54,16 @@ typedef struct {
     int64_t min_items, max_items;
     /* LITERALS */
     pf_lit_set lits;
-    /* UNION */
+    /* UNION (also a $ref's node, whose one alternative is the referenced schema) */
     int32_t *alts;
     int n_alts;
+    /* The fewest containers nested in a document of this node (0 for a scalar, 1 for `{}`),
+     * PF_SCHEMA_NO_DOC when it admits no finite document (a recursion that never ends). The
+     * matcher starts a value only where its shortest document fits under its depth bound. */
+    int32_t min_depth;
 } pf_schema_node;
+
+#define PF_SCHEMA_NO_DOC (INT32_MAX / 2)
 
 /* Fixed nodes of every schema. */
 enum { PF_SN_ID_ANY = 0, PF_SN_ID_ANY_ARRAY, PF_SN_ID_ANY_OBJECT, PF_SN_ID_ANY_WORD, PF_SN_ID_ANY_STRING,

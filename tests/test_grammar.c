@@ -206,6 +206,61 @@ TEST(grammar_schema_errors) {
     expect_error(deep, "nested deeper than 32 levels");
 }
 
+/* Annotations and keywords JSON Schema does not define are ignored (the spec's rule for a keyword
+ * an implementation does not know): the masks are those of the schema without them. */
+TEST(grammar_annotations_ignored) {
+    static const char annotated[] =
+        "{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"id\":\"person\",\"$id\":\"p\","
+        "\"title\":\"P\",\"description\":\"d\",\"$comment\":\"c\",\"x-order\":1,\"self\":{\"href\":\"/\"},"
+        "\"name\":\"Person\",\"definitions\":{\"u\":{\"pattern\":\"^a\"}},\"$defs\":{},\"javaType\":\"P\","
+        "\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"example\":\"Jo\",\"examples\":[\"Jo\"],"
+        "\"default\":\"\",\"readOnly\":true,\"readonly\":true,\"writeOnly\":false,\"deprecated\":false,"
+        "\"contentMediaType\":\"text/plain\",\"nullable\":true,\"then\":{\"minLength\":3}},"
+        "\"age\":{\"type\":\"integer\",\"x-unit\":\"years\",\"else\":false,\"type\\u0000\":\"string\"}},"
+        "\"required\":[\"name\"],\"additionalProperties\":false,\"discriminator\":{\"propertyName\":\"name\"}}";
+    static const mask_case cases[] = {
+        {"", "|{|{\""},
+        {"{", "|\"|\"name\":"},
+        {"{\"age\":", "| |-|0|1|2|3|4|5|6|7|8|9|12| |0,|-1"},
+        {"{\"age\":1,", "| |\"|\"name\":| "},
+        {"{\"age\":1,\"name\":\"\"}", "|<end>"},
+    };
+    CHECK_MASKS(k_person, cases);
+    CHECK_MASKS(annotated, cases);
+}
+
+/* A validation keyword the compiler does not enforce is an error naming it and its path, wherever
+ * it is and whatever sits beside it: never a schema compiled looser than it reads. */
+TEST(grammar_unsupported_validation_keywords) {
+    static const char *const kw[] = {
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
+        "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+        "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+        "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
+        "allOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
+    for (size_t i = 0; i < sizeof kw / sizeof *kw; i++) {
+        char schema[256], want[128];
+        snprintf(schema, sizeof schema,
+                 "{\"title\":\"t\",\"properties\":{\"a\":{\"items\":{\"description\":\"d\",\"%s\":1}}}}", kw[i]);
+        snprintf(want, sizeof want, "json schema: /properties/a/items: keyword '%s' is not supported", kw[i]);
+        expect_error(schema, want);
+        if (pf_test_failed()) return;
+    }
+    /* then and else assert something only beside if */
+    expect_error("{\"if\":{},\"then\":{}}", "keyword 'if' is not supported");
+    expect_error("{\"then\":{},\"if\":{}}", "keyword 'then' is not supported");
+    /* draft 3's boolean required would be a constraint dropped */
+    expect_error("{\"properties\":{\"a\":{\"type\":\"string\",\"required\":true}}}",
+                 "/properties/a: required: not an array of strings");
+    /* a keyword the compiler knows is still refused twice; an unknown one given twice is ignored */
+    expect_error("{\"type\":\"string\",\"type\":\"integer\"}", "keyword 'type' given twice");
+    pf_schema *s = NULL;
+    char err[PF_ERR_LEN];
+    const char *twice = "{\"x-a\":1,\"x-a\":2,\"type\":\"string\"}";
+    CHECKF(pf_schema_compile(twice, strlen(twice), &s, err) == PF_SCHEMA_OK, "%s", err);
+    pf_schema_free(s);
+}
+
 /* Every mask the trie walk gives (through the cache) equals a scan of the whole vocabulary. */
 static int mask_matches_scan(fx *f) {
     int n = pf_token_mask(f->tm, f->cache, f->m, f->bits);
@@ -253,6 +308,95 @@ static int walk_once(fx *f, const char *schema, uint64_t *seed) {
     if (!pf_schema_valid_text(schema, doc, len))
         return fprintf(stderr, "invalid: schema %s document '%.*s'\n", schema, (int)len, doc), -1;
     return 1;
+}
+
+/* $ref to a JSON pointer into the document: $defs, definitions, escaped names (~0, ~1, %25), an
+ * array index, the root; the masks are the inlined schema's. */
+TEST(grammar_ref_pointers) {
+    static const char defs[] =
+        "{\"$defs\":{\"name\":{\"type\":\"string\"}},\"definitions\":{\"a/b\":{\"type\":\"integer\"},\"m~n\":"
+        "{\"$ref\":\"#/definitions/a~1b\"},\"p%q\":{\"$ref\":\"#/$defs/name\",\"description\":\"d\"}},"
+        "\"type\":\"object\",\"properties\":{\"name\":{\"$ref\":\"#/definitions/p%25q\"},\"age\":{\"$ref\":"
+        "\"#/definitions/m~0n\"}},\"required\":[\"name\"],\"additionalProperties\":false}";
+    static const mask_case cases[] = {
+        {"", "|{|{\""},
+        {"{", "|\"|\"name\":"},
+        {"{\"age\":", "| |-|0|1|2|3|4|5|6|7|8|9|12| |0,|-1"},
+        {"{\"age\":1,", "| |\"|\"name\":| "},
+        {"{\"age\":1,\"name\":\"\"}", "|<end>"},
+    };
+    CHECK_MASKS(k_person, cases);
+    CHECK_MASKS(defs, cases);
+    static const char idx[] = "{\"anyOf\":[{\"enum\":[\"red\",12]},{\"type\":\"array\",\"items\":{\"$ref\":\"#/anyOf/0\"}}]}";
+    static const mask_case idx_cases[] = {
+        {"[", "|\"|1|]|12|\"red\""},
+        {"[12,", "| |\"|1|12| |\"red\""},
+    };
+    CHECK_MASKS(idx, idx_cases);
+}
+
+/* The deepest document a recursive schema may nest: its values stop opening containers where the
+ * shortest document no longer fits under the matcher's depth bound, and every prefix accepted up
+ * to there can still be completed. */
+static int nest_and_close(const char *schema, const char *open, const char *leaf, const char *close, int *levels) {
+    fx f;
+    if (fx_open(&f, schema) < 0) return fx_close(&f), -1;
+    int ok = 1;
+    *levels = 0;
+    while (pf_matcher_push_bytes(f.m, (const uint8_t *)open, strlen(open)) == 1) (*levels)++;
+    ok &= *levels > 4 && *levels < PF_MATCHER_MAX_FRAMES;
+    ok &= mask_matches_scan(&f);
+    ok &= pf_matcher_push_bytes(f.m, (const uint8_t *)leaf, strlen(leaf)) == 1;
+    for (int i = 0; ok && i < *levels; i++) ok &= pf_matcher_push_bytes(f.m, (const uint8_t *)close, strlen(close)) == 1;
+    ok &= pf_matcher_can_end(f.m);
+    fx_close(&f);
+    return ok ? 0 : -1;
+}
+
+TEST(grammar_ref_recursive) {
+    static const char tree[] =
+        "{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},\"kids\":{\"type\":\"array\",\"items\":"
+        "{\"$ref\":\"#\"}}},\"required\":[\"v\"],\"additionalProperties\":false}";
+    static const char list[] =
+        "{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":"
+        "\"integer\"},\"next\":{\"anyOf\":[{\"$ref\":\"#/$defs/node\"},{\"type\":\"null\"}]}},"
+        "\"required\":[\"v\",\"next\"],\"additionalProperties\":false}}}";
+    int levels = 0;
+    CHECKF(nest_and_close(tree, "{\"v\":1,\"kids\":[", "{\"v\":2}", "]}", &levels) == 0, "tree, %d levels", levels);
+    CHECKF(nest_and_close(list, "{\"v\":1,\"next\":", "null", "}", &levels) == 0, "list, %d levels", levels);
+    static const mask_case list_cases[] = {
+        {"{\"v\":1,\"next\":", "| |n|{|{\"|null| "},
+        {"{\"v\":1,\"next\":null", "|}"}, /* every key given */
+    };
+    CHECK_MASKS(list, list_cases);
+    /* random walks: every mask equals the vocabulary scan (never empty), every document validates */
+    const char *const schemas[] = {tree, list};
+    uint64_t seed = 777;
+    for (int k = 0; k < 2; k++) {
+        fx f;
+        CHECK(fx_open(&f, schemas[k]) == 0);
+        int bad = 0;
+        for (int w = 0; w < 40 && !bad; w++) bad = walk_once(&f, schemas[k], &seed) < 0;
+        fx_close(&f);
+        CHECK(!bad);
+    }
+}
+
+TEST(grammar_ref_errors) {
+    expect_error("{\"$ref\":\"other.json#/definitions/a\"}", "$ref 'other.json#/definitions/a' outside the document is not supported");
+    expect_error("{\"properties\":{\"a\":{\"$ref\":\"https://x/y.json\"}}}", "/properties/a: $ref 'https://x/y.json' outside");
+    expect_error("{\"properties\":{\"a\":{\"$ref\":\"#/definitions/b\"}}}", "$ref '#/definitions/b': names nothing");
+    expect_error("{\"$ref\":\"#node\",\"$defs\":{\"n\":{\"$anchor\":\"node\"}}}", "not a JSON pointer");
+    expect_error("{\"definitions\":{\"a\":{}},\"$ref\":\"#/definitions/~2a\"}", "a '~' not followed by 0 or 1");
+    expect_error("{\"$ref\":1}", "$ref: not a string");
+    expect_error("{\"$ref\":\"#/definitions/a\",\"type\":\"string\",\"definitions\":{\"a\":{}}}",
+                 "'type' combined with $ref is not supported");
+    expect_error("{\"definitions\":{\"a\":{\"minimum\":1}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
+                 "json schema: /definitions/a: keyword 'minimum' is not supported");
+    expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
+    expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
+    expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
+                 "declare their own $id or id");
 }
 
 TEST(grammar_property_random_schemas) {

@@ -1,0 +1,508 @@
+/* MaskBench's protocol over the engine's token masks (eval/schema_bench.h). */
+#include "eval/schema_bench.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "grammar/matcher.h"
+#include "grammar/schema.h"
+
+const double pf_sb_pct[PF_SB_N_PCT] = {25, 50, 75, 90, 95, 99, 99.9};
+
+/* ---- json.dumps(ensure_ascii=False) ---- */
+
+static void py_string(pf_sbuf *b, const char *s, size_t n) {
+    pf_sbuf_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+        char u[8];
+        if (esc) {
+            pf_sbuf_put(b, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(u, sizeof u, "\\u%04x", c);
+            pf_sbuf_put(b, u, 6);
+        } else {
+            pf_sbuf_put(b, s + i, 1);
+        }
+    }
+    pf_sbuf_put(b, "\"", 1);
+}
+
+/* repr(float): the shortest digits that read back as d, fixed notation for a decimal exponent in
+ * [-4, 16), else d.ddde+XX (CPython's float_repr_style 'short'). */
+static void py_float(pf_sbuf *b, double d) {
+    char e[40], out[64];
+    if (d == 0) {
+        pf_sbuf_put(b, signbit(d) ? "-0.0" : "0.0", signbit(d) ? 4 : 3);
+        return;
+    }
+    if (isinf(d) || isnan(d)) {
+        const char *t = isnan(d) ? "NaN" : d < 0 ? "-Infinity" : "Infinity";
+        pf_sbuf_put(b, t, strlen(t));
+        return;
+    }
+    for (int p = 0; p <= 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p, d);
+        if (strtod(e, NULL) == d) break;
+    }
+    /* e: [-]D[.DDD]e[+-]XX */
+    const char *q = e;
+    int neg = *q == '-';
+    if (neg) q++;
+    char dig[24];
+    int nd = 0;
+    for (; *q && *q != 'e'; q++)
+        if (*q != '.') dig[nd++] = *q;
+    int exp10 = atoi(q + 1);
+    while (nd > 1 && dig[nd - 1] == '0') nd--;
+    int k = 0;
+    if (neg) out[k++] = '-';
+    if (exp10 >= -4 && exp10 < 16) {
+        if (exp10 < 0) {
+            out[k++] = '0', out[k++] = '.';
+            for (int i = 0; i < -exp10 - 1; i++) out[k++] = '0';
+            for (int i = 0; i < nd; i++) out[k++] = dig[i];
+        } else {
+            for (int i = 0; i <= exp10; i++) out[k++] = i < nd ? dig[i] : '0';
+            out[k++] = '.';
+            if (nd > exp10 + 1)
+                for (int i = exp10 + 1; i < nd; i++) out[k++] = dig[i];
+            else out[k++] = '0';
+        }
+        pf_sbuf_put(b, out, (size_t)k);
+        return;
+    }
+    out[k++] = dig[0];
+    if (nd > 1) {
+        out[k++] = '.';
+        for (int i = 1; i < nd; i++) out[k++] = dig[i];
+    }
+    k += snprintf(out + k, sizeof out - (size_t)k, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
+    pf_sbuf_put(b, out, (size_t)k);
+}
+
+/* A number as Python's json reads and writes it: an int (no '.', 'e', 'E') keeps its digits
+ * ("-0" is 0), anything else is a float. */
+static void py_number(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
+    size_t i = v->offset, end = i;
+    int is_float = 0;
+    while (end < src_len && src[end] && strchr("+-.eE0123456789", src[end])) {
+        if (strchr(".eE", src[end])) is_float = 1;
+        end++;
+    }
+    if (is_float) {
+        py_float(b, v->u.num.d);
+    } else if (end - i == 2 && !memcmp(src + i, "-0", 2)) {
+        pf_sbuf_put(b, "0", 1);
+    } else {
+        pf_sbuf_put(b, src + i, end - i);
+    }
+}
+
+static int same_key(const pf_json_member *a, const pf_json_member *b) {
+    return a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
+}
+
+void pf_sb_py_dumps(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
+    switch (v->type) {
+    case PF_JSON_NULL: pf_sbuf_put(b, "null", 4); break;
+    case PF_JSON_BOOL: v->u.b ? pf_sbuf_put(b, "true", 4) : pf_sbuf_put(b, "false", 5); break;
+    case PF_JSON_NUMBER: py_number(b, v, src, src_len); break;
+    case PF_JSON_STRING: py_string(b, v->u.str.s, v->u.str.len); break;
+    case PF_JSON_ARRAY:
+        pf_sbuf_put(b, "[", 1);
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            if (i) pf_sbuf_put(b, ", ", 2);
+            pf_sb_py_dumps(b, &v->u.arr.items[i], src, src_len);
+        }
+        pf_sbuf_put(b, "]", 1);
+        break;
+    case PF_JSON_OBJECT: {
+        /* a dict: a key given twice keeps its first place and its last value */
+        int first = 1;
+        pf_sbuf_put(b, "{", 1);
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            const pf_json_member *m = &v->u.obj.members[i];
+            int seen = 0;
+            for (size_t j = 0; j < i && !seen; j++) seen = same_key(&v->u.obj.members[j], m);
+            if (seen) continue;
+            const pf_json_member *last = m;
+            for (size_t j = i + 1; j < v->u.obj.n; j++)
+                if (same_key(&v->u.obj.members[j], m)) last = &v->u.obj.members[j];
+            if (!first) pf_sbuf_put(b, ", ", 2);
+            first = 0;
+            py_string(b, m->key, m->key_len);
+            pf_sbuf_put(b, ": ", 2);
+            pf_sb_py_dumps(b, &last->val, src, src_len);
+        }
+        pf_sbuf_put(b, "}", 1);
+        break;
+    }
+    }
+}
+
+/* ---- the file list ---- */
+
+static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void pf_sb_list_free(char **paths, int n) {
+    for (int i = 0; paths && i < n; i++) free(paths[i]);
+    free(paths);
+}
+
+int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]) {
+    *paths = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, PF_ERR_LEN, "%s: cannot open the folder", dir);
+        return -1;
+    }
+    char **p = NULL;
+    size_t cap = 0, k = 0;
+    struct dirent *e;
+    int oom = 0;
+    while (!oom && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".json")) continue;
+        char **q = pf_grow(p, &cap, k + 1, sizeof *p, 1024);
+        char *s = q ? malloc(strlen(dir) + l + 2) : NULL;
+        if (!s) {
+            if (q) p = q;
+            oom = 1;
+            break;
+        }
+        p = q;
+        sprintf(s, "%s/%s", dir, e->d_name);
+        p[k++] = s;
+    }
+    closedir(d);
+    if (oom) {
+        pf_sb_list_free(p, (int)k);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return -1;
+    }
+    qsort(p, k, sizeof *p, str_cmp);
+    if (sample > 0 && (size_t)sample < k) {
+        uint64_t s = seed;
+        for (size_t i = 0; i < (size_t)sample; i++) { /* a partial Fisher-Yates shuffle */
+            size_t j = i + (size_t)(splitmix(&s) % (k - i));
+            char *t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        for (size_t i = (size_t)sample; i < k; i++) free(p[i]);
+        k = (size_t)sample;
+        qsort(p, k, sizeof *p, str_cmp);
+    }
+    *paths = p;
+    *n = (int)k;
+    return 0;
+}
+
+/* ---- the walk ---- */
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static void add_sample(pf_sb_result *r, float **x, size_t *n, size_t *cap, double v) {
+    float *p = pf_grow(*x, cap, *n + 1, sizeof *p, 4096);
+    if (!p) {
+        r->oom = 1;
+        return;
+    }
+    *x = p;
+    p[(*n)++] = (float)v;
+}
+
+static void add_reason(pf_sb_result *r, pf_sb_reason **list, int *n, const char *why) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp((*list)[i].why, why)) {
+            (*list)[i].n++;
+            return;
+        }
+    pf_sb_reason *l = realloc(*list, (size_t)(*n + 1) * sizeof *l);
+    char *s = strdup(why);
+    if (!l || !s) {
+        if (l) *list = l;
+        free(s);
+        r->oom = 1;
+        return;
+    }
+    *list = l;
+    l[(*n)++] = (pf_sb_reason){s, 1};
+}
+
+static void add_failure(pf_sb_result *r, const char *file, pf_sb_outcome o, const char *why) {
+    pf_sb_failure *f = pf_grow(r->failures, &r->cap_failures, r->n_failures + 1, sizeof *f, 256);
+    if (!f) {
+        r->oom = 1;
+        return;
+    }
+    r->failures = f;
+    const char *base = strrchr(file, '/');
+    f[r->n_failures] = (pf_sb_failure){strdup(base ? base + 1 : file), strdup(why), o};
+    if (!f[r->n_failures].file || !f[r->n_failures].why) {
+        free(f[r->n_failures].file);
+        free(f[r->n_failures].why);
+        r->oom = 1;
+        return;
+    }
+    r->n_failures++;
+}
+
+/* The keyword a compile error names ("keyword 'x'", "'x' combined with ..."), else the message
+ * without its path. */
+static void compile_reason(const char *err, char *out, size_t n) {
+    const char *k = strstr(err, "keyword '");
+    if (k) {
+        k += 9;
+        const char *e = strchr(k, '\'');
+        snprintf(out, n, "%.*s", e ? (int)(e - k) : 60, k);
+        return;
+    }
+    const char *c = strstr(err, "' combined with ");
+    if (c) {
+        const char *s = c;
+        while (s > err && s[-1] != '\'') s--;
+        const char *w = c + 16, *we = w;
+        while (*we && *we != ' ') we++;
+        snprintf(out, n, "%.*s beside %.*s", (int)(c - s), s, (int)(we - w), w);
+        return;
+    }
+    const char *m = strstr(err, "json schema: ");
+    if (m) {
+        m += 13;
+        const char *colon = strstr(m, ": ");
+        if (colon) m = colon + 2;
+    } else {
+        m = err;
+    }
+    snprintf(out, n, "%.60s", m);
+    /* the message's own detail after a ':' varies by schema; keep the kind */
+    char *cut = strchr(out, ':');
+    if (cut && cut != out) *cut = 0;
+}
+
+/* The MaskBench features of a file (its meta.features), for failures the compiler did not name. */
+static void feature_reasons(pf_sb_result *r, const pf_json *root, pf_sb_reason **list, int *n) {
+    const pf_json *f = pf_json_get(pf_json_get(root, "meta"), "features");
+    int any = 0;
+    for (size_t i = 0; f && f->type == PF_JSON_ARRAY && i < f->u.arr.n; i++)
+        if (f->u.arr.items[i].type == PF_JSON_STRING) {
+            add_reason(r, list, n, f->u.arr.items[i].u.str.s);
+            any = 1;
+        }
+    if (!any) add_reason(r, list, n, "(no listed feature)");
+}
+
+typedef struct {
+    const pf_tokenizer *tok;
+    const pf_token_masker *tm;
+    int32_t end[2];
+    uint32_t *bits;
+    pf_sb_result *r;
+} walker;
+
+static int end_allowed(const walker *w) {
+    for (int i = 0; i < 2; i++)
+        if (w->end[i] >= 0 && pf_mask_has(w->bits, w->end[i])) return 1;
+    return 0;
+}
+
+/* 1 when the masks accept text[0..n) as a whole document; 0 refused (*at: the bytes accepted
+ * before the refused token, n when the end was refused); -1 out of memory or a text the tokenizer
+ * refuses. *first_us (when not NULL) gets the first mask's time. */
+static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *first_us, size_t *at) {
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    char err[PF_ERR_LEN];
+    if (pf_tokenize(w->tok, text, n, false, &ids, &n_ids, err) < 0) return -1;
+    pf_mask_cache *cache = pf_mask_cache_new(w->tm);
+    if (!cache) {
+        free(ids);
+        return -1;
+    }
+    pf_matcher_reset(m);
+    double t0 = now_us();
+    pf_token_mask(w->tm, cache, m, w->bits);
+    if (first_us) *first_us = now_us() - t0;
+    int ok = 1;
+    *at = 0;
+    for (size_t i = 0; i < n_ids && ok; i++) {
+        if (!pf_mask_has(w->bits, ids[i])) {
+            ok = 0;
+            break;
+        }
+        uint32_t len;
+        const uint8_t *b = pf_token_masker_bytes(w->tm, ids[i], &len);
+        if (pf_matcher_push_bytes(m, b, len) != 1) { /* the mask allowed it: never happens */
+            ok = 0;
+            break;
+        }
+        *at += len;
+        w->r->tokens++;
+        t0 = now_us();
+        pf_token_mask(w->tm, cache, m, w->bits);
+        add_sample(w->r, &w->r->tbm_us, &w->r->n_tbm, &w->r->cap_tbm, now_us() - t0);
+    }
+    if (ok) ok = end_allowed(w);
+    pf_mask_cache_free(cache);
+    free(ids);
+    return ok;
+}
+
+/* One schema file: its outcome into r. */
+static void run_file(walker *w, const char *path) {
+    pf_sb_result *r = w->r;
+    char err[PF_ERR_LEN], why[300];
+    r->schemas++;
+    FILE *f = fopen(path, "rb");
+    char *src = NULL;
+    long len = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (src = malloc((size_t)len + 1)) && fread(src, 1, (size_t)len, f) != (size_t)len)
+        len = -1;
+    if (f) fclose(f);
+    pf_json_doc *d = src && len >= 0 ? pf_json_parse(src, (size_t)len, err) : NULL;
+    const pf_json *root = d ? pf_json_root(d) : NULL, *schema = pf_json_get(root, "schema");
+    if (!schema) {
+        r->compile_error++;
+        add_reason(r, &r->compile_why, &r->n_compile_why, "(the file does not parse)");
+        add_failure(r, path, PF_SB_COMPILE_ERROR, d ? "no \"schema\"" : err);
+        pf_json_free(d);
+        free(src);
+        return;
+    }
+    pf_sbuf text = {0};
+    pf_sb_py_dumps(&text, schema, src, (size_t)len);
+    pf_schema *s = NULL;
+    double t0 = now_us();
+    pf_schema_status st = text.oom ? PF_SCHEMA_NO_MEMORY : pf_schema_compile(text.p, text.n, &s, err);
+    double t_compile = now_us() - t0;
+    free(text.p);
+    pf_matcher *m = s ? pf_matcher_new(s) : NULL;
+    if (st == PF_SCHEMA_NO_MEMORY || (s && !m)) r->oom = 1;
+    if (!m) {
+        r->compile_error++;
+        compile_reason(err, why, sizeof why);
+        add_reason(r, &r->compile_why, &r->n_compile_why, why);
+        add_failure(r, path, PF_SB_COMPILE_ERROR, err);
+        goto done;
+    }
+    const pf_json *tests = pf_json_get(root, "tests");
+    size_t n_tests = tests && tests->type == PF_JSON_ARRAY ? tests->u.arr.n : 0;
+    int refused = 0, accepted = 0;
+    double first = 0;
+    char first_bad[200] = "";
+    for (size_t i = 0; i < n_tests; i++) {
+        const pf_json *t = &tests->u.arr.items[i], *valid = pf_json_get(t, "valid"), *data = pf_json_get(t, "data");
+        if (!valid || valid->type != PF_JSON_BOOL || !data) continue;
+        pf_sbuf doc = {0};
+        pf_sb_py_dumps(&doc, data, src, (size_t)len);
+        size_t at = 0;
+        int ok = doc.oom ? -1 : walk(w, m, doc.p ? doc.p : "", doc.n, i == 0 ? &first : NULL, &at);
+        if (!first_bad[0] && ok >= 0 && ok != valid->u.b) { /* where: the text around the refusal */
+            size_t from = at > 40 ? at - 40 : 0;
+            if (ok) snprintf(first_bad, sizeof first_bad, "test %zu: %.120s", i, doc.p);
+            else if (at == doc.n) snprintf(first_bad, sizeof first_bad, "test %zu: may not end after ...%.60s", i, doc.p + from);
+            else snprintf(first_bad, sizeof first_bad, "test %zu: refused after ...%.*s at %.20s", i, (int)(at - from), doc.p + from, doc.p + at);
+        }
+        free(doc.p);
+        if (ok < 0) {
+            r->oom = 1;
+            continue;
+        }
+        if (valid->u.b) {
+            r->valid_tests++;
+            if (!ok) r->valid_refused++, refused++;
+        } else {
+            r->invalid_tests++;
+            if (ok) r->invalid_accepted++, accepted++;
+        }
+    }
+    if (n_tests == 0) { /* the first mask still counts toward TTFM */
+        pf_mask_cache *c = pf_mask_cache_new(w->tm);
+        pf_matcher_reset(m);
+        t0 = now_us();
+        if (c) pf_token_mask(w->tm, c, m, w->bits);
+        first = now_us() - t0;
+        pf_mask_cache_free(c);
+        r->no_tests++;
+    }
+    add_sample(r, &r->ttfm_us, &r->n_ttfm, &r->cap_ttfm, t_compile + first);
+    if (accepted) {
+        r->invalidation_error++;
+        feature_reasons(r, root, &r->invalidation_why, &r->n_invalidation_why);
+        snprintf(why, sizeof why, "%d invalid instance(s) accepted, e.g. %s", accepted, first_bad);
+        add_failure(r, path, PF_SB_INVALIDATION_ERROR, why);
+    } else if (refused) {
+        r->validation_error++;
+        feature_reasons(r, root, &r->validation_why, &r->n_validation_why);
+        snprintf(why, sizeof why, "%d valid instance(s) refused, e.g. %s", refused, first_bad);
+        add_failure(r, path, PF_SB_VALIDATION_ERROR, why);
+    } else {
+        r->passing++;
+    }
+done:
+    pf_matcher_free(m);
+    pf_schema_free(s);
+    pf_json_free(d);
+    free(src);
+}
+
+int pf_sb_run(const pf_tokenizer *tok, const pf_token_masker *tm, char *const *paths, int n, pf_sb_result *r) {
+    walker w = {tok, tm, {pf_tokenizer_eos(tok), pf_tokenizer_eot(tok)}, NULL, r};
+    w.bits = malloc((size_t)pf_token_masker_words(tm) * sizeof *w.bits);
+    if (!w.bits) return r->oom = 1, -1;
+    for (int i = 0; i < n && !r->oom; i++) run_file(&w, paths[i]);
+    free(w.bits);
+    return r->oom ? -1 : 0;
+}
+
+static int float_cmp(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+double pf_sb_percentile(float *x, size_t n, double p) {
+    if (!n) return 0;
+    qsort(x, n, sizeof *x, float_cmp);
+    size_t k = (size_t)ceil(p / 100.0 * (double)n);
+    return x[k ? k - 1 : 0];
+}
+
+static void free_reasons(pf_sb_reason *l, int n) {
+    for (int i = 0; i < n; i++) free(l[i].why);
+    free(l);
+}
+
+void pf_sb_result_free(pf_sb_result *r) {
+    free(r->tbm_us);
+    free(r->ttfm_us);
+    free_reasons(r->compile_why, r->n_compile_why);
+    free_reasons(r->validation_why, r->n_validation_why);
+    free_reasons(r->invalidation_why, r->n_invalidation_why);
+    for (size_t i = 0; i < r->n_failures; i++) {
+        free(r->failures[i].file);
+        free(r->failures[i].why);
+    }
+    free(r->failures);
+    memset(r, 0, sizeof *r);
+}
