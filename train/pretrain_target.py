@@ -31,6 +31,10 @@ import train_lib as L  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRE = os.path.join(HERE, "work", "pre")
 RUN = os.path.join(HERE, "work", "pretrain")
+# The weights-only snapshot committed to the repository, so that a new machine resumes the run
+# (from its step, with fresh optimizer moments and a short re-warmup) instead of starting it over.
+COMMITTED = os.path.join(HERE, "snapshots", "pretrain.pt")
+REWARM_STEPS = 50
 
 SHAPES = {
     "h384_l6": dict(hidden=384, n_layers=6, n_heads=6, n_kv_heads=2, head_dim=64, ffn=1024),
@@ -42,7 +46,7 @@ PRETRAIN_RUN = {
     "seed": 20261205,
     "shape": "h384_l6",
     "model": dict(vocab_size=8192, rope_theta=1e6, eps=1e-6, context_length=2048, **SHAPES["h384_l6"]),
-    "token_budget": 64_000_000,
+    "token_budget": 48_000_000,
     "long_share": 0.06,            # the last 6% of the budget in 2,048-token windows
     "phases": [{"ctx": 512, "batch": 16}, {"ctx": 2048, "batch": 4}],   # 8,192 tokens a step in both
     "peak_lr": 1.5e-3,
@@ -175,6 +179,12 @@ def train():
     if os.path.exists(ck):
         step, extra = L.load_ckpt(ck, model, opt)
         log(f"resumed at step {step}")
+    elif os.path.exists(COMMITTED):
+        snap = torch.load(COMMITTED, map_location="cpu")
+        model.load_state_dict({k: v.float() for k, v in snap["model"].items()})
+        step, extra = snap["step"], {"wall": snap.get("wall", 0.0), "tokens": snap["tokens"], "rewarm_from": snap["step"]}
+        log(f"resumed from the committed snapshot at step {step} (weights only: optimizer moments anew, "
+            f"{REWARM_STEPS} steps of re-warmup)")
     log(f"params {count_params(model)} ({count_params(model) / 1e6:.2f}M); {total} steps "
         f"{[(p[1], p[2], p[3]) for p in phases]} (steps, ctx, batch); stream {len(stream.ids)} tokens; "
         f"device {dev} bf16 {bf16}")
@@ -184,6 +194,8 @@ def train():
     while step < total:
         first, n, ctx, bsz = next(p for p in phases if p[0] <= step < p[0] + p[1])
         lr = L.lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
+        if "rewarm_from" in extra:
+            lr *= min(1.0, (step - extra["rewarm_from"] + 1) / REWARM_STEPS)
         L.set_lr(opt, lr)
         ids = stream.batch(step - first, ctx, bsz).to(dev)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
@@ -204,7 +216,8 @@ def train():
         if now - t_ckpt > 60 * cfg["ckpt_minutes"] or step == total:
             L.save_ckpt(ck, model, opt, step, extra)
             torch.save({"model": {k: v.half() for k, v in model.state_dict().items()}, "config": c.to_dict(),
-                        "step": step, "tokens": extra["tokens"]}, os.path.join(RUN, "snapshot.pt"))
+                        "step": step, "tokens": extra["tokens"], "wall": extra["wall"]},
+                       os.path.join(RUN, "snapshot.pt"))
             t_ckpt = time.time()
         if step % cfg["eval_every"] == 0 or step == total:
             model.eval()
