@@ -117,15 +117,8 @@ def encode():
 
 def manifest():
     import glob
-    import hashlib
     import subprocess
-
-    def sha(path):
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for b in iter(lambda: f.read(1 << 20), b""):
-                h.update(b)
-        return h.hexdigest()
+    from write_manifest import sha
 
     inputs = {os.path.basename(p): sha(p) for p in sorted(glob.glob(os.path.join(PRE, "debs", "*.deb")) +
                                                            glob.glob(os.path.join(PRE, "npm", "*.tgz")))}

@@ -30,6 +30,7 @@ import tarfile
 import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from build_corpus import deb822  # noqa: E402
 from heldout import reserved  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -256,31 +257,13 @@ def poetry_docs(per_doc=10):
 
 
 # ---------------------------------------------------------------- package descriptions
-def _deb822(path):
-    rec, last = {}, None
-    for line in open(path, encoding="utf-8", errors="replace"):
-        line = line.rstrip("\n")
-        if not line:
-            if rec:
-                yield rec
-            rec, last = {}, None
-        elif line[0] in " \t" and last:
-            rec[last] += "\n" + line[1:]
-        else:
-            k, _, v = line.partition(":")
-            last = k
-            rec[k] = v.strip()
-    if rec:
-        yield rec
-
-
 def description_docs(suffix, lang, per_doc=8, want_reserved=False):
     """Package descriptions, per_doc to a document; the reserved packages only with want_reserved."""
     name = suffix.replace("_", "%5f")  # apt escapes the underscore in the list's file name
     paths = sorted(p for p in glob.glob(os.path.join(LISTS, "*Translation-" + name)) if "main" in p)
     seen, items = set(), []
     for path in paths:
-        for rec in _deb822(path):
+        for rec in deb822(path):
             key = "Description-" + suffix if "Description-" + suffix in rec else None
             if not key or rec.get("Package") in seen or reserved("package", rec.get("Package", "")) != want_reserved:
                 continue
