@@ -6,19 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/forward.h"
+
+#include "engine/batch.h"
 #include "engine/layer.h"
+#include "engine/op_timing.h"
 #include "formats/quant.h"
-#include "engine/clock.h"
-
-const char *const pf_op_names[PF_OP_COUNT] = {"q/k/v", "attention", "o", "gate/up", "down", "head", "elementwise"};
-
-/* Op timing: the time since the previous mark goes to op (nothing when timing is off). */
-static void op_mark(pf_ctx *c, int op, double *t) {
-    if (!c->op_s) return;
-    double n = pf_now_s();
-    c->op_s[op] += n - *t;
-    *t = n;
-}
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -194,7 +187,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     const int H = hp->n_embd, hd = hp->head_dim;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     const int64_t pos0 = kv->len;
-    double tm = c->op_s ? pf_now_s() : 0;
+    pf_op_clock clk = pf_op_clock_start(c->op_s);
 
     for (int r = 0; r < B; r++) pf_dequantize_row(m->tok_embd.type,
         (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->sc->x + (size_t)r * H, H);
@@ -206,37 +199,37 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
     for (int l = 0; l < hp->n_layer; l++) {
         const pf_layer *L = &m->layers[l];
         rj.l = l;
-        op_mark(c, PF_OP_ELEMENT, &tm);
+        pf_op_mark(&clk, PF_OP_ELEMENT);
         {
             const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
             float *y[3] = {c->sc->q, c->sc->kbuf, c->sc->vbuf};
             const int64_t ldy[3] = {qd, kvd, kvd};
             pf_linear_n(k, c->pool, c->sc->act, 3, W, c->sc->xn, H, B, y, ldy, prepared);
         }
-        op_mark(c, PF_OP_QKV, &tm);
+        pf_op_mark(&clk, PF_OP_QKV);
         rows_run(&rj, ROWS_QK, NULL);
-        op_mark(c, PF_OP_ELEMENT, &tm);
+        pf_op_mark(&clk, PF_OP_ELEMENT);
         const pf_attn_rows rows = {.q = c->sc->q, .ldq = qd, .B = B, .n_head = hp->n_head, .pos0 = pos0,
                                    .n_keys = pos0 + B, .causal = 1, .out = c->sc->att, .ldo = qd};
         pf_kv_attend(k, c->pool, kv, l, &rows);
-        op_mark(c, PF_OP_ATTENTION, &tm);
+        pf_op_mark(&clk, PF_OP_ATTENTION);
         linear(c, &L->attn_o, c->sc->att, qd, B, c->sc->tmp, H, 0);
-        op_mark(c, PF_OP_O, &tm);
+        pf_op_mark(&clk, PF_OP_O);
         const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
         prepared = rows_run(&rj, ROWS_O_OUT, pf_shared_input(2, W));
-        op_mark(c, PF_OP_ELEMENT, &tm);
+        pf_op_mark(&clk, PF_OP_ELEMENT);
         {
             float *y[2] = {c->sc->gate, c->sc->up};
             const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
             pf_linear_n(k, c->pool, c->sc->act, 2, W, c->sc->xn, H, B, y, ldy, prepared);
         }
-        op_mark(c, PF_OP_GATE_UP, &tm);
+        pf_op_mark(&clk, PF_OP_GATE_UP);
         prepared = rows_run(&rj, ROWS_SWIGLU, &L->ffn_down);
-        op_mark(c, PF_OP_ELEMENT, &tm);
+        pf_op_mark(&clk, PF_OP_ELEMENT);
         linear(c, &L->ffn_down, c->sc->gate, hp->n_ff, B, c->sc->tmp, H, prepared);
-        op_mark(c, PF_OP_DOWN, &tm);
+        pf_op_mark(&clk, PF_OP_DOWN);
         prepared = rows_run(&rj, ROWS_DOWN_OUT, l + 1 < hp->n_layer ? qkv_input(&m->layers[l + 1]) : NULL);
-        op_mark(c, PF_OP_ELEMENT, &tm);
+        pf_op_mark(&clk, PF_OP_ELEMENT);
     }
     kv->len = pos0 + B;
 
@@ -251,7 +244,7 @@ static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batc
         k->rmsnorm(c->sc->x + (size_t)r * H, m->output_norm, H, hp->rms_eps, c->sc->xn + (size_t)(r - first) * H);
     float *out = b->logits_mode == PF_LOGITS_ALL ? b->logits + (size_t)row0 * hp->n_vocab : b->logits;
     linear(c, &m->output, c->sc->xn, H, nr, out, hp->n_vocab, 0);
-    op_mark(c, PF_OP_HEAD, &tm);
+    pf_op_mark(&clk, PF_OP_HEAD);
 }
 
 pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {

@@ -13,6 +13,7 @@
 #include "engine/tokenizer.h"
 #include "engine/unicode.h"
 #include "engine/clock.h"
+#include "engine/batch.h"
 
 int32_t pf_session_sample(pf_session *s, const float *logits) {
     return pf_sample(&s->sampling, logits, s->model->hp.n_vocab, &s->dist, &s->rng);

@@ -6,7 +6,7 @@
 #define PF_GENERATE_H
 
 #include "engine/decode.h"
-#include "engine/model.h"
+#include "engine/forward.h"
 #include "engine/sampler.h"
 #include "grammar/token_mask.h"
 

@@ -8,6 +8,7 @@
 #include "verify/strategies.h"
 #include "engine/clock.h"
 #include "include/pocketflash.h"
+#include "engine/batch.h"
 
 /* Draft time per round at each candidate block, relative to t1: the drafter sees a real context of
  * `depth` target rows (taps included) and proposes after it; the fastest of several calls. */

@@ -11,6 +11,7 @@
 #include "test.h"
 #include "util.h"
 #include "include/pocketflash.h"
+#include "engine/batch.h"
 
 /* A tiny q8_0 model and a session on it. */
 typedef struct {

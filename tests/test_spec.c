@@ -19,6 +19,7 @@
 #include "util.h"
 #include "verify/accept.h"
 #include "verify/spec.h"
+#include "engine/batch.h"
 
 static pf_model *load_tiny(uint32_t type, uint64_t seed) {
     char path[300], err[PF_ERR_LEN];

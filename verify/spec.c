@@ -12,6 +12,7 @@
 #include "engine/clock.h"
 #include "verify/accept.h"
 #include "verify/spec_constrain.h"
+#include "engine/batch.h"
 
 /* The verify forward's taps of n rows split in two: the final layer's row `final_row` (-1: none)
  * is kept as h_target, and the drafter's own taps are returned (repacked without the final layer
