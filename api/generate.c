@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "api/status.h"
 #include "api/strategy.h"
 #include "engine/generate.h"
@@ -53,7 +54,7 @@ static pf_chat_msg *chat_messages(const pf_message *m, int n, char err[PF_ERR_LE
     return c;
 }
 
-static pf_rc engine_call(pf_session *s, const gen_input *in, const pf_decode_params *q, pf_strategy *strategy,
+static pf_rc engine_call(pf_engine_session *s, const gen_input *in, const pf_decode_params *q, pf_strategy *strategy,
                          void *user, pf_decode_stats *ds, char err[PF_ERR_LEN]) {
     if (in->kind == GEN_TOKENS)
         return pf_engine_generate_tokens(s, in->ids, in->n_ids, q, strategy, in->on_token, user, ds, err);
@@ -82,7 +83,7 @@ static pf_status run(pf_session *s, const gen_input *in, const pf_gen_params *p,
     if (rc != PF_OK) return rc;
     pf_decode_params q = decode_params(p);
     pf_decode_stats ds = {0};
-    rc = pf_api_status(engine_call(s, in, &q, c.strategy, user, &ds, err));
+    rc = pf_api_status(engine_call(&s->engine, in, &q, c.strategy, user, &ds, err));
     pf_gen_stats st;
     memset(&st, 0, sizeof st);
     copy_stats(&ds, &st);

@@ -1,5 +1,5 @@
-/* The public API's models and sessions (include/pocketflash.h): a session is the engine's session
- * (context over a loaded model, sampler state) wrapped with the strategy the library keeps for it
+/* The public API's models and sessions (include/pocketflash.h): a session holds the engine's
+ * session (context over a loaded model, sampler state) and the strategy the library keeps for it
  * (api/api_session.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,45 +24,46 @@ void pf_free_model(pf_model *m) { pf_model_free(m); }
 pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char err[PF_ERR_LEN]) {
     int64_t n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     int threads = p && p->n_threads > 0 ? p->n_threads : 1;
-    api_session *as = calloc(1, sizeof *as);
-    if (!as) {
+    pf_session *ps = calloc(1, sizeof *ps);
+    if (!ps) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         return NULL;
     }
-    pf_session *s = &as->engine;
+    pf_engine_session *s = &ps->engine;
     s->model = m;
     s->ctx = pf_ctx_new(m, n_ctx, threads, NULL, err);
     s->logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
     s->hist = s->ctx ? malloc((size_t)(s->ctx->kv->n_ctx + 1) * sizeof *s->hist) : NULL;
     if (!s->ctx || !s->logits || !s->hist || pf_dist_init(&s->dist, m->hp.n_vocab) < 0) {
         if (s->ctx) snprintf(err, PF_ERR_LEN, "out of memory");
-        pf_session_free(s);
+        pf_session_free(ps);
         return NULL;
     }
     if (p && p->kv_q8) {
         /* refused rather than silently slow where its scalar path would run */
         if (!pf_kv_q8_usable(s->ctx->k, err) || pf_ctx_set_kv_type(s->ctx, PF_KV_Q8, err) < 0) {
-            pf_session_free(s);
+            pf_session_free(ps);
             return NULL;
         }
     }
-    return s;
+    return ps;
 }
 
-void pf_session_free(pf_session *s) {
-    if (!s) return;
-    pf_api_spec_free(pf_api_session(s)->spec);
-    pf_session_masker_free(s);
+void pf_session_free(pf_session *ps) {
+    if (!ps) return;
+    pf_engine_session *s = &ps->engine;
+    pf_api_spec_free(ps->spec);
+    pf_engine_masker_free(s);
     free(s->hist);
     pf_ctx_free(s->ctx);
     pf_dist_free(&s->dist);
     free(s->logits);
-    free(pf_api_session(s));
+    free(ps);
 }
 
-void pf_session_reset(pf_session *s) {
-    if (!s) return;
-    s->n_hist = 0;
-    s->prev = NULL;
-    pf_kv_truncate(s->ctx->kv, 0);
+void pf_session_reset(pf_session *ps) {
+    if (!ps) return;
+    ps->engine.n_hist = 0;
+    ps->engine.prev = NULL;
+    pf_kv_truncate(ps->engine.ctx->kv, 0);
 }

@@ -60,7 +60,7 @@ static pf_status plan_of(const pf_gen_params *p, pf_strategy_plan *plan, char er
 }
 
 /* The plan's drafter and strategy over the loaded draft; their status as it came. */
-static pf_status build(api_spec *a, pf_session *s, char err[PF_ERR_LEN]) {
+static pf_status build(api_spec *a, pf_engine_session *s, char err[PF_ERR_LEN]) {
     const pf_dflash *w = a->draft ? a->draft->weights : NULL;
     pf_rc rc = pf_drafter_for(&a->plan, w, 0, s, &a->drafter, err);
     if (rc == PF_RC_OK) rc = pf_strategy_build(s, &a->plan, a->drafter, a->draft ? a->draft->dec : NULL, &a->spec, err);
@@ -74,12 +74,12 @@ pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char er
     return rc;
 }
 
-void pf_api_use_strategy(pf_session *s, pf_strategy *strategy) { pf_api_session(s)->strategy = strategy; }
+void pf_api_use_strategy(pf_session *s, pf_strategy *strategy) { s->strategy = strategy; }
 
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]) {
-    *c = (api_choice){.strategy = pf_api_session(s)->strategy};
+    *c = (api_choice){.strategy = s->strategy};
     if (c->strategy) return PF_OK;
-    if (p->draft && p->draft->target != s->model) {
+    if (p->draft && p->draft->target != s->engine.model) {
         snprintf(err, PF_ERR_LEN, "the draft was loaded for another model");
         return PF_ERR_ARG;
     }
@@ -87,18 +87,17 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, 
     pf_status rc = plan_of(p, &plan, err);
     if (rc == PF_OK) c->kind = pf_kind_name(plan.kind);
     if (rc != PF_OK || plan.kind == PF_KIND_AR) return rc;
-    api_session *as = pf_api_session(s);
-    if (!as->spec && !(as->spec = calloc(1, sizeof *as->spec))) {
+    if (!s->spec && !(s->spec = calloc(1, sizeof *s->spec))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         return PF_ERR_OOM;
     }
-    api_spec *a = as->spec;
+    api_spec *a = s->spec;
     const pf_draft *draft = plan.kind == PF_KIND_NGRAM ? NULL : p->draft;
     if (!a->spec || a->draft != draft || memcmp(&a->plan, &plan, sizeof plan)) {
         api_spec_clear(a); /* the plan changed: a new drafter (the engine then prefills afresh) */
         a->draft = draft;
         a->plan = plan;
-        rc = build(a, s, err);
+        rc = build(a, &s->engine, err);
         if (rc != PF_OK) {
             api_spec_clear(a);
             return rc;

@@ -9,6 +9,7 @@
 #include "eval/bench_model.h"
 #include "kernels/cpu.h"
 #include "formats/atomic_file.h"
+#include "engine/op_timing.h"
 
 static const char k_usage[] =
     "usage: pocketflash bench-model -m MODEL.gguf [-t N] [--depth D] [--reps R] [--json FILE] [--ops] [--kv f16|q8]\n"

@@ -16,7 +16,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 #include "formats/atomic_file.h"
 #include "formats/ggml_types.h"
 #include "kernels/topology.h"

@@ -34,7 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/model.h"
+#include "engine/hparams.h"
 #include "convert/synth.h"
 #include "formats/gguf.h"
 

@@ -1,6 +1,8 @@
 /* Expanding a Qwen3 target (convert/expand.h). */
 #include "convert/expand_impl.h"
 #include "convert/shape_keys.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 
 /* ---------------------------------------------------------------- the target */
 

@@ -7,6 +7,7 @@
  * output rows), attention through pf_attention (per row and head), so no result depends on the
  * thread count, and a context row's K/V do not depend on how the rows were split over calls. */
 #include "draft/dflash_impl.h"
+#include "engine/weight_pack.h"
 
 /* ---------------------------------------------------------------- loading */
 

@@ -71,7 +71,7 @@ static void df_free(void *p) {
     free(s);
 }
 
-pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *sess, char err[PF_ERR_LEN]) {
+pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *sess, char err[PF_ERR_LEN]) {
     pf_drafter *dr = calloc(1, sizeof *dr);
     df_state *s = calloc(1, sizeof *s);
     if (!dr || !s) {

@@ -9,7 +9,7 @@
 
 /* The draft (borrowed) runs on the session's thread pool and kernels; it starts with the draft's
  * default head vocabulary (set_head changes it, pf_dflash_set_head). */
-pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_session *s, char err[PF_ERR_LEN]);
+pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *s, char err[PF_ERR_LEN]);
 /* From now on pf_drafter_free(dr) also frees the draft weights it was made with. */
 void pf_dflash_drafter_own_weights(pf_drafter *dr);
 

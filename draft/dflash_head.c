@@ -2,6 +2,7 @@
  * head built at load, a state's own with pf_dflash_set_head). */
 #include "draft/dflash_impl.h"
 #include "draft/drafter.h"
+#include "engine/weight_pack.h"
 
 void dflash_head_free(head_subset *h) {
     free(h->ids);

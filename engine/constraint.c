@@ -48,7 +48,7 @@ static pf_token_masker *build_masker(const pf_model *model, char err[PF_ERR_LEN]
     return pf_vocab_masker(model->tok, model->hp.n_vocab, err);
 }
 
-void pf_session_masker_free(pf_session *s) {
+void pf_engine_masker_free(pf_engine_session *s) {
     pf_token_masker_free(s->masker);
     s->masker = NULL;
 }
@@ -60,7 +60,7 @@ static pf_rc compile_schema(const pf_decode_params *p, pf_schema **out, char err
     return r == PF_SCHEMA_OK ? PF_RC_OK : r == PF_SCHEMA_NO_MEMORY ? PF_RC_OOM : PF_RC_ARG;
 }
 
-pf_rc pf_constraint_open(pf_session *s, const pf_decode_params *p, pf_constraint **out, char err[PF_ERR_LEN]) {
+pf_rc pf_constraint_open(pf_engine_session *s, const pf_decode_params *p, pf_constraint **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     if (!p->json_schema && !p->json_object) return PF_RC_OK;
     /* a loaded model's vocabulary is never empty: building its masker fails only for memory */

@@ -24,7 +24,7 @@ pf_token_masker *pf_vocab_masker(const pf_tokenizer *t, int n, char err[PF_ERR_L
 /* The constraint p asks for (p->json_schema, else p->json_object) into *out, NULL when it asks for
  * none. PF_RC_OK, or PF_RC_ARG (a schema outside the subset) / PF_RC_OOM with a one-line error. The
  * session's token masker (its vocabulary's trie) is built on first use and kept. */
-pf_rc pf_constraint_open(pf_session *s, const pf_decode_params *p, pf_constraint **out, char err[PF_ERR_LEN]);
+pf_rc pf_constraint_open(pf_engine_session *s, const pf_decode_params *p, pf_constraint **out, char err[PF_ERR_LEN]);
 void pf_constraint_free(pf_constraint *c);
 
 /* The allowed tokens at the current position (*n_allowed of them). */
@@ -53,6 +53,6 @@ void pf_constraint_rollback(pf_constraint *c, size_t pos);
 int pf_constraint_done(const pf_constraint *c);
 
 /* Frees a session's token masker (pf_session_free). */
-void pf_session_masker_free(pf_session *s);
+void pf_engine_masker_free(pf_engine_session *s);
 
 #endif

@@ -6,19 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/forward.h"
+
+#include "engine/batch.h"
 #include "engine/layer.h"
+#include "engine/op_timing.h"
 #include "formats/quant.h"
-#include "engine/clock.h"
-
-const char *const pf_op_names[PF_OP_COUNT] = {"q/k/v", "attention", "o", "gate/up", "down", "head", "elementwise"};
-
-/* Op timing: the time since the previous mark goes to op (nothing when timing is off). */
-static void op_mark(pf_ctx *c, int op, double *t) {
-    if (!c->op_s) return;
-    double n = pf_now_s();
-    c->op_s[op] += n - *t;
-    *t = n;
-}
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -78,180 +71,197 @@ int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
     return 0;
 }
 
-/* pf_shared_input of a layer's q/k/v projections. */
-static const pf_weight *qkv_input(const pf_layer *L) {
-    const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
-    return pf_shared_input(3, W);
-}
-
-/* pf_linear through the context's scratch. */
-static void linear(pf_ctx *c, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy,
-                   int prepared) {
-    pf_linear(c->k, c->pool, c->sc->act, W, x, ldx, B, y, ldy, prepared);
-}
-
 /* The per-row steps between matmuls. From ROWS_POOL_MIN rows they are split over the pool by rows
  * (the gain is in docs/performance.md); below, the pool's wake-up costs about what it saves. Each
  * row's arithmetic is the same either way. A step whose output feeds a matmul also prepares the
- * row's activation for it (prep: that matmul's weight, NULL for none), so the threads quantize
- * their own rows instead of the caller all of them while the others wait. */
+ * row's activation for it, so the threads quantize their own rows instead of the caller all of
+ * them while the others wait. */
 #define ROWS_POOL_MIN 4
 
-typedef enum {
-    ROWS_ATTN_NORM, /* xn = rmsnorm(x, attn_norm) (first layer) */
-    ROWS_QK,        /* q/k head norms, RoPE, k and v into the cache */
-    ROWS_O_OUT,     /* x += o output; xn = rmsnorm(x, ffn_norm) */
-    ROWS_SWIGLU,    /* gate = swiglu(gate, up) */
-    ROWS_DOWN_OUT,  /* x += down output; taps; xn = rmsnorm(x, next layer's attn_norm) */
-} rows_step;
-
+/* One chunk of rows on its way through the model, and the clock its operations are timed by. */
 typedef struct {
     pf_ctx *c;
     const pf_batch *b;
-    int l, B, row0;
+    int B, row0;
     int64_t pos0;
-    rows_step step;
-    const pf_weight *prep;
-} rows_job;
+    pf_op_clock clk;
+} chunk;
 
-static void prep_row(const rows_job *j, const float *x, int r) {
-    const pf_weight *W = j->prep;
-    if (W)
-        pf_act_prepare_row(j->c->k, W->type, x, W->cols,
-                           (char *)j->c->sc->act + (size_t)r * pf_act_row_bytes(W->type, W->cols));
+typedef struct rows_job rows_job;
+struct rows_job {
+    const chunk *ch;
+    int l;
+    void (*row)(const rows_job *j, int r);
+    const float *norm;    /* the norm weight of a norm step */
+    const pf_weight *mat; /* the matmul the step's output feeds (NULL: none) */
+    int prepare;          /* whether the rows prepare mat's activation */
+};
+
+static float *row_of(float *base, int r, int64_t width) { return base + (size_t)r * (size_t)width; }
+
+static void prepare_row(const rows_job *j, const float *y, int r) {
+    const pf_weight *W = j->mat;
+    if (j->prepare)
+        pf_act_prepare_row(j->ch->c->k, W->type, y, W->cols,
+                           (char *)j->ch->c->sc->act + (size_t)r * pf_act_row_bytes(W->type, W->cols));
 }
 
-static void row_step(const rows_job *j, int r) {
-    pf_ctx *c = j->c;
-    const pf_kernels *k = c->k;
-    const pf_model *m = c->model;
-    const pf_hparams *hp = &m->hp;
-    const pf_layer *L = &m->layers[j->l];
-    const int H = hp->n_embd, hd = hp->head_dim;
-    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+/* xn = rmsnorm(x) * norm */
+static void row_norm(const rows_job *j, int r) {
+    const pf_ctx *c = j->ch->c;
+    const int H = c->model->hp.n_embd;
+    float *xn = row_of(c->sc->xn, r, H);
+    c->k->rmsnorm(row_of(c->sc->x, r, H), j->norm, H, c->model->hp.rms_eps, xn);
+    prepare_row(j, xn, r);
+}
+
+/* q, k = per-head rmsnorm, rope_neox; k, v into the layer's cache */
+static void row_qk(const rows_job *j, int r) {
+    const pf_ctx *c = j->ch->c;
+    const pf_hparams *hp = &c->model->hp;
+    const pf_layer *L = &c->model->layers[j->l];
+    const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     pf_layer_scratch *sc = c->sc;
-    float *x = sc->x + (size_t)r * H, *xn = sc->xn + (size_t)r * H, *t = sc->tmp + (size_t)r * H;
-    switch (j->step) {
-    case ROWS_ATTN_NORM:
-        k->rmsnorm(x, L->attn_norm, H, hp->rms_eps, xn);
-        prep_row(j, xn, r);
-        break;
-    case ROWS_QK:
-        pf_layer_qk_row(k, hp, L->q_norm, L->k_norm, c->kv, j->l, j->pos0 + r,
-                        sc->rope + (size_t)r * hd, sc->q + (size_t)r * qd,
-                        sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
-        break;
-    case ROWS_O_OUT:
-        for (int i = 0; i < H; i++) x[i] += t[i];
-        k->rmsnorm(x, L->ffn_norm, H, hp->rms_eps, xn);
-        prep_row(j, xn, r);
-        break;
-    case ROWS_SWIGLU: {
-        float *g = sc->gate + (size_t)r * hp->n_ff;
-        pf_swiglu_rows(k, g, sc->up + (size_t)r * hp->n_ff, 1, hp->n_ff);
-        prep_row(j, g, r);
-        break;
-    }
-    case ROWS_DOWN_OUT: {
-        const pf_batch *b = j->b;
-        for (int i = 0; i < H; i++) x[i] += t[i];
-        for (int ti = 0; ti < b->n_taps; ti++)
-            if (b->tap_layers[ti] == j->l)
-                memcpy(b->taps + ((size_t)(j->row0 + r) * b->n_taps + ti) * H, x, (size_t)H * sizeof(float));
-        if (j->l + 1 < hp->n_layer) {
-            k->rmsnorm(x, m->layers[j->l + 1].attn_norm, H, hp->rms_eps, xn);
-            prep_row(j, xn, r);
-        }
-        break;
-    }
-    }
+    pf_layer_qk_row(c->k, hp, L->q_norm, L->k_norm, c->kv, j->l, j->ch->pos0 + r, row_of(sc->rope, r, hp->head_dim),
+                    row_of(sc->q, r, qd), row_of(sc->kbuf, r, kvd), row_of(sc->vbuf, r, kvd));
+}
+
+/* x += tmp (the o or down projection's output) */
+static void add_residual(const pf_ctx *c, int r) {
+    const int H = c->model->hp.n_embd;
+    float *x = row_of(c->sc->x, r, H), *t = row_of(c->sc->tmp, r, H);
+    for (int i = 0; i < H; i++) x[i] += t[i];
+}
+
+/* x += a @ attn_output; xn = rmsnorm(x) * ffn_norm */
+static void row_residual_norm(const rows_job *j, int r) {
+    add_residual(j->ch->c, r);
+    row_norm(j, r);
+}
+
+/* gate = silu(gate) * up */
+static void row_swiglu(const rows_job *j, int r) {
+    const pf_ctx *c = j->ch->c;
+    const int F = c->model->hp.n_ff;
+    float *g = row_of(c->sc->gate, r, F);
+    pf_swiglu_rows(c->k, g, row_of(c->sc->up, r, F), 1, F);
+    prepare_row(j, g, r);
+}
+
+/* x += ffn @ ffn_down; the rows the batch taps after this layer */
+static void row_residual(const rows_job *j, int r) {
+    const pf_ctx *c = j->ch->c;
+    const pf_batch *b = j->ch->b;
+    const int H = c->model->hp.n_embd;
+    add_residual(c, r);
+    for (int t = 0; t < b->n_taps; t++)
+        if (b->tap_layers[t] == j->l)
+            memcpy(b->taps + ((size_t)(j->ch->row0 + r) * b->n_taps + t) * H, row_of(c->sc->x, r, H),
+                   (size_t)H * sizeof(float));
 }
 
 static void rows_worker(void *arg, int ith, int nth) {
     const rows_job *j = arg;
-    for (int r = j->B * ith / nth; r < j->B * (ith + 1) / nth; r++) row_step(j, r);
+    const int B = j->ch->B;
+    for (int r = B * ith / nth; r < B * (ith + 1) / nth; r++) j->row(j, r);
 }
 
-/* Runs a step; returns whether it prepared the activations for prep (only when split over the
- * pool: below ROWS_POOL_MIN rows the matmul prepares them as before). */
-static int rows_run(rows_job *j, rows_step step, const pf_weight *prep) {
-    j->step = step;
-    if (j->B >= ROWS_POOL_MIN && pf_pool_size(j->c->pool) > 1) {
-        j->prep = prep;
-        pf_pool_run(j->c->pool, rows_worker, j);
-        return prep != NULL;
+/* Runs a per-row step of layer l over the chunk (norm: its weight; mat: the matmul its output feeds,
+ * or NULL); returns whether the rows prepared mat's activation (only when split over the pool:
+ * below ROWS_POOL_MIN rows the matmul prepares them). Timed as elementwise. */
+static int rows(chunk *ch, int l, void (*row)(const rows_job *, int), const float *norm, const pf_weight *mat) {
+    rows_job j = {ch, l, row, norm, mat, 0};
+    if (ch->B >= ROWS_POOL_MIN && pf_pool_size(ch->c->pool) > 1) {
+        j.prepare = mat != NULL;
+        pf_pool_run(ch->c->pool, rows_worker, &j);
+    } else {
+        for (int r = 0; r < ch->B; r++) row(&j, r);
     }
-    j->prep = NULL;
-    for (int r = 0; r < j->B; r++) row_step(j, r);
-    return 0;
+    pf_op_mark(&ch->clk, PF_OP_ELEMENT);
+    return j.prepare;
 }
 
-static void forward_chunk(pf_ctx *c, const int32_t *tokens, int B, const pf_batch *b, int row0) {
+/* y[i] rows = x rows @ W[i] for n weights reading the same rows (prepared: a row step prepared
+ * them already), timed as op. */
+static void project(chunk *ch, int op, int n, const pf_weight *const *W, const float *x, int64_t ldx,
+                    float *const *y, const int64_t *ldy, int prepared) {
+    pf_ctx *c = ch->c;
+    if (n == 1)
+        pf_linear(c->k, c->pool, c->sc->act, W[0], x, ldx, ch->B, y[0], ldy[0], prepared);
+    else
+        pf_linear_n(c->k, c->pool, c->sc->act, n, W, x, ldx, ch->B, y, ldy, prepared);
+    pf_op_mark(&ch->clk, op);
+}
+
+/* a = softmax(q k^T / sqrt(hd) + causal mask) v over layer l's cache, timed */
+static void attend(chunk *ch, int l) {
+    pf_ctx *c = ch->c;
+    const pf_hparams *hp = &c->model->hp;
+    const int64_t qd = (int64_t)hp->n_head * hp->head_dim;
+    const pf_attn_rows rows = {.q = c->sc->q, .ldq = qd, .B = ch->B, .n_head = hp->n_head, .pos0 = ch->pos0,
+                               .n_keys = ch->pos0 + ch->B, .causal = 1, .out = c->sc->att, .ldo = qd};
+    pf_kv_attend(c->k, c->pool, c->kv, l, &rows);
+    pf_op_mark(&ch->clk, PF_OP_ATTENTION);
+}
+
+/* One pre-norm layer over the chunk's rows, top to bottom as docs/target.md writes it. The helpers
+ * time their own step (rows: elementwise, project: its op, attend), so no mark is in here. */
+static void layer_forward(chunk *ch, int l) {
+    const pf_hparams *hp = &ch->c->model->hp;
+    const pf_layer *L = &ch->c->model->layers[l];
+    pf_layer_scratch *sc = ch->c->sc;
+    const int64_t H = hp->n_embd, F = hp->n_ff;
+    const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
+    const pf_weight *qkv[3] = {&L->attn_q, &L->attn_k, &L->attn_v}, *gate_up[2] = {&L->ffn_gate, &L->ffn_up};
+    const pf_weight *o = &L->attn_o, *down = &L->ffn_down;
+
+    /* u = rmsnorm(x) * attn_norm; q, k, v = u @ attn_q, attn_k, attn_v */
+    int prepared = rows(ch, l, row_norm, L->attn_norm, pf_shared_input(3, qkv));
+    project(ch, PF_OP_QKV, 3, qkv, sc->xn, H, (float *[]){sc->q, sc->kbuf, sc->vbuf}, (int64_t[]){qd, kvd, kvd},
+            prepared);
+    /* q, k = QK-norm, RoPE; k, v into the cache; a = attention over it */
+    rows(ch, l, row_qk, NULL, NULL);
+    attend(ch, l);
+    /* x = x + a @ attn_output; u = rmsnorm(x) * ffn_norm */
+    project(ch, PF_OP_O, 1, &o, sc->att, qd, &sc->tmp, &H, 0);
+    prepared = rows(ch, l, row_residual_norm, L->ffn_norm, pf_shared_input(2, gate_up));
+    /* x = x + (silu(u @ ffn_gate) * (u @ ffn_up)) @ ffn_down */
+    project(ch, PF_OP_GATE_UP, 2, gate_up, sc->xn, H, (float *[]){sc->gate, sc->up}, (int64_t[]){F, F}, prepared);
+    prepared = rows(ch, l, row_swiglu, NULL, down);
+    project(ch, PF_OP_DOWN, 1, &down, sc->gate, F, &sc->tmp, &H, prepared);
+    rows(ch, l, row_residual, NULL, NULL);
+}
+
+/* logits = rmsnorm(x) * output_norm @ output, for the rows the batch wants */
+static void output_head(chunk *ch) {
+    pf_ctx *c = ch->c;
     const pf_model *m = c->model;
-    const pf_hparams *hp = &m->hp;
-    const pf_kernels *k = c->k;
-    pf_kv_cache *kv = c->kv;
-    const int H = hp->n_embd, hd = hp->head_dim;
-    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
-    const int64_t pos0 = kv->len;
-    double tm = c->op_s ? pf_now_s() : 0;
-
-    for (int r = 0; r < B; r++) pf_dequantize_row(m->tok_embd.type,
-        (const char *)m->tok_embd.data + (size_t)tokens[r] * m->tok_embd.row_bytes, c->sc->x + (size_t)r * H, H);
-
-    pf_layer_rope_table(c->sc, hp, pos0, B); /* the chunk's RoPE angles, once for all layers */
-
-    rows_job rj = {c, b, 0, B, row0, pos0, ROWS_ATTN_NORM, NULL};
-    int prepared = rows_run(&rj, ROWS_ATTN_NORM, qkv_input(&m->layers[0]));
-    for (int l = 0; l < hp->n_layer; l++) {
-        const pf_layer *L = &m->layers[l];
-        rj.l = l;
-        op_mark(c, PF_OP_ELEMENT, &tm);
-        {
-            const pf_weight *W[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
-            float *y[3] = {c->sc->q, c->sc->kbuf, c->sc->vbuf};
-            const int64_t ldy[3] = {qd, kvd, kvd};
-            pf_linear_n(k, c->pool, c->sc->act, 3, W, c->sc->xn, H, B, y, ldy, prepared);
-        }
-        op_mark(c, PF_OP_QKV, &tm);
-        rows_run(&rj, ROWS_QK, NULL);
-        op_mark(c, PF_OP_ELEMENT, &tm);
-        const pf_attn_rows rows = {.q = c->sc->q, .ldq = qd, .B = B, .n_head = hp->n_head, .pos0 = pos0,
-                                   .n_keys = pos0 + B, .causal = 1, .out = c->sc->att, .ldo = qd};
-        pf_kv_attend(k, c->pool, kv, l, &rows);
-        op_mark(c, PF_OP_ATTENTION, &tm);
-        linear(c, &L->attn_o, c->sc->att, qd, B, c->sc->tmp, H, 0);
-        op_mark(c, PF_OP_O, &tm);
-        const pf_weight *W[2] = {&L->ffn_gate, &L->ffn_up};
-        prepared = rows_run(&rj, ROWS_O_OUT, pf_shared_input(2, W));
-        op_mark(c, PF_OP_ELEMENT, &tm);
-        {
-            float *y[2] = {c->sc->gate, c->sc->up};
-            const int64_t ldy[2] = {hp->n_ff, hp->n_ff};
-            pf_linear_n(k, c->pool, c->sc->act, 2, W, c->sc->xn, H, B, y, ldy, prepared);
-        }
-        op_mark(c, PF_OP_GATE_UP, &tm);
-        prepared = rows_run(&rj, ROWS_SWIGLU, &L->ffn_down);
-        op_mark(c, PF_OP_ELEMENT, &tm);
-        linear(c, &L->ffn_down, c->sc->gate, hp->n_ff, B, c->sc->tmp, H, prepared);
-        op_mark(c, PF_OP_DOWN, &tm);
-        prepared = rows_run(&rj, ROWS_DOWN_OUT, l + 1 < hp->n_layer ? qkv_input(&m->layers[l + 1]) : NULL);
-        op_mark(c, PF_OP_ELEMENT, &tm);
-    }
-    kv->len = pos0 + B;
-
+    const pf_batch *b = ch->b;
+    const int H = m->hp.n_embd;
     if (b->logits_mode == PF_LOGITS_NONE) return;
     int first = 0;
     if (b->logits_mode == PF_LOGITS_LAST) {
-        if (row0 + B != b->n) return; /* the last row is in a later chunk */
-        first = B - 1;
+        if (ch->row0 + ch->B != b->n) return; /* the last row is in a later chunk */
+        first = ch->B - 1;
     }
-    int nr = B - first;
-    for (int r = first; r < B; r++)
-        k->rmsnorm(c->sc->x + (size_t)r * H, m->output_norm, H, hp->rms_eps, c->sc->xn + (size_t)(r - first) * H);
-    float *out = b->logits_mode == PF_LOGITS_ALL ? b->logits + (size_t)row0 * hp->n_vocab : b->logits;
-    linear(c, &m->output, c->sc->xn, H, nr, out, hp->n_vocab, 0);
-    op_mark(c, PF_OP_HEAD, &tm);
+    for (int r = first; r < ch->B; r++)
+        c->k->rmsnorm(row_of(c->sc->x, r, H), m->output_norm, H, m->hp.rms_eps, row_of(c->sc->xn, r - first, H));
+    float *out = b->logits_mode == PF_LOGITS_ALL ? b->logits + (size_t)ch->row0 * m->hp.n_vocab : b->logits;
+    pf_linear(c->k, c->pool, c->sc->act, &m->output, c->sc->xn, H, ch->B - first, out, m->hp.n_vocab, 0);
+    pf_op_mark(&ch->clk, PF_OP_HEAD);
+}
+
+static void forward_chunk(pf_ctx *c, const pf_batch *b, int row0, int B) {
+    const pf_model *m = c->model;
+    const int H = m->hp.n_embd;
+    chunk ch = {c, b, B, row0, c->kv->len, pf_op_clock_start(c->op_s)};
+    for (int r = 0; r < B; r++) /* x = token_embd[token] */
+        pf_dequantize_row(m->tok_embd.type, (const char *)m->tok_embd.data + (size_t)b->tokens[row0 + r] *
+                          m->tok_embd.row_bytes, row_of(c->sc->x, r, H), H);
+    pf_layer_rope_table(c->sc, &m->hp, ch.pos0, B); /* the chunk's RoPE angles, once for all layers */
+    for (int l = 0; l < m->hp.n_layer; l++) layer_forward(&ch, l);
+    c->kv->len = ch.pos0 + B;
+    output_head(&ch);
 }
 
 pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {
@@ -277,7 +287,7 @@ pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {
         }
     for (int row0 = 0; row0 < b->n; row0 += c->max_rows) {
         int B = b->n - row0 < c->max_rows ? b->n - row0 : c->max_rows;
-        forward_chunk(c, b->tokens + row0, B, b, row0);
+        forward_chunk(c, b, row0, B);
     }
     return PF_RC_OK;
 }

@@ -13,21 +13,22 @@
 #include "engine/tokenizer.h"
 #include "engine/unicode.h"
 #include "engine/clock.h"
+#include "engine/batch.h"
 
-int32_t pf_session_sample(pf_session *s, const float *logits) {
+int32_t pf_engine_sample(pf_engine_session *s, const float *logits) {
     return pf_sample(&s->sampling, logits, s->model->hp.n_vocab, &s->dist, &s->rng);
 }
 
 /* The next token from a target row, under the session's constraint when it has one (greedy: the
  * masked row's argmax without masking it when the argmax is allowed). */
-static int32_t pick(pf_session *s, float *logits) {
+static int32_t pick(pf_engine_session *s, float *logits) {
     if (s->cons && s->sampling.temp <= 0) return pf_constraint_greedy(s->cons, logits);
     if (s->cons) pf_constraint_apply(s->cons, logits);
-    return pf_session_sample(s, logits);
+    return pf_engine_sample(s, logits);
 }
 
 /* Plain autoregressive decoding: one target row per step. */
-static int ar_step(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
+static int ar_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
     (void)state;
     (void)cap;
     pf_batch b = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = s->logits};
@@ -48,7 +49,7 @@ static void cache_warning(const char *path, const char *why) {
 
 /* Rows of the cache the prompt can keep: its common prefix with what the last generation left,
  * at most n_prompt - 1 (the last prompt token is always run, for its logits). */
-static int reusable(const pf_session *s, const int32_t *prompt, int n_prompt) {
+static int reusable(const pf_engine_session *s, const int32_t *prompt, int n_prompt) {
     int n = 0;
     int64_t lim = s->n_hist < n_prompt - 1 ? s->n_hist : n_prompt - 1;
     while (n < lim && s->hist[n] == prompt[n]) n++;
@@ -57,7 +58,7 @@ static int reusable(const pf_session *s, const int32_t *prompt, int n_prompt) {
 
 /* Structured output: commit tok to the constraint. 1: generation ends before tok (an end token
  * at a complete document), 0: tok is kept, -1: tok breaks the constraint (a strategy's bug). */
-static int constrain_commit(pf_session *s, int32_t tok, char err[PF_ERR_LEN]) {
+static int constrain_commit(pf_engine_session *s, int32_t tok, char err[PF_ERR_LEN]) {
     if (!s->cons) return 0;
     int r = pf_constraint_advance(s->cons, tok);
     if (r < 0) snprintf(err, PF_ERR_LEN, "internal: token %d breaks the output's JSON schema", (int)tok);
@@ -73,7 +74,7 @@ typedef struct {
 
 /* One generation in progress: what prefill, the decode loop and finish share. */
 typedef struct {
-    pf_session *s;
+    pf_engine_session *s;
     pf_strategy *strat;
     const int32_t *prompt;
     int n_prompt, save_len; /* save_len: prompt tokens whose rows go to p->prompt_cache when it is absent or was ignored */
@@ -113,7 +114,7 @@ static pf_rc check_request(const gen_run *g, char err[PF_ERR_LEN]) {
  * still hold its context for them. Rows are batch invariant, so prefilling only the rest gives
  * bitwise the cold prefill. Returns the rows kept. */
 static int keep_reusable(gen_run *g) {
-    pf_session *s = g->s;
+    pf_engine_session *s = g->s;
     pf_strategy *strat = g->strat;
     int n_keep = reusable(s, g->prompt, g->n_prompt);
     if (n_keep > 0 && strat->n_taps > 0 &&
@@ -143,7 +144,7 @@ static int restore_cached(gen_run *g, int n_keep) {
 /* The prompt into the cache (what is reused or restored is not run again), then the strategy
  * begun or resumed on it. */
 static pf_rc prefill(gen_run *g, char err[PF_ERR_LEN]) {
-    pf_session *s = g->s;
+    pf_engine_session *s = g->s;
     pf_strategy *strat = g->strat;
     s->sampling = (pf_sampling){g->p->temp, g->p->top_k, g->p->top_p};
     pf_rng_seed(&s->rng, g->p->seed);
@@ -184,7 +185,7 @@ static pf_rc prefill(gen_run *g, char err[PF_ERR_LEN]) {
 /* The next committed tokens into g->buf: the first from the prefill's logits, then a strategy
  * step. Returns how many, 0 when the context is full (st.stop set), or -1 with err. */
 static int next_tokens(gen_run *g, int32_t last, char err[PF_ERR_LEN]) {
-    pf_session *s = g->s;
+    pf_engine_session *s = g->s;
     if (last < 0) {
         g->buf[0] = pick(s, s->logits);
         return 1;
@@ -204,7 +205,7 @@ static int next_tokens(gen_run *g, int32_t last, char err[PF_ERR_LEN]) {
 /* Hand g->buf[0..n) to the caller until a stop condition: 1 stop (st.stop set), 0 go on,
  * -1 a token broke the constraint (err set). *last: the last token handed over. */
 static int emit(gen_run *g, int n, int32_t *last, char err[PF_ERR_LEN]) {
-    pf_session *s = g->s;
+    pf_engine_session *s = g->s;
     for (int i = 0; i < n && g->n_prompt + g->n_committed <= s->ctx->kv->n_ctx; i++)
         s->hist[g->n_prompt + g->n_committed++] = g->buf[i];
     for (int i = 0; i < n; i++) {
@@ -243,7 +244,7 @@ static pf_rc decode(gen_run *g, char err[PF_ERR_LEN]) {
 
 /* Timings, what the next generation may reuse, the prompt cache's save, and the buffers. */
 static void finish(gen_run *g, pf_rc rc) {
-    pf_session *s = g->s;
+    pf_engine_session *s = g->s;
     pf_ctx *c = s->ctx;
     double t_end = pf_now_s();
     g->st.ttft_s = (g->t_first > 0 ? g->t_first : t_end) - g->t0;
@@ -267,7 +268,7 @@ static void finish(gen_run *g, pf_rc rc) {
 }
 
 /* Prefill, the decode loop, finish: one exit. stats are written when the decode loop ran. */
-static pf_rc generate_run(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const gen_call *call,
+static pf_rc generate_run(pf_engine_session *s, const int32_t *prompt, int n_prompt, int save_len, const gen_call *call,
                           pf_decode_token_fn on_token, void *user, char err[PF_ERR_LEN]) {
     pf_strategy *strat = call->strategy ? call->strategy : &k_ar;
     gen_run g = {.s = s, .strat = strat, .prompt = prompt, .n_prompt = n_prompt, .save_len = save_len, .p = call->p,
@@ -281,7 +282,7 @@ static pf_rc generate_run(pf_session *s, const int32_t *prompt, int n_prompt, in
     return rc;
 }
 
-static pf_rc generate(pf_session *s, const int32_t *prompt, int n_prompt, int save_len, const gen_call *call,
+static pf_rc generate(pf_engine_session *s, const int32_t *prompt, int n_prompt, int save_len, const gen_call *call,
                       pf_decode_token_fn on_token, void *user, char err[PF_ERR_LEN]) {
     pf_rc rc = pf_constraint_open(s, call->p, &s->cons, err);
     if (rc != PF_RC_OK) return rc;
@@ -291,7 +292,7 @@ static pf_rc generate(pf_session *s, const int32_t *prompt, int n_prompt, int sa
     return rc;
 }
 
-pf_rc pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_decode_params *p,
+pf_rc pf_engine_generate_tokens(pf_engine_session *s, const int32_t *prompt, int n_prompt, const pf_decode_params *p,
                                 pf_strategy *strategy, pf_decode_token_fn on_token, void *user, pf_decode_stats *stats,
                                 char err[PF_ERR_LEN]) {
     gen_call call = {p, strategy, stats};
@@ -299,7 +300,7 @@ pf_rc pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prom
 }
 
 /* The model's rendering of [system?, user] (pf_chat_render with its template's form). */
-static char *chat_text(const pf_session *s, const char *system, const char *user) {
+static char *chat_text(const pf_engine_session *s, const char *system, const char *user) {
     pf_chat_msg m[2] = {{"system", system}, {"user", user}};
     char err[PF_ERR_LEN];
     bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(s->model->tok));
@@ -308,7 +309,7 @@ static char *chat_text(const pf_session *s, const char *system, const char *user
 
 /* Tokens of the ChatML system block that `ids` starts with (the prefix every prompt with this
  * system message shares), or -1 when there is none or it does not tokenize as a prefix. */
-static int system_block_len(const pf_session *s, const char *system, const int32_t *ids, size_t n_ids) {
+static int system_block_len(const pf_engine_session *s, const char *system, const int32_t *ids, size_t n_ids) {
     const pf_tokenizer *tok = s->model->tok;
     char *with = chat_text(s, system, ""), *without = chat_text(s, NULL, "");
     int r = -1;
@@ -343,7 +344,7 @@ static int emit_text(void *user, int32_t id) {
 
 /* Generate from prompt token ids, streaming text. system: the system message the prompt opens
  * with (its block is what a prompt cache keeps), or NULL. Takes ownership of ids. */
-static pf_rc generate_ids(pf_session *s, int32_t *ids, size_t n_ids, const char *system, const gen_call *call,
+static pf_rc generate_ids(pf_engine_session *s, int32_t *ids, size_t n_ids, const char *system, const gen_call *call,
                           pf_decode_text_fn on_text, void *user, char err[PF_ERR_LEN]) {
     text_sink sink = {.tok = s->model->tok, .cb = on_text, .user = user};
     pf_detok_init(&sink.dt, s->model->tok, false);
@@ -363,7 +364,7 @@ static pf_rc generate_ids(pf_session *s, int32_t *ids, size_t n_ids, const char 
 }
 
 /* Tokenize (special tokens recognised when `special`) and generate. */
-static pf_rc generate_text(pf_session *s, const char *prompt, size_t len, bool special, const char *system,
+static pf_rc generate_text(pf_engine_session *s, const char *prompt, size_t len, bool special, const char *system,
                            const gen_call *call, pf_decode_text_fn on_text, void *user, char err[PF_ERR_LEN]) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
@@ -371,7 +372,7 @@ static pf_rc generate_text(pf_session *s, const char *prompt, size_t len, bool s
     return generate_ids(s, ids, n_ids, system, call, on_text, user, err);
 }
 
-pf_rc pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
+pf_rc pf_engine_generate(pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
                          pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]) {
     gen_call call = {p, strategy, stats};
     if (!pf_utf8_valid(prompt, len)) {
@@ -390,7 +391,7 @@ pf_rc pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf
     return generate_text(s, prompt, len, !p->no_special, NULL, &call, on_text, user, err);
 }
 
-pf_rc pf_engine_generate_chat(pf_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
                               pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
                               char err[PF_ERR_LEN]) {
     gen_call call = {p, strategy, stats};

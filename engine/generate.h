@@ -1,20 +1,21 @@
-/* Generation internals: the session and the strategy interface that decoding strategies
- * (plain autoregressive here; speculative ones in verify/) implement. The engine owns prompt
+/* Generation internals: the engine's session (api/ wraps it in the public pf_session) and the
+ * strategy interface that decoding strategies (plain autoregressive here; speculative ones in
+ * verify/) implement. The engine owns prompt
  * prefill, stop conditions, streaming and timing; a strategy only turns "the last committed token"
  * into one or more new committed tokens. */
 #ifndef PF_GENERATE_H
 #define PF_GENERATE_H
 
 #include "engine/decode.h"
-#include "engine/model.h"
+#include "engine/forward.h"
 #include "engine/sampler.h"
 #include "grammar/token_mask.h"
 
 struct pf_constraint;
-typedef struct pf_session pf_session;
+typedef struct pf_engine_session pf_engine_session;
 typedef struct pf_strategy pf_strategy;
 
-struct pf_session {
+struct pf_engine_session {
     const pf_model *model;
     pf_ctx *ctx;
     pf_sampling sampling;
@@ -41,35 +42,35 @@ struct pf_strategy {
     const int *tap_layers;
     int n_taps;
     /* After the prompt prefill: taps holds n_prompt * n_taps * n_embd floats (NULL if n_taps 0). */
-    int (*begin)(void *state, pf_session *s, const int32_t *prompt, int n_prompt, const float *taps,
+    int (*begin)(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, const float *taps,
                  char err[PF_ERR_LEN]);
     /* `last` is committed but not yet in the target cache. Write 1..cap new committed tokens to
      * out and return how many (or -1 with err). cap >= 1 respects the length and the context. All
      * but the last are proposals the target kept; the last is the target's own token. */
-    int (*step)(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]);
+    int (*step)(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]);
     /* Optional, multi-turn reuse for a strategy with taps (one without taps is simply begun again
      * on the whole prompt). keep() is called before the prefill when this strategy ran the
      * session's previous generation and the prompt's first n_keep tokens are in the cache: it cuts
      * its context to those rows and returns 0, or returns -1 when it cannot (the whole prompt is
      * then prefilled and begin() called). After a keep(), resume() replaces begin(): prompt is the
      * whole prompt, taps hold only rows n_keep..n_prompt-1. */
-    int (*keep)(void *state, pf_session *s, int n_keep);
-    int (*resume)(void *state, pf_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
+    int (*keep)(void *state, pf_engine_session *s, int n_keep);
+    int (*resume)(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
                   char err[PF_ERR_LEN]);
 };
 
 /* Generation with strategy (NULL: plain decoding). The public pf_generate* call these (api/ makes
  * the strategy from pf_gen_params). stats (may be NULL) is written when decoding began. */
-pf_rc pf_engine_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_decode_params *p,
+pf_rc pf_engine_generate_tokens(pf_engine_session *s, const int32_t *prompt, int n_prompt, const pf_decode_params *p,
                                 pf_strategy *strategy, pf_decode_token_fn on_token, void *user, pf_decode_stats *stats,
                                 char err[PF_ERR_LEN]);
-pf_rc pf_engine_generate(pf_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
+pf_rc pf_engine_generate(pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
                          pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]);
-pf_rc pf_engine_generate_chat(pf_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
                               pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
                               char err[PF_ERR_LEN]);
 
 /* Draw a token from logits with the session's sampling parameters and RNG. */
-int32_t pf_session_sample(pf_session *s, const float *logits);
+int32_t pf_engine_sample(pf_engine_session *s, const float *logits);
 
 #endif

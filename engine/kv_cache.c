@@ -2,7 +2,7 @@
  * length change: rows past `len` are simply overwritten by the next forward. */
 #include <stdlib.h>
 
-#include "engine/model.h"
+#include "engine/kv_cache.h"
 
 pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx, pf_kv_type type) {
     pf_kv_cache *kv = calloc(1, sizeof *kv);

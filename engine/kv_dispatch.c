@@ -3,7 +3,7 @@
  * target links without the attention kernels. */
 #include <stdio.h>
 
-#include "engine/model.h"
+#include "engine/kv_cache.h"
 
 void pf_kv_write(const pf_kernels *k, pf_kv_cache *kv, int l, int64_t pos, const float *krow, const float *vrow) {
     size_t lo = (size_t)l * (size_t)kv->layer_stride;

@@ -6,7 +6,9 @@
 #ifndef PF_LAYER_H
 #define PF_LAYER_H
 
-#include "engine/model.h"
+#include "engine/kv_cache.h"
+
+typedef struct pf_layer_scratch pf_layer_scratch;
 
 /* Rows of one chunk: the target's forward and the draft's context append take longer inputs
  * through the layer this many rows at a time, so their scratch holds rows x width, not the input. */

@@ -1,5 +1,6 @@
 /* Loading a qwen3 GGUF into pf_model: hyper-parameters, tensor lookup with shape/type checks. */
 #include "engine/model.h"
+#include "engine/weight_pack.h"
 
 #include <stdio.h>
 #include <stdlib.h>

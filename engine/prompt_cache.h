@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "engine/kv_cache.h"
 #include "engine/model.h"
 
 /* Identifies what the cached rows depend on: the model's GGUF header (metadata + tensor infos,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "engine/model.h"
+#include "engine/weight_pack.h"
 
 /* Drop the resident pages wholly inside [p, p + n) of a read-only file mapping: the packed copy
  * is what the gemm reads now, and anything else that reads the original gets it back from the

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "engine/model.h"
+#include "engine/hparams.h"
 #include "formats/gguf.h"
 #include "kernels/kernels.h"
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "draft/draft_open.h"
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
@@ -109,14 +110,14 @@ static void bench_drafters_free(bench_drafters *dr) {
 }
 
 /* The draft at hand, opened on the first arm's call. */
-static int open_draft(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, char err[PF_ERR_LEN]) {
+static int open_draft(pf_engine_session *s, const pf_bench_opts *o, bench_drafters *dr, char err[PF_ERR_LEN]) {
     if (dr->opened || !pf_draft_at_hand(s, o->draft_path)) return 0;
     if (pf_draft_open(s->model, o->draft_path, &dr->w, &dr->dec, err) < 0) return -1;
     dr->opened = 1;
     return 0;
 }
 
-static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind,
+static pf_drafter *get_drafter(pf_engine_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind,
                                char err[PF_ERR_LEN]) {
     int which = kind == PF_KIND_NGRAM ? 1 : kind == PF_KIND_HYBRID ? 2 : 0;
     if (!dr->d[which]) {
@@ -130,7 +131,7 @@ static pf_drafter *get_drafter(pf_session *s, const pf_bench_opts *o, bench_draf
 
 /* The one resolver's plan of an arm for a task type (NULL: the profile's default entry). 0, or -1
  * with err. */
-static int arm_plan(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
+static int arm_plan(pf_engine_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
                     bench_drafters *dr, pf_strategy_plan *plan, char err[PF_ERR_LEN]) {
     pf_strategy_desc desc = {.kind = arm->kind, .block = arm->block, .draft_head = o->draft_head, .ngram_n = o->ngram_n,
                              .profile = arm->profile,
@@ -144,7 +145,7 @@ static int arm_plan(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *a
 
 /* The speculation object of one arm for one task type, labelled with its strategy and block: the
  * arm's plan built over the drafters the arms share. */
-static pf_spec *arm_spec(pf_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
+static pf_spec *arm_spec(pf_engine_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
                          bench_drafters *dr, pf_bench_task *bt, char err[PF_ERR_LEN]) {
     pf_strategy_plan plan;
     if (arm_plan(s, o, arm, type, dr, &plan, err) < 0) return NULL;
@@ -234,7 +235,7 @@ static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, cha
         pf_decode_stats gs;
         b->out[j].n = 0;
         pf_session_reset(b->s); /* every run prefills its whole prompt (no reuse between runs) */
-        if (pf_engine_generate_tokens(b->s, b->prompts[t][i], b->np[t][i], &gp, j ? pf_spec_strategy(spec) : NULL,
+        if (pf_engine_generate_tokens(&b->s->engine, b->prompts[t][i], b->np[t][i], &gp, j ? pf_spec_strategy(spec) : NULL,
                                       collect, &b->out[j], &gs, err) != PF_RC_OK)
             return -1;
         size_t idx = j ? (((size_t)(j - 1) * n_types + t) * o->reps + rep) * 2 : ((size_t)t * o->reps + rep) * 2;
@@ -327,7 +328,7 @@ static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *d
         if (!(ar->tasks = calloc((size_t)suite->n, sizeof *ar->tasks))) goto oom;
         for (int t = 0; t < suite->n; t++) {
             pf_bench_task *bt = &ar->tasks[t];
-            if (!(b->specs[k * suite->n + t] = arm_spec(b->s, b->o, &arms[k], suite->types[t].type, dr, bt, err)))
+            if (!(b->specs[k * suite->n + t] = arm_spec(&b->s->engine, b->o, &arms[k], suite->types[t].type, dr, bt, err)))
                 return -1;
             if (t == 0 || bt->block > ar->block) ar->block = bt->block;
             snprintf(bt->type, sizeof bt->type, "%s", suite->types[t].type);
@@ -392,7 +393,7 @@ int pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char
     for (int k = 0; rc == 0 && k < n_arms; k++) {
         pf_strategy_plan plan;
         char line[160];
-        rc = arm_plan(s, o, &arms[k], NULL, &dr, &plan, err);
+        rc = arm_plan(&s->engine, o, &arms[k], NULL, &dr, &plan, err);
         if (rc < 0) break;
         pf_plan_format(&plan, line, sizeof line);
         if (o->arms) fprintf(f, "plan %s: %s\n", arms[k].name, line);
@@ -426,7 +427,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     if (b.s) {
         double la[1];
         r->load_start = getloadavg(la, 1) == 1 ? la[0] : -1;
-        r->compute_start = pf_probe_compute(b.s->ctx->k, b.s->ctx->pool, 3);
+        r->compute_start = pf_probe_compute(b.s->engine.ctx->k, b.s->engine.ctx->pool, 3);
         rc = make_arms(&b, arms, &dr, err) < 0 || tokenize_prompts(&b, m, err) < 0 || measure(&b, err) < 0 ? -1 : 0;
     }
     if (rc == 0) {
@@ -439,7 +440,7 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
         r->speedup_geomean = r->arms[0].speedup_geomean;
         r->tau = r->arms[0].tau;
         r->identical = r->arms[0].identical;
-        r->compute_end = pf_probe_compute(b.s->ctx->k, b.s->ctx->pool, 3);
+        r->compute_end = pf_probe_compute(b.s->engine.ctx->k, b.s->engine.ctx->pool, 3);
         double la[1];
         r->load_end = getloadavg(la, 1) == 1 ? la[0] : -1;
     }

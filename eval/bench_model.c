@@ -10,7 +10,10 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
+#include "engine/op_timing.h"
+#include "engine/weight_pack.h"
 #include "engine/clock.h"
 #include "eval/probe.h"
 

@@ -3,6 +3,7 @@
 #define PF_BENCH_MODEL_H
 
 #include "engine/model.h"
+#include "engine/op_timing.h"
 
 #define PF_BENCH_MAX 16
 

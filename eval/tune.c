@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "verify/strategies.h"
 #include "engine/clock.h"
 #include "include/pocketflash.h"
+#include "engine/batch.h"
 
 /* Draft time per round at each candidate block, relative to t1: the drafter sees a real context of
  * `depth` target rows (taps included) and proposes after it; the fastest of several calls. */
@@ -16,7 +18,7 @@ static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *
     pf_session_params sp = {.n_threads = o->bench.threads, .n_ctx = o->depth + 80, .kv_q8 = o->bench.kv_q8};
     pf_session *s = pf_session_new(m, &sp, err);
     int block = 0, rc = -1;
-    pf_drafter *d = s ? pf_drafter_open(spec, o->bench.draft_path, s, o->bench.ngram_n, &block, err) : NULL;
+    pf_drafter *d = s ? pf_drafter_open(spec, o->bench.draft_path, &s->engine, o->bench.ngram_n, &block, err) : NULL;
     int32_t *toks = malloc((size_t)(o->depth + 1) * sizeof *toks), *draft = malloc(PF_MAX_BLOCK * sizeof *draft);
     float *taps = NULL;
     if (!d || !toks || !draft) goto done;
@@ -28,7 +30,7 @@ static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *
     }
     if (d->n_taps) taps = malloc((size_t)o->depth * d->n_taps * m->hp.n_embd * sizeof(float));
     pf_batch b = {.tokens = toks, .n = o->depth, .tap_layers = d->tap_layers, .n_taps = d->n_taps, .taps = taps};
-    if (pf_forward(s->ctx, &b, err) != PF_RC_OK) goto done;
+    if (pf_forward(s->engine.ctx, &b, err) != PF_RC_OK) goto done;
     if (d->begin && d->begin(d->state, toks, o->depth, taps, err) < 0) goto done;
     for (int i = 0; i < o->n_blocks; i++) {
         double best = 1e9;

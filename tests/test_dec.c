@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "convert/dec_attach.h"
 #include "draft/block.h"
@@ -127,8 +128,8 @@ TEST(dec_gating_lossless_and_extremes) {
             pf_gen_params gp = test_gen_fixed(30);
             test_seq plain = {.n = 0}, got = {.n = 0};
             CHECK(pf_generate_tokens(f.s, prompt, 8, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
-            pf_drafter *d = pf_dflash_drafter_new(f.w, f.s, err);
-            pf_spec *spec = pf_spec_new(f.s, d, 6, err);
+            pf_drafter *d = pf_dflash_drafter_new(f.w, &f.s->engine, err);
+            pf_spec *spec = pf_spec_new(&f.s->engine, d, 6, err);
             /* c(n) = 1 + 0.1 (n-1), held fixed (not refreshed by this machine's timings) and drafting
              * free: only the head decides */
             double cost[8];
@@ -163,8 +164,8 @@ TEST(dec_round_log_layout) {
     char err[PF_ERR_LEN], path[400];
     snprintf(path, sizeof path, "%s/rounds.bin", pf_test_tmpdir());
     pf_session *s = pf_session_new(f.m, NULL, err);
-    pf_drafter *d = pf_dflash_drafter_new(f.w, s, err);
-    pf_spec *spec = pf_spec_new(s, d, 5, err);
+    pf_drafter *d = pf_dflash_drafter_new(f.w, &s->engine, err);
+    pf_spec *spec = pf_spec_new(&s->engine, d, 5, err);
     FILE *log = fopen(path, "wb");
     CHECK(pf_spec_set_log(spec, log, err) == 0);
     pf_gen_params gp = test_gen_fixed(41); /* 40 tokens from rounds */
@@ -350,8 +351,8 @@ TEST(dec_profile_costs_refit_at_the_start) {
     double cost[8] = {0}, draft[8] = {0};
     for (int n = 1; n < 8; n++) cost[n] = 1 + 3.0 * (n - 1), draft[n] = 0.05 * n;
     for (int fixed = 0; fixed < 2; fixed++) {
-        pf_drafter *d = pf_dflash_drafter_new(f.w, f.s, err);
-        pf_spec *spec = d ? pf_spec_new(f.s, d, 6, err) : NULL;
+        pf_drafter *d = pf_dflash_drafter_new(f.w, &f.s->engine, err);
+        pf_spec *spec = d ? pf_spec_new(&f.s->engine, d, 6, err) : NULL;
         CHECKF(spec, "%s", err);
         pf_spec_prior prior = {.c = cost, .draft = draft, .n = 8, .fixed = fixed};
         CHECK(pf_spec_set_adaptive(spec, dec, &prior, err) == 0);

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "api/api_session.h"
 #include "draft/dflash.h"
 #include "draft/dflash_drafter.h"
 #include "convert/dflash_synth.h"
 #include "convert/head_vocab.h"
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 #include "engine/sampler.h"
 #include "convert/synth.h"
 #include "chi2.h"
@@ -292,7 +294,7 @@ TEST(draft_head_bad_files_rejected) {
     CHECK(d);
     pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
     pf_session *s = pf_session_new(m, &sp, err);
-    pf_drafter *dr = s ? pf_dflash_drafter_new(d, s, err) : NULL;
+    pf_drafter *dr = s ? pf_dflash_drafter_new(d, &s->engine, err) : NULL;
     CHECK(dr);
     CHECK(pf_drafter_set_head(dr, -1, err) == 0); /* the whole vocabulary */
     CHECK(pf_drafter_set_head(dr, NRANK + 5, err) < 0);

@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "draft/dflash.h"
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 #include "formats/json.h"
 #include "test.h"
 

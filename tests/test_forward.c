@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 #include "convert/synth.h"
 #include "engine/sampler.h"
 #include "formats/quant.h"

@@ -11,6 +11,7 @@
 #include "test.h"
 #include "util.h"
 #include "include/pocketflash.h"
+#include "engine/batch.h"
 
 /* A tiny q8_0 model and a session on it. */
 typedef struct {
@@ -75,7 +76,7 @@ TEST(generate_ar_equals_manual_greedy_loop) {
 /* A strategy that commits 4 scripted tokens per step. */
 typedef struct { const int32_t *script; int at; } scripted;
 
-static int scripted_step(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
+static int scripted_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
     scripted *sc = state;
     (void)s; (void)last; (void)err;
     int n = cap < 4 ? cap : 4;

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
 #include "formats/json.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "draft/dflash_drafter.h"
 #include "convert/dflash_synth.h"
@@ -79,7 +80,7 @@ static void pair_close(pair *p) {
 }
 
 static pf_drafter *hybrid_of(pf_dflash *w, pf_session *s, int min_match, int min_tokens, char err[PF_ERR_LEN]) {
-    pf_drafter *model = pf_dflash_drafter_new(w, s, err);
+    pf_drafter *model = pf_dflash_drafter_new(w, &s->engine, err);
     return model ? pf_hybrid_drafter_new(pf_ngram_drafter_new(min_match, 3), model, min_tokens, err) : NULL;
 }
 
@@ -104,7 +105,7 @@ TEST(hybrid_greedy_lossless_random_drafts) {
             int B = 2 + (i + version) % 8;
             pf_drafter *d = hybrid_of(w, s, 1 + i % 3, 1 + i % 2, err);
             CHECKF(d, "%s", err);
-            pf_spec *spec = pf_spec_new(s, d, B, err);
+            pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
             pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECKF(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK, "%s", err);
             CHECKF(test_seq_same(&got, &plain),
@@ -157,7 +158,7 @@ TEST(hybrid_sampled_same_distribution) {
     int V = m->hp.n_vocab;
     pf_drafter *d = hybrid_of(w, s, 1, 1, err);
     CHECKF(d, "%s", err);
-    pf_spec *spec = pf_spec_new(s, d, 4, err);
+    pf_spec *spec = pf_spec_new(&s->engine, d, 4, err);
     hybrid_tally tally = {d, spec, 0, 0, 0};
     test_sampling ts = {.s = s, .prompt = prompt, .n_prompt = 6, .runs = RUNS, .n_pos = POS, .n_vocab = V,
                         .seed_mul = 104729, .seed_add = 3, .strategy = pf_spec_strategy(spec), .after = tally_hybrid, .u = &tally};
@@ -198,10 +199,10 @@ TEST(hybrid_greedy_lossless_trained_pair) {
             test_seq plain = {.n = 0}, got = {.n = 0};
             CHECK(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
             int block = 3 + cases % 6;
-            pf_drafter *d = pf_drafter_open("hybrid", "models/pf-draft-dflash2.gguf", s, 3, &block, err);
+            pf_drafter *d = pf_drafter_open("hybrid", "models/pf-draft-dflash2.gguf", &s->engine, 3, &block, err);
             CHECKF(d && !strcmp(d->name, "hybrid"), "%s", err);
             block = 3 + cases % 6;
-            pf_spec *spec = pf_spec_new(s, d, block, err);
+            pf_spec *spec = pf_spec_new(&s->engine, d, block, err);
             pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECKF(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &got, NULL, err) == PF_OK, "%s", err);
             CHECKF(test_seq_same(&got, &plain),
@@ -238,16 +239,16 @@ TEST(hybrid_refusals) {
     pf_drafter *d = hybrid_of(w, s, 2, 2, err);
     CHECKF(d, "%s", err);
     CHECK(d->n_taps > 0 && d->set_head); /* the model drafter's taps and head vocabulary */
-    pf_drafter *tapped = pf_dflash_drafter_new(w, s, err);
+    pf_drafter *tapped = pf_dflash_drafter_new(w, &s->engine, err);
     err[0] = 0;
-    CHECK(!pf_hybrid_drafter_new(tapped, pf_dflash_drafter_new(w, s, err), 2, err) && strstr(err, "without taps"));
-    pf_spec *spec = pf_spec_new(s, d, 4, err);
+    CHECK(!pf_hybrid_drafter_new(tapped, pf_dflash_drafter_new(w, &s->engine, err), 2, err) && strstr(err, "without taps"));
+    pf_spec *spec = pf_spec_new(&s->engine, d, 4, err);
     CHECK(spec);
     err[0] = 0;
     CHECK(pf_spec_set_dec(spec, NULL, NULL, 0, err) < 0 && strstr(err, "hidden rows"));
     int block = 0;
     err[0] = 0;
-    CHECK(!pf_drafter_open("hybrid", NULL, s, 3, &block, err) && strstr(err, "needs a draft"));
+    CHECK(!pf_drafter_open("hybrid", NULL, &s->engine, 3, &block, err) && strstr(err, "needs a draft"));
     pf_spec_free(spec);
     pf_drafter_free(d);
     pair_close(&pr);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "convert/dflash_synth.h"
 #include "engine/generate.h"
@@ -69,8 +70,8 @@ static int gen(pf_model *m, const char *spec, const char *draft_path, int i, tes
     int block = 0, rc = -1;
     pf_gen_params gp = test_gen_fixed(20);
     if (spec) {
-        if (!(d = pf_drafter_open(spec, draft_path, s, 3, &block, err))) goto done;
-        if (!(sx = pf_spec_new(s, d, block, err))) goto done;
+        if (!(d = pf_drafter_open(spec, draft_path, &s->engine, 3, &block, err))) goto done;
+        if (!(sx = pf_spec_new(&s->engine, d, block, err))) goto done;
         pf_api_use_strategy(s, pf_spec_strategy(sx));
     }
     int32_t p[16];
@@ -111,7 +112,7 @@ TEST(pfb_bundle_output_equals_gguf_files) {
     pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
     pf_session *s = pf_session_new(mg, &sp, err);
     int block = 0;
-    CHECK(s && !pf_drafter_open("dflash", NULL, s, 3, &block, err) && strstr(err, "needs a draft"));
+    CHECK(s && !pf_drafter_open("dflash", NULL, &s->engine, 3, &block, err) && strstr(err, "needs a draft"));
     pf_session_free(s);
     /* uncompressed tensors are used in place from the mapping, 64-byte aligned */
     const gguf_tensor *t = gguf_find_tensor(mb->file, "blk.0.attn_q.weight");

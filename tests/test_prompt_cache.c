@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "convert/dflash_synth.h"
 #include "engine/chat.h"
@@ -76,8 +77,8 @@ static int runner_open_kv(runner *r, const char *model, const char *spec, const 
     pf_session_params sp = {.n_threads = 1, .n_ctx = 256, .kv_q8 = kv_q8};
     if (!(r->s = pf_session_new(r->m, &sp, err))) return -1;
     int block = 0;
-    if (spec && (!(r->d = pf_drafter_open(spec, draft, r->s, 3, &block, err)) ||
-                 !(r->sp = pf_spec_new(r->s, r->d, block, err))))
+    if (spec && (!(r->d = pf_drafter_open(spec, draft, &r->s->engine, 3, &block, err)) ||
+                 !(r->sp = pf_spec_new(&r->s->engine, r->d, block, err))))
         return -1;
     return 0;
 }

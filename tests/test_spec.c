@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "draft/dflash_drafter.h"
 #include "convert/dflash_synth.h"
@@ -19,6 +20,7 @@
 #include "util.h"
 #include "verify/accept.h"
 #include "verify/spec.h"
+#include "engine/batch.h"
 
 static pf_model *load_tiny(uint32_t type, uint64_t seed) {
     char path[300], err[PF_ERR_LEN];
@@ -139,7 +141,7 @@ TEST(spec_greedy_lossless_ngram_many_prompts_all_blocks) {
         for (int B = 2; B <= 16; B++) {
             if ((i + B) % 3) continue; /* every block size, a third of the prompts each */
             pf_drafter *d = pf_ngram_drafter_new(1, 3);
-            pf_spec *spec = pf_spec_new(s, d, B, err);
+            pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
             pf_api_use_strategy(s, pf_spec_strategy(spec));
             test_seq got = {.n = 0};
             CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK);
@@ -170,7 +172,7 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
     for (int B = 2; B <= 16; B += 3) {
         for (int corrupt = 0; corrupt < B; corrupt += (B > 4 ? 3 : 1)) {
             pf_drafter *d = oracle_new(m, corrupt, 0);
-            pf_spec *spec = pf_spec_new(s, d, B, err);
+            pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
             pf_api_use_strategy(s, pf_spec_strategy(spec));
             test_seq got = {.n = 0};
             CHECK(pf_generate_tokens(s, prompt, 6, &gp, test_seq_push, &got, NULL, err) == PF_OK);
@@ -183,7 +185,7 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
                    corrupt, want, (long long)st->hist[want], (long long)st->rounds);
             CHECK(st->tokens == 60); /* the first token comes from the prefill */
             /* the target cache holds exactly the committed rows: prompt + all but the last token */
-            CHECK(s->ctx->kv->len == 6 + 60);
+            CHECK(s->engine.ctx->kv->len == 6 + 60);
             pf_api_use_strategy(s, NULL); /* before the strategy goes */
             pf_spec_free(spec);
             oracle_free(d);
@@ -205,12 +207,12 @@ TEST(spec_rollback_cache_equals_plain) {
     test_seq plain = {.n = 0}, got = {.n = 0};
     CHECK(pf_generate_tokens(s2, prompt, 5, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
     pf_drafter *d = oracle_new(m, 3, 0); /* rejects at position 3 every round */
-    pf_spec *spec = pf_spec_new(s, d, 6, err);
+    pf_spec *spec = pf_spec_new(&s->engine, d, 6, err);
     pf_api_use_strategy(s, pf_spec_strategy(spec));
     CHECK(pf_generate_tokens(s, prompt, 5, &gp, test_seq_push, &got, NULL, err) == PF_OK);
     CHECK(test_seq_same(&got, &plain));
-    CHECK(s->ctx->kv->len == s2->ctx->kv->len);
-    const pf_kv_cache *a = s->ctx->kv, *b = s2->ctx->kv;
+    CHECK(s->engine.ctx->kv->len == s2->engine.ctx->kv->len);
+    const pf_kv_cache *a = s->engine.ctx->kv, *b = s2->engine.ctx->kv;
     for (int l = 0; l < m->hp.n_layer; l++) {
         size_t off = (size_t)l * a->n_ctx * a->kv_dim, n = (size_t)a->len * a->kv_dim * sizeof(pf_half);
         CHECK(!memcmp(a->k + off, b->k + off, n) && !memcmp(a->v + off, b->v + off, n));
@@ -220,7 +222,7 @@ TEST(spec_rollback_cache_equals_plain) {
     float *l1 = malloc((size_t)m->hp.n_vocab * 4), *l2 = malloc((size_t)m->hp.n_vocab * 4);
     pf_batch b1 = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = l1};
     pf_batch b2 = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = l2};
-    CHECK(pf_forward(s->ctx, &b1, err) == 0 && pf_forward(s2->ctx, &b2, err) == 0);
+    CHECK(pf_forward(s->engine.ctx, &b1, err) == 0 && pf_forward(s2->engine.ctx, &b2, err) == 0);
     CHECK(!memcmp(l1, l2, (size_t)m->hp.n_vocab * 4));
     free(l1); free(l2);
     pf_api_use_strategy(s, NULL); /* before the strategy goes */
@@ -248,7 +250,7 @@ TEST(spec_sampled_point_mass_same_tokens_as_plain) {
         test_seq plain = {.n = 0}, got = {.n = 0}, got2 = {.n = 0};
         CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
         pf_drafter *d = oracle_new(m, 0, 0), *ng = pf_ngram_drafter_new(1, 3);
-        pf_spec *spec = pf_spec_new(s, d, 5, err), *spec2 = pf_spec_new(s, ng, 7, err);
+        pf_spec *spec = pf_spec_new(&s->engine, d, 5, err), *spec2 = pf_spec_new(&s->engine, ng, 7, err);
         pf_api_use_strategy(s, pf_spec_strategy(spec));
         CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK);
         pf_api_use_strategy(s, pf_spec_strategy(spec2));
@@ -290,7 +292,7 @@ TEST(spec_sampled_stochastic_draft_same_distribution) {
     enum { RUNS = 3000, POS = 3 };
     int V = m->hp.n_vocab;
     pf_drafter *d = oracle_new(m, 0, 0.35f);
-    pf_spec *spec = pf_spec_new(s, d, 4, err);
+    pf_spec *spec = pf_spec_new(&s->engine, d, 4, err);
     spec_tally tally = {spec, 0, 0};
     test_sampling ts = {.s = s, .prompt = prompt, .n_prompt = 4, .runs = RUNS, .n_pos = POS, .n_vocab = V,
                         .seed_mul = 7919, .seed_add = 1, .strategy = pf_spec_strategy(spec), .after = tally_spec, .u = &tally};
@@ -321,7 +323,7 @@ TEST(spec_shrinks_blocks_at_context_limit) {
     pf_gen_stats a, b;
     CHECK(pf_generate_tokens(s, prompt, 10, &gp, test_seq_push, &plain, &a, err) == PF_OK);
     pf_drafter *d = oracle_new(m, 0, 0);
-    pf_spec *spec = pf_spec_new(s, d, 16, err);
+    pf_spec *spec = pf_spec_new(&s->engine, d, 16, err);
     pf_api_use_strategy(s, pf_spec_strategy(spec));
     CHECK(pf_generate_tokens(s, prompt, 10, &gp, test_seq_push, &got, &b, err) == PF_OK);
     CHECK(a.stop == PF_STOP_CONTEXT && b.stop == PF_STOP_CONTEXT && a.n_gen == b.n_gen);
@@ -410,9 +412,9 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
             test_seq plain = {.n = 0}, got = {.n = 0};
             CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
             int B = 2 + (i % 15);
-            pf_drafter *d = pf_dflash_drafter_new(w, s, err);
+            pf_drafter *d = pf_dflash_drafter_new(w, &s->engine, err);
             CHECK(d);
-            pf_spec *spec = pf_spec_new(s, d, B, err);
+            pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
             pf_api_use_strategy(s, pf_spec_strategy(spec));
             CHECKF(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK, "%s", err);
             CHECKF(test_seq_same(&got, &plain),
@@ -444,7 +446,7 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
 static void check_lossless_prompt(pf_session *s, pf_dflash *w, const char *prompt, int B0, const char *what,
                                   int64_t *accepted) {
     char err[PF_ERR_LEN];
-    const pf_model *m = s->model;
+    const pf_model *m = s->engine.model;
     int32_t *ids = NULL;
     size_t n = 0;
     CHECK(test_chat_tokens(m, prompt, &ids, &n, err) == 0);
@@ -453,8 +455,8 @@ static void check_lossless_prompt(pf_session *s, pf_dflash *w, const char *promp
     test_seq plain = {.n = 0};
     CHECK(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
     for (int B = B0; B <= 16; B += 3) {
-        pf_drafter *d = pf_dflash_drafter_new(w, s, err);
-        pf_spec *spec = pf_spec_new(s, d, B, err);
+        pf_drafter *d = pf_dflash_drafter_new(w, &s->engine, err);
+        pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
         pf_api_use_strategy(s, pf_spec_strategy(spec));
         test_seq got = {.n = 0};
         CHECK(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &got, NULL, err) == PF_OK);
@@ -523,16 +525,16 @@ TEST(spec_greedy_lossless_kv_q8) {
         if (pass) setenv("PF_KERNELS", pf_level_name(low), 1);
         pf_session *s = pf_session_new(m, &sp, err);
         if (pass) unsetenv("PF_KERNELS");
-        CHECKF(s && s->ctx->kv->type == PF_KV_Q8, "%s", err);
-        if (pass) CHECK(s->ctx->k->level == low);
+        CHECKF(s && s->engine.ctx->kv->type == PF_KV_Q8, "%s", err);
+        if (pass) CHECK(s->engine.ctx->k->level == low);
         pf_dflash *w = pf_dflash_load("models/pf-draft-dflash2.gguf", m, err);
         CHECKF(w, "%s", err);
         int64_t accepted = 0;
         for (int pi = pass; pi < 7; pi += 2) {
-            snprintf(what, sizeof what, "8-bit cache, %s kernels, prompt %d", s->ctx->k->name, pi);
+            snprintf(what, sizeof what, "8-bit cache, %s kernels, prompt %d", s->engine.ctx->k->name, pi);
             check_lossless_prompt(s, w, k_lossless_prompts[pi], 3 + pi % 2, what, &accepted);
         }
-        CHECKF(accepted > 30, "%s: the draft was accepted only %lld times", s->ctx->k->name, (long long)accepted);
+        CHECKF(accepted > 30, "%s: the draft was accepted only %lld times", s->engine.ctx->k->name, (long long)accepted);
         pf_dflash_free(w);
         pf_session_free(s);
     }

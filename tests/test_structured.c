@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "engine/constraint.h"
 #include "engine/generate.h"
@@ -298,7 +299,7 @@ TEST(structured_greedy_shortcut_is_the_masked_argmax) {
     char err[PF_ERR_LEN];
     pf_decode_params dp = {.json_schema = k_schemas[0]};
     pf_constraint *c = NULL;
-    CHECKF(pf_constraint_open(p.s, &dp, &c, err) == PF_RC_OK && c, "%s", err);
+    CHECKF(pf_constraint_open(&p.s->engine, &dp, &c, err) == PF_RC_OK && c, "%s", err);
     static const char doc[] = "{\"name\": \"Maria Lopez\", \"age\": 34, \"kind\": \"person\"}";
     int32_t *ids = NULL;
     size_t n_ids = 0;

@@ -12,6 +12,7 @@
 #include "formats/gguf.h"
 #include "test.h"
 #include "util.h"
+#include "engine/batch.h"
 
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");

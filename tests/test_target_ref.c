@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "engine/chat.h"
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
 #include "formats/json.h"

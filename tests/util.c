@@ -16,6 +16,7 @@
 #include "formats/quant.h"
 #include "kernels/cpu.h"
 #include "test.h"
+#include "engine/batch.h"
 
 /* ---- kernel levels ---- */
 

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "engine/clock.h"
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
+#include "engine/op_timing.h"
 
 enum { THREADS = 2, NB = 4 };
 static const int Bs[NB] = {1, 4, 8, 16};

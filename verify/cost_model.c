@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/clock.h"
+#include "engine/batch.h"
 
 void pf_cost_init(pf_cost_model *cm, int block) {
     memset(cm, 0, sizeof *cm);

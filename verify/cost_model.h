@@ -17,7 +17,7 @@
 
 #include "draft/block.h"
 #include "draft/drafter.h"
-#include "engine/model.h"
+#include "engine/forward.h"
 
 
 typedef struct {

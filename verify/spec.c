@@ -12,6 +12,7 @@
 #include "engine/clock.h"
 #include "verify/accept.h"
 #include "verify/spec_constrain.h"
+#include "engine/batch.h"
 
 /* The verify forward's taps of n rows split in two: the final layer's row `final_row` (-1: none)
  * is kept as h_target, and the drafter's own taps are returned (repacked without the final layer
@@ -56,7 +57,7 @@ static void start_generation(pf_spec *sp) {
     if (sp->ad) sp->ad->plain_run = 0;
 }
 
-static int spec_begin(void *state, pf_session *s, const int32_t *prompt, int n_prompt, const float *taps,
+static int spec_begin(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, const float *taps,
                       char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     (void)s;
@@ -107,7 +108,7 @@ static int commit_rows(pf_spec *sp, int n, const float *taps, int plain, char er
  * session's cache kept (pending plain-step rows are handed over first, so its context covers the
  * cache), and resume feeds it the prompt's new rows as spec_begin feeds a whole prompt (context
  * rows do not depend on how they were split over calls). */
-static int spec_keep(void *state, pf_session *s, int n_keep) {
+static int spec_keep(void *state, pf_engine_session *s, int n_keep) {
     pf_spec *sp = state;
     (void)s;
     char err[PF_ERR_LEN];
@@ -115,7 +116,7 @@ static int spec_keep(void *state, pf_session *s, int n_keep) {
     return sp->d->truncate(sp->d->state, n_keep);
 }
 
-static int spec_resume(void *state, pf_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
+static int spec_resume(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
                        char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     (void)s;
@@ -150,7 +151,7 @@ static void dec_choose(pf_spec *sp, int *nd) {
 
 /* Draft up to B-1 tokens after `last` into rows[1..]: *nd to verify (Dec may keep fewer than were
  * *proposed). Pending plain-step rows reach the drafter first, on the clock of the context. */
-static int draft(pf_spec *sp, pf_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
+static int draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
                  round_clock *t, char err[PF_ERR_LEN]) {
     if (sp->n_pend) { /* the drafter needs its whole context: the plain steps' rows first */
         int n_pend = sp->n_pend;
@@ -179,7 +180,7 @@ static int draft(pf_spec *sp, pf_session *s, int32_t last, int64_t start, int B,
 
 /* The round's accepted length a (greedy: the longest matching prefix; sampled: lossless
  * rejection sampling) and the target's own next token. */
-static int accept_drafts(pf_spec *sp, pf_session *s, int nd, int32_t *bonus) {
+static int accept_drafts(pf_spec *sp, pf_engine_session *s, int nd, int32_t *bonus) {
     const int V = s->model->hp.n_vocab;
     if (s->sampling.temp <= 0) return pf_accept_greedy(sp->logits, V, sp->rows + 1, nd, bonus);
     return pf_accept_sampled(sp->logits, V, sp->rows + 1, sp->q, nd, sp->d->deterministic || sp->ad != NULL,
@@ -205,7 +206,7 @@ static void observe(pf_spec *sp, int nd, int a, const round_clock *t) {
 /* Structured output: the drafts cut to what the constraint allows, forced tokens appended (a
  * forced position at the start skips the drafter); forced positions go to the planner as sure to
  * be kept, outside what it learns of the draft. *n_masked: the rows to mask after verifying. */
-static int constrained_draft(pf_spec *sp, pf_session *s, int32_t last, int64_t start, int B, int cap, int *nd,
+static int constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int cap, int *nd,
                              int *proposed, int *n_masked, round_clock *t, char err[PF_ERR_LEN]) {
     int rows_cap = sp->block < cap ? sp->block : cap, n_forced = 0;
     int stochastic = s->sampling.temp > 0 && !sp->ad && !sp->d->deterministic;
@@ -234,7 +235,7 @@ static int constrained_draft(pf_spec *sp, pf_session *s, int32_t last, int64_t s
 }
 
 /* One round: draft -> verify -> accept -> rollback -> commit. */
-static int spec_step(void *state, pf_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
+static int spec_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     round_clock t = {.t0 = pf_now_s()};
     int64_t start = s->ctx->kv->len;

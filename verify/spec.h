@@ -30,7 +30,7 @@ typedef struct {
 typedef struct pf_spec pf_spec;
 
 /* block: rows verified per round (2..PF_MAX_BLOCK); the drafter is borrowed. */
-pf_spec *pf_spec_new(pf_session *s, pf_drafter *d, int block, char err[PF_ERR_LEN]);
+pf_spec *pf_spec_new(pf_engine_session *s, pf_drafter *d, int block, char err[PF_ERR_LEN]);
 void pf_spec_free(pf_spec *sp);
 /* Hand the drafter and the head (either may be NULL) to the strategy: freed by pf_spec_free. */
 void pf_spec_own(pf_spec *sp, pf_drafter *d, pf_dec *dec);

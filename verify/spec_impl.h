@@ -11,7 +11,7 @@
 #include "verify/spec.h"
 
 struct pf_spec {
-    pf_session *s;
+    pf_engine_session *s;
     pf_drafter *d;
     pf_strategy strat;
     int block;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-pf_spec *pf_spec_new(pf_session *s, pf_drafter *d, int block, char err[PF_ERR_LEN]) {
+pf_spec *pf_spec_new(pf_engine_session *s, pf_drafter *d, int block, char err[PF_ERR_LEN]) {
     assert(block >= 2 && block <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h) */
     const pf_hparams *hp = &s->model->hp;
     pf_spec *sp = calloc(1, sizeof *sp);

@@ -12,7 +12,7 @@
 
 /* The DFlash drafter over w; with own_weights it frees w, also when this fails. Its session's
  * context is never too small for it, so a failure is memory. */
-static pf_drafter *dflash_drafter(const pf_dflash *w, int own_weights, pf_session *s, char err[PF_ERR_LEN]) {
+static pf_drafter *dflash_drafter(const pf_dflash *w, int own_weights, pf_engine_session *s, char err[PF_ERR_LEN]) {
     pf_drafter *d = pf_dflash_drafter_new(w, s, err);
     if (own_weights) {
         if (d) pf_dflash_drafter_own_weights(d);
@@ -22,7 +22,7 @@ static pf_drafter *dflash_drafter(const pf_dflash *w, int own_weights, pf_sessio
 }
 
 /* The plan's drafter without its head vocabulary; NULL is out of memory. */
-static pf_drafter *new_drafter(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+static pf_drafter *new_drafter(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_engine_session *s,
                                char err[PF_ERR_LEN]) {
     if (plan->kind == PF_KIND_NGRAM) {
         pf_drafter *d = pf_ngram_drafter_new(1, plan->ngram_n);
@@ -41,7 +41,7 @@ static pf_drafter *new_drafter(const pf_strategy_plan *plan, const pf_dflash *w,
     return pf_hybrid_drafter_new(lookup, model, PF_HYBRID_MIN_TOKENS, err); /* its only other failure: bad arguments */
 }
 
-pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_engine_session *s,
                          pf_drafter **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     pf_drafter *d = new_drafter(plan, w, own_weights, s, err);
@@ -55,7 +55,7 @@ pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_w
     return PF_RC_OK;
 }
 
-pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
+pf_rc pf_strategy_build(pf_engine_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
                             pf_spec **out, char err[PF_ERR_LEN]) {
     assert(plan->block >= 2 && plan->block <= PF_MAX_BLOCK); /* resolved by pf_strategy_plan_make */
     *out = NULL;
@@ -76,7 +76,7 @@ pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter 
     return sp ? PF_RC_OK : PF_RC_OOM;
 }
 
-int pf_draft_at_hand(const pf_session *s, const char *draft_path) {
+int pf_draft_at_hand(const pf_engine_session *s, const char *draft_path) {
     return draft_path || pf_model_bundles_draft(s->model);
 }
 
@@ -86,7 +86,7 @@ void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_de
     d->draft_has_dec = dec != NULL;
 }
 
-pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session *s, int ngram_n, int *draft_block,
+pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_engine_session *s, int ngram_n, int *draft_block,
                             char err[PF_ERR_LEN]) {
     pf_strategy_plan plan = {.ngram_n = ngram_n};
     if (pf_kind_parse(name, &plan.kind, err) < 0) return NULL;

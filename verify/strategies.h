@@ -26,17 +26,17 @@
 /* A drafter of the plan's kind over loaded DFlash weights w (NULL for ngram), with the plan's head
  * vocabulary, into *out; with own_weights it frees w (also when this fails), else w is borrowed.
  * PF_RC_OK, or PF_RC_ARG (a head vocabulary the draft cannot take) / PF_RC_OOM with err. */
-pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_session *s,
+pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_engine_session *s,
                          pf_drafter **out, char err[PF_ERR_LEN]);
 
 /* The strategy of a plan (its block is asserted, not checked) over drafter d (not owned) and, for
  * dec, the draft's Dec head (not owned), into *out. PF_RC_OK, or PF_RC_ARG (dec without a head or
  * over a drafter without hidden rows) / PF_RC_OOM with err. */
-pf_rc pf_strategy_build(pf_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
+pf_rc pf_strategy_build(pf_engine_session *s, const pf_strategy_plan *plan, pf_drafter *d, const pf_dec *dec,
                             pf_spec **out, char err[PF_ERR_LEN]);
 
 /* A DFlash draft is at hand: draft_path, or the draft the session's target bundles. */
-int pf_draft_at_hand(const pf_session *s, const char *draft_path);
+int pf_draft_at_hand(const pf_engine_session *s, const char *draft_path);
 /* What an opened draft (pf_draft_open; w NULL: none at hand) brings to a description: has_draft,
  * draft_block and draft_has_dec. */
 void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_dec *dec);
@@ -45,7 +45,7 @@ void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_de
  * ngram_n; *draft_block: the draft's trained block (PF_NGRAM_BLOCK for ngram). For dflash and
  * hybrid the draft is draft_path (a draft GGUF or a .pfb bundle), or with NULL the draft bundled
  * with the session's target. NULL with err. */
-pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_session *s, int ngram_n, int *draft_block,
+pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_engine_session *s, int ngram_n, int *draft_block,
                             char err[PF_ERR_LEN]);
 
 #endif

@@ -5,7 +5,8 @@
  * a multi-line error is a finding. `make fuzz` (FUZZ_TIME seconds). */
 #include <unistd.h>
 
-#include "engine/model.h"
+#include "engine/batch.h"
+#include "engine/forward.h"
 #include "convert/synth.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"

@@ -1,0 +1,40 @@
+/* The ONE forward entry point over B rows (B = 1 decoding, B > 1 prefill or verification) and the
+ * context it runs in: a model, its KV cache, the threads, the kernel table and the layer scratch. */
+#ifndef PF_FORWARD_H
+#define PF_FORWARD_H
+
+#include <stdint.h>
+
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "formats/status.h"
+
+typedef struct pf_batch pf_batch; /* engine/batch.h */
+/* The rows of a chunk through a layer (engine/layer.h), shared with the draft's forward. */
+typedef struct pf_layer_scratch pf_layer_scratch;
+
+typedef struct pf_ctx {
+    const pf_model *model;
+    const pf_kernels *k;
+    pf_pool *pool;
+    pf_kv_cache *kv;
+    int max_rows; /* rows per internal chunk */
+    pf_layer_scratch *sc;
+    /* Per-operation wall time in seconds (engine/op_timing.h), accumulated by every forward when
+     * not NULL (the caller owns the PF_OP_COUNT doubles; bench-model --ops). */
+    double *op_s;
+} pf_ctx;
+
+/* n_threads >= 1; k NULL selects the best kernels for this CPU. */
+pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_kernels *k,
+                   char err[PF_ERR_LEN]);
+/* Replace the (empty) KV cache by one of another type (PF_KV_F16 is what pf_ctx_new makes). */
+int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]);
+void pf_ctx_free(pf_ctx *c);
+
+/* Runs the rows through the model, appending their K/V to the cache. PF_RC_OK, or with a message
+ * and the cache unchanged: PF_RC_CONTEXT for rows beyond the context, PF_RC_ARG for no rows, a
+ * token id outside the vocabulary or a tap layer outside the model. */
+pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]);
+
+#endif
