@@ -1,6 +1,7 @@
 #include "eval/schema_valid.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,26 @@ static int array_ok(const pf_json *root, const pf_json *s, const pf_json *v, int
     return 1;
 }
 
+/* minLength / maxLength: characters (code points) of the decoded string. */
+static int string_ok(const pf_json *s, const pf_json *v) {
+    const pf_json *lo = pf_json_get(s, "minLength"), *hi = pf_json_get(s, "maxLength");
+    double n = 0;
+    for (size_t i = 0; i < v->u.str.len; i++) n += ((uint8_t)v->u.str.s[i] & 0xC0) != 0x80;
+    return !(lo && n < lo->u.num.d) && !(hi && n > hi->u.num.d);
+}
+
+/* minimum / maximum, exclusive by draft 4's boolean or draft 6's number. */
+static int number_ok(const pf_json *s, const pf_json *v) {
+    const pf_json *lo = pf_json_get(s, "minimum"), *hi = pf_json_get(s, "maximum"),
+                  *xlo = pf_json_get(s, "exclusiveMinimum"), *xhi = pf_json_get(s, "exclusiveMaximum");
+    double x = v->u.num.d;
+    int lo_open = xlo && xlo->type == PF_JSON_BOOL && xlo->u.b, hi_open = xhi && xhi->type == PF_JSON_BOOL && xhi->u.b;
+    if (lo && (x < lo->u.num.d || (lo_open && x == lo->u.num.d))) return 0;
+    if (hi && (x > hi->u.num.d || (hi_open && x == hi->u.num.d))) return 0;
+    if (xlo && xlo->type == PF_JSON_NUMBER && x <= xlo->u.num.d) return 0;
+    return !(xhi && xhi->type == PF_JSON_NUMBER && x >= xhi->u.num.d);
+}
+
 /* The schema a "#/a/b~1c" reference names in root (RFC 6901: ~1 is '/', ~0 is '~'), NULL when none. */
 static const pf_json *deref(const pf_json *root, const char *ref) {
     if (ref[0] != '#') return NULL;
@@ -117,6 +138,8 @@ static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int
     if (!types_ok(pf_json_get(s, "type"), v)) return 0;
     if (v->type == PF_JSON_OBJECT && !object_ok(root, s, v, depth)) return 0;
     if (v->type == PF_JSON_ARRAY && !array_ok(root, s, v, depth)) return 0;
+    if (v->type == PF_JSON_STRING && !string_ok(s, v)) return 0;
+    if (v->type == PF_JSON_NUMBER && !number_ok(s, v)) return 0;
     return 1;
 }
 

@@ -67,6 +67,9 @@ static int32_t new_node(cctx *c, pf_schema_kind kind) {
     s->nodes[s->n_nodes].kind = kind;
     s->nodes[s->n_nodes].items = PF_SN_ID_ANY;
     s->nodes[s->n_nodes].min_depth = PF_SCHEMA_NO_DOC;
+    s->nodes[s->n_nodes].max_len = INT64_MAX;
+    s->nodes[s->n_nodes].num_lo = INT64_MIN;
+    s->nodes[s->n_nodes].num_hi = INT64_MAX;
     return s->n_nodes++;
 }
 
@@ -121,8 +124,9 @@ static int fixed_nodes(cctx *c) {
 
 /* The keywords compiled here. */
 static const char *const k_keywords[] = {"type", "properties", "required", "additionalProperties", "items",
-                                         "minItems", "maxItems", "enum", "const", "anyOf"};
-enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9 };
+                                         "minItems", "maxItems", "enum", "const", "anyOf", "minLength", "maxLength",
+                                         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9, K_MINIMUM = 12 };
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
  * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
@@ -131,8 +135,7 @@ enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9 };
  * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). `format` is
  * here: MaskBench and most readers take it as an assertion. */
 static const char *const k_unsupported[] = {
-    "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
-    "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+    "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
     "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
     "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
     "allOf", "oneOf", "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
@@ -197,6 +200,9 @@ static int type_set(cctx *c, const pf_json *v, const char *path) {
         if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties"))
             set |= T_OBJ;
         if (pf_json_get(v, "items") || pf_json_get(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
+        if (pf_json_get(v, "minLength") || pf_json_get(v, "maxLength")) set |= T_STR;
+        for (int i = 0; i < 4; i++)
+            if (pf_json_get(v, k_keywords[K_MINIMUM + i])) set |= T_NUM;
     }
     if ((set & T_NUM) && (set & T_INT)) set &= ~T_INT;
     return set;
@@ -413,6 +419,98 @@ static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, 
     return 0;
 }
 
+/* minLength / maxLength: the characters of the decoded string (grammar/matcher.c counts them). */
+static int32_t compile_string(cctx *c, const pf_json *v, const char *path) {
+    int64_t lo = 0, hi = INT64_MAX;
+    if (read_count(c, v, "minLength", &lo, path) < 0 || read_count(c, v, "maxLength", &hi, path) < 0) return FAIL;
+    if (lo > hi) return UNSAT;
+    if (lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_STRING;
+    int32_t id = new_node(c, PF_SN_STRING);
+    if (id < 0) return FAIL;
+    c->s->nodes[id].min_len = lo;
+    c->s->nodes[id].max_len = hi;
+    return id;
+}
+
+/* A JSON number's exact decimal value split as sign, integer part (saturated at BOUND_BIG, far
+ * past any number the matcher writes) and whether a fraction follows; read from its source text,
+ * so no rounding to a double decides a bound. */
+#define BOUND_BIG 100000000000000000LL  /* 1e17 */
+#define BOUND_WRITTEN 9999999999999999LL /* the largest integer part of 16 digits (PF_MATCHER_MAX_DIGITS) */
+typedef struct {
+    int neg, frac;
+    int64_t whole;
+} decimal;
+
+static decimal decimal_of(const char *p, size_t n) {
+    decimal d = {0, 0, 0};
+    size_t i = 0;
+    if (i < n && p[i] == '-') d.neg = 1, i++;
+    char dig[64];
+    int nd = 0, point = 0, extra = 0; /* extra: digits dropped past dig's room (all integer digits) */
+    for (int seen_point = 0; i < n && ((p[i] >= '0' && p[i] <= '9') || p[i] == '.'); i++) {
+        if (p[i] == '.') seen_point = 1;
+        else if (nd < (int)sizeof dig) dig[nd++] = p[i], point += !seen_point;
+        else if (!seen_point) extra++;
+        else d.frac |= p[i] != '0';
+    }
+    long e = 0;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        int eneg = ++i < n && p[i] == '-';
+        if (i < n && (p[i] == '-' || p[i] == '+')) i++;
+        for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) e = e < 100000 ? e * 10 + (p[i] - '0') : e;
+        e = eneg ? -e : e;
+    }
+    long whole_digits = point + extra + e;
+    for (int k = 0; k < nd; k++) {
+        if (k < whole_digits) d.whole = d.whole < BOUND_BIG ? d.whole * 10 + (dig[k] - '0') : BOUND_BIG;
+        else d.frac |= dig[k] != '0';
+    }
+    for (long k = nd; k < whole_digits && d.whole && d.whole < BOUND_BIG; k++) d.whole *= 10;
+    if (d.whole > BOUND_BIG) d.whole = BOUND_BIG;
+    return d;
+}
+
+/* One bound (lower or upper, open or closed) tightened into node nd; an integer's bounds become
+ * closed integers, a number's must be integers themselves. 0, or FAIL. */
+static int add_bound(cctx *c, pf_schema_node *nd, const pf_json *x, int upper, int open, const char *key, const char *path) {
+    if (x->type != PF_JSON_NUMBER) return fail(c, path, "%s: not a number", key);
+    decimal d = decimal_of(c->src + x->offset, c->src_len - x->offset);
+    int64_t v = d.neg ? -d.whole : d.whole;
+    if (nd->kind == PF_SN_NUMBER && d.frac)
+        return fail(c, path, "%s: a bound with a fraction on a number is not supported (only on an integer)", key);
+    if (nd->kind == PF_SN_INTEGER) {
+        if (d.frac) v += upper ? -d.neg : !d.neg; /* floor for an upper bound, ceil for a lower */
+        else if (open) v += upper ? -1 : 1;
+        open = 0;
+    }
+    if (upper && (v < nd->num_hi || (v == nd->num_hi && open))) nd->num_hi = v, nd->hi_open = (uint8_t)open;
+    if (!upper && (v > nd->num_lo || (v == nd->num_lo && open))) nd->num_lo = v, nd->lo_open = (uint8_t)open;
+    return 0;
+}
+
+/* minimum / maximum with draft 4's boolean exclusiveMinimum / exclusiveMaximum, or draft 6's
+ * numeric ones, on a number or an integer node. */
+static int32_t compile_number(cctx *c, const pf_json *v, pf_schema_kind kind, const char *path) {
+    int32_t id = new_node(c, kind);
+    if (id < 0) return FAIL;
+    for (int upper = 0; upper < 2; upper++) {
+        const char *kb = k_keywords[K_MINIMUM + upper], *ke = k_keywords[K_MINIMUM + 2 + upper];
+        const pf_json *b = pf_json_get(v, kb), *e = pf_json_get(v, ke);
+        if (e && e->type == PF_JSON_BOOL) {
+            if (b && add_bound(c, &c->s->nodes[id], b, upper, e->u.b, kb, path) < 0) return FAIL;
+            continue;
+        }
+        if (b && add_bound(c, &c->s->nodes[id], b, upper, 0, kb, path) < 0) return FAIL;
+        if (e && add_bound(c, &c->s->nodes[id], e, upper, 1, ke, path) < 0) return FAIL;
+    }
+    const pf_schema_node *nd = &c->s->nodes[id];
+    if (nd->num_lo > nd->num_hi || (nd->num_lo == nd->num_hi && (nd->lo_open || nd->hi_open))) return UNSAT;
+    if (nd->num_lo > BOUND_WRITTEN || nd->num_hi < -BOUND_WRITTEN) return UNSAT; /* past any number written */
+    if (kind == PF_SN_NUMBER && nd->num_lo == INT64_MIN && nd->num_hi == INT64_MAX) return PF_SN_ID_ANY_NUMBER;
+    return id;
+}
+
 static int32_t compile_array(cctx *c, const pf_json *v, int depth, const char *path) {
     int64_t lo = 0, hi = INT64_MAX;
     if (read_count(c, v, "minItems", &lo, path) < 0 || read_count(c, v, "maxItems", &hi, path) < 0) return FAIL;
@@ -468,9 +566,9 @@ static int32_t compile_types(cctx *c, const pf_json *v, int types, int depth, co
         if (!(types & bit)) continue;
         int32_t x = bit == T_OBJ   ? compile_object(c, v, depth, path)
                     : bit == T_ARR ? compile_array(c, v, depth, path)
-                    : bit == T_STR ? PF_SN_ID_ANY_STRING
-                    : bit == T_NUM ? PF_SN_ID_ANY_NUMBER
-                    : bit == T_INT ? new_node(c, PF_SN_INTEGER)
+                    : bit == T_STR ? compile_string(c, v, path)
+                    : bit == T_NUM ? compile_number(c, v, PF_SN_NUMBER, path)
+                    : bit == T_INT ? compile_number(c, v, PF_SN_INTEGER, path)
                     : bit == T_BOOL ? words_node(c, f_t, 2)
                                     : words_node(c, null, 1);
         if (x == FAIL) return FAIL;

@@ -1,12 +1,13 @@
 /* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
- * `required`, `additionalProperties` (true or false), `items`, `minItems`, `maxItems`, `enum`,
- * `const`, `anyOf`, `$ref` to a JSON pointer into the same document (`#/$defs/x`,
- * `#/definitions/x`, `#`, ...; recursion included), nested to PF_SCHEMA_MAX_DEPTH. Annotations
- * (title, description, default, examples, readOnly, ...) and keywords JSON Schema does not define
- * (x-..., id, self, ...) are ignored, as the spec says; any other validation keyword (pattern,
- * minimum, allOf, ...) is an error naming it and its path: a schema is never compiled looser than
- * it reads.
+ * `required`, `additionalProperties` (true or false), `items`, `minItems`, `maxItems`, `minLength`,
+ * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
+ * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `$ref` to a JSON pointer into
+ * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included), nested to
+ * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
+ * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; any
+ * other validation keyword (pattern, format, allOf, ...) is an error naming it and its path: a
+ * schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
  * compact JSON (no whitespace between tokens), an object with `properties` holds only those keys
@@ -52,6 +53,12 @@ typedef struct {
     /* ARRAY */
     int32_t items;
     int64_t min_items, max_items;
+    /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
+    int64_t min_len, max_len;
+    /* NUMBER, INTEGER: integer bounds on the value (num_lo INT64_MIN, num_hi INT64_MAX when
+     * none); lo_open / hi_open: exclusive (an INTEGER's are closed) */
+    int64_t num_lo, num_hi;
+    uint8_t lo_open, hi_open;
     /* LITERALS */
     pf_lit_set lits;
     /* UNION (also a $ref's node, whose one alternative is the referenced schema) */

@@ -52,7 +52,10 @@ char *schema_random(uint64_t *seed, int depth) {
         "{\"type\":\"string\"}", "{\"type\":\"number\"}", "{\"type\":\"integer\"}", "{\"type\":\"boolean\"}",
         "{\"type\":\"null\"}", "{\"type\":[\"string\",\"null\"]}", "{\"enum\":[\"red\",\"green\",\"re\",1,12,null]}",
         "{\"const\":\"fixed\"}", "{\"enum\":[true,[1,2],{\"a\":\"b\"}]}", "{}", "{\"type\":\"object\"}",
-        "{\"type\":[\"integer\",\"boolean\"]}", "{\"enum\":[\"\\u00e9t\\u00e9\",\"x\\ny\"]}", "{\"description\":\"any\"}"};
+        "{\"type\":[\"integer\",\"boolean\"]}", "{\"enum\":[\"\\u00e9t\\u00e9\",\"x\\ny\"]}", "{\"description\":\"any\"}",
+        "{\"type\":\"string\",\"minLength\":1,\"maxLength\":3}", "{\"maxLength\":2}",
+        "{\"type\":\"integer\",\"minimum\":-3,\"exclusiveMaximum\":40}", "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}",
+        "{\"type\":[\"number\",\"string\"],\"exclusiveMinimum\":-2,\"minLength\":2}"};
     char *s = NULL;
     size_t n = 0;
     int kind = depth >= 3 ? 0 : (int)(schema_rand(seed) % 5);

@@ -179,7 +179,7 @@ static void expect_error(const char *schema, const char *needle) {
 
 TEST(grammar_schema_errors) {
     expect_error("{\"type\":\"string\",\"pattern\":\"a+\"}", "keyword 'pattern' is not supported");
-    expect_error("{\"properties\":{\"x\":{\"minimum\":1}}}", "/properties/x: keyword 'minimum'");
+    expect_error("{\"properties\":{\"x\":{\"not\":{}}}}", "/properties/x: keyword 'not'");
     expect_error("{\"type\":\"object\",", "json schema: byte");
     expect_error("{\"type\":\"strin\"}", "type: not one of");
     expect_error("{\"enum\":[]}", "admits no value");
@@ -233,8 +233,7 @@ TEST(grammar_annotations_ignored) {
  * it is and whatever sits beside it: never a schema compiled looser than it reads. */
 TEST(grammar_unsupported_validation_keywords) {
     static const char *const kw[] = {
-        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
-        "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+        "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
         "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
         "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
         "allOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
@@ -391,12 +390,122 @@ TEST(grammar_ref_errors) {
     expect_error("{\"$ref\":1}", "$ref: not a string");
     expect_error("{\"$ref\":\"#/definitions/a\",\"type\":\"string\",\"definitions\":{\"a\":{}}}",
                  "'type' combined with $ref is not supported");
-    expect_error("{\"definitions\":{\"a\":{\"minimum\":1}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
-                 "json schema: /definitions/a: keyword 'minimum' is not supported");
+    expect_error("{\"definitions\":{\"a\":{\"not\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
+                 "json schema: /definitions/a: keyword 'not' is not supported");
     expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
     expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
     expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
                  "declare their own $id or id");
+}
+
+/* Documents of a schema: each whole text either a complete document the matcher accepts, or not. */
+typedef struct {
+    const char *doc;
+    int ok;
+} doc_case;
+
+static int check_docs(const char *schema, const doc_case *cases, int n) {
+    fx f;
+    if (fx_open(&f, schema) < 0) {
+        pf_test_failf(__FILE__, __LINE__, "schema %s does not compile", schema);
+        return fx_close(&f), -1;
+    }
+    for (int i = 0; i < n && !pf_test_failed(); i++) {
+        pf_matcher_reset(f.m);
+        int got = pf_matcher_push_bytes(f.m, (const uint8_t *)cases[i].doc, strlen(cases[i].doc)) == 1 &&
+                  pf_matcher_can_end(f.m);
+        if (got != cases[i].ok)
+            pf_test_failf(__FILE__, __LINE__, "schema %s: '%s' %s", schema, cases[i].doc, got ? "accepted" : "refused");
+        else if (got != pf_schema_valid_text(schema, cases[i].doc, strlen(cases[i].doc)))
+            pf_test_failf(__FILE__, __LINE__, "schema %s: the validator disagrees on '%s'", schema, cases[i].doc);
+    }
+    uint64_t seed = 31;
+    for (int w = 0; w < 30 && !pf_test_failed(); w++)
+        if (walk_once(&f, schema, &seed) < 0) pf_test_failf(__FILE__, __LINE__, "schema %s: a random walk failed", schema);
+    fx_close(&f);
+    return pf_test_failed() ? -1 : 0;
+}
+
+#define CHECK_DOCS(schema, cases) CHECK(check_docs((schema), (cases), (int)(sizeof(cases) / sizeof(cases)[0])) == 0)
+
+/* minLength / maxLength count characters: a UTF-8 character of several bytes, or an escape, is one. */
+TEST(grammar_string_lengths) {
+    static const char two_three[] = "{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}";
+    static const doc_case docs[] = {
+        {"\"ab\"", 1}, {"\"abc\"", 1}, {"\"a\"", 0}, {"\"abcd\"", 0}, {"\"\"", 0},
+        {"\"\xc3\xa9\xe4\xb8\xad\"", 1}, {"\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"", 1},
+        {"\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"", 0}, {"\"\\n\\u00e9x\"", 1},
+        {"\"\\n\\u00e9xy\"", 0}, {"\"\\\\\"", 0}, {"\"\\\\\\\"\"", 1},
+    };
+    CHECK_DOCS(two_three, docs);
+    static const mask_case masks[] = {
+        {"\"abc", "|\""}, /* full: only the closing quote */
+    };
+    CHECK_MASKS(two_three, masks);
+    /* one character left: a one-character token (an escape of six bytes, a UTF-8 character) fits,
+     * a two-character one does not */
+    fx f;
+    CHECK(fx_open(&f, two_three) == 0);
+    char got[4096];
+    allowed_after(&f, "\"\xe4\xb8\xad\\n", got, sizeof got);
+    CHECKF(strstr(got, "|a|") && strstr(got, "|\\u00e9|") && strstr(got, "|\xc3\xa9|") && strstr(got, "|\"|") &&
+               !strstr(got, "|ab|") && !strstr(got, "|red|") && !strstr(got, "|\xa9x|"),
+           "%s", got);
+    fx_close(&f);
+    static const char in_object[] =
+        "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\",\"maxLength\":1},\"n\":{\"minLength\":1}},"
+        "\"required\":[\"id\"],\"additionalProperties\":false}";
+    static const doc_case obj_docs[] = {
+        {"{\"id\":\"x\"}", 1}, {"{\"id\":\"\"}", 1}, {"{\"id\":\"xy\"}", 0}, {"{\"id\":\"x\",\"n\":\"\"}", 0},
+        {"{\"id\":\"x\",\"n\":\"red\"}", 1},
+    };
+    CHECK_DOCS(in_object, obj_docs);
+    static const mask_case obj_masks[] = {{"{\"id\":\"x", "|\"|\"}|\","}};
+    CHECK_MASKS(in_object, obj_masks);
+    expect_error("{\"type\":\"string\",\"minLength\":1.5}", "minLength: not a non-negative integer");
+    expect_error("{\"type\":\"string\",\"minLength\":4,\"maxLength\":3}", "admits no value");
+    expect_error("{\"enum\":[\"a\"],\"maxLength\":3}", "'maxLength' combined with enum or const is not supported");
+}
+
+/* minimum / maximum and both forms of exclusiveMinimum / exclusiveMaximum, on integers and on
+ * numbers (integer bounds), decided digit by digit from the bound's decimal text. */
+TEST(grammar_number_bounds) {
+    static const doc_case ints[] = {
+        {"0", 1}, {"-5", 1}, {"120", 1}, {"-0", 1}, {"99", 1}, {"121", 0}, {"-6", 0}, {"1000", 0},
+        {"-10", 0}, {"12", 1},
+    };
+    CHECK_DOCS("{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}", ints);
+    static const mask_case int_masks[] = {{"12", "|0|<end>"}, {"-", "|0|1|2|3|4|5"}};
+    CHECK_MASKS("{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}", int_masks);
+    static const doc_case draft4[] = {{"0", 0}, {"10", 0}, {"1", 1}, {"9", 1}, {"-0", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"minimum\":0,\"exclusiveMinimum\":true,\"maximum\":10,\"exclusiveMaximum\":true}", draft4);
+    static const doc_case draft6[] = {{"0", 0}, {"1", 1}, {"2", 1}, {"3", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"exclusiveMinimum\":0.5,\"exclusiveMaximum\":3}", draft6);
+    static const doc_case frac_bounds[] = {{"-2", 0}, {"-1", 1}, {"2", 1}, {"3", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"minimum\":-1.5,\"maximum\":2.5}", frac_bounds);
+    static const doc_case unit[] = {
+        {"0", 1}, {"0.5", 1}, {"1", 1}, {"1.0", 1}, {"1.000", 1}, {"1.01", 0}, {"-0.1", 0}, {"2", 0},
+        {"-0", 1}, {"-0.0", 1}, {"0.999", 1},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", unit);
+    static const doc_case positive[] = {{"0", 0}, {"0.0", 0}, {"0.001", 1}, {"-0", 0}, {"5", 1}, {"-3.5", 0}};
+    CHECK_DOCS("{\"type\":\"number\",\"exclusiveMinimum\":0}", positive);
+    static const doc_case below[] = {{"-1", 0}, {"-1.5", 1}, {"-1.0", 0}, {"-100", 1}, {"0", 0}};
+    CHECK_DOCS("{\"type\":\"number\",\"maximum\":-1,\"exclusiveMaximum\":true}", below);
+    /* the bound's text decides, not its nearest double (1.00000000000000000001 rounds to 1.0) */
+    fx f;
+    CHECK(fx_open(&f, "{\"type\":\"integer\",\"minimum\":1.00000000000000000001}") == 0);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"1", 1) == 1 && !pf_matcher_can_end(f.m));
+    pf_matcher_reset(f.m);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"2", 1) == 1 && pf_matcher_can_end(f.m));
+    fx_close(&f);
+    static const doc_case huge[] = {{"9999999999999999", 1}, {"-9999999999999999", 1}};
+    CHECK_DOCS("{\"type\":\"integer\",\"maximum\":1e300,\"minimum\":-1e300}", huge);
+    expect_error("{\"type\":\"integer\",\"minimum\":1e300}", "admits no value");
+    expect_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":3}", "admits no value");
+    expect_error("{\"type\":\"number\",\"minimum\":1,\"exclusiveMaximum\":1}", "admits no value");
+    expect_error("{\"type\":\"number\",\"maximum\":0.5}", "maximum: a bound with a fraction on a number is not supported");
+    expect_error("{\"type\":\"integer\",\"minimum\":\"1\"}", "minimum: not a number");
 }
 
 TEST(grammar_property_random_schemas) {
