@@ -56,7 +56,11 @@ static int object_ok(const pf_json *root, const pf_json *s, const pf_json *v, in
         const pf_json *ps = props ? pf_json_get(props, v->u.obj.members[i].key) : NULL;
         if (ps && !valid_in(root, ps, &v->u.obj.members[i].val, depth + 1)) return 0;
         if (!ps && add && add->type == PF_JSON_BOOL && !add->u.b) return 0;
+        if (!ps && add && add->type == PF_JSON_OBJECT && !valid_in(root, add, &v->u.obj.members[i].val, depth + 1))
+            return 0;
     }
+    const pf_json *lo = pf_json_get(s, "minProperties"), *hi = pf_json_get(s, "maxProperties");
+    if ((lo && (double)v->u.obj.n < lo->u.num.d) || (hi && (double)v->u.obj.n > hi->u.num.d)) return 0;
     for (size_t i = 0; req && i < req->u.arr.n; i++)
         if (!pf_json_get(v, req->u.arr.items[i].u.str.s)) return 0;
     return 1;

@@ -146,6 +146,7 @@ static int step_string(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
             return CONSUMED;
         }
         if (c == '"') return (int64_t)t->used < nd->min_len ? REJECT : ((*n)--, CONSUMED);
+        if (c == '\\' && nd->no_escape) return REJECT;
         if (c < 0x20 || (c >= 0x80 && utf8_lead(t, c) == REJECT) || count_char(nd, t) == REJECT) return REJECT;
         if (c == '\\') t->phase = S_ESC;
         return CONSUMED;
@@ -283,16 +284,60 @@ static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     return CONSUMED;
 }
 
-/* The key of an object with listed properties: the texts `"key":` of the keys not given yet. */
+/* Keys so far: the listed ones given (used) and the others (off, counted up to the most that
+ * still matters: maxProperties, or minProperties when unbounded). */
+static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used) + o->off; }
+
+/* One more key fits under maxProperties and still leaves room for the required keys not given
+ * yet (required: the key is one of them). */
+static int key_fits(const pf_schema_node *nd, const pf_frame *o, int required) {
+    if (nd->max_props == INT64_MAX) return 1;
+    return obj_keys(o) + 1 + __builtin_popcountll(nd->required & ~o->used) - required <= nd->max_props;
+}
+
+/* Listed key i may be written now in object frame o (n frames with the key's). */
+static int key_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int32_t i, int n) {
+    return !(o->used >> i & 1) && key_fits(nd, o, (int)(nd->required >> i & 1)) && fits(m, nd->prop_node[i], n);
+}
+
+/* A key other than the listed ones may be written now (free keys, or additionalProperties). */
+static int other_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int n) {
+    return nd->extra >= 0 && key_fits(nd, o, 0) && fits(m, nd->extra, n);
+}
+
+/* The key being written left every listed key's text: it is one of the other keys. Its bytes so
+ * far (a listed key's prefix) go through a string frame that takes no escape (an escape could
+ * spell a listed key another way), then c does. */
+static int other_key(const pf_matcher *m, pf_frame *f, int *n) {
+    pf_frame *t = &f[*n - 1], *o = &f[*n - 2];
+    const pf_schema_node *nd = node_of(m, o);
+    if (!other_open(m, nd, o, *n)) return REJECT;
+    const char *pre = nd->n_props ? nd->keys.s[t->lo] : "";
+    pf_frame s = frame(K_STR, S_OPEN, PF_SN_ID_KEY_STRING);
+    int k = *n;
+    for (int32_t i = 0; i < t->off; i++)
+        if (step_string(m, &s, &k, (uint8_t)pre[i]) != CONSUMED || k != *n) return REJECT;
+    o->phase = O_COLON;
+    *t = s;
+    return AGAIN;
+}
+
+/* The key of an object with listed properties: the texts `"key":` of the keys not given yet; with
+ * other keys allowed, any key whose text leaves them. */
 static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1], *o = &f[*n - 2];
     const pf_schema_node *nd = node_of(m, o);
     int32_t lo = t->lo, hi = t->hi, open = 0;
     pf_lit_narrow(&nd->keys, &lo, &hi, t->off, c);
-    for (int32_t i = lo; i < hi && !open; i++) open = !(o->used >> i & 1) && fits(m, nd->prop_node[i], *n);
-    if (!open) return REJECT;
+    if (lo == hi && nd->extra >= 0) return other_key(m, f, n);
+    for (int32_t i = lo; i < hi && !open; i++) open = key_open(m, nd, o, i, *n);
+    /* else only a key that leaves the listed texts later: not closed yet, no escape in it */
+    if (!open && (!other_open(m, nd, o, *n) || (c == '"' && t->off > 0) || c == '\\' ||
+                  memchr(nd->keys.s[lo], '\\', (size_t)t->off)))
+        return REJECT;
     t->lo = lo, t->hi = hi, t->off++;
     if (nd->keys.len[lo] != (uint32_t)t->off) return CONSUMED;
+    if (!key_open(m, nd, o, lo, *n)) return REJECT; /* a listed key given twice */
     /* no key text is a prefix of another (each ends with the closing quote and a colon) */
     o->used |= 1ull << lo;
     o->phase = O_NEXT;
@@ -316,9 +361,9 @@ static int start_key(const pf_schema_node *nd, pf_frame *f, int *n) {
 static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1];
     const pf_schema_node *nd = node_of(m, t);
-    int can_close = nd->free_keys || (t->used & nd->required) == nd->required;
-    int can_key = nd->free_keys;
-    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = !(t->used >> i & 1) && fits(m, nd->prop_node[i], *n + 1);
+    int can_close = (nd->free_keys || (t->used & nd->required) == nd->required) && obj_keys(t) >= nd->min_props;
+    int can_key = other_open(m, nd, t, *n + 1);
+    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = key_open(m, nd, t, i, *n + 1);
     switch (t->phase) {
     case O_OPEN:
         if (c != '{') return REJECT;
@@ -337,10 +382,11 @@ static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
         if (c == ' ') return t->phase = O_KEY_SPACED, CONSUMED;
         return c == '"' ? start_key(nd, f, n) : REJECT;
     case O_KEY_SPACED: return c == '"' ? start_key(nd, f, n) : REJECT;
-    default: /* O_COLON */
+    default: /* O_COLON: after one of the other keys */
         if (c != ':') return REJECT;
         t->phase = O_NEXT;
-        f[(*n)++] = frame(K_VALUE, V_SPACE, PF_SN_ID_ANY);
+        if (t->off < (nd->max_props == INT64_MAX ? nd->min_props : nd->max_props)) t->off++;
+        f[(*n)++] = frame(K_VALUE, V_SPACE, nd->extra);
         return CONSUMED;
     }
 }

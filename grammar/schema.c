@@ -70,6 +70,8 @@ static int32_t new_node(cctx *c, pf_schema_kind kind) {
     s->nodes[s->n_nodes].max_len = INT64_MAX;
     s->nodes[s->n_nodes].num_lo = INT64_MIN;
     s->nodes[s->n_nodes].num_hi = INT64_MAX;
+    s->nodes[s->n_nodes].extra = -1;
+    s->nodes[s->n_nodes].max_props = INT64_MAX;
     return s->n_nodes++;
 }
 
@@ -115,17 +117,21 @@ static int32_t union_node(cctx *c, const int32_t *alts, int n) {
 static int fixed_nodes(cctx *c) {
     static const char *const word[] = {"false", "null", "true"};
     if (new_node(c, PF_SN_ANY) < 0 || new_node(c, PF_SN_ARRAY) < 0 || new_node(c, PF_SN_OBJECT) < 0 ||
-        words_node(c, word, 3) < 0 || new_node(c, PF_SN_STRING) < 0 || new_node(c, PF_SN_NUMBER) < 0)
+        words_node(c, word, 3) < 0 || new_node(c, PF_SN_STRING) < 0 || new_node(c, PF_SN_NUMBER) < 0 ||
+        new_node(c, PF_SN_STRING) < 0)
         return -1;
     c->s->nodes[PF_SN_ID_ANY_ARRAY].max_items = INT64_MAX;
     c->s->nodes[PF_SN_ID_ANY_OBJECT].free_keys = 1;
+    c->s->nodes[PF_SN_ID_ANY_OBJECT].extra = PF_SN_ID_ANY;
+    c->s->nodes[PF_SN_ID_KEY_STRING].no_escape = 1;
     return 0;
 }
 
 /* The keywords compiled here. */
 static const char *const k_keywords[] = {"type", "properties", "required", "additionalProperties", "items",
                                          "minItems", "maxItems", "enum", "const", "anyOf", "minLength", "maxLength",
-                                         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+                                         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                         "minProperties", "maxProperties"};
 enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9, K_MINIMUM = 12 };
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
@@ -136,7 +142,7 @@ enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9, K_MINIMUM = 12 };
  * here: MaskBench and most readers take it as an assertion. */
 static const char *const k_unsupported[] = {
     "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
-    "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+    "additionalItems", "unevaluatedItems", "dependentRequired",
     "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
     "allOf", "oneOf", "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
     "disallow", "extends"};
@@ -197,7 +203,8 @@ static int type_set(cctx *c, const pf_json *v, const char *path) {
         set = type_bit(t);
         if (!set) return fail(c, path, "type: not one of object, array, string, number, integer, boolean, null");
     } else {
-        if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties"))
+        if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties") ||
+            pf_json_get(v, "minProperties") || pf_json_get(v, "maxProperties"))
             set |= T_OBJ;
         if (pf_json_get(v, "items") || pf_json_get(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
         if (pf_json_get(v, "minLength") || pf_json_get(v, "maxLength")) set |= T_STR;
@@ -334,9 +341,10 @@ static int add_prop(cctx *c, prop *p, int *n, const char *key, size_t len, int32
     return 0;
 }
 
-/* The properties and the required keys (a required key outside `properties` takes any value,
- * unless additionalProperties is false: then the object admits none). -1, or UNSAT. */
-static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int closed, int depth, const char *path,
+/* The properties and the required keys (a required key outside `properties` takes node `other`:
+ * any value, or additionalProperties' schema; when other < 0, additionalProperties false, the
+ * object admits none). -1, or UNSAT. */
+static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int32_t other, int depth, const char *path,
                          prop *p, int *n) {
     char sub[256];
     for (size_t i = 0; props && i < props->u.obj.n; i++) {
@@ -350,8 +358,8 @@ static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int 
         const pf_json *r = &req->u.arr.items[i];
         if (r->type != PF_JSON_STRING) return fail(c, path, "required: not an array of strings");
         int k = find_prop(p, *n, r->u.str.s, r->u.str.len);
-        if (k < 0 && closed) return UNSAT;
-        if (k < 0 && add_prop(c, p, n, r->u.str.s, r->u.str.len, PF_SN_ID_ANY, path) < 0) return FAIL;
+        if (k < 0 && other < 0) return UNSAT;
+        if (k < 0 && add_prop(c, p, n, r->u.str.s, r->u.str.len, other, path) < 0) return FAIL;
         p[k < 0 ? *n - 1 : k].required = 1;
     }
     return 0;
@@ -392,22 +400,54 @@ static int32_t props_node(cctx *c, prop *p, int n) {
     return rc < 0 ? fail_oom(c, "") : id;
 }
 
+static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path);
+
+/* additionalProperties: the node of the keys `properties` does not list, PF_SN_ID_ANY when absent,
+ * true or a schema any value meets, UNSAT when false or a schema no value meets; or FAIL. */
+static int32_t compile_additional(cctx *c, const pf_json *add, int depth, const char *path) {
+    if (!add) return PF_SN_ID_ANY;
+    if (add->type == PF_JSON_BOOL) return add->u.b ? PF_SN_ID_ANY : UNSAT;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/additionalProperties", path);
+    return compile(c, add, depth + 1, sub);
+}
+
+/* An object node's other keys and key counts; UNSAT when no count fits. */
+static int32_t object_counts(cctx *c, int32_t id, int32_t other, int64_t lo, int64_t hi) {
+    pf_schema_node *o = &c->s->nodes[id];
+    o->min_props = lo;
+    o->max_props = hi;
+    /* absent or true: only the listed keys are written, unless minProperties needs more */
+    o->extra = other == PF_SN_ID_ANY && !o->free_keys && lo <= o->n_props ? -1 : other;
+    int64_t req = __builtin_popcountll(o->required);
+    if (lo > hi || req > hi || (o->extra < 0 && lo > o->n_props)) return UNSAT;
+    return id;
+}
+
 static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *path) {
-    const pf_json *props = pf_json_get(v, "properties"), *req = pf_json_get(v, "required"),
-                  *add = pf_json_get(v, "additionalProperties");
+    const pf_json *props = pf_json_get(v, "properties"), *req = pf_json_get(v, "required");
     if (props && props->type != PF_JSON_OBJECT) return fail(c, path, "properties: not an object");
     if (req && req->type != PF_JSON_ARRAY) return fail(c, path, "required: not an array of strings");
-    if (add && add->type != PF_JSON_BOOL) return fail(c, path, "additionalProperties: only true or false is supported");
-    int closed = add && !add->u.b;
-    if (!props && !req && !closed) return PF_SN_ID_ANY_OBJECT;
-    prop p[PF_SCHEMA_MAX_PROPS];
-    int n = 0;
-    int rc = collect_props(c, props, req, closed, depth, path, p, &n);
-    if (rc < 0) {
-        for (int i = 0; i < n; i++) free(p[i].text);
-        return rc;
+    int64_t lo = 0, hi = INT64_MAX;
+    if (read_count(c, v, "minProperties", &lo, path) < 0 || read_count(c, v, "maxProperties", &hi, path) < 0) return FAIL;
+    int32_t other = compile_additional(c, pf_json_get(v, "additionalProperties"), depth, path);
+    if (other == FAIL) return FAIL;
+    if (!props && !req && other == PF_SN_ID_ANY && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_OBJECT;
+    int32_t id;
+    if (!props && !req && other >= 0) { /* any keys, their values of `other` */
+        if ((id = new_node(c, PF_SN_OBJECT)) < 0) return FAIL;
+        c->s->nodes[id].free_keys = 1;
+    } else {
+        prop p[PF_SCHEMA_MAX_PROPS];
+        int n = 0;
+        int rc = collect_props(c, props, req, other, depth, path, p, &n);
+        if (rc < 0) {
+            for (int i = 0; i < n; i++) free(p[i].text);
+            return rc;
+        }
+        if ((id = props_node(c, p, n)) < 0) return id;
     }
-    return props_node(c, p, n);
+    return object_counts(c, id, other, lo, hi);
 }
 
 static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path) {
@@ -736,8 +776,12 @@ static void min_depths(pf_schema *s) {
             case PF_SN_OBJECT:
                 d = 1;
                 for (int k = 0; k < n->n_props && !n->free_keys; k++)
-                    if (n->required >> k & 1 && s->nodes[n->prop_node[k]].min_depth + 1 > d)
+                    if ((n->required >> k & 1 || n->min_props > __builtin_popcountll(n->required)) &&
+                        s->nodes[n->prop_node[k]].min_depth + 1 > d)
                         d = s->nodes[n->prop_node[k]].min_depth + 1;
+                if (n->extra >= 0 && n->min_props > __builtin_popcountll(n->required) &&
+                    s->nodes[n->extra].min_depth + 1 > d)
+                    d = s->nodes[n->extra].min_depth + 1;
                 break;
             case PF_SN_ARRAY: d = n->min_items > 0 ? s->nodes[n->items].min_depth + 1 : 1; break;
             case PF_SN_UNION:

@@ -1,6 +1,7 @@
 /* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
- * `required`, `additionalProperties` (true or false), `items`, `minItems`, `maxItems`, `minLength`,
+ * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
+ * `items`, `minItems`, `maxItems`, `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
  * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `$ref` to a JSON pointer into
  * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included), nested to
@@ -45,8 +46,12 @@ typedef struct {
 
 typedef struct {
     pf_schema_kind kind;
-    /* OBJECT: free_keys, or n_props keys (the set `"key":`, sorted) with their value nodes */
+    /* OBJECT: free_keys (any keys, their values of node `extra`) or n_props keys (the set `"key":`,
+     * sorted) with their value nodes, and other keys too when extra >= 0 (additionalProperties as a
+     * schema: their values of node extra); min_props / max_props count every key */
     int free_keys, n_props;
+    int32_t extra;
+    int64_t min_props, max_props;
     pf_lit_set keys;
     int32_t *prop_node;
     uint64_t required;     /* bit i: key i must appear */
@@ -55,6 +60,7 @@ typedef struct {
     int64_t min_items, max_items;
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
+    uint8_t no_escape; /* STRING: no backslash (an object's other keys: an escape could spell a listed key) */
     /* NUMBER, INTEGER: integer bounds on the value (num_lo INT64_MIN, num_hi INT64_MAX when
      * none); lo_open / hi_open: exclusive (an INTEGER's are closed) */
     int64_t num_lo, num_hi;
@@ -74,7 +80,7 @@ typedef struct {
 
 /* Fixed nodes of every schema. */
 enum { PF_SN_ID_ANY = 0, PF_SN_ID_ANY_ARRAY, PF_SN_ID_ANY_OBJECT, PF_SN_ID_ANY_WORD, PF_SN_ID_ANY_STRING,
-       PF_SN_ID_ANY_NUMBER, PF_SN_N_FIXED };
+       PF_SN_ID_ANY_NUMBER, PF_SN_ID_KEY_STRING, PF_SN_N_FIXED };
 
 typedef struct {
     pf_schema_node *nodes;

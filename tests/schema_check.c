@@ -43,7 +43,10 @@ static void object_schema(uint64_t *seed, int depth, char **s, size_t *n) {
         append(s, n, req);
         append(s, n, "]");
     }
-    if (schema_rand(seed) % 2) append(s, n, ",\"additionalProperties\":false");
+    int add = (int)(schema_rand(seed) % 4);
+    if (add == 1) append(s, n, ",\"additionalProperties\":false");
+    if (add == 2) append(s, n, ",\"additionalProperties\":{\"type\":[\"integer\",\"null\"],\"maximum\":9},\"maxProperties\":4");
+    if (add == 3) append(s, n, ",\"minProperties\":1");
     append(s, n, "}");
 }
 

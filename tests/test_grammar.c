@@ -184,7 +184,7 @@ TEST(grammar_schema_errors) {
     expect_error("{\"type\":\"strin\"}", "type: not one of");
     expect_error("{\"enum\":[]}", "admits no value");
     expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "admits no value");
-    expect_error("{\"additionalProperties\":{\"type\":\"string\"}}", "only true or false");
+    expect_error("{\"additionalProperties\":{\"not\":{}}}", "/additionalProperties: keyword 'not'");
     expect_error("{\"type\":\"string\",\"anyOf\":[{}]}", "'type' combined with anyOf");
     expect_error("{\"anyOf\":[]}", "anyOf: not a non-empty array");
     expect_error("{\"items\":[{}]}", "tuple form");
@@ -234,7 +234,7 @@ TEST(grammar_annotations_ignored) {
 TEST(grammar_unsupported_validation_keywords) {
     static const char *const kw[] = {
         "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
-        "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+        "additionalItems", "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
         "allOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
     for (size_t i = 0; i < sizeof kw / sizeof *kw; i++) {
@@ -506,6 +506,42 @@ TEST(grammar_number_bounds) {
     expect_error("{\"type\":\"number\",\"minimum\":1,\"exclusiveMaximum\":1}", "admits no value");
     expect_error("{\"type\":\"number\",\"maximum\":0.5}", "maximum: a bound with a fraction on a number is not supported");
     expect_error("{\"type\":\"integer\",\"minimum\":\"1\"}", "minimum: not a number");
+}
+
+/* additionalProperties as a schema: the listed keys with their own schemas, any other key (never
+ * one spelling a listed key, given or not) with its schema; minProperties / maxProperties count
+ * every key and leave room for the required ones. */
+TEST(grammar_object_other_keys) {
+    static const char mixed[] =
+        "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":\"string\"}},"
+        "\"required\":[\"id\"],\"additionalProperties\":{\"type\":\"boolean\"}}";
+    static const doc_case docs[] = {
+        {"{\"id\":1}", 1}, {"{\"id\":1,\"x\":true}", 1}, {"{\"x\":false,\"id\":1,\"name\":\"n\"}", 1},
+        {"{\"id\":1,\"x\":1}", 0}, {"{\"id\":1,\"name\":true}", 0},
+        {"{\"id\":1,\"i\":true}", 1}, {"{\"id\":1,\"idx\":true}", 1}, {"{\"id\":1,\"\\u0069d\":true}", 0},
+        {"{\"x\":true}", 0}, {"{\"\xc3\xa9\":true,\"id\":0}", 1},
+    };
+    CHECK_DOCS(mixed, docs);
+    static const char map[] = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0},"
+                              "\"minProperties\":1,\"maxProperties\":2}";
+    static const doc_case map_docs[] = {
+        {"{}", 0}, {"{\"a\":1}", 1}, {"{\"a\":1,\"b\":2}", 1}, {"{\"a\":1,\"b\":2,\"c\":3}", 0}, {"{\"a\":-1}", 0},
+        {"{\"\\u0061\":1}", 1},
+    };
+    CHECK_DOCS(map, map_docs);
+    static const char counted[] =
+        "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"required\":[\"c\"],\"maxProperties\":2,"
+        "\"minProperties\":2}";
+    static const doc_case counted_docs[] = {
+        {"{\"c\":1}", 0}, {"{\"a\":1,\"c\":1}", 1}, {"{\"a\":1,\"b\":1}", 0}, {"{\"a\":1,\"b\":1,\"c\":1}", 0},
+    };
+    CHECK_DOCS(counted, counted_docs);
+    static const mask_case counted_masks[] = {{"{\"a\":1,", "| |\"| "}, {"{\"a\":1,\"", "|c"}}; /* only the required key fits */
+    CHECK_MASKS(counted, counted_masks);
+    expect_error("{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false,\"minProperties\":2}",
+                 "admits no value");
+    expect_error("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}", "admits no value");
+    expect_error("{\"type\":\"object\",\"maxProperties\":-1}", "maxProperties: not a non-negative integer");
 }
 
 TEST(grammar_property_random_schemas) {
