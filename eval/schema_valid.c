@@ -139,6 +139,12 @@ static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int
         if (!ok) return 0;
     }
     if (k && !json_equal(k, v)) return 0;
+    const pf_json *all = pf_json_get(s, "allOf"), *one = pf_json_get(s, "oneOf");
+    for (size_t i = 0; all && i < all->u.arr.n; i++)
+        if (!valid_in(root, &all->u.arr.items[i], v, depth + 1)) return 0;
+    size_t met = 0;
+    for (size_t i = 0; one && i < one->u.arr.n; i++) met += (size_t)valid_in(root, &one->u.arr.items[i], v, depth + 1);
+    if (one && met != 1) return 0;
     if (!types_ok(pf_json_get(s, "type"), v)) return 0;
     if (v->type == PF_JSON_OBJECT && !object_ok(root, s, v, depth)) return 0;
     if (v->type == PF_JSON_ARRAY && !array_ok(root, s, v, depth)) return 0;

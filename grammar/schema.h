@@ -3,11 +3,12 @@
  * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
  * `items`, `minItems`, `maxItems`, `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
- * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `$ref` to a JSON pointer into
+ * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `allOf` (merged where exact),
+ * `oneOf` (disjoint branches), `$ref` to a JSON pointer into
  * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included), nested to
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
  * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; any
- * other validation keyword (pattern, format, allOf, ...) is an error naming it and its path: a
+ * other validation keyword (pattern, format, not, ...) is an error naming it and its path: a
  * schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:

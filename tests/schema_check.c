@@ -58,7 +58,10 @@ char *schema_random(uint64_t *seed, int depth) {
         "{\"type\":[\"integer\",\"boolean\"]}", "{\"enum\":[\"\\u00e9t\\u00e9\",\"x\\ny\"]}", "{\"description\":\"any\"}",
         "{\"type\":\"string\",\"minLength\":1,\"maxLength\":3}", "{\"maxLength\":2}",
         "{\"type\":\"integer\",\"minimum\":-3,\"exclusiveMaximum\":40}", "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}",
-        "{\"type\":[\"number\",\"string\"],\"exclusiveMinimum\":-2,\"minLength\":2}"};
+        "{\"type\":[\"number\",\"string\"],\"exclusiveMinimum\":-2,\"minLength\":2}",
+        "{\"allOf\":[{\"type\":\"integer\",\"minimum\":0},{\"maximum\":7}]}",
+        "{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"const\":\"abc\"}]}",
+        "{\"oneOf\":[{\"type\":\"string\",\"minLength\":1},{\"type\":\"null\"},{\"enum\":[true]}]}"};
     char *s = NULL;
     size_t n = 0;
     int kind = depth >= 3 ? 0 : (int)(schema_rand(seed) % 5);

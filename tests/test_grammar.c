@@ -185,7 +185,6 @@ TEST(grammar_schema_errors) {
     expect_error("{\"enum\":[]}", "admits no value");
     expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "admits no value");
     expect_error("{\"additionalProperties\":{\"not\":{}}}", "/additionalProperties: keyword 'not'");
-    expect_error("{\"type\":\"string\",\"anyOf\":[{}]}", "'type' combined with anyOf");
     expect_error("{\"anyOf\":[]}", "anyOf: not a non-empty array");
     expect_error("{\"items\":[{}]}", "tuple form");
     expect_error("{\"minItems\":-1}", "minItems: not a non-negative integer");
@@ -236,7 +235,7 @@ TEST(grammar_unsupported_validation_keywords) {
         "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
         "additionalItems", "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
-        "allOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
+        "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
     for (size_t i = 0; i < sizeof kw / sizeof *kw; i++) {
         char schema[256], want[128];
         snprintf(schema, sizeof schema,
@@ -542,6 +541,46 @@ TEST(grammar_object_other_keys) {
                  "admits no value");
     expect_error("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}", "admits no value");
     expect_error("{\"type\":\"object\",\"maxProperties\":-1}", "maxProperties: not a non-negative integer");
+}
+
+/* allOf merged into one schema where the merge is exact ($ref branches followed, properties merged
+ * key by key, required joined, types intersected); keywords beside anyOf / oneOf go into every
+ * branch; oneOf only where no value can meet two branches (types, string literals, a required
+ * discriminator key). */
+TEST(grammar_all_of_one_of) {
+    static const char all[] =
+        "{\"$defs\":{\"base\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\",\"minimum\":0}},"
+        "\"required\":[\"id\"]}},\"allOf\":[{\"$ref\":\"#/$defs/base\"},{\"properties\":{\"id\":{\"maximum\":9},"
+        "\"name\":{\"type\":\"string\",\"maxLength\":2}},\"required\":[\"name\"]}]}";
+    static const doc_case all_docs[] = {
+        {"{\"id\":3,\"name\":\"ab\"}", 1}, {"{\"id\":10,\"name\":\"ab\"}", 0}, {"{\"id\":3}", 0},
+        {"{\"id\":-1,\"name\":\"\"}", 0}, {"{\"name\":\"abc\",\"id\":1}", 0}, {"{\"name\":\"\",\"id\":9}", 1},
+    };
+    CHECK_DOCS(all, all_docs);
+    static const char typed_any[] = "{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"enum\":[\"abc\",\"x\",3]}]}";
+    static const doc_case any_docs[] = {{"\"a\"", 1}, {"\"abc\"", 1}, {"\"ab\"", 0}, {"3", 0}, {"\"\"", 1}};
+    CHECK_DOCS(typed_any, any_docs);
+    static const char one[] =
+        "{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"},{\"type\":\"object\",\"properties\":{\"kind\":"
+        "{\"const\":\"a\"}},\"required\":[\"kind\"]},{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"b\"},"
+        "\"n\":{\"type\":\"integer\"}},\"required\":[\"kind\"]}]}";
+    static const doc_case one_docs[] = {
+        {"\"x\"", 1}, {"5", 1}, {"{\"kind\":\"a\"}", 1}, {"{\"kind\":\"b\",\"n\":1}", 1}, {"{\"kind\":\"c\"}", 0},
+        {"5.5", 0},
+    };
+    CHECK_DOCS(one, one_docs);
+    expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"maxLength\":3}]}",
+                 "oneOf: branches 0 and 1 may both hold a value");
+    expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "oneOf: branches 0 and 1");
+    expect_error("{\"oneOf\":[{\"enum\":[1,\"a\"]},{\"enum\":[1.0]}]}", "oneOf: branches 0 and 1");
+    expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
+                 "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
+    expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "admits no value");
+    expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}",
+                 "additionalProperties merged with properties it does not list");
+    expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
+    expect_error("{\"allOf\":[{\"pattern\":\"a\"}]}", "keyword 'pattern' is not supported");
+    expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");
 }
 
 TEST(grammar_property_random_schemas) {
