@@ -1,6 +1,7 @@
 #include "eval/schema_valid.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +56,11 @@ static int object_ok(const pf_json *root, const pf_json *s, const pf_json *v, in
         const pf_json *ps = props ? pf_json_get(props, v->u.obj.members[i].key) : NULL;
         if (ps && !valid_in(root, ps, &v->u.obj.members[i].val, depth + 1)) return 0;
         if (!ps && add && add->type == PF_JSON_BOOL && !add->u.b) return 0;
+        if (!ps && add && add->type == PF_JSON_OBJECT && !valid_in(root, add, &v->u.obj.members[i].val, depth + 1))
+            return 0;
     }
+    const pf_json *lo = pf_json_get(s, "minProperties"), *hi = pf_json_get(s, "maxProperties");
+    if ((lo && (double)v->u.obj.n < lo->u.num.d) || (hi && (double)v->u.obj.n > hi->u.num.d)) return 0;
     for (size_t i = 0; req && i < req->u.arr.n; i++)
         if (!pf_json_get(v, req->u.arr.items[i].u.str.s)) return 0;
     return 1;
@@ -68,6 +73,26 @@ static int array_ok(const pf_json *root, const pf_json *s, const pf_json *v, int
     for (size_t i = 0; items && i < v->u.arr.n; i++)
         if (!valid_in(root, items, &v->u.arr.items[i], depth + 1)) return 0;
     return 1;
+}
+
+/* minLength / maxLength: characters (code points) of the decoded string. */
+static int string_ok(const pf_json *s, const pf_json *v) {
+    const pf_json *lo = pf_json_get(s, "minLength"), *hi = pf_json_get(s, "maxLength");
+    double n = 0;
+    for (size_t i = 0; i < v->u.str.len; i++) n += ((uint8_t)v->u.str.s[i] & 0xC0) != 0x80;
+    return !(lo && n < lo->u.num.d) && !(hi && n > hi->u.num.d);
+}
+
+/* minimum / maximum, exclusive by draft 4's boolean or draft 6's number. */
+static int number_ok(const pf_json *s, const pf_json *v) {
+    const pf_json *lo = pf_json_get(s, "minimum"), *hi = pf_json_get(s, "maximum"),
+                  *xlo = pf_json_get(s, "exclusiveMinimum"), *xhi = pf_json_get(s, "exclusiveMaximum");
+    double x = v->u.num.d;
+    int lo_open = xlo && xlo->type == PF_JSON_BOOL && xlo->u.b, hi_open = xhi && xhi->type == PF_JSON_BOOL && xhi->u.b;
+    if (lo && (x < lo->u.num.d || (lo_open && x == lo->u.num.d))) return 0;
+    if (hi && (x > hi->u.num.d || (hi_open && x == hi->u.num.d))) return 0;
+    if (xlo && xlo->type == PF_JSON_NUMBER && x <= xlo->u.num.d) return 0;
+    return !(xhi && xhi->type == PF_JSON_NUMBER && x >= xhi->u.num.d);
 }
 
 /* The schema a "#/a/b~1c" reference names in root (RFC 6901: ~1 is '/', ~0 is '~'), NULL when none. */
@@ -114,9 +139,17 @@ static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int
         if (!ok) return 0;
     }
     if (k && !json_equal(k, v)) return 0;
+    const pf_json *all = pf_json_get(s, "allOf"), *one = pf_json_get(s, "oneOf");
+    for (size_t i = 0; all && i < all->u.arr.n; i++)
+        if (!valid_in(root, &all->u.arr.items[i], v, depth + 1)) return 0;
+    size_t met = 0;
+    for (size_t i = 0; one && i < one->u.arr.n; i++) met += (size_t)valid_in(root, &one->u.arr.items[i], v, depth + 1);
+    if (one && met != 1) return 0;
     if (!types_ok(pf_json_get(s, "type"), v)) return 0;
     if (v->type == PF_JSON_OBJECT && !object_ok(root, s, v, depth)) return 0;
     if (v->type == PF_JSON_ARRAY && !array_ok(root, s, v, depth)) return 0;
+    if (v->type == PF_JSON_STRING && !string_ok(s, v)) return 0;
+    if (v->type == PF_JSON_NUMBER && !number_ok(s, v)) return 0;
     return 1;
 }
 

@@ -118,9 +118,19 @@ static int utf8_lead(pf_frame *t, uint8_t c) {
 
 static int is_hex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
+/* A character starts (an ASCII byte, a UTF-8 lead, a backslash: an escape is the one character it
+ * denotes, and a \u escape of a surrogate is never written): t->used counts them up to the most
+ * that still matters (maxLength, or minLength when unbounded), so long strings repeat a state. */
+static int count_char(const pf_schema_node *nd, pf_frame *t) {
+    if ((int64_t)t->used >= nd->max_len) return REJECT;
+    if ((int64_t)t->used < (nd->max_len == INT64_MAX ? nd->min_len : nd->max_len)) t->used++;
+    return CONSUMED;
+}
+
 /* Strings: RFC 8259 with valid UTF-8; \u escapes of surrogates are refused (a reader may reject a
- * lone one; the character itself can be written as UTF-8). */
-static int step_string(pf_frame *t, int *n, uint8_t c) {
+ * lone one; the character itself can be written as UTF-8). minLength / maxLength in characters. */
+static int step_string(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
+    const pf_schema_node *nd = node_of(m, t);
     switch (t->phase) {
     case S_OPEN:
         if (c != '"') return REJECT;
@@ -135,11 +145,11 @@ static int step_string(pf_frame *t, int *n, uint8_t c) {
             if (!t->u8_need) t->u8_lo = t->u8_hi = 0;
             return CONSUMED;
         }
-        if (c == '"') return (*n)--, CONSUMED;
-        if (c == '\\') return t->phase = S_ESC, CONSUMED;
-        if (c < 0x20) return REJECT;
-        if (c < 0x80) return CONSUMED;
-        return utf8_lead(t, c);
+        if (c == '"') return (int64_t)t->used < nd->min_len ? REJECT : ((*n)--, CONSUMED);
+        if (c == '\\' && nd->no_escape) return REJECT;
+        if (c < 0x20 || (c >= 0x80 && utf8_lead(t, c) == REJECT) || count_char(nd, t) == REJECT) return REJECT;
+        if (c == '\\') t->phase = S_ESC;
+        return CONSUMED;
     case S_ESC:
         if (c == 'u') return t->phase = S_HEX, t->off = 0, t->lo = 0, CONSUMED;
         if (!strchr("\"\\/bfnrt", c) || !c) return REJECT;
@@ -156,11 +166,82 @@ static int step_string(pf_frame *t, int *n, uint8_t c) {
 
 static int num_accepting(int phase) { return phase == N_ZERO || phase == N_INT || phase == N_FRAC || phase == N_EXP; }
 
+/* ---- bounded numbers: minimum / maximum ----
+ * A bounded number is written without exponent; its frame keeps the sign (lo), the integer part
+ * (used) and whether a nonzero fraction digit was written (hi). For a sign, the bounds are a range
+ * of the magnitude M = |value|: a <= M <= b, either end open, a and b integers. Every test below
+ * is a comparison of integers, so every CPU gives the same masks. */
+typedef struct {
+    int64_t a, b;
+    int a_open, b_open;
+} mag_range;
+
+static int bounded(const pf_schema_node *nd) { return nd->num_lo != INT64_MIN || nd->num_hi != INT64_MAX; }
+
+static mag_range mag_of(const pf_schema_node *nd, int neg) {
+    mag_range r = {0, INT64_MAX, 0, 0};
+    int64_t lo = neg ? (nd->num_hi == INT64_MAX ? INT64_MIN : -nd->num_hi) : nd->num_lo;
+    int64_t hi = neg ? (nd->num_lo == INT64_MIN ? INT64_MAX : -nd->num_lo) : nd->num_hi;
+    int lo_open = neg ? nd->hi_open : nd->lo_open, hi_open = neg ? nd->lo_open : nd->hi_open;
+    if (lo >= 0) r.a = lo, r.a_open = lo_open;
+    if (hi < 0) r.b = -1, r.b_open = 0; /* no magnitude fits */
+    else r.b = hi, r.b_open = hi_open;
+    return r;
+}
+
+/* Some magnitude whose integer part lies in [lo, hi] fits r; frac: a fraction may follow it. */
+static int mag_feasible(mag_range r, int64_t lo, int64_t hi, int frac) {
+    if (!frac) {
+        int64_t a = r.a + r.a_open, b = r.b - r.b_open;
+        return (lo > a ? lo : a) <= (hi < b ? hi : b);
+    }
+    int64_t l = lo > r.a ? lo : r.a; /* the least magnitude there, a itself excluded when a is open */
+    if (hi < r.a) return 0;
+    return l < r.b || (l == r.b && !r.b_open && !(r.a_open && l == r.a));
+}
+
+static const int64_t k_pow10[17] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
+                                    10000000000, 100000000000, 1000000000000, 10000000000000,
+                                    100000000000000, 1000000000000000, 10000000000000000};
+
+/* The byte that moved frame t to phase `next` keeps a value within the bounds reachable. */
+static int bound_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c) {
+    int frac = nd->kind == PF_SN_NUMBER;
+    mag_range r = mag_of(nd, t->lo);
+    switch (next) {
+    case N_MINUS: t->lo = 1; return mag_feasible(mag_of(nd, 1), 0, k_pow10[16] - 1, frac);
+    case N_ZERO: return mag_feasible(r, 0, 0, frac);
+    case N_INT: {
+        int64_t p = (int64_t)t->used * 10 + (c - '0');
+        t->used = (uint64_t)p;
+        for (int j = 0; j + t->off <= PF_MATCHER_MAX_DIGITS; j++)
+            if (mag_feasible(r, p * k_pow10[j], p * k_pow10[j] + k_pow10[j] - 1, frac)) return 1;
+        return 0;
+    }
+    case N_FRAC0: return mag_feasible(r, (int64_t)t->used, (int64_t)t->used, 1);
+    case N_FRAC:
+        if (c != '0') t->hi = 1;
+        return c == '0' || (int64_t)t->used != r.b; /* at b the fraction must be zero */
+    default: return 0; /* an exponent */
+    }
+}
+
+/* A number may end here: accepting, and within its bounds. */
+static int num_can_end(const pf_schema_node *nd, const pf_frame *t) {
+    if (!num_accepting(t->phase)) return 0;
+    if (!bounded(nd)) return 1;
+    mag_range r = mag_of(nd, t->lo);
+    int64_t i = (int64_t)t->used;
+    if (t->phase != N_FRAC) return mag_feasible(r, i, i, 0);
+    return !(i == r.a && r.a_open && !t->hi); /* past the '.' check, only "a.000" could fail */
+}
+
 /* Numbers: RFC 8259 with at most PF_MATCHER_MAX_DIGITS digits in each part; an integer has neither
  * fraction nor exponent. A byte that cannot continue the number ends it (when it may end) and goes
  * to the enclosing value. */
 static int step_number(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
-    int digit = c >= '0' && c <= '9', integer = node_of(m, t)->kind == PF_SN_INTEGER;
+    const pf_schema_node *nd = node_of(m, t);
+    int digit = c >= '0' && c <= '9', integer = nd->kind == PF_SN_INTEGER;
     int next = -1;
     switch (t->phase) {
     case N_START: next = c == '-' ? N_MINUS : c == '0' ? N_ZERO : digit ? N_INT : -1; break;
@@ -181,8 +262,9 @@ static int step_number(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
         else if (t->off < PF_MATCHER_MAX_DIGITS) t->off++;
         else next = -1;
     }
+    if (next >= 0 && bounded(nd) && !bound_step(nd, t, next, c)) return REJECT;
     if (next >= 0) return t->phase = (uint8_t)next, CONSUMED;
-    if (!num_accepting(t->phase)) return REJECT;
+    if (!num_can_end(nd, t)) return REJECT;
     (*n)--;
     return AGAIN;
 }
@@ -202,16 +284,60 @@ static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     return CONSUMED;
 }
 
-/* The key of an object with listed properties: the texts `"key":` of the keys not given yet. */
+/* Keys so far: the listed ones given (used) and the others (off, counted up to the most that
+ * still matters: maxProperties, or minProperties when unbounded). */
+static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used) + o->off; }
+
+/* One more key fits under maxProperties and still leaves room for the required keys not given
+ * yet (required: the key is one of them). */
+static int key_fits(const pf_schema_node *nd, const pf_frame *o, int required) {
+    if (nd->max_props == INT64_MAX) return 1;
+    return obj_keys(o) + 1 + __builtin_popcountll(nd->required & ~o->used) - required <= nd->max_props;
+}
+
+/* Listed key i may be written now in object frame o (n frames with the key's). */
+static int key_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int32_t i, int n) {
+    return !(o->used >> i & 1) && key_fits(nd, o, (int)(nd->required >> i & 1)) && fits(m, nd->prop_node[i], n);
+}
+
+/* A key other than the listed ones may be written now (free keys, or additionalProperties). */
+static int other_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int n) {
+    return nd->extra >= 0 && key_fits(nd, o, 0) && fits(m, nd->extra, n);
+}
+
+/* The key being written left every listed key's text: it is one of the other keys. Its bytes so
+ * far (a listed key's prefix) go through a string frame that takes no escape (an escape could
+ * spell a listed key another way), then c does. */
+static int other_key(const pf_matcher *m, pf_frame *f, int *n) {
+    pf_frame *t = &f[*n - 1], *o = &f[*n - 2];
+    const pf_schema_node *nd = node_of(m, o);
+    if (!other_open(m, nd, o, *n)) return REJECT;
+    const char *pre = nd->n_props ? nd->keys.s[t->lo] : "";
+    pf_frame s = frame(K_STR, S_OPEN, PF_SN_ID_KEY_STRING);
+    int k = *n;
+    for (int32_t i = 0; i < t->off; i++)
+        if (step_string(m, &s, &k, (uint8_t)pre[i]) != CONSUMED || k != *n) return REJECT;
+    o->phase = O_COLON;
+    *t = s;
+    return AGAIN;
+}
+
+/* The key of an object with listed properties: the texts `"key":` of the keys not given yet; with
+ * other keys allowed, any key whose text leaves them. */
 static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1], *o = &f[*n - 2];
     const pf_schema_node *nd = node_of(m, o);
     int32_t lo = t->lo, hi = t->hi, open = 0;
     pf_lit_narrow(&nd->keys, &lo, &hi, t->off, c);
-    for (int32_t i = lo; i < hi && !open; i++) open = !(o->used >> i & 1) && fits(m, nd->prop_node[i], *n);
-    if (!open) return REJECT;
+    if (lo == hi && nd->extra >= 0) return other_key(m, f, n);
+    for (int32_t i = lo; i < hi && !open; i++) open = key_open(m, nd, o, i, *n);
+    /* else only a key that leaves the listed texts later: not closed yet, no escape in it */
+    if (!open && (!other_open(m, nd, o, *n) || (c == '"' && t->off > 0) || c == '\\' ||
+                  memchr(nd->keys.s[lo], '\\', (size_t)t->off)))
+        return REJECT;
     t->lo = lo, t->hi = hi, t->off++;
     if (nd->keys.len[lo] != (uint32_t)t->off) return CONSUMED;
+    if (!key_open(m, nd, o, lo, *n)) return REJECT; /* a listed key given twice */
     /* no key text is a prefix of another (each ends with the closing quote and a colon) */
     o->used |= 1ull << lo;
     o->phase = O_NEXT;
@@ -235,9 +361,9 @@ static int start_key(const pf_schema_node *nd, pf_frame *f, int *n) {
 static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1];
     const pf_schema_node *nd = node_of(m, t);
-    int can_close = nd->free_keys || (t->used & nd->required) == nd->required;
-    int can_key = nd->free_keys;
-    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = !(t->used >> i & 1) && fits(m, nd->prop_node[i], *n + 1);
+    int can_close = (nd->free_keys || (t->used & nd->required) == nd->required) && obj_keys(t) >= nd->min_props;
+    int can_key = other_open(m, nd, t, *n + 1);
+    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = key_open(m, nd, t, i, *n + 1);
     switch (t->phase) {
     case O_OPEN:
         if (c != '{') return REJECT;
@@ -256,10 +382,11 @@ static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
         if (c == ' ') return t->phase = O_KEY_SPACED, CONSUMED;
         return c == '"' ? start_key(nd, f, n) : REJECT;
     case O_KEY_SPACED: return c == '"' ? start_key(nd, f, n) : REJECT;
-    default: /* O_COLON */
+    default: /* O_COLON: after one of the other keys */
         if (c != ':') return REJECT;
         t->phase = O_NEXT;
-        f[(*n)++] = frame(K_VALUE, V_SPACE, PF_SN_ID_ANY);
+        if (t->off < (nd->max_props == INT64_MAX ? nd->min_props : nd->max_props)) t->off++;
+        f[(*n)++] = frame(K_VALUE, V_SPACE, nd->extra);
         return CONSUMED;
     }
 }
@@ -313,7 +440,7 @@ static void feed(pf_matcher *m, size_t start, uint32_t *threads, pf_frame *f, in
         case K_OBJ: r = step_object(m, f, &n, c); break;
         case K_KEY: r = step_key(m, f, &n, c); break;
         case K_ARR: r = step_array(m, f, &n, c); break;
-        case K_STR: r = step_string(t, &n, c); break;
+        case K_STR: r = step_string(m, t, &n, c); break;
         case K_NUM: r = step_number(m, t, &n, c); break;
         case K_LIT: r = step_literal(m, t, &n, c); break;
         default: r = REJECT;
@@ -416,20 +543,30 @@ static int any_stack(const pf_matcher *m, int (*fn)(const pf_matcher *, const pf
 static int stack_can_end(const pf_matcher *m, const pf_frame *f, int n) {
     if (n == 0) return 1;
     if (n > 1) return 0;
-    if (f[0].kind == K_NUM) return num_accepting(f[0].phase);
+    if (f[0].kind == K_NUM) return num_can_end(node_of(m, f), f);
     return f[0].kind == K_LIT && node_of(m, f)->lits.len[f[0].lo] == (uint32_t)f[0].off;
 }
 
 static int stack_open(const pf_matcher *m, const pf_frame *f, int n) { return (void)m, (void)f, n > 0; }
 
-static int stack_outside_string(const pf_matcher *m, const pf_frame *f, int n) {
-    (void)m;
-    return n == 0 || f[n - 1].kind != K_STR || f[n - 1].phase != S_BODY || f[n - 1].u8_need;
+/* The characters the string on top of stack f[0..n) may still take; -1 outside a string body. */
+static int64_t string_room(const pf_matcher *m, const pf_frame *f, int n) {
+    if (n == 0 || f[n - 1].kind != K_STR || f[n - 1].phase != S_BODY || f[n - 1].u8_need) return -1;
+    const pf_schema_node *nd = node_of(m, f + n - 1);
+    return nd->max_len == INT64_MAX ? INT64_MAX : nd->max_len - (int64_t)f[n - 1].used;
 }
 
 int pf_matcher_can_end(const pf_matcher *m) { return any_stack(m, stack_can_end); }
 int pf_matcher_closed(const pf_matcher *m) { return !any_stack(m, stack_open); }
-int pf_matcher_in_string(const pf_matcher *m) { return !any_stack(m, stack_outside_string); }
+int64_t pf_matcher_string_room(const pf_matcher *m) {
+    const mstate cur = m->st[m->n_st - 1];
+    int64_t room = INT64_MAX;
+    for (size_t i = cur.off; i < cur.off + cur.frames; i += 1 + (size_t)m->arena[i].lo) {
+        int64_t r = string_room(m, m->arena + i + 1, m->arena[i].lo);
+        if (r < room) room = r;
+    }
+    return room;
+}
 
 const void *pf_matcher_state(const pf_matcher *m, size_t *len) {
     const mstate cur = m->st[m->n_st - 1];

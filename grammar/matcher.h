@@ -45,9 +45,11 @@ void pf_matcher_rollback(pf_matcher *m, size_t pos);
 int pf_matcher_can_end(const pf_matcher *m);
 /* Complete, and no byte may follow. */
 int pf_matcher_closed(const pf_matcher *m);
-/* Every parse stack is inside a string between characters: any byte string without '"', '\\' or
- * control bytes that is whole UTF-8 characters keeps it there. */
-int pf_matcher_in_string(const pf_matcher *m);
+/* When every parse stack is inside a string between characters, the fewest characters any of
+ * them may still take (INT64_MAX: no maxLength): a byte string without '"', '\\' or control bytes
+ * that is whole UTF-8 characters, and no more characters than that, keeps them there. -1 when a
+ * stack is elsewhere. */
+int64_t pf_matcher_string_room(const pf_matcher *m);
 /* The current state as bytes (equal states give equal bytes): a cache key. */
 const void *pf_matcher_state(const pf_matcher *m, size_t *len);
 

@@ -33,6 +33,9 @@ typedef struct {
     ref_entry *refs;
     size_t n_refs, cap_refs;
     int inner_id; /* -1 not looked for yet; 1: a subschema below the root has its own $id / id */
+    void **made;  /* what merged schemas are made of, freed when compiling ends */
+    size_t n_made, cap_made;
+    int n_merges;
 } cctx;
 
 static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path);
@@ -67,6 +70,11 @@ static int32_t new_node(cctx *c, pf_schema_kind kind) {
     s->nodes[s->n_nodes].kind = kind;
     s->nodes[s->n_nodes].items = PF_SN_ID_ANY;
     s->nodes[s->n_nodes].min_depth = PF_SCHEMA_NO_DOC;
+    s->nodes[s->n_nodes].max_len = INT64_MAX;
+    s->nodes[s->n_nodes].num_lo = INT64_MIN;
+    s->nodes[s->n_nodes].num_hi = INT64_MAX;
+    s->nodes[s->n_nodes].extra = -1;
+    s->nodes[s->n_nodes].max_props = INT64_MAX;
     return s->n_nodes++;
 }
 
@@ -112,17 +120,22 @@ static int32_t union_node(cctx *c, const int32_t *alts, int n) {
 static int fixed_nodes(cctx *c) {
     static const char *const word[] = {"false", "null", "true"};
     if (new_node(c, PF_SN_ANY) < 0 || new_node(c, PF_SN_ARRAY) < 0 || new_node(c, PF_SN_OBJECT) < 0 ||
-        words_node(c, word, 3) < 0 || new_node(c, PF_SN_STRING) < 0 || new_node(c, PF_SN_NUMBER) < 0)
+        words_node(c, word, 3) < 0 || new_node(c, PF_SN_STRING) < 0 || new_node(c, PF_SN_NUMBER) < 0 ||
+        new_node(c, PF_SN_STRING) < 0)
         return -1;
     c->s->nodes[PF_SN_ID_ANY_ARRAY].max_items = INT64_MAX;
     c->s->nodes[PF_SN_ID_ANY_OBJECT].free_keys = 1;
+    c->s->nodes[PF_SN_ID_ANY_OBJECT].extra = PF_SN_ID_ANY;
+    c->s->nodes[PF_SN_ID_KEY_STRING].no_escape = 1;
     return 0;
 }
 
 /* The keywords compiled here. */
 static const char *const k_keywords[] = {"type", "properties", "required", "additionalProperties", "items",
-                                         "minItems", "maxItems", "enum", "const", "anyOf"};
-enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9 };
+                                         "minItems", "maxItems", "enum", "const", "anyOf", "minLength", "maxLength",
+                                         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                         "minProperties", "maxProperties", "allOf", "oneOf"};
+enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9, K_MINIMUM = 12 };
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
  * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
@@ -131,11 +144,10 @@ enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9 };
  * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). `format` is
  * here: MaskBench and most readers take it as an assertion. */
 static const char *const k_unsupported[] = {
-    "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
-    "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
-    "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+    "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+    "additionalItems", "unevaluatedItems", "dependentRequired",
     "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
-    "allOf", "oneOf", "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
+    "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
     "disallow", "extends"};
 
 static int in_list(const pf_json_member *m, const char *const *list, int n) {
@@ -194,9 +206,13 @@ static int type_set(cctx *c, const pf_json *v, const char *path) {
         set = type_bit(t);
         if (!set) return fail(c, path, "type: not one of object, array, string, number, integer, boolean, null");
     } else {
-        if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties"))
+        if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties") ||
+            pf_json_get(v, "minProperties") || pf_json_get(v, "maxProperties"))
             set |= T_OBJ;
         if (pf_json_get(v, "items") || pf_json_get(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
+        if (pf_json_get(v, "minLength") || pf_json_get(v, "maxLength")) set |= T_STR;
+        for (int i = 0; i < 4; i++)
+            if (pf_json_get(v, k_keywords[K_MINIMUM + i])) set |= T_NUM;
     }
     if ((set & T_NUM) && (set & T_INT)) set &= ~T_INT;
     return set;
@@ -328,9 +344,10 @@ static int add_prop(cctx *c, prop *p, int *n, const char *key, size_t len, int32
     return 0;
 }
 
-/* The properties and the required keys (a required key outside `properties` takes any value,
- * unless additionalProperties is false: then the object admits none). -1, or UNSAT. */
-static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int closed, int depth, const char *path,
+/* The properties and the required keys (a required key outside `properties` takes node `other`:
+ * any value, or additionalProperties' schema; when other < 0, additionalProperties false, the
+ * object admits none). -1, or UNSAT. */
+static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int32_t other, int depth, const char *path,
                          prop *p, int *n) {
     char sub[256];
     for (size_t i = 0; props && i < props->u.obj.n; i++) {
@@ -344,8 +361,8 @@ static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int 
         const pf_json *r = &req->u.arr.items[i];
         if (r->type != PF_JSON_STRING) return fail(c, path, "required: not an array of strings");
         int k = find_prop(p, *n, r->u.str.s, r->u.str.len);
-        if (k < 0 && closed) return UNSAT;
-        if (k < 0 && add_prop(c, p, n, r->u.str.s, r->u.str.len, PF_SN_ID_ANY, path) < 0) return FAIL;
+        if (k < 0 && other < 0) return UNSAT;
+        if (k < 0 && add_prop(c, p, n, r->u.str.s, r->u.str.len, other, path) < 0) return FAIL;
         p[k < 0 ? *n - 1 : k].required = 1;
     }
     return 0;
@@ -386,22 +403,54 @@ static int32_t props_node(cctx *c, prop *p, int n) {
     return rc < 0 ? fail_oom(c, "") : id;
 }
 
+static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path);
+
+/* additionalProperties: the node of the keys `properties` does not list, PF_SN_ID_ANY when absent,
+ * true or a schema any value meets, UNSAT when false or a schema no value meets; or FAIL. */
+static int32_t compile_additional(cctx *c, const pf_json *add, int depth, const char *path) {
+    if (!add) return PF_SN_ID_ANY;
+    if (add->type == PF_JSON_BOOL) return add->u.b ? PF_SN_ID_ANY : UNSAT;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/additionalProperties", path);
+    return compile(c, add, depth + 1, sub);
+}
+
+/* An object node's other keys and key counts; UNSAT when no count fits. */
+static int32_t object_counts(cctx *c, int32_t id, int32_t other, int64_t lo, int64_t hi) {
+    pf_schema_node *o = &c->s->nodes[id];
+    o->min_props = lo;
+    o->max_props = hi;
+    /* absent or true: only the listed keys are written, unless minProperties needs more */
+    o->extra = other == PF_SN_ID_ANY && !o->free_keys && lo <= o->n_props ? -1 : other;
+    int64_t req = __builtin_popcountll(o->required);
+    if (lo > hi || req > hi || (o->extra < 0 && lo > o->n_props)) return UNSAT;
+    return id;
+}
+
 static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *path) {
-    const pf_json *props = pf_json_get(v, "properties"), *req = pf_json_get(v, "required"),
-                  *add = pf_json_get(v, "additionalProperties");
+    const pf_json *props = pf_json_get(v, "properties"), *req = pf_json_get(v, "required");
     if (props && props->type != PF_JSON_OBJECT) return fail(c, path, "properties: not an object");
     if (req && req->type != PF_JSON_ARRAY) return fail(c, path, "required: not an array of strings");
-    if (add && add->type != PF_JSON_BOOL) return fail(c, path, "additionalProperties: only true or false is supported");
-    int closed = add && !add->u.b;
-    if (!props && !req && !closed) return PF_SN_ID_ANY_OBJECT;
-    prop p[PF_SCHEMA_MAX_PROPS];
-    int n = 0;
-    int rc = collect_props(c, props, req, closed, depth, path, p, &n);
-    if (rc < 0) {
-        for (int i = 0; i < n; i++) free(p[i].text);
-        return rc;
+    int64_t lo = 0, hi = INT64_MAX;
+    if (read_count(c, v, "minProperties", &lo, path) < 0 || read_count(c, v, "maxProperties", &hi, path) < 0) return FAIL;
+    int32_t other = compile_additional(c, pf_json_get(v, "additionalProperties"), depth, path);
+    if (other == FAIL) return FAIL;
+    if (!props && !req && other == PF_SN_ID_ANY && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_OBJECT;
+    int32_t id;
+    if (!props && !req && other >= 0) { /* any keys, their values of `other` */
+        if ((id = new_node(c, PF_SN_OBJECT)) < 0) return FAIL;
+        c->s->nodes[id].free_keys = 1;
+    } else {
+        prop p[PF_SCHEMA_MAX_PROPS];
+        int n = 0;
+        int rc = collect_props(c, props, req, other, depth, path, p, &n);
+        if (rc < 0) {
+            for (int i = 0; i < n; i++) free(p[i].text);
+            return rc;
+        }
+        if ((id = props_node(c, p, n)) < 0) return id;
     }
-    return props_node(c, p, n);
+    return object_counts(c, id, other, lo, hi);
 }
 
 static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path) {
@@ -411,6 +460,98 @@ static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, 
         return fail(c, path, "%s: not a non-negative integer", key);
     *out = x->u.num.i;
     return 0;
+}
+
+/* minLength / maxLength: the characters of the decoded string (grammar/matcher.c counts them). */
+static int32_t compile_string(cctx *c, const pf_json *v, const char *path) {
+    int64_t lo = 0, hi = INT64_MAX;
+    if (read_count(c, v, "minLength", &lo, path) < 0 || read_count(c, v, "maxLength", &hi, path) < 0) return FAIL;
+    if (lo > hi) return UNSAT;
+    if (lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_STRING;
+    int32_t id = new_node(c, PF_SN_STRING);
+    if (id < 0) return FAIL;
+    c->s->nodes[id].min_len = lo;
+    c->s->nodes[id].max_len = hi;
+    return id;
+}
+
+/* A JSON number's exact decimal value split as sign, integer part (saturated at BOUND_BIG, far
+ * past any number the matcher writes) and whether a fraction follows; read from its source text,
+ * so no rounding to a double decides a bound. */
+#define BOUND_BIG 100000000000000000LL  /* 1e17 */
+#define BOUND_WRITTEN 9999999999999999LL /* the largest integer part of 16 digits (PF_MATCHER_MAX_DIGITS) */
+typedef struct {
+    int neg, frac;
+    int64_t whole;
+} decimal;
+
+static decimal decimal_of(const char *p, size_t n) {
+    decimal d = {0, 0, 0};
+    size_t i = 0;
+    if (i < n && p[i] == '-') d.neg = 1, i++;
+    char dig[64];
+    int nd = 0, point = 0, extra = 0; /* extra: digits dropped past dig's room (all integer digits) */
+    for (int seen_point = 0; i < n && ((p[i] >= '0' && p[i] <= '9') || p[i] == '.'); i++) {
+        if (p[i] == '.') seen_point = 1;
+        else if (nd < (int)sizeof dig) dig[nd++] = p[i], point += !seen_point;
+        else if (!seen_point) extra++;
+        else d.frac |= p[i] != '0';
+    }
+    long e = 0;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        int eneg = ++i < n && p[i] == '-';
+        if (i < n && (p[i] == '-' || p[i] == '+')) i++;
+        for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) e = e < 100000 ? e * 10 + (p[i] - '0') : e;
+        e = eneg ? -e : e;
+    }
+    long whole_digits = point + extra + e;
+    for (int k = 0; k < nd; k++) {
+        if (k < whole_digits) d.whole = d.whole < BOUND_BIG ? d.whole * 10 + (dig[k] - '0') : BOUND_BIG;
+        else d.frac |= dig[k] != '0';
+    }
+    for (long k = nd; k < whole_digits && d.whole && d.whole < BOUND_BIG; k++) d.whole *= 10;
+    if (d.whole > BOUND_BIG) d.whole = BOUND_BIG;
+    return d;
+}
+
+/* One bound (lower or upper, open or closed) tightened into node nd; an integer's bounds become
+ * closed integers, a number's must be integers themselves. 0, or FAIL. */
+static int add_bound(cctx *c, pf_schema_node *nd, const pf_json *x, int upper, int open, const char *key, const char *path) {
+    if (x->type != PF_JSON_NUMBER) return fail(c, path, "%s: not a number", key);
+    decimal d = decimal_of(c->src + x->offset, c->src_len - x->offset);
+    int64_t v = d.neg ? -d.whole : d.whole;
+    if (nd->kind == PF_SN_NUMBER && d.frac)
+        return fail(c, path, "%s: a bound with a fraction on a number is not supported (only on an integer)", key);
+    if (nd->kind == PF_SN_INTEGER) {
+        if (d.frac) v += upper ? -d.neg : !d.neg; /* floor for an upper bound, ceil for a lower */
+        else if (open) v += upper ? -1 : 1;
+        open = 0;
+    }
+    if (upper && (v < nd->num_hi || (v == nd->num_hi && open))) nd->num_hi = v, nd->hi_open = (uint8_t)open;
+    if (!upper && (v > nd->num_lo || (v == nd->num_lo && open))) nd->num_lo = v, nd->lo_open = (uint8_t)open;
+    return 0;
+}
+
+/* minimum / maximum with draft 4's boolean exclusiveMinimum / exclusiveMaximum, or draft 6's
+ * numeric ones, on a number or an integer node. */
+static int32_t compile_number(cctx *c, const pf_json *v, pf_schema_kind kind, const char *path) {
+    int32_t id = new_node(c, kind);
+    if (id < 0) return FAIL;
+    for (int upper = 0; upper < 2; upper++) {
+        const char *kb = k_keywords[K_MINIMUM + upper], *ke = k_keywords[K_MINIMUM + 2 + upper];
+        const pf_json *b = pf_json_get(v, kb), *e = pf_json_get(v, ke);
+        if (e && e->type == PF_JSON_BOOL) {
+            if (b && add_bound(c, &c->s->nodes[id], b, upper, e->u.b, kb, path) < 0) return FAIL;
+            continue;
+        }
+        if (b && add_bound(c, &c->s->nodes[id], b, upper, 0, kb, path) < 0) return FAIL;
+        if (e && add_bound(c, &c->s->nodes[id], e, upper, 1, ke, path) < 0) return FAIL;
+    }
+    const pf_schema_node *nd = &c->s->nodes[id];
+    if (nd->num_lo > nd->num_hi || (nd->num_lo == nd->num_hi && (nd->lo_open || nd->hi_open))) return UNSAT;
+    if (nd->num_lo > BOUND_WRITTEN || nd->num_hi < -BOUND_WRITTEN) return UNSAT; /* past any number written */
+    if (kind == PF_SN_NUMBER && nd->num_lo == INT64_MIN && nd->num_hi == INT64_MAX) return PF_SN_ID_ANY_NUMBER;
+    return id;
 }
 
 static int32_t compile_array(cctx *c, const pf_json *v, int depth, const char *path) {
@@ -433,21 +574,307 @@ static int32_t compile_array(cctx *c, const pf_json *v, int depth, const char *p
     return id;
 }
 
-static int32_t compile_any_of(cctx *c, const pf_json *v, int depth, const char *path) {
-    for (size_t i = 0; i < v->u.obj.n; i++) {
-        int k = keyword_index(&v->u.obj.members[i]);
-        if (k >= 0 && k != K_ANY_OF)
-            return fail(c, path, "'%s' combined with anyOf is not supported", k_keywords[k]);
+static const pf_json *ref_target(cctx *c, const pf_json *v, const char *path);
+
+/* ---- allOf, and keywords beside anyOf / oneOf: schemas merged into one where that is exact ---- */
+
+static const pf_json k_false_schema = {.type = PF_JSON_BOOL, .u.b = false};
+
+/* Merging follows references without the compiled-once cache, so a schema whose branches refer
+ * back to it would merge without end: a bound on merges per compile. */
+#define MAX_MERGES 4096
+
+/* Zeroed memory freed with the compile context (merged schemas point into it). */
+static void *scratch(cctx *c, size_t n) {
+    void **l = pf_grow(c->made, &c->cap_made, c->n_made + 1, sizeof *l, 16);
+    void *p = l ? calloc(1, n ? n : 1) : NULL;
+    if (l) c->made = l;
+    if (p) c->made[c->n_made++] = p;
+    return p;
+}
+
+/* x and y spell the same JSON text (numbers as written). */
+static int same_text(cctx *c, const pf_json *x, const pf_json *y) {
+    pf_sbuf a = {0}, b = {0};
+    pf_json_compact(&a, x, c->src, c->src_len);
+    pf_json_compact(&b, y, c->src, c->src_len);
+    int same = a.p && b.p && a.n == b.n && !memcmp(a.p, b.p, a.n);
+    free(a.p);
+    free(b.p);
+    return same;
+}
+
+static const pf_json *merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path);
+
+/* The types both allow, as a list. */
+static int merge_type(cctx *c, const pf_json *x, const pf_json *y, pf_json *out, const char *path) {
+    static const char *const names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
+    pf_json hx = {.type = PF_JSON_OBJECT, .u.obj = {&(pf_json_member){"type", 4, *x}, 1}};
+    pf_json hy = {.type = PF_JSON_OBJECT, .u.obj = {&(pf_json_member){"type", 4, *y}, 1}};
+    int sx = type_set(c, &hx, path), sy = type_set(c, &hy, path);
+    if (sx < 0 || sy < 0) return FAIL;
+    if (sx & T_NUM) sx |= T_INT;
+    if (sy & T_NUM) sy |= T_INT;
+    int both = sx & sy, n = 0;
+    pf_json *items = scratch(c, 7 * sizeof *items);
+    if (!items) return fail_oom(c, path);
+    for (int i = 0; i < 7; i++)
+        if (both >> i & 1) items[n++] = (pf_json){.type = PF_JSON_STRING, .u.str = {names[i], strlen(names[i])}};
+    *out = (pf_json){.type = PF_JSON_ARRAY, .offset = x->offset, .u.arr = {items, (size_t)n}};
+    return n ? 0 : UNSAT;
+}
+
+/* Members of x, then those of y whose key (or string value, for required) x lacks, each through
+ * both when both have it (properties: merged schemas). */
+static int merge_union(cctx *c, const pf_json *x, const pf_json *y, int keyed, pf_json *out, int depth, const char *path) {
+    size_t nx = keyed ? x->u.obj.n : x->u.arr.n, ny = keyed ? y->u.obj.n : y->u.arr.n, n = 0;
+    void *mem = scratch(c, (nx + ny) * (keyed ? sizeof(pf_json_member) : sizeof(pf_json)));
+    if (!mem) return fail_oom(c, path);
+    pf_json_member *m = mem;
+    pf_json *it = mem;
+    for (size_t i = 0; i < nx; i++, n++) {
+        if (!keyed) {
+            it[n] = x->u.arr.items[i];
+            continue;
+        }
+        m[n] = x->u.obj.members[i];
+        const pf_json *other = pf_json_get(y, m[n].key);
+        if (!other) continue;
+        const pf_json *s = merge_schemas(c, &m[n].val, other, depth + 1, path);
+        if (!s) return FAIL;
+        m[n].val = *s;
     }
-    const pf_json *a = pf_json_get(v, "anyOf");
-    if (a->type != PF_JSON_ARRAY || a->u.arr.n == 0) return fail(c, path, "anyOf: not a non-empty array of schemas");
-    int32_t *alts = malloc(a->u.arr.n * sizeof *alts);
-    if (!alts) return fail_oom(c, path);
+    for (size_t j = 0; j < ny; j++) {
+        const pf_json *v = keyed ? &y->u.obj.members[j].val : &y->u.arr.items[j];
+        int dup = 0;
+        for (size_t i = 0; i < nx && !dup; i++)
+            dup = keyed ? !strcmp(x->u.obj.members[i].key, y->u.obj.members[j].key) : same_text(c, &x->u.arr.items[i], v);
+        if (dup) continue;
+        if (keyed) m[n++] = y->u.obj.members[j];
+        else it[n++] = *v;
+    }
+    *out = *x;
+    if (keyed) out->u.obj.members = m, out->u.obj.n = n;
+    else out->u.arr.items = it, out->u.arr.n = n;
+    return 0;
+}
+
+/* Every key of x's properties is one of y's. */
+static int keys_within(const pf_json *x, const pf_json *y) {
+    for (size_t i = 0; x && i < x->u.obj.n; i++)
+        if (!y || !pf_json_get(y, x->u.obj.members[i].key)) return 0;
+    return 1;
+}
+
+/* One keyword both schemas have, into out; FAIL with the reason when the merge is not exact. */
+static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_json *b, pf_json *out, int depth, const char *path) {
+    const pf_json *x = pf_json_get(a, key), *y = pf_json_get(b, key);
+    *out = *x;
+    if (same_text(c, x, y)) return 0;
+    if (!strcmp(key, "type")) return merge_type(c, x, y, out, path);
+    if (!strcmp(key, "required") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY)
+        return merge_union(c, x, y, 0, out, depth, path);
+    if (!strcmp(key, "properties") && x->type == PF_JSON_OBJECT && y->type == PF_JSON_OBJECT)
+        return merge_union(c, x, y, 1, out, depth, path);
+    if (!strcmp(key, "items") && x->type != PF_JSON_ARRAY && y->type != PF_JSON_ARRAY) {
+        const pf_json *s = merge_schemas(c, x, y, depth + 1, path);
+        return s ? (*out = *s, 0) : FAIL;
+    }
+    static const char *const lower[] = {"minLength", "minItems", "minProperties"},
+                             *const upper[] = {"maxLength", "maxItems", "maxProperties"};
+    for (int i = 0; i < 3 && x->type == PF_JSON_NUMBER && y->type == PF_JSON_NUMBER; i++) {
+        if (!strcmp(key, lower[i])) return *out = x->u.num.d >= y->u.num.d ? *x : *y, 0;
+        if (!strcmp(key, upper[i])) return *out = x->u.num.d <= y->u.num.d ? *x : *y, 0;
+    }
+    pf_json_member k = {key, strlen(key), *x};
+    if (in_list(&k, k_unsupported, (int)(sizeof k_unsupported / sizeof *k_unsupported)) < 0 && keyword_index(&k) < 0)
+        return 0; /* an annotation: either will do */
+    return fail(c, path, "'%s' in two merged schemas with different values is not supported", key);
+}
+
+/* additionalProperties in one schema limits the keys the other's properties may add. */
+static int additional_exact(const pf_json *a, const pf_json *b) {
+    const pf_json *pa = pf_json_get(a, "properties"), *pb = pf_json_get(b, "properties");
+    int ha = pf_json_get(a, "additionalProperties") != NULL, hb = pf_json_get(b, "additionalProperties") != NULL;
+    if (pf_json_get(a, "patternProperties") || pf_json_get(b, "patternProperties")) return !ha && !hb;
+    return (!ha || keys_within(pb, pa)) && (!hb || keys_within(pa, pb));
+}
+
+/* v without its member `key`. */
+static const pf_json *without(cctx *c, const pf_json *v, const char *key, const char *path) {
+    pf_json_member *m = scratch(c, v->u.obj.n * sizeof *m);
+    pf_json *out = scratch(c, sizeof *out);
+    if (!m || !out) return fail_oom(c, path), NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < v->u.obj.n; i++)
+        if (strcmp(v->u.obj.members[i].key, key)) m[n++] = v->u.obj.members[i];
+    *out = *v;
+    out->u.obj.members = m;
+    out->u.obj.n = n;
+    return out;
+}
+
+static const pf_json *fold_all_of(cctx *c, const pf_json *v, int depth, const char *path);
+
+/* v with a lone $ref followed and its allOf folded in: a schema with neither at its top. */
+static const pf_json *flat_schema(cctx *c, const pf_json *v, int depth, const char *path) {
+    for (int hops = 0; v && v->type == PF_JSON_OBJECT && pf_json_get(v, "$ref"); hops++)
+        v = hops < PF_SCHEMA_MAX_DEPTH ? ref_target(c, v, path) : (fail(c, path, "$ref: a loop of references"), NULL);
+    if (!v || v->type != PF_JSON_OBJECT || !pf_json_get(v, "allOf")) return v;
+    return check_keywords(c, v, path) < 0 ? NULL : fold_all_of(c, v, depth, path);
+}
+
+/* a and b as one schema (the allOf of the two), a boolean false when together they admit no
+ * value; NULL after a failure (one that is not exact among them). */
+static const pf_json *merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path) {
+    if (depth > PF_SCHEMA_MAX_DEPTH) return fail(c, path, "nested deeper than %d levels", PF_SCHEMA_MAX_DEPTH), NULL;
+    if (++c->n_merges > MAX_MERGES)
+        return fail(c, path, "more than %d merged schemas (allOf, keywords beside anyOf)", MAX_MERGES), NULL;
+    a = flat_schema(c, a, depth, path);
+    b = a ? flat_schema(c, b, depth, path) : NULL;
+    if (!a || !b) return NULL;
+    if (a->type == PF_JSON_BOOL) return a->u.b ? b : a;
+    if (b->type == PF_JSON_BOOL) return b->u.b ? a : b;
+    if (a->type != PF_JSON_OBJECT || b->type != PF_JSON_OBJECT)
+        return fail(c, path, "a schema must be an object or a boolean"), NULL;
+    if (!additional_exact(a, b))
+        return fail(c, path, "additionalProperties merged with properties it does not list is not supported"), NULL;
+    pf_json_member *m = scratch(c, (a->u.obj.n + b->u.obj.n) * sizeof *m);
+    pf_json *out = scratch(c, sizeof *out);
+    if (!m || !out) return fail_oom(c, path), NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < a->u.obj.n; i++, n++) {
+        m[n] = a->u.obj.members[i];
+        int rc = pf_json_get(b, m[n].key) ? merge_keyword(c, m[n].key, a, b, &m[n].val, depth, path) : 0;
+        if (rc == UNSAT) return &k_false_schema;
+        if (rc < 0) return NULL;
+    }
+    for (size_t j = 0; j < b->u.obj.n; j++)
+        if (!pf_json_get(a, b->u.obj.members[j].key)) m[n++] = b->u.obj.members[j];
+    *out = *a;
+    out->u.obj.members = m;
+    out->u.obj.n = n;
+    return out;
+}
+
+/* {"allOf": [...], ...}: the keywords beside it and every branch merged into one schema. */
+static const pf_json *fold_all_of(cctx *c, const pf_json *v, int depth, const char *path) {
+    const pf_json *all = pf_json_get(v, "allOf");
+    if (all->type != PF_JSON_ARRAY || !all->u.arr.n) return fail(c, path, "allOf: not a non-empty array of schemas"), NULL;
+    const pf_json *acc = without(c, v, "allOf", path);
+    char sub[256];
+    for (size_t i = 0; acc && i < all->u.arr.n; i++) {
+        snprintf(sub, sizeof sub, "%s/allOf/%zu", path, i);
+        acc = merge_schemas(c, acc, &all->u.arr.items[i], depth + 1, sub);
+    }
+    return acc;
+}
+
+/* ---- oneOf: anyOf where no value can meet two branches ---- */
+
+/* The JSON types a node's values may have (a number covers the integers). */
+static int node_types(const pf_schema *s, int32_t id, int depth) {
+    const pf_schema_node *n = &s->nodes[id];
+    int all = T_OBJ | T_ARR | T_STR | T_NUM | T_BOOL | T_NULL, t = 0;
+    switch (n->kind) {
+    case PF_SN_OBJECT: return T_OBJ;
+    case PF_SN_ARRAY: return T_ARR;
+    case PF_SN_STRING: return T_STR;
+    case PF_SN_NUMBER:
+    case PF_SN_INTEGER: return T_NUM;
+    case PF_SN_LITERALS:
+        for (int i = 0; i < n->lits.n; i++) {
+            char f = n->lits.s[i][0];
+            t |= f == '"' ? T_STR : f == 't' || f == 'f' ? T_BOOL : f == 'n' ? T_NULL
+                 : f == '[' ? T_ARR : f == '{' ? T_OBJ : T_NUM;
+        }
+        return t;
+    case PF_SN_UNION: /* a recursion's placeholder is still empty: any type */
+        for (int i = 0; i < n->n_alts && depth < 16; i++) t |= node_types(s, n->alts[i], depth + 1);
+        return n->n_alts && depth < 16 ? t : all;
+    default: return all;
+    }
+}
+
+/* No value is in both literal sets: strings, true, false and null are written one way only, so
+ * equal values have equal texts; numbers, arrays and objects are not (1 and 1.0), so a set holding
+ * one proves nothing against a set that may hold the same type. */
+static int lits_disjoint(const pf_schema *s, const pf_schema_node *a, const pf_schema_node *b) {
+    for (int i = 0; i < a->lits.n; i++) {
+        char f = a->lits.s[i][0];
+        if (!strchr("\"tfn", f) || !f) {
+            int both = node_types(s, (int32_t)(b - s->nodes), 0) & node_types(s, (int32_t)(a - s->nodes), 0);
+            if (both & (T_NUM | T_ARR | T_OBJ)) return 0;
+            continue;
+        }
+        for (int j = 0; j < b->lits.n; j++)
+            if (a->lits.len[i] == b->lits.len[j] && !memcmp(a->lits.s[i], b->lits.s[j], a->lits.len[i])) return 0;
+    }
+    return 1;
+}
+
+static int disjoint(const pf_schema *s, int32_t x, int32_t y, int depth);
+
+/* Both objects require a key whose values cannot be the same (a discriminator). */
+static int discriminated(const pf_schema *s, const pf_schema_node *a, const pf_schema_node *b, int depth) {
+    for (int i = 0; i < a->n_props; i++)
+        for (int j = 0; j < b->n_props && a->required >> i & 1; j++)
+            if (b->required >> j & 1 && a->keys.len[i] == b->keys.len[j] &&
+                !memcmp(a->keys.s[i], b->keys.s[j], a->keys.len[i]) &&
+                disjoint(s, a->prop_node[i], b->prop_node[j], depth + 1))
+                return 1;
+    return 0;
+}
+
+/* No value meets both nodes, as far as can be proven. */
+static int disjoint(const pf_schema *s, int32_t x, int32_t y, int depth) {
+    if (depth > 8) return 0;
+    if (!(node_types(s, x, 0) & node_types(s, y, 0))) return 1;
+    const pf_schema_node *a = &s->nodes[x], *b = &s->nodes[y];
+    if ((a->kind == PF_SN_UNION && a->n_alts) || (b->kind == PF_SN_UNION && b->n_alts)) {
+        const pf_schema_node *u = a->kind == PF_SN_UNION ? a : b;
+        int32_t other = u == a ? y : x;
+        for (int i = 0; i < u->n_alts; i++)
+            if (!disjoint(s, u->alts[i], other, depth + 1)) return 0;
+        return 1;
+    }
+    if (a->kind == PF_SN_LITERALS && b->kind == PF_SN_LITERALS) return lits_disjoint(s, a, b);
+    if (a->kind == PF_SN_OBJECT && b->kind == PF_SN_OBJECT) return discriminated(s, a, b, depth);
+    return 0;
+}
+
+/* The keywords beside anyOf / oneOf (key), without it; NULL when there are none. */
+static const pf_json *beside(cctx *c, const pf_json *v, const char *key, const char *path, int *err) {
+    *err = 0;
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const pf_json_member *m = &v->u.obj.members[i];
+        if ((keyword_index(m) >= 0 || unsupported(v, m)) && strcmp(m->key, key)) {
+            const pf_json *r = without(c, v, key, path);
+            *err = !r;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* anyOf, or oneOf (key) whose branches no value can meet two of: each branch merged with the
+ * keywords beside it (allOf semantics), their union. */
+static int32_t compile_any_of(cctx *c, const pf_json *v, const char *key, int depth, const char *path) {
+    const pf_json *a = pf_json_get(v, key);
+    if (a->type != PF_JSON_ARRAY || a->u.arr.n == 0) return fail(c, path, "%s: not a non-empty array of schemas", key);
+    int err;
+    const pf_json *rest = beside(c, v, key, path, &err);
+    int32_t *alts = err ? NULL : malloc(a->u.arr.n * sizeof *alts);
+    if (!alts) return err ? FAIL : fail_oom(c, path);
     int n = 0;
     for (size_t i = 0; i < a->u.arr.n; i++) {
         char sub[256];
-        snprintf(sub, sizeof sub, "%s/anyOf/%zu", path, i);
-        int32_t x = compile(c, &a->u.arr.items[i], depth + 1, sub);
+        snprintf(sub, sizeof sub, "%s/%s/%zu", path, key, i);
+        const pf_json *b = rest ? merge_schemas(c, rest, &a->u.arr.items[i], depth + 1, sub) : &a->u.arr.items[i];
+        int32_t x = b ? compile(c, b, depth + 1, sub) : FAIL;
+        for (int j = 0; x >= 0 && key[0] == 'o' && j < n; j++)
+            if (!disjoint(c->s, alts[j], x, 0))
+                x = fail(c, path, "oneOf: branches %d and %zu may both hold a value (only disjoint ones are supported)", j, i);
         if (x == FAIL) {
             free(alts);
             return FAIL;
@@ -468,9 +895,9 @@ static int32_t compile_types(cctx *c, const pf_json *v, int types, int depth, co
         if (!(types & bit)) continue;
         int32_t x = bit == T_OBJ   ? compile_object(c, v, depth, path)
                     : bit == T_ARR ? compile_array(c, v, depth, path)
-                    : bit == T_STR ? PF_SN_ID_ANY_STRING
-                    : bit == T_NUM ? PF_SN_ID_ANY_NUMBER
-                    : bit == T_INT ? new_node(c, PF_SN_INTEGER)
+                    : bit == T_STR ? compile_string(c, v, path)
+                    : bit == T_NUM ? compile_number(c, v, PF_SN_NUMBER, path)
+                    : bit == T_INT ? compile_number(c, v, PF_SN_INTEGER, path)
                     : bit == T_BOOL ? words_node(c, f_t, 2)
                                     : words_node(c, null, 1);
         if (x == FAIL) return FAIL;
@@ -607,21 +1034,29 @@ static int32_t compile_target(cctx *c, const pf_json *target, int depth, const c
 
 /* {"$ref": "#..."}: the schema the pointer names. Beside it only annotations: drafts 4 to 7 ignore
  * a $ref's siblings, 2019-09 on applies them as well, so a constraining sibling is refused. */
-static int32_t compile_ref(cctx *c, const pf_json *v, int depth, const char *path) {
+static const pf_json *ref_target(cctx *c, const pf_json *v, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const pf_json_member *m = &v->u.obj.members[i];
-        if (keyword_index(m) >= 0) return fail(c, path, "'%s' combined with $ref is not supported", m->key);
+        if (keyword_index(m) >= 0) return fail(c, path, "'%s' combined with $ref is not supported", m->key), NULL;
     }
+    if (check_keywords(c, v, path) < 0) return NULL;
     const pf_json *r = pf_json_get(v, "$ref");
-    if (r->type != PF_JSON_STRING) return fail(c, path, "$ref: not a string");
+    if (r->type != PF_JSON_STRING) return fail(c, path, "$ref: not a string"), NULL;
     if (r->u.str.len == 0 || r->u.str.s[0] != '#')
-        return fail(c, path, "$ref '%.80s' outside the document is not supported", r->u.str.s);
+        return fail(c, path, "$ref '%.80s' outside the document is not supported", r->u.str.s), NULL;
     if (c->inner_id < 0) c->inner_id = has_inner_id(c->root, 1);
-    if (c->inner_id) return fail(c, path, "$ref in a schema whose subschemas declare their own $id or id is not supported");
+    if (c->inner_id)
+        return fail(c, path, "$ref in a schema whose subschemas declare their own $id or id is not supported"), NULL;
     const char *why;
     const pf_json *t = resolve_pointer(c->root, r->u.str.s + 1, r->u.str.len - 1, &why);
-    if (!t && !strcmp(why, "out of memory")) return fail_oom(c, path);
-    if (!t) return fail(c, path, "$ref '%.80s': %s", r->u.str.s, why);
+    if (!t && !strcmp(why, "out of memory")) return fail_oom(c, path), NULL;
+    if (!t) return fail(c, path, "$ref '%.80s': %s", r->u.str.s, why), NULL;
+    return t;
+}
+
+static int32_t compile_ref(cctx *c, const pf_json *v, int depth, const char *path) {
+    const pf_json *t = ref_target(c, v, path), *r = pf_json_get(v, "$ref");
+    if (!t) return FAIL;
     char sub[256];
     snprintf(sub, sizeof sub, "%.255s", r->u.str.s + 1);
     return compile_target(c, t, depth + 1, sub);
@@ -638,8 +1073,12 @@ static void min_depths(pf_schema *s) {
             case PF_SN_OBJECT:
                 d = 1;
                 for (int k = 0; k < n->n_props && !n->free_keys; k++)
-                    if (n->required >> k & 1 && s->nodes[n->prop_node[k]].min_depth + 1 > d)
+                    if ((n->required >> k & 1 || n->min_props > __builtin_popcountll(n->required)) &&
+                        s->nodes[n->prop_node[k]].min_depth + 1 > d)
                         d = s->nodes[n->prop_node[k]].min_depth + 1;
+                if (n->extra >= 0 && n->min_props > __builtin_popcountll(n->required) &&
+                    s->nodes[n->extra].min_depth + 1 > d)
+                    d = s->nodes[n->extra].min_depth + 1;
                 break;
             case PF_SN_ARRAY: d = n->min_items > 0 ? s->nodes[n->items].min_depth + 1 : 1; break;
             case PF_SN_UNION:
@@ -686,7 +1125,12 @@ static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path) {
     if (v->type != PF_JSON_OBJECT) return fail(c, path, "a schema must be an object or a boolean");
     if (check_keywords(c, v, path) < 0) return FAIL;
     if (pf_json_get(v, "$ref")) return compile_ref(c, v, depth, path);
-    if (pf_json_get(v, "anyOf")) return compile_any_of(c, v, depth, path);
+    if (pf_json_get(v, "allOf")) {
+        const pf_json *f = fold_all_of(c, v, depth, path);
+        return f ? compile(c, f, depth + 1, path) : FAIL;
+    }
+    if (pf_json_get(v, "anyOf")) return compile_any_of(c, v, "anyOf", depth, path);
+    if (pf_json_get(v, "oneOf")) return compile_any_of(c, v, "oneOf", depth, path);
     if (pf_json_get(v, "enum") || pf_json_get(v, "const")) return compile_literals(c, v, path);
     int types = type_set(c, v, path);
     if (types < 0) return FAIL;
@@ -723,6 +1167,8 @@ pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out
     if (root >= 0 && s->nodes[root].min_depth >= PF_SCHEMA_NO_DOC) root = UNSAT; /* every document infinite */
     pf_json_free(d);
     free(c.refs);
+    for (size_t i = 0; i < c.n_made; i++) free(c.made[i]);
+    free(c.made);
     if (root == UNSAT) fail(&c, "", "the schema admits no value");
     if (root < 0) {
         pf_schema_free(s);

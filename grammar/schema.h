@@ -1,12 +1,15 @@
 /* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
- * `required`, `additionalProperties` (true or false), `items`, `minItems`, `maxItems`, `enum`,
- * `const`, `anyOf`, `$ref` to a JSON pointer into the same document (`#/$defs/x`,
- * `#/definitions/x`, `#`, ...; recursion included), nested to PF_SCHEMA_MAX_DEPTH. Annotations
- * (title, description, default, examples, readOnly, ...) and keywords JSON Schema does not define
- * (x-..., id, self, ...) are ignored, as the spec says; any other validation keyword (pattern,
- * minimum, allOf, ...) is an error naming it and its path: a schema is never compiled looser than
- * it reads.
+ * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
+ * `items`, `minItems`, `maxItems`, `minLength`,
+ * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
+ * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `allOf` (merged where exact),
+ * `oneOf` (disjoint branches), `$ref` to a JSON pointer into
+ * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included), nested to
+ * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
+ * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; any
+ * other validation keyword (pattern, format, not, ...) is an error naming it and its path: a
+ * schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
  * compact JSON (no whitespace between tokens), an object with `properties` holds only those keys
@@ -44,14 +47,25 @@ typedef struct {
 
 typedef struct {
     pf_schema_kind kind;
-    /* OBJECT: free_keys, or n_props keys (the set `"key":`, sorted) with their value nodes */
+    /* OBJECT: free_keys (any keys, their values of node `extra`) or n_props keys (the set `"key":`,
+     * sorted) with their value nodes, and other keys too when extra >= 0 (additionalProperties as a
+     * schema: their values of node extra); min_props / max_props count every key */
     int free_keys, n_props;
+    int32_t extra;
+    int64_t min_props, max_props;
     pf_lit_set keys;
     int32_t *prop_node;
     uint64_t required;     /* bit i: key i must appear */
     /* ARRAY */
     int32_t items;
     int64_t min_items, max_items;
+    /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
+    int64_t min_len, max_len;
+    uint8_t no_escape; /* STRING: no backslash (an object's other keys: an escape could spell a listed key) */
+    /* NUMBER, INTEGER: integer bounds on the value (num_lo INT64_MIN, num_hi INT64_MAX when
+     * none); lo_open / hi_open: exclusive (an INTEGER's are closed) */
+    int64_t num_lo, num_hi;
+    uint8_t lo_open, hi_open;
     /* LITERALS */
     pf_lit_set lits;
     /* UNION (also a $ref's node, whose one alternative is the referenced schema) */
@@ -67,7 +81,7 @@ typedef struct {
 
 /* Fixed nodes of every schema. */
 enum { PF_SN_ID_ANY = 0, PF_SN_ID_ANY_ARRAY, PF_SN_ID_ANY_OBJECT, PF_SN_ID_ANY_WORD, PF_SN_ID_ANY_STRING,
-       PF_SN_ID_ANY_NUMBER, PF_SN_N_FIXED };
+       PF_SN_ID_ANY_NUMBER, PF_SN_ID_KEY_STRING, PF_SN_N_FIXED };
 
 typedef struct {
     pf_schema_node *nodes;

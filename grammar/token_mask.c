@@ -16,6 +16,7 @@ struct pf_token_masker {
     const uint8_t **bytes;
     uint32_t *lens;
     uint32_t *end_bits, *plain_bits; /* end tokens; plain string content */
+    int64_t plain_chars;             /* the most characters a plain content token holds */
     int32_t *parent;                 /* the token spelling the longest proper prefix, else -1 */
     pf_vocab_trie all, unplain;      /* every spelled token; those that are not plain content */
 };
@@ -85,7 +86,11 @@ static int copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const ui
         tm->bytes[i] = tm->store + off;
         tm->lens[i] = lens[i];
         off += lens[i];
-        if (plain_content(tm->bytes[i], lens[i])) set_bit(tm->plain_bits, i);
+        if (!plain_content(tm->bytes[i], lens[i])) continue;
+        set_bit(tm->plain_bits, i);
+        int64_t chars = 0;
+        for (uint32_t k = 0; k < lens[i]; k++) chars += (tm->bytes[i][k] & 0xC0) != 0x80;
+        if (chars > tm->plain_chars) tm->plain_chars = chars;
     }
     return 0;
 }
@@ -198,7 +203,7 @@ static int count_bits(const uint32_t *bits, int n_words) {
 
 static int compute(const pf_token_masker *tm, pf_matcher *m, uint32_t *bits) {
     size_t words = (size_t)tm->n_words * sizeof *bits;
-    if (pf_matcher_in_string(m)) {
+    if (pf_matcher_string_room(m) >= tm->plain_chars) {
         memcpy(bits, tm->plain_bits, words);
         walk(&tm->unplain, 0, m, bits);
     } else {

@@ -43,7 +43,10 @@ static void object_schema(uint64_t *seed, int depth, char **s, size_t *n) {
         append(s, n, req);
         append(s, n, "]");
     }
-    if (schema_rand(seed) % 2) append(s, n, ",\"additionalProperties\":false");
+    int add = (int)(schema_rand(seed) % 4);
+    if (add == 1) append(s, n, ",\"additionalProperties\":false");
+    if (add == 2) append(s, n, ",\"additionalProperties\":{\"type\":[\"integer\",\"null\"],\"maximum\":9},\"maxProperties\":4");
+    if (add == 3) append(s, n, ",\"minProperties\":1");
     append(s, n, "}");
 }
 
@@ -52,7 +55,13 @@ char *schema_random(uint64_t *seed, int depth) {
         "{\"type\":\"string\"}", "{\"type\":\"number\"}", "{\"type\":\"integer\"}", "{\"type\":\"boolean\"}",
         "{\"type\":\"null\"}", "{\"type\":[\"string\",\"null\"]}", "{\"enum\":[\"red\",\"green\",\"re\",1,12,null]}",
         "{\"const\":\"fixed\"}", "{\"enum\":[true,[1,2],{\"a\":\"b\"}]}", "{}", "{\"type\":\"object\"}",
-        "{\"type\":[\"integer\",\"boolean\"]}", "{\"enum\":[\"\\u00e9t\\u00e9\",\"x\\ny\"]}", "{\"description\":\"any\"}"};
+        "{\"type\":[\"integer\",\"boolean\"]}", "{\"enum\":[\"\\u00e9t\\u00e9\",\"x\\ny\"]}", "{\"description\":\"any\"}",
+        "{\"type\":\"string\",\"minLength\":1,\"maxLength\":3}", "{\"maxLength\":2}",
+        "{\"type\":\"integer\",\"minimum\":-3,\"exclusiveMaximum\":40}", "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}",
+        "{\"type\":[\"number\",\"string\"],\"exclusiveMinimum\":-2,\"minLength\":2}",
+        "{\"allOf\":[{\"type\":\"integer\",\"minimum\":0},{\"maximum\":7}]}",
+        "{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"const\":\"abc\"}]}",
+        "{\"oneOf\":[{\"type\":\"string\",\"minLength\":1},{\"type\":\"null\"},{\"enum\":[true]}]}"};
     char *s = NULL;
     size_t n = 0;
     int kind = depth >= 3 ? 0 : (int)(schema_rand(seed) % 5);

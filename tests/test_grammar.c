@@ -179,13 +179,12 @@ static void expect_error(const char *schema, const char *needle) {
 
 TEST(grammar_schema_errors) {
     expect_error("{\"type\":\"string\",\"pattern\":\"a+\"}", "keyword 'pattern' is not supported");
-    expect_error("{\"properties\":{\"x\":{\"minimum\":1}}}", "/properties/x: keyword 'minimum'");
+    expect_error("{\"properties\":{\"x\":{\"not\":{}}}}", "/properties/x: keyword 'not'");
     expect_error("{\"type\":\"object\",", "json schema: byte");
     expect_error("{\"type\":\"strin\"}", "type: not one of");
     expect_error("{\"enum\":[]}", "admits no value");
     expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "admits no value");
-    expect_error("{\"additionalProperties\":{\"type\":\"string\"}}", "only true or false");
-    expect_error("{\"type\":\"string\",\"anyOf\":[{}]}", "'type' combined with anyOf");
+    expect_error("{\"additionalProperties\":{\"not\":{}}}", "/additionalProperties: keyword 'not'");
     expect_error("{\"anyOf\":[]}", "anyOf: not a non-empty array");
     expect_error("{\"items\":[{}]}", "tuple form");
     expect_error("{\"minItems\":-1}", "minItems: not a non-negative integer");
@@ -233,11 +232,10 @@ TEST(grammar_annotations_ignored) {
  * it is and whatever sits beside it: never a schema compiled looser than it reads. */
 TEST(grammar_unsupported_validation_keywords) {
     static const char *const kw[] = {
-        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
-        "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
-        "additionalItems", "unevaluatedItems", "maxProperties", "minProperties", "dependentRequired",
+        "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+        "additionalItems", "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
-        "allOf", "oneOf", "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
+        "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
     for (size_t i = 0; i < sizeof kw / sizeof *kw; i++) {
         char schema[256], want[128];
         snprintf(schema, sizeof schema,
@@ -391,12 +389,198 @@ TEST(grammar_ref_errors) {
     expect_error("{\"$ref\":1}", "$ref: not a string");
     expect_error("{\"$ref\":\"#/definitions/a\",\"type\":\"string\",\"definitions\":{\"a\":{}}}",
                  "'type' combined with $ref is not supported");
-    expect_error("{\"definitions\":{\"a\":{\"minimum\":1}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
-                 "json schema: /definitions/a: keyword 'minimum' is not supported");
+    expect_error("{\"definitions\":{\"a\":{\"not\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
+                 "json schema: /definitions/a: keyword 'not' is not supported");
     expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
     expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
     expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
                  "declare their own $id or id");
+}
+
+/* Documents of a schema: each whole text either a complete document the matcher accepts, or not. */
+typedef struct {
+    const char *doc;
+    int ok;
+} doc_case;
+
+static int check_docs(const char *schema, const doc_case *cases, int n) {
+    fx f;
+    if (fx_open(&f, schema) < 0) {
+        pf_test_failf(__FILE__, __LINE__, "schema %s does not compile", schema);
+        return fx_close(&f), -1;
+    }
+    for (int i = 0; i < n && !pf_test_failed(); i++) {
+        pf_matcher_reset(f.m);
+        int got = pf_matcher_push_bytes(f.m, (const uint8_t *)cases[i].doc, strlen(cases[i].doc)) == 1 &&
+                  pf_matcher_can_end(f.m);
+        if (got != cases[i].ok)
+            pf_test_failf(__FILE__, __LINE__, "schema %s: '%s' %s", schema, cases[i].doc, got ? "accepted" : "refused");
+        else if (got != pf_schema_valid_text(schema, cases[i].doc, strlen(cases[i].doc)))
+            pf_test_failf(__FILE__, __LINE__, "schema %s: the validator disagrees on '%s'", schema, cases[i].doc);
+    }
+    uint64_t seed = 31;
+    for (int w = 0; w < 30 && !pf_test_failed(); w++)
+        if (walk_once(&f, schema, &seed) < 0) pf_test_failf(__FILE__, __LINE__, "schema %s: a random walk failed", schema);
+    fx_close(&f);
+    return pf_test_failed() ? -1 : 0;
+}
+
+#define CHECK_DOCS(schema, cases) CHECK(check_docs((schema), (cases), (int)(sizeof(cases) / sizeof(cases)[0])) == 0)
+
+/* minLength / maxLength count characters: a UTF-8 character of several bytes, or an escape, is one. */
+TEST(grammar_string_lengths) {
+    static const char two_three[] = "{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}";
+    static const doc_case docs[] = {
+        {"\"ab\"", 1}, {"\"abc\"", 1}, {"\"a\"", 0}, {"\"abcd\"", 0}, {"\"\"", 0},
+        {"\"\xc3\xa9\xe4\xb8\xad\"", 1}, {"\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"", 1},
+        {"\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"", 0}, {"\"\\n\\u00e9x\"", 1},
+        {"\"\\n\\u00e9xy\"", 0}, {"\"\\\\\"", 0}, {"\"\\\\\\\"\"", 1},
+    };
+    CHECK_DOCS(two_three, docs);
+    static const mask_case masks[] = {
+        {"\"abc", "|\""}, /* full: only the closing quote */
+    };
+    CHECK_MASKS(two_three, masks);
+    /* one character left: a one-character token (an escape of six bytes, a UTF-8 character) fits,
+     * a two-character one does not */
+    fx f;
+    CHECK(fx_open(&f, two_three) == 0);
+    char got[4096];
+    allowed_after(&f, "\"\xe4\xb8\xad\\n", got, sizeof got);
+    CHECKF(strstr(got, "|a|") && strstr(got, "|\\u00e9|") && strstr(got, "|\xc3\xa9|") && strstr(got, "|\"|") &&
+               !strstr(got, "|ab|") && !strstr(got, "|red|") && !strstr(got, "|\xa9x|"),
+           "%s", got);
+    fx_close(&f);
+    static const char in_object[] =
+        "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\",\"maxLength\":1},\"n\":{\"minLength\":1}},"
+        "\"required\":[\"id\"],\"additionalProperties\":false}";
+    static const doc_case obj_docs[] = {
+        {"{\"id\":\"x\"}", 1}, {"{\"id\":\"\"}", 1}, {"{\"id\":\"xy\"}", 0}, {"{\"id\":\"x\",\"n\":\"\"}", 0},
+        {"{\"id\":\"x\",\"n\":\"red\"}", 1},
+    };
+    CHECK_DOCS(in_object, obj_docs);
+    static const mask_case obj_masks[] = {{"{\"id\":\"x", "|\"|\"}|\","}};
+    CHECK_MASKS(in_object, obj_masks);
+    expect_error("{\"type\":\"string\",\"minLength\":1.5}", "minLength: not a non-negative integer");
+    expect_error("{\"type\":\"string\",\"minLength\":4,\"maxLength\":3}", "admits no value");
+    expect_error("{\"enum\":[\"a\"],\"maxLength\":3}", "'maxLength' combined with enum or const is not supported");
+}
+
+/* minimum / maximum and both forms of exclusiveMinimum / exclusiveMaximum, on integers and on
+ * numbers (integer bounds), decided digit by digit from the bound's decimal text. */
+TEST(grammar_number_bounds) {
+    static const doc_case ints[] = {
+        {"0", 1}, {"-5", 1}, {"120", 1}, {"-0", 1}, {"99", 1}, {"121", 0}, {"-6", 0}, {"1000", 0},
+        {"-10", 0}, {"12", 1},
+    };
+    CHECK_DOCS("{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}", ints);
+    static const mask_case int_masks[] = {{"12", "|0|<end>"}, {"-", "|0|1|2|3|4|5"}};
+    CHECK_MASKS("{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}", int_masks);
+    static const doc_case draft4[] = {{"0", 0}, {"10", 0}, {"1", 1}, {"9", 1}, {"-0", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"minimum\":0,\"exclusiveMinimum\":true,\"maximum\":10,\"exclusiveMaximum\":true}", draft4);
+    static const doc_case draft6[] = {{"0", 0}, {"1", 1}, {"2", 1}, {"3", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"exclusiveMinimum\":0.5,\"exclusiveMaximum\":3}", draft6);
+    static const doc_case frac_bounds[] = {{"-2", 0}, {"-1", 1}, {"2", 1}, {"3", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"minimum\":-1.5,\"maximum\":2.5}", frac_bounds);
+    static const doc_case unit[] = {
+        {"0", 1}, {"0.5", 1}, {"1", 1}, {"1.0", 1}, {"1.000", 1}, {"1.01", 0}, {"-0.1", 0}, {"2", 0},
+        {"-0", 1}, {"-0.0", 1}, {"0.999", 1},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", unit);
+    static const doc_case positive[] = {{"0", 0}, {"0.0", 0}, {"0.001", 1}, {"-0", 0}, {"5", 1}, {"-3.5", 0}};
+    CHECK_DOCS("{\"type\":\"number\",\"exclusiveMinimum\":0}", positive);
+    static const doc_case below[] = {{"-1", 0}, {"-1.5", 1}, {"-1.0", 0}, {"-100", 1}, {"0", 0}};
+    CHECK_DOCS("{\"type\":\"number\",\"maximum\":-1,\"exclusiveMaximum\":true}", below);
+    /* the bound's text decides, not its nearest double (1.00000000000000000001 rounds to 1.0) */
+    fx f;
+    CHECK(fx_open(&f, "{\"type\":\"integer\",\"minimum\":1.00000000000000000001}") == 0);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"1", 1) == 1 && !pf_matcher_can_end(f.m));
+    pf_matcher_reset(f.m);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"2", 1) == 1 && pf_matcher_can_end(f.m));
+    fx_close(&f);
+    static const doc_case huge[] = {{"9999999999999999", 1}, {"-9999999999999999", 1}};
+    CHECK_DOCS("{\"type\":\"integer\",\"maximum\":1e300,\"minimum\":-1e300}", huge);
+    expect_error("{\"type\":\"integer\",\"minimum\":1e300}", "admits no value");
+    expect_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":3}", "admits no value");
+    expect_error("{\"type\":\"number\",\"minimum\":1,\"exclusiveMaximum\":1}", "admits no value");
+    expect_error("{\"type\":\"number\",\"maximum\":0.5}", "maximum: a bound with a fraction on a number is not supported");
+    expect_error("{\"type\":\"integer\",\"minimum\":\"1\"}", "minimum: not a number");
+}
+
+/* additionalProperties as a schema: the listed keys with their own schemas, any other key (never
+ * one spelling a listed key, given or not) with its schema; minProperties / maxProperties count
+ * every key and leave room for the required ones. */
+TEST(grammar_object_other_keys) {
+    static const char mixed[] =
+        "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":\"string\"}},"
+        "\"required\":[\"id\"],\"additionalProperties\":{\"type\":\"boolean\"}}";
+    static const doc_case docs[] = {
+        {"{\"id\":1}", 1}, {"{\"id\":1,\"x\":true}", 1}, {"{\"x\":false,\"id\":1,\"name\":\"n\"}", 1},
+        {"{\"id\":1,\"x\":1}", 0}, {"{\"id\":1,\"name\":true}", 0},
+        {"{\"id\":1,\"i\":true}", 1}, {"{\"id\":1,\"idx\":true}", 1}, {"{\"id\":1,\"\\u0069d\":true}", 0},
+        {"{\"x\":true}", 0}, {"{\"\xc3\xa9\":true,\"id\":0}", 1},
+    };
+    CHECK_DOCS(mixed, docs);
+    static const char map[] = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0},"
+                              "\"minProperties\":1,\"maxProperties\":2}";
+    static const doc_case map_docs[] = {
+        {"{}", 0}, {"{\"a\":1}", 1}, {"{\"a\":1,\"b\":2}", 1}, {"{\"a\":1,\"b\":2,\"c\":3}", 0}, {"{\"a\":-1}", 0},
+        {"{\"\\u0061\":1}", 1},
+    };
+    CHECK_DOCS(map, map_docs);
+    static const char counted[] =
+        "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"required\":[\"c\"],\"maxProperties\":2,"
+        "\"minProperties\":2}";
+    static const doc_case counted_docs[] = {
+        {"{\"c\":1}", 0}, {"{\"a\":1,\"c\":1}", 1}, {"{\"a\":1,\"b\":1}", 0}, {"{\"a\":1,\"b\":1,\"c\":1}", 0},
+    };
+    CHECK_DOCS(counted, counted_docs);
+    static const mask_case counted_masks[] = {{"{\"a\":1,", "| |\"| "}, {"{\"a\":1,\"", "|c"}}; /* only the required key fits */
+    CHECK_MASKS(counted, counted_masks);
+    expect_error("{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false,\"minProperties\":2}",
+                 "admits no value");
+    expect_error("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}", "admits no value");
+    expect_error("{\"type\":\"object\",\"maxProperties\":-1}", "maxProperties: not a non-negative integer");
+}
+
+/* allOf merged into one schema where the merge is exact ($ref branches followed, properties merged
+ * key by key, required joined, types intersected); keywords beside anyOf / oneOf go into every
+ * branch; oneOf only where no value can meet two branches (types, string literals, a required
+ * discriminator key). */
+TEST(grammar_all_of_one_of) {
+    static const char all[] =
+        "{\"$defs\":{\"base\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\",\"minimum\":0}},"
+        "\"required\":[\"id\"]}},\"allOf\":[{\"$ref\":\"#/$defs/base\"},{\"properties\":{\"id\":{\"maximum\":9},"
+        "\"name\":{\"type\":\"string\",\"maxLength\":2}},\"required\":[\"name\"]}]}";
+    static const doc_case all_docs[] = {
+        {"{\"id\":3,\"name\":\"ab\"}", 1}, {"{\"id\":10,\"name\":\"ab\"}", 0}, {"{\"id\":3}", 0},
+        {"{\"id\":-1,\"name\":\"\"}", 0}, {"{\"name\":\"abc\",\"id\":1}", 0}, {"{\"name\":\"\",\"id\":9}", 1},
+    };
+    CHECK_DOCS(all, all_docs);
+    static const char typed_any[] = "{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"enum\":[\"abc\",\"x\",3]}]}";
+    static const doc_case any_docs[] = {{"\"a\"", 1}, {"\"abc\"", 1}, {"\"ab\"", 0}, {"3", 0}, {"\"\"", 1}};
+    CHECK_DOCS(typed_any, any_docs);
+    static const char one[] =
+        "{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"},{\"type\":\"object\",\"properties\":{\"kind\":"
+        "{\"const\":\"a\"}},\"required\":[\"kind\"]},{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"b\"},"
+        "\"n\":{\"type\":\"integer\"}},\"required\":[\"kind\"]}]}";
+    static const doc_case one_docs[] = {
+        {"\"x\"", 1}, {"5", 1}, {"{\"kind\":\"a\"}", 1}, {"{\"kind\":\"b\",\"n\":1}", 1}, {"{\"kind\":\"c\"}", 0},
+        {"5.5", 0},
+    };
+    CHECK_DOCS(one, one_docs);
+    expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"maxLength\":3}]}",
+                 "oneOf: branches 0 and 1 may both hold a value");
+    expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "oneOf: branches 0 and 1");
+    expect_error("{\"oneOf\":[{\"enum\":[1,\"a\"]},{\"enum\":[1.0]}]}", "oneOf: branches 0 and 1");
+    expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
+                 "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
+    expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "admits no value");
+    expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}",
+                 "additionalProperties merged with properties it does not list");
+    expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
+    expect_error("{\"allOf\":[{\"pattern\":\"a\"}]}", "keyword 'pattern' is not supported");
+    expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");
 }
 
 TEST(grammar_property_random_schemas) {
