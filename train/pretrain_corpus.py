@@ -98,7 +98,7 @@ def html_docs(pattern, lang, kind=None):
 
 
 # ---------------------------------------------------------------- man pages, POD
-def _render_man(path):
+def render_man(path):
     env = dict(os.environ, MANWIDTH="100", LC_ALL="C.UTF-8")
     try:
         raw = gzip.open(path).read() if path.endswith(".gz") else open(path, "rb").read()
@@ -114,7 +114,7 @@ def _render_man(path):
 def man_docs(pattern, lang):
     paths = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p) and not reserved("man", p))
     with multiprocessing.Pool(2) as pool:
-        for t in pool.imap(_render_man, paths, chunksize=16):
+        for t in pool.imap(render_man, paths, chunksize=16):
             t = re.sub(r"\n{3,}", "\n\n", t).strip()
             if len(t) > 200:
                 yield lang, t
@@ -218,7 +218,7 @@ def fortune_docs(folder, per_doc=20):
         items = [t.strip() for t in re.split(r"\n%\n", text) if t.strip()]
         for i in range(0, len(items), per_doc):
             body = "\n\n".join(items[i:i + per_doc])
-            yield ("zh" if len(_CJK.findall(body)) > len(body) // 4 else "en"), body
+            yield ("zh" if len(CJK.findall(body)) > len(body) // 4 else "en"), body
 
 
 def poetry_docs(per_doc=10):
@@ -342,7 +342,7 @@ def sources():
 
 
 # ---------------------------------------------------------------- filters
-_CJK = re.compile(r"[\u3400-\u9fff]")
+CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -352,7 +352,7 @@ def grams(text):
     w = _WORD.findall(text.lower())
     for i in range(len(w) - 9):
         out.add(" ".join(w[i:i + 10]))
-    c = "".join(_CJK.findall(text))
+    c = "".join(CJK.findall(text))
     for i in range(len(c) - 11):
         out.add(c[i:i + 12])
     return out

@@ -188,48 +188,32 @@ def train():
     log(f"params {count_params(model)} ({count_params(model) / 1e6:.2f}M); {total} steps "
         f"{[(p[1], p[2], p[3]) for p in phases]} (steps, ctx, batch); stream {len(stream.ids)} tokens; "
         f"device {dev} bf16 {bf16}")
-    model.train()
-    t_last = t_ckpt = time.time()
-    ema = None
-    while step < total:
+    def batch_loss(step):
         first, n, ctx, bsz = next(p for p in phases if p[0] <= step < p[0] + p[1])
-        lr = L.lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
-        if "rewarm_from" in extra:
-            lr *= min(1.0, (step - extra["rewarm_from"] + 1) / REWARM_STEPS)
-        L.set_lr(opt, lr)
         ids = stream.batch(step - first, ctx, bsz).to(dev)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(ids)
-        loss = lm_loss(logits, ids)
-        gn = L.optimizer_step(model, opt, loss, cfg["grad_clip"])
-        step += 1
-        extra["tokens"] += ids.shape[0] * (ids.shape[1] - 1)
-        now = time.time()
-        extra["wall"] += now - t_last
-        t_last = now
-        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
-        if step % 20 == 0:
-            log(f"step {step}/{total} ctx {ctx} tokens {extra['tokens']} loss {loss.item():.4f} ema {ema:.4f} "
-                f"gnorm {float(gn):.2f} lr {lr:.2e} wall {extra['wall']:.0f}s "
-                f"tok/s {extra['tokens'] / max(1e-9, extra['wall']):.0f} "
-                f"({100.0 * step / total:.1f}%)")
-        if now - t_ckpt > 60 * cfg["ckpt_minutes"] or step == total:
-            L.save_ckpt(ck, model, opt, step, extra)
-            torch.save({"model": {k: v.half() for k, v in model.state_dict().items()}, "config": c.to_dict(),
-                        "step": step, "tokens": extra["tokens"], "wall": extra["wall"]},
-                       os.path.join(RUN, "snapshot.pt"))
-            t_ckpt = time.time()
-        if step % cfg["eval_every"] == 0 or step == total:
-            model.eval()
-            t0 = time.time()
-            v = eval_stream(model, val_ids, meta["val_index"], dev, bf16)
-            tv = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), tval, bf16=bf16,
-                                 max_items=None if step == total else 8)
-            model.train()
-            log(f"val step {step} tokens {extra['tokens']}: pretrain " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
-            log(f"val step {step} tokens {extra['tokens']}: tasks " + " ".join(f"{k}={x:.3f}" for k, x in tv.items()) +
-                f" ({time.time() - t0:.0f}s)")
-            t_last = time.time()
+        return lm_loss(logits, ids), ids.shape[0] * (ids.shape[1] - 1), f"ctx {ctx} "
+
+    def rewarm(step):
+        return min(1.0, (step - extra["rewarm_from"] + 1) / REWARM_STEPS) if "rewarm_from" in extra else 1.0
+
+    def snapshot(step):
+        torch.save({"model": {k: v.half() for k, v in model.state_dict().items()}, "config": c.to_dict(),
+                    "step": step, "tokens": extra["tokens"], "wall": extra["wall"]},
+                   os.path.join(RUN, "snapshot.pt"))
+
+    def evaluate(step, final):
+        t0 = time.time()
+        v = eval_stream(model, val_ids, meta["val_index"], dev, bf16)
+        tv = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), tval, bf16=bf16,
+                             max_items=None if final else 8)
+        log(f"val step {step} tokens {extra['tokens']}: pretrain " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
+        log(f"val step {step} tokens {extra['tokens']}: tasks " + " ".join(f"{k}={x:.3f}" for k, x in tv.items()) +
+            f" ({time.time() - t0:.0f}s)")
+
+    step = L.train_loop(model, opt, cfg, total, step, extra, batch_loss, log, ck, evaluate,
+                        lr_scale=rewarm, on_ckpt=snapshot)
     torch.save({"model": model.state_dict(), "config": c.to_dict(), "steps": step,
                 "tokens": extra["tokens"], "wall": extra["wall"]}, os.path.join(RUN, "final.pt"))
     log("DONE")

@@ -133,6 +133,51 @@ def load_ckpt(path, model, opt):
     return ck["step"], ck.get("extra", {})
 
 
+def train_loop(model, opt, cfg, total, step, extra, batch_loss, log, ckpt_path, evaluate,
+               lr_scale=None, on_ckpt=None, log_every=20, ema_decay=0.98):
+    """The step loop every recipe shares, from `step` to `total`.
+
+    batch_loss(step) -> (loss, tokens in the batch, a label for the log line); evaluate(step, final)
+    runs with the model in eval mode. cfg gives peak_lr, warmup_steps, min_lr_ratio, grad_clip,
+    eval_every, and ckpt_minutes (wall time between checkpoints) or ckpt_every (steps). extra holds
+    what a resume must carry ("wall", "tokens") and is saved with every checkpoint; on_ckpt(step)
+    runs after each. lr_scale(step) multiplies the schedule's LR (a re-warmup)."""
+    model.train()
+    t_last = t_ckpt = time.time()
+    ema = None
+    extra.setdefault("wall", 0.0)
+    extra.setdefault("tokens", 0)
+    while step < total:
+        lr = lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
+        if lr_scale is not None:
+            lr *= lr_scale(step)
+        set_lr(opt, lr)
+        loss, n_tokens, label = batch_loss(step)
+        gn = optimizer_step(model, opt, loss, cfg["grad_clip"])
+        step += 1
+        extra["tokens"] += n_tokens
+        now = time.time()
+        extra["wall"] += now - t_last
+        t_last = now
+        ema = loss.item() if ema is None else ema_decay * ema + (1 - ema_decay) * loss.item()
+        if step % log_every == 0:
+            log(f"step {step}/{total} {label}tokens {extra['tokens']} loss {loss.item():.4f} ema {ema:.4f} "
+                f"gnorm {float(gn):.2f} lr {lr:.2e} wall {extra['wall']:.0f}s "
+                f"tok/s {extra['tokens'] / max(1e-9, extra['wall']):.0f} ({100.0 * step / total:.1f}%)")
+        due = (step % cfg["ckpt_every"] == 0) if "ckpt_every" in cfg else (now - t_ckpt > 60 * cfg["ckpt_minutes"])
+        if due or step == total:
+            save_ckpt(ckpt_path, model, opt, step, extra)
+            if on_ckpt is not None:
+                on_ckpt(step)
+            t_ckpt = time.time()
+        if step % cfg["eval_every"] == 0 or step == total:
+            model.eval()
+            evaluate(step, step == total)
+            model.train()
+            t_last = time.time()
+    return step
+
+
 def make_optimizer(model, lr, wd=0.1, betas=(0.9, 0.95)):
     decay, no_decay = [], []
     for n, p in model.named_parameters():

@@ -99,36 +99,20 @@ def train(resume):
         log(f"resumed at step {step}")
     log(f"params {count_params(model)} ({count_params(model) / 1e6:.2f}M); steps {total} x {tok_per_step} tokens; "
         f"data windows {data.n}")
-    model.train()
-    t_last = time.time()
-    ema = None
-    while step < total:
-        lr = L.lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
-        L.set_lr(opt, lr)
+    def batch_loss(step):
         ids, w = data.batch(step, cfg["batch_windows"])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg["bf16"]):
             logits = model(ids)
-        loss, _ = L.weighted_lm_loss(logits, ids, w)
-        gn = L.optimizer_step(model, opt, loss, cfg["grad_clip"])
-        step += 1
-        now = time.time()
-        extra["wall"] += now - t_last
-        t_last = now
-        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
-        if step % 10 == 0:
-            log(f"step {step}/{total} tokens {step * tok_per_step} loss {loss.item():.4f} ema {ema:.4f} "
-                f"gnorm {float(gn):.2f} lr {lr:.2e} wall {extra['wall']:.0f}s "
-                f"tok/s {step * tok_per_step / max(1e-9, extra['wall']):.0f}")
-        if step % cfg["ckpt_every"] == 0 or step == total:
-            L.save_ckpt(ck, model, opt, step, extra)
-        if step % cfg["eval_every"] == 0 or step == total:
-            model.eval()
-            t0 = time.time()
-            v = L.eval_per_task(model, val, bf16=False, max_items=None if step == total else 16)
-            model.train()
-            log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()) +
-                f" ({time.time() - t0:.0f}s)")
-            t_last = time.time()
+        return L.weighted_lm_loss(logits, ids, w)[0], ids.numel(), ""
+
+    def evaluate(step, final):
+        t0 = time.time()
+        v = L.eval_per_task(model, val, bf16=False, max_items=None if final else 16)
+        log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()) + f" ({time.time() - t0:.0f}s)")
+
+    extra.setdefault("tokens", step * tok_per_step)
+    step = L.train_loop(model, opt, cfg, total, step, extra, batch_loss, log, ck, evaluate,
+                        log_every=10, ema_decay=0.95)
     L.save_ckpt(ck, model, opt, step, extra)
     torch.save({"model": model.state_dict(), "config": c.to_dict(), "steps": step,
                 "tokens": step * tok_per_step, "wall": extra["wall"]}, os.path.join(RUN, "final.pt"))

@@ -49,7 +49,7 @@ def fit(tok, paras, lo=MIN_TOK, hi=MAX_TOK):
 
 def man_page(path, lang):
     """(name, section, one-line description, the page's other sections as paragraphs) or None."""
-    raw = P._render_man(path)
+    raw = P.render_man(path)
     lines = raw.split("\n")
     if len(lines) < 10:
         return None
@@ -104,7 +104,7 @@ PROMPTS = {
 
 def chinese(text, share=0.2):
     """True when CJK characters are at least `share` of the text (untranslated pages are English)."""
-    return len(P._CJK.findall(text)) >= share * max(1, len(text))
+    return len(P.CJK.findall(text)) >= share * max(1, len(text))
 
 
 def items(tok, rng, want_reserved):

@@ -11,7 +11,6 @@ eval reports the response loss of every eval type, the long inputs included.
 import json
 import os
 import sys
-import time
 
 import torch
 
@@ -66,47 +65,30 @@ def train():
         n_long = int((s + 1) * share) - int(s * share)
         return ("long", int(s * share)) if n_long else ("short", s - int(s * share))
     ck = os.path.join(RUN, "ckpt.pt")
-    step, extra = 0, {"wall": 0.0}
+    step, extra = 0, {"wall": 0.0, "tokens": 0}
     if os.path.exists(ck):
         step, extra = L.load_ckpt(ck, model, opt)
         log(f"resumed at step {step}")
     log(f"init {cfg['init']} ({init.get('tokens')} pretraining tokens); params {count_params(model)}; "
         f"{total} steps x {tok_per_step} tokens; windows {data['short'].n} x 512 + {data['long'].n} x 2048 "
         f"(long share {share:.3f}); device {dev} bf16 {bf16}")
-    model.train()
-    t_last = t_ckpt = time.time()
-    ema = None
-    while step < total:
-        lr = L.lr_at(step, total, cfg["peak_lr"], cfg["warmup_steps"], cfg["min_lr_ratio"])
-        L.set_lr(opt, lr)
+    def batch_loss(step):
         kind, k = batch(step)
         ids, w = data[kind].batch(k, cfg["batch"][kind])
         ids, w = ids.to(dev), w.to(dev)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(ids)
-        loss, _ = L.weighted_lm_loss(logits, ids, w)
-        gn = L.optimizer_step(model, opt, loss, cfg["grad_clip"])
-        step += 1
-        now = time.time()
-        extra["wall"] += now - t_last
-        t_last = now
-        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
-        if step % 10 == 0:
-            log(f"step {step}/{total} loss {loss.item():.4f} ema {ema:.4f} gnorm {float(gn):.2f} lr {lr:.2e} "
-                f"wall {extra['wall']:.0f}s tok/s {step * tok_per_step / max(1e-9, extra['wall']):.0f} "
-                f"({100.0 * step / total:.1f}%)")
-        if now - t_ckpt > 60 * cfg["ckpt_minutes"] or step == total:
-            L.save_ckpt(ck, model, opt, step, extra)
-            t_ckpt = time.time()
-        if step % cfg["eval_every"] == 0 or step == total:
-            model.eval()
-            v = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), val, bf16=bf16,
-                                max_items=None if step == total else 8)
-            model.train()
-            log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
-            t_last = time.time()
+        return L.weighted_lm_loss(logits, ids, w)[0], ids.numel(), ""
+
+    def evaluate(step, final):
+        v = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), val, bf16=bf16,
+                            max_items=None if final else 8)
+        log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
+
+    step = L.train_loop(model, opt, cfg, total, step, extra, batch_loss, log, ck, evaluate,
+                        log_every=10, ema_decay=0.95)
     torch.save({"model": model.state_dict(), "config": c.to_dict(), "steps": step,
-                "tokens": step * tok_per_step, "wall": extra["wall"], "init": cfg["init"]},
+                "tokens": extra["tokens"], "wall": extra["wall"], "init": cfg["init"]},
                os.path.join(RUN, "final.pt"))
     log("DONE")
 
