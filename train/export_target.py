@@ -1,9 +1,16 @@
 """Export the trained target to GGUF (F16 matrices, F32 norms), then build the reference file from
 the EXPORTED weights (read back from the GGUF, computed in float64).
 
-  export_target.py [checkpoint]      default: work/target/final.pt, else work/target/ckpt.pt
+  export_target.py [CHECKPOINT] [--tokenizer JSON] [--val VAL.json] [--what TEXT]
+CHECKPOINT: default work/target/final.pt, else work/target/ckpt.pt; a checkpoint that carries its
+own config and token count (pretraining snapshots, the tuned target) needs no run_config.json.
+--tokenizer: the vocabulary the model was trained with (default models/pf-tokenizer.json);
+--val: the held-out task items for the per-task loss (default work/data/val.json);
+--what: the training it had, for the GGUF's description; --models DIR: a trial export into DIR (the
+GGUF, its reference file, the per-task loss and the samples), nothing in the repository changed.
 Writes models/pf-target-f16.gguf, models/pf-target-ref.json, work/target/samples.json.
 """
+import argparse
 import hashlib
 import json
 import os
@@ -141,24 +148,41 @@ def pick_ref_prompts(tok):
     return out
 
 
+def load_checkpoint(ck):
+    """(config, state dict, steps, tokens) of a checkpoint; the first target's carry no config (its
+    run_config.json has it)."""
+    blob = torch.load(ck, map_location="cpu")
+    steps = blob.get("steps", blob.get("step"))
+    if "config" in blob:
+        return Qwen3Config(**blob["config"]), blob["model"], steps, blob.get("tokens"), blob
+    run_cfg = json.load(open(os.path.join(WORK, "target", "run_config.json")))
+    return (Qwen3Config(**run_cfg["model"]), blob["model"], steps,
+            steps * run_cfg["batch_windows"] * run_cfg["ctx"], blob)
+
+
 def main():
     torch.set_num_threads(2)
     torch.set_flush_denormal(True)
-    ck = sys.argv[1] if len(sys.argv) > 1 else None
+    ap = argparse.ArgumentParser()
+    ap.add_argument("checkpoint", nargs="?")
+    ap.add_argument("--tokenizer", default=os.path.join(MODELS, "pf-tokenizer.json"))
+    ap.add_argument("--val", default=os.path.join(WORK, "data", "val.json"))
+    ap.add_argument("--models", default=MODELS, help="folder for the GGUF and its reference file")
+    ap.add_argument("--what", default="the project's Debian/npm-derived task corpus")
+    args = ap.parse_args()
+    ck = args.checkpoint
     if ck is None:
         ck = os.path.join(WORK, "target", "final.pt")
         if not os.path.exists(ck):
             ck = os.path.join(WORK, "target", "ckpt.pt")
-    blob = torch.load(ck, map_location="cpu")
-    run_cfg = json.load(open(os.path.join(WORK, "target", "run_config.json")))
-    c = Qwen3Config(**run_cfg["model"])
-    state = blob["model"]
-    steps = blob.get("steps", blob.get("step"))
-    tokens = steps * run_cfg["batch_windows"] * run_cfg["ctx"]
-    tok = QwenBPE.load(os.path.join(MODELS, "pf-tokenizer.json"))
-    info = (f"pocketflash stand-in target; trained from scratch on {tokens} tokens ({steps} steps) of the "
-            f"project's Debian/npm-derived task corpus; checkpoint {os.path.basename(ck)}")
-    gg = os.path.join(MODELS, "pf-target-f16.gguf")
+    c, state, steps, tokens, blob = load_checkpoint(ck)
+    state = {k: v.float() for k, v in state.items()}
+    tok = QwenBPE.load(args.tokenizer)
+    info = (f"pocketflash stand-in target; trained from scratch on {tokens} tokens ({steps} steps) of "
+            f"{args.what}; checkpoint {os.path.basename(ck)}")
+    trial = os.path.abspath(args.models) != MODELS   # a trial export: nothing under the repository changes
+    os.makedirs(args.models, exist_ok=True)
+    gg = os.path.join(args.models, "pf-target-f16.gguf")
     write_gguf(gg, c, state, tok, "pf-target", info)
     print("wrote", gg, os.path.getsize(gg), "bytes", flush=True)
 
@@ -196,18 +220,18 @@ def main():
                     "greedy continuation, full recompute each step, argmax (lowest id on ties), stops early at "
                     "<|im_end|> (included; greedy_stop_index is its index, null if none)."),
            "eos_token_id": im_end, "prompts": refs}
-    rp = os.path.join(MODELS, "pf-target-ref.json")
+    rp = os.path.join(args.models, "pf-target-ref.json")
     json.dump(ref, open(rp, "w", encoding="utf-8"), ensure_ascii=False, separators=(",", ":"))
     print("wrote", rp, os.path.getsize(rp), "bytes", flush=True)
 
     # per-task validation loss (response tokens of the held-out eval items) of the EXPORTED weights
     model32, _ = model_from_gguf(gg, torch.float32)
-    val = json.load(open(os.path.join(WORK, "data", "val.json")))
+    val = json.load(open(args.val))
     v = L.eval_per_task(model32, val)
     res = {"val_loss_response_tokens": {k: round(x, 4) for k, x in v.items()}, "steps": steps,
            "tokens": tokens, "wall_s": round(blob.get("wall", blob.get("extra", {}).get("wall", 0.0)), 1),
            "checkpoint": os.path.basename(ck), "eval_items": len(val)}
-    L.dump_json(os.path.join(HERE, "target_val.json"), res)
+    L.dump_json(os.path.join(args.models if trial else HERE, "target_val.json"), res)
     print("val:", res, flush=True)
 
     # one sample per task type for the README (greedy, up to 80 tokens, exported weights in float32)
@@ -217,7 +241,8 @@ def main():
         cont = greedy(model32, tok.encode(chatml(e["prompt"])), 80, im_end)
         samples.append({"id": e["id"], "prompt": e["prompt"], "reference": e["reference"],
                         "output": tok.decode([x for x in cont if x != im_end])})
-    json.dump(samples, open(os.path.join(WORK, "target", "samples.json"), "w", encoding="utf-8"),
+    json.dump(samples, open(os.path.join(args.models if trial else os.path.join(WORK, "target"), "samples.json"), "w",
+                            encoding="utf-8"),
               ensure_ascii=False, indent=1)
     print("samples written", flush=True)
 
