@@ -135,17 +135,22 @@ static void put_head(sv_buf *b, const sv_http *h, const char *id, long created, 
 static bool job_error(sv_reply *r, const sv_job *j) {
     if (j->never_ran && j->status == PF_OK) {
         if (j->timed_out) reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "timed out waiting for a free session", NULL, "timeout");
-        else reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "request cancelled", NULL, NULL);
+        else reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "request cancelled", NULL, "cancelled");
         return true;
     }
     if (j->status == PF_OK) return false;
     const char *param = j->req.kind == SV_CHAT ? "messages" : "prompt";
+    /* each kind as itself (docs/server.md#errors): the request's fault 400, a lack of memory or a
+     * cancelled job 503 (worth retrying), the server's files or a bug 500 */
     switch (j->status) {
     case PF_ERR_CONTEXT: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, "context_length_exceeded"); break;
     case PF_ERR_UTF8: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, NULL); break;
     case PF_ERR_ARG: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, "spec", NULL); break;
-    default:
-        reply_error(r, j->never_ran ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, j->err, NULL, NULL);
+    case PF_ERR_OOM: reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, j->err, NULL, "out_of_memory"); break;
+    case PF_ERR_CANCELLED: reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, j->err, NULL, "cancelled"); break;
+    default: /* io, format, internal */
+        reply_error(r, j->never_ran ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, j->err, NULL,
+                    pf_status_name(j->status));
     }
     return true;
 }
@@ -270,7 +275,8 @@ ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max) {
         if (done) {
             if (j->status != PF_OK) {
                 sv_puts(&s->out, "data: ");
-                sv_error_json(&s->out, j->err, "server_error", NULL, NULL);
+                sv_error_json(&s->out, j->err, "server_error", NULL,
+                              j->status == PF_ERR_OOM ? "out_of_memory" : pf_status_name(j->status));
                 sv_puts(&s->out, "\n");
             } else {
                 put_chunk(s, "", 0, finish_reason(j));
