@@ -113,6 +113,7 @@ int cmd_serve(int argc, char **argv) {
 done:
     sv_http_quiesce(h);
     if (e) sv_engine_stop(e);
+    sv_http_drain(h, 2.0); /* the cancelled requests' 503s go out; an idle keep-alive client is not waited for longer */
     sv_http_stop(h);
     sv_engine_free(e);
     pf_free_draft(d);

@@ -15,6 +15,7 @@ sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char 
     return NULL;
 }
 void sv_http_quiesce(sv_http *h) { (void)h; }
+void sv_http_drain(sv_http *h, double max_s) { (void)h, (void)max_s; }
 void sv_http_stop(sv_http *h) { (void)h; }
 #else
 
@@ -582,6 +583,16 @@ void sv_http_quiesce(sv_http *h) {
     if (!h) return;
     MHD_socket fd = MHD_quiesce_daemon(h->d); /* the listening socket is ours to close now */
     if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void sv_http_drain(sv_http *h, double max_s) {
+    if (!h || !h->d) return;
+    for (double waited = 0; waited < max_s; waited += 0.01) {
+        const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!i || i->num_connections == 0) return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 void sv_http_stop(sv_http *h) {
