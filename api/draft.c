@@ -5,28 +5,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api/status.h"
 #include "draft/draft_open.h"
 
-pf_draft *pf_load_draft(const pf_model *m, const char *path, char err[PF_ERR_LEN]) {
+pf_status pf_load_draft(const pf_model *m, const char *path, pf_draft **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     if (!m) {
         snprintf(err, PF_ERR_LEN, "pf_load_draft: no target model");
-        return NULL;
+        return PF_ERR_ARG;
     }
     if (!path && !pf_model_bundles_draft(m)) {
         snprintf(err, PF_ERR_LEN, "pf_load_draft: the target was not loaded from a .pfb bundle that holds a draft");
-        return NULL;
+        return PF_ERR_ARG;
     }
     pf_draft *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return NULL;
+        return PF_ERR_OOM;
     }
     d->target = m;
-    if (pf_draft_open(m, path, &d->weights, &d->dec, err) < 0) {
+    pf_rc rc = pf_draft_open(m, path, &d->weights, &d->dec, err);
+    if (rc != PF_RC_OK) {
         free(d);
-        return NULL;
+        return pf_api_status(rc);
     }
-    return d;
+    *out = d;
+    return PF_OK;
 }
 
 void pf_free_draft(pf_draft *d) {

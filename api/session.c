@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/api_session.h"
+#include "api/status.h"
 #include "api/strategy.h"
 #include "engine/constraint.h"
 #include "engine/generate.h"
@@ -18,35 +19,48 @@ void pf_gen_params_default(pf_gen_params *p) {
     p->stop_at_eot = true;
 }
 
-pf_model *pf_load_model(const char *path, char err[PF_ERR_LEN]) { return pf_model_load(path, err); }
+pf_status pf_load_model(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    if (!path) {
+        snprintf(err, PF_ERR_LEN, "pf_load_model: no path");
+        return PF_ERR_ARG;
+    }
+    return pf_api_status(pf_model_open(path, out, err));
+}
 void pf_free_model(pf_model *m) { pf_model_free(m); }
 
-pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char err[PF_ERR_LEN]) {
+pf_status pf_session_new(const pf_model *m, const pf_session_params *p, pf_session **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    if (!m) {
+        snprintf(err, PF_ERR_LEN, "pf_session_new: no model");
+        return PF_ERR_ARG;
+    }
     int64_t n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     int threads = p && p->n_threads > 0 ? p->n_threads : 1;
     pf_session *ps = calloc(1, sizeof *ps);
     if (!ps) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return NULL;
+        return PF_ERR_OOM;
     }
     pf_engine_session *s = &ps->engine;
     s->model = m;
-    s->ctx = pf_ctx_new(m, n_ctx, threads, NULL, err);
+    s->ctx = pf_ctx_new(m, n_ctx, threads, NULL, err); /* NULL only for memory */
     s->logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
     s->hist = s->ctx ? malloc((size_t)(s->ctx->kv->n_ctx + 1) * sizeof *s->hist) : NULL;
+    pf_rc rc = PF_RC_OK;
     if (!s->ctx || !s->logits || !s->hist || pf_dist_init(&s->dist, m->hp.n_vocab) < 0) {
         if (s->ctx) snprintf(err, PF_ERR_LEN, "out of memory");
+        rc = PF_RC_OOM;
+    }
+    /* the 8-bit cache is refused rather than silently slow where its scalar path would run */
+    if (rc == PF_RC_OK && p && p->kv_q8)
+        rc = !pf_kv_q8_usable(s->ctx->k, err) ? PF_RC_ARG : pf_ctx_set_kv_type(s->ctx, PF_KV_Q8, err);
+    if (rc != PF_RC_OK) {
         pf_session_free(ps);
-        return NULL;
+        return pf_api_status(rc);
     }
-    if (p && p->kv_q8) {
-        /* refused rather than silently slow where its scalar path would run */
-        if (!pf_kv_q8_usable(s->ctx->k, err) || pf_ctx_set_kv_type(s->ctx, PF_KV_Q8, err) < 0) {
-            pf_session_free(ps);
-            return NULL;
-        }
-    }
-    return ps;
+    *out = ps;
+    return PF_OK;
 }
 
 void pf_session_free(pf_session *ps) {

@@ -9,7 +9,7 @@
 _Static_assert(PF_RC_OK == (int)PF_OK && PF_RC_IO == (int)PF_ERR_IO && PF_RC_FORMAT == (int)PF_ERR_FORMAT &&
                    PF_RC_ARG == (int)PF_ERR_ARG && PF_RC_CONTEXT == (int)PF_ERR_CONTEXT &&
                    PF_RC_UTF8 == (int)PF_ERR_UTF8 && PF_RC_OOM == (int)PF_ERR_OOM &&
-                   PF_RC_INTERNAL == (int)PF_ERR_INTERNAL,
+                   PF_RC_INTERNAL == (int)PF_ERR_INTERNAL && PF_RC_CANCELLED == (int)PF_ERR_CANCELLED,
                "engine codes are the public status codes");
 _Static_assert(PF_END_EOT == (int)PF_STOP_EOT && PF_END_LENGTH == (int)PF_STOP_LENGTH &&
                    PF_END_CONTEXT == (int)PF_STOP_CONTEXT && PF_END_CALLBACK == (int)PF_STOP_CALLBACK,

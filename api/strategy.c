@@ -56,7 +56,7 @@ static pf_status plan_of(const pf_gen_params *p, pf_strategy_plan *plan, char er
     }
     int rc = pf_strategy_plan_make(&d, plan, err);
     if (p->profile) pf_profile_free(&prof);
-    return rc < 0 ? PF_ERR_ARG : PF_OK;
+    return rc < 0 ? PF_ERR_ARG : PF_OK; /* the resolver fails only for a bad value; it allocates nothing */
 }
 
 /* The plan's drafter and strategy over the loaded draft; their status as it came. */

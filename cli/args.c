@@ -21,6 +21,23 @@ int cli_fail(const char *fmt, ...) {
     return 1;
 }
 
+int cli_exit_status(pf_status st) {
+    switch (st) {
+    case PF_OK: return 0;
+    case PF_ERR_IO: return 2;
+    case PF_ERR_FORMAT: return 3;
+    case PF_ERR_OOM: return 4;
+    case PF_ERR_INTERNAL: return 5;
+    case PF_ERR_CANCELLED: return 130; /* the shell's status of a command stopped by SIGINT */
+    default: return 1;                 /* bad input: an argument, the context, UTF-8 */
+    }
+}
+
+int cli_fail_status(pf_status st, const char *msg) {
+    cli_fail("%s", msg);
+    return cli_exit_status(st);
+}
+
 const char *cli_value(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) {
         cli_fail("flag %s needs a value", argv[*i]);

@@ -9,9 +9,16 @@
 #include <stdio.h>
 
 #include "formats/atomic_file.h"
+#include "include/pocketflash.h"
 
 /* Print "pocketflash: <msg>" (one line) to stderr; returns 1 for `return cli_fail(...)`. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The exit status of a library failure (docs/cli.md#exit-status): 1 bad input (a flag, an
+ * argument, a prompt over the context or not UTF-8), 2 a file that cannot be read, 3 a bad file,
+ * 4 out of memory, 5 an internal error, 130 cancelled; 0 for PF_OK. */
+int cli_exit_status(pf_status st);
+/* cli_fail("%s", msg) with st's exit status. */
+int cli_fail_status(pf_status st, const char *msg);
 /* Value of flag argv[*i] (advances *i); NULL (after printing an error) if missing. */
 const char *cli_value(int argc, char **argv, int *i);
 bool cli_int(const char *flag, const char *s, long long lo, long long hi, long long *out);

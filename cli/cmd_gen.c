@@ -160,7 +160,7 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
         cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
     } else if (sr < 0) {
         cli_fail("%s:%d: out of memory", g->in, lineno);
-    } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) < 0) {
+    } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) != PF_RC_OK) {
         cli_fail("%s:%d: %s", g->in, lineno, err);
     } else {
         g->resp.n = 0;
@@ -190,7 +190,7 @@ static int open_round_log(pf_session *s, const pf_gen_params *gp, const char *lo
     if (pf_api_strategy(s, gp, &c, err) != PF_OK) return cli_fail("%s", err);
     if (!c.spec) return 0;
     if (!(*log_file = fopen(log_rounds, "ab"))) return cli_fail("%s: cannot open for appending", log_rounds);
-    if (pf_spec_set_log(c.spec, *log_file, err) < 0) return cli_fail("%s", err);
+    if (pf_spec_set_log(c.spec, *log_file, err) != PF_RC_OK) return cli_fail("%s", err);
     return 0;
 }
 
@@ -234,7 +234,8 @@ int cmd_gen(int argc, char **argv) {
         free(schema_text);
         return prc;
     }
-    gen_run g = {.m = m, .s = pf_session_new(m, &sp, err), .gp = &gp, .seed0 = gp.seed, .no_special = no_special, .in = in};
+    gen_run g = {.m = m, .gp = &gp, .seed0 = gp.seed, .no_special = no_special, .in = in};
+    pf_session_new(m, &sp, &g.s, err);
     FILE *fi = fopen(in, "rb");
     atomic_file af;
     g.fo = atomic_file_open(&af, out, "w");

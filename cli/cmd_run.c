@@ -1,4 +1,5 @@
 /* pocketflash run: stream generated text to stdout, timings to stderr. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,18 +70,27 @@ static const char k_usage[] =
     "llama.cpp spellings accepted: --model, --prompt, --file, --predict/--n-predict, --ctx-size,\n"
     "  --threads, -s (--seed), -md/--model-draft, --draft/--draft-n (--draft-max), -sys/--system-prompt\n";
 
+/* SIGINT during generation cancels it (the library returns PF_ERR_CANCELLED): the text so far
+ * stays on stdout and run exits with status 130. */
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+}
+
 static int on_text(void *user, const char *text, size_t len) {
     (void)user;
     fwrite(text, 1, len, stdout);
     fflush(stdout);
-    return 0;
+    return g_interrupted ? -1 : 0;
 }
 
 /* --log-rounds: every round of spec appended to path; 1 (reported) when it cannot be. */
 static int open_round_log(pf_spec *spec, const char *path, FILE **f) {
     char err[PF_ERR_LEN];
     if (!(*f = fopen(path, "ab"))) return cli_fail("%s: cannot open for appending", path);
-    if (pf_spec_set_log(spec, *f, err) < 0) return cli_fail("%s", err);
+    if (pf_spec_set_log(spec, *f, err) != PF_RC_OK) return cli_fail("%s", err);
     return 0;
 }
 
@@ -140,22 +150,30 @@ int cmd_run(int argc, char **argv) {
         return 1;
     }
     int rc = 1;
-    pf_model *m = pf_load_model(model_path, err);
+    pf_model *m = NULL;
     pf_session *s = NULL;
     pf_draft *draft = NULL;
-    if (!m) { cli_fail("%s", err); goto done; }
-    if (cli_spec_params("run", m, &fl, &gp, &draft)) goto done;
+    pf_status r = pf_load_model(model_path, &m, err);
+    if (r != PF_OK) { rc = cli_fail_status(r, err); goto done; }
+    if ((rc = cli_spec_params("run", m, &fl, &gp, &draft))) goto done;
     if (fl.print_plan) { rc = cli_print_plan(&gp); goto done; }
-    if (!(s = pf_session_new(m, &sp, err))) { cli_fail("%s", err); goto done; }
+    rc = 1;
+    if ((r = pf_session_new(m, &sp, &s, err)) != PF_OK) { rc = cli_fail_status(r, err); goto done; }
     /* the strategy the library's resolver makes of gp, built now so that --log-rounds and --stats
      * reach its rounds; pf_generate with the same gp runs this object */
     api_choice choice;
-    if (pf_api_strategy(s, &gp, &choice, err) != PF_OK) { cli_fail("%s", err); goto done; }
+    if ((r = pf_api_strategy(s, &gp, &choice, err)) != PF_OK) { rc = cli_fail_status(r, err); goto done; }
     pf_spec *spec = choice.spec;
     if (spec && log_rounds && open_round_log(spec, log_rounds, &log_file)) goto done;
     pf_gen_stats st;
-    pf_status r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);
-    if (r != PF_OK) { cli_fail("%s", err); goto done; }
+    signal(SIGINT, on_sigint);
+    r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);
+    signal(SIGINT, SIG_DFL);
+    if (r != PF_OK) {
+        if (r == PF_ERR_CANCELLED) snprintf(err, sizeof err, "run: cancelled (SIGINT) after %d tokens", st.n_gen);
+        rc = cli_fail_status(r, err);
+        goto done;
+    }
     fputc('\n', stdout);
     fflush(stdout);
     print_timing(&st);

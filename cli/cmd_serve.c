@@ -83,11 +83,12 @@ int cmd_serve(int argc, char **argv) {
     pf_draft *d = NULL;
     sv_engine *e = NULL;
     sv_http *h = NULL;
-    pf_model *m = pf_load_model(model_path, err);
+    pf_model *m = NULL;
+    pf_load_model(model_path, &m, err);
     if (!m) return cli_fail("%s", err);
     /* a bundle that carries a draft speculates with it, as run does */
     bool bundled = !draft_path && pf_model_bundles_draft(m);
-    if ((draft_path || bundled) && !(d = pf_load_draft(m, draft_path, err))) { cli_fail("%s", err); goto done; }
+    if ((draft_path || bundled) && pf_load_draft(m, draft_path, &d, err) != PF_OK) { cli_fail("%s", err); goto done; }
 
     /* SIGINT / SIGTERM go to sigwait below: every thread started from here on blocks them */
     sigset_t sigs;
@@ -112,6 +113,7 @@ int cmd_serve(int argc, char **argv) {
 done:
     sv_http_quiesce(h);
     if (e) sv_engine_stop(e);
+    sv_http_drain(h, 2.0); /* the cancelled requests' 503s go out; an idle keep-alive client is not waited for longer */
     sv_http_stop(h);
     sv_engine_free(e);
     pf_free_draft(d);

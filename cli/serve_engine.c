@@ -169,9 +169,10 @@ static int on_text(void *user, const char *text, size_t len) {
     pthread_mutex_lock(&j->mu);
     size_t old = j->text.n;
     sv_put(&j->text, text, len);
-    bool stop = j->text.oom || scan_stops(j, old) || j->cancel;
+    bool cancel = j->cancel, stop = j->text.oom || scan_stops(j, old);
     if (j->streamed) pthread_cond_broadcast(&j->cv); /* a waiter for the end only is not woken per token */
     pthread_mutex_unlock(&j->mu);
+    if (cancel) return -1; /* nobody reads the rest: the library returns PF_ERR_CANCELLED */
     if (stop) return 1;
     /* the socket every 20 ms, not every token: a syscall per token is measurable on a small model */
     double now = sv_now();
@@ -185,7 +186,7 @@ static int on_text(void *user, const char *text, size_t len) {
         j->gone = gone;
         j->timed_out = late;
         pthread_mutex_unlock(&j->mu);
-        return 1;
+        return gone ? -1 : 1; /* a client gone cancels; past the time limit the text so far is the answer */
     }
     return 0;
 }
@@ -227,6 +228,8 @@ static void run_job(sv_worker *w, sv_job *j) {
     j->never_ran = skip;
     j->stats = stats;
     j->status = j->text.oom ? PF_ERR_OOM : st;
+    if (st == PF_ERR_CANCELLED) /* the callback's words are no message for an HTTP client */
+        snprintf(err, sizeof err, "request cancelled%s", j->gone ? ": the client went away" : "");
     snprintf(j->err, sizeof j->err, "%s", j->text.oom ? "out of memory" : err);
     /* what this session's cache now holds, for the next request's choice of session */
     sv_buf_free(&w->history);
@@ -380,8 +383,8 @@ void sv_engine_stop(sv_engine *e) {
         e->head = j->next;
         pthread_mutex_lock(&j->mu);
         j->never_ran = true;
-        j->status = PF_ERR_INTERNAL;
-        snprintf(j->err, sizeof j->err, "the server is shutting down");
+        j->status = PF_ERR_CANCELLED;
+        snprintf(j->err, sizeof j->err, "request cancelled: the server is shutting down");
         job_finish(j);
         pthread_mutex_unlock(&j->mu);
         sv_job_release(j);
@@ -411,7 +414,7 @@ sv_engine *sv_engine_new(const pf_model *m, const pf_draft *d, const sv_engine_c
         w->e = e;
         w->index = i;
         pthread_cond_init(&w->cv, NULL);
-        if (!(w->s = pf_session_new(m, &cfg->session, err))) goto fail;
+        if (pf_session_new(m, &cfg->session, &w->s, err) != PF_OK) goto fail;
     }
     for (int i = 0; i < cfg->n_sessions; i++) {
         if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i])) {

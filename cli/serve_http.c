@@ -15,6 +15,7 @@ sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char 
     return NULL;
 }
 void sv_http_quiesce(sv_http *h) { (void)h; }
+void sv_http_drain(sv_http *h, double max_s) { (void)h, (void)max_s; }
 void sv_http_stop(sv_http *h) { (void)h; }
 #else
 
@@ -135,17 +136,22 @@ static void put_head(sv_buf *b, const sv_http *h, const char *id, long created, 
 static bool job_error(sv_reply *r, const sv_job *j) {
     if (j->never_ran && j->status == PF_OK) {
         if (j->timed_out) reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "timed out waiting for a free session", NULL, "timeout");
-        else reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "request cancelled", NULL, NULL);
+        else reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "request cancelled", NULL, "cancelled");
         return true;
     }
     if (j->status == PF_OK) return false;
     const char *param = j->req.kind == SV_CHAT ? "messages" : "prompt";
+    /* each kind as itself (docs/server.md#errors): the request's fault 400, a lack of memory or a
+     * cancelled job 503 (worth retrying), the server's files or a bug 500 */
     switch (j->status) {
     case PF_ERR_CONTEXT: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, "context_length_exceeded"); break;
     case PF_ERR_UTF8: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, NULL); break;
     case PF_ERR_ARG: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, "spec", NULL); break;
-    default:
-        reply_error(r, j->never_ran ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, j->err, NULL, NULL);
+    case PF_ERR_OOM: reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, j->err, NULL, "out_of_memory"); break;
+    case PF_ERR_CANCELLED: reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, j->err, NULL, "cancelled"); break;
+    default: /* io, format, internal */
+        reply_error(r, j->never_ran ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_INTERNAL_SERVER_ERROR, j->err, NULL,
+                    pf_status_name(j->status));
     }
     return true;
 }
@@ -270,7 +276,8 @@ ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max) {
         if (done) {
             if (j->status != PF_OK) {
                 sv_puts(&s->out, "data: ");
-                sv_error_json(&s->out, j->err, "server_error", NULL, NULL);
+                sv_error_json(&s->out, j->err, "server_error", NULL,
+                              j->status == PF_ERR_OOM ? "out_of_memory" : pf_status_name(j->status));
                 sv_puts(&s->out, "\n");
             } else {
                 put_chunk(s, "", 0, finish_reason(j));
@@ -576,6 +583,16 @@ void sv_http_quiesce(sv_http *h) {
     if (!h) return;
     MHD_socket fd = MHD_quiesce_daemon(h->d); /* the listening socket is ours to close now */
     if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void sv_http_drain(sv_http *h, double max_s) {
+    if (!h || !h->d) return;
+    for (double waited = 0; waited < max_s; waited += 0.01) {
+        const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!i || i->num_connections == 0) return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 void sv_http_stop(sv_http *h) {

@@ -66,6 +66,9 @@ void sv_reply_free(sv_reply *r);
 sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char err[PF_ERR_LEN]);
 /* Stops accepting connections (the engine is stopped next, then sv_http_stop ends the rest). */
 void sv_http_quiesce(sv_http *h);
+/* After the engine stopped: up to max_s seconds for the connections still open to send their
+ * replies (a cancelled generation's 503) and close, so that sv_http_stop cuts none mid-reply. */
+void sv_http_drain(sv_http *h, double max_s);
 void sv_http_stop(sv_http *h);
 
 #endif

@@ -19,14 +19,16 @@ int cli_spec_params(const char *cmd, const pf_model *m, const cli_spec_flags *fl
     p->task = fl->task;
     /* plain decoding and the lookup never read a draft; a bundled one is used when it is there */
     if (kind == PF_KIND_AR || kind == PF_KIND_NGRAM || (!fl->draft && !pf_model_bundles_draft(m))) return 0;
-    if (!(*draft = pf_load_draft(m, fl->draft, err))) return cli_fail("%s", err);
+    pf_status st = pf_load_draft(m, fl->draft, draft, err);
+    if (st != PF_OK) return cli_fail_status(st, err);
     p->draft = *draft;
     return 0;
 }
 
 int cli_print_plan(const pf_gen_params *p) {
     char err[PF_ERR_LEN], line[160];
-    if (pf_gen_plan(p, line, sizeof line, err) != PF_OK) return cli_fail("%s", err);
+    pf_status st = pf_gen_plan(p, line, sizeof line, err);
+    if (st != PF_OK) return cli_fail_status(st, err);
     printf("plan: %s\n", line);
     return 0;
 }

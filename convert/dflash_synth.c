@@ -224,7 +224,8 @@ int pf_dflash_synth(const char *target_path, int version, int n_layers, int bloc
     }
     gguf_file *tf = gguf_open(target_path, err);
     if (!tf) return -1;
-    pf_model *m = pf_model_from_gguf(tf, 0, err);
+    pf_model *m = NULL;
+    pf_model_from_gguf(tf, 0, &m, err);
     if (!m) {
         gguf_close(tf);
         return -1;

@@ -27,14 +27,15 @@ static const gguf_tensor *f32_tensor(const gguf_file *f, const char *name, int64
     return t;
 }
 
-pf_dec *pf_dec_load(const gguf_file *f, int n_embd, char err[PF_ERR_LEN]) {
+pf_rc pf_dec_load(const gguf_file *f, int n_embd, pf_dec **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     const gguf_tensor *w = f32_tensor(f, "dec.weight", 2 * (int64_t)n_embd, err);
     const gguf_tensor *b = w ? f32_tensor(f, "dec.bias", 1, err) : NULL;
     const gguf_tensor *pb = b ? f32_tensor(f, "dec.pos_bias", 0, err) : NULL;
-    if (!pb) return NULL;
+    if (!pb) return PF_RC_FORMAT;
     if (pb->n_dims != 1 || pb->ne[0] < 1 || pb->ne[0] > 1024) {
         snprintf(err, PF_ERR_LEN, "%.180s: tensor 'dec.pos_bias' must be f32 [1..1024]", f->path);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     pf_dec *d = calloc(1, sizeof *d);
     if (!d) goto oom;
@@ -46,17 +47,19 @@ pf_dec *pf_dec_load(const gguf_file *f, int n_embd, char err[PF_ERR_LEN]) {
     memcpy(d->w, w->data, (size_t)2 * n_embd * sizeof(float));
     memcpy(&d->bias, b->data, sizeof(float));
     memcpy(d->pos_bias, pb->data, (size_t)d->n_pos * sizeof(float));
-    return d;
+    *out = d;
+    return PF_RC_OK;
 oom:
     pf_dec_free(d);
     snprintf(err, PF_ERR_LEN, "out of memory");
-    return NULL;
+    return PF_RC_OOM;
 }
 
 pf_dec *pf_dec_load_path(const char *path, int n_embd, char err[PF_ERR_LEN]) {
     gguf_file *f = gguf_open(path, err);
     if (!f) return NULL;
-    pf_dec *d = pf_dec_load(f, n_embd, err);
+    pf_dec *d = NULL;
+    pf_dec_load(f, n_embd, &d, err);
     gguf_close(f);
     return d;
 }

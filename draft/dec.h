@@ -12,8 +12,9 @@
 
 typedef struct pf_dec pf_dec;
 
-/* NULL with err if the file has no dec.* tensors or they do not fit n_embd. */
-pf_dec *pf_dec_load(const gguf_file *f, int n_embd, char err[PF_ERR_LEN]);
+/* The Dec head of f into *out: PF_RC_OK, or with err PF_RC_FORMAT (no dec.* tensors, or they do
+ * not fit n_embd) / PF_RC_OOM. */
+pf_rc pf_dec_load(const gguf_file *f, int n_embd, pf_dec **out, char err[PF_ERR_LEN]);
 pf_dec *pf_dec_load_path(const char *path, int n_embd, char err[PF_ERR_LEN]);
 void pf_dec_free(pf_dec *d);
 /* s[k-1] for k = 1..n: draft rows are h_draft + k*n_embd (row 0 = bonus row, not scored). */

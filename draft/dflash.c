@@ -63,25 +63,25 @@ int pf_dflash_read_block(const gguf_file *f, int *block, char err[PF_ERR_LEN]) {
 }
 
 /* dflash.target_layers holds tapped layer + 1 (hidden_states index: 0 = embeddings). */
-static int read_taps(pf_dflash *d, const gguf_file *f, char *err) {
+static pf_rc read_taps(pf_dflash *d, const gguf_file *f, char *err) {
     const char *key = "dflash.target_layers";
     const gguf_kv *kv = gguf_get_arr(f, key, GGUF_I32);
     if (!kv) {
         snprintf(err, PF_ERR_LEN, "%s: %s: %s", f->path, key,
                  gguf_find(f, key) ? "is not an integer array" : "missing");
-        return -1;
+        return PF_RC_FORMAT;
     }
     int tl = d->target->hp.n_layer;
     if (kv->v.arr.n < 1 || kv->v.arr.n > 256) {
         snprintf(err, PF_ERR_LEN, "%s: %s: %llu entries (expected 1..256)", f->path, key,
                  (unsigned long long)kv->v.arr.n);
-        return -1;
+        return PF_RC_FORMAT;
     }
     d->n_taps = (int)kv->v.arr.n;
     d->taps = malloc((size_t)d->n_taps * sizeof *d->taps);
     if (!d->taps) {
         snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-        return -1;
+        return PF_RC_OOM;
     }
     for (int i = 0; i < d->n_taps; i++) {
         int64_t v = gguf_arr_int(kv, (uint64_t)i);
@@ -89,11 +89,11 @@ static int read_taps(pf_dflash *d, const gguf_file *f, char *err) {
             snprintf(err, PF_ERR_LEN,
                      "%s: %s[%d]: %lld is outside 1..%d (layer index + 1 within the target's %d layers)", f->path,
                      key, i, (long long)v, tl, tl);
-            return -1;
+            return PF_RC_FORMAT;
         }
         d->taps[i] = (int)(v - 1);
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Per-layer sliding window: dflash.attention.sliding_window, applied to the layers that
@@ -174,60 +174,60 @@ static int read_mask(pf_dflash *d, const gguf_file *f, char *err) {
 }
 
 /* DFlash2 metadata and selector; the per-layer conv tensors are bound with the layers. */
-static int read_v2_globals(pf_dflash *d, const gguf_file *f, char *err) {
+static pf_rc read_v2_globals(pf_dflash *d, const gguf_file *f, char *err) {
     uint32_t k = 2, g = 16, rank = 0, topk = 16;
     if (pf_get_u32(f, "dflash.conv_kernel_size", &k, 0, err) < 0 || pf_get_u32(f, "dflash.conv_group_size", &g, 0, err) < 0 ||
         pf_get_u32(f, "dflash.selector_rank", &rank, 0, err) < 0 || pf_get_u32(f, "dflash.selector_top_k", &topk, 0, err) < 0)
-        return -1;
+        return PF_RC_FORMAT;
     int H = d->hp.n_embd;
     if (k < 1 || k > 64) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.conv_kernel_size: %u is outside 1..64", f->path, k);
-        return -1;
+        return PF_RC_FORMAT;
     }
     if (g < 1 || H % (int)g) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.conv_group_size: %u does not divide the hidden size %d", f->path, g, H);
-        return -1;
+        return PF_RC_FORMAT;
     }
     if (topk < 1 || topk > 1024 || (int)topk > d->hp.n_vocab) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.selector_top_k: %u is outside 1..min(1024, vocabulary)", f->path, topk);
-        return -1;
+        return PF_RC_FORMAT;
     }
     const gguf_tensor *sh = pf_find_tensor(f, "selector_hidden.weight", err);
-    if (!sh) return -1;
+    if (!sh) return PF_RC_FORMAT;
     if (!rank) rank = (uint32_t)sh->ne[1]; /* absent key: the tensor says */
     if (rank < 1 || rank > 65536) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.selector_rank: %u is outside 1..65536", f->path, rank);
-        return -1;
+        return PF_RC_FORMAT;
     }
     d->conv_k = (int)k;
     d->conv_group = (int)g;
     d->conv_groups = H / (int)g;
     d->sel_rank = (int)rank;
     d->sel_top_k = (int)topk;
-    if (pf_bind_matrix(f, "selector_hidden.weight", rank, H, &d->sel_hidden, err) < 0) return -1;
-    if (bind_table(f, "selector_predecessor.weight", d->hp.n_vocab, rank, &d->sel_pred, err) < 0) return -1;
-    if (bind_table(f, "selector_successor.weight", d->hp.n_vocab, rank, &d->sel_succ, err) < 0) return -1;
-    return 0;
+    if (pf_bind_matrix(f, "selector_hidden.weight", rank, H, &d->sel_hidden, err) < 0) return PF_RC_FORMAT;
+    if (bind_table(f, "selector_predecessor.weight", d->hp.n_vocab, rank, &d->sel_pred, err) < 0) return PF_RC_FORMAT;
+    if (bind_table(f, "selector_successor.weight", d->hp.n_vocab, rank, &d->sel_succ, err) < 0) return PF_RC_FORMAT;
+    return PF_RC_OK;
 }
 
 /* dflash.head_tokens (integer array: distinct token ids, most frequent first) and
  * dflash.head_vocab (how many of them the head scores by default; all when absent). */
-static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
+static pf_rc read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
     const gguf_kv *kv = gguf_find(f, "dflash.head_tokens");
     uint32_t nv = 0;
-    if (pf_get_u32(f, "dflash.head_vocab", &nv, 0, err) < 0) return -1;
+    if (pf_get_u32(f, "dflash.head_vocab", &nv, 0, err) < 0) return PF_RC_FORMAT;
     if (!kv) {
         if (gguf_find(f, "dflash.head_vocab")) {
             snprintf(err, PF_ERR_LEN, "%s: dflash.head_vocab is set but dflash.head_tokens is missing", f->path);
-            return -1;
+            return PF_RC_FORMAT;
         }
-        return 0;
+        return PF_RC_OK;
     }
     const int V = d->hp.n_vocab;
     kv = gguf_get_arr(f, "dflash.head_tokens", GGUF_I32); /* any integer element type */
     if (!kv || kv->v.arr.n < 1 || kv->v.arr.n > (uint64_t)V) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens: expected an array of 1..%d token ids", f->path, V);
-        return -1;
+        return PF_RC_FORMAT;
     }
     int n = (int)kv->v.arr.n;
     uint8_t *seen = calloc((size_t)V, 1);
@@ -235,7 +235,7 @@ static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
     if (!seen || !d->head_rank) {
         free(seen);
         snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-        return -1;
+        return PF_RC_OOM;
     }
     for (int i = 0; i < n; i++) {
         int64_t id = gguf_arr_int(kv, (uint64_t)i);
@@ -243,7 +243,7 @@ static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
             snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens[%d] = %lld is %s", f->path, i, (long long)id,
                      id < 0 || id >= V ? "outside the vocabulary" : "listed twice");
             free(seen);
-            return -1;
+            return PF_RC_FORMAT;
         }
         seen[id] = 1;
         d->head_rank[i] = (int32_t)id;
@@ -252,11 +252,11 @@ static int read_head_tokens(pf_dflash *d, const gguf_file *f, char *err) {
     if (!gguf_find(f, "dflash.head_vocab")) nv = (uint32_t)n;
     if (nv < 1 || nv > (uint32_t)n) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.head_vocab: %u is outside 1..%d (the ranked tokens)", f->path, nv, n);
-        return -1;
+        return PF_RC_FORMAT;
     }
     d->n_head_rank = n;
     d->head_default = (int)nv;
-    return 0;
+    return PF_RC_OK;
 }
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -316,20 +316,20 @@ static int read_scales(pf_dflash *d, const gguf_file *f, char *err) {
 
 /* The target ids of the Vd rows of the draft's own head: d2t's entries, or the rows' own indices
  * (Vd is then the whole vocabulary V); each inside the vocabulary and listed once. */
-static int head_row_ids(const gguf_file *f, const gguf_tensor *d2t, int64_t Vd, int V, int32_t *ids, char *err) {
+static pf_rc head_row_ids(const gguf_file *f, const gguf_tensor *d2t, int64_t Vd, int V, int32_t *ids, char *err) {
     uint8_t *seen = calloc((size_t)V, 1);
     if (!seen) {
         snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-        return -1;
+        return PF_RC_OOM;
     }
-    int rc = 0;
-    for (int64_t i = 0; rc == 0 && i < Vd; i++) {
+    pf_rc rc = PF_RC_OK;
+    for (int64_t i = 0; rc == PF_RC_OK && i < Vd; i++) {
         int64_t id = i;
         if (d2t) memcpy(&id, (const uint8_t *)d2t->data + 8 * i, 8);
         if (id < 0 || id >= V || seen[id]) {
             snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': entry %lld = %lld is %s", f->path, (long long)i, (long long)id,
                      id < 0 || id >= V ? "outside the target's vocabulary" : "listed twice");
-            rc = -1;
+            rc = PF_RC_FORMAT;
         } else {
             seen[id] = 1;
             ids[i] = (int32_t)id;
@@ -340,29 +340,33 @@ static int head_row_ids(const gguf_file *f, const gguf_tensor *d2t, int64_t Vd, 
 }
 
 /* The draft's own head output.weight (with d2t when it has fewer rows than the vocabulary). */
-static int read_own_head(pf_dflash *d, const gguf_file *f, const gguf_tensor *out, const gguf_tensor *d2t, char *err) {
+static pf_rc read_own_head(pf_dflash *d, const gguf_file *f, const gguf_tensor *out, const gguf_tensor *d2t, char *err) {
     const int H = d->hp.n_embd, V = d->hp.n_vocab;
     if (d->head_rank) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.head_tokens: cannot be combined with the draft's own output.weight", f->path);
-        return -1;
+        return PF_RC_FORMAT;
     }
     int64_t Vd = out->n_dims == 2 ? out->ne[1] : -1;
     if (Vd < 1 || Vd > V || (Vd < V && !d2t)) {
         snprintf(err, PF_ERR_LEN, "%s: tensor 'output.weight': %lld rows %s", f->path, (long long)Vd,
                  Vd < V && Vd >= 1 ? "need d2t (a reduced draft vocabulary maps its rows to target ids)"
                                    : "(expected 1..the target's vocabulary)");
-        return -1;
+        return PF_RC_FORMAT;
     }
     pf_weight w;
-    if (pf_bind_matrix(f, "output.weight", Vd, H, &w, err) < 0) return -1;
+    if (pf_bind_matrix(f, "output.weight", Vd, H, &w, err) < 0) return PF_RC_FORMAT;
     int32_t *ids = malloc((size_t)Vd * sizeof *ids);
-    int rc = -1;
-    if (!ids) snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
-    else if (d2t && (d2t->type != PF_TYPE_I64 || d2t->n_dims != 1 || d2t->ne[0] != Vd))
+    pf_rc rc = PF_RC_FORMAT;
+    if (!ids) {
+        snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        rc = PF_RC_OOM;
+    } else if (d2t && (d2t->type != PF_TYPE_I64 || d2t->n_dims != 1 || d2t->ne[0] != Vd)) {
         snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': expected I64 of %lld entries (one per row of output.weight)", f->path,
                  (long long)Vd);
-    else if (head_row_ids(f, d2t, Vd, V, ids, err) == 0)
-        rc = dflash_head_rows(&d->base_head, &w, NULL, ids, (int)Vd, err);
+    } else if ((rc = head_row_ids(f, d2t, Vd, V, ids, err)) == PF_RC_OK &&
+               dflash_head_rows(&d->base_head, &w, NULL, ids, (int)Vd, err) < 0) {
+        rc = PF_RC_OOM; /* its only failure: allocation and packing */
+    }
     free(ids);
     return rc;
 }
@@ -372,18 +376,18 @@ static int read_own_head(pf_dflash *d, const gguf_file *f, const gguf_tensor *ou
  * of every draft row; needed when n_vocab_draft < n_vocab); dflash.logit_scale,
  * .final_logit_softcapping and .embedding_scale. What it does not implement is refused
  * by name (refuse_unsupported). */
-static int read_io(pf_dflash *d, const gguf_file *f, char *err) {
-    if (refuse_unsupported(f, err) < 0 || read_scales(d, f, err) < 0) return -1;
+static pf_rc read_io(pf_dflash *d, const gguf_file *f, char *err) {
+    if (refuse_unsupported(f, err) < 0 || read_scales(d, f, err) < 0) return PF_RC_FORMAT;
     const int H = d->hp.n_embd, V = d->hp.n_vocab;
     if (gguf_find_tensor(f, "token_embd.weight") && pf_bind_matrix(f, "token_embd.weight", V, H, &d->own_embd, err) < 0)
-        return -1;
+        return PF_RC_FORMAT;
     const gguf_tensor *out = gguf_find_tensor(f, "output.weight"), *d2t = gguf_find_tensor(f, "d2t");
     if (out) return read_own_head(d, f, out, d2t, err);
     if (d2t) {
         snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': present without output.weight (the draft's reduced head)", f->path);
-        return -1;
+        return PF_RC_FORMAT;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Layer L's matrices, in the order of the packed store: 7, and DFlash2's two conv projections. */
@@ -489,19 +493,23 @@ static int pack_weights(pf_dflash *d, const gguf_file *f, char *err) {
     return rc;
 }
 
-pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, char err[PF_ERR_LEN]) {
+pf_rc pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, pf_dflash **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     pf_dflash *d = gguf_loader_alloc(f, own_file, sizeof *d, err);
-    if (!d) return NULL;
+    if (!d) return PF_RC_OOM;
     d->file = f;
     d->own_file = own_file;
     d->target = target;
     pf_hparams *hp = &d->hp;
-    if (read_hparams(d, f, err) < 0 || read_taps(d, f, err) < 0 || read_mask(d, f, err) < 0 ||
-        read_head_tokens(d, f, err) < 0 || read_io(d, f, err) < 0)
+    pf_rc rc = PF_RC_FORMAT; /* the readers below say memory where an allocation failed */
+    if (read_hparams(d, f, err) < 0 || (rc = read_taps(d, f, err)) != PF_RC_OK) goto fail;
+    rc = PF_RC_FORMAT;
+    if (read_mask(d, f, err) < 0 || (rc = read_head_tokens(d, f, err)) != PF_RC_OK || (rc = read_io(d, f, err)) != PF_RC_OK)
         goto fail;
     const int H = hp->n_embd, hd = hp->head_dim;
     d->version = gguf_find_tensor(f, "selector_hidden.weight") || gguf_find_tensor(f, "blk.0.attn_conv_base") ? 2 : 1;
-    if (d->version == 2 && read_v2_globals(d, f, err) < 0) goto fail;
+    if (d->version == 2 && (rc = read_v2_globals(d, f, err)) != PF_RC_OK) goto fail;
+    rc = PF_RC_FORMAT;
     if (d->version == 2 && d->base_head.n && d->base_head.n < d->sel_top_k) {
         snprintf(err, PF_ERR_LEN, "%s: tensor 'output.weight': %d rows, fewer than dflash.selector_top_k %d", f->path,
                  d->base_head.n, d->sel_top_k);
@@ -512,6 +520,7 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
     d->store = malloc(((size_t)hp->n_layer * per_layer + 2 * (size_t)H) * sizeof(float));
     if (!d->layers || !d->store) {
         snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        rc = PF_RC_OOM;
         goto fail;
     }
     if (read_attention(d, f, err) < 0) goto fail;
@@ -520,28 +529,37 @@ pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *targe
     for (int l = 0; l < hp->n_layer; l++)
         if (bind_layer(d, f, l, &store, err) < 0) goto fail;
     d->act_max = widest_act_row(d);
+    rc = PF_RC_OOM; /* packing and the default head fail only for memory */
     if (pack_weights(d, f, err) < 0) goto fail;
     /* the default head vocabulary, gathered once for every state that keeps it (where the
      * selector can take it; pf_dflash_set_head reports it otherwise) */
     if (d->head_rank && !(d->version == 2 && d->head_default < d->sel_top_k) &&
         dflash_head_build(&d->def_head, d, d->head_default, err) < 0)
         goto fail;
-    return d;
+    *out = d;
+    return PF_RC_OK;
 fail:
     pf_err_one_line(err);
     pf_dflash_free(d);
-    return NULL;
+    return rc;
+}
+
+pf_rc pf_dflash_open(const char *path, const pf_model *target, pf_dflash **out, char err[PF_ERR_LEN]) {
+    pfb_bundle *b;
+    gguf_file *f;
+    pf_rc rc = pfb_model_open(path, PFB_OWNER_DRAFT, &b, &f, err);
+    if (rc == PF_RC_OK) rc = pf_dflash_from_gguf(f, 1, target, out, err);
+    if (rc != PF_RC_OK) {
+        pfb_close(b);
+        return rc;
+    }
+    (*out)->bundle = b;
+    return PF_RC_OK;
 }
 
 pf_dflash *pf_dflash_load(const char *path, const pf_model *target, char err[PF_ERR_LEN]) {
-    pfb_bundle *b;
-    gguf_file *f = pfb_model_open(path, PFB_OWNER_DRAFT, &b, err);
-    pf_dflash *d = f ? pf_dflash_from_gguf(f, 1, target, err) : NULL;
-    if (!d) {
-        pfb_close(b);
-        return NULL;
-    }
-    d->bundle = b;
+    pf_dflash *d = NULL;
+    pf_dflash_open(path, target, &d, err);
     return d;
 }
 

@@ -28,10 +28,14 @@ typedef struct pf_dflash pf_dflash; /* weights of a dflash GGUF; borrows the tar
  * layers within the target's depth, mask id and selector vocabulary within the target's vocabulary).
  * path is a draft GGUF or a .pfb bundle that holds a draft (pfb_model_open; the draft keeps the
  * bundle open). Errors are one line naming the file and the field. The target must outlive the
- * draft. */
+ * draft. Into *out: PF_RC_OK, or with err PF_RC_IO (the path cannot be opened or mapped),
+ * PF_RC_FORMAT (truncated, malformed, unsupported, not a draft of this target), PF_RC_OOM. */
+pf_rc pf_dflash_open(const char *path, const pf_model *target, pf_dflash **out, char err[PF_ERR_LEN]);
+/* pf_dflash_open for callers that need no kind (tools, tests): NULL with err. */
 pf_dflash *pf_dflash_load(const char *path, const pf_model *target, char err[PF_ERR_LEN]);
-/* Over an already parsed file; takes ownership of f when own_file (closed on failure too). */
-pf_dflash *pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, char err[PF_ERR_LEN]);
+/* Over an already parsed file into *out; takes ownership of f when own_file (closed on failure
+ * too). PF_RC_OK, or PF_RC_FORMAT / PF_RC_OOM with err. */
+pf_rc pf_dflash_from_gguf(gguf_file *f, int own_file, const pf_model *target, pf_dflash **out, char err[PF_ERR_LEN]);
 void pf_dflash_free(pf_dflash *d);
 
 int pf_dflash_block_size(const pf_dflash *d); /* dflash.block_size (trained B) */
@@ -69,8 +73,9 @@ void pf_dflash_truncate(pf_dflash_state *s, int64_t len);
  * produces: row b, tap t at (b*n_taps+t)*Ht), at positions context_len .. context_len+n-1:
  * ctx = rmsnorm(fc @ feat)*enc.output_norm, then per draft layer K = rope(k_norm(attn_k @ ctx), pos),
  * V = attn_v @ ctx, appended to that layer's f16 cache. Row for row the same arithmetic whatever
- * n is and however the rows are split over calls. Fails (cache unchanged) if the rows do not fit. */
-int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]);
+ * n is and however the rows are split over calls. PF_RC_OK, or (cache unchanged) PF_RC_CONTEXT when the
+ * rows do not fit, PF_RC_ARG for bad rows, PF_RC_OOM, with err. */
+pf_rc pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]);
 
 /* One non-causal block forward of B rows [bonus, MASK x (B-1)] at positions start = context_len ..
  * start+B-1 (block K/V are written after the context for attention, then dropped: the context
@@ -84,8 +89,9 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
  * If q != NULL, q[k-1] receives the exact distribution draft[k-1] was drawn from (greedy: a point
  * mass); every q[i] must have been pf_dist_init'ed with cap >= the target's vocabulary.
  * If hidden != NULL it receives the B final-normed draft rows, row b at hidden + b*n_embd (row 0
- * is the bonus row). B may be any value >= 2 that fits, not only the trained block size. */
-int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
+ * is the bonus row). B may be any value >= 2 that fits, not only the trained block size. PF_RC_OK, or
+ * PF_RC_CONTEXT (the block does not fit), PF_RC_ARG (a bad bonus, q or no rng), PF_RC_OOM with err. */
+pf_rc pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
                       int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]);
 
 /* Structured output: with a filter (draft/drafter.h) each position's logits (DFlash) or selector
@@ -108,13 +114,13 @@ const float *pf_dflash_last_logits(const pf_dflash_state *s, int *n_rows);
  * for a 65,536-token vocabulary). Proposals then come from those tokens only; speculation stays
  * lossless (the target verifies every token, and a sampled draft's q is its own distribution).
  * pf_dflash_set_head: n = 0 the whole vocabulary (the default of a new state), n < 0 the draft's
- * default (0 when it ranks nothing), else 1..ranked (DFlash2: at least its selector's top-k); 0, or
- * PF_DRAFT_BAD_VALUE (n out of range) / PF_DRAFT_NO_MEMORY (draft/drafter.h) with err.
+ * default (0 when it ranks nothing), else 1..ranked (DFlash2: at least its selector's top-k);
+ * PF_RC_OK, or PF_RC_ARG (n out of range) / PF_RC_OOM with err.
  * With a subset, pf_dflash_last_logits rows have pf_dflash_head() columns, for the token ids
  * *ids (ascending); the values are those the whole head gives these tokens. */
 int pf_dflash_head_default(const pf_dflash *d); /* dflash.head_vocab, 0 without ranked tokens */
 int pf_dflash_head_ranked(const pf_dflash *d);  /* entries of dflash.head_tokens (0: none) */
-int pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]);
+pf_rc pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]);
 int pf_dflash_head(const pf_dflash_state *s, const int32_t **ids); /* columns (0: the whole vocabulary) */
 /* DFlash2, last propose: for draft row k (1..B-1), the top-k candidates cand[(k-1)*top_k + j]
  * (by decreasing logit, ties by id) and their scores given the previous token of the walk

@@ -16,32 +16,35 @@ typedef struct {
 } df_state;
 
 
-static int df_begin(void *p, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
+static pf_rc df_begin(void *p, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
     df_state *s = p;
     (void)prompt;
     pf_dflash_reset(s->st);
     return pf_dflash_append_context(s->st, taps, n, err);
 }
 
-static int df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
-                      int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]) {
+static pf_rc df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                        int32_t *draft, pf_dist *q, int *n_drafted, char err[PF_ERR_LEN]) {
     df_state *s = p;
-    if (pf_dflash_context_len(s->st) != pos) {
-        snprintf(err, PF_ERR_LEN, "draft context (%lld rows) out of step with the target (position %lld)",
+    *n_drafted = 0;
+    if (pf_dflash_context_len(s->st) != pos) { /* the round loop keeps them in step: a bug */
+        snprintf(err, PF_ERR_LEN, "internal: draft context (%lld rows) out of step with the target (position %lld)",
                  (long long)pf_dflash_context_len(s->st), (long long)pos);
-        return -1;
+        return PF_RC_INTERNAL;
     }
     if (pos + B > s->n_ctx) B = (int)(s->n_ctx - pos);
-    if (B < 2) return 0; /* the context ends here */
+    if (B < 2) return PF_RC_OK; /* the context ends here */
     assert(B <= PF_MAX_BLOCK);
-    if (pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err) < 0) return -1;
+    pf_rc rc = pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err);
+    if (rc != PF_RC_OK) return rc;
     s->n_hidden = B;
-    return pf_dflash_n_proposed(s->st);
+    *n_drafted = pf_dflash_n_proposed(s->st);
+    return PF_RC_OK;
 }
 
 static void df_set_filter(void *p, const pf_draft_filter *f) { pf_dflash_set_filter(((df_state *)p)->st, f); }
 
-static int df_commit(void *p, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
+static pf_rc df_commit(void *p, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
     df_state *s = p;
     (void)tokens;
     return pf_dflash_append_context(s->st, taps, n, err);
@@ -61,7 +64,7 @@ static const float *df_hidden(void *p, int *n_rows, int *dim) {
     return s->hidden;
 }
 
-static int df_set_head(void *p, int n, char err[PF_ERR_LEN]) { return pf_dflash_set_head(((df_state *)p)->st, n, err); }
+static pf_rc df_set_head(void *p, int n, char err[PF_ERR_LEN]) { return pf_dflash_set_head(((df_state *)p)->st, n, err); }
 
 static void df_free(void *p) {
     df_state *s = p;
@@ -71,34 +74,40 @@ static void df_free(void *p) {
     free(s);
 }
 
-pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *sess, char err[PF_ERR_LEN]) {
+/* What a half-made drafter holds, freed. */
+static void df_discard(pf_drafter *dr, df_state *s) {
+    if (s) {
+        pf_dflash_state_free(s->st);
+        free(s->hidden);
+    }
+    free(s);
+    free(dr);
+}
+
+pf_rc pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *sess, pf_drafter **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     pf_drafter *dr = calloc(1, sizeof *dr);
     df_state *s = calloc(1, sizeof *s);
     if (!dr || !s) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        free(dr);
-        free(s);
-        return NULL;
+        df_discard(dr, s);
+        return PF_RC_OOM;
     }
-    /* room for the whole target context plus one block drafted past its end */
+    /* room for the whole target context plus one block drafted past its end (so n_ctx >= 2, the
+     * only other reason pf_dflash_state_new fails) */
     s->n_ctx = sess->ctx->kv->n_ctx + PF_MAX_BLOCK;
     s->weights = d;
     s->hidden = malloc((size_t)PF_MAX_BLOCK * pf_dflash_n_embd(d) * sizeof(float));
     s->st = pf_dflash_state_new(d, s->n_ctx, sess->ctx->pool, sess->ctx->k, err);
     if (!s->st || !s->hidden) {
         if (!s->hidden) snprintf(err, PF_ERR_LEN, "out of memory");
-        pf_dflash_state_free(s->st);
-        free(s->hidden);
-        free(dr);
-        free(s);
-        return NULL;
+        df_discard(dr, s);
+        return PF_RC_OOM;
     }
-    if (pf_dflash_set_head(s->st, -1, err) < 0) { /* the draft's default head vocabulary */
-        pf_dflash_state_free(s->st);
-        free(s->hidden);
-        free(dr);
-        free(s);
-        return NULL;
+    pf_rc rc = pf_dflash_set_head(s->st, -1, err); /* the draft's default head vocabulary */
+    if (rc != PF_RC_OK) {
+        df_discard(dr, s);
+        return rc;
     }
     int n_taps;
     const int *taps = pf_dflash_tap_layers(d, &n_taps);
@@ -107,7 +116,8 @@ pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *sess, c
                        .hidden = df_hidden, .truncate = df_truncate, .set_filter = df_set_filter, .set_head = df_set_head,
                        .deterministic = 0,
                        .free = df_free};
-    return dr;
+    *out = dr;
+    return PF_RC_OK;
 }
 
 void pf_dflash_drafter_own_weights(pf_drafter *dr) { ((df_state *)dr->state)->own_weights = 1; }

@@ -7,9 +7,11 @@
 #include "draft/drafter.h"
 #include "engine/generate.h"
 
-/* The draft (borrowed) runs on the session's thread pool and kernels; it starts with the draft's
- * default head vocabulary (set_head changes it, pf_dflash_set_head). */
-pf_drafter *pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *s, char err[PF_ERR_LEN]);
+/* The drafter into *out. The draft (borrowed) runs on the session's thread pool and kernels; it
+ * starts with the draft's default head vocabulary (set_head changes it, pf_dflash_set_head).
+ * PF_RC_OK, or PF_RC_OOM / PF_RC_ARG (a default head vocabulary the draft's selector cannot take)
+ * with err. */
+pf_rc pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *s, pf_drafter **out, char err[PF_ERR_LEN]);
 /* From now on pf_drafter_free(dr) also frees the draft weights it was made with. */
 void pf_dflash_drafter_own_weights(pf_drafter *dr);
 

@@ -28,21 +28,22 @@ static void attn_inputs(pf_dflash_state *s, int l, const float *in, int B, int64
                         q ? q + (size_t)r * qd : NULL, sc->kbuf + (size_t)r * kvd, sc->vbuf + (size_t)r * kvd);
 }
 
-int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]) {
+pf_rc pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
     const pf_hparams *hp = &d->hp;
     const int H = hp->n_embd;
     if (n < 0 || (n > 0 && !taps)) {
         snprintf(err, PF_ERR_LEN, "dflash: append_context: bad rows (%d)", n);
-        return -1;
+        return PF_RC_ARG;
     }
     pf_kv_cache *kv = s->kv;
     if (kv->len + n > kv->n_ctx) {
         snprintf(err, PF_ERR_LEN, "dflash: context full: %lld + %d rows exceed the draft context of %lld",
                  (long long)kv->len, n, (long long)kv->n_ctx);
-        return -1;
+        return PF_RC_CONTEXT;
     }
-    if (dflash_ensure_rows(s, PF_CHUNK_ROWS, err) < 0) return -1;
+    pf_rc rc = dflash_ensure_rows(s, PF_CHUNK_ROWS, err);
+    if (rc != PF_RC_OK) return rc;
     const int64_t feat = d->fc.cols;
     for (int r0 = 0; r0 < n; r0 += PF_CHUNK_ROWS) {
         int R = n - r0 < PF_CHUNK_ROWS ? n - r0 : PF_CHUNK_ROWS;
@@ -53,7 +54,7 @@ int pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, char 
         for (int l = 0; l < hp->n_layer; l++) attn_inputs(s, l, xn, R, kv->len, NULL);
         kv->len += R;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* DFlash2 conv over the B rows of the block (taps never reach before row 0):

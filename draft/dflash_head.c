@@ -65,26 +65,26 @@ void dflash_state_head_free(pf_dflash_state *s) {
 int pf_dflash_head_default(const pf_dflash *d) { return d->head_rank ? d->head_default : 0; }
 int pf_dflash_head_ranked(const pf_dflash *d) { return d->n_head_rank; }
 
-int pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]) {
+pf_rc pf_dflash_set_head(pf_dflash_state *s, int n, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
     if (n < 0) n = pf_dflash_head_default(d);
     dflash_state_head_free(s);
-    if (n == 0) return 0;
+    if (n == 0) return PF_RC_OK;
     if (n > d->n_head_rank) {
         snprintf(err, PF_ERR_LEN, "draft head of %d tokens: the draft ranks %d (dflash.head_tokens)", n, d->n_head_rank);
-        return PF_DRAFT_BAD_VALUE;
+        return PF_RC_ARG;
     }
     if (d->version == 2 && n < d->sel_top_k) {
         snprintf(err, PF_ERR_LEN, "draft head of %d tokens: the DFlash2 selector takes the top %d", n, d->sel_top_k);
-        return PF_DRAFT_BAD_VALUE;
+        return PF_RC_ARG;
     }
     if (n == d->def_head.n) { /* the default: built once with the draft */
         s->sub = &d->def_head;
-        return 0;
+        return PF_RC_OK;
     }
-    if (dflash_head_build(&s->own_head, d, n, err) < 0) return PF_DRAFT_NO_MEMORY; /* allocation and packing */
+    if (dflash_head_build(&s->own_head, d, n, err) < 0) return PF_RC_OOM; /* its only failure: allocation */
     s->sub = &s->own_head;
-    return 0;
+    return PF_RC_OK;
 }
 
 int pf_dflash_head(const pf_dflash_state *s, const int32_t **ids) {

@@ -104,7 +104,7 @@ int dflash_head_rows(head_subset *h, const pf_weight *out, const int32_t *src_ro
 int dflash_head_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR_LEN]);
 void dflash_state_head_free(pf_dflash_state *s);
 /* Scratch for R rows (R >= the internal chunk; grows for larger blocks). */
-int dflash_ensure_rows(pf_dflash_state *s, int R, char *err);
+pf_rc dflash_ensure_rows(pf_dflash_state *s, int R, char *err); /* PF_RC_OK or PF_RC_OOM */
 /* pf_linear through the state's scratch. */
 void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy);
 /* One draft layer over the B block rows at positions pos0.. (the context is already cached, the

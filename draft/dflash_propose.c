@@ -103,29 +103,29 @@ static int propose_v1(pf_dflash_state *s, int B, int NV, const pf_sampling *samp
 }
 
 /* The arguments pf_dflash_propose cannot work with, reported. */
-static int check_propose(const pf_dflash_state *s, int32_t bonus, int B, int sampled, const pf_rng *rng,
+static pf_rc check_propose(const pf_dflash_state *s, int32_t bonus, int B, int sampled, const pf_rng *rng,
                          const pf_dist *q, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
     const int V = d->hp.n_vocab, need = d->version == 2 ? d->sel_top_k : V;
     if (s->kv->len + B > s->kv->n_ctx) {
         snprintf(err, PF_ERR_LEN, "dflash: context full: %lld context rows + a block of %d exceed %lld",
                  (long long)s->kv->len, B, (long long)s->kv->n_ctx);
-        return -1;
+        return PF_RC_CONTEXT;
     }
     if (bonus < 0 || bonus >= V) {
         snprintf(err, PF_ERR_LEN, "dflash: bonus token %d is outside the vocabulary (%d)", bonus, V);
-        return -1;
+        return PF_RC_ARG;
     }
     if (sampled && !rng) {
         snprintf(err, PF_ERR_LEN, "dflash: sampling needs an rng");
-        return -1;
+        return PF_RC_ARG;
     }
     for (int i = 0; q && i < B - 1; i++)
         if (q[i].cap < need) {
             snprintf(err, PF_ERR_LEN, "dflash: q[%d] holds %d entries, needs %d", i, q[i].cap, need);
-            return -1;
+            return PF_RC_ARG;
         }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The block forward: rows [bonus, MASK, ...] through the layers and the final norm (copied to
@@ -222,20 +222,21 @@ static int propose_v2(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     return B - 1;
 }
 
-int pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
-                      int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
+pf_rc pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
+                        int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
     assert(B >= 2 && B <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h), or less at the context's end */
-    if (check_propose(s, bonus, B, samp && samp->temp > 0, rng, q, err) < 0) return -1;
-    if (dflash_ensure_rows(s, B, err) < 0) return -1;
+    pf_rc rc = check_propose(s, bonus, B, samp && samp->temp > 0, rng, q, err);
+    if (rc == PF_RC_OK) rc = dflash_ensure_rows(s, B, err);
+    if (rc != PF_RC_OK) return rc;
     s->last_B = 0;
     const int NV = block_logits(s, bonus, B, hidden);
     s->last_B = B;
     s->n_proposed = B - 1;
     if (s->d->version != 2) {
         s->n_proposed = propose_v1(s, B, NV, samp, rng, draft, q);
-        return 0;
+        return PF_RC_OK;
     }
     selector_candidates(s, B, NV);
     s->n_proposed = propose_v2(s, bonus, B, samp, rng, draft, q);
-    return 0;
+    return PF_RC_OK;
 }

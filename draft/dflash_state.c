@@ -12,8 +12,8 @@ static void free_scratch(pf_dflash_state *s) {
 }
 
 /* Scratch for R rows (R >= the internal chunk; grows for larger blocks). */
-int dflash_ensure_rows(pf_dflash_state *s, int R, char *err) {
-    if (R <= s->rows) return 0;
+pf_rc dflash_ensure_rows(pf_dflash_state *s, int R, char *err) {
+    if (R <= s->rows) return PF_RC_OK;
     const pf_dflash *d = s->d;
     const pf_hparams *hp = &d->hp;
     free_scratch(s);
@@ -38,10 +38,10 @@ int dflash_ensure_rows(pf_dflash_state *s, int R, char *err) {
     if (!ok) {
         free_scratch(s);
         snprintf(err, PF_ERR_LEN, "dflash: out of memory for a block of %d rows", R);
-        return -1;
+        return PF_RC_OOM;
     }
     s->rows = R;
-    return 0;
+    return PF_RC_OK;
 }
 
 pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool *pool, const pf_kernels *k,
@@ -59,7 +59,7 @@ pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool 
     s->kv = pf_kv_new(&d->hp, n_ctx, PF_KV_F16);
     if (!s->kv || pf_dist_init(&s->dist, d->hp.n_vocab) < 0) goto oom;
     int R = d->block_size > PF_CHUNK_ROWS ? d->block_size : PF_CHUNK_ROWS;
-    if (dflash_ensure_rows(s, R, err) < 0) goto fail;
+    if (dflash_ensure_rows(s, R, err) != PF_RC_OK) goto fail;
     return s;
 oom:
     snprintf(err, PF_ERR_LEN, "dflash: out of memory for a draft context of %lld positions", (long long)n_ctx);

@@ -11,8 +11,9 @@
 
 /* The draft at path (NULL: the target's bundled draft) into *weights (they keep the file, and a
  * bundle opened for them, until pf_dflash_free) and, with dec non-NULL, its Dec head into *dec
- * (NULL when the file has no dec.* tensors). 0, or -1 with err: no draft at hand, a bad file, a
- * draft that does not fit the target, a malformed Dec head. */
-int pf_draft_open(const pf_model *target, const char *path, pf_dflash **weights, pf_dec **dec, char err[PF_ERR_LEN]);
+ * (NULL when the file has no dec.* tensors). PF_RC_OK, or with err: PF_RC_ARG (no path and no
+ * bundled draft), PF_RC_IO (the path cannot be opened), PF_RC_FORMAT (a bad file, a draft that does
+ * not fit the target, a malformed Dec head), PF_RC_OOM. */
+pf_rc pf_draft_open(const pf_model *target, const char *path, pf_dflash **weights, pf_dec **dec, char err[PF_ERR_LEN]);
 
 #endif

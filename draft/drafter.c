@@ -9,11 +9,11 @@ void pf_drafter_free(pf_drafter *d) {
     free(d);
 }
 
-int pf_drafter_set_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]) {
-    if (draft_head == 0) return 0;
+pf_rc pf_drafter_set_head(pf_drafter *d, int draft_head, char err[PF_ERR_LEN]) {
+    if (draft_head == 0) return PF_RC_OK;
     if (!d || !d->set_head) {
         snprintf(err, PF_ERR_LEN, "--draft-head applies to DFlash drafts only");
-        return PF_DRAFT_BAD_VALUE;
+        return PF_RC_ARG;
     }
     return d->set_head(d->state, draft_head < 0 ? 0 : draft_head, err);
 }

@@ -9,9 +9,12 @@
 
 #include "draft/drafter.h"
 
-/* Takes ownership of both (freed with the hybrid, also when this fails). min_tokens >= 1; the lookup
- * proposal is also kept when it fills the whole block (B - 1 tokens) with fewer than min_tokens rows. */
-pf_drafter *pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min_tokens, char err[PF_ERR_LEN]);
+/* The hybrid into *out. Takes ownership of both (freed with the hybrid, also when this fails).
+ * min_tokens >= 1; the lookup proposal is also kept when it fills the whole block (B - 1 tokens)
+ * with fewer than min_tokens rows. PF_RC_OK, or PF_RC_ARG (a missing drafter, a lookup with taps,
+ * min_tokens < 1) / PF_RC_OOM with err. */
+pf_rc pf_hybrid_drafter_new(pf_drafter *lookup, pf_drafter *model, int min_tokens, pf_drafter **out,
+                            char err[PF_ERR_LEN]);
 /* The wrapped model drafter's set_head and taps are the hybrid's own; pf_drafter_lookup_counts tells
  * how many rounds the lookup drafter proposed. */
 

@@ -20,25 +20,26 @@ static int push(ngram_state *s, const int32_t *t, int64_t n) {
     return 0;
 }
 
-static int ng_begin(void *st, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
+static pf_rc ng_begin(void *st, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
     ngram_state *s = st;
     (void)taps;
     s->n = 0;
     if (push(s, prompt, n) < 0) {
         strcpy(err, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
-static int ng_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
-                      int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]) {
+static pf_rc ng_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                        int32_t *draft, pf_dist *q, int *n_drafted, char err[PF_ERR_LEN]) {
     ngram_state *s = st;
     (void)pos; (void)samp; (void)rng;
+    *n_drafted = 0;
     /* the bonus sits at hist[n] temporarily: the pattern ends with it */
     if (push(s, &bonus, 1) < 0) {
         strcpy(err, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
     int64_t n = s->n;
     s->n--;
@@ -64,16 +65,17 @@ static int ng_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_samp
             q[k].p[0] = 1.0f;
             q[k].n = 1;
         }
-    return got;
+    *n_drafted = got;
+    return PF_RC_OK;
 }
 
-static int ng_commit(void *st, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
+static pf_rc ng_commit(void *st, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
     (void)taps;
     if (push(st, tokens, n) < 0) {
         strcpy(err, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 static int ng_truncate(void *st, int64_t n) {

@@ -139,14 +139,14 @@ static int encode_span(const pf_tokenizer *t, encode_ctx *c, const char *s, size
     return 0;
 }
 
-int pf_tokenize(const pf_tokenizer *t, const char *text, size_t len, bool parse_special,
-                int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
+pf_rc pf_tokenize(const pf_tokenizer *t, const char *text, size_t len, bool parse_special,
+                  int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
     *ids = NULL;
     *n_ids = 0;
     size_t bad = pf_utf8_first_invalid(text, len);
     if (bad != len) {
         tok_err(err, NULL, "invalid UTF-8 at byte %zu", bad);
-        return -1;
+        return PF_RC_UTF8;
     }
     encode_ctx c = {0};
     int rc = 0;
@@ -177,12 +177,12 @@ int pf_tokenize(const pf_tokenizer *t, const char *text, size_t len, bool parse_
     if (rc == 0) rc = encode_span(t, &c, text, span, len, err);
     free(c.sym);
     free(c.heap);
-    if (rc != 0) {
+    if (rc != 0) { /* -2: an allocation; -1: text this vocabulary cannot encode (a byte without a token) */
         if (rc == -2) tok_err(err, NULL, "tokenize: out of memory");
         free(c.ids);
-        return -1;
+        return rc == -2 ? PF_RC_OOM : PF_RC_ARG;
     }
     *ids = c.ids;
     *n_ids = c.n;
-    return 0;
+    return PF_RC_OK;
 }

@@ -12,52 +12,49 @@ typedef struct {
     size_t n, cap;
 } idvec;
 
-static int push(idvec *v, const int32_t *ids, size_t n) {
+static pf_rc push(idvec *v, const int32_t *ids, size_t n, char err[PF_ERR_LEN]) {
     int32_t *p = pf_grow(v->ids, &v->cap, v->n + n, sizeof *p, 16);
-    if (!p) return -1;
+    if (!p) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_RC_OOM;
+    }
     v->ids = p;
     if (n) memcpy(v->ids + v->n, ids, n * sizeof *ids);
     v->n += n;
-    return 0;
+    return PF_RC_OK;
 }
 
 /* head + body as one text span, no special tokens parsed (special splitting cuts the template's
  * text at its markers, so each span between them is tokenized on its own, as here). */
-static int push_text(idvec *v, const pf_tokenizer *t, const char *head, const char *body, char err[PF_ERR_LEN]) {
+static pf_rc push_text(idvec *v, const pf_tokenizer *t, const char *head, const char *body, char err[PF_ERR_LEN]) {
     size_t a = strlen(head), b = strlen(body);
     char *s = malloc(a + b + 1);
     if (!s) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
     memcpy(s, head, a);
     memcpy(s + a, body, b + 1);
     int32_t *ids = NULL;
     size_t n = 0;
-    int r = pf_tokenize(t, s, a + b, false, &ids, &n, err);
+    pf_rc r = pf_tokenize(t, s, a + b, false, &ids, &n, err);
     free(s);
-    if (r == 0 && push(v, ids, n) < 0) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        r = -1;
-    }
+    if (r == PF_RC_OK) r = push(v, ids, n, err);
     free(ids);
     return r;
 }
 
 /* A piece of the template itself, its special-token texts parsed. */
-static int push_special(idvec *v, const pf_tokenizer *t, const char *text, char err[PF_ERR_LEN]) {
+static pf_rc push_special(idvec *v, const pf_tokenizer *t, const char *text, char err[PF_ERR_LEN]) {
     int32_t *ids = NULL;
     size_t n = 0;
-    int r = pf_tokenize(t, text, strlen(text), true, &ids, &n, err);
-    if (r == 0 && push(v, ids, n) < 0) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        r = -1;
-    }
+    pf_rc r = pf_tokenize(t, text, strlen(text), true, &ids, &n, err);
+    if (r == PF_RC_OK) r = push(v, ids, n, err);
     free(ids);
     return r;
 }
 
-int pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user, bool parse_special,
+pf_rc pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user, bool parse_special,
                      int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
     int32_t open = pf_tokenizer_find(t, "<|im_start|>", 12), close = pf_tokenizer_find(t, "<|im_end|>", 10);
     /* Qwen3's template opens the reply with an empty think block (its non-thinking form) */
@@ -69,28 +66,28 @@ int pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user
         char *text = pf_chat_format_ex(system, user, qwen3);
         if (!text) {
             snprintf(err, PF_ERR_LEN, "out of memory");
-            return -1;
+            return PF_RC_OOM;
         }
-        int r = pf_tokenize(t, text, strlen(text), parse_special, ids, n_ids, err);
+        pf_rc r = pf_tokenize(t, text, strlen(text), parse_special, ids, n_ids, err);
         free(text);
         return r;
     }
     /* the spans of pf_chat_format's template between its markers */
     idvec v = {0};
-    int r = 0;
-    err[0] = 0;
-    if (system)
-        r = push(&v, &open, 1) || push_text(&v, t, "system\n", system, err) || push(&v, &close, 1) ||
-            push_text(&v, t, "\n", "", err);
-    r = r || push(&v, &open, 1) || push_text(&v, t, "user\n", user ? user : "", err) || push(&v, &close, 1) ||
-        push_text(&v, t, "\n", "", err) || push(&v, &open, 1) || push_text(&v, t, "assistant\n", "", err);
-    if (!r && qwen3) r = push_special(&v, t, "<think>\n\n</think>\n\n", err); /* template text, not the user's */
-    if (r) {
-        if (!err[0]) snprintf(err, PF_ERR_LEN, "out of memory");
+    pf_rc r = PF_RC_OK;
+    if (system && (r = push(&v, &open, 1, err)) == PF_RC_OK && (r = push_text(&v, t, "system\n", system, err)) == PF_RC_OK &&
+        (r = push(&v, &close, 1, err)) == PF_RC_OK)
+        r = push_text(&v, t, "\n", "", err);
+    if (r == PF_RC_OK && (r = push(&v, &open, 1, err)) == PF_RC_OK &&
+        (r = push_text(&v, t, "user\n", user ? user : "", err)) == PF_RC_OK && (r = push(&v, &close, 1, err)) == PF_RC_OK &&
+        (r = push_text(&v, t, "\n", "", err)) == PF_RC_OK && (r = push(&v, &open, 1, err)) == PF_RC_OK)
+        r = push_text(&v, t, "assistant\n", "", err);
+    if (r == PF_RC_OK && qwen3) r = push_special(&v, t, "<think>\n\n</think>\n\n", err); /* template text, not the user's */
+    if (r != PF_RC_OK) {
         free(v.ids);
-        return -1;
+        return r;
     }
     *ids = v.ids;
     *n_ids = v.n;
-    return 0;
+    return PF_RC_OK;
 }

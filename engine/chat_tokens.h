@@ -9,8 +9,9 @@
 /* parse_special: the ids of tokenizing pf_chat_format_ex(system, user, the template is Qwen3's) with
  * special tokens parsed.
  * Otherwise the template's markers are special and every message byte is text; for messages that
- * hold no special-token text the ids are the same as with parse_special. *ids is malloc'd; 0 or -1. */
-int pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user, bool parse_special,
+ * hold no special-token text the ids are the same as with parse_special. *ids is malloc'd;
+ * PF_RC_OK, or pf_tokenize's codes with err. */
+pf_rc pf_chat_tokenize(const pf_tokenizer *t, const char *system, const char *user, bool parse_special,
                      int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]);
 
 #endif

@@ -42,7 +42,8 @@ typedef struct {
     const char *strategy; /* the strategy's name (static string) */
 } pf_decode_stats;
 
-/* Each generated token id / complete UTF-8 piece; nonzero stops. */
+/* Each generated token id / complete UTF-8 piece: 0 goes on, > 0 stops (PF_END_CALLBACK), < 0
+ * cancels (PF_RC_CANCELLED). */
 typedef int (*pf_decode_token_fn)(void *user, int32_t token);
 typedef int (*pf_decode_text_fn)(void *user, const char *text, size_t len);
 

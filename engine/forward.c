@@ -49,26 +49,26 @@ oom:
     return NULL;
 }
 
-int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
-    if (c->kv->type == type) return 0;
+pf_rc pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
+    if (c->kv->type == type) return PF_RC_OK;
     int hd = c->model->hp.head_dim;
     if (type == PF_KV_Q8 && (hd % 4 || hd > PF_KV_Q8_MAX_HD)) {
         snprintf(err, PF_ERR_LEN, "the 8-bit KV cache needs a head dimension that is a multiple of 4 up to %d (this "
                  "model's: %d)", PF_KV_Q8_MAX_HD, hd);
-        return -1;
+        return PF_RC_ARG;
     }
     if (c->kv->len) {
         snprintf(err, PF_ERR_LEN, "the KV cache type can only change while the cache is empty");
-        return -1;
+        return PF_RC_ARG;
     }
     pf_kv_cache *kv = pf_kv_new(&c->model->hp, c->kv->n_ctx, type);
     if (!kv) {
         snprintf(err, PF_ERR_LEN, "out of memory for a KV cache of %lld tokens", (long long)c->kv->n_ctx);
-        return -1;
+        return PF_RC_OOM;
     }
     pf_kv_free(c->kv);
     c->kv = kv;
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The per-row steps between matmuls. From ROWS_POOL_MIN rows they are split over the pool by rows

@@ -25,11 +25,13 @@ typedef struct pf_ctx {
     double *op_s;
 } pf_ctx;
 
-/* n_threads >= 1; k NULL selects the best kernels for this CPU. */
+/* n_threads >= 1; k NULL selects the best kernels for this CPU. NULL (with err) only when out of
+ * memory. */
 pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_kernels *k,
                    char err[PF_ERR_LEN]);
-/* Replace the (empty) KV cache by one of another type (PF_KV_F16 is what pf_ctx_new makes). */
-int pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]);
+/* Replace the (empty) KV cache by one of another type (PF_KV_F16 is what pf_ctx_new makes).
+ * PF_RC_OK, or PF_RC_ARG (a head dimension the type cannot hold, a cache not empty) / PF_RC_OOM. */
+pf_rc pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]);
 void pf_ctx_free(pf_ctx *c);
 
 /* Runs the rows through the model, appending their K/V to the cache. PF_RC_OK, or with a message

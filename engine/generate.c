@@ -28,13 +28,16 @@ static int32_t pick(pf_engine_session *s, float *logits) {
 }
 
 /* Plain autoregressive decoding: one target row per step. */
-static int ar_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
+static pf_rc ar_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, int *n_out,
+                     char err[PF_ERR_LEN]) {
     (void)state;
     (void)cap;
     pf_batch b = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = s->logits};
-    if (pf_forward(s->ctx, &b, err) != PF_RC_OK) return -1;
+    pf_rc rc = pf_forward(s->ctx, &b, err);
+    if (rc != PF_RC_OK) return rc;
     out[0] = pick(s, s->logits);
-    return 1;
+    *n_out = 1;
+    return PF_RC_OK;
 }
 
 static pf_strategy k_ar = {.name = "ar", .step = ar_step};
@@ -164,11 +167,11 @@ static pf_rc prefill(gen_run *g, char err[PF_ERR_LEN]) {
     pf_rc frc = pf_forward(s->ctx, &b, err); /* its kind as it came: a bad token id, the context */
     if (frc != PF_RC_OK) return frc;
     g->st.prefill_s = pf_now_s() - g->t0;
-    int started = n_keep > 0 && strat->n_taps > 0
-                      ? strat->resume(strat->state, s, g->prompt, g->n_prompt, n_keep,
-                                      g->taps ? g->taps + (size_t)n_keep * g->tap_row : NULL, err)
-                      : (strat->begin ? strat->begin(strat->state, s, g->prompt, g->n_prompt, g->taps, err) : 0);
-    if (started < 0) return PF_RC_INTERNAL;
+    pf_rc started = n_keep > 0 && strat->n_taps > 0
+                        ? strat->resume(strat->state, s, g->prompt, g->n_prompt, n_keep,
+                                        g->taps ? g->taps + (size_t)n_keep * g->tap_row : NULL, err)
+                        : (strat->begin ? strat->begin(strat->state, s, g->prompt, g->n_prompt, g->taps, err) : PF_RC_OK);
+    if (started != PF_RC_OK) return started; /* its kind as the strategy gave it */
     memcpy(s->hist + n_keep, g->prompt + n_keep, (size_t)(g->n_prompt - n_keep) * sizeof *g->prompt);
     if (!g->save) { /* otherwise kept for the save after generation (off the clock) */
         free(g->taps);
@@ -182,36 +185,50 @@ static pf_rc prefill(gen_run *g, char err[PF_ERR_LEN]) {
     return PF_RC_OK;
 }
 
-/* The next committed tokens into g->buf: the first from the prefill's logits, then a strategy
- * step. Returns how many, 0 when the context is full (st.stop set), or -1 with err. */
-static int next_tokens(gen_run *g, int32_t last, char err[PF_ERR_LEN]) {
+/* The next committed tokens into g->buf, how many into *n: the first from the prefill's logits,
+ * then a strategy step; 0 when the context is full (st.stop set). The step's code. */
+static pf_rc next_tokens(gen_run *g, int32_t last, int *n, char err[PF_ERR_LEN]) {
     pf_engine_session *s = g->s;
+    *n = 0;
     if (last < 0) {
         g->buf[0] = pick(s, s->logits);
-        return 1;
+        *n = 1;
+        return PF_RC_OK;
     }
     /* `last` needs one cache row; a strategy may use up to cap rows */
     int64_t room = s->ctx->kv->n_ctx - s->ctx->kv->len;
     if (room < 1) {
         g->st.stop = PF_END_CONTEXT;
-        return 0;
+        return PF_RC_OK;
     }
     int cap = g->p->max_tokens - g->st.n_gen;
     if (cap > room) cap = (int)room;
     if (cap > g->cap_buf) cap = g->cap_buf;
-    return g->strat->step(g->strat->state, s, last, g->buf, cap, err);
+    return g->strat->step(g->strat->state, s, last, g->buf, cap, n, err);
+}
+
+/* The caller's callback said stop (> 0: a normal end) or cancel (< 0): st.stop set; 1 stop, -1 cancel. */
+static int callback_stop(gen_run *g, int r, char err[PF_ERR_LEN]) {
+    g->st.stop = PF_END_CALLBACK;
+    if (r > 0) return 1;
+    snprintf(err, PF_ERR_LEN, "cancelled: the callback returned %d", r);
+    return -1;
 }
 
 /* Hand g->buf[0..n) to the caller until a stop condition: 1 stop (st.stop set), 0 go on,
- * -1 a token broke the constraint (err set). *last: the last token handed over. */
-static int emit(gen_run *g, int n, int32_t *last, char err[PF_ERR_LEN]) {
+ * -1 a token broke the constraint (PF_RC_INTERNAL) or the callback cancelled (PF_RC_CANCELLED),
+ * its code in *rc and err set. *last: the last token handed over. */
+static int emit(gen_run *g, int n, int32_t *last, pf_rc *rc, char err[PF_ERR_LEN]) {
     pf_engine_session *s = g->s;
     for (int i = 0; i < n && g->n_prompt + g->n_committed <= s->ctx->kv->n_ctx; i++)
         s->hist[g->n_prompt + g->n_committed++] = g->buf[i];
     for (int i = 0; i < n; i++) {
         if (g->st.n_gen == 0) g->t_first = pf_now_s();
         int held = constrain_commit(s, g->buf[i], err);
-        if (held < 0) return -1;
+        if (held < 0) {
+            *rc = PF_RC_INTERNAL; /* a strategy proposed what the constraint refused: a bug */
+            return -1;
+        }
         if (held > 0 || (g->p->stop_at_eot && is_stop(s->model->tok, g->buf[i]))) {
             g->st.stop = PF_END_EOT;
             return 1;
@@ -219,8 +236,13 @@ static int emit(gen_run *g, int n, int32_t *last, char err[PF_ERR_LEN]) {
         g->st.n_gen++;
         *last = g->buf[i];
         if (g->p->on_token_source) g->p->on_token_source(g->p->token_source_user, g->buf[i], i < n - 1);
-        if (g->on_token && g->on_token(g->user, g->buf[i])) g->st.stop = PF_END_CALLBACK;
-        else if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_END_EOT; /* the document is complete */
+        int r = g->on_token ? g->on_token(g->user, g->buf[i]) : 0;
+        if (r != 0) {
+            int stop = callback_stop(g, r, err);
+            if (stop < 0) *rc = PF_RC_CANCELLED;
+            return stop;
+        }
+        if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_END_EOT; /* the document is complete */
         else if (g->st.n_gen >= g->p->max_tokens) g->st.stop = PF_END_LENGTH;
         else continue;
         return 1;
@@ -232,11 +254,12 @@ static pf_rc decode(gen_run *g, char err[PF_ERR_LEN]) {
     int32_t last = -1;
     g->st.stop = PF_END_LENGTH;
     while (g->st.n_gen < g->p->max_tokens) {
-        int n = next_tokens(g, last, err);
-        if (n < 0) return PF_RC_INTERNAL;
+        int n = 0;
+        pf_rc rc = next_tokens(g, last, &n, err);
+        if (rc != PF_RC_OK) return rc; /* the strategy's kind: memory, the context, ... */
         if (n == 0) break; /* the context is full */
-        int stop = emit(g, n, &last, err);
-        if (stop < 0) return PF_RC_INTERNAL;
+        int stop = emit(g, n, &last, &rc, err);
+        if (stop < 0) return rc;
         if (stop) break;
     }
     return PF_RC_OK;
@@ -357,7 +380,7 @@ static pf_rc generate_ids(pf_engine_session *s, int32_t *ids, size_t n_ids, cons
     pf_rc rc = generate(s, ids, (int)n_ids, save_len, call, emit_text, &sink, err);
     size_t n = 0;
     const char *out = pf_detok_flush(&sink.dt, &n);
-    if (out && n && on_text) on_text(user, out, n);
+    if (out && n && on_text && rc != PF_RC_CANCELLED) on_text(user, out, n); /* a cancelled call hands out no more */
     pf_detok_free(&sink.dt);
     free(ids);
     return rc;
@@ -368,7 +391,8 @@ static pf_rc generate_text(pf_engine_session *s, const char *prompt, size_t len,
                            const gen_call *call, pf_decode_text_fn on_text, void *user, char err[PF_ERR_LEN]) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    if (pf_tokenize(s->model->tok, prompt, len, special, &ids, &n_ids, err) < 0) return PF_RC_ARG;
+    pf_rc rc = pf_tokenize(s->model->tok, prompt, len, special, &ids, &n_ids, err);
+    if (rc != PF_RC_OK) return rc;
     return generate_ids(s, ids, n_ids, system, call, on_text, user, err);
 }
 
@@ -384,8 +408,8 @@ pf_rc pf_engine_generate(pf_engine_session *s, const char *prompt, size_t len, c
          * no_special (llama.cpp's default for raw prompts) */
         int32_t *ids = NULL;
         size_t n_ids = 0;
-        if (pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, &ids, &n_ids, err) < 0)
-            return PF_RC_ARG;
+        pf_rc rc = pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, &ids, &n_ids, err);
+        if (rc != PF_RC_OK) return rc;
         return generate_ids(s, ids, n_ids, p->system, &call, on_text, user, err);
     }
     return generate_text(s, prompt, len, !p->no_special, NULL, &call, on_text, user, err);

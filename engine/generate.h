@@ -41,13 +41,16 @@ struct pf_strategy {
      * included); the engine passes them to begin(). */
     const int *tap_layers;
     int n_taps;
+    /* begin, step and resume return PF_RC_OK or the kind of their failure with err (out of memory,
+     * a forward's context or argument, ...), which the generation returns as it is. */
     /* After the prompt prefill: taps holds n_prompt * n_taps * n_embd floats (NULL if n_taps 0). */
-    int (*begin)(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, const float *taps,
-                 char err[PF_ERR_LEN]);
+    pf_rc (*begin)(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, const float *taps,
+                   char err[PF_ERR_LEN]);
     /* `last` is committed but not yet in the target cache. Write 1..cap new committed tokens to
-     * out and return how many (or -1 with err). cap >= 1 respects the length and the context. All
-     * but the last are proposals the target kept; the last is the target's own token. */
-    int (*step)(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]);
+     * out and how many to *n_out. cap >= 1 respects the length and the context. All but the last
+     * are proposals the target kept; the last is the target's own token. */
+    pf_rc (*step)(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, int *n_out,
+                  char err[PF_ERR_LEN]);
     /* Optional, multi-turn reuse for a strategy with taps (one without taps is simply begun again
      * on the whole prompt). keep() is called before the prefill when this strategy ran the
      * session's previous generation and the prompt's first n_keep tokens are in the cache: it cuts
@@ -55,8 +58,8 @@ struct pf_strategy {
      * then prefilled and begin() called). After a keep(), resume() replaces begin(): prompt is the
      * whole prompt, taps hold only rows n_keep..n_prompt-1. */
     int (*keep)(void *state, pf_engine_session *s, int n_keep);
-    int (*resume)(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
-                  char err[PF_ERR_LEN]);
+    pf_rc (*resume)(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, int n_keep,
+                    const float *taps, char err[PF_ERR_LEN]);
 };
 
 /* Generation with strategy (NULL: plain decoding). The public pf_generate* call these (api/ makes

@@ -38,12 +38,14 @@ static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
     return 0;
 }
 
-pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
+pf_rc pf_model_from_gguf(gguf_file *f, int own_file, pf_model **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     pf_model *m = gguf_loader_alloc(f, own_file, sizeof *m, err);
-    if (!m) return NULL;
+    if (!m) return PF_RC_OOM;
     m->file = f;
     m->own_file = own_file;
     pf_hparams *hp = &m->hp;
+    pf_rc rc = PF_RC_FORMAT; /* every check below is of the file, but the allocations */
     if (read_hparams(f, hp, err) < 0) goto fail;
     int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
@@ -51,6 +53,7 @@ pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
     m->norm_store = malloc(((size_t)hp->n_layer * (2 * hp->n_embd + 2 * hp->head_dim) + hp->n_embd) * sizeof(float));
     if (!m->layers || !m->norm_store) {
         snprintf(err, PF_ERR_LEN, "%s: out of memory", f->path);
+        rc = PF_RC_OOM;
         goto fail;
     }
     float *store = m->norm_store;
@@ -86,41 +89,50 @@ pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]) {
             store += vecs[i].n;
         }
     }
-    m->tok = pf_tokenizer_load(f, err);
-    if (!m->tok) goto fail;
+    if ((rc = pf_tokenizer_load(f, &m->tok, err)) != PF_RC_OK) goto fail;
+    rc = PF_RC_FORMAT;
     if (pf_tokenizer_n_vocab(m->tok) > hp->n_vocab) {
         snprintf(err, PF_ERR_LEN, "%s: tokenizer.ggml.tokens: %d tokens but the embedding has %d rows", f->path,
                  pf_tokenizer_n_vocab(m->tok), hp->n_vocab);
         goto fail;
     }
-    return m;
+    *out = m;
+    return PF_RC_OK;
 fail:
     pf_err_one_line(err);
     pf_model_free(m);
-    return NULL;
+    return rc;
 }
 
 bool pf_model_bundles_draft(const pf_model *m) { return m->bundle && pfb_has_model(m->bundle, PFB_OWNER_DRAFT); }
 
 /* A GGUF, or the target of a .pfb bundle the model keeps open (its weights point into it). */
-static pf_model *load_file(const char *path, char err[PF_ERR_LEN]) {
+static pf_rc load_file(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
     pfb_bundle *b;
-    gguf_file *f = pfb_model_open(path, PFB_OWNER_TARGET, &b, err);
-    pf_model *m = f ? pf_model_from_gguf(f, 1, err) : NULL;
-    if (!m) {
+    gguf_file *f;
+    pf_rc rc = pfb_model_open(path, PFB_OWNER_TARGET, &b, &f, err);
+    if (rc == PF_RC_OK) rc = pf_model_from_gguf(f, 1, out, err);
+    if (rc != PF_RC_OK) {
         pfb_close(b);
-        return NULL;
+        return rc;
     }
-    m->bundle = b;
-    return m;
+    (*out)->bundle = b;
+    return PF_RC_OK;
+}
+
+pf_rc pf_model_open(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
+    pf_rc rc = load_file(path, out, err);
+    if (rc == PF_RC_OK && pf_model_pack_weights(*out, err) < 0) { /* its only failure: memory */
+        pf_model_free(*out);
+        *out = NULL;
+        return PF_RC_OOM;
+    }
+    return rc;
 }
 
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {
-    pf_model *m = load_file(path, err);
-    if (m && pf_model_pack_weights(m, err) < 0) {
-        pf_model_free(m);
-        return NULL;
-    }
+    pf_model *m = NULL;
+    pf_model_open(path, &m, err);
     return m;
 }
 

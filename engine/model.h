@@ -37,11 +37,15 @@ typedef struct pf_model {
 } pf_model;
 
 /* Load a qwen3-architecture GGUF, or the target of a .pfb bundle (recognised by its magic, not
- * its name). Errors name the file and the field (wrong architecture, missing tensor, wrong shape
- * or type; for a bundle also the section). */
+ * its name), into *out. Errors name the file and the field (wrong architecture, missing tensor,
+ * wrong shape or type; for a bundle also the section). PF_RC_OK, or with err PF_RC_IO (the path
+ * cannot be opened or mapped), PF_RC_FORMAT (truncated, malformed, unsupported), PF_RC_OOM. */
+pf_rc pf_model_open(const char *path, pf_model **out, char err[PF_ERR_LEN]);
+/* pf_model_open for callers that need no kind (tools, tests): NULL with err. */
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]);
-/* Build a model over an already parsed file; takes ownership of f when own_file. */
-pf_model *pf_model_from_gguf(gguf_file *f, int own_file, char err[PF_ERR_LEN]);
+/* Build a model over an already parsed file into *out; takes ownership of f when own_file.
+ * PF_RC_OK, or PF_RC_FORMAT / PF_RC_OOM with err. */
+pf_rc pf_model_from_gguf(gguf_file *f, int own_file, pf_model **out, char err[PF_ERR_LEN]);
 void pf_model_free(pf_model *m);
 /* m was loaded from a .pfb bundle that also holds a draft (a front end speculates with it when
  * no draft is named). */

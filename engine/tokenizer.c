@@ -187,23 +187,23 @@ static int cmp_special(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int tok_oom(const gguf_file *f, char err[PF_ERR_LEN]) {
+static pf_rc tok_oom(const gguf_file *f, char err[PF_ERR_LEN]) {
     tok_err(err, f, "tokenizer: out of memory");
-    return -1;
+    return PF_RC_OOM;
 }
 
-static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
+static pf_rc load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
     const gguf_kv *kv = gguf_find(f, "tokenizer.ggml.merges");
     uint64_t n = 0;
     if (kv) {
         if (kv->type != GGUF_ARR || kv->v.arr.type != GGUF_STR) {
             tok_err(err, f, "tokenizer.ggml.merges: expected an array of strings");
-            return -1;
+            return PF_RC_FORMAT;
         }
         n = kv->v.arr.n;
         if (n > (uint64_t)INT32_MAX) {
             tok_err(err, f, "tokenizer.ggml.merges: too many merges (%llu)", (unsigned long long)n);
-            return -1;
+            return PF_RC_FORMAT;
         }
     }
     t->merge_mask = pow2_at_least((size_t)n * 2 + 1) - 1;
@@ -220,7 +220,7 @@ static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]
             free(cat);
             tok_err(err, f, "tokenizer.ggml.merges[%llu]: expected \"left right\"",
                     (unsigned long long)r);
-            return -1;
+            return PF_RC_FORMAT;
         }
         size_t la = (size_t)(sp - m.ptr), lb = m.len - la - 1;
         int32_t a = pf_tokenizer_find(t, m.ptr, la), b = pf_tokenizer_find(t, sp + 1, lb);
@@ -243,7 +243,7 @@ static int load_merges(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]
         else t->n_merges++;
     }
     free(cat);
-    return 0;
+    return PF_RC_OK;
 oom:
     return tok_oom(f, err);
 }
@@ -278,29 +278,29 @@ static pretok_fn read_model(const gguf_file *f, char err[PF_ERR_LEN]) {
 
 /* The token strings (*tok) and their optional types (*tt, NULL when absent); -1 (err set) when
  * either is malformed. */
-static int find_vocab(const gguf_file *f, const gguf_kv **tok, const gguf_kv **tt, char err[PF_ERR_LEN]) {
+static pf_rc find_vocab(const gguf_file *f, const gguf_kv **tok, const gguf_kv **tt, char err[PF_ERR_LEN]) {
     *tok = gguf_find(f, "tokenizer.ggml.tokens");
     if (!*tok || (*tok)->type != GGUF_ARR || (*tok)->v.arr.type != GGUF_STR) {
         tok_err(err, f, "tokenizer.ggml.tokens: %s", *tok ? "expected an array of strings" : "missing");
-        return -1;
+        return PF_RC_FORMAT;
     }
     uint64_t n = (*tok)->v.arr.n;
     if (n == 0 || n > (uint64_t)INT32_MAX - 1) {
         tok_err(err, f, "tokenizer.ggml.tokens: bad token count %llu", (unsigned long long)n);
-        return -1;
+        return PF_RC_FORMAT;
     }
     *tt = gguf_find(f, "tokenizer.ggml.token_type");
     if (*tt && ((*tt)->type != GGUF_ARR || !is_int_type((*tt)->v.arr.type) || (*tt)->v.arr.n != n)) {
         tok_err(err, f, "tokenizer.ggml.token_type: expected an integer array of %llu elements",
                 (unsigned long long)n);
-        return -1;
+        return PF_RC_FORMAT;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Every piece's text, its bytes and type, and the piece index (unused tokens are gap fillers and
  * never produced by encoding, so not indexed); then the id of each single-byte piece. */
-static int load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok, const gguf_kv *tt,
+static pf_rc load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok, const gguf_kv *tt,
                        char err[PF_ERR_LEN]) {
     const uint64_t n = (uint64_t)t->n_vocab;
     size_t total = 0;
@@ -308,7 +308,7 @@ static int load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok, 
         if (tok->v.arr.strs[i].len > ((size_t)1 << 20)) {
             tok_err(err, f, "tokenizer.ggml.tokens[%llu]: token is %llu bytes long",
                     (unsigned long long)i, (unsigned long long)tok->v.arr.strs[i].len);
-            return -1;
+            return PF_RC_FORMAT;
         }
         total += tok->v.arr.strs[i].len + 1;
     }
@@ -329,7 +329,7 @@ static int load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok, 
         if (ty < PF_TOKEN_NORMAL || ty > PF_TOKEN_BYTE) {
             tok_err(err, f, "tokenizer.ggml.token_type[%llu]: unknown type %lld",
                     (unsigned long long)i, (long long)ty);
-            return -1;
+            return PF_RC_FORMAT;
         }
         t->type[i] = (uint8_t)ty;
         gguf_str p = tok->v.arr.strs[i];
@@ -349,16 +349,16 @@ static int load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok, 
         size_t ul = pf_utf8_encode(byte_to_cp((uint8_t)b), u);
         t->byte_id[b] = pf_tokenizer_find(t, u, ul);
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The ids the file names (end of sequence, padding, mask), those of the chat markers, and the chat
  * template. */
-static int load_specials_meta(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
+static pf_rc load_specials_meta(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
     if (get_id(f, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos, err) ||
         get_id(f, "tokenizer.ggml.padding_token_id", t->n_vocab, &t->pad, err) ||
         get_id(f, "tokenizer.ggml.mask_token_id", t->n_vocab, &t->mask, err))
-        return -1;
+        return PF_RC_FORMAT;
     t->im_start = pf_tokenizer_find(t, "<|im_start|>", 12);
     t->eot = pf_tokenizer_find(t, "<|im_end|>", 10);
     t->endoftext = pf_tokenizer_find(t, "<|endoftext|>", 13);
@@ -366,17 +366,17 @@ static int load_specials_meta(pf_tokenizer *t, const gguf_file *f, char err[PF_E
     int rc = gguf_get_str(f, "tokenizer.chat_template", &s);
     if (rc == -2) {
         tok_err(err, f, "tokenizer.chat_template: expected a string");
-        return -1;
+        return PF_RC_FORMAT;
     }
     if (rc == 0 && !(t->chat_template = gguf_str_dup(s))) {
         return tok_oom(f, err);
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Special-token index. A text that is not valid UTF-8 could match inside a character and split
  * it, so such tokens are left out (they can still be decoded). */
-static int index_specials(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
+static pf_rc index_specials(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
     const uint64_t n = (uint64_t)t->n_vocab;
     special_key *keys = malloc(n * sizeof *keys);
     t->specials = malloc(n * sizeof *t->specials);
@@ -400,27 +400,29 @@ static int index_specials(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_L
     }
     free(keys);
     t->special_first[256] = (uint32_t)j;
-    return 0;
+    return PF_RC_OK;
 }
 
-pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]) {
+pf_rc pf_tokenizer_load(const gguf_file *f, pf_tokenizer **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     pretok_fn pretok = read_model(f, err);
     const gguf_kv *tok, *tt;
-    if (!pretok || find_vocab(f, &tok, &tt, err) < 0) return NULL;
+    if (!pretok) return PF_RC_FORMAT;
+    pf_rc rc = find_vocab(f, &tok, &tt, err);
+    if (rc != PF_RC_OK) return rc;
     pf_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) {
-        tok_err(err, f, "tokenizer: out of memory");
-        return NULL;
-    }
+    if (!t) return tok_oom(f, err);
     t->n_vocab = (int32_t)tok->v.arr.n;
     t->pretok = pretok;
-    if (load_pieces(t, f, tok, tt, err) < 0 || load_merges(t, f, err) != 0 || load_specials_meta(t, f, err) < 0 ||
-        index_specials(t, f, err) < 0) {
+    if ((rc = load_pieces(t, f, tok, tt, err)) != PF_RC_OK || (rc = load_merges(t, f, err)) != PF_RC_OK ||
+        (rc = load_specials_meta(t, f, err)) != PF_RC_OK || (rc = index_specials(t, f, err)) != PF_RC_OK) {
         pf_tokenizer_free(t);
-        return NULL;
+        return rc;
     }
-    return t;
+    *out = t;
+    return PF_RC_OK;
 }
+
 
 int pf_tokenizer_n_vocab(const pf_tokenizer *t) { return t->n_vocab; }
 int32_t pf_tokenizer_eos(const pf_tokenizer *t) { return t->eos; }
@@ -461,7 +463,8 @@ const char *pf_token_bytes(const pf_tokenizer *t, int32_t id, size_t *len) {
 pf_tokenizer *pf_tokenizer_load_file(const char *path, char err[PF_ERR_LEN]) {
     gguf_file *f = gguf_open(path, err);
     if (!f) return NULL;
-    pf_tokenizer *t = pf_tokenizer_load(f, err);
+    pf_tokenizer *t = NULL;
+    pf_tokenizer_load(f, &t, err);
     gguf_close(f);
     return t;
 }

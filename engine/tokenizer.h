@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "formats/gguf.h"
+#include "formats/status.h"
 
 typedef struct pf_tokenizer pf_tokenizer;
 
@@ -36,7 +37,9 @@ enum {
     PF_TOKEN_BYTE = 6,
 };
 
-pf_tokenizer *pf_tokenizer_load(const gguf_file *f, char err[PF_ERR_LEN]);
+/* PF_RC_OK, or PF_RC_FORMAT (a missing or malformed tokenizer.* field, an unsupported tokenizer) /
+ * PF_RC_OOM with err. */
+pf_rc pf_tokenizer_load(const gguf_file *f, pf_tokenizer **out, char err[PF_ERR_LEN]);
 /* pf_tokenizer_load of the GGUF file at path, opened and closed here (the tokenizer keeps no
  * pointer into it). */
 pf_tokenizer *pf_tokenizer_load_file(const char *path, char err[PF_ERR_LEN]);
@@ -67,9 +70,10 @@ const char *pf_tokenizer_piece(const pf_tokenizer *t, int32_t id, size_t *len);
 /* Merges that were dropped at load time because they referenced missing pieces or repeated. */
 size_t pf_tokenizer_n_merges_skipped(const pf_tokenizer *t);
 
-/* Encode text[0..len) (exact bytes; must be valid UTF-8, else -1 with "invalid UTF-8 at byte N").
- * On success *ids is a malloc'd array the caller frees (may be NULL when *n_ids == 0). 0 or -1. */
-int pf_tokenize(const pf_tokenizer *t, const char *text, size_t len, bool parse_special,
+/* Encode text[0..len) (exact bytes). On success *ids is a malloc'd array the caller frees (may be
+ * NULL when *n_ids == 0). PF_RC_OK, or with err PF_RC_UTF8 ("invalid UTF-8 at byte N"), PF_RC_ARG
+ * (a byte this vocabulary has no token for), PF_RC_OOM. */
+pf_rc pf_tokenize(const pf_tokenizer *t, const char *text, size_t len, bool parse_special,
                 int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]);
 
 /* Raw bytes of a token (the byte map reversed; control and user-defined tokens give their text).

@@ -112,7 +112,7 @@ static void bench_drafters_free(bench_drafters *dr) {
 /* The draft at hand, opened on the first arm's call. */
 static int open_draft(pf_engine_session *s, const pf_bench_opts *o, bench_drafters *dr, char err[PF_ERR_LEN]) {
     if (dr->opened || !pf_draft_at_hand(s, o->draft_path)) return 0;
-    if (pf_draft_open(s->model, o->draft_path, &dr->w, &dr->dec, err) < 0) return -1;
+    if (pf_draft_open(s->model, o->draft_path, &dr->w, &dr->dec, err) != PF_RC_OK) return -1;
     dr->opened = 1;
     return 0;
 }
@@ -124,7 +124,7 @@ static pf_drafter *get_drafter(pf_engine_session *s, const pf_bench_opts *o, ben
         static const pf_kind kinds[3] = {PF_KIND_DFLASH, PF_KIND_NGRAM, PF_KIND_HYBRID};
         pf_strategy_plan plan = {.kind = kinds[which], .ngram_n = o->ngram_n};
         if (pf_drafter_for(&plan, which == 1 ? NULL : dr->w, 0, s, &dr->d[which], err) != PF_RC_OK) return NULL;
-        if (which != 1 && pf_drafter_set_head(dr->d[which], o->draft_head, err) < 0) return NULL;
+        if (which != 1 && pf_drafter_set_head(dr->d[which], o->draft_head, err) != PF_RC_OK) return NULL;
     }
     return dr->d[which];
 }
@@ -201,7 +201,7 @@ static int tokenize_prompts(bench_state *b, const pf_model *m, char err[PF_ERR_L
         if (!b->prompts[t] || !b->np[t]) goto oom;
         for (int i = 0; i < tt->n; i++) {
             size_t n = 0;
-            if (pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !b->o->no_special, &b->prompts[t][i], &n, err) < 0)
+            if (pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !b->o->no_special, &b->prompts[t][i], &n, err) != PF_RC_OK)
                 return -1;
             b->np[t][i] = (int)n;
         }
@@ -387,7 +387,8 @@ int pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char
     pf_model *m = arms ? pf_model_load(model_path, err) : NULL;
     if (!m) return -1;
     pf_session_params sp = {.n_threads = 1, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     bench_drafters dr = {0};
     int rc = s ? 0 : -1;
     for (int k = 0; rc == 0 && k < n_arms; k++) {
@@ -421,7 +422,8 @@ int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_be
     pf_model *m = pf_model_load(model_path, err);
     if (!m) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
-    bench_state b = {.o = o, .suite = suite, .r = r, .m = m, .s = pf_session_new(m, &sp, err), .n_arms = n_arms};
+    bench_state b = {.o = o, .suite = suite, .r = r, .m = m, .n_arms = n_arms};
+    pf_session_new(m, &sp, &b.s, err);
     bench_drafters dr = {0};
     int rc = -1;
     if (b.s) {

@@ -216,7 +216,7 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     int64_t n_ctx = (int64_t)max_depth + (o->prefill_tokens > max_b ? o->prefill_tokens : max_b) + 8;
     bench_run b = {.o = o, .max_depth = max_depth, .bw_words = (size_t)o->bandwidth_mib << 17}; /* MiB / 8 bytes */
     b.c = pf_ctx_new(m, n_ctx, o->threads, NULL, err);
-    if (b.c && o->kv_q8 && (!pf_kv_q8_usable(b.c->k, err) || pf_ctx_set_kv_type(b.c, PF_KV_Q8, err) < 0)) {
+    if (b.c && o->kv_q8 && (!pf_kv_q8_usable(b.c->k, err) || pf_ctx_set_kv_type(b.c, PF_KV_Q8, err) != PF_RC_OK)) {
         pf_ctx_free(b.c);
         return -1;
     }

@@ -333,7 +333,7 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
     int32_t *ids = NULL;
     size_t n_ids = 0;
     char err[PF_ERR_LEN];
-    if (pf_tokenize(w->tok, text, n, false, &ids, &n_ids, err) < 0) return -1;
+    if (pf_tokenize(w->tok, text, n, false, &ids, &n_ids, err) != PF_RC_OK) return -1;
     pf_mask_cache *cache = pf_mask_cache_new(w->tm);
     if (!cache) {
         free(ids);

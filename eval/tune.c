@@ -16,13 +16,15 @@
 static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *o, double t1_s, double *cost,
                        char err[PF_ERR_LEN]) {
     pf_session_params sp = {.n_threads = o->bench.threads, .n_ctx = o->depth + 80, .kv_q8 = o->bench.kv_q8};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     int block = 0, rc = -1;
-    pf_drafter *d = s ? pf_drafter_open(spec, o->bench.draft_path, &s->engine, o->bench.ngram_n, &block, err) : NULL;
+    pf_drafter *d = NULL;
+    if (s) pf_drafter_open(spec, o->bench.draft_path, &s->engine, o->bench.ngram_n, &block, &d, err);
     int32_t *toks = malloc((size_t)(o->depth + 1) * sizeof *toks), *draft = malloc(PF_MAX_BLOCK * sizeof *draft);
     float *taps = NULL;
     if (!d || !toks || !draft) goto done;
-    if (!strcmp(spec, "dflash") && pf_drafter_set_head(d, o->bench.draft_head, err) < 0) goto done;
+    if (!strcmp(spec, "dflash") && pf_drafter_set_head(d, o->bench.draft_head, err) != PF_RC_OK) goto done;
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i <= o->depth; i++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
@@ -31,12 +33,15 @@ static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *
     if (d->n_taps) taps = malloc((size_t)o->depth * d->n_taps * m->hp.n_embd * sizeof(float));
     pf_batch b = {.tokens = toks, .n = o->depth, .tap_layers = d->tap_layers, .n_taps = d->n_taps, .taps = taps};
     if (pf_forward(s->engine.ctx, &b, err) != PF_RC_OK) goto done;
-    if (d->begin && d->begin(d->state, toks, o->depth, taps, err) < 0) goto done;
+    if (d->begin && d->begin(d->state, toks, o->depth, taps, err) != PF_RC_OK) goto done;
     for (int i = 0; i < o->n_blocks; i++) {
         double best = 1e9;
         for (int k = 0; k < 5; k++) {
             double t0 = pf_now_s();
-            if (d->propose(d->state, toks[o->depth], o->depth, o->blocks[i], NULL, NULL, draft, NULL, err) < 0) goto done;
+            int n_drafted = 0;
+            if (d->propose(d->state, toks[o->depth], o->depth, o->blocks[i], NULL, NULL, draft, NULL, &n_drafted, err) !=
+                PF_RC_OK)
+                goto done;
             double t = pf_now_s() - t0;
             if (t < best) best = t;
         }

@@ -20,14 +20,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(argv[1], err);
-    if (!m) {
+    pf_model *m = NULL;
+    if (pf_load_model(argv[1], &m, err) != PF_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     pf_session_params sp = {.n_threads = 2, .n_ctx = 1024};
-    pf_session *s = pf_session_new(m, &sp, err);
-    if (!s) {
+    pf_session *s = NULL;
+    if (pf_session_new(m, &sp, &s, err) != PF_OK) {
         fprintf(stderr, "%s\n", err);
         pf_free_model(m);
         return 1;

@@ -63,11 +63,13 @@ int main(int argc, char **argv) {
     if (!model_path) return usage();
 
     char err[PF_ERR_LEN];
-    pf_model *model = pf_load_model(model_path, err);
-    if (!model) return fprintf(stderr, "chat: %s\n", err), 1;
-    pf_draft *draft = draft_path ? pf_load_draft(model, draft_path, err) : NULL;
+    pf_model *model = NULL;
+    if (pf_load_model(model_path, &model, err) != PF_OK) return fprintf(stderr, "chat: %s\n", err), 1;
+    pf_draft *draft = NULL;
+    pf_session *session = NULL;
     pf_session_params sp = {.n_threads = threads};
-    pf_session *session = draft_path && !draft ? NULL : pf_session_new(model, &sp, err);
+    if (!draft_path || pf_load_draft(model, draft_path, &draft, err) == PF_OK)
+        pf_session_new(model, &sp, &session, err); /* session stays NULL when it fails */
     if (!session) {
         fprintf(stderr, "chat: %s\n", err);
         pf_free_draft(draft);

@@ -4,16 +4,18 @@
 static int print(void *user, const char *text, size_t len) {
     (void)user;
     fwrite(text, 1, len, stdout);
-    return 0; /* nonzero stops generation */
+    return 0; /* > 0 stops generation, < 0 cancels it (PF_ERR_CANCELLED) */
 }
 
 int main(int argc, char **argv) {
     if (argc < 3) return fprintf(stderr, "usage: %s MODEL.gguf DRAFT.gguf\n", argv[0]), 2;
     char err[PF_ERR_LEN];
-    pf_model *model = pf_load_model(argv[1], err);
-    pf_draft *draft = model ? pf_load_draft(model, argv[2], err) : NULL;
-    pf_session *session = draft ? pf_session_new(model, NULL, err) : NULL;
-    if (!session) return fprintf(stderr, "%s\n", err), 1;
+    pf_model *model = NULL;
+    pf_draft *draft = NULL;
+    pf_session *session = NULL;
+    if (pf_load_model(argv[1], &model, err) != PF_OK || pf_load_draft(model, argv[2], &draft, err) != PF_OK ||
+        pf_session_new(model, NULL, &session, err) != PF_OK)
+        return fprintf(stderr, "%s\n", err), 1; /* the status says which kind: io, format, oom, ... */
 
     pf_gen_params params;
     pf_gen_params_default(&params);

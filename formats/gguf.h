@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/status.h"
+
 #define PF_ERR_LEN 256
 
 enum gguf_vtype {
@@ -61,21 +63,26 @@ typedef struct gguf_file {
     size_t data_offset;
 } gguf_file;
 
-/* Map and parse a file. Returns NULL and fills err on any problem. */
+/* Map and parse a file into *out: PF_RC_OK, or with err PF_RC_IO (it cannot be opened or mapped),
+ * PF_RC_FORMAT (truncated, malformed, not a GGUF), PF_RC_OOM (its tables do not fit in memory). */
+pf_rc gguf_open_file(const char *path, gguf_file **out, char err[PF_ERR_LEN]);
+/* gguf_open_file for callers that need no kind (tools, tests): NULL with err. */
 gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]);
-/* Parse a whole file mapped by pf_map_file (formats/map_file.h); the file then owns the mapping
- * (gguf_close unmaps it, and so does a failure here). */
-gguf_file *gguf_parse_map(const uint8_t *map, size_t size, const char *path, char err[PF_ERR_LEN]);
-/* Parse a buffer the caller keeps alive (fuzzing, bundles). `name` is used in messages. */
+/* Parse a whole file mapped by pf_map_file (formats/map_file.h) into *out; the file then owns the
+ * mapping (gguf_close unmaps it, and so does a failure here). PF_RC_OK, PF_RC_FORMAT or PF_RC_OOM. */
+pf_rc gguf_parse_map(const uint8_t *map, size_t size, const char *path, gguf_file **out, char err[PF_ERR_LEN]);
+/* Parse a buffer the caller keeps alive (fuzzing). `name` is used in messages. NULL with err. */
 gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
-/* Parse only the header (metadata + tensor infos) of a GGUF held in buf; tensor data need not
- * follow (bundles keep it in separate sections). Same validation as gguf_parse except that tensor
- * data is not located: every tensor's `data` is NULL for the caller to set; data_offset is the
- * aligned end of the header (it may exceed size when buf holds no padding). */
-gguf_file *gguf_parse_meta(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
+/* Parse only the header (metadata + tensor infos) of a GGUF held in buf into *out; tensor data need
+ * not follow (bundles keep it in separate sections). Same validation as gguf_parse except that
+ * tensor data is not located: every tensor's `data` is NULL for the caller to set; data_offset is
+ * the aligned end of the header (it may exceed size when buf holds no padding). PF_RC_OK,
+ * PF_RC_FORMAT or PF_RC_OOM. */
+pf_rc gguf_parse_meta(const void *buf, size_t size, const char *name, gguf_file **out, char err[PF_ERR_LEN]);
 void gguf_close(gguf_file *f);
 /* The first step of a loader that takes ownership of f when own_file (a model, a draft): a zeroed
- * object of `size` bytes; NULL when out of memory, with err naming the file and f closed if owned. */
+ * object of `size` bytes; NULL only when out of memory, with err naming the file and f closed if
+ * owned. */
 void *gguf_loader_alloc(gguf_file *f, int own_file, size_t size, char err[PF_ERR_LEN]);
 /* Messages quote names and strings of the file; a control byte among them (a newline, an escape
  * sequence) becomes '?' so that every message stays one printable line. */

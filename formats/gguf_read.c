@@ -19,17 +19,32 @@ typedef struct {
     const char *name;
     char *err;
     int failed;
+    pf_rc rc; /* the first failure's kind: PF_RC_FORMAT, or PF_RC_OOM from fail_oom */
 } cursor;
 
-/* The first failure's message (later ones keep it); -1, for `return fail(...)`. */
-static int fail(cursor *c, const char *fmt, ...) {
-    if (c->failed) return -1;
+static void vfail(cursor *c, pf_rc rc, const char *fmt, va_list ap) {
+    if (c->failed) return;
     c->failed = 1;
+    c->rc = rc;
     int n = snprintf(c->err, PF_ERR_LEN, "%s: ", c->name);
-    if (n < 0 || n >= PF_ERR_LEN - 1) return -1;
+    if (n < 0 || n >= PF_ERR_LEN - 1) return;
+    vsnprintf(c->err + n, (size_t)(PF_ERR_LEN - n), fmt, ap);
+}
+
+/* The first failure's message (later ones keep it), a bad file; -1, for `return fail(...)`. */
+static int fail(cursor *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err + n, (size_t)(PF_ERR_LEN - n), fmt, ap);
+    vfail(c, PF_RC_FORMAT, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The same for an allocation that failed: the file may be fine. */
+static int fail_oom(cursor *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(c, PF_RC_OOM, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -123,7 +138,7 @@ static int read_value(cursor *c, gguf_kv *kv, const char *key) {
         }
         kv->v.arr.strs = malloc((size_t)(n ? n : 1) * sizeof(gguf_str));
         if (!kv->v.arr.strs) {
-            fail(c, "%s: out of memory for %llu strings", field, (unsigned long long)n);
+            fail_oom(c, "%s: out of memory for %llu strings", field, (unsigned long long)n);
             return -1;
         }
         for (uint64_t i = 0; i < n; i++)
@@ -174,7 +189,7 @@ static int parse_tensors(cursor *c, gguf_file *f) {
     }
     f->tensors = calloc((size_t)(f->n_tensors ? f->n_tensors : 1), sizeof(gguf_tensor));
     if (!f->tensors) {
-        fail(c, "out of memory for %llu tensor infos", (unsigned long long)f->n_tensors);
+        fail_oom(c, "out of memory for %llu tensor infos", (unsigned long long)f->n_tensors);
         return -1;
     }
     for (uint64_t i = 0; i < f->n_tensors; i++) {
@@ -234,7 +249,7 @@ static int parse_header(cursor *c, gguf_file *f) {
     if (f->n_kv > (size_t)(c->end - c->p) / 13)
         return fail(c, "metadata count %llu exceeds the file", (unsigned long long)f->n_kv);
     f->kv = calloc((size_t)(f->n_kv ? f->n_kv : 1), sizeof(gguf_kv));
-    if (!f->kv) return fail(c, "out of memory for %llu metadata entries", (unsigned long long)f->n_kv);
+    if (!f->kv) return fail_oom(c, "out of memory for %llu metadata entries", (unsigned long long)f->n_kv);
     for (uint64_t i = 0; i < f->n_kv; i++) {
         gguf_kv *kv = &f->kv[i];
         if (take_str(c, &kv->key, "metadata key") < 0) return -1;
@@ -279,17 +294,18 @@ static int place_tensors(cursor *c, gguf_file *f, size_t size, int need_data) {
 
 /* need_data: tensor data follows the header inside buf (a GGUF file); otherwise only the header
  * is parsed and validated, tensor `data` stays NULL and `data_offset` is the aligned header end. */
-static gguf_file *parse(const void *buf, size_t size, const char *name, int need_data, char err[PF_ERR_LEN]) {
-    cursor c = {(const uint8_t *)buf, (const uint8_t *)buf + size, (const uint8_t *)buf, name, err, 0};
+static pf_rc parse(const void *buf, size_t size, const char *name, int need_data, gguf_file **out, char err[PF_ERR_LEN]) {
+    cursor c = {(const uint8_t *)buf, (const uint8_t *)buf + size, (const uint8_t *)buf, name, err, 0, PF_RC_OK};
     err[0] = 0;
+    *out = NULL;
     gguf_file *f = calloc(1, sizeof *f);
-    if (!f) {
+    if (!f || !(f->path = strdup(name))) {
+        free(f);
         snprintf(err, PF_ERR_LEN, "%s: out of memory", name);
-        return NULL;
+        return PF_RC_OOM;
     }
     f->base = buf;
     f->size = size;
-    f->path = strdup(name);
     if (parse_header(&c, f) < 0 || read_alignment(&c, f) < 0 || parse_tensors(&c, f) < 0) goto bad;
     size_t hdr = (size_t)(c.p - (const uint8_t *)buf);
     size_t data = (hdr + f->alignment - 1) / f->alignment * f->alignment;
@@ -299,36 +315,46 @@ static gguf_file *parse(const void *buf, size_t size, const char *name, int need
     }
     f->data_offset = data;
     if (place_tensors(&c, f, size, need_data) < 0) goto bad;
-    return f;
+    *out = f;
+    return PF_RC_OK;
 bad:
     free_contents(f);
     free(f);
-    return NULL;
+    return c.rc;
 }
 
 gguf_file *gguf_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
-    return parse(buf, size, name, 1, err);
-}
-
-gguf_file *gguf_parse_meta(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
-    return parse(buf, size, name, 0, err);
-}
-
-gguf_file *gguf_parse_map(const uint8_t *map, size_t size, const char *path, char err[PF_ERR_LEN]) {
-    gguf_file *f = gguf_parse(map, size, path, err);
-    if (!f) {
-        pf_unmap_file(map, size);
-        return NULL;
-    }
-    f->mapped = 1;
+    gguf_file *f;
+    parse(buf, size, name, 1, &f, err);
     return f;
 }
 
-gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]) {
+pf_rc gguf_parse_meta(const void *buf, size_t size, const char *name, gguf_file **out, char err[PF_ERR_LEN]) {
+    return parse(buf, size, name, 0, out, err);
+}
+
+pf_rc gguf_parse_map(const uint8_t *map, size_t size, const char *path, gguf_file **out, char err[PF_ERR_LEN]) {
+    pf_rc rc = parse(map, size, path, 1, out, err);
+    if (rc != PF_RC_OK) {
+        pf_unmap_file(map, size);
+        return rc;
+    }
+    (*out)->mapped = 1;
+    return PF_RC_OK;
+}
+
+pf_rc gguf_open_file(const char *path, gguf_file **out, char err[PF_ERR_LEN]) {
     const uint8_t *map;
     size_t size;
-    if (pf_map_file(path, 24, &map, &size, err) < 0) return NULL;
-    return gguf_parse_map(map, size, path, err);
+    *out = NULL;
+    pf_rc rc = pf_map_file(path, 24, &map, &size, err);
+    return rc != PF_RC_OK ? rc : gguf_parse_map(map, size, path, out, err);
+}
+
+gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]) {
+    gguf_file *f;
+    gguf_open_file(path, &f, err);
+    return f;
 }
 
 void pf_err_one_line(char *err) {

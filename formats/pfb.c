@@ -10,6 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "formats/map_file.h"
 
@@ -148,10 +149,13 @@ static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name
 
 /* Sections, header and table may not overlap; every byte between them must be zero (so that no
  * bit of the file escapes the hashes). */
-static int check_layout(const uint8_t *base, size_t size, const pfb_section *s, int n, uint64_t toff,
-                        uint64_t tsize, const char *name, char *err) {
+static pf_rc check_layout(const uint8_t *base, size_t size, const pfb_section *s, int n, uint64_t toff,
+                          uint64_t tsize, const char *name, char *err) {
     region *r = malloc(((size_t)n + 2) * sizeof *r);
-    if (!r) return pfb_fail(err, name, "out of memory for %d sections", n);
+    if (!r) {
+        pfb_fail(err, name, "out of memory for %d sections", n);
+        return PF_RC_OOM;
+    }
     r[0] = (region){0, PFB_HEADER_SIZE, -2};
     r[1] = (region){toff, toff + tsize, -1};
     for (int i = 0; i < n; i++) r[i + 2] = (region){s[i].offset, s[i].offset + s[i].stored_size, i};
@@ -177,7 +181,7 @@ static int check_layout(const uint8_t *base, size_t size, const pfb_section *s, 
     if (rc == 0 && !all_zero(base + pos, size - (size_t)pos))
         rc = pfb_fail(err, name, "trailing bytes after offset %llu are not zero", (unsigned long long)pos);
     free(r);
-    return rc;
+    return rc < 0 ? PF_RC_FORMAT : PF_RC_OK;
 }
 
 static int check_counts(const pfb_section *s, int n, const char *name, char *err) {
@@ -195,33 +199,44 @@ static int check_counts(const pfb_section *s, int n, const char *name, char *err
     return 0;
 }
 
-static int decompress(pfb_bundle *b, int i, ZSTD_DCtx **dctx, char *err) {
+static pf_rc decompress(pfb_bundle *b, int i, ZSTD_DCtx **dctx, char *err) {
     pfb_section *s = &b->s[i];
     const uint8_t *src = b->base + s->offset;
     const char *o = pfb_owner_name(s->owner);
     unsigned long long fcs = ZSTD_getFrameContentSize(src, (size_t)s->stored_size);
-    if (fcs == ZSTD_CONTENTSIZE_ERROR)
-        return pfb_fail(err, b->path, "section '%s/%s': not a zstd frame", o, s->name);
-    if (fcs != s->raw_size)
-        return pfb_fail(err, b->path, "section '%s/%s': raw size %llu differs from the zstd frame's content size", o,
-                    s->name, (unsigned long long)s->raw_size);
+    if (fcs == ZSTD_CONTENTSIZE_ERROR) {
+        pfb_fail(err, b->path, "section '%s/%s': not a zstd frame", o, s->name);
+        return PF_RC_FORMAT;
+    }
+    if (fcs != s->raw_size) {
+        pfb_fail(err, b->path, "section '%s/%s': raw size %llu differs from the zstd frame's content size", o, s->name,
+                 (unsigned long long)s->raw_size);
+        return PF_RC_FORMAT;
+    }
     size_t cap = ((size_t)s->raw_size + PFB_ALIGN - 1) / PFB_ALIGN * PFB_ALIGN;
     uint8_t *dst = aligned_alloc(PFB_ALIGN, cap);
-    if (!dst) return pfb_fail(err, b->path, "section '%s/%s': out of memory for %llu bytes", o, s->name,
-                          (unsigned long long)s->raw_size);
+    if (!dst) {
+        pfb_fail(err, b->path, "section '%s/%s': out of memory for %llu bytes", o, s->name,
+                 (unsigned long long)s->raw_size);
+        return PF_RC_OOM;
+    }
     if (!*dctx && !(*dctx = ZSTD_createDCtx())) {
         free(dst);
-        return pfb_fail(err, b->path, "out of memory for the zstd decoder");
+        pfb_fail(err, b->path, "out of memory for the zstd decoder");
+        return PF_RC_OOM;
     }
     size_t r = ZSTD_decompressDCtx(*dctx, dst, (size_t)s->raw_size, src, (size_t)s->stored_size);
     if (ZSTD_isError(r) || r != s->raw_size) {
         free(dst);
-        return pfb_fail(err, b->path, "section '%s/%s': zstd: %s", o, s->name,
-                    ZSTD_isError(r) ? ZSTD_getErrorName(r) : "decompressed size differs from the raw size");
+        /* zstd's own allocation failure is memory; every other error is the frame's */
+        pf_rc rc = ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? PF_RC_OOM : PF_RC_FORMAT;
+        pfb_fail(err, b->path, "section '%s/%s': zstd: %s", o, s->name,
+                 ZSTD_isError(r) ? ZSTD_getErrorName(r) : "decompressed size differs from the raw size");
+        return rc;
     }
     b->owned[i] = dst;
     s->data = dst;
-    return 0;
+    return PF_RC_OK;
 }
 
 void pfb_close(pfb_bundle *b) {
@@ -235,61 +250,65 @@ void pfb_close(pfb_bundle *b) {
     free(b);
 }
 
-pfb_bundle *pfb_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
+/* pfb_parse with the kind of its failure: PF_RC_FORMAT or PF_RC_OOM. */
+static pf_rc parse(const void *buf, size_t size, const char *name, pfb_bundle **out, char err[PF_ERR_LEN]) {
     const uint8_t *base = buf;
     err[0] = 0;
+    *out = NULL;
     if (size < PFB_HEADER_SIZE) {
         pfb_fail(err, name, "header: truncated file (%zu bytes, the header alone is %d)", size, PFB_HEADER_SIZE);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     if (memcmp(base, PFB_MAGIC, 8) != 0) {
         pfb_fail(err, name, "magic: not a pocketflash bundle");
-        return NULL;
+        return PF_RC_FORMAT;
     }
     uint32_t version = rd32(base + 8), count = rd32(base + 12), esize = rd32(base + 24), flags = rd32(base + 28);
     uint64_t toff = rd64(base + 16), fsize = rd64(base + 32), hash = rd64(base + 40);
     if (version != PFB_VERSION) {
         pfb_fail(err, name, "version: unsupported bundle version %u (expected %d)", version, PFB_VERSION);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     if (fsize != size) {
         pfb_fail(err, name, "file size: the header says %llu bytes but the file has %zu (%s)", (unsigned long long)fsize,
              size, fsize > size ? "truncated" : "extra bytes");
-        return NULL;
+        return PF_RC_FORMAT;
     }
     if (esize != PFB_ENTRY_SIZE || flags || !all_zero(base + 48, 16)) {
         pfb_fail(err, name, "header: entry size %u, flags %u or reserved bytes not as version %d defines", esize, flags,
              PFB_VERSION);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     if (count == 0 || count > PFB_MAX_SECTIONS) {
         pfb_fail(err, name, "section count: %u is out of range 1..%u", count, PFB_MAX_SECTIONS);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     uint64_t tsize = (uint64_t)count * PFB_ENTRY_SIZE;
     if (toff < PFB_HEADER_SIZE || toff % 8 || toff > size || tsize > size - toff) {
         pfb_fail(err, name, "section table: offset %llu (%llu bytes) lies outside the file", (unsigned long long)toff,
              (unsigned long long)tsize);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     if (pfb_header_hash(base, base + toff, (size_t)tsize) != hash) {
         pfb_fail(err, name, "header: hash mismatch (header or section table corrupted)");
-        return NULL;
+        return PF_RC_FORMAT;
     }
     pfb_bundle *b = calloc(1, sizeof *b);
     if (!b || !(b->path = strdup(name)) || !(b->s = calloc(count, sizeof *b->s)) ||
         !(b->owned = calloc(count, sizeof *b->owned))) {
         pfb_fail(err, name, "out of memory for %u sections", count);
         if (b) { free(b->s); free(b->path); free(b); }
-        return NULL;
+        return PF_RC_OOM;
     }
     b->base = base;
     b->size = size;
     b->n = (int)count;
+    pf_rc rc = PF_RC_FORMAT;
     for (uint32_t i = 0; i < count; i++)
         if (parse_entry(base + toff + (size_t)i * PFB_ENTRY_SIZE, (int)i, &b->s[i], name, size, err) < 0) goto bad;
     if (check_counts(b->s, b->n, name, err) < 0) goto bad;
-    if (check_layout(base, size, b->s, b->n, toff, tsize, name, err) < 0) goto bad;
+    if ((rc = check_layout(base, size, b->s, b->n, toff, tsize, name, err)) != PF_RC_OK) goto bad;
+    rc = PF_RC_FORMAT;
     for (int i = 0; i < b->n; i++) {
         pfb_section *s = &b->s[i];
         if (XXH3_64bits(base + s->offset, (size_t)s->stored_size) != s->hash) {
@@ -302,52 +321,64 @@ pfb_bundle *pfb_parse(const void *buf, size_t size, const char *name, char err[P
     for (int i = 0; i < b->n; i++) {
         if (b->s[i].codec == PFB_CODEC_NONE) {
             b->s[i].data = base + b->s[i].offset; /* in place: no copy */
-        } else if (decompress(b, i, &dctx, err) < 0) {
+        } else if ((rc = decompress(b, i, &dctx, err)) != PF_RC_OK) {
             ZSTD_freeDCtx(dctx);
             goto bad;
         }
     }
     ZSTD_freeDCtx(dctx);
-    return b;
+    *out = b;
+    return PF_RC_OK;
 bad:
     pfb_close(b);
-    return NULL;
+    return rc;
 }
+
+pfb_bundle *pfb_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
+    pfb_bundle *b;
+    parse(buf, size, name, &b, err);
+    return b;
+}
+
 
 /* pfb_parse over a whole file mapped by pf_map_file; the bundle owns the mapping (unmapped here
  * when parsing fails). */
-static pfb_bundle *parse_map(const uint8_t *map, size_t size, const char *path, char err[PF_ERR_LEN]) {
-    pfb_bundle *b = pfb_parse(map, size, path, err);
-    if (!b) {
+static pf_rc parse_map(const uint8_t *map, size_t size, const char *path, pfb_bundle **out, char err[PF_ERR_LEN]) {
+    pf_rc rc = parse(map, size, path, out, err);
+    if (rc != PF_RC_OK) {
         pf_unmap_file(map, size);
-        return NULL;
+        return rc;
     }
-    b->mapped = 1;
-    return b;
+    (*out)->mapped = 1;
+    return PF_RC_OK;
 }
 
 pfb_bundle *pfb_open(const char *path, char err[PF_ERR_LEN]) {
     const uint8_t *map;
     size_t size;
-    if (pf_map_file(path, 1, &map, &size, err) < 0) return NULL;
-    return parse_map(map, size, path, err);
+    pfb_bundle *b = NULL;
+    if (pf_map_file(path, 1, &map, &size, err) == PF_RC_OK) parse_map(map, size, path, &b, err);
+    return b;
 }
 
-gguf_file *pfb_model_open(const char *path, int owner, pfb_bundle **bundle, char err[PF_ERR_LEN]) {
+pf_rc pfb_model_open(const char *path, int owner, pfb_bundle **bundle, gguf_file **file, char err[PF_ERR_LEN]) {
     *bundle = NULL;
+    *file = NULL;
     const uint8_t *map;
     size_t size;
     /* 24 bytes: the smallest GGUF header; a bundle's is larger and pfb_parse checks it */
-    if (pf_map_file(path, 24, &map, &size, err) < 0) return NULL;
-    if (memcmp(map, PFB_MAGIC, 8) != 0) return gguf_parse_map(map, size, path, err);
-    pfb_bundle *b = parse_map(map, size, path, err);
-    gguf_file *f = b ? pfb_gguf(b, owner, err) : NULL;
-    if (!f) {
+    pf_rc rc = pf_map_file(path, 24, &map, &size, err);
+    if (rc != PF_RC_OK) return rc;
+    if (memcmp(map, PFB_MAGIC, 8) != 0) return gguf_parse_map(map, size, path, file, err);
+    pfb_bundle *b = NULL;
+    rc = parse_map(map, size, path, &b, err);
+    if (rc == PF_RC_OK) rc = pfb_gguf(b, owner, file, err);
+    if (rc != PF_RC_OK) {
         pfb_close(b);
-        return NULL;
+        return rc;
     }
     *bundle = b;
-    return f;
+    return PF_RC_OK;
 }
 
 int pfb_n_sections(const pfb_bundle *b) { return b->n; }
@@ -368,19 +399,23 @@ const void *pfb_profile(const pfb_bundle *b, size_t *len) {
     return s ? s->data : NULL;
 }
 
-gguf_file *pfb_gguf(const pfb_bundle *b, int owner, char err[PF_ERR_LEN]) {
+pf_rc pfb_gguf(const pfb_bundle *b, int owner, gguf_file **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     const pfb_section *meta = find(b, PFB_KIND_META, (uint32_t)owner);
     if (!meta || (owner != PFB_OWNER_TARGET && owner != PFB_OWNER_DRAFT)) {
         pfb_fail(err, b->path, "the bundle holds no %s model", pfb_owner_name((uint32_t)owner));
-        return NULL;
+        return PF_RC_FORMAT;
     }
     char gname[PF_ERR_LEN];
     snprintf(gname, sizeof gname, "%s (%s)", b->path, pfb_owner_name((uint32_t)owner));
-    gguf_file *f = gguf_parse_meta(meta->data, (size_t)meta->raw_size, gname, err);
-    if (!f) return NULL;
+    gguf_file *f = NULL;
+    pf_rc rc = gguf_parse_meta(meta->data, (size_t)meta->raw_size, gname, &f, err);
+    if (rc != PF_RC_OK) return rc;
+    rc = PF_RC_FORMAT;
     uint8_t *seen = calloc((size_t)(f->n_tensors ? f->n_tensors : 1), 1);
     if (!seen) {
         pfb_fail(err, b->path, "out of memory");
+        rc = PF_RC_OOM;
         goto bad;
     }
     const char *o = pfb_owner_name((uint32_t)owner);
@@ -418,11 +453,12 @@ gguf_file *pfb_gguf(const pfb_bundle *b, int owner, char err[PF_ERR_LEN]) {
             goto bad;
         }
     free(seen);
-    return f;
+    *out = f;
+    return PF_RC_OK;
 bad:
     free(seen);
     gguf_close(f);
-    return NULL;
+    return rc;
 }
 
 int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
@@ -431,8 +467,8 @@ int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_L
     int n = b->n;
     for (int owner = PFB_OWNER_TARGET; owner <= PFB_OWNER_DRAFT && n >= 0; owner++) {
         if (!pfb_has_model(b, owner)) continue;
-        gguf_file *f = pfb_gguf(b, owner, err);
-        if (!f) n = -1;
+        gguf_file *f = NULL;
+        if (pfb_gguf(b, owner, &f, err) != PF_RC_OK) n = -1;
         gguf_close(f);
     }
     pfb_close(b);
@@ -442,7 +478,7 @@ int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_L
 int pfb_verify_file(const char *path, char err[PF_ERR_LEN]) {
     const uint8_t *map;
     size_t size;
-    if (pf_map_file(path, 1, &map, &size, err) < 0) return -1;
+    if (pf_map_file(path, 1, &map, &size, err) != PF_RC_OK) return -1;
     int n = pfb_verify(map, size, path, err);
     pf_unmap_file(map, size);
     return n;

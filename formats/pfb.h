@@ -66,9 +66,10 @@ int pfb_verify_file(const char *path, char err[PF_ERR_LEN]);
 /* THE way to open a model file, a GGUF or a .pfb bundle (told by its magic, not its name), mapped
  * once: a GGUF is returned itself (*bundle NULL); from a bundle, its model `owner`
  * (PFB_OWNER_TARGET or PFB_OWNER_DRAFT), whose tables and tensors point into *bundle (close the
- * file, then the bundle). NULL with err naming the file and field ("FILE: the bundle holds no
- * draft model" for a bundle without that model). */
-gguf_file *pfb_model_open(const char *path, int owner, pfb_bundle **bundle, char err[PF_ERR_LEN]);
+ * file, then the bundle), into *file. PF_RC_OK, or with err naming the file and field PF_RC_IO
+ * (it cannot be opened or mapped), PF_RC_FORMAT (truncated, malformed, "FILE: the bundle holds no
+ * draft model"), PF_RC_OOM. */
+pf_rc pfb_model_open(const char *path, int owner, pfb_bundle **bundle, gguf_file **file, char err[PF_ERR_LEN]);
 
 int pfb_n_sections(const pfb_bundle *b);
 const pfb_section *pfb_section_at(const pfb_bundle *b, int i);
@@ -79,8 +80,9 @@ const void *pfb_profile(const pfb_bundle *b, size_t *len);
 
 /* A gguf_file for the target or draft whose metadata and tensor data point into the bundle
  * (never a mapping of its own: gguf_close frees only the file's tables). Checks that the tensor
- * sections match the tensor infos one to one (name, size). Close it before the bundle. */
-gguf_file *pfb_gguf(const pfb_bundle *b, int owner, char err[PF_ERR_LEN]);
+ * sections match the tensor infos one to one (name, size). Close it before the bundle. Into *out:
+ * PF_RC_OK, or PF_RC_FORMAT (no such model, sections that do not match) / PF_RC_OOM with err. */
+pf_rc pfb_gguf(const pfb_bundle *b, int owner, gguf_file **out, char err[PF_ERR_LEN]);
 
 const char *pfb_owner_name(uint32_t owner);
 const char *pfb_codec_name(uint32_t codec);

@@ -13,7 +13,8 @@ typedef enum {
     PF_RC_CONTEXT, /* the prompt (or a forward's rows) does not fit the context */
     PF_RC_UTF8,    /* the prompt is not valid UTF-8 */
     PF_RC_OOM,     /* an allocation failed */
-    PF_RC_INTERNAL /* a broken invariant: a bug */
+    PF_RC_INTERNAL, /* a broken invariant: a bug */
+    PF_RC_CANCELLED /* the caller stopped the call (a callback returned a negative value) */
 } pf_rc;
 
 #endif

@@ -37,22 +37,32 @@ const char *pf_version(void);
 
 #define PF_ERR_LEN 256
 
+/* What a call reports, with a one-line message in its err buffer (docs/api.md#status-codes). A
+ * failure keeps its kind from the layer where it happened: nothing is guessed on the way up. */
 typedef enum {
     PF_OK = 0,
-    PF_ERR_IO,      /* a file could not be read or written */
-    PF_ERR_FORMAT,  /* a file is malformed or of the wrong architecture */
-    PF_ERR_ARG,     /* a bad parameter */
-    PF_ERR_CONTEXT, /* the prompt does not fit the context */
-    PF_ERR_UTF8,    /* the prompt is not valid UTF-8 */
-    PF_ERR_OOM,
-    PF_ERR_INTERNAL
+    PF_ERR_IO,       /* a file could not be opened, read or written (missing, unreadable, a folder) */
+    PF_ERR_FORMAT,   /* a file is malformed, truncated, of an unsupported type or architecture */
+    PF_ERR_ARG,      /* a bad parameter */
+    PF_ERR_CONTEXT,  /* the prompt does not fit the context */
+    PF_ERR_UTF8,     /* the prompt is not valid UTF-8 */
+    PF_ERR_OOM,      /* an allocation failed (the call may succeed with more memory) */
+    PF_ERR_INTERNAL, /* a broken invariant: a bug in the library */
+    PF_ERR_CANCELLED /* a callback returned a negative value: the call stopped, nothing is wrong */
 } pf_status;
+
+/* The name of a status ("ok", "io", "format", "arg", "context", "utf8", "oom", "internal",
+ * "cancelled"; "unknown" for any other value): a static string. */
+const char *pf_status_name(pf_status st);
 
 typedef struct pf_model pf_model;
 typedef struct pf_session pf_session;
 typedef struct pf_draft pf_draft;
 
-pf_model *pf_load_model(const char *path, char err[PF_ERR_LEN]);
+/* Constructors put the object in *out (NULL on failure) and return its status: PF_ERR_IO (the path
+ * cannot be opened: missing, unreadable, a folder), PF_ERR_FORMAT (truncated, malformed, an
+ * unsupported type or architecture), PF_ERR_OOM, PF_ERR_ARG (a bad parameter). */
+pf_status pf_load_model(const char *path, pf_model **out, char err[PF_ERR_LEN]);
 void pf_free_model(pf_model *m);
 
 typedef struct {
@@ -64,7 +74,7 @@ typedef struct {
                        dotprod or i8mm on ARM64; else pf_session_new fails); 0: f16 (default) */
 } pf_session_params;
 
-pf_session *pf_session_new(const pf_model *m, const pf_session_params *p, char err[PF_ERR_LEN]);
+pf_status pf_session_new(const pf_model *m, const pf_session_params *p, pf_session **out, char err[PF_ERR_LEN]);
 /* Before the model and the drafts it used. */
 void pf_session_free(pf_session *s);
 /* Forget what the cache holds: the next call prefills its whole prompt. */
@@ -73,8 +83,8 @@ void pf_session_reset(pf_session *s);
 /* A DFlash / DFlash2 draft for model m: path is a draft GGUF or a .pfb bundle that holds a draft
  * (told by its magic), or NULL for the draft inside the .pfb bundle m was loaded from. A Dec head in
  * the file (dec.* tensors) enables PF_SPEC_DEC. m must outlive the draft. NULL with err (wrong
- * target, malformed file or Dec head, no bundled draft). */
-pf_draft *pf_load_draft(const pf_model *m, const char *path, char err[PF_ERR_LEN]);
+ * target, malformed file or Dec head: PF_ERR_FORMAT; no bundled draft: PF_ERR_ARG). */
+pf_status pf_load_draft(const pf_model *m, const char *path, pf_draft **out, char err[PF_ERR_LEN]);
 void pf_free_draft(pf_draft *d);
 int pf_draft_block_size(const pf_draft *d); /* the block size it was trained for */
 bool pf_draft_has_dec(const pf_draft *d);
@@ -180,9 +190,12 @@ typedef struct {
  * that needs a draft or a Dec head, a profile that cannot be read). */
 pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char err[PF_ERR_LEN]);
 
-/* Called with each complete UTF-8 piece of generated text; return nonzero to stop. */
+/* The callbacks' return value: 0 goes on; a positive value stops generation as a normal end (PF_OK,
+ * pf_gen_stats.stop PF_STOP_CALLBACK: a stop string was seen); a negative value cancels it (the call
+ * returns PF_ERR_CANCELLED, stats still written, stop PF_STOP_CALLBACK: nobody wants the rest). */
+/* Called with each complete UTF-8 piece of generated text. */
 typedef int (*pf_text_cb)(void *user, const char *text, size_t len);
-/* Called with each generated token id; return nonzero to stop. */
+/* Called with each generated token id. */
 typedef int (*pf_token_cb)(void *user, int32_t token);
 
 /* Text in, text out (streamed). The prompt must be valid UTF-8. */

@@ -209,7 +209,8 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
     pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
     CHECKF(m, "%s", err);
     pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     CHECK(s);
     pf_draft *loaded[2] = {NULL, NULL}; /* freed after the session, whose strategy borrows them */
     for (int dv = 0; dv < 2; dv++) {
@@ -221,7 +222,7 @@ TEST(adapt_default_strategy_lossless_trained_drafts) {
         CHECK(probe.has_draft && probe.draft_block >= 4 && probe.draft_has_dec == (dv == 1) && (dec != NULL) == (dv == 1));
         pf_dec_free(dec);
         pf_dflash_free(w);
-        loaded[dv] = pf_load_draft(m, drafts[dv], err);
+        pf_load_draft(m, drafts[dv], &loaded[dv], err);
         CHECKF(loaded[dv], "%s", err);
         pf_spec *spec = test_library_spec(s, loaded[dv], PF_SPEC_DEFAULT, 0, err);
         CHECKF(spec, "%s", err);

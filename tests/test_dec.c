@@ -42,7 +42,7 @@ static int setup_with_session(fixture *f) {
     char err[PF_ERR_LEN];
     if (setup(f) < 0) return -1;
     pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    return (f->s = pf_session_new(f->m, &sp, err)) ? 0 : -1;
+    return pf_session_new(f->m, &sp, &f->s, err) == PF_OK ? 0 : -1;
 }
 
 static void teardown(fixture *f) {
@@ -128,7 +128,8 @@ TEST(dec_gating_lossless_and_extremes) {
             pf_gen_params gp = test_gen_fixed(30);
             test_seq plain = {.n = 0}, got = {.n = 0};
             CHECK(pf_generate_tokens(f.s, prompt, 8, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
-            pf_drafter *d = pf_dflash_drafter_new(f.w, &f.s->engine, err);
+            pf_drafter *d = NULL;
+            pf_dflash_drafter_new(f.w, &f.s->engine, &d, err);
             pf_spec *spec = pf_spec_new(&f.s->engine, d, 6, err);
             /* c(n) = 1 + 0.1 (n-1), held fixed (not refreshed by this machine's timings) and drafting
              * free: only the head decides */
@@ -163,8 +164,10 @@ TEST(dec_round_log_layout) {
     CHECK(setup(&f) == 0);
     char err[PF_ERR_LEN], path[400];
     snprintf(path, sizeof path, "%s/rounds.bin", pf_test_tmpdir());
-    pf_session *s = pf_session_new(f.m, NULL, err);
-    pf_drafter *d = pf_dflash_drafter_new(f.w, &s->engine, err);
+    pf_session *s = NULL;
+    pf_session_new(f.m, NULL, &s, err);
+    pf_drafter *d = NULL;
+    pf_dflash_drafter_new(f.w, &s->engine, &d, err);
     pf_spec *spec = pf_spec_new(&s->engine, d, 5, err);
     FILE *log = fopen(path, "wb");
     CHECK(pf_spec_set_log(spec, log, err) == 0);
@@ -351,7 +354,8 @@ TEST(dec_profile_costs_refit_at_the_start) {
     double cost[8] = {0}, draft[8] = {0};
     for (int n = 1; n < 8; n++) cost[n] = 1 + 3.0 * (n - 1), draft[n] = 0.05 * n;
     for (int fixed = 0; fixed < 2; fixed++) {
-        pf_drafter *d = pf_dflash_drafter_new(f.w, &f.s->engine, err);
+        pf_drafter *d = NULL;
+        pf_dflash_drafter_new(f.w, &f.s->engine, &d, err);
         pf_spec *spec = d ? pf_spec_new(&f.s->engine, d, 6, err) : NULL;
         CHECKF(spec, "%s", err);
         pf_spec_prior prior = {.c = cost, .draft = draft, .n = 8, .fixed = fixed};

@@ -676,9 +676,9 @@ static void check_invariance(int version) {
         CHECK(pf_dflash_context_len(all[i]) == N - 1);
     }
     /* blocks that do not fit; bad tokens */
-    CHECK(pf_dflash_propose(a, toks[N - 1], 57, NULL, NULL, big, NULL, NULL, err) < 0 && strstr(err, "context"));
-    CHECK(pf_dflash_propose(a, V, 4, NULL, NULL, big, NULL, NULL, err) < 0 && strstr(err, "vocabulary"));
-    CHECK(pf_dflash_append_context(a, taps, 57, err) < 0 && strstr(err, "context") && pf_dflash_context_len(a) == N - 1);
+    CHECK(pf_dflash_propose(a, toks[N - 1], 57, NULL, NULL, big, NULL, NULL, err) == PF_RC_CONTEXT && strstr(err, "context"));
+    CHECK(pf_dflash_propose(a, V, 4, NULL, NULL, big, NULL, NULL, err) == PF_RC_ARG && strstr(err, "vocabulary"));
+    CHECK(pf_dflash_append_context(a, taps, 57, err) == PF_RC_CONTEXT && strstr(err, "context") && pf_dflash_context_len(a) == N - 1);
     /* truncate + re-append == never truncated */
     pf_dflash_truncate(a, 30);
     CHECK(pf_dflash_append_context(a, taps + 30 * row, N - 31, err) == 0);
@@ -765,7 +765,7 @@ static void check_sampled(int version) {
         }
     }
     CHECKF(differs, "sampling never left the greedy tokens (test has no power)");
-    CHECK(pf_dflash_propose(s, toks[N - 1], B, &warm[0], NULL, dr, q, NULL, err) < 0 && strstr(err, "rng"));
+    CHECK(pf_dflash_propose(s, toks[N - 1], B, &warm[0], NULL, dr, q, NULL, err) == PF_RC_ARG && strstr(err, "rng"));
     CHECK(pf_dflash_context_len(s) == N - 1);
     for (int i = 0; i < B - 1; i++) pf_dist_free(&q[i]);
     pf_dflash_state_free(s);

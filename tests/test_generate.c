@@ -27,7 +27,7 @@ static int tiny_open(tiny_session *t, int threads, int n_ctx) {
     if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, path, err) < 0) return -1;
     if (!(t->m = pf_model_load(path, err))) return -1;
     pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
-    t->s = pf_session_new(t->m, threads ? &sp : NULL, err);
+    pf_session_new(t->m, threads ? &sp : NULL, &t->s, err);
     return t->s ? 0 : -1;
 }
 
@@ -76,12 +76,14 @@ TEST(generate_ar_equals_manual_greedy_loop) {
 /* A strategy that commits 4 scripted tokens per step. */
 typedef struct { const int32_t *script; int at; } scripted;
 
-static int scripted_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
+static pf_rc scripted_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, int *n_out,
+                           char err[PF_ERR_LEN]) {
     scripted *sc = state;
     (void)s; (void)last; (void)err;
     int n = cap < 4 ? cap : 4;
     for (int i = 0; i < n; i++) out[i] = sc->script[sc->at++];
-    return n;
+    *n_out = n;
+    return PF_RC_OK;
 }
 
 TEST(generate_stops_inside_multi_token_step) {

@@ -45,7 +45,7 @@ static int run_golden(const char *type, int threads, int *total, int *first_toke
         /* the vocabulary is the 256 bytes: token id = byte; the tokenizer must agree */
         int32_t *toks = NULL;
         size_t nt = 0;
-        if (pf_tokenize(m->tok, prompt->u.str.s, prompt->u.str.len, false, &toks, &nt, err) < 0 ||
+        if (pf_tokenize(m->tok, prompt->u.str.s, prompt->u.str.len, false, &toks, &nt, err) != PF_RC_OK ||
             nt != prompt->u.str.len) {
             pf_test_failf(__FILE__, __LINE__, "tokenizer disagrees with byte ids on '%s'", prompt->u.str.s);
             free(toks);

@@ -70,7 +70,8 @@ static pf_session *pair_open(pair *p, int version, int n_threads, int n_ctx, cha
     p->s = NULL;
     if (!(p->m = tiny_pair(version, &p->w, err))) return NULL;
     pf_session_params sp = {.n_threads = n_threads, .n_ctx = n_ctx};
-    return p->s = pf_session_new(p->m, &sp, err);
+    pf_session_new(p->m, &sp, &p->s, err);
+    return p->s;
 }
 
 static void pair_close(pair *p) {
@@ -80,8 +81,11 @@ static void pair_close(pair *p) {
 }
 
 static pf_drafter *hybrid_of(pf_dflash *w, pf_session *s, int min_match, int min_tokens, char err[PF_ERR_LEN]) {
-    pf_drafter *model = pf_dflash_drafter_new(w, &s->engine, err);
-    return model ? pf_hybrid_drafter_new(pf_ngram_drafter_new(min_match, 3), model, min_tokens, err) : NULL;
+    pf_drafter *model = NULL;
+    pf_dflash_drafter_new(w, &s->engine, &model, err);
+    pf_drafter *h = NULL;
+    if (model) pf_hybrid_drafter_new(pf_ngram_drafter_new(min_match, 3), model, min_tokens, &h, err);
+    return h;
 }
 
 /* Greedy, random drafts: 40 prompts x blocks 2..9 (both draft versions), output equals plain
@@ -185,7 +189,8 @@ TEST(hybrid_greedy_lossless_trained_pair) {
     pf_task_suite suite;
     CHECKF(pf_tasks_load("eval/tasks", 2, &suite, err) == 0, "%s", err);
     pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     CHECKF(s, "%s", err);
     int64_t lookup = 0, rounds = 0;
     int cases = 0;
@@ -199,7 +204,8 @@ TEST(hybrid_greedy_lossless_trained_pair) {
             test_seq plain = {.n = 0}, got = {.n = 0};
             CHECK(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
             int block = 3 + cases % 6;
-            pf_drafter *d = pf_drafter_open("hybrid", "models/pf-draft-dflash2.gguf", &s->engine, 3, &block, err);
+            pf_drafter *d = NULL;
+            pf_drafter_open("hybrid", "models/pf-draft-dflash2.gguf", &s->engine, 3, &block, &d, err);
             CHECKF(d && !strcmp(d->name, "hybrid"), "%s", err);
             block = 3 + cases % 6;
             pf_spec *spec = pf_spec_new(&s->engine, d, block, err);
@@ -228,9 +234,10 @@ TEST(hybrid_greedy_lossless_trained_pair) {
  * gating needs hidden rows, which a hybrid has not; the strategy needs a draft. */
 TEST(hybrid_refusals) {
     char err[PF_ERR_LEN] = "";
-    CHECK(!pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), NULL, 2, err) && strstr(err, "hybrid drafter"));
+    pf_drafter *h = NULL;
+    CHECK(pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), NULL, 2, &h, err) == PF_RC_ARG && !h && strstr(err, "hybrid drafter"));
     err[0] = 0;
-    CHECK(!pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), pf_ngram_drafter_new(1, 3), 0, err) &&
+    CHECK(pf_hybrid_drafter_new(pf_ngram_drafter_new(1, 3), pf_ngram_drafter_new(1, 3), 0, &h, err) == PF_RC_ARG &&
           strstr(err, "min_tokens"));
     pair pr;
     CHECKF(pair_open(&pr, 1, 1, 64, err), "%s", err);
@@ -239,16 +246,20 @@ TEST(hybrid_refusals) {
     pf_drafter *d = hybrid_of(w, s, 2, 2, err);
     CHECKF(d, "%s", err);
     CHECK(d->n_taps > 0 && d->set_head); /* the model drafter's taps and head vocabulary */
-    pf_drafter *tapped = pf_dflash_drafter_new(w, &s->engine, err);
+    pf_drafter *tapped = NULL;
+    pf_dflash_drafter_new(w, &s->engine, &tapped, err);
     err[0] = 0;
-    CHECK(!pf_hybrid_drafter_new(tapped, pf_dflash_drafter_new(w, &s->engine, err), 2, err) && strstr(err, "without taps"));
+    pf_drafter *model = NULL;
+    pf_dflash_drafter_new(w, &s->engine, &model, err);
+    CHECK(pf_hybrid_drafter_new(tapped, model, 2, &h, err) == PF_RC_ARG && strstr(err, "without taps"));
     pf_spec *spec = pf_spec_new(&s->engine, d, 4, err);
     CHECK(spec);
     err[0] = 0;
-    CHECK(pf_spec_set_dec(spec, NULL, NULL, 0, err) < 0 && strstr(err, "hidden rows"));
+    CHECK(pf_spec_set_dec(spec, NULL, NULL, 0, err) == PF_RC_ARG && strstr(err, "hidden rows"));
     int block = 0;
     err[0] = 0;
-    CHECK(!pf_drafter_open("hybrid", NULL, &s->engine, 3, &block, err) && strstr(err, "needs a draft"));
+    pf_drafter *none = NULL;
+    CHECK(pf_drafter_open("hybrid", NULL, &s->engine, 3, &block, &none, err) == PF_RC_ARG && !none && strstr(err, "needs a draft"));
     pf_spec_free(spec);
     pf_drafter_free(d);
     pair_close(&pr);

@@ -63,14 +63,15 @@ static void prompt_of(int i, int32_t *p, int *n, int V) {
  * the one bundled with m). */
 static int gen(pf_model *m, const char *spec, const char *draft_path, int i, test_seq *out, char *err) {
     pf_session_params sp = {.n_threads = 1, .n_ctx = 128};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     if (!s) return -1;
     pf_drafter *d = NULL;
     pf_spec *sx = NULL;
     int block = 0, rc = -1;
     pf_gen_params gp = test_gen_fixed(20);
     if (spec) {
-        if (!(d = pf_drafter_open(spec, draft_path, &s->engine, 3, &block, err))) goto done;
+        if (pf_drafter_open(spec, draft_path, &s->engine, 3, &block, &d, err) != PF_RC_OK) goto done;
         if (!(sx = pf_spec_new(&s->engine, d, block, err))) goto done;
         pf_api_use_strategy(s, pf_spec_strategy(sx));
     }
@@ -110,9 +111,11 @@ TEST(pfb_bundle_output_equals_gguf_files) {
     }
     /* a plain GGUF target has no bundled draft to fall back on */
     pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_session *s = pf_session_new(mg, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(mg, &sp, &s, err);
     int block = 0;
-    CHECK(s && !pf_drafter_open("dflash", NULL, &s->engine, 3, &block, err) && strstr(err, "needs a draft"));
+    pf_drafter *none = NULL;
+    CHECK(s && pf_drafter_open("dflash", NULL, &s->engine, 3, &block, &none, err) == PF_RC_ARG && strstr(err, "needs a draft"));
     pf_session_free(s);
     /* uncompressed tensors are used in place from the mapping, 64-byte aligned */
     const gguf_tensor *t = gguf_find_tensor(mb->file, "blk.0.attn_q.weight");
@@ -309,19 +312,19 @@ TEST(pfb_cli_pack_verify_run) {
     CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
     snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", test_cli(), d);
     CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
-    /* a corrupted byte: verify names the section and exits 1; run refuses */
+    /* a corrupted byte: verify names the section and exits 1; run refuses it as a bad file (3) */
     snprintf(cmd, sizeof cmd, "cp %s/cli.pfb %s/bad.pfb && printf '\\377' | dd of=%s/bad.pfb bs=1 seek=200000 conv=notrunc 2>/dev/null"
              " && %s verify %s/bad.pfb", d, d, d, test_cli(), d);
     CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "pocketflash: ") == o &&
            strstr(o, "bad.pfb: section 'target/") && strstr(o, "hash mismatch"), "verify bad: %s", o);
     snprintf(cmd, sizeof cmd, "%s run -m %s/bad.pfb -p hi", test_cli(), d);
-    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "hash mismatch"), "run bad: %s", o);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1 && strstr(o, "hash mismatch"), "run bad: %s", o);
     /* truncated */
     snprintf(cmd, sizeof cmd, "head -c 300000 %s/cli.pfb > %s/cut.pfb && %s verify %s/cut.pfb", d, d, test_cli(), d);
     CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "cut.pfb: file size") && strstr(o, "truncated"),
            "verify cut: %s", o);
     snprintf(cmd, sizeof cmd, "%s run -m %s/cut.pfb -p hi", test_cli(), d);
-    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "truncated"), "run cut: %s", o);
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1 && strstr(o, "truncated"), "run cut: %s", o);
     /* a failed pack (bad draft) leaves neither the output nor a temporary file */
     snprintf(cmd, sizeof cmd, "%s pack -m %s -d %s/cut.pfb -o %s/never.pfb", test_cli(), f->target, d, d);
     CHECK(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1);
@@ -367,6 +370,6 @@ TEST(pfb_cli_bundle_as_draft) {
     /* a bundle without a draft */
     snprintf(cmd, sizeof cmd, "%s pack -m %s -o %s/nodraft.pfb >/dev/null && %s run -m %s -d %s/nodraft.pfb -p hi 2>&1",
              test_cli(), f->target, d, test_cli(), f->target, d);
-    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "nodraft.pfb: the bundle holds no draft model"),
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1 && strstr(o, "nodraft.pfb: the bundle holds no draft model"),
            "-d nodraft.pfb: %s", o);
 }

@@ -73,8 +73,10 @@ static int server_plan(const plan_row *r, const pf_draft *d, char *got, size_t n
 
 TEST(plan_table_library_and_server) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(PLAN_TARGET, err);
-    pf_draft *d = m ? pf_load_draft(m, PLAN_DRAFT, err) : NULL;
+    pf_model *m = NULL;
+    pf_load_model(PLAN_TARGET, &m, err);
+    pf_draft *d = NULL;
+    if (m) pf_load_draft(m, PLAN_DRAFT, &d, err);
     CHECKF(d, "%s", err);
     for (int i = 0; i < N_PLAN_ROWS; i++) {
         const plan_row *r = &k_plan_rows[i];

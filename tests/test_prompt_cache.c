@@ -75,9 +75,9 @@ static int runner_open_kv(runner *r, const char *model, const char *spec, const 
     memset(r, 0, sizeof *r);
     if (!(r->m = pf_model_load(model, err))) return -1;
     pf_session_params sp = {.n_threads = 1, .n_ctx = 256, .kv_q8 = kv_q8};
-    if (!(r->s = pf_session_new(r->m, &sp, err))) return -1;
+    if (pf_session_new(r->m, &sp, &r->s, err) != PF_OK) return -1;
     int block = 0;
-    if (spec && (!(r->d = pf_drafter_open(spec, draft, &r->s->engine, 3, &block, err)) ||
+    if (spec && (pf_drafter_open(spec, draft, &r->s->engine, 3, &block, &r->d, err) != PF_RC_OK ||
                  !(r->sp = pf_spec_new(&r->s->engine, r->d, block, err))))
         return -1;
     return 0;

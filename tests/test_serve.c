@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1101,4 +1102,79 @@ TEST(serve_response_format_through_the_sdk) {
 #undef SF_CHAT
 #undef SF_OBJECT
 #undef SF_SCHEMA_RF
+}
+
+/* ---- each failure kind as its HTTP status (docs/server.md#errors; the library's side is
+ * tests/api/test_status_api.c, run's tests/test_status.c) ---- */
+
+/* POST body to path on a fresh connection (Connection: close) into resp; the response's status. */
+static int raw_post(int port, const char *path, const char *body, char *resp, size_t n) {
+    int fd = raw_connect(port);
+    if (fd < 0) return -1;
+    char head[256];
+    int k = snprintf(head, sizeof head,
+                     "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n", path, strlen(body));
+    raw_send(fd, head, (size_t)k);
+    raw_send(fd, body, strlen(body));
+    size_t got = raw_read(fd, resp, n - 1);
+    resp[got] = 0;
+    close(fd);
+    return !strncmp(resp, "HTTP/1.1 ", 9) ? atoi(resp + 9) : -1;
+}
+
+/* An OpenAI error object with this code (NULL: any) whose message holds msg. */
+static bool error_object(const char *resp, const char *code, const char *msg) {
+    const char *body = strstr(resp, "\r\n\r\n");
+    char want[80] = "";
+    if (code) snprintf(want, sizeof want, "\"code\":\"%s\"", code);
+    return body && strstr(body, "{\"error\":{\"message\":") && strstr(body, "\"type\":") && (!code || strstr(body, want)) &&
+           strstr(body, msg);
+}
+
+typedef struct {
+    int port;
+    char resp[8192];
+    int status;
+} pending;
+
+static void *post_long(void *arg) {
+    pending *p = arg;
+    p->status = raw_post(p->port, "/v1/completions",
+                         "{\"prompt\":\"Once upon a time\",\"max_tokens\":100000,\"ignore_eos\":true}", p->resp,
+                         sizeof p->resp);
+    return NULL;
+}
+
+TEST(status_server_kinds) {
+    server s;
+    CHECK(server_start(&s, "-m " TARGET " -d " DRAFT " -t 1"));
+    static char resp[8192], body[48000];
+    /* a bad argument: 400 naming the field */
+    int st = raw_post(s.port, "/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":2,\"spec\":\"dflash\",\"block\":99}",
+                      resp, sizeof resp);
+    SCHECK(s, st == 400 && error_object(resp, NULL, "99 is outside 2..64") && strstr(resp, "\"param\":\"block\""),
+           "bad block: %d %.400s", st, resp);
+    /* a prompt over the context: 400, context_length_exceeded */
+    int k = snprintf(body, sizeof body, "{\"max_tokens\":2,\"prompt\":\"");
+    while (k + 10 < (int)sizeof body - 10) k += snprintf(body + k, sizeof body - (size_t)k, "apple ");
+    snprintf(body + k, sizeof body - (size_t)k, "\"}");
+    st = raw_post(s.port, "/v1/completions", body, resp, sizeof resp);
+    SCHECK(s, st == 400 && error_object(resp, "context_length_exceeded", "does not fit the context"), "context: %d %.400s",
+           st, resp);
+    /* cancelled: the server stops while a generation runs; its client hears 503, code cancelled */
+    pending p = {.port = s.port};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, post_long, &p) == 0);
+    int busy = 0, queued = 0;
+    for (int i = 0; i < 2400 && busy < 1; i++) { /* polled until the job runs (the bound ends a hang) */
+        raw_health(s.port, &busy, &queued);
+        if (busy < 1) usleep(50000);
+    }
+    kill(s.pid, SIGTERM);
+    pthread_join(th, NULL);
+    int exit_st = server_stop(&s);
+    CHECKF(busy == 1 && p.status == 503 && error_object(p.resp, "cancelled", "request cancelled"),
+           "running request on stop: busy %d, %d %.400s", busy, p.status, p.resp);
+    CHECK(exit_st == 0);
 }

@@ -153,7 +153,9 @@ static void *soak_worker(void *p) {
     soak_shared *sh = a->sh;
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 1024};
-    pf_session *s = pf_session_new(sh->m, &sp, err), *cold = pf_session_new(sh->m, &sp, err);
+    pf_session *s = NULL, *cold = NULL;
+    pf_session_new(sh->m, &sp, &s, err);
+    pf_session_new(sh->m, &sp, &cold, err);
     text_buf out = {0}, ref = {0};
     pf_message msgs[8];
     char *replies[4] = {0};
@@ -255,9 +257,9 @@ TEST(soak_threads_memory_fds_flat_and_checkpoints_cold_equal) {
     pthread_mutex_init(&sh.lock, NULL);
     sh.per_thread = total / SOAK_THREADS;
     sh.checkpoint_every = sh.per_thread >= 100 ? 25 : 4;
-    CHECKF((sh.m = pf_load_model("models/pf-target-f16.gguf", err)), "%s", err);
-    CHECKF((sh.d1 = pf_load_draft(sh.m, "models/pf-draft-dflash.gguf", err)), "%s", err);
-    CHECKF((sh.d2 = pf_load_draft(sh.m, "models/pf-draft-dflash2.gguf", err)), "%s", err);
+    CHECKF(pf_load_model("models/pf-target-f16.gguf", &sh.m, err) == PF_OK, "%s", err);
+    CHECKF(pf_load_draft(sh.m, "models/pf-draft-dflash.gguf", &sh.d1, err) == PF_OK, "%s", err);
+    CHECKF(pf_load_draft(sh.m, "models/pf-draft-dflash2.gguf", &sh.d2, err) == PF_OK, "%s", err);
     CHECK(pf_draft_has_dec(sh.d2));
     pthread_t th[SOAK_THREADS];
     soak_arg args[SOAK_THREADS];

@@ -51,7 +51,7 @@ typedef struct {
     int64_t rounds;
 } oracle;
 
-static int or_begin(void *st, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
+static pf_rc or_begin(void *st, const int32_t *prompt, int n, const float *taps, char err[PF_ERR_LEN]) {
     oracle *o = st;
     (void)taps;
     pf_kv_truncate(o->ctx->kv, 0);
@@ -59,15 +59,16 @@ static int or_begin(void *st, const int32_t *prompt, int n, const float *taps, c
     return pf_forward(o->ctx, &b, err);
 }
 
-static int or_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
-                      int32_t *draft, pf_dist *q, char err[PF_ERR_LEN]) {
+static pf_rc or_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                        int32_t *draft, pf_dist *q, int *n_drafted, char err[PF_ERR_LEN]) {
     oracle *o = st;
-    if (o->ctx->kv->len != pos) { snprintf(err, PF_ERR_LEN, "oracle out of sync"); return -1; }
+    if (o->ctx->kv->len != pos) { snprintf(err, PF_ERR_LEN, "oracle out of sync"); return PF_RC_INTERNAL; }
     int32_t t = bonus;
     int V = o->m->hp.n_vocab;
     for (int k = 0; k < B - 1; k++) {
         pf_batch b = {.tokens = &t, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = o->lg};
-        if (pf_forward(o->ctx, &b, err) != PF_RC_OK) return -1;
+        pf_rc rc = pf_forward(o->ctx, &b, err);
+        if (rc != PF_RC_OK) return rc;
         if (o->draft_temp > 0 && samp) {
             pf_sampling ds = {o->draft_temp, samp->top_k, 1.0f};
             pf_sampling_probs(&ds, o->lg, V, &q[k]);
@@ -80,10 +81,11 @@ static int or_propose(void *st, int32_t bonus, int64_t pos, int B, const pf_samp
     }
     pf_kv_truncate(o->ctx->kv, pos);
     o->rounds++;
-    return B - 1;
+    *n_drafted = B - 1;
+    return PF_RC_OK;
 }
 
-static int or_commit(void *st, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
+static pf_rc or_commit(void *st, const int32_t *tokens, int n, const float *taps, char err[PF_ERR_LEN]) {
     oracle *o = st;
     (void)taps;
     pf_batch b = {.tokens = tokens, .n = n};
@@ -129,7 +131,8 @@ TEST(spec_greedy_lossless_ngram_many_prompts_all_blocks) {
     CHECK(m);
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     int64_t accepted = 0;
     for (int i = 0; i < 51; i++) {
         int32_t prompt[32];
@@ -164,7 +167,8 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
     CHECK(m);
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 512};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     int32_t prompt[6] = {4, 8, 15, 16, 23, 42};
     pf_gen_params gp = params(61, 0, 0);
     test_seq plain = {.n = 0};
@@ -201,7 +205,9 @@ TEST(spec_rollback_cache_equals_plain) {
     CHECK(m);
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 2, .n_ctx = 128};
-    pf_session *s = pf_session_new(m, &sp, err), *s2 = pf_session_new(m, &sp, err);
+    pf_session *s = NULL, *s2 = NULL;
+    pf_session_new(m, &sp, &s, err);
+    pf_session_new(m, &sp, &s2, err);
     int32_t prompt[5] = {100, 200, 300, 400, 500};
     pf_gen_params gp = params(20, 0, 0);
     test_seq plain = {.n = 0}, got = {.n = 0};
@@ -239,7 +245,8 @@ TEST(spec_sampled_point_mass_same_tokens_as_plain) {
     CHECK(m);
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 256};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     for (int seed = 1; seed <= 12; seed++) {
         int32_t prompt[32];
         int np;
@@ -287,7 +294,8 @@ TEST(spec_sampled_stochastic_draft_same_distribution) {
     CHECK(m);
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     int32_t prompt[4] = {7, 77, 177, 277};
     enum { RUNS = 3000, POS = 3 };
     int V = m->hp.n_vocab;
@@ -316,7 +324,8 @@ TEST(spec_shrinks_blocks_at_context_limit) {
     CHECK(m);
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 40};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     int32_t prompt[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     pf_gen_params gp = params(100, 0, 0);
     test_seq plain = {.n = 0}, got = {.n = 0};
@@ -398,7 +407,8 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
     pf_model *m = pf_model_load(tpath, err);
     CHECK(m);
     pf_session_params sp = {.n_threads = 2, .n_ctx = 200};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     for (int version = 1; version <= 2; version++) {
         snprintf(dpath, sizeof dpath, "%s/spec-df-v%d.gguf", pf_test_tmpdir(), version);
         CHECKF(pf_dflash_synth(tpath, version, 2, 8, NULL, 2, 5, false, dpath, err) == 0, "%s", err);
@@ -412,7 +422,8 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
             test_seq plain = {.n = 0}, got = {.n = 0};
             CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
             int B = 2 + (i % 15);
-            pf_drafter *d = pf_dflash_drafter_new(w, &s->engine, err);
+            pf_drafter *d = NULL;
+            pf_dflash_drafter_new(w, &s->engine, &d, err);
             CHECK(d);
             pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
             pf_api_use_strategy(s, pf_spec_strategy(spec));
@@ -455,7 +466,8 @@ static void check_lossless_prompt(pf_session *s, pf_dflash *w, const char *promp
     test_seq plain = {.n = 0};
     CHECK(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
     for (int B = B0; B <= 16; B += 3) {
-        pf_drafter *d = pf_dflash_drafter_new(w, &s->engine, err);
+        pf_drafter *d = NULL;
+        pf_dflash_drafter_new(w, &s->engine, &d, err);
         pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
         pf_api_use_strategy(s, pf_spec_strategy(spec));
         test_seq got = {.n = 0};
@@ -486,7 +498,8 @@ TEST(spec_greedy_lossless_trained_drafts) {
     CHECKF(m, "%s", err);
     static const char *const drafts[2] = {"models/pf-draft-dflash.gguf", "models/pf-draft-dflash2.gguf"};
     pf_session_params sp = {.n_threads = 2, .n_ctx = 512};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     int64_t accepted = 0;
     for (int dv = 0; dv < 2; dv++) {
         pf_dflash *w = pf_dflash_load(drafts[dv], m, err);
@@ -515,7 +528,8 @@ TEST(spec_greedy_lossless_kv_q8) {
     pf_session_params sp = {.n_threads = 2, .n_ctx = 512, .kv_q8 = 1};
     const pf_level best = pf_best_level();
     if (!pf_kv_q8_usable(pf_kernels_get(best), err)) { /* refused on scalar (the CLI test checks the message) */
-        pf_session *s = pf_session_new(m, &sp, err);
+        pf_session *s = NULL;
+        pf_session_new(m, &sp, &s, err);
         CHECK(!s && strstr(err, "SIMD kernels"));
         pf_model_free(m);
         return;
@@ -523,7 +537,8 @@ TEST(spec_greedy_lossless_kv_q8) {
     const pf_level low = best == PF_LEVEL_AVX512 ? PF_LEVEL_AVX2 : best;
     for (int pass = 0; pass < (low != best ? 2 : 1); pass++) {
         if (pass) setenv("PF_KERNELS", pf_level_name(low), 1);
-        pf_session *s = pf_session_new(m, &sp, err);
+        pf_session *s = NULL;
+        pf_session_new(m, &sp, &s, err);
         if (pass) unsetenv("PF_KERNELS");
         CHECKF(s && s->engine.ctx->kv->type == PF_KV_Q8, "%s", err);
         if (pass) CHECK(s->engine.ctx->k->level == low);

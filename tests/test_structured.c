@@ -49,8 +49,10 @@ static int open_pair(pair *p) {
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 2, .n_ctx = 1024};
     p->m = pf_model_load("models/pf-target-f16.gguf", err);
-    p->s = p->m ? pf_session_new(p->m, &sp, err) : NULL;
-    p->draft = p->s ? pf_load_draft(p->m, "models/pf-draft-dflash2.gguf", err) : NULL;
+    p->s = NULL;
+    if (p->m) pf_session_new(p->m, &sp, &p->s, err);
+    p->draft = NULL;
+    if (p->s) pf_load_draft(p->m, "models/pf-draft-dflash2.gguf", &p->draft, err);
     if (!p->draft) fprintf(stderr, "%s\n", err);
     return p->draft ? 0 : -1;
 }
@@ -78,7 +80,7 @@ static pf_status run_schema(pair *p, pf_strategy *strat, int k, int prompt, floa
     const char *pr = k_prompts[prompt];
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    if (pf_tokenize(p->m->tok, pr, strlen(pr), true, &ids, &n_ids, err) < 0) return PF_ERR_ARG;
+    if (pf_tokenize(p->m->tok, pr, strlen(pr), true, &ids, &n_ids, err) != PF_RC_OK) return PF_ERR_ARG;
     pf_status rc = pf_generate_tokens(p->s, ids, (int)n_ids, &gp, test_seq_push, seq, st, err);
     free(ids);
     return rc;

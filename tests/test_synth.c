@@ -20,7 +20,8 @@ TEST(synth_tokenizer_valid_at_every_shape) {
         gguf_writer_free(w);
         gguf_file *f = gguf_open(path, err);
         CHECK(f);
-        pf_tokenizer *t = pf_tokenizer_load(f, err);
+        pf_tokenizer *t = NULL;
+        pf_tokenizer_load(f, &t, err);
         CHECKF(t, "%s: %s", sh->name, err);
         CHECK(pf_tokenizer_n_vocab(t) == sh->n_vocab && pf_tokenizer_n_merges_skipped(t) == 0);
         CHECK(pf_tokenizer_eot(t) == sh->n_vocab - 24);

@@ -38,7 +38,8 @@ static double load_once(const char *path) {
         exit(1);
     }
     pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     gp.max_tokens = 1;
@@ -75,7 +76,8 @@ int main(int argc, char **argv) {
         fclose(fp);
         sys[n] = 0;
         pf_session_params sp = {.n_threads = 1, .n_ctx = 512};
-        pf_session *s = pf_session_new(m, &sp, err);
+        pf_session *s = NULL;
+        pf_session_new(m, &sp, &s, err);
         char cache[256];
         snprintf(cache, sizeof cache, "/tmp/bundle-bench-%d.cache", (int)getpid());
         unlink(cache);

@@ -25,10 +25,14 @@ int main(int argc, char **argv) {
     if (argc < 5) return fprintf(stderr, "usage: %s REPS MODEL DRAFT THREADS\n", argv[0]), 2;
     int reps = atoi(argv[1]);
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(argv[2], err);
-    pf_draft *d = m ? pf_load_draft(m, argv[3], err) : NULL;
+    pf_model *m = NULL;
+    pf_load_model(argv[2], &m, err);
+    pf_draft *d = NULL;
+    if (m) pf_load_draft(m, argv[3], &d, err);
     pf_session_params sp = {.n_threads = atoi(argv[4]), .n_ctx = 2048};
-    pf_session *warm = d ? pf_session_new(m, &sp, err) : NULL, *cold = warm ? pf_session_new(m, &sp, err) : NULL;
+    pf_session *warm = NULL, *cold = NULL;
+    if (d) pf_session_new(m, &sp, &warm, err);
+    if (warm) pf_session_new(m, &sp, &cold, err);
     if (!cold) return fprintf(stderr, "%s\n", err), 1;
     static const char *const users[3] = {
         "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",

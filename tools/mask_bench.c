@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     if (!t || !schema || !doc) return fprintf(stderr, "%s\n", t ? "cannot read the schema or document" : err), 1;
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    if (pf_tokenize(t, doc, n_doc, false, &ids, &n_ids, err) < 0) return fprintf(stderr, "%s\n", err), 1;
+    if (pf_tokenize(t, doc, n_doc, false, &ids, &n_ids, err) != PF_RC_OK) return fprintf(stderr, "%s\n", err), 1;
     double t0 = pf_now_s();
     pf_token_masker *tm = pf_vocab_masker(t, pf_tokenizer_n_vocab(t), err);
     double t_build = pf_now_s() - t0;

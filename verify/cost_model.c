@@ -136,47 +136,50 @@ double pf_cost_draft(const pf_cost_model *cm, int rows) {
 
 /* ---------------------------------------------------------------- calibration */
 
-/* Seconds of an n-row forward at the current depth, the fastest of `reps`; its rows are then
- * truncated away (the cache is unchanged). */
-static double time_forward(const pf_cost_calib *k, const int32_t *rows, int n, int reps, char err[PF_ERR_LEN]) {
+/* Seconds of an n-row forward at the current depth, the fastest of `reps`, into *secs; its rows
+ * are then truncated away (the cache is unchanged). The forward's code. */
+static pf_rc time_forward(const pf_cost_calib *k, const int32_t *rows, int n, int reps, double *secs,
+                          char err[PF_ERR_LEN]) {
     pf_ctx *c = k->ctx;
     int64_t len = c->kv->len;
     double best = 1e9;
     for (int rep = 0; rep < reps; rep++) {
         pf_batch b = {.tokens = rows, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = k->logits};
         double t0 = pf_now_s();
-        if (pf_forward(c, &b, err) != PF_RC_OK) return -1;
+        pf_rc rc = pf_forward(c, &b, err);
+        if (rc != PF_RC_OK) return rc;
         double dt = pf_now_s() - t0;
         pf_kv_truncate(c->kv, len);
         if (dt < best) best = dt;
     }
-    return best;
+    *secs = best;
+    return PF_RC_OK;
 }
 
-int pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int *started,
-                      char err[PF_ERR_LEN]) {
+pf_rc pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int *started,
+                        char err[PF_ERR_LEN]) {
     pf_ctx *c = k->ctx;
     int32_t rows[PF_MAX_BLOCK], drafts[PF_MAX_BLOCK];
     for (int i = 0; i < k->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
-    double t1 = time_forward(k, rows, 1, 2, err);
-    if (t1 < 0) return -1;
+    double t1 = 0;
+    pf_rc rc = time_forward(k, rows, 1, 2, &t1, err);
+    if (rc != PF_RC_OK) return rc;
     *started = 1;
     if (k->prior_c) {
         int nref = k->block < 4 ? k->block : 4;
         if (c->kv->len + nref > c->kv->n_ctx) nref = 1;
         double tr = 1e9;
         for (int rep = 0; rep < 3 && nref > 1; rep++) {
-            double a = time_forward(k, rows, nref, 1, err);
-            if (a < 0) return -1;
-            double b = time_forward(k, rows, 1, 1, err);
-            if (b < 0) return -1;
+            double a = 0, b = 0;
+            if ((rc = time_forward(k, rows, nref, 1, &a, err)) != PF_RC_OK) return rc;
+            if ((rc = time_forward(k, rows, 1, 1, &b, err)) != PF_RC_OK) return rc;
             if (a < tr) tr = a;
             if (b < t1) t1 = b;
         }
         pf_cost_set_prior(cm, k->prior_c, k->prior_d, k->block + 1, t1);
         if (!k->prior_fixed && nref > 1) pf_cost_refit(cm, nref, tr / t1);
         cm->frozen = k->prior_fixed;
-        return 0;
+        return PF_RC_OK;
     }
     /* every row count up to 8 (a B-row forward's cost is not smooth in B: the kernels switch from
      * one-row to blocked paths, and on this CPU c(3) ~ c(2) while c(4) jumps), then 12, 16, 24..;
@@ -186,13 +189,15 @@ int pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *
     for (int i = 2, j = 0; i <= k->block;) {
         int n = i;
         if (c->kv->len + n > c->kv->n_ctx) break;
-        if ((tn[n] = time_forward(k, rows, n, n <= 4 ? 2 : 1, err)) < 0) return -1;
+        if ((rc = time_forward(k, rows, n, n <= 4 ? 2 : 1, &tn[n], err)) != PF_RC_OK) return rc;
         if (n == 4 || n == k->block) {
             double best = 1e9; /* the fastest of two proposals (the first one warms the draft up) */
             for (int rep = 0; rep < 2; rep++) {
                 double t0 = pf_now_s(); /* a proposal leaves the drafter's context as it was */
-                if (k->d->propose(k->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, err) < 0)
-                    return -1;
+                int n_drafted = 0;
+                rc = k->d->propose(k->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, &n_drafted,
+                                   err);
+                if (rc != PF_RC_OK) return rc;
                 double dt = pf_now_s() - t0;
                 if (dt < best) best = dt;
             }
@@ -205,8 +210,8 @@ int pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *
             i = j < 6 && big[j] < k->block ? big[j] : k->block;
         }
     }
-    double t1b = time_forward(k, rows, 1, 2, err);
-    if (t1b < 0) return -1;
+    double t1b = 0;
+    if ((rc = time_forward(k, rows, 1, 2, &t1b, err)) != PF_RC_OK) return rc;
     if (t1b < t1) t1 = t1b;
     cr[1] = 1;
     for (int n = 2; n <= k->block; n++) {
@@ -214,5 +219,5 @@ int pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *
         if (dr[n] > 0) dr[n] /= t1;
     }
     pf_cost_set_prior(cm, cr, dr, k->block + 1, t1);
-    return 0;
+    return PF_RC_OK;
 }

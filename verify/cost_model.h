@@ -77,8 +77,9 @@ typedef struct {
  * costs, t(1) and t(nref) are measured alternately and the profile's curve is refitted through
  * them: its shape is the prior, its slope this minute's (the bandwidth/compute regime that sets
  * the slope drifts between the tune run and now). Later rounds refine every estimate.
- * *started is set once t(1) was measured. 0, or -1 with err. */
-int pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int *started,
+ * *started is set once t(1) was measured. PF_RC_OK, or the failing forward's or proposal's code with
+ * err. */
+pf_rc pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int *started,
                       char err[PF_ERR_LEN]);
 
 #endif

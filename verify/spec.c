@@ -28,7 +28,7 @@ static const float *split_taps(pf_spec *sp, const float *taps, int final_row, in
 }
 
 /* The cost model's starting point, measured once per speculation object (cost_model.c). */
-static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
+static pf_rc calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[PF_ERR_LEN]) {
     pf_cost_calib k = {.ctx = sp->s->ctx, .d = sp->d, .block = sp->block, .logits = sp->logits,
                        .prior_c = sp->have_prior ? sp->prior_c : NULL, .prior_d = sp->prior_d,
                        .prior_fixed = sp->prior_fixed};
@@ -37,17 +37,17 @@ static int calibrate(pf_spec *sp, const int32_t *prompt, int n_prompt, char err[
 
 /* Hand n prompt rows and their taps to the drafter (begin for a new prompt, else commit), in
  * chunks of the block buffer when the final layer's tap must be dropped from the taps. */
-static int feed_prompt(pf_spec *sp, const int32_t *tok, int n, const float *taps, int first, char err[PF_ERR_LEN]) {
+static pf_rc feed_prompt(pf_spec *sp, const int32_t *tok, int n, const float *taps, int first, char err[PF_ERR_LEN]) {
     const size_t row = (size_t)sp->n_taps * sp->s->model->hp.n_embd;
-    if (first && n == 0) return sp->d->begin ? sp->d->begin(sp->d->state, tok, 0, taps, err) : 0;
+    if (first && n == 0) return sp->d->begin ? sp->d->begin(sp->d->state, tok, 0, taps, err) : PF_RC_OK;
     for (int r0 = 0, k; r0 < n; r0 += k) {
         k = needs_final_tap(sp) && taps && n - r0 > sp->block ? sp->block : n - r0;
         const float *dt = split_taps(sp, taps ? taps + (size_t)r0 * row : NULL, -1, k);
-        int rc = r0 == 0 && first ? (sp->d->begin ? sp->d->begin(sp->d->state, tok, k, dt, err) : 0)
-                                  : (sp->d->commit ? sp->d->commit(sp->d->state, tok + r0, k, dt, err) : 0);
-        if (rc < 0) return -1;
+        pf_rc rc = r0 == 0 && first ? (sp->d->begin ? sp->d->begin(sp->d->state, tok, k, dt, err) : PF_RC_OK)
+                                    : (sp->d->commit ? sp->d->commit(sp->d->state, tok + r0, k, dt, err) : PF_RC_OK);
+        if (rc != PF_RC_OK) return rc;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* A generation starts: statistics and the plain-step state reset. */
@@ -57,18 +57,17 @@ static void start_generation(pf_spec *sp) {
     if (sp->ad) sp->ad->plain_run = 0;
 }
 
-static int spec_begin(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, const float *taps,
-                      char err[PF_ERR_LEN]) {
+static pf_rc spec_begin(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, const float *taps,
+                        char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     (void)s;
     start_generation(sp);
     double t0 = pf_now_s();
     split_taps(sp, taps, n_prompt - 1, 0);
-    int rc = feed_prompt(sp, prompt, n_prompt, taps, 1, err);
+    pf_rc rc = feed_prompt(sp, prompt, n_prompt, taps, 1, err);
     sp->st.t_prompt_ctx += pf_now_s() - t0;
-    if (rc < 0) return -1;
-    if (sp->ad && !sp->calibrated && n_prompt > 0 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
-    return 0;
+    if (rc == PF_RC_OK && sp->ad && !sp->calibrated && n_prompt > 0) rc = calibrate(sp, prompt, n_prompt, err);
+    return rc;
 }
 
 static void log_round(pf_spec *sp, int nd, int a) {
@@ -82,26 +81,27 @@ static void log_round(pf_spec *sp, int nd, int a) {
 }
 
 /* Hand the pending plain-step rows to the drafter. */
-static int flush_pending(pf_spec *sp, char err[PF_ERR_LEN]) {
+static pf_rc flush_pending(pf_spec *sp, char err[PF_ERR_LEN]) {
     int n = sp->n_pend;
     sp->n_pend = 0;
-    if (!n || !sp->d->commit) return 0;
+    if (!n || !sp->d->commit) return PF_RC_OK;
     return sp->d->commit(sp->d->state, sp->pend_tok, n, sp->d->n_taps ? sp->pend_taps : NULL, err);
 }
 
 /* Commit a round's rows to the drafter: a plain step's row waits for the next drafting round. */
-static int commit_rows(pf_spec *sp, int n, const float *taps, int plain, char err[PF_ERR_LEN]) {
-    if (!sp->d->commit) return 0;
+static pf_rc commit_rows(pf_spec *sp, int n, const float *taps, int plain, char err[PF_ERR_LEN]) {
+    if (!sp->d->commit) return PF_RC_OK;
+    pf_rc rc = PF_RC_OK;
     if (!plain || !sp->pend_taps) {
-        if (flush_pending(sp, err) < 0) return -1;
+        if ((rc = flush_pending(sp, err)) != PF_RC_OK) return rc;
         return sp->d->commit(sp->d->state, sp->rows, n, taps, err);
     }
-    if (sp->n_pend == PF_MAX_BLOCK && flush_pending(sp, err) < 0) return -1;
+    if (sp->n_pend == PF_MAX_BLOCK && (rc = flush_pending(sp, err)) != PF_RC_OK) return rc;
     size_t row = (size_t)sp->d->n_taps * sp->s->model->hp.n_embd;
     sp->pend_tok[sp->n_pend] = sp->rows[0];
     if (row) memcpy(sp->pend_taps + sp->n_pend * row, taps, row * sizeof(float));
     sp->n_pend++;
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Multi-turn reuse (pf_strategy.keep / resume): the drafter keeps its context of the rows the
@@ -112,21 +112,22 @@ static int spec_keep(void *state, pf_engine_session *s, int n_keep) {
     pf_spec *sp = state;
     (void)s;
     char err[PF_ERR_LEN];
-    if (!sp->d->truncate || flush_pending(sp, err) < 0) return -1;
+    if (!sp->d->truncate || flush_pending(sp, err) != PF_RC_OK) return -1; /* then the whole prompt is begun again */
     return sp->d->truncate(sp->d->state, n_keep);
 }
 
-static int spec_resume(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, int n_keep, const float *taps,
-                       char err[PF_ERR_LEN]) {
+static pf_rc spec_resume(void *state, pf_engine_session *s, const int32_t *prompt, int n_prompt, int n_keep,
+                         const float *taps, char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     (void)s;
     start_generation(sp);
     double t0 = pf_now_s();
     split_taps(sp, taps, n_prompt - n_keep - 1, 0);
-    if (feed_prompt(sp, prompt + n_keep, n_prompt - n_keep, taps, 0, err) < 0) return -1;
+    pf_rc rc = feed_prompt(sp, prompt + n_keep, n_prompt - n_keep, taps, 0, err);
+    if (rc != PF_RC_OK) return rc;
     sp->st.t_prompt_ctx += pf_now_s() - t0;
-    if (sp->ad && !sp->calibrated && n_prompt > 0 && calibrate(sp, prompt, n_prompt, err) < 0) return -1;
-    return 0;
+    if (sp->ad && !sp->calibrated && n_prompt > 0) rc = calibrate(sp, prompt, n_prompt, err);
+    return rc;
 }
 
 /* The clock of one round: start, drafted, verified, accepted, committed. */
@@ -151,11 +152,12 @@ static void dec_choose(pf_spec *sp, int *nd) {
 
 /* Draft up to B-1 tokens after `last` into rows[1..]: *nd to verify (Dec may keep fewer than were
  * *proposed). Pending plain-step rows reach the drafter first, on the clock of the context. */
-static int draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
-                 round_clock *t, char err[PF_ERR_LEN]) {
+static pf_rc draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
+                   round_clock *t, char err[PF_ERR_LEN]) {
     if (sp->n_pend) { /* the drafter needs its whole context: the plain steps' rows first */
         int n_pend = sp->n_pend;
-        if (flush_pending(sp, err) < 0) return -1;
+        pf_rc rc = flush_pending(sp, err);
+        if (rc != PF_RC_OK) return rc;
         double tf = pf_now_s();
         if (sp->ad) pf_cost_observe_flush(&sp->ad->cost, n_pend, tf - t->t0); /* the plain steps' deferred cost */
         sp->st.t_ctx += tf - t->t0;
@@ -166,16 +168,17 @@ static int draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start,
      * decide, with plain sampling's random numbers, so a seed gives plain sampling's text whatever
      * the timing-driven decisions are */
     int point_mass = s->sampling.temp <= 0 || sp->ad;
-    int n = sp->d->propose(sp->d->state, last, start, B, point_mass ? NULL : &s->sampling, &s->rng,
-                           sp->rows + 1, point_mass || sp->d->deterministic ? NULL : sp->q, err);
-    if (n < 0) return -1;
+    int n = 0;
+    pf_rc rc = sp->d->propose(sp->d->state, last, start, B, point_mass ? NULL : &s->sampling, &s->rng, sp->rows + 1,
+                              point_mass || sp->d->deterministic ? NULL : sp->q, &n, err);
+    if (rc != PF_RC_OK) return rc;
     *nd = *proposed = n > B - 1 ? B - 1 : n;
     sp->st.draft_rounds++;
     if (sp->ad && *nd > 0) {
         pf_cost_observe_draft(&sp->ad->cost, B, pf_now_s() - t->t0);
         if (!s->cons) dec_choose(sp, nd); /* under a constraint, once its forced drafts are marked */
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The round's accepted length a (greedy: the longest matching prefix; sampled: lossless
@@ -206,7 +209,7 @@ static void observe(pf_spec *sp, int nd, int a, const round_clock *t) {
 /* Structured output: the drafts cut to what the constraint allows, forced tokens appended (a
  * forced position at the start skips the drafter); forced positions go to the planner as sure to
  * be kept, outside what it learns of the draft. *n_masked: the rows to mask after verifying. */
-static int constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int cap, int *nd,
+static pf_rc constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int cap, int *nd,
                              int *proposed, int *n_masked, round_clock *t, char err[PF_ERR_LEN]) {
     int rows_cap = sp->block < cap ? sp->block : cap, n_forced = 0;
     int stochastic = s->sampling.temp > 0 && !sp->ad && !sp->d->deterministic;
@@ -215,41 +218,41 @@ static int constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, in
         pf_draft_filter f = pf_spec_draft_filter(s->cons);
         size_t pos0 = pf_constraint_pos(s->cons);
         if (sp->d->set_filter) sp->d->set_filter(sp->d->state, &f);
-        int rc = draft(sp, s, last, start, B, nd, proposed, t, err);
+        pf_rc rc = draft(sp, s, last, start, B, nd, proposed, t, err);
         if (sp->d->set_filter) sp->d->set_filter(sp->d->state, NULL);
         pf_constraint_rollback(s->cons, pos0);
-        if (rc < 0) return -1;
+        if (rc != PF_RC_OK) return rc;
         if (sp->ad && *nd > 0) { /* forced drafts are sure to be kept once reached: Dec counts them so */
             pf_spec_mark_forced(s->cons, sp->rows + 1, *nd, sp->ad->forced);
             dec_choose(sp, nd);
         }
     }
     *nd = pf_spec_constrain_path(sp, s->cons, *nd, rows_cap, stochastic, &n_forced, n_masked);
-    if (*nd < 0) {
+    if (*nd < 0) { /* its only failure */
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
     if (sp->ad) memset(sp->ad->forced + *nd - n_forced, 1, (size_t)n_forced); /* the run appended */
     sp->st.forced += n_forced;
-    return 0;
+    return PF_RC_OK;
 }
 
 /* One round: draft -> verify -> accept -> rollback -> commit. */
-static int spec_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, char err[PF_ERR_LEN]) {
+static pf_rc spec_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, int *n_out,
+                       char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
     round_clock t = {.t0 = pf_now_s()};
     int64_t start = s->ctx->kv->len;
     int B = plan_rows(sp, cap), nd = 0, proposed = 0, n_masked = 0;
-    if (s->cons) {
-        if (constrained_draft(sp, s, last, start, B, cap, &nd, &proposed, &n_masked, &t, err) < 0) return -1;
-    } else if (B >= 2 && draft(sp, s, last, start, B, &nd, &proposed, &t, err) < 0) {
-        return -1;
-    }
+    pf_rc rc = PF_RC_OK;
+    if (s->cons) rc = constrained_draft(sp, s, last, start, B, cap, &nd, &proposed, &n_masked, &t, err);
+    else if (B >= 2) rc = draft(sp, s, last, start, B, &nd, &proposed, &t, err);
+    if (rc != PF_RC_OK) return rc;
     t.t1 = pf_now_s();
     sp->rows[0] = last; /* verify [last, d1..d_nd] in one target forward, tapping the rows */
     pf_batch b = {.tokens = sp->rows, .n = nd + 1, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits,
                   .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps, .taps = sp->taps};
-    if (pf_forward(s->ctx, &b, err) != PF_RC_OK) return -1;
+    if ((rc = pf_forward(s->ctx, &b, err)) != PF_RC_OK) return rc;
     int greedy_cons = s->cons && s->sampling.temp <= 0;
     if (s->cons && !greedy_cons) pf_spec_constrain_rows(sp, s->cons, n_masked);
     t.t2 = pf_now_s();
@@ -261,10 +264,11 @@ static int spec_step(void *state, pf_engine_session *s, int32_t last, int32_t *o
     t.t3 = pf_now_s();
     if (sp->log && proposed == nd && !s->cons) log_round(sp, nd, a);
     const float *dt = split_taps(sp, sp->taps, a, a + 1); /* commit the a+1 rows to the drafter */
-    if (commit_rows(sp, a + 1, dt, sp->ad && nd == 0, err) < 0) return -1;
+    if ((rc = commit_rows(sp, a + 1, dt, sp->ad && nd == 0, err)) != PF_RC_OK) return rc;
     t.t4 = pf_now_s();
     observe(sp, nd, a, &t);
-    return a + 1;
+    *n_out = a + 1;
+    return PF_RC_OK;
 }
 
 pf_strategy pf_spec_round(pf_spec *sp) {

@@ -29,7 +29,8 @@ typedef struct {
 
 typedef struct pf_spec pf_spec;
 
-/* block: rows verified per round (2..PF_MAX_BLOCK); the drafter is borrowed. */
+/* block: rows verified per round (2..PF_MAX_BLOCK); the drafter is borrowed. NULL (with err) only
+ * when out of memory. */
 pf_spec *pf_spec_new(pf_engine_session *s, pf_drafter *d, int block, char err[PF_ERR_LEN]);
 void pf_spec_free(pf_spec *sp);
 /* Hand the drafter and the head (either may be NULL) to the strategy: freed by pf_spec_free. */
@@ -57,16 +58,18 @@ typedef struct {
     int fixed; /* 1: the costs stay the prior's, no running updates (decisions independent of the
                   machine's timing: tests) */
 } pf_spec_prior;
-int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *prior, char err[PF_ERR_LEN]);
+/* PF_RC_OK, or PF_RC_ARG (a Dec head over a drafter without hidden rows) / PF_RC_OOM with err. */
+pf_rc pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *prior, char err[PF_ERR_LEN]);
 /* Dec gating with cost[n] = c(n) for n < n_cost as the prior (NULL: measured). */
-int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]);
+pf_rc pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]);
 int pf_spec_block(const pf_spec *sp);
 /* The adaptive planner's running cost model (NULL for a fixed block). */
 const pf_cost_model *pf_spec_cost(const pf_spec *sp);
 int pf_spec_is_adaptive(const pf_spec *sp);
 /* Log every full round (features for training a Dec head): int32 {0x52434544, H, nd, a}, float32
- * h_target[H], float32 h_draft[(nd+1) * H] (row 0 = bonus row). */
-int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]);
+ * h_target[H], float32 h_draft[(nd+1) * H] (row 0 = bonus row). PF_RC_OK, or PF_RC_ARG (a drafter
+ * without hidden rows) / PF_RC_OOM with err. */
+pf_rc pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]);
 
 /* One round that verified nd drafts and accepted a: its counts (not its times). */
 void pf_spec_stats_round(pf_spec_stats *st, int nd, int a);

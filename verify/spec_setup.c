@@ -62,7 +62,7 @@ pf_strategy *pf_spec_strategy(pf_spec *sp) { return &sp->strat; }
 const pf_spec_stats *pf_spec_stats_get(const pf_spec *sp) { return &sp->st; }
 
 /* Re-plan the taps: the drafter's, plus the target's last layer when Dec or logging needs it. */
-static int retap(pf_spec *sp, char err[PF_ERR_LEN]) {
+static pf_rc retap(pf_spec *sp, char err[PF_ERR_LEN]) {
     const pf_hparams *hp = &sp->s->model->hp;
     int n = sp->d->n_taps + (needs_final_tap(sp) ? 1 : 0);
     free(sp->tap_list);
@@ -75,30 +75,30 @@ static int retap(pf_spec *sp, char err[PF_ERR_LEN]) {
     sp->h_target = calloc((size_t)hp->n_embd, sizeof(float));
     if (!sp->tap_list || (n && !sp->taps) || !sp->dtaps || !sp->h_target) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
     for (int i = 0; i < sp->d->n_taps; i++) sp->tap_list[i] = sp->d->tap_layers[i];
     if (needs_final_tap(sp)) sp->tap_list[n - 1] = hp->n_layer - 1;
     sp->n_taps = n;
     sp->strat.tap_layers = sp->tap_list;
     sp->strat.n_taps = n;
-    return 0;
+    return PF_RC_OK;
 }
 
-int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *prior, char err[PF_ERR_LEN]) {
+pf_rc pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *prior, char err[PF_ERR_LEN]) {
     if (dec && !sp->d->hidden) {
         snprintf(err, PF_ERR_LEN, "Dec gating needs a drafter with hidden rows (dflash)");
-        return -1;
+        return PF_RC_ARG;
     }
     if (!sp->ad && !(sp->ad = malloc(sizeof *sp->ad))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
     pf_adapt_init(sp->ad, sp->block, dec, prior ? prior->alpha : NULL, prior ? prior->n_alpha : 0);
     if (!sp->pend_taps && sp->d->n_taps &&
         !(sp->pend_taps = malloc((size_t)PF_MAX_BLOCK * sp->d->n_taps * sp->s->model->hp.n_embd * sizeof(float)))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
+        return PF_RC_OOM;
     }
     sp->dec = dec;
     sp->calibrated = 0;
@@ -111,13 +111,13 @@ int pf_spec_set_adaptive(pf_spec *sp, const pf_dec *dec, const pf_spec_prior *pr
             sp->prior_c[n] = prior->c[n];
             if (prior->draft) sp->prior_d[n] = prior->draft[n];
         }
-    return dec ? retap(sp, err) : 0;
+    return dec ? retap(sp, err) : PF_RC_OK;
 }
 
-int pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]) {
+pf_rc pf_spec_set_dec(pf_spec *sp, const pf_dec *dec, const double *cost, int n_cost, char err[PF_ERR_LEN]) {
     if (!sp->d->hidden) {
         snprintf(err, PF_ERR_LEN, "Dec gating needs a drafter with hidden rows (dflash)");
-        return -1;
+        return PF_RC_ARG;
     }
     pf_spec_prior prior = {.c = cost, .n = n_cost};
     return pf_spec_set_adaptive(sp, dec, cost ? &prior : NULL, err);
@@ -127,10 +127,10 @@ int pf_spec_block(const pf_spec *sp) { return sp->block; }
 int pf_spec_is_adaptive(const pf_spec *sp) { return sp->ad != NULL; }
 const pf_cost_model *pf_spec_cost(const pf_spec *sp) { return sp->ad ? &sp->ad->cost : NULL; }
 
-int pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]) {
+pf_rc pf_spec_set_log(pf_spec *sp, FILE *log, char err[PF_ERR_LEN]) {
     if (!sp->d->hidden) {
         snprintf(err, PF_ERR_LEN, "round logging needs a drafter with hidden rows (dflash)");
-        return -1;
+        return PF_RC_ARG;
     }
     sp->log = log;
     return retap(sp, err);

@@ -10,46 +10,52 @@
 #include "draft/hybrid.h"
 #include "draft/ngram.h"
 
-/* The DFlash drafter over w; with own_weights it frees w, also when this fails. Its session's
- * context is never too small for it, so a failure is memory. */
-static pf_drafter *dflash_drafter(const pf_dflash *w, int own_weights, pf_engine_session *s, char err[PF_ERR_LEN]) {
-    pf_drafter *d = pf_dflash_drafter_new(w, s, err);
+/* The DFlash drafter over w; with own_weights it frees w, also when this fails. */
+static pf_rc dflash_drafter(const pf_dflash *w, int own_weights, pf_engine_session *s, pf_drafter **out,
+                            char err[PF_ERR_LEN]) {
+    pf_rc rc = pf_dflash_drafter_new(w, s, out, err);
     if (own_weights) {
-        if (d) pf_dflash_drafter_own_weights(d);
+        if (rc == PF_RC_OK) pf_dflash_drafter_own_weights(*out);
         else pf_dflash_free((pf_dflash *)w);
     }
-    return d;
+    return rc;
 }
 
-/* The plan's drafter without its head vocabulary; NULL is out of memory. */
-static pf_drafter *new_drafter(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_engine_session *s,
-                               char err[PF_ERR_LEN]) {
-    if (plan->kind == PF_KIND_NGRAM) {
-        pf_drafter *d = pf_ngram_drafter_new(1, plan->ngram_n);
-        if (!d) snprintf(err, PF_ERR_LEN, "out of memory");
-        return d;
+/* A prompt-lookup drafter; its only failure is memory. */
+static pf_rc ngram_drafter(int min_n, int max_n, pf_drafter **out, char err[PF_ERR_LEN]) {
+    if ((*out = pf_ngram_drafter_new(min_n, max_n))) return PF_RC_OK;
+    snprintf(err, PF_ERR_LEN, "out of memory");
+    return PF_RC_OOM;
+}
+
+/* The plan's drafter without its head vocabulary. */
+static pf_rc new_drafter(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_engine_session *s,
+                         pf_drafter **out, char err[PF_ERR_LEN]) {
+    if (plan->kind == PF_KIND_NGRAM) return ngram_drafter(1, plan->ngram_n, out, err);
+    pf_drafter *model = NULL, *lookup = NULL;
+    pf_rc rc = dflash_drafter(w, own_weights, s, &model, err);
+    if (rc != PF_RC_OK || plan->kind != PF_KIND_HYBRID) {
+        *out = model;
+        return rc;
     }
-    pf_drafter *model = dflash_drafter(w, own_weights, s, err);
-    if (!model || plan->kind != PF_KIND_HYBRID) return model;
     int max_n = plan->ngram_n > PF_HYBRID_MIN_MATCH ? plan->ngram_n : PF_HYBRID_MIN_MATCH;
-    pf_drafter *lookup = pf_ngram_drafter_new(PF_HYBRID_MIN_MATCH, max_n);
-    if (!lookup) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
+    rc = ngram_drafter(PF_HYBRID_MIN_MATCH, max_n, &lookup, err);
+    if (rc != PF_RC_OK) {
         pf_drafter_free(model);
-        return NULL;
+        return rc;
     }
-    return pf_hybrid_drafter_new(lookup, model, PF_HYBRID_MIN_TOKENS, err); /* its only other failure: bad arguments */
+    return pf_hybrid_drafter_new(lookup, model, PF_HYBRID_MIN_TOKENS, out, err);
 }
 
 pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_engine_session *s,
                          pf_drafter **out, char err[PF_ERR_LEN]) {
     *out = NULL;
-    pf_drafter *d = new_drafter(plan, w, own_weights, s, err);
-    if (!d) return PF_RC_OOM;
-    int rc = pf_drafter_set_head(d, plan->draft_head, err);
-    if (rc < 0) {
+    pf_drafter *d = NULL;
+    pf_rc rc = new_drafter(plan, w, own_weights, s, &d, err);
+    if (rc == PF_RC_OK) rc = pf_drafter_set_head(d, plan->draft_head, err);
+    if (rc != PF_RC_OK) {
         pf_drafter_free(d);
-        return rc == PF_DRAFT_NO_MEMORY ? PF_RC_OOM : PF_RC_ARG;
+        return rc;
     }
     *out = d;
     return PF_RC_OK;
@@ -64,16 +70,18 @@ pf_rc pf_strategy_build(pf_engine_session *s, const pf_strategy_plan *plan, pf_d
                                        : "Dec gating needs a drafter with hidden rows (dflash)");
         return PF_RC_ARG;
     }
-    /* past the checks above, building fails only for memory */
     pf_spec *sp = pf_spec_new(s, d, plan->block, err);
+    if (!sp) return PF_RC_OOM; /* its only failure */
     pf_spec_prior prior;
-    if (sp && (plan->kind == PF_KIND_DEC || plan->kind == PF_KIND_ADAPTIVE) &&
-        pf_spec_set_adaptive(sp, plan->kind == PF_KIND_DEC ? dec : NULL, pf_plan_prior(plan, &prior), err) < 0) {
+    pf_rc rc = PF_RC_OK;
+    if (plan->kind == PF_KIND_DEC || plan->kind == PF_KIND_ADAPTIVE)
+        rc = pf_spec_set_adaptive(sp, plan->kind == PF_KIND_DEC ? dec : NULL, pf_plan_prior(plan, &prior), err);
+    if (rc != PF_RC_OK) {
         pf_spec_free(sp);
-        return PF_RC_OOM;
+        return rc;
     }
     *out = sp;
-    return sp ? PF_RC_OK : PF_RC_OOM;
+    return PF_RC_OK;
 }
 
 int pf_draft_at_hand(const pf_engine_session *s, const char *draft_path) {
@@ -86,24 +94,25 @@ void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_de
     d->draft_has_dec = dec != NULL;
 }
 
-pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_engine_session *s, int ngram_n, int *draft_block,
-                            char err[PF_ERR_LEN]) {
+pf_rc pf_drafter_open(const char *name, const char *draft_path, pf_engine_session *s, int ngram_n, int *draft_block,
+                      pf_drafter **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
     pf_strategy_plan plan = {.ngram_n = ngram_n};
-    if (pf_kind_parse(name, &plan.kind, err) < 0) return NULL;
+    if (pf_kind_parse(name, &plan.kind, err) < 0) return PF_RC_ARG;
     if (plan.kind != PF_KIND_DFLASH && plan.kind != PF_KIND_NGRAM && plan.kind != PF_KIND_HYBRID) {
         snprintf(err, PF_ERR_LEN, "no drafter is named '%s' (dflash, ngram, hybrid)", name);
-        return NULL;
+        return PF_RC_ARG;
     }
     *draft_block = PF_NGRAM_BLOCK;
     pf_dflash *w = NULL;
     if (plan.kind != PF_KIND_NGRAM) {
         if (!pf_draft_at_hand(s, draft_path)) {
             snprintf(err, PF_ERR_LEN, "--spec %s needs a draft: -d DRAFT.gguf, or a bundle that holds one", name);
-            return NULL;
+            return PF_RC_ARG;
         }
-        if (pf_draft_open(s->model, draft_path, &w, NULL, err) < 0) return NULL;
+        pf_rc rc = pf_draft_open(s->model, draft_path, &w, NULL, err);
+        if (rc != PF_RC_OK) return rc;
         *draft_block = pf_dflash_block_size(w);
     }
-    pf_drafter *d = NULL;
-    return pf_drafter_for(&plan, w, 1, s, &d, err) == PF_RC_OK ? d : NULL;
+    return pf_drafter_for(&plan, w, 1, s, out, err);
 }

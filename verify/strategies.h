@@ -25,7 +25,8 @@
 
 /* A drafter of the plan's kind over loaded DFlash weights w (NULL for ngram), with the plan's head
  * vocabulary, into *out; with own_weights it frees w (also when this fails), else w is borrowed.
- * PF_RC_OK, or PF_RC_ARG (a head vocabulary the draft cannot take) / PF_RC_OOM with err. */
+ * PF_RC_OK, or the kind of what failed with err: PF_RC_ARG (a head vocabulary the draft cannot
+ * take), PF_RC_OOM. */
 pf_rc pf_drafter_for(const pf_strategy_plan *plan, const pf_dflash *w, int own_weights, pf_engine_session *s,
                          pf_drafter **out, char err[PF_ERR_LEN]);
 
@@ -42,10 +43,11 @@ int pf_draft_at_hand(const pf_engine_session *s, const char *draft_path);
 void pf_strategy_desc_draft(pf_strategy_desc *d, const pf_dflash *w, const pf_dec *dec);
 
 /* A drafter by name ("dflash", "ngram", "hybrid") that owns what it opens, at the lookup length
- * ngram_n; *draft_block: the draft's trained block (PF_NGRAM_BLOCK for ngram). For dflash and
- * hybrid the draft is draft_path (a draft GGUF or a .pfb bundle), or with NULL the draft bundled
- * with the session's target. NULL with err. */
-pf_drafter *pf_drafter_open(const char *name, const char *draft_path, pf_engine_session *s, int ngram_n, int *draft_block,
-                            char err[PF_ERR_LEN]);
+ * ngram_n, into *out; *draft_block: the draft's trained block (PF_NGRAM_BLOCK for ngram). For
+ * dflash and hybrid the draft is draft_path (a draft GGUF or a .pfb bundle), or with NULL the
+ * draft bundled with the session's target. PF_RC_OK, or with err PF_RC_ARG (a bad name, no draft
+ * at hand) or the draft's opening code (pf_draft_open). */
+pf_rc pf_drafter_open(const char *name, const char *draft_path, pf_engine_session *s, int ngram_n, int *draft_block,
+                      pf_drafter **out, char err[PF_ERR_LEN]);
 
 #endif

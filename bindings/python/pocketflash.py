@@ -25,16 +25,15 @@ import weakref
 __all__ = ["PocketFlashError", "Model", "Draft", "Session", "Stats", "STRATEGIES", "load_library"]
 
 PF_ERR_LEN = 256
-STATUS = ["ok", "io", "format", "arg", "context", "utf8", "oom", "internal"]
+STATUS = ["ok", "io", "format", "arg", "context", "utf8", "oom", "internal", "cancelled"]
 # pf_spec_kind, by the names the CLI's --spec uses ("ar" is plain decoding).
 STRATEGIES = {"default": 0, "plain": 1, "ar": 1, "dflash": 2, "ngram": 3, "dec": 4, "adaptive": 5, "hybrid": 6}
 STOP = ["eot", "length", "context", "callback"]
 
 
 class PocketFlashError(RuntimeError):
-    """A library call failed: .status is the pf_status name of a generation ("io", "format", "arg",
-    "context", "utf8", "oom", "internal"; "load" for a model, draft or session the library refused,
-    which it reports by message only), str() the library's message."""
+    """A library call failed: .status is the pf_status name the library returned ("io", "format",
+    "arg", "context", "utf8", "oom", "internal", "cancelled"), str() the library's message."""
 
     def __init__(self, message, status="arg"):
         super().__init__(message)
@@ -110,10 +109,10 @@ def load_library(path=None):
     P, E = ctypes.c_void_p, ctypes.c_char_p
     sigs = {
         "pf_version": (E, []),
-        "pf_load_model": (P, [E, E]), "pf_free_model": (None, [P]),
-        "pf_session_new": (P, [P, ctypes.POINTER(_SessionParams), E]),
+        "pf_load_model": (ctypes.c_int, [E, ctypes.POINTER(P), E]), "pf_free_model": (None, [P]),
+        "pf_session_new": (ctypes.c_int, [P, ctypes.POINTER(_SessionParams), ctypes.POINTER(P), E]),
         "pf_session_free": (None, [P]), "pf_session_reset": (None, [P]),
-        "pf_load_draft": (P, [P, E, E]), "pf_free_draft": (None, [P]),
+        "pf_load_draft": (ctypes.c_int, [P, E, ctypes.POINTER(P), E]), "pf_free_draft": (None, [P]),
         "pf_draft_block_size": (ctypes.c_int, [P]), "pf_draft_has_dec": (ctypes.c_bool, [P]),
         "pf_gen_params_default": (None, [ctypes.POINTER(_GenParams)]),
         "pf_gen_plan": (ctypes.c_int, [ctypes.POINTER(_GenParams), E, ctypes.c_size_t, E]),
@@ -133,9 +132,16 @@ def _errbuf():
     return ctypes.create_string_buffer(PF_ERR_LEN)
 
 
-def _raise(err, status=None):
-    name = "load" if status is None else STATUS[status] if 0 <= status < len(STATUS) else "internal"
+def _raise(err, status):
+    name = STATUS[status] if 0 <= status < len(STATUS) else "internal"
     raise PocketFlashError(err.value.decode("utf-8", "replace") or name, name)
+
+
+def _made(status, h, err):
+    """A constructor's handle, or PocketFlashError with its status."""
+    if status != 0 or not h.value:
+        _raise(err, status)
+    return h.value
 
 
 class Stats:
@@ -191,10 +197,9 @@ class Model(_Handle):
     def __init__(self, path, lib=None):
         L = load_library(lib)
         err = _errbuf()
-        h = L.pf_load_model(os.fsencode(path), err)
-        if not h:
-            _raise(err)
-        super().__init__(h)
+        h = ctypes.c_void_p()
+        status = L.pf_load_model(os.fsencode(path), ctypes.byref(h), err)
+        super().__init__(_made(status, h, err))
         self._children = weakref.WeakSet()
 
     def load_draft(self, path=None):
@@ -217,14 +222,14 @@ class Draft(_Handle):
 
     def __init__(self, model, path=None):
         L, err = load_library(), _errbuf()
-        h = L.pf_load_draft(model._handle(), os.fsencode(path) if path is not None else None, err)
-        if not h:
-            _raise(err)
-        super().__init__(h)
+        h = ctypes.c_void_p()
+        path_b = os.fsencode(path) if path is not None else None
+        status = L.pf_load_draft(model._handle(), path_b, ctypes.byref(h), err)
+        super().__init__(_made(status, h, err))
         self.model = model  # the model outlives its draft
         model._children.add(self)
-        self.block_size = L.pf_draft_block_size(h)
-        self.has_dec = bool(L.pf_draft_has_dec(h))
+        self.block_size = L.pf_draft_block_size(h.value)
+        self.has_dec = bool(L.pf_draft_has_dec(h.value))
 
 
 class Session(_Handle):
@@ -234,10 +239,9 @@ class Session(_Handle):
     def __init__(self, model, threads=1, ctx=0, kv_q8=False):
         L, err = load_library(), _errbuf()
         p = _SessionParams(n_threads=threads, n_ctx=ctx, kv_q8=1 if kv_q8 else 0)
-        h = L.pf_session_new(model._handle(), ctypes.byref(p), err)
-        if not h:
-            _raise(err)
-        super().__init__(h)
+        h = ctypes.c_void_p()
+        status = L.pf_session_new(model._handle(), ctypes.byref(p), ctypes.byref(h), err)
+        super().__init__(_made(status, h, err))
         self.model = model
         model._children.add(self)
         self.stats = None
@@ -276,9 +280,9 @@ class Session(_Handle):
                 return 0
             try:
                 return 1 if on_text(piece) else 0
-            except BaseException as e:  # stop the generation, raise after the call
+            except BaseException as e:  # cancel the generation, raise after the call
                 raised.append(e)
-                return 1
+                return -1
 
         st, err = _GenStats(), _errbuf()
         status = call(_TEXT_CB(cb), ctypes.byref(st), err)

@@ -30,7 +30,8 @@ static int on_tok(void *u, int32_t id) {
 static pf_session *session(const pf_model *m, int threads) {
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = threads, .n_ctx = 1024};
-    pf_session *s = pf_session_new(m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(m, &sp, &s, err);
     if (!s) printf("    %s\n", err);
     return s;
 }
@@ -50,9 +51,11 @@ TEST(api_version_matches_header) {
 
 TEST(api_speculative_text_equals_plain) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
     CHECKF(d, "%s", err);
     CHECK(pf_draft_has_dec(d) && pf_draft_block_size(d) == 8);
     pf_session *s = session(m, 2);
@@ -108,9 +111,11 @@ static void on_source(void *u, int32_t id, bool drafted) {
  * marks at most the kept drafts as drafted, and the text is unchanged by asking. */
 TEST(api_token_source_marks_kept_drafts) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
     CHECKF(d, "%s", err);
     pf_session *s = session(m, 1);
     CHECK(s);
@@ -197,9 +202,11 @@ static void three_turns(pf_model *m, const pf_draft *d, pf_spec_kind kind, float
 
 TEST(api_multi_turn_reuse_equals_cold_runs) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
     CHECKF(d, "%s", err);
     three_turns(m, NULL, PF_SPEC_PLAIN, 0);
     if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DFLASH, 0);
@@ -212,9 +219,11 @@ TEST(api_multi_turn_reuse_equals_cold_runs) {
 
 TEST(api_divergent_prompt_truncates_cache_and_draft_context) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
     CHECKF(d, "%s", err);
     pf_session *s = session(m, 2), *cold = session(m, 2);
     CHECK(s && cold);
@@ -293,9 +302,11 @@ static pf_status chat_turns(pf_session *s, const pf_gen_params *gp, chat_log *c,
 
 TEST(api_chat_turns_reuse_and_equal_cold) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
     CHECKF(d, "%s", err);
     pf_session *s = session(m, 2);
     CHECK(s);
@@ -349,7 +360,8 @@ static void *run_job(void *p) {
     job *j = p;
     char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = j->threads, .n_ctx = 512};
-    pf_session *s = pf_session_new(j->m, &sp, err);
+    pf_session *s = NULL;
+    pf_session_new(j->m, &sp, &s, err);
     j->rc = s ? PF_OK : PF_ERR_OOM;
     pf_gen_params gp;
     pf_gen_params_default(&gp);
@@ -373,9 +385,11 @@ static void *run_job(void *p) {
 TEST(api_concurrent_sessions_equal_sequential) {
     enum { N = 4 };
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
     CHECKF(d, "%s", err);
     job seq[N], par[N];
     for (int i = 0; i < N; i++) {
@@ -414,8 +428,10 @@ static int truncated_copy(const char *src, const char *path, size_t n) {
  * a bad value (argument), a prompt over the context. */
 TEST(api_failure_kinds_reach_the_caller) {
     char err[PF_ERR_LEN], trunc[512], notprof[512];
-    pf_model *m = pf_load_model(TARGET, err);
-    pf_draft *d = m ? pf_load_draft(m, DRAFT2, err) : NULL;
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
+    pf_draft *d = NULL;
+    if (m) pf_load_draft(m, DRAFT2, &d, err);
     pf_session *s = d ? session(m, 1) : NULL;
     CHECKF(s, "%s", err);
     snprintf(trunc, sizeof trunc, "%s/truncated-profile.json", pf_test_tmpdir());
@@ -456,13 +472,17 @@ TEST(api_failure_kinds_reach_the_caller) {
 
 TEST(api_bad_arguments_fail_with_a_message) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
     err[0] = 0;
-    CHECK(!pf_load_draft(m, "/nonexistent/draft.gguf", err) && strstr(err, "/nonexistent/draft.gguf"));
-    CHECK(!pf_load_draft(m, TARGET, err) && err[0]); /* a target is no draft */
-    CHECK(!pf_load_draft(m, NULL, err) && strstr(err, "bundle"));
-    pf_draft *d1 = pf_load_draft(m, DRAFT1, err);
+    pf_draft *none = NULL;
+    CHECK(pf_load_draft(m, "/nonexistent/draft.gguf", &none, err) == PF_ERR_IO && !none &&
+          strstr(err, "/nonexistent/draft.gguf"));
+    CHECK(pf_load_draft(m, TARGET, &none, err) == PF_ERR_FORMAT && !none && err[0]); /* a target is no draft */
+    CHECK(pf_load_draft(m, NULL, &none, err) == PF_ERR_ARG && !none && strstr(err, "bundle"));
+    pf_draft *d1 = NULL;
+    pf_load_draft(m, DRAFT1, &d1, err);
     CHECKF(d1, "%s", err);
     CHECK(!pf_draft_has_dec(d1));
     pf_session *s = session(m, 1);
@@ -503,9 +523,11 @@ TEST(api_bad_arguments_fail_with_a_message) {
     CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "profile"));
     gp.task = NULL;
     /* a draft loaded for another model */
-    pf_model *m2 = pf_load_model(TARGET, err);
+    pf_model *m2 = NULL;
+    pf_load_model(TARGET, &m2, err);
     CHECK(m2);
-    pf_draft *d2 = pf_load_draft(m2, DRAFT1, err);
+    pf_draft *d2 = NULL;
+    pf_load_draft(m2, DRAFT1, &d2, err);
     CHECK(d2);
     gp.draft = d2;
     CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "another model"));
@@ -529,9 +551,11 @@ TEST(api_profile_chooses_strategy) {
     fputs("{\"default\": {\"spec\": \"ngram\", \"block\": 5}, \"tasks\": {\"math\": {\"spec\": \"dflash\", \"block\": 3}}}",
           f);
     fclose(f);
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = pf_load_draft(m, DRAFT2, err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
     CHECKF(d, "%s", err);
     pf_session *s = session(m, 1);
     pf_gen_params gp;
@@ -576,11 +600,15 @@ TEST(api_draft_from_bundle) {
     const char *cli = getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash";
     snprintf(cmd, sizeof cmd, "%s pack -m %s -d %s -o %s >/dev/null", cli, TARGET, DRAFT2, pfb);
     CHECK(system(cmd) == 0);
-    pf_model *mb = pf_load_model(pfb, err), *mg = pf_load_model(TARGET, err);
+    pf_model *mb = NULL, *mg = NULL;
+    pf_load_model(pfb, &mb, err);
+    pf_load_model(TARGET, &mg, err);
     CHECKF(mb && mg, "%s", err);
-    pf_draft *db = pf_load_draft(mb, NULL, err);
+    pf_draft *db = NULL;
+    pf_load_draft(mb, NULL, &db, err);
     CHECKF(db, "%s", err);
-    pf_draft *dg = pf_load_draft(mg, pfb, err);
+    pf_draft *dg = NULL;
+    pf_load_draft(mg, pfb, &dg, err);
     CHECKF(dg, "%s", err);
     CHECK(pf_draft_has_dec(db) && pf_draft_has_dec(dg));
     pf_session *sb = session(mb, 1), *sg = session(mg, 1);
@@ -611,7 +639,8 @@ TEST(api_draft_from_bundle) {
 TEST(api_prompt_cache_rows_reused_next_turn) {
     char err[PF_ERR_LEN], path[300];
     snprintf(path, sizeof path, "%s/api-prompt.cache", pf_test_tmpdir());
-    pf_model *m = pf_load_model(TARGET, err);
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
     pf_session *s = session(m, 1), *cold = session(m, 1);
     pf_gen_params gp;

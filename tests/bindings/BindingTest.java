@@ -43,7 +43,7 @@ public final class BindingTest {
                 s.generate(a[2], new PocketFlash.Options().strategy(PocketFlash.Strategy.DFLASH).block(1).draft(d), null);
                 check(false, "block 1 did not throw");
             } catch (PocketFlash.PocketFlashException e) {
-                check(e.getMessage().contains("block"), "block 1: " + e.getMessage());
+                check(e.getMessage().contains("block") && e.status.equals("arg"), "block 1: " + e.status + " " + e.getMessage());
             }
             try {
                 s.generate(a[2], spec, p -> { throw new IllegalStateException("from the callback"); });
@@ -67,6 +67,7 @@ public final class BindingTest {
             new PocketFlash.Model(a[4]);
             check(false, "a bad model path did not throw");
         } catch (PocketFlash.PocketFlashException e) {
+            check(e.status.equals("io"), "a bad model path: status " + e.status);
             bad = e.getMessage();
         }
         Files.write(Paths.get(a[5]), (gen + "\n\0" + chat + "\n\0" + bad + "\n").getBytes(StandardCharsets.UTF_8));

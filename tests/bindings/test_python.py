@@ -58,13 +58,14 @@ elif mode == "errors":
         pf.Model("/nonexistent/model.gguf")
         check(False, "a bad model path did not raise")
     except pf.PocketFlashError as e:
-        check(e.status == "load", "status %s" % e.status)
+        check(e.status == "io", "status %s" % e.status)
         lines.append(str(e))
     with pf.Model(target) as m:
         try:
             m.load_draft(target)  # a target is not a draft
             check(False, "a target loaded as a draft did not raise")
         except pf.PocketFlashError as e:
+            check(e.status == "format", "a target as a draft: status %s" % e.status)
             lines.append(str(e))
         with m.session() as s:
             try:

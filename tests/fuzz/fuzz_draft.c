@@ -75,11 +75,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gguf_file *f = gp_parse(g_draft, 3, data, size, "fuzz-draft.gguf", err, &buf);
     if (!f) return 0;
     if (gguf_find_tensor(f, "dec.weight")) {
-        pf_dec *dec = pf_dec_load(f, g_target->hp.n_embd, err);
+        pf_dec *dec = NULL;
+        pf_dec_load(f, g_target->hp.n_embd, &dec, err);
         if (!dec) gp_check_err(err);
         pf_dec_free(dec);
     }
-    pf_dflash *d = pf_dflash_from_gguf(f, 1, g_target, err);
+    pf_dflash *d = NULL;
+    pf_dflash_from_gguf(f, 1, g_target, &d, err);
     if (!d) gp_check_err(err);
     else run_draft(d);
     pf_dflash_free(d);

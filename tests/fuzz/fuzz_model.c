@@ -42,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *buf;
     gguf_file *f = gp_parse(g_base, 2, data, size, "fuzz.gguf", err, &buf);
     if (!f) return 0;
-    pf_model *m = pf_model_from_gguf(f, 1, err);
+    pf_model *m = NULL;
+    pf_model_from_gguf(f, 1, &m, err);
     if (m && pf_model_pack_weights(m, err) < 0) {
         pf_model_free(m);
         m = NULL;

@@ -25,7 +25,8 @@ static void parse(uint8_t *buf, size_t size) {
         if (prof && plen) sink ^= prof[plen - 1];
         for (int owner = PFB_OWNER_TARGET; owner <= PFB_OWNER_DRAFT; owner++) {
             if (!pfb_has_model(b, owner)) continue;
-            gguf_file *f = pfb_gguf(b, owner, err);
+            gguf_file *f = NULL;
+            pfb_gguf(b, owner, &f, err);
             if (!f) continue;
             for (uint64_t i = 0; i < f->n_tensors; i++) {
                 const gguf_tensor *t = &f->tensors[i];

@@ -68,11 +68,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(dpath, sizeof dpath, "/tmp/pf-fuzz-serve-%d-draft.gguf", pid);
     snprintf(dec, sizeof dec, "/tmp/pf-fuzz-serve-%d-dec.gguf", pid);
     fz_check(pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, tpath, err) == 0, "synth", err);
-    pf_model *m = g_model = pf_load_model(tpath, err);
+    pf_model *m = NULL;
+    pf_load_model(tpath, &m, err);
+    g_model = m;
     fz_check(!!m, "target", err);
     fz_check(pf_dflash_synth(tpath, 2, 1, 4, NULL, 0, 5, false, dpath, err) == 0, "synth-draft", err);
     fz_check(fz_attach_dec_head(dpath, m->hp.n_embd, dec, err) == 0, "dec-attach", err);
-    g_draft = pf_load_draft(m, dec, err);
+    pf_load_draft(m, dec, &g_draft, err);
     fz_check(!!g_draft, "draft", err);
     unlink(tpath); /* both stay mapped */
     unlink(dpath);

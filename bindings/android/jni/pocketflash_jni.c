@@ -12,9 +12,14 @@
 
 #define JNI_FN(name) Java_org_pocketflash_PocketFlash_##name
 
-static void throw_pf(JNIEnv *env, const char *msg) {
+/* PocketFlashException(message, status name): the library's message and pf_status_name(st). */
+static void throw_pf(JNIEnv *env, pf_status st, const char *msg) {
     jclass c = (*env)->FindClass(env, "org/pocketflash/PocketFlash$PocketFlashException");
-    if (c) (*env)->ThrowNew(env, c, msg && *msg ? msg : "pocketflash: unknown error");
+    jmethodID init = c ? (*env)->GetMethodID(env, c, "<init>", "(Ljava/lang/String;Ljava/lang/String;)V") : NULL;
+    jstring m = init ? (*env)->NewStringUTF(env, msg && *msg ? msg : "pocketflash: unknown error") : NULL;
+    jstring n = m ? (*env)->NewStringUTF(env, pf_status_name(st)) : NULL;
+    jobject e = n ? (*env)->NewObject(env, c, init, m, n) : NULL;
+    if (e) (*env)->Throw(env, (jthrowable)e);
 }
 
 /* A Java byte[] as a NUL-terminated C string (malloc'd; NULL for a null array, or with an
@@ -24,7 +29,7 @@ static char *bytes_dup(JNIEnv *env, jbyteArray a, size_t *len) {
     jsize n = (*env)->GetArrayLength(env, a);
     char *s = malloc((size_t)n + 1);
     if (!s) {
-        throw_pf(env, "out of memory");
+        throw_pf(env, PF_ERR_OOM, "out of memory");
         return NULL;
     }
     (*env)->GetByteArrayRegion(env, a, 0, n, (jbyte *)s);
@@ -35,8 +40,8 @@ static char *bytes_dup(JNIEnv *env, jbyteArray a, size_t *len) {
 
 static jlong to_j(const void *p) { return (jlong)(intptr_t)p; }
 /* A new object's handle, or 0 with the library's message thrown. */
-static jlong handle_or_throw(JNIEnv *env, const void *p, const char *err) {
-    if (!p) throw_pf(env, err);
+static jlong handle_or_throw(JNIEnv *env, pf_status st, const void *p, const char *err) {
+    if (st != PF_OK || !p) throw_pf(env, st, err);
     return to_j(p);
 }
 #define FROM_J(type, h) ((type *)(intptr_t)(h))
@@ -45,12 +50,13 @@ JNIEXPORT jlong JNICALL JNI_FN(nativeLoadModel)(JNIEnv *env, jclass cls, jbyteAr
     (void)cls;
     char err[PF_ERR_LEN] = "", *p = bytes_dup(env, path, NULL);
     if (!p) {
-        if (!(*env)->ExceptionCheck(env)) throw_pf(env, "model path is null");
+        if (!(*env)->ExceptionCheck(env)) throw_pf(env, PF_ERR_ARG, "model path is null");
         return 0;
     }
-    pf_model *m = pf_load_model(p, err);
+    pf_model *m = NULL;
+    pf_status st = pf_load_model(p, &m, err);
     free(p);
-    return handle_or_throw(env, m, err);
+    return handle_or_throw(env, st, m, err);
 }
 
 JNIEXPORT void JNICALL JNI_FN(nativeFreeModel)(JNIEnv *env, jclass cls, jlong h) {
@@ -62,9 +68,10 @@ JNIEXPORT jlong JNICALL JNI_FN(nativeLoadDraft)(JNIEnv *env, jclass cls, jlong m
     (void)cls;
     char err[PF_ERR_LEN] = "", *p = bytes_dup(env, path, NULL);
     if ((*env)->ExceptionCheck(env)) return 0;
-    pf_draft *d = pf_load_draft(FROM_J(pf_model, model), p, err); /* NULL path: the bundled draft */
+    pf_draft *d = NULL;
+    pf_status st = pf_load_draft(FROM_J(pf_model, model), p, &d, err); /* NULL path: the bundled draft */
     free(p);
-    return handle_or_throw(env, d, err);
+    return handle_or_throw(env, st, d, err);
 }
 
 JNIEXPORT void JNICALL JNI_FN(nativeFreeDraft)(JNIEnv *env, jclass cls, jlong h) {
@@ -81,7 +88,9 @@ JNIEXPORT jlong JNICALL JNI_FN(nativeSessionNew)(JNIEnv *env, jclass cls, jlong 
     (void)cls;
     char err[PF_ERR_LEN] = "";
     pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
-    return handle_or_throw(env, pf_session_new(FROM_J(pf_model, model), &sp, err), err);
+    pf_session *s = NULL;
+    pf_status st = pf_session_new(FROM_J(pf_model, model), &sp, &s, err);
+    return handle_or_throw(env, st, s, err);
 }
 
 JNIEXPORT void JNICALL JNI_FN(nativeSessionFree)(JNIEnv *env, jclass cls, jlong h) {
@@ -104,23 +113,23 @@ static int on_text(void *user, const char *text, size_t len) {
     jni_sink *k = user;
     JNIEnv *env = k->env;
     jbyteArray a = (*env)->NewByteArray(env, (jsize)len);
-    if (!a) return 1;
+    if (!a) return -1; /* out of memory: nothing more can reach Java */
     (*env)->SetByteArrayRegion(env, a, 0, (jsize)len, (const jbyte *)text);
     jboolean stop = (*env)->CallBooleanMethod(env, k->sink, k->on_bytes, a);
     (*env)->DeleteLocalRef(env, a);
-    return (*env)->ExceptionCheck(env) || stop;
+    return (*env)->ExceptionCheck(env) ? -1 : stop; /* its exception cancels; true stops */
 }
 
 /* The conversation roles[i] / contents[i] as pf_message (strings malloc'd); -1 with an exception. */
 static int messages_dup(JNIEnv *env, jobjectArray roles, jobjectArray contents, pf_message **out, int *n) {
     *n = roles ? (*env)->GetArrayLength(env, roles) : 0;
     if (!contents || (*env)->GetArrayLength(env, contents) != *n) {
-        throw_pf(env, "chat: roles and contents differ in length");
+        throw_pf(env, PF_ERR_ARG, "chat: roles and contents differ in length");
         return -1;
     }
     *out = calloc((size_t)(*n ? *n : 1), sizeof **out);
     if (!*out) {
-        throw_pf(env, "out of memory");
+        throw_pf(env, PF_ERR_OOM, "out of memory");
         return -1;
     }
     for (int i = 0; i < *n; i++) {
@@ -128,7 +137,7 @@ static int messages_dup(JNIEnv *env, jobjectArray roles, jobjectArray contents, 
         (*out)[i].role = bytes_dup(env, r, NULL);
         (*out)[i].content = bytes_dup(env, c, NULL);
         if (!(*out)[i].role || !(*out)[i].content) {
-            if (!(*env)->ExceptionCheck(env)) throw_pf(env, "chat: a null message");
+            if (!(*env)->ExceptionCheck(env)) throw_pf(env, PF_ERR_ARG, "chat: a null message");
             return -1;
         }
     }
@@ -191,7 +200,7 @@ JNIEXPORT void JNICALL JNI_FN(nativeGenerate)(JNIEnv *env, jclass cls, jlong ses
     }
     if ((*env)->ExceptionCheck(env)) return; /* the callback's own exception */
     if (r != PF_OK) {
-        throw_pf(env, err);
+        throw_pf(env, r, err);
         return;
     }
     jdouble v[15] = {st.n_prompt, st.n_gen, st.n_reused, st.n_cached, st.prefill_s, st.ttft_s, st.decode_s,

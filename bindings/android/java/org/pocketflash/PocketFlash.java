@@ -30,12 +30,19 @@ public final class PocketFlash {
 
     private PocketFlash() {}
 
-    /** A library call failed; the message is the library's. */
+    /** A library call failed; the message is the library's, status the pf_status name ("io",
+     * "format", "arg", "context", "utf8", "oom", "internal", "cancelled"). */
     public static final class PocketFlashException extends RuntimeException {
         private static final long serialVersionUID = 1L;
+        public final String status;
+
+        public PocketFlashException(String message, String status) {
+            super(message);
+            this.status = status;
+        }
 
         public PocketFlashException(String message) {
-            super(message);
+            this(message, "arg");
         }
     }
 

@@ -1,0 +1,127 @@
+/* Each failure kind through `pocketflash run` (docs/cli.md#exit-status): one line on stderr naming
+ * the problem and the exit status of its kind. I/O 2: a missing model or draft, a folder; format 3:
+ * a truncated GGUF, a draft given as the model; argument 1: a block out of range, a prompt over the
+ * context; out of memory 4: the address space capped (ulimit -v) below what the run needs, where
+ * every failing run must say out of memory; cancelled 130: SIGINT while generating. The library's
+ * side is tests/api/test_status_api.c, the server's status_server_kinds in test_serve.c. Runs
+ * ./pocketflash (or $PF_CLI). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "test.h"
+#include "util.h"
+
+#define TARGET "models/pf-target-f16.gguf"
+#define DRAFT "models/pf-draft-dflash2.gguf"
+
+static const char *cli(void) { return getenv("PF_CLI") ? getenv("PF_CLI") : "./pocketflash"; }
+
+/* `pocketflash ARGS`: its exit status (-1 for a signal) and stderr. */
+static int run_status(const char *pre, const char *args, char *err, size_t n) {
+    int st = pf_fault_run(pre, args, err, n);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int one_line(const char *err) { return test_count_lines(err) == 1 && !strncmp(err, "pocketflash: ", 13); }
+
+/* A copy of the first n bytes of TARGET in the scratch folder. */
+static const char *truncated_target(long n) {
+    static char path[400];
+    snprintf(path, sizeof path, "%s/status-cut-%ld.gguf", pf_test_tmpdir(), n);
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "head -c %ld %s > %s", n, TARGET, path);
+    return system(cmd) == 0 ? path : NULL;
+}
+
+TEST(status_run_exit_status_per_kind) {
+    const char *cut = truncated_target(4096);
+    CHECK(cut);
+    char c1[600], c2[600];
+    snprintf(c1, sizeof c1, "run -m %s -p hi -n 2", cut);
+    snprintf(c2, sizeof c2, "run -m %s -d %s -p hi -n 2", TARGET, cut);
+    static char long_prompt[3000];
+    for (size_t i = 0; i + 6 < sizeof long_prompt; i += 6) memcpy(long_prompt + i, "apple ", 6);
+    char c3[3400];
+    snprintf(c3, sizeof c3, "run -m %s -c 64 -n 2 -p '%s'", TARGET, long_prompt);
+    const struct { const char *args; int want; const char *msg; } cases[] = {
+        {"run -m /nonexistent/t.gguf -p hi -n 2", 2, "/nonexistent/t.gguf: cannot open: No such file"},
+        {"run -m models -p hi -n 2", 2, "models: not a regular file"},
+        {"run -m " TARGET " -d /nonexistent/d.gguf -p hi -n 2", 2, "/nonexistent/d.gguf: cannot open"},
+        {c1, 3, "status-cut-4096.gguf: "},
+        {c2, 3, "status-cut-4096.gguf: "},
+        {"run -m " DRAFT " -p hi -n 2", 3, "general.architecture"},
+        {"run -m " TARGET " -d " DRAFT " --spec dflash --block 99 -p hi -n 2", 1, "--block 99 is outside 2..64"},
+        {c3, 1, "does not fit the context of 64 tokens"},
+        {"run -m " TARGET " --profile /nonexistent/p.json -d " DRAFT " -p hi -n 2", 2, "/nonexistent/p.json"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char err[8192];
+        int rc = run_status("", cases[i].args, err, sizeof err);
+        CHECKF(rc == cases[i].want && one_line(err) && strstr(err, cases[i].msg), "%.80s: exit %d (want %d), '%s'",
+               cases[i].args, rc, cases[i].want, err);
+    }
+}
+
+TEST(status_run_out_of_memory_is_exit_4) {
+    if (pf_fault_sanitized()) {
+        pf_test_skip("a sanitizer's shadow memory cannot live under ulimit -v");
+        return;
+    }
+    /* from too little to start the program to enough for the whole run: a run that fails after
+     * it started must fail for memory, with exit 4 and one line */
+    static const long kb[] = {16000, 24000, 32000, 40000, 48000, 64000, 80000, 96000, 128000, 192000, 256000, 512000};
+    int n_oom = 0, n_ok = 0;
+    for (size_t i = 0; i < sizeof kb / sizeof *kb; i++) {
+        char pre[64], err[8192];
+        snprintf(pre, sizeof pre, "ulimit -v %ld; ", kb[i]);
+        int rc = run_status(pre, "run -m " TARGET " -d " DRAFT " -p 'The capital of France' -n 8 -t 2", err, sizeof err);
+        if (rc == 127 && strncmp(err, "pocketflash: ", 13)) continue; /* the loader could not map the program */
+        CHECKF(rc == 0 || (rc == 4 && one_line(err) && (strstr(err, "out of memory") || strstr(err, "Cannot allocate"))),
+               "ulimit -v %ld: exit %d, '%s'", kb[i], rc, err);
+        n_oom += rc == 4;
+        n_ok += rc == 0;
+    }
+    CHECKF(n_oom >= 1 && n_ok >= 1, "%d runs out of memory, %d complete: the caps miss the load", n_oom, n_ok);
+}
+
+TEST(status_run_sigint_cancels_with_130) {
+    int out[2];
+    CHECK(pipe(out) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        close(out[1]);
+        char path[400];
+        snprintf(path, sizeof path, "%s/status-sigint.err", pf_test_tmpdir());
+        if (!freopen(path, "w", stderr)) _exit(126);
+        execl(cli(), cli(), "run", "-m", TARGET, "-p", "Once upon a time", "-n", "100000", "--ignore-eos", "-c", "4096",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char c;
+    CHECK(read(out[0], &c, 1) == 1); /* generating: its first text is out */
+    kill(pid, SIGINT);
+    char sink[4096];
+    while (read(out[0], sink, sizeof sink) > 0) {
+    }
+    close(out[0]);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    char path[400];
+    snprintf(path, sizeof path, "%s/status-sigint.err", pf_test_tmpdir());
+    char *err = test_slurp(path, NULL);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 130 && err && strstr(err, "pocketflash: run: cancelled (SIGINT)"),
+           "exit %d, '%s'", WIFEXITED(st) ? WEXITSTATUS(st) : -1, err ? err : "");
+    /* the timing lines are not printed for a cancelled run: the error is the last line */
+    const char *last = strstr(err, "pocketflash: run: cancelled");
+    CHECK(last && !strchr(last, '\n')[1]);
+    free(err);
+}
