@@ -223,7 +223,7 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
     int failed = pf_bench_concurrency(model, &suite, &o, &r, err) < 0;
     pf_tasks_free(&suite);
     if (failed) return cli_fail("bench: %s", err);
-    printf("## bench --concurrency: %s, %d threads,%s %s, %d prompts of %d tokens each, %d interleaved repetitions\n\n",
+    printf("## bench --concurrency: %s, %d threads,%s %s, %d prompts, %d tokens generated for each, %d interleaved repetitions\n\n",
            model, o.threads, o.kv_q8 ? " 8-bit KV cache," : "", o.temp > 0 ? "sampled" : "greedy", r.n_prompts,
            o.max_tokens, o.reps);
     printf("machine: load average %.2f at the start, %.2f at the end\n\n", r.load_start, r.load_end);

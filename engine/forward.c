@@ -200,20 +200,51 @@ static void project(chunk *ch, int op, int n, const pf_weight *const *W, const f
     pf_op_mark(&ch->clk, op);
 }
 
-/* a = softmax(q k^T / sqrt(hd) + causal mask) v over layer l's cache, timed: one call per sequence
- * of the chunk, its rows over its own cache (a row's arithmetic does not depend on the call's
- * other rows, kernels.h) */
-static void attend(chunk *ch, int l) {
-    pf_ctx *c = ch->c;
+/* Rows r0..r1-1 (one sequence's) over layer l of its cache; pool NULL: on this thread. */
+static void attend_rows(const chunk *ch, int l, int r0, int r1, pf_pool *pool) {
+    const pf_ctx *c = ch->c;
     const pf_hparams *hp = &c->model->hp;
     const int64_t qd = (int64_t)hp->n_head * hp->head_dim;
-    for (int r0 = 0, r1; r0 < ch->B; r0 = r1) {
-        for (r1 = r0 + 1; r1 < ch->B && ch->seq[r1] == ch->seq[r0]; r1++) {}
-        const pf_attn_rows rows = {.q = row_of(c->sc->q, r0, qd), .ldq = qd, .B = r1 - r0, .n_head = hp->n_head,
-                                   .pos0 = ch->pos[r0], .n_keys = ch->pos[r0] + (r1 - r0), .causal = 1,
-                                   .out = row_of(c->sc->att, r0, qd), .ldo = qd};
-        pf_kv_attend(c->k, c->pool, ch->kv[r0], l, &rows);
-    }
+    const pf_attn_rows rows = {.q = row_of(c->sc->q, r0, qd), .ldq = qd, .B = r1 - r0, .n_head = hp->n_head,
+                               .pos0 = ch->pos[r0], .n_keys = ch->pos[r0] + (r1 - r0), .causal = 1,
+                               .out = row_of(c->sc->att, r0, qd), .ldo = qd};
+    pf_kv_attend(c->k, pool, ch->kv[r0], l, &rows);
+}
+
+/* The chunk's sequences as tasks of one pool run: each thread takes the next sequence and runs
+ * its rows itself. */
+typedef struct {
+    const chunk *ch;
+    int l, n_seg;
+    int seg[PF_CHUNK_ROWS + 1]; /* sequence i's rows: seg[i] .. seg[i+1]-1 */
+    int next;
+} seqs_attn_job;
+
+static void seqs_attn_worker(void *arg, int ith, int nth) {
+    (void)ith, (void)nth;
+    seqs_attn_job *j = arg;
+    for (int t; (t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->n_seg;)
+        attend_rows(j->ch, j->l, j->seg[t], j->seg[t + 1], NULL);
+}
+
+/* Sequences per thread from which a chunk's attention runs them as tasks of one pool run rather
+ * than one pool run each (split over its rows and KV heads): many short calls cost more in wake-ups
+ * than an uneven split of whole sequences loses. */
+#define SEQS_PER_THREAD_MIN 2
+
+/* a = softmax(q k^T / sqrt(hd) + causal mask) v over layer l's cache, timed: each sequence's rows
+ * over its own cache (a row's arithmetic does not depend on the call's other rows or thread,
+ * kernels.h) */
+static void attend(chunk *ch, int l) {
+    pf_ctx *c = ch->c;
+    seqs_attn_job j = {.ch = ch, .l = l};
+    for (int r = 0; r < ch->B; r++)
+        if (r == 0 || ch->seq[r] != ch->seq[r - 1]) j.seg[j.n_seg++] = r;
+    j.seg[j.n_seg] = ch->B;
+    if (pf_pool_size(c->pool) > 1 && j.n_seg >= SEQS_PER_THREAD_MIN * pf_pool_size(c->pool))
+        pf_pool_run(c->pool, seqs_attn_worker, &j);
+    else
+        for (int i = 0; i < j.n_seg; i++) attend_rows(ch, l, j.seg[i], j.seg[i + 1], c->pool);
     pf_op_mark(&ch->clk, PF_OP_ATTENTION);
 }
 

@@ -1,6 +1,7 @@
-/* gen --batch N: the output file of a batched run is byte for byte the one-prompt-at-a-time run's,
- * greedy and sampled (prompt i's seed S+i), whatever N; what --batch does not take is refused in
- * one line without an output file. */
+/* The CLI's batched decoding. gen --batch N: the output file of a batched run is byte for byte the
+ * one-prompt-at-a-time run's, greedy and sampled (prompt i's seed S+i), whatever N; what --batch
+ * does not take is refused in one line without an output file. bench --concurrency: a row per
+ * concurrency, every output identical, its JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,4 +71,21 @@ TEST(cli_gen_batch_refusals) {
     snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 0", in, out);
     CHECK(RUN_CLI(args, o, e) != 0 && test_count_lines(e) == 1);
     CHECK(!test_exists(out));
+}
+
+TEST(cli_bench_concurrency) {
+    char json[300], args[1500], o[8192], e[8192];
+    test_tmp_path(json, sizeof json, "bench-concurrency.json");
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,3 -n 6 --prompts 4 --reps 1 "
+             "-t 2 --temp 0.8 --seed 3 --json %s", json);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench --concurrency: %s", e);
+    CHECKF(strstr(o, "| 1 (one at a time) |") && strstr(o, "| 3 |") && !strstr(o, "| NO |") && strstr(o, "sampled"),
+           "%.800s", o);
+    char *j = test_slurp(json, NULL);
+    CHECK(j && strstr(j, "\"sequences\": 3") && strstr(j, "\"sampled\": true") && !strstr(j, "\"identical\": false"));
+    free(j);
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,0");
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--concurrency") && test_count_lines(e) == 1);
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,2 --spec ngram");
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "plain decoding") && test_count_lines(e) == 1);
 }
