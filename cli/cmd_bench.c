@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
+#include "eval/bench_concurrency.h"
 #include "eval/bench_report.h"
 #include "formats/atomic_file.h"
 #include "kernels/topology.h"
@@ -40,6 +41,11 @@ static const char k_usage[] =
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --print-plan   print each strategy's plan (the profile's default entry) and exit; no --tasks\n"
+    "  --concurrency LIST  plain decoding only: the prompts (--prompts in all, the task types in turn)\n"
+    "                 decoded one after another, and N at a time in one forward for every N > 1 of the\n"
+    "                 comma-separated LIST (e.g. 1,2,4,8); aggregate tok/s (prefill included), per-request\n"
+    "                 tok/s, the ratio to one at a time, and whether every output is the one-at-a-time\n"
+    "                 output; each prompt makes exactly -n tokens (end of turn ignored); no -d/--spec/--compare\n"
     "  -n N           tokens generated per prompt (default 64)\n"
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       interleaved repetitions (default 3)\n"
@@ -176,8 +182,70 @@ static int report_spec(const char *model, const char *profile_path, const pf_ben
     return rc;
 }
 
+/* --concurrency's list into o->levels; 1 (reported) when malformed. */
+static int parse_levels(const char *list, pf_conc_opts *o) {
+    for (const char *p = list; *p;) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        if (end == p || n < 1 || n > 256 || o->n_levels == PF_BENCH_MAX || (*end && *end != ','))
+            return cli_fail("bench: --concurrency: '%s' is not a list of at most %d counts of 1..256 sequences", list,
+                            PF_BENCH_MAX);
+        o->levels[o->n_levels++] = (int)n;
+        p = *end ? end + 1 : end;
+    }
+    return o->n_levels ? 0 : cli_fail("bench: --concurrency needs a list such as 1,2,4,8");
+}
+
+static void write_concurrency_json(FILE *f, const char *model, const pf_conc_opts *o, const pf_conc_result *r) {
+    fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"max_tokens\": %d, \"prompts\": %d, \"reps\": %d, "
+               "\"sampled\": %s, \"rows\": [", model, o->threads, o->max_tokens, r->n_prompts, o->reps,
+            o->temp > 0 ? "true" : "false");
+    for (int k = 0; k < r->n_rows; k++) {
+        const pf_conc_row *w = &r->rows[k];
+        fprintf(f, "%s{\"sequences\": %d, \"aggregate_tok_s\": %.2f, \"per_request_tok_s\": %.2f, "
+                   "\"vs_one\": %.3f, \"identical\": %s}", k ? ", " : "", w->n_seq, w->agg_tok_s.median,
+                w->per_req_tok_s.median, w->speedup.median, w->identical ? "true" : "false");
+    }
+    fprintf(f, "]}\n");
+}
+
+/* bench --concurrency: measured, the table printed (and the JSON written); 0, or 1 (reported). */
+static int run_concurrency(const char *model, const char *tasks, const char *list, const pf_bench_opts *b,
+                           int max_prompts, const char *json) {
+    pf_conc_opts o = {.threads = b->threads, .n_ctx = b->n_ctx, .kv_q8 = b->kv_q8, .max_tokens = b->max_tokens,
+                      .n_prompts = max_prompts, .reps = b->reps, .temp = b->temp, .top_k = b->top_k, .top_p = b->top_p,
+                      .seed = b->seed, .no_special = b->no_special, .progress = b->progress};
+    if (parse_levels(list, &o)) return 1;
+    char err[PF_ERR_LEN];
+    pf_task_suite suite;
+    pf_conc_result r;
+    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    int failed = pf_bench_concurrency(model, &suite, &o, &r, err) < 0;
+    pf_tasks_free(&suite);
+    if (failed) return cli_fail("bench: %s", err);
+    printf("## bench --concurrency: %s, %d threads,%s %s, %d prompts, %d tokens generated for each, %d interleaved repetitions\n\n",
+           model, o.threads, o.kv_q8 ? " 8-bit KV cache," : "", o.temp > 0 ? "sampled" : "greedy", r.n_prompts,
+           o.max_tokens, o.reps);
+    printf("machine: load average %.2f at the start, %.2f at the end\n\n", r.load_start, r.load_end);
+    printf("| sequences | aggregate tok/s (min-max) | x one at a time (min-max) | per-request tok/s | identical |\n");
+    printf("|---|---|---|---|---|\n");
+    for (int k = 0; k < r.n_rows; k++) {
+        const pf_conc_row *w = &r.rows[k];
+        printf("| %d%s | %.1f (%.1f-%.1f) | %.2fx (%.2f-%.2f) | %.1f | %s |\n", w->n_seq,
+               w->n_seq == 1 ? " (one at a time)" : "", w->agg_tok_s.median, w->agg_tok_s.lo, w->agg_tok_s.hi,
+               w->speedup.median, w->speedup.lo, w->speedup.hi, w->per_req_tok_s.median, w->identical ? "yes" : "NO");
+    }
+    if (!json) return 0;
+    atomic_file af;
+    FILE *f = cli_create(json, &af);
+    if (!f) return 1;
+    write_concurrency_json(f, model, &o, &r);
+    return cli_finish(&af, json);
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tasks = NULL, *json = NULL, *svg = NULL, *profile_path = NULL, *compare = NULL;
+    const char *concurrency = NULL;
     pf_bench_opts o = {.threads = pf_physical_cores(), .n_ctx = 1024, .max_tokens = 64, .reps = 3, .top_p = 1.0f, .ngram_n = 3,
                        .progress = 1};
     int max_prompts = 8, structured = 0, print_plan = 0;
@@ -191,11 +259,17 @@ int cmd_bench(int argc, char **argv) {
         CLI_KV("--kv", &o.kv_q8), CLI_FLOAT("--temp", &o.temp, 0, 100), CLI_INT("--top-k", &o.top_k, 0, 1 << 30),
         CLI_FLOAT("--top-p", &o.top_p, 0, 1), CLI_U64("--seed", &o.seed, 0, INT64_MAX),
         CLI_ON_INT("--no-special", &o.no_special), CLI_ON_INT("--structured", &structured),
-        CLI_ON_INT("--print-plan", &print_plan), CLI_END};
+        CLI_ON_INT("--print-plan", &print_plan), CLI_STR("--concurrency", &concurrency), CLI_END};
     int parsed = cli_parse("bench", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
     if (!tasks && !print_plan) return cli_fail("bench: missing --tasks DIR");
+    if (concurrency) {
+        if (o.draft_path || o.spec || compare || profile_path || structured || print_plan || svg || o.block)
+            return cli_fail("bench: --concurrency measures plain decoding: no -d, --spec, --compare, --profile, "
+                            "--structured, --print-plan, --svg or --block");
+        return run_concurrency(model, tasks, concurrency, &o, max_prompts, json);
+    }
     /* without --spec: the default (what `run -d` does; the resolver makes it dflash with --block);
      * without a draft, the lookup: plain decoding is measured in every run anyway */
     if (!o.spec) o.spec = !o.draft_path ? "ngram" : "default";

@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_session.h"
 #include "api/strategy.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
+#include "engine/generate_batch.h"
 #include "engine/tokenizer.h"
 #include "eval/tasks.h"
 #include "formats/atomic_file.h"
@@ -32,6 +34,9 @@ static const char k_usage[] =
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
+    "  --batch N      decode N prompts at a time in one forward (continuous: a finished prompt's place\n"
+    "                 goes to the next); the same output file, plain decoding only (no -d, --spec,\n"
+    "                 --json-schema, --json or line schemas; a -m bundle's draft is not used)\n"
     "  --json-schema FILE  every response is JSON valid against the JSON Schema in FILE\n"
     "                 (docs/structured-output.md); --json: any JSON object; a line's own \"schema\"\n"
     "                 (a JSON Schema object or boolean) constrains that line's response instead\n"
@@ -122,64 +127,204 @@ typedef struct {
     idbuf resp;
 } gen_run;
 
+/* A prompt line parsed: its document (for the id and the prompt), its ChatML-wrapped ids and its
+ * own schema (or NULL). */
+typedef struct {
+    int lineno;
+    pf_json_doc *doc;
+    const pf_json *id, *prompt;
+    int32_t *ids;
+    size_t n_ids;
+    char *schema;
+} gen_line_in;
+
+static void line_free(gen_line_in *l) {
+    free(l->schema);
+    free(l->ids);
+    pf_json_free(l->doc);
+}
+
+static const char *stop_name(pf_stop_reason stop) {
+    return stop == PF_STOP_EOT ? "eot" : stop == PF_STOP_LENGTH ? "length" : "context";
+}
+
 /* One output line: {"id", "prompt", "response", "prompt_ids", "response_ids", "stop"}; the id is the
  * line's own string id, else its index. */
-static void write_record(gen_run *g, const pf_json *id, const pf_json *p, int lineno, const int32_t *ids,
-                         size_t n_ids, const pf_gen_stats *st) {
+static void write_record(gen_run *g, const gen_line_in *l, const idbuf *resp, pf_stop_reason stop) {
     FILE *fo = g->fo;
     fputs("{\"id\": ", fo);
-    if (id && id->type == PF_JSON_STRING) json_str(fo, id->u.str.s, id->u.str.len);
-    else fprintf(fo, "%d", lineno - 1);
+    if (l->id && l->id->type == PF_JSON_STRING) json_str(fo, l->id->u.str.s, l->id->u.str.len);
+    else fprintf(fo, "%d", l->lineno - 1);
     fputs(", \"prompt\": ", fo);
-    json_str(fo, p->u.str.s, p->u.str.len);
+    json_str(fo, l->prompt->u.str.s, l->prompt->u.str.len);
     fputs(", \"response\": ", fo);
-    json_response_text(fo, g->m->tok, &g->resp);
+    json_response_text(fo, g->m->tok, resp);
     fputs(", \"prompt_ids\": ", fo);
-    json_ids(fo, ids, (int)n_ids);
+    json_ids(fo, l->ids, (int)l->n_ids);
     fputs(", \"response_ids\": ", fo);
-    json_ids(fo, g->resp.ids, g->resp.n);
-    fprintf(fo, ", \"stop\": \"%s\"}\n", st->stop == PF_STOP_EOT ? "eot" : st->stop == PF_STOP_LENGTH ? "length" : "context");
+    json_ids(fo, resp->ids, resp->n);
+    fprintf(fo, ", \"stop\": \"%s\"}\n", stop_name(stop));
+}
+
+/* Line lineno (len bytes, not empty) of the prompt file parsed and its prompt ChatML-wrapped into
+ * *l; 1 (reported, l freed) when the line is malformed. */
+static int parse_line(const gen_run *g, const char *line, size_t len, int lineno, gen_line_in *l) {
+    char err[PF_ERR_LEN];
+    memset(l, 0, sizeof *l);
+    l->lineno = lineno;
+    l->doc = pf_json_parse(line, len, err);
+    l->prompt = l->doc ? pf_json_get(pf_json_root(l->doc), "prompt") : NULL;
+    l->id = l->doc ? pf_json_get(pf_json_root(l->doc), "id") : NULL;
+    int sr = l->doc ? pf_task_schema_text(pf_json_root(l->doc), line, len, &l->schema) : 0;
+    int rc = 1;
+    if (!l->prompt || l->prompt->type != PF_JSON_STRING)
+        cli_fail("%s:%d: %s", g->in, lineno, l->doc ? "no string field \"prompt\"" : err);
+    else if (sr == -1)
+        cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
+    else if (sr < 0)
+        cli_fail("%s:%d: out of memory", g->in, lineno);
+    else if (pf_chat_tokenize(g->m->tok, NULL, l->prompt->u.str.s, !g->no_special, &l->ids, &l->n_ids, err) != PF_RC_OK)
+        cli_fail("%s:%d: %s", g->in, lineno, err);
+    else
+        rc = 0;
+    if (rc) line_free(l);
+    return rc;
 }
 
 /* Line lineno (len bytes, not empty) of the prompt file: its prompt ChatML-wrapped, generated and
  * written; 1 (reported) when the line is malformed or generation fails. */
 static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     char err[PF_ERR_LEN];
-    pf_json_doc *doc = pf_json_parse(line, len, err);
-    const pf_json *p = doc ? pf_json_get(pf_json_root(doc), "prompt") : NULL, *id = doc ? pf_json_get(pf_json_root(doc), "id") : NULL;
-    int rc = 1;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    pf_gen_stats st;
-    char *schema = NULL;
-    int sr = doc ? pf_task_schema_text(pf_json_root(doc), line, len, &schema) : 0;
+    gen_line_in l;
+    if (parse_line(g, line, len, lineno, &l)) return 1;
     pf_gen_params gp = *g->gp; /* this line's: its own schema, if it has one, and seed */
-    if (!p || p->type != PF_JSON_STRING) {
-        cli_fail("%s:%d: %s", g->in, lineno, doc ? "no string field \"prompt\"" : err);
-    } else if (sr == -1) {
-        cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
-    } else if (sr < 0) {
-        cli_fail("%s:%d: out of memory", g->in, lineno);
-    } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) != PF_RC_OK) {
+    pf_gen_stats st;
+    int rc = 1;
+    g->resp.n = 0;
+    gp.seed = g->seed0 + (uint64_t)(lineno - 1);
+    if (l.schema) {
+        gp.json_schema = l.schema;
+        gp.json_object = false;
+    }
+    if (pf_generate_tokens(g->s, l.ids, (int)l.n_ids, &gp, push_id, &g->resp, &st, err) != PF_OK) {
         cli_fail("%s:%d: %s", g->in, lineno, err);
     } else {
-        g->resp.n = 0;
-        gp.seed = g->seed0 + (uint64_t)(lineno - 1);
-        if (schema) {
-            gp.json_schema = schema;
-            gp.json_object = false;
-        }
-        if (pf_generate_tokens(g->s, ids, (int)n_ids, &gp, push_id, &g->resp, &st, err) != PF_OK) {
-            cli_fail("%s:%d: %s", g->in, lineno, err);
-        } else {
-            write_record(g, id, p, lineno, ids, n_ids, &st);
-            rc = 0;
-        }
+        write_record(g, &l, &g->resp, st.stop);
+        rc = 0;
     }
-    free(schema);
-    free(ids);
-    pf_json_free(doc);
+    line_free(&l);
     return rc;
+}
+
+/* ---- --batch N: the prompt file as a feed of the engine's batched decoding ---- */
+
+/* A line in flight: parsed, then decoded; written once it and every line before it ended. */
+typedef struct gen_item {
+    gen_line_in line;
+    idbuf resp;
+    pf_stop_reason stop;
+    int ended;
+    struct gen_item *next;
+} gen_item;
+
+typedef struct {
+    gen_run *g;
+    FILE *fi;
+    char *buf;
+    size_t cap;
+    long long limit;
+    int lineno, written, failed; /* failed: a line was reported; the feed ends */
+    gen_item *head, *tail;       /* the lines in flight, in file order */
+} gen_feed;
+
+/* The lines at the head that ended, written and freed. */
+static void flush_ended(gen_feed *f) {
+    while (f->head && f->head->ended) {
+        gen_item *it = f->head;
+        write_record(f->g, &it->line, &it->resp, it->stop);
+        if (++f->written % 50 == 0) fprintf(stderr, "\rgen: %d prompts", f->written);
+        f->head = it->next;
+        if (!f->head) f->tail = NULL;
+        line_free(&it->line);
+        free(it->resp.ids);
+        free(it);
+    }
+}
+
+static int push_item(void *u, int32_t t) { return push_id(&((gen_item *)u)->resp, t); }
+
+static int feed_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
+    gen_feed *f = u;
+    ssize_t len;
+    /* a reported line or a failed write ends the batch now, not after the remaining prompts */
+    while (!f->failed && !ferror(f->g->fo) && (f->limit < 0 || f->lineno < f->limit) &&
+           (len = getline(&f->buf, &f->cap, f->fi)) > 0) {
+        f->lineno++;
+        while (len > 0 && (f->buf[len - 1] == '\n' || f->buf[len - 1] == '\r')) len--;
+        if (!len) continue;
+        gen_item *it = calloc(1, sizeof *it);
+        if (!it || parse_line(f->g, f->buf, (size_t)len, f->lineno, &it->line)) {
+            if (!it) cli_fail("%s:%d: out of memory", f->g->in, f->lineno);
+            free(it);
+            f->failed = 1;
+            break;
+        }
+        if (it->line.schema) {
+            cli_fail("%s:%d: --batch decodes without structured output, and this line has a \"schema\"", f->g->in,
+                     f->lineno);
+            line_free(&it->line);
+            free(it);
+            f->failed = 1;
+            break;
+        }
+        *(f->tail ? &f->tail->next : &f->head) = it;
+        f->tail = it;
+        const pf_gen_params *gp = f->g->gp;
+        *r = (pf_seq_request){.prompt = it->line.ids, .n_prompt = (int)it->line.n_ids, .on_token = push_item,
+                              .user = it,
+                              .p = {.max_tokens = gp->max_tokens, .temp = gp->temp, .top_k = gp->top_k,
+                                    .top_p = gp->top_p, .seed = f->g->seed0 + (uint64_t)(f->lineno - 1),
+                                    .stop_at_eot = gp->stop_at_eot}};
+        return 1;
+    }
+    if (f->failed || ferror(f->g->fo)) {
+        snprintf(err, PF_ERR_LEN, "gen: stopped");
+        return -1;
+    }
+    return 0;
+}
+
+static void feed_done(void *u, const pf_seq_request *r, pf_rc rc, const pf_decode_stats *st, const char *err) {
+    gen_feed *f = u;
+    gen_item *it = r->user;
+    if (rc != PF_RC_OK) {
+        cli_fail("%s:%d: %s", f->g->in, it->line.lineno, err);
+        f->failed = 1;
+        return;
+    }
+    it->stop = (pf_stop_reason)st->stop; /* the engine's end reasons are the public stop reasons (api/status.h) */
+    it->ended = 1;
+    flush_ended(f);
+}
+
+/* Every line of fi decoded n_batch at a time and written in file order; 0, or 1 (reported). */
+static int gen_batched(gen_run *g, FILE *fi, long long limit, int n_batch, int *lines) {
+    gen_feed f = {.g = g, .fi = fi, .limit = limit};
+    char err[PF_ERR_LEN];
+    pf_seq_feed feed = {feed_next, feed_done, &f};
+    pf_rc rc = pf_engine_generate_batch(&g->s->engine, n_batch, &feed, err);
+    if (rc != PF_RC_OK && !f.failed && !ferror(g->fo)) cli_fail("%s", err);
+    int ok = rc == PF_RC_OK && !f.failed;
+    while (f.head) { /* what a failure left in flight */
+        gen_item *it = f.head;
+        f.head = it->next;
+        line_free(&it->line);
+        free(it->resp.ids);
+        free(it);
+    }
+    free(f.buf);
+    *lines = f.lineno;
+    return ok ? 0 : 1;
 }
 
 /* --log-rounds: the rounds of the strategy the library's resolver makes of gp (built now; every
@@ -205,6 +350,7 @@ int cmd_gen(int argc, char **argv) {
     pf_session_params sp = {.n_threads = pf_physical_cores(), .n_ctx = 2048};
     bool no_special = false;
     long long limit = -1;
+    int n_batch = 0;
     const cli_arg args[] = {
         CLI_STR("-m", &model), CLI_STR("-i", &in), CLI_STR("-o", &out), CLI_STR("-d", &fl.draft),
         CLI_STR("--spec", &fl.spec), CLI_STR("--profile", &fl.profile), CLI_STR("--task", &fl.task),
@@ -215,12 +361,17 @@ int cmd_gen(int argc, char **argv) {
         CLI_I64("-c", &sp.n_ctx, 16, 1 << 24), CLI_KV("--kv", &sp.kv_q8), CLI_FLOAT("--temp", &gp.temp, 0, 100),
         CLI_INT("--top-k", &gp.top_k, 0, 1 << 30), CLI_FLOAT("--top-p", &gp.top_p, 0, 1),
         CLI_U64("--seed", &gp.seed, 0, INT64_MAX), CLI_LL("--limit", &limit, 0, 1ll << 40),
+        CLI_INT("--batch", &n_batch, 1, 256),
         CLI_ON("--no-special", &no_special), CLI_ON("--json", &gp.json_object), CLI_END};
     int parsed = cli_parse("gen", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, sp.n_threads), 0) : 1;
     if (!model || (!fl.print_plan && (!in || !out))) return cli_fail("gen: -m, -i and -o are required");
     if (log_rounds && !fl.draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");
+    if (n_batch && (fl.draft || (fl.spec && strcmp(fl.spec, "ar")) || fl.block || fl.profile || log_rounds ||
+                    schema_path || gp.json_object))
+        return cli_fail("gen: --batch decodes plainly: it takes no -d, --spec, --block, --profile, --log-rounds, "
+                        "--json-schema or --json");
     size_t schema_len = 0;
     char *schema_text = NULL;
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
@@ -245,11 +396,18 @@ int cmd_gen(int argc, char **argv) {
     ssize_t len;
     int lineno = 0;
     if (!g.s) { cli_fail("%s", err); goto done; }
-    if (cli_spec_params("gen", m, &fl, &gp, &draft)) goto done;
+    if (!n_batch && cli_spec_params("gen", m, &fl, &gp, &draft)) goto done;
     if (log_rounds && open_round_log(g.s, &gp, log_rounds, &log_file)) goto done;
     if (!fi) { cli_fail("%s: cannot open", in); goto done; }
     if (!g.fo) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
-    while ((len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
+    if (n_batch && gen_batched(&g, fi, limit, n_batch, &lineno)) {
+        if (ferror(g.fo)) {
+            atomic_file_failed(&af);
+            cli_fail("%s: write failed: %s", out, strerror(af.err));
+        }
+        goto done;
+    }
+    while (!n_batch && (len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (!len) continue;

@@ -1,6 +1,9 @@
 /* The Qwen3 forward over B rows (docs/target.md). Reads like the math; kernels do the heavy lifting.
  * Rows are processed in chunks of ctx->max_rows; every per-row step uses the same code whatever
- * the chunk size, so a B-row forward equals B one-row forwards bit for bit. */
+ * the chunk size, so a B-row forward equals B one-row forwards bit for bit. The rows may belong to
+ * several sequences (pf_forward_seqs): the matmuls take the chunk's rows together, whoever they
+ * belong to, while RoPE, the cache writes, attention and the taps go by each row's sequence; a
+ * chunk may hold the end of one sequence's rows and the start of the next. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,12 +81,16 @@ pf_rc pf_ctx_set_kv_type(pf_ctx *c, pf_kv_type type, char err[PF_ERR_LEN]) {
  * them while the others wait. */
 #define ROWS_POOL_MIN 4
 
-/* One chunk of rows on its way through the model, and the clock its operations are timed by. */
+/* One chunk of rows on its way through the model, and the clock its operations are timed by. Row r
+ * is row idx[r] of sequence seq[r] (seqs[seq[r]]), at position pos[r] of that sequence's cache kv[r];
+ * a sequence's rows in a chunk are consecutive. */
 typedef struct {
     pf_ctx *c;
-    const pf_batch *b;
-    int B, row0;
-    int64_t pos0;
+    const pf_batch *seqs;
+    int B;
+    int seq[PF_CHUNK_ROWS], idx[PF_CHUNK_ROWS];
+    int64_t pos[PF_CHUNK_ROWS];
+    pf_kv_cache *kv[PF_CHUNK_ROWS];
     pf_op_clock clk;
 } chunk;
 
@@ -122,7 +129,7 @@ static void row_qk(const rows_job *j, int r) {
     const pf_layer *L = &c->model->layers[j->l];
     const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     pf_layer_scratch *sc = c->sc;
-    pf_layer_qk_row(c->k, hp, L->q_norm, L->k_norm, c->kv, j->l, j->ch->pos0 + r, row_of(sc->rope, r, hp->head_dim),
+    pf_layer_qk_row(c->k, hp, L->q_norm, L->k_norm, j->ch->kv[r], j->l, j->ch->pos[r], row_of(sc->rope, r, hp->head_dim),
                     row_of(sc->q, r, qd), row_of(sc->kbuf, r, kvd), row_of(sc->vbuf, r, kvd));
 }
 
@@ -151,12 +158,12 @@ static void row_swiglu(const rows_job *j, int r) {
 /* x += ffn @ ffn_down; the rows the batch taps after this layer */
 static void row_residual(const rows_job *j, int r) {
     const pf_ctx *c = j->ch->c;
-    const pf_batch *b = j->ch->b;
+    const pf_batch *b = &j->ch->seqs[j->ch->seq[r]];
     const int H = c->model->hp.n_embd;
     add_residual(c, r);
     for (int t = 0; t < b->n_taps; t++)
         if (b->tap_layers[t] == j->l)
-            memcpy(b->taps + ((size_t)(j->ch->row0 + r) * b->n_taps + t) * H, row_of(c->sc->x, r, H),
+            memcpy(b->taps + ((size_t)j->ch->idx[r] * b->n_taps + t) * H, row_of(c->sc->x, r, H),
                    (size_t)H * sizeof(float));
 }
 
@@ -193,14 +200,51 @@ static void project(chunk *ch, int op, int n, const pf_weight *const *W, const f
     pf_op_mark(&ch->clk, op);
 }
 
-/* a = softmax(q k^T / sqrt(hd) + causal mask) v over layer l's cache, timed */
-static void attend(chunk *ch, int l) {
-    pf_ctx *c = ch->c;
+/* Rows r0..r1-1 (one sequence's) over layer l of its cache; pool NULL: on this thread. */
+static void attend_rows(const chunk *ch, int l, int r0, int r1, pf_pool *pool) {
+    const pf_ctx *c = ch->c;
     const pf_hparams *hp = &c->model->hp;
     const int64_t qd = (int64_t)hp->n_head * hp->head_dim;
-    const pf_attn_rows rows = {.q = c->sc->q, .ldq = qd, .B = ch->B, .n_head = hp->n_head, .pos0 = ch->pos0,
-                               .n_keys = ch->pos0 + ch->B, .causal = 1, .out = c->sc->att, .ldo = qd};
-    pf_kv_attend(c->k, c->pool, c->kv, l, &rows);
+    const pf_attn_rows rows = {.q = row_of(c->sc->q, r0, qd), .ldq = qd, .B = r1 - r0, .n_head = hp->n_head,
+                               .pos0 = ch->pos[r0], .n_keys = ch->pos[r0] + (r1 - r0), .causal = 1,
+                               .out = row_of(c->sc->att, r0, qd), .ldo = qd};
+    pf_kv_attend(c->k, pool, ch->kv[r0], l, &rows);
+}
+
+/* The chunk's sequences as tasks of one pool run: each thread takes the next sequence and runs
+ * its rows itself. */
+typedef struct {
+    const chunk *ch;
+    int l, n_seg;
+    int seg[PF_CHUNK_ROWS + 1]; /* sequence i's rows: seg[i] .. seg[i+1]-1 */
+    int next;
+} seqs_attn_job;
+
+static void seqs_attn_worker(void *arg, int ith, int nth) {
+    (void)ith, (void)nth;
+    seqs_attn_job *j = arg;
+    for (int t; (t = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->n_seg;)
+        attend_rows(j->ch, j->l, j->seg[t], j->seg[t + 1], NULL);
+}
+
+/* Sequences per thread from which a chunk's attention runs them as tasks of one pool run rather
+ * than one pool run each (split over its rows and KV heads): many short calls cost more in wake-ups
+ * than an uneven split of whole sequences loses. */
+#define SEQS_PER_THREAD_MIN 2
+
+/* a = softmax(q k^T / sqrt(hd) + causal mask) v over layer l's cache, timed: each sequence's rows
+ * over its own cache (a row's arithmetic does not depend on the call's other rows or thread,
+ * kernels.h) */
+static void attend(chunk *ch, int l) {
+    pf_ctx *c = ch->c;
+    seqs_attn_job j = {.ch = ch, .l = l};
+    for (int r = 0; r < ch->B; r++)
+        if (r == 0 || ch->seq[r] != ch->seq[r - 1]) j.seg[j.n_seg++] = r;
+    j.seg[j.n_seg] = ch->B;
+    if (pf_pool_size(c->pool) > 1 && j.n_seg >= SEQS_PER_THREAD_MIN * pf_pool_size(c->pool))
+        pf_pool_run(c->pool, seqs_attn_worker, &j);
+    else
+        for (int i = 0; i < j.n_seg; i++) attend_rows(ch, l, j.seg[i], j.seg[i + 1], c->pool);
     pf_op_mark(&ch->clk, PF_OP_ATTENTION);
 }
 
@@ -232,52 +276,82 @@ static void layer_forward(chunk *ch, int l) {
     rows(ch, l, row_residual, NULL, NULL);
 }
 
-/* logits = rmsnorm(x) * output_norm @ output, for the rows the batch wants */
+/* Where row r's logits go (NULL: its sequence does not want them). */
+static float *logits_dest(const chunk *ch, int r) {
+    const pf_batch *b = &ch->seqs[ch->seq[r]];
+    const int V = ch->c->model->hp.n_vocab;
+    if (b->logits_mode == PF_LOGITS_ALL) return b->logits + (size_t)ch->idx[r] * V;
+    if (b->logits_mode == PF_LOGITS_LAST && ch->idx[r] == b->n - 1) return b->logits;
+    return NULL;
+}
+
+/* logits = rmsnorm(x) * output_norm @ output, for the rows the sequences want: their normed rows
+ * side by side, then one matmul for each run of them whose logits are consecutive in memory (one
+ * sequence's rows; several sequences' last rows when their logits buffers follow each other). */
 static void output_head(chunk *ch) {
     pf_ctx *c = ch->c;
     const pf_model *m = c->model;
-    const pf_batch *b = ch->b;
-    const int H = m->hp.n_embd;
-    if (b->logits_mode == PF_LOGITS_NONE) return;
-    int first = 0;
-    if (b->logits_mode == PF_LOGITS_LAST) {
-        if (ch->row0 + ch->B != b->n) return; /* the last row is in a later chunk */
-        first = ch->B - 1;
+    const int H = m->hp.n_embd, V = m->hp.n_vocab;
+    float *dest[PF_CHUNK_ROWS];
+    int n = 0;
+    for (int r = 0; r < ch->B; r++) {
+        if (!(dest[n] = logits_dest(ch, r))) continue;
+        c->k->rmsnorm(row_of(c->sc->x, r, H), m->output_norm, H, m->hp.rms_eps, row_of(c->sc->xn, n, H));
+        n++;
     }
-    for (int r = first; r < ch->B; r++)
-        c->k->rmsnorm(row_of(c->sc->x, r, H), m->output_norm, H, m->hp.rms_eps, row_of(c->sc->xn, r - first, H));
-    float *out = b->logits_mode == PF_LOGITS_ALL ? b->logits + (size_t)ch->row0 * m->hp.n_vocab : b->logits;
-    pf_linear(c->k, c->pool, c->sc->act, &m->output, c->sc->xn, H, ch->B - first, out, m->hp.n_vocab, 0);
+    if (!n) return;
+    for (int i0 = 0, i1; i0 < n; i0 = i1) {
+        for (i1 = i0 + 1; i1 < n && dest[i1] == dest[i1 - 1] + V; i1++) {}
+        pf_linear(c->k, c->pool, c->sc->act, &m->output, row_of(c->sc->xn, i0, H), H, i1 - i0, dest[i0], V, 0);
+    }
     pf_op_mark(&ch->clk, PF_OP_HEAD);
 }
 
-static void forward_chunk(pf_ctx *c, const pf_batch *b, int row0, int B) {
+static pf_kv_cache *seq_kv(const pf_ctx *c, const pf_batch *b) { return b->kv ? b->kv : c->kv; }
+
+/* The chunk's rows: B rows from row `at` of sequence `s` on, through the following sequences. */
+static void chunk_rows(chunk *ch, int s, int at) {
+    for (int r = 0; r < ch->B; r++, at++) {
+        while (at == ch->seqs[s].n) s++, at = 0;
+        pf_kv_cache *kv = seq_kv(ch->c, &ch->seqs[s]);
+        ch->seq[r] = s, ch->idx[r] = at, ch->kv[r] = kv, ch->pos[r] = kv->len + at;
+    }
+}
+
+static void forward_chunk(pf_ctx *c, const pf_batch *seqs, int s, int at, int B) {
     const pf_model *m = c->model;
     const int H = m->hp.n_embd;
-    chunk ch = {c, b, B, row0, c->kv->len, pf_op_clock_start(c->op_s)};
-    for (int r = 0; r < B; r++) /* x = token_embd[token] */
-        pf_dequantize_row(m->tok_embd.type, (const char *)m->tok_embd.data + (size_t)b->tokens[row0 + r] *
-                          m->tok_embd.row_bytes, row_of(c->sc->x, r, H), H);
-    pf_layer_rope_table(c->sc, &m->hp, ch.pos0, B); /* the chunk's RoPE angles, once for all layers */
+    chunk ch = {.c = c, .seqs = seqs, .B = B, .clk = pf_op_clock_start(c->op_s)};
+    chunk_rows(&ch, s, at);
+    for (int r = 0; r < B; r++) { /* x = token_embd[token]; the row's RoPE angles, once for all layers */
+        pf_dequantize_row(m->tok_embd.type, (const char *)m->tok_embd.data +
+                          (size_t)seqs[ch.seq[r]].tokens[ch.idx[r]] * m->tok_embd.row_bytes, row_of(c->sc->x, r, H), H);
+        pf_rope_angles(m->hp.head_dim, ch.pos[r], m->hp.rope_theta, row_of(c->sc->rope, r, m->hp.head_dim));
+    }
     for (int l = 0; l < m->hp.n_layer; l++) layer_forward(&ch, l);
-    c->kv->len = ch.pos0 + B;
     output_head(&ch);
 }
 
-pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {
+/* A sequence's rows against the model and its cache: PF_RC_OK, or the kind with err. */
+static pf_rc check_seq(const pf_ctx *c, const pf_batch *b, int i, char err[PF_ERR_LEN]) {
     const pf_hparams *hp = &c->model->hp;
+    const pf_kv_cache *kv = seq_kv(c, b);
     if (b->n < 1) {
-        snprintf(err, PF_ERR_LEN, "forward: no rows");
+        snprintf(err, PF_ERR_LEN, "forward: no rows (sequence %d)", i);
         return PF_RC_ARG;
     }
-    if (c->kv->len + b->n > c->kv->n_ctx) {
+    if (kv->n_layer != hp->n_layer || kv->head_dim != hp->head_dim || kv->n_kv_head != hp->n_head_kv) {
+        snprintf(err, PF_ERR_LEN, "forward: sequence %d's KV cache is not of this model's shape", i);
+        return PF_RC_ARG;
+    }
+    if (kv->len + b->n > kv->n_ctx) {
         snprintf(err, PF_ERR_LEN, "context full: %lld + %d tokens exceed the context of %lld",
-                 (long long)c->kv->len, b->n, (long long)c->kv->n_ctx);
+                 (long long)kv->len, b->n, (long long)kv->n_ctx);
         return PF_RC_CONTEXT;
     }
-    for (int i = 0; i < b->n; i++)
-        if (b->tokens[i] < 0 || b->tokens[i] >= hp->n_vocab) {
-            snprintf(err, PF_ERR_LEN, "token id %d is outside the vocabulary (%d)", b->tokens[i], hp->n_vocab);
+    for (int j = 0; j < b->n; j++)
+        if (b->tokens[j] < 0 || b->tokens[j] >= hp->n_vocab) {
+            snprintf(err, PF_ERR_LEN, "token id %d is outside the vocabulary (%d)", b->tokens[j], hp->n_vocab);
             return PF_RC_ARG;
         }
     for (int t = 0; t < b->n_taps; t++)
@@ -285,9 +359,38 @@ pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) {
             snprintf(err, PF_ERR_LEN, "tap layer %d is outside 0..%d", b->tap_layers[t], hp->n_layer - 1);
             return PF_RC_ARG;
         }
-    for (int row0 = 0; row0 < b->n; row0 += c->max_rows) {
-        int B = b->n - row0 < c->max_rows ? b->n - row0 : c->max_rows;
-        forward_chunk(c, b, row0, B);
-    }
     return PF_RC_OK;
 }
+
+pf_rc pf_forward_seqs(pf_ctx *c, const pf_batch *seqs, int n_seq, char err[PF_ERR_LEN]) {
+    if (n_seq < 1) {
+        snprintf(err, PF_ERR_LEN, "forward: no sequences");
+        return PF_RC_ARG;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < n_seq; i++) {
+        pf_rc rc = check_seq(c, &seqs[i], i, err);
+        if (rc != PF_RC_OK) return rc;
+        for (int j = 0; j < i; j++)
+            if (seq_kv(c, &seqs[j]) == seq_kv(c, &seqs[i])) {
+                snprintf(err, PF_ERR_LEN, "forward: sequences %d and %d share a KV cache", j, i);
+                return PF_RC_ARG;
+            }
+        total += seqs[i].n;
+    }
+    /* chunks of max_rows rows in sequence order; a sequence's cache grows once all its rows ran */
+    int s = 0, at = 0;
+    for (int64_t row0 = 0; row0 < total; row0 += c->max_rows) {
+        int B = total - row0 < c->max_rows ? (int)(total - row0) : c->max_rows;
+        forward_chunk(c, seqs, s, at, B);
+        for (int left = B; left > 0;) { /* past the chunk's rows */
+            int take = seqs[s].n - at < left ? seqs[s].n - at : left;
+            at += take, left -= take;
+            if (at == seqs[s].n && s + 1 < n_seq) s++, at = 0;
+        }
+    }
+    for (int i = 0; i < n_seq; i++) seq_kv(c, &seqs[i])->len += seqs[i].n;
+    return PF_RC_OK;
+}
+
+pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]) { return pf_forward_seqs(c, b, 1, err); }

@@ -38,5 +38,16 @@ void pf_ctx_free(pf_ctx *c);
  * and the cache unchanged: PF_RC_CONTEXT for rows beyond the context, PF_RC_ARG for no rows, a
  * token id outside the vocabulary or a tap layer outside the model. */
 pf_rc pf_forward(pf_ctx *c, const pf_batch *b, char err[PF_ERR_LEN]);
+/* One forward over the rows of n_seq sequences: seqs[i] is sequence i's rows, appended to its own
+ * cache (seqs[i].kv; NULL: the context's), each sequence with its own position, logits and taps
+ * (ragged: any number of rows each). The matmuls read the weights once for all the rows; each
+ * row's RoPE, cache write and attention are its own sequence's, so every sequence's logits and
+ * taps are bitwise those of pf_forward on its rows alone. The head runs one matmul per run of
+ * wanted rows whose logits are consecutive in memory: sequences that want their last row's
+ * logits give the fewest head passes with their logits buffers side by side, in order.
+ * pf_forward(c, b) is pf_forward_seqs(c, b, 1). PF_RC_OK, or with a message and every cache
+ * unchanged: pf_forward's errors for any sequence, and PF_RC_ARG for no sequences or two
+ * sequences with one cache. */
+pf_rc pf_forward_seqs(pf_ctx *c, const pf_batch *seqs, int n_seq, char err[PF_ERR_LEN]);
 
 #endif

@@ -1,0 +1,43 @@
+/* Plain decoding of several sequences together (continuous batching): each step is ONE forward
+ * over a row of every decoding sequence and a chunk of the prompts of the sequences that joined,
+ * so the weights are read once for all of them (pf_forward_seqs). A sequence that finishes leaves
+ * and the next request takes its place between steps. Every sequence has its own KV cache,
+ * sampler and random stream, so its tokens, stop reason and token count are those of
+ * pf_engine_generate_tokens with plain decoding on the same prompt and parameters (greedy, and
+ * sampled with the same seed). */
+#ifndef PF_GENERATE_BATCH_H
+#define PF_GENERATE_BATCH_H
+
+#include "engine/generate.h"
+
+/* One request: a prompt of token ids and its decode parameters. Of pf_decode_params this path
+ * reads max_tokens, temp, top_k, top_p, seed, stop_at_eot and on_token_source; a prompt cache
+ * and structured output are refused (PF_RC_ARG) -- they stay with the one-sequence path. */
+typedef struct {
+    const int32_t *prompt;
+    int n_prompt;
+    pf_decode_params p;
+    pf_decode_token_fn on_token; /* every generated token; nonzero stops this sequence (PF_END_CALLBACK) */
+    void *user;                  /* the callbacks' argument; also tells the caller which request */
+} pf_seq_request;
+
+/* Where requests come from and where they end. */
+typedef struct {
+    /* The next request into *r: 1, 0 when there are no more, -1 (err set) to end the batch. The
+     * prompt must stay valid until done() is called for it. */
+    int (*next)(void *feed, pf_seq_request *r, char err[PF_ERR_LEN]);
+    /* Request r ended: PF_RC_OK with its statistics, or its error (err) -- a prompt that is empty
+     * or does not fit the context, a bad token id; the other sequences go on. */
+    void (*done)(void *feed, const pf_seq_request *r, pf_rc rc, const pf_decode_stats *st, const char *err);
+    void *feed;
+} pf_seq_feed;
+
+/* Decodes the feed's requests, at most n_slots (>= 1) at a time, in the session's context (its
+ * threads and kernels; each slot gets a KV cache of the session's type and length, and the
+ * session's own cache and multi-turn history are left as they were). Requests join in the order
+ * next() gives them. PF_RC_OK when the feed ran dry and every request ended; next()'s error
+ * (PF_RC_ARG) or PF_RC_OOM, with err, end the batch early (requests still decoding then get no
+ * done() call). */
+pf_rc pf_engine_generate_batch(pf_engine_session *s, int n_slots, const pf_seq_feed *feed, char err[PF_ERR_LEN]);
+
+#endif

@@ -1,0 +1,47 @@
+/* Aggregate plain decoding at several concurrencies (`bench --concurrency`): the same prompts
+ * decoded one after another through the one-sequence path, and n at a time in one forward
+ * (engine/generate_batch.h), measured interleaved in one process; tokens per second of the whole
+ * run (prefill included) and per request, and a check that every output equals the one-at-a-time
+ * output (greedy and seeded sampling alike: batching changes no text). */
+#ifndef PF_BENCH_CONCURRENCY_H
+#define PF_BENCH_CONCURRENCY_H
+
+#include "eval/bench_model.h"
+#include "eval/tasks.h"
+
+typedef struct {
+    int levels[PF_BENCH_MAX], n_levels; /* sequences at a time; 1 is the one-sequence path */
+    int threads;
+    int64_t n_ctx;
+    int kv_q8;
+    int max_tokens; /* generated tokens per prompt (end of turn ignored, so every level does the same work) */
+    int n_prompts;  /* prompts taken from the suite, its types in turn */
+    int reps;       /* interleaved repetitions */
+    float temp;
+    int top_k;
+    float top_p;
+    uint64_t seed;  /* prompt i samples with seed + i */
+    int no_special;
+    int progress;
+} pf_conc_opts;
+
+typedef struct {
+    int n_seq;
+    pf_stat agg_tok_s;     /* generated tokens of all prompts / wall time of the run */
+    pf_stat per_req_tok_s; /* median over the prompts of generated tokens / the request's time in the run */
+    pf_stat speedup;       /* agg_tok_s / the same repetition's one-sequence agg_tok_s */
+    int identical;         /* every output the one-sequence path's (1), or not (0) */
+} pf_conc_row;
+
+typedef struct {
+    pf_conc_row rows[PF_BENCH_MAX];
+    int n_rows, n_prompts;
+    int64_t tokens; /* generated per run */
+    double load_start, load_end;
+} pf_conc_result;
+
+/* 0, or -1 with err. */
+int pf_bench_concurrency(const char *model_path, const pf_task_suite *suite, const pf_conc_opts *o, pf_conc_result *r,
+                         char err[PF_ERR_LEN]);
+
+#endif

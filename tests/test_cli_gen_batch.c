@@ -1,0 +1,91 @@
+/* The CLI's batched decoding. gen --batch N: the output file of a batched run is byte for byte the
+ * one-prompt-at-a-time run's, greedy and sampled (prompt i's seed S+i), whatever N; what --batch
+ * does not take is refused in one line without an output file. bench --concurrency: a row per
+ * concurrency, every output identical, its JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "util.h"
+
+#define TARGET "models/pf-target-f16.gguf"
+
+static const char k_lines[] =
+    "{\"id\": \"poem\", \"prompt\": \"Write a short poem about the sea.\"}\n"
+    "{\"prompt\": \"What is 17 times 23?\"}\n"
+    "\n"
+    "{\"prompt\": \"Name three colours.\"}\n"
+    "{\"id\": \"fox\", \"prompt\": \"Tell me a story about a fox and a crow, in a few sentences.\"}\n"
+    "{\"prompt\": \"hi\"}\n"
+    "{\"prompt\": \"List the days of the week.\"}\n"
+    "{\"prompt\": \"Explain why the sky is blue to a child.\"}\n";
+
+/* gen over the prompt file with `flags` into out; the output's text (malloc'd), NULL (printed) on
+ * failure. */
+static char *gen(const char *in, const char *out, const char *flags) {
+    char args[1500], o[4096], e[4096];
+    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 24 -t 2 -c 128 %s", in, out, flags);
+    if (RUN_CLI(args, o, e) == 0) return test_slurp(out, NULL);
+    printf("    gen %s: %s", flags, e);
+    return NULL;
+}
+
+TEST(cli_gen_batch_equals_one_at_a_time) {
+    char in[300], out[400];
+    test_tmp_path(in, sizeof in, "gen-batch-prompts.jsonl");
+    test_tmp_path(out, sizeof out, "gen-batch-out.jsonl");
+    CHECK(test_write_file(in, k_lines, (size_t)-1) == 0);
+    const char *modes[] = {"", "--temp 0.9 --top-k 40 --seed 11"};
+    for (int m = 0; m < 2; m++) {
+        char *solo = gen(in, out, modes[m]);
+        CHECK(solo && test_count_lines(solo) == 7);
+        int eot = 0;
+        for (const char *p = strstr(solo, "\"stop\": \"eot\""); p; p = strstr(p + 1, "\"stop\": \"eot\"")) eot++;
+        const int batches[] = {1, 3, 8};
+        for (int b = 0; b < 3; b++) {
+            char flags[200];
+            snprintf(flags, sizeof flags, "%s --batch %d", modes[m], batches[b]);
+            char *got = gen(in, out, flags);
+            CHECKF(got && !strcmp(got, solo), "gen %s differs from the one-at-a-time output", flags);
+            free(got);
+        }
+        printf("    %s: 7 prompts (%d ended at end of turn), --batch 1, 3, 8 the same file\n", m ? "sampled" : "greedy",
+               eot);
+        free(solo);
+    }
+}
+
+TEST(cli_gen_batch_refusals) {
+    char in[300], out[400], args[1500], o[4096], e[4096];
+    test_tmp_path(in, sizeof in, "gen-batch-bad.jsonl");
+    test_tmp_path(out, sizeof out, "gen-batch-bad-out.jsonl");
+    CHECK(test_write_file(in, "{\"prompt\": \"a\"}\n{\"prompt\": \"b\", \"schema\": {\"type\": \"object\"}}\n",
+                          (size_t)-1) == 0);
+    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 2", in, out);
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, ":2: --batch decodes without structured output") &&
+          test_count_lines(e) == 1);
+    CHECK(!test_exists(out));
+    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 2 --spec ngram", in, out);
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--batch decodes plainly") && test_count_lines(e) == 1);
+    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 0", in, out);
+    CHECK(RUN_CLI(args, o, e) != 0 && test_count_lines(e) == 1);
+    CHECK(!test_exists(out));
+}
+
+TEST(cli_bench_concurrency) {
+    char json[300], args[1500], o[8192], e[8192];
+    test_tmp_path(json, sizeof json, "bench-concurrency.json");
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,3 -n 6 --prompts 4 --reps 1 "
+             "-t 2 --temp 0.8 --seed 3 --json %s", json);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench --concurrency: %s", e);
+    CHECKF(strstr(o, "| 1 (one at a time) |") && strstr(o, "| 3 |") && !strstr(o, "| NO |") && strstr(o, "sampled"),
+           "%.800s", o);
+    char *j = test_slurp(json, NULL);
+    CHECK(j && strstr(j, "\"sequences\": 3") && strstr(j, "\"sampled\": true") && !strstr(j, "\"identical\": false"));
+    free(j);
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,0");
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--concurrency") && test_count_lines(e) == 1);
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,2 --spec ngram");
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "plain decoding") && test_count_lines(e) == 1);
+}

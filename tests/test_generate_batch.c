@@ -1,0 +1,158 @@
+/* Batched plain decoding (pf_engine_generate_batch) against each request decoded alone: the same
+ * tokens, stop reason and count for every request, greedy and sampled with per-request seeds, at
+ * 1, 2, 3 and 8 sequences at a time (fewer slots than requests: requests join as others end),
+ * with the stops of the one-sequence path (end of turn, length, context full, callback) and a
+ * request that fails leaving the others alone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_session.h"
+#include "engine/generate_batch.h"
+#include "test.h"
+#include "util.h"
+
+enum { N_REQ = 7, MAX_TOK = 200 };
+
+static const char *const k_prompts[N_REQ] = {
+    "Write a short poem about the sea.", "What is 17 times 23?", "Name three colours.",
+    "Tell me a story about a fox and a crow that ends well, in a few sentences.", "hi",
+    "List the days of the week.", "Explain why the sky is blue to a child.",
+};
+/* per request: max tokens, and after how many tokens its callback stops it (0: never) */
+static const int k_max[N_REQ] = {40, 24, 8, 48, 0, 33, 30};
+static const int k_stop_after[N_REQ] = {0, 0, 0, 0, 0, 6, 0};
+
+typedef struct {
+    int32_t toks[MAX_TOK];
+    int n, stop_after;
+    pf_rc rc;
+    pf_decode_stats st;
+    int ended;
+} outcome;
+
+static int collect(void *u, int32_t t) {
+    outcome *o = u;
+    if (o->n < MAX_TOK) o->toks[o->n] = t;
+    o->n++;
+    return o->stop_after && o->n >= o->stop_after;
+}
+
+typedef struct {
+    int32_t *ids[N_REQ];
+    int n_ids[N_REQ];
+    pf_decode_params p[N_REQ];
+    outcome out[N_REQ];
+    int next;
+} requests;
+
+static int feed_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
+    (void)err;
+    requests *q = u;
+    if (q->next == N_REQ) return 0;
+    int i = q->next++;
+    q->out[i] = (outcome){.stop_after = k_stop_after[i]};
+    *r = (pf_seq_request){.prompt = q->ids[i], .n_prompt = q->n_ids[i], .p = q->p[i], .on_token = collect,
+                          .user = &q->out[i]};
+    return 1;
+}
+
+static void feed_done(void *u, const pf_seq_request *r, pf_rc rc, const pf_decode_stats *st, const char *err) {
+    (void)u, (void)err;
+    outcome *o = r->user;
+    o->rc = rc, o->st = *st, o->ended++;
+}
+
+static void check_same(const outcome *solo, const outcome *got, int i, int slots, const char *mode) {
+    CHECKF(got->ended == 1, "%s, %d slots, request %d: ended %d times", mode, slots, i, got->ended);
+    CHECKF(got->rc == solo->rc, "%s, %d slots, request %d: rc %d, alone %d", mode, slots, i, got->rc, solo->rc);
+    if (solo->rc != PF_RC_OK) return;
+    CHECKF(got->n == solo->n && !memcmp(got->toks, solo->toks, (size_t)(solo->n < MAX_TOK ? solo->n : MAX_TOK) * 4),
+           "%s, %d slots, request %d: %d tokens, alone %d, or other tokens", mode, slots, i, got->n, solo->n);
+    CHECKF(got->st.stop == solo->st.stop && got->st.n_gen == solo->st.n_gen && got->st.n_prompt == solo->st.n_prompt,
+           "%s, %d slots, request %d: stop %d after %d, alone %d after %d", mode, slots, i, got->st.stop,
+           got->st.n_gen, solo->st.stop, solo->st.n_gen);
+}
+
+/* n_ctx: the session's context (small enough that the longest request runs into it). */
+static void check_batch_equals_solo(float temp, const char *mode) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
+    CHECKF(m, "%s", err);
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 64};
+    pf_session *s = NULL;
+    CHECK(pf_session_new(m, &sp, &s, err) == PF_OK);
+    CHECK(s);
+    requests q = {0};
+    for (int i = 0; i < N_REQ; i++) {
+        size_t n = 0;
+        CHECK(test_chat_tokens(m, k_prompts[i], &q.ids[i], &n, err) == 0);
+        q.n_ids[i] = (int)n;
+        q.p[i] = (pf_decode_params){.max_tokens = k_max[i], .temp = temp, .top_k = 40, .top_p = 0.95f,
+                                    .seed = 1000 + 17 * (uint64_t)i, .stop_at_eot = i != 3};
+    }
+    /* request 3 asks for more than its context holds; request 1's prompt is cut so it fits no
+     * context at all when repeated (an error the others must not see) */
+    int32_t *longp = malloc(80 * sizeof(int32_t));
+    for (int j = 0; j < 80; j++) longp[j] = q.ids[1][j % q.n_ids[1]];
+    free(q.ids[1]);
+    q.ids[1] = longp, q.n_ids[1] = 80;
+    outcome solo[N_REQ];
+    for (int i = 0; i < N_REQ; i++) {
+        solo[i] = (outcome){.stop_after = k_stop_after[i]};
+        solo[i].rc = pf_engine_generate_tokens(&s->engine, q.ids[i], q.n_ids[i], &q.p[i], NULL, collect, &solo[i],
+                                               &solo[i].st, err);
+    }
+    CHECK(solo[1].rc == PF_RC_CONTEXT && solo[3].st.stop == PF_END_CONTEXT && solo[5].st.stop == PF_END_CALLBACK);
+    CHECK(solo[4].st.n_gen == 0 && solo[2].st.stop == PF_END_LENGTH);
+    const int slots[] = {1, 2, 3, 8};
+    for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++) {
+        q.next = 0;
+        pf_seq_feed feed = {feed_next, feed_done, &q};
+        CHECKF(pf_engine_generate_batch(&s->engine, slots[k], &feed, err) == PF_RC_OK, "%s", err);
+        for (int i = 0; i < N_REQ; i++) check_same(&solo[i], &q.out[i], i, slots[k], mode);
+    }
+    int eot = 0;
+    for (int i = 0; i < N_REQ; i++) eot += solo[i].st.stop == PF_END_EOT;
+    printf("    %s: %d requests (%d ended at end of turn) the same at 1, 2, 3 and 8 sequences\n", mode, N_REQ, eot);
+    for (int i = 0; i < N_REQ; i++) free(q.ids[i]);
+    pf_session_free(s);
+    pf_model_free(m);
+}
+
+TEST(generate_batch_greedy_equals_solo) { check_batch_equals_solo(0, "greedy"); }
+TEST(generate_batch_sampled_equals_solo) { check_batch_equals_solo(0.9f, "sampled"); }
+
+static int feed_fails(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
+    (void)u, (void)r;
+    snprintf(err, PF_ERR_LEN, "the feed's own error");
+    return -1;
+}
+
+/* The feed's error ends the batch with it; no slots is an argument error; a structured-output
+ * request is refused alone. */
+TEST(generate_batch_errors) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
+    CHECKF(m, "%s", err);
+    pf_session *s = NULL;
+    CHECK(pf_session_new(m, NULL, &s, err) == PF_OK);
+    CHECK(s);
+    pf_seq_feed bad = {feed_fails, feed_done, NULL};
+    CHECK(pf_engine_generate_batch(&s->engine, 2, &bad, err) == PF_RC_ARG && strstr(err, "own error"));
+    CHECK(pf_engine_generate_batch(&s->engine, 0, &bad, err) == PF_RC_ARG);
+    requests q = {0};
+    for (int i = 0; i < N_REQ; i++) {
+        q.ids[i] = malloc(sizeof(int32_t));
+        q.ids[i][0] = 100 + i, q.n_ids[i] = 1;
+        q.p[i] = (pf_decode_params){.max_tokens = 3, .json_object = i == 2};
+    }
+    pf_seq_feed feed = {feed_next, feed_done, &q};
+    CHECK(pf_engine_generate_batch(&s->engine, 3, &feed, err) == PF_RC_OK);
+    for (int i = 0; i < N_REQ; i++) {
+        CHECKF(q.out[i].ended == 1 && q.out[i].rc == (i == 2 ? PF_RC_ARG : PF_RC_OK), "request %d", i);
+        CHECK(i == 2 || q.out[i].n == (k_stop_after[i] && k_stop_after[i] < 3 ? k_stop_after[i] : 3));
+        free(q.ids[i]);
+    }
+    pf_session_free(s);
+    pf_model_free(m);
+}
