@@ -216,7 +216,7 @@ static int read_escape(parser *ps, uint32_t *cp, int in_class) {
         return perr(ps, "\\b (a word boundary) is not supported");
     }
     if (e >= '1' && e <= '9') return perr(ps, "a backreference is not supported");
-    if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || e == '_')
+    if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z'))
         return perr(ps, "the escape \\%c is not supported", e);
     if (e < 0x20) return perr(ps, "a backslash before a control character");
     *cp = e; /* \. \/ \- \$ ...: the character itself */
