@@ -3,6 +3,7 @@
  * followed by its frames, bottom first. */
 #include "grammar/matcher.h"
 #include "formats/grow.h"
+#include "grammar/regex.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,10 +128,58 @@ static int count_char(const pf_schema_node *nd, pf_frame *t) {
     return CONSUMED;
 }
 
+/* ---- strings with a pattern or format (grammar/regex.h): the automaton (its state in t->hi)
+ * steps over the decoded characters. Such a string takes only the escapes JSON requires: the short
+ * ones and \u00XX of a control character, so the first bytes of an escape tell the character. ---- */
+
+/* Byte b keeps a string within the pattern and the lengths reachable. */
+static int re_feed(const pf_schema_node *nd, pf_frame *t, uint8_t b) {
+    int32_t q = pf_regex_step(nd->re, t->hi, b);
+    if (q < 0 || !pf_regex_ok(nd->re, q, (int64_t)t->used)) return 0;
+    t->hi = q;
+    return 1;
+}
+
+/* Some ASCII character of lo..hi may come next. */
+static int re_any(const pf_schema_node *nd, const pf_frame *t, int lo, int hi) {
+    for (int ch = lo; ch <= hi; ch++) {
+        pf_frame x = *t;
+        if (re_feed(nd, &x, (uint8_t)ch)) return 1;
+    }
+    return 0;
+}
+
+static const char k_esc[] = "\"\\/bfnrt", k_esc_char[] = "\"\\/\b\f\n\r\t";
+
+/* After a backslash, some escape can continue the string. */
+static int re_escape_open(const pf_schema_node *nd, const pf_frame *t) {
+    return re_any(nd, t, 0, 0x1F) || re_any(nd, t, '"', '"') || re_any(nd, t, '\\', '\\') || re_any(nd, t, '/', '/');
+}
+
+/* The escape's bytes (phase S_ESC or S_HEX; off hex digits read, their value in lo). */
+static int step_pattern_escape(const pf_schema_node *nd, pf_frame *t, uint8_t c) {
+    if (t->phase == S_ESC) {
+        const char *e = c ? strchr(k_esc, c) : NULL;
+        t->phase = S_BODY;
+        if (e) return re_feed(nd, t, (uint8_t)k_esc_char[e - k_esc]) ? CONSUMED : REJECT;
+        if (c != 'u' || !re_any(nd, t, 0, 0x1F)) return REJECT;
+        return t->phase = S_HEX, t->off = 0, t->lo = 0, CONSUMED;
+    }
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0 || (t->off < 2 && d) || (t->off == 2 && d > 1)) return REJECT;
+    t->lo = t->lo * 16 + d;
+    if (++t->off == 3) return re_any(nd, t, t->lo * 16, t->lo * 16 + 15) ? CONSUMED : REJECT;
+    if (t->off < 4) return CONSUMED;
+    uint8_t ch = (uint8_t)t->lo;
+    t->phase = S_BODY, t->off = 0, t->lo = 0;
+    return re_feed(nd, t, ch) ? CONSUMED : REJECT;
+}
+
 /* Strings: RFC 8259 with valid UTF-8; \u escapes of surrogates are refused (a reader may reject a
  * lone one; the character itself can be written as UTF-8). minLength / maxLength in characters. */
 static int step_string(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     const pf_schema_node *nd = node_of(m, t);
+    if (nd->re && (t->phase == S_ESC || t->phase == S_HEX)) return step_pattern_escape(nd, t, c);
     switch (t->phase) {
     case S_OPEN:
         if (c != '"') return REJECT;
@@ -138,17 +187,19 @@ static int step_string(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
         return CONSUMED;
     case S_BODY:
         if (t->u8_need) {
-            if (c < t->u8_lo || c > t->u8_hi) return REJECT;
+            if (c < t->u8_lo || c > t->u8_hi || (nd->re && !re_feed(nd, t, c))) return REJECT;
             t->u8_need--;
             t->u8_lo = 0x80;
             t->u8_hi = 0xBF;
             if (!t->u8_need) t->u8_lo = t->u8_hi = 0;
             return CONSUMED;
         }
-        if (c == '"') return (int64_t)t->used < nd->min_len ? REJECT : ((*n)--, CONSUMED);
+        if (c == '"')
+            return (int64_t)t->used < nd->min_len || (nd->re && !pf_regex_final(nd->re, t->hi)) ? REJECT : ((*n)--, CONSUMED);
         if (c == '\\' && nd->no_escape) return REJECT;
         if (c < 0x20 || (c >= 0x80 && utf8_lead(t, c) == REJECT) || count_char(nd, t) == REJECT) return REJECT;
         if (c == '\\') t->phase = S_ESC;
+        if (nd->re && (c == '\\' ? !re_escape_open(nd, t) : !re_feed(nd, t, c))) return REJECT;
         return CONSUMED;
     case S_ESC:
         if (c == 'u') return t->phase = S_HEX, t->off = 0, t->lo = 0, CONSUMED;
@@ -300,9 +351,34 @@ static int key_open(const pf_matcher *m, const pf_schema_node *nd, const pf_fram
     return !(o->used >> i & 1) && key_fits(nd, o, (int)(nd->required >> i & 1)) && fits(m, nd->prop_node[i], n);
 }
 
-/* A key other than the listed ones may be written now (free keys, or additionalProperties). */
+/* The values of keys other than the listed ones fit with n frames (with patternProperties, every
+ * one of their nodes does: the key does not tell yet which it takes). */
+static int other_fits(const pf_matcher *m, const pf_schema_node *nd, int n) {
+    if (nd->key_node < 0) return fits(m, nd->extra, n);
+    const uint32_t *masks;
+    int k = pf_regex_masks(m->s->nodes[nd->key_node].re, &masks);
+    for (int i = 0; i < k; i++)
+        if (nd->key_vals[i] >= 0 && !fits(m, nd->key_vals[i], n)) return 0;
+    return 1;
+}
+
+/* A key other than the listed ones may be written now (free keys, additionalProperties, or
+ * patternProperties). */
 static int other_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int n) {
-    return nd->extra >= 0 && key_fits(nd, o, 0) && fits(m, nd->extra, n);
+    return (nd->extra >= 0 || nd->key_node >= 0) && key_fits(nd, o, 0) && other_fits(m, nd, n);
+}
+
+/* The string node of the other keys. */
+static int32_t other_key_node(const pf_schema_node *nd) { return nd->key_node >= 0 ? nd->key_node : PF_SN_ID_KEY_STRING; }
+
+/* The other key's text so far (pre[0..len), from its opening quote) can go on: a string frame of
+ * its node takes it. */
+static int other_prefix_ok(const pf_matcher *m, const pf_schema_node *nd, const char *pre, int32_t len, int n) {
+    pf_frame s = frame(K_STR, S_OPEN, other_key_node(nd));
+    int k = n;
+    for (int32_t i = 0; i < len; i++)
+        if (step_string(m, &s, &k, (uint8_t)pre[i]) != CONSUMED || k != n) return 0;
+    return 1;
 }
 
 /* The key being written left every listed key's text: it is one of the other keys. Its bytes so
@@ -313,7 +389,7 @@ static int other_key(const pf_matcher *m, pf_frame *f, int *n) {
     const pf_schema_node *nd = node_of(m, o);
     if (!other_open(m, nd, o, *n)) return REJECT;
     const char *pre = nd->n_props ? nd->keys.s[t->lo] : "";
-    pf_frame s = frame(K_STR, S_OPEN, PF_SN_ID_KEY_STRING);
+    pf_frame s = frame(K_STR, S_OPEN, other_key_node(nd));
     int k = *n;
     for (int32_t i = 0; i < t->off; i++)
         if (step_string(m, &s, &k, (uint8_t)pre[i]) != CONSUMED || k != *n) return REJECT;
@@ -329,11 +405,12 @@ static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     const pf_schema_node *nd = node_of(m, o);
     int32_t lo = t->lo, hi = t->hi, open = 0;
     pf_lit_narrow(&nd->keys, &lo, &hi, t->off, c);
-    if (lo == hi && nd->extra >= 0) return other_key(m, f, n);
+    if (lo == hi && (nd->extra >= 0 || nd->key_node >= 0)) return other_key(m, f, n);
     for (int32_t i = lo; i < hi && !open; i++) open = key_open(m, nd, o, i, *n);
     /* else only a key that leaves the listed texts later: not closed yet, no escape in it */
     if (!open && (!other_open(m, nd, o, *n) || (c == '"' && t->off > 0) || c == '\\' ||
-                  memchr(nd->keys.s[lo], '\\', (size_t)t->off)))
+                  memchr(nd->keys.s[lo], '\\', (size_t)t->off) ||
+                  (nd->key_node >= 0 && !other_prefix_ok(m, nd, nd->keys.s[lo], t->off + 1, *n))))
         return REJECT;
     t->lo = lo, t->hi = hi, t->off++;
     if (nd->keys.len[lo] != (uint32_t)t->off) return CONSUMED;
@@ -349,13 +426,26 @@ static int start_key(const pf_schema_node *nd, pf_frame *f, int *n) {
     pf_frame *t = &f[*n - 1];
     if (nd->free_keys) {
         t->phase = O_COLON;
-        f[(*n)++] = frame(K_STR, S_BODY, PF_SN_ID_ANY_STRING);
+        f[(*n)++] = frame(K_STR, S_BODY, nd->key_node >= 0 ? nd->key_node : PF_SN_ID_ANY_STRING);
         return CONSUMED;
     }
     pf_frame k = frame(K_KEY, 0, t->node);
     k.hi = nd->n_props;
     f[(*n)++] = k;
     return AGAIN;
+}
+
+/* The node of the value of the other key just written (its automaton's state in o->hi, taken). */
+static int32_t other_value(const pf_matcher *m, const pf_schema_node *nd, pf_frame *o) {
+    if (nd->key_node < 0) return nd->extra;
+    const pf_regex *re = m->s->nodes[nd->key_node].re;
+    const uint32_t *masks;
+    int k = pf_regex_masks(re, &masks);
+    uint32_t mask = pf_regex_state_mask(re, o->hi);
+    o->hi = 0;
+    for (int i = 0; i < k; i++)
+        if (masks[i] == mask) return nd->key_vals[i];
+    return -1;
 }
 
 static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
@@ -385,8 +475,10 @@ static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     default: /* O_COLON: after one of the other keys */
         if (c != ':') return REJECT;
         t->phase = O_NEXT;
+        int32_t val = other_value(m, nd, t);
+        if (val < 0) return REJECT;
         if (t->off < (nd->max_props == INT64_MAX ? nd->min_props : nd->max_props)) t->off++;
-        f[(*n)++] = frame(K_VALUE, V_SPACE, nd->extra);
+        f[(*n)++] = frame(K_VALUE, V_SPACE, val);
         return CONSUMED;
     }
 }
@@ -440,7 +532,11 @@ static void feed(pf_matcher *m, size_t start, uint32_t *threads, pf_frame *f, in
         case K_OBJ: r = step_object(m, f, &n, c); break;
         case K_KEY: r = step_key(m, f, &n, c); break;
         case K_ARR: r = step_array(m, f, &n, c); break;
-        case K_STR: r = step_string(m, t, &n, c); break;
+        case K_STR:
+            r = step_string(m, t, &n, c);
+            if (r == CONSUMED && t == &f[n] && n > 0 && f[n - 1].kind == K_OBJ && f[n - 1].phase == O_COLON)
+                f[n - 1].hi = t->hi; /* a key closed: its automaton's state chooses the value's node */
+            break;
         case K_NUM: r = step_number(m, t, &n, c); break;
         case K_LIT: r = step_literal(m, t, &n, c); break;
         default: r = REJECT;
@@ -553,6 +649,7 @@ static int stack_open(const pf_matcher *m, const pf_frame *f, int n) { return (v
 static int64_t string_room(const pf_matcher *m, const pf_frame *f, int n) {
     if (n == 0 || f[n - 1].kind != K_STR || f[n - 1].phase != S_BODY || f[n - 1].u8_need) return -1;
     const pf_schema_node *nd = node_of(m, f + n - 1);
+    if (nd->re) return -1; /* every byte goes through the automaton */
     return nd->max_len == INT64_MAX ? INT64_MAX : nd->max_len - (int64_t)f[n - 1].used;
 }
 
@@ -566,6 +663,22 @@ int64_t pf_matcher_string_room(const pf_matcher *m) {
         if (r < room) room = r;
     }
     return room;
+}
+
+int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur) {
+    const mstate st = m->st[m->n_st - 1];
+    if (st.threads != 1) return 0;
+    int n = m->arena[st.off].lo;
+    const pf_frame *t = m->arena + st.off + n; /* the top: header at off, frames after it */
+    if (n < 1 || t->kind != K_STR || t->phase != S_BODY || t->u8_need || !node_of(m, t)->re) return 0;
+    *cur = *t;
+    return 1;
+}
+
+int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c) {
+    if (c == '"' || c == '\\' || c < 0x20) return 0;
+    int n = 1; /* step_string pops only at a quote */
+    return step_string(m, cur, &n, c) == CONSUMED;
 }
 
 const void *pf_matcher_state(const pf_matcher *m, size_t *len) {

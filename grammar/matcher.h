@@ -50,6 +50,13 @@ int pf_matcher_closed(const pf_matcher *m);
  * that is whole UTF-8 characters, and no more characters than that, keeps them there. -1 when a
  * stack is elsewhere. */
 int64_t pf_matcher_string_room(const pf_matcher *m);
+/* A pattern-constrained string's content walked without the matcher (token masks: most tokens
+ * inside such a string are its characters alone). pf_matcher_pattern_cursor: 1 with *cur set when
+ * the state is one parse stack inside a pattern or format string between characters, else 0.
+ * pf_matcher_pattern_feed: byte c (not '"', '\\' or a control byte) moves *cur as pf_matcher_push
+ * would move the string: 1, or 0 when the matcher would refuse it. */
+int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur);
+int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c);
 /* The current state as bytes (equal states give equal bytes): a cache key. */
 const void *pf_matcher_state(const pf_matcher *m, size_t *len);
 

@@ -11,6 +11,8 @@
 
 #include "formats/json.h"
 #include "grammar/lit_set.h"
+#include "grammar/regex.h"
+#include "grammar/string_format.h"
 
 enum { UNSAT = -2, FAIL = -1 };
 enum { T_OBJ = 1, T_ARR = 2, T_STR = 4, T_NUM = 8, T_INT = 16, T_BOOL = 32, T_NULL = 64 };
@@ -75,6 +77,7 @@ static int32_t new_node(cctx *c, pf_schema_kind kind) {
     s->nodes[s->n_nodes].num_hi = INT64_MAX;
     s->nodes[s->n_nodes].extra = -1;
     s->nodes[s->n_nodes].max_props = INT64_MAX;
+    s->nodes[s->n_nodes].key_node = -1;
     return s->n_nodes++;
 }
 
@@ -134,19 +137,19 @@ static int fixed_nodes(cctx *c) {
 static const char *const k_keywords[] = {"type", "properties", "required", "additionalProperties", "items",
                                          "minItems", "maxItems", "enum", "const", "anyOf", "minLength", "maxLength",
                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                         "minProperties", "maxProperties", "allOf", "oneOf"};
+                                         "minProperties", "maxProperties", "allOf", "oneOf", "pattern", "format",
+                                         "patternProperties"};
 enum { K_TYPE = 0, K_ENUM = 7, K_CONST = 8, K_ANY_OF = 9, K_MINIMUM = 12 };
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
  * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
  * keyword is an annotation (title, description, default, examples, readOnly, deprecated, ...), a
  * container (definitions, $defs) or unknown (x-..., id, self, name, ...): ignored, as the spec
- * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). `format` is
- * here: MaskBench and most readers take it as an assertion. */
+ * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). */
 static const char *const k_unsupported[] = {
-    "multipleOf", "pattern", "format", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+    "multipleOf", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
     "additionalItems", "unevaluatedItems", "dependentRequired",
-    "dependentSchemas", "dependencies", "patternProperties", "propertyNames", "unevaluatedProperties",
+    "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties",
     "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
     "disallow", "extends"};
 
@@ -184,6 +187,13 @@ static int check_keywords(cctx *c, const pf_json *v, const char *path) {
     return 0;
 }
 
+/* A format compiled or refused (not one that is ignored). */
+static int format_asserts(const pf_json *f) {
+    const char *pat;
+    int64_t cap;
+    return f && (f->type != PF_JSON_STRING || pf_format_lookup(f->u.str.s, f->u.str.len, &pat, &cap) != PF_FORMAT_IGNORED);
+}
+
 static int type_bit(const pf_json *t) {
     static const char *const names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
     for (int i = 0; i < 7 && t->type == PF_JSON_STRING; i++)
@@ -207,10 +217,12 @@ static int type_set(cctx *c, const pf_json *v, const char *path) {
         if (!set) return fail(c, path, "type: not one of object, array, string, number, integer, boolean, null");
     } else {
         if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties") ||
-            pf_json_get(v, "minProperties") || pf_json_get(v, "maxProperties"))
+            pf_json_get(v, "minProperties") || pf_json_get(v, "maxProperties") || pf_json_get(v, "patternProperties"))
             set |= T_OBJ;
         if (pf_json_get(v, "items") || pf_json_get(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
-        if (pf_json_get(v, "minLength") || pf_json_get(v, "maxLength")) set |= T_STR;
+        if (pf_json_get(v, "minLength") || pf_json_get(v, "maxLength") || pf_json_get(v, "pattern") ||
+            format_asserts(pf_json_get(v, "format")))
+            set |= T_STR;
         for (int i = 0; i < 4; i++)
             if (pf_json_get(v, k_keywords[K_MINIMUM + i])) set |= T_NUM;
     }
@@ -415,16 +427,119 @@ static int32_t compile_additional(cctx *c, const pf_json *add, int depth, const 
     return compile(c, add, depth + 1, sub);
 }
 
-/* An object node's other keys and key counts; UNSAT when no count fits. */
-static int32_t object_counts(cctx *c, int32_t id, int32_t other, int64_t lo, int64_t hi) {
+/* An object node's other keys and key counts; UNSAT when no count fits (more: keys that
+ * patternProperties names may come too). */
+static int32_t object_counts(cctx *c, int32_t id, int32_t other, int64_t lo, int64_t hi, int more) {
     pf_schema_node *o = &c->s->nodes[id];
     o->min_props = lo;
     o->max_props = hi;
     /* absent or true: only the listed keys are written, unless minProperties needs more */
-    o->extra = other == PF_SN_ID_ANY && !o->free_keys && lo <= o->n_props ? -1 : other;
+    o->extra = other < 0 || (other == PF_SN_ID_ANY && !o->free_keys && lo <= o->n_props) ? -1 : other;
     int64_t req = __builtin_popcountll(o->required);
-    if (lo > hi || req > hi || (o->extra < 0 && lo > o->n_props)) return UNSAT;
+    if (lo > hi || req > hi || (o->extra < 0 && !more && lo > o->n_props)) return UNSAT;
     return id;
+}
+
+static const pf_json *merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path);
+static void *scratch(cctx *c, size_t n);
+
+/* ---- patternProperties: every schema whose pattern a key matches applies to its value ---- */
+
+/* The patterns (the member names of pp) as one automaton, a component each. */
+static pf_regex *pattern_keys(cctx *c, const pf_json *pp, const char *path) {
+    if (pp->u.obj.n > PF_REGEX_MAX_PATTERNS)
+        return fail(c, path, "patternProperties: more than %d patterns", PF_REGEX_MAX_PATTERNS), NULL;
+    const char *pats[PF_REGEX_MAX_PATTERNS];
+    size_t lens[PF_REGEX_MAX_PATTERNS];
+    for (size_t i = 0; i < pp->u.obj.n; i++) pats[i] = pp->u.obj.members[i].key, lens[i] = pp->u.obj.members[i].key_len;
+    char err[PF_ERR_LEN];
+    int oom;
+    pf_regex *re = pf_regex_compile(pats, lens, (int)pp->u.obj.n, err, &oom);
+    if (!re) oom ? fail_oom(c, path) : fail(c, path, "patternProperties: %s", err);
+    return re;
+}
+
+/* base (NULL: none) merged with the schemas of the patterns in mask (allOf); NULL on failure. */
+static const pf_json *with_patterns(cctx *c, const pf_json *base, const pf_json *pp, uint32_t mask, int depth,
+                                    const char *path) {
+    const pf_json *acc = base;
+    char sub[256];
+    for (size_t i = 0; i < pp->u.obj.n; i++) {
+        if (!(mask >> i & 1)) continue;
+        snprintf(sub, sizeof sub, "%s/patternProperties/%s", path, pp->u.obj.members[i].key);
+        acc = acc ? merge_schemas(c, acc, &pp->u.obj.members[i].val, depth + 1, sub) : &pp->u.obj.members[i].val;
+        if (!acc) return NULL;
+    }
+    return acc;
+}
+
+/* properties with each listed key's schema merged with those of the patterns it matches, and each
+ * required key outside them that a pattern matches added with those patterns' schemas; props
+ * itself when nothing changes. *err on failure. */
+static const pf_json *props_with_patterns(cctx *c, const pf_json *props, const pf_json *req, const pf_json *pp,
+                                          const pf_regex *re, int depth, const char *path, int *err) {
+    size_t np = props ? props->u.obj.n : 0, nr = req ? req->u.arr.n : 0, n = 0;
+    pf_json_member *m = scratch(c, (np + nr) * sizeof *m);
+    pf_json *out = scratch(c, sizeof *out);
+    *err = !m || !out;
+    if (*err) return fail_oom(c, path), NULL;
+    for (size_t i = 0; i < np + nr; i++) {
+        const pf_json_member *p = i < np ? &props->u.obj.members[i] : NULL;
+        const pf_json *r = p ? NULL : &req->u.arr.items[i - np];
+        if (r && r->type != PF_JSON_STRING) continue; /* collect_props refuses it */
+        const char *key = p ? p->key : r->u.str.s;
+        size_t len = p ? p->key_len : r->u.str.len;
+        int seen = 0;
+        for (size_t k = 0; k < n && r && !seen; k++) seen = m[k].key_len == len && !memcmp(m[k].key, key, len);
+        if (seen) continue;
+        uint32_t mask = pf_regex_match_mask(re, (const uint8_t *)key, len);
+        if (r && !mask) continue; /* additionalProperties' */
+        const pf_json *val = mask ? with_patterns(c, p ? &p->val : NULL, pp, mask, depth, path) : &p->val;
+        if (!val) return *err = 1, NULL;
+        m[n++] = (pf_json_member){key, len, *val};
+    }
+    if (!n && !props) return NULL;
+    *out = (pf_json){.type = PF_JSON_OBJECT, .offset = props ? props->offset : pp->offset, .u.obj = {m, n}};
+    return out;
+}
+
+/* Object node id's other keys through re (taken): each mask of patterns a key can match gets the
+ * node of those patterns' schemas (none matched: additionalProperties'), and keys whose value no
+ * schema admits are refused by the automaton. The node, or UNSAT / FAIL. */
+static int32_t attach_pattern_keys(cctx *c, int32_t id, pf_regex *re, const pf_json *pp, int depth, const char *path) {
+    const uint32_t *masks;
+    int n = pf_regex_masks(re, &masks);
+    int32_t *vals = malloc((size_t)n * sizeof *vals);
+    uint8_t *ok = malloc((size_t)n);
+    char err[PF_ERR_LEN];
+    int32_t rc = vals && ok ? 0 : fail_oom(c, path);
+    for (int i = 0; i < n && rc == 0; i++) {
+        vals[i] = c->s->nodes[id].extra;
+        if (masks[i]) {
+            const pf_json *v = with_patterns(c, NULL, pp, masks[i], depth, path);
+            vals[i] = v ? compile(c, v, depth + 1, path) : FAIL;
+            if (vals[i] == FAIL) rc = FAIL;
+        }
+        ok[i] = vals[i] >= 0;
+    }
+    if (rc == 0 && pf_regex_accept(re, ok, 0, INT64_MAX, err) < 0) rc = fail(c, path, "patternProperties: %s", err);
+    free(ok);
+    if (rc == 0 && pf_regex_start(re) >= 0) {
+        int32_t key = new_node(c, PF_SN_STRING);
+        if (key < 0) rc = FAIL;
+        else {
+            c->s->nodes[key].re = re;
+            c->s->nodes[key].no_escape = 1;
+            c->s->nodes[id].key_node = key;
+            c->s->nodes[id].key_vals = vals;
+            return id;
+        }
+    }
+    free(vals);
+    pf_regex_free(re);
+    if (rc < 0) return rc;
+    const pf_schema_node *o = &c->s->nodes[id]; /* no other key can be written */
+    return o->min_props > o->n_props ? UNSAT : id;
 }
 
 static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *path) {
@@ -433,12 +548,24 @@ static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *
     if (req && req->type != PF_JSON_ARRAY) return fail(c, path, "required: not an array of strings");
     int64_t lo = 0, hi = INT64_MAX;
     if (read_count(c, v, "minProperties", &lo, path) < 0 || read_count(c, v, "maxProperties", &hi, path) < 0) return FAIL;
-    int32_t other = compile_additional(c, pf_json_get(v, "additionalProperties"), depth, path);
-    if (other == FAIL) return FAIL;
-    if (!props && !req && other == PF_SN_ID_ANY && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_OBJECT;
+    const pf_json *pp = pf_json_get(v, "patternProperties");
+    if (pp && pp->type != PF_JSON_OBJECT) return fail(c, path, "patternProperties: not an object");
+    pf_regex *keys = pp && pp->u.obj.n ? pattern_keys(c, pp, path) : NULL;
+    if (pp && pp->u.obj.n && !keys) return FAIL;
+    int err = 0;
+    if (keys) props = props_with_patterns(c, props, req, pp, keys, depth, path, &err);
+    int32_t other = err ? FAIL : compile_additional(c, pf_json_get(v, "additionalProperties"), depth, path);
+    if (other == FAIL) {
+        pf_regex_free(keys);
+        return FAIL;
+    }
+    if (!keys && !props && !req && other == PF_SN_ID_ANY && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_OBJECT;
     int32_t id;
-    if (!props && !req && other >= 0) { /* any keys, their values of `other` */
-        if ((id = new_node(c, PF_SN_OBJECT)) < 0) return FAIL;
+    if (!props && !req && (other >= 0 || keys)) { /* any keys, their values of `other` (or a pattern's) */
+        if ((id = new_node(c, PF_SN_OBJECT)) < 0) {
+            pf_regex_free(keys);
+            return FAIL;
+        }
         c->s->nodes[id].free_keys = 1;
     } else {
         prop p[PF_SCHEMA_MAX_PROPS];
@@ -446,11 +573,20 @@ static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *
         int rc = collect_props(c, props, req, other, depth, path, p, &n);
         if (rc < 0) {
             for (int i = 0; i < n; i++) free(p[i].text);
+            pf_regex_free(keys);
             return rc;
         }
-        if ((id = props_node(c, p, n)) < 0) return id;
+        if ((id = props_node(c, p, n)) < 0) {
+            pf_regex_free(keys);
+            return id;
+        }
     }
-    return object_counts(c, id, other, lo, hi);
+    id = id < 0 ? id : object_counts(c, id, other, lo, hi, keys != NULL);
+    if (id < 0 || !keys) {
+        pf_regex_free(keys);
+        return id;
+    }
+    return attach_pattern_keys(c, id, keys, pp, depth, path);
 }
 
 static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path) {
@@ -462,16 +598,67 @@ static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, 
     return 0;
 }
 
-/* minLength / maxLength: the characters of the decoded string (grammar/matcher.c counts them). */
+/* pattern and format as one automaton (both must match; grammar/regex.h) into *out, NULL when
+ * neither asserts anything; *hi tightened by the format's cap. 0, FAIL or UNSAT. */
+static int32_t string_regex(cctx *c, const pf_json *v, int64_t lo, int64_t *hi, const char *path, pf_regex **out) {
+    const pf_json *pat = pf_json_get(v, "pattern"), *fmt = pf_json_get(v, "format");
+    const char *pats[2];
+    size_t lens[2];
+    int n = 0;
+    *out = NULL;
+    if (pat && pat->type != PF_JSON_STRING) return fail(c, path, "pattern: not a string");
+    if (fmt && fmt->type != PF_JSON_STRING) return fail(c, path, "format: not a string");
+    if (pat) pats[n] = pat->u.str.s, lens[n++] = pat->u.str.len;
+    if (fmt) {
+        int64_t cap;
+        pf_format_kind k = pf_format_lookup(fmt->u.str.s, fmt->u.str.len, &pats[n], &cap);
+        if (k == PF_FORMAT_UNSUPPORTED) return fail(c, path, "format: '%.40s' is not supported", fmt->u.str.s);
+        if (k == PF_FORMAT_PATTERN) {
+            lens[n] = strlen(pats[n]);
+            n++;
+            if (cap < *hi) *hi = cap;
+        }
+    }
+    if (!n) return 0;
+    if (lo > *hi) return UNSAT;
+    char err[PF_ERR_LEN];
+    int oom;
+    pf_regex *re = pf_regex_compile(pats, lens, n, err, &oom);
+    if (!re) return oom ? fail_oom(c, path) : fail(c, path, "%s", err);
+    const uint32_t *masks;
+    uint8_t ok[PF_REGEX_MAX_STATES];
+    int m = pf_regex_masks(re, &masks);
+    for (int i = 0; i < m; i++) ok[i] = masks[i] == (1u << n) - 1;
+    if (pf_regex_accept(re, ok, lo, *hi, err) < 0) {
+        pf_regex_free(re);
+        return fail(c, path, "%s", err);
+    }
+    if (pf_regex_start(re) < 0 || !pf_regex_ok(re, pf_regex_start(re), 0)) {
+        pf_regex_free(re);
+        return UNSAT;
+    }
+    *out = re;
+    return 0;
+}
+
+/* minLength / maxLength: the characters of the decoded string (grammar/matcher.c counts them);
+ * pattern and format. */
 static int32_t compile_string(cctx *c, const pf_json *v, const char *path) {
     int64_t lo = 0, hi = INT64_MAX;
     if (read_count(c, v, "minLength", &lo, path) < 0 || read_count(c, v, "maxLength", &hi, path) < 0) return FAIL;
+    pf_regex *re;
+    int32_t rc = string_regex(c, v, lo, &hi, path, &re);
+    if (rc < 0) return rc;
     if (lo > hi) return UNSAT;
-    if (lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_STRING;
+    if (!re && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_STRING;
     int32_t id = new_node(c, PF_SN_STRING);
-    if (id < 0) return FAIL;
+    if (id < 0) {
+        pf_regex_free(re);
+        return FAIL;
+    }
     c->s->nodes[id].min_len = lo;
     c->s->nodes[id].max_len = hi;
+    c->s->nodes[id].re = re;
     return id;
 }
 
@@ -1062,6 +1249,17 @@ static int32_t compile_ref(cctx *c, const pf_json *v, int depth, const char *pat
     return compile_target(c, t, depth + 1, sub);
 }
 
+/* The deepest of the shortest documents an object's other keys may take (the matcher writes such
+ * a key only where every one of them fits); -1 when there are none. */
+static int32_t other_depth(const pf_schema *s, const pf_schema_node *n) {
+    int32_t d = n->extra >= 0 ? s->nodes[n->extra].min_depth : -1;
+    const uint32_t *masks;
+    int m = n->key_node >= 0 ? pf_regex_masks(s->nodes[n->key_node].re, &masks) : 0;
+    for (int i = 0; i < m; i++)
+        if (n->key_vals[i] >= 0 && s->nodes[n->key_vals[i]].min_depth > d) d = s->nodes[n->key_vals[i]].min_depth;
+    return d;
+}
+
 /* Every node's min_depth (grammar/schema.h), to the fixpoint: recursion makes the graph cyclic. */
 static void min_depths(pf_schema *s) {
     for (int changed = 1; changed;) {
@@ -1076,9 +1274,9 @@ static void min_depths(pf_schema *s) {
                     if ((n->required >> k & 1 || n->min_props > __builtin_popcountll(n->required)) &&
                         s->nodes[n->prop_node[k]].min_depth + 1 > d)
                         d = s->nodes[n->prop_node[k]].min_depth + 1;
-                if (n->extra >= 0 && n->min_props > __builtin_popcountll(n->required) &&
-                    s->nodes[n->extra].min_depth + 1 > d)
-                    d = s->nodes[n->extra].min_depth + 1;
+                if (n->min_props > __builtin_popcountll(n->required) && other_depth(s, n) >= 0 &&
+                    other_depth(s, n) + 1 > d)
+                    d = other_depth(s, n) + 1;
                 break;
             case PF_SN_ARRAY: d = n->min_items > 0 ? s->nodes[n->items].min_depth + 1 : 1; break;
             case PF_SN_UNION:
@@ -1199,6 +1397,8 @@ void pf_schema_free(pf_schema *s) {
         pf_lit_set_free(&n->lits);
         free(n->prop_node);
         free(n->alts);
+        free(n->key_vals);
+        pf_regex_free(n->re);
     }
     free(s->nodes);
     free(s);

@@ -4,11 +4,12 @@
  * `items`, `minItems`, `maxItems`, `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
  * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `allOf` (merged where exact),
- * `oneOf` (disjoint branches), `$ref` to a JSON pointer into
+ * `oneOf` (disjoint branches), `pattern`, `format` and `patternProperties` (grammar/regex.h,
+ * grammar/string_format.h), `$ref` to a JSON pointer into
  * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included), nested to
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
  * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; any
- * other validation keyword (pattern, format, not, ...) is an error naming it and its path: a
+ * other validation keyword (not, multipleOf, ...) is an error naming it and its path: a
  * schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
@@ -23,6 +24,8 @@
 #include <stdint.h>
 
 #include "formats/gguf.h" /* PF_ERR_LEN */
+
+struct pf_regex;
 
 #define PF_SCHEMA_MAX_DEPTH 32 /* nested schemas (properties, items, anyOf) */
 #define PF_SCHEMA_MAX_PROPS 64 /* properties of one object */
@@ -62,6 +65,15 @@ typedef struct {
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
     uint8_t no_escape; /* STRING: no backslash (an object's other keys: an escape could spell a listed key) */
+    /* STRING: the automaton of `pattern` and `format` (grammar/regex.h; NULL: any text), over the
+     * decoded characters; such a string takes only the escapes JSON requires (of '"', '\\' and
+     * control characters) */
+    struct pf_regex *re;
+    /* OBJECT with patternProperties: the keys other than the listed ones are strings of node
+     * key_node (-1: none such), whose automaton's mask says which patterns a key matches; their
+     * values of node key_vals[i] for the automaton's i-th mask (pf_regex_masks) */
+    int32_t key_node;
+    int32_t *key_vals;
     /* NUMBER, INTEGER: integer bounds on the value (num_lo INT64_MIN, num_hi INT64_MAX when
      * none); lo_open / hi_open: exclusive (an INTEGER's are closed) */
     int64_t num_lo, num_hi;

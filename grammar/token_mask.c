@@ -8,7 +8,7 @@
 
 #include "grammar/vocab_trie.h"
 
-enum { CACHE_SLOTS = 256 };
+enum { CACHE_SLOTS = 256, PATTERN_PATH = 256 /* bytes of a token walked without the matcher */ };
 
 struct pf_token_masker {
     int n_vocab, n_words;
@@ -195,6 +195,37 @@ static void walk(const pf_vocab_trie *t, int32_t i, pf_matcher *m, uint32_t *bit
     }
 }
 
+/* Inside a pattern string: the bytes below trie node i step the string's automaton alone (cur)
+ * while they are its content; a byte that is not ('"', '\\', a control byte: the string may close
+ * or escape there) hands that subtree to the matcher, with the path's bytes (path[0..depth))
+ * pushed first. Every token is allowed exactly when the matcher would take its bytes. */
+static void walk_pattern(const pf_vocab_trie *t, int32_t i, pf_matcher *m, const pf_frame *cur, uint8_t *path,
+                         int depth, uint32_t *bits) {
+    for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
+        uint8_t b = t->nodes[c].byte;
+        pf_frame next = *cur;
+        if (b == '"' || b == '\\' || b < 0x20) {
+            size_t pos = pf_matcher_pos(m);
+            if (pf_matcher_push_bytes(m, path, (size_t)depth) == 1 && pf_matcher_push(m, b) == 1) {
+                for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(bits, t->ids[t->nodes[c].tok_lo + k]);
+                if (t->nodes[c].end > c + 1) walk(t, c, m, bits);
+            }
+            pf_matcher_rollback(m, pos);
+            continue;
+        }
+        if (!pf_matcher_pattern_feed(m, &next, b)) continue;
+        for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(bits, t->ids[t->nodes[c].tok_lo + k]);
+        if (t->nodes[c].end > c + 1 && depth < PATTERN_PATH) {
+            path[depth] = b;
+            walk_pattern(t, c, m, &next, path, depth + 1, bits);
+        } else if (t->nodes[c].end > c + 1) { /* a path longer than the buffer: the matcher's way */
+            size_t pos = pf_matcher_pos(m);
+            if (pf_matcher_push_bytes(m, path, (size_t)depth) == 1 && pf_matcher_push(m, b) == 1) walk(t, c, m, bits);
+            pf_matcher_rollback(m, pos);
+        }
+    }
+}
+
 static int count_bits(const uint32_t *bits, int n_words) {
     int n = 0;
     for (int i = 0; i < n_words; i++) n += __builtin_popcount(bits[i]);
@@ -203,7 +234,12 @@ static int count_bits(const uint32_t *bits, int n_words) {
 
 static int compute(const pf_token_masker *tm, pf_matcher *m, uint32_t *bits) {
     size_t words = (size_t)tm->n_words * sizeof *bits;
-    if (pf_matcher_string_room(m) >= tm->plain_chars) {
+    pf_frame cur;
+    uint8_t path[PATTERN_PATH];
+    if (pf_matcher_pattern_cursor(m, &cur)) {
+        memset(bits, 0, words);
+        walk_pattern(&tm->all, 0, m, &cur, path, 0, bits);
+    } else if (pf_matcher_string_room(m) >= tm->plain_chars) {
         memcpy(bits, tm->plain_bits, words);
         walk(&tm->unplain, 0, m, bits);
     } else {

@@ -633,7 +633,7 @@ TEST(serve_bad_requests_get_openai_errors) {
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"block\":99}", 400, "block", NULL},
         {"POST", "/v1/completions", JSON_CT, "{\"prompt\":42}", 400, "prompt", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":"
-         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"string\",\"pattern\":\"a\"}}}}", 400, "response_format", NULL},
+         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}}}}", 400, "response_format", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"xml\"}}", 400, "response_format", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"json_schema\":{\"not\":{}}}", 400, "json_schema", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"response_format\":{\"type\":\"json_object\"}}", 200, NULL, NULL},
