@@ -61,7 +61,8 @@ typedef struct {
     int64_t min_items, max_items;
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
-    uint8_t no_escape; /* STRING: no backslash (an object's other keys: an escape could spell a listed key) */
+    uint8_t no_escape; /* STRING: only the short escapes, no \u or \/ (an object's other keys: such
+                          an escape could spell a listed key another way) */
     /* NUMBER, INTEGER: integer bounds on the value (num_lo INT64_MIN, num_hi INT64_MAX when
      * none); lo_open / hi_open: exclusive (an INTEGER's are closed) */
     int64_t num_lo, num_hi;
