@@ -139,6 +139,8 @@ static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int
         if (!ok) return 0;
     }
     if (k && !json_equal(k, v)) return 0;
+    const pf_json *nt = pf_json_get(s, "not");
+    if (nt && valid_in(root, nt, v, depth + 1)) return 0;
     const pf_json *all = pf_json_get(s, "allOf"), *one = pf_json_get(s, "oneOf");
     for (size_t i = 0; all && i < all->u.arr.n; i++)
         if (!valid_in(root, &all->u.arr.items[i], v, depth + 1)) return 0;

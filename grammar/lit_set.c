@@ -10,10 +10,10 @@ void pf_json_quote(pf_sbuf *b, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[8];
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-            pf_sbuf_put(b, esc, 2);
+        const char *sh = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+                         : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+        if (sh) { /* the short escapes, as JSON writers use them */
+            pf_sbuf_put(b, sh, 2);
         } else if (c < 0x20) {
             snprintf(esc, sizeof esc, "\\u%04x", c);
             pf_sbuf_put(b, esc, 6);

@@ -159,6 +159,7 @@ static int re_escape_open(const pf_schema_node *nd, const pf_frame *t) {
 /* The escape's bytes (phase S_ESC or S_HEX; off hex digits read, their value in lo). */
 static int step_pattern_escape(const pf_schema_node *nd, pf_frame *t, uint8_t c) {
     if (t->phase == S_ESC) {
+        if (nd->no_escape && (c == 'u' || c == '/')) return REJECT; /* an other key: only the short escapes */
         const char *e = c ? strchr(k_esc, c) : NULL;
         t->phase = S_BODY;
         if (e) return re_feed(nd, t, (uint8_t)k_esc_char[e - k_esc]) ? CONSUMED : REJECT;
@@ -196,12 +197,12 @@ static int step_string(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
         }
         if (c == '"')
             return (int64_t)t->used < nd->min_len || (nd->re && !pf_regex_final(nd->re, t->hi)) ? REJECT : ((*n)--, CONSUMED);
-        if (c == '\\' && nd->no_escape) return REJECT;
         if (c < 0x20 || (c >= 0x80 && utf8_lead(t, c) == REJECT) || count_char(nd, t) == REJECT) return REJECT;
         if (c == '\\') t->phase = S_ESC;
         if (nd->re && (c == '\\' ? !re_escape_open(nd, t) : !re_feed(nd, t, c))) return REJECT;
         return CONSUMED;
     case S_ESC:
+        if (nd->no_escape && (c == 'u' || c == '/')) return REJECT; /* only the short escapes */
         if (c == 'u') return t->phase = S_HEX, t->off = 0, t->lo = 0, CONSUMED;
         if (!strchr("\"\\/bfnrt", c) || !c) return REJECT;
         t->phase = S_BODY;
@@ -320,11 +321,26 @@ static int step_number(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     return AGAIN;
 }
 
-/* enum / const texts and true/false/null: the candidates narrow byte by byte. */
+/* A literal frame's phase: where its text is (the candidates left share every byte so far). */
+enum { L_IN_STRING = 1, L_ESCAPE = 2, L_SPACED = 4 };
+
+/* enum / const texts and true/false/null: the candidates narrow byte by byte. An array or object
+ * value may take one space after each ',' and ':' of its text outside strings, as documents are
+ * written (`{"a": 1, "b": 2}`); the space is no byte of the text, so the texts stay compact. */
 static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     const pf_lit_set *set = &node_of(m, t)->lits;
     int32_t lo = t->lo, hi = t->hi;
+    if (c == ' ' && t->off > 0 && !(t->phase & (L_IN_STRING | L_SPACED)) &&
+        (set->s[lo][t->off - 1] == ',' || set->s[lo][t->off - 1] == ':') && set->len[lo] > (uint32_t)t->off)
+        return t->phase |= L_SPACED, CONSUMED;
     pf_lit_narrow(set, &lo, &hi, t->off, c);
+    if (lo != hi) { /* c is the text's next byte */
+        int p = t->phase & ~L_SPACED;
+        if (p & L_ESCAPE) p &= ~L_ESCAPE;
+        else if ((p & L_IN_STRING) && c == '\\') p |= L_ESCAPE;
+        else if (c == '"') p ^= L_IN_STRING;
+        t->phase = (uint8_t)p;
+    }
     if (lo == hi) {
         if (set->len[t->lo] != (uint32_t)t->off) return REJECT;
         (*n)--; /* complete: c belongs to the enclosing value */
@@ -382,8 +398,9 @@ static int other_prefix_ok(const pf_matcher *m, const pf_schema_node *nd, const 
 }
 
 /* The key being written left every listed key's text: it is one of the other keys. Its bytes so
- * far (a listed key's prefix) go through a string frame that takes no escape (an escape could
- * spell a listed key another way), then c does. */
+ * far (a listed key's prefix) go through a string frame that takes only the short escapes (\",
+ * \\, \n, ...: the one spelling a listed key's text has for those characters, so an other key
+ * can never spell a listed key another way), then c does. */
 static int other_key(const pf_matcher *m, pf_frame *f, int *n) {
     pf_frame *t = &f[*n - 1], *o = &f[*n - 2];
     const pf_schema_node *nd = node_of(m, o);
@@ -407,9 +424,9 @@ static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_lit_narrow(&nd->keys, &lo, &hi, t->off, c);
     if (lo == hi && (nd->extra >= 0 || nd->key_node >= 0)) return other_key(m, f, n);
     for (int32_t i = lo; i < hi && !open; i++) open = key_open(m, nd, o, i, *n);
-    /* else only a key that leaves the listed texts later: not closed yet, no escape in it */
-    if (!open && (!other_open(m, nd, o, *n) || (c == '"' && t->off > 0) || c == '\\' ||
-                  memchr(nd->keys.s[lo], '\\', (size_t)t->off) ||
+    /* else only a key that leaves the listed texts later: not closed yet; with patternProperties
+     * its prefix must stay a key some pattern or additionalProperties takes */
+    if (!open && (!other_open(m, nd, o, *n) || (c == '"' && t->off > 0) ||
                   (nd->key_node >= 0 && !other_prefix_ok(m, nd, nd->keys.s[lo], t->off + 1, *n))))
         return REJECT;
     t->lo = lo, t->hi = hi, t->off++;

@@ -11,6 +11,7 @@
 
 #include "formats/json.h"
 #include "grammar/lit_set.h"
+#include "grammar/num_spell.h"
 #include "grammar/regex.h"
 #include "grammar/string_format.h"
 
@@ -106,14 +107,59 @@ static int32_t words_node(cctx *c, const char *const *w, int n) {
     return literal_node(c, s, len, n);
 }
 
-static int32_t union_node(cctx *c, const int32_t *alts, int n) {
+/* One literal node holding the texts of every literal node among alts[0..n) (their union), put
+ * in the first one's place: a union's alternatives each cost the matcher a parse stack, and an
+ * anyOf of many consts would need more than it keeps. The count left. */
+static int merge_literal_alts(cctx *c, int32_t *alts, int n) {
+    int lits = 0, total = 0;
+    for (int i = 0; i < n; i++)
+        if (c->s->nodes[alts[i]].kind == PF_SN_LITERALS) lits++, total += c->s->nodes[alts[i]].lits.n;
+    if (lits < 2) return n;
+    char **s = malloc((size_t)total * sizeof *s);
+    uint32_t *len = malloc((size_t)total * sizeof *len);
+    int k = 0, m = 0, first = -1, oom = !s || !len;
+    for (int i = 0; i < n && !oom; i++) {
+        const pf_lit_set *set = &c->s->nodes[alts[i]].lits;
+        if (c->s->nodes[alts[i]].kind != PF_SN_LITERALS) {
+            alts[m++] = alts[i];
+            continue;
+        }
+        if (first < 0) first = m++;
+        for (int j = 0; j < set->n && !oom; j++) {
+            s[k] = malloc(set->len[j] + 1);
+            oom = !s[k];
+            if (!oom) memcpy(s[k], set->s[j], set->len[j]), s[k][set->len[j]] = 0, len[k++] = set->len[j];
+        }
+    }
+    int32_t id = oom ? FAIL : literal_node(c, s, len, k);
+    if (oom)
+        for (int j = 0; j < k; j++) free(s[j]);
+    free(s);
+    free(len);
+    if (id < 0) return oom ? fail_oom(c, "") : FAIL;
+    alts[first] = id;
+    return m;
+}
+
+static int32_t union_node(cctx *c, const int32_t *alts_in, int n) {
     if (n == 0) return UNSAT;
-    if (n == 1) return alts[0];
+    if (n == 1) return alts_in[0];
+    int32_t alts[64], *heap = NULL, *a0 = alts;
+    if (n > 64 && !(a0 = heap = malloc((size_t)n * sizeof *heap))) return fail_oom(c, "");
+    memcpy(a0, alts_in, (size_t)n * sizeof *a0);
+    n = merge_literal_alts(c, a0, n);
+    if (n < 0 || n == 1) {
+        int32_t r = n < 0 ? FAIL : a0[0];
+        free(heap);
+        return r;
+    }
+    alts_in = a0;
     int32_t id = new_node(c, PF_SN_UNION);
+    int32_t *a = id < 0 ? NULL : malloc((size_t)n * sizeof *a);
+    if (a) memcpy(a, alts_in, (size_t)n * sizeof *a);
+    free(heap);
     if (id < 0) return FAIL;
-    int32_t *a = malloc((size_t)n * sizeof *a);
     if (!a) return fail_oom(c, "");
-    memcpy(a, alts, (size_t)n * sizeof *a);
     c->s->nodes[id].alts = a;
     c->s->nodes[id].n_alts = n;
     return id;
@@ -201,6 +247,22 @@ static int type_bit(const pf_json *t) {
     return 0;
 }
 
+/* Keyword key of v is there and asserts something: `"properties": {}`, `"required": []`,
+ * `"items": {}` or `true`, `"minItems": 0` and the like hold for every value, so they imply no type
+ * (the spec's schema without `type` takes every type; the subset narrows it to the type its
+ * keywords constrain, and only those that constrain count). */
+static int asserts(const pf_json *v, const char *key) {
+    const pf_json *x = pf_json_get(v, key);
+    if (!x) return 0;
+    switch (x->type) {
+    case PF_JSON_OBJECT: return x->u.obj.n > 0;
+    case PF_JSON_ARRAY: return x->u.arr.n > 0;
+    case PF_JSON_BOOL: return !x->u.b;
+    case PF_JSON_NUMBER: return !(x->u.num.is_int && x->u.num.i == 0);
+    default: return 1;
+    }
+}
+
 /* The types the schema allows: `type`, else what its keywords imply (any value when none). */
 static int type_set(cctx *c, const pf_json *v, const char *path) {
     const pf_json *t = pf_json_get(v, "type");
@@ -216,11 +278,11 @@ static int type_set(cctx *c, const pf_json *v, const char *path) {
         set = type_bit(t);
         if (!set) return fail(c, path, "type: not one of object, array, string, number, integer, boolean, null");
     } else {
-        if (pf_json_get(v, "properties") || pf_json_get(v, "required") || pf_json_get(v, "additionalProperties") ||
-            pf_json_get(v, "minProperties") || pf_json_get(v, "maxProperties") || pf_json_get(v, "patternProperties"))
+        if (asserts(v, "properties") || asserts(v, "required") || asserts(v, "additionalProperties") ||
+            asserts(v, "minProperties") || pf_json_get(v, "maxProperties") || asserts(v, "patternProperties"))
             set |= T_OBJ;
-        if (pf_json_get(v, "items") || pf_json_get(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
-        if (pf_json_get(v, "minLength") || pf_json_get(v, "maxLength") || pf_json_get(v, "pattern") ||
+        if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
+        if (asserts(v, "minLength") || pf_json_get(v, "maxLength") || pf_json_get(v, "pattern") ||
             format_asserts(pf_json_get(v, "format")))
             set |= T_STR;
         for (int i = 0; i < 4; i++)
@@ -291,9 +353,9 @@ static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
     const char *twice = key_twice(e ? e : k, &twice_oom);
     if (twice_oom) return fail_oom(c, path);
     if (twice) return fail(c, path, "%s: an object in it has the key '%.60s' twice", e ? "enum" : "const", twice);
-    size_t n = e ? e->u.arr.n : 1;
-    char **s = calloc(n ? n : 1, sizeof *s);
-    uint32_t *len = calloc(n ? n : 1, sizeof *len);
+    size_t n = e ? e->u.arr.n : 1, cap = n * (1 + PF_NUM_SPELL_MAX);
+    char **s = calloc(cap ? cap : 1, sizeof *s);
+    uint32_t *len = calloc(cap ? cap : 1, sizeof *len);
     int m = 0, oom = !s || !len;
     for (size_t i = 0; !oom && i < n; i++) {
         const pf_json *x = e ? &e->u.arr.items[i] : k;
@@ -301,10 +363,21 @@ static int32_t compile_literals(cctx *c, const pf_json *v, const char *path) {
         pf_sbuf b = {0};
         pf_json_compact(&b, x, c->src, c->src_len);
         oom = b.oom || !b.p || b.n > UINT32_MAX;
-        if (oom) free(b.p);
-        else {
-            s[m] = b.p;
-            len[m++] = (uint32_t)b.n;
+        if (oom) {
+            free(b.p);
+            break;
+        }
+        s[m] = b.p;
+        len[m++] = (uint32_t)b.n;
+        /* a number equals every number of its value: its other spellings too */
+        char sp[PF_NUM_SPELL_MAX][PF_NUM_SPELL_LEN];
+        int ns = x->type == PF_JSON_NUMBER ? pf_num_spellings(b.p, b.n, sp) : 0;
+        int int_only = types && !(types & T_NUM); /* an integer type: no fraction or exponent written */
+        for (int j = 0; j < ns && !oom; j++) {
+            if (int_only && strpbrk(sp[j], ".eE")) continue;
+            s[m] = strdup(sp[j]);
+            oom = !s[m];
+            if (!oom) len[m] = (uint32_t)strlen(sp[j]), m++;
         }
     }
     int32_t id;
@@ -380,14 +453,20 @@ static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int3
     return 0;
 }
 
-/* An object of the listed properties: sorted by their key texts, those admitting no value
- * dropped (the object admits none when one of those is required). */
+/* An object of the listed properties, sorted by their key texts (the object admits none when a
+ * required one admits no value). A listed key admitting no value stays listed with a union of
+ * no alternatives, which no value starts: other keys may be allowed, and that key is not one. */
 static int32_t props_node(cctx *c, prop *p, int n) {
-    int m = 0;
+    int m = n;
+    int32_t never = -1;
     for (int i = 0; i < n; i++) {
-        if (p[i].node == UNSAT && p[i].required) return UNSAT;
-        if (p[i].node == UNSAT) free(p[i].text);
-        else p[m++] = p[i];
+        int32_t bad = p[i].node == UNSAT && p[i].required ? UNSAT : 0;
+        if (!bad && p[i].node == UNSAT && never < 0 && (never = new_node(c, PF_SN_UNION)) < 0) bad = FAIL;
+        if (bad) {
+            for (int j = 0; j < n; j++) free(p[j].text);
+            return bad;
+        }
+        if (p[i].node == UNSAT) p[i].node = never;
     }
     qsort(p, (size_t)m, sizeof *p, prop_cmp);
     int32_t id = new_node(c, PF_SN_OBJECT);
@@ -427,16 +506,16 @@ static int32_t compile_additional(cctx *c, const pf_json *add, int depth, const 
     return compile(c, add, depth + 1, sub);
 }
 
-/* An object node's other keys and key counts; UNSAT when no count fits (more: keys that
- * patternProperties names may come too). */
-static int32_t object_counts(cctx *c, int32_t id, int32_t other, int64_t lo, int64_t hi, int more) {
+/* An object node's other keys and key counts (n_open: the listed keys that admit a value; more:
+ * keys that patternProperties names may come too); UNSAT when no count fits. */
+static int32_t object_counts(cctx *c, int32_t id, int32_t other, int64_t lo, int64_t hi, int n_open, int more) {
     pf_schema_node *o = &c->s->nodes[id];
     o->min_props = lo;
     o->max_props = hi;
-    /* absent or true: only the listed keys are written, unless minProperties needs more */
-    o->extra = other < 0 || (other == PF_SN_ID_ANY && !o->free_keys && lo <= o->n_props) ? -1 : other;
+    /* absent or true: any other key, with any value (the spec's default) */
+    o->extra = other;
     int64_t req = __builtin_popcountll(o->required);
-    if (lo > hi || req > hi || (o->extra < 0 && !more && lo > o->n_props)) return UNSAT;
+    if (lo > hi || req > hi || (o->extra < 0 && !more && lo > n_open)) return UNSAT;
     return id;
 }
 
@@ -506,7 +585,8 @@ static const pf_json *props_with_patterns(cctx *c, const pf_json *props, const p
 /* Object node id's other keys through re (taken): each mask of patterns a key can match gets the
  * node of those patterns' schemas (none matched: additionalProperties'), and keys whose value no
  * schema admits are refused by the automaton. The node, or UNSAT / FAIL. */
-static int32_t attach_pattern_keys(cctx *c, int32_t id, pf_regex *re, const pf_json *pp, int depth, const char *path) {
+static int32_t attach_pattern_keys(cctx *c, int32_t id, pf_regex *re, const pf_json *pp, int depth, const char *path,
+                                   int n_open) {
     const uint32_t *masks;
     int n = pf_regex_masks(re, &masks);
     int32_t *vals = malloc((size_t)n * sizeof *vals);
@@ -539,7 +619,7 @@ static int32_t attach_pattern_keys(cctx *c, int32_t id, pf_regex *re, const pf_j
     pf_regex_free(re);
     if (rc < 0) return rc;
     const pf_schema_node *o = &c->s->nodes[id]; /* no other key can be written */
-    return o->min_props > o->n_props ? UNSAT : id;
+    return o->min_props > n_open ? UNSAT : id;
 }
 
 static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *path) {
@@ -561,6 +641,7 @@ static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *
     }
     if (!keys && !props && !req && other == PF_SN_ID_ANY && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_OBJECT;
     int32_t id;
+    int n_open = 0;
     if (!props && !req && (other >= 0 || keys)) { /* any keys, their values of `other` (or a pattern's) */
         if ((id = new_node(c, PF_SN_OBJECT)) < 0) {
             pf_regex_free(keys);
@@ -576,17 +657,18 @@ static int32_t compile_object(cctx *c, const pf_json *v, int depth, const char *
             pf_regex_free(keys);
             return rc;
         }
+        for (int i = 0; i < n; i++) n_open += p[i].node != UNSAT;
         if ((id = props_node(c, p, n)) < 0) {
             pf_regex_free(keys);
             return id;
         }
     }
-    id = id < 0 ? id : object_counts(c, id, other, lo, hi, keys != NULL);
+    id = id < 0 ? id : object_counts(c, id, other, lo, hi, n_open, keys != NULL);
     if (id < 0 || !keys) {
         pf_regex_free(keys);
         return id;
     }
-    return attach_pattern_keys(c, id, keys, pp, depth, path);
+    return attach_pattern_keys(c, id, keys, pp, depth, path, n_open);
 }
 
 static int read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path) {
@@ -1271,7 +1353,8 @@ static void min_depths(pf_schema *s) {
             case PF_SN_OBJECT:
                 d = 1;
                 for (int k = 0; k < n->n_props && !n->free_keys; k++)
-                    if ((n->required >> k & 1 || n->min_props > __builtin_popcountll(n->required)) &&
+                    if ((n->required >> k & 1 || (n->min_props > __builtin_popcountll(n->required) &&
+                                                  s->nodes[n->prop_node[k]].min_depth < PF_SCHEMA_NO_DOC)) &&
                         s->nodes[n->prop_node[k]].min_depth + 1 > d)
                         d = s->nodes[n->prop_node[k]].min_depth + 1;
                 if (n->min_props > __builtin_popcountll(n->required) && other_depth(s, n) >= 0 &&
@@ -1317,10 +1400,97 @@ static int32_t finish(cctx *c) {
     return 0;
 }
 
+/* ---- not: the forms whose complement is a schema of the subset ----
+ * not false: nothing; not true / not {}: no value; not {"type": T}: the other types (not
+ * "integer" alone takes every number away, never letting one through); not {"required": [k]}:
+ * `"properties": {k: false}` (both hold for every non-object). Any other form is an error. */
+
+/* The annotations-only schema s: it asserts nothing (only keywords neither compiled nor refused). */
+static int asserts_nothing(const pf_json *s) {
+    for (size_t i = 0; i < s->u.obj.n; i++)
+        if (keyword_index(&s->u.obj.members[i]) >= 0 || unsupported(s, &s->u.obj.members[i]) ||
+            !strcmp(s->u.obj.members[i].key, "$ref"))
+            return 0;
+    return 1;
+}
+
+/* The one keyword of s that asserts something, NULL when there is not exactly one. */
+static const pf_json_member *sole_keyword(const pf_json *s) {
+    const pf_json_member *k = NULL;
+    for (size_t i = 0; i < s->u.obj.n; i++) {
+        const pf_json_member *m = &s->u.obj.members[i];
+        if (keyword_index(m) < 0 && !unsupported(s, m) && strcmp(m->key, "$ref")) continue;
+        if (k) return NULL;
+        k = m;
+    }
+    return k;
+}
+
+static pf_json *json_object1(cctx *c, const char *key, pf_json val) {
+    pf_json *o = scratch(c, sizeof *o);
+    pf_json_member *m = scratch(c, sizeof *m);
+    if (!o || !m) return NULL;
+    m->key = key;
+    m->key_len = strlen(key);
+    m->val = val;
+    o->type = PF_JSON_OBJECT;
+    o->u.obj.members = m;
+    o->u.obj.n = 1;
+    return o;
+}
+
+/* The schema `not` n stands for, as a schema of the subset; NULL after a failure. */
+static const pf_json *complement(cctx *c, const pf_json *n, const char *path) {
+    static const char *const names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
+    static const pf_json k_true = {.type = PF_JSON_BOOL, .u.b = true}, k_false = {.type = PF_JSON_BOOL, .u.b = false};
+    if (n->type == PF_JSON_BOOL) return n->u.b ? &k_false : &k_true;
+    if (n->type != PF_JSON_OBJECT) return fail(c, path, "keyword 'not' is not supported in this form"), NULL;
+    if (asserts_nothing(n)) return &k_false;
+    const pf_json_member *k = sole_keyword(n);
+    if (k && !strcmp(k->key, "type")) {
+        cctx probe = *c; /* type_set only reads */
+        int t = type_set(&probe, n, path);
+        if (t < 0) return NULL;
+        if (t & T_INT) t |= T_NUM; /* "not an integer" still holds for 0.5: all numbers go, never too many */
+        int left = (T_OBJ | T_ARR | T_STR | T_NUM | T_BOOL | T_NULL) & ~t;
+        if (!left) return &k_false;
+        pf_json *list = scratch(c, 7 * sizeof *list);
+        if (!list) return fail_oom(c, path), NULL;
+        size_t m = 0;
+        for (int i = 0; i < 7; i++)
+            if (left & (1 << i)) list[m].type = PF_JSON_STRING, list[m].u.str.s = names[i], list[m++].u.str.len = strlen(names[i]);
+        pf_json arr = {.type = PF_JSON_ARRAY, .u.arr = {list, m}};
+        const pf_json *r = json_object1(c, "type", arr);
+        return r ? r : (fail_oom(c, path), NULL);
+    }
+    if (k && !strcmp(k->key, "required") && k->val.type == PF_JSON_ARRAY && k->val.u.arr.n == 1 &&
+        k->val.u.arr.items[0].type == PF_JSON_STRING) {
+        const pf_json *key = &k->val.u.arr.items[0];
+        pf_json *props = json_object1(c, key->u.str.s, k_false);
+        if (props) props->u.obj.members[0].key_len = key->u.str.len;
+        const pf_json *r = props ? json_object1(c, "properties", *props) : NULL;
+        return r ? r : (fail_oom(c, path), NULL);
+    }
+    return fail(c, path, "keyword 'not' is not supported in this form (only {}, true, false, {type}, {required: [a key]})"), NULL;
+}
+
+/* v with its `not` replaced by the schema it stands for, merged in (allOf semantics). */
+static const pf_json *fold_not(cctx *c, const pf_json *v, int depth, const char *path) {
+    const pf_json *comp = complement(c, pf_json_get(v, "not"), path);
+    const pf_json *rest = comp ? without(c, v, "not", path) : NULL;
+    if (!rest) return NULL;
+    if (comp->type == PF_JSON_BOOL) return comp->u.b ? rest : comp;
+    return merge_schemas(c, rest, comp, depth + 1, path);
+}
+
 static int32_t compile(cctx *c, const pf_json *v, int depth, const char *path) {
     if (depth > PF_SCHEMA_MAX_DEPTH) return fail(c, path, "nested deeper than %d levels", PF_SCHEMA_MAX_DEPTH);
     if (v->type == PF_JSON_BOOL) return v->u.b ? PF_SN_ID_ANY : UNSAT;
     if (v->type != PF_JSON_OBJECT) return fail(c, path, "a schema must be an object or a boolean");
+    if (pf_json_get(v, "not")) {
+        const pf_json *f = fold_not(c, v, depth, path);
+        return f ? compile(c, f, depth + 1, path) : FAIL;
+    }
     if (check_keywords(c, v, path) < 0) return FAIL;
     if (pf_json_get(v, "$ref")) return compile_ref(c, v, depth, path);
     if (pf_json_get(v, "allOf")) {

@@ -64,7 +64,8 @@ typedef struct {
     int64_t min_items, max_items;
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
-    uint8_t no_escape; /* STRING: no backslash (an object's other keys: an escape could spell a listed key) */
+    uint8_t no_escape; /* STRING: only the short escapes, no \u or \/ (an object's other keys: such
+                          an escape could spell a listed key another way) */
     /* STRING: the automaton of `pattern` and `format` (grammar/regex.h; NULL: any text), over the
      * decoded characters; such a string takes only the escapes JSON requires (of '"', '\\' and
      * control characters) */

@@ -122,7 +122,7 @@ TEST(grammar_masks_enum_array) {
     static const mask_case enum_cases[] = {
         {"", "|\"|1|n|null|12|\"red\""},
         {"\"re", "|\"|d"},
-        {"1", "|2|<end>"},
+        {"1", "|.|2|<end>"},
     };
     static const mask_case array_cases[] = {
         {"[", "|f|t|true|false"},
@@ -179,12 +179,12 @@ static void expect_error(const char *schema, const char *needle) {
 
 TEST(grammar_schema_errors) {
     expect_error("{\"type\":\"array\",\"contains\":{}}", "keyword 'contains' is not supported");
-    expect_error("{\"properties\":{\"x\":{\"not\":{}}}}", "/properties/x: keyword 'not'");
+    expect_error("{\"properties\":{\"x\":{\"if\":{}}}}", "/properties/x: keyword 'if'");
     expect_error("{\"type\":\"object\",", "json schema: byte");
     expect_error("{\"type\":\"strin\"}", "type: not one of");
     expect_error("{\"enum\":[]}", "admits no value");
     expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "admits no value");
-    expect_error("{\"additionalProperties\":{\"not\":{}}}", "/additionalProperties: keyword 'not'");
+    expect_error("{\"additionalProperties\":{\"if\":{}}}", "/additionalProperties: keyword 'if'");
     expect_error("{\"anyOf\":[]}", "anyOf: not a non-empty array");
     expect_error("{\"items\":[{}]}", "tuple form");
     expect_error("{\"minItems\":-1}", "minItems: not a non-negative integer");
@@ -235,7 +235,7 @@ TEST(grammar_unsupported_validation_keywords) {
         "multipleOf", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
         "additionalItems", "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties",
-        "not", "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
+        "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
     for (size_t i = 0; i < sizeof kw / sizeof *kw; i++) {
         char schema[256], want[128];
         snprintf(schema, sizeof schema,
@@ -389,8 +389,8 @@ TEST(grammar_ref_errors) {
     expect_error("{\"$ref\":1}", "$ref: not a string");
     expect_error("{\"$ref\":\"#/definitions/a\",\"type\":\"string\",\"definitions\":{\"a\":{}}}",
                  "'type' combined with $ref is not supported");
-    expect_error("{\"definitions\":{\"a\":{\"not\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
-                 "json schema: /definitions/a: keyword 'not' is not supported");
+    expect_error("{\"definitions\":{\"a\":{\"if\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
+                 "json schema: /definitions/a: keyword 'if' is not supported");
     expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
     expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
     expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
@@ -541,6 +541,55 @@ TEST(grammar_object_other_keys) {
                  "admits no value");
     expect_error("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}", "admits no value");
     expect_error("{\"type\":\"object\",\"maxProperties\":-1}", "maxProperties: not a non-negative integer");
+}
+
+/* Keys `properties` does not list are allowed with any value when additionalProperties is absent
+ * (the spec's default), never one spelling a listed key; a listed key whose schema admits no value
+ * stays forbidden; an other key takes the short escapes (the one spelling listed keys have). */
+TEST(grammar_other_keys_by_default) {
+    static const char open_obj[] =
+        "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"no\":{\"type\":\"object\",\"enum\":[1]},"
+        "\"q\\\"\":{\"type\":\"null\"}},\"required\":[\"id\"]}";
+    static const doc_case docs[] = {
+        {"{\"id\":1}", 1}, {"{\"id\":1,\"x\":[1,{\"a\":null}]}", 1}, {"{\"x\": \"s\", \"id\": 2}", 1},
+        {"{\"id\":1,\"no\":1}", 0}, {"{\"id\":\"1\"}", 0},
+        {"{\"id\":1,\"a\\\"b\\n\":1}", 1}, {"{\"id\":1,\"q\\\"\":null}", 1}, {"{\"id\":1,\"q\\\"\":1}", 0},
+    };
+    CHECK_DOCS(open_obj, docs);
+}
+
+/* enum / const: a number in any spelling of its value, an array or object value with the spaces
+ * documents put after ',' and ':', the short escapes; an anyOf of many consts is one literal set. */
+TEST(grammar_literal_spellings) {
+    static const doc_case nums[] = {
+        {"2", 1}, {"2.0", 1}, {"0.5", 1}, {"1e-05", 1}, {"0.00001", 1}, {"1e+16", 1}, {"10000000000000000", 1},
+        {"3", 0}, {"2.5", 0}, {"0.25", 0}, {"-0.0", 1}, {"0", 1}, {"[1, {\"a\": \"b\"}]", 1}, {"[1,{\"a\":\"b\"}]", 1},
+        {"\"x\\ny\"", 1},
+    };
+    CHECK_DOCS("{\"enum\":[2,0.5e0,0.00001,1e16,-0,[1,{\"a\":\"b\"}],\"x\\ny\"]}", nums);
+    char many[2048] = "{\"oneOf\":[";
+    for (int i = 0; i < 40; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s{\"const\":\"v%d\",\"title\":\"t\"}", i ? "," : "", i);
+    strcat(many, "]}");
+    static const doc_case many_docs[] = {{"\"v0\"", 1}, {"\"v39\"", 1}, {"\"v40\"", 0}, {"\"v17\"", 1}};
+    CHECK_DOCS(many, many_docs);
+}
+
+/* not: the forms whose complement the subset holds exactly, merged with the keywords beside it. */
+TEST(grammar_not) {
+    static const doc_case not_null[] = {{"1", 1}, {"\"a\"", 1}, {"null", 0}, {"{}", 1}};
+    CHECK_DOCS("{\"not\":{\"type\":\"null\",\"description\":\"d\"}}", not_null);
+    static const doc_case not_int[] = {{"\"a\"", 1}, {"1", 0}, {"true", 1}};
+    CHECK_DOCS("{\"type\":[\"string\",\"integer\",\"boolean\"],\"not\":{\"type\":\"integer\"}}", not_int);
+    static const doc_case not_req[] = {{"{\"a\":1}", 1}, {"{\"a\":1,\"b\":2}", 0}, {"{\"c\":1}", 1}};
+    CHECK_DOCS("{\"type\":\"object\",\"properties\":{\"a\":{}},\"not\":{\"required\":[\"b\"]}}", not_req);
+    static const doc_case not_false[] = {{"\"a\"", 1}, {"\"\"", 0}};
+    CHECK_DOCS("{\"type\":\"string\",\"minLength\":1,\"not\":false}", not_false);
+    expect_error("{\"type\":\"string\",\"not\":{}}", "admits no value");
+    expect_error("{\"not\":true}", "admits no value");
+    expect_error("{\"type\":\"object\",\"required\":[\"b\"],\"not\":{\"required\":[\"b\"]}}", "admits no value");
+    expect_error("{\"properties\":{\"a\":{\"not\":{\"minimum\":3}}}}", "/properties/a: keyword 'not' is not supported");
+    expect_error("{\"not\":{\"required\":[\"a\",\"b\"]}}", "keyword 'not' is not supported");
 }
 
 /* allOf merged into one schema where the merge is exact ($ref branches followed, properties merged
