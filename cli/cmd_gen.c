@@ -142,12 +142,15 @@ static void write_record(gen_run *g, const pf_json *id, const pf_json *p, int li
 }
 
 /* Line lineno (len bytes, not empty) of the prompt file: its prompt ChatML-wrapped, generated and
- * written; 1 (reported) when the line is malformed or generation fails. */
+ * written; the exit status of the failure (reported) when the line is malformed (1) or generation
+ * fails (its kind's). */
 static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     char err[PF_ERR_LEN];
     pf_json_doc *doc = pf_json_parse(line, len, err);
     const pf_json *p = doc ? pf_json_get(pf_json_root(doc), "prompt") : NULL, *id = doc ? pf_json_get(pf_json_root(doc), "id") : NULL;
     int rc = 1;
+    pf_rc trc;
+    pf_status gst;
     int32_t *ids = NULL;
     size_t n_ids = 0;
     pf_gen_stats st;
@@ -159,9 +162,9 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     } else if (sr == -1) {
         cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
     } else if (sr < 0) {
-        cli_fail("%s:%d: out of memory", g->in, lineno);
-    } else if (pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err) != PF_RC_OK) {
-        cli_fail("%s:%d: %s", g->in, lineno, err);
+        rc = cli_fail_kind(PF_ERR_OOM, "%s:%d: out of memory", g->in, lineno);
+    } else if ((trc = pf_chat_tokenize(g->m->tok, NULL, p->u.str.s, !g->no_special, &ids, &n_ids, err)) != PF_RC_OK) {
+        rc = cli_fail_kind(pf_api_status(trc), "%s:%d: %s", g->in, lineno, err);
     } else {
         g->resp.n = 0;
         gp.seed = g->seed0 + (uint64_t)(lineno - 1);
@@ -169,8 +172,8 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
             gp.json_schema = schema;
             gp.json_object = false;
         }
-        if (pf_generate_tokens(g->s, ids, (int)n_ids, &gp, push_id, &g->resp, &st, err) != PF_OK) {
-            cli_fail("%s:%d: %s", g->in, lineno, err);
+        if ((gst = pf_generate_tokens(g->s, ids, (int)n_ids, &gp, push_id, &g->resp, &st, err)) != PF_OK) {
+            rc = cli_fail_kind(gst, "%s:%d: %s", g->in, lineno, err);
         } else {
             write_record(g, id, p, lineno, ids, n_ids, &st);
             rc = 0;
@@ -225,17 +228,19 @@ int cmd_gen(int argc, char **argv) {
     char *schema_text = NULL;
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
     char err[PF_ERR_LEN];
-    pf_model *m = pf_model_load(model, err);
-    if (!m) return free(schema_text), cli_fail("%s", err);
+    pf_model *m = NULL;
+    pf_status st = pf_load_model(model, &m, err);
+    if (st != PF_OK) return free(schema_text), cli_fail_status(st, err);
     if (fl.print_plan) {
-        int prc = cli_spec_params("gen", m, &fl, &gp, &draft) || cli_print_plan(&gp);
+        int prc = cli_spec_params("gen", m, &fl, &gp, &draft);
+        if (!prc) prc = cli_print_plan(&gp);
         pf_free_draft(draft);
         pf_model_free(m);
         free(schema_text);
         return prc;
     }
     gen_run g = {.m = m, .gp = &gp, .seed0 = gp.seed, .no_special = no_special, .in = in};
-    pf_session_new(m, &sp, &g.s, err);
+    st = pf_session_new(m, &sp, &g.s, err);
     FILE *fi = fopen(in, "rb");
     atomic_file af;
     g.fo = atomic_file_open(&af, out, "w");
@@ -244,16 +249,18 @@ int cmd_gen(int argc, char **argv) {
     size_t cap = 0;
     ssize_t len;
     int lineno = 0;
-    if (!g.s) { cli_fail("%s", err); goto done; }
-    if (cli_spec_params("gen", m, &fl, &gp, &draft)) goto done;
+    if (!g.s) { rc = cli_fail_status(st, err); goto done; }
+    if ((rc = cli_spec_params("gen", m, &fl, &gp, &draft)) != 0) goto done;
+    rc = 1;
     if (log_rounds && open_round_log(g.s, &gp, log_rounds, &log_file)) goto done;
-    if (!fi) { cli_fail("%s: cannot open", in); goto done; }
-    if (!g.fo) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if (!fi) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot open", in); goto done; }
+    if (!g.fo) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot create: %s", out, strerror(af.err)); goto done; }
     while ((len = getline(&line, &cap, fi)) > 0 && (limit < 0 || lineno < limit)) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (!len) continue;
-        if (gen_line(&g, line, (size_t)len, lineno)) goto done;
+        if ((rc = gen_line(&g, line, (size_t)len, lineno)) != 0) goto done;
+        rc = 1;
         /* a full disk ends the run now, not after the remaining prompts */
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
