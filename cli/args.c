@@ -33,8 +33,15 @@ int cli_exit_status(pf_status st) {
     }
 }
 
-int cli_fail_status(pf_status st, const char *msg) {
-    cli_fail("%s", msg);
+int cli_fail_status(pf_status st, const char *msg) { return cli_fail_kind(st, "%s", msg); }
+
+int cli_fail_kind(pf_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("pocketflash: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
     return cli_exit_status(st);
 }
 

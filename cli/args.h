@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "api/status.h" /* pf_api_status: an eval or engine code as the status it is */
 #include "formats/atomic_file.h"
 #include "include/pocketflash.h"
 
@@ -19,6 +20,9 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_exit_status(pf_status st);
 /* cli_fail("%s", msg) with st's exit status. */
 int cli_fail_status(pf_status st, const char *msg);
+/* cli_fail(fmt, ...) with st's exit status: what every command that loads a model or generates
+ * returns for a library failure (`return cli_fail_kind(st, "bench: %s", err)`). */
+int cli_fail_kind(pf_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Value of flag argv[*i] (advances *i); NULL (after printing an error) if missing. */
 const char *cli_value(int argc, char **argv, int *i);
 bool cli_int(const char *flag, const char *s, long long lo, long long hi, long long *out);

@@ -280,7 +280,8 @@ int cmd_bench(int argc, char **argv) {
     if (kind != PF_KIND_NGRAM && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     pf_profile prof;
     if (profile_path && !compare) {
-        if (pf_profile_load(profile_path, &prof, err) != PF_RC_OK) return cli_fail("%s", err);
+        pf_rc lrc = pf_profile_load(profile_path, &prof, err);
+        if (lrc != PF_RC_OK) return cli_fail_kind(pf_api_status(lrc), "%s", err);
         o.profile = &prof;
     }
     pf_bench_arm arms[PF_BENCH_MAX_ARMS];
@@ -291,26 +292,28 @@ int cmd_bench(int argc, char **argv) {
     o.arms = n_arms ? arms : NULL;
     o.n_arms = n_arms;
     if (print_plan) {
-        int prc = pf_bench_plans(model, &o, stdout, err) < 0 ? cli_fail("bench: %s", err) : 0;
+        pf_rc brc = pf_bench_plans(model, &o, stdout, err);
+        int prc = brc != PF_RC_OK ? cli_fail_kind(pf_api_status(brc), "bench: %s", err) : 0;
         if (o.profile) pf_profile_free(&prof);
         for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
         return prc;
     }
     pf_task_suite suite;
     pf_bench_result r;
+    pf_rc brc = PF_RC_OK;
     int failed = pf_tasks_load(tasks, max_prompts, &suite, err) < 0;
     if (!failed && structured && pf_tasks_add_constrained(&suite, err) < 0) {
         pf_tasks_free(&suite);
         failed = 1;
     }
-    if (!failed && pf_bench_run(model, &suite, &o, &r, err) < 0) {
+    if (!failed && (brc = pf_bench_run(model, &suite, &o, &r, err)) != PF_RC_OK) {
         pf_tasks_free(&suite);
         failed = 2;
     }
     if (failed) {
         if (o.profile) pf_profile_free(&prof);
         for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
-        return failed == 2 ? cli_fail("bench: %s", err) : cli_fail("%s", err);
+        return failed == 2 ? cli_fail_kind(pf_api_status(brc), "bench: %s", err) : cli_fail("%s", err);
     }
     if (n_arms) {
         int rc = report_compare(model, &o, &r, structured, json, svg);

@@ -121,12 +121,14 @@ int cmd_bench_model(int argc, char **argv) {
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!path) return cli_fail("bench-model: missing -m MODEL.gguf");
     char err[PF_ERR_LEN];
-    pf_model *m = pf_model_load(path, err);
-    if (!m) return cli_fail("%s", err);
+    pf_model *m = NULL;
+    pf_status st = pf_load_model(path, &m, err);
+    if (st != PF_OK) return cli_fail_status(st, err);
     pf_bench_model_result r;
-    if (pf_bench_model(m, &o, &r, err) < 0) {
+    pf_rc brc = pf_bench_model(m, &o, &r, err);
+    if (brc != PF_RC_OK) {
         pf_model_free(m);
-        return cli_fail("bench-model: %s", err);
+        return cli_fail_kind(pf_api_status(brc), "bench-model: %s", err);
     }
     const char *level = pf_level_name(pf_best_level());
     print_measures(path, level, &o, &r);

@@ -62,9 +62,10 @@ int cmd_demo(int argc, char **argv) {
     describe(model, target_name, sizeof target_name);
     describe(o.draft_path, draft_name, sizeof draft_name);
     pf_bench_result r;
-    if (pf_bench_run(model, &suite, &o, &r, err) < 0) {
+    pf_rc brc = pf_bench_run(model, &suite, &o, &r, err);
+    if (brc != PF_RC_OK) {
         pf_tasks_free(&suite);
-        return cli_fail("demo: %s", err);
+        return cli_fail_kind(pf_api_status(brc), "demo: %s", err);
     }
     printf("\n%s + %s\n", target_name, draft_name);
     printf("%d threads, %s kernels, greedy, %d tokens per prompt, %d prompts per task, %d interleaved repetitions, "

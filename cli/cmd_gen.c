@@ -167,7 +167,7 @@ static void write_record(gen_run *g, const gen_line_in *l, const idbuf *resp, pf
 }
 
 /* Line lineno (len bytes, not empty) of the prompt file parsed and its prompt ChatML-wrapped into
- * *l; 1 (reported, l freed) when the line is malformed. */
+ * *l; else the exit status of the failure (reported, l freed): 1 for a malformed line. */
 static int parse_line(const gen_run *g, const char *line, size_t len, int lineno, gen_line_in *l) {
     char err[PF_ERR_LEN];
     memset(l, 0, sizeof *l);
@@ -177,14 +177,16 @@ static int parse_line(const gen_run *g, const char *line, size_t len, int lineno
     l->id = l->doc ? pf_json_get(pf_json_root(l->doc), "id") : NULL;
     int sr = l->doc ? pf_task_schema_text(pf_json_root(l->doc), line, len, &l->schema) : 0;
     int rc = 1;
+    pf_rc trc;
     if (!l->prompt || l->prompt->type != PF_JSON_STRING)
         cli_fail("%s:%d: %s", g->in, lineno, l->doc ? "no string field \"prompt\"" : err);
     else if (sr == -1)
         cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
     else if (sr < 0)
-        cli_fail("%s:%d: out of memory", g->in, lineno);
-    else if (pf_chat_tokenize(g->m->tok, NULL, l->prompt->u.str.s, !g->no_special, &l->ids, &l->n_ids, err) != PF_RC_OK)
-        cli_fail("%s:%d: %s", g->in, lineno, err);
+        rc = cli_fail_kind(PF_ERR_OOM, "%s:%d: out of memory", g->in, lineno);
+    else if ((trc = pf_chat_tokenize(g->m->tok, NULL, l->prompt->u.str.s, !g->no_special, &l->ids, &l->n_ids, err)) !=
+             PF_RC_OK)
+        rc = cli_fail_kind(pf_api_status(trc), "%s:%d: %s", g->in, lineno, err);
     else
         rc = 0;
     if (rc) line_free(l);
@@ -192,22 +194,24 @@ static int parse_line(const gen_run *g, const char *line, size_t len, int lineno
 }
 
 /* Line lineno (len bytes, not empty) of the prompt file: its prompt ChatML-wrapped, generated and
- * written; 1 (reported) when the line is malformed or generation fails. */
+ * written; the exit status of the failure (reported) when the line is malformed (1) or generation
+ * fails (its kind's). */
 static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     char err[PF_ERR_LEN];
     gen_line_in l;
-    if (parse_line(g, line, len, lineno, &l)) return 1;
+    int rc = parse_line(g, line, len, lineno, &l);
+    if (rc) return rc;
     pf_gen_params gp = *g->gp; /* this line's: its own schema, if it has one, and seed */
     pf_gen_stats st;
-    int rc = 1;
+    pf_status gst;
     g->resp.n = 0;
     gp.seed = g->seed0 + (uint64_t)(lineno - 1);
     if (l.schema) {
         gp.json_schema = l.schema;
         gp.json_object = false;
     }
-    if (pf_generate_tokens(g->s, l.ids, (int)l.n_ids, &gp, push_id, &g->resp, &st, err) != PF_OK) {
-        cli_fail("%s:%d: %s", g->in, lineno, err);
+    if ((gst = pf_generate_tokens(g->s, l.ids, (int)l.n_ids, &gp, push_id, &g->resp, &st, err)) != PF_OK) {
+        rc = cli_fail_kind(gst, "%s:%d: %s", g->in, lineno, err);
     } else {
         write_record(g, &l, &g->resp, st.stop);
         rc = 0;
@@ -376,17 +380,19 @@ int cmd_gen(int argc, char **argv) {
     char *schema_text = NULL;
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
     char err[PF_ERR_LEN];
-    pf_model *m = pf_model_load(model, err);
-    if (!m) return free(schema_text), cli_fail("%s", err);
+    pf_model *m = NULL;
+    pf_status st = pf_load_model(model, &m, err);
+    if (st != PF_OK) return free(schema_text), cli_fail_status(st, err);
     if (fl.print_plan) {
-        int prc = cli_spec_params("gen", m, &fl, &gp, &draft) || cli_print_plan(&gp);
+        int prc = cli_spec_params("gen", m, &fl, &gp, &draft);
+        if (!prc) prc = cli_print_plan(&gp);
         pf_free_draft(draft);
         pf_model_free(m);
         free(schema_text);
         return prc;
     }
     gen_run g = {.m = m, .gp = &gp, .seed0 = gp.seed, .no_special = no_special, .in = in};
-    pf_session_new(m, &sp, &g.s, err);
+    st = pf_session_new(m, &sp, &g.s, err);
     FILE *fi = fopen(in, "rb");
     atomic_file af;
     g.fo = atomic_file_open(&af, out, "w");
@@ -395,11 +401,12 @@ int cmd_gen(int argc, char **argv) {
     size_t cap = 0;
     ssize_t len;
     int lineno = 0;
-    if (!g.s) { cli_fail("%s", err); goto done; }
-    if (!n_batch && cli_spec_params("gen", m, &fl, &gp, &draft)) goto done;
+    if (!g.s) { rc = cli_fail_status(st, err); goto done; }
+    if (!n_batch && (rc = cli_spec_params("gen", m, &fl, &gp, &draft)) != 0) goto done;
+    rc = 1;
     if (log_rounds && open_round_log(g.s, &gp, log_rounds, &log_file)) goto done;
-    if (!fi) { cli_fail("%s: cannot open", in); goto done; }
-    if (!g.fo) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if (!fi) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot open", in); goto done; }
+    if (!g.fo) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot create: %s", out, strerror(af.err)); goto done; }
     if (n_batch && gen_batched(&g, fi, limit, n_batch, &lineno)) {
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
@@ -411,7 +418,8 @@ int cmd_gen(int argc, char **argv) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (!len) continue;
-        if (gen_line(&g, line, (size_t)len, lineno)) goto done;
+        if ((rc = gen_line(&g, line, (size_t)len, lineno)) != 0) goto done;
+        rc = 1;
         /* a full disk ends the run now, not after the remaining prompts */
         if (ferror(g.fo)) {
             atomic_file_failed(&af);

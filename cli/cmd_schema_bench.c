@@ -8,6 +8,7 @@
 #include "engine/constraint.h"
 #include "engine/tokenizer.h"
 #include "eval/schema_bench.h"
+#include "formats/gguf.h"
 
 static const char k_usage[] =
     "usage: pocketflash schema-bench -m MODEL.gguf DIR [--json FILE] [--sample N] [--seed S]\n"
@@ -137,12 +138,18 @@ int cmd_schema_bench(int argc, char **argv) {
         pf_sb_list_free(paths, n);
         return cli_fail("schema-bench: %s: no *.json files", pos[0]);
     }
-    pf_tokenizer *tok = pf_tokenizer_load_file(model, err);
+    /* the model's tokenizer only: its file opened here, so a failure keeps its kind */
+    gguf_file *f = NULL;
+    pf_tokenizer *tok = NULL;
+    pf_rc rc = gguf_open_file(model, &f, err);
+    if (rc == PF_RC_OK) rc = pf_tokenizer_load(f, &tok, err);
+    gguf_close(f);
     pf_token_masker *tm = tok ? pf_vocab_masker(tok, pf_tokenizer_n_vocab(tok), err) : NULL;
     int status = 1;
     pf_sb_result r = {0};
-    if (!tm) cli_fail("schema-bench: %s", err);
-    else if (pf_sb_run(tok, tm, paths, n, &r) < 0) cli_fail("schema-bench: out of memory");
+    if (rc != PF_RC_OK) status = cli_fail_kind(pf_api_status(rc), "schema-bench: %s", err);
+    else if (!tm) status = cli_fail_kind(PF_ERR_OOM, "schema-bench: %s", err);
+    else if (pf_sb_run(tok, tm, paths, n, &r) < 0) status = cli_fail_kind(PF_ERR_OOM, "schema-bench: out of memory");
     else {
         print_table(&r);
         status = json ? write_json(json, &r) : 0;

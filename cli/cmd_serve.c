@@ -84,11 +84,14 @@ int cmd_serve(int argc, char **argv) {
     sv_engine *e = NULL;
     sv_http *h = NULL;
     pf_model *m = NULL;
-    pf_load_model(model_path, &m, err);
-    if (!m) return cli_fail("%s", err);
+    pf_status st = pf_load_model(model_path, &m, err);
+    if (st != PF_OK) return cli_fail_status(st, err);
     /* a bundle that carries a draft speculates with it, as run does */
     bool bundled = !draft_path && pf_model_bundles_draft(m);
-    if ((draft_path || bundled) && pf_load_draft(m, draft_path, &d, err) != PF_OK) { cli_fail("%s", err); goto done; }
+    if ((draft_path || bundled) && (st = pf_load_draft(m, draft_path, &d, err)) != PF_OK) {
+        rc = cli_fail_status(st, err);
+        goto done;
+    }
 
     /* SIGINT / SIGTERM go to sigwait below: every thread started from here on blocks them */
     sigset_t sigs;

@@ -118,9 +118,10 @@ int cmd_tune(int argc, char **argv) {
     pf_task_suite suite;
     if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
     pf_tune_result r;
-    if (pf_tune_run(model, &suite, &o, &r, err) < 0) {
+    pf_rc trc = pf_tune_run(model, &suite, &o, &r, err);
+    if (trc != PF_RC_OK) {
         pf_tasks_free(&suite);
-        return cli_fail("tune: %s", err);
+        return cli_fail_kind(pf_api_status(trc), "tune: %s", err);
     }
     print_report(model, &o, &r);
     int rc = write_profile(out, model, &o, &r);

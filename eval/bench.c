@@ -110,51 +110,55 @@ static void bench_drafters_free(bench_drafters *dr) {
 }
 
 /* The draft at hand, opened on the first arm's call. */
-static int open_draft(pf_engine_session *s, const pf_bench_opts *o, bench_drafters *dr, char err[PF_ERR_LEN]) {
-    if (dr->opened || !pf_draft_at_hand(s, o->draft_path)) return 0;
-    if (pf_draft_open(s->model, o->draft_path, &dr->w, &dr->dec, err) != PF_RC_OK) return -1;
-    dr->opened = 1;
-    return 0;
+static pf_rc open_draft(pf_engine_session *s, const pf_bench_opts *o, bench_drafters *dr, char err[PF_ERR_LEN]) {
+    if (dr->opened || !pf_draft_at_hand(s, o->draft_path)) return PF_RC_OK;
+    pf_rc rc = pf_draft_open(s->model, o->draft_path, &dr->w, &dr->dec, err);
+    dr->opened = rc == PF_RC_OK;
+    return rc;
 }
 
-static pf_drafter *get_drafter(pf_engine_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind,
-                               char err[PF_ERR_LEN]) {
+static pf_rc get_drafter(pf_engine_session *s, const pf_bench_opts *o, bench_drafters *dr, pf_kind kind,
+                         pf_drafter **out, char err[PF_ERR_LEN]) {
     int which = kind == PF_KIND_NGRAM ? 1 : kind == PF_KIND_HYBRID ? 2 : 0;
+    pf_rc rc = PF_RC_OK;
     if (!dr->d[which]) {
         static const pf_kind kinds[3] = {PF_KIND_DFLASH, PF_KIND_NGRAM, PF_KIND_HYBRID};
         pf_strategy_plan plan = {.kind = kinds[which], .ngram_n = o->ngram_n};
-        if (pf_drafter_for(&plan, which == 1 ? NULL : dr->w, 0, s, &dr->d[which], err) != PF_RC_OK) return NULL;
-        if (which != 1 && pf_drafter_set_head(dr->d[which], o->draft_head, err) != PF_RC_OK) return NULL;
+        rc = pf_drafter_for(&plan, which == 1 ? NULL : dr->w, 0, s, &dr->d[which], err);
+        if (rc == PF_RC_OK && which != 1) rc = pf_drafter_set_head(dr->d[which], o->draft_head, err);
     }
-    return dr->d[which];
+    *out = dr->d[which];
+    return rc;
 }
 
-/* The one resolver's plan of an arm for a task type (NULL: the profile's default entry). 0, or -1
- * with err. */
-static int arm_plan(pf_engine_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
-                    bench_drafters *dr, pf_strategy_plan *plan, char err[PF_ERR_LEN]) {
+/* The one resolver's plan of an arm for a task type (NULL: the profile's default entry): the
+ * draft's opening code, or PF_RC_ARG for a plan the resolver refuses. */
+static pf_rc arm_plan(pf_engine_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
+                      bench_drafters *dr, pf_strategy_plan *plan, char err[PF_ERR_LEN]) {
     pf_strategy_desc desc = {.kind = arm->kind, .block = arm->block, .draft_head = o->draft_head, .ngram_n = o->ngram_n,
                              .profile = arm->profile,
                              .profile_fixed = arm->profile_fixed};
     /* a task type the profile does not name takes its default entry */
     desc.task = arm->profile && type && pf_profile_find(arm->profile, type) ? type : NULL;
-    if (open_draft(s, o, dr, err) < 0) return -1;
+    pf_rc rc = open_draft(s, o, dr, err);
+    if (rc != PF_RC_OK) return rc;
     pf_strategy_desc_draft(&desc, dr->w, dr->dec);
-    return pf_strategy_plan_make(&desc, plan, err);
+    return pf_strategy_plan_make(&desc, plan, err) < 0 ? PF_RC_ARG : PF_RC_OK;
 }
 
 /* The speculation object of one arm for one task type, labelled with its strategy and block: the
  * arm's plan built over the drafters the arms share. */
-static pf_spec *arm_spec(pf_engine_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
-                         bench_drafters *dr, pf_bench_task *bt, char err[PF_ERR_LEN]) {
+static pf_rc arm_spec(pf_engine_session *s, const pf_bench_opts *o, const pf_bench_arm *arm, const char *type,
+                      bench_drafters *dr, pf_bench_task *bt, pf_spec **sp, char err[PF_ERR_LEN]) {
     pf_strategy_plan plan;
-    if (arm_plan(s, o, arm, type, dr, &plan, err) < 0) return NULL;
-    pf_drafter *d = get_drafter(s, o, dr, plan.kind, err);
-    pf_spec *sp = NULL;
-    if (!d || pf_strategy_build(s, &plan, d, dr->dec, &sp, err) != PF_RC_OK) return NULL;
+    pf_drafter *d = NULL;
+    pf_rc rc = arm_plan(s, o, arm, type, dr, &plan, err);
+    if (rc == PF_RC_OK) rc = get_drafter(s, o, dr, plan.kind, &d, err);
+    if (rc == PF_RC_OK) rc = pf_strategy_build(s, &plan, d, dr->dec, sp, err);
+    if (rc != PF_RC_OK) return rc;
     snprintf(bt->spec, sizeof bt->spec, "%s", arm->profile && plan.use_prior ? "prior" : pf_kind_name(plan.kind));
     bt->block = arm->profile && plan.use_prior ? plan.profile_block : plan.block;
-    return sp;
+    return PF_RC_OK;
 }
 
 /* The one arm of a run without --compare: --spec/--block (no --spec: the default, which the
@@ -188,8 +192,8 @@ typedef struct {
     int done, total;     /* prompts measured, for the progress bar */
 } bench_state;
 
-/* Every prompt as chat token ids. 0, or -1 with err. */
-static int tokenize_prompts(bench_state *b, const pf_model *m, char err[PF_ERR_LEN]) {
+/* Every prompt as chat token ids. PF_RC_OK, or the tokenizer's code with err. */
+static pf_rc tokenize_prompts(bench_state *b, const pf_model *m, char err[PF_ERR_LEN]) {
     const pf_task_suite *suite = b->suite;
     b->prompts = calloc((size_t)suite->n, sizeof *b->prompts);
     b->np = calloc((size_t)suite->n, sizeof *b->np);
@@ -201,17 +205,17 @@ static int tokenize_prompts(bench_state *b, const pf_model *m, char err[PF_ERR_L
         if (!b->prompts[t] || !b->np[t]) goto oom;
         for (int i = 0; i < tt->n; i++) {
             size_t n = 0;
-            if (pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !b->o->no_special, &b->prompts[t][i], &n, err) != PF_RC_OK)
-                return -1;
+            pf_rc rc = pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !b->o->no_special, &b->prompts[t][i], &n, err);
+            if (rc != PF_RC_OK) return rc;
             b->np[t][i] = (int)n;
         }
         b->total += tt->n;
     }
     b->total *= b->o->reps;
-    return 0;
+    return PF_RC_OK;
 oom:
     snprintf(err, PF_ERR_LEN, "out of memory");
-    return -1;
+    return PF_RC_OOM;
 }
 
 /* Prefill and first-token times of one type's prompts in the first repetition. */
@@ -221,8 +225,8 @@ typedef struct {
 } type_times;
 
 /* Prompt i of type t, plain and every arm, the order rotating so that none always runs on a
- * warmer cache; outputs compared with plain decoding's. 0, or -1 with err. */
-static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, char err[PF_ERR_LEN]) {
+ * warmer cache; outputs compared with plain decoding's. PF_RC_OK, or generation's code with err. */
+static pf_rc run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, char err[PF_ERR_LEN]) {
     const pf_bench_opts *o = b->o;
     const int n_types = b->suite->n, runs = b->n_arms + 1;
     pf_decode_params gp = {.max_tokens = o->max_tokens, .temp = o->temp, .top_k = o->top_k, .top_p = o->top_p,
@@ -235,9 +239,9 @@ static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, cha
         pf_decode_stats gs;
         b->out[j].n = 0;
         pf_session_reset(b->s); /* every run prefills its whole prompt (no reuse between runs) */
-        if (pf_engine_generate_tokens(&b->s->engine, b->prompts[t][i], b->np[t][i], &gp, j ? pf_spec_strategy(spec) : NULL,
-                                      collect, &b->out[j], &gs, err) != PF_RC_OK)
-            return -1;
+        pf_rc rc = pf_engine_generate_tokens(&b->s->engine, b->prompts[t][i], b->np[t][i], &gp,
+                                             j ? pf_spec_strategy(spec) : NULL, collect, &b->out[j], &gs, err);
+        if (rc != PF_RC_OK) return rc;
         size_t idx = j ? (((size_t)(j - 1) * n_types + t) * o->reps + rep) * 2 : ((size_t)t * o->reps + rep) * 2;
         double *acc = j ? b->sp_t : b->ar_t;
         acc[idx] += gs.decode_s;
@@ -261,16 +265,18 @@ static int run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, cha
         if (b->out[0].n != b->out[k + 1].n || memcmp(b->out[0].toks, b->out[k + 1].toks, (size_t)b->out[0].n * sizeof(int32_t)))
             b->r->arms[k].tasks[t].identical = 0;
     progress(o, ++b->done, b->total, b->suite->types[t].type);
-    return 0;
+    return PF_RC_OK;
 }
 
-/* Every repetition of every type's prompts. 0, or -1 with err. */
-static int measure(bench_state *b, char err[PF_ERR_LEN]) {
+/* Every repetition of every type's prompts. PF_RC_OK, or run_prompt's code with err. */
+static pf_rc measure(bench_state *b, char err[PF_ERR_LEN]) {
     for (int rep = 0; rep < b->o->reps; rep++)
         for (int t = 0; t < b->suite->n; t++) {
             type_times tt = {0};
-            for (int i = 0; i < b->suite->types[t].n; i++)
-                if (run_prompt(b, rep, t, i, &tt, err) < 0) return -1;
+            for (int i = 0; i < b->suite->types[t].n; i++) {
+                pf_rc rc = run_prompt(b, rep, t, i, &tt, err);
+                if (rc != PF_RC_OK) return rc;
+            }
             if (rep) continue;
             int n = b->suite->types[t].n ? b->suite->types[t].n : 1;
             for (int k = 0; k < b->n_arms; k++) {
@@ -280,7 +286,7 @@ static int measure(bench_state *b, char err[PF_ERR_LEN]) {
                 bt->ttft_spec_ms = 1e3 * tt.ttft_s[k] / n;
             }
         }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Arm k's per-type speeds and speedups (median over repetitions), geomean, tau and identity. */
@@ -317,7 +323,7 @@ static void summarize_arm(const bench_state *b, int k) {
 }
 
 /* Each arm's strategy for each task type (labelled in the result), and the output buffers. */
-static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *dr, char err[PF_ERR_LEN]) {
+static pf_rc make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *dr, char err[PF_ERR_LEN]) {
     const pf_task_suite *suite = b->suite;
     b->r->n = suite->n;
     b->r->n_arms = b->n_arms;
@@ -328,8 +334,8 @@ static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *d
         if (!(ar->tasks = calloc((size_t)suite->n, sizeof *ar->tasks))) goto oom;
         for (int t = 0; t < suite->n; t++) {
             pf_bench_task *bt = &ar->tasks[t];
-            if (!(b->specs[k * suite->n + t] = arm_spec(&b->s->engine, b->o, &arms[k], suite->types[t].type, dr, bt, err)))
-                return -1;
+            pf_rc rc = arm_spec(&b->s->engine, b->o, &arms[k], suite->types[t].type, dr, bt, &b->specs[k * suite->n + t], err);
+            if (rc != PF_RC_OK) return rc;
             if (t == 0 || bt->block > ar->block) ar->block = bt->block;
             snprintf(bt->type, sizeof bt->type, "%s", suite->types[t].type);
             bt->n_prompts = suite->types[t].n;
@@ -347,10 +353,10 @@ static int make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters *d
     }
     b->ar_t = calloc((size_t)suite->n * b->o->reps * 2, sizeof(double));
     b->sp_t = calloc((size_t)b->n_arms * suite->n * b->o->reps * 2, sizeof(double));
-    if (b->ar_t && b->sp_t && pf_bench_record_init(&b->rec, suite, b->n_arms, b->o->max_tokens) == 0) return 0;
+    if (b->ar_t && b->sp_t && pf_bench_record_init(&b->rec, suite, b->n_arms, b->o->max_tokens) == 0) return PF_RC_OK;
 oom:
     snprintf(err, PF_ERR_LEN, "out of memory");
-    return -1;
+    return PF_RC_OOM;
 }
 
 static void bench_state_free(bench_state *b) {
@@ -380,22 +386,23 @@ static const pf_bench_arm *run_arms(const pf_bench_opts *o, pf_bench_arm *one, i
     return single_arm(o, one, err) < 0 ? NULL : one;
 }
 
-int pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char err[PF_ERR_LEN]) {
+pf_rc pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char err[PF_ERR_LEN]) {
     pf_bench_arm one;
     int n_arms;
     const pf_bench_arm *arms = run_arms(o, &one, &n_arms, err);
-    pf_model *m = arms ? pf_model_load(model_path, err) : NULL;
-    if (!m) return -1;
+    if (!arms) return PF_RC_ARG;
+    pf_model *m = NULL;
+    pf_rc rc = pf_model_open(model_path, &m, err);
+    if (rc != PF_RC_OK) return rc;
     pf_session_params sp = {.n_threads = 1, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
+    rc = (pf_rc)pf_session_new(m, &sp, &s, err);
     bench_drafters dr = {0};
-    int rc = s ? 0 : -1;
-    for (int k = 0; rc == 0 && k < n_arms; k++) {
+    for (int k = 0; rc == PF_RC_OK && k < n_arms; k++) {
         pf_strategy_plan plan;
         char line[160];
         rc = arm_plan(&s->engine, o, &arms[k], NULL, &dr, &plan, err);
-        if (rc < 0) break;
+        if (rc != PF_RC_OK) break;
         pf_plan_format(&plan, line, sizeof line);
         if (o->arms) fprintf(f, "plan %s: %s\n", arms[k].name, line);
         else fprintf(f, "plan: %s\n", line);
@@ -406,33 +413,35 @@ int pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char
     return rc;
 }
 
-int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
-                 char err[PF_ERR_LEN]) {
+pf_rc pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
+                   char err[PF_ERR_LEN]) {
     memset(r, 0, sizeof *r);
     snprintf(r->model, sizeof r->model, "%s", model_path);
     snprintf(r->draft, sizeof r->draft, "%s", o->draft_path ? o->draft_path : "");
     pf_bench_arm one;
     int n_arms;
     const pf_bench_arm *arms = run_arms(o, &one, &n_arms, err);
-    if (!arms) return -1;
+    if (!arms) return PF_RC_ARG;
     if (n_arms > PF_BENCH_MAX_ARMS) {
         snprintf(err, PF_ERR_LEN, "at most %d strategies in one run", PF_BENCH_MAX_ARMS);
-        return -1;
+        return PF_RC_ARG;
     }
-    pf_model *m = pf_model_load(model_path, err);
-    if (!m) return -1;
+    pf_model *m = NULL;
+    pf_rc rc = pf_model_open(model_path, &m, err);
+    if (rc != PF_RC_OK) return rc;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     bench_state b = {.o = o, .suite = suite, .r = r, .m = m, .n_arms = n_arms};
-    pf_session_new(m, &sp, &b.s, err);
+    rc = (pf_rc)pf_session_new(m, &sp, &b.s, err);
     bench_drafters dr = {0};
-    int rc = -1;
-    if (b.s) {
+    if (rc == PF_RC_OK) {
         double la[1];
         r->load_start = getloadavg(la, 1) == 1 ? la[0] : -1;
         r->compute_start = pf_probe_compute(b.s->engine.ctx->k, b.s->engine.ctx->pool, 3);
-        rc = make_arms(&b, arms, &dr, err) < 0 || tokenize_prompts(&b, m, err) < 0 || measure(&b, err) < 0 ? -1 : 0;
+        rc = make_arms(&b, arms, &dr, err);
+        if (rc == PF_RC_OK) rc = tokenize_prompts(&b, m, err);
+        if (rc == PF_RC_OK) rc = measure(&b, err);
     }
-    if (rc == 0) {
+    if (rc == PF_RC_OK) {
         for (int k = 0; k < n_arms; k++) {
             summarize_arm(&b, k);
             pf_bench_record_split(&b.rec, suite, k, r->arms[k].tasks);

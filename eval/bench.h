@@ -109,12 +109,14 @@ typedef struct {
     double load_start, load_end;       /* 1-minute load average before and after (a shared machine) */
 } pf_bench_result;
 
-int pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
-                 char err[PF_ERR_LEN]);
+/* PF_RC_OK, or with err the kind of what failed: the model's or the draft's opening (PF_RC_IO,
+ * PF_RC_FORMAT, PF_RC_OOM), PF_RC_ARG for arms the resolver refuses, generation's own code. */
+pf_rc pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_bench_opts *o, pf_bench_result *r,
+                   char err[PF_ERR_LEN]);
 /* --print-plan: every arm's plan (the profile's default entry for a profile) as one line on f,
- * "plan: ..." for the one arm, "plan NAME: ..." for each --compare arm; nothing is measured. 0, or
- * -1 with err. */
-int pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char err[PF_ERR_LEN]);
+ * "plan: ..." for the one arm, "plan NAME: ..." for each --compare arm; nothing is measured.
+ * PF_RC_OK, or with err the kind of what failed, as for pf_bench_run. */
+pf_rc pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, char err[PF_ERR_LEN]);
 void pf_bench_result_free(pf_bench_result *r);
 
 #endif

@@ -38,7 +38,7 @@ static void at_depth(pf_ctx *c, int d, int filled) {
     c->kv->len = d;
 }
 
-static int forward_rows(pf_ctx *c, const int32_t *toks, int n, float *logits, char *err) {
+static pf_rc forward_rows(pf_ctx *c, const int32_t *toks, int n, float *logits, char *err) {
     pf_batch b = {.tokens = toks, .n = n, .logits_mode = PF_LOGITS_ALL, .logits = logits};
     return pf_forward(c, &b, err);
 }
@@ -67,37 +67,40 @@ static void fill_tokens(int32_t *toks, int64_t n, int V) {
 
 /* The fastest of o->inner forwards of n rows at depth d: several in a row, so a single descheduling
  * does not dominate. */
-static int fastest_forward(bench_run *b, int d, int n, double *best, char *err) {
+static pf_rc fastest_forward(bench_run *b, int d, int n, double *best, char *err) {
     *best = 1e9;
     for (int k = 0; k < b->o->inner; k++) {
         at_depth(b->c, d, b->max_depth);
         double t0 = pf_now_s();
-        if (forward_rows(b->c, b->toks + d, n, b->logits, err) < 0) return -1;
+        pf_rc rc = forward_rows(b->c, b->toks + d, n, b->logits, err);
+        if (rc != PF_RC_OK) return rc;
         double t = pf_now_s() - t0;
         if (t < *best) *best = t;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Repetition rep of every measurement, interleaved: bandwidth, compute, decode at each depth (a
  * decode step = one row with all logits), each block at the c(B) depth, prefill. */
-static int time_repetition(bench_run *b, int rep, char *err) {
+static pf_rc time_repetition(bench_run *b, int rep, char *err) {
     const pf_bench_model_opts *o = b->o;
     if (b->bw_array) b->bw[rep] = pf_probe_bandwidth(b->c->pool, b->bw_array, b->bw_words, 2);
     b->cp[rep] = pf_probe_compute(b->c->k, b->c->pool, 3);
-    for (int i = 0; i < o->n_depths; i++)
-        if (fastest_forward(b, o->depths[i], 1, &b->t_decode[i * o->reps + rep], err) < 0) return -1;
-    for (int i = 0; i < o->n_blocks; i++)
-        if (fastest_forward(b, o->cb_depth, o->blocks[i], &b->t_block[i * o->reps + rep], err) < 0) return -1;
+    pf_rc rc = PF_RC_OK;
+    for (int i = 0; rc == PF_RC_OK && i < o->n_depths; i++)
+        rc = fastest_forward(b, o->depths[i], 1, &b->t_decode[i * o->reps + rep], err);
+    for (int i = 0; rc == PF_RC_OK && i < o->n_blocks; i++)
+        rc = fastest_forward(b, o->cb_depth, o->blocks[i], &b->t_block[i * o->reps + rep], err);
+    if (rc != PF_RC_OK) return rc;
     if (o->prefill_tokens > 0) {
         /* prefill writes rows 0..P-1: refill the deep rows afterwards is unnecessary for timing */
         pf_kv_truncate(b->c->kv, 0);
         double t0 = pf_now_s();
         pf_batch pb = {.tokens = b->toks, .n = o->prefill_tokens, .logits_mode = PF_LOGITS_LAST, .logits = b->logits};
-        if (pf_forward(b->c, &pb, err) != PF_RC_OK) return -1;
+        if ((rc = pf_forward(b->c, &pb, err)) != PF_RC_OK) return rc;
         b->t_prefill[rep] = pf_now_s() - t0;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* c(B) per repetition (same repetition's B=1 time), then the median over repetitions; the block,
@@ -129,7 +132,7 @@ static void summarize_times(const bench_run *b, pf_bench_model_result *r) {
 /* A separate pass with the forward's op timers on (their clock reads would otherwise be in the
  * times above), blocks interleaved as above; per block the breakdown of its fastest forward is
  * kept, like the fastest-of-inner times above. */
-static int time_ops(bench_run *b, pf_bench_model_result *r, char *err) {
+static pf_rc time_ops(bench_run *b, pf_bench_model_result *r, char *err) {
     const pf_bench_model_opts *o = b->o;
     double best[PF_BENCH_MAX];
     for (int i = 0; i < o->n_blocks; i++) best[i] = 1e30;
@@ -139,16 +142,16 @@ static int time_ops(bench_run *b, pf_bench_model_result *r, char *err) {
             double op_s[PF_OP_COUNT] = {0}, tot = 0;
             at_depth(b->c, o->cb_depth, b->max_depth);
             b->c->op_s = op_s;
-            int rc = forward_rows(b->c, b->toks + o->cb_depth, o->blocks[i], b->logits, err);
+            pf_rc rc = forward_rows(b->c, b->toks + o->cb_depth, o->blocks[i], b->logits, err);
             b->c->op_s = NULL;
-            if (rc < 0) return -1;
+            if (rc != PF_RC_OK) return rc;
             for (int p = 0; p < PF_OP_COUNT; p++) tot += op_s[p];
             if (tot < best[i]) {
                 best[i] = tot;
                 for (int p = 0; p < PF_OP_COUNT; p++) r->op_ms[i][p] = op_s[p] * 1e3;
             }
         }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The bandwidth, the ceiling it gives and the decode's fraction of it; the compute probe. */
@@ -174,16 +177,17 @@ static void summarize_machine(bench_run *b, const pf_model *m, pf_bench_model_re
 /* Fills the cache to the deepest depth once (timed rows overwrite rows past their depth only),
  * warms up one forward of each block, records the peak memory of the model work (it allocates
  * nothing more) and then allocates the bandwidth array. */
-static int prepare(bench_run *b, pf_bench_model_result *r, char *err) {
+static pf_rc prepare(bench_run *b, pf_bench_model_result *r, char *err) {
     const pf_bench_model_opts *o = b->o;
     if (o->progress) fprintf(stderr, "bench-model: filling the cache to %d tokens...\n", b->max_depth);
     pf_kv_truncate(b->c->kv, 0);
     pf_batch fill = {.tokens = b->toks, .n = b->max_depth, .logits_mode = PF_LOGITS_NONE};
-    if (b->max_depth > 0 && pf_forward(b->c, &fill, err) != PF_RC_OK) return -1;
-    for (int i = 0; i < o->n_blocks; i++) {
+    pf_rc rc = b->max_depth > 0 ? pf_forward(b->c, &fill, err) : PF_RC_OK;
+    for (int i = 0; rc == PF_RC_OK && i < o->n_blocks; i++) {
         at_depth(b->c, o->cb_depth, b->max_depth);
-        if (forward_rows(b->c, b->toks + o->cb_depth, o->blocks[i], b->logits, err) < 0) return -1;
+        rc = forward_rows(b->c, b->toks + o->cb_depth, o->blocks[i], b->logits, err);
     }
+    if (rc != PF_RC_OK) return rc;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r->peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
@@ -194,11 +198,11 @@ static int prepare(bench_run *b, pf_bench_model_result *r, char *err) {
         b->bw_array = pf_weights_alloc(b->bw_words * sizeof *b->bw_array, &b->bw_map);
         if (!b->bw_array) {
             snprintf(err, PF_ERR_LEN, "out of memory for the %d MiB bandwidth array", o->bandwidth_mib);
-            return -1;
+            return PF_RC_OOM;
         }
         for (size_t i = 0; i < b->bw_words; i++) b->bw_array[i] = i;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 static int max_of(const int *v, int n, int floor) {
@@ -207,7 +211,7 @@ static int max_of(const int *v, int n, int floor) {
     return floor;
 }
 
-int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]) {
+pf_rc pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]) {
     memset(r, 0, sizeof *r);
     const int V = m->hp.n_vocab;
     int max_depth = max_of(o->depths, o->n_depths, 0);
@@ -216,9 +220,13 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     int64_t n_ctx = (int64_t)max_depth + (o->prefill_tokens > max_b ? o->prefill_tokens : max_b) + 8;
     bench_run b = {.o = o, .max_depth = max_depth, .bw_words = (size_t)o->bandwidth_mib << 17}; /* MiB / 8 bytes */
     b.c = pf_ctx_new(m, n_ctx, o->threads, NULL, err);
-    if (b.c && o->kv_q8 && (!pf_kv_q8_usable(b.c->k, err) || pf_ctx_set_kv_type(b.c, PF_KV_Q8, err) != PF_RC_OK)) {
-        pf_ctx_free(b.c);
-        return -1;
+    if (!b.c) return PF_RC_OOM; /* its only failure */
+    if (o->kv_q8) {
+        pf_rc rc = pf_kv_q8_usable(b.c->k, err) ? pf_ctx_set_kv_type(b.c, PF_KV_Q8, err) : PF_RC_ARG;
+        if (rc != PF_RC_OK) {
+            pf_ctx_free(b.c);
+            return rc;
+        }
     }
     b.toks = malloc((size_t)n_ctx * sizeof *b.toks);
     b.logits = malloc((size_t)(max_b > 0 ? max_b : 1) * V * sizeof(float));
@@ -227,22 +235,21 @@ int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_mod
     b.t_prefill = calloc((size_t)o->reps, sizeof(double));
     b.bw = calloc((size_t)o->reps, sizeof(double));
     b.cp = calloc((size_t)o->reps, sizeof(double));
-    int rc = -1;
-    if (!b.c || !b.toks || !b.logits || !b.t_decode || !b.t_block || !b.t_prefill || !b.bw || !b.cp) {
-        if (b.c) snprintf(err, PF_ERR_LEN, "out of memory");
+    pf_rc rc = PF_RC_OOM;
+    if (!b.toks || !b.logits || !b.t_decode || !b.t_block || !b.t_prefill || !b.bw || !b.cp) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
     }
     fill_tokens(b.toks, n_ctx, V);
-    if (prepare(&b, r, err) < 0) goto done;
+    if ((rc = prepare(&b, r, err)) != PF_RC_OK) goto done;
     for (int rep = 0; rep < o->reps; rep++) {
         if (o->progress) fprintf(stderr, "\rbench-model: repetition %d/%d", rep + 1, o->reps);
-        if (time_repetition(&b, rep, err) < 0) goto done;
+        if ((rc = time_repetition(&b, rep, err)) != PF_RC_OK) goto done;
     }
     if (o->progress) fprintf(stderr, "\n");
     summarize_times(&b, r);
-    if (o->ops && time_ops(&b, r, err) < 0) goto done;
+    if (o->ops && (rc = time_ops(&b, r, err)) != PF_RC_OK) goto done;
     summarize_machine(&b, m, r);
-    rc = 0;
 done:
     pf_ctx_free(b.c);
     free(b.toks);

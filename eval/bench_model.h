@@ -39,6 +39,8 @@ typedef struct {
     double op_ms[PF_BENCH_MAX][PF_OP_COUNT]; /* by block, ms per operation of the fastest forward (opts.ops) */
 } pf_bench_model_result;
 
-int pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]);
+/* PF_RC_OK, or with err the kind of what failed (PF_RC_OOM, PF_RC_ARG: an 8-bit cache this CPU
+ * cannot run, the forward's own code). */
+pf_rc pf_bench_model(const pf_model *m, const pf_bench_model_opts *o, pf_bench_model_result *r, char err[PF_ERR_LEN]);
 
 #endif

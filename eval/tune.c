@@ -13,18 +13,20 @@
 
 /* Draft time per round at each candidate block, relative to t1: the drafter sees a real context of
  * `depth` target rows (taps included) and proposes after it; the fastest of several calls. */
-static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *o, double t1_s, double *cost,
-                       char err[PF_ERR_LEN]) {
+static pf_rc draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *o, double t1_s, double *cost,
+                         char err[PF_ERR_LEN]) {
     pf_session_params sp = {.n_threads = o->bench.threads, .n_ctx = o->depth + 80, .kv_q8 = o->bench.kv_q8};
     pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
-    int block = 0, rc = -1;
+    pf_rc rc = (pf_rc)pf_session_new(m, &sp, &s, err);
+    int block = 0;
     pf_drafter *d = NULL;
-    if (s) pf_drafter_open(spec, o->bench.draft_path, &s->engine, o->bench.ngram_n, &block, &d, err);
+    if (rc == PF_RC_OK) rc = pf_drafter_open(spec, o->bench.draft_path, &s->engine, o->bench.ngram_n, &block, &d, err);
     int32_t *toks = malloc((size_t)(o->depth + 1) * sizeof *toks), *draft = malloc(PF_MAX_BLOCK * sizeof *draft);
     float *taps = NULL;
-    if (!d || !toks || !draft) goto done;
-    if (!strcmp(spec, "dflash") && pf_drafter_set_head(d, o->bench.draft_head, err) != PF_RC_OK) goto done;
+    if (rc != PF_RC_OK) goto done;
+    rc = PF_RC_OOM;
+    if (!toks || !draft) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    if (!strcmp(spec, "dflash") && (rc = pf_drafter_set_head(d, o->bench.draft_head, err)) != PF_RC_OK) goto done;
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i <= o->depth; i++) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
@@ -32,22 +34,21 @@ static int draft_costs(const pf_model *m, const char *spec, const pf_tune_opts *
     }
     if (d->n_taps) taps = malloc((size_t)o->depth * d->n_taps * m->hp.n_embd * sizeof(float));
     pf_batch b = {.tokens = toks, .n = o->depth, .tap_layers = d->tap_layers, .n_taps = d->n_taps, .taps = taps};
-    if (pf_forward(s->engine.ctx, &b, err) != PF_RC_OK) goto done;
-    if (d->begin && d->begin(d->state, toks, o->depth, taps, err) != PF_RC_OK) goto done;
+    if ((rc = pf_forward(s->engine.ctx, &b, err)) != PF_RC_OK) goto done;
+    if (d->begin && (rc = d->begin(d->state, toks, o->depth, taps, err)) != PF_RC_OK) goto done;
     for (int i = 0; i < o->n_blocks; i++) {
         double best = 1e9;
         for (int k = 0; k < 5; k++) {
             double t0 = pf_now_s();
             int n_drafted = 0;
-            if (d->propose(d->state, toks[o->depth], o->depth, o->blocks[i], NULL, NULL, draft, NULL, &n_drafted, err) !=
-                PF_RC_OK)
-                goto done;
+            rc = d->propose(d->state, toks[o->depth], o->depth, o->blocks[i], NULL, NULL, draft, NULL, &n_drafted, err);
+            if (rc != PF_RC_OK) goto done;
             double t = pf_now_s() - t0;
             if (t < best) best = t;
         }
         cost[i] = best / t1_s;
     }
-    rc = 0;
+    rc = PF_RC_OK;
 done:
     free(toks);
     free(draft);
@@ -58,7 +59,7 @@ done:
 }
 
 /* 1. c(B) at the working depth (B = 1 first: the time c is relative to). */
-static int measure_cb(const pf_model *m, const pf_tune_opts *o, pf_tune_result *r, char *err) {
+static pf_rc measure_cb(const pf_model *m, const pf_tune_opts *o, pf_tune_result *r, char *err) {
     pf_bench_model_opts bo = {.threads = o->bench.threads, .reps = 3, .inner = 3, .n_depths = 0, .cb_depth = o->depth,
                               .prefill_tokens = 0, .bandwidth_mib = 0, .progress = 0};
     bo.blocks[0] = 1;
@@ -67,16 +68,17 @@ static int measure_cb(const pf_model *m, const pf_tune_opts *o, pf_tune_result *
         if (o->blocks[i] != 1) bo.blocks[bo.n_blocks++] = o->blocks[i];
     pf_bench_model_result br;
     if (o->bench.progress) fprintf(stderr, "tune: measuring c(B) at depth %d...\n", o->depth);
-    if (pf_bench_model(m, &bo, &br, err) < 0) return -1;
+    pf_rc rc = pf_bench_model(m, &bo, &br, err);
+    if (rc != PF_RC_OK) return rc;
     r->t1_ms = br.block_ms[0].median;
     for (int i = 0; i < o->n_blocks; i++)
         for (int j = 0; j < bo.n_blocks; j++)
             if (bo.blocks[j] == o->blocks[i]) r->c[i] = br.c[j].median;
-    return 0;
+    return PF_RC_OK;
 }
 
 /* 3. acceptance by position per task at the largest block bmax, for every strategy. */
-static int measure_acceptance(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, int bmax,
+static pf_rc measure_acceptance(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, int bmax,
                               pf_tune_result *r, char *err) {
     for (int s = 0; s < r->n_strategies; s++) {
         if (o->bench.progress) fprintf(stderr, "tune: acceptance of %s at block %d per task...\n", r->strategies[s], bmax);
@@ -86,7 +88,8 @@ static int measure_acceptance(const char *model_path, const pf_task_suite *suite
         bo.reps = 1;
         bo.profile = NULL;
         pf_bench_result acc;
-        if (pf_bench_run(model_path, suite, &bo, &acc, err) < 0) return -1;
+        pf_rc rc = pf_bench_run(model_path, suite, &bo, &acc, err);
+        if (rc != PF_RC_OK) return rc;
         for (int t = 0; t < suite->n; t++) {
             pf_tune_task *tt = &r->tasks[t];
             snprintf(tt->type, sizeof tt->type, "%s", acc.tasks[t].type);
@@ -100,7 +103,7 @@ static int measure_acceptance(const char *model_path, const pf_task_suite *suite
         }
         pf_bench_result_free(&acc);
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* 4. a task's predicted speedup for every strategy and block, tau(B) / (c(B) + draft(B)) with
@@ -157,47 +160,48 @@ static int choose_profile(const pf_tune_opts *o, int n_tasks, int bmax, pf_tune_
 }
 
 /* 5. the chosen settings measured against plain decoding. */
-static int measure_chosen(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
+static pf_rc measure_chosen(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
                           char *err) {
     if (o->bench.progress) fprintf(stderr, "tune: measuring the chosen settings...\n");
     pf_bench_opts bo = o->bench;
     bo.profile = &r->profile;
     bo.profile_fixed = 1; /* what was predicted: the choices themselves */
     pf_bench_result meas;
-    if (pf_bench_run(model_path, suite, &bo, &meas, err) < 0) return -1;
+    pf_rc rc = pf_bench_run(model_path, suite, &bo, &meas, err);
+    if (rc != PF_RC_OK) return rc;
     for (int t = 0; t < suite->n; t++) {
         r->tasks[t].measured = meas.tasks[t].speedup.median;
         r->profile.tasks[t].measured = meas.tasks[t].speedup.median;
     }
     r->measured_geomean = meas.speedup_geomean;
     pf_bench_result_free(&meas);
-    return 0;
+    return PF_RC_OK;
 }
 
-int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
-                char err[PF_ERR_LEN]) {
+pf_rc pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
+                  char err[PF_ERR_LEN]) {
     memset(r, 0, sizeof *r);
     r->strategies[r->n_strategies++] = "ngram";
     if (o->bench.draft_path) r->strategies[r->n_strategies++] = "dflash";
     int bmax = 2;
     for (int i = 0; i < o->n_blocks; i++)
         if (o->blocks[i] > bmax) bmax = o->blocks[i];
-    pf_model *m = pf_model_load(model_path, err);
-    if (!m) return -1;
-    int rc = -1;
-    if (measure_cb(m, o, r, err) < 0) goto done;
+    pf_model *m = NULL;
+    pf_rc rc = pf_model_open(model_path, &m, err);
+    if (rc != PF_RC_OK) return rc;
+    if ((rc = measure_cb(m, o, r, err)) != PF_RC_OK) goto done;
     /* 2. draft cost per block */
     for (int s = 0; s < r->n_strategies; s++) {
         if (o->bench.progress) fprintf(stderr, "tune: measuring %s draft cost...\n", r->strategies[s]);
-        if (draft_costs(m, r->strategies[s], o, r->t1_ms / 1e3, r->draft_cost[s], err) < 0) goto done;
+        if ((rc = draft_costs(m, r->strategies[s], o, r->t1_ms / 1e3, r->draft_cost[s], err)) != PF_RC_OK) goto done;
     }
     r->n = suite->n;
     r->tasks = calloc((size_t)suite->n, sizeof *r->tasks);
+    rc = PF_RC_OOM;
     if (!r->tasks) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
-    if (measure_acceptance(model_path, suite, o, bmax, r, err) < 0 || choose_profile(o, suite->n, bmax, r, err) < 0 ||
-        measure_chosen(model_path, suite, o, r, err) < 0)
-        goto done;
-    rc = 0;
+    if ((rc = measure_acceptance(model_path, suite, o, bmax, r, err)) != PF_RC_OK) goto done;
+    rc = choose_profile(o, suite->n, bmax, r, err) < 0 ? PF_RC_OOM : PF_RC_OK; /* its one failure */
+    if (rc == PF_RC_OK) rc = measure_chosen(model_path, suite, o, r, err);
 done:
     pf_model_free(m);
     if (rc) pf_tune_result_free(r);

@@ -33,8 +33,9 @@ typedef struct {
     double measured_geomean, predicted_geomean;
 } pf_tune_result;
 
-int pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
-                char err[PF_ERR_LEN]);
+/* PF_RC_OK, or with err the kind of what failed, as for pf_bench_run. */
+pf_rc pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_tune_opts *o, pf_tune_result *r,
+                  char err[PF_ERR_LEN]);
 void pf_tune_result_free(pf_tune_result *r);
 
 #endif

@@ -3,8 +3,9 @@
  * a truncated GGUF, a draft given as the model; argument 1: a block out of range, a prompt over the
  * context; out of memory 4: the address space capped (ulimit -v) below what the run needs, where
  * every failing run must say out of memory; cancelled 130: SIGINT while generating. The library's
- * side is tests/api/test_status_api.c, the server's status_server_kinds in test_serve.c. Runs
- * ./pocketflash (or $PF_CLI). */
+ * side is tests/api/test_status_api.c, the server's status_server_kinds in test_serve.c. The
+ * other commands that load a model or generate share run's table: a missing file and a bad file
+ * each. Runs ./pocketflash (or $PF_CLI). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,55 @@ TEST(status_run_exit_status_per_kind) {
         int rc = run_status("", cases[i].args, err, sizeof err);
         CHECKF(rc == cases[i].want && one_line(err) && strstr(err, cases[i].msg), "%.80s: exit %d (want %d), '%s'",
                cases[i].args, rc, cases[i].want, err);
+    }
+}
+
+/* The other commands that load a model or generate exit by the same table (one helper,
+ * cli_fail_kind): per command a file that cannot be read (2) and a bad file (3), each failing
+ * before anything is measured or served. */
+TEST(status_other_commands_exit_status_per_kind) {
+    const char *cut = truncated_target(4096);
+    CHECK(cut);
+    char dir[400], cmd[1400];
+    snprintf(dir, sizeof dir, "%s/status-schemas", pf_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && echo '{\"type\": \"string\"}' > %s/s.json && echo '{\"prompt\": \"hi\"}' > %s/in.jsonl",
+             dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    static char args[16][1200];
+    int n = 0;
+#define CASE(...) snprintf(args[n++], sizeof args[0], __VA_ARGS__)
+    CASE("gen -m /nonexistent/t.gguf -i %s/in.jsonl -o %s/out.jsonl", dir, dir);
+    CASE("gen -m %s -i %s/in.jsonl -o %s/out.jsonl", cut, dir, dir);
+    CASE("gen -m %s -d %s -i %s/in.jsonl -o %s/out.jsonl -n 2", TARGET, cut, dir, dir);
+    CASE("bench -m /nonexistent/t.gguf --tasks eval/tasks --prompts 1 -n 2 --reps 1");
+    CASE("bench -m %s --tasks eval/tasks --prompts 1 -n 2 --reps 1", cut);
+    CASE("bench -m %s -d %s --print-plan", TARGET, cut);
+    CASE("tune -m /nonexistent/t.gguf --tasks eval/tasks --prompts 1 -o %s/p.json", dir);
+    CASE("tune -m %s --tasks eval/tasks --prompts 1 -o %s/p.json", cut, dir);
+    CASE("serve -m models --port 0");
+    CASE("serve -m %s -d %s --port 0", TARGET, cut);
+    CASE("demo -m %s -d /nonexistent/d.gguf --prompts 1 -n 2 --reps 1", TARGET);
+    CASE("demo -m %s -d %s --prompts 1 -n 2 --reps 1", TARGET, cut);
+    CASE("bench-model -m models --reps 1");
+    CASE("bench-model -m %s --reps 1", cut);
+    CASE("schema-bench -m /nonexistent/t.gguf %s", dir);
+    CASE("schema-bench -m %s %s", cut, dir);
+#undef CASE
+    static const int want[16] = {2, 3, 3, 2, 3, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3};
+    static const char *const msg[16] = {
+        "/nonexistent/t.gguf: cannot open", "status-cut-4096.gguf: ", "status-cut-4096.gguf: ",
+        "/nonexistent/t.gguf: cannot open", "status-cut-4096.gguf: ", "status-cut-4096.gguf: ",
+        "/nonexistent/t.gguf: cannot open", "status-cut-4096.gguf: ", "models: not a regular file",
+        "status-cut-4096.gguf: ", "/nonexistent/d.gguf: cannot open", "status-cut-4096.gguf: ",
+        "models: not a regular file", "status-cut-4096.gguf: ", "/nonexistent/t.gguf: cannot open",
+        "status-cut-4096.gguf: "};
+    for (int i = 0; i < n; i++) {
+        char err[8192];
+        int rc = run_status("", args[i], err, sizeof err);
+        /* demo and bench draw a progress bar on stderr before a late failure: the error is its own line */
+        const char *line = strstr(err, "pocketflash: ");
+        CHECKF(rc == want[i] && line && test_count_lines(line) == 1 && strstr(line, msg[i]), "%.90s: exit %d (want %d), '%s'",
+               args[i], rc, want[i], err);
     }
 }
 
