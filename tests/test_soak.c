@@ -7,6 +7,9 @@
  * PF_SOAK_GENS generations in all (default 48: the short version `make asan` runs; `make soak`
  * runs 2,000). Under a sanitizer the memory bound is not checked (its quarantine grows RSS). */
 #include <dirent.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include "formats/grow.h"
 #include <pthread.h>
 #include <sched.h>
@@ -141,6 +144,11 @@ static int open_fds(void) {
 static void sample(soak_shared *sh) {
     pthread_mutex_lock(&sh->lock);
     if (sh->n_s < SOAK_SAMPLES) {
+#ifdef __GLIBC__
+        /* freed memory the per-thread arenas still hold is not growth: which arena a thread's
+         * buffers land in, and what it keeps, depends on the scheduling */
+        malloc_trim(0);
+#endif
         sh->s_rss[sh->n_s] = rss_kb();
         sh->s_fds[sh->n_s] = open_fds();
         sh->n_s++;
