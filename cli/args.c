@@ -11,12 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cli_fail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+/* The one-line error every command prints. */
+static void print_error(const char *fmt, va_list ap) {
     fputs("pocketflash: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+int cli_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    print_error(fmt, ap);
     va_end(ap);
     return 1;
 }
@@ -38,9 +43,7 @@ int cli_fail_status(pf_status st, const char *msg) { return cli_fail_kind(st, "%
 int cli_fail_kind(pf_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("pocketflash: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_error(fmt, ap);
     va_end(ap);
     return cli_exit_status(st);
 }
