@@ -15,6 +15,7 @@ the same steps on a GPU.
 """
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -35,6 +36,21 @@ RUN = os.path.join(HERE, "work", "pretrain")
 # (from its step, with fresh optimizer moments and a short re-warmup) instead of starting it over.
 COMMITTED = os.path.join(HERE, "snapshots", "pretrain.pt")
 REWARM_STEPS = 50
+# The snapshot stays out of the tree (the committed model files are kept small): this file names the
+# commit that holds it, and the resume reads it from git's history.
+COMMITTED_AT = os.path.join(HERE, "snapshots", "pretrain.commit")
+
+
+def committed_snapshot():
+    """The committed snapshot's path, written out of git's history when only its commit is named."""
+    if not os.path.exists(COMMITTED):
+        rev = open(COMMITTED_AT).read().strip()
+        blob = subprocess.run(["git", "show", f"{rev}:train/snapshots/pretrain.pt"], cwd=HERE, check=True,
+                              capture_output=True).stdout
+        with open(COMMITTED + ".tmp", "wb") as f:
+            f.write(blob)
+        os.replace(COMMITTED + ".tmp", COMMITTED)
+    return COMMITTED
 
 SHAPES = {
     "h384_l6": dict(hidden=384, n_layers=6, n_heads=6, n_kv_heads=2, head_dim=64, ffn=1024),
@@ -179,8 +195,8 @@ def train():
     if os.path.exists(ck):
         step, extra = L.load_ckpt(ck, model, opt)
         log(f"resumed at step {step}")
-    elif os.path.exists(COMMITTED):
-        snap = torch.load(COMMITTED, map_location="cpu")
+    elif os.path.exists(COMMITTED) or os.path.exists(COMMITTED_AT):
+        snap = torch.load(committed_snapshot(), map_location="cpu")
         model.load_state_dict({k: v.float() for k, v in snap["model"].items()})
         step, extra = snap["step"], {"wall": snap.get("wall", 0.0), "tokens": snap["tokens"], "rewarm_from": snap["step"]}
         log(f"resumed from the committed snapshot at step {step} (weights only: optimizer moments anew, "
