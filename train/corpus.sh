@@ -11,8 +11,10 @@ FORCE=${FORCE:-0}
 mkdir -p "$WORK"/{lists,debs,npm,x}
 
 # ---- toolchain (Debian bookworm; versions recorded in manifest.json)
-if ! $PY -c 'import torch, numpy, regex' 2>/dev/null; then
-    apt-get install -y --no-install-recommends python3-torch python3-numpy python3-regex
+# torch's matrix products go through libblas.so.3: without OpenBLAS that is the reference BLAS,
+# single-threaded and many times slower
+if ! $PY -c 'import torch, numpy, regex' 2>/dev/null || ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
+    apt-get install -y --no-install-recommends python3-torch python3-numpy python3-regex libopenblas0-pthread
 fi
 
 # ---- pinned inputs
