@@ -122,6 +122,7 @@ static int report_compare(const char *model, const pf_bench_opts *o, const pf_be
     printf("machine: fp32 compute of the threads %.1f GFMA/s at the start, %.1f at the end; load average %.2f at the "
            "start, %.2f at the end\n\n", r->compute_start, r->compute_end, r->load_start, r->load_end);
     pf_bench_print_compare(r);
+    pf_bench_print_by_length(r);
     if (structured) pf_bench_print_structured(r);
     int rc = 0;
     if (json && write_out(json, pf_bench_write_compare_json, r, o)) rc = 1;
@@ -172,6 +173,8 @@ static int report_spec(const char *model, const char *profile_path, const pf_ben
            "machine; plain tok/s shows the memory side); load average %.2f at the start, %.2f at the end\n\n",
            r->compute_start, r->compute_end, r->load_start, r->load_end);
     print_tables(r);
+    printf("\n");
+    pf_bench_print_by_length(r);
     if (structured) {
         printf("\n");
         pf_bench_print_structured(r);

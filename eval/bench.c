@@ -208,6 +208,12 @@ static pf_rc tokenize_prompts(bench_state *b, const pf_model *m, char err[PF_ERR
             pf_rc rc = pf_chat_tokenize(m->tok, NULL, tt->prompts[i].prompt, !b->o->no_special, &b->prompts[t][i], &n, err);
             if (rc != PF_RC_OK) return rc;
             b->np[t][i] = (int)n;
+            /* checked before anything is measured, not when the run reaches the prompt */
+            if ((int64_t)n >= b->s->engine.ctx->kv->n_ctx) {
+                snprintf(err, PF_ERR_LEN, "%s prompt %d: %zu tokens do not fit the context of %lld tokens (-c)", tt->type,
+                         i + 1, n, (long long)b->s->engine.ctx->kv->n_ctx);
+                return PF_RC_CONTEXT;
+            }
         }
         b->total += tt->n;
     }
@@ -445,6 +451,7 @@ pf_rc pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_
         for (int k = 0; k < n_arms; k++) {
             summarize_arm(&b, k);
             pf_bench_record_split(&b.rec, suite, k, r->arms[k].tasks);
+            pf_bench_record_by_length(&b.rec, suite, b.np, k, r->arms[k].by_len);
         }
         r->tasks = r->arms[0].tasks;
         r->block = r->arms[0].block;

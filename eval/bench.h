@@ -88,9 +88,21 @@ typedef struct {
     int twin;
 } pf_bench_task;
 
+/* Prompts grouped by their length in tokens (every task type together): group g holds the prompts
+ * of pf_bench_len_lo[g] to pf_bench_len_lo[g + 1] - 1 tokens. Long inputs make the verify forward's
+ * attention dearer and give the draft more context: the speedup may move with them. */
+#define PF_BENCH_LEN_GROUPS 4
+extern const int pf_bench_len_lo[PF_BENCH_LEN_GROUPS + 1];
+
+typedef struct {
+    int n;                    /* prompts */
+    pf_bench_split_side side; /* plain and speculative decode times and tokens, summed */
+} pf_bench_len_group;
+
 typedef struct {
     char name[64];
     pf_bench_task *tasks; /* one per task type */
+    pf_bench_len_group by_len[PF_BENCH_LEN_GROUPS];
     int block;            /* the largest block of its tasks */
     double speedup_geomean, tau;
     int identical;

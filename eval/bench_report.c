@@ -119,6 +119,38 @@ static void split_json(FILE *f, const char *name, const pf_bench_split *g) {
             g->n, side_speedup(&g->con), side_tau(&g->con), side_speedup(&g->free), side_tau(&g->free));
 }
 
+/* The "by_input_length" field: one object per group of prompt lengths that holds prompts. */
+static void by_length_json(FILE *f, const pf_bench_arm_result *ar) {
+    fprintf(f, ", \"by_input_length\": [");
+    for (int g = 0, first = 1; g < PF_BENCH_LEN_GROUPS; g++) {
+        const pf_bench_len_group *lg = &ar->by_len[g];
+        if (!lg->n) continue;
+        fprintf(f, "%s{\"min_tokens\": %d, \"max_tokens\": %d, \"prompts\": %d, \"speedup\": %.4f, \"tau\": %.4f}",
+                first ? "" : ", ", pf_bench_len_lo[g], g + 1 < PF_BENCH_LEN_GROUPS ? pf_bench_len_lo[g + 1] - 1 : -1, lg->n,
+                side_speedup(&lg->side), side_tau(&lg->side));
+        first = 0;
+    }
+    fputc(']', f);
+}
+
+void pf_bench_print_by_length(const pf_bench_result *r) {
+    printf("| input tokens | prompts |");
+    for (int k = 0; k < r->n_arms; k++) printf(" %s: speedup (tau) |", r->arms[k].name);
+    printf("\n|---|---|");
+    for (int k = 0; k < r->n_arms; k++) printf("---|");
+    printf("\n");
+    for (int g = 0; g < PF_BENCH_LEN_GROUPS; g++) {
+        int n = r->arms[0].by_len[g].n;
+        if (!n) continue;
+        if (g + 1 < PF_BENCH_LEN_GROUPS) printf("| %d-%d | %d |", pf_bench_len_lo[g], pf_bench_len_lo[g + 1] - 1, n);
+        else printf("| %d and more | %d |", pf_bench_len_lo[g], n);
+        for (int k = 0; k < r->n_arms; k++)
+            printf(" %.2fx (%.2f) |", side_speedup(&r->arms[k].by_len[g].side), side_tau(&r->arms[k].by_len[g].side));
+        printf("\n");
+    }
+    printf("\n");
+}
+
 /* The JSON fields of a task decoded under its schemas (nothing for a free one). */
 static void structured_json(FILE *f, const pf_bench_task *t) {
     if (!t->constrained) return;
@@ -156,8 +188,10 @@ void pf_bench_write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts 
         structured_json(f, t);
         fputc('}', f);
     }
-    fprintf(f, "\n },\n \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}, \"load\": [%.2f, %.2f]}\n",
-            r->speedup_geomean, r->tau, r->identical < 0 ? "null" : r->identical ? "true" : "false", r->load_start, r->load_end);
+    fprintf(f, "\n },\n \"overall\": {\"speedup_geomean\": %.4f, \"tau\": %.4f, \"identical\": %s}", r->speedup_geomean, r->tau,
+            r->identical < 0 ? "null" : r->identical ? "true" : "false");
+    by_length_json(f, &r->arms[0]);
+    fprintf(f, ", \"load\": [%.2f, %.2f]}\n", r->load_start, r->load_end);
 }
 
 static const char *yes_no(int identical) { return identical < 0 ? "n/a (sampled)" : identical ? "yes" : "NO"; }
@@ -197,7 +231,9 @@ void pf_bench_write_compare_json(FILE *f, const pf_bench_result *r, const pf_ben
             structured_json(f, t);
             fputc('}', f);
         }
-        fprintf(f, "}}");
+        fprintf(f, "}");
+        by_length_json(f, ar);
+        fprintf(f, "}");
     }
     fprintf(f, "\n ]}\n");
 }

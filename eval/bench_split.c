@@ -1,5 +1,6 @@
 #include "eval/bench_split.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,4 +76,19 @@ void pf_bench_record_split(const pf_bench_record *rec, const pf_task_suite *suit
             add_side(&g->free, &fs[0], &fs[k + 1]);
         }
     }
+}
+
+const int pf_bench_len_lo[PF_BENCH_LEN_GROUPS + 1] = {0, 128, 512, 1024, INT_MAX};
+
+void pf_bench_record_by_length(const pf_bench_record *rec, const pf_task_suite *suite, int *const *np, int k,
+                               pf_bench_len_group *groups) {
+    memset(groups, 0, PF_BENCH_LEN_GROUPS * sizeof *groups);
+    for (int t = 0; t < suite->n; t++)
+        for (int i = 0; i < suite->types[t].n; i++) {
+            int g = 0;
+            while (g + 1 < PF_BENCH_LEN_GROUPS && np[t][i] >= pf_bench_len_lo[g + 1]) g++;
+            const pf_bench_prompt_sum *ps = &rec->sum[at(rec, t, i) * rec->runs];
+            groups[g].n++;
+            add_side(&groups[g].side, &ps[0], &ps[k + 1]);
+        }
 }

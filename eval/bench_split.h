@@ -1,4 +1,5 @@
-/* The structured bench's split of "constrained against free on the same prompts": the prompts whose
+/* Per prompt figures of a bench run, and what is read from them: the prompts grouped by input length,
+ * and the structured bench's split of "constrained against free on the same prompts": the prompts whose
  * plain output under the schema is the free plain output token for token (the schema left the text
  * alone, so a gap there is the constraint's cost) and those whose text the schema changed (a gap
  * there is also the draft's: it predicts the model's free text). Per (task type, prompt, run) the
@@ -35,5 +36,8 @@ void pf_bench_record_plain(pf_bench_record *rec, int t, int i, const int32_t *to
 /* Arm k's split for every constrained type of the suite against its free twin: tasks[c].split[0]
  * the prompts the schema left unchanged, [1] the ones it changed. */
 void pf_bench_record_split(const pf_bench_record *rec, const pf_task_suite *suite, int k, pf_bench_task *tasks);
+/* Arm k's figures over every prompt of the suite, grouped by its length in tokens (np[type][prompt]). */
+void pf_bench_record_by_length(const pf_bench_record *rec, const pf_task_suite *suite, int *const *np, int k,
+                               pf_bench_len_group *groups);
 
 #endif

@@ -150,11 +150,21 @@ TEST(cli_bench_per_task_checks_identical) {
                     types[t], i, types[t], types[t], i, i, i, i, i);
         fclose(f);
     }
+    /* two long inputs: the report by input length has a second group */
+    snprintf(path, sizeof path, "%s/summary.jsonl", dir);
+    FILE *lf = fopen(path, "w");
+    for (int i = 0; i < 2; i++) {
+        fprintf(lf, "{\"id\": \"summary-%d\", \"type\": \"summary\", \"lang\": \"en\", \"prompt\": \"Summarize:", i);
+        for (int w = 0; w < 30; w++) fprintf(lf, " item %d of the list %d,", w, i);
+        fprintf(lf, "\"}\n");
+    }
+    fclose(lf);
     snprintf(path, sizeof path, "%s/bench.json", pf_test_tmpdir());
     snprintf(args, sizeof args, "bench -m %s --tasks %s --spec ngram -n 12 --reps 2 --json %s --svg %s/b.svg", m, dir, path,
              pf_test_tmpdir());
     CHECKF(RUN_CLI(args, o, e) == 0, "bench failed: %s", e);
-    CHECK(strstr(o, "| math | ngram/8 | 3 |") && strstr(o, "| chat | ngram/8 | 3 |") && strstr(o, "**overall** (geomean)"));
+    CHECK(strstr(o, "| math | ngram/8 | 3 |") && strstr(o, "| chat | ngram/8 | 3 |") && strstr(o, "| summary | ngram/8 | 2 |") &&
+          strstr(o, "**overall** (geomean)"));
     CHECK(!strstr(o, "| NO |"));
     const char *mc = strstr(o, "machine: fp32 compute of the threads ");
     CHECKF(mc && atof(mc + strlen("machine: fp32 compute of the threads ")) > 0.1, "no compute reading: %s", o);
@@ -162,6 +172,15 @@ TEST(cli_bench_per_task_checks_identical) {
     CHECK(j);
     CHECK(strstr(j, "\"math\": {") && strstr(j, "\"speedup\": ") && strstr(j, "\"identical\": true") &&
           strstr(j, "\"speedup_geomean\": ") && strstr(j, "\"compute_gfma_s\": ["));
+    /* every prompt in one group of input lengths, the short and the long ones in different groups */
+    const char *bl = strstr(j, "\"by_input_length\": [");
+    int groups = 0, prompts = 0;
+    for (const char *g = bl ? strstr(bl, "\"prompts\": ") : NULL; g && g < strchr(bl, ']'); g = strstr(g + 1, "\"prompts\": ")) {
+        prompts += atoi(g + strlen("\"prompts\": "));
+        groups++;
+    }
+    CHECKF(bl && groups >= 2 && prompts == 8, "by input length: %d groups, %d prompts: %.300s", groups, prompts, bl ? bl : j);
+    CHECK(strstr(o, "| input tokens | prompts | ngram: speedup (tau) |"));
     free(j);
     snprintf(args, sizeof args, "grep -c '<rect' %s/b.svg > /dev/null", pf_test_tmpdir());
     CHECK(system(args) == 0);
@@ -188,6 +207,11 @@ TEST(cli_bench_per_task_checks_identical) {
     CHECKF(ticks >= 3 && one, "%d ticks, 1.0x %s", ticks, one ? "present" : "missing");
     snprintf(args, sizeof args, "bench -m %s --tasks /nonexistent", m);
     CHECK_FAILS(args, "cannot open the task folder");
+    /* a prompt longer than the context is refused before anything is measured */
+    snprintf(args, sizeof args, "bench -m %s --tasks %s -c 128", m, dir);
+    CHECK(RUN_CLI(args, o, e) != 0);
+    CHECKF(strstr(e, "summary prompt 1: ") && strstr(e, "do not fit the context of 128 tokens") && !strstr(e, "1/16"),
+           "%.400s", e);
 }
 
 TEST(cli_gen_batch_jsonl) {
