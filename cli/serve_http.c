@@ -381,7 +381,9 @@ static void finish_tools(stream *s) {
 }
 
 ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max) {
-    if (s->out_off == s->out.n) {
+    /* a loop: with tools, new text may all be held back (a call being written), and 0 bytes would
+     * end the response */
+    while (s->out_off == s->out.n) {
         if (s->finished) return 0;
         s->out.n = s->out_off = 0;
         sv_job *j = s->j;
