@@ -1,5 +1,6 @@
 /* The public generation calls: the strategy from the parameters (api/strategy.c), then the
  * engine's generation, then the round statistics into the caller's stats. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "api/status.h"
 #include "api/strategy.h"
 #include "engine/generate.h"
+#include "engine/tools.h"
 
 const char *pf_version(void) { return PF_VERSION_STRING; }
 
@@ -31,6 +33,7 @@ static pf_decode_params decode_params(const pf_gen_params *p) {
                               .seed = p->seed, .chat = p->chat, .system = p->system, .stop_at_eot = p->stop_at_eot,
                               .prompt_cache = p->prompt_cache, .no_special = p->no_special,
                               .json_schema = p->json_schema, .json_object = p->json_object,
+                              .tools = p->tools, .tool_choice = (pf_tools_choice)p->tool_choice, .tool_name = p->tool_name,
                               .on_token_source = p->on_token_source, .token_source_user = p->token_source_user};
 }
 
@@ -113,3 +116,26 @@ pf_status pf_generate_chat(pf_session *s, const pf_message *messages, int n, con
     gen_input in = {.kind = GEN_CHAT, .messages = messages, .n_messages = n, .on_text = on_text};
     return run(s, &in, p, user, stats, err);
 }
+
+pf_status pf_parse_tool_calls(const char *text, size_t len, pf_tool_call **calls, int *n_calls, size_t *content_len,
+                              char err[PF_ERR_LEN]) {
+    pf_parsed_call *c = NULL;
+    int n = 0;
+    *calls = NULL;
+    *n_calls = 0;
+    *content_len = len;
+    if (pf_tool_calls_parse(text ? text : "", text ? len : 0, &c, &n, content_len) != PF_RC_OK) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_ERR_OOM;
+    }
+    /* the same two strings each: the engine's calls become the public ones in place */
+    _Static_assert(sizeof(pf_tool_call) == sizeof(pf_parsed_call) &&
+                       offsetof(pf_tool_call, name) == offsetof(pf_parsed_call, name) &&
+                       offsetof(pf_tool_call, arguments) == offsetof(pf_parsed_call, arguments),
+                   "engine tool calls are the public ones");
+    *calls = (pf_tool_call *)c;
+    *n_calls = n;
+    return PF_OK;
+}
+
+void pf_free_tool_calls(pf_tool_call *calls, int n) { pf_tool_calls_free((pf_parsed_call *)calls, n); }

@@ -15,6 +15,10 @@ _Static_assert(PF_END_EOT == (int)PF_STOP_EOT && PF_END_LENGTH == (int)PF_STOP_L
                    PF_END_CONTEXT == (int)PF_STOP_CONTEXT && PF_END_CALLBACK == (int)PF_STOP_CALLBACK,
                "engine stop reasons are the public ones");
 
+_Static_assert(PF_TOOLS_AUTO == (int)PF_TOOL_AUTO && PF_TOOLS_NONE == (int)PF_TOOL_NONE &&
+                   PF_TOOLS_REQUIRED == (int)PF_TOOL_REQUIRED && PF_TOOLS_NAMED == (int)PF_TOOL_NAMED,
+               "engine tool choices are the public ones");
+
 static inline pf_status pf_api_status(pf_rc rc) { return (pf_status)rc; }
 
 #endif

@@ -217,6 +217,9 @@ static void run_job(sv_worker *w, sv_job *j) {
         gp.stop_at_eot = !r->ignore_eos;
         gp.json_schema = r->json_schema;
         gp.json_object = r->json_object;
+        gp.tools = r->tools;
+        gp.tool_choice = r->tool_choice;
+        gp.tool_name = r->tool_name;
         gp.on_token_source = on_token_source;
         gp.token_source_user = j;
         if (r->kind == SV_CHAT)

@@ -116,6 +116,36 @@ static const char *finish_reason(const sv_job *j) {
     return j->stats.stop == PF_STOP_LENGTH || j->stats.stop == PF_STOP_CONTEXT ? "length" : "stop";
 }
 
+/* The reply may hold tool calls to read back (tools offered, tool_choice not none). */
+static bool tools_on(const sv_job *j) { return j->req.tools && j->req.tool_choice != PF_TOOL_NONE; }
+
+/* A tool call's id: "call_" and 24 hex digits, distinct within the process. */
+static void call_id(char id[32]) {
+    static _Atomic uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (++counter * 0x9e3779b97f4a7c15ull);
+    uint64_t a = x, b = x ^ 0xd1b54a32d192ed03ull;
+    for (int i = 0; i < 2; i++) { /* splitmix64's finaliser on each half */
+        uint64_t *z = i ? &b : &a;
+        *z = (*z ^ (*z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        *z = (*z ^ (*z >> 27)) * 0x94d049bb133111ebull;
+        *z ^= *z >> 31;
+    }
+    snprintf(id, 32, "call_%016llx%08llx", (unsigned long long)a, (unsigned long long)(b >> 32));
+}
+
+/* One call's members: "id", "type", "function": {"name", "arguments"} (arguments a JSON string). */
+static void put_call(sv_buf *b, const pf_tool_call *c, bool with_args) {
+    char id[32];
+    call_id(id);
+    sv_printf(b, "\"id\":\"%s\",\"type\":\"function\",\"function\":{\"name\":", id);
+    sv_put_jstr(b, c->name, strlen(c->name));
+    sv_puts(b, ",\"arguments\":");
+    sv_put_jstr(b, with_args ? c->arguments : "", with_args ? strlen(c->arguments) : 0);
+    sv_puts(b, "}");
+}
+
 static void make_id(char *id, size_t n, sv_kind kind) {
     static _Atomic unsigned long counter;
     struct timespec ts;
@@ -163,16 +193,32 @@ static void put_completion(const sv_http *h, sv_reply *r, sv_job *j) {
     sv_buf b = {0};
     const char *text = j->text.s ? j->text.s : "";
     put_head(&b, h, id, (long)time(NULL), j->req.kind == SV_CHAT ? "chat.completion" : "text_completion");
+    pf_tool_call *calls = NULL;
+    int n_calls = 0;
+    size_t content_len = j->text.n;
+    char err[PF_ERR_LEN];
+    if (tools_on(j) && pf_parse_tool_calls(text, j->text.n, &calls, &n_calls, &content_len, err) != PF_OK) b.oom = true;
     if (j->req.kind == SV_CHAT) {
         sv_puts(&b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
-        sv_put_jstr(&b, text, j->text.n);
+        if (n_calls && !content_len) sv_puts(&b, "null");
+        else sv_put_jstr(&b, text, content_len);
+        if (n_calls) {
+            sv_puts(&b, ",\"tool_calls\":[");
+            for (int i = 0; i < n_calls; i++) {
+                sv_puts(&b, i ? ",{" : "{");
+                put_call(&b, &calls[i], true);
+                sv_puts(&b, "}");
+            }
+            sv_puts(&b, "]");
+        }
         sv_puts(&b, "},");
     } else {
         sv_puts(&b, ",\"choices\":[{\"index\":0,\"text\":");
         sv_put_jstr(&b, text, j->text.n);
         sv_puts(&b, ",");
     }
-    sv_printf(&b, "\"logprobs\":null,\"finish_reason\":\"%s\"}],", finish_reason(j));
+    sv_printf(&b, "\"logprobs\":null,\"finish_reason\":\"%s\"}],", n_calls ? "tool_calls" : finish_reason(j));
+    pf_free_tool_calls(calls, n_calls);
     put_usage(&b, j);
     sv_puts(&b, ",");
     put_extension(&b, j);
@@ -185,6 +231,7 @@ struct sv_stream {
     const sv_http *h;
     sv_job *j;
     size_t sent;     /* job text bytes already framed */
+    size_t seen;     /* the job's ready count when the stream last looked (with tools, text may be held) */
     sv_buf out;      /* framed events not yet handed to MHD */
     size_t out_off;
     bool role_sent, finished;
@@ -262,16 +309,91 @@ static void put_chunk(stream *s, const char *text, size_t n, const char *finish)
     }
 }
 
+static bool space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+/* With tools, how far the content may be streamed: up to the first <tool_call> (or a tail that may
+ * start one), trailing white space held back, as the reply's content (pf_parse_tool_calls) ends
+ * there. Under the job's lock. */
+static size_t content_hold(const sv_job *j, size_t sent) {
+    static const char open[] = "<tool_call>";
+    const char *t = j->text.s;
+    size_t n = j->ready, k = sizeof open - 1, lim = n;
+    const char *hit = n > sent ? memmem(t + sent, n - sent, open, k) : NULL;
+    if (hit) lim = (size_t)(hit - t);
+    else
+        for (size_t h = k - 1 < n ? k - 1 : n; h > 0; h--)
+            if (!memcmp(t + n - h, open, h)) {
+                lim = n - h;
+                break;
+            }
+    while (lim > sent && space(t[lim - 1])) lim--;
+    return lim > sent ? lim : sent;
+}
+
+/* The calls as OpenAI streams them: per call a delta with its index, id, type and name (empty
+ * arguments), then its arguments in pieces of about 32 bytes (whole UTF-8 characters). */
+static void put_tool_chunks(stream *s, const pf_tool_call *c, int n) {
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(c[i].arguments);
+        for (size_t pos = 0, part = 0; part == 0 || pos < len; part++) {
+            sv_puts(&s->out, "data: ");
+            put_head(&s->out, s->h, s->id, s->created, "chat.completion.chunk");
+            sv_puts(&s->out, ",\"choices\":[{\"index\":0,\"delta\":{");
+            if (!s->role_sent) sv_puts(&s->out, "\"role\":\"assistant\",\"content\":null,");
+            s->role_sent = true;
+            sv_printf(&s->out, "\"tool_calls\":[{\"index\":%d,", i);
+            if (part == 0) {
+                put_call(&s->out, &c[i], false);
+            } else {
+                size_t step = 32;
+                while (pos + step < len && ((unsigned char)c[i].arguments[pos + step] & 0xC0) == 0x80) step++;
+                if (pos + step > len) step = len - pos;
+                sv_puts(&s->out, "\"function\":{\"arguments\":");
+                sv_put_jstr(&s->out, c[i].arguments + pos, step);
+                sv_puts(&s->out, "}");
+                pos += step;
+            }
+            sv_puts(&s->out, "}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+        }
+    }
+}
+
+/* The end of a reply that may hold calls: the calls and "tool_calls", else the held text. Once done. */
+static void finish_tools(stream *s) {
+    const sv_job *j = s->j;
+    pf_tool_call *calls = NULL;
+    int n = 0;
+    size_t content_len;
+    char err[PF_ERR_LEN];
+    if (pf_parse_tool_calls(j->text.s ? j->text.s : "", j->text.n, &calls, &n, &content_len, err) != PF_OK) {
+        s->out.oom = true;
+        return;
+    }
+    if (n) {
+        put_tool_chunks(s, calls, n);
+        put_chunk(s, "", 0, "tool_calls");
+    } else {
+        if (j->text.n > s->sent) put_chunk(s, j->text.s + s->sent, j->text.n - s->sent, NULL);
+        s->sent = j->text.n;
+        put_chunk(s, "", 0, finish_reason(j));
+    }
+    pf_free_tool_calls(calls, n);
+}
+
 ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max) {
-    if (s->out_off == s->out.n) {
+    /* a loop: with tools, new text may all be held back (a call being written), and 0 bytes would
+     * end the response */
+    while (s->out_off == s->out.n) {
         if (s->finished) return 0;
         s->out.n = s->out_off = 0;
         sv_job *j = s->j;
         pthread_mutex_lock(&j->mu);
-        while (j->ready == s->sent && j->state != SV_DONE) pthread_cond_wait(&j->cv, &j->mu);
+        while (j->ready == s->seen && j->state != SV_DONE) pthread_cond_wait(&j->cv, &j->mu);
         bool done = j->state == SV_DONE;
-        if (j->ready > s->sent) put_chunk(s, j->text.s + s->sent, j->ready - s->sent, NULL);
-        s->sent = j->ready;
+        size_t lim = tools_on(j) ? content_hold(j, s->sent) : j->ready;
+        if (lim > s->sent) put_chunk(s, j->text.s + s->sent, lim - s->sent, NULL);
+        s->sent = lim;
+        s->seen = j->ready;
         pthread_mutex_unlock(&j->mu);
         if (done) {
             if (j->status != PF_OK) {
@@ -279,6 +401,8 @@ ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max) {
                 sv_error_json(&s->out, j->err, "server_error", NULL,
                               j->status == PF_ERR_OOM ? "out_of_memory" : pf_status_name(j->status));
                 sv_puts(&s->out, "\n");
+            } else if (tools_on(j)) {
+                finish_tools(s);
             } else {
                 put_chunk(s, "", 0, finish_reason(j));
             }

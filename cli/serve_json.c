@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/tools.h"
 #include "engine/unicode.h"
 #include "formats/gguf.h"
 #include "grammar/lit_set.h"
@@ -204,6 +205,18 @@ static bool get_spec(checker *c, const pf_json *root, sv_request *r) {
     return true;
 }
 
+/* Keep s (malloc'd) with the request; false when out of memory. */
+static bool own(sv_request *r, char *s) {
+    char **o = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);
+    if (!o) {
+        free(s);
+        return false;
+    }
+    r->owned = o;
+    r->owned[r->n_owned++] = s;
+    return true;
+}
+
 /* Content as a string, or an array of {"type": "text", "text": ...} parts (joined). */
 static bool get_content(checker *c, sv_request *r, const pf_json *v, const char **out) {
     if (plain_string(v)) {
@@ -236,6 +249,40 @@ static bool get_content(checker *c, sv_request *r, const pf_json *v, const char 
     return true;
 }
 
+/* An assistant message's tool_calls ([{"id", "type": "function", "function": {"name", "arguments"}}])
+ * after its content, as Qwen3's template writes them: a newline after non-empty content and between
+ * calls, each call's arguments text as given (a JSON string's content, or an object written out). */
+static bool get_tool_calls(checker *c, sv_request *r, size_t i, const pf_json *content, const pf_json *calls) {
+    const char *text = "";
+    if (content && !get_content(c, r, content, &text)) return false;
+    if (calls->type != PF_JSON_ARRAY) return bad(c, "messages", "messages[%zu].tool_calls must be an array", i);
+    pf_sbuf b = {0};
+    pf_sbuf_put(&b, text, strlen(text));
+    for (size_t k = 0; k < calls->u.arr.n; k++) {
+        const pf_json *call = &calls->u.arr.items[k], *fn = field(call, "function");
+        const pf_json *name = fn ? field(fn, "name") : NULL, *args = fn ? field(fn, "arguments") : NULL;
+        if (!name || !plain_string(name) || !name->u.str.len || (args && !plain_string(args) && args->type != PF_JSON_OBJECT)) {
+            free(b.p);
+            return bad(c, "messages", "messages[%zu].tool_calls[%zu] needs 'function': {'name': string, 'arguments': string}",
+                       i, k);
+        }
+        pf_sbuf a = {0};
+        if (!args) pf_sbuf_put(&a, "{}", 2);
+        else if (args->type == PF_JSON_OBJECT) pf_json_spaced(&a, args, c->body, c->body_len);
+        else pf_sbuf_put(&a, args->u.str.s, args->u.str.len);
+        if (b.n) pf_sbuf_put(&b, "\n", 1);
+        pf_tool_call_put(&b, name->u.str.s, a.p ? a.p : "");
+        if (a.oom) b.oom = 1;
+        free(a.p);
+    }
+    if (b.oom || !own(r, b.p ? b.p : strdup(""))) {
+        free(b.oom ? b.p : NULL);
+        return bad(c, NULL, "out of memory");
+    }
+    r->messages[i].content = r->owned[r->n_owned - 1];
+    return true;
+}
+
 static bool get_messages(checker *c, const pf_json *root, sv_request *r) {
     const pf_json *v = field(root, "messages");
     if (!v) return bad(c, "messages", "'messages' is required");
@@ -247,11 +294,19 @@ static bool get_messages(checker *c, const pf_json *root, sv_request *r) {
         if (m->type != PF_JSON_OBJECT) return bad(c, "messages", "messages[%zu] must be an object", i);
         if (!role || role->type != PF_JSON_STRING) return bad(c, "messages", "messages[%zu] needs a string 'role'", i);
         const char *rn = pf_json_str_eq(role, "developer") ? "system" : role->u.str.s;
-        if (strcmp(rn, "system") && strcmp(rn, "user") && strcmp(rn, "assistant"))
-            return bad(c, "messages", "messages[%zu]: role '%.40s' is not supported (system, developer, user, assistant)",
-                       i, role->u.str.s);
-        if (!content || content->type == PF_JSON_NULL) return bad(c, "messages", "messages[%zu] needs 'content'", i);
+        if (strcmp(rn, "system") && strcmp(rn, "user") && strcmp(rn, "assistant") && strcmp(rn, "tool"))
+            return bad(c, "messages",
+                       "messages[%zu]: role '%.40s' is not supported (system, developer, user, assistant, tool)", i,
+                       role->u.str.s);
+        const pf_json *calls = !strcmp(rn, "assistant") ? field(m, "tool_calls") : NULL, *id = field(m, "tool_call_id");
+        if (!strcmp(rn, "tool") && id && !plain_string(id))
+            return bad(c, "messages", "messages[%zu].tool_call_id must be a string", i);
         r->messages[i].role = rn;
+        if (calls) {
+            if (!get_tool_calls(c, r, i, content && content->type != PF_JSON_NULL ? content : NULL, calls)) return false;
+            continue;
+        }
+        if (!content || content->type == PF_JSON_NULL) return bad(c, "messages", "messages[%zu] needs 'content'", i);
         if (!get_content(c, r, content, &r->messages[i].content)) return false;
     }
     r->n_messages = (int)v->u.arr.n;
@@ -267,18 +322,6 @@ static bool get_prompt(checker *c, const pf_json *root, sv_request *r) {
     if (!plain_string(v)) return bad(c, "prompt", "'prompt' must be a string (or an array of one string)");
     r->prompt = v->u.str.s;
     r->prompt_len = v->u.str.len;
-    return true;
-}
-
-/* Keep s (malloc'd) with the request; false when out of memory. */
-static bool own(sv_request *r, char *s) {
-    char **o = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);
-    if (!o) {
-        free(s);
-        return false;
-    }
-    r->owned = o;
-    r->owned[r->n_owned++] = s;
     return true;
 }
 
@@ -318,6 +361,57 @@ static bool get_response_format(checker *c, const pf_json *root, sv_request *r) 
     return take_schema(c, schema, "response_format", r);
 }
 
+/* tools and tool_choice: the tools array read by the library's reader (a 400 names the tool and
+ * field), and under required or a named function its constraint compiled here, so parameters the
+ * matcher cannot enforce are a 400 before anything runs. */
+static bool get_tools(checker *c, const pf_json *root, sv_request *r) {
+    const pf_json *tools = field(root, "tools"), *choice = field(root, "tool_choice");
+    r->tool_choice = PF_TOOL_AUTO;
+    if (choice && plain_string(choice)) {
+        static const char *const names[] = {"auto", "none", "required"};
+        int k = 0;
+        while (k < 3 && strcmp(choice->u.str.s, names[k])) k++;
+        if (k == 3) return bad(c, "tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or "
+                                                 "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+        r->tool_choice = (pf_tool_choice)k;
+    } else if (choice) {
+        const pf_json *fn = field(choice, "function"), *name = fn ? field(fn, "name") : NULL;
+        if (!pf_json_str_eq(field(choice, "type"), "function") || !name || !plain_string(name))
+            return bad(c, "tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or "
+                                         "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+        r->tool_choice = PF_TOOL_NAMED;
+        r->tool_name = name->u.str.s;
+    }
+    bool must = r->tool_choice == PF_TOOL_REQUIRED || r->tool_choice == PF_TOOL_NAMED;
+    if (!tools)
+        return !must || bad(c, "tool_choice", "'tool_choice' %s needs 'tools'",
+                            r->tool_name ? "naming a function" : "\"required\"");
+    if (r->kind != SV_CHAT) return bad(c, "tools", "'tools' are for /v1/chat/completions");
+    pf_sbuf b = {0};
+    pf_json_compact(&b, tools, c->body, c->body_len);
+    if (b.oom) free(b.p);
+    if (b.oom || !own(r, b.p)) return bad(c, NULL, "out of memory");
+    r->tools = b.p;
+    char err[PF_ERR_LEN];
+    pf_tools t;
+    pf_rc rc = pf_tools_parse(b.p, b.n, &t, err);
+    pf_schema *s = NULL;
+    if (rc == PF_RC_OK && r->tool_name && pf_tools_find(&t, r->tool_name) < 0) {
+        pf_tools_free(&t);
+        return bad(c, "tool_choice", "'tool_choice' names '%.64s', which is not one of the tools", r->tool_name);
+    }
+    if (rc == PF_RC_OK && must && (r->json_schema || r->json_object)) {
+        pf_tools_free(&t);
+        return bad(c, "tool_choice", "'tool_choice' %s cannot be combined with response_format / json_schema",
+                   r->tool_name ? "naming a function" : "\"required\"");
+    }
+    if (rc == PF_RC_OK && must) rc = pf_tools_schema(&t, r->tool_name, &s, err);
+    pf_schema_free(s);
+    pf_tools_free(&t);
+    if (rc != PF_RC_OK) return rc == PF_RC_OOM ? bad(c, NULL, "out of memory") : bad(c, "tools", "%.230s", err);
+    return true;
+}
+
 static bool check(checker *c, const pf_json *root, sv_request *r) {
     if (root->type != PF_JSON_OBJECT) return bad(c, NULL, "the request body must be a JSON object");
     const pf_json *model = field(root, "model");
@@ -340,7 +434,7 @@ static bool check(checker *c, const pf_json *root, sv_request *r) {
     if (!get_bool(c, root, "stream", &r->stream) || !get_bool(c, root, "ignore_eos", &r->ignore_eos)) return false;
     const pf_json *so = field(root, "stream_options");
     if (so && so->type != PF_JSON_OBJECT) return bad(c, "stream_options", "'stream_options' must be an object");
-    return get_stop(c, root, r) && get_spec(c, root, r) && get_response_format(c, root, r);
+    return get_stop(c, root, r) && get_spec(c, root, r) && get_response_format(c, root, r) && get_tools(c, root, r);
 }
 
 bool sv_request_parse(const char *body, size_t len, sv_kind kind, sv_request *r, char err[PF_ERR_LEN],

@@ -34,7 +34,9 @@ typedef enum { SV_CHAT, SV_COMPLETION } sv_kind;
 
 typedef struct {
     sv_kind kind;
-    /* chat: the conversation (roles "system", "user", "assistant"; "developer" is read as "system") */
+    /* chat: the conversation (roles "system", "user", "assistant", "tool"; "developer" is read as
+     * "system"; an assistant message's tool_calls are written into its content as the template
+     * writes them) */
     pf_message *messages;
     int n_messages;
     /* completion: the raw prompt */
@@ -61,6 +63,11 @@ typedef struct {
      * a schema outside the subset is a 400 naming the keyword) */
     const char *json_schema; /* compact text, in owned */
     bool json_object;
+    /* tool calling: the tools array (compact text, in owned; checked by the library's reader, and
+     * under required / a named function its constraint compiled), tool_choice */
+    const char *tools;
+    pf_tool_choice tool_choice;
+    const char *tool_name;
     pf_json_doc *doc; /* owns the strings above */
     char **owned;     /* joined content parts */
     int n_owned;

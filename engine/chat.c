@@ -49,6 +49,13 @@ static int qwen3_assistant(sbuf *b, const char *c, bool after_last_query) {
     return puts_(b, content);
 }
 
+/* A user message that only carries tool results (Qwen3's template skips it when it looks for the
+ * last query). */
+static bool tool_response(const char *c) {
+    size_t n = strlen(c), a = strlen("<tool_response>"), z = strlen("</tool_response>");
+    return n >= a + z && !memcmp(c, "<tool_response>", a) && !memcmp(c + n - z, "</tool_response>", z);
+}
+
 int pf_chat_check(const pf_chat_msg *messages, int n, char err[PF_ERR_LEN]) {
     if (n < 1 || !messages) {
         snprintf(err, PF_ERR_LEN, "chat: no messages");
@@ -56,8 +63,8 @@ int pf_chat_check(const pf_chat_msg *messages, int n, char err[PF_ERR_LEN]) {
     }
     for (int i = 0; i < n; i++) {
         const char *r = messages[i].role;
-        if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant"))) {
-            snprintf(err, PF_ERR_LEN, "chat: message %d: role '%s' is not system, user or assistant", i,
+        if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool"))) {
+            snprintf(err, PF_ERR_LEN, "chat: message %d: role '%s' is not system, user, assistant or tool", i,
                      r ? r : "(null)");
             return -1;
         }
@@ -77,11 +84,18 @@ char *pf_chat_render(const pf_chat_msg *messages, int n, bool qwen3, char err[PF
     if (pf_chat_check(messages, n, err) < 0) return NULL;
     int last_user = -1;
     for (int i = 0; i < n; i++)
-        if (!strcmp(messages[i].role, "user")) last_user = i;
+        if (!strcmp(messages[i].role, "user") && !tool_response(messages[i].content)) last_user = i;
+    if (last_user < 0) last_user = n - 1; /* the template's default: no earlier reply keeps its reasoning */
     sbuf b = {0};
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         const pf_chat_msg *m = &messages[i];
+        if (!strcmp(m->role, "tool")) { /* a run of tool results is one user turn */
+            if (i == 0 || strcmp(messages[i - 1].role, "tool")) rc |= puts_(&b, "<|im_start|>user");
+            rc |= puts_(&b, "\n<tool_response>\n") | puts_(&b, m->content) | puts_(&b, "\n</tool_response>");
+            if (i == n - 1 || strcmp(messages[i + 1].role, "tool")) rc |= puts_(&b, "<|im_end|>\n");
+            continue;
+        }
         rc |= puts_(&b, "<|im_start|>") | puts_(&b, m->role) | puts_(&b, "\n");
         if (qwen3 && !strcmp(m->role, "assistant")) rc |= qwen3_assistant(&b, m->content, i > last_user);
         else rc |= puts_(&b, m->content);

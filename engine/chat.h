@@ -11,8 +11,11 @@
  * take its non-thinking form (below). NULL (no template) is plain ChatML. */
 bool pf_chat_template_qwen3(const char *chat_template);
 
-/* messages[0..n) with roles "system", "user" or "assistant" (the last one not "assistant"), each
- * as "<|im_start|>{role}\n{content}<|im_end|>\n", then "<|im_start|>assistant\n". With qwen3, as
+/* messages[0..n) with roles "system", "user", "assistant" or "tool" (the last one not "assistant"),
+ * each as "<|im_start|>{role}\n{content}<|im_end|>\n", then "<|im_start|>assistant\n"; a run of
+ * "tool" messages (tool results) is one user turn, each result as
+ * "\n<tool_response>\n{content}\n</tool_response>" after "<|im_start|>user", as Qwen3's template
+ * writes them (a call is the assistant's content: engine/tools.h). With qwen3, as
  * Qwen3's template renders them with enable_thinking=false (its model card's non-thinking mode):
  * the generation prompt ends with an empty "<think>\n\n</think>\n\n" block, and an assistant
  * message of the history keeps only what follows its last "</think>" (the template drops earlier

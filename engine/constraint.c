@@ -6,6 +6,7 @@
 
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
+#include "engine/tools.h"
 #include "grammar/schema.h"
 
 struct pf_constraint {
@@ -54,7 +55,26 @@ void pf_engine_masker_free(pf_engine_session *s) {
 }
 
 /* The compiled schema p asks for, its compiler's status as the call's. */
+static bool tool_constraint(const pf_decode_params *p) {
+    return p->tools && (p->tool_choice == PF_TOOLS_REQUIRED || p->tool_choice == PF_TOOLS_NAMED);
+}
+
+/* A reply that must call a tool: the tools' constraint (engine/tools.h). */
+static pf_rc compile_tools(const pf_decode_params *p, pf_schema **out, char err[PF_ERR_LEN]) {
+    if (p->json_schema || p->json_object) {
+        snprintf(err, PF_ERR_LEN, "a reply cannot both call a tool (tool_choice) and be a JSON document (json_schema)");
+        return PF_RC_ARG;
+    }
+    pf_tools t;
+    pf_rc rc = pf_tools_parse(p->tools, strlen(p->tools), &t, err);
+    if (rc == PF_RC_OK)
+        rc = pf_tools_schema(&t, p->tool_choice == PF_TOOLS_NAMED ? (p->tool_name ? p->tool_name : "") : NULL, out, err);
+    pf_tools_free(&t);
+    return rc;
+}
+
 static pf_rc compile_schema(const pf_decode_params *p, pf_schema **out, char err[PF_ERR_LEN]) {
+    if (tool_constraint(p)) return compile_tools(p, out, err);
     pf_schema_status r = p->json_schema ? pf_schema_compile(p->json_schema, strlen(p->json_schema), out, err)
                                         : pf_schema_json_object(out, err);
     return r == PF_SCHEMA_OK ? PF_RC_OK : r == PF_SCHEMA_NO_MEMORY ? PF_RC_OOM : PF_RC_ARG;
@@ -62,7 +82,7 @@ static pf_rc compile_schema(const pf_decode_params *p, pf_schema **out, char err
 
 pf_rc pf_constraint_open(pf_engine_session *s, const pf_decode_params *p, pf_constraint **out, char err[PF_ERR_LEN]) {
     *out = NULL;
-    if (!p->json_schema && !p->json_object) return PF_RC_OK;
+    if (!p->json_schema && !p->json_object && !tool_constraint(p)) return PF_RC_OK;
     /* a loaded model's vocabulary is never empty: building its masker fails only for memory */
     if (!s->masker && !(s->masker = build_masker(s->model, err))) return PF_RC_OOM;
     pf_constraint *c = calloc(1, sizeof *c);

@@ -16,6 +16,8 @@
 /* Why decoding ended; the public pf_stop_reason has the same values. */
 typedef enum { PF_END_EOT = 0, PF_END_LENGTH, PF_END_CONTEXT, PF_END_CALLBACK } pf_end;
 
+typedef enum { PF_TOOLS_AUTO = 0, PF_TOOLS_NONE, PF_TOOLS_REQUIRED, PF_TOOLS_NAMED } pf_tools_choice;
+
 typedef struct {
     int max_tokens;
     float temp;   /* <= 0 greedy */
@@ -29,6 +31,12 @@ typedef struct {
     bool no_special;     /* special-token texts in the prompt are plain text */
     const char *json_schema; /* structured output: a JSON Schema, or */
     bool json_object;        /* any JSON object */
+    /* tool calling (engine/tools.h): an OpenAI tools array (JSON text, NULL: none) listed in the
+     * chat's system turn, and whether the reply may (auto), may not (none: tools not listed) or
+     * must call one (required; named: tool_name), the last two held to it by the constraint */
+    const char *tools;
+    pf_tools_choice tool_choice;
+    const char *tool_name;
     /* Optional: each generated token and whether the strategy drafted it (a kept proposal) or the
      * target gave it (a round's last token, a plain step), before the token's text goes out. */
     void (*on_token_source)(void *user, int32_t token, bool drafted);
@@ -47,7 +55,7 @@ typedef struct {
 typedef int (*pf_decode_token_fn)(void *user, int32_t token);
 typedef int (*pf_decode_text_fn)(void *user, const char *text, size_t len);
 
-/* One chat message; role "system", "user" or "assistant". */
+/* One chat message; role "system", "user", "assistant" or "tool" (a tool's result). */
 typedef struct {
     const char *role;
     const char *content;

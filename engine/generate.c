@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/chat.h"
+#include "engine/tools.h"
 #include "engine/chat_tokens.h"
 #include "engine/constraint.h"
 #include "engine/prompt_cache.h"
@@ -425,11 +426,20 @@ pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages,
             return PF_RC_UTF8;
         }
     if (pf_chat_check(messages, n, err) < 0) return PF_RC_ARG;
+    pf_chat_msg *with_tools = NULL;
+    char *tools_system = NULL;
+    pf_rc rc = PF_RC_OK;
+    if (p->tools && p->tool_choice != PF_TOOLS_NONE) { /* the system turn lists them */
+        rc = pf_tools_chat(p->tools, messages, n, &with_tools, &n, &tools_system, err);
+        if (rc != PF_RC_OK) return rc;
+        messages = with_tools;
+    }
     bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(s->model->tok));
     char *text = pf_chat_render(messages, n, qwen3, err);
-    if (!text) return PF_RC_OOM; /* the messages passed pf_chat_check */
     const char *system = n > 0 && messages[0].role && !strcmp(messages[0].role, "system") ? messages[0].content : NULL;
-    pf_rc rc = generate_text(s, text, strlen(text), true, system, &call, on_text, user, err);
-    free(text);
+    rc = text ? generate_text(s, text, strlen(text), true, system, &call, on_text, user, err) : PF_RC_OOM;
+    free(text); /* the messages passed pf_chat_check: rendering failed only for memory */
+    free(with_tools);
+    free(tools_system);
     return rc;
 }

@@ -68,7 +68,8 @@ static pf_rc check_request(const batch_run *b, const pf_seq_request *r, char err
         snprintf(err, PF_ERR_LEN, "max_tokens must be >= 0");
         return PF_RC_ARG;
     }
-    if (r->p.prompt_cache || r->p.json_schema || r->p.json_object) {
+    if (r->p.prompt_cache || r->p.json_schema || r->p.json_object ||
+        (r->p.tools && (r->p.tool_choice == PF_TOOLS_REQUIRED || r->p.tool_choice == PF_TOOLS_NAMED))) {
         snprintf(err, PF_ERR_LEN, "batched decoding takes neither a prompt cache nor structured output");
         return PF_RC_ARG;
     }

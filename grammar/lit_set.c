@@ -31,7 +31,8 @@ static void number_text(pf_sbuf *b, const pf_json *v, const char *src, size_t sr
     pf_sbuf_put(b, src + v->offset, i - v->offset);
 }
 
-void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
+static void write_json(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len, const char *comma,
+                       const char *colon) {
     switch (v->type) {
     case PF_JSON_NULL: pf_sbuf_put(b, "null", 4); break;
     case PF_JSON_BOOL: v->u.b ? pf_sbuf_put(b, "true", 4) : pf_sbuf_put(b, "false", 5); break;
@@ -40,8 +41,8 @@ void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_l
     case PF_JSON_ARRAY:
         pf_sbuf_put(b, "[", 1);
         for (size_t i = 0; i < v->u.arr.n; i++) {
-            if (i) pf_sbuf_put(b, ",", 1);
-            pf_json_compact(b, &v->u.arr.items[i], src, src_len);
+            if (i) pf_sbuf_put(b, comma, strlen(comma));
+            write_json(b, &v->u.arr.items[i], src, src_len, comma, colon);
         }
         pf_sbuf_put(b, "]", 1);
         break;
@@ -49,14 +50,22 @@ void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_l
         pf_sbuf_put(b, "{", 1);
         for (size_t i = 0; i < v->u.obj.n; i++) {
             const pf_json_member *m = &v->u.obj.members[i];
-            if (i) pf_sbuf_put(b, ",", 1);
+            if (i) pf_sbuf_put(b, comma, strlen(comma));
             pf_json_quote(b, m->key, m->key_len);
-            pf_sbuf_put(b, ":", 1);
-            pf_json_compact(b, &m->val, src, src_len);
+            pf_sbuf_put(b, colon, strlen(colon));
+            write_json(b, &m->val, src, src_len, comma, colon);
         }
         pf_sbuf_put(b, "}", 1);
         break;
     }
+}
+
+void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
+    write_json(b, v, src, src_len, ",", ":");
+}
+
+void pf_json_spaced(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
+    write_json(b, v, src, src_len, ", ", ": ");
 }
 
 typedef struct {

@@ -9,6 +9,8 @@
 
 /* v in compact JSON: strings escaped minimally, numbers as written in src (the schema text). */
 void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len);
+/* The same with a space after each ',' and ':' (Python's json.dumps, the chat templates' tojson). */
+void pf_json_spaced(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len);
 /* A JSON string literal of s[0..n) (quotes included). */
 void pf_json_quote(pf_sbuf *b, const char *s, size_t n);
 

@@ -330,7 +330,7 @@ enum { L_IN_STRING = 1, L_ESCAPE = 2, L_SPACED = 4 };
 static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     const pf_lit_set *set = &node_of(m, t)->lits;
     int32_t lo = t->lo, hi = t->hi;
-    if (c == ' ' && t->off > 0 && !(t->phase & (L_IN_STRING | L_SPACED)) &&
+    if (c == ' ' && !node_of(m, t)->raw && t->off > 0 && !(t->phase & (L_IN_STRING | L_SPACED)) &&
         (set->s[lo][t->off - 1] == ',' || set->s[lo][t->off - 1] == ':') && set->len[lo] > (uint32_t)t->off)
         return t->phase |= L_SPACED, CONSUMED;
     pf_lit_narrow(set, &lo, &hi, t->off, c);
@@ -566,15 +566,26 @@ static void feed(pf_matcher *m, size_t start, uint32_t *threads, pf_frame *f, in
     }
 }
 
+/* The first state: one stack, a value of root; with wraps one stack per wrap, bottom first its
+ * suffix, its value, its prefix. */
 void pf_matcher_reset(pf_matcher *m) {
+    const pf_schema *s = m->s;
+    pf_schema_wrap plain = {0, s->root, 0};
+    const pf_schema_wrap *w = s->n_wraps ? s->wraps : &plain;
+    int n_w = s->n_wraps ? s->n_wraps : 1;
     m->n_arena = 0;
     m->n_st = 0;
-    pf_frame h = frame(K_HEAD, 0, 0), v = frame(K_VALUE, 0, m->s->root);
-    h.lo = 1;
-    m->arena[0] = h;
-    m->arena[1] = v;
-    m->n_arena = 2;
-    m->st[0] = (mstate){0, 2, 1};
+    for (int i = 0; i < n_w; i++) {
+        pf_frame h = frame(K_HEAD, 0, 0), *f = m->arena + m->n_arena + 1;
+        int n = 0;
+        if (w[i].suffix) f[n++] = frame(K_VALUE, V_TIGHT, w[i].suffix);
+        f[n++] = frame(K_VALUE, V_TIGHT, w[i].node);
+        if (w[i].prefix) f[n++] = frame(K_VALUE, V_TIGHT, w[i].prefix);
+        h.lo = n;
+        m->arena[m->n_arena] = h;
+        m->n_arena += (size_t)n + 1;
+    }
+    m->st[0] = (mstate){0, (uint32_t)m->n_arena, (uint32_t)n_w};
     m->n_st = 1;
 }
 
@@ -584,7 +595,7 @@ pf_matcher *pf_matcher_new(const pf_schema *s) {
     m->s = s;
     m->cap_st = 256;
     m->st = malloc(m->cap_st * sizeof *m->st);
-    if (!m->st || grow_arena(m, 2) < 0) {
+    if (!m->st || grow_arena(m, 4 * (size_t)(s->n_wraps ? s->n_wraps : 1)) < 0) {
         pf_matcher_free(m);
         return NULL;
     }

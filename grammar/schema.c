@@ -1559,6 +1559,45 @@ pf_schema_status pf_schema_json_object(pf_schema **out, char err[PF_ERR_LEN]) {
     return s ? PF_SCHEMA_OK : PF_SCHEMA_NO_MEMORY;
 }
 
+pf_schema_status pf_schema_add_wrap(pf_schema *s, const char *prefix, int32_t node, const char *suffix,
+                                    char err[PF_ERR_LEN]) {
+    cctx c = {.s = s, .err = err};
+    if (s->n_wraps >= PF_SCHEMA_MAX_WRAPS) {
+        snprintf(err, PF_ERR_LEN, "json schema: more than %d wrapped forms", PF_SCHEMA_MAX_WRAPS);
+        return PF_SCHEMA_INVALID;
+    }
+    pf_schema_wrap w = {0, node, 0}, *ws = realloc(s->wraps, (size_t)(s->n_wraps + 1) * sizeof *ws);
+    if (!ws) return fail_oom(&c, ""), PF_SCHEMA_NO_MEMORY;
+    s->wraps = ws;
+    const char *text[2] = {prefix, suffix};
+    int32_t *slot[2] = {&w.prefix, &w.suffix};
+    for (int k = 0; k < 2; k++) {
+        if (!text[k] || !*text[k]) continue;
+        char *d = strdup(text[k]);
+        uint32_t len = (uint32_t)strlen(text[k]);
+        if (!d) return fail_oom(&c, ""), PF_SCHEMA_NO_MEMORY;
+        int32_t id = literal_node(&c, &d, &len, 1);
+        if (id < 0) return PF_SCHEMA_NO_MEMORY;
+        s->nodes[id].raw = 1;
+        s->nodes[id].min_depth = 0;
+        *slot[k] = id;
+    }
+    s->wraps[s->n_wraps++] = w;
+    return PF_SCHEMA_OK;
+}
+
+int32_t pf_schema_property(const pf_schema *s, int32_t obj, const char *key) {
+    const pf_schema_node *nd = &s->nodes[obj];
+    if (nd->kind != PF_SN_OBJECT) return -1;
+    size_t n = strlen(key);
+    for (int i = 0; i < nd->n_props; i++) {
+        const char *k = nd->keys.s[i];
+        /* the set's texts are `"key":` */
+        if (nd->keys.len[i] == n + 3 && k[0] == '"' && !memcmp(k + 1, key, n) && k[n + 1] == '"') return nd->prop_node[i];
+    }
+    return -1;
+}
+
 void pf_schema_free(pf_schema *s) {
     if (!s) return;
     for (int i = 0; i < s->n_nodes; i++) {
@@ -1571,5 +1610,6 @@ void pf_schema_free(pf_schema *s) {
         pf_regex_free(n->re);
     }
     free(s->nodes);
+    free(s->wraps);
     free(s);
 }

@@ -64,6 +64,7 @@ typedef struct {
     int64_t min_items, max_items;
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
+    uint8_t raw;       /* LITERALS: text outside JSON (a wrap, pf_schema_wrap): no space after ',' or ':' */
     uint8_t no_escape; /* STRING: only the short escapes, no \u or \/ (an object's other keys: such
                           an escape could spell a listed key another way) */
     /* STRING: the automaton of `pattern` and `format` (grammar/regex.h; NULL: any text), over the
@@ -101,7 +102,18 @@ typedef struct {
     int n_nodes;
     size_t cap_nodes;
     int32_t root;
+    /* Documents wrapped in literal text (pf_schema_add_wrap): when there are any, a document is one
+     * of them (its prefix, a value of its node, its suffix) instead of a value of root. */
+    struct pf_schema_wrap *wraps;
+    int n_wraps;
 } pf_schema;
+
+/* prefix and suffix: raw literal nodes (0: none); node: the value between them. */
+typedef struct pf_schema_wrap {
+    int32_t prefix, node, suffix;
+} pf_schema_wrap;
+
+#define PF_SCHEMA_MAX_WRAPS 16 /* the matcher's parse stacks (PF_MATCHER_MAX_THREADS) */
 
 /* What compiling gives: a schema, text that is not a schema of the supported subset (or not JSON),
  * or no memory. Callers pass it up as their own status; they never read it from the message. */
@@ -113,6 +125,14 @@ pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out
 /* Plain JSON mode: any JSON object. */
 pf_schema_status pf_schema_json_object(pf_schema **out, char err[PF_ERR_LEN]);
 void pf_schema_free(pf_schema *s);
+/* One more form of the document: prefix (byte for byte; NULL or "" for none), a value of node, then
+ * suffix; complete only after the suffix. Once a schema has wraps, its documents are those of its
+ * wraps (each its own parse stack at the start: at most PF_SCHEMA_MAX_WRAPS, distinct prefixes
+ * keep them apart). PF_SCHEMA_OK, PF_SCHEMA_INVALID (too many) or PF_SCHEMA_NO_MEMORY. */
+pf_schema_status pf_schema_add_wrap(pf_schema *s, const char *prefix, int32_t node, const char *suffix,
+                                    char err[PF_ERR_LEN]);
+/* The value node of listed property key of object node obj, -1 when it has none such. */
+int32_t pf_schema_property(const pf_schema *s, int32_t obj, const char *key);
 
 /* Index range [*lo, *hi) of set entries whose byte `off` is c, within [*lo, *hi) (entries there
  * share their first `off` bytes). */

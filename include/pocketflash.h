@@ -107,6 +107,14 @@ typedef enum {
                             otherwise (fixed block; needs a draft) */
 } pf_spec_kind;
 
+/* Whether a chat reply may call the tools of pf_gen_params.tools. */
+typedef enum {
+    PF_TOOL_AUTO = 0, /* the model chooses */
+    PF_TOOL_NONE,     /* the tools are not offered */
+    PF_TOOL_REQUIRED, /* the reply is one call of a listed tool */
+    PF_TOOL_NAMED     /* the reply is one call of tool_name */
+} pf_tool_choice;
+
 typedef enum { PF_STOP_EOT = 0, PF_STOP_LENGTH, PF_STOP_CONTEXT, PF_STOP_CALLBACK } pf_stop_reason;
 
 typedef struct {
@@ -156,6 +164,17 @@ typedef struct {
      * token of plain decoding). */
     void (*on_token_source)(void *user, int32_t token, bool drafted);
     void *token_source_user;
+    /* Tool calling (docs/api.md#tool-calls; pf_generate_chat): tools is an OpenAI tools array
+     * (JSON text: [{"type": "function", "function": {"name", "description", "parameters"}}]) that
+     * the chat template lists in the system turn, as Qwen3's template does (not with
+     * PF_TOOL_NONE); the reply writes its calls as <tool_call> blocks, which pf_parse_tool_calls
+     * reads. With PF_TOOL_REQUIRED (or PF_TOOL_NAMED and tool_name) the reply is held to one call
+     * of a listed tool (of tool_name) whose arguments are valid against its parameters (the
+     * constraint of json_schema, not beside it); a bad tools array, an unknown tool_name or
+     * parameters outside the schema subset fail the call with PF_ERR_ARG naming the tool. */
+    const char *tools;
+    pf_tool_choice tool_choice;
+    const char *tool_name;
 } pf_gen_params;
 
 void pf_gen_params_default(pf_gen_params *p);
@@ -205,11 +224,28 @@ pf_status pf_generate(pf_session *s, const char *prompt, size_t len, const pf_ge
 pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,
                              pf_token_cb on_token, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
 
-/* One chat message; role is "system", "user" or "assistant". */
+/* One chat message; role is "system", "user", "assistant" or "tool" (a tool's result, as content;
+ * consecutive ones form one turn). An assistant message that called tools holds its reply as the
+ * model wrote it, <tool_call> blocks included. */
 typedef struct {
     const char *role;
     const char *content; /* UTF-8 */
 } pf_message;
+
+/* One tool call read from a reply: the function's name and its arguments, a JSON object's text. */
+typedef struct {
+    char *name;
+    char *arguments;
+} pf_tool_call;
+
+/* The tool calls of a reply text[0..len): its <tool_call> blocks, each a JSON object with a string
+ * "name" and an object "arguments", only white space between and after them. *calls (malloc'd,
+ * pf_free_tool_calls) and *n_calls; *content_len: the length of the text before the first call
+ * (trailing white space dropped), the whole text when there is none. A reply whose blocks do not
+ * all parse has no calls. PF_OK, or PF_ERR_OOM. */
+pf_status pf_parse_tool_calls(const char *text, size_t len, pf_tool_call **calls, int *n_calls, size_t *content_len,
+                              char err[PF_ERR_LEN]);
+void pf_free_tool_calls(pf_tool_call *calls, int n);
 
 /* The conversation messages[0..n) (the last one not the assistant's) rendered with the model's
  * chat template (ChatML; Qwen3's non-thinking form when the template is Qwen3's: an empty

@@ -120,9 +120,22 @@ TEST(bindings_python_struct_sizes_equal_c) {
     const char *py, *lib;
     if (!python_ready(&py, &lib)) return;
     char sizes[256], log[2048];
-    snprintf(sizes, sizeof sizes, "pf_session_params=%zu pf_gen_params=%zu pf_gen_stats=%zu pf_message=%zu",
-             sizeof(pf_session_params), sizeof(pf_gen_params), sizeof(pf_gen_stats), sizeof(pf_message));
+    snprintf(sizes, sizeof sizes,
+             "pf_session_params=%zu pf_gen_params=%zu pf_gen_stats=%zu pf_message=%zu pf_tool_call=%zu",
+             sizeof(pf_session_params), sizeof(pf_gen_params), sizeof(pf_gen_stats), sizeof(pf_message),
+             sizeof(pf_tool_call));
     CHECKF(run_python(py, "sizes", lib, "/dev/null", sizes, log, sizeof log) == 0, "%s", log);
+}
+
+/* Tool calls through Session.chat (tools, tool_choice required and named) and parse_tool_calls:
+ * one call of a listed tool with arguments its parameters accept, speculative equal to plain, a
+ * history with the call and its result goes on, an unknown name raises (tests/bindings/test_python.py). */
+TEST(bindings_python_tool_calls) {
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
+    char out[512], log[4096];
+    test_tmp_path(out, sizeof out, "python-tools.out");
+    CHECKF(run_python(py, "tools", lib, out, NULL, log, sizeof log) == 0, "test_python.py tools: %s", log);
 }
 
 TEST(bindings_python_sessions_freed) {

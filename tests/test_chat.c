@@ -51,8 +51,8 @@ TEST(chat_template_detection_and_errors) {
     CHECK(m && pf_tokenizer_chat_template(m->tok) && !pf_chat_template_qwen3(pf_tokenizer_chat_template(m->tok)));
     pf_model_free(m);
     CHECK(!pf_chat_template_qwen3(NULL));
-    pf_chat_msg bad[2] = {{"user", "x"}, {"tool", "y"}}, none[1] = {{"user", NULL}};
-    CHECK(!pf_chat_render(bad, 2, false, err) && strstr(err, "message 1") && strstr(err, "tool"));
+    pf_chat_msg bad[2] = {{"user", "x"}, {"robot", "y"}}, none[1] = {{"user", NULL}};
+    CHECK(!pf_chat_render(bad, 2, false, err) && strstr(err, "message 1") && strstr(err, "robot"));
     CHECK(!pf_chat_render(bad, 0, false, err) && strstr(err, "no messages"));
     CHECK(!pf_chat_render(none, 1, false, err) && strstr(err, "no content"));
     CHECK(!pf_chat_render(k_msgs, 3, false, err) && strstr(err, "assistant"));

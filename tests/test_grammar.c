@@ -762,3 +762,45 @@ TEST(grammar_mask_aligned) {
     free(l);
     fx_close(&f);
 }
+
+/* Wrapped documents (pf_schema_add_wrap), two forms: the prefix byte for byte (no space after its ':' or ','),
+ * then the document, then the suffix; complete only after the suffix, closed there; masks stay a
+ * scan of the vocabulary across the seams. */
+TEST(grammar_wrap_prefix_suffix) {
+    fx f;
+    char err[PF_ERR_LEN];
+    CHECK(fx_open(&f, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"],"
+                      "\"additionalProperties\":false}") == 0);
+    pf_matcher_free(f.m);
+    CHECK(pf_schema_add_wrap(f.s, "<t>\n{\"x\":", f.s->root, "}\n</t>", err) == PF_SCHEMA_OK);
+    CHECK(pf_schema_add_wrap(f.s, "<u>", PF_SN_ID_ANY_STRING, NULL, err) == PF_SCHEMA_OK);
+    CHECK((f.m = pf_matcher_new(f.s)) != NULL);
+    static const struct { const char *text; int push, can_end, closed; } cases[] = {
+        {"<t>\n{\"x\":{\"a\":1}}\n</t>", 1, 1, 1},
+        {"<t>\n{\"x\":{\"a\":12}", 1, 0, 0},
+        {"<t>\n{\"x\":{\"a\":1}}\n</t", 1, 0, 0},
+        {"<t>\n{\"x\": {\"a\":1}}\n</t>", 0, 0, 0},  /* no space inside the wrap's text */
+        {"<u>\"hi\"", 1, 1, 1},                        /* the second form, no suffix */
+        {"<u>{\"a\":1}", 0, 0, 0},
+        {"<t> {\"x\":{\"a\":1}}\n</t>", 0, 0, 0},
+        {"{\"a\":1}", 0, 0, 0},                        /* the prefix is required */
+        {"<t>\n{\"x\":{\"a\":1}}\n</t>x", 0, 0, 0},    /* nothing after the suffix */
+        {"<t>\n{\"x\":{\"a\": 1}}\n</t>", 1, 1, 1},   /* the document keeps its spacing */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pf_matcher_reset(f.m);
+        int r = pf_matcher_push_bytes(f.m, (const uint8_t *)cases[i].text, strlen(cases[i].text));
+        CHECKF(r == cases[i].push, "'%s': push %d", cases[i].text, r);
+        if (r == 1) {
+            CHECKF(pf_matcher_can_end(f.m) == cases[i].can_end && pf_matcher_closed(f.m) == cases[i].closed,
+                   "'%s': can_end %d closed %d", cases[i].text, pf_matcher_can_end(f.m), pf_matcher_closed(f.m));
+        }
+    }
+    static const char *walk[] = {"", "<", "<t>\n{\"x\":", "<t>\n{\"x\":{\"a\":1}", "<t>\n{\"x\":{\"a\":1}}\n"};
+    for (size_t i = 0; i < sizeof walk / sizeof walk[0]; i++) {
+        pf_matcher_reset(f.m);
+        CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)walk[i], strlen(walk[i])) == 1);
+        CHECKF(mask_matches_scan(&f), "after '%s'", walk[i]);
+    }
+    fx_close(&f);
+}

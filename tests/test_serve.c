@@ -23,6 +23,7 @@
 
 #include "eval/schema_valid.h"
 #include "formats/json.h"
+#include "grammar/lit_set.h"
 #include "test.h"
 #include "util.h"
 
@@ -1179,4 +1180,147 @@ TEST(status_server_kinds) {
     CHECKF(busy == 1 && p.status == 503 && error_object(p.resp, "cancelled", "request cancelled"),
            "running request on stop: busy %d, %d %.400s", busy, p.status, p.resp);
     CHECK(exit_st == 0);
+}
+
+/* ---- tool calls (docs/server.md#tool-calls) ---- */
+
+/* The parameters (compact JSON, malloc'd) of the tool named name in request r's tools; NULL when
+ * none ("{}" for a tool without parameters: no arguments). */
+static char *tool_params(const pf_json *r, const char *name, const char *src, size_t src_len) {
+    const pf_json *tools = pf_json_get(pf_json_get(r, "body"), "tools");
+    for (size_t i = 0; tools && tools->type == PF_JSON_ARRAY && i < tools->u.arr.n; i++) {
+        const pf_json *fn = pf_json_get(&tools->u.arr.items[i], "function");
+        if (!pf_json_str_eq(pf_json_get(fn, "name"), name)) continue;
+        const pf_json *p = pf_json_get(fn, "parameters");
+        if (!p) return strdup("{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}");
+        pf_sbuf b = {0};
+        pf_json_compact(&b, p, src, src_len);
+        return b.p;
+    }
+    return NULL;
+}
+
+/* Result i is one call of a tool of request i (of `only`, when given) whose arguments validate
+ * against its parameters (eval/schema_valid.h; and python3-jsonschema through `check`, a file of
+ * [schema, instance] pairs); why says what is wrong. */
+static bool one_call(const pf_json *res, const pf_json *req, const char *src, size_t src_len, const char *only,
+                     FILE *check, char *why) {
+    const pf_json *calls = pf_json_get(res, "tool_calls");
+    if (!is_true(res, "ok")) return snprintf(why, 300, "failed: %s", str(res, "message")), false;
+    if (!calls || calls->type != PF_JSON_ARRAY || calls->u.arr.n != 1)
+        return snprintf(why, 300, "not one call (finish_reason %s, text '%.200s')", str(res, "finish_reason"),
+                        str(res, "text") ? str(res, "text") : "null"), false;
+    const pf_json *c = &calls->u.arr.items[0], *fn = pf_json_get(c, "function");
+    const char *id = str(c, "id"), *name = str(fn, "name"), *args = str(fn, "arguments");
+    const char *fr = str(res, "finish_reason");
+    if (!fr || strcmp(fr, "tool_calls")) return snprintf(why, 300, "finish_reason %s", fr ? fr : "-"), false;
+    if (!id || strncmp(id, "call_", 5) || !pf_json_str_eq(pf_json_get(c, "type"), "function") || !name || !args)
+        return snprintf(why, 300, "call without id, type, name or arguments"), false;
+    if (only && strcmp(name, only)) return snprintf(why, 300, "called %s, not %s", name, only), false;
+    char *params = tool_params(req, name, src, src_len);
+    if (!params) return snprintf(why, 300, "called %s, which is not a listed tool", name), false;
+    bool ok = pf_schema_valid_text(params, args, strlen(args));
+    if (!ok) snprintf(why, 300, "%s arguments '%.120s' do not validate", name, args);
+    if (ok && check) fprintf(check, "%s[%s, %s]", ftell(check) > 1 ? "," : "", params, args);
+    free(params);
+    return ok;
+}
+
+/* The call of result i as "name arguments" for comparisons. */
+static void call_text(const pf_json *res, char *out, size_t n) {
+    const pf_json *calls = pf_json_get(res, "tool_calls");
+    const pf_json *fn = calls && calls->type == PF_JSON_ARRAY && calls->u.arr.n ? pf_json_get(&calls->u.arr.items[0], "function") : NULL;
+    snprintf(out, n, "%s %s", str(fn, "name") ? str(fn, "name") : "-", str(fn, "arguments") ? str(fn, "arguments") : "-");
+}
+
+/* Tool calls through the official SDK on a server with a draft (tests/serve/tool_requests.json):
+ * under tool_choice "required" and a named function every reply, plain and streamed, is one call
+ * of a listed tool (the named one) whose arguments validate against its parameters (the project's
+ * validator and python3-jsonschema), with finish_reason "tool_calls"; the streamed call (id and
+ * name first, then argument pieces) equals the plain one, and the speculative one equals plain
+ * decoding's (greedy); a history with a call and its result continues (auto, and required); auto
+ * replies are either text or well-formed calls; bad tools and tool_choice values are 400s naming
+ * the field. */
+TEST(serve_tool_calls_through_the_sdk) {
+    NEED_SDK();
+    const char *in = "tests/serve/tool_requests.json", *out = tmp("tools-out.json"), *pairs = tmp("tools-check.json");
+    char err[PF_ERR_LEN];
+    size_t src_len = 0;
+    char *src = test_slurp(in, &src_len);
+    pf_json_doc *reqs = src ? pf_json_parse(src, src_len, err) : NULL;
+    CHECKF(reqs, "%s does not read", in);
+    server s;
+    START(s, "-m " TARGET " -d " DRAFT " -t 1");
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 1", in, out);
+    SCHECK(s, d, "%s", err);
+    FILE *check = fopen(pairs, "w");
+    SCHECK(s, check, "cannot write %s", pairs);
+    fputs("[", check);
+    char why[300];
+    static const struct { int i; const char *only; } calls[] = {{0, NULL}, {1, NULL}, {2, "search"}, {3, "search"},
+                                                                {4, NULL}, {5, "search"}, {7, NULL}};
+    for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+        int i = calls[k].i;
+        bool ok = one_call(item(d, (size_t)i), item(reqs, (size_t)i), src, src_len, calls[k].only, check, why);
+        if (!ok) fclose(check);
+        SCHECK(s, ok, "request %d: %s", i, why);
+    }
+    fputs("]", check);
+    fclose(check);
+    SCHECK(s, !pf_json_get(item(d, 0), "text") || pf_json_get(item(d, 0), "text")->type == PF_JSON_NULL,
+           "a reply that is only a call has content %s", str(item(d, 0), "text"));
+    for (int i = 1; i <= 7; i += 2)
+        if (i != 5) SCHECK(s, is_true(item(d, (size_t)i), "calls_in_order"), "request %d: streamed call deltas out of order", i);
+    static const int same[][2] = {{0, 1}, {2, 3}, {0, 4}, {2, 5}};
+    for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) {
+        char a[600], b[600];
+        call_text(item(d, (size_t)same[k][0]), a, sizeof a);
+        call_text(item(d, (size_t)same[k][1]), b, sizeof b);
+        SCHECK(s, !strcmp(a, b), "requests %d and %d differ: '%s' vs '%s'", same[k][0], same[k][1], a, b);
+    }
+    /* the history with a tool result, auto: an answer of either kind */
+    for (int i = 6; i <= 9; i += i == 6 ? 2 : 1) {
+        const pf_json *r = item(d, (size_t)i), *tc = pf_json_get(r, "tool_calls");
+        const char *fr = str(r, "finish_reason");
+        SCHECK(s, is_true(r, "ok") && fr, "request %d failed: %s", i, str(r, "message"));
+        if (tc && tc->type == PF_JSON_ARRAY) {
+            SCHECK(s, !strcmp(fr, "tool_calls"), "request %d: calls with finish_reason %s", i, fr);
+            for (size_t k = 0; k < tc->u.arr.n; k++) {
+                const char *args = str(pf_json_get(&tc->u.arr.items[k], "function"), "arguments");
+                pf_json_doc *a = args ? pf_json_parse(args, strlen(args), err) : NULL;
+                SCHECK(s, a && pf_json_root(a)->type == PF_JSON_OBJECT, "request %d: arguments '%s'", i, args ? args : "-");
+                pf_json_free(a);
+            }
+        } else {
+            SCHECK(s, str(r, "text") && (!strcmp(fr, "stop") || !strcmp(fr, "length")), "request %d: finish_reason %s", i, fr);
+        }
+    }
+    static const struct { int i; const char *param, *needle; } bad[] = {
+        {10, "tools", "tools[0].function.name is required"},
+        {11, "tools", "tools[0].function.parameters must be"},
+        {12, "tool_choice", "'missing'"},
+        {13, "tools", "multipleOf"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const pf_json *r = item(d, (size_t)bad[k].i), *e = pf_json_get(r, "error");
+        const char *msg = str(e, "message"), *param = str(e, "param");
+        SCHECK(s, !is_true(r, "ok") && num(r, "status") == 400 && msg && strstr(msg, bad[k].needle) && param &&
+                      !strcmp(param, bad[k].param),
+               "request %d: status %g, message %s, param %s", bad[k].i, num(r, "status"), msg ? msg : "-",
+               param ? param : "-");
+    }
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+    pf_json_free(reqs);
+    free(src);
+    /* an independent validator over the same calls */
+    if (test_sh("python3 -c 'import jsonschema' >/dev/null 2>&1") != 0) {
+        printf("    (python3-jsonschema not installed: the calls were checked by eval/schema_valid.c only)\n");
+        return;
+    }
+    char cmd[800];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json,sys,jsonschema\n"
+             "for s, i in json.load(open(sys.argv[1])): jsonschema.validate(i, s)' %s", pairs);
+    CHECKF(test_sh(cmd) == 0, "python3-jsonschema refused a call's arguments (%s)", pairs);
 }

@@ -19,10 +19,12 @@ The structures below mirror include/pocketflash.h field for field; the tests com
 with the C compiler's.
 """
 import ctypes
+import json
 import os
 import weakref
 
-__all__ = ["PocketFlashError", "Model", "Draft", "Session", "Stats", "STRATEGIES", "load_library"]
+__all__ = ["PocketFlashError", "Model", "Draft", "Session", "Stats", "STRATEGIES", "load_library",
+           "parse_tool_calls"]
 
 PF_ERR_LEN = 256
 STATUS = ["ok", "io", "format", "arg", "context", "utf8", "oom", "internal", "cancelled"]
@@ -54,6 +56,7 @@ class _GenParams(ctypes.Structure):
         ("prompt_cache", ctypes.c_char_p), ("no_special", ctypes.c_bool),
         ("json_schema", ctypes.c_char_p), ("json_object", ctypes.c_bool),
         ("on_token_source", ctypes.c_void_p), ("token_source_user", ctypes.c_void_p),
+        ("tools", ctypes.c_char_p), ("tool_choice", ctypes.c_int), ("tool_name", ctypes.c_char_p),
     ]
 
 
@@ -74,8 +77,12 @@ class _Message(ctypes.Structure):
     _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p)]
 
 
+class _ToolCall(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("arguments", ctypes.c_char_p)]
+
+
 STRUCT_SIZES = {"pf_session_params": _SessionParams, "pf_gen_params": _GenParams,
-                "pf_gen_stats": _GenStats, "pf_message": _Message}
+                "pf_gen_stats": _GenStats, "pf_message": _Message, "pf_tool_call": _ToolCall}
 
 _TEXT_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t)
 _lib = None
@@ -120,6 +127,10 @@ def load_library(path=None):
                                        ctypes.POINTER(_GenStats), E]),
         "pf_generate_chat": (ctypes.c_int, [P, ctypes.POINTER(_Message), ctypes.c_int, ctypes.POINTER(_GenParams),
                                             _TEXT_CB, P, ctypes.POINTER(_GenStats), E]),
+        "pf_parse_tool_calls": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t,
+                                               ctypes.POINTER(ctypes.POINTER(_ToolCall)), ctypes.POINTER(ctypes.c_int),
+                                               ctypes.POINTER(ctypes.c_size_t), E]),
+        "pf_free_tool_calls": (None, [ctypes.POINTER(_ToolCall), ctypes.c_int]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -318,16 +329,78 @@ class Session(_Handle):
         return out.value.decode()
 
     def chat(self, messages, max_tokens=128, draft=None, strategy="default", block=0, temp=0.0, top_k=0,
-             top_p=1.0, seed=0, stop_at_eot=True, on_text=None):
+             top_p=1.0, seed=0, stop_at_eot=True, on_text=None, tools=None, tool_choice="auto"):
         """The assistant's reply to messages [{"role": ..., "content": ...}, ...] (the model's chat
-        template); append it and the next user message for the next turn."""
+        template); append it and the next user message for the next turn.
+
+        Tool calling, as OpenAI's API: tools is a list of {"type": "function", "function": {"name",
+        "description", "parameters"}}; tool_choice "auto", "none", "required" or {"type":
+        "function", "function": {"name": ...}} (the last two hold the reply to one call of a listed
+        tool with valid arguments). Messages may have role "tool" (a result, as content) and an
+        assistant message may carry "tool_calls" (content may then be None). The reply is the
+        model's text; parse_tool_calls(reply) reads its calls."""
         h = self._handle()
-        enc = [(m["role"].encode(), m["content"].encode("utf-8")) for m in messages]
+        enc = [(m["role"].encode(), _message_text(m).encode("utf-8")) for m in messages]
         arr = (_Message * max(1, len(enc)))(*[_Message(r, c) for r, c in enc])
         p, keep = self._params(draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot)
+        if tools is not None:
+            keep.append(json.dumps(tools).encode())
+            p.tools = keep[-1]
+            p.tool_choice, name = _tool_choice(tool_choice)
+            if name is not None:
+                keep.append(name.encode())
+                p.tool_name = keep[-1]
         L = load_library()
         return self._run(lambda cb, st, err: L.pf_generate_chat(h, arr, len(enc), ctypes.byref(p), cb, None, st, err),
                          on_text)
+
+
+def _message_text(m):
+    """A message's content; an assistant message's tool_calls written after it as Qwen3's chat
+    template writes them (the library's pf_tool_call_put)."""
+    text = m.get("content") or ""
+    for call in m.get("tool_calls") or []:
+        fn = call.get("function", call)
+        args = fn.get("arguments", "{}")
+        if not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        if text:
+            text += "\n"
+        text += '<tool_call>\n{"name": "%s", "arguments": %s}\n</tool_call>' % (fn["name"], args)
+    return text
+
+
+def _tool_choice(choice):
+    """pf_tool_choice and the named function of an OpenAI tool_choice."""
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        if choice.get("type") != "function" or not isinstance(name, str):
+            raise PocketFlashError("tool_choice must be 'auto', 'none', 'required' or "
+                                   "{'type': 'function', 'function': {'name': ...}}", "arg")
+        return 3, name
+    modes = {"auto": 0, "none": 1, "required": 2}
+    if choice not in modes:
+        raise PocketFlashError("tool_choice %r is not 'auto', 'none', 'required' or a function" % (choice,), "arg")
+    return modes[choice], None
+
+
+def parse_tool_calls(text):
+    """The tool calls of a chat reply (its <tool_call> blocks): (content, calls), content the text
+    before the first call (None when empty) and calls [{"name": ..., "arguments": JSON text}]; a
+    reply without calls, or whose blocks do not all parse, is (text, [])."""
+    L = load_library()
+    data = text.encode("utf-8")
+    calls, n, content_len, err = ctypes.POINTER(_ToolCall)(), ctypes.c_int(), ctypes.c_size_t(), _errbuf()
+    status = L.pf_parse_tool_calls(data, len(data), ctypes.byref(calls), ctypes.byref(n), ctypes.byref(content_len), err)
+    if status != 0:
+        _raise(err, status)
+    out = [{"name": calls[i].name.decode("utf-8"), "arguments": calls[i].arguments.decode("utf-8")}
+           for i in range(n.value)]
+    L.pf_free_tool_calls(calls, n.value)
+    if not out:
+        return text, []
+    content = data[:content_len.value].decode("utf-8", "replace")
+    return (content or None), out
 
 
 def version():

@@ -86,6 +86,43 @@ elif mode == "errors":
                 pass
     with open(out, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
+elif mode == "tools":
+    import json
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "The forecast for a city.",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 24}},
+                             "required": ["city"], "additionalProperties": False}}},
+             {"type": "function", "function": {"name": "noop"}}]
+    user = [{"role": "user", "content": "What is the weather in Paris?"}]
+    with pf.Model(target) as m, m.load_draft(draft_path) as d, m.session(threads=1) as s:
+        replies = []
+        for choice in ("required", {"type": "function", "function": {"name": "get_weather"}}):
+            spec = s.chat(user, max_tokens=96, draft=d, tools=tools, tool_choice=choice)
+            plain = s.chat(user, max_tokens=96, strategy="plain", tools=tools, tool_choice=choice)
+            check(spec == plain, "speculative %r != plain %r" % (spec, plain))
+            content, calls = pf.parse_tool_calls(spec)
+            check(content is None and len(calls) == 1, "not one call: %r" % spec)
+            args = json.loads(calls[0]["arguments"])
+            check(calls[0]["name"] in ("get_weather", "noop") and isinstance(args, dict), "call %r" % calls[0])
+            if calls[0]["name"] == "get_weather":
+                check(set(args) == {"city"} and isinstance(args["city"], str) and len(args["city"]) <= 24,
+                      "arguments %r" % args)
+            if isinstance(choice, dict):
+                check(calls[0]["name"] == "get_weather", "named get_weather, called %r" % calls[0]["name"])
+            replies.append(spec)
+        # the call and its result as history: the conversation goes on
+        history = user + [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_0", "type": "function", "function": calls[0]}]},
+            {"role": "tool", "tool_call_id": "call_0", "content": "sunny"}]
+        after = s.chat(history, max_tokens=24, draft=d, tools=tools)
+        check(isinstance(after, str), "no reply after the tool result")
+        check(pf.parse_tool_calls("just text") == ("just text", []), "text without calls")
+        try:
+            s.chat(user, tools=tools, tool_choice={"type": "function", "function": {"name": "missing"}})
+            check(False, "an unknown tool_choice name did not raise")
+        except pf.PocketFlashError as e:
+            check(e.status == "arg" and "missing" in str(e), "unknown name: %s %s" % (e.status, e))
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\n".join(replies) + "\n")
 elif mode == "sizes":
     for a in args:
         name, size = a.split("=")

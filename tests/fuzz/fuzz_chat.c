@@ -3,7 +3,8 @@
  * NUL bytes into messages. pf_chat_tokenize (special-token texts parsed or not, with or without a
  * system message) either refuses invalid UTF-8 with one line or gives ids that decode to exactly
  * pf_chat_format_ex's text; pf_chat_render over up to four messages with roles from the flags
- * (one of them invalid) renders ChatML ending in the generation prompt or fails with one line. */
+ * ("tool" among them; a message starting with '?' has an invalid one) renders ChatML ending in
+ * the generation prompt or fails with one line. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,8 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < n_msg; i++) {
         m[i].role = roles[(flags >> (2 * (i % 3) + 2)) & 3];
         if (i == 3) m[i].role = "user";
+        if (msg[i][0] == '?') m[i].role = "robot"; /* a message starting with '?' has an unknown role */
         m[i].content = msg[i];
-        ok_roles &= strcmp(m[i].role, "tool") != 0;
+        ok_roles &= strcmp(m[i].role, "robot") != 0;
     }
     char err[PF_ERR_LEN] = "";
     char *r = pf_chat_render(m, n_msg, flags & 1, err);

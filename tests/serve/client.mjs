@@ -31,10 +31,15 @@ async function one(client, { endpoint, body }) {
       const r = await api.create(body);
       const c = r.choices[0];
       return { ok: true, text: endpoint === 'chat' ? c.message.content : c.text, finish_reason: c.finish_reason,
+               tool_calls: endpoint === 'chat' ? (c.message.tool_calls ?? null) : null,
                usage: r.usage, pocketflash: r.pocketflash, object: r.object, ms: performance.now() - t0 };
     }
     const stream = await api.create(body);
     let text = '', chunks = 0, finish_reason = null, usage = null, pocketflash = null, role = null;
+    // delta.tool_calls gathered by index, as OpenAI streams them: the first delta of a call
+    // carries its id, type and name, the later ones pieces of its arguments
+    const calls = [];
+    let calls_in_order = true;
     const marks = { text: '', tokens: 0, drafted: 0 }; // the pocketflash.tokens extension
     for await (const ch of stream) {
       chunks++;
@@ -47,12 +52,22 @@ async function one(client, { endpoint, body }) {
         const piece = endpoint === 'chat' ? c.delta?.content : c.text;
         if (piece) text += piece;
         if (c.delta?.role) role = c.delta.role;
+        for (const t of c.delta?.tool_calls ?? []) {
+          if (!calls[t.index]) {
+            if (!t.id || !t.function?.name || t.index !== calls.length) calls_in_order = false;
+            calls[t.index] = { id: t.id, type: t.type, function: { name: t.function?.name ?? '', arguments: '' } };
+          } else if (t.id || t.function?.name) {
+            calls_in_order = false;
+          }
+          calls[t.index].function.arguments += t.function?.arguments ?? '';
+        }
         if (c.finish_reason) finish_reason = c.finish_reason;
       }
       if (ch.usage) usage = ch.usage;
       if (ch.pocketflash) pocketflash = ch.pocketflash;
     }
-    return { ok: true, text, chunks, finish_reason, usage, pocketflash, role, marks, ms: performance.now() - t0 };
+    return { ok: true, text, chunks, finish_reason, usage, pocketflash, role, marks, ms: performance.now() - t0,
+             tool_calls: calls.length ? calls : null, calls_in_order };
   } catch (e) {
     return { ok: false, status: e.status ?? null, error: e.error ?? null, message: String(e.message ?? e) };
   }
