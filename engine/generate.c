@@ -386,39 +386,20 @@ static pf_rc generate_ids(pf_engine_session *s, int32_t *ids, size_t n_ids, cons
     return rc;
 }
 
-/* Tokenize (special tokens recognised when `special`) and generate. */
-static pf_rc generate_text(pf_engine_session *s, const char *prompt, size_t len, bool special, const char *system,
-                           const gen_call *call, pf_decode_text_fn on_text, void *user, char err[PF_ERR_LEN]) {
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    pf_rc rc = pf_tokenize(s->model->tok, prompt, len, special, &ids, &n_ids, err);
-    if (rc != PF_RC_OK) return rc;
-    return generate_ids(s, ids, n_ids, system, call, on_text, user, err);
-}
-
-pf_rc pf_engine_generate(pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
-                         pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]) {
-    gen_call call = {p, strategy, stats};
+pf_rc pf_engine_prompt_ids(const pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p,
+                           int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
     if (!pf_utf8_valid(prompt, len)) {
         snprintf(err, PF_ERR_LEN, "prompt is not valid UTF-8");
         return PF_RC_UTF8;
     }
-    if (p->chat) {
-        /* the template's markers are special; special-token texts inside the messages too unless
-         * no_special (llama.cpp's default for raw prompts) */
-        int32_t *ids = NULL;
-        size_t n_ids = 0;
-        pf_rc rc = pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, &ids, &n_ids, err);
-        if (rc != PF_RC_OK) return rc;
-        return generate_ids(s, ids, n_ids, p->system, &call, on_text, user, err);
-    }
-    return generate_text(s, prompt, len, !p->no_special, NULL, &call, on_text, user, err);
+    /* with chat the template's markers are special; special-token texts inside the messages too
+     * unless no_special (llama.cpp's default for raw prompts) */
+    if (p->chat) return pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, ids, n_ids, err);
+    return pf_tokenize(s->model->tok, prompt, len, !p->no_special, ids, n_ids, err);
 }
 
-pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
-                              pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
-                              char err[PF_ERR_LEN]) {
-    gen_call call = {p, strategy, stats};
+pf_rc pf_engine_chat_ids(const pf_engine_session *s, const pf_chat_msg *messages, int n, int32_t **ids, size_t *n_ids,
+                         char err[PF_ERR_LEN]) {
     for (int i = 0; i < n && messages; i++)
         if (messages[i].content && !pf_utf8_valid(messages[i].content, strlen(messages[i].content))) {
             snprintf(err, PF_ERR_LEN, "chat: message %d is not valid UTF-8", i);
@@ -428,8 +409,29 @@ pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages,
     bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(s->model->tok));
     char *text = pf_chat_render(messages, n, qwen3, err);
     if (!text) return PF_RC_OOM; /* the messages passed pf_chat_check */
-    const char *system = n > 0 && messages[0].role && !strcmp(messages[0].role, "system") ? messages[0].content : NULL;
-    pf_rc rc = generate_text(s, text, strlen(text), true, system, &call, on_text, user, err);
+    pf_rc rc = pf_tokenize(s->model->tok, text, strlen(text), true, ids, n_ids, err);
     free(text);
     return rc;
+}
+
+pf_rc pf_engine_generate(pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
+                         pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]) {
+    gen_call call = {p, strategy, stats};
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    pf_rc rc = pf_engine_prompt_ids(s, prompt, len, p, &ids, &n_ids, err);
+    if (rc != PF_RC_OK) return rc;
+    return generate_ids(s, ids, n_ids, p->chat ? p->system : NULL, &call, on_text, user, err);
+}
+
+pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+                              pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
+                              char err[PF_ERR_LEN]) {
+    gen_call call = {p, strategy, stats};
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    pf_rc rc = pf_engine_chat_ids(s, messages, n, &ids, &n_ids, err);
+    if (rc != PF_RC_OK) return rc;
+    const char *system = n > 0 && messages[0].role && !strcmp(messages[0].role, "system") ? messages[0].content : NULL;
+    return generate_ids(s, ids, n_ids, system, &call, on_text, user, err);
 }
