@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/api_session.h"
+#include "api/gen_convert.h"
 #include "api/status.h"
 #include "api/strategy.h"
 #include "engine/generate.h"
@@ -27,8 +28,7 @@ typedef struct {
     pf_text_cb on_text;
 } gen_input;
 
-/* The engine's decode parameters of the public ones (the speculation fields are the strategy's). */
-static pf_decode_params decode_params(const pf_gen_params *p) {
+pf_decode_params pf_api_decode_params(const pf_gen_params *p) {
     return (pf_decode_params){.max_tokens = p->max_tokens, .temp = p->temp, .top_k = p->top_k, .top_p = p->top_p,
                               .seed = p->seed, .chat = p->chat, .system = p->system, .stop_at_eot = p->stop_at_eot,
                               .prompt_cache = p->prompt_cache, .no_special = p->no_special,
@@ -37,7 +37,7 @@ static pf_decode_params decode_params(const pf_gen_params *p) {
                               .on_token_source = p->on_token_source, .token_source_user = p->token_source_user};
 }
 
-static void copy_stats(const pf_decode_stats *d, pf_gen_stats *st) {
+void pf_api_copy_stats(const pf_decode_stats *d, pf_gen_stats *st) {
     st->n_prompt = d->n_prompt;
     st->n_gen = d->n_gen;
     st->n_reused = d->n_reused;
@@ -84,12 +84,12 @@ static pf_status run(pf_session *s, const gen_input *in, const pf_gen_params *p,
     api_choice c;
     pf_status rc = pf_api_strategy(s, p, &c, err);
     if (rc != PF_OK) return rc;
-    pf_decode_params q = decode_params(p);
+    pf_decode_params q = pf_api_decode_params(p);
     pf_decode_stats ds = {0};
     rc = pf_api_status(engine_call(&s->engine, in, &q, c.strategy, user, &ds, err));
     pf_gen_stats st;
     memset(&st, 0, sizeof st);
-    copy_stats(&ds, &st);
+    pf_api_copy_stats(&ds, &st);
     pf_api_round_stats(&c, &st);
     if (stats) *stats = st;
     return rc;

@@ -74,6 +74,13 @@ pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char er
     return rc;
 }
 
+pf_status pf_api_plain(const pf_gen_params *p, bool *plain, char err[PF_ERR_LEN]) {
+    pf_strategy_plan plan;
+    pf_status rc = plan_of(p, &plan, err);
+    *plain = rc == PF_OK && plan.kind == PF_KIND_AR;
+    return rc;
+}
+
 void pf_api_use_strategy(pf_session *s, pf_strategy *strategy) { s->strategy = strategy; }
 
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]) {

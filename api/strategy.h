@@ -23,6 +23,10 @@ typedef struct {
  * pf_generate* with the same p, which then runs this very object. */
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]);
 
+/* Whether p resolves to plain decoding (*plain), without building anything; the resolver's
+ * status and message for a request it refuses. */
+pf_status pf_api_plain(const pf_gen_params *p, bool *plain, char err[PF_ERR_LEN]);
+
 /* Tests and tools: the session's calls run strategy (not owned) instead of what pf_gen_params
  * asks for, until called again with NULL. No front end uses it: they all go through the resolver. */
 void pf_api_use_strategy(pf_session *s, pf_strategy *strategy);

@@ -26,11 +26,15 @@ static const char k_usage[] =
     "  --host ADDR      address to bind (default 127.0.0.1, loopback only; 0.0.0.0 for every\n"
     "                   interface)\n"
     "  --port N         port (default 8080; 0 = any free port, named on stderr)\n"
-    "  --parallel N     sessions generating at the same time (default 1); more requests wait in\n"
-    "                   a queue\n"
+    "  --parallel N     requests generating at the same time (default 1); more wait in a queue.\n"
+    "                   N > 1: those that decode plainly run as the N rows of one batch on every\n"
+    "                   thread, joining and leaving between steps (each answer unchanged); the\n"
+    "                   ones that speculate or ask for structured output get one of N sessions\n"
+    "  --no-batch       N sessions with their own threads for every request (no batch)\n"
     "  --queue N        requests that may wait for a session (default 64); beyond: 503\n"
     "  --api-key KEY    every route but /health needs 'Authorization: Bearer KEY' (401 otherwise)\n"
-    "  -t N             threads per session (default: the physical cores / --parallel, here %d)\n"
+    "  -t N             threads per session and of the batch (default: the physical cores /\n"
+    "                   --parallel per session, here %d; the batch every physical core)\n"
     "  -c N             context size per session in tokens (default min(4096, model's))\n"
     "  --kv f16|q8      KV cache type (as run)\n"
     "  -n N             max_tokens of a request that gives none (default: until the context is\n"
@@ -58,9 +62,10 @@ int cmd_serve(int argc, char **argv) {
                          .max_connections = 256, .page = pf_serve_page, .page_len = pf_serve_page_len};
     sv_engine_config ec = {.n_sessions = 1, .queue_max = 64};
     int threads = 0;
+    bool no_batch = false;
     long long seed = -1; /* not given */
     const cli_arg args[] = {
-        CLI_ON("-v", &hc.verbose), CLI_STR("-m", &model_path), CLI_STR("-d", &draft_path), CLI_STR("--host", &hc.host),
+        CLI_ON("-v", &hc.verbose), CLI_ON("--no-batch", &no_batch), CLI_STR("-m", &model_path), CLI_STR("-d", &draft_path), CLI_STR("--host", &hc.host),
         CLI_STR("--alias", &alias), CLI_STR("--api-key", &hc.api_key), CLI_INT("--port", &hc.port, 0, 65535),
         CLI_INT("--parallel", &ec.n_sessions, 1, 64), CLI_INT("--queue", &ec.queue_max, 0, 1 << 20),
         CLI_INT("-t", &threads, 1, 256), CLI_I64("-c", &ec.session.n_ctx, 1, 1 << 24), CLI_KV("--kv", &ec.session.kv_q8),
@@ -74,6 +79,9 @@ int cmd_serve(int argc, char **argv) {
     ec.timeout_s = hc.timeout_s;
     ec.session.n_threads = threads ? threads : pf_physical_cores() / ec.n_sessions;
     if (ec.session.n_threads < 1) ec.session.n_threads = 1;
+    ec.batch = ec.n_sessions > 1 && !no_batch;
+    ec.batch_threads = threads ? threads : pf_physical_cores();
+    if (ec.batch_threads < 1) ec.batch_threads = 1;
     hc.model_id = alias ? alias : base_name(model_path);
     hc.fixed_seed = seed >= 0;
     hc.seed = hc.fixed_seed ? (uint64_t)seed : 0;
@@ -104,10 +112,13 @@ int cmd_serve(int argc, char **argv) {
     if (!(e = sv_engine_new(m, d, &ec, err))) { cli_fail("%s", err); goto done; }
     int port = 0;
     if (!(h = sv_http_start(e, &hc, &port, err))) { cli_fail("%s", err); goto done; }
-    fprintf(stderr, "pocketflash serve: listening on http://%s%s%s:%d (model %s%s%s, %d session%s x %d thread%s%s)\n",
+    char batch[64] = "";
+    if (ec.batch) snprintf(batch, sizeof batch, ", a batch of %d x %d thread%s", ec.n_sessions, ec.batch_threads,
+                           ec.batch_threads > 1 ? "s" : "");
+    fprintf(stderr, "pocketflash serve: listening on http://%s%s%s:%d (model %s%s%s, %d session%s x %d thread%s%s%s)\n",
             strchr(hc.host, ':') ? "[" : "", hc.host, strchr(hc.host, ':') ? "]" : "", port, hc.model_id,
             d ? ", draft " : "", d ? (draft_path ? base_name(draft_path) : "from the bundle") : "", ec.n_sessions,
-            ec.n_sessions > 1 ? "s" : "", ec.session.n_threads, ec.session.n_threads > 1 ? "s" : "",
+            ec.n_sessions > 1 ? "s" : "", ec.session.n_threads, ec.session.n_threads > 1 ? "s" : "", batch,
             hc.api_key ? ", API key required" : "");
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -23,12 +23,26 @@ typedef struct {
     uint64_t last_used; /* e->clock when it last got a job */
 } sv_worker;
 
+/* With batching on, the requests that decode plainly run as rows of one batch on one session
+ * with every thread (pf_generate_batch): the batch's thread takes them from `pending` between
+ * steps. The others (a draft's speculation, structured output) keep the session pool. */
+typedef struct {
+    pf_session *s;
+    pthread_t thread;
+    bool started;
+    pthread_cond_t cv;       /* a job is pending, or the engine stops */
+    sv_job *pending, *last;  /* handed to the batch, not yet taken */
+    sv_job **running;        /* cfg.n_sessions places: the jobs in the batch (NULL: free) */
+    int n_in;                /* pending + running, at most cfg.n_sessions */
+} sv_batch;
+
 struct sv_engine {
     const pf_model *model;
     const pf_draft *draft;
     sv_engine_config cfg;
     pthread_mutex_t mu;
     sv_worker *w;
+    sv_batch batch;
     sv_job *head, *tail;
     int n_queued, n_busy;
     long n_dropped; /* jobs stopped because their client went away */
@@ -191,49 +205,82 @@ static int on_text(void *user, const char *text, size_t len) {
     return 0;
 }
 
-static void run_job(sv_worker *w, sv_job *j) {
-    sv_engine *e = w->e;
+/* The library's parameters for the job's request. */
+static void job_params(const sv_engine *e, sv_job *j, pf_gen_params *gp) {
     const sv_request *r = &j->req;
+    pf_gen_params_default(gp);
+    gp->max_tokens = r->max_tokens ? r->max_tokens : e->cfg.default_max_tokens ? e->cfg.default_max_tokens : INT_MAX / 2;
+    gp->temp = (float)r->temp;
+    gp->top_p = (float)r->top_p;
+    gp->top_k = r->top_k;
+    gp->seed = j->seed;
+    sv_gen_strategy(r, e->draft, gp);
+    gp->stop_at_eot = !r->ignore_eos;
+    gp->json_schema = r->json_schema;
+    gp->json_object = r->json_object;
+    gp->tools = r->tools;
+    gp->tool_choice = r->tool_choice;
+    gp->tool_name = r->tool_name;
+    gp->on_token_source = on_token_source;
+    gp->token_source_user = j;
+}
+
+/* Whether the job decodes plainly, so it can run as a row of the batch. */
+static bool job_batchable(const sv_engine *e, sv_job *j) {
+    /* a constrained request (a schema, a required or named tool call) is not a row of the batch */
+    const sv_request *r = &j->req;
+    if (!e->cfg.batch || r->json_schema || r->json_object ||
+        (r->tools && (r->tool_choice == PF_TOOL_REQUIRED || r->tool_choice == PF_TOOL_NAMED)))
+        return false;
+    pf_gen_params gp;
+    job_params(e, j, &gp);
+    char plan[96], err[PF_ERR_LEN];
+    return pf_gen_plan(&gp, plan, sizeof plan, err) == PF_OK && !strncmp(plan, "ar ", 3);
+}
+
+/* A session (index: the pool's, n_sessions for the batch) takes the job: true when it is to be
+ * skipped (cancelled, its client gone, out of time). */
+static bool job_begin(sv_job *j, int index) {
     pthread_mutex_lock(&j->mu);
     j->state = SV_RUNNING;
     pthread_cond_broadcast(&j->cv); /* a waiter for the queue's deadline now waits for the end */
     j->t_start = sv_now();
-    j->session = w->index;
+    j->session = index;
     bool skip = j->cancel || (j->gone = client_gone(j->client_fd)) || (j->timed_out = j->t_start > j->deadline);
+    j->never_ran = skip;
     pthread_mutex_unlock(&j->mu);
+    return skip;
+}
+
+/* The generation's outcome into the job. Under j->mu. */
+static void job_outcome(sv_job *j, pf_status st, const pf_gen_stats *stats, const char *err) {
+    if (stats) j->stats = *stats;
+    else memset(&j->stats, 0, sizeof j->stats);
+    j->status = j->text.oom ? PF_ERR_OOM : st;
+    if (st == PF_ERR_CANCELLED) /* the callback's words are no message for an HTTP client */
+        snprintf(j->err, sizeof j->err, "request cancelled%s", j->gone ? ": the client went away" : "");
+    else
+        snprintf(j->err, sizeof j->err, "%s", j->text.oom ? "out of memory" : err);
+}
+
+static void run_job(sv_worker *w, sv_job *j) {
+    sv_engine *e = w->e;
+    const sv_request *r = &j->req;
+    bool skip = job_begin(j, w->index);
     pf_status st = PF_OK;
     char err[PF_ERR_LEN] = "";
     pf_gen_stats stats;
     memset(&stats, 0, sizeof stats);
     if (!skip) {
         pf_gen_params gp;
-        pf_gen_params_default(&gp);
-        gp.max_tokens = r->max_tokens ? r->max_tokens : e->cfg.default_max_tokens ? e->cfg.default_max_tokens : INT_MAX / 2;
-        gp.temp = (float)r->temp;
-        gp.top_p = (float)r->top_p;
-        gp.top_k = r->top_k;
-        gp.seed = j->seed;
-        sv_gen_strategy(r, e->draft, &gp);
-        gp.stop_at_eot = !r->ignore_eos;
-        gp.json_schema = r->json_schema;
-        gp.json_object = r->json_object;
-        gp.tools = r->tools;
-        gp.tool_choice = r->tool_choice;
-        gp.tool_name = r->tool_name;
-        gp.on_token_source = on_token_source;
-        gp.token_source_user = j;
+        job_params(e, j, &gp);
         if (r->kind == SV_CHAT)
             st = pf_generate_chat(w->s, r->messages, r->n_messages, &gp, on_text, j, &stats, err);
         else
             st = pf_generate(w->s, r->prompt, r->prompt_len, &gp, on_text, j, &stats, err);
     }
     pthread_mutex_lock(&j->mu);
-    j->never_ran = skip;
-    j->stats = stats;
-    j->status = j->text.oom ? PF_ERR_OOM : st;
-    if (st == PF_ERR_CANCELLED) /* the callback's words are no message for an HTTP client */
-        snprintf(err, sizeof err, "request cancelled%s", j->gone ? ": the client went away" : "");
-    snprintf(j->err, sizeof j->err, "%s", j->text.oom ? "out of memory" : err);
+    job_outcome(j, st, &stats, err);
     /* what this session's cache now holds, for the next request's choice of session */
     sv_buf_free(&w->history);
     if (!skip && st == PF_OK && !j->text.oom) {
@@ -251,33 +298,80 @@ static size_t shared_prefix(const sv_buf *a, const sv_buf *b) {
     return i;
 }
 
-/* Hand queued jobs, oldest first, to free sessions: to the one whose last conversation the request
- * continues or repeats (the longest such), else to the least recently used one, so that the
- * caches of recent conversations stay for their next turns. Under e->mu. */
+/* The free session for job j: the one whose last conversation the request continues or repeats
+ * (the longest such), else the least recently used one, so that the caches of recent
+ * conversations stay for their next turns. -1: none is free. */
+static int pick_session(const sv_engine *e, const sv_job *j) {
+    int best = -1, lru = -1;
+    size_t best_len = 0;
+    for (int i = 0; i < e->cfg.n_sessions; i++) {
+        const sv_worker *w = &e->w[i];
+        if (w->job) continue;
+        size_t len = shared_prefix(&w->history, &j->key);
+        bool whole = w->history.n && len == (w->history.n < j->key.n ? w->history.n : j->key.n);
+        if (whole && (best < 0 || len > best_len)) best = i, best_len = len;
+        if (lru < 0 || w->last_used < e->w[lru].last_used) lru = i;
+    }
+    return best >= 0 ? best : lru;
+}
+
+/* Hand queued jobs, oldest first, to the batch (those that decode plainly, while it has room) or
+ * to free sessions; a job that has to wait does not hold up the ones behind it. Under e->mu. */
 static void dispatch(sv_engine *e) {
-    while (e->head) {
-        int best = -1, lru = -1;
-        size_t best_len = 0;
-        for (int i = 0; i < e->cfg.n_sessions; i++) {
-            const sv_worker *w = &e->w[i];
-            if (w->job) continue;
-            size_t len = shared_prefix(&w->history, &e->head->key);
-            bool whole = w->history.n && len == (w->history.n < e->head->key.n ? w->history.n : e->head->key.n);
-            if (whole && (best < 0 || len > best_len)) best = i, best_len = len;
-            if (lru < 0 || w->last_used < e->w[lru].last_used) lru = i;
+    sv_job **p = &e->head, *prev = NULL;
+    while (*p) {
+        sv_job *j = *p;
+        int to = -1; /* a session, or n_sessions for the batch */
+        if (j->batchable) {
+            if (e->batch.n_in < e->cfg.n_sessions) to = e->cfg.n_sessions;
+        } else {
+            to = pick_session(e, j);
         }
-        if (lru < 0) return;
-        if (best < 0) best = lru;
-        e->w[best].last_used = ++e->clock;
-        sv_job *j = e->head;
-        e->head = j->next;
-        if (!e->head) e->tail = NULL;
+        if (to < 0) {
+            prev = j;
+            p = &j->next;
+            continue;
+        }
+        *p = j->next;
+        if (e->tail == j) e->tail = prev;
         j->next = NULL;
         e->n_queued--;
         e->n_busy++;
-        e->w[best].job = j;
-        pthread_cond_signal(&e->w[best].cv);
+        if (to == e->cfg.n_sessions) {
+            sv_batch *b = &e->batch;
+            if (b->last) b->last->next = j;
+            else b->pending = j;
+            b->last = j;
+            b->n_in++;
+            pthread_cond_signal(&b->cv);
+        } else {
+            e->w[to].last_used = ++e->clock;
+            e->w[to].job = j;
+            pthread_cond_signal(&e->w[to].cv);
+        }
     }
+}
+
+/* The job ran (or was skipped) in the place *slot (a session's or the batch's): the place is
+ * free, then the job is done and the queue moves on. */
+static void job_complete(sv_engine *e, sv_job *j, sv_job **slot) {
+    /* before job_finish, so a cancel here came from a client that left mid-generation */
+    pthread_mutex_lock(&j->mu);
+    bool dropped = j->gone || j->cancel;
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_lock(&e->mu);
+    *slot = NULL;
+    if (j->batchable) e->batch.n_in--;
+    e->n_busy--;
+    e->n_dropped += dropped && !e->stopping;
+    /* the session is free before its client hears the end: a /health asked right after an
+     * answer shows it free, whatever the threads' timing */
+    pthread_mutex_lock(&j->mu);
+    job_finish(j);
+    pthread_mutex_unlock(&j->mu);
+    dispatch(e);
+    pthread_mutex_unlock(&e->mu);
+    sv_job_release(j);
 }
 
 static void *worker_main(void *arg) {
@@ -290,29 +384,92 @@ static void *worker_main(void *arg) {
         sv_job *j = w->job;
         pthread_mutex_unlock(&e->mu);
         run_job(w, j);
-        /* before job_finish, so a cancel here came from a client that left mid-generation */
-        pthread_mutex_lock(&j->mu);
-        bool dropped = j->gone || j->cancel;
-        pthread_mutex_unlock(&j->mu);
-        pthread_mutex_lock(&e->mu);
-        w->job = NULL;
-        e->n_busy--;
-        e->n_dropped += dropped && !e->stopping;
-        /* the session is free before its client hears the end: a /health asked right after an
-         * answer shows it free, whatever the threads' timing */
-        pthread_mutex_lock(&j->mu);
-        job_finish(j);
-        pthread_mutex_unlock(&j->mu);
-        dispatch(e);
-        pthread_mutex_unlock(&e->mu);
-        sv_job_release(j);
+        job_complete(e, j, &w->job);
         pthread_mutex_lock(&e->mu);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
 }
 
+/* ---- the batch ---- */
+static int batch_place(const sv_engine *e, const sv_job *j) {
+    for (int i = 0; i < e->cfg.n_sessions; i++)
+        if (e->batch.running[i] == j) return i;
+    return -1;
+}
+
+/* pf_batch_feed.next: the next pending job as a request; waits while the batch is idle. */
+static int batch_next(void *feed, pf_batch_request *r, bool idle) {
+    sv_engine *e = feed;
+    sv_batch *b = &e->batch;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!b->pending && !e->stopping && idle) pthread_cond_wait(&b->cv, &e->mu);
+        sv_job *j = b->pending;
+        if (!j) {
+            bool stop = e->stopping;
+            pthread_mutex_unlock(&e->mu);
+            return stop ? 0 : 2;
+        }
+        b->pending = j->next;
+        if (!b->pending) b->last = NULL;
+        j->next = NULL;
+        int place = batch_place(e, NULL);
+        b->running[place] = j;
+        pthread_mutex_unlock(&e->mu);
+        if (job_begin(j, e->cfg.n_sessions)) {
+            pthread_mutex_lock(&j->mu);
+            job_outcome(j, PF_OK, NULL, "");
+            pthread_mutex_unlock(&j->mu);
+            job_complete(e, j, &b->running[place]);
+            continue;
+        }
+        const sv_request *q = &j->req;
+        if (q->kind == SV_CHAT) r->messages = q->messages, r->n_messages = q->n_messages;
+        else r->prompt = q->prompt, r->len = q->prompt_len;
+        job_params(e, j, &r->params);
+        r->on_text = on_text;
+        r->user = j;
+        return 1;
+    }
+}
+
+/* pf_batch_feed.done: the job's outcome, and its place in the batch free. */
+static void batch_done(void *feed, const pf_batch_request *r, pf_status st, const pf_gen_stats *stats, const char *err) {
+    sv_engine *e = feed;
+    sv_job *j = r->user;
+    pthread_mutex_lock(&j->mu);
+    job_outcome(j, st, stats, err);
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_lock(&e->mu);
+    int place = batch_place(e, j);
+    pthread_mutex_unlock(&e->mu);
+    job_complete(e, j, &e->batch.running[place]);
+}
+
+static void *batch_main(void *arg) {
+    sv_engine *e = arg;
+    pf_batch_feed feed = {.next = batch_next, .done = batch_done, .feed = e};
+    char err[PF_ERR_LEN];
+    if (pf_generate_batch(e->batch.s, e->cfg.n_sessions, &feed, err) == PF_OK) return NULL;
+    /* out of memory for the batch: its jobs end with that message, later ones are refused */
+    fprintf(stderr, "pocketflash serve: the batch stopped: %s\n", err);
+    for (int i = 0; i < e->cfg.n_sessions; i++) {
+        pthread_mutex_lock(&e->mu);
+        sv_job *j = e->batch.running[i];
+        pthread_mutex_unlock(&e->mu);
+        if (!j) continue;
+        pthread_mutex_lock(&j->mu);
+        job_outcome(j, PF_ERR_OOM, NULL, err);
+        pthread_mutex_unlock(&j->mu);
+        job_complete(e, j, &e->batch.running[i]);
+    }
+    sv_engine_stop(e);
+    return NULL;
+}
+
 bool sv_engine_submit(sv_engine *e, sv_job *j) {
+    j->batchable = job_batchable(e, j);
     pthread_mutex_lock(&e->mu);
     bool ok = !e->stopping && e->n_queued < e->cfg.queue_max;
     if (ok) {
@@ -394,6 +551,24 @@ void sv_engine_stop(sv_engine *e) {
     }
     e->tail = NULL;
     e->n_queued = 0;
+    sv_batch *b = &e->batch;
+    while (b->pending) { /* handed to the batch, not yet started: the same */
+        sv_job *j = b->pending;
+        b->pending = j->next;
+        b->n_in--;
+        e->n_busy--;
+        pthread_mutex_lock(&j->mu);
+        j->never_ran = true;
+        j->status = PF_ERR_CANCELLED;
+        snprintf(j->err, sizeof j->err, "request cancelled: the server is shutting down");
+        job_finish(j);
+        pthread_mutex_unlock(&j->mu);
+        sv_job_release(j);
+    }
+    b->last = NULL;
+    for (int i = 0; b->running && i < e->cfg.n_sessions; i++)
+        if (b->running[i]) sv_job_cancel(b->running[i]);
+    pthread_cond_signal(&b->cv);
     for (int i = 0; i < e->cfg.n_sessions; i++) {
         if (e->w[i].job) sv_job_cancel(e->w[i].job);
         pthread_cond_signal(&e->w[i].cv);
@@ -412,12 +587,27 @@ sv_engine *sv_engine_new(const pf_model *m, const pf_draft *d, const sv_engine_c
     e->draft = d;
     e->cfg = *cfg;
     pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->batch.cv, NULL);
     for (int i = 0; i < cfg->n_sessions; i++) {
         sv_worker *w = &e->w[i];
         w->e = e;
         w->index = i;
         pthread_cond_init(&w->cv, NULL);
         if (pf_session_new(m, &cfg->session, &w->s, err) != PF_OK) goto fail;
+    }
+    if (cfg->batch) {
+        pf_session_params bp = cfg->session;
+        bp.n_threads = cfg->batch_threads;
+        if (!(e->batch.running = calloc((size_t)cfg->n_sessions, sizeof *e->batch.running))) {
+            snprintf(err, PF_ERR_LEN, "out of memory");
+            goto fail;
+        }
+        if (pf_session_new(m, &bp, &e->batch.s, err) != PF_OK) goto fail;
+        if (pthread_create(&e->batch.thread, NULL, batch_main, e)) {
+            snprintf(err, PF_ERR_LEN, "cannot start the batch's thread");
+            goto fail;
+        }
+        e->batch.started = true;
     }
     for (int i = 0; i < cfg->n_sessions; i++) {
         if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i])) {
@@ -435,6 +625,10 @@ fail:
 void sv_engine_free(sv_engine *e) {
     if (!e) return;
     sv_engine_stop(e);
+    if (e->batch.started) pthread_join(e->batch.thread, NULL);
+    pf_session_free(e->batch.s);
+    free(e->batch.running);
+    pthread_cond_destroy(&e->batch.cv);
     for (int i = 0; i < e->cfg.n_sessions; i++) {
         if (e->w[i].started) pthread_join(e->w[i].thread, NULL);
         pf_session_free(e->w[i].s);

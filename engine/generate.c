@@ -387,39 +387,21 @@ static pf_rc generate_ids(pf_engine_session *s, int32_t *ids, size_t n_ids, cons
     return rc;
 }
 
-/* Tokenize (special tokens recognised when `special`) and generate. */
-static pf_rc generate_text(pf_engine_session *s, const char *prompt, size_t len, bool special, const char *system,
-                           const gen_call *call, pf_decode_text_fn on_text, void *user, char err[PF_ERR_LEN]) {
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    pf_rc rc = pf_tokenize(s->model->tok, prompt, len, special, &ids, &n_ids, err);
-    if (rc != PF_RC_OK) return rc;
-    return generate_ids(s, ids, n_ids, system, call, on_text, user, err);
-}
-
-pf_rc pf_engine_generate(pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
-                         pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]) {
-    gen_call call = {p, strategy, stats};
+pf_rc pf_engine_prompt_ids(const pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p,
+                           int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]) {
     if (!pf_utf8_valid(prompt, len)) {
         snprintf(err, PF_ERR_LEN, "prompt is not valid UTF-8");
         return PF_RC_UTF8;
     }
-    if (p->chat) {
-        /* the template's markers are special; special-token texts inside the messages too unless
-         * no_special (llama.cpp's default for raw prompts) */
-        int32_t *ids = NULL;
-        size_t n_ids = 0;
-        pf_rc rc = pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, &ids, &n_ids, err);
-        if (rc != PF_RC_OK) return rc;
-        return generate_ids(s, ids, n_ids, p->system, &call, on_text, user, err);
-    }
-    return generate_text(s, prompt, len, !p->no_special, NULL, &call, on_text, user, err);
+    /* with chat the template's markers are special; special-token texts inside the messages too
+     * unless no_special (llama.cpp's default for raw prompts) */
+    if (p->chat) return pf_chat_tokenize(s->model->tok, p->system, prompt, !p->no_special, ids, n_ids, err);
+    return pf_tokenize(s->model->tok, prompt, len, !p->no_special, ids, n_ids, err);
 }
 
-pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
-                              pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
-                              char err[PF_ERR_LEN]) {
-    gen_call call = {p, strategy, stats};
+pf_rc pf_engine_chat_ids(const pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+                         int32_t **ids, size_t *n_ids, char **system, char err[PF_ERR_LEN]) {
+    if (system) *system = NULL;
     for (int i = 0; i < n && messages; i++)
         if (messages[i].content && !pf_utf8_valid(messages[i].content, strlen(messages[i].content))) {
             snprintf(err, PF_ERR_LEN, "chat: message %d is not valid UTF-8", i);
@@ -429,17 +411,47 @@ pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages,
     pf_chat_msg *with_tools = NULL;
     char *tools_system = NULL;
     pf_rc rc = PF_RC_OK;
-    if (p->tools && p->tool_choice != PF_TOOLS_NONE) { /* the system turn lists them */
+    if (p && p->tools && p->tool_choice != PF_TOOLS_NONE) { /* the system turn lists them */
         rc = pf_tools_chat(p->tools, messages, n, &with_tools, &n, &tools_system, err);
         if (rc != PF_RC_OK) return rc;
         messages = with_tools;
     }
     bool qwen3 = pf_chat_template_qwen3(pf_tokenizer_chat_template(s->model->tok));
-    char *text = pf_chat_render(messages, n, qwen3, err);
-    const char *system = n > 0 && messages[0].role && !strcmp(messages[0].role, "system") ? messages[0].content : NULL;
-    rc = text ? generate_text(s, text, strlen(text), true, system, &call, on_text, user, err) : PF_RC_OOM;
-    free(text); /* the messages passed pf_chat_check: rendering failed only for memory */
+    char *text = pf_chat_render(messages, n, qwen3, err); /* the messages passed pf_chat_check: NULL only for memory */
+    rc = text ? pf_tokenize(s->model->tok, text, strlen(text), true, ids, n_ids, err) : PF_RC_OOM;
+    const char *sys = n > 0 && messages[0].role && !strcmp(messages[0].role, "system") ? messages[0].content : NULL;
+    if (rc == PF_RC_OK && system && sys && !(*system = strdup(sys))) {
+        free(*ids);
+        *ids = NULL;
+        rc = PF_RC_OOM;
+    }
+    if (rc == PF_RC_OOM) snprintf(err, PF_ERR_LEN, "out of memory");
+    free(text);
     free(with_tools);
     free(tools_system);
+    return rc;
+}
+
+pf_rc pf_engine_generate(pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p, pf_strategy *strategy,
+                         pf_decode_text_fn on_text, void *user, pf_decode_stats *stats, char err[PF_ERR_LEN]) {
+    gen_call call = {p, strategy, stats};
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    pf_rc rc = pf_engine_prompt_ids(s, prompt, len, p, &ids, &n_ids, err);
+    if (rc != PF_RC_OK) return rc;
+    return generate_ids(s, ids, n_ids, p->chat ? p->system : NULL, &call, on_text, user, err);
+}
+
+pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+                              pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
+                              char err[PF_ERR_LEN]) {
+    gen_call call = {p, strategy, stats};
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    char *system = NULL;
+    pf_rc rc = pf_engine_chat_ids(s, messages, n, p, &ids, &n_ids, &system, err);
+    if (rc != PF_RC_OK) return rc;
+    rc = generate_ids(s, ids, n_ids, system, &call, on_text, user, err);
+    free(system);
     return rc;
 }

@@ -73,6 +73,15 @@ pf_rc pf_engine_generate_chat(pf_engine_session *s, const pf_chat_msg *messages,
                               pf_strategy *strategy, pf_decode_text_fn on_text, void *user, pf_decode_stats *stats,
                               char err[PF_ERR_LEN]);
 
+/* A prompt's token ids as pf_engine_generate (p->chat, p->system, p->no_special) and
+ * pf_engine_generate_chat tokenize it; *ids is the caller's to free. */
+pf_rc pf_engine_prompt_ids(const pf_engine_session *s, const char *prompt, size_t len, const pf_decode_params *p,
+                           int32_t **ids, size_t *n_ids, char err[PF_ERR_LEN]);
+/* A chat's: the tools of p (may be NULL) in its system turn unless tool_choice is none; *system (when
+ * system is not NULL) a copy of the system turn's text, or NULL without one, the caller's to free. */
+pf_rc pf_engine_chat_ids(const pf_engine_session *s, const pf_chat_msg *messages, int n, const pf_decode_params *p,
+                         int32_t **ids, size_t *n_ids, char **system, char err[PF_ERR_LEN]);
+
 /* Draw a token from logits with the session's sampling parameters and RNG. */
 int32_t pf_engine_sample(pf_engine_session *s, const float *logits);
 

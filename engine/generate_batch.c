@@ -34,6 +34,7 @@ typedef struct {
     const pf_seq_feed *feed;
     seq_slot *slots;
     int n_slots, feed_dry;
+    int feed_later; /* next() said "none now" during this admit: ask again before the next step */
     float *logits; /* n_slots rows: a step's logits, the wanting sequences' side by side */
     pf_batch *rows;
 } batch_run;
@@ -84,14 +85,19 @@ static pf_rc check_request(const batch_run *b, const pf_seq_request *r, char err
 
 /* Free slots take the feed's next requests. -1 (err set) when the feed fails. */
 static int admit(batch_run *b, char err[PF_ERR_LEN]) {
-    for (int i = 0; i < b->n_slots && !b->feed_dry; i++) {
+    b->feed_later = 0;
+    for (int i = 0; i < b->n_slots && !b->feed_dry && !b->feed_later; i++) {
         seq_slot *sl = &b->slots[i];
-        while (!sl->busy && !b->feed_dry) {
+        while (!sl->busy && !b->feed_dry && !b->feed_later) {
             memset(&sl->req, 0, sizeof sl->req);
             int got = b->feed->next(b->feed->feed, &sl->req, err);
             if (got < 0) return -1;
             if (got == 0) {
                 b->feed_dry = 1;
+                break;
+            }
+            if (got == PF_SEQ_LATER) {
+                b->feed_later = 1;
                 break;
             }
             sl->busy = 1;
@@ -213,7 +219,8 @@ pf_rc pf_engine_generate_batch(pf_engine_session *s, int n_slots, const pf_seq_f
         }
         int busy = 0;
         for (int i = 0; i < n_slots; i++) busy += b.slots[i].busy;
-        if (!busy) break; /* the feed is dry and every request ended */
+        if (!busy && b.feed_dry) break; /* the feed is dry and every request ended */
+        if (!busy) continue;              /* none now: the feed is asked again */
         if ((rc = step(&b, err)) != PF_RC_OK) break;
     }
     batch_free(&b);

@@ -21,10 +21,16 @@ typedef struct {
     void *user;                  /* the callbacks' argument; also tells the caller which request */
 } pf_seq_request;
 
+/* next()'s answer when no request is waiting yet but more may come (a server's queue). */
+enum { PF_SEQ_LATER = 2 };
+
 /* Where requests come from and where they end. */
 typedef struct {
-    /* The next request into *r: 1, 0 when there are no more, -1 (err set) to end the batch. The
-     * prompt must stay valid until done() is called for it. */
+    /* The next request into *r: 1, 0 when there are no more, -1 (err set) to end the batch, or
+     * PF_SEQ_LATER: none now, the batch asks again before its next step (and at once when no
+     * sequence is decoding: a feed with nothing to give an idle batch should block in next()
+     * until it has a request or none will come). The prompt must stay valid until done() is
+     * called for it. */
     int (*next)(void *feed, pf_seq_request *r, char err[PF_ERR_LEN]);
     /* Request r ended: PF_RC_OK with its statistics, or its error (err) -- a prompt that is empty
      * or does not fit the context, a bad token id; the other sequences go on. */

@@ -257,6 +257,50 @@ void pf_free_tool_calls(pf_tool_call *calls, int n);
 pf_status pf_generate_chat(pf_session *s, const pf_message *messages, int n, const pf_gen_params *p,
                            pf_text_cb on_text, void *user, pf_gen_stats *stats, char err[PF_ERR_LEN]);
 
+/* Batched generation (continuous batching): several requests decoded together in one session,
+ * each step ONE forward over a token of every running request (and a chunk of the prompts of
+ * those that joined), so the weights are read once for all of them. A request that ends leaves
+ * and the feed's next one takes its place between steps. Every request gets exactly the text,
+ * stop reason and token count it gets alone from pf_generate / pf_generate_chat on a fresh
+ * session (greedy, and sampled with the same seed).
+ *
+ * A request is a text prompt (params.chat and params.system wrap it as pf_generate does) or,
+ * with messages set, a conversation (pf_generate_chat's rules). It decodes plainly: a draft or a
+ * speculative strategy in params, structured output (json_schema, json_object) and a prompt
+ * cache end the request with PF_ERR_ARG (use pf_generate for those); the others go on. */
+typedef struct {
+    const char *prompt; /* UTF-8, len bytes; ignored when messages is set */
+    size_t len;
+    const pf_message *messages; /* NULL, or the conversation messages[0..n_messages) */
+    int n_messages;
+    pf_gen_params params;
+    pf_text_cb on_text; /* its text as pf_generate streams it (may be NULL); a positive return ends
+                           the request (PF_STOP_CALLBACK), a negative one cancels it (PF_ERR_CANCELLED) */
+    void *user;         /* on_text's argument; also tells done() which request */
+} pf_batch_request;
+
+typedef struct {
+    /* The next request into *r (zeroed before the call): 1; 0 when none will come (the batch
+     * ends once the running ones do); 2 when none is waiting now (asked again before the next
+     * step). idle is true when no request is running: then next() may block until it has one,
+     * and should rather than return 2. The request's strings stay the caller's and must stay
+     * valid until done() is called for it. */
+    int (*next)(void *feed, pf_batch_request *r, bool idle);
+    /* The request ended: PF_OK with its statistics, or its status and message (a prompt that is
+     * empty, not UTF-8 or longer than the context, an unbatchable parameter, cancelled). */
+    void (*done)(void *feed, const pf_batch_request *r, pf_status st, const pf_gen_stats *stats, const char *err);
+    void *feed;
+} pf_batch_feed;
+
+/* Runs the feed's requests, at most n_slots (1..256) at a time, on session s: its threads and
+ * kernels; each slot has a KV cache of the session's type and length. The session's own cache
+ * and multi-turn history stay as they were. Threading: s is busy for the whole call, which runs
+ * every callback (next, done, on_text, on_token_source) on the calling thread; other threads hand
+ * requests over through the feed's own synchronisation (next() may block while idle). PF_OK once
+ * next() returned 0 and every request ended; PF_ERR_ARG (a bad n_slots) or PF_ERR_OOM end the
+ * call early, without done() for requests still running. */
+pf_status pf_generate_batch(pf_session *s, int n_slots, const pf_batch_feed *feed, char err[PF_ERR_LEN]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,7 +45,7 @@ tsan:
 	TSAN_OPTIONS=halt_on_error=1 PF_SHARED=$(SHARED) PF_CLI=./pocketflash-tsan PF_EXAMPLE_CHAT=build-tsan/examples/chat \
 	    build-tsan/tests/run_tests $(or $(T),api_concurrent)
 pocketflash-tsan: $(CLI_SRC:%.c=build-tsan/%.o) build-tsan/gen/serve_page.o build-tsan/libpocketflash.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LDLIBS) $(LDLIBS)
 .PHONY: tsan
 clean: clean-tsan
 clean-tsan:

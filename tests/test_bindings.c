@@ -121,9 +121,10 @@ TEST(bindings_python_struct_sizes_equal_c) {
     if (!python_ready(&py, &lib)) return;
     char sizes[256], log[2048];
     snprintf(sizes, sizeof sizes,
-             "pf_session_params=%zu pf_gen_params=%zu pf_gen_stats=%zu pf_message=%zu pf_tool_call=%zu",
+             "pf_session_params=%zu pf_gen_params=%zu pf_gen_stats=%zu pf_message=%zu pf_tool_call=%zu "
+             "pf_batch_request=%zu pf_batch_feed=%zu",
              sizeof(pf_session_params), sizeof(pf_gen_params), sizeof(pf_gen_stats), sizeof(pf_message),
-             sizeof(pf_tool_call));
+             sizeof(pf_tool_call), sizeof(pf_batch_request), sizeof(pf_batch_feed));
     CHECKF(run_python(py, "sizes", lib, "/dev/null", sizes, log, sizeof log) == 0, "%s", log);
 }
 
@@ -143,6 +144,14 @@ TEST(bindings_python_sessions_freed) {
     if (!python_ready(&py, &lib)) return;
     char log[2048];
     CHECKF(run_python(py, "freed", lib, "/dev/null", NULL, log, sizeof log) == 0, "%s", log);
+}
+
+/* Session.generate_batch: each request's text and token count are its solo call's. */
+TEST(bindings_python_batch_equals_solo) {
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
+    char log[4096];
+    CHECKF(run_python(py, "batch", lib, "/dev/null", NULL, log, sizeof log) == 0, "test_python.py batch: %s", log);
 }
 
 /* The plan table (tests/plan_table.h) through Session.plan: every row's plan or message as the

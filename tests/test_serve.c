@@ -465,7 +465,7 @@ TEST(serve_seed_flag_fixes_unseeded_samples) {
 TEST(serve_next_turn_returns_to_its_session) {
     NEED_SDK();
     server s;
-    START(s, "-m " TARGET " --parallel 2 -t 1");
+    START(s, "-m " TARGET " --parallel 2 --no-batch -t 1"); /* the batch keeps no conversation's rows */
     const char *out = tmp("turns.json");
     char err[PF_ERR_LEN];
     pf_json_doc *d = client_json(&s, out, err, "turns %s", out);
@@ -481,6 +481,115 @@ TEST(serve_next_turn_returns_to_its_session) {
     SCHECK(s, num(pf_json_get(item(d, 0), "pocketflash"), "session") != num(pf_json_get(item(d, 1), "pocketflash"), "session"),
            "both conversations on one session");
     pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* Four different requests (chat and completion, greedy and seeded samples, streamed or not, a
+ * stop string, max_tokens) with --parallel 4, all at once: each is a row of the one batch and
+ * gets exactly its solo answer (one at a time on one session, without batching): text, finish
+ * reason and token count. */
+TEST(serve_batch_four_at_once_equal_solo) {
+    NEED_SDK();
+    static const char *const bodies[4] = {
+        "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1
+        "\"}],\"max_tokens\":40,\"temperature\":0,\"stream\":true}}",
+        "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2
+        "\"}],\"max_tokens\":36,\"temperature\":0.9,\"top_p\":0.9,\"seed\":11}}",
+        "{\"endpoint\":\"completions\",\"body\":{\"model\":\"pf\",\"prompt\":\"" P2
+        "\",\"max_tokens\":48,\"temperature\":0,\"stop\":[\".\"],\"stream\":true}}",
+        "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief."
+        "\"},{\"role\":\"user\",\"content\":\"" Q3 "\"}],\"max_tokens\":7,\"temperature\":0.7,\"seed\":3}}",
+    };
+    static char req[8192];
+    size_t n = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < 4; i++) n += (size_t)snprintf(req + n, sizeof req - n, "%s%s", i ? "," : "", bodies[i]);
+    snprintf(req + n, sizeof req - n, "]");
+    const char *in = tmp("batch-in.json"), *solo_out = tmp("batch-solo.json"), *out = tmp("batch-out.json");
+    CHECK(write_file(in, req));
+    char err[PF_ERR_LEN];
+    server s;
+    START(s, "-m " TARGET " -t 1");
+    pf_json_doc *want = client_json(&s, solo_out, err, "sdk %s %s 1", in, solo_out);
+    SCHECK(s, want, "%s", err);
+    CHECK(server_stop(&s) == 0);
+    START(s, "-m " TARGET " --parallel 4 -t 1");
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 4", in, out);
+    SCHECK(s, d, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        const pf_json *g = item(d, (size_t)i), *w = item(want, (size_t)i);
+        const char *gt = str(g, "text"), *wt = str(w, "text"), *gf = str(g, "finish_reason"), *wf = str(w, "finish_reason");
+        SCHECK(s, gt && wt && !strcmp(gt, wt), "request %d: batched '%s', solo '%s'", i, gt ? gt : "(error)", wt ? wt : "(error)");
+        SCHECK(s, gf && wf && !strcmp(gf, wf), "request %d: finish_reason %s, solo %s", i, gf ? gf : "-", wf ? wf : "-");
+        SCHECK(s, num(pf_json_get(g, "usage"), "completion_tokens") == num(pf_json_get(w, "usage"), "completion_tokens"),
+               "request %d: %g tokens, solo %g", i, num(pf_json_get(g, "usage"), "completion_tokens"),
+               num(pf_json_get(w, "usage"), "completion_tokens"));
+        /* the batch reports itself as session --parallel (past the pool's 0..N-1) */
+        SCHECK(s, num(pf_json_get(g, "pocketflash"), "session") == 4, "request %d ran on session %g, not the batch", i,
+               num(pf_json_get(g, "pocketflash"), "session"));
+    }
+    SCHECK(s, !strcmp(str(item(d, 2), "finish_reason"), "stop"), "the stop string did not end request 2");
+    pf_json_free(d);
+    pf_json_free(want);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* Three of four batched streams vanish after their first chunks: their rows leave the batch (the
+ * server counts them dropped), the request beside them is answered, every place is free after. */
+TEST(serve_batch_clients_vanish_mid_batch) {
+    NEED_SDK();
+    server s;
+    START(s, "-m " TARGET " --parallel 4 -t 1 -c 16384");
+    const char *out = tmp("vanish.json");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "vanish %s 3", out);
+    SCHECK(s, d, "%s", err);
+    const pf_json *r = pf_json_root(d), *health = pf_json_get(r, "health");
+    SCHECK(s, is_true(pf_json_get(r, "during"), "ok") && is_true(pf_json_get(r, "after"), "ok"),
+           "a request beside or after the vanished ones failed");
+    SCHECK(s, !strcmp(str(pf_json_get(r, "during"), "text"), str(pf_json_get(r, "after"), "text")),
+           "the same request in and after the batch: '%s' / '%s'", str(pf_json_get(r, "during"), "text"),
+           str(pf_json_get(r, "after"), "text"));
+    SCHECK(s, num(health, "dropped") == 3, "health: %g generations dropped, 3 expected", num(health, "dropped"));
+    SCHECK(s, num(health, "sessions_busy") == 0 && num(health, "queued") == 0, "health: busy %g, queued %g",
+           num(health, "sessions_busy"), num(health, "queued"));
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* A batch of two rows and one queue place: of 6 long requests at once, 2 run, 1 waits and the
+ * others get 503 server_busy; every answer equals the first (the same request). */
+TEST(serve_batch_full_queue) {
+    NEED_SDK();
+    static char req[8192];
+    size_t n = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < 6; i++)
+        n += (size_t)snprintf(req + n, sizeof req - n,
+                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"" Q2 "\"}],\"max_tokens\":1000,\"temperature\":0,\"ignore_eos\":true}}",
+                              i ? "," : "");
+    snprintf(req + n, sizeof req - n, "]");
+    const char *in = tmp("bqueue-in.json"), *out = tmp("bqueue-out.json");
+    CHECK(write_file(in, req));
+    server s;
+    START(s, "-m " TARGET " --parallel 2 --queue 1 -t 1 -c 2048");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 6", in, out);
+    SCHECK(s, d, "%s", err);
+    int ok = 0, busy = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < 6; i++) {
+        const pf_json *r = item(d, i);
+        if (is_true(r, "ok") && num(pf_json_get(r, "usage"), "completion_tokens") == 1000) {
+            ok++;
+            if (!first) first = str(r, "text");
+            SCHECK(s, !strcmp(first, str(r, "text")), "request %zu: another answer", i);
+        } else if (num(r, "status") == 503 && str(pf_json_get(r, "error"), "code") &&
+                   !strcmp(str(pf_json_get(r, "error"), "code"), "server_busy")) {
+            busy++;
+        }
+    }
+    pf_json_free(d);
+    SCHECK(s, ok >= 3 && busy >= 1 && ok + busy == 6, "%d answered, %d busy of 6", ok, busy);
     CHECK(server_stop(&s) == 0);
 }
 
@@ -821,6 +930,24 @@ TEST(serve_load_run_no_failures_flat_memory) {
            num(r, "req_per_s"), first, last, peak);
     SCHECK(s, num(r, "failed") == 0 && num(r, "wrong") == 0, "%g failed, %g wrong answers", num(r, "failed"), num(r, "wrong"));
     SCHECK(s, peak - first < 16 * 1024, "RSS grew from %g kB to %g kB", first, peak);
+    pf_json_free(d);
+    CHECK(server_stop(&s) == 0);
+}
+
+/* The load run on the batch: 400 small requests from 8 clients through --parallel 4 (no draft,
+ * so every one is a row of the batch). */
+TEST(serve_load_run_batched_no_failures) {
+    NEED_SDK();
+    server s;
+    START(s, "-m " TARGET " --parallel 4 -t 1");
+    const char *out = tmp("bload.json");
+    char err[PF_ERR_LEN];
+    pf_json_doc *d = client_json(&s, out, err, "load %s 400 8 %d", out, (int)s.pid);
+    SCHECK(s, d, "%s", err);
+    const pf_json *r = pf_json_root(d);
+    printf("    batched serve load: %g requests, %g clients, %g failed, %g wrong; p50 %.1f ms, p99 %.1f ms\n",
+           num(r, "n"), num(r, "clients"), num(r, "failed"), num(r, "wrong"), num(r, "p50_ms"), num(r, "p99_ms"));
+    SCHECK(s, num(r, "failed") == 0 && num(r, "wrong") == 0, "%g failed, %g wrong answers", num(r, "failed"), num(r, "wrong"));
     pf_json_free(d);
     CHECK(server_stop(&s) == 0);
 }

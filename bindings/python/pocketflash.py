@@ -81,10 +81,28 @@ class _ToolCall(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("arguments", ctypes.c_char_p)]
 
 
-STRUCT_SIZES = {"pf_session_params": _SessionParams, "pf_gen_params": _GenParams,
-                "pf_gen_stats": _GenStats, "pf_message": _Message, "pf_tool_call": _ToolCall}
-
 _TEXT_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t)
+
+
+class _BatchRequest(ctypes.Structure):
+    _fields_ = [
+        ("prompt", ctypes.c_void_p), ("len", ctypes.c_size_t), ("messages", ctypes.POINTER(_Message)),
+        ("n_messages", ctypes.c_int), ("params", _GenParams), ("on_text", _TEXT_CB), ("user", ctypes.c_void_p),
+    ]
+
+
+_NEXT_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_BatchRequest), ctypes.c_bool)
+_DONE_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_BatchRequest), ctypes.c_int,
+                            ctypes.POINTER(_GenStats), ctypes.c_char_p)
+
+
+class _BatchFeed(ctypes.Structure):
+    _fields_ = [("next", _NEXT_CB), ("done", _DONE_CB), ("feed", ctypes.c_void_p)]
+
+
+STRUCT_SIZES = {"pf_session_params": _SessionParams, "pf_gen_params": _GenParams,
+                "pf_gen_stats": _GenStats, "pf_message": _Message, "pf_tool_call": _ToolCall,
+                "pf_batch_request": _BatchRequest, "pf_batch_feed": _BatchFeed}
 _lib = None
 
 
@@ -131,6 +149,7 @@ def load_library(path=None):
                                                ctypes.POINTER(ctypes.POINTER(_ToolCall)), ctypes.POINTER(ctypes.c_int),
                                                ctypes.POINTER(ctypes.c_size_t), E]),
         "pf_free_tool_calls": (None, [ctypes.POINTER(_ToolCall), ctypes.c_int]),
+        "pf_generate_batch": (ctypes.c_int, [P, ctypes.c_int, ctypes.POINTER(_BatchFeed), E]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -353,6 +372,85 @@ class Session(_Handle):
         L = load_library()
         return self._run(lambda cb, st, err: L.pf_generate_chat(h, arr, len(enc), ctypes.byref(p), cb, None, st, err),
                          on_text)
+
+    def generate_batch(self, requests, slots=4, on_text=None):
+        """Decodes the requests together, at most `slots` at a time, in one forward per step (plain
+        decoding; `pocketflash serve --parallel`'s batch): a list of their texts, each exactly what
+        generate / chat gives it alone. A request is a dict: "prompt" (as generate) or "messages"
+        (as chat), and any of max_tokens, temp, top_k, top_p, seed, chat, system, stop_at_eot.
+        on_text(i, piece) gets request i's pieces as they come and ends that request by returning
+        True. self.batch_stats: each request's Stats. A request that fails (a draft is not
+        batched, nor is structured output) raises PocketFlashError after all have run."""
+        h = self._handle()
+        L = load_library()
+        n = len(requests)
+        reqs, keep = [], []
+        for r in requests:
+            extra = set(r) - {"prompt", "messages", "max_tokens", "temp", "top_k", "top_p", "seed", "chat", "system",
+                              "stop_at_eot"}
+            if extra or ("prompt" in r) == ("messages" in r):
+                raise PocketFlashError("a batch request needs a prompt or messages (unknown: %s)"
+                                       % ", ".join(sorted(extra)), "arg")
+            p, k = self._params(None, "plain", 0, r.get("max_tokens", 128), r.get("temp", 0.0), r.get("top_k", 0),
+                                r.get("top_p", 1.0), r.get("seed", 0), r.get("stop_at_eot", True),
+                                r.get("chat", False), r.get("system"))
+            keep.append(k)
+            q = _BatchRequest(params=p)
+            if "prompt" in r:
+                data = ctypes.create_string_buffer(r["prompt"].encode("utf-8"))
+                keep.append(data)
+                q.prompt, q.len = ctypes.addressof(data), len(data) - 1
+            else:
+                enc = [(m["role"].encode(), m["content"].encode("utf-8")) for m in r["messages"]]
+                arr = (_Message * max(1, len(enc)))(*[_Message(a, c) for a, c in enc])
+                keep += [enc, arr]
+                q.messages, q.n_messages = arr, len(enc)
+            reqs.append(q)
+        pieces = [[] for _ in range(n)]
+        outcome = [None] * n
+        raised = []
+        taken = [0]
+
+        def text_cb(user, text, length):
+            i = user - 1
+            piece = ctypes.string_at(text, length).decode("utf-8")
+            pieces[i].append(piece)
+            if on_text is None:
+                return 0
+            try:
+                return 1 if on_text(i, piece) else 0
+            except BaseException as e:  # cancel the request, raise after the call
+                raised.append(e)
+                return -1
+
+        cb = _TEXT_CB(text_cb)
+
+        def next_cb(_feed, out, _idle):
+            if taken[0] == n:
+                return 0
+            i = taken[0]
+            taken[0] += 1
+            reqs[i].on_text, reqs[i].user = cb, i + 1
+            out[0] = reqs[i]
+            return 1
+
+        def done_cb(_feed, r, status, st, err):
+            i = r[0].user - 1
+            outcome[i] = (status, Stats(st[0]), (err or b"").decode("utf-8", "replace"))
+
+        feed = _BatchFeed(_NEXT_CB(next_cb), _DONE_CB(done_cb), None)
+        err = _errbuf()
+        status = L.pf_generate_batch(h, slots, ctypes.byref(feed), err)
+        if raised:
+            raise raised[0]
+        if status != 0:
+            _raise(err, status)
+        self.batch_stats = [o[1] for o in outcome]
+        for i, (st, _, msg) in enumerate(outcome):
+            if st != 0:
+                name = STATUS[st] if 0 <= st < len(STATUS) else "internal"
+                raise PocketFlashError("request %d: %s" % (i, msg or name), name)
+        return ["".join(p) for p in pieces]
 
 
 def _message_text(m):

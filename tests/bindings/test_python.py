@@ -6,7 +6,9 @@ library's message (written to OUTFILE); sizes: the ctypes structures' sizes equa
 compiler's sizeof); freed: closed objects refuse calls, and sessions opened and closed in a loop do
 not grow the process as the same sessions kept open do; plan: each line of ARGS[0] ("strategy block
 profile task draft", '-' for none) resolved by Session.plan, its plan line or "error: MESSAGE"
-written to OUTFILE, one per line (the C plan table test compares them with every other front end). Exits 1 with one line on a failed check."""
+written to OUTFILE, one per line (the C plan table test compares them with every other front end);
+batch: Session.generate_batch gives each request generate's / chat's text and token count, and a
+callback's stop ends only its request. Exits 1 with one line on a failed check."""
 import os
 import sys
 
@@ -163,6 +165,32 @@ elif mode == "freed":
     m.close()  # closes the held sessions and the draft first
     check(all(t.closed for t in held) and d.closed and m.closed, "Model.close left its children open")
     print("freed: closed %d kB, kept open %d kB for %d sessions" % (freed, kept, n))
+elif mode == "batch":
+    qs = [{"prompt": PROMPT, "max_tokens": 24},
+          {"messages": [{"role": "user", "content": CHAT}], "max_tokens": 32},
+          {"prompt": CHAT, "chat": True, "max_tokens": 20, "temp": 0.8, "seed": 5},
+          {"prompt": "Once upon a time", "max_tokens": 28}]
+    with pf.Model(target) as m, m.session(threads=1) as s:
+        want, want_n = [], []
+        for q in qs:
+            opts = {k: v for k, v in q.items() if k not in ("prompt", "messages")}
+            want.append(s.chat(q["messages"], **opts) if "messages" in q else s.generate(q["prompt"], **opts))
+            want_n.append(s.stats.n_gen)
+            s.reset()
+        got = s.generate_batch(qs, slots=3)
+        check(got == want, "batch %r != solo %r" % (got, want))
+        check([st.n_gen for st in s.batch_stats] == want_n, "batch n_gen %r != %r" % (s.batch_stats, want_n))
+        seen = []
+        got = s.generate_batch(qs[:2], slots=2, on_text=lambda i, piece: seen.append(i) or i == 0)
+        check(got[1] == want[1] and want[0].startswith(got[0]) and s.batch_stats[0].stop == "callback",
+              "on_text's stop: %r, %r" % (got, s.batch_stats[0]))
+        try:
+            s.generate_batch([{"prompt": PROMPT, "bogus": 1}])
+            check(False, "an unknown field did not raise")
+        except pf.PocketFlashError as e:
+            check("bogus" in str(e), str(e))
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\x00".join(got) + "\n")
 elif mode == "plan":
     lines = []
     with pf.Model(target) as m, m.load_draft(draft_path) as d, m.session(threads=1) as s:

@@ -1,6 +1,7 @@
 /* libFuzzer target for the HTTP server's request handler (cli/serve_http.c: sv_http_head, then
  * sv_http_body, as libmicrohttpd's callbacks call them) on a tiny synthetic model (synth's "tiny"
- * shape, 64-token context) with a DFlash2 draft carrying a Dec head, over two sessions. The input
+ * shape, 64-token context) with a DFlash2 draft carrying a Dec head, over two sessions and a batch
+ * of two (the requests that decode plainly). The input
  * is up to MAX_REQUESTS HTTP requests as text, separated by a line "+++", run one after the other
  * (a repeated or continued conversation returns to its session and reuses its cache rows); each
  * is "METHOD PATH", header lines, a blank line, the body. The harness
@@ -86,7 +87,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 static void engine_start(void) {
     char err[PF_ERR_LEN];
     atomic_store(&g_ticks, 0);
-    sv_engine_config ec = {.n_sessions = 2, .queue_max = 2, .timeout_s = 1e6};
+    /* with the batch: a request that asks for "spec": "ar" is a row of it, the others (the draft
+     * speculates) use the sessions */
+    sv_engine_config ec = {.n_sessions = 2, .queue_max = 2, .timeout_s = 1e6, .batch = true, .batch_threads = 1};
     ec.session.n_threads = 1;
     ec.session.n_ctx = 64;
     fz_check(!!(g_engine = sv_engine_new(g_model, g_draft, &ec, err)), "engine", err);

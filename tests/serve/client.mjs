@@ -10,6 +10,10 @@
 //   disconnect OUT            a stream dropped after its first chunks, then a request that must
 //                             get the (only) session
 //   turns OUT                 two conversations, one turn each, then each one's second turn
+//   vanish OUT N              N long streams at once, each dropped after its first chunks, beside
+//                             one short request; then /health
+//   burst IN OUT CONCURRENCY  as sdk, OUT {wall_ms, results}: the whole run's time (streamed
+//                             results carry ttft_ms, their first text's time)
 // PF_OPENAI_DIR names the folder the SDK was installed into (mk/serve.mk).
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -41,6 +45,7 @@ async function one(client, { endpoint, body }) {
     const calls = [];
     let calls_in_order = true;
     const marks = { text: '', tokens: 0, drafted: 0 }; // the pocketflash.tokens extension
+    let ttft_ms = null;
     for await (const ch of stream) {
       chunks++;
       for (const t of ch.pocketflash?.tokens ?? []) {
@@ -51,6 +56,7 @@ async function one(client, { endpoint, body }) {
       if (c) {
         const piece = endpoint === 'chat' ? c.delta?.content : c.text;
         if (piece) text += piece;
+        if (piece && ttft_ms === null) ttft_ms = performance.now() - t0;
         if (c.delta?.role) role = c.delta.role;
         for (const t of c.delta?.tool_calls ?? []) {
           if (!calls[t.index]) {
@@ -66,7 +72,7 @@ async function one(client, { endpoint, body }) {
       if (ch.usage) usage = ch.usage;
       if (ch.pocketflash) pocketflash = ch.pocketflash;
     }
-    return { ok: true, text, chunks, finish_reason, usage, pocketflash, role, marks, ms: performance.now() - t0,
+    return { ok: true, text, chunks, finish_reason, usage, pocketflash, role, marks, ms: performance.now() - t0, ttft_ms,
              tool_calls: calls.length ? calls : null, calls_in_order };
   } catch (e) {
     return { ok: false, status: e.status ?? null, error: e.error ?? null, message: String(e.message ?? e) };
@@ -101,6 +107,13 @@ if (mode === 'sdk') {
     return one(clients.get(it.key), it);
   });
   writeFileSync(outPath, JSON.stringify(out));
+} else if (mode === 'burst') {
+  const [inPath, outPath, conc] = args;
+  const items = JSON.parse(readFileSync(inPath, 'utf8'));
+  const client = sdk();
+  const t0 = performance.now();
+  const results = await pool(items, Number(conc ?? 1), (it) => one(client, it));
+  writeFileSync(outPath, JSON.stringify({ wall_ms: performance.now() - t0, results }));
 } else if (mode === 'raw') {
   const [inPath, outPath] = args;
   const out = [];
@@ -155,6 +168,33 @@ if (mode === 'sdk') {
                                                                max_tokens: 4, temperature: 0 } });
   const health = await (await fetch(`${base}/health`)).json();
   writeFileSync(outPath, JSON.stringify({ chunks, after, after_ms: performance.now() - t0, health }));
+} else if (mode === 'vanish') {
+  const [outPath, nStr] = args;
+  const client = sdk();
+  const long = { model: 'm', messages: [{ role: 'user', content: 'Tell a long story.' }], max_tokens: 100000,
+                 temperature: 0, stream: true, ignore_eos: true };
+  const drop = async () => {
+    const stream = await client.chat.completions.create(long);
+    let chunks = 0;
+    for await (const ch of stream) {
+      if (ch.choices[0]?.delta?.content && ++chunks >= 3) break; // leaving the loop aborts the request
+    }
+    return chunks;
+  };
+  const short = one(client, { endpoint: 'chat', body: { model: 'm', messages: [{ role: 'user', content: 'Say hi.' }],
+                                                         max_tokens: 8, temperature: 0 } });
+  const chunks = await Promise.all(Array.from({ length: Number(nStr) }, drop));
+  const during = await short;
+  // the server notices a vanished client at its next token: wait until every place is free
+  let health = null;
+  for (let i = 0; i < 600; i++) {
+    health = await (await fetch(`${base}/health`)).json();
+    if (health.sessions_busy === 0 && health.queued === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const after = await one(client, { endpoint: 'chat', body: { model: 'm', messages: [{ role: 'user', content: 'Say hi.' }],
+                                                               max_tokens: 8, temperature: 0 } });
+  writeFileSync(outPath, JSON.stringify({ chunks, during, after, health }));
 } else if (mode === 'turns') {
   const [outPath] = args;
   const client = sdk();
