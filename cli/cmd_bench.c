@@ -50,6 +50,7 @@ static const char k_usage[] =
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       interleaved repetitions (default 3)\n"
     "  -t N           threads (default: the physical cores, here %d)\n"
+    CLI_LOAD_USAGE
     "  -c N           context size (default 1024)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
@@ -212,7 +213,7 @@ static void write_concurrency_json(FILE *f, const char *model, const pf_conc_opt
 /* bench --concurrency: measured, the table printed (and the JSON written); 0, or 1 (reported). */
 static int run_concurrency(const char *model, const char *tasks, const char *list, const pf_bench_opts *b,
                            int max_prompts, const char *json) {
-    pf_conc_opts o = {.threads = b->threads, .n_ctx = b->n_ctx, .kv_q8 = b->kv_q8, .max_tokens = b->max_tokens,
+    pf_conc_opts o = {.threads = b->threads, .n_ctx = b->n_ctx, .kv_q8 = b->kv_q8, .load = b->load, .max_tokens = b->max_tokens,
                       .n_prompts = max_prompts, .reps = b->reps, .temp = b->temp, .top_k = b->top_k, .top_p = b->top_p,
                       .seed = b->seed, .no_special = b->no_special, .progress = b->progress};
     if (parse_levels(list, &o)) return 1;
@@ -259,7 +260,7 @@ int cmd_bench(int argc, char **argv) {
         CLI_KV("--kv", &o.kv_q8), CLI_FLOAT("--temp", &o.temp, 0, 100), CLI_INT("--top-k", &o.top_k, 0, 1 << 30),
         CLI_FLOAT("--top-p", &o.top_p, 0, 1), CLI_U64("--seed", &o.seed, 0, INT64_MAX),
         CLI_ON_INT("--no-special", &o.no_special), CLI_ON_INT("--structured", &structured),
-        CLI_ON_INT("--print-plan", &print_plan), CLI_STR("--concurrency", &concurrency), CLI_END};
+        CLI_ON_INT("--print-plan", &print_plan), CLI_STR("--concurrency", &concurrency), CLI_LOAD(&o.load), CLI_END};
     int parsed = cli_parse("bench", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");

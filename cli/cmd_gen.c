@@ -29,6 +29,7 @@ static const char k_usage[] =
     "  \"stop\"}; the output is written to a temporary file and renamed when complete.\n"
     "  -n N           max tokens per response (default 256)\n"
     "  -t N           threads (default: the physical cores, here %d)\n"
+    CLI_LOAD_USAGE
     "  -c N           context size (default 2048)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
@@ -355,7 +356,9 @@ int cmd_gen(int argc, char **argv) {
     bool no_special = false;
     long long limit = -1;
     int n_batch = 0;
+    pf_load_params lp = {0};
     const cli_arg args[] = {
+        CLI_LOAD(&lp),
         CLI_STR("-m", &model), CLI_STR("-i", &in), CLI_STR("-o", &out), CLI_STR("-d", &fl.draft),
         CLI_STR("--spec", &fl.spec), CLI_STR("--profile", &fl.profile), CLI_STR("--task", &fl.task),
         CLI_INT("--ngram", &fl.ngram_n, 1, 16), CLI_ON("--print-plan", &fl.print_plan),
@@ -381,7 +384,7 @@ int cmd_gen(int argc, char **argv) {
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
     char err[PF_ERR_LEN];
     pf_model *m = NULL;
-    pf_status st = pf_load_model(model, &m, err);
+    pf_status st = pf_load_model_with(model, &lp, &m, err);
     if (st != PF_OK) return free(schema_text), cli_fail_status(st, err);
     if (fl.print_plan) {
         int prc = cli_spec_params("gen", m, &fl, &gp, &draft);

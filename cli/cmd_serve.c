@@ -31,6 +31,7 @@ static const char k_usage[] =
     "  --queue N        requests that may wait for a session (default 64); beyond: 503\n"
     "  --api-key KEY    every route but /health needs 'Authorization: Bearer KEY' (401 otherwise)\n"
     "  -t N             threads per session (default: the physical cores / --parallel, here %d)\n"
+    CLI_LOAD_USAGE
     "  -c N             context size per session in tokens (default min(4096, model's))\n"
     "  --kv f16|q8      KV cache type (as run)\n"
     "  -n N             max_tokens of a request that gives none (default: until the context is\n"
@@ -59,7 +60,9 @@ int cmd_serve(int argc, char **argv) {
     sv_engine_config ec = {.n_sessions = 1, .queue_max = 64};
     int threads = 0;
     long long seed = -1; /* not given */
+    pf_load_params lp = {0};
     const cli_arg args[] = {
+        CLI_LOAD(&lp),
         CLI_ON("-v", &hc.verbose), CLI_STR("-m", &model_path), CLI_STR("-d", &draft_path), CLI_STR("--host", &hc.host),
         CLI_STR("--alias", &alias), CLI_STR("--api-key", &hc.api_key), CLI_INT("--port", &hc.port, 0, 65535),
         CLI_INT("--parallel", &ec.n_sessions, 1, 64), CLI_INT("--queue", &ec.queue_max, 0, 1 << 20),
@@ -84,7 +87,7 @@ int cmd_serve(int argc, char **argv) {
     sv_engine *e = NULL;
     sv_http *h = NULL;
     pf_model *m = NULL;
-    pf_status st = pf_load_model(model_path, &m, err);
+    pf_status st = pf_load_model_with(model_path, &lp, &m, err);
     if (st != PF_OK) return cli_fail_status(st, err);
     /* a bundle that carries a draft speculates with it, as run does */
     bool bundled = !draft_path && pf_model_bundles_draft(m);

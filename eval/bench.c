@@ -392,7 +392,7 @@ pf_rc pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, ch
     const pf_bench_arm *arms = run_arms(o, &one, &n_arms, err);
     if (!arms) return PF_RC_ARG;
     pf_model *m = NULL;
-    pf_rc rc = pf_model_open(model_path, &m, err);
+    pf_rc rc = (pf_rc)pf_load_model_with(model_path, &o->load, &m, err);
     if (rc != PF_RC_OK) return rc;
     pf_session_params sp = {.n_threads = 1, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = NULL;
@@ -427,8 +427,9 @@ pf_rc pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_
         return PF_RC_ARG;
     }
     pf_model *m = NULL;
-    pf_rc rc = pf_model_open(model_path, &m, err);
+    pf_rc rc = (pf_rc)pf_load_model_with(model_path, &o->load, &m, err);
     if (rc != PF_RC_OK) return rc;
+    r->level = m->opts.level;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     bench_state b = {.o = o, .suite = suite, .r = r, .m = m, .n_arms = n_arms};
     rc = (pf_rc)pf_session_new(m, &sp, &b.s, err);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 
 #include "eval/bench_model.h"
+#include "include/pocketflash.h"
+#include "kernels/cpu.h"
 #include "verify/profile.h"
 #include "eval/tasks.h"
 #include "verify/spec.h"
@@ -32,6 +34,7 @@ typedef struct {
     int threads;
     int64_t n_ctx;
     int kv_q8;        /* 8-bit KV cache (pf_session_params.kv_q8) */
+    pf_load_params load; /* --kernels, --repack, --hugepages */
     int max_tokens;   /* generated tokens per prompt */
     int reps;         /* interleaved repetitions */
     float temp;       /* 0 = greedy */
@@ -105,6 +108,7 @@ typedef struct {
     pf_bench_arm_result arms[PF_BENCH_MAX_ARMS];
     int n_arms;
     char model[256], draft[256];
+    pf_level level;                    /* the kernels the model ran on */
     double compute_start, compute_end; /* pf_probe_compute before and after the run (G fp32 FMA/s) */
     double load_start, load_end;       /* 1-minute load average before and after (a shared machine) */
 } pf_bench_result;

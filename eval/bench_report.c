@@ -73,7 +73,7 @@ void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *
     }
     fprintf(f, "</text>\n<text x=\"10\" y=\"40\" fill=\"#444\" class=\"caption\">");
     svg_text(f, cpu);
-    fprintf(f, ", PF_KERNELS=%s, %d threads, %s</text>\n", pf_level_name(pf_best_level()), o->threads, date);
+    fprintf(f, ", PF_KERNELS=%s, %d threads, %s</text>\n", pf_level_name(r->level), o->threads, date);
     fprintf(f, "<text x=\"10\" y=\"56\" fill=\"#444\" class=\"caption\">");
     if (!arms) fprintf(f, "strategy %s, block %d, ", o->profile ? "profile" : o->spec ? o->spec : "?", r->block);
     fprintf(f, "%s, %d tokens per prompt, %d interleaved repetitions; bar label: tau (tokens per round)</text>\n",
