@@ -43,7 +43,7 @@ static void copy_stats(const pf_decode_stats *d, pf_gen_stats *st) {
     st->ttft_s = d->ttft_s;
     st->decode_s = d->decode_s;
     st->stop = (pf_stop_reason)d->stop;
-    st->strategy = d->strategy;
+    st->drafter = d->strategy;
 }
 
 /* The engine's chat messages of the public ones (the same two strings each). */

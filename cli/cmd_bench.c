@@ -137,7 +137,7 @@ static void print_tables(const pf_bench_result *r) {
     for (int i = 0; i < r->n; i++) {
         const pf_bench_task *t = &r->tasks[i];
         printf("| %s | %s/%d | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->spec, t->block, t->n_prompts,
-               t->ar_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
+               t->plain_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
                pf_spec_tau(&t->st), t->st.drafted ? 100.0 * (double)(t->st.tokens - t->st.rounds) / (double)t->st.drafted : 0.0,
                t->identical < 0 ? "n/a (sampled)" : t->identical ? "yes" : "NO");
     }
@@ -157,7 +157,7 @@ static void print_tables(const pf_bench_result *r) {
         double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
         printf(" | %.0f/%.0f/%.0f/%.0f/%.0f%% | %.0f | %.1f / %.1f ms |\n", 100 * t->st.t_draft / T, 100 * t->st.t_ctx / T,
                100 * t->st.t_verify / T, 100 * t->st.t_accept / T, 100 * (other > 0 ? other : 0) / T, t->prefill_tok_s,
-               t->ttft_ar_ms, t->ttft_spec_ms);
+               t->ttft_plain_ms, t->ttft_spec_ms);
     }
 }
 
@@ -277,7 +277,7 @@ int cmd_bench(int argc, char **argv) {
     char err[PF_ERR_LEN];
     pf_kind kind;
     if (pf_kind_parse(o.spec, &kind, err) < 0) return cli_fail("bench: %s", err);
-    if (kind == PF_KIND_AR) return cli_fail("bench: --spec ar: plain decoding is measured in every run");
+    if (kind == PF_KIND_PLAIN) return cli_fail("bench: --spec ar: plain decoding is measured in every run");
     if (kind != PF_KIND_NGRAM && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     pf_profile prof;
     if (profile_path && !compare) {

@@ -76,7 +76,7 @@ int cmd_demo(int argc, char **argv) {
     printf("|---|---|---|---|---|---|\n");
     for (int i = 0; i < r.n; i++) {
         const pf_bench_task *t = &r.tasks[i];
-        printf("| %s | %.1f | %.1f | %.2fx | %.2f | %s |\n", t->type, t->ar_tok_s.median, t->spec_tok_s.median,
+        printf("| %s | %.1f | %.1f | %.2fx | %.2f | %s |\n", t->type, t->plain_tok_s.median, t->spec_tok_s.median,
                t->speedup.median, pf_spec_tau(&t->st), t->identical ? "yes" : "NO");
     }
     printf("| **overall** (geomean) | | | **%.2fx** | %.2f | %s |\n", r.speedup_geomean, r.tau,

@@ -63,8 +63,8 @@ typedef struct {
 /* One side (under the schemas, or free) of a group of prompts: decode seconds and tokens summed
  * over the repetitions, plain and speculative, and the speculative rounds and their tokens. */
 typedef struct {
-    double ar_s, spec_s;
-    int64_t ar_tok, spec_tok, rounds, round_toks;
+    double plain_s, spec_s;
+    int64_t plain_tok, spec_tok, rounds, round_toks;
 } pf_bench_split_side;
 
 /* A group of a constrained task's prompts (eval/bench_split.h): how many, and both sides. */
@@ -78,10 +78,10 @@ typedef struct {
     char spec[16];
     int block;
     int n_prompts;
-    int64_t ar_tokens, spec_tokens; /* decode tokens per repetition (first excluded) */
-    pf_stat ar_tok_s, spec_tok_s, speedup;
+    int64_t plain_tokens, spec_tokens; /* decode tokens per repetition (first excluded) */
+    pf_stat plain_tok_s, spec_tok_s, speedup;
     pf_spec_stats st; /* rounds of the first repetition */
-    double prefill_tok_s, ttft_ar_ms, ttft_spec_ms;
+    double prefill_tok_s, ttft_plain_ms, ttft_spec_ms;
     int identical; /* 1 yes, 0 no, -1 not checked (sampling) */
     int constrained; /* decoded under each prompt's schema, plain and speculative */
     pf_bench_docs plain_docs, spec_docs;

@@ -187,7 +187,7 @@ typedef struct {
     double decode_s;  /* first generated token to last (speculation work included) */
     pf_stop_reason stop;
     /* Speculation rounds (all zero for plain decoding). */
-    const char *strategy; /* the drafter: "ar", "dflash", "dflash2", "ngram" (static string) */
+    const char *drafter;  /* the drafter: "ar", "dflash", "dflash2", "ngram" (static string) */
     const char *spec;     /* the strategy that ran, pf_gen_params.spec resolved: "ar", "dflash" (a
                              fixed block), "ngram", "dec", "adaptive" or "hybrid" (static string) */
     int block;            /* rows verified per round */

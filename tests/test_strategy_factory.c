@@ -22,7 +22,7 @@ TEST(strategy_factory_defaults_profiles_and_names) {
           p.kind == PF_KIND_DEC && p.block == 16);
     CHECK(plan((pf_strategy_desc){.has_draft = 1, .draft_block = 16}, &p) == 0 && p.kind == PF_KIND_ADAPTIVE &&
           !p.use_prior && p.block == 16);
-    CHECK(plan((pf_strategy_desc){0}, &p) == 0 && p.kind == PF_KIND_AR && p.block == 1);
+    CHECK(plan((pf_strategy_desc){0}, &p) == 0 && p.kind == PF_KIND_PLAIN && p.block == 1);
     CHECK(plan((pf_strategy_desc){.kind = PF_KIND_DFLASH, .block = 5, .has_draft = 1}, &p) == 0 && p.kind == PF_KIND_DFLASH &&
           p.block == 5);
     /* the kind's default block for the draft: fixed at most 4, adaptive the trained block up to the bound */

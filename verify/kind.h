@@ -12,7 +12,7 @@
  * The values are the public pf_spec_kind's, one for one (api/strategy.c asserts it). */
 typedef enum {
     PF_KIND_DEFAULT,
-    PF_KIND_AR,
+    PF_KIND_PLAIN,
     PF_KIND_DFLASH,
     PF_KIND_NGRAM,
     PF_KIND_DEC,

@@ -45,7 +45,7 @@ if mode == "text":
         check(s.stats.rounds == 0 and s.stats.spec == "ar", "plain decoding reported rounds: %r" % s.stats)
         check(plain == spec, "plain %r != speculative %r" % (plain, spec))
         fixed = s.generate(PROMPT, max_tokens=48, draft=d, strategy="dflash", block=3)
-        check(s.stats.block == 3 and s.stats.spec == "dflash" and s.stats.strategy == "dflash2" and fixed == spec,
+        check(s.stats.block == 3 and s.stats.spec == "dflash" and s.stats.drafter == "dflash2" and fixed == spec,
               "dflash block 3: %r, %r" % (fixed, s.stats))
         stopped = s.generate(PROMPT, max_tokens=48, draft=d, on_text=lambda piece: True)
         check(s.stats.stop == "callback" and spec.startswith(stopped), "stop from the callback: %r" % s.stats)
