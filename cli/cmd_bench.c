@@ -277,7 +277,7 @@ int cmd_bench(int argc, char **argv) {
     char err[PF_ERR_LEN];
     pf_kind kind;
     if (pf_kind_parse(o.spec, &kind, err) < 0) return cli_fail("bench: %s", err);
-    if (kind == PF_KIND_PLAIN) return cli_fail("bench: --spec ar: plain decoding is measured in every run");
+    if (kind == PF_KIND_PLAIN) return cli_fail("bench: --spec %s: plain decoding is measured in every run", o.spec);
     if (kind != PF_KIND_NGRAM && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     pf_profile prof;
     if (profile_path && !compare) {

@@ -45,9 +45,9 @@ static const char k_usage[] =
     "                 own markers stay special; default: parsed as special tokens)\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft, a GGUF or a .pfb bundle holding\n"
     "                 one (same output; also -md); a -m bundle's own draft is used without -d\n"
-    "  --spec S       the strategy, as `run --spec`: ar, dflash, ngram, hybrid, dec, adaptive\n"
+    "  --spec S       the strategy, as `run --spec`: plain, dflash, ngram, hybrid, dec, adaptive\n"
     "                 (default with a draft: dflash when --block is given, else dec when the draft\n"
-    "                 has a Dec head, else adaptive; without one: ar)\n"
+    "                 has a Dec head, else adaptive; without one: plain)\n"
     "  --block B      rows verified per round (default: the strategy's, as `run`)\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
@@ -375,7 +375,7 @@ int cmd_gen(int argc, char **argv) {
     if (!model || (!fl.print_plan && (!in || !out))) return cli_fail("gen: -m, -i and -o are required");
     if (log_rounds && !fl.draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");
-    if (n_batch && (fl.draft || (fl.spec && strcmp(fl.spec, "ar")) || fl.block || fl.profile || log_rounds ||
+    if (n_batch && (fl.draft || (fl.spec && strcmp(fl.spec, "plain") && strcmp(fl.spec, "ar")) || fl.block || fl.profile || log_rounds ||
                     schema_path || gp.json_object))
         return cli_fail("gen: --batch decodes plainly: it takes no -d, --spec, --block, --profile, --log-rounds, "
                         "--json-schema or --json");

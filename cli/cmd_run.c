@@ -41,7 +41,7 @@ static const char k_usage[] =
     "                 shorter prefill); written when absent or unusable: the --system block with\n"
     "                 --chat, else the whole prompt minus its last token\n"
     "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
-    "  --spec S       ar (plain, default without a draft), dflash (fixed block), ngram (prompt lookup),\n"
+    "  --spec S       plain (default without a draft; also ar), dflash (fixed block), ngram (prompt lookup),\n"
     "                 hybrid (prompt lookup where the text repeats a pattern of 3+ tokens, dflash\n"
     "                 otherwise; needs -d; fixed block),\n"
     "                 dec (the draft's Dec head decides each round a plain step or how many drafts to\n"

@@ -40,7 +40,7 @@ static pf_rc plain_step(void *state, pf_engine_session *s, int32_t last, int32_t
     return PF_RC_OK;
 }
 
-static pf_strategy k_plain = {.name = "ar", .step = plain_step};
+static pf_strategy k_plain = {.name = "plain", .step = plain_step};
 
 static int is_stop(const pf_tokenizer *t, int32_t id) {
     return id == pf_tokenizer_eot(t) || id == pf_tokenizer_eos(t);

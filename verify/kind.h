@@ -7,7 +7,8 @@
 #include "formats/gguf.h"
 
 /* The strategies by name: "default" (with a draft: dec when it has a Dec head, else adaptive, or
- * dflash when a block is given; without one: plain), "ar" (plain decoding), "dflash" (fixed block),
+ * dflash when a block is given; without one: plain), "plain" (plain decoding; "ar" is taken for it
+ * too), "dflash" (fixed block),
  * "ngram", "dec" (adaptive Dec gating), "adaptive" (the adaptive block without a head), "hybrid".
  * The values are the public pf_spec_kind's, one for one (api/strategy.c asserts it). */
 typedef enum {

@@ -26,7 +26,7 @@ __all__ = ["PocketFlashError", "Model", "Draft", "Session", "Stats", "STRATEGIES
 
 PF_ERR_LEN = 256
 STATUS = ["ok", "io", "format", "arg", "context", "utf8", "oom", "internal", "cancelled"]
-# pf_spec_kind, by the names the CLI's --spec uses ("ar" is plain decoding).
+# pf_spec_kind, by the names the CLI's --spec uses ("ar" is plain decoding's earlier name).
 STRATEGIES = {"default": 0, "plain": 1, "ar": 1, "dflash": 2, "ngram": 3, "dec": 4, "adaptive": 5, "hybrid": 6}
 STOP = ["eot", "length", "context", "callback"]
 
@@ -150,8 +150,8 @@ class Stats:
     def __init__(self, st):
         for name, _ in _GenStats._fields_:
             setattr(self, name, getattr(st, name))
-        self.drafter = st.drafter.decode() if st.drafter else "ar"   # the drafter
-        self.spec = st.spec.decode() if st.spec else "ar"               # the strategy that ran
+        self.drafter = st.drafter.decode() if st.drafter else "plain"   # the drafter
+        self.spec = st.spec.decode() if st.spec else "plain"            # the strategy that ran
         self.stop = STOP[st.stop] if 0 <= st.stop < len(STOP) else str(st.stop)
         # (n_gen - 1) / decode_s: decode_s runs from the first generated token to the last
         self.decode_tok_s = (st.n_gen - 1) / st.decode_s if st.decode_s > 0 and st.n_gen > 1 else 0.0

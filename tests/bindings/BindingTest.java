@@ -35,7 +35,7 @@ public final class BindingTest {
                   && st.spec.equals("dec") && st.drafter.equals("dflash2"),
                   "speculative stats " + st);
             String plain = s.generate(a[2], new PocketFlash.Options().maxTokens(48).strategy(PocketFlash.Strategy.PLAIN), null);
-            check(s.stats().rounds == 0 && s.stats().spec.equals("ar") && plain.equals(gen), "plain decoding: " + plain + " / " + s.stats());
+            check(s.stats().rounds == 0 && s.stats().spec.equals("plain") && plain.equals(gen), "plain decoding: " + plain + " / " + s.stats());
             String stopped = s.generate(a[2], spec, p -> true);
             check(s.stats().stop.equals("callback") && gen.startsWith(stopped), "stop from the callback: " + s.stats());
             chat = s.chat(Arrays.asList("user"), Arrays.asList(a[3]), spec, null);

@@ -79,8 +79,8 @@ public final class PocketFlash {
         public final int nPrompt, nGen, nReused, nCached, block;
         public final double prefillS, ttftS, decodeS, tau, acceptance;
         public final long rounds, roundTokens, drafted, accepted;
-        /** drafter: the drafter ("dflash2", "ngram", "ar"); spec: the strategy that ran ("dec",
-         *  "adaptive", "dflash", "ngram", "ar") */
+        /** drafter: the drafter ("dflash2", "ngram", "plain"); spec: the strategy that ran ("dec",
+         *  "adaptive", "dflash", "ngram", "plain") */
         public final String drafter, spec, stop;
         /** decode tokens per second as pocketflash run prints it: (nGen - 1) / decodeS */
         public final double decodeTokPerS;
