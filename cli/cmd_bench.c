@@ -220,7 +220,8 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
     char err[PF_ERR_LEN];
     pf_task_suite suite;
     pf_conc_result r;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_rc trc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    if (trc != PF_RC_OK) return cli_fail_kind(pf_api_status(trc), "%s", err);
     int failed = pf_bench_concurrency(model, &suite, &o, &r, err) < 0;
     pf_tasks_free(&suite);
     if (failed) return cli_fail("bench: %s", err);
@@ -302,7 +303,8 @@ int cmd_bench(int argc, char **argv) {
     pf_task_suite suite;
     pf_bench_result r;
     pf_rc brc = PF_RC_OK;
-    int failed = pf_tasks_load(tasks, max_prompts, &suite, err) < 0;
+    brc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    int failed = brc != PF_RC_OK ? 2 : 0; /* exits with the kind of what failed, as the run does */
     if (!failed && structured && pf_tasks_add_constrained(&suite, err) < 0) {
         pf_tasks_free(&suite);
         failed = 1;

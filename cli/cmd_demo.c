@@ -55,7 +55,8 @@ int cmd_demo(int argc, char **argv) {
     if (!model || !o.draft_path) return cli_fail("demo: -m TARGET.gguf and -d DRAFT.gguf are required");
     char err[PF_ERR_LEN], target_name[256], draft_name[256];
     pf_task_suite suite;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_rc lrc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    if (lrc != PF_RC_OK) return cli_fail_kind(pf_api_status(lrc), "%s", err);
     if (suite.n == 0) {
         pf_tasks_free(&suite);
         return cli_fail("demo: %s: no task files (<type>.jsonl)", tasks);

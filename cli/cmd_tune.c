@@ -117,7 +117,8 @@ int cmd_tune(int argc, char **argv) {
     if (parse_blocks(blocks, &o, err)) return 1;
     if (o.bench.n_ctx < o.depth + 80) o.bench.n_ctx = o.depth + 80;
     pf_task_suite suite;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_rc lrc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    if (lrc != PF_RC_OK) return cli_fail_kind(pf_api_status(lrc), "%s", err);
     pf_tune_result r;
     pf_rc trc = pf_tune_run(model, &suite, &o, &r, err);
     if (trc != PF_RC_OK) {
