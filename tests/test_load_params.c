@@ -18,11 +18,7 @@
 /* A tiny Q8_0 model (a type the x86 kernels read packed), made once by `pocketflash synth`. */
 static const char *q8_model(void) {
     static char path[300];
-    if (*path) return path;
-    snprintf(path, sizeof path, "%s/load-q8.gguf", pf_test_tmpdir());
-    char cmd[600], o[4096], e[4096];
-    snprintf(cmd, sizeof cmd, "synth --shape tiny --type q8_0 -o %s", path);
-    if (RUN_CLI(cmd, o, e) != 0) printf("    synth failed: %s\n", e);
+    if (!*path) test_cli_synth_tiny("q8_0", "load-q8.gguf", path, sizeof path);
     return path;
 }
 
