@@ -46,7 +46,7 @@ void pf_api_copy_stats(const pf_decode_stats *d, pf_gen_stats *st) {
     st->ttft_s = d->ttft_s;
     st->decode_s = d->decode_s;
     st->stop = (pf_stop_reason)d->stop;
-    st->strategy = d->strategy;
+    st->drafter = d->strategy;
 }
 
 /* The engine's chat messages of the public ones (the same two strings each). */

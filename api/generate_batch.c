@@ -131,7 +131,7 @@ static void seq_done(void *feed, const pf_seq_request *r, pf_rc rc, const pf_dec
     pf_gen_stats st;
     memset(&st, 0, sizeof st);
     pf_api_copy_stats(ds, &st);
-    st.spec = "ar";
+    st.spec = "plain";
     pf_status status = pf_api_status(rc);
     char why[PF_ERR_LEN];
     if (q->cancel && rc == PF_RC_OK) {

@@ -19,13 +19,47 @@ void pf_gen_params_default(pf_gen_params *p) {
     p->stop_at_eot = true;
 }
 
-pf_status pf_load_model(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
+/* One of pf_load_params' toggles over the environment's default. */
+static bool load_toggle(int v, bool env_default) { return v > 0 ? true : v < 0 ? false : env_default; }
+
+static pf_status load_opts(const pf_load_params *p, pf_load_opts *o, char err[PF_ERR_LEN]) {
+    *o = pf_load_opts_env();
+    if (!p) return PF_OK;
+    if (p->kernels) {
+        int level = pf_level_parse(p->kernels);
+        if (level < 0) {
+            char names[64];
+            pf_level_names(names, sizeof names);
+            snprintf(err, PF_ERR_LEN, "kernels: '%s' is not one of this build's levels (%s)", p->kernels, names);
+            return PF_ERR_ARG;
+        }
+        o->level = pf_level_at_most((pf_level)level);
+    }
+    const int toggles[2] = {p->repack, p->hugepages};
+    for (int i = 0; i < 2; i++)
+        if (toggles[i] < -1 || toggles[i] > 1) {
+            snprintf(err, PF_ERR_LEN, "%s: %d is not 1 (on), -1 (off) or 0 (the default)", i ? "hugepages" : "repack",
+                     toggles[i]);
+            return PF_ERR_ARG;
+        }
+    o->repack = load_toggle(p->repack, o->repack);
+    o->hugepages = load_toggle(p->hugepages, o->hugepages);
+    return PF_OK;
+}
+
+pf_status pf_load_model_with(const char *path, const pf_load_params *p, pf_model **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     if (!path) {
         snprintf(err, PF_ERR_LEN, "pf_load_model: no path");
         return PF_ERR_ARG;
     }
-    return pf_api_status(pf_model_open(path, out, err));
+    pf_load_opts o;
+    pf_status st = load_opts(p, &o, err);
+    return st != PF_OK ? st : pf_api_status(pf_model_open_with(path, &o, out, err));
+}
+
+pf_status pf_load_model(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
+    return pf_load_model_with(path, NULL, out, err);
 }
 void pf_free_model(pf_model *m) { pf_model_free(m); }
 

@@ -32,7 +32,7 @@ void pf_api_spec_free(api_spec *a) {
     free(a);
 }
 
-_Static_assert(PF_KIND_DEFAULT == (int)PF_SPEC_DEFAULT && PF_KIND_AR == (int)PF_SPEC_PLAIN &&
+_Static_assert(PF_KIND_DEFAULT == (int)PF_SPEC_DEFAULT && PF_KIND_PLAIN == (int)PF_SPEC_PLAIN &&
                    PF_KIND_DFLASH == (int)PF_SPEC_DFLASH && PF_KIND_NGRAM == (int)PF_SPEC_NGRAM &&
                    PF_KIND_DEC == (int)PF_SPEC_DEC && PF_KIND_ADAPTIVE == (int)PF_SPEC_ADAPTIVE &&
                    PF_KIND_HYBRID == (int)PF_SPEC_HYBRID,
@@ -77,7 +77,7 @@ pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char er
 pf_status pf_api_plain(const pf_gen_params *p, bool *plain, char err[PF_ERR_LEN]) {
     pf_strategy_plan plan;
     pf_status rc = plan_of(p, &plan, err);
-    *plain = rc == PF_OK && plan.kind == PF_KIND_AR;
+    *plain = rc == PF_OK && plan.kind == PF_KIND_PLAIN;
     return rc;
 }
 
@@ -93,7 +93,7 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, 
     pf_strategy_plan plan;
     pf_status rc = plan_of(p, &plan, err);
     if (rc == PF_OK) c->kind = pf_kind_name(plan.kind);
-    if (rc != PF_OK || plan.kind == PF_KIND_AR) return rc;
+    if (rc != PF_OK || plan.kind == PF_KIND_PLAIN) return rc;
     if (!s->spec && !(s->spec = calloc(1, sizeof *s->spec))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         return PF_ERR_OOM;

@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include "draft/block.h"
+#include "kernels/cpu.h"
 #include "verify/kind.h"
 
 #include <errno.h>
@@ -120,6 +121,26 @@ bool cli_draft_head(const char *flag, const char *s, int *out) {
     return true;
 }
 
+bool cli_on_off(const char *flag, const char *s, int *out) {
+    if (!strcmp(s, "on") || !strcmp(s, "off")) {
+        *out = s[1] == 'n' ? 1 : -1;
+        return true;
+    }
+    cli_fail("%s: '%s' is not on or off", flag, s);
+    return false;
+}
+
+bool cli_kernels(const char *flag, const char *s, const char **out) {
+    if (pf_level_parse(s) >= 0) {
+        *out = s;
+        return true;
+    }
+    char names[64];
+    pf_level_names(names, sizeof names);
+    cli_fail("%s: '%s' is not one of this build's kernel levels (%s)", flag, s, names);
+    return false;
+}
+
 bool cli_kv(const char *flag, const char *s, int *q8) {
     if (!strcmp(s, "f16") || !strcmp(s, "q8")) {
         *q8 = s[0] == 'q';
@@ -208,6 +229,8 @@ static bool take_value(const cli_arg *e, const char *flag, const char *argv_flag
     case CLI_ARG_DRAFT_MAX: return cli_draft_max(argv_flag, v, e->to.i);
     case CLI_ARG_DRAFT_HEAD: return cli_draft_head(flag, v, e->to.i);
     case CLI_ARG_KV: return cli_kv(flag, v, e->to.i);
+    case CLI_ARG_ON_OFF: return cli_on_off(flag, v, e->to.i);
+    case CLI_ARG_KERNELS: return cli_kernels(flag, v, e->to.s);
     case CLI_ARG_FLOAT:
     case CLI_ARG_DOUBLE:
         if (!cli_float(flag, v, e->flo, e->fhi, &fv)) return false;

@@ -31,6 +31,10 @@ bool cli_float(const char *flag, const char *s, double lo, double hi, double *ou
 bool cli_draft_head(const char *flag, const char *s, int *out);
 /* --kv f16|q8: *q8 = 0 or 1. */
 bool cli_kv(const char *flag, const char *s, int *q8);
+/* on|off: *out = 1 or -1 (pf_load_params' toggles). */
+bool cli_on_off(const char *flag, const char *s, int *out);
+/* --kernels LEVEL: a kernel level this build has (pf_level_name's names). */
+bool cli_kernels(const char *flag, const char *s, const char **out);
 /* The flag name a command knows for FLAG: llama.cpp's one-to-one spellings (--model, -md,
  * --n-predict, --ctx-size, --threads, -s, --draft, ...) map to ours, anything else is returned as is. */
 const char *cli_alias(const char *flag);
@@ -65,6 +69,8 @@ typedef enum {
     CLI_ARG_DRAFT_MAX,  /* int: cli_draft_max      */
     CLI_ARG_DRAFT_HEAD, /* int: cli_draft_head     */
     CLI_ARG_KV,         /* int: cli_kv             */
+    CLI_ARG_ON_OFF,     /* int: cli_on_off         */
+    CLI_ARG_KERNELS,    /* const char *: cli_kernels */
     CLI_ARG_POS,        /* const char *[hi]: the arguments that are not flags, in order */
     CLI_ARG_LIST,       /* const char *[hi]: a flag given up to hi times, its values in order */
 } cli_arg_kind;
@@ -102,6 +108,18 @@ typedef struct {
 #define CLI_DRAFT_MAX(flag, p) {(flag), CLI_ARG_DRAFT_MAX, {.i = (p)}, 0, 0, 0, 0}
 #define CLI_DRAFT_HEAD(flag, p) {(flag), CLI_ARG_DRAFT_HEAD, {.i = (p)}, 0, 0, 0, 0}
 #define CLI_KV(flag, p) {(flag), CLI_ARG_KV, {.i = (p)}, 0, 0, 0, 0}
+#define CLI_ON_OFF(flag, p) {(flag), CLI_ARG_ON_OFF, {.i = (p)}, 0, 0, 0, 0}
+#define CLI_KERNELS(flag, p) {(flag), CLI_ARG_KERNELS, {.s = (p)}, 0, 0, 0, 0}
+/* The flags of every command that loads a model, into a pf_load_params *lp (docs/cli.md#loading):
+ * --kernels LEVEL, --repack on|off, --hugepages on|off. */
+#define CLI_LOAD_USAGE                                                                                   \
+    "  --kernels LEVEL  the most capable kernel level to use (scalar, avx2, avxvnni, avx512; ARM64:\n"  \
+    "                 neon, dotprod, i8mm), at most what the CPU has (default: PF_KERNELS, else the best)\n" \
+    "  --repack on|off  packed copies of the quantized matrices for the kernels that read them\n"          \
+    "                 (default on; PF_REPACK=0: off)\n"                                                  \
+    "  --hugepages on|off  the packed copies in transparent huge pages (default on; PF_HUGEPAGES=0: off)\n"
+#define CLI_LOAD(lp) CLI_KERNELS("--kernels", &(lp)->kernels), CLI_ON_OFF("--repack", &(lp)->repack), \
+                     CLI_ON_OFF("--hugepages", &(lp)->hugepages)
 /* Positional arguments into arr[0..max) (NULL-initialised by the caller); one more is an error. */
 #define CLI_POS(arr, max) {"", CLI_ARG_POS, {.s = (arr)}, 0, (max), 0, 0}
 /* A repeatable flag's values into arr[0..max) (NULL-initialised by the caller). */

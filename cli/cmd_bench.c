@@ -50,6 +50,7 @@ static const char k_usage[] =
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       interleaved repetitions (default 3)\n"
     "  -t N           threads (default: the physical cores, here %d)\n"
+    CLI_LOAD_USAGE
     "  -c N           context size (default 1024)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
@@ -137,7 +138,7 @@ static void print_tables(const pf_bench_result *r) {
     for (int i = 0; i < r->n; i++) {
         const pf_bench_task *t = &r->tasks[i];
         printf("| %s | %s/%d | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->spec, t->block, t->n_prompts,
-               t->ar_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
+               t->plain_tok_s.median, t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi,
                pf_spec_tau(&t->st), t->st.drafted ? 100.0 * (double)(t->st.tokens - t->st.rounds) / (double)t->st.drafted : 0.0,
                t->identical < 0 ? "n/a (sampled)" : t->identical ? "yes" : "NO");
     }
@@ -157,7 +158,7 @@ static void print_tables(const pf_bench_result *r) {
         double other = t->st.t_total - t->st.t_draft - t->st.t_ctx - t->st.t_verify - t->st.t_accept;
         printf(" | %.0f/%.0f/%.0f/%.0f/%.0f%% | %.0f | %.1f / %.1f ms |\n", 100 * t->st.t_draft / T, 100 * t->st.t_ctx / T,
                100 * t->st.t_verify / T, 100 * t->st.t_accept / T, 100 * (other > 0 ? other : 0) / T, t->prefill_tok_s,
-               t->ttft_ar_ms, t->ttft_spec_ms);
+               t->ttft_plain_ms, t->ttft_spec_ms);
     }
 }
 
@@ -215,14 +216,15 @@ static void write_concurrency_json(FILE *f, const char *model, const pf_conc_opt
 /* bench --concurrency: measured, the table printed (and the JSON written); 0, or 1 (reported). */
 static int run_concurrency(const char *model, const char *tasks, const char *list, const pf_bench_opts *b,
                            int max_prompts, const char *json) {
-    pf_conc_opts o = {.threads = b->threads, .n_ctx = b->n_ctx, .kv_q8 = b->kv_q8, .max_tokens = b->max_tokens,
+    pf_conc_opts o = {.threads = b->threads, .n_ctx = b->n_ctx, .kv_q8 = b->kv_q8, .load = b->load, .max_tokens = b->max_tokens,
                       .n_prompts = max_prompts, .reps = b->reps, .temp = b->temp, .top_k = b->top_k, .top_p = b->top_p,
                       .seed = b->seed, .no_special = b->no_special, .progress = b->progress};
     if (parse_levels(list, &o)) return 1;
     char err[PF_ERR_LEN];
     pf_task_suite suite;
     pf_conc_result r;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_rc trc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    if (trc != PF_RC_OK) return cli_fail_kind(pf_api_status(trc), "%s", err);
     int failed = pf_bench_concurrency(model, &suite, &o, &r, err) < 0;
     pf_tasks_free(&suite);
     if (failed) return cli_fail("bench: %s", err);
@@ -262,7 +264,7 @@ int cmd_bench(int argc, char **argv) {
         CLI_KV("--kv", &o.kv_q8), CLI_FLOAT("--temp", &o.temp, 0, 100), CLI_INT("--top-k", &o.top_k, 0, 1 << 30),
         CLI_FLOAT("--top-p", &o.top_p, 0, 1), CLI_U64("--seed", &o.seed, 0, INT64_MAX),
         CLI_ON_INT("--no-special", &o.no_special), CLI_ON_INT("--structured", &structured),
-        CLI_ON_INT("--print-plan", &print_plan), CLI_STR("--concurrency", &concurrency), CLI_END};
+        CLI_ON_INT("--print-plan", &print_plan), CLI_STR("--concurrency", &concurrency), CLI_LOAD(&o.load), CLI_END};
     int parsed = cli_parse("bench", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
@@ -279,7 +281,7 @@ int cmd_bench(int argc, char **argv) {
     char err[PF_ERR_LEN];
     pf_kind kind;
     if (pf_kind_parse(o.spec, &kind, err) < 0) return cli_fail("bench: %s", err);
-    if (kind == PF_KIND_AR) return cli_fail("bench: --spec ar: plain decoding is measured in every run");
+    if (kind == PF_KIND_PLAIN) return cli_fail("bench: --spec %s: plain decoding is measured in every run", o.spec);
     if (kind != PF_KIND_NGRAM && !o.draft_path && !compare) return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o.spec);
     pf_profile prof;
     if (profile_path && !compare) {
@@ -304,7 +306,8 @@ int cmd_bench(int argc, char **argv) {
     pf_task_suite suite;
     pf_bench_result r;
     pf_rc brc = PF_RC_OK;
-    int failed = pf_tasks_load(tasks, max_prompts, &suite, err) < 0;
+    brc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    int failed = brc != PF_RC_OK ? 2 : 0; /* exits with the kind of what failed, as the run does */
     if (!failed && structured && pf_tasks_add_constrained(&suite, err) < 0) {
         pf_tasks_free(&suite);
         failed = 1;

@@ -22,6 +22,7 @@ static const char k_usage[] =
     "  cache in L2, once per repetition: on a shared machine it drifts like the bandwidth) and peak\n"
     "  resident memory.\n"
     "  -t N         threads (default 2)\n"
+    CLI_LOAD_USAGE
     "  --kv f16|q8  KV cache type (default f16; q8: 8-bit keys and values, SIMD kernels only)\n"
     "  --depth D    context depth of the c(B) measurements (default 512)\n"
     "  --reps R     interleaved repetitions (default 5)\n"
@@ -113,16 +114,17 @@ int cmd_bench_model(int argc, char **argv) {
     pf_bench_model_opts o = {.threads = 2, .reps = 5, .inner = 3, .depths = {0, 512, 2048}, .n_depths = 3,
                              .blocks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, .n_blocks = 16, .cb_depth = 512,
                              .prefill_tokens = 512, .bandwidth_mib = 1024, .progress = 1};
+    pf_load_params lp = {0};
     const cli_arg args[] = {CLI_STR("-m", &path), CLI_STR("--json", &json), CLI_INT("-t", &o.threads, 1, 256),
                             CLI_INT("--depth", &o.cb_depth, 0, 1 << 20), CLI_INT("--bw-mib", &o.bandwidth_mib, 1, 1 << 16),
                             CLI_KV("--kv", &o.kv_q8), CLI_INT("--reps", &o.reps, 1, 255), CLI_ON_INT("--ops", &o.ops),
-                            CLI_END};
+                            CLI_LOAD(&lp), CLI_END};
     int parsed = cli_parse("bench-model", argc, argv, args, 0);
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!path) return cli_fail("bench-model: missing -m MODEL.gguf");
     char err[PF_ERR_LEN];
     pf_model *m = NULL;
-    pf_status st = pf_load_model(path, &m, err);
+    pf_status st = pf_load_model_with(path, &lp, &m, err);
     if (st != PF_OK) return cli_fail_status(st, err);
     pf_bench_model_result r;
     pf_rc brc = pf_bench_model(m, &o, &r, err);
@@ -130,7 +132,7 @@ int cmd_bench_model(int argc, char **argv) {
         pf_model_free(m);
         return cli_fail_kind(pf_api_status(brc), "bench-model: %s", err);
     }
-    const char *level = pf_level_name(pf_best_level());
+    const char *level = pf_level_name(m->opts.level);
     print_measures(path, level, &o, &r);
     if (o.ops) print_ops(&o, &r);
     int rc = json ? write_json(json, path, level, &o, &r) : 0;

@@ -26,6 +26,7 @@ static const char k_usage[] =
     "  -n N           tokens generated per prompt (default 64)\n"
     "  --reps R       interleaved repetitions (default 2)\n"
     "  -t N           threads (default: the physical cores, here %d)\n"
+    CLI_LOAD_USAGE
     "  -c N           context size (default 1024)\n";
 
 /* "general.name (TYPE)" of a GGUF, e.g. "pf-target (Pocket-shape stand-in)", or the path. */
@@ -48,13 +49,14 @@ int cmd_demo(int argc, char **argv) {
     const cli_arg args[] = {CLI_STR("-m", &model), CLI_STR("-d", &o.draft_path), CLI_STR("--tasks", &tasks),
                             CLI_INT("--prompts", &max_prompts, 1, 48), CLI_INT("-n", &o.max_tokens, 2, 1 << 16),
                             CLI_INT("--reps", &o.reps, 1, 255), CLI_INT("-t", &o.threads, 1, 256),
-                            CLI_I64("-c", &o.n_ctx, 16, 1 << 24), CLI_END};
+                            CLI_I64("-c", &o.n_ctx, 16, 1 << 24), CLI_LOAD(&o.load), CLI_END};
     int parsed = cli_parse("demo", argc, argv, args, CLI_PARSE_ALIASES);
     if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model || !o.draft_path) return cli_fail("demo: -m TARGET.gguf and -d DRAFT.gguf are required");
     char err[PF_ERR_LEN], target_name[256], draft_name[256];
     pf_task_suite suite;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_rc lrc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    if (lrc != PF_RC_OK) return cli_fail_kind(pf_api_status(lrc), "%s", err);
     if (suite.n == 0) {
         pf_tasks_free(&suite);
         return cli_fail("demo: %s: no task files (<type>.jsonl)", tasks);
@@ -70,12 +72,12 @@ int cmd_demo(int argc, char **argv) {
     printf("\n%s + %s\n", target_name, draft_name);
     printf("%d threads, %s kernels, greedy, %d tokens per prompt, %d prompts per task, %d interleaved repetitions, "
            "strategy %s/%d\n\n",
-           o.threads, pf_level_name(pf_best_level()), o.max_tokens, max_prompts, o.reps, r.tasks[0].spec, r.block);
+           o.threads, pf_level_name(r.level), o.max_tokens, max_prompts, o.reps, r.tasks[0].spec, r.block);
     printf("| task | plain tok/s | speculative tok/s | speedup | tau | identical |\n");
     printf("|---|---|---|---|---|---|\n");
     for (int i = 0; i < r.n; i++) {
         const pf_bench_task *t = &r.tasks[i];
-        printf("| %s | %.1f | %.1f | %.2fx | %.2f | %s |\n", t->type, t->ar_tok_s.median, t->spec_tok_s.median,
+        printf("| %s | %.1f | %.1f | %.2fx | %.2f | %s |\n", t->type, t->plain_tok_s.median, t->spec_tok_s.median,
                t->speedup.median, pf_spec_tau(&t->st), t->identical ? "yes" : "NO");
     }
     printf("| **overall** (geomean) | | | **%.2fx** | %.2f | %s |\n", r.speedup_geomean, r.tau,

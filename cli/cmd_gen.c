@@ -29,6 +29,7 @@ static const char k_usage[] =
     "  \"stop\"}; the output is written to a temporary file and renamed when complete.\n"
     "  -n N           max tokens per response (default 256)\n"
     "  -t N           threads (default: the physical cores, here %d)\n"
+    CLI_LOAD_USAGE
     "  -c N           context size (default 2048)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
@@ -44,9 +45,9 @@ static const char k_usage[] =
     "                 own markers stay special; default: parsed as special tokens)\n"
     "  -d DRAFT.gguf  decode speculatively with this DFlash draft, a GGUF or a .pfb bundle holding\n"
     "                 one (same output; also -md); a -m bundle's own draft is used without -d\n"
-    "  --spec S       the strategy, as `run --spec`: ar, dflash, ngram, hybrid, dec, adaptive\n"
+    "  --spec S       the strategy, as `run --spec`: plain, dflash, ngram, hybrid, dec, adaptive\n"
     "                 (default with a draft: dflash when --block is given, else dec when the draft\n"
-    "                 has a Dec head, else adaptive; without one: ar)\n"
+    "                 has a Dec head, else adaptive; without one: plain)\n"
     "  --block B      rows verified per round (default: the strategy's, as `run`)\n"
     "  --draft-max N  llama.cpp's spelling: N tokens drafted per round, i.e. --block N+1\n"
     "  --ngram N      longest pattern the ngram draft matches (default 3)\n"
@@ -355,7 +356,9 @@ int cmd_gen(int argc, char **argv) {
     bool no_special = false;
     long long limit = -1;
     int n_batch = 0;
+    pf_load_params lp = {0};
     const cli_arg args[] = {
+        CLI_LOAD(&lp),
         CLI_STR("-m", &model), CLI_STR("-i", &in), CLI_STR("-o", &out), CLI_STR("-d", &fl.draft),
         CLI_STR("--spec", &fl.spec), CLI_STR("--profile", &fl.profile), CLI_STR("--task", &fl.task),
         CLI_INT("--ngram", &fl.ngram_n, 1, 16), CLI_ON("--print-plan", &fl.print_plan),
@@ -372,7 +375,7 @@ int cmd_gen(int argc, char **argv) {
     if (!model || (!fl.print_plan && (!in || !out))) return cli_fail("gen: -m, -i and -o are required");
     if (log_rounds && !fl.draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");
-    if (n_batch && (fl.draft || (fl.spec && strcmp(fl.spec, "ar")) || fl.block || fl.profile || log_rounds ||
+    if (n_batch && (fl.draft || (fl.spec && strcmp(fl.spec, "plain") && strcmp(fl.spec, "ar")) || fl.block || fl.profile || log_rounds ||
                     schema_path || gp.json_object))
         return cli_fail("gen: --batch decodes plainly: it takes no -d, --spec, --block, --profile, --log-rounds, "
                         "--json-schema or --json");
@@ -381,7 +384,7 @@ int cmd_gen(int argc, char **argv) {
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
     char err[PF_ERR_LEN];
     pf_model *m = NULL;
-    pf_status st = pf_load_model(model, &m, err);
+    pf_status st = pf_load_model_with(model, &lp, &m, err);
     if (st != PF_OK) return free(schema_text), cli_fail_status(st, err);
     if (fl.print_plan) {
         int prc = cli_spec_params("gen", m, &fl, &gp, &draft);

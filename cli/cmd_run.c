@@ -23,6 +23,7 @@ static const char k_usage[] =
     "  -n N           tokens to generate (default 128)\n"
     "  -c N           context size in tokens (default min(4096, model's))\n"
     "  -t N           threads (default: the physical cores, here %d)\n"
+    CLI_LOAD_USAGE
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
     "  --chat         wrap the prompt in the model's chat template, ChatML (stops at <|im_end|>)\n"
@@ -40,7 +41,7 @@ static const char k_usage[] =
     "                 shorter prefill); written when absent or unusable: the --system block with\n"
     "                 --chat, else the whole prompt minus its last token\n"
     "speculative decoding (output identical to plain decoding; same distribution when sampling):\n"
-    "  --spec S       ar (plain, default without a draft), dflash (fixed block), ngram (prompt lookup),\n"
+    "  --spec S       plain (default without a draft; also ar), dflash (fixed block), ngram (prompt lookup),\n"
     "                 hybrid (prompt lookup where the text repeats a pattern of 3+ tokens, dflash\n"
     "                 otherwise; needs -d; fixed block),\n"
     "                 dec (the draft's Dec head decides each round a plain step or how many drafts to\n"
@@ -118,7 +119,9 @@ int cmd_run(int argc, char **argv) {
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     pf_session_params sp = {.n_threads = pf_physical_cores(), .n_ctx = 0};
+    pf_load_params lp = {0};
     const cli_arg args[] = {
+        CLI_LOAD(&lp),
         CLI_ON("--chat", &gp.chat), CLI_ON("--no-special", &gp.no_special), CLI_OFF("--ignore-eos", &gp.stop_at_eot),
         CLI_ON("--stats", &show_stats), CLI_ON("--json", &gp.json_object), CLI_STR("-d", &fl.draft),
         CLI_STR("--profile", &fl.profile), CLI_STR("--task", &fl.task), CLI_STR("--spec", &fl.spec),
@@ -153,7 +156,7 @@ int cmd_run(int argc, char **argv) {
     pf_model *m = NULL;
     pf_session *s = NULL;
     pf_draft *draft = NULL;
-    pf_status r = pf_load_model(model_path, &m, err);
+    pf_status r = pf_load_model_with(model_path, &lp, &m, err);
     if (r != PF_OK) { rc = cli_fail_status(r, err); goto done; }
     if ((rc = cli_spec_params("run", m, &fl, &gp, &draft))) goto done;
     if (fl.print_plan) { rc = cli_print_plan(&gp); goto done; }

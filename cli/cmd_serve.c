@@ -35,6 +35,7 @@ static const char k_usage[] =
     "  --api-key KEY    every route but /health needs 'Authorization: Bearer KEY' (401 otherwise)\n"
     "  -t N             threads per session and of the batch (default: the physical cores /\n"
     "                   --parallel per session, here %d; the batch every physical core)\n"
+    CLI_LOAD_USAGE
     "  -c N             context size per session in tokens (default min(4096, model's))\n"
     "  --kv f16|q8      KV cache type (as run)\n"
     "  -n N             max_tokens of a request that gives none (default: until the context is\n"
@@ -64,7 +65,9 @@ int cmd_serve(int argc, char **argv) {
     int threads = 0;
     bool no_batch = false;
     long long seed = -1; /* not given */
+    pf_load_params lp = {0};
     const cli_arg args[] = {
+        CLI_LOAD(&lp),
         CLI_ON("-v", &hc.verbose), CLI_ON("--no-batch", &no_batch), CLI_STR("-m", &model_path), CLI_STR("-d", &draft_path), CLI_STR("--host", &hc.host),
         CLI_STR("--alias", &alias), CLI_STR("--api-key", &hc.api_key), CLI_INT("--port", &hc.port, 0, 65535),
         CLI_INT("--parallel", &ec.n_sessions, 1, 64), CLI_INT("--queue", &ec.queue_max, 0, 1 << 20),
@@ -92,7 +95,7 @@ int cmd_serve(int argc, char **argv) {
     sv_engine *e = NULL;
     sv_http *h = NULL;
     pf_model *m = NULL;
-    pf_status st = pf_load_model(model_path, &m, err);
+    pf_status st = pf_load_model_with(model_path, &lp, &m, err);
     if (st != PF_OK) return cli_fail_status(st, err);
     /* a bundle that carries a draft speculates with it, as run does */
     bool bundled = !draft_path && pf_model_bundles_draft(m);

@@ -23,6 +23,7 @@ static const char k_usage[] =
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       repetitions of the final measurement (default 3)\n"
     "  -t N           threads (default 2)\n"
+    CLI_LOAD_USAGE
     "  -c N           context size (default 1024)\n"
     "  --kv f16|q8    KV cache: f16 (default) or 8-bit keys and values with per-row scales (half\n"
     "                 the memory and the bytes attention reads; slightly less exact; SIMD kernels only)\n"
@@ -108,7 +109,7 @@ int cmd_tune(int argc, char **argv) {
                             CLI_INT("-n", &o.bench.max_tokens, 2, 1 << 16), CLI_INT("--prompts", &max_prompts, 1, 1 << 20),
                             CLI_INT("--reps", &o.bench.reps, 1, 255), CLI_INT("-t", &o.bench.threads, 1, 256),
                             CLI_DRAFT_HEAD("--draft-head", &o.bench.draft_head), CLI_KV("--kv", &o.bench.kv_q8),
-                            CLI_I64("-c", &o.bench.n_ctx, 16, 1 << 24), CLI_END};
+                            CLI_I64("-c", &o.bench.n_ctx, 16, 1 << 24), CLI_LOAD(&o.bench.load), CLI_END};
     int parsed = cli_parse("tune", argc, argv, args, 0);
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!model || !tasks || !out) return cli_fail("tune: -m, --tasks and -o are required");
@@ -116,7 +117,8 @@ int cmd_tune(int argc, char **argv) {
     if (parse_blocks(blocks, &o, err)) return 1;
     if (o.bench.n_ctx < o.depth + 80) o.bench.n_ctx = o.depth + 80;
     pf_task_suite suite;
-    if (pf_tasks_load(tasks, max_prompts, &suite, err) < 0) return cli_fail("%s", err);
+    pf_rc lrc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    if (lrc != PF_RC_OK) return cli_fail_kind(pf_api_status(lrc), "%s", err);
     pf_tune_result r;
     pf_rc trc = pf_tune_run(model, &suite, &o, &r, err);
     if (trc != PF_RC_OK) {

@@ -235,7 +235,7 @@ static bool job_batchable(const sv_engine *e, sv_job *j) {
     pf_gen_params gp;
     job_params(e, j, &gp);
     char plan[96], err[PF_ERR_LEN];
-    return pf_gen_plan(&gp, plan, sizeof plan, err) == PF_OK && !strncmp(plan, "ar ", 3);
+    return pf_gen_plan(&gp, plan, sizeof plan, err) == PF_OK && !strncmp(plan, "plain ", 6);
 }
 
 /* A session (index: the pool's, n_sessions for the batch) takes the job: true when it is to be

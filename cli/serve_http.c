@@ -82,7 +82,7 @@ static void put_usage(sv_buf *b, const sv_job *j) {
 static void put_stats(sv_buf *b, const sv_job *j) {
     const pf_gen_stats *s = &j->stats;
     sv_puts(b, "\"strategy\":");
-    const char *name = s->strategy ? s->strategy : "ar", *spec = s->spec ? s->spec : "ar";
+    const char *name = s->drafter ? s->drafter : "plain", *spec = s->spec ? s->spec : "plain";
     sv_put_jstr(b, name, strlen(name));
     sv_puts(b, ",\"spec\":");
     sv_put_jstr(b, spec, strlen(spec));

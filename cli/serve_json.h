@@ -53,7 +53,7 @@ typedef struct {
     int n_stop;
     bool stream;
     bool ignore_eos; /* extension (llama.cpp's field): do not stop at the end-of-turn token */
-    /* extension: per-request strategy ("spec": ar|dflash|ngram|hybrid|dec|adaptive|default,
+    /* extension: per-request strategy ("spec": plain (or ar)|dflash|ngram|hybrid|dec|adaptive|default,
      * "block": 2..64), resolved by the library as every front end's (sv_gen_strategy) */
     bool has_spec;
     pf_spec_kind spec;

@@ -18,7 +18,7 @@ int cli_spec_params(const char *cmd, const pf_model *m, const cli_spec_flags *fl
     p->profile = fl->profile;
     p->task = fl->task;
     /* plain decoding and the lookup never read a draft; a bundled one is used when it is there */
-    if (kind == PF_KIND_AR || kind == PF_KIND_NGRAM || (!fl->draft && !pf_model_bundles_draft(m))) return 0;
+    if (kind == PF_KIND_PLAIN || kind == PF_KIND_NGRAM || (!fl->draft && !pf_model_bundles_draft(m))) return 0;
     pf_status st = pf_load_draft(m, fl->draft, draft, err);
     if (st != PF_OK) return cli_fail_status(st, err);
     p->draft = *draft;

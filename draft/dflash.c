@@ -364,7 +364,7 @@ static pf_rc read_own_head(pf_dflash *d, const gguf_file *f, const gguf_tensor *
         snprintf(err, PF_ERR_LEN, "%s: tensor 'd2t': expected I64 of %lld entries (one per row of output.weight)", f->path,
                  (long long)Vd);
     } else if ((rc = head_row_ids(f, d2t, Vd, V, ids, err)) == PF_RC_OK &&
-               dflash_head_rows(&d->base_head, &w, NULL, ids, (int)Vd, err) < 0) {
+               dflash_head_rows(&d->base_head, &w, NULL, ids, (int)Vd, &d->target->opts, err) < 0) {
         rc = PF_RC_OOM; /* its only failure: allocation and packing */
     }
     free(ids);
@@ -488,7 +488,7 @@ static int pack_weights(pf_dflash *d, const gguf_file *f, char *err) {
     ws[n++] = &d->fc;
     for (int l = 0; l < d->hp.n_layer; l++) n += layer_matrices(&d->layers[l], d->version, ws + n);
     for (int i = 0; i < n; i++) rel[i] = f->mapped;
-    int rc = pf_weights_pack(ws, rel, n, &d->packed_store, &d->packed_map_len, err);
+    int rc = pf_weights_pack(ws, rel, n, &d->target->opts, &d->packed_store, &d->packed_map_len, err);
     free(ws), free(rel);
     return rc;
 }

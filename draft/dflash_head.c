@@ -16,9 +16,8 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* A head of n rows: row i is row src_rows[i] of `out` (NULL: row i) and scores token ids[i]. */
 int dflash_head_rows(head_subset *h, const pf_weight *out, const int32_t *src_rows, const int32_t *ids, int n,
-                     char err[PF_ERR_LEN]) {
+                     const pf_load_opts *o, char err[PF_ERR_LEN]) {
     memset(h, 0, sizeof *h);
     h->ids = malloc((size_t)n * sizeof *h->ids);
     h->rows = malloc((size_t)n * out->row_bytes);
@@ -34,7 +33,7 @@ int dflash_head_rows(head_subset *h, const pf_weight *out, const int32_t *src_ro
     h->w = (pf_weight){h->rows, out->type, n, out->cols, out->row_bytes, NULL};
     pf_weight *w = &h->w;
     bool rel = false;
-    if (pf_weights_pack(&w, &rel, 1, &h->packed, &h->map, err) < 0) {
+    if (pf_weights_pack(&w, &rel, 1, o, &h->packed, &h->map, err) < 0) {
         dflash_head_free(h);
         return -1;
     }
@@ -52,7 +51,7 @@ int dflash_head_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR
     }
     memcpy(ids, d->head_rank, (size_t)n * sizeof *ids);
     qsort(ids, (size_t)n, sizeof *ids, cmp_i32);
-    int rc = dflash_head_rows(h, &d->target->output, ids, ids, n, err);
+    int rc = dflash_head_rows(h, &d->target->output, ids, ids, n, &d->target->opts, err);
     free(ids);
     return rc;
 }

@@ -96,9 +96,10 @@ struct pf_dflash_state {
 
 
 void dflash_head_free(head_subset *h);
-/* A head of n rows: row i is row src_rows[i] of `out` (NULL: row i) and scores token ids[i]. */
+/* A head of n rows: row i is row src_rows[i] of `out` (NULL: row i) and scores token ids[i],
+ * packed as o says (the target's pf_load_opts). */
 int dflash_head_rows(head_subset *h, const pf_weight *out, const int32_t *src_rows, const int32_t *ids, int n,
-                     char err[PF_ERR_LEN]);
+                     const pf_load_opts *o, char err[PF_ERR_LEN]);
 /* The head over d's n most frequent tokens (1 <= n <= n_head_rank), ids ascending so that ties
  * resolve as in the full head. */
 int dflash_head_build(head_subset *h, const pf_dflash *d, int n, char err[PF_ERR_LEN]);

@@ -54,7 +54,7 @@ pf_dflash_state *pf_dflash_state_new(const pf_dflash *d, int64_t n_ctx, pf_pool 
     if (!s) goto oom;
     s->d = d;
     s->sub = d->base_head.n ? &d->base_head : NULL;
-    s->k = k ? k : pf_kernels_best();
+    s->k = k ? k : pf_kernels_get(d->target->opts.level);
     s->pool = pool;
     s->kv = pf_kv_new(&d->hp, n_ctx, PF_KV_F16);
     if (!s->kv || pf_dist_init(&s->dist, d->hp.n_vocab) < 0) goto oom;

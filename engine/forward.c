@@ -31,7 +31,7 @@ pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_ker
     pf_ctx *c = calloc(1, sizeof *c);
     if (!c) goto oom;
     c->model = m;
-    c->k = k ? k : pf_kernels_best();
+    c->k = k ? k : pf_kernels_get(m->opts.level);
     c->max_rows = PF_CHUNK_ROWS;
     c->pool = pf_pool_create(n_threads < 1 ? 1 : n_threads);
     c->kv = pf_kv_new(hp, n_ctx, PF_KV_F16);

@@ -25,7 +25,7 @@ typedef struct pf_ctx {
     double *op_s;
 } pf_ctx;
 
-/* n_threads >= 1; k NULL selects the best kernels for this CPU. NULL (with err) only when out of
+/* n_threads >= 1; k NULL selects the model's kernels (m->opts.level). NULL (with err) only when out of
  * memory. */
 pf_ctx *pf_ctx_new(const pf_model *m, int64_t n_ctx, int n_threads, const pf_kernels *k,
                    char err[PF_ERR_LEN]);

@@ -29,7 +29,7 @@ static int32_t pick(pf_engine_session *s, float *logits) {
 }
 
 /* Plain autoregressive decoding: one target row per step. */
-static pf_rc ar_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, int *n_out,
+static pf_rc plain_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, int *n_out,
                      char err[PF_ERR_LEN]) {
     (void)state;
     (void)cap;
@@ -41,7 +41,7 @@ static pf_rc ar_step(void *state, pf_engine_session *s, int32_t last, int32_t *o
     return PF_RC_OK;
 }
 
-static pf_strategy k_ar = {.name = "ar", .step = ar_step};
+static pf_strategy k_plain = {.name = "plain", .step = plain_step};
 
 static int is_stop(const pf_tokenizer *t, int32_t id) {
     return id == pf_tokenizer_eot(t) || id == pf_tokenizer_eos(t);
@@ -294,7 +294,7 @@ static void finish(gen_run *g, pf_rc rc) {
 /* Prefill, the decode loop, finish: one exit. stats are written when the decode loop ran. */
 static pf_rc generate_run(pf_engine_session *s, const int32_t *prompt, int n_prompt, int save_len, const gen_call *call,
                           pf_decode_token_fn on_token, void *user, char err[PF_ERR_LEN]) {
-    pf_strategy *strat = call->strategy ? call->strategy : &k_ar;
+    pf_strategy *strat = call->strategy ? call->strategy : &k_plain;
     gen_run g = {.s = s, .strat = strat, .prompt = prompt, .n_prompt = n_prompt, .save_len = save_len, .p = call->p,
                  .on_token = on_token, .user = user, .st = {.n_prompt = n_prompt, .strategy = strat->name}};
     pf_rc rc = check_request(&g, err);

@@ -104,7 +104,7 @@ static int admit(batch_run *b, char err[PF_ERR_LEN]) {
             sl->n_fed = 0;
             sl->t_first = 0;
             sl->t0 = pf_now_s();
-            sl->st = (pf_decode_stats){.n_prompt = sl->req.n_prompt, .stop = PF_END_LENGTH, .strategy = "ar"};
+            sl->st = (pf_decode_stats){.n_prompt = sl->req.n_prompt, .stop = PF_END_LENGTH, .strategy = "plain"};
             sl->sampling = (pf_sampling){sl->req.p.temp, sl->req.p.top_k, sl->req.p.top_p};
             pf_rng_seed(&sl->rng, sl->req.p.seed);
             pf_kv_truncate(sl->kv, 0);

@@ -44,6 +44,7 @@ pf_rc pf_model_from_gguf(gguf_file *f, int own_file, pf_model **out, char err[PF
     if (!m) return PF_RC_OOM;
     m->file = f;
     m->own_file = own_file;
+    m->opts = pf_load_opts_env();
     pf_hparams *hp = &m->hp;
     pf_rc rc = PF_RC_FORMAT; /* every check below is of the file, but the allocations */
     if (read_hparams(f, hp, err) < 0) goto fail;
@@ -120,14 +121,20 @@ static pf_rc load_file(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
     return PF_RC_OK;
 }
 
-pf_rc pf_model_open(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
+pf_rc pf_model_open_with(const char *path, const pf_load_opts *o, pf_model **out, char err[PF_ERR_LEN]) {
     pf_rc rc = load_file(path, out, err);
+    if (rc == PF_RC_OK) (*out)->opts = *o;
     if (rc == PF_RC_OK && pf_model_pack_weights(*out, err) < 0) { /* its only failure: memory */
         pf_model_free(*out);
         *out = NULL;
         return PF_RC_OOM;
     }
     return rc;
+}
+
+pf_rc pf_model_open(const char *path, pf_model **out, char err[PF_ERR_LEN]) {
+    const pf_load_opts o = pf_load_opts_env();
+    return pf_model_open_with(path, &o, out, err);
 }
 
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]) {

@@ -8,6 +8,7 @@
 
 #include "engine/hparams.h"
 #include "formats/gguf.h"
+#include "engine/weight_pack.h"
 #include "kernels/kernels.h"
 
 typedef struct pf_tokenizer pf_tokenizer;
@@ -34,6 +35,7 @@ typedef struct pf_model {
     pfb_bundle *bundle;
     void *packed_store; /* the weights' packed copies (pf_model_pack_weights), or NULL */
     size_t packed_map_len; /* for pf_weights_free */
+    pf_load_opts opts;     /* its kernels and weight layout; its drafts follow them */
 } pf_model;
 
 /* Load a qwen3-architecture GGUF, or the target of a .pfb bundle (recognised by its magic, not
@@ -41,9 +43,12 @@ typedef struct pf_model {
  * wrong shape or type; for a bundle also the section). PF_RC_OK, or with err PF_RC_IO (the path
  * cannot be opened or mapped), PF_RC_FORMAT (truncated, malformed, unsupported), PF_RC_OOM. */
 pf_rc pf_model_open(const char *path, pf_model **out, char err[PF_ERR_LEN]);
+/* pf_model_open with the kernels and weight layout of o rather than the environment's. */
+pf_rc pf_model_open_with(const char *path, const pf_load_opts *o, pf_model **out, char err[PF_ERR_LEN]);
 /* pf_model_open for callers that need no kind (tools, tests): NULL with err. */
 pf_model *pf_model_load(const char *path, char err[PF_ERR_LEN]);
-/* Build a model over an already parsed file into *out; takes ownership of f when own_file.
+/* Build a model over an already parsed file into *out (the environment's pf_load_opts, its
+ * weights not packed yet); takes ownership of f when own_file.
  * PF_RC_OK, or PF_RC_FORMAT / PF_RC_OOM with err. */
 pf_rc pf_model_from_gguf(gguf_file *f, int own_file, pf_model **out, char err[PF_ERR_LEN]);
 void pf_model_free(pf_model *m);
@@ -51,7 +56,7 @@ void pf_model_free(pf_model *m);
  * no draft is named). */
 bool pf_model_bundles_draft(const pf_model *m);
 /* Give every weight matrix the fast kernels can read packed (kernels.h) a packed copy, made
- * once (pf_model_load does this; nothing is packed when the environment has PF_REPACK=0;
+ * once (pf_model_open does this; nothing is packed when its opts.repack is off;
  * engine/weight_pack.h). Where the file is
  * mapped, the pages of the originals are handed back to the OS (they are re-read from the file
  * if anything reads them again), so resident memory does not double. Returns -1 (err set) when

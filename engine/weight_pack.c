@@ -24,11 +24,10 @@ static void release_pages(const void *p, size_t n) {
 /* size bytes, 2 MiB aligned, asking the kernel for transparent huge pages: the weights are
  * streamed once per token, and with 4 KiB pages the TLB misses (two-level page walks under a
  * hypervisor) cost a large part of the memory bandwidth. *map_len is the mapping's length for
- * pf_weights_free, 0 where it fell back to aligned_alloc (or PF_HUGEPAGES=0). */
-void *pf_weights_alloc(size_t size, size_t *map_len) {
-    const char *env = getenv("PF_HUGEPAGES");
+ * pf_weights_free, 0 where it fell back to aligned_alloc (or !hugepages). */
+void *pf_weights_alloc(size_t size, bool hugepages, size_t *map_len) {
     *map_len = 0;
-    if (!(env && !strcmp(env, "0"))) {
+    if (hugepages) {
         size_t len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
         uint8_t *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p != MAP_FAILED) {
@@ -49,17 +48,26 @@ void pf_weights_free(void *p, size_t map_len) {
     else free(p);
 }
 
-int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **store_out, size_t *map_len,
-                    char err[PF_ERR_LEN]) {
+static bool env_off(const char *name) {
+    const char *env = getenv(name);
+    return env && !strcmp(env, "0");
+}
+
+pf_load_opts pf_load_opts_env(void) {
+    return (pf_load_opts){pf_best_level(), !env_off("PF_REPACK"), !env_off("PF_HUGEPAGES")};
+}
+
+int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, const pf_load_opts *o, void **store_out,
+                    size_t *map_len, char err[PF_ERR_LEN]) {
     *store_out = NULL;
     *map_len = 0;
-    const char *env = getenv("PF_REPACK");
-    if (env && !strcmp(env, "0")) return 0; /* packing off (comparisons): the GGUF layout is read */
+    if (!o->repack) return 0; /* packing off (comparisons): the GGUF layout is read */
+    const pf_kernels *k = pf_kernels_get(o->level);
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        if (pf_pack_wanted(ws[i]->type)) total += (pf_packed_bytes(ws[i]) + 63) & ~(size_t)63;
+        if (pf_pack_wanted(k, ws[i]->type)) total += (pf_packed_bytes(ws[i]) + 63) & ~(size_t)63;
     if (total == 0) return 0;
-    uint8_t *store = pf_weights_alloc(total, map_len);
+    uint8_t *store = pf_weights_alloc(total, o->hugepages, map_len);
     if (!store) {
         snprintf(err, PF_ERR_LEN, "out of memory for %zu bytes of packed weights", total);
         return -1;
@@ -67,7 +75,7 @@ int pf_weights_pack(pf_weight *const *ws, const bool *release, int n, void **sto
     uint8_t *p = store;
     for (int i = 0; i < n; i++) {
         pf_weight *w = ws[i];
-        if (!pf_pack_wanted(w->type)) continue;
+        if (!pf_pack_wanted(k, w->type)) continue;
         pf_pack_weight(w, p);
         w->packed = p;
         p += (pf_packed_bytes(w) + 63) & ~(size_t)63;
@@ -94,7 +102,7 @@ int pf_model_pack_weights(pf_model *m, char err[PF_ERR_LEN]) {
     }
     /* when tied, output is a view of tok_embd whose rows the embedding lookup keeps reading */
     rel[n] = m->file->mapped && !m->tied, ws[n++] = &m->output;
-    rc = pf_weights_pack(ws, rel, n, &m->packed_store, &m->packed_map_len, err);
+    rc = pf_weights_pack(ws, rel, n, &m->opts, &m->packed_store, &m->packed_map_len, err);
 done:
     free(ws);
     free(rel);

@@ -187,7 +187,7 @@ typedef struct {
     int32_t ***prompts;  /* [type][prompt] token ids */
     int **np;            /* their lengths */
     tokbuf out[PF_BENCH_MAX_ARMS + 1]; /* [0] plain, then each arm's output of a prompt */
-    double *ar_t, *sp_t; /* [type][rep] / [arm][type][rep]: decode seconds, tokens */
+    double *plain_t, *sp_t; /* [type][rep] / [arm][type][rep]: decode seconds, tokens */
     pf_bench_record rec; /* per prompt, for the constrained tasks' split */
     int done, total;     /* prompts measured, for the progress bar */
 } bench_state;
@@ -249,7 +249,7 @@ static pf_rc run_prompt(bench_state *b, int rep, int t, int i, type_times *tt, c
                                              j ? pf_spec_strategy(spec) : NULL, collect, &b->out[j], &gs, err);
         if (rc != PF_RC_OK) return rc;
         size_t idx = j ? (((size_t)(j - 1) * n_types + t) * o->reps + rep) * 2 : ((size_t)t * o->reps + rep) * 2;
-        double *acc = j ? b->sp_t : b->ar_t;
+        double *acc = j ? b->sp_t : b->plain_t;
         acc[idx] += gs.decode_s;
         acc[idx + 1] += gs.n_gen > 1 ? gs.n_gen - 1 : 0;
         tt->prefill_s += gs.prefill_s;
@@ -288,7 +288,7 @@ static pf_rc measure(bench_state *b, char err[PF_ERR_LEN]) {
             for (int k = 0; k < b->n_arms; k++) {
                 pf_bench_task *bt = &b->r->arms[k].tasks[t];
                 bt->prefill_tok_s = tt.prefill_s > 0 ? (double)tt.prefill_tok / tt.prefill_s : 0;
-                bt->ttft_ar_ms = 1e3 * tt.ttft_a / n;
+                bt->ttft_plain_ms = 1e3 * tt.ttft_a / n;
                 bt->ttft_spec_ms = 1e3 * tt.ttft_s[k] / n;
             }
         }
@@ -309,13 +309,13 @@ static void summarize_arm(const bench_state *b, int k) {
         int n = o->reps < 256 ? o->reps : 256;
         for (int rep = 0; rep < n; rep++) {
             size_t ia = ((size_t)t * o->reps + rep) * 2, is = (((size_t)k * suite->n + t) * o->reps + rep) * 2;
-            va[rep] = b->ar_t[ia] > 0 ? b->ar_t[ia + 1] / b->ar_t[ia] : 0;
+            va[rep] = b->plain_t[ia] > 0 ? b->plain_t[ia + 1] / b->plain_t[ia] : 0;
             vs[rep] = b->sp_t[is] > 0 ? b->sp_t[is + 1] / b->sp_t[is] : 0;
             vr[rep] = va[rep] > 0 ? vs[rep] / va[rep] : 0;
         }
-        bt->ar_tokens = (int64_t)b->ar_t[((size_t)t * o->reps) * 2 + 1];
+        bt->plain_tokens = (int64_t)b->plain_t[((size_t)t * o->reps) * 2 + 1];
         bt->spec_tokens = (int64_t)b->sp_t[(((size_t)k * suite->n + t) * o->reps) * 2 + 1];
-        pf_stat_summarize(va, n, &bt->ar_tok_s);
+        pf_stat_summarize(va, n, &bt->plain_tok_s);
         pf_stat_summarize(vs, n, &bt->spec_tok_s);
         pf_stat_summarize(vr, n, &bt->speedup);
         logsum += log(bt->speedup.median > 0 ? bt->speedup.median : 1e-9);
@@ -357,9 +357,9 @@ static pf_rc make_arms(bench_state *b, const pf_bench_arm *arms, bench_drafters 
         b->out[k].cap = b->o->max_tokens;
         if (!(b->out[k].toks = malloc((size_t)b->out[k].cap * sizeof(int32_t)))) goto oom;
     }
-    b->ar_t = calloc((size_t)suite->n * b->o->reps * 2, sizeof(double));
+    b->plain_t = calloc((size_t)suite->n * b->o->reps * 2, sizeof(double));
     b->sp_t = calloc((size_t)b->n_arms * suite->n * b->o->reps * 2, sizeof(double));
-    if (b->ar_t && b->sp_t && pf_bench_record_init(&b->rec, suite, b->n_arms, b->o->max_tokens) == 0) return PF_RC_OK;
+    if (b->plain_t && b->sp_t && pf_bench_record_init(&b->rec, suite, b->n_arms, b->o->max_tokens) == 0) return PF_RC_OK;
 oom:
     snprintf(err, PF_ERR_LEN, "out of memory");
     return PF_RC_OOM;
@@ -376,7 +376,7 @@ static void bench_state_free(bench_state *b) {
     free(b->prompts);
     free(b->np);
     for (int k = 0; k <= PF_BENCH_MAX_ARMS; k++) free(b->out[k].toks);
-    free(b->ar_t);
+    free(b->plain_t);
     free(b->sp_t);
     pf_bench_record_free(&b->rec);
     if (b->specs)
@@ -398,7 +398,7 @@ pf_rc pf_bench_plans(const char *model_path, const pf_bench_opts *o, FILE *f, ch
     const pf_bench_arm *arms = run_arms(o, &one, &n_arms, err);
     if (!arms) return PF_RC_ARG;
     pf_model *m = NULL;
-    pf_rc rc = pf_model_open(model_path, &m, err);
+    pf_rc rc = (pf_rc)pf_load_model_with(model_path, &o->load, &m, err);
     if (rc != PF_RC_OK) return rc;
     pf_session_params sp = {.n_threads = 1, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     pf_session *s = NULL;
@@ -433,8 +433,9 @@ pf_rc pf_bench_run(const char *model_path, const pf_task_suite *suite, const pf_
         return PF_RC_ARG;
     }
     pf_model *m = NULL;
-    pf_rc rc = pf_model_open(model_path, &m, err);
+    pf_rc rc = (pf_rc)pf_load_model_with(model_path, &o->load, &m, err);
     if (rc != PF_RC_OK) return rc;
+    r->level = m->opts.level;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     bench_state b = {.o = o, .suite = suite, .r = r, .m = m, .n_arms = n_arms};
     rc = (pf_rc)pf_session_new(m, &sp, &b.s, err);

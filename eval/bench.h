@@ -7,6 +7,8 @@
 #include <stdio.h>
 
 #include "eval/bench_model.h"
+#include "include/pocketflash.h"
+#include "kernels/cpu.h"
 #include "verify/profile.h"
 #include "eval/tasks.h"
 #include "verify/spec.h"
@@ -32,6 +34,7 @@ typedef struct {
     int threads;
     int64_t n_ctx;
     int kv_q8;        /* 8-bit KV cache (pf_session_params.kv_q8) */
+    pf_load_params load; /* --kernels, --repack, --hugepages */
     int max_tokens;   /* generated tokens per prompt */
     int reps;         /* interleaved repetitions */
     float temp;       /* 0 = greedy */
@@ -60,8 +63,8 @@ typedef struct {
 /* One side (under the schemas, or free) of a group of prompts: decode seconds and tokens summed
  * over the repetitions, plain and speculative, and the speculative rounds and their tokens. */
 typedef struct {
-    double ar_s, spec_s;
-    int64_t ar_tok, spec_tok, rounds, round_toks;
+    double plain_s, spec_s;
+    int64_t plain_tok, spec_tok, rounds, round_toks;
 } pf_bench_split_side;
 
 /* A group of a constrained task's prompts (eval/bench_split.h): how many, and both sides. */
@@ -75,10 +78,10 @@ typedef struct {
     char spec[16];
     int block;
     int n_prompts;
-    int64_t ar_tokens, spec_tokens; /* decode tokens per repetition (first excluded) */
-    pf_stat ar_tok_s, spec_tok_s, speedup;
+    int64_t plain_tokens, spec_tokens; /* decode tokens per repetition (first excluded) */
+    pf_stat plain_tok_s, spec_tok_s, speedup;
     pf_spec_stats st; /* rounds of the first repetition */
-    double prefill_tok_s, ttft_ar_ms, ttft_spec_ms;
+    double prefill_tok_s, ttft_plain_ms, ttft_spec_ms;
     int identical; /* 1 yes, 0 no, -1 not checked (sampling) */
     int constrained; /* decoded under each prompt's schema, plain and speculative */
     pf_bench_docs plain_docs, spec_docs;
@@ -117,6 +120,7 @@ typedef struct {
     pf_bench_arm_result arms[PF_BENCH_MAX_ARMS];
     int n_arms;
     char model[256], draft[256];
+    pf_level level;                    /* the kernels the model ran on */
     double compute_start, compute_end; /* pf_probe_compute before and after the run (G fp32 FMA/s) */
     double load_start, load_end;       /* 1-minute load average before and after (a shared machine) */
 } pf_bench_result;

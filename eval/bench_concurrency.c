@@ -169,8 +169,8 @@ int pf_bench_concurrency(const char *model_path, const pf_task_suite *suite, con
         snprintf(err, PF_ERR_LEN, "--concurrency needs at least one level and 1..255 repetitions");
         return -1;
     }
-    pf_model *m = pf_model_load(model_path, err);
-    if (!m) return -1;
+    pf_model *m = NULL;
+    if (pf_load_model_with(model_path, &o->load, &m, err) != PF_OK) return -1;
     pf_session_params sp = {.n_threads = o->threads, .n_ctx = o->n_ctx, .kv_q8 = o->kv_q8};
     conc_run c = {.o = o};
     conc_out *ref = NULL, *out = NULL;

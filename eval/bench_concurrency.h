@@ -8,12 +8,14 @@
 
 #include "eval/bench_model.h"
 #include "eval/tasks.h"
+#include "include/pocketflash.h"
 
 typedef struct {
     int levels[PF_BENCH_MAX], n_levels; /* sequences at a time; 1 is the one-sequence path */
     int threads;
     int64_t n_ctx;
     int kv_q8;
+    pf_load_params load; /* --kernels, --repack, --hugepages */
     int max_tokens; /* generated tokens per prompt (end of turn ignored, so every level does the same work) */
     int n_prompts;  /* prompts taken from the suite, its types in turn */
     int reps;       /* interleaved repetitions */

@@ -195,7 +195,7 @@ static pf_rc prepare(bench_run *b, pf_bench_model_result *r, char *err) {
         /* the same kind of memory as the packed weights (huge pages where the kernel gives them);
          * read once per repetition, next to the decode measurements, since this machine's
          * bandwidth drifts between runs */
-        b->bw_array = pf_weights_alloc(b->bw_words * sizeof *b->bw_array, &b->bw_map);
+        b->bw_array = pf_weights_alloc(b->bw_words * sizeof *b->bw_array, b->c->model->opts.hugepages, &b->bw_map);
         if (!b->bw_array) {
             snprintf(err, PF_ERR_LEN, "out of memory for the %d MiB bandwidth array", o->bandwidth_mib);
             return PF_RC_OOM;

@@ -73,7 +73,7 @@ void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *
     }
     fprintf(f, "</text>\n<text x=\"10\" y=\"40\" fill=\"#444\" class=\"caption\">");
     svg_text(f, cpu);
-    fprintf(f, ", PF_KERNELS=%s, %d threads, %s</text>\n", pf_level_name(pf_best_level()), o->threads, date);
+    fprintf(f, ", PF_KERNELS=%s, %d threads, %s</text>\n", pf_level_name(r->level), o->threads, date);
     fprintf(f, "<text x=\"10\" y=\"56\" fill=\"#444\" class=\"caption\">");
     if (!arms) fprintf(f, "strategy %s, block %d, ", o->profile ? "profile" : o->spec ? o->spec : "?", r->block);
     fprintf(f, "%s, %d tokens per prompt, %d interleaved repetitions; bar label: tau (tokens per round)</text>\n",
@@ -109,7 +109,7 @@ static double forced_share(const pf_spec_stats *st) { return st->tokens ? (doubl
 
 /* A split side's speedup (per-token decode times summed over its prompts and repetitions) and tau. */
 static double side_speedup(const pf_bench_split_side *d) {
-    return d->ar_tok > 0 && d->spec_s > 0 && d->spec_tok > 0 ? (d->ar_s / (double)d->ar_tok) / (d->spec_s / (double)d->spec_tok)
+    return d->plain_tok > 0 && d->spec_s > 0 && d->spec_tok > 0 ? (d->plain_s / (double)d->plain_tok) / (d->spec_s / (double)d->spec_tok)
                                                              : 0;
 }
 static double side_tau(const pf_bench_split_side *d) { return d->rounds ? (double)d->round_toks / (double)d->rounds : 0; }
@@ -175,8 +175,8 @@ void pf_bench_write_json(FILE *f, const pf_bench_result *r, const pf_bench_opts 
                    "\"tau\": %.4f, \"ar_tok_s\": %.3f, \"spec_tok_s\": %.3f, \"identical\": %s, \"rounds\": %lld, "
                    "\"prefill_tok_s\": %.1f, \"ttft_ar_ms\": %.2f, \"ttft_spec_ms\": %.2f, \"accepted_hist\": [",
                 i ? "," : "", t->type, t->spec, t->block, t->n_prompts, t->speedup.median, t->speedup.lo, t->speedup.hi, pf_spec_tau(&t->st),
-                t->ar_tok_s.median, t->spec_tok_s.median, t->identical < 0 ? "null" : t->identical ? "true" : "false",
-                (long long)t->st.rounds, t->prefill_tok_s, t->ttft_ar_ms, t->ttft_spec_ms);
+                t->plain_tok_s.median, t->spec_tok_s.median, t->identical < 0 ? "null" : t->identical ? "true" : "false",
+                (long long)t->st.rounds, t->prefill_tok_s, t->ttft_plain_ms, t->ttft_spec_ms);
         for (int a = 0; a < t->block; a++) fprintf(f, "%s%lld", a ? ", " : "", (long long)t->st.hist[a]);
         fprintf(f, "], \"acceptance_by_position\": [");
         for (int k = 0; k < t->block - 1; k++)
@@ -213,7 +213,7 @@ void pf_bench_write_compare_json(FILE *f, const pf_bench_result *r, const pf_ben
                "\"compute_gfma_s\": [%.2f, %.2f], \"load\": [%.2f, %.2f],\n \"plain_tok_s\": {",
             r->model, r->draft, o->threads, o->temp, o->max_tokens, o->reps, r->compute_start, r->compute_end, r->load_start,
             r->load_end);
-    for (int i = 0; i < r->n; i++) fprintf(f, "%s\"%s\": %.3f", i ? ", " : "", r->tasks[i].type, r->tasks[i].ar_tok_s.median);
+    for (int i = 0; i < r->n; i++) fprintf(f, "%s\"%s\": %.3f", i ? ", " : "", r->tasks[i].type, r->tasks[i].plain_tok_s.median);
     fprintf(f, "},\n \"strategies\": [");
     for (int k = 0; k < r->n_arms; k++) {
         const pf_bench_arm_result *ar = &r->arms[k];
@@ -245,7 +245,7 @@ void pf_bench_print_compare(const pf_bench_result *r) {
     printf(" **overall** (geomean) | tau | rows verified (mean) | plain steps | identical |\n|---|");
     for (int i = 0; i < r->n; i++) printf("---|");
     printf("---|---|---|---|---|\n| plain tok/s |");
-    for (int i = 0; i < r->n; i++) printf(" %.1f |", r->tasks[i].ar_tok_s.median);
+    for (int i = 0; i < r->n; i++) printf(" %.1f |", r->tasks[i].plain_tok_s.median);
     printf(" | | | | |\n");
     for (int k = 0; k < r->n_arms; k++) {
         const pf_bench_arm_result *ar = &r->arms[k];
@@ -274,7 +274,7 @@ void pf_bench_print_structured(const pf_bench_result *r) {
     for (int k = 0; k < r->n_arms; k++)
         for (int i = 0; i < r->n; i++) {
             const pf_bench_task *t = &r->arms[k].tasks[i];
-            printf("| %s | %s | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f |", r->arms[k].name, t->type, t->ar_tok_s.median,
+            printf("| %s | %s | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f |", r->arms[k].name, t->type, t->plain_tok_s.median,
                    t->spec_tok_s.median, t->speedup.median, t->speedup.lo, t->speedup.hi, pf_spec_tau(&t->st));
             if (!t->constrained) {
                 printf(" | | |\n");

@@ -53,8 +53,8 @@ static int same_plain(const pf_bench_record *rec, int a, int b, int i) {
 }
 
 static void add_side(pf_bench_split_side *d, const pf_bench_prompt_sum *plain, const pf_bench_prompt_sum *spec) {
-    d->ar_s += plain->s;
-    d->ar_tok += plain->toks;
+    d->plain_s += plain->s;
+    d->plain_tok += plain->toks;
     d->spec_s += spec->s;
     d->spec_tok += spec->toks;
     d->rounds += spec->rounds;

@@ -1,6 +1,7 @@
 #include "eval/tasks.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,25 +67,26 @@ static int add_prompt(pf_task_type *t, const pf_json *rec, char *schema, int max
     return p->id && p->lang && p->prompt ? 0 : -1;
 }
 
-static int load_file(const char *path, int max_per_type, pf_task_suite *s, char err[PF_ERR_LEN]) {
+static pf_rc load_file(const char *path, int max_per_type, pf_task_suite *s, char err[PF_ERR_LEN]) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, PF_ERR_LEN, "%.200s: cannot open", path);
-        return -1;
+        snprintf(err, PF_ERR_LEN, "%.200s: cannot open: %s", path, strerror(errno));
+        return PF_RC_IO;
     }
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int lineno = 0, rc = 0;
+    int lineno = 0;
+    pf_rc rc = PF_RC_OK;
     while ((len = getline(&line, &cap, f)) > 0) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (len == 0) continue;
         char jerr[PF_ERR_LEN];
         pf_json_doc *doc = pf_json_parse(line, (size_t)len, jerr);
-        if (!doc) {
+        if (!doc) { /* a line is small: the parser's failure is the line's */
             snprintf(err, PF_ERR_LEN, "%.120s:%d: %.120s", path, lineno, jerr);
-            rc = -1;
+            rc = PF_RC_FORMAT;
             break;
         }
         const pf_json *rec = pf_json_root(doc), *type = pf_json_get(rec, "type"), *prompt = pf_json_get(rec, "prompt");
@@ -92,18 +94,18 @@ static int load_file(const char *path, int max_per_type, pf_task_suite *s, char 
             pf_json_free(doc);
             if (lineno == 1) break; /* not a task file (e.g. token id dumps) */
             snprintf(err, PF_ERR_LEN, "%.160s:%d: a record needs string fields \"type\" and \"prompt\"", path, lineno);
-            rc = -1;
+            rc = PF_RC_FORMAT;
             break;
         }
         char *schema;
         if (pf_task_schema_text(rec, line, (size_t)len, &schema) < 0) {
             snprintf(err, PF_ERR_LEN, "%.160s:%d: \"schema\" must be a JSON Schema object", path, lineno);
-            rc = -1;
+            rc = PF_RC_FORMAT;
         }
         pf_task_type *t = rc ? NULL : find_type(s, type->u.str.s);
         if (!rc && (!t || add_prompt(t, rec, schema, max_per_type) < 0)) {
             snprintf(err, PF_ERR_LEN, "out of memory");
-            rc = -1;
+            rc = PF_RC_OOM;
         }
         pf_json_free(doc);
         if (rc) break;
@@ -118,38 +120,49 @@ static int cmp_type(const void *a, const void *b) {
     return strcmp(((const pf_task_type *)a)->type, ((const pf_task_type *)b)->type);
 }
 
-int pf_tasks_load(const char *dir, int max_per_type, pf_task_suite *out, char err[PF_ERR_LEN]) {
-    memset(out, 0, sizeof *out);
+/* The *.jsonl names in dir, sorted, into *names / *n. */
+static pf_rc list_task_files(const char *dir, char ***names, int *n, char err[PF_ERR_LEN]) {
+    *names = NULL;
+    *n = 0;
     DIR *d = opendir(dir);
     if (!d) {
-        snprintf(err, PF_ERR_LEN, "%s: cannot open the task folder", dir);
-        return -1;
+        snprintf(err, PF_ERR_LEN, "%s: cannot open the task folder: %s", dir, strerror(errno));
+        return PF_RC_IO;
     }
-    char **names = NULL;
-    int n = 0;
+    pf_rc rc = PF_RC_OK;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (rc == PF_RC_OK && (e = readdir(d))) {
         size_t l = strlen(e->d_name);
-        if (l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) {
-            char **nn = realloc(names, (size_t)(n + 1) * sizeof *nn);
-            if (!nn) break;
-            names = nn;
-            names[n++] = strdup(e->d_name);
+        if (l <= 6 || strcmp(e->d_name + l - 6, ".jsonl")) continue;
+        char **nn = realloc(*names, (size_t)(*n + 1) * sizeof *nn);
+        if (nn) *names = nn;
+        if (!nn || !((*names)[*n] = strdup(e->d_name))) {
+            snprintf(err, PF_ERR_LEN, "%s: out of memory", dir);
+            rc = PF_RC_OOM;
+        } else {
+            ++*n;
         }
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
-    int rc = 0;
+    if (*n) qsort(*names, (size_t)*n, sizeof **names, cmp_str);
+    return rc;
+}
+
+pf_rc pf_tasks_load(const char *dir, int max_per_type, pf_task_suite *out, char err[PF_ERR_LEN]) {
+    memset(out, 0, sizeof *out);
+    char **names;
+    int n;
+    pf_rc rc = list_task_files(dir, &names, &n, err);
     for (int i = 0; i < n; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (!rc && load_file(path, max_per_type, out, err) < 0) rc = -1;
+        if (rc == PF_RC_OK) rc = load_file(path, max_per_type, out, err);
         free(names[i]);
     }
     free(names);
-    if (!rc && out->n == 0) {
+    if (rc == PF_RC_OK && out->n == 0) { /* a folder, but not of tasks: the argument is wrong */
         snprintf(err, PF_ERR_LEN, "%s: no task prompts found (*.jsonl with \"type\" and \"prompt\")", dir);
-        rc = -1;
+        rc = PF_RC_ARG;
     }
     if (rc) pf_tasks_free(out);
     else qsort(out->types, (size_t)out->n, sizeof *out->types, cmp_type);

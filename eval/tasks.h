@@ -28,8 +28,10 @@ typedef struct {
 } pf_task_suite;
 
 /* Loads every *.jsonl in dir, grouped by "type" (types sorted by name, prompts in file order).
- * max_per_type > 0 keeps the first max_per_type prompts of each type. */
-int pf_tasks_load(const char *dir, int max_per_type, pf_task_suite *out, char err[PF_ERR_LEN]);
+ * max_per_type > 0 keeps the first max_per_type prompts of each type. PF_RC_OK, or with err
+ * PF_RC_IO (the folder or a file cannot be opened), PF_RC_FORMAT (a line that is not a task
+ * record), PF_RC_OOM, PF_RC_ARG (no task prompts in the folder). */
+pf_rc pf_tasks_load(const char *dir, int max_per_type, pf_task_suite *out, char err[PF_ERR_LEN]);
 void pf_tasks_free(pf_task_suite *s);
 /* The "schema" of record rec (parsed from line[0..len)) as compact JSON text, malloc'd into *out
  * (NULL when the record has none): 0, -1 when it is not a JSON Schema (an object or a boolean),

@@ -187,7 +187,7 @@ pf_rc pf_tune_run(const char *model_path, const pf_task_suite *suite, const pf_t
     for (int i = 0; i < o->n_blocks; i++)
         if (o->blocks[i] > bmax) bmax = o->blocks[i];
     pf_model *m = NULL;
-    pf_rc rc = pf_model_open(model_path, &m, err);
+    pf_rc rc = (pf_rc)pf_load_model_with(model_path, &o->bench.load, &m, err);
     if (rc != PF_RC_OK) return rc;
     if ((rc = measure_cb(m, o, r, err)) != PF_RC_OK) goto done;
     /* 2. draft cost per block */

@@ -65,6 +65,23 @@ typedef struct pf_draft pf_draft;
 pf_status pf_load_model(const char *path, pf_model **out, char err[PF_ERR_LEN]);
 void pf_free_model(pf_model *m);
 
+/* How a model is loaded (pf_load_model_with); all zero: the defaults, which the environment
+ * variables PF_KERNELS, PF_REPACK and PF_HUGEPAGES set (docs/api.md). Sessions
+ * over the model and its drafts use what it was loaded with. */
+typedef struct {
+    const char *kernels; /* the most capable kernel level to use: "scalar", "avx2", "avxvnni",
+                            "avx512" (x86-64), "neon", "dotprod", "i8mm" (ARM64), capped by what the
+                            CPU supports; NULL: PF_KERNELS, else the best the CPU supports. A level
+                            this build lacks is PF_ERR_ARG */
+    int repack;          /* 1: packed copies of the quantized matrices for the kernels that read
+                            them; -1: the file's layout only; 0: on unless PF_REPACK=0 */
+    int hugepages;       /* 1: the packed copies in memory that asks for transparent huge pages;
+                            -1: plain memory; 0: on unless PF_HUGEPAGES=0 */
+} pf_load_params;
+
+/* pf_load_model with p (NULL: the defaults); a bad field is PF_ERR_ARG naming it. */
+pf_status pf_load_model_with(const char *path, const pf_load_params *p, pf_model **out, char err[PF_ERR_LEN]);
+
 typedef struct {
     int n_threads;  /* default 1 */
     int64_t n_ctx;  /* default min(4096, the model's training context) */
@@ -189,8 +206,8 @@ typedef struct {
     double decode_s;  /* first generated token to last (speculation work included) */
     pf_stop_reason stop;
     /* Speculation rounds (all zero for plain decoding). */
-    const char *strategy; /* the drafter: "ar", "dflash", "dflash2", "ngram" (static string) */
-    const char *spec;     /* the strategy that ran, pf_gen_params.spec resolved: "ar", "dflash" (a
+    const char *drafter;  /* the drafter: "plain", "dflash", "dflash2", "ngram" (static string) */
+    const char *spec;     /* the strategy that ran, pf_gen_params.spec resolved: "plain", "dflash" (a
                              fixed block), "ngram", "dec", "adaptive" or "hybrid" (static string) */
     int block;            /* rows verified per round */
     int64_t rounds, round_tokens; /* rounds, and tokens they committed (bonus included) */

@@ -156,27 +156,39 @@ const char *pf_level_name(pf_level level) {
     }
 }
 
+int pf_level_parse(const char *name) {
+    for (int l = 0; l < PF_LEVEL_COUNT; l++)
+        if (pf_level_built((pf_level)l) && strcmp(name, pf_level_name((pf_level)l)) == 0) return l;
+    return -1;
+}
+
+void pf_level_names(char *names, size_t size) {
+    *names = '\0';
+    for (int l = 0; l < PF_LEVEL_COUNT; l++)
+        if (pf_level_built((pf_level)l))
+            snprintf(names + strlen(names), size - strlen(names), "%s%s", *names ? ", " : "", pf_level_name((pf_level)l));
+}
+
+pf_level pf_level_at_most(pf_level cap) {
+    for (int l = cap; l > PF_LEVEL_SCALAR; l--)
+        if (pf_level_supported((pf_level)l)) return (pf_level)l;
+    return PF_LEVEL_SCALAR;
+}
+
 pf_level pf_best_level(void) {
     int cap = PF_LEVEL_COUNT - 1;
     /* Read at every call (it is called rarely) so no cached state is needed. */
     const char *env = getenv("PF_KERNELS");
     if (env && *env) {
-        int found = -1;
-        for (int l = 0; l < PF_LEVEL_COUNT; l++)
-            if (pf_level_built((pf_level)l) && strcmp(env, pf_level_name((pf_level)l)) == 0) found = l;
+        int found = pf_level_parse(env);
         if (found < 0) {
-            char names[64] = "";
-            for (int l = 0; l < PF_LEVEL_COUNT; l++)
-                if (pf_level_built((pf_level)l))
-                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "",
-                             pf_level_name((pf_level)l));
+            char names[64];
+            pf_level_names(names, sizeof names);
             fprintf(stderr, "pocketflash: PF_KERNELS=%s is not one of this build's levels (%s); ignored\n", env,
                     names);
         } else {
             cap = found;
         }
     }
-    for (int l = cap; l > PF_LEVEL_SCALAR; l--)
-        if (pf_level_supported((pf_level)l)) return (pf_level)l;
-    return PF_LEVEL_SCALAR;
+    return pf_level_at_most((pf_level)cap);
 }

@@ -4,6 +4,7 @@
 #define PF_CPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* x86 levels, then ARM64 levels; a build holds the scalar level and its own architecture's. */
 typedef enum {
@@ -34,6 +35,12 @@ bool pf_level_built(pf_level level);
 /* Best supported level, capped by the environment variable PF_KERNELS (a level name of this
  * build: scalar|avx2|avxvnni|avx512 on x86-64, scalar|neon|dotprod|i8mm on ARM64). */
 pf_level pf_best_level(void);
+/* The best level this CPU supports that is not above cap (a model's --kernels). */
+pf_level pf_level_at_most(pf_level cap);
+/* The level this build names `name` (pf_level_name's names), or -1. */
+int pf_level_parse(const char *name);
+/* This build's level names, ", " between them, into names[size]. */
+void pf_level_names(char *names, size_t size);
 const char *pf_level_name(pf_level level);
 
 #endif

@@ -118,9 +118,9 @@ extern pf_matmul_prof *pf_matmul_prof_on;
  * Packed, a group's block k is one run of
  * [16 f16 scales d][16 f16 minimums m (Q4_1)][quant bytes as dword columns: column j holds dword j
  * of the 16 rows' quants] and groups follow each other (the last one padded with zero rows), so a
- * block is a few aligned loads. 1 if type (Q8_0, Q4_0, Q4_1) can be packed and the best kernel
- * level reads packed weights. */
-int pf_pack_wanted(uint32_t type);
+ * block is a few aligned loads. 1 if type (Q8_0, Q4_0, Q4_1) can be packed and kernels k read
+ * packed weights. */
+int pf_pack_wanted(const pf_kernels *k, uint32_t type);
 /* Bytes of W in the packed layout. */
 size_t pf_packed_bytes(const pf_weight *W);
 /* Write W's weights into dst (pf_packed_bytes(W) bytes, 64-byte aligned) in the packed layout. */

@@ -8,9 +8,9 @@
 
 #define PACK_ROWS 16 /* rows per group: one per 32-bit lane of a 512-bit register */
 
-int pf_pack_wanted(uint32_t type) {
+int pf_pack_wanted(const pf_kernels *k, uint32_t type) {
     if (type != PF_TYPE_Q8_0 && type != PF_TYPE_Q4_0 && type != PF_TYPE_Q4_1) return 0;
-    return pf_kernels_best()->reads_packed;
+    return k->reads_packed;
 }
 
 /* Block size, offset of the quants in a GGUF block, and whether there is a minimum. */

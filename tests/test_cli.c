@@ -23,10 +23,7 @@
 
 static const char *tiny_model(void) {
     static char path[300];
-    snprintf(path, sizeof path, "%s/cli-tiny.gguf", pf_test_tmpdir());
-    char cmd[600], o[4096], e[4096];
-    snprintf(cmd, sizeof cmd, "synth --shape tiny --type q8_0 -o %s", path);
-    if (RUN_CLI(cmd, o, e) != 0) printf("    synth failed: %s\n", e);
+    test_cli_synth_tiny("q8_0", "cli-tiny.gguf", path, sizeof path);
     return path;
 }
 

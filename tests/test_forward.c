@@ -342,11 +342,11 @@ static void check_packed_equals_unpacked(uint32_t type) {
     CHECKF(u->layers[0].ffn_up.packed == NULL, "pf_model_from_gguf packs nothing by itself");
     const char *repack = getenv("PF_REPACK");
     if (!(repack && !strcmp(repack, "0")))
-        CHECKF((m->layers[0].ffn_up.packed != NULL) == pf_pack_wanted(type), "packed iff the kernels want it");
+        CHECKF((m->layers[0].ffn_up.packed != NULL) == pf_pack_wanted(pf_kernels_best(), type), "packed iff the kernels want it");
     if (!m->layers[0].ffn_up.packed) {
         char why[160];
         snprintf(why, sizeof why, "no packed weights at level %s%s", pf_level_name(pf_best_level()),
-                 pf_pack_wanted(type) ? " with PF_REPACK=0" : "");
+                 pf_pack_wanted(pf_kernels_best(), type) ? " with PF_REPACK=0" : "");
         pf_test_skip_level(why);
         pf_model_free(u);
         pf_model_free(m);

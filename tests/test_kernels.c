@@ -568,7 +568,7 @@ TEST(kernels_gemm_packed_bitwise) {
     for (int i = 0; i < 3; i++) /* a level this build has but the CPU lacks (or PF_KERNELS caps): a named skip */
         if ((kl[nl] = test_kernels(lv[i]))) nl++;
     if (!nl) { /* ARM64 (the i8mm level packs its own layout, tested below), or every x86 level capped */
-        CHECK(!pf_pack_wanted(PF_TYPE_Q4_1) || pf_kernels_best()->level == PF_LEVEL_I8MM);
+        CHECK(!pf_pack_wanted(pf_kernels_best(), PF_TYPE_Q4_1) || pf_kernels_best()->level == PF_LEVEL_I8MM);
         pf_test_skip_level("no x86 level runs here: the packed layout is read by the x86 levels only");
         return;
     }
@@ -1331,7 +1331,7 @@ TEST(kernels_gemm_i8mm_packed_bitwise) {
     const pf_kernels *ki = pf_kernels_get(PF_LEVEL_I8MM);
 #ifdef __aarch64__ /* the i8mm packer is built on ARM64 only */
     const pf_kernels *ks = pf_kernels_get(PF_LEVEL_SCALAR);
-    CHECK(pf_pack_wanted(PF_TYPE_Q4_1) == (pf_kernels_best()->level == PF_LEVEL_I8MM));
+    CHECK(pf_pack_wanted(pf_kernels_best(), PF_TYPE_Q4_1) == (pf_kernels_best()->level == PF_LEVEL_I8MM));
     static const uint32_t qt[] = {PF_TYPE_Q8_0, PF_TYPE_Q4_0, PF_TYPE_Q4_1};
     static const int64_t shapes[][2] = {{1, 32}, {3, 64}, {4, 96}, {5, 256}, {13, 160}, {16, 32}, {23, 32 * 40}, {9, 32 * 130}};
     static const int64_t ranges[][2] = {{0, -1}, {1, -1}, {0, 3}, {2, 7}, {5, 13}, {6, 7}};

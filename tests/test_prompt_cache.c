@@ -137,9 +137,9 @@ TEST(prompt_cache_hit_equals_cold_and_skips_prefill) {
             CHECK(st.n_cached == 0 && test_seq_same(&cold, &first) && test_exists(path));
             /* hit: 59 rows restored, one token prefilled, same tokens */
             CHECK(run_tokens(&r, p, 60, temp, 9, path, &hit, &st, err) == PF_OK);
-            CHECKF(st.n_cached == 59 && st.n_prompt == 60, "spec %s: n_cached %d", specs[si] ? specs[si] : "ar",
+            CHECKF(st.n_cached == 59 && st.n_prompt == 60, "spec %s: n_cached %d", specs[si] ? specs[si] : "plain",
                    st.n_cached);
-            CHECKF(test_seq_same(&cold, &hit), "spec %s temp %g: cache hit output differs", specs[si] ? specs[si] : "ar",
+            CHECKF(test_seq_same(&cold, &hit), "spec %s temp %g: cache hit output differs", specs[si] ? specs[si] : "plain",
                    (double)temp);
             /* a longer prompt with the same prefix: 59 restored, 11 prefilled, same as cold */
             make_prompt(p + 60, 10, 8, r.m->hp.n_vocab);
@@ -321,7 +321,7 @@ TEST(prompt_cache_kv_q8) {
         CHECK(run_tokens(&r, p, 60, 0, 0, path, &first, &st, err) == PF_OK && test_exists(path) && test_seq_same(&cold, &first));
         CHECK(run_tokens(&r, p, 60, 0, 0, path, &hit, &st, err) == PF_OK);
         CHECKF(st.n_cached == 59 && test_seq_same(&cold, &hit), "spec %s: 8-bit cache hit: %d restored, same %d",
-               specs[si] ? specs[si] : "ar", st.n_cached, test_seq_same(&cold, &hit));
+               specs[si] ? specs[si] : "plain", st.n_cached, test_seq_same(&cold, &hit));
         runner_close(&r);
     }
     /* the file is the 8-bit cache's: an f16 run refuses it (and rewrites it), then the 8-bit run

@@ -817,8 +817,8 @@ static pf_json_doc *browser(const server *s, const char *mode_args, const char *
 }
 
 /* The answer the page showed in a pane: done, run's text, one mark per token, as many drafted
- * marks as it counted drafted tokens, the strategy that ran ("dec", "dflash", "ar", ...) and its
- * drafter ("dflash2", "ar"). */
+ * marks as it counted drafted tokens, the strategy that ran ("dec", "dflash", "plain", ...) and its
+ * drafter ("dflash2", "plain"). */
 static bool pane_ok(const pf_json *p, const char *want, const char *strategy, const char *drafter, char *why) {
     const char *state = str(p, "state"), *text = str(p, "text"), *strat = str(p, "strategy"), *dr = str(p, "drafter");
     double tokens = num(p, "tokens"), drafted = num(p, "drafted"), sd = num(p, "spans_drafted"), st = num(p, "spans_target");
@@ -857,7 +857,7 @@ static void check_page(const char *serve_args, const char *spec_block, const cha
     SCHECK(s, side && side->type == PF_JSON_ARRAY && side->u.arr.n == 2, "two panes side by side");
     const pf_json *spec = &side->u.arr.items[0], *plain = &side->u.arr.items[1];
     SCHECK(s, !strcmp(str(spec, "kind"), "spec") && pane_ok(spec, want, chosen, drafter, why), "speculative pane: %s", why);
-    SCHECK(s, !strcmp(str(plain, "kind"), "plain") && pane_ok(plain, want, "ar", "ar", why), "plain pane: %s", why);
+    SCHECK(s, !strcmp(str(plain, "kind"), "plain") && pane_ok(plain, want, "plain", "plain", why), "plain pane: %s", why);
     SCHECK(s, drafts ? num(spec, "drafted") > 0 : num(spec, "drafted") == 0, "%g drafted tokens", num(spec, "drafted"));
     SCHECK(s, num(plain, "drafted") == 0 && num(plain, "tokens") == num(spec, "tokens"), "plain: %g of %g drafted",
            num(plain, "drafted"), num(plain, "tokens"));
@@ -880,7 +880,7 @@ TEST(serve_page_in_browser_with_draft) {
 
 TEST(serve_page_in_browser_without_draft) {
     NEED_BROWSER();
-    check_page("-m " TARGET " -t 1", "", "ar", "ar", "ar", false);
+    check_page("-m " TARGET " -t 1", "", "plain", "plain", "plain", false);
 }
 
 /* With --api-key the page loads, its request without the key is refused and says so, and with the
@@ -901,7 +901,7 @@ TEST(serve_page_in_browser_api_key) {
            p0 ? str(p0, "text") : "no pane");
     SCHECK(s, str(r, "model_before") && !strcmp(str(r, "model_before"), "API key needed"), "model line '%s'",
            str(r, "model_before"));
-    SCHECK(s, ok && ok->type == PF_JSON_ARRAY && ok->u.arr.n == 1 && pane_ok(&ok->u.arr.items[0], want, "ar", "ar", why),
+    SCHECK(s, ok && ok->type == PF_JSON_ARRAY && ok->u.arr.n == 1 && pane_ok(&ok->u.arr.items[0], want, "plain", "plain", why),
            "with the key: %s", why);
     SCHECK(s, str(r, "model_after") && !strcmp(str(r, "model_after"), "pf-target-f16.gguf"), "model line '%s'",
            str(r, "model_after"));

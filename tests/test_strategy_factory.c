@@ -22,7 +22,7 @@ TEST(strategy_factory_defaults_profiles_and_names) {
           p.kind == PF_KIND_DEC && p.block == 16);
     CHECK(plan((pf_strategy_desc){.has_draft = 1, .draft_block = 16}, &p) == 0 && p.kind == PF_KIND_ADAPTIVE &&
           !p.use_prior && p.block == 16);
-    CHECK(plan((pf_strategy_desc){0}, &p) == 0 && p.kind == PF_KIND_AR && p.block == 1);
+    CHECK(plan((pf_strategy_desc){0}, &p) == 0 && p.kind == PF_KIND_PLAIN && p.block == 1);
     CHECK(plan((pf_strategy_desc){.kind = PF_KIND_DFLASH, .block = 5, .has_draft = 1}, &p) == 0 && p.kind == PF_KIND_DFLASH &&
           p.block == 5);
     /* the kind's default block for the draft: fixed at most 4, adaptive the trained block up to the bound */
@@ -91,8 +91,9 @@ TEST(strategy_factory_defaults_profiles_and_names) {
     pf_profile_free(&prof);
     /* the names */
     pf_kind k;
-    static const char *const names[] = {"default", "ar", "dflash", "ngram", "hybrid", "dec", "adaptive"};
+    static const char *const names[] = {"default", "plain", "dflash", "ngram", "hybrid", "dec", "adaptive"};
     for (int i = 0; i < 7; i++) CHECK(pf_kind_parse(names[i], &k, err) == 0 && !strcmp(pf_kind_name(k), names[i]));
+    CHECK(pf_kind_parse("ar", &k, err) == 0 && k == PF_KIND_PLAIN); /* plain's earlier name, still taken */
     CHECK(pf_kind_parse("bogus", &k, err) < 0 && strstr(err, "unknown strategy 'bogus'"));
     /* default blocks: a fixed DFlash block at most 4, the adaptive ones and ngram their own */
     CHECK(pf_default_block(PF_KIND_DFLASH, 16) == 4 && pf_default_block(PF_KIND_HYBRID, 3) == 3 &&

@@ -76,7 +76,7 @@ TEST(structured_suite_bad_schema_is_one_line) {
     CHECK(test_write_file(path, "{\"type\": \"x\", \"prompt\": \"p\", \"schema\": \"string\"}\n", (size_t)-1) == 0);
     pf_task_suite s;
     char err[PF_ERR_LEN];
-    CHECK(pf_tasks_load(dir, 0, &s, err) < 0);
+    CHECK(pf_tasks_load(dir, 0, &s, err) == PF_RC_FORMAT);
     CHECKF(strstr(err, "x.jsonl:1: \"schema\" must be a JSON Schema object"), "%s", err);
 }
 

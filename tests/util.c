@@ -93,6 +93,15 @@ int test_run(const char *cmd, char *out, size_t n_out, char *err, size_t n_err) 
     return rc;
 }
 
+int test_cli_synth_tiny(const char *type, const char *name, char *path, size_t n) {
+    snprintf(path, n, "%s/%s", pf_test_tmpdir(), name);
+    char cmd[600], o[4096], e[4096];
+    snprintf(cmd, sizeof cmd, "synth --shape tiny --type %s -o %s", type, path);
+    if (RUN_CLI(cmd, o, e) == 0) return 0;
+    printf("    synth failed: %s\n", e);
+    return -1;
+}
+
 int test_run_cli(const char *args, char *out, size_t n_out, char *err, size_t n_err) {
     size_t n = strlen(args) + strlen(test_cli()) + 2;
     char *cmd = malloc(n);

@@ -77,6 +77,9 @@ pf_gen_params test_gen_fixed(int max_tokens);
 
 /* ---- models ---- */
 
+/* `pocketflash synth --shape tiny --type TYPE` into pf_test_tmpdir()/name, path[n] its path (the
+ * failure printed); 0 or -1. */
+int test_cli_synth_tiny(const char *type, const char *name, char *path, size_t n);
 /* A synthetic target of `shape` (seed 7) written to path and loaded; NULL, with the error printed,
  * when either step fails. */
 pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path);

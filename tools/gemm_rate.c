@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < BMAX * cols; i++) x[i] = rnd(&s);
     pf_weight W = {data, type, rows, cols, rb, NULL};
     void *packed = NULL;
-    if (k->reads_packed && pf_pack_wanted(type)) { /* what the loader gives this level */
+    if (pf_pack_wanted(k, type)) { /* what the loader gives this level */
         packed = aligned_alloc(64, (pf_packed_bytes(&W) + 63) / 64 * 64);
         pf_pack_weight(&W, packed);
         W.packed = packed;

@@ -3,16 +3,17 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const k_kind_names[] = {"default", "ar", "dflash", "ngram", "dec", "adaptive", "hybrid"};
+static const char *const k_kind_names[] = {"default", "plain", "dflash", "ngram", "dec", "adaptive", "hybrid"};
 #define N_KINDS (int)(sizeof k_kind_names / sizeof *k_kind_names)
 
 int pf_kind_parse(const char *name, pf_kind *kind, char err[PF_ERR_LEN]) {
+    if (!strcmp(name, "ar")) name = "plain"; /* plain decoding's earlier name, still taken */
     for (int k = 0; k < N_KINDS; k++)
         if (!strcmp(name, k_kind_names[k])) {
             *kind = (pf_kind)k;
             return 0;
         }
-    snprintf(err, PF_ERR_LEN, "unknown strategy '%.40s' (ar, dflash, ngram, hybrid, dec, adaptive, default)", name);
+    snprintf(err, PF_ERR_LEN, "unknown strategy '%.40s' (plain, dflash, ngram, hybrid, dec, adaptive, default)", name);
     return -1;
 }
 

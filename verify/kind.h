@@ -7,12 +7,13 @@
 #include "formats/gguf.h"
 
 /* The strategies by name: "default" (with a draft: dec when it has a Dec head, else adaptive, or
- * dflash when a block is given; without one: plain), "ar" (plain decoding), "dflash" (fixed block),
+ * dflash when a block is given; without one: plain), "plain" (plain decoding; "ar" is taken for it
+ * too), "dflash" (fixed block),
  * "ngram", "dec" (adaptive Dec gating), "adaptive" (the adaptive block without a head), "hybrid".
  * The values are the public pf_spec_kind's, one for one (api/strategy.c asserts it). */
 typedef enum {
     PF_KIND_DEFAULT,
-    PF_KIND_AR,
+    PF_KIND_PLAIN,
     PF_KIND_DFLASH,
     PF_KIND_NGRAM,
     PF_KIND_DEC,

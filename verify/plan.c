@@ -69,7 +69,7 @@ int pf_strategy_plan_make(const pf_strategy_desc *d, pf_strategy_plan *plan, cha
     /* the default with a draft: a block given alone fixes it (dflash, llama.cpp's --draft-max),
      * else the draft's Dec head gates when it has one, else the adaptive block */
     if (kind == PF_KIND_DEFAULT)
-        kind = !d->has_draft ? PF_KIND_AR : block ? PF_KIND_DFLASH : d->draft_has_dec ? PF_KIND_DEC : PF_KIND_ADAPTIVE;
+        kind = !d->has_draft ? PF_KIND_PLAIN : block ? PF_KIND_DFLASH : d->draft_has_dec ? PF_KIND_DEC : PF_KIND_ADAPTIVE;
     int uses_draft = pf_kind_uses_draft(kind);
     if (uses_draft && !d->has_draft) {
         snprintf(err, PF_ERR_LEN, "strategy %s needs a draft: -d DRAFT.gguf, or a bundle that holds one",
@@ -85,7 +85,7 @@ int pf_strategy_plan_make(const pf_strategy_desc *d, pf_strategy_plan *plan, cha
         return -1;
     }
     plan->kind = kind;
-    plan->block = kind == PF_KIND_AR ? 1 : block ? block : pf_default_block(kind, d->draft_block);
+    plan->block = kind == PF_KIND_PLAIN ? 1 : block ? block : pf_default_block(kind, d->draft_block);
     plan->draft_head = uses_draft ? d->draft_head : 0;
     if (kind == PF_KIND_NGRAM || kind == PF_KIND_HYBRID) plan->ngram_n = d->ngram_n ? d->ngram_n : PF_NGRAM_N_DEFAULT;
     return 0;

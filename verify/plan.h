@@ -36,7 +36,7 @@ typedef struct {
  * with memcmp. */
 typedef struct {
     pf_kind kind;      /* never PF_KIND_DEFAULT */
-    int block;         /* 2..PF_MAX_BLOCK; 1 for ar */
+    int block;         /* 2..PF_MAX_BLOCK; 1 for plain */
     int draft_head;    /* as asked when the kind drafts with the DFlash draft, else 0 */
     int ngram_n;       /* 1..16 for ngram and hybrid, else 0 */
     int use_prior;     /* adapt from the profile's choice: its costs and acceptance below */

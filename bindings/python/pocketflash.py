@@ -28,7 +28,7 @@ __all__ = ["PocketFlashError", "Model", "Draft", "Session", "Stats", "STRATEGIES
 
 PF_ERR_LEN = 256
 STATUS = ["ok", "io", "format", "arg", "context", "utf8", "oom", "internal", "cancelled"]
-# pf_spec_kind, by the names the CLI's --spec uses ("ar" is plain decoding).
+# pf_spec_kind, by the names the CLI's --spec uses ("ar" is plain decoding's earlier name).
 STRATEGIES = {"default": 0, "plain": 1, "ar": 1, "dflash": 2, "ngram": 3, "dec": 4, "adaptive": 5, "hybrid": 6}
 STOP = ["eot", "length", "context", "callback"]
 
@@ -64,7 +64,7 @@ class _GenStats(ctypes.Structure):
     _fields_ = [
         ("n_prompt", ctypes.c_int), ("n_gen", ctypes.c_int), ("n_reused", ctypes.c_int),
         ("n_cached", ctypes.c_int), ("prefill_s", ctypes.c_double), ("ttft_s", ctypes.c_double),
-        ("decode_s", ctypes.c_double), ("stop", ctypes.c_int), ("strategy", ctypes.c_char_p),
+        ("decode_s", ctypes.c_double), ("stop", ctypes.c_int), ("drafter", ctypes.c_char_p),
         ("spec", ctypes.c_char_p), ("block", ctypes.c_int), ("rounds", ctypes.c_int64), ("round_tokens", ctypes.c_int64),
         ("drafted", ctypes.c_int64), ("accepted", ctypes.c_int64), ("tau", ctypes.c_double),
         ("acceptance", ctypes.c_double), ("draft_s", ctypes.c_double), ("context_s", ctypes.c_double),
@@ -180,15 +180,15 @@ class Stats:
     def __init__(self, st):
         for name, _ in _GenStats._fields_:
             setattr(self, name, getattr(st, name))
-        self.strategy = st.strategy.decode() if st.strategy else "ar"   # the drafter
-        self.spec = st.spec.decode() if st.spec else "ar"               # the strategy that ran
+        self.drafter = st.drafter.decode() if st.drafter else "plain"   # the drafter
+        self.spec = st.spec.decode() if st.spec else "plain"            # the strategy that ran
         self.stop = STOP[st.stop] if 0 <= st.stop < len(STOP) else str(st.stop)
         # (n_gen - 1) / decode_s: decode_s runs from the first generated token to the last
         self.decode_tok_s = (st.n_gen - 1) / st.decode_s if st.decode_s > 0 and st.n_gen > 1 else 0.0
 
     def __repr__(self):
-        return ("Stats(n_prompt=%d, n_gen=%d, spec=%s, strategy=%s, block=%d, tau=%.2f, acceptance=%.2f, decode_tok_s=%.1f)"
-                % (self.n_prompt, self.n_gen, self.spec, self.strategy, self.block, self.tau, self.acceptance, self.decode_tok_s))
+        return ("Stats(n_prompt=%d, n_gen=%d, spec=%s, drafter=%s, block=%d, tau=%.2f, acceptance=%.2f, decode_tok_s=%.1f)"
+                % (self.n_prompt, self.n_gen, self.spec, self.drafter, self.block, self.tau, self.acceptance, self.decode_tok_s))
 
 
 class _Handle:

@@ -175,7 +175,7 @@ TEST(api_batch_equals_solo) {
             CHECKF(same(&f.res[i], &want[i], i), "%d slots", slots[k]);
         }
         CHECK(f.res[3].st == PF_ERR_CANCELLED && strstr(f.res[3].err, "cancelled"));
-        CHECK(!strcmp(f.res[0].stats.spec, "ar"));
+        CHECK(!strcmp(f.res[0].stats.spec, "plain"));
         feed_destroy(&f);
     }
     pf_session_free(s);

@@ -73,8 +73,8 @@ TEST(api_speculative_text_equals_plain) {
         pf_gen_stats st;
         pf_session_reset(s);
         CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &plain, &st, err) == PF_OK, "%s", err);
-        CHECK(st.n_gen > 0 && plain.n > 0 && st.rounds == 0 && !strcmp(st.strategy, "ar") &&
-              st.spec && !strcmp(st.spec, "ar"));
+        CHECK(st.n_gen > 0 && plain.n > 0 && st.rounds == 0 && !strcmp(st.drafter, "plain") &&
+              st.spec && !strcmp(st.spec, "plain"));
         for (int k = 0; k < 4; k++) {
             gp.draft = k_specs[k].kind == PF_SPEC_NGRAM ? NULL : d;
             gp.spec = k_specs[k].kind;
@@ -84,8 +84,8 @@ TEST(api_speculative_text_equals_plain) {
             CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &got, &st, err) == PF_OK, "%s", err);
             CHECKF(got.n == plain.n && !memcmp(got.s, plain.s, plain.n), "prompt %d spec %d:\n%s\nvs plain\n%s", i, k,
                    got.s, plain.s);
-            CHECKF(!strcmp(st.strategy, k_specs[k].name) && st.spec && !strcmp(st.spec, k_specs[k].ran) &&
-                   st.block == k_specs[k].block, "spec %d: %s / %s block %d", k, st.strategy, st.spec ? st.spec : "-",
+            CHECKF(!strcmp(st.drafter, k_specs[k].name) && st.spec && !strcmp(st.spec, k_specs[k].ran) &&
+                   st.block == k_specs[k].block, "spec %d: %s / %s block %d", k, st.drafter, st.spec ? st.spec : "-",
                    st.block);
             CHECK(st.rounds > 0 && st.round_tokens + 1 >= st.n_gen && st.tau >= 1.0);
             CHECK(st.tau == (double)st.round_tokens / (double)st.rounds && st.accepted == st.round_tokens - st.rounds);
@@ -566,7 +566,7 @@ TEST(api_profile_chooses_strategy) {
     pf_gen_stats st;
     text a = {0}, b = {0}, c = {0};
     CHECKF(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &a, &st, err) == PF_OK, "%s", err);
-    CHECK(!strcmp(st.strategy, "ngram") && !strcmp(st.spec, "ngram") && st.block == 5);
+    CHECK(!strcmp(st.drafter, "ngram") && !strcmp(st.spec, "ngram") && st.block == 5);
     /* spec and block open, entry dflash: adaptive from the profile's prior, up to the trained block
      * (the block a default run without a profile has) */
     gp.profile = NULL;
@@ -576,11 +576,11 @@ TEST(api_profile_chooses_strategy) {
     gp.task = "math";
     b.n = 0, b.s[0] = 0;
     CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
-    CHECK(!strcmp(st.strategy, "dflash2") && st.block == trained && trained != 3 && !strcmp(a.s, b.s));
+    CHECK(!strcmp(st.drafter, "dflash2") && st.block == trained && trained != 3 && !strcmp(a.s, b.s));
     gp.spec = PF_SPEC_DFLASH; /* the strategy named, the block open: the profile's block */
     b.n = 0, b.s[0] = 0;
     CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
-    CHECK(!strcmp(st.strategy, "dflash2") && !strcmp(st.spec, "dflash") && st.block == 3 && !strcmp(a.s, b.s));
+    CHECK(!strcmp(st.drafter, "dflash2") && !strcmp(st.spec, "dflash") && st.block == 3 && !strcmp(a.s, b.s));
     gp.spec = PF_SPEC_DEFAULT;
     gp.block = 7;
     CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &c, &st, err) == PF_OK);

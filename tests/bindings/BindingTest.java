@@ -32,10 +32,10 @@ public final class BindingTest {
             check(String.join("", pieces).equals(gen) && pieces.size() > 1, "streamed pieces do not make up the text");
             PocketFlash.Stats st = s.stats();
             check(st.nGen > 1 && st.rounds > 0 && st.tau >= 1 && st.acceptance >= 0 && st.acceptance <= 1
-                  && st.spec.equals("dec") && st.strategy.equals("dflash2"),
+                  && st.spec.equals("dec") && st.drafter.equals("dflash2"),
                   "speculative stats " + st);
             String plain = s.generate(a[2], new PocketFlash.Options().maxTokens(48).strategy(PocketFlash.Strategy.PLAIN), null);
-            check(s.stats().rounds == 0 && s.stats().spec.equals("ar") && plain.equals(gen), "plain decoding: " + plain + " / " + s.stats());
+            check(s.stats().rounds == 0 && s.stats().spec.equals("plain") && plain.equals(gen), "plain decoding: " + plain + " / " + s.stats());
             String stopped = s.generate(a[2], spec, p -> true);
             check(s.stats().stop.equals("callback") && gen.startsWith(stopped), "stop from the callback: " + s.stats());
             chat = s.chat(Arrays.asList("user"), Arrays.asList(a[3]), spec, null);

@@ -44,10 +44,10 @@ if mode == "text":
         check(s.stats.n_gen > 1 and s.stats.rounds > 0 and s.stats.tau >= 1.0 and 0 <= s.stats.acceptance <= 1,
               "speculative stats: %r" % s.stats)
         plain = s.generate(PROMPT, max_tokens=48, strategy="plain")
-        check(s.stats.rounds == 0 and s.stats.spec == "ar", "plain decoding reported rounds: %r" % s.stats)
+        check(s.stats.rounds == 0 and s.stats.spec == "plain", "plain decoding reported rounds: %r" % s.stats)
         check(plain == spec, "plain %r != speculative %r" % (plain, spec))
         fixed = s.generate(PROMPT, max_tokens=48, draft=d, strategy="dflash", block=3)
-        check(s.stats.block == 3 and s.stats.spec == "dflash" and s.stats.strategy == "dflash2" and fixed == spec,
+        check(s.stats.block == 3 and s.stats.spec == "dflash" and s.stats.drafter == "dflash2" and fixed == spec,
               "dflash block 3: %r, %r" % (fixed, s.stats))
         stopped = s.generate(PROMPT, max_tokens=48, draft=d, on_text=lambda piece: True)
         check(s.stats.stop == "callback" and spec.startswith(stopped), "stop from the callback: %r" % s.stats)

@@ -208,7 +208,7 @@ JNIEXPORT void JNICALL JNI_FN(nativeGenerate)(JNIEnv *env, jclass cls, jlong ses
                      (jdouble)st.accepted, st.tau, st.acceptance};
     (*env)->SetDoubleArrayRegion(env, stats_out, 0, 15, v);
     /* the drafter and the strategy that ran */
-    const char *names[2] = {st.strategy ? st.strategy : "ar", st.spec ? st.spec : "ar"};
+    const char *names[2] = {st.drafter ? st.drafter : "plain", st.spec ? st.spec : "plain"};
     for (int i = 0; i < 2; i++) {
         jstring name = (*env)->NewStringUTF(env, names[i]);
         if (!name) return;

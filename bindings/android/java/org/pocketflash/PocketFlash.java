@@ -79,9 +79,9 @@ public final class PocketFlash {
         public final int nPrompt, nGen, nReused, nCached, block;
         public final double prefillS, ttftS, decodeS, tau, acceptance;
         public final long rounds, roundTokens, drafted, accepted;
-        /** strategy: the drafter ("dflash2", "ngram", "ar"); spec: the strategy that ran ("dec",
-         *  "adaptive", "dflash", "ngram", "ar") */
-        public final String strategy, spec, stop;
+        /** drafter: the drafter ("dflash2", "ngram", "plain"); spec: the strategy that ran ("dec",
+         *  "adaptive", "dflash", "ngram", "plain") */
+        public final String drafter, spec, stop;
         /** decode tokens per second as pocketflash run prints it: (nGen - 1) / decodeS */
         public final double decodeTokPerS;
 
@@ -91,15 +91,15 @@ public final class PocketFlash {
             stop = new String[] {"eot", "length", "context", "callback"}[(int) v[7]];
             block = (int) v[8]; rounds = (long) v[9]; roundTokens = (long) v[10];
             drafted = (long) v[11]; accepted = (long) v[12]; tau = v[13]; acceptance = v[14];
-            strategy = names[0];
+            drafter = names[0];
             spec = names[1];
             decodeTokPerS = decodeS > 0 && nGen > 1 ? (nGen - 1) / decodeS : 0;
         }
 
         @Override
         public String toString() {
-            return String.format("Stats(nGen=%d, spec=%s, strategy=%s, block=%d, tau=%.2f, acceptance=%.2f, %.1f tok/s)",
-                                 nGen, spec, strategy, block, tau, acceptance, decodeTokPerS);
+            return String.format("Stats(nGen=%d, spec=%s, drafter=%s, block=%d, tau=%.2f, acceptance=%.2f, %.1f tok/s)",
+                                 nGen, spec, drafter, block, tau, acceptance, decodeTokPerS);
         }
     }
 
