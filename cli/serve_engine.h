@@ -50,6 +50,7 @@ typedef struct sv_job {
     double t_start, t_end; /* when a session took it, when it finished */
     int session;           /* which session ran it */
     bool never_ran;        /* it left the queue without generating (cancelled or out of time) */
+    bool budget_short;     /* max_tokens cannot hold a document of the request's schema */
     /* the engine's */
     struct sv_job *next;   /* in the queue */
     sv_buf key;            /* the conversation as text, to find the session whose cache holds it */
