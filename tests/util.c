@@ -240,7 +240,7 @@ int *test_sample_counts(const test_sampling *t, char *err) {
         for (int w = 0; w < 2; w++) {
             pf_gen_params gp;
             pf_gen_params_default(&gp);
-            gp.max_tokens = t->json_schema ? 256 : t->n_pos + 1;
+            gp.max_tokens = t->json_schema ? 64 : t->n_pos + 1;
             gp.temp = 1.0f;
             gp.top_k = 4;
             gp.seed = (uint64_t)(run * 2 + w) * t->seed_mul + t->seed_add;
