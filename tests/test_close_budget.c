@@ -112,7 +112,7 @@ static int walk_bytes(fx *f, const char *schema, uint64_t *seed) {
         }
         if (n == 0) break;
         uint8_t b = ok[schema_rand(seed) % (uint64_t)n];
-        CHECK(pf_matcher_push(f->m, b) == 1);
+        if (pf_matcher_push(f->m, b) != 1) return fprintf(stderr, "%s: an accepted byte refused\n", schema), 0;
         doc[len++] = (char)b;
     }
     return 1;
@@ -175,7 +175,8 @@ static int budget_walk(fx *f, const char *schema, int64_t budget, uint64_t *seed
         for (int32_t id = 0; id < f->v.n; id++) {
             int want = pf_mask_has(full, id);
             if (want && id != f->v.end) {
-                CHECK(pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) == 1);
+                if (pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) != 1)
+                    return fprintf(stderr, "%s: an allowed token refused\n", schema), 0;
                 want = pf_close_dist(f->cl, f->m) <= budget - used - 1;
                 pf_matcher_rollback(f->m, pos);
             }
@@ -187,7 +188,8 @@ static int budget_walk(fx *f, const char *schema, int64_t budget, uint64_t *seed
         int32_t id = pick[schema_rand(seed) % (uint64_t)n];
         if (id == f->v.end) break;
         if (len + f->v.lens[id] >= sizeof doc) return 1; /* too long to keep: not a failure */
-        CHECK(pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) == 1);
+        if (pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) != 1)
+            return fprintf(stderr, "%s: an allowed token refused\n", schema), 0;
         memcpy(doc + len, f->v.bytes[id], f->v.lens[id]);
         len += f->v.lens[id];
     }
