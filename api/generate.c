@@ -9,6 +9,7 @@
 #include "api/gen_convert.h"
 #include "api/status.h"
 #include "api/strategy.h"
+#include "engine/constraint.h"
 #include "engine/generate.h"
 #include "engine/tools.h"
 
@@ -93,6 +94,18 @@ static pf_status run(pf_session *s, const gen_input *in, const pf_gen_params *p,
     pf_api_round_stats(&c, &st);
     if (stats) *stats = st;
     return rc;
+}
+
+pf_status pf_gen_check_max_tokens(pf_session *s, const pf_gen_params *p, char err[PF_ERR_LEN]) {
+    if (!s || !p) {
+        snprintf(err, PF_ERR_LEN, "no session or parameters");
+        return PF_ERR_ARG;
+    }
+    pf_decode_params q = decode_params(p);
+    pf_constraint *c = NULL;
+    pf_rc rc = pf_constraint_open(&s->engine, &q, &c, err);
+    pf_constraint_free(c);
+    return pf_api_status(rc);
 }
 
 pf_status pf_generate_tokens(pf_session *s, const int32_t *prompt, int n_prompt, const pf_gen_params *p,

@@ -274,7 +274,11 @@ static void run_job(sv_worker *w, sv_job *j) {
     if (!skip) {
         pf_gen_params gp;
         job_params(e, j, &gp);
-        if (r->kind == SV_CHAT)
+        /* the schema compiled when the request was read, so its check fails only for the budget */
+        if ((gp.json_schema || gp.json_object) && (st = pf_gen_check_max_tokens(w->s, &gp, err)) == PF_ERR_ARG)
+            j->budget_short = true;
+        if (st != PF_OK) {
+        } else if (r->kind == SV_CHAT)
             st = pf_generate_chat(w->s, r->messages, r->n_messages, &gp, on_text, j, &stats, err);
         else
             st = pf_generate(w->s, r->prompt, r->prompt_len, &gp, on_text, j, &stats, err);

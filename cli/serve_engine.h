@@ -52,6 +52,7 @@ typedef struct sv_job {
     int session;           /* which session ran it */
     bool never_ran;        /* it left the queue without generating (cancelled or out of time) */
     bool batchable;        /* it decodes plainly: a row of the batch when batching is on */
+    bool budget_short;     /* max_tokens cannot hold a document of the request's schema */
     /* the engine's */
     struct sv_job *next;   /* in the queue */
     sv_buf key;            /* the conversation as text, to find the session whose cache holds it */

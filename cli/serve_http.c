@@ -176,7 +176,7 @@ static bool job_error(sv_reply *r, const sv_job *j) {
     switch (j->status) {
     case PF_ERR_CONTEXT: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, "context_length_exceeded"); break;
     case PF_ERR_UTF8: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, param, NULL); break;
-    case PF_ERR_ARG: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, "spec", NULL); break;
+    case PF_ERR_ARG: reply_error(r, MHD_HTTP_BAD_REQUEST, j->err, j->budget_short ? "max_tokens" : "spec", NULL); break;
     case PF_ERR_OOM: reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, j->err, NULL, "out_of_memory"); break;
     case PF_ERR_CANCELLED: reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, j->err, NULL, "cancelled"); break;
     default: /* io, format, internal */

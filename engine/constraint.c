@@ -7,6 +7,8 @@
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
 #include "engine/tools.h"
+#include "formats/grow.h"
+#include "grammar/close_budget.h"
 #include "grammar/schema.h"
 
 struct pf_constraint {
@@ -18,6 +20,12 @@ struct pf_constraint {
     uint32_t *bits;
     size_t bits_pos; /* the position bits hold, 0: none */
     int n_allowed;
+    /* the token budget (docs/structured-output.md): max_tokens, the closing distances, and the
+     * matcher position after each token advanced, so a rollback also rolls back the count */
+    int64_t budget;
+    pf_close *close;
+    size_t *tok_end;
+    size_t n_tok, cap_tok;
 };
 
 pf_token_masker *pf_vocab_masker(const pf_tokenizer *t, int n, char err[PF_ERR_LEN]) {
@@ -53,6 +61,8 @@ void pf_engine_masker_free(pf_engine_session *s) {
     pf_token_masker_free(s->masker);
     s->masker = NULL;
 }
+
+static pf_rc check_budget(pf_constraint *c, char err[PF_ERR_LEN]);
 
 /* The compiled schema p asks for, its compiler's status as the call's. */
 static bool tool_constraint(const pf_decode_params *p) {
@@ -97,11 +107,14 @@ pf_rc pf_constraint_open(pf_engine_session *s, const pf_decode_params *p, pf_con
         c->m = pf_matcher_new(c->schema);
         c->cache = pf_mask_cache_new(c->tm);
         c->bits = malloc((size_t)pf_token_masker_words(c->tm) * sizeof *c->bits);
-        if (!c->m || !c->cache || !c->bits) {
+        c->close = pf_close_new(c->schema);
+        c->budget = p->max_tokens;
+        if (!c->m || !c->cache || !c->bits || !c->close) {
             snprintf(err, PF_ERR_LEN, "out of memory");
             rc = PF_RC_OOM;
         }
     }
+    if (rc == PF_RC_OK) rc = check_budget(c, err);
     if (rc != PF_RC_OK) pf_constraint_free(c);
     else *out = c;
     return rc;
@@ -109,6 +122,8 @@ pf_rc pf_constraint_open(pf_engine_session *s, const pf_decode_params *p, pf_con
 
 void pf_constraint_free(pf_constraint *c) {
     if (!c) return;
+    pf_close_free(c->close);
+    free(c->tok_end);
     pf_mask_cache_free(c->cache);
     pf_matcher_free(c->m);
     pf_schema_free(c->schema);
@@ -116,11 +131,26 @@ void pf_constraint_free(pf_constraint *c) {
     free(c);
 }
 
+/* The mask of the current position within the budget; *fits 0 when no token fits it. */
+static void mask_now(pf_constraint *c, int *fits) {
+    c->n_allowed = pf_token_mask_budget(c->tm, c->cache, c->m, c->close, c->budget - (int64_t)c->n_tok, c->bits, fits);
+    c->bits_pos = pf_matcher_pos(c->m);
+}
+
+/* Before anything is generated: some first token leaves a document that closes within max_tokens. */
+static pf_rc check_budget(pf_constraint *c, char err[PF_ERR_LEN]) {
+    int fits;
+    mask_now(c, &fits);
+    if (fits) return PF_RC_OK;
+    snprintf(err, PF_ERR_LEN, "max_tokens %lld is too small for the JSON schema: its shortest document takes %lld bytes",
+             (long long)c->budget, (long long)pf_close_doc(c->close));
+    return PF_RC_ARG;
+}
+
 const uint32_t *pf_constraint_mask(pf_constraint *c, int *n_allowed) {
-    size_t pos = pf_matcher_pos(c->m);
-    if (c->bits_pos != pos) {
-        c->n_allowed = pf_token_mask(c->tm, c->cache, c->m, c->bits);
-        c->bits_pos = pos;
+    if (c->bits_pos != pf_matcher_pos(c->m)) {
+        int fits;
+        mask_now(c, &fits);
     }
     if (n_allowed) *n_allowed = c->n_allowed;
     return c->bits;
@@ -171,12 +201,17 @@ int pf_constraint_advance(pf_constraint *c, int32_t tok) {
     const uint8_t *b = pf_token_masker_bytes(c->tm, tok, &len);
     if (!b || pf_matcher_push_bytes(c->m, b, len) != 1) return -1;
     c->bits_pos = 0; /* a position count names a state only until a rollback */
+    size_t *te = pf_grow(c->tok_end, &c->cap_tok, c->n_tok + 1, sizeof *te, 64);
+    if (te) c->tok_end = te;
+    /* without memory for the count the budget goes unheld; the document still parses */
+    if (te) c->tok_end[c->n_tok++] = pf_matcher_pos(c->m);
     return 0;
 }
 
 size_t pf_constraint_pos(const pf_constraint *c) { return pf_matcher_pos(c->m); }
 void pf_constraint_rollback(pf_constraint *c, size_t pos) {
     pf_matcher_rollback(c->m, pos);
+    while (c->n_tok && c->tok_end[c->n_tok - 1] > pos) c->n_tok--;
     c->bits_pos = 0;
 }
 int pf_constraint_done(const pf_constraint *c) { return pf_matcher_closed(c->m); }

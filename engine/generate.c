@@ -243,8 +243,10 @@ static int emit(gen_run *g, int n, int32_t *last, pf_rc *rc, char err[PF_ERR_LEN
             if (stop < 0) *rc = PF_RC_CANCELLED;
             return stop;
         }
-        if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_END_EOT; /* the document is complete */
-        else if (g->st.n_gen >= g->p->max_tokens) g->st.stop = PF_END_LENGTH;
+        /* the budget reached is a length stop even where the budget closed the document (OpenAI's
+         * finish_reason "length"); a document that closed earlier ends by itself */
+        if (g->st.n_gen >= g->p->max_tokens) g->st.stop = PF_END_LENGTH;
+        else if (s->cons && pf_constraint_done(s->cons)) g->st.stop = PF_END_EOT; /* the document is complete */
         else continue;
         return 1;
     }

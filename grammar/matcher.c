@@ -3,18 +3,13 @@
  * followed by its frames, bottom first. */
 #include "grammar/matcher.h"
 #include "formats/grow.h"
+#include "grammar/matcher_frames.h"
 #include "grammar/regex.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_HEAD, K_VALUE, K_OBJ, K_KEY, K_ARR, K_STR, K_NUM, K_LIT };
 enum { CONSUMED, REJECT, AGAIN }; /* AGAIN: the stack changed, feed the byte to its new top */
-enum { O_OPEN, O_FIRST, O_NEXT, O_KEY, O_KEY_SPACED, O_COLON };
-enum { V_TIGHT, V_SPACE }; /* a value's frame: V_SPACE after ':' or ',', where one space may come first */
-enum { A_OPEN, A_FIRST, A_NEXT, A_ITEM };
-enum { S_OPEN, S_BODY, S_ESC, S_HEX };
-enum { N_START, N_MINUS, N_ZERO, N_INT, N_FRAC0, N_FRAC, N_EXP0, N_EXPS, N_EXP };
 
 typedef struct {
     size_t off;      /* first frame in the arena */
@@ -287,6 +282,61 @@ static int num_can_end(const pf_schema_node *nd, const pf_frame *t) {
     if (t->phase != N_FRAC) return mag_feasible(r, i, i, 0);
     return !(i == r.a && r.a_open && !t->hi); /* past the '.' check, only "a.000" could fail */
 }
+
+/* The fewest bytes after an integer part p (off digits written; digits: more may follow) that end
+ * a magnitude within r: j more digits, and a fraction's ".d" where only a fraction fits. */
+static int64_t mag_rest(mag_range r, int64_t p, int off, int digits, int frac) {
+    int64_t best = INT64_MAX;
+    for (int j = 0; j + off <= PF_MATCHER_MAX_DIGITS && j < 17 && (j == 0 || digits); j++) {
+        if (p > (INT64_MAX - k_pow10[j]) / k_pow10[j] || p * k_pow10[j] > r.b) break;
+        int64_t lo = p * k_pow10[j], hi = lo + k_pow10[j] - 1;
+        if (mag_feasible(r, lo, hi, 0)) return j < best ? j : best;
+        if (frac && mag_feasible(r, lo, hi, 1) && j + 2 < best) best = j + 2;
+    }
+    return best;
+}
+
+/* The fewest bytes of a magnitude within r written from nothing: "0", or a digit 1-9 and more. */
+static int64_t mag_fresh(mag_range r, int frac) {
+    int64_t best = mag_rest(r, 0, 1, 0, frac);
+    best = best == INT64_MAX ? INT64_MAX : best + 1;
+    for (int64_t d = 1; d <= 9; d++) {
+        int64_t k = mag_rest(r, d, 1, 1, frac);
+        if (k != INT64_MAX && k + 1 < best) best = k + 1;
+    }
+    return best;
+}
+
+int64_t pf_matcher_num_rest(const pf_schema_node *nd, const pf_frame *t) {
+    static const uint8_t k_plain[N_EXP + 1] = {[N_START] = 1, [N_MINUS] = 1, [N_FRAC0] = 1, [N_EXP0] = 1, [N_EXPS] = 1};
+    if (!bounded(nd)) return k_plain[t->phase];
+    int frac = nd->kind == PF_SN_NUMBER;
+    switch (t->phase) {
+    case N_START: {
+        int64_t pos = mag_fresh(mag_of(nd, 0), frac), neg = mag_fresh(mag_of(nd, 1), frac);
+        return pos < (neg == INT64_MAX ? neg : neg + 1) ? pos : neg + 1;
+    }
+    case N_MINUS: return mag_fresh(mag_of(nd, 1), frac);
+    case N_ZERO: return num_can_end(nd, t) ? 0 : 2;
+    case N_INT: return mag_rest(mag_of(nd, t->lo), (int64_t)t->used, t->off, 1, frac);
+    case N_FRAC0: return 1;
+    case N_FRAC: return num_can_end(nd, t) ? 0 : 1;
+    default: return 0; /* a bounded number has no exponent */
+    }
+}
+
+int64_t pf_matcher_min_stacks(const pf_matcher *m, int64_t (*fn)(const void *ctx, const pf_frame *f, int n),
+                              const void *ctx) {
+    const mstate cur = m->st[m->n_st - 1];
+    int64_t best = INT64_MAX;
+    for (size_t i = cur.off; i < cur.off + cur.frames; i += 1 + (size_t)m->arena[i].lo) {
+        int64_t v = fn(ctx, m->arena + i + 1, m->arena[i].lo);
+        if (v < best) best = v;
+    }
+    return best;
+}
+
+const pf_schema *pf_matcher_schema(const pf_matcher *m) { return m->s; }
 
 /* Numbers: RFC 8259 with at most PF_MATCHER_MAX_DIGITS digits in each part; an integer has neither
  * fraction nor exponent. A byte that cannot continue the number ends it (when it may end) and goes

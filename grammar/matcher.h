@@ -57,6 +57,13 @@ int64_t pf_matcher_string_room(const pf_matcher *m);
  * would move the string: 1, or 0 when the matcher would refuse it. */
 int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur);
 int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c);
+/* For the closing distance (grammar/close_budget.h): the least of fn over the current state's
+ * parse stacks (frames f[0..n), bottom first; INT64_MAX when fn says so for all), the schema, and
+ * the fewest bytes that end a number frame within its bounds (0 when it may end). */
+int64_t pf_matcher_min_stacks(const pf_matcher *m, int64_t (*fn)(const void *ctx, const pf_frame *f, int n),
+                              const void *ctx);
+const pf_schema *pf_matcher_schema(const pf_matcher *m);
+int64_t pf_matcher_num_rest(const pf_schema_node *nd, const pf_frame *t);
 /* The current state as bytes (equal states give equal bytes): a cache key. */
 const void *pf_matcher_state(const pf_matcher *m, size_t *len);
 

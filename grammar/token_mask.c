@@ -6,6 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "grammar/close_budget.h"
 #include "grammar/vocab_trie.h"
 
 enum { CACHE_SLOTS = 256, PATTERN_PATH = 256 /* bytes of a token walked without the matcher */ };
@@ -25,9 +26,19 @@ typedef struct {
     uint64_t hash;
     void *key;
     size_t len;
+    int64_t limit; /* the closing distance a token may leave (INT64_MAX: no budget) */
     uint32_t *bits;
     int count;
+    int64_t max_next, min_next; /* closing distances after the accepted tokens; -1: not measured */
 } slot;
+
+/* One walk: the bits it sets and, with closing distances (cl), the tokens' limit and the range
+ * of distances after the tokens the matcher accepts. */
+typedef struct {
+    uint32_t *bits;
+    const pf_close *cl;
+    int64_t limit, max_next, min_next;
+} walk_ctx;
 
 struct pf_mask_cache {
     int n_words;
@@ -184,13 +195,26 @@ void pf_mask_cache_free(pf_mask_cache *c) {
     free(c);
 }
 
+/* The tokens spelled by trie node c, whose bytes the matcher accepts (m after them, or cur: the
+ * pattern string's frame after them), within the walk's limit. */
+static void take(walk_ctx *w, const pf_vocab_trie *t, int32_t c, const pf_matcher *m, const pf_frame *cur) {
+    if (!t->nodes[c].tok_n) return;
+    if (w->cl) {
+        int64_t d = cur ? pf_close_dist_cursor(w->cl, m, cur) : pf_close_dist(w->cl, m);
+        if (d > w->max_next) w->max_next = d;
+        if (d < w->min_next) w->min_next = d;
+        if (d > w->limit) return;
+    }
+    for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(w->bits, t->ids[t->nodes[c].tok_lo + k]);
+}
+
 /* Every token below trie node i whose bytes the matcher accepts. */
-static void walk(const pf_vocab_trie *t, int32_t i, pf_matcher *m, uint32_t *bits) {
+static void walk(const pf_vocab_trie *t, int32_t i, pf_matcher *m, walk_ctx *w) {
     size_t pos = pf_matcher_pos(m);
     for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
         if (pf_matcher_push(m, t->nodes[c].byte) != 1) continue;
-        for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(bits, t->ids[t->nodes[c].tok_lo + k]);
-        if (t->nodes[c].end > c + 1) walk(t, c, m, bits);
+        take(w, t, c, m, NULL);
+        if (t->nodes[c].end > c + 1) walk(t, c, m, w);
         pf_matcher_rollback(m, pos);
     }
 }
@@ -200,27 +224,27 @@ static void walk(const pf_vocab_trie *t, int32_t i, pf_matcher *m, uint32_t *bit
  * or escape there) hands that subtree to the matcher, with the path's bytes (path[0..depth))
  * pushed first. Every token is allowed exactly when the matcher would take its bytes. */
 static void walk_pattern(const pf_vocab_trie *t, int32_t i, pf_matcher *m, const pf_frame *cur, uint8_t *path,
-                         int depth, uint32_t *bits) {
+                         int depth, walk_ctx *w) {
     for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
         uint8_t b = t->nodes[c].byte;
         pf_frame next = *cur;
         if (b == '"' || b == '\\' || b < 0x20) {
             size_t pos = pf_matcher_pos(m);
             if (pf_matcher_push_bytes(m, path, (size_t)depth) == 1 && pf_matcher_push(m, b) == 1) {
-                for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(bits, t->ids[t->nodes[c].tok_lo + k]);
-                if (t->nodes[c].end > c + 1) walk(t, c, m, bits);
+                take(w, t, c, m, NULL);
+                if (t->nodes[c].end > c + 1) walk(t, c, m, w);
             }
             pf_matcher_rollback(m, pos);
             continue;
         }
         if (!pf_matcher_pattern_feed(m, &next, b)) continue;
-        for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(bits, t->ids[t->nodes[c].tok_lo + k]);
+        take(w, t, c, m, &next);
         if (t->nodes[c].end > c + 1 && depth < PATTERN_PATH) {
             path[depth] = b;
-            walk_pattern(t, c, m, &next, path, depth + 1, bits);
+            walk_pattern(t, c, m, &next, path, depth + 1, w);
         } else if (t->nodes[c].end > c + 1) { /* a path longer than the buffer: the matcher's way */
             size_t pos = pf_matcher_pos(m);
-            if (pf_matcher_push_bytes(m, path, (size_t)depth) == 1 && pf_matcher_push(m, b) == 1) walk(t, c, m, bits);
+            if (pf_matcher_push_bytes(m, path, (size_t)depth) == 1 && pf_matcher_push(m, b) == 1) walk(t, c, m, w);
             pf_matcher_rollback(m, pos);
         }
     }
@@ -232,50 +256,112 @@ static int count_bits(const uint32_t *bits, int n_words) {
     return n;
 }
 
-static int compute(const pf_token_masker *tm, pf_matcher *m, uint32_t *bits) {
+/* Inside strings without a pattern, plain content tokens leave each parse stack's closing
+ * distance as it is, or shorten it by a character where every stack's minLength still wants one:
+ * all of them are allowed, none (the other tokens walked), or, where they differ, every token
+ * is walked. */
+static void walk_string(const pf_token_masker *tm, pf_matcher *m, walk_ctx *w) {
+    size_t words = (size_t)tm->n_words * sizeof *w->bits;
+    int plain = 1, all = 0;
+    if (w->cl) {
+        int64_t d = pf_close_dist(w->cl, m);
+        int needs = pf_close_string_needs(w->cl, m);
+        if (d > w->max_next) w->max_next = d;
+        if (d - needs < w->min_next) w->min_next = d - needs;
+        plain = d <= w->limit || (needs && d - 1 <= w->limit);
+        all = !plain && needs;
+    }
+    if (all) {
+        memset(w->bits, 0, words);
+        walk(&tm->all, 0, m, w);
+        return;
+    }
+    if (plain) memcpy(w->bits, tm->plain_bits, words);
+    else memset(w->bits, 0, words);
+    walk(&tm->unplain, 0, m, w);
+}
+
+static int compute(const pf_token_masker *tm, pf_matcher *m, walk_ctx *w) {
+    uint32_t *bits = w->bits;
     size_t words = (size_t)tm->n_words * sizeof *bits;
     pf_frame cur;
     uint8_t path[PATTERN_PATH];
     if (pf_matcher_pattern_cursor(m, &cur)) {
         memset(bits, 0, words);
-        walk_pattern(&tm->all, 0, m, &cur, path, 0, bits);
+        walk_pattern(&tm->all, 0, m, &cur, path, 0, w);
     } else if (pf_matcher_string_room(m) >= tm->plain_chars) {
-        memcpy(bits, tm->plain_bits, words);
-        walk(&tm->unplain, 0, m, bits);
+        walk_string(tm, m, w);
     } else {
         memset(bits, 0, words);
-        walk(&tm->all, 0, m, bits);
+        walk(&tm->all, 0, m, w);
     }
     if (pf_matcher_can_end(m))
         for (int i = 0; i < tm->n_words; i++) bits[i] |= tm->end_bits[i];
     return count_bits(bits, tm->n_words);
 }
 
-int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, uint32_t *bits) {
+/* The cache's slot for m's state and limit when it holds them, else NULL (*h its hash). */
+static slot *lookup(pf_mask_cache *cache, const pf_matcher *m, int64_t limit, uint64_t *h) {
     size_t len;
     const void *key = pf_matcher_state(m, &len);
-    if (!cache) return compute(tm, m, bits);
-    uint64_t h = XXH3_64bits(key, len);
+    *h = XXH3_64bits_withSeed(key, len, (uint64_t)limit);
+    slot *s = &cache->s[*h % CACHE_SLOTS];
+    return s->bits && s->hash == *h && s->limit == limit && s->len == len && !memcmp(s->key, key, len) ? s : NULL;
+}
+
+/* Remember a walk's result in its slot (when memory allows). */
+static void store(pf_mask_cache *cache, const pf_matcher *m, uint64_t h, const walk_ctx *w, int n) {
+    size_t len, words = (size_t)cache->n_words * sizeof *w->bits;
+    const void *key = pf_matcher_state(m, &len); /* the walk may have moved the arena */
     slot *s = &cache->s[h % CACHE_SLOTS];
-    size_t words = (size_t)tm->n_words * sizeof *bits;
-    if (s->bits && s->hash == h && s->len == len && !memcmp(s->key, key, len)) {
-        memcpy(bits, s->bits, words);
-        return s->count;
-    }
-    int n = compute(tm, m, bits);
     void *k = malloc(len);
     uint32_t *b = s->bits ? s->bits : malloc(words);
     if (!k || !b) {
         free(k);
         if (!s->bits) free(b);
-        return n; /* not remembered */
+        return; /* not remembered */
     }
-    key = pf_matcher_state(m, &len); /* the walk may have moved the arena */
     memcpy(k, key, len);
-    memcpy(b, bits, words);
+    memcpy(b, w->bits, words);
     free(s->key);
-    *s = (slot){h, k, len, b, n};
+    *s = (slot){h, k, len, w->limit, b, n, w->cl ? w->max_next : -1, w->cl ? w->min_next : -1};
+}
+
+/* The mask of m's state under w's limit, from the cache or walked (and remembered). */
+static int cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, walk_ctx *w) {
+    uint64_t h;
+    const slot *s = cache ? lookup(cache, m, w->limit, &h) : NULL;
+    if (s && (!w->cl || s->max_next >= 0)) {
+        memcpy(w->bits, s->bits, (size_t)tm->n_words * sizeof *w->bits);
+        w->max_next = s->max_next, w->min_next = s->min_next;
+        return s->count;
+    }
+    int n = compute(tm, m, w);
+    if (cache) store(cache, m, h, w, n);
     return n;
+}
+
+int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, uint32_t *bits) {
+    walk_ctx w = {bits, NULL, INT64_MAX, -1, -1};
+    return cached(tm, cache, m, &w);
+}
+
+int pf_token_mask_budget(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const pf_close *cl,
+                         int64_t left, uint32_t *bits, int *fits) {
+    *fits = 1;
+    if (!cl) return pf_token_mask(tm, cache, m, bits);
+    walk_ctx w = {bits, cl, INT64_MAX, -1, INT64_MAX};
+    int n = cached(tm, cache, m, &w);
+    if (w.max_next <= left - 1) return n; /* no token can leave more than the budget closes */
+    int64_t least = w.min_next;
+    w = (walk_ctx){bits, cl, left - 1, -1, INT64_MAX};
+    n = cached(tm, cache, m, &w);
+    if (n > 0 || least == INT64_MAX) return n;
+    *fits = 0;
+    /* none fits (a distance that is only an estimate, docs/structured-output.md): the tokens that
+     * close soonest */
+    w = (walk_ctx){bits, cl, least, -1, INT64_MAX};
+    return cached(tm, cache, m, &w);
 }
 
 void pf_mask_apply(const uint32_t *bits, int n, float *logits) {

@@ -34,6 +34,17 @@ void pf_mask_cache_free(pf_mask_cache *c);
  * Returns how many. cache may be NULL. (Out of memory mid-walk narrows the mask, never widens it.) */
 int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, uint32_t *bits);
 
+struct pf_close;
+/* The same within a token budget: left tokens may still be generated, this one included. A token
+ * is allowed when, besides its bytes keeping the document a valid prefix, the closing distance
+ * after it (grammar/close_budget.h) is at most left - 1, so the document can always be completed
+ * within the budget. A state's mask is walked once with the distances after its tokens measured;
+ * only where one of them exceeds left - 1 is the mask walked again for this budget. cl NULL: no
+ * budget (pf_token_mask). *fits 0 when no token fits the budget: then bits holds the tokens after
+ * which the distance is least (the budget is too small, or the distance only an estimate). */
+int pf_token_mask_budget(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const struct pf_close *cl,
+                         int64_t left, uint32_t *bits, int *fits);
+
 /* logits[id] = -inf for every id < n the mask does not allow. Whole words at a time: a padded
  * vocabulary's unused tail and a structural position's mask are mostly zero words. */
 void pf_mask_apply(const uint32_t *bits, int n, float *logits);

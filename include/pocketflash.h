@@ -226,6 +226,13 @@ typedef struct {
  * that needs a draft or a Dec head, a profile that cannot be read). */
 pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char err[PF_ERR_LEN]);
 
+/* Structured output's budget, checked without generating: PF_OK when p asks for neither a schema
+ * nor JSON mode, or when p->max_tokens can hold a whole document of it (generation makes the same
+ * check first: a constrained answer always closes within max_tokens, docs/structured-output.md);
+ * otherwise PF_ERR_ARG and a one-line error naming max_tokens (or the schema's own error). The
+ * session's token masks are built on first use, as generation builds them. */
+pf_status pf_gen_check_max_tokens(pf_session *s, const pf_gen_params *p, char err[PF_ERR_LEN]);
+
 /* The callbacks' return value: 0 goes on; a positive value stops generation as a normal end (PF_OK,
  * pf_gen_stats.stop PF_STOP_CALLBACK: a stop string was seen); a negative value cancels it (the call
  * returns PF_ERR_CANCELLED, stats still written, stop PF_STOP_CALLBACK: nobody wants the rest). */

@@ -749,6 +749,10 @@ TEST(serve_bad_requests_get_openai_errors) {
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"response_format\":{\"type\":\"json_object\"}}", 200, NULL, NULL},
         {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"response_format\":"
          "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"yn\",\"schema\":{\"enum\":[\"yes\",\"no\"]}}}}", 200, NULL, NULL},
+        /* a budget that cannot hold the schema's shortest document: refused before generating */
+        {"POST", "/v1/chat/completions", JSON_CT, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":2,\"response_format\":"
+         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"d\",\"schema\":{\"type\":\"object\",\"properties\":{\"description\":"
+         "{\"type\":\"string\",\"minLength\":20}},\"required\":[\"description\"]}}}}", 400, "max_tokens", NULL},
         {"POST", "/v1/chat/completions", JSON_CT, long_prompt, 400, "messages", "context_length_exceeded"},
         {"POST", "/v1/chat/completions", JSON_CT, long_stream, 400, "messages", "context_length_exceeded"},
         {"POST", "/v1/completions", JSON_CT, big, 413, NULL, "request_too_large"},

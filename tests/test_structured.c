@@ -299,7 +299,7 @@ TEST(structured_greedy_shortcut_is_the_masked_argmax) {
     pair p;
     CHECK(open_pair(&p) == 0);
     char err[PF_ERR_LEN];
-    pf_decode_params dp = {.json_schema = k_schemas[0]};
+    pf_decode_params dp = {.json_schema = k_schemas[0], .max_tokens = 160};
     pf_constraint *c = NULL;
     CHECKF(pf_constraint_open(&p.s->engine, &dp, &c, err) == PF_RC_OK && c, "%s", err);
     static const char doc[] = "{\"name\": \"Maria Lopez\", \"age\": 34, \"kind\": \"person\"}";

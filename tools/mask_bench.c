@@ -10,7 +10,10 @@
  * put on the document's next token, as a model writing that document would, so its argmax is
  * allowed and the row is not masked.
  *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -Iinclude tools/mask_bench.c libpocketflash.a -lzstd -lxxhash -lm -pthread
- *   a.out VOCAB.gguf SCHEMA.json DOCUMENT.json REPS */
+ * With BUDGET, every mask is the one within that max_tokens (pf_token_mask_budget, the closing
+ * distances measured after each token a state's first walk accepts; docs/structured-output.md).
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -I. -Iinclude tools/mask_bench.c libpocketflash.a -lzstd -lxxhash -lm -pthread
+ *   a.out VOCAB.gguf SCHEMA.json DOCUMENT.json REPS [BUDGET] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 #include "engine/constraint.h"
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
+#include "grammar/close_budget.h"
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
 #include "grammar/token_mask.h"
@@ -34,7 +38,9 @@ static char *slurp(const char *path, size_t *n) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) return fprintf(stderr, "usage: mask_bench VOCAB.gguf SCHEMA.json DOCUMENT.json REPS\n"), 2;
+    if (argc != 5 && argc != 6)
+        return fprintf(stderr, "usage: mask_bench VOCAB.gguf SCHEMA.json DOCUMENT.json REPS [BUDGET]\n"), 2;
+    long long budget = argc == 6 ? atoll(argv[5]) : -1;
     char err[PF_ERR_LEN];
     size_t n_schema = 0, n_doc = 0;
     char *schema = slurp(argv[2], &n_schema), *doc = slurp(argv[3], &n_doc);
@@ -49,6 +55,7 @@ int main(int argc, char **argv) {
     pf_schema *s = NULL;
     pf_schema_compile(schema, n_schema, &s, err);
     if (!tm || !s) return fprintf(stderr, "%s\n", err), 1;
+    pf_close *cl = budget >= 0 ? pf_close_new(s) : NULL;
     int V = pf_tokenizer_n_vocab(t), reps = atoi(argv[4]), words = pf_token_masker_words(tm), forced = 0;
     float *logits = calloc((size_t)V, sizeof *logits), *row = malloc((size_t)V * sizeof *row);
     uint32_t *bits = malloc((size_t)words * sizeof *bits);
@@ -64,7 +71,9 @@ int main(int argc, char **argv) {
         pf_mask_cache *cache = pf_mask_cache_new(tm);
         double a = pf_now_s();
         for (size_t i = 0; i < n_ids; i++) {
-            int n = pf_token_mask(tm, cache, m, bits);
+            int fits = 1;
+            int n = cl ? pf_token_mask_budget(tm, cache, m, cl, budget - (long long)i, bits, &fits)
+                       : pf_token_mask(tm, cache, m, bits);
             memcpy(logits, row, (size_t)V * sizeof *row);
             if (greedy) {
                 logits[ids[i]] = 11.0f; /* above the row's range */

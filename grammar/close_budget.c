@@ -1,0 +1,364 @@
+/* Closing distances (grammar/close_budget.h): per node, the shortest document the matcher writes
+ * (compact, no optional key or item beyond what the schema requires); per parse stack, what its
+ * frames still need, top first. */
+#include "grammar/close_budget.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/matcher_frames.h"
+#include "grammar/regex.h"
+
+#define INF PF_CLOSE_INF
+
+struct pf_close {
+    const pf_schema *s;
+    int64_t *doc;     /* per node: its shortest document */
+    int64_t **re_dist; /* per string node with a pattern: bytes from each automaton state to its end */
+};
+
+static int64_t add(int64_t a, int64_t b) { return a >= INF || b >= INF || a + b >= INF ? INF : a + b; }
+static int64_t mul(int64_t a, int64_t k) { return k == 0 ? 0 : a >= INF || k >= INF || a > INF / k ? INF : a * k; }
+static int64_t min2(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Bytes byte b takes inside a pattern string: the escapes JSON requires ("\"", "\\", "\n", ...,
+ * "\u00XX" for the other control characters). */
+static int64_t written(int b) {
+    if (b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t') return 2;
+    return b < 0x20 ? 6 : 1;
+}
+
+/* dist[q]: the fewest written bytes from automaton state q to an accepting one (lengths aside). */
+static int64_t *pattern_dist(const pf_regex *re) {
+    int n = pf_regex_states(re);
+    int64_t *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+    int32_t *next = malloc((size_t)(n ? n : 1) * 256 * sizeof *next);
+    if (!d || !next) {
+        free(d);
+        free(next);
+        return NULL;
+    }
+    for (int q = 0; q < n; q++) {
+        d[q] = pf_regex_final(re, q) ? 0 : INF;
+        for (int b = 0; b < 256; b++) next[(size_t)q * 256 + b] = pf_regex_step(re, q, (uint8_t)b);
+    }
+    for (int changed = 1; changed;) { /* Bellman-Ford: the paths are short, the passes few */
+        changed = 0;
+        for (int q = 0; q < n; q++)
+            for (int b = 0; b < 256; b++) {
+                int32_t s = next[(size_t)q * 256 + b];
+                if (s >= 0 && d[s] < INF && d[s] + written(b) < d[q]) d[q] = d[s] + written(b), changed = 1;
+            }
+    }
+    free(next);
+    return d;
+}
+
+/* ---- objects ---- */
+
+static int64_t key_cost(const pf_close *c, const pf_schema_node *nd, int i) {
+    return add(nd->keys.len[i], c->doc[nd->prop_node[i]]);
+}
+
+/* The value node of another key, the cheapest where patterns choose it. */
+static int64_t other_value_doc(const pf_close *c, const pf_schema_node *nd) {
+    if (nd->key_node < 0) return nd->extra >= 0 ? c->doc[nd->extra] : INF;
+    const uint32_t *masks;
+    int k = pf_regex_masks(c->s->nodes[nd->key_node].re, &masks);
+    int64_t best = INF;
+    for (int i = 0; i < k; i++)
+        if (nd->key_vals[i] >= 0) best = min2(best, c->doc[nd->key_vals[i]]);
+    return best;
+}
+
+/* The text of the shortest other key, its quotes included. */
+static int64_t other_key_text(const pf_close *c, const pf_schema_node *nd) {
+    if (nd->key_node >= 0) {
+        const int64_t *d = c->re_dist[nd->key_node];
+        int32_t q = pf_regex_start(c->s->nodes[nd->key_node].re);
+        return d && q >= 0 ? add(2, d[q]) : INF;
+    }
+    for (int i = 0; i < nd->n_props; i++)
+        if (nd->keys.len[i] == 3) return 3; /* `"":` is listed: `"a"` */
+    return 2;
+}
+
+/* Another key with its value: `"":` and the value's shortest document. */
+static int64_t other_cost(const pf_close *c, const pf_schema_node *nd) {
+    if (nd->extra < 0 && nd->key_node < 0) return INF;
+    return add(add(other_key_text(c, nd), 1), other_value_doc(c, nd));
+}
+
+/* One more key (req: a required one) fits with k keys so far: maxProperties leaves room for it
+ * and every required key not given yet. */
+static int key_room(const pf_schema_node *nd, uint64_t used, int64_t k, int req) {
+    if (nd->max_props == INT64_MAX) return 1;
+    return k + 1 + __builtin_popcountll(nd->required & ~used) - req <= nd->max_props;
+}
+
+static int listed_room(const pf_schema_node *nd, uint64_t used, int64_t k, int i) {
+    return key_room(nd, used, k, (int)(nd->required >> i & 1));
+}
+
+/* From between keys (first: none yet) to the closing brace: the required keys not given, the
+ * cheapest others minProperties still asks for, their commas, and `}`. */
+static int64_t obj_close(const pf_close *c, const pf_schema_node *nd, uint64_t used, int64_t k, int first) {
+    uint64_t req = nd->free_keys ? 0 : nd->required & ~used;
+    int64_t cost = 0, n_add = __builtin_popcountll(req);
+    for (int i = 0; i < nd->n_props; i++)
+        if (req >> i & 1) cost = add(cost, key_cost(c, nd, i));
+    int64_t need = nd->min_props - k - n_add, other = other_cost(c, nd);
+    uint64_t taken = used | req;
+    for (; need > 0 && cost < INF; need--, n_add++) {
+        int best = -1;
+        for (int i = 0; i < nd->n_props && !nd->free_keys; i++)
+            if (!(taken >> i & 1) && (best < 0 || key_cost(c, nd, i) < key_cost(c, nd, best))) best = i;
+        if (best >= 0 && key_cost(c, nd, best) <= other) {
+            cost = add(cost, key_cost(c, nd, best));
+            taken |= 1ull << best;
+        } else {
+            cost = add(cost, other);
+        }
+    }
+    int64_t commas = first ? (n_add ? n_add - 1 : 0) : n_add;
+    return add(add(cost, commas), 1);
+}
+
+/* Keys so far (the object frame's count, as the matcher keeps it). */
+static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used) + o->off; }
+
+/* After a comma: one key at least, then on to the closing brace. */
+static int64_t obj_after_comma(const pf_close *c, const pf_schema_node *nd, const pf_frame *o) {
+    int64_t k = obj_keys(o), best = INF;
+    if (key_room(nd, o->used, k, 0)) best = add(other_cost(c, nd), obj_close(c, nd, o->used, k + 1, 0));
+    for (int i = 0; i < nd->n_props && !nd->free_keys; i++)
+        if (!(o->used >> i & 1) && listed_room(nd, o->used, k, i))
+            best = min2(best, add(key_cost(c, nd, i), obj_close(c, nd, o->used | 1ull << i, k + 1, 0)));
+    return best;
+}
+
+static int64_t obj_rest(const pf_close *c, const pf_frame *t) {
+    const pf_schema_node *nd = &c->s->nodes[t->node];
+    switch (t->phase) {
+    case O_FIRST: return obj_close(c, nd, t->used, obj_keys(t), 1);
+    case O_NEXT: return obj_close(c, nd, t->used, obj_keys(t), 0);
+    case O_KEY:
+    case O_KEY_SPACED: return obj_after_comma(c, nd, t);
+    case O_COLON: /* another key's string under way or closed: its colon, value, the rest */
+        return add(add(1, other_value_doc(c, nd)), obj_close(c, nd, t->used, obj_keys(t) + 1, 0));
+    default: return c->doc[t->node];
+    }
+}
+
+/* A listed key's text under way (t over object frame o): finish one of the candidates, or (where
+ * other keys are allowed) close the text here as another key. */
+static int64_t key_rest(const pf_close *c, const pf_frame *t, const pf_frame *o) {
+    const pf_schema_node *nd = &c->s->nodes[o->node];
+    int64_t k = obj_keys(o), best = INF;
+    int quote_next = 0;
+    for (int32_t i = t->lo; i < t->hi; i++) {
+        if ((uint32_t)t->off < nd->keys.len[i] && nd->keys.s[i][t->off] == '"') quote_next = 1;
+        if (o->used >> i & 1 || !listed_room(nd, o->used, k, i)) continue;
+        int64_t r = add(add(nd->keys.len[i] - t->off, c->doc[nd->prop_node[i]]),
+                        obj_close(c, nd, o->used | 1ull << i, k + 1, 0));
+        best = min2(best, r);
+    }
+    if ((nd->extra >= 0 || nd->key_node >= 0) && key_room(nd, o->used, k, 0)) {
+        int64_t r = add(add(quote_next ? 2 : 1, 1), other_value_doc(c, nd));
+        best = min2(best, add(r, obj_close(c, nd, o->used, k + 1, 0)));
+    }
+    return best;
+}
+
+/* ---- the other frames ---- */
+
+static int64_t items_rest(const pf_close *c, const pf_schema_node *nd, int64_t have) {
+    int64_t need = nd->min_items > have ? nd->min_items - have : 0;
+    return add(mul(add(1, c->doc[nd->items]), need), 1);
+}
+
+static int64_t arr_rest(const pf_close *c, const pf_frame *t) {
+    const pf_schema_node *nd = &c->s->nodes[t->node];
+    switch (t->phase) {
+    case A_FIRST:
+        if (nd->min_items == 0) return 1;
+        return add(mul(add(1, c->doc[nd->items]), nd->min_items), 0); /* items, commas, `]` */
+    case A_NEXT: return items_rest(c, nd, t->lo);
+    case A_ITEM: return add(c->doc[nd->items], items_rest(c, nd, t->lo + 1));
+    default: return c->doc[t->node];
+    }
+}
+
+/* A pattern string inside an escape: the escapes that can go on, then the rest to its end. */
+static int64_t pattern_escape_rest(const pf_close *c, const pf_frame *t, const int64_t *d) {
+    const pf_regex *re = c->s->nodes[t->node].re;
+    static const char k_short[] = "\"\\/\b\f\n\r\t";
+    int64_t best = INF;
+    if (t->phase == S_ESC) {
+        for (int i = 0; i < 8; i++) {
+            int32_t q = pf_regex_step(re, t->hi, (uint8_t)k_short[i]);
+            if (q >= 0) best = min2(best, add(1, d[q]));
+        }
+        for (int ch = 0; ch < 0x20; ch++) { /* \u00XX */
+            int32_t q = pf_regex_step(re, t->hi, (uint8_t)ch);
+            if (q >= 0) best = min2(best, add(5, d[q]));
+        }
+        return best;
+    }
+    int left = 4 - t->off; /* S_HEX: off digits read, their value lo */
+    for (int ch = 0; ch < 0x20; ch++) {
+        if (ch >> (4 * left) != t->lo) continue;
+        int32_t q = pf_regex_step(re, t->hi, (uint8_t)ch);
+        if (q >= 0) best = min2(best, add(left, d[q]));
+    }
+    return best;
+}
+
+static int64_t str_rest(const pf_close *c, const pf_frame *t) {
+    const pf_schema_node *nd = &c->s->nodes[t->node];
+    int64_t need = nd->min_len > (int64_t)t->used ? nd->min_len - (int64_t)t->used : 0;
+    if (t->phase == S_OPEN) return c->doc[t->node];
+    if (!nd->re) {
+        int64_t here = t->phase == S_BODY ? t->u8_need : t->phase == S_ESC ? 1 : 4 - t->off;
+        return here + need + 1;
+    }
+    const int64_t *d = c->re_dist[t->node];
+    if (!d) return INF;
+    int64_t r = t->phase == S_BODY ? d[t->hi] : pattern_escape_rest(c, t, d);
+    return add(r > need ? r : need, 1);
+}
+
+static int64_t lit_rest(const pf_close *c, const pf_frame *t) {
+    const pf_lit_set *set = &c->s->nodes[t->node].lits;
+    if (t->lo == 0 && t->hi == set->n) return c->doc[t->node] - t->off;
+    int64_t best = INF;
+    for (int32_t i = t->lo; i < t->hi; i++) best = min2(best, (int64_t)set->len[i] - t->off);
+    return best;
+}
+
+typedef struct {
+    const pf_close *c;
+    const pf_frame *top; /* replaces the stack's top frame when set */
+} walk_ctx;
+
+/* What stack f[0..n) still needs, top first: a key's text is settled with its object's frame. */
+static int64_t stack_rest(const void *ctx, const pf_frame *f, int n) {
+    const walk_ctx *w = ctx;
+    const pf_close *c = w->c;
+    int64_t total = 0;
+    for (int i = n - 1; i >= 0 && total < INF; i--) {
+        const pf_frame *t = i == n - 1 && w->top ? w->top : &f[i];
+        switch (t->kind) {
+        case K_VALUE: total = add(total, c->doc[t->node]); break;
+        case K_STR: total = add(total, str_rest(c, t)); break;
+        case K_NUM: total = add(total, pf_matcher_num_rest(&c->s->nodes[t->node], t)); break;
+        case K_LIT: total = add(total, lit_rest(c, t)); break;
+        case K_ARR: total = add(total, arr_rest(c, t)); break;
+        case K_OBJ: total = add(total, obj_rest(c, t)); break;
+        case K_KEY:
+            if (i == 0) return INF;
+            total = add(total, key_rest(c, t, &f[i - 1]));
+            i--;
+            break;
+        default: return INF;
+        }
+    }
+    return total;
+}
+
+int64_t pf_close_dist(const pf_close *c, const pf_matcher *m) {
+    walk_ctx w = {c, NULL};
+    return pf_matcher_min_stacks(m, stack_rest, &w);
+}
+
+int64_t pf_close_dist_cursor(const pf_close *c, const pf_matcher *m, const pf_frame *cur) {
+    walk_ctx w = {c, cur};
+    return pf_matcher_min_stacks(m, stack_rest, &w);
+}
+
+static int64_t string_lacks(const void *ctx, const pf_frame *f, int n) {
+    const pf_close *c = ((const walk_ctx *)ctx)->c;
+    if (n == 0) return 0;
+    const pf_frame *t = &f[n - 1];
+    const pf_schema_node *nd = &c->s->nodes[t->node];
+    return t->kind == K_STR && t->phase == S_BODY && !t->u8_need && !nd->re && (int64_t)t->used < nd->min_len;
+}
+
+int pf_close_string_needs(const pf_close *c, const pf_matcher *m) {
+    walk_ctx w = {c, NULL};
+    return pf_matcher_min_stacks(m, string_lacks, &w) == 1;
+}
+
+/* ---- the schema's tables ---- */
+
+static int64_t node_doc(const pf_close *c, const pf_schema_node *nd) {
+    switch (nd->kind) {
+    case PF_SN_ANY: return 1; /* `0` */
+    case PF_SN_OBJECT: return add(1, obj_close(c, nd, 0, 0, 1));
+    case PF_SN_ARRAY: return 1 + (nd->min_items == 0 ? 1 : mul(add(1, c->doc[nd->items]), nd->min_items));
+    case PF_SN_STRING: {
+        if (!nd->re) return add(2, nd->min_len);
+        const int64_t *d = c->re_dist[nd - c->s->nodes];
+        int32_t q = pf_regex_start(nd->re);
+        if (!d || q < 0) return INF;
+        return add(2, d[q] > nd->min_len ? d[q] : nd->min_len);
+    }
+    case PF_SN_NUMBER:
+    case PF_SN_INTEGER: {
+        pf_frame f;
+        memset(&f, 0, sizeof f);
+        f.kind = K_NUM;
+        f.phase = N_START;
+        int64_t r = pf_matcher_num_rest(nd, &f);
+        return r == INT64_MAX ? INF : r;
+    }
+    case PF_SN_LITERALS: {
+        int64_t best = INF;
+        for (int i = 0; i < nd->lits.n; i++) best = min2(best, nd->lits.len[i]);
+        return best;
+    }
+    case PF_SN_UNION: {
+        int64_t best = INF;
+        for (int i = 0; i < nd->n_alts; i++) best = min2(best, c->doc[nd->alts[i]]);
+        return best;
+    }
+    }
+    return INF;
+}
+
+pf_close *pf_close_new(const pf_schema *s) {
+    pf_close *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->s = s;
+    c->doc = malloc((size_t)s->n_nodes * sizeof *c->doc);
+    c->re_dist = calloc((size_t)s->n_nodes, sizeof *c->re_dist);
+    if (!c->doc || !c->re_dist) {
+        pf_close_free(c);
+        return NULL;
+    }
+    for (int i = 0; i < s->n_nodes; i++) {
+        c->doc[i] = INF;
+        if (s->nodes[i].kind == PF_SN_STRING && s->nodes[i].re && !(c->re_dist[i] = pattern_dist(s->nodes[i].re))) {
+            pf_close_free(c);
+            return NULL;
+        }
+    }
+    for (int changed = 1; changed;) { /* to the fixpoint: recursion makes the graph cyclic */
+        changed = 0;
+        for (int i = 0; i < s->n_nodes; i++) {
+            int64_t d = node_doc(c, &s->nodes[i]);
+            if (d < c->doc[i]) c->doc[i] = d, changed = 1;
+        }
+    }
+    return c;
+}
+
+void pf_close_free(pf_close *c) {
+    if (!c) return;
+    for (int i = 0; c->re_dist && i < c->s->n_nodes; i++) free(c->re_dist[i]);
+    free(c->re_dist);
+    free(c->doc);
+    free(c);
+}
+
+int64_t pf_close_doc(const pf_close *c) { return c->doc[c->s->root]; }

@@ -1,0 +1,258 @@
+/* Closing distances and the token budget (grammar/close_budget.h, pf_token_mask_budget) over the
+ * small test vocabulary: the distance is the exact fewest bytes to a complete document (0 exactly
+ * where it may end, some byte shortens it by one, none by more), random walks under the budgeted
+ * masks end complete and valid within every budget from the least that fits, and a budget below
+ * that is refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/close_budget.h"
+#include "grammar/matcher.h"
+#include "grammar/schema.h"
+#include "grammar/token_mask.h"
+#include "schema_check.h"
+#include "test.h"
+
+/* Hand-written schemas: string lengths, array counts, nested objects, enums, patterns and formats,
+ * bounded numbers, key counts, unions, recursion. */
+static const char *const k_schemas[] = {
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"minLength\":3},\"age\":{\"type\":\"integer\","
+    "\"minimum\":18,\"maximum\":130}},\"required\":[\"name\",\"age\"],\"additionalProperties\":false}",
+    "{\"type\":\"array\",\"items\":{\"enum\":[\"red\",\"green\",\"blue\"]},\"minItems\":2,\"maxItems\":4}",
+    "{\"type\":\"object\",\"properties\":{\"user\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1}},\"required\":[\"id\",\"tags\"]},"
+    "\"ok\":{\"type\":\"boolean\"}},\"required\":[\"user\"]}",
+    "{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}-[0-9]{2}$\"},"
+    "\"day\":{\"type\":\"string\",\"format\":\"date\"}},\"required\":[\"code\",\"day\"],\"additionalProperties\":false}",
+    "{\"type\":\"object\",\"minProperties\":2,\"properties\":{\"a\":{\"type\":\"null\"},\"bb\":{\"type\":\"string\"}},"
+    "\"additionalProperties\":{\"type\":\"integer\"}}",
+    "{\"anyOf\":[{\"type\":\"string\",\"minLength\":6},{\"type\":\"array\",\"items\":{\"type\":\"number\","
+    "\"exclusiveMinimum\":5,\"exclusiveMaximum\":6},\"minItems\":1}]}",
+    "{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},\"next\":{\"anyOf\":"
+    "[{\"$ref\":\"#/$defs/node\"},{\"type\":\"null\"}]}},\"required\":[\"v\",\"next\"],\"additionalProperties\":false}},"
+    "\"$ref\":\"#/$defs/node\"}",
+    "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\",\"minimum\":-250,\"maximum\":-120}},"
+    "\"required\":[\"x\"]}",
+    "{\"type\":\"string\",\"pattern\":\"\\\"q\\\\\\\\\",\"minLength\":0}",
+    NULL, /* JSON mode */
+};
+enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };
+
+typedef struct {
+    schema_vocab v;
+    pf_token_masker *tm;
+    pf_schema *s;
+    pf_matcher *m;
+    pf_close *cl;
+    pf_mask_cache *cache;
+    uint32_t bits[64];
+} fx;
+
+static int fx_open(fx *f, const char *schema) {
+    char err[PF_ERR_LEN];
+    memset(f, 0, sizeof *f);
+    schema_vocab_make(&f->v);
+    f->tm = pf_token_masker_new(f->v.n, f->v.bytes, f->v.lens, &f->v.end, 1, err);
+    if (schema) pf_schema_compile(schema, strlen(schema), &f->s, err);
+    else pf_schema_json_object(&f->s, err);
+    f->m = f->s ? pf_matcher_new(f->s) : NULL;
+    f->cl = f->s ? pf_close_new(f->s) : NULL;
+    f->cache = f->tm ? pf_mask_cache_new(f->tm) : NULL;
+    return f->tm && f->m && f->cl && f->cache && pf_token_masker_words(f->tm) <= 64 ? 0 : -1;
+}
+
+static void fx_close(fx *f) {
+    pf_mask_cache_free(f->cache);
+    pf_close_free(f->cl);
+    pf_matcher_free(f->m);
+    pf_schema_free(f->s);
+    pf_token_masker_free(f->tm);
+    schema_vocab_free(&f->v);
+}
+
+/* The distance at the current state is exact by one step: 0 exactly where the document may end;
+ * otherwise some byte leads to distance - 1 and none to less. 1, or 0 (printed). */
+static int one_step_exact(fx *f, const char *schema, const char *doc, size_t len) {
+    int64_t d = pf_close_dist(f->cl, f->m);
+    if ((d == 0) != (pf_matcher_can_end(f->m) != 0))
+        return fprintf(stderr, "%s after '%.*s': distance %lld, can end %d\n", schema, (int)len, doc, (long long)d,
+                       pf_matcher_can_end(f->m)), 0;
+    if (d == 0) return 1;
+    size_t pos = pf_matcher_pos(f->m);
+    int64_t least = PF_CLOSE_INF;
+    for (int b = 0; b < 256; b++) {
+        if (pf_matcher_push(f->m, (uint8_t)b) != 1) continue;
+        int64_t e = pf_close_dist(f->cl, f->m);
+        if (e < least) least = e;
+        pf_matcher_rollback(f->m, pos);
+    }
+    if (least == d - 1) return 1;
+    return fprintf(stderr, "%s after '%.*s': distance %lld, least after a byte %lld\n", schema, (int)len, doc,
+                   (long long)d, (long long)least), 0;
+}
+
+/* Random byte walks, each distance checked; the walk leans to bytes that keep the distance short
+ * so documents of every depth are reached. */
+static int walk_bytes(fx *f, const char *schema, uint64_t *seed) {
+    char doc[2048];
+    size_t len = 0;
+    pf_matcher_reset(f->m);
+    for (int step = 0; step < 400 && len < sizeof doc; step++) {
+        if (!one_step_exact(f, schema, doc, len)) return 0;
+        if (pf_matcher_closed(f->m)) break;
+        uint8_t ok[256];
+        int n = 0;
+        size_t pos = pf_matcher_pos(f->m);
+        int64_t d = pf_close_dist(f->cl, f->m);
+        for (int b = 0; b < 256; b++) {
+            if (pf_matcher_push(f->m, (uint8_t)b) != 1) continue;
+            int closer = pf_close_dist(f->cl, f->m) < d;
+            pf_matcher_rollback(f->m, pos);
+            if (closer || step < 30 || schema_rand(seed) % 4 == 0) ok[n++] = (uint8_t)b;
+        }
+        if (n == 0) break;
+        uint8_t b = ok[schema_rand(seed) % (uint64_t)n];
+        if (pf_matcher_push(f->m, b) != 1) return fprintf(stderr, "%s: an accepted byte refused\n", schema), 0;
+        doc[len++] = (char)b;
+    }
+    return 1;
+}
+
+TEST(close_budget_distance_exact_hand_schemas) {
+    uint64_t seed = 7;
+    for (int k = 0; k < N_SCHEMAS; k++) {
+        fx f;
+        CHECKF(fx_open(&f, k_schemas[k]) == 0, "schema %d", k);
+        for (int w = 0; w < 20; w++) CHECK(walk_bytes(&f, k_schemas[k] ? k_schemas[k] : "json", &seed));
+        fx_close(&f);
+    }
+}
+
+TEST(close_budget_distance_exact_random_schemas) {
+    uint64_t seed = 4242;
+    for (int k = 0; k < 150; k++) {
+        char *schema = schema_random(&seed, 0);
+        fx f;
+        if (fx_open(&f, schema) == 0)
+            for (int w = 0; w < 3; w++)
+                if (!walk_bytes(&f, schema, &seed)) {
+                    fx_close(&f);
+                    free(schema);
+                    CHECK(0);
+                }
+        fx_close(&f);
+        free(schema);
+    }
+}
+
+/* The least budget whose first mask has a token that fits (pf_token_mask_budget's *fits). */
+static int64_t least_budget(fx *f) {
+    for (int64_t left = 0;; left++) {
+        int fits;
+        pf_matcher_reset(f->m);
+        pf_token_mask_budget(f->tm, f->cache, f->m, f->cl, left, f->bits, &fits);
+        if (fits) return left;
+    }
+}
+
+/* One random walk under the budgeted masks with `budget` tokens: 1 when it ends complete, valid and
+ * within the budget, with every mask the unbudgeted one less the tokens whose distance after them
+ * exceeds what is left; 0 otherwise (printed). */
+static int budget_walk(fx *f, const char *schema, int64_t budget, uint64_t *seed) {
+    char doc[4096];
+    size_t len = 0;
+    uint32_t full[64];
+    pf_matcher_reset(f->m);
+    int64_t used = 0;
+    for (; used < budget && !pf_matcher_closed(f->m); used++) {
+        int fits;
+        pf_token_mask_budget(f->tm, f->cache, f->m, f->cl, budget - used, f->bits, &fits);
+        pf_token_mask(f->tm, f->cache, f->m, full);
+        if (!fits) return fprintf(stderr, "%s: nothing fits %lld of %lld\n", schema, (long long)used, (long long)budget), 0;
+        int32_t pick[1024];
+        int n = 0;
+        size_t pos = pf_matcher_pos(f->m);
+        for (int32_t id = 0; id < f->v.n; id++) {
+            int want = pf_mask_has(full, id);
+            if (want && id != f->v.end) {
+                if (pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) != 1)
+                    return fprintf(stderr, "%s: an allowed token refused\n", schema), 0;
+                want = pf_close_dist(f->cl, f->m) <= budget - used - 1;
+                pf_matcher_rollback(f->m, pos);
+            }
+            if (want != pf_mask_has(f->bits, id))
+                return fprintf(stderr, "%s: token %d after '%.*s' with %lld left: mask %d, want %d\n", schema, id,
+                               (int)len, doc, (long long)(budget - used), !want, want), 0;
+            for (int r = 0; want && r < (f->v.lens[id] > 1 ? 3 : 1) && n < 1024; r++) pick[n++] = id;
+        }
+        int32_t id = pick[schema_rand(seed) % (uint64_t)n];
+        if (id == f->v.end) break;
+        if (len + f->v.lens[id] >= sizeof doc) return 1; /* too long to keep: not a failure */
+        if (pf_matcher_push_bytes(f->m, f->v.bytes[id], f->v.lens[id]) != 1)
+            return fprintf(stderr, "%s: an allowed token refused\n", schema), 0;
+        memcpy(doc + len, f->v.bytes[id], f->v.lens[id]);
+        len += f->v.lens[id];
+    }
+    if (!pf_matcher_can_end(f->m))
+        return fprintf(stderr, "%s: '%.*s' incomplete after %lld tokens\n", schema, (int)len, doc, (long long)used), 0;
+    if (!pf_schema_valid_text(schema ? schema : "{\"type\":\"object\"}", doc, len))
+        return fprintf(stderr, "%s: invalid '%.*s'\n", schema, (int)len, doc), 0;
+    return 1;
+}
+
+TEST(close_budget_walks_close_within_every_budget) {
+    uint64_t seed = 99;
+    for (int k = 0; k < N_SCHEMAS; k++) {
+        fx f;
+        CHECKF(fx_open(&f, k_schemas[k]) == 0, "schema %d", k);
+        int64_t least = least_budget(&f);
+        CHECKF(least >= 1 && least <= pf_close_doc(f.cl), "schema %d: least %lld, doc %lld", k, (long long)least,
+               (long long)pf_close_doc(f.cl));
+        for (int64_t b = least; b < least + 12; b++)
+            for (int w = 0; w < 6; w++) CHECKF(budget_walk(&f, k_schemas[k], b, &seed), "schema %d budget %lld", k, (long long)b);
+        fx_close(&f);
+    }
+}
+
+TEST(close_budget_random_schemas_close_within_budget) {
+    uint64_t seed = 2027;
+    for (int k = 0; k < 120; k++) {
+        char *schema = schema_random(&seed, 0);
+        fx f;
+        if (fx_open(&f, schema) == 0) {
+            int64_t least = least_budget(&f);
+            for (int64_t b = least; b < least + 6; b++)
+                if (!budget_walk(&f, schema, b + (int64_t)(schema_rand(&seed) % 3) * 10, &seed)) {
+                    fx_close(&f);
+                    free(schema);
+                    CHECK(0);
+                }
+        }
+        fx_close(&f);
+        free(schema);
+    }
+}
+
+/* The shortest documents: the distance at the start is the byte length of the shortest document. */
+TEST(close_budget_shortest_documents) {
+    static const struct {
+        const char *schema;
+        int64_t doc;
+    } cases[] = {
+        {"{\"type\":\"string\",\"minLength\":4}", 6},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":100},\"minItems\":2}", 9},
+        {"{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"null\"}},\"required\":[\"ab\"]}", 11},
+        {"{\"enum\":[\"long one\",12345,\"ab\"]}", 4},
+        {"{\"type\":\"string\",\"format\":\"date\"}", 12},
+        {"{\"type\":\"integer\",\"minimum\":-5,\"maximum\":-3}", 2},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":1}", 3},
+        {"{\"type\":\"object\",\"minProperties\":1}", 6},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fx f;
+        CHECKF(fx_open(&f, cases[i].schema) == 0, "%s", cases[i].schema);
+        CHECKF(pf_close_doc(f.cl) == cases[i].doc && pf_close_dist(f.cl, f.m) == cases[i].doc, "%s: %lld, want %lld",
+               cases[i].schema, (long long)pf_close_doc(f.cl), (long long)cases[i].doc);
+        fx_close(&f);
+    }
+}
