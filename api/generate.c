@@ -101,7 +101,7 @@ pf_status pf_gen_check_max_tokens(pf_session *s, const pf_gen_params *p, char er
         snprintf(err, PF_ERR_LEN, "no session or parameters");
         return PF_ERR_ARG;
     }
-    pf_decode_params q = decode_params(p);
+    pf_decode_params q = pf_api_decode_params(p);
     pf_constraint *c = NULL;
     pf_rc rc = pf_constraint_open(&s->engine, &q, &c, err);
     pf_constraint_free(c);
