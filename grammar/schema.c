@@ -121,6 +121,10 @@ int32_t sc_compile(cctx *c, const pf_json *v, int depth, const char *path) {
         return f ? sc_compile(c, f, depth + 1, path) : FAIL;
     }
     if (sc_check_keywords(c, v, path) < 0) return FAIL;
+    if (pf_json_get(v, "$ref") && sc_ref_siblings(c, v)) {
+        const pf_json *f = sc_ref_with_siblings(c, v, depth, path);
+        return f ? sc_compile(c, f, depth + 1, path) : FAIL;
+    }
     if (pf_json_get(v, "$ref")) return sc_compile_ref(c, v, depth, path);
     if (pf_json_get(v, "allOf")) {
         const pf_json *f = sc_fold_all_of(c, v, depth, path);
@@ -157,7 +161,7 @@ pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out
         snprintf(err, PF_ERR_LEN, "json schema: %.230s", why);
         return PF_SCHEMA_INVALID;
     }
-    cctx c = {.src = text, .src_len = len, .root = pf_json_root(d), .inner_id = -1};
+    cctx c = {.src = text, .src_len = len, .root = pf_json_root(d), .inner_id = -1, .ref_draft = -1};
     pf_schema *s = start(&c, err);
     int32_t root = s ? sc_compile_target(&c, c.root, 0, "") : FAIL;
     if (root >= 0 && finish(&c) < 0) root = FAIL;

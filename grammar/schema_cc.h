@@ -34,6 +34,7 @@ typedef struct {
     void **made;  /* what merged schemas are made of, freed when compiling ends */
     size_t n_made, cap_made;
     int n_merges;
+    int ref_draft; /* -1 not looked for yet; 1: $schema names a draft that ignores $ref's siblings */
 } cctx;
 
 /* The keywords compiled (schema_keywords.c); K_ names the ones looked up by place. */
@@ -71,6 +72,9 @@ const pf_json *sc_fold_all_of(cctx *c, const pf_json *v, int depth, const char *
 const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path);
 int32_t sc_compile_target(cctx *c, const pf_json *target, int depth, const char *path);
 const pf_json *sc_ref_target(cctx *c, const pf_json *v, const char *path);
+/* v holds a $ref and keywords beside it that the document's draft applies */
+int sc_ref_siblings(cctx *c, const pf_json *v);
+const pf_json *sc_ref_with_siblings(cctx *c, const pf_json *v, int depth, const char *path);
 int32_t sc_compile_ref(cctx *c, const pf_json *v, int depth, const char *path);
 
 #endif

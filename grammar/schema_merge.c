@@ -122,10 +122,12 @@ static int additional_exact(const pf_json *a, const pf_json *b) {
     return (!ha || keys_within(pb, pa)) && (!hb || keys_within(pa, pb));
 }
 
-/* v with a lone $ref followed and its allOf folded in: a schema with neither at its top. */
+/* v with its $ref followed (keywords beside it merged in) and its allOf folded in: a schema with neither at its top. */
 static const pf_json *flat_schema(cctx *c, const pf_json *v, int depth, const char *path) {
-    for (int hops = 0; v && v->type == PF_JSON_OBJECT && pf_json_get(v, "$ref"); hops++)
-        v = hops < PF_SCHEMA_MAX_DEPTH ? sc_ref_target(c, v, path) : (sc_fail(c, path, "$ref: a loop of references"), NULL);
+    for (int hops = 0; v && v->type == PF_JSON_OBJECT && pf_json_get(v, "$ref"); hops++) {
+        if (hops >= PF_SCHEMA_MAX_DEPTH) return sc_fail(c, path, "$ref: a loop of references"), NULL;
+        v = sc_ref_siblings(c, v) ? sc_ref_with_siblings(c, v, depth, path) : sc_ref_target(c, v, path);
+    }
     if (!v || v->type != PF_JSON_OBJECT || !pf_json_get(v, "allOf")) return v;
     return sc_check_keywords(c, v, path) < 0 ? NULL : sc_fold_all_of(c, v, depth, path);
 }

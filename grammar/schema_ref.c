@@ -134,10 +134,38 @@ int32_t sc_compile_target(cctx *c, const pf_json *target, int depth, const char 
     return node;
 }
 
-/* {"$ref": "#..."}: the schema the pointer names. Beside it only annotations: drafts 4 to 7 ignore
- * a $ref's siblings, 2019-09 on applies them as well, so a constraining sibling is refused. */
+/* The document names a draft before 2019-09 in its $schema (draft-03 to draft-07): those ignore
+ * every keyword beside a $ref; later drafts apply them as well. */
+static int siblings_ignored(cctx *c) {
+    if (c->ref_draft < 0) {
+        const pf_json *d = c->root && c->root->type == PF_JSON_OBJECT ? pf_json_get(c->root, "$schema") : NULL;
+        c->ref_draft = d && d->type == PF_JSON_STRING && strstr(d->u.str.s, "draft-0") != NULL;
+    }
+    return c->ref_draft;
+}
+
+int sc_ref_siblings(cctx *c, const pf_json *v) {
+    if (siblings_ignored(c)) return 0;
+    for (size_t i = 0; i < v->u.obj.n; i++)
+        if (sc_keyword_index(&v->u.obj.members[i]) >= 0) return 1;
+    return 0;
+}
+
+/* v's $ref and the keywords beside it as one schema (their allOf); NULL after a failure. */
+const pf_json *sc_ref_with_siblings(cctx *c, const pf_json *v, int depth, const char *path) {
+    const pf_json *rest = sc_without(c, v, "$ref", path);
+    pf_json_member *m = rest ? sc_scratch(c, sizeof *m) : NULL;
+    pf_json *ref = m ? sc_scratch(c, sizeof *ref) : NULL;
+    if (!ref) return rest ? (sc_fail_oom(c, path), NULL) : NULL;
+    *m = (pf_json_member){"$ref", 4, *pf_json_get(v, "$ref")};
+    *ref = (pf_json){.type = PF_JSON_OBJECT, .offset = v->offset, .u.obj = {m, 1}};
+    return sc_merge_schemas(c, ref, rest, depth + 1, path);
+}
+
+/* {"$ref": "#..."}: the schema the pointer names. Keywords beside it: see sc_ref_siblings (the
+ * callers merge them in first); where the draft ignores them, they are ignored here too. */
 const pf_json *sc_ref_target(cctx *c, const pf_json *v, const char *path) {
-    for (size_t i = 0; i < v->u.obj.n; i++) {
+    for (size_t i = 0; i < v->u.obj.n && !siblings_ignored(c); i++) {
         const pf_json_member *m = &v->u.obj.members[i];
         if (sc_keyword_index(m) >= 0) return sc_fail(c, path, "'%s' combined with $ref is not supported", m->key), NULL;
     }
