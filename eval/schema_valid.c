@@ -123,9 +123,11 @@ static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int
     if (depth > 256) return 0;
     if (s->type == PF_JSON_BOOL) return s->u.b;
     const pf_json *ref = pf_json_get(s, "$ref");
-    if (ref) { /* the subset allows only annotations beside it */
+    if (ref) { /* the keywords beside it apply too, except under a draft before 2019-09 */
         const pf_json *t = ref->type == PF_JSON_STRING ? deref(root, ref->u.str.s) : NULL;
-        return t && valid_in(root, t, v, depth + 1);
+        if (!t || !valid_in(root, t, v, depth + 1)) return 0;
+        const pf_json *d = root->type == PF_JSON_OBJECT ? pf_json_get(root, "$schema") : NULL;
+        if (d && d->type == PF_JSON_STRING && strstr(d->u.str.s, "draft-0")) return 1;
     }
     const pf_json *any = pf_json_get(s, "anyOf"), *en = pf_json_get(s, "enum"), *k = pf_json_get(s, "const");
     if (any) {

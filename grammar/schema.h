@@ -6,7 +6,8 @@
  * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `allOf` (merged where exact),
  * `oneOf` (disjoint branches), `pattern`, `format` and `patternProperties` (grammar/regex.h,
  * grammar/string_format.h), `$ref` to a JSON pointer into
- * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included), nested to
+ * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included; keywords beside
+ * it apply too, unless `$schema` names a draft before 2019-09, which ignores them), nested to
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
  * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; any
  * other validation keyword (not, multipleOf, ...) is an error naming it and its path: a

@@ -387,8 +387,6 @@ TEST(grammar_ref_errors) {
     expect_error("{\"$ref\":\"#node\",\"$defs\":{\"n\":{\"$anchor\":\"node\"}}}", "not a JSON pointer");
     expect_error("{\"definitions\":{\"a\":{}},\"$ref\":\"#/definitions/~2a\"}", "a '~' not followed by 0 or 1");
     expect_error("{\"$ref\":1}", "$ref: not a string");
-    expect_error("{\"$ref\":\"#/definitions/a\",\"type\":\"string\",\"definitions\":{\"a\":{}}}",
-                 "'type' combined with $ref is not supported");
     expect_error("{\"definitions\":{\"a\":{\"if\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
                  "json schema: /definitions/a: keyword 'if' is not supported");
     expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
@@ -426,6 +424,22 @@ static int check_docs(const char *schema, const doc_case *cases, int n) {
 }
 
 #define CHECK_DOCS(schema, cases) CHECK(check_docs((schema), (cases), (int)(sizeof(cases) / sizeof(cases)[0])) == 0)
+
+/* Keywords beside a $ref apply with it (2019-09 on, and where no $schema says otherwise); a document
+ * of an older draft ignores them, as that draft says. */
+TEST(grammar_ref_siblings) {
+    static const char s[] = "{\"$defs\":{\"l\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+                            "\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/l\",\"maxItems\":2}}}";
+    static const doc_case c[] = {{"{\"a\":[1,2]}", 1}, {"{\"a\":[1,2,3]}", 0}, {"{\"a\":[\"x\"]}", 0}, {"{}", 1}};
+    CHECK_DOCS(s, c);
+    static const char s7[] = "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"definitions\":{\"l\":{\"type\":"
+                             "\"array\"}},\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/definitions/l\",\"maxItems\":2}}}";
+    static const doc_case c7[] = {{"{\"a\":[1,2,3]}", 1}, {"{\"a\":3}", 0}};
+    CHECK_DOCS(s7, c7);
+    static const char st[] = "{\"$defs\":{\"s\":{\"type\":[\"string\",\"null\"]}},\"$ref\":\"#/$defs/s\",\"type\":\"string\"}";
+    static const doc_case ct[] = {{"\"x\"", 1}, {"null", 0}};
+    CHECK_DOCS(st, ct);
+}
 
 /* minLength / maxLength count characters: a UTF-8 character of several bytes, or an escape, is one. */
 TEST(grammar_string_lengths) {

@@ -1,0 +1,87 @@
+/* not (grammar/schema_cc.h): the forms whose complement is a schema of the subset, merged in. */
+#include "grammar/schema_cc.h"
+
+#include <string.h>
+
+/* ---- not: the forms whose complement is a schema of the subset ----
+ * not false: nothing; not true / not {}: no value; not {"type": T}: the other types (not
+ * "integer" alone takes every number away, never letting one through); not {"required": [k]}:
+ * `"properties": {k: false}` (both hold for every non-object). Any other form is an error. */
+
+/* The annotations-only schema s: it asserts nothing (only keywords neither compiled nor refused). */
+static int asserts_nothing(const pf_json *s) {
+    for (size_t i = 0; i < s->u.obj.n; i++)
+        if (sc_keyword_index(&s->u.obj.members[i]) >= 0 || sc_unsupported(s, &s->u.obj.members[i]) ||
+            !strcmp(s->u.obj.members[i].key, "$ref"))
+            return 0;
+    return 1;
+}
+
+/* The one keyword of s that asserts something, NULL when there is not exactly one. */
+static const pf_json_member *sole_keyword(const pf_json *s) {
+    const pf_json_member *k = NULL;
+    for (size_t i = 0; i < s->u.obj.n; i++) {
+        const pf_json_member *m = &s->u.obj.members[i];
+        if (sc_keyword_index(m) < 0 && !sc_unsupported(s, m) && strcmp(m->key, "$ref")) continue;
+        if (k) return NULL;
+        k = m;
+    }
+    return k;
+}
+
+static pf_json *json_object1(cctx *c, const char *key, pf_json val) {
+    pf_json *o = sc_scratch(c, sizeof *o);
+    pf_json_member *m = sc_scratch(c, sizeof *m);
+    if (!o || !m) return NULL;
+    m->key = key;
+    m->key_len = strlen(key);
+    m->val = val;
+    o->type = PF_JSON_OBJECT;
+    o->u.obj.members = m;
+    o->u.obj.n = 1;
+    return o;
+}
+
+/* The schema `not` n stands for, as a schema of the subset; NULL after a failure. */
+static const pf_json *complement(cctx *c, const pf_json *n, const char *path) {
+    static const char *const names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
+    static const pf_json k_true = {.type = PF_JSON_BOOL, .u.b = true}, k_false = {.type = PF_JSON_BOOL, .u.b = false};
+    if (n->type == PF_JSON_BOOL) return n->u.b ? &k_false : &k_true;
+    if (n->type != PF_JSON_OBJECT) return sc_fail(c, path, "keyword 'not' is not supported in this form"), NULL;
+    if (asserts_nothing(n)) return &k_false;
+    const pf_json_member *k = sole_keyword(n);
+    if (k && !strcmp(k->key, "type")) {
+        cctx probe = *c; /* type_set only reads */
+        int t = sc_type_set(&probe, n, path);
+        if (t < 0) return NULL;
+        if (t & T_INT) t |= T_NUM; /* "not an integer" still holds for 0.5: all numbers go, never too many */
+        int left = (T_OBJ | T_ARR | T_STR | T_NUM | T_BOOL | T_NULL) & ~t;
+        if (!left) return &k_false;
+        pf_json *list = sc_scratch(c, 7 * sizeof *list);
+        if (!list) return sc_fail_oom(c, path), NULL;
+        size_t m = 0;
+        for (int i = 0; i < 7; i++)
+            if (left & (1 << i)) list[m].type = PF_JSON_STRING, list[m].u.str.s = names[i], list[m++].u.str.len = strlen(names[i]);
+        pf_json arr = {.type = PF_JSON_ARRAY, .u.arr = {list, m}};
+        const pf_json *r = json_object1(c, "type", arr);
+        return r ? r : (sc_fail_oom(c, path), NULL);
+    }
+    if (k && !strcmp(k->key, "required") && k->val.type == PF_JSON_ARRAY && k->val.u.arr.n == 1 &&
+        k->val.u.arr.items[0].type == PF_JSON_STRING) {
+        const pf_json *key = &k->val.u.arr.items[0];
+        pf_json *props = json_object1(c, key->u.str.s, k_false);
+        if (props) props->u.obj.members[0].key_len = key->u.str.len;
+        const pf_json *r = props ? json_object1(c, "properties", *props) : NULL;
+        return r ? r : (sc_fail_oom(c, path), NULL);
+    }
+    return sc_fail(c, path, "keyword 'not' is not supported in this form (only {}, true, false, {type}, {required: [a key]})"), NULL;
+}
+
+/* v with its `not` replaced by the schema it stands for, merged in (allOf semantics). */
+const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path) {
+    const pf_json *comp = complement(c, pf_json_get(v, "not"), path);
+    const pf_json *rest = comp ? sc_without(c, v, "not", path) : NULL;
+    if (!rest) return NULL;
+    if (comp->type == PF_JSON_BOOL) return comp->u.b ? rest : comp;
+    return sc_merge_schemas(c, rest, comp, depth + 1, path);
+}
