@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "grammar/lit_set.h"
 #include "grammar/regex.h"
@@ -200,7 +201,7 @@ pf_schema_status pf_schema_add_wrap(pf_schema *s, const char *prefix, int32_t no
         return PF_SCHEMA_INVALID;
     }
     pf_schema_wrap w = {0, node, 0}, *ws = realloc(s->wraps, (size_t)(s->n_wraps + 1) * sizeof *ws);
-    if (!ws) return fail_oom(&c, ""), PF_SCHEMA_NO_MEMORY;
+    if (!ws) return sc_fail_oom(&c, ""), PF_SCHEMA_NO_MEMORY;
     s->wraps = ws;
     const char *text[2] = {prefix, suffix};
     int32_t *slot[2] = {&w.prefix, &w.suffix};
@@ -208,8 +209,8 @@ pf_schema_status pf_schema_add_wrap(pf_schema *s, const char *prefix, int32_t no
         if (!text[k] || !*text[k]) continue;
         char *d = strdup(text[k]);
         uint32_t len = (uint32_t)strlen(text[k]);
-        if (!d) return fail_oom(&c, ""), PF_SCHEMA_NO_MEMORY;
-        int32_t id = literal_node(&c, &d, &len, 1);
+        if (!d) return sc_fail_oom(&c, ""), PF_SCHEMA_NO_MEMORY;
+        int32_t id = sc_literal_node(&c, &d, &len, 1);
         if (id < 0) return PF_SCHEMA_NO_MEMORY;
         s->nodes[id].raw = 1;
         s->nodes[id].min_depth = 0;
