@@ -25,6 +25,10 @@ struct pf_spec_batch {
     const pf_dec *dec;
     slot_spec *slots;
     int n_slots;
+    /* each slot's drafter, kept from call to call (making one sets up the draft's head vocabulary,
+     * which costs far more than a round): slot i of any call takes drafters[i] */
+    pf_drafter **drafters;
+    int n_drafters;
     /* one slot's calibration, handed to the slots that start after it */
     pf_cost_model calib;
     int have_calib;
@@ -68,6 +72,8 @@ static void free_slots(pf_spec_batch *sb) {
 void pf_spec_batch_free(pf_spec_batch *sb) {
     if (!sb) return;
     free_slots(sb);
+    for (int i = 0; i < sb->n_drafters; i++) pf_drafter_free(sb->drafters[i]);
+    free(sb->drafters);
     free(sb);
 }
 
@@ -103,15 +109,13 @@ static pf_rc slot_begin(void *state, pf_engine_session *seq, const int32_t *prom
 
 static pf_strategy *slot_strategy(void *state, int slot, pf_engine_session *seq, char err[PF_ERR_LEN]) {
     pf_spec_batch *sb = state;
-    pf_drafter *d = NULL;
     pf_spec *sp = NULL;
-    pf_rc rc = pf_drafter_for(&sb->plan, sb->plan.kind == PF_KIND_NGRAM ? NULL : sb->w, 0, seq, &d, err);
-    if (rc == PF_RC_OK) rc = pf_strategy_build(seq, &sb->plan, d, sb->dec, &sp, err);
-    if (rc != PF_RC_OK) {
-        pf_drafter_free(d);
-        return NULL;
-    }
-    pf_spec_own(sp, d, NULL);
+    pf_rc rc = PF_RC_OK;
+    /* a drafter begins afresh on every prompt, so one made for the same session serves every call */
+    if (!sb->drafters[slot])
+        rc = pf_drafter_for(&sb->plan, sb->plan.kind == PF_KIND_NGRAM ? NULL : sb->w, 0, seq, &sb->drafters[slot], err);
+    if (rc == PF_RC_OK) rc = pf_strategy_build(seq, &sb->plan, sb->drafters[slot], sb->dec, &sp, err);
+    if (rc != PF_RC_OK) return NULL;
     slot_spec *ss = &sb->slots[slot];
     ss->sp = sp, ss->sb = sb;
     ss->strat = *pf_spec_strategy(sp);
@@ -179,7 +183,14 @@ pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *
         sb->slots = calloc((size_t)n_slots, sizeof *sb->slots);
         sb->share = calloc((size_t)n_slots, sizeof *sb->share);
         sb->n_rows = calloc((size_t)n_slots, sizeof *sb->n_rows);
-        if (!sb->slots || !sb->share || !sb->n_rows) {
+        if (n_slots > sb->n_drafters) {
+            pf_drafter **d = realloc(sb->drafters, (size_t)n_slots * sizeof *d);
+            if (d) {
+                memset(d + sb->n_drafters, 0, (size_t)(n_slots - sb->n_drafters) * sizeof *d);
+                sb->drafters = d, sb->n_drafters = n_slots;
+            }
+        }
+        if (!sb->slots || !sb->share || !sb->n_rows || n_slots > sb->n_drafters) {
             free_slots(sb);
             snprintf(err, PF_ERR_LEN, "out of memory");
             return PF_RC_OOM;
