@@ -29,7 +29,8 @@ pf_rc pf_spec_batch_new(pf_engine_session *s, const pf_strategy_plan *plan, cons
                         pf_spec_batch **out, char err[PF_ERR_LEN]);
 void pf_spec_batch_free(pf_spec_batch *sb);
 /* pf_engine_generate_batch with this speculation. The cost model measured in the first call
- * (one slot's calibration, then every step's forward) carries over to later calls. */
+ * (one slot's calibration, then every step's forward) and each slot's drafter carry over to
+ * later calls. */
 pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *feed, char err[PF_ERR_LEN]);
 /* Rounds of the last call, summed over its requests (each request's own rounds are its slot's). */
 const pf_spec_stats *pf_spec_batch_stats(const pf_spec_batch *sb);
