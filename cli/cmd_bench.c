@@ -41,11 +41,13 @@ static const char k_usage[] =
     "  --draft-head N|full  the draft's head scores its N most frequent tokens, or the whole\n"
     "                 vocabulary (default: the draft's dflash.head_vocab, else the whole vocabulary)\n"
     "  --print-plan   print each strategy's plan (the profile's default entry) and exit; no --tasks\n"
-    "  --concurrency LIST  plain decoding only: the prompts (--prompts in all, the task types in turn)\n"
-    "                 decoded one after another, and N at a time in one forward for every N > 1 of the\n"
-    "                 comma-separated LIST (e.g. 1,2,4,8); aggregate tok/s (prefill included), per-request\n"
-    "                 tok/s, the ratio to one at a time, and whether every output is the one-at-a-time\n"
-    "                 output; each prompt makes exactly -n tokens (end of turn ignored); no -d/--spec/--compare\n"
+    "  --concurrency LIST  the prompts (--prompts in all, the task types in turn) decoded one after\n"
+    "                 another, and N at a time in one forward for every N > 1 of the comma-separated LIST\n"
+    "                 (e.g. 1,2,4,8), plain and, with -d and --spec S or --compare LIST, speculatively\n"
+    "                 across the sequences (one target forward verifies every sequence's drafts);\n"
+    "                 aggregate tok/s (prefill included), per-request tok/s, the ratio to plain one at a\n"
+    "                 time, and whether every output is the one-at-a-time output; each prompt makes\n"
+    "                 exactly -n tokens (end of turn ignored)\n"
     "  -n N           tokens generated per prompt (default 64)\n"
     "  --prompts N    prompts per task type (default 8)\n"
     "  --reps R       interleaved repetitions (default 3)\n"
@@ -201,13 +203,20 @@ static int parse_levels(const char *list, pf_conc_opts *o) {
 }
 
 static void write_concurrency_json(FILE *f, const char *model, const pf_conc_opts *o, const pf_conc_result *r) {
+    /* strategy names come from --compare's items: JSON-safe by pf_bench_arm_parse's grammar, but a
+     * profile:FILE path may hold anything, so it is written with its quotes and backslashes cut */
     fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"max_tokens\": %d, \"prompts\": %d, \"reps\": %d, "
                "\"sampled\": %s, \"rows\": [", model, o->threads, o->max_tokens, r->n_prompts, o->reps,
             o->temp > 0 ? "true" : "false");
     for (int k = 0; k < r->n_rows; k++) {
         const pf_conc_row *w = &r->rows[k];
-        fprintf(f, "%s{\"sequences\": %d, \"aggregate_tok_s\": %.2f, \"per_request_tok_s\": %.2f, "
-                   "\"vs_one\": %.3f, \"identical\": %s}", k ? ", " : "", w->n_seq, w->agg_tok_s.median,
+        char name[64];
+        size_t n = 0;
+        for (const char *c = w->strategy; *c && n + 1 < sizeof name; c++)
+            if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) name[n++] = *c;
+        name[n] = 0;
+        fprintf(f, "%s{\"strategy\": \"%s\", \"sequences\": %d, \"aggregate_tok_s\": %.2f, \"per_request_tok_s\": %.2f, "
+                   "\"vs_one\": %.3f, \"identical\": %s}", k ? ", " : "", name, w->n_seq, w->agg_tok_s.median,
                 w->per_req_tok_s.median, w->speedup.median, w->identical ? "true" : "false");
     }
     fprintf(f, "]}\n");
@@ -218,7 +227,9 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
                            int max_prompts, const char *json) {
     pf_conc_opts o = {.threads = b->threads, .n_ctx = b->n_ctx, .kv_q8 = b->kv_q8, .load = b->load, .max_tokens = b->max_tokens,
                       .n_prompts = max_prompts, .reps = b->reps, .temp = b->temp, .top_k = b->top_k, .top_p = b->top_p,
-                      .seed = b->seed, .no_special = b->no_special, .progress = b->progress};
+                      .seed = b->seed, .no_special = b->no_special, .progress = b->progress, .arms = b->arms,
+                      .n_arms = b->n_arms, .draft_path = b->draft_path, .draft_head = b->draft_head,
+                      .ngram_n = b->ngram_n};
     if (parse_levels(list, &o)) return 1;
     char err[PF_ERR_LEN];
     pf_task_suite suite;
@@ -232,11 +243,11 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
            model, o.threads, o.kv_q8 ? " 8-bit KV cache," : "", o.temp > 0 ? "sampled" : "greedy", r.n_prompts,
            o.max_tokens, o.reps);
     printf("machine: load average %.2f at the start, %.2f at the end\n\n", r.load_start, r.load_end);
-    printf("| sequences | aggregate tok/s (min-max) | x one at a time (min-max) | per-request tok/s | identical |\n");
-    printf("|---|---|---|---|---|\n");
+    printf("| strategy | sequences | aggregate tok/s (min-max) | x plain one at a time (min-max) | per-request tok/s | identical |\n");
+    printf("|---|---|---|---|---|---|\n");
     for (int k = 0; k < r.n_rows; k++) {
         const pf_conc_row *w = &r.rows[k];
-        printf("| %d%s | %.1f (%.1f-%.1f) | %.2fx (%.2f-%.2f) | %.1f | %s |\n", w->n_seq,
+        printf("| %s | %d%s | %.1f (%.1f-%.1f) | %.2fx (%.2f-%.2f) | %.1f | %s |\n", w->strategy, w->n_seq,
                w->n_seq == 1 ? " (one at a time)" : "", w->agg_tok_s.median, w->agg_tok_s.lo, w->agg_tok_s.hi,
                w->speedup.median, w->speedup.lo, w->speedup.hi, w->per_req_tok_s.median, w->identical ? "yes" : "NO");
     }
@@ -246,6 +257,41 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
     if (!f) return 1;
     write_concurrency_json(f, model, &o, &r);
     return cli_finish(&af, json);
+}
+
+/* bench --concurrency's strategies: --compare's arms, or --spec's one (with --block); none without
+ * either. 0, or 1 (reported). */
+static int bench_concurrency(const char *model, const char *tasks, const char *list, pf_bench_opts *o,
+                             const char *compare, int other_flags, int max_prompts, const char *json) {
+    if (other_flags) return cli_fail("bench: --concurrency takes no --profile, --structured, --print-plan or --svg");
+    char err[PF_ERR_LEN];
+    pf_bench_arm arms[PF_BENCH_MAX_ARMS];
+    pf_profile arm_prof[PF_BENCH_MAX_ARMS];
+    int n_arms = 0, n_prof = 0;
+    if (compare && parse_compare(compare, o->draft_path != NULL, arms, arm_prof, &n_arms, &n_prof, err) < 0)
+        return cli_fail("bench: %s", err);
+    if (!compare && o->spec) {
+        pf_kind kind;
+        if (pf_kind_parse(o->spec, &kind, err) < 0) return cli_fail("bench: %s", err);
+        if (kind != PF_KIND_NGRAM && kind != PF_KIND_PLAIN && !o->draft_path)
+            return cli_fail("bench: --spec %s needs -d DRAFT.gguf", o->spec);
+        if (kind != PF_KIND_PLAIN) {
+            arms[0] = (pf_bench_arm){.kind = kind, .block = o->block};
+            snprintf(arms[0].name, sizeof arms[0].name, "%s", o->spec);
+            n_arms = 1;
+        }
+    } else if (!compare && o->draft_path) { /* a draft without a strategy: the default, as `run -d` */
+        arms[0] = (pf_bench_arm){.kind = PF_KIND_DEFAULT, .block = o->block};
+        snprintf(arms[0].name, sizeof arms[0].name, "default");
+        n_arms = 1;
+    } else if (!compare && o->block) {
+        return cli_fail("bench: --concurrency: --block needs -d or --spec");
+    }
+    o->arms = n_arms ? arms : NULL;
+    o->n_arms = n_arms;
+    int rc = run_concurrency(model, tasks, list, o, max_prompts, json);
+    for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
+    return rc;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -269,12 +315,8 @@ int cmd_bench(int argc, char **argv) {
     if (parsed) return parsed < 0 ? (printf(k_usage, o.threads), 0) : 1;
     if (!model) return cli_fail("bench: missing -m TARGET.gguf");
     if (!tasks && !print_plan) return cli_fail("bench: missing --tasks DIR");
-    if (concurrency) {
-        if (o.draft_path || o.spec || compare || profile_path || structured || print_plan || svg || o.block)
-            return cli_fail("bench: --concurrency measures plain decoding: no -d, --spec, --compare, --profile, "
-                            "--structured, --print-plan, --svg or --block");
-        return run_concurrency(model, tasks, concurrency, &o, max_prompts, json);
-    }
+    if (concurrency) return bench_concurrency(model, tasks, concurrency, &o, compare, profile_path || structured ||
+                                              print_plan || svg, max_prompts, json);
     /* without --spec: the default (what `run -d` does; the resolver makes it dflash with --block);
      * without a draft, the lookup: plain decoding is measured in every run anyway */
     if (!o.spec) o.spec = !o.draft_path ? "ngram" : "default";

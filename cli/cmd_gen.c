@@ -20,6 +20,8 @@
 #include "formats/json.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
+#include "verify/spec_batch.h"
+#include "api/draft.h"
 #include "include/pocketflash.h"
 
 static const char k_usage[] =
@@ -36,8 +38,10 @@ static const char k_usage[] =
     "  --temp T --top-k K --top-p P --seed S   sampling (default greedy); prompt i uses seed S+i\n"
     "  --limit N      only the first N prompts\n"
     "  --batch N      decode N prompts at a time in one forward (continuous: a finished prompt's place\n"
-    "                 goes to the next); the same output file, plain decoding only (no -d, --spec,\n"
-    "                 --json-schema, --json or line schemas; a -m bundle's draft is not used)\n"
+    "                 goes to the next); the same output file; with a strategy (-d, --spec, as without\n"
+    "                 --batch) every prompt's drafts are verified in that one forward, draft rows going\n"
+    "                 where they are expected to pay most; no --json-schema, --json, line schemas or\n"
+    "                 --log-rounds\n"
     "  --json-schema FILE  every response is JSON valid against the JSON Schema in FILE\n"
     "                 (docs/structured-output.md); --json: any JSON object; a line's own \"schema\"\n"
     "                 (a JSON Schema object or boolean) constrains that line's response instead\n"
@@ -312,12 +316,24 @@ static void feed_done(void *u, const pf_seq_request *r, pf_rc rc, const pf_decod
     flush_ended(f);
 }
 
-/* Every line of fi decoded n_batch at a time and written in file order; 0, or 1 (reported). */
+/* Every line of fi decoded n_batch at a time and written in file order, plainly or with the
+ * strategy gp resolves to across the sequences; 0, or 1 (reported). */
 static int gen_batched(gen_run *g, FILE *fi, long long limit, int n_batch, int *lines) {
     gen_feed f = {.g = g, .fi = fi, .limit = limit};
     char err[PF_ERR_LEN];
     pf_seq_feed feed = {feed_next, feed_done, &f};
-    pf_rc rc = pf_engine_generate_batch(&g->s->engine, n_batch, &feed, err);
+    pf_strategy_plan plan;
+    pf_status pst = pf_api_plan(g->gp, &plan, err);
+    if (pst != PF_OK) return cli_fail_status(pst, err);
+    pf_spec_batch *sb = NULL;
+    pf_rc rc = PF_RC_OK;
+    if (plan.kind != PF_KIND_PLAIN) {
+        const pf_draft *d = plan.kind == PF_KIND_NGRAM ? NULL : g->gp->draft;
+        rc = pf_spec_batch_new(&g->s->engine, &plan, d ? d->weights : NULL, d ? d->dec : NULL, &sb, err);
+        if (rc != PF_RC_OK) return cli_fail_kind(pf_api_status(rc), "%s", err);
+    }
+    rc = sb ? pf_spec_batch_generate(sb, n_batch, &feed, err) : pf_engine_generate_batch(&g->s->engine, n_batch, &feed, err);
+    pf_spec_batch_free(sb);
     if (rc != PF_RC_OK && !f.failed && !ferror(g->fo)) cli_fail("%s", err);
     int ok = rc == PF_RC_OK && !f.failed;
     while (f.head) { /* what a failure left in flight */
@@ -375,10 +391,8 @@ int cmd_gen(int argc, char **argv) {
     if (!model || (!fl.print_plan && (!in || !out))) return cli_fail("gen: -m, -i and -o are required");
     if (log_rounds && !fl.draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");
-    if (n_batch && (fl.draft || (fl.spec && strcmp(fl.spec, "plain") && strcmp(fl.spec, "ar")) || fl.block || fl.profile || log_rounds ||
-                    schema_path || gp.json_object))
-        return cli_fail("gen: --batch decodes plainly: it takes no -d, --spec, --block, --profile, --log-rounds, "
-                        "--json-schema or --json");
+    if (n_batch && (log_rounds || schema_path || gp.json_object))
+        return cli_fail("gen: --batch takes no --log-rounds, --json-schema or --json");
     size_t schema_len = 0;
     char *schema_text = NULL;
     if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
@@ -405,7 +419,7 @@ int cmd_gen(int argc, char **argv) {
     ssize_t len;
     int lineno = 0;
     if (!g.s) { rc = cli_fail_status(st, err); goto done; }
-    if (!n_batch && (rc = cli_spec_params("gen", m, &fl, &gp, &draft)) != 0) goto done;
+    if ((rc = cli_spec_params("gen", m, &fl, &gp, &draft)) != 0) goto done;
     rc = 1;
     if (log_rounds && open_round_log(g.s, &gp, log_rounds, &log_file)) goto done;
     if (!fi) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot open", in); goto done; }

@@ -14,6 +14,8 @@
 /* Prompt rows one step takes, over all the sequences still prefilling: a decoding sequence waits
  * at most one forward of this many rows more for its next token when a request joins. */
 #define PREFILL_ROWS_PER_STEP 64
+/* The most tokens one speculative step commits for a sequence (generate.c's step buffer). */
+#define STEP_TOKENS_MAX 256
 
 typedef struct {
     pf_seq_request req;
@@ -21,8 +23,12 @@ typedef struct {
     int busy;
     int n_fed;        /* prompt rows in the cache */
     int32_t last;     /* the token the next step runs (decoding) */
-    pf_sampling sampling;
-    pf_rng rng;
+    /* the slot's own session: its cache, sampling state and random stream (a speculative
+     * strategy works in it); ctx is the batch's context with the slot's cache */
+    pf_engine_session seq;
+    pf_ctx ctx;
+    pf_strategy *strat; /* speculation: the slot's strategy (NULL: plain) */
+    float *ptaps;       /* speculation: the prompt's tapped rows until begin */
     pf_decode_stats st;
     double t0, t_first;
     int row;          /* the slot's pf_batch in this step's forward, or -1 */
@@ -37,6 +43,10 @@ typedef struct {
     int feed_later; /* next() said "none now" during this admit: ask again before the next step */
     float *logits; /* n_slots rows: a step's logits, the wanting sequences' side by side */
     pf_batch *rows;
+    const pf_seq_strategy *spec; /* NULL: plain decoding */
+    int *dec_slot, *dec_cap;     /* speculation: a step's decoding slots, their caps and lasts */
+    int32_t *dec_last, *out;
+    pf_batch *dec_rows;
 } batch_run;
 
 static int is_stop(const pf_tokenizer *t, int32_t id) {
@@ -50,6 +60,8 @@ static void finish(batch_run *b, seq_slot *sl, pf_rc rc, const char *err) {
     sl->st.decode_s = sl->t_first > 0 ? t_end - sl->t_first : 0;
     b->feed->done(b->feed->feed, &sl->req, rc, &sl->st, err ? err : "");
     sl->busy = 0;
+    free(sl->ptaps);
+    sl->ptaps = NULL;
 }
 
 /* What the one-sequence path refuses before it prefills (generate.c's check_request), and what
@@ -83,8 +95,21 @@ static pf_rc check_request(const batch_run *b, const pf_seq_request *r, char err
     return PF_RC_OK;
 }
 
-/* Free slots take the feed's next requests. -1 (err set) when the feed fails. */
-static int admit(batch_run *b, char err[PF_ERR_LEN]) {
+/* Speculation: the slot's strategy (asked once) and a buffer for its prompt's taps. */
+static pf_rc spec_slot(batch_run *b, int i, char err[PF_ERR_LEN]) {
+    seq_slot *sl = &b->slots[i];
+    if (!sl->strat && !(sl->strat = b->spec->slot(b->spec->state, i, &sl->seq, err))) return PF_RC_OOM;
+    size_t row = (size_t)sl->strat->n_taps * b->s->model->hp.n_embd;
+    if (row && !(sl->ptaps = malloc((size_t)sl->req.n_prompt * row * sizeof(float)))) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_RC_OOM;
+    }
+    return PF_RC_OK;
+}
+
+/* Free slots take the feed's next requests. -1 (err set) when the feed fails; a strategy's
+ * failure to start a slot ends the batch with its code in *start_rc. */
+static int admit(batch_run *b, pf_rc *start_rc, char err[PF_ERR_LEN]) {
     b->feed_later = 0;
     for (int i = 0; i < b->n_slots && !b->feed_dry && !b->feed_later; i++) {
         seq_slot *sl = &b->slots[i];
@@ -105,23 +130,46 @@ static int admit(batch_run *b, char err[PF_ERR_LEN]) {
             sl->t_first = 0;
             sl->t0 = pf_now_s();
             sl->st = (pf_decode_stats){.n_prompt = sl->req.n_prompt, .stop = PF_END_LENGTH, .strategy = "plain"};
-            sl->sampling = (pf_sampling){sl->req.p.temp, sl->req.p.top_k, sl->req.p.top_p};
-            pf_rng_seed(&sl->rng, sl->req.p.seed);
+            sl->seq.sampling = (pf_sampling){sl->req.p.temp, sl->req.p.top_k, sl->req.p.top_p};
+            pf_rng_seed(&sl->seq.rng, sl->req.p.seed);
             pf_kv_truncate(sl->kv, 0);
             char why[PF_ERR_LEN];
             pf_rc rc = check_request(b, &sl->req, why);
             if (rc != PF_RC_OK) finish(b, sl, rc, why);
             else if (sl->req.p.max_tokens == 0) finish(b, sl, PF_RC_OK, NULL); /* decodes nothing */
+            else if (b->spec && (*start_rc = spec_slot(b, i, err)) != PF_RC_OK) return -1;
         }
     }
     return 0;
 }
 
-/* The step's rows into b->rows, one pf_batch per slot with rows: a decoding slot's last token, a
- * prefilling slot's next prompt chunk; sequences whose context is full end here (PF_END_CONTEXT,
- * as alone). Returns how many. */
-static int step_rows(batch_run *b) {
+/* Speculation: the decoding slots' rows, as the strategy plans them, into their places. */
+static pf_rc spec_rows(batch_run *b, int n_dec, char err[PF_ERR_LEN]) {
+    if (n_dec == 0) return PF_RC_OK;
+    pf_rc rc = b->spec->plan(b->spec->state, n_dec, b->dec_slot, b->dec_last, b->dec_cap, b->dec_rows, err);
+    if (rc != PF_RC_OK) return rc;
+    for (int j = 0; j < n_dec; j++) {
+        seq_slot *sl = &b->slots[b->dec_slot[j]];
+        b->rows[sl->row] = b->dec_rows[j];
+        b->rows[sl->row].kv = sl->kv;
+    }
+    return PF_RC_OK;
+}
+
+/* The most tokens a decoding slot may commit this step (generate.c's next_tokens). */
+static int step_cap(const seq_slot *sl) {
+    int64_t room = sl->kv->n_ctx - sl->kv->len;
+    int cap = sl->req.p.max_tokens - sl->st.n_gen;
+    if (cap > room) cap = (int)room;
+    return cap < STEP_TOKENS_MAX ? cap : STEP_TOKENS_MAX;
+}
+
+/* The step's rows into b->rows, one pf_batch per slot with rows: a decoding slot's last token (or
+ * what the strategy plans for it), a prefilling slot's next prompt chunk; sequences whose context
+ * is full end here (PF_END_CONTEXT, as alone). Returns how many, *n_dec of them decoding. */
+static int step_rows(batch_run *b, int *n_dec) {
     int n = 0, n_logits = 0, budget = PREFILL_ROWS_PER_STEP;
+    *n_dec = 0;
     const int V = b->s->model->hp.n_vocab;
     for (int i = 0; i < b->n_slots; i++) {
         seq_slot *sl = &b->slots[i];
@@ -136,6 +184,10 @@ static int step_rows(batch_run *b) {
             budget -= take;
             r->tokens = sl->req.prompt + sl->n_fed, r->n = take;
             if (take < left) r->logits_mode = PF_LOGITS_NONE;
+            if (sl->strat && sl->strat->n_taps) {
+                r->tap_layers = sl->strat->tap_layers, r->n_taps = sl->strat->n_taps;
+                r->taps = sl->ptaps + (size_t)sl->n_fed * sl->strat->n_taps * b->s->model->hp.n_embd;
+            }
         } else {
             if (sl->kv->len >= sl->kv->n_ctx) {
                 sl->st.stop = PF_END_CONTEXT;
@@ -143,6 +195,12 @@ static int step_rows(batch_run *b) {
                 continue;
             }
             r->tokens = &sl->last, r->n = 1;
+            if (sl->strat) { /* its rows come from the strategy's plan */
+                b->dec_slot[*n_dec] = i, b->dec_last[*n_dec] = sl->last, b->dec_cap[*n_dec] = step_cap(sl);
+                ++*n_dec;
+                sl->row = n++;
+                continue;
+            }
         }
         if (r->logits_mode == PF_LOGITS_LAST) r->logits = sl->logits = b->logits + (size_t)n_logits++ * V;
         sl->row = n++;
@@ -152,7 +210,7 @@ static int step_rows(batch_run *b) {
 
 /* A sampled token through the one-sequence path's stop rules (generate.c's emit): the slot ends
  * or runs the token next. */
-static void take_token(batch_run *b, seq_slot *sl, int32_t tok) {
+static void take_token(batch_run *b, seq_slot *sl, int32_t tok, bool drafted) {
     const pf_decode_params *p = &sl->req.p;
     if (sl->st.n_gen == 0) sl->t_first = pf_now_s();
     if (p->stop_at_eot && is_stop(b->s->model->tok, tok)) {
@@ -162,40 +220,94 @@ static void take_token(batch_run *b, seq_slot *sl, int32_t tok) {
     }
     sl->st.n_gen++;
     sl->last = tok;
-    if (p->on_token_source) p->on_token_source(p->token_source_user, tok, false);
+    if (p->on_token_source) p->on_token_source(p->token_source_user, tok, drafted);
     if (sl->req.on_token && sl->req.on_token(sl->req.user, tok)) sl->st.stop = PF_END_CALLBACK;
     else if (sl->st.n_gen >= p->max_tokens) sl->st.stop = PF_END_LENGTH;
     else return;
     finish(b, sl, PF_RC_OK, NULL);
 }
 
-/* One forward over every busy slot's rows, then each slot with logits samples its token. */
+/* Speculation: a prefilled slot begins its strategy on the prompt (as generate.c's prefill). */
+static pf_rc spec_begin(batch_run *b, seq_slot *sl, char err[PF_ERR_LEN]) {
+    pf_strategy *st = sl->strat;
+    pf_rc rc = st->begin ? st->begin(st->state, &sl->seq, sl->req.prompt, sl->req.n_prompt, sl->ptaps, err) : PF_RC_OK;
+    free(sl->ptaps);
+    sl->ptaps = NULL;
+    (void)b;
+    return rc;
+}
+
+/* Speculation: a decoding slot's committed tokens through the stop rules, in order. */
+static pf_rc spec_commit(batch_run *b, int i, char err[PF_ERR_LEN]) {
+    seq_slot *sl = &b->slots[i];
+    int n = 0;
+    pf_rc rc = b->spec->commit(b->spec->state, i, b->out, &n, err);
+    for (int k = 0; rc == PF_RC_OK && k < n && sl->busy; k++) take_token(b, sl, b->out[k], k < n - 1);
+    return rc;
+}
+
+/* One forward over every busy slot's rows, then each slot with logits samples its token (or its
+ * strategy commits its tokens). */
 static pf_rc step(batch_run *b, char err[PF_ERR_LEN]) {
-    int n = step_rows(b);
+    int n_dec = 0, n = step_rows(b, &n_dec);
     if (n == 0) return PF_RC_OK;
-    pf_rc rc = pf_forward_seqs(b->s->ctx, b->rows, n, err);
+    pf_rc rc = b->spec ? spec_rows(b, n_dec, err) : PF_RC_OK;
+    if (rc != PF_RC_OK) return rc;
+    double t0 = pf_now_s();
+    rc = pf_forward_seqs(b->s->ctx, b->rows, n, err);
     if (rc != PF_RC_OK) return rc; /* the requests were checked: an internal failure */
+    if (b->spec) {
+        int dec_rows = 0;
+        for (int j = 0; j < n_dec; j++) dec_rows += b->dec_rows[j].n;
+        b->spec->forward_done(b->spec->state, dec_rows, n > n_dec, pf_now_s() - t0);
+    }
     const int V = b->s->model->hp.n_vocab;
-    for (int i = 0; i < b->n_slots; i++) {
+    for (int i = 0; i < b->n_slots && rc == PF_RC_OK; i++) {
         seq_slot *sl = &b->slots[i];
         if (sl->row < 0) continue;
         if (sl->n_fed < sl->req.n_prompt) {
             sl->n_fed += b->rows[sl->row].n;
-            if (sl->n_fed == sl->req.n_prompt) sl->st.prefill_s = pf_now_s() - sl->t0;
+            if (sl->n_fed == sl->req.n_prompt) {
+                sl->st.prefill_s = pf_now_s() - sl->t0;
+                if (sl->strat) rc = spec_begin(b, sl, err);
+            }
+        } else if (sl->strat) {
+            rc = spec_commit(b, i, err);
+            continue;
         }
-        if (sl->logits) take_token(b, sl, pf_sample(&sl->sampling, sl->logits, V, &b->s->dist, &sl->rng));
+        if (rc == PF_RC_OK && sl->logits)
+            take_token(b, sl, pf_sample(&sl->seq.sampling, sl->logits, V, &b->s->dist, &sl->seq.rng), false);
     }
-    return PF_RC_OK;
+    return rc;
 }
 
 static void batch_free(batch_run *b) {
-    for (int i = 0; b->slots && i < b->n_slots; i++) pf_kv_free(b->slots[i].kv);
+    for (int i = 0; b->slots && i < b->n_slots; i++) {
+        pf_kv_free(b->slots[i].kv);
+        free(b->slots[i].ptaps);
+    }
     free(b->slots);
     free(b->logits);
     free(b->rows);
+    free(b->dec_slot), free(b->dec_cap), free(b->dec_last), free(b->out), free(b->dec_rows);
+}
+
+/* Each slot's session: the batch's model and context, the slot's cache. */
+static void slot_sessions(batch_run *b) {
+    for (int i = 0; i < b->n_slots; i++) {
+        seq_slot *sl = &b->slots[i];
+        sl->ctx = *b->s->ctx;
+        sl->ctx.kv = sl->kv;
+        sl->seq = (pf_engine_session){.model = b->s->model, .ctx = &sl->ctx, .dist = b->s->dist, .logits = b->s->logits};
+    }
 }
 
 pf_rc pf_engine_generate_batch(pf_engine_session *s, int n_slots, const pf_seq_feed *feed, char err[PF_ERR_LEN]) {
+    return pf_engine_generate_batch_spec(s, n_slots, feed, NULL, err);
+}
+
+pf_rc pf_engine_generate_batch_spec(pf_engine_session *s, int n_slots, const pf_seq_feed *feed,
+                                    const pf_seq_strategy *strat, char err[PF_ERR_LEN]) {
     if (n_slots < 1) {
         snprintf(err, PF_ERR_LEN, "a batch needs at least one sequence");
         return PF_RC_ARG;
@@ -203,18 +315,27 @@ pf_rc pf_engine_generate_batch(pf_engine_session *s, int n_slots, const pf_seq_f
     const pf_kv_cache *own = s->ctx->kv;
     batch_run b = {.s = s, .feed = feed, .n_slots = n_slots, .slots = calloc((size_t)n_slots, sizeof(seq_slot)),
                    .logits = malloc((size_t)n_slots * s->model->hp.n_vocab * sizeof(float)),
-                   .rows = malloc((size_t)n_slots * sizeof(pf_batch))};
+                   .rows = malloc((size_t)n_slots * sizeof(pf_batch)), .spec = strat};
     int ok = b.slots && b.logits && b.rows;
+    if (strat) {
+        b.dec_slot = malloc((size_t)n_slots * sizeof(int)), b.dec_cap = malloc((size_t)n_slots * sizeof(int));
+        b.dec_last = malloc((size_t)n_slots * sizeof(int32_t));
+        b.out = malloc(STEP_TOKENS_MAX * sizeof(int32_t));
+        b.dec_rows = malloc((size_t)n_slots * sizeof(pf_batch));
+        ok = ok && b.dec_slot && b.dec_cap && b.dec_last && b.out && b.dec_rows;
+    }
     for (int i = 0; ok && i < n_slots; i++) ok = (b.slots[i].kv = pf_kv_new(&s->model->hp, own->n_ctx, own->type)) != NULL;
     if (!ok) {
         batch_free(&b);
         snprintf(err, PF_ERR_LEN, "out of memory for %d sequences of %lld tokens", n_slots, (long long)own->n_ctx);
         return PF_RC_OOM;
     }
+    slot_sessions(&b);
     pf_rc rc = PF_RC_OK;
     for (;;) {
-        if (admit(&b, err) < 0) {
-            rc = PF_RC_ARG;
+        pf_rc arc = PF_RC_ARG; /* next()'s failure */
+        if (admit(&b, &arc, err) < 0) {
+            rc = arc;
             break;
         }
         int busy = 0;

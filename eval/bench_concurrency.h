@@ -1,14 +1,18 @@
-/* Aggregate plain decoding at several concurrencies (`bench --concurrency`): the same prompts
- * decoded one after another through the one-sequence path, and n at a time in one forward
- * (engine/generate_batch.h), measured interleaved in one process; tokens per second of the whole
- * run (prefill included) and per request, and a check that every output equals the one-at-a-time
- * output (greedy and seeded sampling alike: batching changes no text). */
+/* Aggregate decoding at several concurrencies (`bench --concurrency`), plain and per speculative
+ * strategy: the same prompts decoded one after another through the one-sequence path, and n at a
+ * time in one forward (engine/generate_batch.h; with a strategy verify/spec_batch.h), measured
+ * interleaved in one process; tokens per second of the whole run (prefill included) and per
+ * request, and a check that every output equals the one-at-a-time output (greedy: plain
+ * decoding's; sampled: the strategy's own one-at-a-time run with the same seeds). */
 #ifndef PF_BENCH_CONCURRENCY_H
 #define PF_BENCH_CONCURRENCY_H
 
+#include "eval/bench.h"
 #include "eval/bench_model.h"
 #include "eval/tasks.h"
 #include "include/pocketflash.h"
+
+#define PF_CONC_MAX_ROWS (PF_BENCH_MAX * (PF_BENCH_MAX_ARMS + 1))
 
 typedef struct {
     int levels[PF_BENCH_MAX], n_levels; /* sequences at a time; 1 is the one-sequence path */
@@ -25,18 +29,25 @@ typedef struct {
     uint64_t seed;  /* prompt i samples with seed + i */
     int no_special;
     int progress;
+    /* speculative strategies measured beside plain decoding (none: plain alone), over draft_path
+     * (NULL: the target's bundled draft, or none for ngram), its head and lookup settings */
+    const pf_bench_arm *arms;
+    int n_arms;
+    const char *draft_path;
+    int draft_head, ngram_n;
 } pf_conc_opts;
 
 typedef struct {
+    char strategy[64]; /* "plain", or the arm's name */
     int n_seq;
     pf_stat agg_tok_s;     /* generated tokens of all prompts / wall time of the run */
     pf_stat per_req_tok_s; /* median over the prompts of generated tokens / the request's time in the run */
-    pf_stat speedup;       /* agg_tok_s / the same repetition's one-sequence agg_tok_s */
+    pf_stat speedup;       /* agg_tok_s / the same repetition's plain one-sequence agg_tok_s */
     int identical;         /* every output the one-sequence path's (1), or not (0) */
 } pf_conc_row;
 
 typedef struct {
-    pf_conc_row rows[PF_BENCH_MAX];
+    pf_conc_row rows[PF_CONC_MAX_ROWS]; /* plain's levels, then each strategy's */
     int n_rows, n_prompts;
     int64_t tokens; /* generated per run */
     double load_start, load_end;

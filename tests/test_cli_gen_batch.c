@@ -1,7 +1,8 @@
 /* The CLI's batched decoding. gen --batch N: the output file of a batched run is byte for byte the
- * one-prompt-at-a-time run's, greedy and sampled (prompt i's seed S+i), whatever N; what --batch
- * does not take is refused in one line without an output file. bench --concurrency: a row per
- * concurrency, every output identical, its JSON. */
+ * one-prompt-at-a-time run's, greedy and sampled (prompt i's seed S+i), whatever N, plain and
+ * speculative (Dec with the draft, prompt lookup sampled); what --batch does not take is refused
+ * in one line without an output file. bench --concurrency: a row per strategy and concurrency,
+ * every output identical, its JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,9 @@ TEST(cli_gen_batch_equals_one_at_a_time) {
     test_tmp_path(in, sizeof in, "gen-batch-prompts.jsonl");
     test_tmp_path(out, sizeof out, "gen-batch-out.jsonl");
     CHECK(test_write_file(in, k_lines, (size_t)-1) == 0);
-    const char *modes[] = {"", "--temp 0.9 --top-k 40 --seed 11"};
-    for (int m = 0; m < 2; m++) {
+    const char *modes[] = {"", "--temp 0.9 --top-k 40 --seed 11", "-d models/pf-draft-dflash2.gguf",
+                           "--spec ngram --temp 0.9 --top-k 40 --seed 11"};
+    for (int m = 0; m < 4; m++) {
         char *solo = gen(in, out, modes[m]);
         CHECK(solo && test_count_lines(solo) == 7);
         int eot = 0;
@@ -50,7 +52,7 @@ TEST(cli_gen_batch_equals_one_at_a_time) {
             CHECKF(got && !strcmp(got, solo), "gen %s differs from the one-at-a-time output", flags);
             free(got);
         }
-        printf("    %s: 7 prompts (%d ended at end of turn), --batch 1, 3, 8 the same file\n", m ? "sampled" : "greedy",
+        printf("    %s: 7 prompts (%d ended at end of turn), --batch 1, 3, 8 the same file\n", modes[m][0] ? modes[m] : "greedy",
                eot);
         free(solo);
     }
@@ -66,8 +68,8 @@ TEST(cli_gen_batch_refusals) {
     CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, ":2: --batch decodes without structured output") &&
           test_count_lines(e) == 1);
     CHECK(!test_exists(out));
-    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 2 --spec ngram", in, out);
-    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--batch decodes plainly") && test_count_lines(e) == 1);
+    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 2 --spec ngram --json", in, out);
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--batch takes no") && test_count_lines(e) == 1);
     snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 0", in, out);
     CHECK(RUN_CLI(args, o, e) != 0 && test_count_lines(e) == 1);
     CHECK(!test_exists(out));
@@ -86,6 +88,15 @@ TEST(cli_bench_concurrency) {
     free(j);
     snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,0");
     CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--concurrency") && test_count_lines(e) == 1);
-    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,2 --spec ngram");
-    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "plain decoding") && test_count_lines(e) == 1);
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,2 --spec ngram --svg x.svg");
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "takes no") && test_count_lines(e) == 1);
+    /* speculative across sequences: a row per strategy and level, every output plain decoding's */
+    snprintf(args, sizeof args, "bench -m " TARGET " -d models/pf-draft-dflash2.gguf --tasks eval/tasks --concurrency 1,2 "
+             "--compare dec,ngram -n 6 --prompts 3 --reps 1 -t 2 --json %s", json);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench --concurrency --compare: %s", e);
+    CHECKF(strstr(o, "| plain | 2 |") && strstr(o, "| dec | 2 |") && strstr(o, "| ngram | 1 (one at a time) |") &&
+           !strstr(o, "| NO |"), "%.1200s", o);
+    j = test_slurp(json, NULL);
+    CHECK(j && strstr(j, "\"strategy\": \"dec\"") && !strstr(j, "\"identical\": false"));
+    free(j);
 }

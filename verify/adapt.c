@@ -34,14 +34,17 @@ static double round_s(const pf_adapt *a, int rows, int n) {
     return pf_cost_draft(&a->cost, rows) + pf_cost_verify(&a->cost, n + 1) + a->cost.over_spec;
 }
 
+void pf_adapt_target(pf_adapt *a, const float *h_target) {
+    if (!a->dec || !h_target) return;
+    a->z_target = pf_dec_target_logit(a->dec, h_target);
+    a->zt_n++;
+    a->zt_mean += (a->zt_n < 10 ? 1.0 / (double)a->zt_n : 0.1) * (a->z_target - a->zt_mean);
+}
+
 int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap) {
     int bmax = cap < a->block ? cap : a->block;
     if (bmax < 2) return 1;
-    if (a->dec && h_target) {
-        a->z_target = pf_dec_target_logit(a->dec, h_target);
-        a->zt_n++;
-        a->zt_mean += (a->zt_n < 10 ? 1.0 / (double)a->zt_n : 0.1) * (a->z_target - a->zt_mean);
-    }
+    pf_adapt_target(a, h_target);
     if (!a->cost.have_t) return bmax; /* nothing measured yet: draft to learn (an unknown draft cost counts as 0) */
     /* best E/T over (rows, n <= rows-1) and the plain step */
     double s[PF_MAX_BLOCK + 1], e[PF_MAX_BLOCK + 1];

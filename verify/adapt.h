@@ -71,6 +71,10 @@ void pf_adapt_init(pf_adapt *a, int block, const pf_dec *dec, const double *prio
  * head; else NULL), cap the most rows this round may verify. Returns the rows to draft (>= 2), or
  * 1 for a plain step. */
 int pf_adapt_plan(pf_adapt *a, const float *h_target, int cap);
+/* The head's target half of this step from h_target (the target's final row of the last committed
+ * position; nothing without a head): pf_adapt_plan's first part, for a planner that decides the
+ * rows itself (verify/spec_batch.c) and then reads pf_adapt_survival. */
+void pf_adapt_target(pf_adapt *a, const float *h_target);
 /* After drafting nd tokens of a planned block: how many to verify (0 = plain step). h_draft: the
  * draft's rows (row 0 = bonus row) with a head, else NULL. */
 int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, int nd);

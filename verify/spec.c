@@ -130,11 +130,6 @@ static pf_rc spec_resume(void *state, pf_engine_session *s, const int32_t *promp
     return rc;
 }
 
-/* The clock of one round: start, drafted, verified, accepted, committed. */
-typedef struct {
-    double t0, t1, t2, t3, t4;
-} round_clock;
-
 /* Rows of this round: the block, within the room left, as the adaptive planner chooses (1: a
  * plain step). */
 static int plan_rows(pf_spec *sp, int cap) {
@@ -191,10 +186,10 @@ static int accept_drafts(pf_spec *sp, pf_engine_session *s, int nd, int32_t *bon
 }
 
 /* The running cost model, the acceptance and the statistics follow every round. */
-static void observe(pf_spec *sp, int nd, int a, const round_clock *t) {
+static void observe(pf_spec *sp, int nd, int a, const round_clock *t, int own_forward) {
     pf_spec_stats *st = &sp->st;
     if (sp->ad) {
-        pf_cost_observe_verify(&sp->ad->cost, nd + 1, t->t2 - t->t1);
+        if (own_forward) pf_cost_observe_verify(&sp->ad->cost, nd + 1, t->t2 - t->t1);
         pf_cost_observe_overhead(&sp->ad->cost, nd == 0, t->t4 - t->t2);
         pf_adapt_observe(sp->ad, nd, a);
     }
@@ -237,38 +232,62 @@ static pf_rc constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, 
     return PF_RC_OK;
 }
 
+/* A round's first half: B rows planned (B = 0: the strategy's own planner within cap, as a
+ * one-sequence round), the drafts proposed into sp->rows[1..], the verify rows described in *b. */
+pf_rc pf_spec_round_draft(pf_spec *sp, int32_t last, int cap, int B, pf_spec_round_state *r, pf_batch *b,
+                          char err[PF_ERR_LEN]) {
+    pf_engine_session *s = sp->s;
+    *r = (pf_spec_round_state){.t = {.t0 = pf_now_s()}, .start = s->ctx->kv->len};
+    if (B == 0) B = plan_rows(sp, cap);
+    pf_rc rc = PF_RC_OK;
+    if (s->cons) rc = constrained_draft(sp, s, last, r->start, B, cap, &r->nd, &r->proposed, &r->n_masked, &r->t, err);
+    else if (B >= 2) rc = draft(sp, s, last, r->start, B, &r->nd, &r->proposed, &r->t, err);
+    if (rc != PF_RC_OK) return rc;
+    r->t.t1 = pf_now_s();
+    sp->rows[0] = last; /* verify [last, d1..d_nd] in one target forward, tapping the rows */
+    *b = (pf_batch){.kv = s->ctx->kv, .tokens = sp->rows, .n = r->nd + 1, .logits_mode = PF_LOGITS_ALL,
+                    .logits = sp->logits, .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps,
+                    .taps = sp->taps};
+    return PF_RC_OK;
+}
+
+/* A round's second half, once the verify forward filled the rows' logits and taps: accept,
+ * rollback, commit. own_forward: the forward held this sequence's rows alone (its time is then
+ * this sequence's verify cost). */
+pf_rc pf_spec_round_finish(pf_spec *sp, pf_spec_round_state *r, int own_forward, int32_t *out, int *n_out,
+                           char err[PF_ERR_LEN]) {
+    pf_engine_session *s = sp->s;
+    int nd = r->nd;
+    int greedy_cons = s->cons && s->sampling.temp <= 0;
+    if (s->cons && !greedy_cons) pf_spec_constrain_rows(sp, s->cons, r->n_masked);
+    r->t.t2 = pf_now_s();
+    int32_t bonus;
+    int a = greedy_cons ? pf_spec_accept_greedy_constrained(sp, s->cons, nd, r->n_masked, &bonus)
+                        : accept_drafts(sp, s, nd, &bonus);
+    pf_kv_truncate(s->ctx->kv, r->start + a + 1); /* rollback: the cache keeps the committed rows */
+    memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
+    out[a] = bonus;
+    r->t.t3 = pf_now_s();
+    if (sp->log && r->proposed == nd && !s->cons) log_round(sp, nd, a);
+    const float *dt = split_taps(sp, sp->taps, a, a + 1); /* commit the a+1 rows to the drafter */
+    pf_rc rc = commit_rows(sp, a + 1, dt, sp->ad && nd == 0, err);
+    if (rc != PF_RC_OK) return rc;
+    r->t.t4 = pf_now_s();
+    observe(sp, nd, a, &r->t, own_forward);
+    *n_out = a + 1;
+    return PF_RC_OK;
+}
+
 /* One round: draft -> verify -> accept -> rollback -> commit. */
 static pf_rc spec_step(void *state, pf_engine_session *s, int32_t last, int32_t *out, int cap, int *n_out,
                        char err[PF_ERR_LEN]) {
     pf_spec *sp = state;
-    round_clock t = {.t0 = pf_now_s()};
-    int64_t start = s->ctx->kv->len;
-    int B = plan_rows(sp, cap), nd = 0, proposed = 0, n_masked = 0;
-    pf_rc rc = PF_RC_OK;
-    if (s->cons) rc = constrained_draft(sp, s, last, start, B, cap, &nd, &proposed, &n_masked, &t, err);
-    else if (B >= 2) rc = draft(sp, s, last, start, B, &nd, &proposed, &t, err);
-    if (rc != PF_RC_OK) return rc;
-    t.t1 = pf_now_s();
-    sp->rows[0] = last; /* verify [last, d1..d_nd] in one target forward, tapping the rows */
-    pf_batch b = {.tokens = sp->rows, .n = nd + 1, .logits_mode = PF_LOGITS_ALL, .logits = sp->logits,
-                  .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps, .taps = sp->taps};
-    if ((rc = pf_forward(s->ctx, &b, err)) != PF_RC_OK) return rc;
-    int greedy_cons = s->cons && s->sampling.temp <= 0;
-    if (s->cons && !greedy_cons) pf_spec_constrain_rows(sp, s->cons, n_masked);
-    t.t2 = pf_now_s();
-    int32_t bonus;
-    int a = greedy_cons ? pf_spec_accept_greedy_constrained(sp, s->cons, nd, n_masked, &bonus) : accept_drafts(sp, s, nd, &bonus);
-    pf_kv_truncate(s->ctx->kv, start + a + 1); /* rollback: the cache keeps the committed rows */
-    memcpy(out, sp->rows + 1, (size_t)a * sizeof *out);
-    out[a] = bonus;
-    t.t3 = pf_now_s();
-    if (sp->log && proposed == nd && !s->cons) log_round(sp, nd, a);
-    const float *dt = split_taps(sp, sp->taps, a, a + 1); /* commit the a+1 rows to the drafter */
-    if ((rc = commit_rows(sp, a + 1, dt, sp->ad && nd == 0, err)) != PF_RC_OK) return rc;
-    t.t4 = pf_now_s();
-    observe(sp, nd, a, &t);
-    *n_out = a + 1;
-    return PF_RC_OK;
+    (void)s;
+    pf_spec_round_state r;
+    pf_batch b;
+    pf_rc rc = pf_spec_round_draft(sp, last, cap, 0, &r, &b, err);
+    if (rc == PF_RC_OK) rc = pf_forward(sp->s->ctx, &b, err);
+    return rc == PF_RC_OK ? pf_spec_round_finish(sp, &r, 1, out, n_out, err) : rc;
 }
 
 pf_strategy pf_spec_round(pf_spec *sp) {

@@ -43,6 +43,28 @@ struct pf_spec {
     size_t cmask_words;
 };
 
+/* The clock of one round: start, drafted, verified, accepted, committed. */
+typedef struct {
+    double t0, t1, t2, t3, t4;
+} round_clock;
+
+/* A round between its draft and its verify forward. */
+typedef struct {
+    round_clock t;
+    int64_t start; /* the target cache's length before the round */
+    int nd, proposed, n_masked;
+} pf_spec_round_state;
+
+/* A round in two halves around the verify forward, for a caller that runs that forward together
+ * with other sequences' rows (verify/spec_batch.c); spec_step is the two with pf_forward between.
+ * B: the rows to draft (0: the strategy's own planner within cap; 1: a plain step). The verify
+ * rows go to *b (its kv the session's cache). */
+struct pf_batch;
+pf_rc pf_spec_round_draft(pf_spec *sp, int32_t last, int cap, int B, pf_spec_round_state *r, struct pf_batch *b,
+                          char err[PF_ERR_LEN]);
+pf_rc pf_spec_round_finish(pf_spec *sp, pf_spec_round_state *r, int own_forward, int32_t *out, int *n_out,
+                           char err[PF_ERR_LEN]);
+
 /* The round loop as the engine's strategy interface (spec.c), over sp's drafter's taps. */
 pf_strategy pf_spec_round(pf_spec *sp);
 

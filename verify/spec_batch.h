@@ -1,0 +1,38 @@
+/* Speculation across the sequences of a batch (engine/generate_batch.h's pf_seq_strategy): every
+ * slot runs its own copy of one plan's strategy (its drafter with its own context, its running
+ * acceptance, its sampling state), and each step the target verifies every sequence's rows in ONE
+ * forward. Each decoding sequence has its plain row; with one sequence decoding a round is the
+ * strategy's own, and with several the adaptive strategies' draft rows go where they add the most
+ * expected tokens per second of the step (verify/row_share.h) under a running estimate of what R
+ * rows of one forward cost on this machine, so when rows are dear no drafts are verified. Drafts
+ * are proposed per sequence (the draft's forward is not batched across sequences); a fixed block
+ * is verified whole in every sequence. Every sequence's output is its solo speculative run's:
+ * plain decoding's when greedy, and under sampling the same tokens for the same seed as its solo
+ * run (the adaptive strategies draft point masses, whose acceptance draws the target's own samples
+ * from plain sampling's stream; a fixed block's rounds are its solo rounds). */
+#ifndef PF_SPEC_BATCH_H
+#define PF_SPEC_BATCH_H
+
+#include "draft/dec.h"
+#include "draft/dflash.h"
+#include "engine/generate_batch.h"
+#include "verify/cost_model.h"
+#include "verify/plan.h"
+#include "verify/spec.h"
+
+typedef struct pf_spec_batch pf_spec_batch;
+
+/* The plan's speculation (not plain decoding) over the draft weights w (NULL for ngram) and, for
+ * dec, its head, both borrowed, for batches in session s. PF_RC_OK, or PF_RC_ARG (plain decoding,
+ * dec without a head) / PF_RC_OOM with err. */
+pf_rc pf_spec_batch_new(pf_engine_session *s, const pf_strategy_plan *plan, const pf_dflash *w, const pf_dec *dec,
+                        pf_spec_batch **out, char err[PF_ERR_LEN]);
+void pf_spec_batch_free(pf_spec_batch *sb);
+/* pf_engine_generate_batch with this speculation. The cost model measured in the first call
+ * (one slot's calibration, then every step's forward) and each slot's drafter carry over to
+ * later calls. */
+pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *feed, char err[PF_ERR_LEN]);
+/* Rounds of the last call, summed over its requests (each request's own rounds are its slot's). */
+const pf_spec_stats *pf_spec_batch_stats(const pf_spec_batch *sb);
+
+#endif
