@@ -216,7 +216,7 @@ TEST(spec_batch_refuses_plain_and_headless_dec) {
     char err[PF_ERR_LEN];
     pf_spec_batch *sb = NULL;
     pf_strategy_plan plan;
-    plan_of(PF_KIND_AR, 0, &f, &plan);
+    plan_of(PF_KIND_PLAIN, 0, &f, &plan);
     CHECK(pf_spec_batch_new(&f.s->engine, &plan, f.w, f.dec, &sb, err) == PF_RC_ARG && !sb);
     plan_of(PF_KIND_DEC, 0, &f, &plan);
     CHECK(pf_spec_batch_new(&f.s->engine, &plan, f.w, NULL, &sb, err) == PF_RC_ARG && strstr(err, "Dec head"));
