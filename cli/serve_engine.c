@@ -539,19 +539,24 @@ void sv_engine_load(sv_engine *e, int *busy, int *queued, long *dropped) {
     pthread_mutex_unlock(&e->mu);
 }
 
+/* A job that never started, at shutdown: done as cancelled, the queue's reference dropped. */
+static void cancel_unstarted(sv_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->never_ran = true;
+    j->status = PF_ERR_CANCELLED;
+    snprintf(j->err, sizeof j->err, "request cancelled: the server is shutting down");
+    job_finish(j);
+    pthread_mutex_unlock(&j->mu);
+    sv_job_release(j);
+}
+
 void sv_engine_stop(sv_engine *e) {
     pthread_mutex_lock(&e->mu);
     e->stopping = true;
     while (e->head) { /* queued: done without running */
         sv_job *j = e->head;
         e->head = j->next;
-        pthread_mutex_lock(&j->mu);
-        j->never_ran = true;
-        j->status = PF_ERR_CANCELLED;
-        snprintf(j->err, sizeof j->err, "request cancelled: the server is shutting down");
-        job_finish(j);
-        pthread_mutex_unlock(&j->mu);
-        sv_job_release(j);
+        cancel_unstarted(j);
     }
     e->tail = NULL;
     e->n_queued = 0;
@@ -561,13 +566,7 @@ void sv_engine_stop(sv_engine *e) {
         b->pending = j->next;
         b->n_in--;
         e->n_busy--;
-        pthread_mutex_lock(&j->mu);
-        j->never_ran = true;
-        j->status = PF_ERR_CANCELLED;
-        snprintf(j->err, sizeof j->err, "request cancelled: the server is shutting down");
-        job_finish(j);
-        pthread_mutex_unlock(&j->mu);
-        sv_job_release(j);
+        cancel_unstarted(j);
     }
     b->last = NULL;
     for (int i = 0; b->running && i < e->cfg.n_sessions; i++)

@@ -8,10 +8,11 @@
 
 #include "api/api_session.h"
 #include "engine/generate_batch.h"
+#include "batch_feed.h"
 #include "test.h"
 #include "util.h"
 
-enum { N_REQ = 7, MAX_TOK = 200 };
+enum { N_REQ = 7, MAX_TOK = BF_MAX_TOK };
 
 static const char *const k_prompts[N_REQ] = {
     "Write a short poem about the sea.", "What is 17 times 23?", "Name three colours.",
@@ -22,47 +23,7 @@ static const char *const k_prompts[N_REQ] = {
 static const int k_max[N_REQ] = {40, 24, 8, 48, 0, 33, 30};
 static const int k_stop_after[N_REQ] = {0, 0, 0, 0, 0, 6, 0};
 
-typedef struct {
-    int32_t toks[MAX_TOK];
-    int n, stop_after;
-    pf_rc rc;
-    pf_decode_stats st;
-    int ended;
-} outcome;
-
-static int collect(void *u, int32_t t) {
-    outcome *o = u;
-    if (o->n < MAX_TOK) o->toks[o->n] = t;
-    o->n++;
-    return o->stop_after && o->n >= o->stop_after;
-}
-
-typedef struct {
-    int32_t *ids[N_REQ];
-    int n_ids[N_REQ];
-    pf_decode_params p[N_REQ];
-    outcome out[N_REQ];
-    int next;
-} requests;
-
-static int feed_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
-    (void)err;
-    requests *q = u;
-    if (q->next == N_REQ) return 0;
-    int i = q->next++;
-    q->out[i] = (outcome){.stop_after = k_stop_after[i]};
-    *r = (pf_seq_request){.prompt = q->ids[i], .n_prompt = q->n_ids[i], .p = q->p[i], .on_token = collect,
-                          .user = &q->out[i]};
-    return 1;
-}
-
-static void feed_done(void *u, const pf_seq_request *r, pf_rc rc, const pf_decode_stats *st, const char *err) {
-    (void)u, (void)err;
-    outcome *o = r->user;
-    o->rc = rc, o->st = *st, o->ended++;
-}
-
-static void check_same(const outcome *solo, const outcome *got, int i, int slots, const char *mode) {
+static void check_same(const bf_outcome *solo, const bf_outcome *got, int i, int slots, const char *mode) {
     CHECKF(got->ended == 1, "%s, %d slots, request %d: ended %d times", mode, slots, i, got->ended);
     CHECKF(got->rc == solo->rc, "%s, %d slots, request %d: rc %d, alone %d", mode, slots, i, got->rc, solo->rc);
     if (solo->rc != PF_RC_OK) return;
@@ -82,7 +43,7 @@ static void check_batch_equals_solo(float temp, const char *mode) {
     pf_session *s = NULL;
     CHECK(pf_session_new(m, &sp, &s, err) == PF_OK);
     CHECK(s);
-    requests q = {0};
+    bf_requests q = {.n = N_REQ, .stop_after = k_stop_after};
     for (int i = 0; i < N_REQ; i++) {
         size_t n = 0;
         CHECK(test_chat_tokens(m, k_prompts[i], &q.ids[i], &n, err) == 0);
@@ -96,10 +57,10 @@ static void check_batch_equals_solo(float temp, const char *mode) {
     for (int j = 0; j < 80; j++) longp[j] = q.ids[1][j % q.n_ids[1]];
     free(q.ids[1]);
     q.ids[1] = longp, q.n_ids[1] = 80;
-    outcome solo[N_REQ];
+    bf_outcome solo[N_REQ];
     for (int i = 0; i < N_REQ; i++) {
-        solo[i] = (outcome){.stop_after = k_stop_after[i]};
-        solo[i].rc = pf_engine_generate_tokens(&s->engine, q.ids[i], q.n_ids[i], &q.p[i], NULL, collect, &solo[i],
+        solo[i] = (bf_outcome){.stop_after = k_stop_after[i]};
+        solo[i].rc = pf_engine_generate_tokens(&s->engine, q.ids[i], q.n_ids[i], &q.p[i], NULL, bf_collect, &solo[i],
                                                &solo[i].st, err);
     }
     CHECK(solo[1].rc == PF_RC_CONTEXT && solo[3].st.stop == PF_END_CONTEXT && solo[5].st.stop == PF_END_CALLBACK);
@@ -107,7 +68,7 @@ static void check_batch_equals_solo(float temp, const char *mode) {
     const int slots[] = {1, 2, 3, 8};
     for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++) {
         q.next = 0;
-        pf_seq_feed feed = {feed_next, feed_done, &q};
+        pf_seq_feed feed = {bf_feed_next, bf_feed_done, &q};
         CHECKF(pf_engine_generate_batch(&s->engine, slots[k], &feed, err) == PF_RC_OK, "%s", err);
         for (int i = 0; i < N_REQ; i++) check_same(&solo[i], &q.out[i], i, slots[k], mode);
     }
@@ -137,16 +98,16 @@ TEST(generate_batch_errors) {
     pf_session *s = NULL;
     CHECK(pf_session_new(m, NULL, &s, err) == PF_OK);
     CHECK(s);
-    pf_seq_feed bad = {feed_fails, feed_done, NULL};
+    pf_seq_feed bad = {feed_fails, bf_feed_done, NULL};
     CHECK(pf_engine_generate_batch(&s->engine, 2, &bad, err) == PF_RC_ARG && strstr(err, "own error"));
     CHECK(pf_engine_generate_batch(&s->engine, 0, &bad, err) == PF_RC_ARG);
-    requests q = {0};
+    bf_requests q = {.n = N_REQ, .stop_after = k_stop_after};
     for (int i = 0; i < N_REQ; i++) {
         q.ids[i] = malloc(sizeof(int32_t));
         q.ids[i][0] = 100 + i, q.n_ids[i] = 1;
         q.p[i] = (pf_decode_params){.max_tokens = 3, .json_object = i == 2};
     }
-    pf_seq_feed feed = {feed_next, feed_done, &q};
+    pf_seq_feed feed = {bf_feed_next, bf_feed_done, &q};
     CHECK(pf_engine_generate_batch(&s->engine, 3, &feed, err) == PF_RC_OK);
     for (int i = 0; i < N_REQ; i++) {
         CHECKF(q.out[i].ended == 1 && q.out[i].rc == (i == 2 ? PF_RC_ARG : PF_RC_OK), "request %d", i);

@@ -10,13 +10,14 @@
 #include "api/api_session.h"
 #include "draft/draft_open.h"
 #include "engine/generate_batch.h"
+#include "batch_feed.h"
 #include "test.h"
 #include "util.h"
 #include "verify/row_share.h"
 #include "verify/spec_batch.h"
 #include "verify/strategies.h"
 
-enum { N_REQ = 6, MAX_TOK = 200 };
+enum { N_REQ = 6, MAX_TOK = BF_MAX_TOK };
 
 static const char *const k_prompts[N_REQ] = {
     "Convert this description into JSON with the keys name, version, section.\n\nVersion 2.1-3 of libfoo is available.",
@@ -28,47 +29,7 @@ static const char *const k_prompts[N_REQ] = {
 static const int k_max[N_REQ] = {40, 33, 8, 200, 30, 24};
 static const int k_stop_after[N_REQ] = {0, 0, 0, 0, 11, 0};
 
-typedef struct {
-    int32_t toks[MAX_TOK];
-    int n, stop_after;
-    pf_rc rc;
-    pf_decode_stats st;
-    int ended;
-} outcome;
-
-static int collect(void *u, int32_t t) {
-    outcome *o = u;
-    if (o->n < MAX_TOK) o->toks[o->n] = t;
-    o->n++;
-    return o->stop_after && o->n >= o->stop_after;
-}
-
-typedef struct {
-    int32_t *ids[N_REQ];
-    int n_ids[N_REQ];
-    pf_decode_params p[N_REQ];
-    outcome out[N_REQ];
-    int next;
-} requests;
-
-static int feed_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
-    (void)err;
-    requests *q = u;
-    if (q->next == N_REQ) return 0;
-    int i = q->next++;
-    q->out[i] = (outcome){.stop_after = k_stop_after[i]};
-    *r = (pf_seq_request){.prompt = q->ids[i], .n_prompt = q->n_ids[i], .p = q->p[i], .on_token = collect,
-                          .user = &q->out[i]};
-    return 1;
-}
-
-static void feed_done(void *u, const pf_seq_request *r, pf_rc rc, const pf_decode_stats *st, const char *err) {
-    (void)u, (void)err;
-    outcome *o = r->user;
-    o->rc = rc, o->st = *st, o->ended++;
-}
-
-static void check_same(const outcome *solo, const outcome *got, int i, const char *what) {
+static void check_same(const bf_outcome *solo, const bf_outcome *got, int i, const char *what) {
     CHECKF(got->ended == 1 && got->rc == solo->rc, "%s, request %d: ended %d times, rc %d (alone %d)", what, i,
            got->ended, got->rc, solo->rc);
     if (solo->rc != PF_RC_OK) return;
@@ -83,7 +44,7 @@ typedef struct {
     pf_session *s;
     pf_dflash *w;
     pf_dec *dec;
-    requests q;
+    bf_requests q;
 } fixture;
 
 static void fixture_open(fixture *f, float temp) {
@@ -92,6 +53,7 @@ static void fixture_open(fixture *f, float temp) {
     f->m = pf_model_load("models/pf-target-f16.gguf", err);
     CHECKF(f->m, "%s", err);
     pf_session_params sp = {.n_threads = 2, .n_ctx = 160}; /* request 3 runs into the context */
+    f->q.n = N_REQ, f->q.stop_after = k_stop_after;
     CHECK(pf_session_new(f->m, &sp, &f->s, err) == PF_OK);
     CHECKF(pf_draft_open(f->m, "models/pf-draft-dflash2.gguf", &f->w, &f->dec, err) == PF_RC_OK && f->dec, "%s", err);
     for (int i = 0; i < N_REQ; i++) {
@@ -119,7 +81,7 @@ static void plan_of(pf_kind kind, int block, const fixture *f, pf_strategy_plan 
 }
 
 /* Each request alone: plain decoding (plan NULL) or the plan's speculation, a new strategy each. */
-static void run_solo(fixture *f, const pf_strategy_plan *plan, outcome *solo) {
+static void run_solo(fixture *f, const pf_strategy_plan *plan, bf_outcome *solo) {
     char err[PF_ERR_LEN];
     for (int i = 0; i < N_REQ; i++) {
         pf_drafter *d = NULL;
@@ -129,20 +91,20 @@ static void run_solo(fixture *f, const pf_strategy_plan *plan, outcome *solo) {
             CHECKF(pf_strategy_build(&f->s->engine, plan, d, f->dec, &sp, err) == PF_RC_OK, "%s", err);
         }
         pf_session_reset(f->s);
-        solo[i] = (outcome){.stop_after = k_stop_after[i]};
+        solo[i] = (bf_outcome){.stop_after = k_stop_after[i]};
         solo[i].rc = pf_engine_generate_tokens(&f->s->engine, f->q.ids[i], f->q.n_ids[i], &f->q.p[i],
-                                               sp ? pf_spec_strategy(sp) : NULL, collect, &solo[i], &solo[i].st, err);
+                                               sp ? pf_spec_strategy(sp) : NULL, bf_collect, &solo[i], &solo[i].st, err);
         pf_spec_free(sp);
         pf_drafter_free(d);
     }
 }
 
-static void run_batch(fixture *f, const pf_strategy_plan *plan, int slots, const outcome *solo, const char *what) {
+static void run_batch(fixture *f, const pf_strategy_plan *plan, int slots, const bf_outcome *solo, const char *what) {
     char err[PF_ERR_LEN], msg[160];
     pf_spec_batch *sb = NULL;
     CHECKF(pf_spec_batch_new(&f->s->engine, plan, f->w, f->dec, &sb, err) == PF_RC_OK, "%s", err);
     f->q.next = 0;
-    pf_seq_feed feed = {feed_next, feed_done, &f->q};
+    pf_seq_feed feed = {bf_feed_next, bf_feed_done, &f->q};
     CHECKF(pf_spec_batch_generate(sb, slots, &feed, err) == PF_RC_OK, "%s", err);
     for (int i = 0; i < N_REQ; i++) {
         snprintf(msg, sizeof msg, "%s, %d slots", what, slots);
@@ -162,7 +124,7 @@ static const int k_slots[] = {1, 2, 3, 8};
 TEST(spec_batch_greedy_equals_plain_every_level) {
     fixture f;
     fixture_open(&f, 0);
-    outcome plain[N_REQ];
+    bf_outcome plain[N_REQ];
     run_solo(&f, NULL, plain);
     CHECK(plain[3].st.stop == PF_END_CONTEXT && plain[4].st.stop == PF_END_CALLBACK && plain[2].st.stop == PF_END_LENGTH);
     const pf_kernels *own = f.s->engine.ctx->k;
@@ -191,7 +153,7 @@ TEST(spec_batch_greedy_equals_plain_every_level) {
 TEST(spec_batch_sampled_equals_solo_spec) {
     fixture f;
     fixture_open(&f, 0.8f);
-    outcome plain[N_REQ], solo[N_REQ];
+    bf_outcome plain[N_REQ], solo[N_REQ];
     run_solo(&f, NULL, plain);
     for (size_t j = 0; j < sizeof k_kinds / sizeof k_kinds[0]; j++) {
         pf_strategy_plan plan;
