@@ -733,15 +733,8 @@ static int64_t string_room(const pf_matcher *m, const pf_frame *f, int n) {
 
 int pf_matcher_can_end(const pf_matcher *m) { return any_stack(m, stack_can_end); }
 int pf_matcher_closed(const pf_matcher *m) { return !any_stack(m, stack_open); }
-int64_t pf_matcher_string_room(const pf_matcher *m) {
-    const mstate cur = m->st[m->n_st - 1];
-    int64_t room = INT64_MAX;
-    for (size_t i = cur.off; i < cur.off + cur.frames; i += 1 + (size_t)m->arena[i].lo) {
-        int64_t r = string_room(m, m->arena + i + 1, m->arena[i].lo);
-        if (r < room) room = r;
-    }
-    return room;
-}
+static int64_t stack_string_room(const void *m, const pf_frame *f, int n) { return string_room(m, f, n); }
+int64_t pf_matcher_string_room(const pf_matcher *m) { return pf_matcher_min_stacks(m, stack_string_room, m); }
 
 int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur) {
     const mstate st = m->st[m->n_st - 1];
