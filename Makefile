@@ -1,6 +1,9 @@
 # pocketflash: C11 library + CLI. SIMD files (kernels/x86/*_avx2.c, *_avxvnni.c, *_avx512.c) get
 # per-file target flags by their name's suffix and are chosen at run time from CPUID, so the binary
 # runs on any x86-64.
+# Every core builds (a recipe's own commands still run one after another; test and bench recipes
+# start once what they need is built). `make -j1` builds one file at a time.
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g

@@ -21,23 +21,10 @@ arm64:
 	$(MAKE) CC=$(ARM64_CC) BUILD=$(ARM64_BUILD) SERVE=0 LDLIBS="-static -lzstd -lxxhash -lm -pthread" $(ARM64_BUILD)/pocketflash $(ARM64_BUILD)/tests/run_tests \
 	    $(ARM64_BUILD)/examples/arm64_stream $(ARM64_BUILD)/examples/chat
 
-# One wrapper per model: PF_CLI for the tests (a plain path, so the tests that resolve it work);
-# test-arm64 writes a second one for examples/chat (PF_EXAMPLE_CHAT, tests/api/test_example.c).
-$(ARM64_BUILD)/qemu-%.sh: | arm64
-	printf '#!/bin/sh\nexec %s -L %s -cpu %s %s "$$@"\n' "$(QEMU_AARCH64)" "$(ARM64_ROOT)" "$*" \
-	    "$(CURDIR)/$(ARM64_BUILD)/pocketflash" > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
-
+# The suite under qemu, one CPU model after another (tests/arm64_suite.sh writes the wrappers that
+# PF_CLI and PF_EXAMPLE_CHAT name).
 test-arm64: arm64 $(TEST_DATA)
-	@set -e; for cl in $(ARM64_CPUS); do \
-	    cpu=$${cl%%:*}; level=$${cl#*:}; \
-	    rm -f $(ARM64_BUILD)/qemu-$$cpu.sh; $(MAKE) --no-print-directory $(ARM64_BUILD)/qemu-$$cpu.sh >/dev/null; \
-	    chat=$(CURDIR)/$(ARM64_BUILD)/qemu-$$cpu-chat.sh; \
-	    printf '#!/bin/sh\nexec %s -L %s -cpu %s %s "$$@"\n' "$(QEMU_AARCH64)" "$(ARM64_ROOT)" "$$cpu" \
-	        "$(CURDIR)/$(ARM64_BUILD)/examples/chat" > $$chat && chmod +x $$chat; \
-	    echo "== qemu-aarch64 -cpu $$cpu (expect $$level)"; \
-	    PF_EXPECT_LEVEL=$$level PF_SHARED=$(SHARED) PF_CLI=$(CURDIR)/$(ARM64_BUILD)/qemu-$$cpu.sh PF_EXAMPLE_CHAT=$$chat \
-	        $(QEMU_AARCH64) -L $(ARM64_ROOT) -cpu $$cpu $(ARM64_BUILD)/tests/run_tests $(T); \
-	done
+	sh tests/arm64_suite.sh $(QEMU_AARCH64) $(ARM64_ROOT) $(ARM64_BUILD) $(SHARED) "$(ARM64_CPUS)" $(T)
 
 # Greedy token ids of F16, Q8_0 and Q4_1 models: every x86 level = x86 scalar = each qemu CPU model (asserted).
 test-cross-device: pocketflash arm64
@@ -49,13 +36,17 @@ $(BUILD)/examples/arm64_stream: examples/arm64_stream.c $(BUILD)/libpocketflash.
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# The CI subset (.ci/run): kernels, forward batch invariance, llama.cpp golden, lossless
-# speculation with random DFlash/DFlash2 drafts and the lookup draft, for every CPU model, then the
-# cross-device agreement. The trained-draft lossless tests stay in test-arm64 (more than 8 minutes
-# per CPU model under qemu here).
-ARM64_CI_TESTS ?= test_kernels forward_batch_invariant golden_llamacpp spec_greedy_lossless_random spec_greedy_lossless_ngram
+# The CI subset (.ci/run): kernels, forward batch invariance, lossless speculation with random
+# DFlash/DFlash2 drafts and the lookup draft, for every CPU model at once (one process each); the
+# llama.cpp golden under the model with every ARM level (max: its f32 forward alone takes minutes
+# under qemu, and every level's kernels are asserted bitwise the scalar reference on each model);
+# then the cross-device agreement. The trained-draft lossless tests stay in test-arm64 (more than
+# 8 minutes per CPU model under qemu here).
+ARM64_CI_TESTS ?= test_kernels forward_batch_invariant spec_greedy_lossless_random spec_greedy_lossless_ngram
+ARM64_CI_GOLDEN_CPU ?= max:i8mm
 test-arm64-ci: arm64 $(TEST_DATA)
-	@set -e; for t in $(ARM64_CI_TESTS); do $(MAKE) --no-print-directory test-arm64 T=$$t; done
+	sh tests/arm64_suite.sh -p $(QEMU_AARCH64) $(ARM64_ROOT) $(ARM64_BUILD) $(SHARED) "$(ARM64_CPUS)" $(ARM64_CI_TESTS)
+	sh tests/arm64_suite.sh $(QEMU_AARCH64) $(ARM64_ROOT) $(ARM64_BUILD) $(SHARED) "$(ARM64_CI_GOLDEN_CPU)" golden_llamacpp
 	$(MAKE) --no-print-directory test-cross-device
 
 # The per-core performance model of the quantized gemm (docs/arm64-model.md, written by

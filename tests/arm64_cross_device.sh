@@ -9,11 +9,30 @@
 # the float-weight matmuls, the float kernels and attention follow kernels/float_order.h on every
 # level (docs/kernels.md), so every level computes the same logits. Any difference fails the run. Then the 8-bit KV cache (--kv q8, refused on scalar) with
 # the Q8_0 model: every x86 SIMD level = each CPU model.
+# The CPU models run at once, one qemu process each (the runs are one thread; the machines have two
+# cores or more); each line says how long its run took.
 # Usage: tests/arm64_cross_device.sh NATIVE_CLI ARM64_CLI QEMU SYSROOT WORKDIR CPU...
 set -eu
 native=$1 arm=$2 qemu=$3 root=$4 work=$5
 shift 5
 mkdir -p "$work"
+# arm_gen TAG MODEL [GEN FLAG...]: every CPU model's run at once into $work/arm-CPU-TAG.ids, its
+# seconds into $work/arm-CPU-TAG.s; a run that fails leaves no ids file
+arm_gen() {
+    tag=$1 model=$2
+    shift 2
+    for cpu in $cpus; do
+        (start=$(date +%s)
+         rm -f "$work/arm-$cpu-$tag.ids"
+         if "$qemu" -L "$root" -cpu "$cpu" "$arm" gen -m "$model" -i "$work/prompts.jsonl" -o "$work/arm-$cpu-$tag.jsonl" \
+             -n 32 -t 1 "$@" >/dev/null; then
+             ids "$work/arm-$cpu-$tag.jsonl" > "$work/arm-$cpu-$tag.ids"
+         fi
+         echo $(($(date +%s) - start)) > "$work/arm-$cpu-$tag.s") &
+    done
+    wait
+}
+cpus=$*
 # 49 prompts: 4 English and 3 Chinese of each task type of the eval set
 for f in chat code extraction math qa rewrite summary; do
     grep '"lang": "en"' "eval/tasks/$f.jsonl" | head -4
@@ -43,13 +62,12 @@ for t in f16 q8_0 q4_1; do
             echo "FAIL $t: x86 PF_KERNELS=$lv differs from x86 scalar"; diff "$work/x86-scalar-$t.ids" "$work/x86-$lv-$t.ids" | head -4; fail=1
         fi
     done
-    for cpu in "$@"; do
-        "$qemu" -L "$root" -cpu "$cpu" "$arm" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/arm-$cpu-$t.jsonl" -n 32 -t 1 >/dev/null
-        ids "$work/arm-$cpu-$t.jsonl" > "$work/arm-$cpu-$t.ids"
-        if cmp -s "$work/x86-scalar-$t.ids" "$work/arm-$cpu-$t.ids"; then
-            echo "ok   $t: qemu-aarch64 -cpu $cpu = x86 scalar, $(($(tr -cd , < "$work/arm-$cpu-$t.ids" | wc -c) + np)) tokens"
+    arm_gen $t "$m"
+    for cpu in $cpus; do
+        if [ -f "$work/arm-$cpu-$t.ids" ] && cmp -s "$work/x86-scalar-$t.ids" "$work/arm-$cpu-$t.ids"; then
+            echo "ok   $t: qemu-aarch64 -cpu $cpu = x86 scalar, $(($(tr -cd , < "$work/arm-$cpu-$t.ids" | wc -c) + np)) tokens, $(cat "$work/arm-$cpu-$t.s") s"
         else
-            echo "FAIL $t: qemu-aarch64 -cpu $cpu differs from x86 scalar"; diff "$work/x86-scalar-$t.ids" "$work/arm-$cpu-$t.ids" | head -4; fail=1
+            echo "FAIL $t: qemu-aarch64 -cpu $cpu differs from x86 scalar"; [ -f "$work/arm-$cpu-$t.ids" ] && diff "$work/x86-scalar-$t.ids" "$work/arm-$cpu-$t.ids" | head -4; fail=1
         fi
     done
 done
@@ -67,12 +85,10 @@ for lv in $x86_levels; do
         echo "FAIL q8_0 --kv q8: x86 PF_KERNELS=$lv differs from x86 avx2"; fail=1
     fi
 done
-for cpu in "$@"; do
-    "$qemu" -L "$root" -cpu "$cpu" "$arm" gen -m "$m" -i "$work/prompts.jsonl" -o "$work/arm-$cpu-kvq8.jsonl" -n 32 -t 1 \
-        --kv q8 >/dev/null
-    ids "$work/arm-$cpu-kvq8.jsonl" > "$work/arm-$cpu-kvq8.ids"
-    if [ "$n" = $np ] && cmp -s "$work/x86-avx2-kvq8.ids" "$work/arm-$cpu-kvq8.ids"; then
-        echo "ok   q8_0 --kv q8: qemu-aarch64 -cpu $cpu = x86 avx2"
+arm_gen kvq8 "$m" --kv q8
+for cpu in $cpus; do
+    if [ "$n" = $np ] && [ -f "$work/arm-$cpu-kvq8.ids" ] && cmp -s "$work/x86-avx2-kvq8.ids" "$work/arm-$cpu-kvq8.ids"; then
+        echo "ok   q8_0 --kv q8: qemu-aarch64 -cpu $cpu = x86 avx2, $(cat "$work/arm-$cpu-kvq8.s") s"
     else
         echo "FAIL q8_0 --kv q8: qemu-aarch64 -cpu $cpu differs from x86 avx2"; fail=1
     fi

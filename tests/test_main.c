@@ -151,6 +151,26 @@ static int g_n_fail;
 
 static char g_out_path[300];
 
+/* The slowest tests of the run, for the summary (where the suite's time goes, on any machine). */
+#define N_SLOWEST 10
+typedef struct { const char *name; double ms; } timing;
+static timing g_slow[N_SLOWEST];
+
+static void note_time(const char *name, double ms) {
+    int i = N_SLOWEST;
+    while (i > 0 && (!g_slow[i - 1].name || g_slow[i - 1].ms < ms)) i--;
+    if (i == N_SLOWEST) return;
+    memmove(&g_slow[i + 1], &g_slow[i], (N_SLOWEST - 1 - i) * sizeof g_slow[0]);
+    g_slow[i] = (timing){name, ms};
+}
+
+static void print_slowest(double total_ms) {
+    printf("%.1f s in tests; the slowest:", total_ms / 1e3);
+    for (int i = 0; i < N_SLOWEST && g_slow[i].name; i++) printf(" %s %.1f s%s", g_slow[i].name, g_slow[i].ms / 1e3,
+                                                                 i + 1 < N_SLOWEST && g_slow[i + 1].name ? "," : "");
+    printf("\n");
+}
+
 /* Copies the finished test's output file to stdout; returns its last KEEP_OUTPUT bytes. */
 static char *drain_output(void) {
     FILE *f = fopen(g_out_path, "rb");
@@ -250,6 +270,7 @@ int main(int argc, char **argv) {
     pf_test_tmpdir(); /* made here, so every test's process shares it */
     qsort(g_tests, (size_t)g_n, sizeof g_tests[0], cmp_tests);
     int passed = 0, failed = 0, skipped = 0;
+    double total_ms = 0;
     for (int f = 0; f < n_filters; f++) {
         const char *pattern = filters[f] + (filters[f][0] == '!');
         int any = 0;
@@ -269,6 +290,8 @@ int main(int argc, char **argv) {
         char *out = in_process ? NULL : drain_output();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        total_ms += ms;
+        note_time(t->name, ms);
         char why[160];
         abnormal_end(st, why, sizeof why);
         skipped += g_out->n_parts;
@@ -305,6 +328,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < g_n_fail; i++) printf(" %s", g_fail[i].name);
         printf("\n");
     }
+    print_slowest(total_ms);
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }
