@@ -94,6 +94,32 @@ pf_rc pf_dflash_append_context(pf_dflash_state *s, const float *taps, int n, cha
 pf_rc pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
                       int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]);
 
+/* One state's block in a batched proposal: pf_dflash_propose's arguments for it. */
+typedef struct {
+    pf_dflash_state *s;
+    int32_t bonus;
+    int B;
+    const pf_sampling *samp;
+    pf_rng *rng;
+    int32_t *draft;
+    pf_dist *q;
+    float *hidden;
+} pf_dflash_block;
+
+typedef struct pf_dflash_batch pf_dflash_batch; /* the scratch of batched proposals over one draft */
+
+/* Scratch for batched proposals of draft d (grows with the rows asked for); NULL when out of memory. */
+pf_dflash_batch *pf_dflash_batch_new(const pf_dflash *d);
+void pf_dflash_batch_free(pf_dflash_batch *b);
+/* pf_dflash_propose for n states of b's draft (distinct, with the same kernels; the first one's
+ * pool runs it) in ONE forward over all their blocks' rows: every matmul, the head included,
+ * reads the draft's weights once for all rows, while embedding, RoPE, the DFlash2 convolutions
+ * and attention over each state's own context go state by state. Each state's drafts, q, hidden
+ * rows, last logits and selector are bitwise those pf_dflash_propose gives it alone. PF_RC_OK,
+ * or pf_dflash_propose's codes (the first state that fails, named in err), or PF_RC_ARG for
+ * states of another draft or kernels. */
+pf_rc pf_dflash_propose_batch(pf_dflash_batch *b, const pf_dflash_block *blk, int n, char err[PF_ERR_LEN]);
+
 /* Structured output: with a filter (draft/drafter.h) each position's logits (DFlash) or selector
  * candidates (DFlash2) are restricted to the allowed tokens (q is then that restricted
  * distribution), and the block ends where none of them is allowed. NULL: no filter. */

@@ -23,19 +23,25 @@ static pf_rc df_begin(void *p, const int32_t *prompt, int n, const float *taps, 
     return pf_dflash_append_context(s->st, taps, n, err);
 }
 
-static pf_rc df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
-                        int32_t *draft, pf_dist *q, int *n_drafted, char err[PF_ERR_LEN]) {
-    df_state *s = p;
-    *n_drafted = 0;
+/* The rows a proposal at pos drafts: B, or less at the context's end (< 2: none). */
+static pf_rc block_at(const df_state *s, int64_t pos, int *B, char err[PF_ERR_LEN]) {
     if (pf_dflash_context_len(s->st) != pos) { /* the round loop keeps them in step: a bug */
         snprintf(err, PF_ERR_LEN, "internal: draft context (%lld rows) out of step with the target (position %lld)",
                  (long long)pf_dflash_context_len(s->st), (long long)pos);
         return PF_RC_INTERNAL;
     }
-    if (pos + B > s->n_ctx) B = (int)(s->n_ctx - pos);
-    if (B < 2) return PF_RC_OK; /* the context ends here */
-    assert(B <= PF_MAX_BLOCK);
-    pf_rc rc = pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err);
+    if (pos + *B > s->n_ctx) *B = (int)(s->n_ctx - pos);
+    assert(*B <= PF_MAX_BLOCK);
+    return PF_RC_OK;
+}
+
+static pf_rc df_propose(void *p, int32_t bonus, int64_t pos, int B, const pf_sampling *samp, pf_rng *rng,
+                        int32_t *draft, pf_dist *q, int *n_drafted, char err[PF_ERR_LEN]) {
+    df_state *s = p;
+    *n_drafted = 0;
+    pf_rc rc = block_at(s, pos, &B, err);
+    if (rc != PF_RC_OK || B < 2) return rc; /* B < 2: the context ends here */
+    rc = pf_dflash_propose(s->st, bonus, B, samp, rng, draft, q, s->hidden, err);
     if (rc != PF_RC_OK) return rc;
     s->n_hidden = B;
     *n_drafted = pf_dflash_n_proposed(s->st);
@@ -122,3 +128,37 @@ pf_rc pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *sess, pf_draf
 
 void pf_dflash_drafter_own_weights(pf_drafter *dr) { ((df_state *)dr->state)->own_weights = 1; }
 
+
+int pf_dflash_drafter_of(const pf_drafter *dr, const pf_dflash *w) {
+    return dr && dr->propose == df_propose && ((const df_state *)dr->state)->weights == w;
+}
+
+pf_rc pf_dflash_drafters_propose(pf_dflash_batch *bt, pf_draft_call *const *c, int n, char err[PF_ERR_LEN]) {
+    pf_dflash_block *blk = calloc((size_t)(n > 0 ? n : 1), sizeof *blk);
+    int *of = malloc((size_t)(n > 0 ? n : 1) * sizeof *of); /* blk[m] is call of[m]'s */
+    if (!blk || !of) {
+        free(blk), free(of);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_RC_OOM;
+    }
+    pf_rc rc = PF_RC_OK;
+    int m = 0;
+    for (int i = 0; i < n && rc == PF_RC_OK; i++) {
+        df_state *s = c[i]->d->state;
+        int B = c[i]->B;
+        c[i]->n_drafted = 0;
+        rc = block_at(s, c[i]->pos, &B, err);
+        if (rc != PF_RC_OK || B < 2) continue;
+        blk[m] = (pf_dflash_block){.s = s->st, .bonus = c[i]->bonus, .B = B, .samp = c[i]->samp, .rng = c[i]->rng,
+                                   .draft = c[i]->draft, .q = c[i]->q, .hidden = s->hidden};
+        of[m++] = i;
+    }
+    if (rc == PF_RC_OK) rc = pf_dflash_propose_batch(bt, blk, m, err);
+    for (int j = 0; j < m && rc == PF_RC_OK; j++) {
+        df_state *s = c[of[j]]->d->state;
+        s->n_hidden = blk[j].B;
+        c[of[j]]->n_drafted = pf_dflash_n_proposed(s->st);
+    }
+    free(blk), free(of);
+    return rc;
+}

@@ -15,4 +15,13 @@ pf_rc pf_dflash_drafter_new(const pf_dflash *d, pf_engine_session *s, pf_drafter
 /* From now on pf_drafter_free(dr) also frees the draft weights it was made with. */
 void pf_dflash_drafter_own_weights(pf_drafter *dr);
 
+/* 1 when dr is a DFlash drafter over the weights w, whose proposals pf_dflash_drafters_propose
+ * can batch. */
+int pf_dflash_drafter_of(const pf_drafter *dr, const pf_dflash *w);
+/* The proposals of n calls to DFlash drafters of bt's draft (pf_dflash_drafter_of, distinct, on
+ * one session's kernels) in one batched draft forward (pf_dflash_propose_batch): each call's
+ * drafts, n_drafted and hidden rows are its drafter's own propose's, bit for bit. PF_RC_OK, or
+ * the first failure's code with err. */
+pf_rc pf_dflash_drafters_propose(pf_dflash_batch *bt, pf_draft_call *const *c, int n, char err[PF_ERR_LEN]);
+
 #endif

@@ -108,8 +108,54 @@ void dflash_state_head_free(pf_dflash_state *s);
 pf_rc dflash_ensure_rows(pf_dflash_state *s, int R, char *err); /* PF_RC_OK or PF_RC_OOM */
 /* pf_linear through the state's scratch. */
 void dflash_linear(pf_dflash_state *s, const pf_weight *W, const float *x, int64_t ldx, int B, float *y, int64_t ldy);
-/* One draft layer over the B block rows at positions pos0.. (the context is already cached, the
- * rows' RoPE angles are in sc->rope: pf_layer_rope_table). */
-void dflash_block_layer(pf_dflash_state *s, int l, int B, int64_t pos0);
+/* A sequence's rows in a pass of the draft's layers: rows r0..r0+B-1 of the pass's scratch, at
+ * positions pos0.. of its own context cache kv. */
+typedef struct {
+    pf_kv_cache *kv;
+    int64_t pos0;
+    int r0, B;
+} dflash_seq;
+
+/* One pass of the draft's layers over the rows of one or more sequences (a state's block, a
+ * state's context chunk, or several states' blocks at once, pf_dflash_propose_batch): the matmuls
+ * take all rows together, reading the weights once; RoPE, the cache writes, attention and the
+ * DFlash2 convolutions go sequence by sequence, so a sequence's rows get the bits they get alone.
+ * Scratch: sc (rows), cu and dyn (DFlash2) of at least `rows` rows. */
+typedef struct {
+    const pf_dflash *d;
+    const pf_kernels *k;
+    pf_pool *pool;
+    pf_layer_scratch *sc;
+    float *cu, *dyn;
+    const dflash_seq *seq;
+    int n_seq, rows;
+} dflash_pass;
+
+/* The RoPE angles of every sequence's rows at their positions into sc->rope. */
+void dflash_pass_rope(const dflash_pass *p);
+/* One draft layer over the pass's block rows (the contexts are already cached, the rows' RoPE
+ * angles are in sc->rope: dflash_pass_rope); their K/V go after each context and are dropped
+ * when the block is done. */
+void dflash_block_layer(const dflash_pass *p, int l);
+/* The pass over state s's own scratch for one sequence of B rows at pos0 of its cache. */
+dflash_pass dflash_state_pass(pf_dflash_state *s, dflash_seq *one, int B, int64_t pos0);
+
+/* A proposal's steps (dflash_propose.c), shared by pf_dflash_propose and the batched
+ * pf_dflash_propose_batch (dflash_batch.c). */
+/* The arguments pf_dflash_propose cannot work with, reported. */
+pf_rc dflash_check_propose(const pf_dflash_state *s, int32_t bonus, int B, int sampled, const pf_rng *rng,
+                           const pf_dist *q, char err[PF_ERR_LEN]);
+/* The embedding rows of a block [bonus, MASK x (B-1)] into x (B rows). */
+void dflash_embed_block(const pf_dflash *d, int32_t bonus, int B, float *x);
+/* The pass's layers over its rows (embedded in sc->x) and the final norm into hn. */
+void dflash_pass_rows(const dflash_pass *p, float *hn);
+/* The head s scores with (its subset's rows or the target's output) and its columns *NV. */
+const pf_weight *dflash_state_head(const pf_dflash_state *s, int *NV);
+/* logits (n rows of NV) = the trained output transform of W . hn rows (ldx n_embd). */
+void dflash_head_logits(const dflash_pass *p, const pf_weight *W, const float *hn, int n, float *logits, int NV);
+/* The drafts from a block's logits (and DFlash2's g rows) in s's scratch: v1 per row, v2 the
+ * selector walk; sets last_B and n_proposed. */
+void dflash_propose_rows(pf_dflash_state *s, int32_t bonus, int B, int NV, const pf_sampling *samp, pf_rng *rng,
+                         int32_t *draft, pf_dist *q);
 
 #endif

@@ -103,8 +103,8 @@ static int propose_v1(pf_dflash_state *s, int B, int NV, const pf_sampling *samp
 }
 
 /* The arguments pf_dflash_propose cannot work with, reported. */
-static pf_rc check_propose(const pf_dflash_state *s, int32_t bonus, int B, int sampled, const pf_rng *rng,
-                         const pf_dist *q, char err[PF_ERR_LEN]) {
+pf_rc dflash_check_propose(const pf_dflash_state *s, int32_t bonus, int B, int sampled, const pf_rng *rng,
+                            const pf_dist *q, char err[PF_ERR_LEN]) {
     const pf_dflash *d = s->d;
     const int V = d->hp.n_vocab, need = d->version == 2 ? d->sel_top_k : V;
     if (s->kv->len + B > s->kv->n_ctx) {
@@ -128,43 +128,68 @@ static pf_rc check_propose(const pf_dflash_state *s, int32_t bonus, int B, int s
     return PF_RC_OK;
 }
 
+/* The embedding rows of a block [bonus, MASK x (B-1)] into x (B rows). */
+void dflash_embed_block(const pf_dflash *d, int32_t bonus, int B, float *x) {
+    const int H = d->hp.n_embd;
+    const pf_weight *emb = d->own_embd.data ? &d->own_embd : &d->target->tok_embd;
+    for (int r = 0; r < B; r++) {
+        float *xr = x + (size_t)r * H;
+        pf_dequantize_row(emb->type, (const char *)emb->data + (size_t)(r ? d->mask : bonus) * emb->row_bytes, xr, H);
+        if (d->embd_scale != 1.0f)
+            for (int i = 0; i < H; i++) xr[i] *= d->embd_scale;
+    }
+}
+
+/* The head s scores with (its subset's rows or the target's output) and its columns. */
+const pf_weight *dflash_state_head(const pf_dflash_state *s, int *NV) {
+    *NV = s->sub ? s->sub->n : s->d->hp.n_vocab;
+    return s->sub ? &s->sub->w : &s->d->target->output;
+}
+
+/* logits (n rows of NV) = the trained output transform of W . hn rows, as llama.cpp applies it. */
+void dflash_head_logits(const dflash_pass *p, const pf_weight *W, const float *hn, int n, float *logits, int NV) {
+    const pf_dflash *d = p->d;
+    pf_linear(p->k, p->pool, p->sc->act, W, hn, d->hp.n_embd, n, logits, NV, 0);
+    if (d->logit_scale != 1.0f || d->softcap > 0)
+        for (size_t i = 0; i < (size_t)n * NV; i++) {
+            float z = logits[i] * d->logit_scale;
+            logits[i] = d->softcap > 0 ? d->softcap * tanhf(z / d->softcap) : z;
+        }
+}
+
+/* The pass's layers over its rows (embedded in sc->x) and the final norm into hn. */
+void dflash_pass_rows(const dflash_pass *p, float *hn) {
+    const pf_hparams *hp = &p->d->hp;
+    const int H = hp->n_embd;
+    dflash_pass_rope(p);
+    for (int l = 0; l < hp->n_layer; l++) dflash_block_layer(p, l);
+    for (int r = 0; r < p->rows; r++)
+        p->k->rmsnorm(p->sc->x + (size_t)r * H, p->d->output_norm, H, hp->rms_eps, hn + (size_t)r * H);
+}
+
 /* The block forward: rows [bonus, MASK, ...] through the layers and the final norm (copied to
  * hidden when given), then the head over rows 1..B-1. Row k predicts the token at start + k (mask
  * filling, no shift); row 0 is discarded. With a head subset the logits are those of its NV
  * tokens (the same values the whole head gives them), and indices map back to token ids through
  * sub->ids. Returns NV. */
 static int block_logits(pf_dflash_state *s, int32_t bonus, int B, float *hidden) {
-    const pf_dflash *d = s->d;
-    const pf_model *tm = d->target;
-    const pf_hparams *hp = &d->hp;
-    const int H = hp->n_embd;
-    const pf_weight *emb = d->own_embd.data ? &d->own_embd : &tm->tok_embd;
-    for (int r = 0; r < B; r++) {
-        float *x = s->sc->x + (size_t)r * H;
-        pf_dequantize_row(emb->type, (const char *)emb->data + (size_t)(r ? d->mask : bonus) * emb->row_bytes, x, H);
-        if (d->embd_scale != 1.0f)
-            for (int i = 0; i < H; i++) x[i] *= d->embd_scale;
-    }
-    pf_layer_rope_table(s->sc, hp, s->kv->len, B);
-    for (int l = 0; l < hp->n_layer; l++) dflash_block_layer(s, l, B, s->kv->len);
-    for (int r = 0; r < B; r++) s->k->rmsnorm(s->sc->x + (size_t)r * H, d->output_norm, H, hp->rms_eps, s->hn + (size_t)r * H);
+    const int H = s->d->hp.n_embd;
+    dflash_embed_block(s->d, bonus, B, s->sc->x);
+    dflash_seq one;
+    const dflash_pass p = dflash_state_pass(s, &one, B, s->kv->len);
+    dflash_pass_rows(&p, s->hn);
     if (hidden) memcpy(hidden, s->hn, (size_t)B * H * sizeof(float));
-    const int NV = s->sub ? s->sub->n : hp->n_vocab;
-    dflash_linear(s, s->sub ? &s->sub->w : &tm->output, s->hn + H, H, B - 1, s->logits, NV);
-    if (d->logit_scale != 1.0f || d->softcap > 0) /* the trained output transform, as llama.cpp applies it */
-        for (size_t i = 0; i < (size_t)(B - 1) * NV; i++) {
-            float z = s->logits[i] * d->logit_scale;
-            s->logits[i] = d->softcap > 0 ? d->softcap * tanhf(z / d->softcap) : z;
-        }
+    int NV;
+    const pf_weight *W = dflash_state_head(s, &NV);
+    dflash_head_logits(&p, W, s->hn + H, B - 1, s->logits, NV);
     return NV;
 }
 
-/* DFlash2's selector, first for every row in parallel: its candidates (top-k of its logits), their
- * successor rows and g_t = selector_hidden @ h_t. */
-static void selector_candidates(pf_dflash_state *s, int B, int NV) {
+/* DFlash2's selector, for every row in parallel once g_t = selector_hidden @ h_t is in s->g: its
+ * candidates (top-k of its logits) and their successor rows. */
+static void selector_rows(pf_dflash_state *s, int B, int NV) {
     const pf_dflash *d = s->d;
-    const int H = d->hp.n_embd, kk = d->sel_top_k, R = d->sel_rank;
-    dflash_linear(s, &d->sel_hidden, s->hn + H, H, B - 1, s->g, R);
+    const int kk = d->sel_top_k, R = d->sel_rank;
     for (int t = 1; t < B; t++) {
         int32_t *cand = s->cand + (size_t)(t - 1) * kk;
         top_k(s->k, s->logits + (size_t)(t - 1) * NV, NV, kk, cand, s->unary + (size_t)(t - 1) * kk);
@@ -222,21 +247,29 @@ static int propose_v2(pf_dflash_state *s, int32_t bonus, int B, const pf_samplin
     return B - 1;
 }
 
-pf_rc pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
-                        int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
-    assert(B >= 2 && B <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h), or less at the context's end */
-    pf_rc rc = check_propose(s, bonus, B, samp && samp->temp > 0, rng, q, err);
-    if (rc == PF_RC_OK) rc = dflash_ensure_rows(s, B, err);
-    if (rc != PF_RC_OK) return rc;
-    s->last_B = 0;
-    const int NV = block_logits(s, bonus, B, hidden);
+/* The drafts from a block's logits (and DFlash2's g rows) in s: v1 per row, v2 the selector walk. */
+void dflash_propose_rows(pf_dflash_state *s, int32_t bonus, int B, int NV, const pf_sampling *samp, pf_rng *rng,
+                         int32_t *draft, pf_dist *q) {
     s->last_B = B;
     s->n_proposed = B - 1;
     if (s->d->version != 2) {
         s->n_proposed = propose_v1(s, B, NV, samp, rng, draft, q);
-        return PF_RC_OK;
+        return;
     }
-    selector_candidates(s, B, NV);
+    selector_rows(s, B, NV);
     s->n_proposed = propose_v2(s, bonus, B, samp, rng, draft, q);
+}
+
+pf_rc pf_dflash_propose(pf_dflash_state *s, int32_t bonus, int B, const pf_sampling *samp, pf_rng *rng,
+                        int32_t *draft, pf_dist *q, float *hidden, char err[PF_ERR_LEN]) {
+    assert(B >= 2 && B <= PF_MAX_BLOCK); /* a plan's block (verify/plan.h), or less at the context's end */
+    pf_rc rc = dflash_check_propose(s, bonus, B, samp && samp->temp > 0, rng, q, err);
+    if (rc == PF_RC_OK) rc = dflash_ensure_rows(s, B, err);
+    if (rc != PF_RC_OK) return rc;
+    s->last_B = 0;
+    const int NV = block_logits(s, bonus, B, hidden);
+    if (s->d->version == 2)
+        dflash_linear(s, &s->d->sel_hidden, s->hn + s->d->hp.n_embd, s->d->hp.n_embd, B - 1, s->g, s->d->sel_rank);
+    dflash_propose_rows(s, bonus, B, NV, samp, rng, draft, q);
     return PF_RC_OK;
 }

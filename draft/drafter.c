@@ -22,3 +22,7 @@ void pf_drafter_lookup_counts(const pf_drafter *d, int64_t *lookup_rounds, int64
     *lookup_rounds = *rounds = 0;
     if (d && d->lookup_counts) d->lookup_counts(d->state, lookup_rounds, rounds);
 }
+
+pf_rc pf_drafter_call(pf_draft_call *c, char err[PF_ERR_LEN]) {
+    return c->d->propose(c->d->state, c->bonus, c->pos, c->B, c->samp, c->rng, c->draft, c->q, &c->n_drafted, err);
+}

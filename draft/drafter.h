@@ -60,6 +60,21 @@ typedef struct pf_drafter {
     void (*free)(void *state);
 } pf_drafter;
 
+/* One propose call: its arguments and, after it, how many tokens it drafted. */
+typedef struct {
+    pf_drafter *d;
+    int32_t bonus;
+    int64_t pos;
+    int B;
+    const pf_sampling *samp;
+    pf_rng *rng;
+    int32_t *draft;
+    pf_dist *q;
+    int n_drafted;
+} pf_draft_call;
+
+/* c->d->propose with c's arguments, into c->n_drafted. */
+pf_rc pf_drafter_call(pf_draft_call *c, char err[PF_ERR_LEN]);
 /* Calls d->free(d->state) and frees d. */
 void pf_drafter_free(pf_drafter *d);
 /* A front end's head vocabulary setting: 0 leaves the draft's default, -1 the whole vocabulary, N > 0

@@ -145,34 +145,50 @@ static void dec_choose(pf_spec *sp, int *nd) {
     if (h && n_rows >= *nd + 1) *nd = pf_adapt_choose(sp->ad, sp->h_target, h, *nd);
 }
 
-/* Draft up to B-1 tokens after `last` into rows[1..]: *nd to verify (Dec may keep fewer than were
- * *proposed). Pending plain-step rows reach the drafter first, on the clock of the context. */
-static pf_rc draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
-                   round_clock *t, char err[PF_ERR_LEN]) {
-    if (sp->n_pend) { /* the drafter needs its whole context: the plain steps' rows first */
-        int n_pend = sp->n_pend;
-        pf_rc rc = flush_pending(sp, err);
-        if (rc != PF_RC_OK) return rc;
-        double tf = pf_now_s();
-        if (sp->ad) pf_cost_observe_flush(&sp->ad->cost, n_pend, tf - t->t0); /* the plain steps' deferred cost */
-        sp->st.t_ctx += tf - t->t0;
-        sp->st.t_total += tf - t->t0;
-        t->t0 = tf;
-    }
-    /* an adaptive strategy drafts point masses (the draft's argmax): the target's own samples then
-     * decide, with plain sampling's random numbers, so a seed gives plain sampling's text whatever
-     * the timing-driven decisions are */
-    int point_mass = s->sampling.temp <= 0 || sp->ad;
-    int n = 0;
-    pf_rc rc = sp->d->propose(sp->d->state, last, start, B, point_mass ? NULL : &s->sampling, &s->rng, sp->rows + 1,
-                              point_mass || sp->d->deterministic ? NULL : sp->q, &n, err);
+/* Pending plain-step rows reach the drafter before it drafts (it needs its whole context), on
+ * the clock of the context. */
+static pf_rc draft_flush(pf_spec *sp, round_clock *t, char err[PF_ERR_LEN]) {
+    if (!sp->n_pend) return PF_RC_OK;
+    int n_pend = sp->n_pend;
+    pf_rc rc = flush_pending(sp, err);
     if (rc != PF_RC_OK) return rc;
-    *nd = *proposed = n > B - 1 ? B - 1 : n;
+    double tf = pf_now_s();
+    if (sp->ad) pf_cost_observe_flush(&sp->ad->cost, n_pend, tf - t->t0); /* the plain steps' deferred cost */
+    sp->st.t_ctx += tf - t->t0;
+    sp->st.t_total += tf - t->t0;
+    t->t0 = tf;
+    return PF_RC_OK;
+}
+
+/* The drafter's propose of B-1 tokens after `last` into rows[1..]. An adaptive strategy drafts
+ * point masses (the draft's argmax): the target's own samples then decide, with plain sampling's
+ * random numbers, so a seed gives plain sampling's text whatever the timing-driven decisions are. */
+static pf_draft_call draft_call(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B) {
+    int point_mass = s->sampling.temp <= 0 || sp->ad;
+    return (pf_draft_call){.d = sp->d, .bonus = last, .pos = start, .B = B,
+                           .samp = point_mass ? NULL : &s->sampling, .rng = &s->rng, .draft = sp->rows + 1,
+                           .q = point_mass || sp->d->deterministic ? NULL : sp->q};
+}
+
+/* After the propose (draft_s seconds): *nd drafts to verify (Dec may keep fewer than were *proposed). */
+static void draft_done(pf_spec *sp, pf_engine_session *s, const pf_draft_call *c, double draft_s, int *nd,
+                       int *proposed) {
+    *nd = *proposed = c->n_drafted > c->B - 1 ? c->B - 1 : c->n_drafted;
     sp->st.draft_rounds++;
     if (sp->ad && *nd > 0) {
-        pf_cost_observe_draft(&sp->ad->cost, B, pf_now_s() - t->t0);
+        pf_cost_observe_draft(&sp->ad->cost, c->B, draft_s);
         if (!s->cons) dec_choose(sp, nd); /* under a constraint, once its forced drafts are marked */
     }
+}
+
+/* Draft up to B-1 tokens after `last` into rows[1..]: *nd to verify, *proposed made. */
+static pf_rc draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
+                   round_clock *t, char err[PF_ERR_LEN]) {
+    pf_rc rc = draft_flush(sp, t, err);
+    if (rc != PF_RC_OK) return rc;
+    pf_draft_call c = draft_call(sp, s, last, start, B);
+    if ((rc = pf_drafter_call(&c, err)) != PF_RC_OK) return rc;
+    draft_done(sp, s, &c, pf_now_s() - t->t0, nd, proposed);
     return PF_RC_OK;
 }
 
@@ -232,22 +248,43 @@ static pf_rc constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, 
     return PF_RC_OK;
 }
 
+pf_rc pf_spec_round_begin(pf_spec *sp, int32_t last, int cap, int B, pf_spec_round_state *r, pf_draft_call *call,
+                          char err[PF_ERR_LEN]) {
+    pf_engine_session *s = sp->s;
+    *r = (pf_spec_round_state){.t = {.t0 = pf_now_s()}, .start = s->ctx->kv->len};
+    call->B = 0;
+    if (B == 0) B = plan_rows(sp, cap);
+    if (s->cons) return constrained_draft(sp, s, last, r->start, B, cap, &r->nd, &r->proposed, &r->n_masked, &r->t, err);
+    if (B < 2) return PF_RC_OK;
+    pf_rc rc = draft_flush(sp, &r->t, err);
+    if (rc == PF_RC_OK) *call = draft_call(sp, s, last, r->start, B);
+    return rc;
+}
+
+void pf_spec_round_drafted(pf_spec *sp, pf_spec_round_state *r, const pf_draft_call *call, double draft_s) {
+    draft_done(sp, sp->s, call, draft_s, &r->nd, &r->proposed);
+}
+
+void pf_spec_round_rows(pf_spec *sp, int32_t last, pf_spec_round_state *r, pf_batch *b) {
+    r->t.t1 = pf_now_s();
+    sp->rows[0] = last; /* verify [last, d1..d_nd] in one target forward, tapping the rows */
+    *b = (pf_batch){.kv = sp->s->ctx->kv, .tokens = sp->rows, .n = r->nd + 1, .logits_mode = PF_LOGITS_ALL,
+                    .logits = sp->logits, .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps,
+                    .taps = sp->taps};
+}
+
 /* A round's first half: B rows planned (B = 0: the strategy's own planner within cap, as a
  * one-sequence round), the drafts proposed into sp->rows[1..], the verify rows described in *b. */
 pf_rc pf_spec_round_draft(pf_spec *sp, int32_t last, int cap, int B, pf_spec_round_state *r, pf_batch *b,
                           char err[PF_ERR_LEN]) {
-    pf_engine_session *s = sp->s;
-    *r = (pf_spec_round_state){.t = {.t0 = pf_now_s()}, .start = s->ctx->kv->len};
-    if (B == 0) B = plan_rows(sp, cap);
-    pf_rc rc = PF_RC_OK;
-    if (s->cons) rc = constrained_draft(sp, s, last, r->start, B, cap, &r->nd, &r->proposed, &r->n_masked, &r->t, err);
-    else if (B >= 2) rc = draft(sp, s, last, r->start, B, &r->nd, &r->proposed, &r->t, err);
+    pf_draft_call c;
+    pf_rc rc = pf_spec_round_begin(sp, last, cap, B, r, &c, err);
     if (rc != PF_RC_OK) return rc;
-    r->t.t1 = pf_now_s();
-    sp->rows[0] = last; /* verify [last, d1..d_nd] in one target forward, tapping the rows */
-    *b = (pf_batch){.kv = s->ctx->kv, .tokens = sp->rows, .n = r->nd + 1, .logits_mode = PF_LOGITS_ALL,
-                    .logits = sp->logits, .tap_layers = sp->strat.tap_layers, .n_taps = sp->strat.n_taps,
-                    .taps = sp->taps};
+    if (c.B >= 2) {
+        if ((rc = pf_drafter_call(&c, err)) != PF_RC_OK) return rc;
+        pf_spec_round_drafted(sp, r, &c, pf_now_s() - r->t.t0);
+    }
+    pf_spec_round_rows(sp, last, r, b);
     return PF_RC_OK;
 }
 

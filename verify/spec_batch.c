@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "draft/dflash_drafter.h"
 #include "engine/batch.h"
+#include "engine/clock.h"
 #include "verify/row_share.h"
 #include "verify/spec_impl.h"
 #include "verify/strategies.h"
@@ -16,6 +18,7 @@ typedef struct {
     pf_strategy strat; /* sp's, begin through slot_begin */
     pf_spec_batch *sb;
     pf_spec_round_state round;
+    pf_draft_call call; /* this step's proposal (B < 2: none) */
 } slot_spec;
 
 struct pf_spec_batch {
@@ -37,6 +40,9 @@ struct pf_spec_batch {
     int own_forward; /* the last forward held one decoding sequence's rows alone */
     pf_share_seq *share;
     int *n_rows;
+    /* the slots' DFlash proposals of a step in one draft forward (NULL: no DFlash draft) */
+    pf_dflash_batch *draft_batch;
+    pf_draft_call **calls;
     pf_spec_stats st;
 };
 
@@ -58,14 +64,19 @@ pf_rc pf_spec_batch_new(pf_engine_session *s, const pf_strategy_plan *plan, cons
     }
     *sb = (pf_spec_batch){.s = s, .plan = *plan, .w = w, .dec = dec};
     pf_cost_init(&sb->rows, PF_MAX_BLOCK);
+    if (w && plan->kind != PF_KIND_NGRAM && !(sb->draft_batch = pf_dflash_batch_new(w))) {
+        free(sb);
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_RC_OOM;
+    }
     *out = sb;
     return PF_RC_OK;
 }
 
 static void free_slots(pf_spec_batch *sb) {
     for (int i = 0; sb->slots && i < sb->n_slots; i++) pf_spec_free(sb->slots[i].sp);
-    free(sb->slots), free(sb->share), free(sb->n_rows);
-    sb->slots = NULL, sb->share = NULL, sb->n_rows = NULL;
+    free(sb->slots), free(sb->share), free(sb->n_rows), free(sb->calls);
+    sb->slots = NULL, sb->share = NULL, sb->n_rows = NULL, sb->calls = NULL;
     sb->n_slots = 0;
 }
 
@@ -74,6 +85,7 @@ void pf_spec_batch_free(pf_spec_batch *sb) {
     free_slots(sb);
     for (int i = 0; i < sb->n_drafters; i++) pf_drafter_free(sb->drafters[i]);
     free(sb->drafters);
+    pf_dflash_batch_free(sb->draft_batch);
     free(sb);
 }
 
@@ -137,6 +149,36 @@ static void share_of(const pf_spec *sp, int cap, pf_share_seq *q) {
     q->over_plain = a->cost.over_plain + a->cost.flush_row;
 }
 
+/* The step's proposals: the DFlash drafters' in one batched draft forward, each charged its rows'
+ * share of its time; any other drafter (a lookup, a hybrid) proposes alone. */
+static pf_rc propose(pf_spec_batch *sb, int n, const int *slot, char err[PF_ERR_LEN]) {
+    int m = 0, rows = 0;
+    for (int j = 0; j < n; j++) {
+        slot_spec *ss = &sb->slots[slot[j]];
+        if (ss->call.B < 2) continue;
+        if (sb->draft_batch && pf_dflash_drafter_of(ss->call.d, sb->w)) {
+            sb->calls[m++] = &ss->call;
+            rows += ss->call.B;
+            continue;
+        }
+        double t0 = pf_now_s();
+        pf_rc rc = pf_drafter_call(&ss->call, err);
+        if (rc != PF_RC_OK) return rc;
+        pf_spec_round_drafted(ss->sp, &ss->round, &ss->call, pf_now_s() - t0);
+    }
+    if (!m) return PF_RC_OK;
+    double t0 = pf_now_s();
+    pf_rc rc = pf_dflash_drafters_propose(sb->draft_batch, sb->calls, m, err);
+    if (rc != PF_RC_OK) return rc;
+    double t = pf_now_s() - t0;
+    for (int j = 0; j < n; j++) {
+        slot_spec *ss = &sb->slots[slot[j]];
+        if (ss->call.B >= 2 && sb->draft_batch && pf_dflash_drafter_of(ss->call.d, sb->w))
+            pf_spec_round_drafted(ss->sp, &ss->round, &ss->call, t * ss->call.B / rows);
+    }
+    return PF_RC_OK;
+}
+
 static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last, const int *cap, pf_batch *rows,
                        char err[PF_ERR_LEN]) {
     pf_spec_batch *sb = state;
@@ -155,8 +197,14 @@ static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last,
     }
     for (int j = 0; j < n; j++) {
         slot_spec *ss = &sb->slots[slot[j]];
-        pf_rc rc = pf_spec_round_draft(ss->sp, last[j], cap[j], B[j], &ss->round, &rows[j], err);
+        pf_rc rc = pf_spec_round_begin(ss->sp, last[j], cap[j], B[j], &ss->round, &ss->call, err);
         if (rc != PF_RC_OK) return rc;
+    }
+    pf_rc rc = propose(sb, n, slot, err);
+    if (rc != PF_RC_OK) return rc;
+    for (int j = 0; j < n; j++) {
+        slot_spec *ss = &sb->slots[slot[j]];
+        pf_spec_round_rows(ss->sp, last[j], &ss->round, &rows[j]);
     }
     sb->own_forward = n == 1;
     return PF_RC_OK;
@@ -183,6 +231,7 @@ pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *
         sb->slots = calloc((size_t)n_slots, sizeof *sb->slots);
         sb->share = calloc((size_t)n_slots, sizeof *sb->share);
         sb->n_rows = calloc((size_t)n_slots, sizeof *sb->n_rows);
+        sb->calls = calloc((size_t)n_slots, sizeof *sb->calls);
         if (n_slots > sb->n_drafters) {
             pf_drafter **d = realloc(sb->drafters, (size_t)n_slots * sizeof *d);
             if (d) {
@@ -190,7 +239,7 @@ pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *
                 sb->drafters = d, sb->n_drafters = n_slots;
             }
         }
-        if (!sb->slots || !sb->share || !sb->n_rows || n_slots > sb->n_drafters) {
+        if (!sb->slots || !sb->share || !sb->n_rows || !sb->calls || n_slots > sb->n_drafters) {
             free_slots(sb);
             snprintf(err, PF_ERR_LEN, "out of memory");
             return PF_RC_OOM;

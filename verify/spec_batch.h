@@ -4,9 +4,11 @@
  * forward. Each decoding sequence has its plain row; with one sequence decoding a round is the
  * strategy's own, and with several the adaptive strategies' draft rows go where they add the most
  * expected tokens per second of the step (verify/row_share.h) under a running estimate of what R
- * rows of one forward cost on this machine, so when rows are dear no drafts are verified. Drafts
- * are proposed per sequence (the draft's forward is not batched across sequences); a fixed block
- * is verified whole in every sequence. Every sequence's output is its solo speculative run's:
+ * rows of one forward cost on this machine, so when rows are dear no drafts are verified. The
+ * DFlash drafters of the step propose in one batched draft forward (pf_dflash_propose_batch: the
+ * draft's weights read once for every drafting sequence, each sequence's drafts its solo ones,
+ * each charged its rows' share of the time); a lookup or hybrid drafter proposes alone, and the
+ * drafters' context appends stay per sequence. A fixed block is verified whole in every sequence. Every sequence's output is its solo speculative run's:
  * plain decoding's when greedy, and under sampling the same tokens for the same seed as its solo
  * run (the adaptive strategies draft point masses, whose acceptance draws the target's own samples
  * from plain sampling's stream; a fixed block's rounds are its solo rounds). */

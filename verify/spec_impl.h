@@ -62,6 +62,16 @@ typedef struct {
 struct pf_batch;
 pf_rc pf_spec_round_draft(pf_spec *sp, int32_t last, int cap, int B, pf_spec_round_state *r, struct pf_batch *b,
                           char err[PF_ERR_LEN]);
+/* pf_spec_round_draft in three steps, for a caller that drafts several sequences in one draft
+ * forward: _begin plans the rows and, when the round drafts through the drafter's propose, hands
+ * it its pending rows and fills *call (call->B >= 2; else call->B = 0: the round is drafted, a
+ * constrained round by itself); the caller runs the call (alone, pf_drafter_call, or batched with
+ * others'), then _drafted takes its answer with the seconds it is charged and _rows describes the
+ * verify rows. */
+pf_rc pf_spec_round_begin(pf_spec *sp, int32_t last, int cap, int B, pf_spec_round_state *r, pf_draft_call *call,
+                          char err[PF_ERR_LEN]);
+void pf_spec_round_drafted(pf_spec *sp, pf_spec_round_state *r, const pf_draft_call *call, double draft_s);
+void pf_spec_round_rows(pf_spec *sp, int32_t last, pf_spec_round_state *r, struct pf_batch *b);
 pf_rc pf_spec_round_finish(pf_spec *sp, pf_spec_round_state *r, int own_forward, int32_t *out, int *n_out,
                            char err[PF_ERR_LEN]);
 
