@@ -443,8 +443,7 @@ static bool parse_value(parser *ps, pf_json *v, int depth) {
     }
 }
 
-/* The document in buf into *out: PF_RC_OK, PF_RC_FORMAT (malformed) or PF_RC_OOM, with err. */
-static pf_rc parse_doc(const char *buf, size_t len, pf_json_doc **out, char err[PF_ERR_LEN]) {
+pf_rc pf_json_read(const char *buf, size_t len, pf_json_doc **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     pf_json_doc *d = calloc(1, sizeof *d);
     if (!d) {
@@ -473,7 +472,7 @@ static pf_rc parse_doc(const char *buf, size_t len, pf_json_doc **out, char err[
 
 pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]) {
     pf_json_doc *d;
-    parse_doc(buf, len, &d, err);
+    pf_json_read(buf, len, &d, err);
     return d;
 }
 
@@ -520,7 +519,7 @@ pf_rc pf_json_load(const char *path, pf_json_doc **out, char err[PF_ERR_LEN]) {
     }
     fclose(fp);
     char msg[PF_ERR_LEN];
-    rc = parse_doc(buf, len, out, msg);
+    rc = pf_json_read(buf, len, out, msg);
     free(buf);
     if (rc != PF_RC_OK) {
         int n = snprintf(err, PF_ERR_LEN, "%s: ", path);
