@@ -125,6 +125,82 @@ PF_FORCE_INLINE vi block_isum(uint32_t wt, const vi *w, const uint8_t *xb, const
 #endif
 }
 
+/* Block k of slice h of a packed group g (blocks gb bytes apart): its weights into w (Q8_0 as
+ * q8_weights gives them; Q4: nibbles, byte j's low in w[j], high in w[4 + j]), d and (Q4_1) m into
+ * *dv / *mv; returns the quants' address. pf: the same slice of a group ahead, into L2. */
+PF_FORCE_INLINE const uint8_t *packed_block(uint32_t wt, const uint8_t *g, size_t gb, int64_t k, int h,
+                                            const uint8_t *pf, vi w[8], vf *dv, vf *mv) {
+    const vi lo4 = vi_set1_i8(0x0f);
+    const uint8_t *blk = g + (size_t)k * gb;
+    const uint8_t *q = blk + (wt == PF_TYPE_Q4_1 ? 64 : 32) + 4 * VL * (size_t)h;
+    if (pf)
+        for (size_t o = 64 * (size_t)h; o < gb; o += 64 * NS) _mm_prefetch((const char *)pf + (size_t)k * gb + o, _MM_HINT_T1);
+    *dv = vf_load_h((const pf_half *)(blk + 2 * VL * h));
+    if (wt == PF_TYPE_Q4_1) *mv = vf_load_h((const pf_half *)(blk + 32 + 2 * VL * h));
+    if (wt == PF_TYPE_Q8_0) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) w[j] = q8_weights(vi_load(q + 64 * j));
+    } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            vi v = vi_load(q + 64 * j);
+            w[j] = vi_and(v, lo4);
+            w[4 + j] = vi_and(vi_srli16(v, 4), lo4);
+        }
+    }
+    return q;
+}
+
+#if QGROUP_INPLACE
+/* Block k of 16 GGUF rows read in place (p0..p3: rows 0, 4, 8, 12 at their quants, rows rb bytes
+ * apart, g row 0's block k0, gidx the rows' gather offsets): the weights transposed into w as
+ * packed_block gives them, d and (Q4_1) m gathered into *dv / *mv. pf: the group QPF_AHEAD ahead,
+ * a block column of it per block, into L2. */
+PF_FORCE_INLINE void inplace_block(uint32_t wt, const uint8_t *g, const uint8_t *p0, const uint8_t *p1,
+                                   const uint8_t *p2, const uint8_t *p3, size_t rb, __m512i gidx, int64_t k,
+                                   const uint8_t *pf, vi w[8], vf *dv, vf *mv) {
+    const vi lo4 = vi_set1_i8(0x0f);
+    const size_t ts = qtype_size(wt), gb = QRG * ts, ko = (size_t)k * ts;
+    __m512i t[4];
+    if (pf)
+        for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)pf + QRG * ko + o, _MM_HINT_T1);
+    if (wt == PF_TYPE_Q8_0) {
+        load_transposed(p0, p1, p2, p3, rb, ko, t);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) w[j] = q8_weights(t[j]);
+        load_transposed(p0, p1, p2, p3, rb, ko + 16, t);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) w[4 + j] = q8_weights(t[j]);
+    } else {
+        load_transposed(p0, p1, p2, p3, rb, ko, t);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            w[j] = vi_and(t[j], lo4);
+            w[4 + j] = vi_and(vi_srli16(t[j], 4), lo4);
+        }
+    }
+    /* scales: lane i = the first dword of row i's block (d | m << 16 for Q4_1) */
+    __m512i dm = _mm512_i32gather_epi32(gidx, g + ko, 1);
+    *dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+    if (wt == PF_TYPE_Q4_1) *mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+}
+#endif
+
+/* One block's weights w (scales dv, mv; quants q) against NB activation rows at block k into acc. */
+PF_FORCE_INLINE void block_rows(uint32_t wt, const vi w[8], vf dv, vf mv, const uint8_t *q, int64_t k,
+                                const uint8_t *act, size_t stride, const int32_t *asum, int64_t ald, vf *acc, int NB) {
+    if (wt == PF_TYPE_Q4_0) mv = vf_mul(vf_set1(-8.0f), dv); /* nibble - 8: -8 d per x.s */
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++) {
+        const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
+        vi s = block_isum(wt, w, xb, q, QASUM(wt) ? asum[b * ald + k] : 0);
+        vf sc = vf_mul(dv, vf_set1(load_f32(xb)));
+        vf t = vf_mul(sc, vf_from_vi(s));
+        if (wt != PF_TYPE_Q8_0) t = vf_add(t, vf_mul(mv, vf_set1(load_f32(xb + 4))));
+        acc[b] = vf_add(acc[b], t);
+    }
+}
+
 /* Slices h0 .. h0 + NH - 1 (slice h: rows VL h .. VL h + VL-1 of the group, one per lane; NH > 1
  * only for packed groups: each block decoded and summed slice after slice, so the group's lines are
  * read in one pass) against NB activation rows (row b at act + b*stride, at its block k0) over nk
@@ -136,14 +212,13 @@ PF_FORCE_INLINE vi block_isum(uint32_t wt, const vi *w, const uint8_t *xb, const
 PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb, int h0, int64_t nk,
                             const uint8_t *act, size_t stride, const int32_t *asum, int64_t ald, int first,
                             const vmask *mask, float *y, int64_t ldy, const uint8_t *pf, int NB, int NH) {
-    const size_t ts = qtype_size(wt), gb = QRG * ts; /* one block of the group */
+    const size_t gb = QRG * qtype_size(wt); /* one block of the group */
     vf acc[NS > 1 ? NS : 1][QNB];
 #pragma GCC unroll 2
     for (int hh = 0; hh < NH; hh++)
 #pragma GCC unroll 16
         for (int b = 0; b < NB; b++)
             acc[hh][b] = first ? vf_zero() : vf_maskz_load(mask[hh], y + b * ldy + VL * hh);
-    const vi lo4 = vi_set1_i8(0x0f);
 #if QGROUP_INPLACE
     const uint8_t *p0 = g + (wt == PF_TYPE_Q4_1 ? 4 : 2), *p1 = p0 + 4 * rb, *p2 = p0 + 8 * rb, *p3 = p0 + 12 * rb;
     /* gather offsets of the 16 rows (15 * rb < 2^31: see gemm_quant) */
@@ -154,69 +229,16 @@ PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb
 #endif
     for (int64_t k = 0; k < nk; k++) {
 #pragma GCC unroll 2
-      for (int hh = 0; hh < NH; hh++) {
-        const int h = h0 + hh;
-        vi w[8];
-        vf dv, mv = vf_zero();
-        const uint8_t *q = NULL;
-        if (packed) {
-            const uint8_t *blk = g + (size_t)k * gb;
-            q = blk + (wt == PF_TYPE_Q4_1 ? 64 : 32) + 4 * VL * (size_t)h;
-            if (pf)
-                for (size_t o = 64 * (size_t)h; o < gb; o += 64 * NS) _mm_prefetch((const char *)pf + (size_t)k * gb + o, _MM_HINT_T1);
-            dv = vf_load_h((const pf_half *)(blk + 2 * VL * h));
-            if (wt == PF_TYPE_Q4_1) mv = vf_load_h((const pf_half *)(blk + 32 + 2 * VL * h));
-            if (wt == PF_TYPE_Q8_0) {
-#pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) w[j] = q8_weights(vi_load(q + 64 * j));
-            } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    vi v = vi_load(q + 64 * j);
-                    w[j] = vi_and(v, lo4);
-                    w[4 + j] = vi_and(vi_srli16(v, 4), lo4);
-                }
-            }
-        } else {
+        for (int hh = 0; hh < NH; hh++) {
+            vi w[8];
+            vf dv = vf_zero(), mv = vf_zero(); /* dv: the 256-bit levels pack GGUF groups first */
+            const uint8_t *q = NULL;
+            if (packed) q = packed_block(wt, g, gb, k, h0 + hh, pf, w, &dv, &mv);
 #if QGROUP_INPLACE
-            size_t ko = (size_t)k * ts;
-            __m512i t[4];
-            if (pf) /* the group QPF_AHEAD ahead, a block column of it per block: into L2 */
-                for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)pf + QRG * ko + o, _MM_HINT_T1);
-            if (wt == PF_TYPE_Q8_0) {
-                load_transposed(p0, p1, p2, p3, rb, ko, t);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) w[j] = q8_weights(t[j]);
-                load_transposed(p0, p1, p2, p3, rb, ko + 16, t);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) w[4 + j] = q8_weights(t[j]);
-            } else {
-                load_transposed(p0, p1, p2, p3, rb, ko, t);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    w[j] = vi_and(t[j], lo4);
-                    w[4 + j] = vi_and(vi_srli16(t[j], 4), lo4);
-                }
-            }
-            /* scales: lane i = the first dword of row i's block (d | m << 16 for Q4_1) */
-            __m512i dm = _mm512_i32gather_epi32(gidx, g + ko, 1);
-            dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
-            if (wt == PF_TYPE_Q4_1) mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
-#else
-            dv = vf_zero(); /* not reached: the 256-bit levels pack GGUF groups first */
+            else inplace_block(wt, g, p0, p1, p2, p3, rb, gidx, k, pf, w, &dv, &mv);
 #endif
+            block_rows(wt, w, dv, mv, q, k, act, stride, asum, ald, acc[hh], NB);
         }
-        if (wt == PF_TYPE_Q4_0) mv = vf_mul(vf_set1(-8.0f), dv); /* nibble - 8: -8 d per x.s */
-#pragma GCC unroll 16
-        for (int b = 0; b < NB; b++) {
-            const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
-            vi s = block_isum(wt, w, xb, q, QASUM(wt) ? asum[b * ald + k] : 0);
-            vf sc = vf_mul(dv, vf_set1(load_f32(xb)));
-            vf t = vf_mul(sc, vf_from_vi(s));
-            if (wt != PF_TYPE_Q8_0) t = vf_add(t, vf_mul(mv, vf_set1(load_f32(xb + 4))));
-            acc[hh][b] = vf_add(acc[hh][b], t);
-        }
-      }
     }
 #pragma GCC unroll 2
     for (int hh = 0; hh < NH; hh++)
@@ -279,6 +301,24 @@ PF_FORCE_INLINE void group_passes(uint32_t wt, int packed, const uint8_t *g, siz
     }
 }
 
+#if QGROUP_INPLACE
+/* Rows [r0, r1) of W read in place, 16 from r0 + 16 k at a time (a partial group shifted back to
+ * end at W's last row), over blocks k0 .. k0 + nk of sb activation rows (as, their sums asum). */
+PF_FORCE_INLINE void inplace_groups(uint32_t wt, const pf_weight *W, int64_t k0, int64_t nk, int64_t nblk,
+                                    const uint8_t *as, size_t stride, const int32_t *asum, int sb, int first, float *y,
+                                    int64_t ldy, int64_t r0, int64_t r1) {
+    const size_t ts = qtype_size(wt), rb = W->row_bytes;
+    for (int64_t g0 = r0; g0 < r1; g0 += QRG) {
+        int64_t e = r1 < g0 + QRG ? r1 : g0 + QRG;
+        int64_t gs = g0 > W->rows - QRG ? W->rows - QRG : g0; /* a partial group ends at the last row */
+        const uint8_t *g = (const uint8_t *)W->data + (size_t)gs * rb + (size_t)k0 * ts;
+        /* prefetch: rows [gs + 16*QPF_AHEAD, +16) of this k chunk, when whole in W */
+        const uint8_t *pf = gs + QRG * (QPF_AHEAD + 1) <= W->rows && nk == nblk ? g + (size_t)QPF_AHEAD * QRG * rb : NULL;
+        group_passes(wt, 0, g, rb, gs, g0, e, nk, as + (size_t)k0 * XB, stride, asum, sb, first, y + gs, ldy, pf);
+    }
+}
+#endif
+
 /* Rows [r0, r1) in groups of 16 rows. Packed (or packed on the fly) groups start at multiples of
  * 16 rows; lanes outside [r0, r1) are computed (zero rows past the matrix) but never stored. GGUF
  * groups read in place start at r0 + 16 k, a partial one shifted back to end at W's last row
@@ -313,17 +353,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
             if (QASUM(wt)) act_sums(as, stride, sb, k0, nk, -128, asum);
 #if QGROUP_INPLACE
             if (inplace) {
-                for (int64_t g0 = r0; g0 < r1; g0 += QRG) {
-                    int64_t e = r1 < g0 + QRG ? r1 : g0 + QRG;
-                    int64_t gs = g0 > W->rows - QRG ? W->rows - QRG : g0; /* a partial group ends at the last row */
-                    const uint8_t *g = (const uint8_t *)W->data + (size_t)gs * rb + (size_t)k0 * ts;
-                    /* prefetch: rows [gs + 16*QPF_AHEAD, +16) of this k chunk, when whole in W */
-                    const uint8_t *pf = gs + QRG * (QPF_AHEAD + 1) <= W->rows && nk == nblk
-                                            ? g + (size_t)QPF_AHEAD * QRG * rb
-                                            : NULL;
-                    group_passes(wt, 0, g, rb, gs, g0, e, nk, as + (size_t)k0 * XB, stride, asum, sb, first,
-                                 y + s0 * ldy + gs, ldy, pf);
-                }
+                inplace_groups(wt, W, k0, nk, nblk, as, stride, asum, sb, first, y + s0 * ldy, ldy, r0, r1);
                 continue;
             }
 #endif
