@@ -28,6 +28,27 @@ static void print_warning(void *ctx, const char *msg) {
     fprintf(stderr, "pocketflash: warning: %s\n", msg);
 }
 
+/* The result must load: a target alone, a draft with its target; else it is removed and the
+ * loader's kind is the exit status. */
+static int check_output(const char *out, const char *target, int arch, const char *type_s) {
+    char err[PF_ERR_LEN];
+    pf_model *m = NULL;
+    pf_dflash *d = NULL;
+    pf_rc rc = pf_model_open(arch == 0 ? out : target, &m, err);
+    if (rc == PF_RC_OK && arch != 0) rc = pf_dflash_open(out, m, &d, err);
+    if (rc == PF_RC_OK && arch == 0)
+        printf("%s: qwen3 target, %d layers, hidden %d, vocabulary %d, %s matrices\n", out, m->hp.n_layer, m->hp.n_embd,
+               m->hp.n_vocab, type_s);
+    else if (rc == PF_RC_OK)
+        printf("%s: DFlash%s draft, %d layers, block %d, %s matrices, loads with %s\n", out, arch == 2 ? "2" : "",
+               pf_dflash_n_layer(d), pf_dflash_block_size(d), type_s, target);
+    pf_dflash_free(d);
+    pf_model_free(m);
+    if (rc == PF_RC_OK) return 0;
+    remove(out);
+    return cli_fail_kind(pf_api_status(rc), "%s", err);
+}
+
 int cmd_convert(int argc, char **argv) {
     const char *dir = NULL, *out = NULL, *target = NULL, *type_s = "f16";
     const cli_arg args[] = {CLI_STR("-o", &out), CLI_STR("--type", &type_s), CLI_STR("--target", &target),
@@ -47,24 +68,7 @@ int cmd_convert(int argc, char **argv) {
     pf_convert_opts o = {.type = (uint32_t)t, .target = target, .warn = print_warning};
     char err[PF_ERR_LEN];
     int arch = 0;
-    if (pf_hf_convert(dir, out, &o, &arch, err) < 0) return cli_fail("%s", err);
-
-    /* the result must load: a target alone, a draft with its target */
-    pf_model *m = pf_model_load(arch == 0 ? out : target, err);
-    pf_dflash *d = NULL;
-    if (m && arch != 0) d = pf_dflash_load(out, m, err);
-    int ok = m && (arch == 0 || d);
-    if (ok && arch == 0)
-        printf("%s: qwen3 target, %d layers, hidden %d, vocabulary %d, %s matrices\n", out, m->hp.n_layer, m->hp.n_embd,
-               m->hp.n_vocab, type_s);
-    else if (ok)
-        printf("%s: DFlash%s draft, %d layers, block %d, %s matrices, loads with %s\n", out, arch == 2 ? "2" : "",
-               pf_dflash_n_layer(d), pf_dflash_block_size(d), type_s, target);
-    pf_dflash_free(d);
-    pf_model_free(m);
-    if (!ok) {
-        remove(out);
-        return cli_fail("%s", err);
-    }
-    return 0;
+    pf_rc rc = pf_hf_convert(dir, out, &o, &arch, err);
+    if (rc != PF_RC_OK) return cli_fail_kind(pf_api_status(rc), "%s", err);
+    return check_output(out, target, arch, type_s);
 }

@@ -112,9 +112,11 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (!(e = sv_engine_new(m, d, &ec, err))) { cli_fail("%s", err); goto done; }
     int port = 0;
-    if (!(h = sv_http_start(e, &hc, &port, err))) { cli_fail("%s", err); goto done; }
+    if ((st = sv_engine_new(m, d, &ec, &e, err)) != PF_OK || (st = sv_http_start(e, &hc, &h, &port, err)) != PF_OK) {
+        rc = cli_fail_status(st, err);
+        goto done;
+    }
     char batch[64] = "";
     if (ec.batch) snprintf(batch, sizeof batch, ", a batch of %d x %d thread%s", ec.n_sessions, ec.batch_threads,
                            ec.batch_threads > 1 ? "s" : "");

@@ -122,6 +122,7 @@ int cmd_vocab_import(int argc, char **argv) {
     if (!in[0]) return cli_fail("vocab-import: missing tokenizer.json");
     if (!out) return cli_fail("vocab-import: missing -o vocab.gguf");
     char err[PF_ERR_LEN];
-    if (pf_vocab_import(in[0], in[1], out, err) != 0) return cli_fail("%s", err);
+    pf_rc rc = pf_vocab_import(in[0], in[1], out, err);
+    if (rc != PF_RC_OK) return cli_fail_kind(pf_api_status(rc), "%s", err);
     return 0;
 }

@@ -4,6 +4,7 @@
  * (dispatch), where the library prefills only the new turn. */
 #include "cli/serve_engine.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -579,50 +580,68 @@ void sv_engine_stop(sv_engine *e) {
     pthread_mutex_unlock(&e->mu);
 }
 
-sv_engine *sv_engine_new(const pf_model *m, const pf_draft *d, const sv_engine_config *cfg, char err[PF_ERR_LEN]) {
+/* A thread that did not start: out of memory when the system lacked the resources (EAGAIN). */
+static pf_status thread_failed(int e, const char *what, char err[PF_ERR_LEN]) {
+    snprintf(err, PF_ERR_LEN, "serve: cannot start %s: %s", what, strerror(e));
+    return e == EAGAIN ? PF_ERR_OOM : PF_ERR_INTERNAL;
+}
+
+/* The batch's session and its thread. */
+static pf_status start_batch(sv_engine *e, char err[PF_ERR_LEN]) {
+    pf_session_params bp = e->cfg.session;
+    bp.n_threads = e->cfg.batch_threads;
+    if (!(e->batch.running = calloc((size_t)e->cfg.n_sessions, sizeof *e->batch.running))) {
+        snprintf(err, PF_ERR_LEN, "serve: out of memory");
+        return PF_ERR_OOM;
+    }
+    pf_status st = pf_session_new(e->model, &bp, &e->batch.s, err);
+    if (st != PF_OK) return st;
+    int t = pthread_create(&e->batch.thread, NULL, batch_main, e);
+    if (t) return thread_failed(t, "the batch's thread", err);
+    e->batch.started = true;
+    return PF_OK;
+}
+
+/* Each worker's session, then the batch, then the workers' threads. */
+static pf_status start_workers(sv_engine *e, char err[PF_ERR_LEN]) {
+    pf_status st;
+    for (int i = 0; i < e->cfg.n_sessions; i++) {
+        sv_worker *w = &e->w[i];
+        w->e = e;
+        w->index = i;
+        pthread_cond_init(&w->cv, NULL);
+        if ((st = pf_session_new(e->model, &e->cfg.session, &w->s, err)) != PF_OK) return st;
+    }
+    if (e->cfg.batch && (st = start_batch(e, err)) != PF_OK) return st;
+    for (int i = 0; i < e->cfg.n_sessions; i++) {
+        int t = pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i]);
+        if (t) return thread_failed(t, "a worker thread", err);
+        e->w[i].started = true;
+    }
+    return PF_OK;
+}
+
+pf_status sv_engine_new(const pf_model *m, const pf_draft *d, const sv_engine_config *cfg, sv_engine **out,
+                        char err[PF_ERR_LEN]) {
+    *out = NULL;
     sv_engine *e = calloc(1, sizeof *e);
     if (!e || !(e->w = calloc((size_t)cfg->n_sessions, sizeof *e->w))) {
         free(e);
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return NULL;
+        snprintf(err, PF_ERR_LEN, "serve: out of memory");
+        return PF_ERR_OOM;
     }
     e->model = m;
     e->draft = d;
     e->cfg = *cfg;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->batch.cv, NULL);
-    for (int i = 0; i < cfg->n_sessions; i++) {
-        sv_worker *w = &e->w[i];
-        w->e = e;
-        w->index = i;
-        pthread_cond_init(&w->cv, NULL);
-        if (pf_session_new(m, &cfg->session, &w->s, err) != PF_OK) goto fail;
+    pf_status st = start_workers(e, err);
+    if (st != PF_OK) {
+        sv_engine_free(e);
+        return st;
     }
-    if (cfg->batch) {
-        pf_session_params bp = cfg->session;
-        bp.n_threads = cfg->batch_threads;
-        if (!(e->batch.running = calloc((size_t)cfg->n_sessions, sizeof *e->batch.running))) {
-            snprintf(err, PF_ERR_LEN, "out of memory");
-            goto fail;
-        }
-        if (pf_session_new(m, &bp, &e->batch.s, err) != PF_OK) goto fail;
-        if (pthread_create(&e->batch.thread, NULL, batch_main, e)) {
-            snprintf(err, PF_ERR_LEN, "cannot start the batch's thread");
-            goto fail;
-        }
-        e->batch.started = true;
-    }
-    for (int i = 0; i < cfg->n_sessions; i++) {
-        if (pthread_create(&e->w[i].thread, NULL, worker_main, &e->w[i])) {
-            snprintf(err, PF_ERR_LEN, "cannot start a worker thread");
-            goto fail;
-        }
-        e->w[i].started = true;
-    }
-    return e;
-fail:
-    sv_engine_free(e);
-    return NULL;
+    *out = e;
+    return PF_OK;
 }
 
 void sv_engine_free(sv_engine *e) {

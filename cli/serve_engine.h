@@ -68,7 +68,11 @@ typedef struct {
     double timeout_s;       /* request time limit */
 } sv_engine_config;
 
-sv_engine *sv_engine_new(const pf_model *m, const pf_draft *d, const sv_engine_config *cfg, char err[PF_ERR_LEN]);
+/* The sessions and threads that serve requests into *out: PF_OK, or with err (one line) a session's
+ * status, or PF_ERR_OOM (memory, or the system's resources for a thread) / PF_ERR_INTERNAL (a
+ * thread that did not start for another reason). */
+pf_status sv_engine_new(const pf_model *m, const pf_draft *d, const sv_engine_config *cfg, sv_engine **out,
+                        char err[PF_ERR_LEN]);
 /* Cancels the running jobs, fails the queued ones and joins the workers. */
 void sv_engine_free(sv_engine *e);
 /* Starts cancelling everything (jobs finish soon; new ones are refused). */

@@ -9,16 +9,18 @@
 #include <string.h>
 
 #ifdef PF_NO_SERVE
-sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char err[PF_ERR_LEN]) {
+pf_status sv_http_start(sv_engine *e, const sv_http_config *cfg, sv_http **out, int *port, char err[PF_ERR_LEN]) {
     (void)e, (void)cfg, (void)port;
+    *out = NULL;
     snprintf(err, PF_ERR_LEN, "serve: this build has no HTTP server (built with SERVE=0, without libmicrohttpd)");
-    return NULL;
+    return PF_ERR_ARG;
 }
 void sv_http_quiesce(sv_http *h) { (void)h; }
 void sv_http_drain(sv_http *h, double max_s) { (void)h, (void)max_s; }
 void sv_http_stop(sv_http *h) { (void)h; }
 #else
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -667,20 +669,47 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
     *ctx = NULL;
 }
 
-sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char err[PF_ERR_LEN]) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+/* --host resolved: a name or address that does not resolve is a bad argument; a resolver that
+ * failed (no memory, the system's error, a name server to try again) is not. */
+static pf_status resolve_host(const sv_http_config *cfg, struct addrinfo **ai, char err[PF_ERR_LEN]) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     char ps[16];
     snprintf(ps, sizeof ps, "%d", cfg->port);
-    int gai = getaddrinfo(cfg->host, ps, &hints, &ai);
-    if (gai) {
-        snprintf(err, PF_ERR_LEN, "serve: cannot resolve --host '%.100s': %s", cfg->host, gai_strerror(gai));
-        return NULL;
+    int gai = getaddrinfo(cfg->host, ps, &hints, ai);
+    if (!gai) return PF_OK;
+    snprintf(err, PF_ERR_LEN, "serve: cannot resolve --host '%.100s': %s", cfg->host, gai_strerror(gai));
+    return gai == EAI_MEMORY ? PF_ERR_OOM : gai == EAI_AGAIN || gai == EAI_FAIL || gai == EAI_SYSTEM ? PF_ERR_IO : PF_ERR_ARG;
+}
+
+/* Why the daemon did not start: the address bound once more, so that a port in use or an address
+ * this machine lacks is named with its reason (the socket cannot be opened: PF_ERR_IO); when that
+ * bind succeeds the daemon's own start failed (its threads: PF_ERR_OOM). */
+static pf_status listen_failed(const sv_http_config *cfg, const struct addrinfo *ai, char err[PF_ERR_LEN]) {
+    int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol), one = 1, e = 0;
+    if (fd < 0) e = errno;
+    else if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0)
+        e = errno;
+    if (fd >= 0) close(fd);
+    if (e) {
+        snprintf(err, PF_ERR_LEN, "serve: cannot listen on %.100s:%d: %s", cfg->host, cfg->port,
+                 e == EADDRINUSE ? "the port is in use" : e == EADDRNOTAVAIL ? "not an address of this machine" : strerror(e));
+        return e == ENOMEM || e == ENOBUFS ? PF_ERR_OOM : PF_ERR_IO;
     }
+    snprintf(err, PF_ERR_LEN, "serve: cannot start the HTTP server on %.100s:%d (its threads or sockets)", cfg->host,
+             cfg->port);
+    return PF_ERR_OOM;
+}
+
+pf_status sv_http_start(sv_engine *e, const sv_http_config *cfg, sv_http **out, int *port, char err[PF_ERR_LEN]) {
+    struct addrinfo *ai = NULL;
+    *out = NULL;
+    pf_status st = resolve_host(cfg, &ai, err);
+    if (st != PF_OK) return st;
     sv_http *h = sv_http_new(e, cfg);
     if (!h) {
         freeaddrinfo(ai);
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return NULL;
+        snprintf(err, PF_ERR_LEN, "serve: out of memory");
+        return PF_ERR_OOM;
     }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0) | (cfg->verbose ? MHD_USE_ERROR_LOG : 0);
@@ -691,16 +720,16 @@ sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char 
                             MHD_OPTION_CONNECTION_TIMEOUT, idle,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_END);
+    if (!h->d) st = listen_failed(cfg, ai, err);
     freeaddrinfo(ai);
-    if (!h->d) {
-        snprintf(err, PF_ERR_LEN, "serve: cannot listen on %.100s:%d (in use, or not an address of this machine?)",
-                 cfg->host, cfg->port);
+    if (st != PF_OK) {
         free(h);
-        return NULL;
+        return st;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     *port = di ? di->port : cfg->port;
-    return h;
+    *out = h;
+    return PF_OK;
 }
 
 void sv_http_quiesce(sv_http *h) {

@@ -62,8 +62,11 @@ ssize_t sv_stream_read(sv_stream *s, char *buf, size_t max);
 void sv_stream_free(sv_stream *s);
 void sv_reply_free(sv_reply *r);
 
-/* Binds and starts serving; *port receives the bound port. NULL with err on failure. */
-sv_http *sv_http_start(sv_engine *e, const sv_http_config *cfg, int *port, char err[PF_ERR_LEN]);
+/* Binds and starts serving into *out; *port receives the bound port. PF_OK, or with err (one line):
+ * PF_ERR_ARG (a --host that does not resolve; a build without the server), PF_ERR_IO (the address
+ * cannot be bound: the port is in use, an address this machine lacks, a port it may not take),
+ * PF_ERR_OOM (memory or the threads the server needs). */
+pf_status sv_http_start(sv_engine *e, const sv_http_config *cfg, sv_http **out, int *port, char err[PF_ERR_LEN]);
 /* Stops accepting connections (the engine is stopped next, then sv_http_stop ends the rest). */
 void sv_http_quiesce(sv_http *h);
 /* After the engine stopped: up to max_s seconds for the connections still open to send their

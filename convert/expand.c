@@ -304,32 +304,14 @@ float *expand_hidden_norm(const float *src, const layer_maps *m, float scale, pf
     return v;
 }
 
-/* Layer l of the big model: from source layer l of `f` (prefix "blk.%d.") when f != NULL, else an
- * extra layer (random weights, zero attn_output and ffn_down). */
-int expand_write_layer(sink *s, const gguf_file *f, int l, const layer_maps *m, float norm_scale, float qk_scale,
-                       uint32_t type, pf_rng *rng, char *err) {
+/* Layer l's norms in file order (attn_norm, q_norm, k_norm, ffn_norm): from f when given, else
+ * drawn. 0, or -1 (err) when f lacks one. */
+static int expand_layer_norms(sink *s, const gguf_file *f, int l, const layer_maps *m, float norm_scale, pf_rng *rng,
+                              char *err) {
+    static const char *const norms[4] = {"attn_norm", "attn_q_norm", "attn_k_norm", "ffn_norm"};
     const int H = m->H, hd = m->hd;
-    const int64_t qd_s = (int64_t)m->nh * hd, kvd_s = (int64_t)m->nkv * hd;
-    const int64_t qd = (int64_t)m->nh_d * hd, kvd = (int64_t)m->nkv_d * hd;
-    const float sh = 1.0f / sqrtf((float)m->Hd), sq = 1.0f / sqrtf((float)qd), sf = 1.0f / sqrtf((float)m->F_d);
-    char name[96], out[96];
-    struct {
-        const char *t;
-        int64_t rows, cols, src_rows, src_cols;
-        const int32_t *rmap, *cmap, *rrand, *crand;
-        float scale, std;
-        int zero_extra; /* an extra layer's attn_output / ffn_down */
-    } mats[] = {
-        {"attn_q", qd, m->Hd, qd_s, H, m->q_rows, m->hid_in, m->q_rand, m->hid_rand, qk_scale, sh, 0},
-        {"attn_k", kvd, m->Hd, kvd_s, H, m->kv_rows, m->hid_in, m->kv_rand, m->hid_rand, qk_scale, sh, 0},
-        {"attn_v", kvd, m->Hd, kvd_s, H, m->kv_rows, m->hid_in, m->kv_rand, m->hid_rand, 1.0f, sh, 0},
-        {"attn_output", m->Hd, qd, H, qd_s, m->hid_out, m->o_cols, NULL, NULL, 1.0f, sq, 1},
-        {"ffn_gate", m->F_d, m->Hd, m->F, H, m->ff_rows, m->hid_in, m->ff_rand, m->hid_rand, 1.0f, sh, 0},
-        {"ffn_up", m->F_d, m->Hd, m->F, H, m->ff_rows, m->hid_in, m->ff_rand, m->hid_rand, 1.0f, sh, 0},
-        {"ffn_down", m->Hd, m->F_d, H, m->F, m->hid_out, m->ff_cols, NULL, NULL, 1.0f, sf, 1},
-    };
-    for (int k = 0; k < 4; k++) { /* norms in file order: attn_norm, q_norm, k_norm, ffn_norm */
-        static const char *const norms[4] = {"attn_norm", "attn_q_norm", "attn_k_norm", "ffn_norm"};
+    char name[96];
+    for (int k = 0; k < 4; k++) {
         int hidden = k == 0 || k == 3;
         snprintf(name, sizeof name, "blk.%d.%s.weight", l, norms[k]);
         float *src = NULL;
@@ -344,23 +326,59 @@ int expand_write_layer(sink *s, const gguf_file *f, int l, const layer_maps *m, 
         int64_t ne = hidden ? m->Hd : hd;
         expand_emit_f32(s, name, v, 1, &ne);
     }
-    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
-        snprintf(out, sizeof out, "blk.%d.%s.weight", l, mats[k].t);
-        float *d;
-        if (f) {
-            float *src = expand_read_f32(f, out, mats[k].src_rows * mats[k].src_cols, err);
-            if (!src) return -1;
-            d = expand_build_matrix(mats[k].rmap, mats[k].rows, mats[k].cmap, mats[k].cols, src, mats[k].src_cols,
-                                    mats[k].scale, mats[k].std, rng);
-            free(src);
-        } else if (mats[k].zero_extra) {
-            d = calloc((size_t)(mats[k].rows * mats[k].cols), sizeof(float));
-        } else {
-            d = expand_build_matrix(mats[k].rrand, mats[k].rows, mats[k].crand, mats[k].cols, NULL, 0, 1.0f,
-                                    mats[k].std, rng);
-        }
-        expand_emit_matrix(s, out, d, mats[k].rows, mats[k].cols, type);
+    return 0;
+}
+
+/* One matrix of a layer: its big and source shapes, the row / column maps from the source (and
+ * those of a drawn layer), its scale and the std of what is drawn. */
+typedef struct {
+    const char *t;
+    int64_t rows, cols, src_rows, src_cols;
+    const int32_t *rmap, *cmap, *rrand, *crand;
+    float scale, std;
+    int zero_extra; /* an extra layer's attn_output / ffn_down */
+} layer_mat;
+
+/* Matrix mt of layer l: expanded from f when given, else zero (zero_extra) or drawn. 0, or -1 (err). */
+static int expand_layer_matrix(sink *s, const gguf_file *f, int l, const layer_mat *mt, uint32_t type, pf_rng *rng,
+                               char *err) {
+    char out[96];
+    snprintf(out, sizeof out, "blk.%d.%s.weight", l, mt->t);
+    float *d;
+    if (f) {
+        float *src = expand_read_f32(f, out, mt->src_rows * mt->src_cols, err);
+        if (!src) return -1;
+        d = expand_build_matrix(mt->rmap, mt->rows, mt->cmap, mt->cols, src, mt->src_cols, mt->scale, mt->std, rng);
+        free(src);
+    } else if (mt->zero_extra) {
+        d = calloc((size_t)(mt->rows * mt->cols), sizeof(float));
+    } else {
+        d = expand_build_matrix(mt->rrand, mt->rows, mt->crand, mt->cols, NULL, 0, 1.0f, mt->std, rng);
     }
+    expand_emit_matrix(s, out, d, mt->rows, mt->cols, type);
+    return 0;
+}
+
+/* Layer l of the big model: from source layer l of `f` (prefix "blk.%d.") when f != NULL, else an
+ * extra layer (random weights, zero attn_output and ffn_down). */
+int expand_write_layer(sink *s, const gguf_file *f, int l, const layer_maps *m, float norm_scale, float qk_scale,
+                       uint32_t type, pf_rng *rng, char *err) {
+    const int H = m->H, hd = m->hd;
+    const int64_t qd_s = (int64_t)m->nh * hd, kvd_s = (int64_t)m->nkv * hd;
+    const int64_t qd = (int64_t)m->nh_d * hd, kvd = (int64_t)m->nkv_d * hd;
+    const float sh = 1.0f / sqrtf((float)m->Hd), sq = 1.0f / sqrtf((float)qd), sf = 1.0f / sqrtf((float)m->F_d);
+    const layer_mat mats[] = {
+        {"attn_q", qd, m->Hd, qd_s, H, m->q_rows, m->hid_in, m->q_rand, m->hid_rand, qk_scale, sh, 0},
+        {"attn_k", kvd, m->Hd, kvd_s, H, m->kv_rows, m->hid_in, m->kv_rand, m->hid_rand, qk_scale, sh, 0},
+        {"attn_v", kvd, m->Hd, kvd_s, H, m->kv_rows, m->hid_in, m->kv_rand, m->hid_rand, 1.0f, sh, 0},
+        {"attn_output", m->Hd, qd, H, qd_s, m->hid_out, m->o_cols, NULL, NULL, 1.0f, sq, 1},
+        {"ffn_gate", m->F_d, m->Hd, m->F, H, m->ff_rows, m->hid_in, m->ff_rand, m->hid_rand, 1.0f, sh, 0},
+        {"ffn_up", m->F_d, m->Hd, m->F, H, m->ff_rows, m->hid_in, m->ff_rand, m->hid_rand, 1.0f, sh, 0},
+        {"ffn_down", m->Hd, m->F_d, H, m->F, m->hid_out, m->ff_cols, NULL, NULL, 1.0f, sf, 1},
+    };
+    if (expand_layer_norms(s, f, l, m, norm_scale, rng, err) < 0) return -1;
+    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++)
+        if (expand_layer_matrix(s, f, l, &mats[k], type, rng, err) < 0) return -1;
     if (s->oom) {
         snprintf(err, PF_ERR_LEN, "expand: out of memory in layer %d", l);
         return -1;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/errf.h"
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
 #include "formats/json.h"
@@ -36,6 +37,7 @@ typedef struct {
     const char *dir;
     char cfg_path[4096];
     char *err;
+    pf_rc rc; /* the kind of the failure err describes */
     const pf_convert_opts *o;
     const pf_json *cfg, *dcfg; /* config.json, its dflash_config (or NULL) */
     pf_safetensors *st;
@@ -51,13 +53,35 @@ typedef struct {
     int64_t conv_k, conv_g, sel_rank, sel_topk, n_taps, vocab_draft;
 } conv;
 
+static int vfail(conv *c, pf_rc rc, const char *fmt, va_list ap) {
+    vsnprintf(c->err, PF_ERR_LEN, fmt, ap);
+    pf_err_one_line(c->err); /* it quotes config.json's strings, which may hold a newline */
+    c->rc = rc;
+    return -1;
+}
+
+/* A checkpoint that does not fit (PF_RC_FORMAT): -1 with err filled. */
 static int fail(conv *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err, PF_ERR_LEN, fmt, ap);
+    vfail(c, PF_RC_FORMAT, fmt, ap);
     va_end(ap);
-    pf_err_one_line(c->err); /* it quotes config.json's strings, which may hold a newline */
     return -1;
+}
+
+/* A failure of another kind (memory, a bad option, a missing file): -1 with err filled. */
+static int fail_kind(conv *c, pf_rc rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(c, rc, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A reader's failure (its message already in err): -1 unless rc is PF_RC_OK. */
+static int kept(conv *c, pf_rc rc) {
+    c->rc = rc;
+    return rc == PF_RC_OK ? 0 : -1;
 }
 
 static void warn(conv *c, const char *fmt, ...) {
@@ -201,9 +225,11 @@ static int emit(conv *c, const pf_st_tensor *t, const char *gname) {
         return 0;
     }
     float *f = malloc((t->nel ? t->nel : 1) * sizeof *f);
-    if (!f || pf_st_to_f32(t, f) < 0) {
+    if (!f) return fail_kind(c, PF_RC_OOM, "%s: tensor '%s': out of memory", c->dir, t->name);
+    if (pf_st_to_f32(t, f) < 0) { /* tensor() admits the float dtypes only */
         free(f);
-        return fail(c, "%s: tensor '%s': out of memory", c->dir, t->name);
+        return fail_kind(c, PF_RC_INTERNAL, "%s: tensor '%s': dtype %s is not a float type", c->dir, t->name,
+                         pf_st_dtype_name(t->dtype));
     }
     if (type == PF_TYPE_F32) {
         gguf_w_tensor(c->w, gname, type, n_dims, ne, gguf_w_own(c->w, f), t->nel * 4);
@@ -212,7 +238,9 @@ static int emit(conv *c, const pf_st_tensor *t, const char *gname) {
     size_t nb = 0;
     void *q = pf_convert_matrix(type, f, ne[1], ne[0], &nb);
     free(f);
-    if (!q) return fail(c, "%s: tensor '%s': conversion to %s failed", c->dir, t->name, pf_type_info(type)->name);
+    if (!q) /* the type was checked up front: only memory is left to fail */
+        return fail_kind(c, PF_RC_OOM, "%s: tensor '%s': out of memory converting to %s", c->dir, t->name,
+                         pf_type_info(type)->name);
     gguf_w_tensor(c->w, gname, type, n_dims, ne, gguf_w_own(c->w, q), nb);
     return 0;
 }
@@ -319,7 +347,7 @@ static int target_no_swa(conv *c) {
 }
 
 static int convert_target(conv *c) {
-    if (c->o->target) return fail(c, "--target: only a draft takes its target's GGUF (%s is a Qwen3ForCausalLM)", c->dir);
+    if (c->o->target) return fail_kind(c, PF_RC_ARG, "--target: only a draft takes its target's GGUF (%s is a Qwen3ForCausalLM)", c->dir);
     if (target_no_swa(c) < 0) return -1;
     int64_t V = 0;
     if (cfg_int(c, pf_json_get(c->cfg, "vocab_size"), "vocab_size", 1, 1 << 24, -1, &V) < 0) return -1;
@@ -331,9 +359,9 @@ static int convert_target(conv *c) {
     snprintf(tok, sizeof tok, "%s/tokenizer.json", c->dir);
     snprintf(tcfg, sizeof tcfg, "%s/tokenizer_config.json", c->dir);
     struct stat sb;
-    if (stat(tok, &sb) != 0) return fail(c, "%s: missing (a target's tokenizer)", tok);
+    if (stat(tok, &sb) != 0) return fail_kind(c, PF_RC_IO, "%s: missing (a target's tokenizer)", tok);
     int64_t n_tok = 0;
-    if (pf_vocab_import_into(c->w, tok, stat(tcfg, &sb) == 0 ? tcfg : NULL, V, &n_tok, c->err) < 0) return -1;
+    if (kept(c, pf_vocab_import_into(c->w, tok, stat(tcfg, &sb) == 0 ? tcfg : NULL, V, &n_tok, c->err)) < 0) return -1;
     if (n_tok != V)
         return fail(c, "%s: %lld tokens, but config.json's vocab_size (the embedding rows) is %lld", tok, (long long)n_tok,
                     (long long)V);
@@ -357,8 +385,9 @@ static bool tokenizer_key(const char *k) {
 }
 
 static int open_target(conv *c) {
-    if (!c->o->target) return fail(c, "--target: a draft needs its target's GGUF (its tokenizer is copied into the draft)");
-    if (!(c->target = gguf_open(c->o->target, c->err))) return -1;
+    if (!c->o->target)
+        return fail_kind(c, PF_RC_ARG, "--target: a draft needs its target's GGUF (its tokenizer is copied into the draft)");
+    if (kept(c, gguf_open_file(c->o->target, &c->target, c->err)) < 0) return -1;
     gguf_str a;
     if (gguf_get_str(c->target, "general.architecture", &a) != 0 || !gguf_str_eq(a, "qwen3"))
         return fail(c, "%s: general.architecture: the target must be a qwen3 GGUF", c->o->target);
@@ -489,7 +518,7 @@ static int draft_io(conv *c) {
     if (d2t->n_dims != 1 || d2t->shape[0] != Vd || (d2t->dtype != PF_ST_I64 && d2t->dtype != PF_ST_I32))
         return fail(c, "%s: tensor 'd2t': expected I64 or I32 of shape [%lld]", c->dir, (long long)Vd);
     int64_t *ids = malloc((size_t)Vd * sizeof *ids);
-    if (!ids) return fail(c, "%s: out of memory", c->dir);
+    if (!ids) return fail_kind(c, PF_RC_OOM, "%s: out of memory", c->dir);
     for (int64_t i = 0; i < Vd; i++) {
         int64_t off;
         if (d2t->dtype == PF_ST_I64) {
@@ -555,52 +584,51 @@ static int convert_draft(conv *c) {
     return map_layers(c, "");
 }
 
-int pf_hf_convert(const char *hf_dir, const char *out, const pf_convert_opts *o, int *arch, char err[PF_ERR_LEN]) {
+/* config.json's architectures[0]: which of the three kinds of checkpoint this is. */
+static int read_arch(conv *c) {
+    const pf_json *archs = pf_json_get(c->cfg, "architectures");
+    const pf_json *a0 = archs && archs->type == PF_JSON_ARRAY && archs->u.arr.n ? &archs->u.arr.items[0] : NULL;
+    if (pf_json_str_eq(a0, "Qwen3ForCausalLM")) c->arch = ARCH_QWEN3;
+    else if (pf_json_str_eq(a0, "DFlashDraftModel")) c->arch = ARCH_DFLASH;
+    else if (pf_json_str_eq(a0, "DFlash2DraftModel")) c->arch = ARCH_DFLASH2;
+    else {
+        bool s = a0 && a0->type == PF_JSON_STRING;
+        return fail(c, "%s: architectures: %s%.60s%s is not supported (Qwen3ForCausalLM, DFlashDraftModel, DFlash2DraftModel)",
+                    c->cfg_path, s ? "\"" : "", s ? a0->u.str.s : "missing", s ? "\"" : "");
+    }
+    const pf_json *dc = pf_json_get(c->cfg, "dflash_config");
+    c->dcfg = dc && dc->type == PF_JSON_OBJECT ? dc : NULL;
+    c->prefix = c->arch == ARCH_QWEN3 ? "qwen3" : "dflash";
+    return 0;
+}
+
+/* config.json read, the checkpoint's tensors opened and the writer made: what both kinds convert from. */
+static int open_checkpoint(conv *c, pf_json_doc **doc) {
+    snprintf(c->cfg_path, sizeof c->cfg_path, "%s/config.json", c->dir);
+    if (kept(c, pf_json_load(c->cfg_path, doc, c->err)) < 0) return -1;
+    c->cfg = pf_json_root(*doc);
+    if (c->cfg->type != PF_JSON_OBJECT) return fail(c, "%s: expected a JSON object", c->cfg_path);
+    if (read_arch(c) < 0 || read_shape(c) < 0) return -1;
+    if (kept(c, pf_st_open_dir(c->dir, &c->st, c->err)) < 0) return -1;
+    c->used = calloc(pf_st_count(c->st) + 1, sizeof *c->used);
+    c->w = gguf_writer_new();
+    if (!c->used || !c->w) return fail_kind(c, PF_RC_OOM, "%s: out of memory", c->dir);
+    return 0;
+}
+
+pf_rc pf_hf_convert(const char *hf_dir, const char *out, const pf_convert_opts *o, int *arch, char err[PF_ERR_LEN]) {
     conv c = {.dir = hf_dir, .err = err, .o = o};
     err[0] = 0;
-    int rc = -1;
     pf_json_doc *doc = NULL;
-    if (!pf_type_info(o->type)) {
-        snprintf(err, PF_ERR_LEN, "--type: unsupported output type %u", o->type);
-        return -1;
-    }
-    snprintf(c.cfg_path, sizeof c.cfg_path, "%s/config.json", hf_dir);
-    if (!(doc = pf_json_parse_file(c.cfg_path, err))) goto out;
-    c.cfg = pf_json_root(doc);
-    if (c.cfg->type != PF_JSON_OBJECT) {
-        fail(&c, "%s: expected a JSON object", c.cfg_path);
-        goto out;
-    }
-    const pf_json *archs = pf_json_get(c.cfg, "architectures");
-    const pf_json *a0 = archs && archs->type == PF_JSON_ARRAY && archs->u.arr.n ? &archs->u.arr.items[0] : NULL;
-    if (pf_json_str_eq(a0, "Qwen3ForCausalLM")) c.arch = ARCH_QWEN3;
-    else if (pf_json_str_eq(a0, "DFlashDraftModel")) c.arch = ARCH_DFLASH;
-    else if (pf_json_str_eq(a0, "DFlash2DraftModel")) c.arch = ARCH_DFLASH2;
-    else {
-        fail(&c, "%s: architectures: %s%.60s%s is not supported (Qwen3ForCausalLM, DFlashDraftModel, DFlash2DraftModel)",
-             c.cfg_path, a0 && a0->type == PF_JSON_STRING ? "\"" : "", a0 && a0->type == PF_JSON_STRING ? a0->u.str.s : "missing",
-             a0 && a0->type == PF_JSON_STRING ? "\"" : "");
-        goto out;
-    }
-    const pf_json *dc = pf_json_get(c.cfg, "dflash_config");
-    c.dcfg = dc && dc->type == PF_JSON_OBJECT ? dc : NULL;
-    c.prefix = c.arch == ARCH_QWEN3 ? "qwen3" : "dflash";
-    if (read_shape(&c) < 0) goto out;
-    if (!(c.st = pf_st_open_dir(hf_dir, err))) goto out;
-    c.used = calloc(pf_st_count(c.st) + 1, sizeof *c.used);
-    c.w = gguf_writer_new();
-    if (!c.used || !c.w) {
-        fail(&c, "%s: out of memory", hf_dir);
-        goto out;
-    }
-    if ((c.arch == ARCH_QWEN3 ? convert_target(&c) : convert_draft(&c)) < 0 || check_unused(&c) < 0) goto out;
-    rc = gguf_w_write(c.w, out, err);
-    if (rc == 0 && arch) *arch = c.arch;
-out:
+    if (!pf_type_info(o->type)) return pf_err_rc(err, PF_RC_ARG, "--type: unsupported output type %u", o->type);
+    bool ok = open_checkpoint(&c, &doc) == 0 && (c.arch == ARCH_QWEN3 ? convert_target(&c) : convert_draft(&c)) == 0 &&
+              check_unused(&c) == 0 && kept(&c, gguf_w_save(c.w, out, err)) == 0;
+    if (ok && arch) *arch = c.arch;
+    if (!ok && c.rc == PF_RC_OK) c.rc = PF_RC_INTERNAL; /* every failure above names its kind */
     gguf_writer_free(c.w);
     free(c.used);
     pf_st_close(c.st);
     gguf_close(c.target);
     pf_json_free(doc);
-    return rc;
+    return c.rc;
 }

@@ -25,8 +25,10 @@ typedef struct {
     void *warn_ctx;
 } pf_convert_opts;
 
-/* 0, or -1 with err filled (out untouched). *arch (may be NULL) receives 0 for a target, 1 for
- * DFlash, 2 for DFlash2. */
-int pf_hf_convert(const char *hf_dir, const char *out, const pf_convert_opts *o, int *arch, char err[PF_ERR_LEN]);
+/* PF_RC_OK, or with err filled (out untouched) the kind of what failed: PF_RC_IO (a file of the
+ * checkpoint, the target or the output cannot be opened, read or written), PF_RC_FORMAT (a file is
+ * malformed or does not fit a supported architecture), PF_RC_ARG (--type, --target given wrong),
+ * PF_RC_OOM. *arch (may be NULL) receives 0 for a target, 1 for DFlash, 2 for DFlash2. */
+pf_rc pf_hf_convert(const char *hf_dir, const char *out, const pf_convert_opts *o, int *arch, char err[PF_ERR_LEN]);
 
 #endif

@@ -138,14 +138,53 @@ static float gauss(pf_rng *r) {
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-int pf_synth_write(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_t seed, const char *path,
-                   char err[PF_ERR_LEN]) {
-    gguf_writer *w = gguf_writer_new();
+/* What the tensors are written with: the writer (which owns their data), the random stream every
+ * value is drawn from in file order, one scratch matrix of floats. */
+typedef struct {
+    gguf_writer *w;
     pf_rng rng;
-    pf_rng_seed(&rng, seed);
-    int cap = 16 + sh->n_layer * 11, n_owned = 0, rc = -1;
-    void **owned = calloc((size_t)cap, sizeof *owned);
-    if (!w || !owned) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
+    float *tmp;
+    uint32_t type; /* of the matrices */
+} synth;
+
+/* A rows x cols matrix of N(0, std) values as `type`. 0, or -1 out of memory. */
+static int put_mat(synth *s, const char *name, int64_t rows, int64_t cols, float std) {
+    for (int64_t i = 0; i < rows * cols; i++) s->tmp[i] = gauss(&s->rng) * std;
+    size_t nb = 0;
+    void *d = gguf_w_own(s->w, pf_convert_matrix(s->type, s->tmp, rows, cols, &nb));
+    if (!d) return -1;
+    int64_t ne[2] = {cols, rows};
+    gguf_w_tensor(s->w, name, s->type, 2, ne, d, nb);
+    return 0;
+}
+
+/* A norm's weight vector (1 + 0.1 N(0, 1)) as F32. 0, or -1 out of memory. */
+static int put_vec(synth *s, const char *name, int64_t n) {
+    float *v = gguf_w_own(s->w, malloc((size_t)n * sizeof(float)));
+    if (!v) return -1;
+    for (int64_t i = 0; i < n; i++) v[i] = 1.0f + 0.1f * gauss(&s->rng);
+    gguf_w_tensor(s->w, name, PF_TYPE_F32, 1, &n, v, (size_t)n * sizeof(float));
+    return 0;
+}
+
+/* Layer l's tensors, in llama.cpp's order. 0, or -1 out of memory. */
+static int put_layer(synth *s, const pf_synth_shape *sh, int l) {
+    int64_t qd = (int64_t)sh->n_head * sh->head_dim, kvd = (int64_t)sh->n_head_kv * sh->head_dim, E = sh->n_embd;
+    float sh_in = 1.0f / sqrtf((float)sh->n_embd), sq_in = 1.0f / sqrtf((float)qd), sf_in = 1.0f / sqrtf((float)sh->n_ff);
+    char name[96];
+#define LN(S) (snprintf(name, sizeof name, "blk.%d." S, l), name)
+    int rc = put_vec(s, LN("attn_norm.weight"), E) || put_mat(s, LN("attn_q.weight"), qd, E, sh_in) ||
+             put_mat(s, LN("attn_k.weight"), kvd, E, sh_in) || put_mat(s, LN("attn_v.weight"), kvd, E, sh_in) ||
+             put_vec(s, LN("attn_q_norm.weight"), sh->head_dim) || put_vec(s, LN("attn_k_norm.weight"), sh->head_dim) ||
+             put_mat(s, LN("attn_output.weight"), E, qd, sq_in) || put_vec(s, LN("ffn_norm.weight"), E) ||
+             put_mat(s, LN("ffn_gate.weight"), sh->n_ff, E, sh_in) || put_mat(s, LN("ffn_up.weight"), sh->n_ff, E, sh_in) ||
+             put_mat(s, LN("ffn_down.weight"), E, sh->n_ff, sf_in);
+#undef LN
+    return rc ? -1 : 0;
+}
+
+/* The metadata: architecture, name, shape keys and the synthetic tokenizer. 0, or -1 (vocabulary too small). */
+static int put_keys(gguf_writer *w, const pf_synth_shape *sh, uint32_t type) {
     gguf_w_str(w, "general.architecture", "qwen3");
     char nm[96];
     snprintf(nm, sizeof nm, "synthetic-%s-%s", sh->name, pf_type_info(type)->name);
@@ -155,59 +194,29 @@ int pf_synth_write(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_
                                                      (uint32_t)sh->n_head, (uint32_t)sh->n_head_kv, (uint32_t)sh->head_dim});
     gguf_w_f32(w, "qwen3.rope.freq_base", 1e6f);
     gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
-    if (pf_synth_tokenizer(w, sh->n_vocab) < 0) { snprintf(err, PF_ERR_LEN, "tokenizer: vocabulary too small"); goto done; }
+    return pf_synth_tokenizer(w, sh->n_vocab);
+}
 
+int pf_synth_write(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_t seed, const char *path,
+                   char err[PF_ERR_LEN]) {
+    synth s = {.w = gguf_writer_new(), .type = type};
+    pf_rng_seed(&s.rng, seed);
     /* one scratch buffer of floats large enough for the biggest matrix */
-    int64_t qd = (int64_t)sh->n_head * sh->head_dim, kvd = (int64_t)sh->n_head_kv * sh->head_dim;
     int64_t big = (int64_t)sh->n_vocab * sh->n_embd;
     if ((int64_t)sh->n_ff * sh->n_embd > big) big = (int64_t)sh->n_ff * sh->n_embd;
-    float *tmp = malloc((size_t)big * sizeof(float));
-    if (!tmp) { snprintf(err, PF_ERR_LEN, "out of memory"); goto done; }
-#define MAT(NAME, ROWS, COLS, STD, TYPE) do {                                             \
-        int64_t r_ = (ROWS), c_ = (COLS);                                               \
-        for (int64_t i_ = 0; i_ < r_ * c_; i_++) tmp[i_] = gauss(&rng) * (STD);          \
-        size_t nb_ = 0;                                                                 \
-        void *d_ = pf_convert_matrix((TYPE), tmp, r_, c_, &nb_);                        \
-        if (!d_) { snprintf(err, PF_ERR_LEN, "out of memory"); free(tmp); goto done; }  \
-        owned[n_owned++] = d_;                                                          \
-        int64_t ne_[2] = {c_, r_};                                                      \
-        gguf_w_tensor(w, (NAME), (TYPE), 2, ne_, d_, nb_);                              \
-    } while (0)
-#define VEC(NAME, N) do {                                                                \
-        int64_t n_ = (N);                                                               \
-        float *v_ = malloc((size_t)n_ * sizeof(float));                                 \
-        if (!v_) { snprintf(err, PF_ERR_LEN, "out of memory"); free(tmp); goto done; }  \
-        for (int64_t i_ = 0; i_ < n_; i_++) v_[i_] = 1.0f + 0.1f * gauss(&rng);         \
-        owned[n_owned++] = v_;                                                          \
-        gguf_w_tensor(w, (NAME), PF_TYPE_F32, 1, &n_, v_, (size_t)n_ * sizeof(float));  \
-    } while (0)
-    MAT("token_embd.weight", sh->n_vocab, sh->n_embd, 0.05f, type);
-    if (untied) MAT("output.weight", sh->n_vocab, sh->n_embd, 0.05f, type);
-    VEC("output_norm.weight", sh->n_embd);
-    float sh_in = 1.0f / sqrtf((float)sh->n_embd), sq_in = 1.0f / sqrtf((float)qd), sf_in = 1.0f / sqrtf((float)sh->n_ff);
-    char name[96];
-    for (int l = 0; l < sh->n_layer; l++) {
-#define LN(S) (snprintf(name, sizeof name, "blk.%d." S, l), name)
-        VEC(LN("attn_norm.weight"), sh->n_embd);
-        MAT(LN("attn_q.weight"), qd, sh->n_embd, sh_in, type);
-        MAT(LN("attn_k.weight"), kvd, sh->n_embd, sh_in, type);
-        MAT(LN("attn_v.weight"), kvd, sh->n_embd, sh_in, type);
-        VEC(LN("attn_q_norm.weight"), sh->head_dim);
-        VEC(LN("attn_k_norm.weight"), sh->head_dim);
-        MAT(LN("attn_output.weight"), sh->n_embd, qd, sq_in, type);
-        VEC(LN("ffn_norm.weight"), sh->n_embd);
-        MAT(LN("ffn_gate.weight"), sh->n_ff, sh->n_embd, sh_in, type);
-        MAT(LN("ffn_up.weight"), sh->n_ff, sh->n_embd, sh_in, type);
-        MAT(LN("ffn_down.weight"), sh->n_embd, sh->n_ff, sf_in, type);
-#undef LN
+    int rc = -1;
+    if (!s.w || !(s.tmp = malloc((size_t)big * sizeof(float)))) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+    } else if (put_keys(s.w, sh, type) < 0) {
+        snprintf(err, PF_ERR_LEN, "tokenizer: vocabulary too small");
+    } else {
+        bool ok = put_mat(&s, "token_embd.weight", sh->n_vocab, sh->n_embd, 0.05f) == 0 &&
+                  (!untied || put_mat(&s, "output.weight", sh->n_vocab, sh->n_embd, 0.05f) == 0) &&
+                  put_vec(&s, "output_norm.weight", sh->n_embd) == 0;
+        for (int l = 0; ok && l < sh->n_layer; l++) ok = put_layer(&s, sh, l) == 0;
+        rc = ok ? gguf_w_write(s.w, path, err) : (snprintf(err, PF_ERR_LEN, "out of memory"), -1);
     }
-#undef MAT
-#undef VEC
-    free(tmp);
-    rc = gguf_w_write(w, path, err);
-done:
-    for (int i = 0; i < n_owned; i++) free(owned[i]);
-    free(owned);
-    gguf_writer_free(w);
+    free(s.tmp);
+    gguf_writer_free(s.w);
     return rc;
 }

@@ -23,7 +23,16 @@ typedef struct {
     int32_t *type;
 } vocab;
 
-static int fail(char err[PF_ERR_LEN], const char *path, const char *fmt, ...) {
+/* The merges as GGUF spells them ("left right"), their lengths. */
+typedef struct {
+    char **text;
+    uint64_t *len;
+    uint64_t n;
+} merge_list;
+
+/* "PATH: message" into err; returns PF_RC_FORMAT (the file does not fit), so a check can
+ * `return fail(...)`. */
+static pf_rc fail(char err[PF_ERR_LEN], const char *path, const char *fmt, ...) {
     int n = snprintf(err, PF_ERR_LEN, "%s: ", path);
     if (n < 0 || n >= PF_ERR_LEN) n = 0;
     va_list ap;
@@ -33,7 +42,12 @@ static int fail(char err[PF_ERR_LEN], const char *path, const char *fmt, ...) {
     /* the message quotes the file's own strings: a control character in one (a newline in a
      * pattern) would break the one-line error */
     pf_err_one_line(err);
-    return -1;
+    return PF_RC_FORMAT;
+}
+
+static pf_rc oom(char err[PF_ERR_LEN], const char *path) {
+    snprintf(err, PF_ERR_LEN, "%s: out of memory", path);
+    return PF_RC_OOM;
 }
 
 static bool get_int(const pf_json *v, int64_t *out) {
@@ -44,8 +58,8 @@ static bool get_int(const pf_json *v, int64_t *out) {
 
 /* Walks pre_tokenizer (a single pre-tokenizer or a Sequence) recording the Split regex and
  * whether ByteLevel is present. */
-static int check_pretok(const pf_json *p, const char *path, char err[PF_ERR_LEN], int *n_split,
-                        bool *byte_level) {
+static pf_rc check_pretok(const pf_json *p, const char *path, char err[PF_ERR_LEN], int *n_split,
+                          bool *byte_level) {
     const pf_json *ty = pf_json_get(p, "type");
     if (!ty || ty->type != PF_JSON_STRING)
         return fail(err, path, "pre_tokenizer: missing \"type\"");
@@ -54,7 +68,7 @@ static int check_pretok(const pf_json *p, const char *path, char err[PF_ERR_LEN]
         if (!seq || seq->type != PF_JSON_ARRAY)
             return fail(err, path, "pre_tokenizer: Sequence without a \"pretokenizers\" array");
         for (size_t i = 0; i < seq->u.arr.n; i++)
-            if (check_pretok(&seq->u.arr.items[i], path, err, n_split, byte_level)) return -1;
+            if (check_pretok(&seq->u.arr.items[i], path, err, n_split, byte_level)) return PF_RC_FORMAT;
         return 0;
     }
     if (pf_json_str_eq(ty, "ByteLevel")) {
@@ -85,7 +99,7 @@ static int check_pretok(const pf_json *p, const char *path, char err[PF_ERR_LEN]
     return fail(err, path, "pre_tokenizer: unsupported type \"%s\"", ty->u.str.s);
 }
 
-static int check_model(const pf_json *root, const char *path, char err[PF_ERR_LEN]) {
+static pf_rc check_model(const pf_json *root, const char *path, char err[PF_ERR_LEN]) {
     const pf_json *model = pf_json_get(root, "model");
     if (!model) return fail(err, path, "model: missing");
     if (!pf_json_str_eq(pf_json_get(model, "type"), "BPE"))
@@ -109,14 +123,14 @@ static int check_model(const pf_json *root, const char *path, char err[PF_ERR_LE
     if (!pre || pre->type == PF_JSON_NULL) return fail(err, path, "pre_tokenizer: missing");
     int n_split = 0;
     bool byte_level = false;
-    if (check_pretok(pre, path, err, &n_split, &byte_level)) return -1;
+    if (check_pretok(pre, path, err, &n_split, &byte_level)) return PF_RC_FORMAT;
     if (n_split != 1 || !byte_level)
         return fail(err, path, "pre_tokenizer: expected the Qwen2 Split regex followed by ByteLevel");
     return 0;
 }
 
-static int set_token(vocab *v, int64_t id, const char *s, uint64_t len, int32_t type,
-                     const char *what) {
+static pf_rc set_token(vocab *v, int64_t id, const char *s, uint64_t len, int32_t type,
+                       const char *what) {
     if (v->text[id]) {
         if (v->len[id] != len || memcmp(v->text[id], s, len) != 0)
             return fail(v->err, v->path, "%s: id %lld is already \"%.40s\"", what, (long long)id,
@@ -128,7 +142,7 @@ static int set_token(vocab *v, int64_t id, const char *s, uint64_t len, int32_t 
     return 0;
 }
 
-static int build_vocab(vocab *v, const pf_json *root) {
+static pf_rc build_vocab(vocab *v, const pf_json *root) {
     const pf_json *jv = pf_json_get(pf_json_get(root, "model"), "vocab");
     if (!jv || jv->type != PF_JSON_OBJECT) return fail(v->err, v->path, "model.vocab: expected an object");
     const pf_json *added = pf_json_get(root, "added_tokens");
@@ -160,12 +174,12 @@ static int build_vocab(vocab *v, const pf_json *root) {
     v->text = calloc((size_t)v->n, sizeof *v->text);
     v->len = calloc((size_t)v->n, sizeof *v->len);
     v->type = calloc((size_t)v->n, sizeof *v->type);
-    if (!v->text || !v->len || !v->type) return fail(v->err, v->path, "out of memory");
+    if (!v->text || !v->len || !v->type) return oom(v->err, v->path);
 
     for (size_t i = 0; i < jv->u.obj.n; i++) {
         const pf_json_member *m = &jv->u.obj.members[i];
         int64_t id = m->val.u.num.i;
-        if (set_token(v, id, m->key, m->key_len, TT_NORMAL, "model.vocab")) return -1;
+        if (set_token(v, id, m->key, m->key_len, TT_NORMAL, "model.vocab")) return PF_RC_FORMAT;
     }
     for (size_t i = 0; i < n_added; i++) {
         const pf_json *a = &added->u.arr.items[i];
@@ -174,7 +188,7 @@ static int build_vocab(vocab *v, const pf_json *root) {
         bool special = sp && sp->type == PF_JSON_BOOL && sp->u.b;
         if (set_token(v, id, c->u.str.s, c->u.str.len, special ? TT_CONTROL : TT_USER,
                       "added_tokens"))
-            return -1;
+            return PF_RC_FORMAT;
     }
     return 0;
 }
@@ -193,8 +207,8 @@ static const pf_json *token_field(const pf_json *cfg, const char *key) {
     return t && t->type == PF_JSON_STRING ? t : NULL;
 }
 
-static int config_token(const vocab *v, const pf_json *cfg, const char *key, const char *cfg_path,
-                        char err[PF_ERR_LEN], int64_t *id) {
+static pf_rc config_token(const vocab *v, const pf_json *cfg, const char *key, const char *cfg_path,
+                          char err[PF_ERR_LEN], int64_t *id) {
     const pf_json *t = token_field(cfg, key);
     *id = -1;
     if (!t) return 0;
@@ -216,8 +230,8 @@ static const char *config_template(const pf_json *cfg) {
     return NULL;
 }
 
-static int collect_merges(const pf_json *root, const char *path, char err[PF_ERR_LEN],
-                          char ***out, uint64_t **out_len, uint64_t *n_out) {
+static pf_rc collect_merges(const pf_json *root, const char *path, char err[PF_ERR_LEN],
+                            char ***out, uint64_t **out_len, uint64_t *n_out) {
     const pf_json *jm = pf_json_get(pf_json_get(root, "model"), "merges");
     *out = NULL;
     *out_len = NULL;
@@ -230,7 +244,7 @@ static int collect_merges(const pf_json *root, const char *path, char err[PF_ERR
     if (!m || !ml) {
         free(m);
         free(ml);
-        return fail(err, path, "out of memory");
+        return oom(err, path);
     }
     *out = m;
     *out_len = ml;
@@ -259,7 +273,7 @@ static int collect_merges(const pf_json *root, const char *path, char err[PF_ERR
         } else {
             return fail(err, path, "model.merges[%zu]: expected \"left right\" or [left, right]", i);
         }
-        if (!(m[i] = malloc(la + lb + 2))) return fail(err, path, "out of memory");
+        if (!(m[i] = malloc(la + lb + 2))) return oom(err, path);
         memcpy(m[i], a, la);
         m[i][la] = ' ';
         memcpy(m[i] + la + 1, b, lb);
@@ -272,7 +286,7 @@ static int collect_merges(const pf_json *root, const char *path, char err[PF_ERR
 /* A model's embedding may have more rows than the tokenizer has tokens (Qwen3: 151,936 rows,
  * 151,669 tokens); the extra ids become gaps (then unused padding tokens, as llama.cpp's converter
  * writes). */
-static int grow_vocab(vocab *v, int64_t min_vocab) {
+static pf_rc grow_vocab(vocab *v, int64_t min_vocab) {
     if (min_vocab <= v->n) return 0;
     if (min_vocab > MAX_VOCAB) return fail(v->err, v->path, "a vocabulary of %lld tokens is too large", (long long)min_vocab);
     const char **tx = realloc(v->text, (size_t)min_vocab * sizeof *tx);
@@ -281,7 +295,7 @@ static int grow_vocab(vocab *v, int64_t min_vocab) {
     if (ln) v->len = ln;
     int32_t *ty = realloc(v->type, (size_t)min_vocab * sizeof *ty);
     if (ty) v->type = ty;
-    if (!tx || !ln || !ty) return fail(v->err, v->path, "out of memory");
+    if (!tx || !ln || !ty) return oom(v->err, v->path);
     for (int64_t i = v->n; i < min_vocab; i++) v->text[i] = NULL;
     v->n = min_vocab;
     return 0;
@@ -289,13 +303,13 @@ static int grow_vocab(vocab *v, int64_t min_vocab) {
 
 /* Fills the gaps with unused "[PADi]" tokens, so that ids stay positions in the token array; their
  * texts in pads[v->n] (allocated here, freed by the caller even on failure). */
-static int fill_gaps(vocab *v, char ***pads) {
-    if (!(*pads = calloc((size_t)v->n, sizeof **pads))) return fail(v->err, v->path, "out of memory");
+static pf_rc fill_gaps(vocab *v, char ***pads) {
+    if (!(*pads = calloc((size_t)v->n, sizeof **pads))) return oom(v->err, v->path);
     for (int64_t i = 0; i < v->n; i++) {
         if (v->text[i]) continue;
         char buf[32];
         int k = snprintf(buf, sizeof buf, "[PAD%lld]", (long long)i);
-        if (!((*pads)[i] = strdup(buf))) return fail(v->err, v->path, "out of memory");
+        if (!((*pads)[i] = strdup(buf))) return oom(v->err, v->path);
         v->text[i] = (*pads)[i];
         v->len[i] = (uint64_t)k;
         v->type[i] = TT_UNUSED;
@@ -305,12 +319,13 @@ static int fill_gaps(vocab *v, char ***pads) {
 
 /* The tokenizer's keys: the tokens, their types and the merges; end of sequence and padding as
  * config.json names them, else the ChatML markers; the chat template when config.json has one. */
-static int write_tokenizer(gguf_writer *w, const vocab *v, char **merges, const uint64_t *merge_len, uint64_t n_merges,
-                           const pf_json *cfg, const char *config_json, char err[PF_ERR_LEN]) {
+static pf_rc write_tokenizer(gguf_writer *w, const vocab *v, char **merges, const uint64_t *merge_len, uint64_t n_merges,
+                             const pf_json *cfg, const char *config_json, char err[PF_ERR_LEN]) {
     int64_t eos = -1, pad = -1;
-    if (cfg && (config_token(v, cfg, "eos_token", config_json, err, &eos) ||
-                config_token(v, cfg, "pad_token", config_json, err, &pad)))
-        return -1;
+    pf_rc rc = PF_RC_OK;
+    if (cfg && ((rc = config_token(v, cfg, "eos_token", config_json, err, &eos)) ||
+                (rc = config_token(v, cfg, "pad_token", config_json, err, &pad))))
+        return rc;
     if (eos < 0) eos = find_token(v, "<|im_end|>", 10);
     if (eos < 0) eos = find_token(v, "<|endoftext|>", 13);
     if (pad < 0) pad = find_token(v, "<|endoftext|>", 13);
@@ -324,46 +339,46 @@ static int write_tokenizer(gguf_writer *w, const vocab *v, char **merges, const 
     gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
     const char *tmpl = cfg ? config_template(cfg) : NULL;
     if (tmpl) gguf_w_str(w, "tokenizer.chat_template", tmpl);
-    return 0;
+    return PF_RC_OK;
 }
 
-/* A JSON file whose top level is an object, or NULL (err set). */
-static pf_json_doc *parse_object_file(const char *path, char err[PF_ERR_LEN]) {
-    pf_json_doc *doc = pf_json_parse_file(path, err);
-    if (doc && pf_json_root(doc)->type != PF_JSON_OBJECT) {
-        fail(err, path, "expected a JSON object at the top level");
-        pf_json_free(doc);
-        return NULL;
-    }
-    return doc;
+/* A JSON file whose top level is an object into *doc: PF_RC_OK, or the reader's kind with err. */
+static pf_rc load_object_file(const char *path, pf_json_doc **doc, char err[PF_ERR_LEN]) {
+    pf_rc rc = pf_json_load(path, doc, err);
+    if (rc != PF_RC_OK || pf_json_root(*doc)->type == PF_JSON_OBJECT) return rc;
+    pf_json_free(*doc);
+    *doc = NULL;
+    return fail(err, path, "expected a JSON object at the top level");
 }
 
-int pf_vocab_import_into(gguf_writer *w, const char *tokenizer_json, const char *config_json, int64_t min_vocab,
-                         int64_t *n_tokens, char err[PF_ERR_LEN]) {
-    int rc = -1;
+/* The vocabulary and merges of tokenizer.json's root into v and *m, tokenizer_config.json (may be
+ * NULL) into *cdoc, then the tokenizer's keys into w. */
+static pf_rc import_vocab(gguf_writer *w, vocab *v, const pf_json *root, const char *config_json, pf_json_doc **cdoc,
+                          int64_t min_vocab, merge_list *m, char ***pads) {
+    pf_rc rc;
+    if ((rc = check_model(root, v->path, v->err)) || (rc = build_vocab(v, root)) ||
+        (rc = collect_merges(root, v->path, v->err, &m->text, &m->len, &m->n)) ||
+        (config_json && (rc = load_object_file(config_json, cdoc, v->err))) || (rc = grow_vocab(v, min_vocab)) ||
+        (rc = fill_gaps(v, pads)))
+        return rc;
+    return write_tokenizer(w, v, m->text, m->len, m->n, *cdoc ? pf_json_root(*cdoc) : NULL, config_json, v->err);
+}
+
+pf_rc pf_vocab_import_into(gguf_writer *w, const char *tokenizer_json, const char *config_json, int64_t min_vocab,
+                           int64_t *n_tokens, char err[PF_ERR_LEN]) {
     pf_json_doc *doc = NULL, *cdoc = NULL;
     vocab v = {.path = tokenizer_json, .err = err};
-    char **merges = NULL, **pads = NULL;
-    uint64_t *merge_len = NULL, n_merges = 0;
-    if (!(doc = parse_object_file(tokenizer_json, err))) goto out;
-    const pf_json *root = pf_json_root(doc);
-    if (check_model(root, tokenizer_json, err) || build_vocab(&v, root) ||
-        collect_merges(root, tokenizer_json, err, &merges, &merge_len, &n_merges))
-        goto out;
-    if (config_json && !(cdoc = parse_object_file(config_json, err))) goto out;
-    const pf_json *cfg = cdoc ? pf_json_root(cdoc) : NULL;
-    if (grow_vocab(&v, min_vocab) || fill_gaps(&v, &pads) ||
-        write_tokenizer(w, &v, merges, merge_len, n_merges, cfg, config_json, err))
-        goto out;
-    if (n_tokens) *n_tokens = v.n;
-    rc = 0;
-out:
+    merge_list m = {0};
+    char **pads = NULL;
+    pf_rc rc = load_object_file(tokenizer_json, &doc, err);
+    if (rc == PF_RC_OK) rc = import_vocab(w, &v, pf_json_root(doc), config_json, &cdoc, min_vocab, &m, &pads);
+    if (rc == PF_RC_OK && n_tokens) *n_tokens = v.n;
     if (pads)
         for (int64_t i = 0; i < v.n; i++) free(pads[i]);
     free(pads);
-    for (uint64_t i = 0; i < n_merges; i++) free(merges[i]);
-    free(merges);
-    free(merge_len);
+    for (uint64_t i = 0; i < m.n; i++) free(m.text[i]);
+    free(m.text);
+    free(m.len);
     free(v.text);
     free(v.len);
     free(v.type);
@@ -372,13 +387,13 @@ out:
     return rc;
 }
 
-int pf_vocab_import(const char *tokenizer_json, const char *config_json, const char *out_gguf,
-                    char err[PF_ERR_LEN]) {
+pf_rc pf_vocab_import(const char *tokenizer_json, const char *config_json, const char *out_gguf,
+                      char err[PF_ERR_LEN]) {
     gguf_writer *w = gguf_writer_new();
-    if (!w) return fail(err, out_gguf, "out of memory");
+    if (!w) return oom(err, out_gguf);
     gguf_w_str(w, "general.architecture", "tokenizer");
-    int rc = pf_vocab_import_into(w, tokenizer_json, config_json, 0, NULL, err);
-    if (rc == 0) rc = gguf_w_write(w, out_gguf, err);
+    pf_rc rc = pf_vocab_import_into(w, tokenizer_json, config_json, 0, NULL, err);
+    if (rc == PF_RC_OK) rc = gguf_w_save(w, out_gguf, err);
     gguf_writer_free(w);
     return rc;
 }

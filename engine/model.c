@@ -38,6 +38,51 @@ static int read_hparams(const gguf_file *f, pf_hparams *hp, char *err) {
     return 0;
 }
 
+/* Layer l's matrices and norm vectors bound (the vectors copied to f32 at *store, which advances). 0, or -1 (format). */
+static int bind_layer(const gguf_file *f, const pf_hparams *hp, int l, pf_layer *L, float **store, char *err) {
+    int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
+    struct { const char *name; int64_t rows, cols; pf_weight *w; } mats[] = {
+        {"attn_q", qd, hp->n_embd, &L->attn_q},        {"attn_k", kvd, hp->n_embd, &L->attn_k},
+        {"attn_v", kvd, hp->n_embd, &L->attn_v},       {"attn_output", hp->n_embd, qd, &L->attn_o},
+        {"ffn_gate", hp->n_ff, hp->n_embd, &L->ffn_gate}, {"ffn_up", hp->n_ff, hp->n_embd, &L->ffn_up},
+        {"ffn_down", hp->n_embd, hp->n_ff, &L->ffn_down},
+    };
+    char name[96];
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+        snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[i].name);
+        if (pf_bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) return -1;
+    }
+    struct { const char *name; int64_t n; const float **out; } vecs[] = {
+        {"attn_norm", hp->n_embd, &L->attn_norm}, {"ffn_norm", hp->n_embd, &L->ffn_norm},
+        {"attn_q_norm", hp->head_dim, &L->q_norm}, {"attn_k_norm", hp->head_dim, &L->k_norm},
+    };
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
+        snprintf(name, sizeof name, "blk.%d.%s.weight", l, vecs[i].name);
+        if (pf_bind_vector(f, name, vecs[i].n, vecs[i].out, *store, err) < 0) return -1;
+        *store += vecs[i].n;
+    }
+    return 0;
+}
+
+/* The embedding, the head (tied to the embedding when the file has none), the output norm and
+ * every layer bound. 0, or -1 (format). */
+static int bind_weights(pf_model *m, const gguf_file *f, char *err) {
+    const pf_hparams *hp = &m->hp;
+    float *store = m->norm_store;
+    if (pf_bind_matrix(f, "token_embd.weight", hp->n_vocab, hp->n_embd, &m->tok_embd, err) < 0) return -1;
+    if (gguf_find_tensor(f, "output.weight")) {
+        if (pf_bind_matrix(f, "output.weight", hp->n_vocab, hp->n_embd, &m->output, err) < 0) return -1;
+    } else {
+        m->output = m->tok_embd;
+        m->tied = true;
+    }
+    if (pf_bind_vector(f, "output_norm.weight", hp->n_embd, &m->output_norm, store, err) < 0) return -1;
+    store += hp->n_embd;
+    for (int l = 0; l < hp->n_layer; l++)
+        if (bind_layer(f, hp, l, &m->layers[l], &store, err) < 0) return -1;
+    return 0;
+}
+
 pf_rc pf_model_from_gguf(gguf_file *f, int own_file, pf_model **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     pf_model *m = gguf_loader_alloc(f, own_file, sizeof *m, err);
@@ -48,7 +93,6 @@ pf_rc pf_model_from_gguf(gguf_file *f, int own_file, pf_model **out, char err[PF
     pf_hparams *hp = &m->hp;
     pf_rc rc = PF_RC_FORMAT; /* every check below is of the file, but the allocations */
     if (read_hparams(f, hp, err) < 0) goto fail;
-    int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     /* room for every norm vector in f32: per layer 2*n_embd + 2*head_dim, plus the output norm */
     m->norm_store = malloc(((size_t)hp->n_layer * (2 * hp->n_embd + 2 * hp->head_dim) + hp->n_embd) * sizeof(float));
@@ -57,39 +101,7 @@ pf_rc pf_model_from_gguf(gguf_file *f, int own_file, pf_model **out, char err[PF
         rc = PF_RC_OOM;
         goto fail;
     }
-    float *store = m->norm_store;
-    if (pf_bind_matrix(f, "token_embd.weight", hp->n_vocab, hp->n_embd, &m->tok_embd, err) < 0) goto fail;
-    if (gguf_find_tensor(f, "output.weight")) {
-        if (pf_bind_matrix(f, "output.weight", hp->n_vocab, hp->n_embd, &m->output, err) < 0) goto fail;
-    } else {
-        m->output = m->tok_embd;
-        m->tied = true;
-    }
-    if (pf_bind_vector(f, "output_norm.weight", hp->n_embd, &m->output_norm, store, err) < 0) goto fail;
-    store += hp->n_embd;
-    for (int l = 0; l < hp->n_layer; l++) {
-        pf_layer *L = &m->layers[l];
-        struct { const char *name; int64_t rows, cols; pf_weight *w; } mats[] = {
-            {"attn_q", qd, hp->n_embd, &L->attn_q},        {"attn_k", kvd, hp->n_embd, &L->attn_k},
-            {"attn_v", kvd, hp->n_embd, &L->attn_v},       {"attn_output", hp->n_embd, qd, &L->attn_o},
-            {"ffn_gate", hp->n_ff, hp->n_embd, &L->ffn_gate}, {"ffn_up", hp->n_ff, hp->n_embd, &L->ffn_up},
-            {"ffn_down", hp->n_embd, hp->n_ff, &L->ffn_down},
-        };
-        char name[96];
-        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
-            snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[i].name);
-            if (pf_bind_matrix(f, name, mats[i].rows, mats[i].cols, mats[i].w, err) < 0) goto fail;
-        }
-        struct { const char *name; int64_t n; const float **out; } vecs[] = {
-            {"attn_norm", hp->n_embd, &L->attn_norm}, {"ffn_norm", hp->n_embd, &L->ffn_norm},
-            {"attn_q_norm", hp->head_dim, &L->q_norm}, {"attn_k_norm", hp->head_dim, &L->k_norm},
-        };
-        for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
-            snprintf(name, sizeof name, "blk.%d.%s.weight", l, vecs[i].name);
-            if (pf_bind_vector(f, name, vecs[i].n, vecs[i].out, store, err) < 0) goto fail;
-            store += vecs[i].n;
-        }
-    }
+    if (bind_weights(m, f, err) < 0) goto fail;
     if ((rc = pf_tokenizer_load(f, &m->tok, err)) != PF_RC_OK) goto fail;
     rc = PF_RC_FORMAT;
     if (pf_tokenizer_n_vocab(m->tok) > hp->n_vocab) {

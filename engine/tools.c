@@ -200,51 +200,48 @@ static void put_rebased(pf_sbuf *b, const pf_json *v, const char *src, size_t le
     pf_sbuf_put(b, "}", 1);
 }
 
-pf_rc pf_tools_schema(const pf_tools *t, const char *only, pf_schema **out, char err[PF_ERR_LEN]) {
-    *out = NULL;
-    int pick = only ? pf_tools_find(t, only) : -1;
-    if (only && pick < 0) return bad(err, "tool_choice names '%.64s', which is not in tools", only);
-    if (!only && t->n > PF_SCHEMA_MAX_WRAPS)
-        return bad(err, "tool_choice \"required\" takes at most %d tools (name one instead)", PF_SCHEMA_MAX_WRAPS);
-    /* each tool's parameters alone first, so an error names the tool */
+/* Each tool's parameters (the one named pick, or all when pick < 0) compiled alone, so an error
+ * names the tool. */
+static pf_rc check_each(const pf_tools *t, int pick, char err[PF_ERR_LEN]) {
     char why[PF_ERR_LEN];
     for (int i = 0; i < t->n; i++) {
-        if (only && i != pick) continue;
+        if (pick >= 0 && i != pick) continue;
         pf_schema *s = NULL;
         pf_schema_status st = pf_schema_compile(t->params[i], strlen(t->params[i]), &s, why);
         pf_schema_free(s);
         if (st == PF_SCHEMA_NO_MEMORY) return oom(err);
         if (st != PF_SCHEMA_OK) return bad(err, "tools[%d].function.parameters: %.200s", i, why);
     }
-    /* one document holding them all as properties f0, f1, ... (their $refs moved below them) */
-    pf_sbuf b = {0};
-    pf_sbuf_put(&b, "{\"type\":\"object\",\"properties\":{", 31);
+    return PF_RC_OK;
+}
+
+/* One document holding the tools' parameters as properties f0, f1, ... (their $refs moved below
+ * them) into *b. */
+static pf_rc combined_doc(const pf_tools *t, int pick, pf_sbuf *b, char err[PF_ERR_LEN]) {
+    char why[PF_ERR_LEN];
+    pf_sbuf_put(b, "{\"type\":\"object\",\"properties\":{", 31);
     for (int i = 0, first = 1; i < t->n; i++) {
-        if (only && i != pick) continue;
+        if (pick >= 0 && i != pick) continue;
         char key[32], base[48];
         snprintf(key, sizeof key, "%s\"f%d\":", first ? "" : ",", i);
         snprintf(base, sizeof base, "#/properties/f%d", i);
         first = 0;
-        pf_sbuf_put(&b, key, strlen(key));
+        pf_sbuf_put(b, key, strlen(key));
         pf_json_doc *d = pf_json_parse(t->params[i], strlen(t->params[i]), why);
-        if (!d) {
-            free(b.p);
-            return oom(err); /* it compiled above, so it parses */
-        }
-        put_rebased(&b, pf_json_root(d), t->params[i], strlen(t->params[i]), base);
+        if (!d) return oom(err); /* it compiled in check_each, so it parses */
+        put_rebased(b, pf_json_root(d), t->params[i], strlen(t->params[i]), base);
         pf_json_free(d);
     }
-    pf_sbuf_put(&b, "}}", 2);
-    if (b.oom) {
-        free(b.p);
-        return oom(err);
-    }
-    pf_schema *s = NULL;
-    pf_schema_status st = pf_schema_compile(b.p, b.n, &s, why);
-    free(b.p);
-    if (st != PF_SCHEMA_OK) return st == PF_SCHEMA_NO_MEMORY ? oom(err) : bad(err, "tools: %.200s", why);
+    pf_sbuf_put(b, "}}", 2);
+    return b->oom ? oom(err) : PF_RC_OK;
+}
+
+/* Each tool's property of s wrapped in the call's literal text: `<tool_call>\n{"name": "NAME",
+ * "arguments": ` before it, `}\n</tool_call>` after. */
+static pf_schema_status add_wraps(pf_schema *s, const pf_tools *t, int pick, char why[PF_ERR_LEN]) {
+    pf_schema_status st = PF_SCHEMA_OK;
     for (int i = 0; i < t->n && st == PF_SCHEMA_OK; i++) {
-        if (only && i != pick) continue;
+        if (pick >= 0 && i != pick) continue;
         char key[16];
         snprintf(key, sizeof key, "f%d", i);
         pf_sbuf pre = {0};
@@ -255,6 +252,27 @@ pf_rc pf_tools_schema(const pf_tools *t, const char *only, pf_schema **out, char
                      : pf_schema_add_wrap(s, pre.p, pf_schema_property(s, s->root, key), "}\n</tool_call>", why);
         free(pre.p);
     }
+    return st;
+}
+
+pf_rc pf_tools_schema(const pf_tools *t, const char *only, pf_schema **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    int pick = only ? pf_tools_find(t, only) : -1;
+    if (only && pick < 0) return bad(err, "tool_choice names '%.64s', which is not in tools", only);
+    if (!only && t->n > PF_SCHEMA_MAX_WRAPS)
+        return bad(err, "tool_choice \"required\" takes at most %d tools (name one instead)", PF_SCHEMA_MAX_WRAPS);
+    pf_rc rc = check_each(t, pick, err);
+    if (rc != PF_RC_OK) return rc;
+    pf_sbuf b = {0};
+    if ((rc = combined_doc(t, pick, &b, err)) != PF_RC_OK) {
+        free(b.p);
+        return rc;
+    }
+    char why[PF_ERR_LEN];
+    pf_schema *s = NULL;
+    pf_schema_status st = pf_schema_compile(b.p, b.n, &s, why);
+    free(b.p);
+    if (st == PF_SCHEMA_OK) st = add_wraps(s, t, pick, why);
     if (st != PF_SCHEMA_OK) {
         pf_schema_free(s);
         return st == PF_SCHEMA_NO_MEMORY ? oom(err) : bad(err, "tools: %.200s", why);

@@ -41,31 +41,44 @@ static const char *base_name(const char *path) {
     return b ? b + 1 : path;
 }
 
-/* Bar chart of speedup per task type. Ticks every 0.5x from 0, the 1.0x line labelled as plain
- * decoding, and the title and caption name the model files, CPU, kernel level, threads and date. */
-void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+/* The chart's geometry: n bars of width bw, gap apart, from x = left; the plot h high below top;
+ * the axis up to mx with n_ticks 0.5x ticks; W x H in all. */
+typedef struct {
+    int arms, n, bw, gap, left, top, h, W, H, n_ticks;
+    double mx;
+} svg_layout;
+
+/* Bar i's speedup: a strategy's geomean with --compare, else a task type's median, the last the overall geomean. */
+static double bar_speedup(const pf_bench_result *r, const svg_layout *L, int i) {
+    return L->arms ? r->arms[i].speedup_geomean : i == r->n ? r->speedup_geomean : r->tasks[i].speedup.median;
+}
+
+static svg_layout svg_layout_of(const pf_bench_result *r, const pf_bench_opts *o) {
     /* one bar per task type and the overall geomean; with --compare one bar per strategy (its geomean) */
-    int arms = r->n_arms > 0 && o->n_arms > 0, n = arms ? r->n_arms : r->n + 1, bw = 60, gap = 30, left = 60, top = 74, h = 260;
+    svg_layout L = {.arms = r->n_arms > 0 && o->n_arms > 0, .bw = 60, .gap = 30, .left = 60, .top = 74, .h = 260};
+    L.n = L.arms ? r->n_arms : r->n + 1;
     double mx = 0;
-    for (int i = 0; i < n; i++) {
-        double v = arms ? r->arms[i].speedup_geomean : i == r->n ? r->speedup_geomean : r->tasks[i].speedup.median;
-        if (v > mx) mx = v;
-    }
+    for (int i = 0; i < L.n; i++)
+        if (bar_speedup(r, &L, i) > mx) mx = bar_speedup(r, &L, i);
     if (!(mx <= 100)) mx = 100; /* a degenerate run (inf, nan) still draws a bounded axis */
-    int n_ticks = (int)(mx * 1.15 / 0.5) + 1; /* 0.5x steps; the top tick above the tallest bar and its labels */
-    if (n_ticks < 3) n_ticks = 3;
-    mx = 0.5 * n_ticks;
-    int W = left + n * (bw + gap) + gap + 150, H = top + h + 40; /* 150: the baseline's label */
-    if (W < 640) W = 640;
+    L.n_ticks = (int)(mx * 1.15 / 0.5) + 1; /* 0.5x steps; the top tick above the tallest bar and its labels */
+    if (L.n_ticks < 3) L.n_ticks = 3;
+    L.mx = 0.5 * L.n_ticks;
+    L.W = L.left + L.n * (L.bw + L.gap) + L.gap + 150; /* 150: the baseline's label */
+    L.H = L.top + L.h + 40;
+    if (L.W < 640) L.W = 640;
+    return L;
+}
+
+/* The title (the model files) and the captions: CPU, kernel level, threads, date, the settings. */
+static void svg_titles(FILE *f, const pf_bench_result *r, const pf_bench_opts *o, const svg_layout *L) {
     char cpu[256], date[64];
     cpu_model_name(cpu, sizeof cpu);
     time_t now = time(NULL);
     struct tm tm;
     if (!gmtime_r(&now, &tm) || !strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm)) snprintf(date, sizeof date, "unknown date");
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"15\" class=\"title\">Speedup over plain decoding per %s: ",
-            arms ? "strategy (geomean over task types)" : "task type");
+            L->arms ? "strategy (geomean over task types)" : "task type");
     svg_text(f, base_name(r->model));
     if (r->draft[0]) {
         fputs(" + ", f);
@@ -75,33 +88,51 @@ void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *
     svg_text(f, cpu);
     fprintf(f, ", PF_KERNELS=%s, %d threads, %s</text>\n", pf_level_name(r->level), o->threads, date);
     fprintf(f, "<text x=\"10\" y=\"56\" fill=\"#444\" class=\"caption\">");
-    if (!arms) fprintf(f, "strategy %s, block %d, ", o->profile ? "profile" : o->spec ? o->spec : "?", r->block);
+    if (!L->arms) fprintf(f, "strategy %s, block %d, ", o->profile ? "profile" : o->spec ? o->spec : "?", r->block);
     fprintf(f, "%s, %d tokens per prompt, %d interleaved repetitions; bar label: tau (tokens per round)</text>\n",
             o->temp > 0 ? "sampled" : "greedy", o->max_tokens, o->reps);
-    for (int k = 0; k <= n_ticks; k++) {
+}
+
+/* The ticks and the 1.0x line labelled as plain decoding. */
+static void svg_axis(FILE *f, const svg_layout *L) {
+    for (int k = 0; k <= L->n_ticks; k++) {
         double v = 0.5 * k;
-        int y = top + h - (int)(h * v / mx);
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", left, y, W - 150, y);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"tick\">%.1fx</text>\n", left - 6, y + 4, v);
+        int y = L->top + L->h - (int)(L->h * v / L->mx);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", L->left, y, L->W - 150, y);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"tick\">%.1fx</text>\n", L->left - 6, y + 4, v);
     }
-    int y1 = top + h - (int)(h / mx);
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\n", left, y1, W - 150, y1);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#c00\" class=\"baseline\">plain decoding (1.0x)</text>\n", W - 146, y1 + 4);
-    for (int i = 0; i < n; i++) {
-        int overall = !arms && i == r->n;
-        double v = arms ? r->arms[i].speedup_geomean : overall ? r->speedup_geomean : r->tasks[i].speedup.median;
-        double tau = arms ? r->arms[i].tau : overall ? r->tau : pf_spec_tau(&r->tasks[i].st);
-        const char *name = arms ? r->arms[i].name : overall ? "overall" : r->tasks[i].type;
-        if (arms && !strncmp(name, "profile:", 8)) name = "profile"; /* the file is in the JSON */
-        int x = left + gap + i * (bw + gap), bh = (int)(h * v / mx);
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", x, top + h - bh, bw, bh,
-                overall ? "#555" : "#3a7bd5");
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.2fx</text>\n", x + bw / 2, top + h - bh - 16, v);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">tau %.2f</text>\n", x + bw / 2, top + h - bh - 3, tau);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", x + bw / 2, top + h + 18);
-        svg_text(f, name);
-        fputs("</text>\n", f);
-    }
+    int y1 = L->top + L->h - (int)(L->h / L->mx);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>\n", L->left, y1,
+            L->W - 150, y1);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#c00\" class=\"baseline\">plain decoding (1.0x)</text>\n", L->W - 146, y1 + 4);
+}
+
+/* Bar i with its speedup, tau and name. */
+static void svg_bar(FILE *f, const pf_bench_result *r, const svg_layout *L, int i) {
+    int overall = !L->arms && i == r->n, top = L->top, h = L->h, bw = L->bw;
+    double v = bar_speedup(r, L, i);
+    double tau = L->arms ? r->arms[i].tau : overall ? r->tau : pf_spec_tau(&r->tasks[i].st);
+    const char *name = L->arms ? r->arms[i].name : overall ? "overall" : r->tasks[i].type;
+    if (L->arms && !strncmp(name, "profile:", 8)) name = "profile"; /* the file is in the JSON */
+    int x = L->left + L->gap + i * (bw + L->gap), bh = (int)(h * v / L->mx);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", x, top + h - bh, bw, bh,
+            overall ? "#555" : "#3a7bd5");
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.2fx</text>\n", x + bw / 2, top + h - bh - 16, v);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">tau %.2f</text>\n", x + bw / 2, top + h - bh - 3, tau);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", x + bw / 2, top + h + 18);
+    svg_text(f, name);
+    fputs("</text>\n", f);
+}
+
+/* Bar chart of speedup per task type. Ticks every 0.5x from 0, the 1.0x line labelled as plain
+ * decoding, and the title and caption name the model files, CPU, kernel level, threads and date. */
+void pf_bench_write_svg(FILE *f, const pf_bench_result *r, const pf_bench_opts *o) {
+    svg_layout L = svg_layout_of(r, o);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", L.W, L.H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    svg_titles(f, r, o, &L);
+    svg_axis(f, &L);
+    for (int i = 0; i < L.n; i++) svg_bar(f, r, &L, i);
     fprintf(f, "</svg>\n");
 }
 

@@ -368,19 +368,123 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
     return ok;
 }
 
+/* The whole file at path, NUL room after it; NULL when it cannot be read. */
+static char *read_whole(const char *path, long *len) {
+    FILE *f = fopen(path, "rb");
+    char *src = NULL;
+    *len = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (src = malloc((size_t)*len + 1)) && fread(src, 1, (size_t)*len, f) != (size_t)*len)
+        *len = -1;
+    if (f) fclose(f);
+    if (*len < 0) {
+        free(src);
+        return NULL;
+    }
+    return src;
+}
+
+/* The schema compiled (as Python's json.dumps spells it) and its matcher into *s / *m, the compile
+ * time into *us; false (the failure recorded) when it does not compile. */
+static bool compile_schema(walker *w, const char *path, const pf_json *schema, const char *src, size_t len,
+                           pf_schema **s, pf_matcher **m, double *us) {
+    pf_sb_result *r = w->r;
+    char err[PF_ERR_LEN], why[300];
+    pf_sbuf text = {0};
+    pf_sb_py_dumps(&text, schema, src, len);
+    double t0 = now_us();
+    pf_schema_status st = text.oom ? PF_SCHEMA_NO_MEMORY : pf_schema_compile(text.p, text.n, s, err);
+    *us = now_us() - t0;
+    free(text.p);
+    *m = *s ? pf_matcher_new(*s) : NULL;
+    if (st == PF_SCHEMA_NO_MEMORY || (*s && !*m)) r->oom = 1;
+    if (*m) return true;
+    r->compile_error++;
+    compile_reason(err, why, sizeof why);
+    add_reason(r, &r->compile_why, &r->n_compile_why, why);
+    add_failure(r, path, PF_SB_COMPILE_ERROR, err);
+    return false;
+}
+
+/* What a file's tests gave: valid instances refused, invalid ones accepted, the first of either
+ * described, and the first mask's time. */
+typedef struct {
+    int refused, accepted;
+    char first_bad[200];
+    double first_us;
+} test_tally;
+
+/* Where test i's document doc went wrong (ok: the matcher's verdict, at: where it stopped). */
+static void describe_bad(test_tally *t, size_t i, const pf_sbuf *doc, int ok, size_t at) {
+    size_t from = at > 40 ? at - 40 : 0;
+    if (ok) snprintf(t->first_bad, sizeof t->first_bad, "test %zu: %.120s", i, doc->p);
+    else if (at == doc->n) snprintf(t->first_bad, sizeof t->first_bad, "test %zu: may not end after ...%.60s", i, doc->p + from);
+    else snprintf(t->first_bad, sizeof t->first_bad, "test %zu: refused after ...%.*s at %.20s", i, (int)(at - from), doc->p + from, doc->p + at);
+}
+
+/* Each test instance walked through the matcher m and counted into w->r and *t. */
+static void run_tests(walker *w, pf_matcher *m, const pf_json *tests, const char *src, size_t len, test_tally *t) {
+    pf_sb_result *r = w->r;
+    for (size_t i = 0; i < tests->u.arr.n; i++) {
+        const pf_json *e = &tests->u.arr.items[i], *valid = pf_json_get(e, "valid"), *data = pf_json_get(e, "data");
+        if (!valid || valid->type != PF_JSON_BOOL || !data) continue;
+        pf_sbuf doc = {0};
+        pf_sb_py_dumps(&doc, data, src, len);
+        size_t at = 0;
+        int ok = doc.oom ? -1 : walk(w, m, doc.p ? doc.p : "", doc.n, i == 0 ? &t->first_us : NULL, &at);
+        if (!t->first_bad[0] && ok >= 0 && ok != valid->u.b) describe_bad(t, i, &doc, ok, at);
+        free(doc.p);
+        if (ok < 0) {
+            r->oom = 1;
+            continue;
+        }
+        if (valid->u.b) {
+            r->valid_tests++;
+            if (!ok) r->valid_refused++, t->refused++;
+        } else {
+            r->invalid_tests++;
+            if (ok) r->invalid_accepted++, t->accepted++;
+        }
+    }
+}
+
+/* The first mask's time of a schema without tests (it still counts toward TTFM). */
+static double first_mask_us(walker *w, pf_matcher *m) {
+    pf_mask_cache *c = pf_mask_cache_new(w->tm);
+    pf_matcher_reset(m);
+    double t0 = now_us();
+    if (c) pf_token_mask(w->tm, c, m, w->bits);
+    double us = now_us() - t0;
+    pf_mask_cache_free(c);
+    return us;
+}
+
+/* The file's verdict from its tally: an invalid instance accepted, else a valid one refused, else passing. */
+static void record_outcome(pf_sb_result *r, const char *path, const pf_json *root, const test_tally *t) {
+    char why[300];
+    if (t->accepted) {
+        r->invalidation_error++;
+        feature_reasons(r, root, &r->invalidation_why, &r->n_invalidation_why);
+        snprintf(why, sizeof why, "%d invalid instance(s) accepted, e.g. %s", t->accepted, t->first_bad);
+        add_failure(r, path, PF_SB_INVALIDATION_ERROR, why);
+    } else if (t->refused) {
+        r->validation_error++;
+        feature_reasons(r, root, &r->validation_why, &r->n_validation_why);
+        snprintf(why, sizeof why, "%d valid instance(s) refused, e.g. %s", t->refused, t->first_bad);
+        add_failure(r, path, PF_SB_VALIDATION_ERROR, why);
+    } else {
+        r->passing++;
+    }
+}
+
 /* One schema file: its outcome into r. */
 static void run_file(walker *w, const char *path) {
     pf_sb_result *r = w->r;
-    char err[PF_ERR_LEN], why[300];
+    char err[PF_ERR_LEN] = "";
     r->schemas++;
-    FILE *f = fopen(path, "rb");
-    char *src = NULL;
-    long len = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (src = malloc((size_t)len + 1)) && fread(src, 1, (size_t)len, f) != (size_t)len)
-        len = -1;
-    if (f) fclose(f);
-    pf_json_doc *d = src && len >= 0 ? pf_json_parse(src, (size_t)len, err) : NULL;
+    long len;
+    char *src = read_whole(path, &len);
+    pf_json_doc *d = src ? pf_json_parse(src, (size_t)len, err) : NULL;
     const pf_json *root = d ? pf_json_root(d) : NULL, *schema = pf_json_get(root, "schema");
     if (!schema) {
         r->compile_error++;
@@ -390,77 +494,21 @@ static void run_file(walker *w, const char *path) {
         free(src);
         return;
     }
-    pf_sbuf text = {0};
-    pf_sb_py_dumps(&text, schema, src, (size_t)len);
     pf_schema *s = NULL;
-    double t0 = now_us();
-    pf_schema_status st = text.oom ? PF_SCHEMA_NO_MEMORY : pf_schema_compile(text.p, text.n, &s, err);
-    double t_compile = now_us() - t0;
-    free(text.p);
-    pf_matcher *m = s ? pf_matcher_new(s) : NULL;
-    if (st == PF_SCHEMA_NO_MEMORY || (s && !m)) r->oom = 1;
-    if (!m) {
-        r->compile_error++;
-        compile_reason(err, why, sizeof why);
-        add_reason(r, &r->compile_why, &r->n_compile_why, why);
-        add_failure(r, path, PF_SB_COMPILE_ERROR, err);
-        goto done;
-    }
-    const pf_json *tests = pf_json_get(root, "tests");
-    size_t n_tests = tests && tests->type == PF_JSON_ARRAY ? tests->u.arr.n : 0;
-    int refused = 0, accepted = 0;
-    double first = 0;
-    char first_bad[200] = "";
-    for (size_t i = 0; i < n_tests; i++) {
-        const pf_json *t = &tests->u.arr.items[i], *valid = pf_json_get(t, "valid"), *data = pf_json_get(t, "data");
-        if (!valid || valid->type != PF_JSON_BOOL || !data) continue;
-        pf_sbuf doc = {0};
-        pf_sb_py_dumps(&doc, data, src, (size_t)len);
-        size_t at = 0;
-        int ok = doc.oom ? -1 : walk(w, m, doc.p ? doc.p : "", doc.n, i == 0 ? &first : NULL, &at);
-        if (!first_bad[0] && ok >= 0 && ok != valid->u.b) { /* where: the text around the refusal */
-            size_t from = at > 40 ? at - 40 : 0;
-            if (ok) snprintf(first_bad, sizeof first_bad, "test %zu: %.120s", i, doc.p);
-            else if (at == doc.n) snprintf(first_bad, sizeof first_bad, "test %zu: may not end after ...%.60s", i, doc.p + from);
-            else snprintf(first_bad, sizeof first_bad, "test %zu: refused after ...%.*s at %.20s", i, (int)(at - from), doc.p + from, doc.p + at);
-        }
-        free(doc.p);
-        if (ok < 0) {
-            r->oom = 1;
-            continue;
-        }
-        if (valid->u.b) {
-            r->valid_tests++;
-            if (!ok) r->valid_refused++, refused++;
+    pf_matcher *m = NULL;
+    double t_compile = 0;
+    if (compile_schema(w, path, schema, src, (size_t)len, &s, &m, &t_compile)) {
+        const pf_json *tests = pf_json_get(root, "tests");
+        test_tally t = {0};
+        if (tests && tests->type == PF_JSON_ARRAY && tests->u.arr.n) {
+            run_tests(w, m, tests, src, (size_t)len, &t);
         } else {
-            r->invalid_tests++;
-            if (ok) r->invalid_accepted++, accepted++;
+            t.first_us = first_mask_us(w, m);
+            r->no_tests++;
         }
+        add_sample(r, &r->ttfm_us, &r->n_ttfm, &r->cap_ttfm, t_compile + t.first_us);
+        record_outcome(r, path, root, &t);
     }
-    if (n_tests == 0) { /* the first mask still counts toward TTFM */
-        pf_mask_cache *c = pf_mask_cache_new(w->tm);
-        pf_matcher_reset(m);
-        t0 = now_us();
-        if (c) pf_token_mask(w->tm, c, m, w->bits);
-        first = now_us() - t0;
-        pf_mask_cache_free(c);
-        r->no_tests++;
-    }
-    add_sample(r, &r->ttfm_us, &r->n_ttfm, &r->cap_ttfm, t_compile + first);
-    if (accepted) {
-        r->invalidation_error++;
-        feature_reasons(r, root, &r->invalidation_why, &r->n_invalidation_why);
-        snprintf(why, sizeof why, "%d invalid instance(s) accepted, e.g. %s", accepted, first_bad);
-        add_failure(r, path, PF_SB_INVALIDATION_ERROR, why);
-    } else if (refused) {
-        r->validation_error++;
-        feature_reasons(r, root, &r->validation_why, &r->n_validation_why);
-        snprintf(why, sizeof why, "%d valid instance(s) refused, e.g. %s", refused, first_bad);
-        add_failure(r, path, PF_SB_VALIDATION_ERROR, why);
-    } else {
-        r->passing++;
-    }
-done:
     pf_matcher_free(m);
     pf_schema_free(s);
     pf_json_free(d);

@@ -12,3 +12,11 @@ int pf_errf(char *err, const char *fmt, ...) {
     va_end(ap);
     return -1;
 }
+
+pf_rc pf_err_rc(char *err, pf_rc rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, PF_ERR_LEN, fmt, ap);
+    va_end(ap);
+    return rc;
+}

@@ -144,7 +144,10 @@ void gguf_w_copy_tensors(gguf_writer *w, const gguf_file *src, bool (*skip)(cons
 /* Add a tensor; data is NOT copied and must stay valid until gguf_w_write returns. */
 void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                    const int64_t *ne, const void *data, size_t nbytes);
-/* Write to path via a temporary file renamed into place when complete. 0 or -1 (err filled). */
+/* Write to path via a temporary file renamed into place when complete. PF_RC_OK, or with err
+ * PF_RC_OOM (the file could not be built in memory) or PF_RC_IO (it could not be written). */
+pf_rc gguf_w_save(gguf_writer *w, const char *path, char err[PF_ERR_LEN]);
+/* gguf_w_save for callers that need no kind: 0 or -1 (err filled). */
 int gguf_w_write(gguf_writer *w, const char *path, char err[PF_ERR_LEN]);
 void gguf_w_alignment(gguf_writer *w, uint32_t alignment);
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "errf.h"
 #include "ggml_types.h"
 #include "gguf.h"
 
@@ -209,62 +210,72 @@ void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_d
 
 static size_t pad_to(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-int gguf_w_write(gguf_writer *w, const char *path, char err[PF_ERR_LEN]) {
-    if (w->oom || w->kv.oom) {
-        snprintf(err, PF_ERR_LEN, "%s: out of memory while building the file", path);
-        return -1;
-    }
-    buf_t h = {0};
-    put(&h, "GGUF", 4);
-    put_u32(&h, 3);
-    put_u64(&h, w->n_t);
-    put_u64(&h, w->n_kv);
-    put(&h, w->kv.p, w->kv.len);
+static const uint8_t k_zeros[256];
+
+/* The header (metadata, tensor table, padding to the data) into *h. */
+static pf_rc build_header(const gguf_writer *w, buf_t *h, const char *path, char *err) {
+    put(h, "GGUF", 4);
+    put_u32(h, 3);
+    put_u64(h, w->n_t);
+    put_u64(h, w->n_kv);
+    put(h, w->kv.p, w->kv.len);
     size_t off = 0;
     for (uint64_t i = 0; i < w->n_t; i++) {
-        wtensor *t = &w->t[i];
-        put_str(&h, t->name, strlen(t->name));
-        put_u32(&h, t->n_dims);
-        for (uint32_t d = 0; d < t->n_dims; d++) put_u64(&h, (uint64_t)t->ne[d]);
-        put_u32(&h, t->type);
-        put_u64(&h, off);
+        const wtensor *t = &w->t[i];
+        put_str(h, t->name, strlen(t->name));
+        put_u32(h, t->n_dims);
+        for (uint32_t d = 0; d < t->n_dims; d++) put_u64(h, (uint64_t)t->ne[d]);
+        put_u32(h, t->type);
+        put_u64(h, off);
         off = pad_to(off + t->nbytes, w->alignment);
     }
-    static const uint8_t zeros[256];
-    size_t hpad = pad_to(h.len, w->alignment) - h.len;
-    while (hpad) {
-        size_t n = hpad < sizeof zeros ? hpad : sizeof zeros;
-        put(&h, zeros, n);
+    for (size_t hpad = pad_to(h->len, w->alignment) - h->len; hpad;) {
+        size_t n = hpad < sizeof k_zeros ? hpad : sizeof k_zeros;
+        put(h, k_zeros, n);
         hpad -= n;
     }
-    if (h.oom) {
+    if (!h->oom) return PF_RC_OK;
+    return pf_err_rc(err, PF_RC_OOM, "%s: out of memory while building the header", path);
+}
+
+/* The tensors' bytes, each padded to the alignment; false on a short write. */
+static bool write_tensors(const gguf_writer *w, FILE *fp) {
+    bool ok = true;
+    for (uint64_t i = 0; ok && i < w->n_t; i++) {
+        const wtensor *t = &w->t[i];
+        ok = fwrite(t->data, 1, t->nbytes, fp) == t->nbytes;
+        for (size_t pad = pad_to(t->nbytes, w->alignment) - t->nbytes; ok && pad;) {
+            size_t n = pad < sizeof k_zeros ? pad : sizeof k_zeros;
+            ok = fwrite(k_zeros, 1, n, fp) == n;
+            pad -= n;
+        }
+    }
+    return ok;
+}
+
+pf_rc gguf_w_save(gguf_writer *w, const char *path, char err[PF_ERR_LEN]) {
+    if (w->oom || w->kv.oom) return pf_err_rc(err, PF_RC_OOM, "%s: out of memory while building the file", path);
+    buf_t h = {0};
+    pf_rc rc = build_header(w, &h, path, err);
+    if (rc != PF_RC_OK) {
         free(h.p);
-        snprintf(err, PF_ERR_LEN, "%s: out of memory while building the header", path);
-        return -1;
+        return rc;
     }
     atomic_file af;
     FILE *fp = atomic_file_open(&af, path, "wb");
     if (!fp) {
-        snprintf(err, PF_ERR_LEN, "%s: cannot create: %s", path, strerror(errno));
+        int e = errno;
         free(h.p);
-        return -1;
+        return pf_err_rc(err, e == ENOMEM ? PF_RC_OOM : PF_RC_IO, "%s: cannot create: %s", path, strerror(e));
     }
-    int ok = fwrite(h.p, 1, h.len, fp) == h.len;
+    bool ok = fwrite(h.p, 1, h.len, fp) == h.len;
     free(h.p);
-    for (uint64_t i = 0; ok && i < w->n_t; i++) {
-        wtensor *t = &w->t[i];
-        ok = fwrite(t->data, 1, t->nbytes, fp) == t->nbytes;
-        size_t pad = pad_to(t->nbytes, w->alignment) - t->nbytes;
-        while (ok && pad) {
-            size_t n = pad < sizeof zeros ? pad : sizeof zeros;
-            ok = fwrite(zeros, 1, n, fp) == n;
-            pad -= n;
-        }
-    }
-    if (!ok) atomic_file_failed(&af);
-    if (atomic_file_commit(&af, path, 0) != 0) {
-        snprintf(err, PF_ERR_LEN, "%s: write failed: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    if (!ok || !write_tensors(w, fp)) atomic_file_failed(&af);
+    if (atomic_file_commit(&af, path, 0) != 0)
+        return pf_err_rc(err, PF_RC_IO, "%s: write failed: %s", path, strerror(errno));
+    return PF_RC_OK;
+}
+
+int gguf_w_write(gguf_writer *w, const char *path, char err[PF_ERR_LEN]) {
+    return gguf_w_save(w, path, err) == PF_RC_OK ? 0 : -1;
 }

@@ -150,6 +150,52 @@ static size_t put_utf8(unsigned char *o, uint32_t cp) {
     return 4;
 }
 
+/* The \uXXXX escape whose backslash is at esc (*qp just after its 'u', e the closing quote): the
+ * code point, a surrogate pair joined, written as UTF-8 at *op; both pointers advance. */
+static bool unicode_escape(parser *ps, const unsigned char *esc, const unsigned char **qp, const unsigned char *e,
+                           unsigned char **op) {
+    const unsigned char *q = *qp;
+    int h = (e - q >= 4) ? hex4(q) : -1;
+    if (h < 0) {
+        fail_at(ps, esc, "bad \\u escape (expected 4 hex digits)");
+        return false;
+    }
+    q += 4;
+    uint32_t cp = (uint32_t)h;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        fail_at(ps, esc, "lone low surrogate \\u%04X", cp);
+        return false;
+    }
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        int lo = (e - q >= 6 && q[0] == '\\' && q[1] == 'u') ? hex4(q + 2) : -1;
+        if (lo < 0xDC00 || lo > 0xDFFF) {
+            fail_at(ps, esc, "high surrogate \\u%04X not followed by a low surrogate", cp);
+            return false;
+        }
+        q += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+    }
+    *op += put_utf8(*op, cp);
+    *qp = q;
+    return true;
+}
+
+/* The escape whose backslash is at *qp, decoded at *op; both pointers advance. */
+static bool escape(parser *ps, const unsigned char **qp, const unsigned char *e, unsigned char **op) {
+    static const char k_plain[] = "\"\\/bfnrt", k_byte[] = "\"\\/\b\f\n\r\t";
+    const unsigned char *esc = *qp;
+    unsigned char c = esc[1]; /* esc < e: a backslash before the closing quote was skipped as an escape pair */
+    *qp = esc + 2;
+    if (c == 'u') return unicode_escape(ps, esc, qp, e, op);
+    const char *at = c ? strchr(k_plain, c) : NULL;
+    if (!at) {
+        fail_at(ps, esc, "bad escape sequence");
+        return false;
+    }
+    *(*op)++ = (unsigned char)k_byte[at - k_plain];
+    return true;
+}
+
 /* At the opening quote. Decoded text never exceeds the raw text (every escape shrinks), so one
  * allocation of the raw length suffices. */
 static bool parse_string(parser *ps, const char **s, size_t *len) {
@@ -172,56 +218,18 @@ static bool parse_string(parser *ps, const char **s, size_t *len) {
             fail_at(ps, q, "control character 0x%02X in string (must be escaped)", c);
             return false;
         }
-        if (c != '\\') {
-            size_t n = utf8_seq(q, e);
-            if (!n) {
-                fail_at(ps, q, "invalid UTF-8 in string");
-                return false;
-            }
-            memcpy(o, q, n);
-            o += n;
-            q += n;
+        if (c == '\\') {
+            if (!escape(ps, &q, e, &o)) return false;
             continue;
         }
-        const unsigned char *esc = q;
-        q++; /* q < e: a backslash before the closing quote was skipped as an escape pair */
-        switch (*q++) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '/': *o++ = '/'; break;
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
-        case 'n': *o++ = '\n'; break;
-        case 'r': *o++ = '\r'; break;
-        case 't': *o++ = '\t'; break;
-        case 'u': {
-            int h = (e - q >= 4) ? hex4(q) : -1;
-            if (h < 0) {
-                fail_at(ps, esc, "bad \\u escape (expected 4 hex digits)");
-                return false;
-            }
-            q += 4;
-            uint32_t cp = (uint32_t)h;
-            if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                fail_at(ps, esc, "lone low surrogate \\u%04X", cp);
-                return false;
-            }
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                int lo = (e - q >= 6 && q[0] == '\\' && q[1] == 'u') ? hex4(q + 2) : -1;
-                if (lo < 0xDC00 || lo > 0xDFFF) {
-                    fail_at(ps, esc, "high surrogate \\u%04X not followed by a low surrogate", cp);
-                    return false;
-                }
-                q += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
-            }
-            o += put_utf8(o, cp);
-            break;
-        }
-        default:
-            fail_at(ps, esc, "bad escape sequence");
+        size_t n = utf8_seq(q, e);
+        if (!n) {
+            fail_at(ps, q, "invalid UTF-8 in string");
             return false;
         }
+        memcpy(o, q, n);
+        o += n;
+        q += n;
     }
     *o = '\0';
     *s = (const char *)out;
@@ -443,8 +451,7 @@ static bool parse_value(parser *ps, pf_json *v, int depth) {
     }
 }
 
-/* The document in buf into *out: PF_RC_OK, PF_RC_FORMAT (malformed) or PF_RC_OOM, with err. */
-static pf_rc parse_doc(const char *buf, size_t len, pf_json_doc **out, char err[PF_ERR_LEN]) {
+pf_rc pf_json_read(const char *buf, size_t len, pf_json_doc **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     pf_json_doc *d = calloc(1, sizeof *d);
     if (!d) {
@@ -473,7 +480,7 @@ static pf_rc parse_doc(const char *buf, size_t len, pf_json_doc **out, char err[
 
 pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]) {
     pf_json_doc *d;
-    parse_doc(buf, len, &d, err);
+    pf_json_read(buf, len, &d, err);
     return d;
 }
 
@@ -520,7 +527,7 @@ pf_rc pf_json_load(const char *path, pf_json_doc **out, char err[PF_ERR_LEN]) {
     }
     fclose(fp);
     char msg[PF_ERR_LEN];
-    rc = parse_doc(buf, len, out, msg);
+    rc = pf_json_read(buf, len, out, msg);
     free(buf);
     if (rc != PF_RC_OK) {
         int n = snprintf(err, PF_ERR_LEN, "%s: ", path);

@@ -60,6 +60,9 @@ struct pf_json_member {
 
 typedef struct pf_json_doc pf_json_doc;
 
+/* Parses buf into *doc: PF_RC_OK, PF_RC_FORMAT (malformed) or PF_RC_OOM, with err. */
+pf_rc pf_json_read(const char *buf, size_t len, pf_json_doc **doc, char err[PF_ERR_LEN]);
+/* pf_json_read for callers that need no kind: the document, or NULL with err. */
 pf_json_doc *pf_json_parse(const char *buf, size_t len, char err[PF_ERR_LEN]);
 /* Reads and parses a file into *doc; messages are prefixed with the path. PF_RC_OK, PF_RC_IO (it
  * cannot be opened or read), PF_RC_FORMAT (malformed, truncated, over 2 GiB) or PF_RC_OOM. */

@@ -80,27 +80,10 @@ static void region_name(const pfb_section *s, int idx, char *out, size_t n) {
     else snprintf(out, n, "section '%s/%s'", pfb_owner_name(s[idx].owner), s[idx].name);
 }
 
-static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name, size_t size, char *err) {
-    memset(s, 0, sizeof *s);
-    const uint8_t *nul = memchr(e, 0, PFB_NAME_LEN);
-    if (!nul) return pfb_fail(err, name, "section %d: name is not NUL-terminated", i);
-    size_t len = (size_t)(nul - e);
-    memcpy(s->name, e, len);
-    s->kind = e[96];
-    s->owner = e[97];
-    s->codec = e[98];
-    s->alignment = rd32(e + 100);
-    s->index = rd32(e + 104);
-    s->offset = rd64(e + 112);
-    s->stored_size = rd64(e + 120);
-    s->raw_size = rd64(e + 128);
-    s->hash = rd64(e + 136);
+/* A section's kind against its owner and name: one metadata section per model, tensors of a
+ * model, the one profile section. 0, or -1 (format). */
+static int check_kind(const pfb_section *s, const char *name, char *err) {
     const char *o = pfb_owner_name(s->owner);
-    if (len == 0) return pfb_fail(err, name, "section %d: empty name", i);
-    if (!all_zero(nul, PFB_NAME_LEN - len))
-        return pfb_fail(err, name, "section '%s/%s': name padding is not zero", o, s->name);
-    if (e[99] || rd32(e + 108)) return pfb_fail(err, name, "section '%s/%s': reserved bytes are not zero", o, s->name);
-    if (s->owner > PFB_OWNER_PROFILE) return pfb_fail(err, name, "section '?/%s': unknown owner %u", s->name, s->owner);
     int model = s->owner == PFB_OWNER_TARGET || s->owner == PFB_OWNER_DRAFT;
     switch (s->kind) {
     case PFB_KIND_META:
@@ -122,6 +105,12 @@ static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name
     }
     if (s->owner == PFB_OWNER_PROFILE && s->kind != PFB_KIND_PROFILE)
         return pfb_fail(err, name, "section '%s/%s': owner 'profile' holds only the profile section", o, s->name);
+    return 0;
+}
+
+/* A section's place in the file (aligned, inside it) and its sizes for its codec. 0, or -1 (format). */
+static int check_bytes(const pfb_section *s, const char *name, size_t size, char *err) {
+    const char *o = pfb_owner_name(s->owner);
     if (s->alignment < PFB_MIN_ALIGN || s->alignment > PFB_MAX_ALIGN || (s->alignment & (s->alignment - 1)))
         return pfb_fail(err, name, "section '%s/%s': alignment %u is not a power of two in %u..%u", o, s->name,
                     s->alignment, PFB_MIN_ALIGN, PFB_MAX_ALIGN);
@@ -144,6 +133,32 @@ static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name
     } else {
         return pfb_fail(err, name, "section '%s/%s': unknown codec %u", o, s->name, s->codec);
     }
+    return 0;
+}
+
+/* Table entry i (at e) into *s, checked. 0, or -1 (format). */
+static int parse_entry(const uint8_t *e, int i, pfb_section *s, const char *name, size_t size, char *err) {
+    memset(s, 0, sizeof *s);
+    const uint8_t *nul = memchr(e, 0, PFB_NAME_LEN);
+    if (!nul) return pfb_fail(err, name, "section %d: name is not NUL-terminated", i);
+    size_t len = (size_t)(nul - e);
+    memcpy(s->name, e, len);
+    s->kind = e[96];
+    s->owner = e[97];
+    s->codec = e[98];
+    s->alignment = rd32(e + 100);
+    s->index = rd32(e + 104);
+    s->offset = rd64(e + 112);
+    s->stored_size = rd64(e + 120);
+    s->raw_size = rd64(e + 128);
+    s->hash = rd64(e + 136);
+    const char *o = pfb_owner_name(s->owner);
+    if (len == 0) return pfb_fail(err, name, "section %d: empty name", i);
+    if (!all_zero(nul, PFB_NAME_LEN - len))
+        return pfb_fail(err, name, "section '%s/%s': name padding is not zero", o, s->name);
+    if (e[99] || rd32(e + 108)) return pfb_fail(err, name, "section '%s/%s': reserved bytes are not zero", o, s->name);
+    if (s->owner > PFB_OWNER_PROFILE) return pfb_fail(err, name, "section '?/%s': unknown owner %u", s->name, s->owner);
+    if (check_kind(s, name, err) < 0 || check_bytes(s, name, size, err) < 0) return -1;
     return 0;
 }
 
@@ -250,83 +265,94 @@ void pfb_close(pfb_bundle *b) {
     free(b);
 }
 
-/* pfb_parse with the kind of its failure: PF_RC_FORMAT or PF_RC_OOM. */
-static pf_rc parse(const void *buf, size_t size, const char *name, pfb_bundle **out, char err[PF_ERR_LEN]) {
-    const uint8_t *base = buf;
-    err[0] = 0;
-    *out = NULL;
-    if (size < PFB_HEADER_SIZE) {
-        pfb_fail(err, name, "header: truncated file (%zu bytes, the header alone is %d)", size, PFB_HEADER_SIZE);
-        return PF_RC_FORMAT;
-    }
-    if (memcmp(base, PFB_MAGIC, 8) != 0) {
-        pfb_fail(err, name, "magic: not a pocketflash bundle");
-        return PF_RC_FORMAT;
-    }
-    uint32_t version = rd32(base + 8), count = rd32(base + 12), esize = rd32(base + 24), flags = rd32(base + 28);
-    uint64_t toff = rd64(base + 16), fsize = rd64(base + 32), hash = rd64(base + 40);
-    if (version != PFB_VERSION) {
-        pfb_fail(err, name, "version: unsupported bundle version %u (expected %d)", version, PFB_VERSION);
-        return PF_RC_FORMAT;
-    }
-    if (fsize != size) {
-        pfb_fail(err, name, "file size: the header says %llu bytes but the file has %zu (%s)", (unsigned long long)fsize,
-             size, fsize > size ? "truncated" : "extra bytes");
-        return PF_RC_FORMAT;
-    }
-    if (esize != PFB_ENTRY_SIZE || flags || !all_zero(base + 48, 16)) {
-        pfb_fail(err, name, "header: entry size %u, flags %u or reserved bytes not as version %d defines", esize, flags,
-             PFB_VERSION);
-        return PF_RC_FORMAT;
-    }
-    if (count == 0 || count > PFB_MAX_SECTIONS) {
-        pfb_fail(err, name, "section count: %u is out of range 1..%u", count, PFB_MAX_SECTIONS);
-        return PF_RC_FORMAT;
-    }
-    uint64_t tsize = (uint64_t)count * PFB_ENTRY_SIZE;
-    if (toff < PFB_HEADER_SIZE || toff % 8 || toff > size || tsize > size - toff) {
-        pfb_fail(err, name, "section table: offset %llu (%llu bytes) lies outside the file", (unsigned long long)toff,
-             (unsigned long long)tsize);
-        return PF_RC_FORMAT;
-    }
-    if (pfb_header_hash(base, base + toff, (size_t)tsize) != hash) {
-        pfb_fail(err, name, "header: hash mismatch (header or section table corrupted)");
-        return PF_RC_FORMAT;
-    }
+/* The fixed header: magic, version, the file's size, the section table's place and the hash over
+ * both. *count, *toff and *tsize receive the table's entries, offset and size. 0, or -1 (format). */
+static int check_header(const uint8_t *base, size_t size, const char *name, uint32_t *count, uint64_t *toff,
+                        uint64_t *tsize, char *err) {
+    if (size < PFB_HEADER_SIZE)
+        return pfb_fail(err, name, "header: truncated file (%zu bytes, the header alone is %d)", size, PFB_HEADER_SIZE);
+    if (memcmp(base, PFB_MAGIC, 8) != 0) return pfb_fail(err, name, "magic: not a pocketflash bundle");
+    uint32_t version = rd32(base + 8), esize = rd32(base + 24), flags = rd32(base + 28);
+    uint64_t fsize = rd64(base + 32), hash = rd64(base + 40);
+    *count = rd32(base + 12);
+    *toff = rd64(base + 16);
+    if (version != PFB_VERSION)
+        return pfb_fail(err, name, "version: unsupported bundle version %u (expected %d)", version, PFB_VERSION);
+    if (fsize != size)
+        return pfb_fail(err, name, "file size: the header says %llu bytes but the file has %zu (%s)",
+                        (unsigned long long)fsize, size, fsize > size ? "truncated" : "extra bytes");
+    if (esize != PFB_ENTRY_SIZE || flags || !all_zero(base + 48, 16))
+        return pfb_fail(err, name, "header: entry size %u, flags %u or reserved bytes not as version %d defines", esize,
+                        flags, PFB_VERSION);
+    if (*count == 0 || *count > PFB_MAX_SECTIONS)
+        return pfb_fail(err, name, "section count: %u is out of range 1..%u", *count, PFB_MAX_SECTIONS);
+    *tsize = (uint64_t)*count * PFB_ENTRY_SIZE;
+    if (*toff < PFB_HEADER_SIZE || *toff % 8 || *toff > size || *tsize > size - *toff)
+        return pfb_fail(err, name, "section table: offset %llu (%llu bytes) lies outside the file",
+                        (unsigned long long)*toff, (unsigned long long)*tsize);
+    if (pfb_header_hash(base, base + *toff, (size_t)*tsize) != hash)
+        return pfb_fail(err, name, "header: hash mismatch (header or section table corrupted)");
+    return 0;
+}
+
+/* An empty bundle of count sections over buf; NULL when memory runs out. */
+static pfb_bundle *bundle_new(const uint8_t *base, size_t size, const char *name, uint32_t count) {
     pfb_bundle *b = calloc(1, sizeof *b);
     if (!b || !(b->path = strdup(name)) || !(b->s = calloc(count, sizeof *b->s)) ||
         !(b->owned = calloc(count, sizeof *b->owned))) {
-        pfb_fail(err, name, "out of memory for %u sections", count);
         if (b) { free(b->s); free(b->path); free(b); }
-        return PF_RC_OOM;
+        return NULL;
     }
     b->base = base;
     b->size = size;
     b->n = (int)count;
+    return b;
+}
+
+/* Every section's stored bytes against its hash. 0, or -1 (format). */
+static int check_hashes(const pfb_bundle *b, const char *name, char *err) {
+    for (int i = 0; i < b->n; i++) {
+        const pfb_section *s = &b->s[i];
+        if (XXH3_64bits(b->base + s->offset, (size_t)s->stored_size) != s->hash)
+            return pfb_fail(err, name, "section '%s/%s': hash mismatch (stored bytes corrupted)", pfb_owner_name(s->owner),
+                            s->name);
+    }
+    return 0;
+}
+
+/* Each section's data: in place when stored plainly (no copy), else decompressed. */
+static pf_rc load_sections(pfb_bundle *b, char *err) {
+    ZSTD_DCtx *dctx = NULL;
+    pf_rc rc = PF_RC_OK;
+    for (int i = 0; i < b->n && rc == PF_RC_OK; i++) {
+        if (b->s[i].codec == PFB_CODEC_NONE) b->s[i].data = b->base + b->s[i].offset;
+        else rc = decompress(b, i, &dctx, err);
+    }
+    ZSTD_freeDCtx(dctx);
+    return rc;
+}
+
+/* pfb_parse with the kind of its failure: PF_RC_FORMAT or PF_RC_OOM. */
+static pf_rc parse(const void *buf, size_t size, const char *name, pfb_bundle **out, char err[PF_ERR_LEN]) {
+    const uint8_t *base = buf;
+    uint32_t count = 0;
+    uint64_t toff = 0, tsize = 0;
+    err[0] = 0;
+    *out = NULL;
+    if (check_header(base, size, name, &count, &toff, &tsize, err) < 0) return PF_RC_FORMAT;
+    pfb_bundle *b = bundle_new(base, size, name, count);
+    if (!b) {
+        pfb_fail(err, name, "out of memory for %u sections", count);
+        return PF_RC_OOM;
+    }
     pf_rc rc = PF_RC_FORMAT;
     for (uint32_t i = 0; i < count; i++)
         if (parse_entry(base + toff + (size_t)i * PFB_ENTRY_SIZE, (int)i, &b->s[i], name, size, err) < 0) goto bad;
     if (check_counts(b->s, b->n, name, err) < 0) goto bad;
     if ((rc = check_layout(base, size, b->s, b->n, toff, tsize, name, err)) != PF_RC_OK) goto bad;
     rc = PF_RC_FORMAT;
-    for (int i = 0; i < b->n; i++) {
-        pfb_section *s = &b->s[i];
-        if (XXH3_64bits(base + s->offset, (size_t)s->stored_size) != s->hash) {
-            pfb_fail(err, name, "section '%s/%s': hash mismatch (stored bytes corrupted)", pfb_owner_name(s->owner),
-                 s->name);
-            goto bad;
-        }
-    }
-    ZSTD_DCtx *dctx = NULL;
-    for (int i = 0; i < b->n; i++) {
-        if (b->s[i].codec == PFB_CODEC_NONE) {
-            b->s[i].data = base + b->s[i].offset; /* in place: no copy */
-        } else if ((rc = decompress(b, i, &dctx, err)) != PF_RC_OK) {
-            ZSTD_freeDCtx(dctx);
-            goto bad;
-        }
-    }
-    ZSTD_freeDCtx(dctx);
+    if (check_hashes(b, name, err) < 0) goto bad;
+    if ((rc = load_sections(b, err)) != PF_RC_OK) goto bad;
     *out = b;
     return PF_RC_OK;
 bad:
@@ -399,6 +425,46 @@ const void *pfb_profile(const pfb_bundle *b, size_t *len) {
     return s ? s->data : NULL;
 }
 
+/* Tensor section s of the bundle b as the data of its tensor in f (seen: the tensors given data so
+ * far): it must name the tensor at its index, once, with the bytes the tensor needs. 0, or -1 (format). */
+static int attach_tensor(const pfb_bundle *b, gguf_file *f, const pfb_section *s, uint8_t *seen, char *err) {
+    const char *o = pfb_owner_name(s->owner);
+    if (s->index >= f->n_tensors)
+        return pfb_fail(err, b->path, "section '%s/%s': tensor index %u is out of range (the metadata has %llu tensors)", o,
+                        s->name, s->index, (unsigned long long)f->n_tensors);
+    gguf_tensor *t = &f->tensors[s->index];
+    if (!gguf_str_eq(t->name, s->name))
+        return pfb_fail(err, b->path, "section '%s/%s': tensor index %u is '%.*s' in the metadata", o, s->name, s->index,
+                        (int)(t->name.len > 100 ? 100 : t->name.len), t->name.ptr);
+    if (seen[s->index]) return pfb_fail(err, b->path, "section '%s/%s': duplicate section for this tensor", o, s->name);
+    if (s->raw_size != t->nbytes)
+        return pfb_fail(err, b->path, "section '%s/%s': %llu bytes, but the tensor info needs %zu", o, s->name,
+                        (unsigned long long)s->raw_size, t->nbytes);
+    seen[s->index] = 1;
+    t->data = s->data;
+    return 0;
+}
+
+/* Every tensor of the owner's metadata f given its section's data. 0, -1 (format) or -2 (memory), err filled. */
+static int attach_tensors(const pfb_bundle *b, int owner, gguf_file *f, char *err) {
+    uint8_t *seen = calloc((size_t)(f->n_tensors ? f->n_tensors : 1), 1);
+    if (!seen) {
+        pfb_fail(err, b->path, "out of memory");
+        return -2;
+    }
+    int rc = 0;
+    for (int i = 0; i < b->n && rc == 0; i++)
+        if (b->s[i].kind == PFB_KIND_TENSOR && b->s[i].owner == (uint32_t)owner) rc = attach_tensor(b, f, &b->s[i], seen, err);
+    for (uint64_t i = 0; i < f->n_tensors && rc == 0; i++)
+        if (!seen[i]) {
+            gguf_str nm = f->tensors[i].name;
+            rc = pfb_fail(err, b->path, "section '%s/%.*s': missing (the metadata lists this tensor)",
+                          pfb_owner_name((uint32_t)owner), (int)(nm.len > 100 ? 100 : nm.len), nm.ptr);
+        }
+    free(seen);
+    return rc;
+}
+
 pf_rc pfb_gguf(const pfb_bundle *b, int owner, gguf_file **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     const pfb_section *meta = find(b, PFB_KIND_META, (uint32_t)owner);
@@ -411,54 +477,13 @@ pf_rc pfb_gguf(const pfb_bundle *b, int owner, gguf_file **out, char err[PF_ERR_
     gguf_file *f = NULL;
     pf_rc rc = gguf_parse_meta(meta->data, (size_t)meta->raw_size, gname, &f, err);
     if (rc != PF_RC_OK) return rc;
-    rc = PF_RC_FORMAT;
-    uint8_t *seen = calloc((size_t)(f->n_tensors ? f->n_tensors : 1), 1);
-    if (!seen) {
-        pfb_fail(err, b->path, "out of memory");
-        rc = PF_RC_OOM;
-        goto bad;
+    int at = attach_tensors(b, owner, f, err);
+    if (at < 0) {
+        gguf_close(f);
+        return at == -2 ? PF_RC_OOM : PF_RC_FORMAT;
     }
-    const char *o = pfb_owner_name((uint32_t)owner);
-    for (int i = 0; i < b->n; i++) {
-        const pfb_section *s = &b->s[i];
-        if (s->kind != PFB_KIND_TENSOR || s->owner != (uint32_t)owner) continue;
-        if (s->index >= f->n_tensors) {
-            pfb_fail(err, b->path, "section '%s/%s': tensor index %u is out of range (the metadata has %llu tensors)", o,
-                 s->name, s->index, (unsigned long long)f->n_tensors);
-            goto bad;
-        }
-        gguf_tensor *t = &f->tensors[s->index];
-        if (!gguf_str_eq(t->name, s->name)) {
-            pfb_fail(err, b->path, "section '%s/%s': tensor index %u is '%.*s' in the metadata", o, s->name, s->index,
-                 (int)(t->name.len > 100 ? 100 : t->name.len), t->name.ptr);
-            goto bad;
-        }
-        if (seen[s->index]) {
-            pfb_fail(err, b->path, "section '%s/%s': duplicate section for this tensor", o, s->name);
-            goto bad;
-        }
-        if (s->raw_size != t->nbytes) {
-            pfb_fail(err, b->path, "section '%s/%s': %llu bytes, but the tensor info needs %zu", o, s->name,
-                 (unsigned long long)s->raw_size, t->nbytes);
-            goto bad;
-        }
-        seen[s->index] = 1;
-        t->data = s->data;
-    }
-    for (uint64_t i = 0; i < f->n_tensors; i++)
-        if (!seen[i]) {
-            gguf_str nm = f->tensors[i].name;
-            pfb_fail(err, b->path, "section '%s/%.*s': missing (the metadata lists this tensor)", o,
-                 (int)(nm.len > 100 ? 100 : nm.len), nm.ptr);
-            goto bad;
-        }
-    free(seen);
     *out = f;
     return PF_RC_OK;
-bad:
-    free(seen);
-    gguf_close(f);
-    return rc;
 }
 
 int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {

@@ -114,6 +114,27 @@ static int write_header(FILE *fp, int n, uint64_t end, const uint8_t *table, siz
     return 0;
 }
 
+/* Plan entry e encoded and written at the next aligned offset after *pos, its table entry into *s;
+ * *pos moves past it. 0, -1 (a write failed: errno) or -2 (out of memory). */
+static int write_section(FILE *fp, section_coder *coder, const plan_entry *e, pfb_section *s, size_t *pos) {
+    memcpy(s->name, e->name, e->name_len);
+    s->kind = e->kind;
+    s->owner = e->owner;
+    s->index = e->index;
+    s->alignment = PFB_ALIGN;
+    s->raw_size = e->raw_size;
+    const void *out;
+    size_t out_size;
+    if (encode_section(coder, e, &out, &out_size, &s->codec) < 0) return -2;
+    size_t at = align_up(*pos, PFB_ALIGN);
+    if (write_zeros(fp, at - *pos) < 0 || fwrite(out, 1, out_size, fp) != out_size) return -1;
+    s->offset = at;
+    s->stored_size = out_size;
+    s->hash = XXH3_64bits(out, out_size);
+    *pos = at + out_size;
+    return 0;
+}
+
 int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) {
     err[0] = 0;
     if (!p->target) return pfb_fail(err, path, "no target model to pack");
@@ -147,28 +168,14 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     size_t pos = align_up(PFB_HEADER_SIZE + tsize, PFB_ALIGN);
     if (write_zeros(fp, pos) < 0) goto io;
     for (int i = 0; i < n; i++) {
-        const plan_entry *e = &pl[i];
-        pfb_section *s = &sec[i];
-        memcpy(s->name, e->name, e->name_len);
-        s->kind = e->kind;
-        s->owner = e->owner;
-        s->index = e->index;
-        s->alignment = PFB_ALIGN;
-        s->raw_size = e->raw_size;
-        const void *out;
-        size_t out_size;
-        if (encode_section(&coder, e, &out, &out_size, &s->codec) < 0) {
+        int w = write_section(fp, &coder, &pl[i], &sec[i], &pos);
+        if (w == -2) {
             pfb_fail(err, path, "out of memory");
             goto done;
         }
-        size_t at = align_up(pos, PFB_ALIGN);
-        if (write_zeros(fp, at - pos) < 0 || fwrite(out, 1, out_size, fp) != out_size) goto io;
-        s->offset = at;
-        s->stored_size = out_size;
-        s->hash = XXH3_64bits(out, out_size);
-        pos = at + out_size;
-        encode_entry(table + (size_t)i * PFB_ENTRY_SIZE, s);
-        if (p->on_section) p->on_section(p->user, s);
+        if (w < 0) goto io;
+        encode_entry(table + (size_t)i * PFB_ENTRY_SIZE, &sec[i]);
+        if (p->on_section) p->on_section(p->user, &sec[i]);
     }
     if (write_header(fp, n, pos, table, tsize) < 0) goto io;
     fp = NULL;

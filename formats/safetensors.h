@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/status.h"
 
 #define PF_ST_MAX_DIMS 8
 #define PF_ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
@@ -37,14 +38,17 @@ typedef struct {
 
 typedef struct pf_safetensors pf_safetensors;
 
+/* Each opener puts the checkpoint in *out (NULL on failure) and returns PF_RC_OK, or with err
+ * PF_RC_IO (a file cannot be opened or mapped: missing, unreadable, a folder), PF_RC_FORMAT
+ * (truncated, malformed) or PF_RC_OOM. */
 /* One .safetensors file (mapped). */
-pf_safetensors *pf_st_open(const char *path, char err[PF_ERR_LEN]);
-/* A buffer the caller keeps alive (fuzzing). `name` is used in messages. */
-pf_safetensors *pf_st_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
+pf_rc pf_st_open(const char *path, pf_safetensors **out, char err[PF_ERR_LEN]);
+/* A buffer the caller keeps alive (fuzzing). `name` is used in messages. PF_RC_FORMAT or PF_RC_OOM. */
+pf_rc pf_st_parse(const void *buf, size_t size, const char *name, pf_safetensors **out, char err[PF_ERR_LEN]);
 /* A checkpoint folder: model.safetensors.index.json (its weight_map names the shards, plain file
  * names inside dir; every mapped tensor must be in the shard named for it and no tensor may be in
- * two shards), else model.safetensors. */
-pf_safetensors *pf_st_open_dir(const char *dir, char err[PF_ERR_LEN]);
+ * two shards), else model.safetensors; a folder with neither is PF_RC_IO. */
+pf_rc pf_st_open_dir(const char *dir, pf_safetensors **out, char err[PF_ERR_LEN]);
 void pf_st_close(pf_safetensors *st);
 
 size_t pf_st_count(const pf_safetensors *st);

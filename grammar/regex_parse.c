@@ -337,13 +337,53 @@ static int32_t parse_quant(parser *ps, int32_t atom, int assertion) {
     return r;
 }
 
+/* A group's body, at the '(' (a "(?:" group is the same); the node, or -1. */
+static int32_t parse_group(parser *ps) {
+    ps->i++;
+    if (ps->i < ps->n && ps->p[ps->i] == '?') {
+        if (ps->i + 1 < ps->n && ps->p[ps->i + 1] == ':') ps->i += 2;
+        else return perr(ps, "lookaround and named groups are not supported");
+    }
+    if (++ps->depth > 200) return perr(ps, "groups nested too deep");
+    int32_t atom = parse_alt(ps);
+    ps->depth--;
+    if (atom < 0) return -1;
+    if (ps->i >= ps->n || ps->p[ps->i] != ')') return perr(ps, "a group without its ')'");
+    ps->i++;
+    return atom;
+}
+
+/* A set atom: '.', an escape (at the backslash) or one literal character; the node, or -1. */
+static int32_t parse_set_atom(parser *ps, uint8_t c) {
+    cset s = {0};
+    uint32_t cp;
+    if (c == '.') {
+        ps->i++;
+        cs_add(&s, '\n', '\n'), cs_add(&s, '\r', '\r'), cs_add(&s, 0x2028, 0x2029);
+        cs_complement(&s);
+    } else if (c == '\\') {
+        ps->i++;
+        int k = read_escape(ps, &cp, 0);
+        if (k < 0) return -1;
+        if (k) cs_class_escape(&s, (char)k, 0);
+        else cs_add(&s, cp, cp);
+    } else {
+        if (c == '{') {
+            int32_t a, b;
+            int r = parse_braces(ps, &a, &b);
+            if (r) return r < 0 ? -1 : perr(ps, "a quantifier with nothing to repeat");
+        }
+        if (read_char(ps, &cp) < 0) return -1;
+        cs_add(&s, cp, cp);
+    }
+    return set_node(ps, &s);
+}
+
 /* One atom with its quantifier; -2 at the end of a sequence ('|', ')' or the end). */
 static int32_t parse_term(parser *ps) {
     if (ps->i >= ps->n) return -2;
     uint8_t c = ps->p[ps->i];
     int32_t atom;
-    cset s = {0};
-    uint32_t cp;
     switch (c) {
     case '|':
     case ')': return -2;
@@ -355,47 +395,12 @@ static int32_t parse_term(parser *ps) {
         ps->i++;
         atom = new_node(ps, c == '^' ? RX_BOL : RX_EOL);
         return atom < 0 ? -1 : parse_quant(ps, atom, 1);
-    case '(':
-        ps->i++;
-        if (ps->i < ps->n && ps->p[ps->i] == '?') {
-            if (ps->i + 1 < ps->n && ps->p[ps->i + 1] == ':') ps->i += 2;
-            else return perr(ps, "lookaround and named groups are not supported");
-        }
-        if (++ps->depth > 200) return perr(ps, "groups nested too deep");
-        atom = parse_alt(ps);
-        ps->depth--;
-        if (atom < 0) return -1;
-        if (ps->i >= ps->n || ps->p[ps->i] != ')') return perr(ps, "a group without its ')'");
-        ps->i++;
-        break;
+    case '(': atom = parse_group(ps); break;
     case '[':
         ps->i++;
         atom = parse_class(ps);
         break;
-    case '.':
-        ps->i++;
-        cs_add(&s, '\n', '\n'), cs_add(&s, '\r', '\r'), cs_add(&s, 0x2028, 0x2029);
-        cs_complement(&s);
-        atom = set_node(ps, &s);
-        break;
-    case '\\': {
-        ps->i++;
-        int k = read_escape(ps, &cp, 0);
-        if (k < 0) return -1;
-        if (k) cs_class_escape(&s, (char)k, 0);
-        else cs_add(&s, cp, cp);
-        atom = set_node(ps, &s);
-        break;
-    }
-    default:
-        if (c == '{') {
-            int32_t a, b;
-            int r = parse_braces(ps, &a, &b);
-            if (r) return r < 0 ? -1 : perr(ps, "a quantifier with nothing to repeat");
-        }
-        if (read_char(ps, &cp) < 0) return -1;
-        cs_add(&s, cp, cp);
-        atom = set_node(ps, &s);
+    default: atom = parse_set_atom(ps, c);
     }
     return atom < 0 ? -1 : parse_quant(ps, atom, 0);
 }

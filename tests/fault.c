@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -26,6 +28,28 @@ int pf_fault_sanitized(void) {
 #else
     return 0;
 #endif
+}
+
+/* This process's address space in KiB (/proc/self/statm), or -1. */
+static long vm_kb(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = -1;
+    if (!f) return -1;
+    if (fscanf(f, "%ld", &pages) != 1) pages = -1;
+    fclose(f);
+    return pages < 0 ? -1 : pages * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+int pf_fault_cap_vm(long extra_kb) {
+    long kb = vm_kb();
+    if (kb < 0 || pf_fault_sanitized()) return -1;
+    struct rlimit r = {.rlim_cur = (rlim_t)(kb + extra_kb) * 1024, .rlim_max = RLIM_INFINITY};
+    return setrlimit(RLIMIT_AS, &r) == 0 ? 0 : -1;
+}
+
+void pf_fault_uncap_vm(void) {
+    struct rlimit r = {.rlim_cur = RLIM_INFINITY, .rlim_max = RLIM_INFINITY};
+    setrlimit(RLIMIT_AS, &r);
 }
 
 int pf_fault_run(const char *pre, const char *args, char *err, size_t err_n) {

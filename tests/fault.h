@@ -20,6 +20,13 @@ int pf_fault_vm_limit(long kb, const char *args);
  * ("ulimit -f 8; " or ""); the wait status. */
 int pf_fault_run(const char *pre, const char *args, char *err, size_t err_n);
 
+/* An allocation failure injected in this process: its address space capped (RLIMIT_AS) at what it
+ * holds now plus extra_kb, so an allocation larger than the heap's free room fails. 0, or -1 where
+ * it cannot be done (no /proc/self/statm, a sanitizer's shadow memory): the caller skips.
+ * pf_fault_uncap_vm lifts the cap. */
+int pf_fault_cap_vm(long extra_kb);
+void pf_fault_uncap_vm(void);
+
 /* Whether the test binary carries a sanitizer (whose shadow memory cannot live under ulimit -v). */
 int pf_fault_sanitized(void);
 

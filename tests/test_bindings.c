@@ -121,11 +121,21 @@ TEST(bindings_python_struct_sizes_equal_c) {
     if (!python_ready(&py, &lib)) return;
     char sizes[256], log[2048];
     snprintf(sizes, sizeof sizes,
-             "pf_session_params=%zu pf_gen_params=%zu pf_gen_stats=%zu pf_message=%zu pf_tool_call=%zu "
-             "pf_batch_request=%zu pf_batch_feed=%zu",
-             sizeof(pf_session_params), sizeof(pf_gen_params), sizeof(pf_gen_stats), sizeof(pf_message),
+             "pf_load_params=%zu pf_session_params=%zu pf_gen_params=%zu pf_gen_stats=%zu pf_message=%zu "
+             "pf_tool_call=%zu pf_batch_request=%zu pf_batch_feed=%zu",
+             sizeof(pf_load_params), sizeof(pf_session_params), sizeof(pf_gen_params), sizeof(pf_gen_stats), sizeof(pf_message),
              sizeof(pf_tool_call), sizeof(pf_batch_request), sizeof(pf_batch_feed));
     CHECKF(run_python(py, "sizes", lib, "/dev/null", sizes, log, sizeof log) == 0, "%s", log);
+}
+
+/* Model(path, kernels=..., repack=..., hugepages=...) is pf_load_model_with: the scalar kernels
+ * without packing or huge pages give the default load's greedy text, and a level this build lacks
+ * raises with status "arg" (tests/bindings/test_python.py load). */
+TEST(bindings_python_load_params) {
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
+    char log[2048];
+    CHECKF(run_python(py, "load", lib, "/dev/null", NULL, log, sizeof log) == 0, "test_python.py load: %s", log);
 }
 
 /* Tool calls through Session.chat (tools, tool_choice required and named) and parse_tool_calls:

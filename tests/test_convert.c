@@ -264,7 +264,7 @@ static bool same_file(const char *a, const char *b) {
     return same;
 }
 
-static int convert(const char *dir, const char *out, uint32_t type, const char *target, char *err) {
+static pf_rc convert(const char *dir, const char *out, uint32_t type, const char *target, char *err) {
     pf_convert_opts o = {.type = type, .target = target};
     return pf_hf_convert(dir, out, &o, NULL, err);
 }
@@ -490,23 +490,39 @@ static void m_truncated(ckpt *c, const char *dir) {
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
     if (truncate(p, 4000) != 0) fprintf(stderr, "truncate failed\n");
 }
+static void m_tokenizer_cut(ckpt *c, const char *dir) {
+    (void)c;
+    char p[512];
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    if (truncate(p, 100) != 0) fprintf(stderr, "truncate failed\n");
+}
+static void m_weights_folder(ckpt *c, const char *dir) { /* model.safetensors cannot be read: a folder */
+    (void)c;
+    char p[512];
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    if (remove(p) != 0 || mkdir(p, 0755) != 0) fprintf(stderr, "mkdir %s failed\n", p);
+}
 
 TEST(convert_refuses_broken_target_checkpoints) {
-    static const struct { mutator m; const char *want; } cases[] = {
-        {m_missing_tensor, "tensor 'model.layers.2.mlp.up_proj.weight': missing"},
-        {m_wrong_dtype, "tensor 'model.layers.0.self_attn.q_proj.weight': dtype I8 is not supported (F32, F16, BF16)"},
-        {m_wrong_shape, "tensor 'model.norm.weight': shape [32], expected [64]"},
-        {m_extra_tensor, "tensor 'model.layers.0.mlp.bias': not part of a Qwen3ForCausalLM checkpoint"},
-        {m_no_heads, "config.json: num_attention_heads: missing"},
-        {m_arch, "architectures: \"LlamaForCausalLM\" is not supported"},
-        {m_bad_json, "config.json"},
-        {m_untied_no_head, "tensor 'lm_head.weight': missing (tie_word_embeddings is false)"},
-        {m_rope_scaling, "rope_scaling: type \"yarn\" is not supported"},
-        {m_vocab, "300"},
-        {m_no_tokenizer, "tokenizer.json: missing"},
-        {m_offsets, "data_offsets"},
-        {m_header_len, "header length"},
-        {m_truncated, "model.safetensors"},
+    /* each with the kind it must keep: a file that cannot be read I/O, one that does not fit format */
+    static const struct { mutator m; const char *want; pf_rc rc; } cases[] = {
+        {m_missing_tensor, "tensor 'model.layers.2.mlp.up_proj.weight': missing", PF_RC_FORMAT},
+        {m_wrong_dtype, "tensor 'model.layers.0.self_attn.q_proj.weight': dtype I8 is not supported (F32, F16, BF16)",
+         PF_RC_FORMAT},
+        {m_wrong_shape, "tensor 'model.norm.weight': shape [32], expected [64]", PF_RC_FORMAT},
+        {m_extra_tensor, "tensor 'model.layers.0.mlp.bias': not part of a Qwen3ForCausalLM checkpoint", PF_RC_FORMAT},
+        {m_no_heads, "config.json: num_attention_heads: missing", PF_RC_FORMAT},
+        {m_arch, "architectures: \"LlamaForCausalLM\" is not supported", PF_RC_FORMAT},
+        {m_bad_json, "config.json", PF_RC_FORMAT},
+        {m_untied_no_head, "tensor 'lm_head.weight': missing (tie_word_embeddings is false)", PF_RC_FORMAT},
+        {m_rope_scaling, "rope_scaling: type \"yarn\" is not supported", PF_RC_FORMAT},
+        {m_vocab, "300", PF_RC_FORMAT},
+        {m_no_tokenizer, "tokenizer.json: missing", PF_RC_IO},
+        {m_offsets, "data_offsets", PF_RC_FORMAT},
+        {m_header_len, "header length", PF_RC_FORMAT},
+        {m_truncated, "model.safetensors", PF_RC_FORMAT},
+        {m_tokenizer_cut, "tokenizer.json: byte ", PF_RC_FORMAT},
+        {m_weights_folder, "model.safetensors: not a regular file", PF_RC_IO},
     };
     ckpt c = {0};
     char dir[300], out[320], err[PF_ERR_LEN];
@@ -517,8 +533,9 @@ TEST(convert_refuses_broken_target_checkpoints) {
         build_target(&c, dir, true, F16, 1);
         cases[i].m(&c, dir);
         err[0] = 0;
-        CHECKF(convert(dir, out, PF_TYPE_F16, NULL, err) < 0 && strstr(err, cases[i].want), "case %zu: wanted '%s', got '%s'", i,
-               cases[i].want, err);
+        pf_rc rc = convert(dir, out, PF_TYPE_F16, NULL, err);
+        CHECKF(rc == cases[i].rc && strstr(err, cases[i].want), "case %zu: wanted %d '%s', got %d '%s'", i, cases[i].rc,
+               cases[i].want, rc, err);
         CHECKF(!test_exists(out), "case %zu left an output", i);
     }
     ck_free(&c);
@@ -575,7 +592,8 @@ TEST(convert_refuses_broken_drafts_and_warns_on_last_layer_taps) {
         snprintf(dc, sizeof dc, cases[i].dc_fmt, strstr(cases[i].dc_fmt, "conv_group_size") ? "" : v2);
         draft_cfg(dir, "DFlash2DraftModel", cases[i].hidden, dc);
         err[0] = 0;
-        CHECKF(convert(dir, out, PF_TYPE_F16, cases[i].no_target ? NULL : tout, err) < 0 && strstr(err, cases[i].want),
+        pf_rc rc = convert(dir, out, PF_TYPE_F16, cases[i].no_target ? NULL : tout, err);
+        CHECKF(rc == (cases[i].no_target ? PF_RC_ARG : PF_RC_FORMAT) && strstr(err, cases[i].want),
                "case %zu: wanted '%s', got '%s'", i, cases[i].want, err);
         CHECKF(!test_exists(out), "case %zu left an output", i);
     }
@@ -829,19 +847,22 @@ TEST(convert_cli_errors_are_one_line) {
     char err[PF_ERR_LEN];
     CHECK((m = pf_model_load(tout, err)) != NULL);
     pf_model_free(m);
-    static const struct { const char *args, *want; } cases[] = {
-        {"convert", "HF_DIR and -o OUT.gguf are required"},
-        {"convert %s -o %s/x.gguf --type q5", "--type: unknown type 'q5'"},
-        {"convert %s -o %s/x.gguf --frob 1", "unknown flag '--frob'"},
-        {"convert %s/nowhere -o %s/x.gguf", "config.json"},
-        {"convert %s -o %s/x.gguf --target %s/t_cli.gguf", "--target: only a draft takes"},
-        {"convert %s -o %s/t_cli.gguf --target %s/t_cli.gguf", "the output must differ from --target"},
+    /* exit status 1 for a bad argument, 2 for a file that cannot be read (docs/cli.md#exit-status) */
+    static const struct { const char *args, *want; int status; } cases[] = {
+        {"convert", "HF_DIR and -o OUT.gguf are required", 1},
+        {"convert %s -o %s/x.gguf --type q5", "--type: unknown type 'q5'", 1},
+        {"convert %s -o %s/x.gguf --frob 1", "unknown flag '--frob'", 1},
+        {"convert %s/nowhere -o %s/x.gguf", "nowhere/config.json: No such file", 2},
+        {"convert %s -o %s/x.gguf --target %s/t_cli.gguf", "--target: only a draft takes", 1},
+        {"convert %s -o %s/t_cli.gguf --target %s/t_cli.gguf", "the output must differ from --target", 1},
+        {"vocab-import %s/nowhere.json -o %s/x.gguf", "nowhere.json: No such file", 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[900];
         snprintf(args, sizeof args, cases[i].args, tdir, tmp, tmp);
         snprintf(cmd, sizeof cmd, "%s", args);
-        CHECKF(run_cli(NULL, "%s", cmd) == 1, "case %zu exit status", i);
+        int st = run_cli(NULL, "%s", cmd);
+        CHECKF(st == cases[i].status, "case %zu: exit status %d, wanted %d", i, st, cases[i].status);
         size_t n;
         char *e = test_slurp(errp, &n);
         bool one = e && n > 0 && strchr(e, '\n') == e + n - 1 && strstr(e, cases[i].want) && !strncmp(e, "pocketflash: ", 13);
@@ -853,6 +874,61 @@ TEST(convert_cli_errors_are_one_line) {
     }
     CHECK(test_exists(tout)); /* the refused -o TARGET left the target alone */
     ck_free(&c);
+}
+
+/* tokenizer.json replaced by one the JSON parser must hold whole before it can be refused: an
+ * array of n zeros (some 40 bytes of tree per two bytes of text). */
+static void write_big_tokenizer(const char *dir, size_t n) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    FILE *f = fopen(p, "w");
+    if (!f) return;
+    fputs("{\"model\":[", f);
+    for (size_t i = 0; i < n; i++) fputs(i ? ",0" : "0", f);
+    fputs("]}", f);
+    fclose(f);
+}
+
+/* Each kind reaches the caller as itself: a truncated file is format (exit status 3), and an
+ * allocation that fails while the tokenizer is read is out of memory, from the reader and through
+ * convert. Unreadable paths (I/O, 2) are cases of the tests above. */
+TEST(convert_failure_kinds_reach_the_caller) {
+    ckpt c = {0};
+    char dir[300], p[400], out[400], err[PF_ERR_LEN];
+    snprintf(dir, sizeof dir, "%s/hf_t_kinds", pf_test_tmpdir());
+    snprintf(out, sizeof out, "%s/t_kinds.gguf", pf_test_tmpdir());
+    build_target(&c, dir, true, F16, 1);
+    m_truncated(&c, dir);
+    ck_free(&c);
+    CHECK(run_cli(NULL, "convert %s -o %s", dir, out) == 3);
+    snprintf(p, sizeof p, "%s/cli-convert.err", pf_test_tmpdir());
+    size_t n;
+    char *e = test_slurp(p, &n);
+    CHECKF(e && test_count_lines(e) == 1 && strstr(e, "pocketflash: ") == e && strstr(e, "model.safetensors: "), "'%s'",
+           e ? e : "");
+    free(e);
+    m_tokenizer_cut(NULL, dir);
+    CHECK(run_cli(NULL, "vocab-import %s/tokenizer.json -o %s", dir, out) == 3);
+    CHECK(!test_exists(out));
+
+    build_target(&c, dir, true, F16, 1); /* a whole checkpoint again, with a big tokenizer */
+    ck_free(&c);
+    write_big_tokenizer(dir, (size_t)1 << 20);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    if (pf_fault_cap_vm(8192) != 0) {
+        pf_test_skip("no address-space cap here (a sanitizer, or no /proc/self/statm)");
+        return;
+    }
+    pf_rc import_rc = pf_vocab_import(p, NULL, out, err);
+    char import_err[PF_ERR_LEN];
+    snprintf(import_err, sizeof import_err, "%s", err);
+    pf_rc convert_rc = convert(dir, out, PF_TYPE_F16, NULL, err);
+    pf_fault_uncap_vm();
+    CHECKF(import_rc == PF_RC_OOM && strstr(import_err, "tokenizer.json: ") && strstr(import_err, "out of memory"), "%d '%s'",
+           import_rc, import_err);
+    CHECKF(convert_rc == PF_RC_OOM && strstr(err, "tokenizer.json: ") && strstr(err, "out of memory"), "%d '%s'", convert_rc,
+           err);
+    CHECK(!test_exists(out));
 }
 
 /* Under a file-size limit, into a missing folder and onto a folder, convert and vocab-import fail

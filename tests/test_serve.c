@@ -983,6 +983,28 @@ TEST(serve_bad_flags_one_line_errors) {
     }
 }
 
+/* A failure after the model loaded but before listening exits with its kind and one line: a port
+ * another socket holds cannot be bound (I/O, 2; docs/cli.md#exit-status). */
+TEST(serve_port_in_use_exit_status) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 1) == 0 &&
+          getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    char cmd[1024], pe[300];
+    snprintf(pe, sizeof pe, "%s/serve-port.err", pf_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s serve -m " TARGET " -t 1 --port %d >/dev/null 2>%s </dev/null", cli(), ntohs(a.sin_port), pe);
+    int st = system(cmd);
+    close(fd);
+    char *e = test_slurp(pe, NULL);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
+    CHECKF(e && strstr(e, "pocketflash: serve: cannot listen on 127.0.0.1:") && strstr(e, "the port is in use") &&
+               strchr(e, '\n') == e + strlen(e) - 1,
+           "stderr '%s'", e ? e : "");
+    free(e);
+}
+
 /* ---- raw sockets: what a broken or hostile client sends ---- */
 
 static int raw_connect(int port) {

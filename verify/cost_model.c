@@ -156,60 +156,83 @@ static pf_rc time_forward(const pf_cost_calib *k, const int32_t *rows, int n, in
     return PF_RC_OK;
 }
 
+/* With a prior (a tuned profile's costs): only the one-row forward and, unless the prior is fixed,
+ * one refit at min(block, 4) rows are measured. */
+static pf_rc calibrate_from_prior(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *rows, double t1,
+                                  char err[PF_ERR_LEN]) {
+    pf_ctx *c = k->ctx;
+    int nref = k->block < 4 ? k->block : 4;
+    if (c->kv->len + nref > c->kv->n_ctx) nref = 1;
+    double tr = 1e9;
+    for (int rep = 0; rep < 3 && nref > 1; rep++) {
+        double a = 0, b = 0;
+        pf_rc rc;
+        if ((rc = time_forward(k, rows, nref, 1, &a, err)) != PF_RC_OK) return rc;
+        if ((rc = time_forward(k, rows, 1, 1, &b, err)) != PF_RC_OK) return rc;
+        if (a < tr) tr = a;
+        if (b < t1) t1 = b;
+    }
+    pf_cost_set_prior(cm, k->prior_c, k->prior_d, k->block + 1, t1);
+    if (!k->prior_fixed && nref > 1) pf_cost_refit(cm, nref, tr / t1);
+    cm->frozen = k->prior_fixed;
+    return PF_RC_OK;
+}
+
+/* The fastest of two proposals of n rows (the first one warms the draft up) into *secs; a proposal
+ * leaves the drafter's context as it was. */
+static pf_rc time_proposal(const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int n, double *secs,
+                           char err[PF_ERR_LEN]) {
+    int32_t drafts[PF_MAX_BLOCK];
+    double best = 1e9;
+    for (int rep = 0; rep < 2; rep++) {
+        double t0 = pf_now_s();
+        int n_drafted = 0;
+        pf_rc rc = k->d->propose(k->d->state, prompt[n_prompt - 1], k->ctx->kv->len, n, NULL, NULL, drafts, NULL,
+                                 &n_drafted, err);
+        if (rc != PF_RC_OK) return rc;
+        double dt = pf_now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    *secs = best;
+    return PF_RC_OK;
+}
+
+/* The row count measured after i: every count up to 8 (a B-row forward's cost is not smooth in B:
+ * the kernels switch from one-row to blocked paths, and on this CPU c(3) ~ c(2) while c(4) jumps),
+ * then 12, 16, 24, .. (*j walks that list), the block last; the rounds refine every estimate. */
+static int next_count(int i, int *j, int block) {
+    static const int big[] = {12, 16, 24, 32, 48, 64};
+    if (i < 8) return i + 1;
+    while (*j < 6 && big[*j] <= i) (*j)++;
+    return *j < 6 && big[*j] < block ? big[*j] : block;
+}
+
+/* A forward's time at each measured row count into tn[n] and the drafter's at 4 rows and the block
+ * into dr[n], as far as the context allows. */
+static pf_rc measure_counts(const pf_cost_calib *k, const int32_t *rows, const int32_t *prompt, int n_prompt, double *tn,
+                            double *dr, char err[PF_ERR_LEN]) {
+    pf_ctx *c = k->ctx;
+    pf_rc rc;
+    for (int n = 2, j = 0; n <= k->block; n = next_count(n, &j, k->block)) {
+        if (c->kv->len + n > c->kv->n_ctx) break;
+        if ((rc = time_forward(k, rows, n, n <= 4 ? 2 : 1, &tn[n], err)) != PF_RC_OK) return rc;
+        if ((n == 4 || n == k->block) && (rc = time_proposal(k, prompt, n_prompt, n, &dr[n], err)) != PF_RC_OK) return rc;
+        if (n == k->block) break;
+    }
+    return PF_RC_OK;
+}
+
 pf_rc pf_cost_calibrate(pf_cost_model *cm, const pf_cost_calib *k, const int32_t *prompt, int n_prompt, int *started,
                         char err[PF_ERR_LEN]) {
-    pf_ctx *c = k->ctx;
-    int32_t rows[PF_MAX_BLOCK], drafts[PF_MAX_BLOCK];
+    int32_t rows[PF_MAX_BLOCK];
     for (int i = 0; i < k->block; i++) rows[i] = prompt[(n_prompt - 1 + i) % n_prompt];
     double t1 = 0;
     pf_rc rc = time_forward(k, rows, 1, 2, &t1, err);
     if (rc != PF_RC_OK) return rc;
     *started = 1;
-    if (k->prior_c) {
-        int nref = k->block < 4 ? k->block : 4;
-        if (c->kv->len + nref > c->kv->n_ctx) nref = 1;
-        double tr = 1e9;
-        for (int rep = 0; rep < 3 && nref > 1; rep++) {
-            double a = 0, b = 0;
-            if ((rc = time_forward(k, rows, nref, 1, &a, err)) != PF_RC_OK) return rc;
-            if ((rc = time_forward(k, rows, 1, 1, &b, err)) != PF_RC_OK) return rc;
-            if (a < tr) tr = a;
-            if (b < t1) t1 = b;
-        }
-        pf_cost_set_prior(cm, k->prior_c, k->prior_d, k->block + 1, t1);
-        if (!k->prior_fixed && nref > 1) pf_cost_refit(cm, nref, tr / t1);
-        cm->frozen = k->prior_fixed;
-        return PF_RC_OK;
-    }
-    /* every row count up to 8 (a B-row forward's cost is not smooth in B: the kernels switch from
-     * one-row to blocked paths, and on this CPU c(3) ~ c(2) while c(4) jumps), then 12, 16, 24..;
-     * the rounds refine every estimate */
-    static const int big[] = {12, 16, 24, 32, 48, 64};
+    if (k->prior_c) return calibrate_from_prior(cm, k, rows, t1, err);
     double tn[PF_MAX_BLOCK + 1] = {0}, cr[PF_MAX_BLOCK + 1] = {0}, dr[PF_MAX_BLOCK + 1] = {0};
-    for (int i = 2, j = 0; i <= k->block;) {
-        int n = i;
-        if (c->kv->len + n > c->kv->n_ctx) break;
-        if ((rc = time_forward(k, rows, n, n <= 4 ? 2 : 1, &tn[n], err)) != PF_RC_OK) return rc;
-        if (n == 4 || n == k->block) {
-            double best = 1e9; /* the fastest of two proposals (the first one warms the draft up) */
-            for (int rep = 0; rep < 2; rep++) {
-                double t0 = pf_now_s(); /* a proposal leaves the drafter's context as it was */
-                int n_drafted = 0;
-                rc = k->d->propose(k->d->state, prompt[n_prompt - 1], c->kv->len, n, NULL, NULL, drafts, NULL, &n_drafted,
-                                   err);
-                if (rc != PF_RC_OK) return rc;
-                double dt = pf_now_s() - t0;
-                if (dt < best) best = dt;
-            }
-            dr[n] = best;
-        }
-        if (n == k->block) break;
-        if (i < 8) i++;
-        else {
-            while (j < 6 && big[j] <= i) j++;
-            i = j < 6 && big[j] < k->block ? big[j] : k->block;
-        }
-    }
+    if ((rc = measure_counts(k, rows, prompt, n_prompt, tn, dr, err)) != PF_RC_OK) return rc;
     double t1b = 0;
     if ((rc = time_forward(k, rows, 1, 2, &t1b, err)) != PF_RC_OK) return rc;
     if (t1b < t1) t1 = t1b;

@@ -42,6 +42,10 @@ class PocketFlashError(RuntimeError):
         self.status = status
 
 
+class _LoadParams(ctypes.Structure):
+    _fields_ = [("kernels", ctypes.c_char_p), ("repack", ctypes.c_int), ("hugepages", ctypes.c_int)]
+
+
 class _SessionParams(ctypes.Structure):
     _fields_ = [("n_threads", ctypes.c_int), ("n_ctx", ctypes.c_int64), ("kv_q8", ctypes.c_int)]
 
@@ -100,7 +104,7 @@ class _BatchFeed(ctypes.Structure):
     _fields_ = [("next", _NEXT_CB), ("done", _DONE_CB), ("feed", ctypes.c_void_p)]
 
 
-STRUCT_SIZES = {"pf_session_params": _SessionParams, "pf_gen_params": _GenParams,
+STRUCT_SIZES = {"pf_load_params": _LoadParams, "pf_session_params": _SessionParams, "pf_gen_params": _GenParams,
                 "pf_gen_stats": _GenStats, "pf_message": _Message, "pf_tool_call": _ToolCall,
                 "pf_batch_request": _BatchRequest, "pf_batch_feed": _BatchFeed}
 _lib = None
@@ -135,6 +139,7 @@ def load_library(path=None):
     sigs = {
         "pf_version": (E, []),
         "pf_load_model": (ctypes.c_int, [E, ctypes.POINTER(P), E]), "pf_free_model": (None, [P]),
+        "pf_load_model_with": (ctypes.c_int, [E, ctypes.POINTER(_LoadParams), ctypes.POINTER(P), E]),
         "pf_session_new": (ctypes.c_int, [P, ctypes.POINTER(_SessionParams), ctypes.POINTER(P), E]),
         "pf_session_free": (None, [P]), "pf_session_reset": (None, [P]),
         "pf_load_draft": (ctypes.c_int, [P, E, ctypes.POINTER(P), E]), "pf_free_draft": (None, [P]),
@@ -221,14 +226,21 @@ class _Handle:
 
 
 class Model(_Handle):
-    """A target model (GGUF or .pfb bundle), read-only and shared by its sessions and drafts."""
+    """A target model (GGUF or .pfb bundle), read-only and shared by its sessions and drafts.
+    kernels, repack and hugepages are pf_load_params': the most capable kernel level to use
+    ("scalar", "avx2", ...; None: PF_KERNELS, else the CPU's best), packed copies of the quantized
+    matrices and huge pages for them (True / False; None: on unless PF_REPACK=0 / PF_HUGEPAGES=0)."""
     _free = "pf_free_model"
 
-    def __init__(self, path, lib=None):
+    def __init__(self, path, lib=None, kernels=None, repack=None, hugepages=None):
         L = load_library(lib)
         err = _errbuf()
         h = ctypes.c_void_p()
-        status = L.pf_load_model(os.fsencode(path), ctypes.byref(h), err)
+        toggle = {None: 0, True: 1, False: -1}
+        if repack not in toggle or hugepages not in toggle:
+            raise PocketFlashError("repack and hugepages take True, False or None", "arg")
+        lp = _LoadParams(os.fsencode(kernels) if kernels is not None else None, toggle[repack], toggle[hugepages])
+        status = L.pf_load_model_with(os.fsencode(path), ctypes.byref(lp), ctypes.byref(h), err)
         super().__init__(_made(status, h, err))
         self._children = weakref.WeakSet()
 

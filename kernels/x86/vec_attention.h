@@ -346,6 +346,42 @@ PF_FORCE_INLINE void attn_chunk_values(float *(*o)[MAX_GROUP], float *(*s)[MAX_G
     }
 }
 
+/* KV head kvh's keys and values in the cache (and the 8-bit cache's scales, else NULL). */
+PF_FORCE_INLINE void kv_head(const pf_attn_job *j, int kvh, int q8, const void **Kh, const void **Vh, const float **ks,
+                             const float **vs) {
+    const int64_t hoff = (int64_t)kvh * j->head_stride;
+    *Kh = q8 ? (const void *)(j->K8 + hoff) : (const void *)(j->K + hoff);
+    *Vh = q8 ? (const void *)(j->V8 + hoff) : (const void *)(j->V + hoff);
+    *ks = q8 ? j->ks + (int64_t)kvh * j->scale_stride : NULL;
+    *vs = q8 ? j->vs + (int64_t)kvh * j->scale_stride : NULL;
+}
+
+/* The keys of the chunk from c0 each of the nr rows sees into nc (0: none; rows see up to hi[r]);
+ * returns the most. */
+PF_FORCE_INLINE int chunk_keys(const int64_t *hi, int nr, int64_t c0, int *nc) {
+    int nmax = 0;
+    for (int r = 0; r < nr; r++) {
+        int64_t left = hi[r] - c0;
+        nc[r] = left <= 0 ? 0 : left < PF_ATTN_KCHUNK ? (int)left : PF_ATTN_KCHUNK;
+        if (nc[r] > nmax) nmax = nc[r];
+    }
+    return nmax;
+}
+
+/* The np pairs' scores over the chunk from c0 (its first nmax keys, from the tile holding c0: off
+ * keys before it) into sbp, the next chunk's keys and values prefetched. */
+PF_FORCE_INLINE void chunk_scores(const void *Kh, const void *Vh, const float *ks, int64_t c0, int off, int nmax,
+                                  int64_t hmax, int hd, int np, const float *const *qp, float *const *sbp, vf scale,
+                                  int q8, const int8_t *const *q8p, const float *qsc, const int32_t *qsm) {
+    int64_t k1 = c0 - off + PF_ATTN_KCHUNK, left = hmax - k1; /* the next chunk, from its tile */
+    int64_t pb = left <= 0 ? 0 : (left < SPAN ? left : SPAN) * hd * (q8 ? 1 : 2);
+    if (left <= 0) k1 = 0;
+    /* a tile starts at the same offset in both layouts (16 * hd elements a tile) */
+    scores_tiles(kv_at(Kh, pf_kv_key_at(c0 - off, 0, hd), q8), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE, np, qp,
+                 sbp, scale, (const char *)kv_at(Kh, pf_kv_key_at(k1, 0, hd), q8), (const char *)kv_at(Vh, k1 * hd, q8),
+                 pb, q8, q8 ? ks + (c0 - off) : NULL, q8p, qsc, qsm);
+}
+
 /* Rows b0 .. b0+nr-1 (nr <= MAX_ROWS; with a window, nr = 1) of KV head kvh: all rows walk the
  * same chunks from the same lo, each only over its own visible keys, and share the conversion of
  * every key and value vector. Each row's operations are those of the row alone. nv = hd / VL,
@@ -380,11 +416,9 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
             for (int k = 0; k < VNP; k++) lsum[r][h][k] = vf_zero();
             mx[r][h] = -INFINITY;
         }
-    const int64_t hoff = (int64_t)kvh * j->head_stride;
-    const void *Kh = q8 ? (const void *)(j->K8 + hoff) : (const void *)(j->K + hoff);
-    const void *Vh = q8 ? (const void *)(j->V8 + hoff) : (const void *)(j->V + hoff);
-    const float *ks = q8 ? j->ks + (int64_t)kvh * j->scale_stride : NULL;
-    const float *vs = q8 ? j->vs + (int64_t)kvh * j->scale_stride : NULL;
+    const void *Kh, *Vh;
+    const float *ks, *vs;
+    kv_head(j, kvh, q8, &Kh, &Vh, &ks, &vs);
     /* 8-bit cache: each pair's query rounded once (pf_attn_quantize_q, as the scalar path) */
     int8_t q8b[q8 ? MAX_ROWS * MAX_GROUP : 1][q8 ? PF_KV_Q8_MAX_HD : 1];
     const int8_t *q8p[MAX_ROWS * MAX_GROUP];
@@ -397,21 +431,8 @@ PF_FORCE_INLINE void attend_rows(const pf_attn_job *j, int b0, int nr, int kvh, 
         }
     const vf scale = vf_set1(j->scale);
     for (int64_t c0 = lo; c0 < hmax; c0 += PF_ATTN_KCHUNK) {
-        int nc[MAX_ROWS], nmax = 0; /* keys of this chunk each row sees (<= 0: none) */
-        for (int r = 0; r < nr; r++) {
-            int64_t left = hi[r] - c0;
-            nc[r] = left <= 0 ? 0 : left < PF_ATTN_KCHUNK ? (int)left : PF_ATTN_KCHUNK;
-            if (nc[r] > nmax) nmax = nc[r];
-        }
-        {
-            int64_t k1 = c0 - off + PF_ATTN_KCHUNK, left = hmax - k1; /* the next chunk, from its tile */
-            int64_t pb = left <= 0 ? 0 : (left < SPAN ? left : SPAN) * hd * (q8 ? 1 : 2);
-            if (left <= 0) k1 = 0;
-            /* a tile starts at the same offset in both layouts (16 * hd elements a tile) */
-            scores_tiles(kv_at(Kh, pf_kv_key_at(c0 - off, 0, hd), q8), hd, (off + nmax + PF_KV_TILE - 1) / PF_KV_TILE,
-                         np, qp, sbp, scale, (const char *)kv_at(Kh, pf_kv_key_at(k1, 0, hd), q8),
-                         (const char *)kv_at(Vh, k1 * hd, q8), pb, q8, q8 ? ks + (c0 - off) : NULL, q8p, qsc, qsm);
-        }
+        int nc[MAX_ROWS], nmax = chunk_keys(hi, nr, c0, nc);
+        chunk_scores(Kh, Vh, ks, c0, off, nmax, hmax, hd, np, qp, sbp, scale, q8, q8p, qsc, qsm);
         for (int r = 0; r < nr; r++) {
             if (nc[r] == 0) continue;
             for (int h = 0; h < g; h++)

@@ -10,8 +10,9 @@ import org.pocketflash.PocketFlash;
  * The Java binding's checks, run by tests/test_bindings.c with java against this build's library:
  * BindingTest TARGET DRAFT PROMPT CHAT_PROMPT BAD_PATH OUT. Writes to OUT, NUL-separated, the
  * speculative text of PROMPT (streamed), the chat reply to CHAT_PROMPT and the message of the
- * exception a bad model path throws, for the C test to compare with the CLI's; exits 1 with one
- * line on a failed check of its own.
+ * exception a bad model path throws, for the C test to compare with the CLI's; checks of its own
+ * (the load parameters: scalar kernels without packing give the same text, an unknown level
+ * throws "arg") exit 1 with one line.
  */
 public final class BindingTest {
     static void check(boolean ok, String what) {
@@ -62,6 +63,17 @@ public final class BindingTest {
             } catch (PocketFlash.PocketFlashException e) {
                 check(e.getMessage().contains("closed"), e.getMessage());
             }
+        }
+        try (PocketFlash.Model m = new PocketFlash.Model(a[0], "scalar", false, false);
+             PocketFlash.Session s = m.session(1)) { // the load parameters: the same greedy text
+            String plain = s.generate(a[2], new PocketFlash.Options().maxTokens(48).strategy(PocketFlash.Strategy.PLAIN), null);
+            check(plain.equals(gen), "scalar kernels, no packing: " + plain);
+        }
+        try {
+            new PocketFlash.Model(a[0], "bogus", null, null);
+            check(false, "an unknown kernel level did not throw");
+        } catch (PocketFlash.PocketFlashException e) {
+            check(e.status.equals("arg"), "an unknown kernel level: status " + e.status);
         }
         try {
             new PocketFlash.Model(a[4]);

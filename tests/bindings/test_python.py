@@ -8,7 +8,9 @@ not grow the process as the same sessions kept open do; plan: each line of ARGS[
 profile task draft", '-' for none) resolved by Session.plan, its plan line or "error: MESSAGE"
 written to OUTFILE, one per line (the C plan table test compares them with every other front end);
 batch: Session.generate_batch gives each request generate's / chat's text and token count, and a
-callback's stop ends only its request. Exits 1 with one line on a failed check."""
+callback's stop ends only its request; load: Model's load parameters (scalar kernels, no packing,
+no huge pages) give the default load's text, and a bad one raises. Exits 1 with one line on a
+failed check."""
 import os
 import sys
 
@@ -125,6 +127,18 @@ elif mode == "tools":
             check(e.status == "arg" and "missing" in str(e), "unknown name: %s %s" % (e.status, e))
     with open(out, "w", encoding="utf-8") as f:
         f.write("\n".join(replies) + "\n")
+elif mode == "load":
+    with pf.Model(target) as m, m.session(threads=1) as s:
+        want = s.generate(PROMPT, max_tokens=8)
+    with pf.Model(target, kernels="scalar", repack=False, hugepages=False) as m, m.session(threads=1) as s:
+        got = s.generate(PROMPT, max_tokens=8)
+    check(got == want, "scalar, unpacked %r != default %r" % (got, want))
+    for kw in ({"kernels": "bogus"}, {"repack": "yes"}):
+        try:
+            pf.Model(target, **kw)
+            check(False, "%r did not raise" % kw)
+        except pf.PocketFlashError as e:
+            check(e.status == "arg", "%r: status %s" % (kw, e.status))
 elif mode == "sizes":
     for a in args:
         name, size = a.split("=")

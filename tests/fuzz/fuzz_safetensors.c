@@ -11,8 +11,8 @@
 /* Every tensor the reader accepts is read at its last byte and, when small, widened to floats. */
 static void parse(uint8_t *buf, size_t size) {
     char err[PF_ERR_LEN];
-    pf_safetensors *st = pf_st_parse(buf, size, "fuzz", err);
-    if (!st) return;
+    pf_safetensors *st;
+    if (pf_st_parse(buf, size, "fuzz", &st, err) != PF_RC_OK) return;
     volatile uint8_t sink = 0;
     for (size_t i = 0; i < pf_st_count(st); i++) {
         const pf_st_tensor *t = pf_st_at(st, i);

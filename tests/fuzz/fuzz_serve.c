@@ -92,7 +92,7 @@ static void engine_start(void) {
     sv_engine_config ec = {.n_sessions = 2, .queue_max = 2, .timeout_s = 1e6, .batch = true, .batch_threads = 1};
     ec.session.n_threads = 1;
     ec.session.n_ctx = 64;
-    fz_check(!!(g_engine = sv_engine_new(g_model, g_draft, &ec, err)), "engine", err);
+    fz_check(sv_engine_new(g_model, g_draft, &ec, &g_engine, err) == PF_OK, "engine", err);
     /* no time limit can end a request, and no request draws its own seed */
     sv_http_config hc = {.max_body = MAX_BODY, .timeout_s = 1e6, .model_id = "fuzz-tiny", .page = k_page,
                          .page_len = sizeof k_page - 1, .fixed_seed = true, .seed = 1};

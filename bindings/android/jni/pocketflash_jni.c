@@ -46,15 +46,25 @@ static jlong handle_or_throw(JNIEnv *env, pf_status st, const void *p, const cha
 }
 #define FROM_J(type, h) ((type *)(intptr_t)(h))
 
-JNIEXPORT jlong JNICALL JNI_FN(nativeLoadModel)(JNIEnv *env, jclass cls, jbyteArray path) {
+/* pf_load_model_with: kernels NULL for the default level, repack and hugepages 1 / -1 / 0 as
+ * pf_load_params takes them. */
+JNIEXPORT jlong JNICALL JNI_FN(nativeLoadModel)(JNIEnv *env, jclass cls, jbyteArray path, jbyteArray kernels, jint repack,
+                                                jint hugepages) {
     (void)cls;
     char err[PF_ERR_LEN] = "", *p = bytes_dup(env, path, NULL);
     if (!p) {
         if (!(*env)->ExceptionCheck(env)) throw_pf(env, PF_ERR_ARG, "model path is null");
         return 0;
     }
+    char *k = bytes_dup(env, kernels, NULL);
+    if ((*env)->ExceptionCheck(env)) {
+        free(p);
+        return 0;
+    }
+    pf_load_params lp = {.kernels = k, .repack = repack, .hugepages = hugepages};
     pf_model *m = NULL;
-    pf_status st = pf_load_model(p, &m, err);
+    pf_status st = pf_load_model_with(p, &lp, &m, err);
+    free(k);
     free(p);
     return handle_or_throw(env, st, m, err);
 }

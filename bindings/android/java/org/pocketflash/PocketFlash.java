@@ -123,7 +123,18 @@ public final class PocketFlash {
 
     /** A target model (GGUF or .pfb bundle); read-only, shared by its drafts and sessions. */
     public static final class Model extends Handle {
-        public Model(String path) { h = nativeLoadModel(utf8(path)); }
+        public Model(String path) { this(path, null, null, null); }
+
+        /**
+         * pf_load_model_with: the most capable kernel level to use ("scalar", "avx2", ...; null: PF_KERNELS,
+         * else the CPU's best), packed copies of the quantized matrices and huge pages for them (null: on
+         * unless PF_REPACK=0 / PF_HUGEPAGES=0). A bad value throws with status "arg".
+         */
+        public Model(String path, String kernels, Boolean repack, Boolean hugepages) {
+            h = nativeLoadModel(utf8(path), utf8(kernels), toggle(repack), toggle(hugepages));
+        }
+
+        private static int toggle(Boolean on) { return on == null ? 0 : on ? 1 : -1; }
 
         /** A DFlash / DFlash2 draft for this model; null: the draft inside its .pfb bundle. */
         public Draft loadDraft(String path) { return new Draft(this, path); }
@@ -214,7 +225,7 @@ public final class PocketFlash {
         }
     }
 
-    private static native long nativeLoadModel(byte[] path);
+    private static native long nativeLoadModel(byte[] path, byte[] kernels, int repack, int hugepages);
     private static native void nativeFreeModel(long model);
     private static native long nativeLoadDraft(long model, byte[] path);
     private static native void nativeFreeDraft(long draft);
