@@ -72,6 +72,10 @@ static int array_ok(const pf_json *root, const pf_json *s, const pf_json *v, int
     if (hi && (double)v->u.arr.n > hi->u.num.d) return 0;
     for (size_t i = 0; items && i < v->u.arr.n; i++)
         if (!valid_in(root, items, &v->u.arr.items[i], depth + 1)) return 0;
+    const pf_json *uniq = pf_json_get(s, "uniqueItems");
+    for (size_t i = 0; uniq && uniq->type == PF_JSON_BOOL && uniq->u.b && i < v->u.arr.n; i++)
+        for (size_t j = i + 1; j < v->u.arr.n; j++)
+            if (json_equal(&v->u.arr.items[i], &v->u.arr.items[j])) return 0;
     return 1;
 }
 
@@ -83,7 +87,7 @@ static int string_ok(const pf_json *s, const pf_json *v) {
     return !(lo && n < lo->u.num.d) && !(hi && n > hi->u.num.d);
 }
 
-/* minimum / maximum, exclusive by draft 4's boolean or draft 6's number. */
+/* minimum / maximum, exclusive by draft 4's boolean or draft 6's number; multipleOf. */
 static int number_ok(const pf_json *s, const pf_json *v) {
     const pf_json *lo = pf_json_get(s, "minimum"), *hi = pf_json_get(s, "maximum"),
                   *xlo = pf_json_get(s, "exclusiveMinimum"), *xhi = pf_json_get(s, "exclusiveMaximum");
@@ -92,7 +96,9 @@ static int number_ok(const pf_json *s, const pf_json *v) {
     if (lo && (x < lo->u.num.d || (lo_open && x == lo->u.num.d))) return 0;
     if (hi && (x > hi->u.num.d || (hi_open && x == hi->u.num.d))) return 0;
     if (xlo && xlo->type == PF_JSON_NUMBER && x <= xlo->u.num.d) return 0;
-    return !(xhi && xhi->type == PF_JSON_NUMBER && x >= xhi->u.num.d);
+    if (xhi && xhi->type == PF_JSON_NUMBER && x >= xhi->u.num.d) return 0;
+    const pf_json *m = pf_json_get(s, "multipleOf"); /* as Python's jsonschema: the quotient integral */
+    return !(m && m->type == PF_JSON_NUMBER && m->u.num.d > 0 && x / m->u.num.d != floor(x / m->u.num.d));
 }
 
 /* The schema a "#/a/b~1c" reference names in root (RFC 6901: ~1 is '/', ~0 is '~'), NULL when none. */

@@ -113,10 +113,40 @@ static int32_t finish(cctx *c) {
     return 0;
 }
 
+/* The member holding the values a schema with `enum` or `const` may take: its own, else one an
+ * allOf branch holds (the branch itself or the schema its $ref names); NULL when none, or when a
+ * $ref makes a draft before 2019-09 ignore the keywords beside it. Every value of v is one of them. */
+static const pf_json_member *finite_values(cctx *c, const pf_json *v) {
+    if (pf_json_get(v, "$ref") && sc_ref_siblings_ignored(c)) return NULL;
+    for (size_t i = 0; i < v->u.obj.n; i++)
+        if (!strcmp(v->u.obj.members[i].key, "enum") || !strcmp(v->u.obj.members[i].key, "const"))
+            return &v->u.obj.members[i];
+    const pf_json *all = pf_json_get(v, "allOf");
+    for (size_t i = 0; all && all->type == PF_JSON_ARRAY && i < all->u.arr.n; i++) {
+        const pf_json *b = &all->u.arr.items[i];
+        if (b->type != PF_JSON_OBJECT) continue;
+        const pf_json *ref = pf_json_get(b, "$ref");
+        if (ref && ref->type == PF_JSON_STRING && ref->u.str.len && ref->u.str.s[0] == '#') {
+            cctx probe = *c; /* a reference that fails here fails again where it is compiled */
+            char err[PF_ERR_LEN];
+            probe.err = err;
+            const pf_json *t = sc_ref_resolve(&probe, ref, "");
+            c->inner_id = probe.inner_id;
+            if (t && t->type == PF_JSON_OBJECT && !pf_json_get(t, "$ref")) b = t;
+        }
+        for (size_t k = 0; k < b->u.obj.n; k++)
+            if (!strcmp(b->u.obj.members[k].key, "enum") || !strcmp(b->u.obj.members[k].key, "const"))
+                return &b->u.obj.members[k];
+    }
+    return NULL;
+}
+
 int32_t sc_compile(cctx *c, const pf_json *v, int depth, const char *path) {
     if (depth > PF_SCHEMA_MAX_DEPTH) return sc_fail(c, path, "nested deeper than %d levels", PF_SCHEMA_MAX_DEPTH);
     if (v->type == PF_JSON_BOOL) return v->u.b ? PF_SN_ID_ANY : UNSAT;
     if (v->type != PF_JSON_OBJECT) return sc_fail(c, path, "a schema must be an object or a boolean");
+    const pf_json_member *lits = finite_values(c, v);
+    if (lits) return sc_compile_literals(c, v, lits, path);
     if (pf_json_get(v, "not")) {
         const pf_json *f = sc_fold_not(c, v, depth, path);
         return f ? sc_compile(c, f, depth + 1, path) : FAIL;
@@ -133,7 +163,6 @@ int32_t sc_compile(cctx *c, const pf_json *v, int depth, const char *path) {
     }
     if (pf_json_get(v, "anyOf")) return sc_compile_any_of(c, v, "anyOf", depth, path);
     if (pf_json_get(v, "oneOf")) return sc_compile_any_of(c, v, "oneOf", depth, path);
-    if (pf_json_get(v, "enum") || pf_json_get(v, "const")) return sc_compile_literals(c, v, path);
     int types = sc_type_set(c, v, path);
     if (types < 0) return FAIL;
     return types ? compile_types(c, v, types, depth, path) : PF_SN_ID_ANY;

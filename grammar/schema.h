@@ -9,9 +9,10 @@
  * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included; keywords beside
  * it apply too, unless `$schema` names a draft before 2019-09, which ignores them), nested to
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
- * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; any
- * other validation keyword (not, multipleOf, ...) is an error naming it and its path: a
- * schema is never compiled looser than it reads.
+ * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; beside
+ * `enum` / `const` any keyword holds (each value checked exactly, grammar/schema_eval.c); any
+ * other validation keyword (not in most forms, multipleOf, ...) is an error naming it and its path:
+ * a schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
  * compact JSON (no whitespace between tokens), an object with `properties` holds only those keys

@@ -60,7 +60,9 @@ int sc_type_set(cctx *c, const pf_json *v, const char *path);
 /* the driver: any schema to its node */
 int32_t sc_compile(cctx *c, const pf_json *v, int depth, const char *path);
 /* one file per kind of schema */
-int32_t sc_compile_literals(cctx *c, const pf_json *v, const char *path);
+int32_t sc_compile_literals(cctx *c, const pf_json *v, const pf_json_member *cands, const char *path);
+/* Value v meets schema s (grammar/schema_eval.c): 1, 0, or FAIL where it cannot be told exactly. */
+int sc_eval(cctx *c, const pf_json *s, const pf_json *v, const char *path);
 int32_t sc_compile_object(cctx *c, const pf_json *v, int depth, const char *path);
 int32_t sc_compile_string(cctx *c, const pf_json *v, const char *path);
 int32_t sc_compile_number(cctx *c, const pf_json *v, pf_schema_kind kind, const char *path);
@@ -72,6 +74,10 @@ const pf_json *sc_fold_all_of(cctx *c, const pf_json *v, int depth, const char *
 const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path);
 int32_t sc_compile_target(cctx *c, const pf_json *target, int depth, const char *path);
 const pf_json *sc_ref_target(cctx *c, const pf_json *v, const char *path);
+/* The schema $ref value r names (no keyword checks); NULL after a failure. */
+const pf_json *sc_ref_resolve(cctx *c, const pf_json *r, const char *path);
+/* The root's $schema names a draft that ignores the keywords beside a $ref. */
+int sc_ref_siblings_ignored(cctx *c);
 /* v holds a $ref and keywords beside it that the document's draft applies */
 int sc_ref_siblings(cctx *c, const pf_json *v);
 const pf_json *sc_ref_with_siblings(cctx *c, const pf_json *v, int depth, const char *path);

@@ -42,10 +42,16 @@ int sc_validation_keyword(const pf_json_member *m) {
     return sc_keyword_index(m) >= 0 || in_list(m, k_unsupported, (int)(sizeof k_unsupported / sizeof *k_unsupported)) >= 0;
 }
 
-/* A validation keyword that is not compiled here (then and else count only beside if: alone
- * they assert nothing). */
+/* A validation keyword that is not compiled here (then and else count only beside if, and
+ * additionalItems only beside items in the tuple form: otherwise every draft ignores them;
+ * `"uniqueItems": false` asserts nothing). */
 int sc_unsupported(const pf_json *v, const pf_json_member *m) {
     if (in_list(m, k_unsupported, (int)(sizeof k_unsupported / sizeof *k_unsupported)) < 0) return 0;
+    if (!strcmp(m->key, "uniqueItems")) return !(m->val.type == PF_JSON_BOOL && !m->val.u.b); /* false: nothing */
+    if (!strcmp(m->key, "additionalItems")) {
+        const pf_json *it = pf_json_get(v, "items");
+        return it && it->type == PF_JSON_ARRAY;
+    }
     return strcmp(m->key, "then") && strcmp(m->key, "else") ? 1 : pf_json_get(v, "if") != NULL;
 }
 

@@ -9,19 +9,6 @@
 #include "grammar/lit_set.h"
 #include "grammar/num_spell.h"
 
-static int literal_fits(const pf_json *v, int types) {
-    if (!types) return 1;
-    switch (v->type) {
-    case PF_JSON_NULL: return types & T_NULL;
-    case PF_JSON_BOOL: return types & T_BOOL;
-    case PF_JSON_NUMBER: return (types & T_NUM) || ((types & T_INT) && v->u.num.is_int);
-    case PF_JSON_STRING: return types & T_STR;
-    case PF_JSON_ARRAY: return types & T_ARR;
-    case PF_JSON_OBJECT: return types & T_OBJ;
-    }
-    return 0;
-}
-
 static int member_cmp(const void *a, const void *b) {
     const pf_json_member *x = *(const pf_json_member *const *)a, *y = *(const pf_json_member *const *)b;
     int r = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
@@ -54,15 +41,10 @@ static const char *key_twice(const pf_json *v, int *oom) {
     return k;
 }
 
-/* enum / const (with at most `type` beside them): the compact texts of the values of the types. */
-int32_t sc_compile_literals(cctx *c, const pf_json *v, const char *path) {
-    for (size_t i = 0; i < v->u.obj.n; i++) {
-        int k = sc_keyword_index(&v->u.obj.members[i]);
-        if (k > K_TYPE && k != K_ENUM && k != K_CONST)
-            return sc_fail(c, path, "'%s' combined with enum or const is not supported", sc_keywords[k]);
-    }
-    const pf_json *e = pf_json_get(v, "enum"), *k = pf_json_get(v, "const");
-    if (e && k) return sc_fail(c, path, "enum combined with const is not supported");
+/* enum / const (cands: the member holding the values, v's own or an allOf branch's): the compact
+ * texts of the values that meet every keyword of v (sc_eval), so any keyword may stand beside them. */
+int32_t sc_compile_literals(cctx *c, const pf_json *v, const pf_json_member *cands, const char *path) {
+    const pf_json *e = cands->key[0] == 'e' ? &cands->val : NULL, *k = e ? NULL : &cands->val;
     if (e && e->type != PF_JSON_ARRAY) return sc_fail(c, path, "enum: not an array");
     int types = pf_json_get(v, "type") ? sc_type_set(c, v, path) : 0;
     if (types < 0) return FAIL;
@@ -73,10 +55,12 @@ int32_t sc_compile_literals(cctx *c, const pf_json *v, const char *path) {
     size_t n = e ? e->u.arr.n : 1, cap = n * (1 + PF_NUM_SPELL_MAX);
     char **s = calloc(cap ? cap : 1, sizeof *s);
     uint32_t *len = calloc(cap ? cap : 1, sizeof *len);
-    int m = 0, oom = !s || !len;
-    for (size_t i = 0; !oom && i < n; i++) {
+    int m = 0, oom = !s || !len, failed = 0;
+    for (size_t i = 0; !oom && !failed && i < n; i++) {
         const pf_json *x = e ? &e->u.arr.items[i] : k;
-        if (!literal_fits(x, types)) continue;
+        int meets = sc_eval(c, v, x, path);
+        failed = meets == FAIL;
+        if (meets != 1) continue;
         pf_sbuf b = {0};
         pf_json_compact(&b, x, c->src, c->src_len);
         oom = b.oom || !b.p || b.n > UINT32_MAX;
@@ -98,9 +82,9 @@ int32_t sc_compile_literals(cctx *c, const pf_json *v, const char *path) {
         }
     }
     int32_t id;
-    if (oom) {
+    if (oom || failed) {
         for (int i = 0; i < m; i++) free(s[i]);
-        id = sc_fail_oom(c, path);
+        id = failed ? FAIL : sc_fail_oom(c, path);
     } else {
         id = m ? sc_literal_node(c, s, len, m) : UNSAT;
     }

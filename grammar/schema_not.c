@@ -5,8 +5,9 @@
 
 /* ---- not: the forms whose complement is a schema of the subset ----
  * not false: nothing; not true / not {}: no value; not {"type": T}: the other types (not
- * "integer" alone takes every number away, never letting one through); not {"required": [k]}:
- * `"properties": {k: false}` (both hold for every non-object). Any other form is an error. */
+ * "integer" alone takes every number away, never letting one through); not {"required": [...]}
+ * and an allOf of such: an object lacking one of the keys. (Beside enum or const, any form: the
+ * values are checked one by one, grammar/schema_eval.c.) Any other form is an error. */
 
 /* The annotations-only schema s: it asserts nothing (only keywords neither compiled nor refused). */
 static int asserts_nothing(const pf_json *s) {
@@ -42,6 +43,55 @@ static pf_json *json_object1(cctx *c, const char *key, pf_json val) {
     return o;
 }
 
+/* The keys of `required` (or of an allOf whose branches hold only `required`) gathered into
+ * keys[0..*n); 0, or -1 for another form. */
+static int required_keys(const pf_json_member *k, const pf_json **keys, size_t *n, size_t cap) {
+    if (!strcmp(k->key, "required")) {
+        if (k->val.type != PF_JSON_ARRAY) return -1;
+        for (size_t i = 0; i < k->val.u.arr.n; i++) {
+            if (k->val.u.arr.items[i].type != PF_JSON_STRING || *n == cap) return -1;
+            keys[(*n)++] = &k->val.u.arr.items[i];
+        }
+        return 0;
+    }
+    if (k->val.type != PF_JSON_ARRAY || !k->val.u.arr.n) return -1;
+    for (size_t i = 0; i < k->val.u.arr.n; i++) {
+        const pf_json *b = &k->val.u.arr.items[i];
+        const pf_json_member *only = b->type == PF_JSON_OBJECT ? sole_keyword(b) : NULL;
+        if (!only || strcmp(only->key, "required") || required_keys(only, keys, n, cap) < 0) return -1;
+    }
+    return 0;
+}
+
+/* not {"required": [k1, ..., kn]} (or an allOf of such): an object lacking one of the keys, as
+ * {"type": "object", "anyOf": [{"properties": {ki: false}}, ...]} (a required key holds for every
+ * value that is not an object, so its `not` holds for none); NULL for another form (c->oom set
+ * when out of memory). */
+static const pf_json *without_keys(cctx *c, const pf_json_member *k, const char *path) {
+    static const pf_json k_false = {.type = PF_JSON_BOOL, .u.b = false};
+    static const pf_json k_object = {.type = PF_JSON_STRING, .u.str = {"object", 6}};
+    const pf_json *keys[PF_SCHEMA_MAX_PROPS];
+    size_t n = 0;
+    if (required_keys(k, keys, &n, PF_SCHEMA_MAX_PROPS) < 0) return NULL;
+    if (!n) return &k_false; /* every object has all of no keys */
+    pf_json *alts = sc_scratch(c, n * sizeof *alts);
+    pf_json_member *top = sc_scratch(c, 2 * sizeof *top);
+    pf_json *out = sc_scratch(c, sizeof *out);
+    if (!alts || !top || !out) return sc_fail_oom(c, path), NULL;
+    for (size_t i = 0; i < n; i++) {
+        pf_json *props = json_object1(c, keys[i]->u.str.s, k_false);
+        if (props) props->u.obj.members[0].key_len = keys[i]->u.str.len;
+        const pf_json *one = props ? json_object1(c, "properties", *props) : NULL;
+        if (!one) return sc_fail_oom(c, path), NULL;
+        alts[i] = *one;
+    }
+    top[0] = (pf_json_member){"type", 4, k_object};
+    if (n == 1) top[1] = alts[0].u.obj.members[0];
+    else top[1] = (pf_json_member){"anyOf", 5, {.type = PF_JSON_ARRAY, .u.arr = {alts, n}}};
+    *out = (pf_json){.type = PF_JSON_OBJECT, .u.obj = {top, 2}};
+    return out;
+}
+
 /* The schema `not` n stands for, as a schema of the subset; NULL after a failure. */
 static const pf_json *complement(cctx *c, const pf_json *n, const char *path) {
     static const char *const names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
@@ -66,15 +116,11 @@ static const pf_json *complement(cctx *c, const pf_json *n, const char *path) {
         const pf_json *r = json_object1(c, "type", arr);
         return r ? r : (sc_fail_oom(c, path), NULL);
     }
-    if (k && !strcmp(k->key, "required") && k->val.type == PF_JSON_ARRAY && k->val.u.arr.n == 1 &&
-        k->val.u.arr.items[0].type == PF_JSON_STRING) {
-        const pf_json *key = &k->val.u.arr.items[0];
-        pf_json *props = json_object1(c, key->u.str.s, k_false);
-        if (props) props->u.obj.members[0].key_len = key->u.str.len;
-        const pf_json *r = props ? json_object1(c, "properties", *props) : NULL;
-        return r ? r : (sc_fail_oom(c, path), NULL);
+    if (k && (!strcmp(k->key, "required") || !strcmp(k->key, "allOf"))) {
+        const pf_json *r = without_keys(c, k, path);
+        if (r || c->oom) return r;
     }
-    return sc_fail(c, path, "keyword 'not' is not supported in this form (only {}, true, false, {type}, {required: [a key]})"), NULL;
+    return sc_fail(c, path, "keyword 'not' is not supported in this form (only {}, true, false, {type}, {required: [keys]})"), NULL;
 }
 
 /* v with its `not` replaced by the schema it stands for, merged in (allOf semantics). */

@@ -136,7 +136,7 @@ int32_t sc_compile_target(cctx *c, const pf_json *target, int depth, const char 
 
 /* The document names a draft before 2019-09 in its $schema (draft-03 to draft-07): those ignore
  * every keyword beside a $ref; later drafts apply them as well. */
-static int siblings_ignored(cctx *c) {
+int sc_ref_siblings_ignored(cctx *c) {
     if (c->ref_draft < 0) {
         const pf_json *d = c->root && c->root->type == PF_JSON_OBJECT ? pf_json_get(c->root, "$schema") : NULL;
         c->ref_draft = d && d->type == PF_JSON_STRING && strstr(d->u.str.s, "draft-0") != NULL;
@@ -145,7 +145,7 @@ static int siblings_ignored(cctx *c) {
 }
 
 int sc_ref_siblings(cctx *c, const pf_json *v) {
-    if (siblings_ignored(c)) return 0;
+    if (sc_ref_siblings_ignored(c)) return 0;
     for (size_t i = 0; i < v->u.obj.n; i++)
         if (sc_keyword_index(&v->u.obj.members[i]) >= 0) return 1;
     return 0;
@@ -165,12 +165,15 @@ const pf_json *sc_ref_with_siblings(cctx *c, const pf_json *v, int depth, const 
 /* {"$ref": "#..."}: the schema the pointer names. Keywords beside it: see sc_ref_siblings (the
  * callers merge them in first); where the draft ignores them, they are ignored here too. */
 const pf_json *sc_ref_target(cctx *c, const pf_json *v, const char *path) {
-    for (size_t i = 0; i < v->u.obj.n && !siblings_ignored(c); i++) {
+    for (size_t i = 0; i < v->u.obj.n && !sc_ref_siblings_ignored(c); i++) {
         const pf_json_member *m = &v->u.obj.members[i];
         if (sc_keyword_index(m) >= 0) return sc_fail(c, path, "'%s' combined with $ref is not supported", m->key), NULL;
     }
     if (sc_check_keywords(c, v, path) < 0) return NULL;
-    const pf_json *r = pf_json_get(v, "$ref");
+    return sc_ref_resolve(c, pf_json_get(v, "$ref"), path);
+}
+
+const pf_json *sc_ref_resolve(cctx *c, const pf_json *r, const char *path) {
     if (r->type != PF_JSON_STRING) return sc_fail(c, path, "$ref: not a string"), NULL;
     if (r->u.str.len == 0 || r->u.str.s[0] != '#')
         return sc_fail(c, path, "$ref '%.80s' outside the document is not supported", r->u.str.s), NULL;

@@ -233,7 +233,7 @@ TEST(grammar_annotations_ignored) {
 TEST(grammar_unsupported_validation_keywords) {
     static const char *const kw[] = {
         "multipleOf", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
-        "additionalItems", "unevaluatedItems", "dependentRequired",
+        "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties",
         "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
     for (size_t i = 0; i < sizeof kw / sizeof *kw; i++) {
@@ -477,7 +477,7 @@ TEST(grammar_string_lengths) {
     CHECK_MASKS(in_object, obj_masks);
     expect_error("{\"type\":\"string\",\"minLength\":1.5}", "minLength: not a non-negative integer");
     expect_error("{\"type\":\"string\",\"minLength\":4,\"maxLength\":3}", "admits no value");
-    expect_error("{\"enum\":[\"a\"],\"maxLength\":3}", "'maxLength' combined with enum or const is not supported");
+    expect_error("{\"enum\":[\"abcd\"],\"maxLength\":3}", "admits no value"); /* the value checked */
 }
 
 /* minimum / maximum and both forms of exclusiveMinimum / exclusiveMaximum, on integers and on
@@ -603,7 +603,46 @@ TEST(grammar_not) {
     expect_error("{\"not\":true}", "admits no value");
     expect_error("{\"type\":\"object\",\"required\":[\"b\"],\"not\":{\"required\":[\"b\"]}}", "admits no value");
     expect_error("{\"properties\":{\"a\":{\"not\":{\"minimum\":3}}}}", "/properties/a: keyword 'not' is not supported");
-    expect_error("{\"not\":{\"required\":[\"a\",\"b\"]}}", "keyword 'not' is not supported");
+    /* not required: an object lacking a key (a non-object meets `required`, so never its `not`) */
+    static const doc_case not_req_typed[] = {{"\"s\"", 0}, {"{}", 1}, {"{\"b\":1}", 0}, {"{\"a\":1}", 1}};
+    CHECK_DOCS("{\"type\":[\"object\",\"string\"],\"not\":{\"required\":[\"b\"]}}", not_req_typed);
+    static const doc_case not_both[] = {{"{\"a\":1}", 1}, {"{\"a\":1,\"b\":2}", 0}, {"{\"b\":1}", 1}, {"{}", 1}, {"3", 0}};
+    CHECK_DOCS("{\"not\":{\"required\":[\"a\",\"b\"]}}", not_both);
+    CHECK_DOCS("{\"not\":{\"allOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}}", not_both);
+    expect_error("{\"not\":{\"required\":[\"a\",1]}}", "keyword 'not' is not supported in this form");
+}
+
+/* additionalItems asserts something only after items in the tuple form, uniqueItems only when true. */
+TEST(grammar_array_keywords_ignored) {
+    expect_error("{\"items\":[{}],\"additionalItems\":false}", "keyword 'additionalItems' is not supported");
+    static const doc_case add_items[] = {{"[\"a\",\"b\"]", 1}, {"[1]", 0}, {"[]", 1}};
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"additionalItems\":false}", add_items);
+    CHECK_DOCS("{\"items\":{\"type\":\"string\"},\"additionalItems\":{\"type\":\"integer\"}}", add_items);
+    CHECK_DOCS("{\"items\":{\"type\":\"string\"},\"uniqueItems\":false}", add_items);
+    expect_error("{\"items\":{},\"uniqueItems\":true}", "keyword 'uniqueItems' is not supported");
+}
+
+/* enum / const beside any keyword: each value kept or dropped by the whole schema, checked exactly
+ * at compile time (numbers as decimals, strings through the automata). */
+TEST(grammar_enum_filtered) {
+    static const doc_case odd[] = {{"1", 1}, {"2", 0}, {"3", 1}, {"6", 0}, {"\"x\"", 0}};
+    CHECK_DOCS("{\"allOf\":[{\"enum\":[1,2,3,6,\"x\"]},{\"not\":{\"multipleOf\":2}},{\"type\":\"integer\"}]}", odd);
+    static const doc_case len[] = {{"\"a\"", 0}, {"\"bb\"", 1}, {"\"ccc\"", 0}};
+    CHECK_DOCS("{\"type\":\"string\",\"enum\":[\"a\",\"bb\",\"ccc\"],\"minLength\":2,\"maxLength\":2}", len);
+    static const doc_case objs[] = {{"{\"a\":1}", 0}, {"{\"b\":2}", 1}, {"{\"b\": 2}", 1}};
+    CHECK_DOCS("{\"enum\":[{\"a\":1},{\"b\":2}],\"not\":{\"required\":[\"a\"]}}", objs);
+    static const doc_case bound[] = {{"1.5", 0}, {"2", 1}, {"2.0", 1}, {"\"x\"", 0}};
+    CHECK_DOCS("{\"allOf\":[{\"enum\":[1.5,2,\"x\"]},{\"not\":{\"maximum\":1.9}}]}", bound);
+    /* decimals, not doubles: 2^53 + 1 is above 2^53 though both read as the same double */
+    expect_error("{\"enum\":[9007199254740993],\"maximum\":9007199254740992}", "admits no value");
+    expect_error("{\"const\":0.3,\"multipleOf\":0.1,\"exclusiveMaximum\":0.3}", "admits no value");
+    expect_error("{\"enum\":[{}],\"unevaluatedProperties\":false}", "cannot be checked against 'unevaluatedProperties'");
+    expect_error("{\"enum\":[\"a\"],\"format\":\"regex\"}", "cannot be checked against 'format'");
+    pf_schema *s = NULL;
+    char err[PF_ERR_LEN];
+    const char *dec = "{\"const\":0.3,\"multipleOf\":0.1}"; /* 0.3 / 0.1 is not 3 in doubles */
+    CHECKF(pf_schema_compile(dec, strlen(dec), &s, err) == PF_SCHEMA_OK, "%s", err);
+    pf_schema_free(s);
 }
 
 /* allOf merged into one schema where the merge is exact ($ref branches followed, properties merged
