@@ -2,8 +2,11 @@
 # per-file target flags by their name's suffix and are chosen at run time from CPUID, so the binary
 # runs on any x86-64.
 # Every core builds (a recipe's own commands still run one after another; test and bench recipes
-# start once what they need is built). `make -j1` builds one file at a time.
+# start once what they need is built; sub-makes share the top make's jobs). `make -j1` builds one
+# file at a time.
+ifeq ($(MAKELEVEL),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g

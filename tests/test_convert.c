@@ -17,6 +17,7 @@
 #include "formats/ggml_types.h"
 #include "formats/gguf.h"
 #include "convert/hf_convert.h"
+#include "convert/vocab_import.h"
 #include "fault.h"
 #include "fuzz/bpe_json.h"
 #include "test.h"

@@ -656,7 +656,7 @@ TEST(vocab_import_round_trip) {
     static const char cfg[] = "{\"eos_token\": {\"__type\": \"AddedToken\", \"content\": \"<|im_end|>\"}, "
                               "\"pad_token\": null, \"chat_template\": \"{{ hi }}\"}";
     CHECK(test_write_file(cj, cfg, sizeof cfg - 1) == 0);
-    CHECKF(pf_vocab_import(tj, cj, out, err) == 0, "%s", err);
+    CHECKF(pf_vocab_import(tj, cj, out, err) == PF_RC_OK, "%s", err);
     pf_tokenizer *t = load_path(out, err, arch, sizeof arch);
     CHECKF(t, "%s", err);
     bool ok = strcmp(arch, "tokenizer") == 0 && pf_tokenizer_n_vocab(t) == 305 &&
@@ -695,7 +695,7 @@ TEST(vocab_import_round_trip) {
     CHECK(ok);
 
     /* Without a config: eos falls back to <|im_end|>, no chat template. */
-    CHECKF(pf_vocab_import(tj, NULL, out, err) == 0, "%s", err);
+    CHECKF(pf_vocab_import(tj, NULL, out, err) == PF_RC_OK, "%s", err);
     t = load_path(out, err, NULL, 0);
     CHECKF(t, "%s", err);
     ok = pf_tokenizer_eos(t) == 301 && pf_tokenizer_chat_template(t) == NULL;
@@ -721,15 +721,15 @@ TEST(vocab_import_rejects_unsupported) {
         CHECK(write_tiny_tokenizer(tj, cases[i].model, cases[i].pretok ? cases[i].pretok : k_qwen2_pretok,
                                    cases[i].added) == 0);
         err[0] = '\0';
-        CHECKF(pf_vocab_import(tj, NULL, out, err) == -1, "case %zu accepted", i);
+        CHECKF(pf_vocab_import(tj, NULL, out, err) == PF_RC_FORMAT, "case %zu accepted, or not as a format error", i);
         CHECKF(strstr(err, cases[i].msg) && strstr(err, tj), "case %zu: '%s'", i, err);
         struct stat st;
         CHECKF(stat(out, &st) != 0, "case %zu: output written", i);
     }
     /* Malformed JSON: the message names the file and the byte offset. */
     CHECK(test_write_file(tj, "{\"model\": [1,]}", 15) == 0);
-    CHECK(pf_vocab_import(tj, NULL, out, err) == -1 && strstr(err, "byte 13"));
-    CHECK(pf_vocab_import("/nonexistent/tokenizer.json", NULL, out, err) == -1 &&
+    CHECK(pf_vocab_import(tj, NULL, out, err) == PF_RC_FORMAT && strstr(err, "byte 13"));
+    CHECK(pf_vocab_import("/nonexistent/tokenizer.json", NULL, out, err) == PF_RC_IO &&
           strstr(err, "/nonexistent/tokenizer.json"));
 }
 
