@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
+#include "../fault.h"
 #include "../test.h"
 #include "text_sink.h"
 
@@ -122,21 +122,6 @@ TEST(status_api_cancelled_by_a_callback) {
     pf_free_model(m);
 }
 
-/* This process's address space in KiB (/proc/self/statm), or -1. */
-static long vm_kb(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = -1;
-    if (!f) return -1;
-    if (fscanf(f, "%ld", &pages) != 1) pages = -1;
-    fclose(f);
-    return pages < 0 ? -1 : pages * 4;
-}
-
-static void cap_vm(long kb) {
-    struct rlimit r = {.rlim_cur = kb < 0 ? RLIM_INFINITY : (rlim_t)kb * 1024, .rlim_max = RLIM_INFINITY};
-    setrlimit(RLIMIT_AS, &r);
-}
-
 /* Under a cap of `extra` KiB above what the process holds: load, session, generation (plain and
  * speculative). Every call succeeds or says PF_ERR_OOM with one line; *n_oom counts the latter. */
 static int under_cap(long extra, int *n_oom, char *why, size_t why_n) {
@@ -147,7 +132,7 @@ static int under_cap(long extra, int *n_oom, char *why, size_t why_n) {
     pf_status st[4] = {PF_OK, PF_OK, PF_OK, PF_OK};
     const char *what[4] = {"pf_load_model", "pf_load_draft", "pf_session_new", "pf_generate"};
     int bad = -1;
-    cap_vm(vm_kb() + extra);
+    pf_fault_cap_vm(extra);
     if ((st[0] = pf_load_model(TARGET, &m, err)) == PF_OK && (st[1] = pf_load_draft(m, DRAFT2, &d, err)) == PF_OK &&
         (st[2] = pf_session_new(m, NULL, &s, err)) == PF_OK) {
         pf_gen_params gp;
@@ -157,7 +142,7 @@ static int under_cap(long extra, int *n_oom, char *why, size_t why_n) {
         text t = {0};
         st[3] = pf_generate(s, "The capital of France", 21, &gp, text_sink, &t, NULL, err);
     }
-    cap_vm(-1);
+    pf_fault_uncap_vm();
     for (int i = 0; i < 4 && bad < 0; i++)
         if (st[i] != PF_OK && (st[i] != PF_ERR_OOM || !one_line(err))) bad = i;
     for (int i = 0; i < 4; i++) *n_oom += st[i] == PF_ERR_OOM;
@@ -169,14 +154,13 @@ static int under_cap(long extra, int *n_oom, char *why, size_t why_n) {
 }
 
 TEST(status_api_out_of_memory) {
-    if (vm_kb() < 0) {
-        pf_test_skip("needs /proc/self/statm");
+    /* a probe cap (tests/fault.h): none without /proc/self/statm or under a sanitizer, whose shadow
+     * memory cannot live under an address-space cap */
+    if (pf_fault_cap_vm(1L << 30) != 0) {
+        pf_test_skip("needs /proc/self/statm, and no sanitizer (its shadow memory cannot live under an address-space cap)");
         return;
     }
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    pf_test_skip("a sanitizer's shadow memory cannot live under an address-space cap");
-    return;
-#endif
+    pf_fault_uncap_vm();
     /* caps from nothing to past the whole load (target 25 MB, draft 11 MB, their packed copies,
      * a session's 4096-row cache): each allocation on the way fails at some cap */
     static const long extra[] = {0, 4000, 12000, 20000, 28000, 40000, 56000, 80000, 112000, 160000, 240000};
