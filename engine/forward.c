@@ -102,6 +102,7 @@ struct rows_job {
     const float *norm;    /* the norm weight of a norm step */
     const pf_weight *mat; /* the matmul the step's output feeds (NULL: none) */
     int prepare;          /* whether the rows prepare mat's activation */
+    int next;             /* the next row a pool thread claims */
 };
 
 static float *row_of(float *base, int r, int64_t width) { return base + (size_t)r * (size_t)width; }
@@ -168,16 +169,16 @@ static void row_residual(const rows_job *j, int r) {
 }
 
 static void rows_worker(void *arg, int ith, int nth) {
-    const rows_job *j = arg;
-    const int B = j->ch->B;
-    for (int r = B * ith / nth; r < B * (ith + 1) / nth; r++) j->row(j, r);
+    (void)ith, (void)nth;
+    rows_job *j = arg;
+    for (int r; (r = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->ch->B;) j->row(j, r);
 }
 
 /* Runs a per-row step of layer l over the chunk (norm: its weight; mat: the matmul its output feeds,
  * or NULL); returns whether the rows prepared mat's activation (only when split over the pool:
  * below ROWS_POOL_MIN rows the matmul prepares them). Timed as elementwise. */
 static int rows(chunk *ch, int l, void (*row)(const rows_job *, int), const float *norm, const pf_weight *mat) {
-    rows_job j = {ch, l, row, norm, mat, 0};
+    rows_job j = {ch, l, row, norm, mat, 0, 0};
     if (ch->B >= ROWS_POOL_MIN && pf_pool_size(ch->c->pool) > 1) {
         j.prepare = mat != NULL;
         pf_pool_run(ch->c->pool, rows_worker, &j);

@@ -6,24 +6,30 @@
 #include "engine/clock.h"
 #include "formats/ggml_types.h"
 
+#define BW_PART (1 << 15) /* elements a thread claims at a time (256 KiB) */
+
 typedef struct {
     const uint64_t *a;
     size_t n;
+    size_t next; /* the next part a pool thread claims */
     uint64_t sums[64];
 } bw_job;
 
-/* each pool thread sums its share of the array */
+/* each pool thread sums the parts of the array it claims */
 static void bw_worker(void *arg, int ith, int nth) {
+    (void)nth;
     bw_job *j = arg;
-    size_t lo = j->n * (size_t)ith / (size_t)nth, hi = j->n * (size_t)(ith + 1) / (size_t)nth;
     uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = lo; i + 4 <= hi; i += 4) {
-        s0 += j->a[i];
-        s1 += j->a[i + 1];
-        s2 += j->a[i + 2];
-        s3 += j->a[i + 3];
+    for (size_t lo; (lo = __atomic_fetch_add(&j->next, BW_PART, __ATOMIC_RELAXED)) < j->n;) {
+        size_t hi = lo + BW_PART < j->n ? lo + BW_PART : j->n;
+        for (size_t i = lo; i + 4 <= hi; i += 4) {
+            s0 += j->a[i];
+            s1 += j->a[i + 1];
+            s2 += j->a[i + 2];
+            s3 += j->a[i + 3];
+        }
     }
-    j->sums[ith & 63] = s0 + s1 + s2 + s3;
+    j->sums[ith & 63] += s0 + s1 + s2 + s3;
 }
 
 double pf_probe_bandwidth(pf_pool *pool, const uint64_t *a, size_t n, int passes) {
@@ -31,6 +37,7 @@ double pf_probe_bandwidth(pf_pool *pool, const uint64_t *a, size_t n, int passes
     double best = 0;
     for (int r = 0; r < passes; r++) {
         double t0 = pf_now_s();
+        j.next = 0;
         pf_pool_run(pool, bw_worker, &j);
         double gbs = (double)(n * sizeof *a) / (pf_now_s() - t0) / 1e9;
         if (gbs > best) best = gbs;

@@ -1,11 +1,17 @@
-/* Persistent thread pool. A run publishes (fn, arg) and bumps an atomic generation counter; workers
- * spin on it for a short while (a forward pass issues a run every few microseconds), then sleep on
- * a futex. Completion is an atomic counter the caller spins on, then sleeps on.
+/* Persistent thread pool. One 32-bit atomic word holds the pool's state: the run's generation,
+ * whether the run is open, and how many workers are inside it. A run publishes (fn, arg), then
+ * stores a new generation with the open bit; a worker joins by a compare-and-swap that adds one to
+ * the count while the run is still open, runs fn, and leaves by subtracting one. When its own call
+ * returns the caller clears the open bit (no one joins after that) and waits only for the workers
+ * inside. Waiting, on either side, spins for a short while (a forward pass opens a run every few
+ * microseconds), then sleeps on a futex on the state word.
  *
- * Ordering: fn/arg/stop are plain fields written before the seq_cst bump of `gen` and read after
- * an acquire load of it; a worker's work happens-before the caller's return through `done`.
- * Sleeping uses the Dekker pattern (announce, then re-check) so no wake-up is lost: the futex only
- * saves CPU, all happens-before edges come from the atomics (which keeps TSan informed).
+ * Ordering: fn/arg/stop are plain fields written before the seq_cst store that opens a run and
+ * read after the acquire compare-and-swap that joins it (the other workers' read-modify-writes
+ * continue that release sequence); a worker's work happens-before the caller's return through its
+ * leaving subtraction. Sleeping uses the Dekker pattern (announce, then re-check) so no wake-up is
+ * lost: the futex only saves CPU, all happens-before edges come from the atomics (which keeps TSan
+ * informed).
  *
  * One run at a time: pf_pool_run must not be called concurrently or from inside fn. */
 #include "kernels/pool.h"
@@ -39,15 +45,19 @@ struct pf_pool {
     int n;
     pthread_t *threads;
     worker_arg *args;
-    pf_pool_fn fn; /* published by the bump of gen */
+    pf_pool_fn fn; /* published by the store that opens a run */
     void *arg;
     int stop;
-    alignas(64) _Atomic uint32_t gen; /* futex word the workers wait on */
-    _Atomic int sleepers;
-    alignas(64) _Atomic uint32_t done; /* workers finished in this run; futex word of the caller */
-    _Atomic int caller_waiting;
-    char pad[64 - sizeof(_Atomic uint32_t) - sizeof(_Atomic int)];
+    alignas(64) _Atomic uint32_t state; /* generation | OPEN | workers inside; the futex word */
+    _Atomic int sleepers;               /* workers asleep waiting for a run */
+    _Atomic int caller_waiting;         /* the caller asleep waiting for the workers inside */
+    char pad[64 - sizeof(_Atomic uint32_t) - 2 * sizeof(_Atomic int)];
 };
+
+#define INSIDE_MASK 0x7fffu
+#define OPEN 0x8000u
+#define GEN_SHIFT 16
+static inline uint32_t gen_of(uint32_t s) { return s >> GEN_SHIFT; }
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -89,23 +99,27 @@ static int spin_expired(unsigned i, int64_t *start) {
     return t - *start > SPIN_NS;
 }
 
-/* Spin until *w != seen or SPIN_NS passes; returns the value seen last. */
-static uint32_t spin_while_equal(_Atomic uint32_t *w, uint32_t seen) {
+/* Waits (spin, then sleep) until the state's generation differs from seen; returns the state. */
+static uint32_t wait_for_run(pf_pool *p, uint32_t seen) {
     int64_t start = 0;
-    for (unsigned i = 1;; i++) {
-        uint32_t v = atomic_load_explicit(w, memory_order_acquire);
-        if (v != seen || spin_expired(i, &start)) return v;
+    uint32_t s;
+    for (unsigned i = 1; gen_of(s = atomic_load_explicit(&p->state, memory_order_acquire)) == seen; i++) {
+        if (spin_expired(i, &start)) break;
         cpu_relax();
     }
+    if (gen_of(s) != seen) return s;
+    atomic_fetch_add(&p->sleepers, 1);
+    while (gen_of(s = atomic_load(&p->state)) == seen) futex_wait(&p->state, s);
+    atomic_fetch_sub(&p->sleepers, 1);
+    return s;
 }
 
-static uint32_t wait_for_run(pf_pool *p, uint32_t seen) {
-    uint32_t g = spin_while_equal(&p->gen, seen);
-    if (g != seen) return g;
-    atomic_fetch_add(&p->sleepers, 1);
-    while ((g = atomic_load(&p->gen)) == seen) futex_wait(&p->gen, seen);
-    atomic_fetch_sub(&p->sleepers, 1);
-    return g;
+/* Adds this worker to the open run of generation g; false if that run is closed or gone. */
+static int join_run(pf_pool *p, uint32_t s, uint32_t g) {
+    while (gen_of(s) == g && (s & OPEN))
+        if (atomic_compare_exchange_weak_explicit(&p->state, &s, s + 1, memory_order_acquire, memory_order_relaxed))
+            return 1;
+    return 0;
 }
 
 static void *worker_main(void *a) {
@@ -113,11 +127,13 @@ static void *worker_main(void *a) {
     pf_pool *p = wa->pool;
     uint32_t seen = 0;
     for (;;) {
-        seen = wait_for_run(p, seen);
+        uint32_t s = wait_for_run(p, seen);
+        seen = gen_of(s);
         if (p->stop) break;
+        if (!join_run(p, s, seen)) continue; /* the caller did this run without us */
         p->fn(p->arg, wa->ith, p->n);
-        uint32_t d = atomic_fetch_add(&p->done, 1) + 1;
-        if (d == (uint32_t)(p->n - 1) && atomic_load(&p->caller_waiting)) futex_wake(&p->done, 1);
+        s = atomic_fetch_sub(&p->state, 1) - 1;
+        if (!(s & INSIDE_MASK) && !(s & OPEN) && atomic_load(&p->caller_waiting)) futex_wake(&p->state, INT_MAX);
     }
     return NULL;
 }
@@ -126,9 +142,8 @@ pf_pool *pf_pool_create(int n_threads) {
     pf_pool *p = aligned_alloc(64, sizeof(pf_pool));
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
-    atomic_init(&p->gen, 0);
+    atomic_init(&p->state, 0);
     atomic_init(&p->sleepers, 0);
-    atomic_init(&p->done, 0);
     atomic_init(&p->caller_waiting, 0);
     p->n = n_threads < 1 ? 1 : n_threads;
     if (p->n == 1) return p;
@@ -149,12 +164,19 @@ pf_pool *pf_pool_create(int n_threads) {
         if (pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]) != 0) break;
         created++;
     }
-    /* Workers read n only after the first bump of gen, so shrinking it here is safe. */
+    /* Workers read n only after joining a run, so shrinking it here is safe. */
     p->n = created;
     return p;
 }
 
 int pf_pool_size(const pf_pool *p) { return p ? p->n : 1; }
+
+/* Opens the next run (no worker is inside: the last run's caller waited for them). */
+static void open_run(pf_pool *p) {
+    uint32_t g = gen_of(atomic_load_explicit(&p->state, memory_order_relaxed)) + 1;
+    atomic_store(&p->state, (g << GEN_SHIFT) | OPEN); /* seq_cst: publishes fn, arg, stop */
+    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->state, INT_MAX);
+}
 
 void pf_pool_run(pf_pool *p, pf_pool_fn fn, void *arg) {
     if (!p || p->n <= 1) {
@@ -163,21 +185,20 @@ void pf_pool_run(pf_pool *p, pf_pool_fn fn, void *arg) {
     }
     p->fn = fn;
     p->arg = arg;
-    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1); /* seq_cst: publishes the fields above */
-    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen, INT_MAX);
+    open_run(p);
 
     fn(arg, 0, p->n);
 
-    uint32_t target = (uint32_t)(p->n - 1), v;
+    uint32_t s = atomic_fetch_and(&p->state, ~OPEN) & ~OPEN;
     int64_t start = 0;
-    for (unsigned i = 1; (v = atomic_load_explicit(&p->done, memory_order_acquire)) != target; i++) {
+    for (unsigned i = 1; s & INSIDE_MASK; i++) {
         if (spin_expired(i, &start)) break;
         cpu_relax();
+        s = atomic_load_explicit(&p->state, memory_order_acquire);
     }
-    if (v != target) {
+    if (s & INSIDE_MASK) {
         atomic_store(&p->caller_waiting, 1);
-        while ((v = atomic_load(&p->done)) != target) futex_wait(&p->done, v);
+        while ((s = atomic_load(&p->state)) & INSIDE_MASK) futex_wait(&p->state, s);
         atomic_store_explicit(&p->caller_waiting, 0, memory_order_relaxed);
     }
 }
@@ -186,8 +207,8 @@ void pf_pool_destroy(pf_pool *p) {
     if (!p) return;
     if (p->n > 1) {
         p->stop = 1;
-        atomic_fetch_add(&p->gen, 1);
-        futex_wake(&p->gen, INT_MAX);
+        open_run(p);
+        futex_wake(&p->state, INT_MAX);
         for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
     }
     free(p->threads);

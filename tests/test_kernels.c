@@ -171,24 +171,33 @@ TEST(kernels_act_row_bytes) {
 
 /* ---- pool ---- */
 
+/* A run's work is POOL_TASKS(nth) tasks the threads claim; each records who ran it. */
+#define POOL_TASKS(nth) (3 * (nth) + 1)
+
 typedef struct {
-    int run;
+    _Atomic int run, returned; /* the run under way; the last run pf_pool_run returned from */
     int nth_expected;
-    int seen_run[16];
-    _Atomic int count[16];
+    _Atomic int next;                /* the next task to claim */
+    _Atomic int count[64];           /* times each task ran, over all runs */
+    _Atomic int busy[16];            /* ith in fn now (two threads with one ith: bad) */
     _Atomic int bad;
 } pool_probe;
 
 static void pool_probe_fn(void *arg, int ith, int nth) {
     pool_probe *p = arg;
-    if (nth != p->nth_expected || ith < 0 || ith >= nth) atomic_fetch_add(&p->bad, 1);
-    else {
-        p->seen_run[ith] = p->run;
-        atomic_fetch_add(&p->count[ith], 1);
+    if (nth != p->nth_expected || ith < 0 || ith >= nth || ith >= 16) {
+        atomic_fetch_add(&p->bad, 1);
+        return;
     }
+    if (atomic_load(&p->returned) >= atomic_load(&p->run)) atomic_fetch_add(&p->bad, 1); /* late */
+    if (atomic_exchange(&p->busy[ith], 1)) atomic_fetch_add(&p->bad, 1);
+    for (int t; (t = atomic_fetch_add(&p->next, 1)) < POOL_TASKS(nth);) atomic_fetch_add(&p->count[t], 1);
+    atomic_store(&p->busy[ith], 0);
 }
 
-TEST(kernels_pool_runs_every_thread_once) {
+/* Every task of every run done exactly once before the run returns, whichever threads joined; no
+ * call after its run returned; ith unique among the threads in a run. */
+TEST(kernels_pool_claimed_work_done_once) {
     const int sizes[] = {0, 1, 2, 3, 4, 8};
     for (int si = 0; si < (int)(sizeof sizes / sizeof sizes[0]); si++) {
         int n = sizes[si];
@@ -199,17 +208,19 @@ TEST(kernels_pool_runs_every_thread_once) {
         static pool_probe p;
         memset(&p, 0, sizeof p);
         p.nth_expected = nth;
-        int runs = n > 4 ? 200 : n > 2 ? 1500 : 3000;
+        int runs = n > 4 ? 200 : n > 2 ? 1500 : 3000, tasks = POOL_TASKS(nth);
         for (int r = 1; r <= runs; r++) {
-            p.run = r;
+            atomic_store(&p.next, 0);
+            atomic_store(&p.run, r);
             pf_pool_run(pool, pool_probe_fn, &p);
-            for (int i = 0; i < nth; i++)
-                CHECKF(p.seen_run[i] == r, "n=%d run %d: thread %d saw run %d", n, r, i, p.seen_run[i]);
+            atomic_store(&p.returned, r);
+            for (int t = 0; t < tasks; t++)
+                CHECKF(atomic_load(&p.count[t]) == r, "n=%d run %d: task %d ran %d times in all", n, r, t,
+                       atomic_load(&p.count[t]));
             /* now and then let the workers fall asleep, to exercise the futex path */
             if (r % 500 == 0) usleep(2000);
         }
         CHECK(atomic_load(&p.bad) == 0);
-        for (int i = 0; i < nth; i++) CHECK(atomic_load(&p.count[i]) == runs);
         pf_pool_destroy(pool);
     }
     pf_pool_destroy(NULL);
@@ -219,9 +230,11 @@ TEST(kernels_pool_runs_every_thread_once) {
         static pool_probe p;
         memset(&p, 0, sizeof p);
         p.nth_expected = 3;
+        atomic_store(&p.run, 1);
         if (i % 2) pf_pool_run(pool, pool_probe_fn, &p);
         pf_pool_destroy(pool);
         CHECK(atomic_load(&p.bad) == 0);
+        if (i % 2) CHECK(atomic_load(&p.count[POOL_TASKS(3) - 1]) == 1);
     }
 }
 

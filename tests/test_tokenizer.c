@@ -836,26 +836,26 @@ TEST(cli_tokenize_and_decode) {
     free(out);
     free(err);
     CHECK(ok);
-    /* Errors: one line, "pocketflash: ...", status 1 (bad usage) or the failure's kind (2: I/O). */
+    /* Errors: one line, "pocketflash: ...", the exit status: 1 bad usage, else the failure's kind (2: I/O). */
     static const struct {
         const char *args, *msg;
         int status;
     } bad[] = {
-        {"tokenize -m " QWEN3_VOCAB " -p hi --bogus", "--bogus"},
-        {"tokenize -p hi", "-m"},
-        {"tokenize -m " QWEN3_VOCAB, "-p"},
-        {"tokenize -m /nonexistent.gguf -p hi", "/nonexistent.gguf"},
-        {"tokenize -m " QWEN3_VOCAB " -p $(printf 'a\\377b')", "invalid UTF-8 at byte 1"},
-        {"tokenize -m " QWEN3_VOCAB " --decode -p '1 x'", "not a token id"},
-        {"tokenize -m " QWEN3_VOCAB " --decode -p 999999", "out of range"},
-        {"vocab-import /nonexistent.json", "-o"},
+        {"tokenize -m " QWEN3_VOCAB " -p hi --bogus", "--bogus", 1},
+        {"tokenize -p hi", "-m", 1},
+        {"tokenize -m " QWEN3_VOCAB, "-p", 1},
+        {"tokenize -m /nonexistent.gguf -p hi", "/nonexistent.gguf", 1},
+        {"tokenize -m " QWEN3_VOCAB " -p $(printf 'a\\377b')", "invalid UTF-8 at byte 1", 1},
+        {"tokenize -m " QWEN3_VOCAB " --decode -p '1 x'", "not a token id", 1},
+        {"tokenize -m " QWEN3_VOCAB " --decode -p 999999", "out of range", 1},
+        {"vocab-import /nonexistent.json", "-o", 1},
         {"vocab-import /nonexistent.json -o /tmp/x.gguf", "/nonexistent.json", 2},
-        {"vocab-import a b c -o x", "too many"},
-        {"vocab-import --what", "--what"},
+        {"vocab-import a b c -o x", "too many", 1},
+        {"vocab-import --what", "--what", 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         st = run_cli(bad[i].args, &out, &n, &err);
-        ok = st == (bad[i].status ? bad[i].status : 1) && err && strncmp(err, "pocketflash: ", 13) == 0 &&
+        ok = st == bad[i].status && err && strncmp(err, "pocketflash: ", 13) == 0 &&
              strstr(err, bad[i].msg) &&
              strchr(err, '\n') == err + strlen(err) - 1 && n == 0;
         if (!ok) printf("    %s: status %d err '%s'\n", bad[i].args, st, err ? err : "");
