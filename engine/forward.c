@@ -168,10 +168,14 @@ static void row_residual(const rows_job *j, int r) {
                    (size_t)H * sizeof(float));
 }
 
+/* Threads claim runs of consecutive rows, one thread's share of the pool at a time (adjacent rows'
+ * prepared activations share cache lines), until none are left. */
 static void rows_worker(void *arg, int ith, int nth) {
-    (void)ith, (void)nth;
+    (void)ith;
     rows_job *j = arg;
-    for (int r; (r = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->ch->B;) j->row(j, r);
+    const int B = j->ch->B, run = (B + nth - 1) / nth;
+    for (int r0; (r0 = __atomic_fetch_add(&j->next, run, __ATOMIC_RELAXED)) < B;)
+        for (int r = r0; r < r0 + run && r < B; r++) j->row(j, r);
 }
 
 /* Runs a per-row step of layer l over the chunk (norm: its weight; mat: the matmul its output feeds,
