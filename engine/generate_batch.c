@@ -95,10 +95,13 @@ static pf_rc check_request(const batch_run *b, const pf_seq_request *r, char err
     return PF_RC_OK;
 }
 
-/* Speculation: the slot's strategy (asked once) and a buffer for its prompt's taps. */
+/* Speculation: the request's strategy (NULL: it decodes plainly) and a buffer for its prompt's
+ * taps. */
 static pf_rc spec_slot(batch_run *b, int i, char err[PF_ERR_LEN]) {
     seq_slot *sl = &b->slots[i];
-    if (!sl->strat && !(sl->strat = b->spec->slot(b->spec->state, i, &sl->seq, err))) return PF_RC_OOM;
+    pf_rc rc = b->spec->slot(b->spec->state, i, &sl->req, &sl->seq, &sl->strat, err);
+    if (rc != PF_RC_OK || !sl->strat) return rc;
+    sl->st.strategy = sl->strat->name;
     size_t row = (size_t)sl->strat->n_taps * b->s->model->hp.n_embd;
     if (row && !(sl->ptaps = malloc((size_t)sl->req.n_prompt * row * sizeof(float)))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
@@ -108,8 +111,8 @@ static pf_rc spec_slot(batch_run *b, int i, char err[PF_ERR_LEN]) {
 }
 
 /* Free slots take the feed's next requests. -1 (err set) when the feed fails; a strategy's
- * failure to start a slot ends the batch with its code in *start_rc. */
-static int admit(batch_run *b, pf_rc *start_rc, char err[PF_ERR_LEN]) {
+ * failure to start a request ends that request. */
+static int admit(batch_run *b, char err[PF_ERR_LEN]) {
     b->feed_later = 0;
     for (int i = 0; i < b->n_slots && !b->feed_dry && !b->feed_later; i++) {
         seq_slot *sl = &b->slots[i];
@@ -126,6 +129,7 @@ static int admit(batch_run *b, pf_rc *start_rc, char err[PF_ERR_LEN]) {
                 break;
             }
             sl->busy = 1;
+            sl->strat = NULL;
             sl->n_fed = 0;
             sl->t_first = 0;
             sl->t0 = pf_now_s();
@@ -135,18 +139,19 @@ static int admit(batch_run *b, pf_rc *start_rc, char err[PF_ERR_LEN]) {
             pf_kv_truncate(sl->kv, 0);
             char why[PF_ERR_LEN];
             pf_rc rc = check_request(b, &sl->req, why);
+            if (rc == PF_RC_OK && sl->req.p.max_tokens > 0 && b->spec) rc = spec_slot(b, i, why);
             if (rc != PF_RC_OK) finish(b, sl, rc, why);
             else if (sl->req.p.max_tokens == 0) finish(b, sl, PF_RC_OK, NULL); /* decodes nothing */
-            else if (b->spec && (*start_rc = spec_slot(b, i, err)) != PF_RC_OK) return -1;
         }
     }
     return 0;
 }
 
-/* Speculation: the decoding slots' rows, as the strategy plans them, into their places. */
-static pf_rc spec_rows(batch_run *b, int n_dec, char err[PF_ERR_LEN]) {
+/* Speculation: the speculating slots' rows, as the strategy plans them, into their places;
+ * n_plain slots decode plainly beside them. */
+static pf_rc spec_rows(batch_run *b, int n_dec, int n_plain, char err[PF_ERR_LEN]) {
     if (n_dec == 0) return PF_RC_OK;
-    pf_rc rc = b->spec->plan(b->spec->state, n_dec, b->dec_slot, b->dec_last, b->dec_cap, b->dec_rows, err);
+    pf_rc rc = b->spec->plan(b->spec->state, n_dec, b->dec_slot, b->dec_last, b->dec_cap, n_plain, b->dec_rows, err);
     if (rc != PF_RC_OK) return rc;
     for (int j = 0; j < n_dec; j++) {
         seq_slot *sl = &b->slots[b->dec_slot[j]];
@@ -166,10 +171,11 @@ static int step_cap(const seq_slot *sl) {
 
 /* The step's rows into b->rows, one pf_batch per slot with rows: a decoding slot's last token (or
  * what the strategy plans for it), a prefilling slot's next prompt chunk; sequences whose context
- * is full end here (PF_END_CONTEXT, as alone). Returns how many, *n_dec of them decoding. */
-static int step_rows(batch_run *b, int *n_dec) {
+ * is full end here (PF_END_CONTEXT, as alone). Returns how many, *n_dec of them speculating and
+ * *n_plain decoding plainly. */
+static int step_rows(batch_run *b, int *n_dec, int *n_plain) {
     int n = 0, n_logits = 0, budget = PREFILL_ROWS_PER_STEP;
-    *n_dec = 0;
+    *n_dec = 0, *n_plain = 0;
     const int V = b->s->model->hp.n_vocab;
     for (int i = 0; i < b->n_slots; i++) {
         seq_slot *sl = &b->slots[i];
@@ -201,6 +207,7 @@ static int step_rows(batch_run *b, int *n_dec) {
                 sl->row = n++;
                 continue;
             }
+            ++*n_plain;
         }
         if (r->logits_mode == PF_LOGITS_LAST) r->logits = sl->logits = b->logits + (size_t)n_logits++ * V;
         sl->row = n++;
@@ -249,17 +256,17 @@ static pf_rc spec_commit(batch_run *b, int i, char err[PF_ERR_LEN]) {
 /* One forward over every busy slot's rows, then each slot with logits samples its token (or its
  * strategy commits its tokens). */
 static pf_rc step(batch_run *b, char err[PF_ERR_LEN]) {
-    int n_dec = 0, n = step_rows(b, &n_dec);
+    int n_dec = 0, n_plain = 0, n = step_rows(b, &n_dec, &n_plain);
     if (n == 0) return PF_RC_OK;
-    pf_rc rc = b->spec ? spec_rows(b, n_dec, err) : PF_RC_OK;
+    pf_rc rc = b->spec ? spec_rows(b, n_dec, n_plain, err) : PF_RC_OK;
     if (rc != PF_RC_OK) return rc;
     double t0 = pf_now_s();
     rc = pf_forward_seqs(b->s->ctx, b->rows, n, err);
     if (rc != PF_RC_OK) return rc; /* the requests were checked: an internal failure */
     if (b->spec) {
-        int dec_rows = 0;
+        int dec_rows = n_plain;
         for (int j = 0; j < n_dec; j++) dec_rows += b->dec_rows[j].n;
-        b->spec->forward_done(b->spec->state, dec_rows, n > n_dec, pf_now_s() - t0);
+        b->spec->forward_done(b->spec->state, dec_rows, n > n_dec + n_plain, pf_now_s() - t0);
     }
     const int V = b->s->model->hp.n_vocab;
     for (int i = 0; i < b->n_slots && rc == PF_RC_OK; i++) {
@@ -333,9 +340,8 @@ pf_rc pf_engine_generate_batch_spec(pf_engine_session *s, int n_slots, const pf_
     slot_sessions(&b);
     pf_rc rc = PF_RC_OK;
     for (;;) {
-        pf_rc arc = PF_RC_ARG; /* next()'s failure */
-        if (admit(&b, &arc, err) < 0) {
-            rc = arc;
+        if (admit(&b, err) < 0) {
+            rc = PF_RC_ARG; /* next()'s failure */
             break;
         }
         int busy = 0;
