@@ -24,9 +24,10 @@ typedef struct {
     uint64_t last_used; /* e->clock when it last got a job */
 } sv_worker;
 
-/* With batching on, the requests that decode plainly run as rows of one batch on one session
- * with every thread (pf_generate_batch): the batch's thread takes them from `pending` between
- * steps. The others (a draft's speculation, structured output) keep the session pool. */
+/* With batching on, the requests without structured output run as rows of one batch on one
+ * session with every thread (pf_generate_batch: plain and speculating rows in each forward): the
+ * batch's thread takes them from `pending` between steps. Structured output keeps the session
+ * pool. */
 typedef struct {
     pf_session *s;
     pthread_t thread;
@@ -226,9 +227,9 @@ static void job_params(const sv_engine *e, sv_job *j, pf_gen_params *gp) {
     gp->token_source_user = j;
 }
 
-/* Whether the job decodes plainly, so it can run as a row of the batch. */
+/* Whether the job can run as a row of the batch: it decodes plainly or speculates (its own strategy
+ * and block), without structured output, whose token masks the batch does not apply. */
 static bool job_batchable(const sv_engine *e, sv_job *j) {
-    /* a constrained request (a schema, a required or named tool call) is not a row of the batch */
     const sv_request *r = &j->req;
     if (!e->cfg.batch || r->json_schema || r->json_object ||
         (r->tools && (r->tool_choice == PF_TOOL_REQUIRED || r->tool_choice == PF_TOOL_NAMED)))
@@ -236,7 +237,7 @@ static bool job_batchable(const sv_engine *e, sv_job *j) {
     pf_gen_params gp;
     job_params(e, j, &gp);
     char plan[96], err[PF_ERR_LEN];
-    return pf_gen_plan(&gp, plan, sizeof plan, err) == PF_OK && !strncmp(plan, "plain ", 6);
+    return pf_gen_plan(&gp, plan, sizeof plan, err) == PF_OK; /* a refused plan gets its error from a session */
 }
 
 /* A session (index: the pool's, n_sessions for the batch) takes the job: true when it is to be
@@ -320,7 +321,7 @@ static int pick_session(const sv_engine *e, const sv_job *j) {
     return best >= 0 ? best : lru;
 }
 
-/* Hand queued jobs, oldest first, to the batch (those that decode plainly, while it has room) or
+/* Hand queued jobs, oldest first, to the batch (those it can run, while it has room) or
  * to free sessions; a job that has to wait does not hold up the ones behind it. Under e->mu. */
 static void dispatch(sv_engine *e) {
     sv_job **p = &e->head, *prev = NULL;
