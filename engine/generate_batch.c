@@ -9,6 +9,7 @@
 
 #include "engine/batch.h"
 #include "engine/clock.h"
+#include "engine/constraint.h"
 #include "engine/tokenizer.h"
 
 /* Prompt rows one step takes, over all the sequences still prefilling: a decoding sequence waits
@@ -60,6 +61,8 @@ static void finish(batch_run *b, seq_slot *sl, pf_rc rc, const char *err) {
     sl->st.decode_s = sl->t_first > 0 ? t_end - sl->t_first : 0;
     b->feed->done(b->feed->feed, &sl->req, rc, &sl->st, err ? err : "");
     sl->busy = 0;
+    pf_constraint_free(sl->seq.cons);
+    sl->seq.cons = NULL;
     free(sl->ptaps);
     sl->ptaps = NULL;
 }
@@ -81,9 +84,8 @@ static pf_rc check_request(const batch_run *b, const pf_seq_request *r, char err
         snprintf(err, PF_ERR_LEN, "max_tokens must be >= 0");
         return PF_RC_ARG;
     }
-    if (r->p.prompt_cache || r->p.json_schema || r->p.json_object ||
-        (r->p.tools && (r->p.tool_choice == PF_TOOLS_REQUIRED || r->p.tool_choice == PF_TOOLS_NAMED))) {
-        snprintf(err, PF_ERR_LEN, "batched decoding takes neither a prompt cache nor structured output");
+    if (r->p.prompt_cache) {
+        snprintf(err, PF_ERR_LEN, "batched decoding takes no prompt cache");
         return PF_RC_ARG;
     }
     for (int i = 0; i < r->n_prompt; i++)
@@ -139,6 +141,8 @@ static int admit(batch_run *b, char err[PF_ERR_LEN]) {
             pf_kv_truncate(sl->kv, 0);
             char why[PF_ERR_LEN];
             pf_rc rc = check_request(b, &sl->req, why);
+            /* structured output: the slot's constraint over the batch session's token masker */
+            if (rc == PF_RC_OK) rc = pf_constraint_open(b->s, &sl->req.p, &sl->seq.cons, why);
             if (rc == PF_RC_OK && sl->req.p.max_tokens > 0 && b->spec) rc = spec_slot(b, i, why);
             if (rc != PF_RC_OK) finish(b, sl, rc, why);
             else if (sl->req.p.max_tokens == 0) finish(b, sl, PF_RC_OK, NULL); /* decodes nothing */
@@ -220,7 +224,14 @@ static int step_rows(batch_run *b, int *n_dec, int *n_plain) {
 static void take_token(batch_run *b, seq_slot *sl, int32_t tok, bool drafted) {
     const pf_decode_params *p = &sl->req.p;
     if (sl->st.n_gen == 0) sl->t_first = pf_now_s();
-    if (p->stop_at_eot && is_stop(b->s->model->tok, tok)) {
+    int held = sl->seq.cons ? pf_constraint_advance(sl->seq.cons, tok) : 0;
+    if (held < 0) { /* a strategy proposed what the constraint refused: a bug */
+        char why[PF_ERR_LEN];
+        snprintf(why, sizeof why, "internal: token %d breaks the output's JSON schema", (int)tok);
+        finish(b, sl, PF_RC_INTERNAL, why);
+        return;
+    }
+    if (held > 0 || (p->stop_at_eot && is_stop(b->s->model->tok, tok))) {
         sl->st.stop = PF_END_EOT;
         finish(b, sl, PF_RC_OK, NULL);
         return;
@@ -230,6 +241,7 @@ static void take_token(batch_run *b, seq_slot *sl, int32_t tok, bool drafted) {
     if (p->on_token_source) p->on_token_source(p->token_source_user, tok, drafted);
     if (sl->req.on_token && sl->req.on_token(sl->req.user, tok)) sl->st.stop = PF_END_CALLBACK;
     else if (sl->st.n_gen >= p->max_tokens) sl->st.stop = PF_END_LENGTH;
+    else if (sl->seq.cons && pf_constraint_done(sl->seq.cons)) sl->st.stop = PF_END_EOT; /* the document is complete */
     else return;
     finish(b, sl, PF_RC_OK, NULL);
 }
@@ -251,6 +263,15 @@ static pf_rc spec_commit(batch_run *b, int i, char err[PF_ERR_LEN]) {
     pf_rc rc = b->spec->commit(b->spec->state, i, b->out, &n, err);
     for (int k = 0; rc == PF_RC_OK && k < n && sl->busy; k++) take_token(b, sl, b->out[k], k < n - 1);
     return rc;
+}
+
+/* The slot's next token from its logits row, under its constraint when it has one (generate.c's
+ * pick: greedy takes the masked row's argmax). */
+static int32_t pick(batch_run *b, seq_slot *sl, int V) {
+    pf_constraint *c = sl->seq.cons;
+    if (c && sl->seq.sampling.temp <= 0) return pf_constraint_greedy(c, sl->logits);
+    if (c) pf_constraint_apply(c, sl->logits);
+    return pf_sample(&sl->seq.sampling, sl->logits, V, &b->s->dist, &sl->seq.rng);
 }
 
 /* One forward over every busy slot's rows, then each slot with logits samples its token (or its
@@ -282,14 +303,14 @@ static pf_rc step(batch_run *b, char err[PF_ERR_LEN]) {
             rc = spec_commit(b, i, err);
             continue;
         }
-        if (rc == PF_RC_OK && sl->logits)
-            take_token(b, sl, pf_sample(&sl->seq.sampling, sl->logits, V, &b->s->dist, &sl->seq.rng), false);
+        if (rc == PF_RC_OK && sl->logits) take_token(b, sl, pick(b, sl, V), false);
     }
     return rc;
 }
 
 static void batch_free(batch_run *b) {
     for (int i = 0; b->slots && i < b->n_slots; i++) {
+        pf_constraint_free(b->slots[i].seq.cons);
         pf_kv_free(b->slots[i].kv);
         free(b->slots[i].ptaps);
     }

@@ -11,8 +11,10 @@
 #include "engine/generate.h"
 
 /* One request: a prompt of token ids and its decode parameters. Of pf_decode_params this path
- * reads max_tokens, temp, top_k, top_p, seed, stop_at_eot and on_token_source; a prompt cache
- * and structured output are refused (PF_RC_ARG) -- they stay with the one-sequence path. */
+ * reads max_tokens, temp, top_k, top_p, seed, stop_at_eot, on_token_source and the structured
+ * output fields (json_schema, json_object, tools with a required or named call: the slot's own
+ * constraint, opened over the batch session's token masker, as generate.c opens it); a prompt
+ * cache is refused (PF_RC_ARG) -- it stays with the one-sequence path. */
 typedef struct {
     const int32_t *prompt;
     int n_prompt;

@@ -297,8 +297,10 @@ pf_status pf_generate_chat(pf_session *s, const pf_message *messages, int n, con
  * pf_draft propose in one draft forward, and its statistics are its own rounds'. A request whose
  * strategy fields pf_generate would refuse (a strategy that needs a draft, or a draft with a Dec
  * head, without one; a draft loaded for another model) ends with that status and message.
- * Structured output (json_schema, json_object, a required or named tool call) and a prompt
- * cache end the request with PF_ERR_ARG (use pf_generate for those); the others go on. */
+ * Structured output (json_schema, json_object, a required or named tool call) holds each request
+ * to its own document, plain or speculating, with pf_generate's messages for a schema outside the
+ * subset or a max_tokens too small for it. A prompt cache ends the request with PF_ERR_ARG (use
+ * pf_generate for it); the others go on. */
 typedef struct {
     const char *prompt; /* UTF-8, len bytes; ignored when messages is set */
     size_t len;
