@@ -24,10 +24,9 @@ typedef struct {
     uint64_t last_used; /* e->clock when it last got a job */
 } sv_worker;
 
-/* With batching on, the requests without structured output run as rows of one batch on one
- * session with every thread (pf_generate_batch: plain and speculating rows in each forward): the
- * batch's thread takes them from `pending` between steps. Structured output keeps the session
- * pool. */
+/* With batching on, the requests run as rows of one batch on one session with every thread
+ * (pf_generate_batch: plain, speculating and structured rows in each forward): the batch's thread
+ * takes them from `pending` between steps. */
 typedef struct {
     pf_session *s;
     pthread_t thread;
@@ -227,13 +226,17 @@ static void job_params(const sv_engine *e, sv_job *j, pf_gen_params *gp) {
     gp->token_source_user = j;
 }
 
-/* Whether the job can run as a row of the batch: it decodes plainly or speculates (its own strategy
- * and block), without structured output, whose token masks the batch does not apply. */
-static bool job_batchable(const sv_engine *e, sv_job *j) {
+/* The job's output is held to a document (a schema, JSON mode, a required or named tool call). */
+static bool job_structured(const sv_job *j) {
     const sv_request *r = &j->req;
-    if (!e->cfg.batch || r->json_schema || r->json_object ||
-        (r->tools && (r->tool_choice == PF_TOOL_REQUIRED || r->tool_choice == PF_TOOL_NAMED)))
-        return false;
+    return r->json_schema || r->json_object ||
+           (r->tools && (r->tool_choice == PF_TOOL_REQUIRED || r->tool_choice == PF_TOOL_NAMED));
+}
+
+/* Whether the job can run as a row of the batch: plain, speculating (its own strategy and block)
+ * and structured requests all can, once their plan resolves. */
+static bool job_batchable(const sv_engine *e, sv_job *j) {
+    if (!e->cfg.batch) return false;
     pf_gen_params gp;
     job_params(e, j, &gp);
     char plan[96], err[PF_ERR_LEN];
@@ -445,6 +448,9 @@ static void batch_done(void *feed, const pf_batch_request *r, pf_status st, cons
     sv_engine *e = feed;
     sv_job *j = r->user;
     pthread_mutex_lock(&j->mu);
+    /* the schema compiled when the request was read and its plan resolved before it joined, so
+     * the batch refuses a structured request only for its budget (as run_job's check) */
+    j->budget_short = st == PF_ERR_ARG && job_structured(j);
     job_outcome(j, st, stats, err);
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_lock(&e->mu);

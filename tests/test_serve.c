@@ -1284,6 +1284,28 @@ TEST(serve_response_format_through_the_sdk) {
            num(item(d, 4), "status"));
     SCHECK(s, msg && strstr(msg, "'not'") && param && !strcmp(param, "response_format"), "error: %s (param %s)",
            msg ? msg : "-", param ? param : "-");
+    CHECK(server_stop(&s) == 0);
+    /* the same requests at once as rows of one batch (speculating under their masks): the same answers */
+    const char *bin = tmp("rf-batch-in.json"), *bout = tmp("rf-batch-out.json");
+    CHECK(write_file(bin, "[" SF_CHAT(SF_OBJECT, "false") "," SF_CHAT(SF_OBJECT, "true") "," SF_CHAT(SF_SCHEMA_RF, "false")
+                          "," SF_CHAT(SF_SCHEMA_RF, "true") ","
+                          "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                          "\"content\":\"hi\"}],\"max_tokens\":2,\"response_format\":{\"type\":\"json_schema\","
+                          "\"json_schema\":{\"name\":\"d\",\"schema\":{\"type\":\"object\",\"properties\":"
+                          "{\"description\":{\"type\":\"string\",\"minLength\":20}},\"required\":[\"description\"]}}}}}]"));
+    START(s, "-m " TARGET " -d " DRAFT " --parallel 4 -t 1");
+    pf_json_doc *b = client_json(&s, bout, err, "sdk %s %s 4", bin, bout);
+    SCHECK(s, b, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        const char *got = str(item(b, (size_t)i), "text"), *want = str(item(d, (size_t)i), "text");
+        SCHECK(s, got && !strcmp(got, want), "batched request %d: '%s', alone '%s'", i, got ? got : "(error)", want);
+        SCHECK(s, num(pf_json_get(item(b, (size_t)i), "pocketflash"), "session") == 4, "request %d not in the batch", i);
+    }
+    /* a budget that cannot hold the schema's shortest document: the batch's refusal names max_tokens */
+    const char *bparam = str(pf_json_get(item(b, 4), "error"), "param");
+    SCHECK(s, num(item(b, 4), "status") == 400 && bparam && !strcmp(bparam, "max_tokens"), "budget: status %g, param %s",
+           num(item(b, 4), "status"), bparam ? bparam : "-");
+    pf_json_free(b);
     pf_json_free(d);
     CHECK(server_stop(&s) == 0);
 #undef SF_SCHEMA
