@@ -1,5 +1,7 @@
 /* pf_generate_batch: the public requests (a text prompt or a chat, text out) over the engine's
- * batched plain decoding (engine/generate_batch.h). Each request is tokenized as pf_generate
+ * batch (engine/generate_batch.h) with speculation across its sequences (verify/spec_batch.h):
+ * each request's parameters resolve to a plan as pf_generate's do (plain decoding is one), so
+ * plain and speculating requests share every forward. Each request is tokenized as pf_generate
  * tokenizes it and its tokens become text through its own stream decoder, so its text is the
  * one-session call's. */
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include "api/strategy.h"
 #include "engine/generate_batch.h"
 #include "engine/tokenizer.h"
+#include "verify/spec_batch.h"
 
 enum { MAX_SLOTS = 256 };
 
@@ -21,6 +24,7 @@ typedef struct api_seq {
     int32_t *ids;
     size_t n_ids;
     pf_detok dt;
+    pf_spec_choice choice; /* its plan, draft and Dec head */
     int cancel; /* on_text's negative return, 0 while it wants more */
     struct api_seq *prev, *next;
 } api_seq;
@@ -28,6 +32,7 @@ typedef struct api_seq {
 typedef struct {
     pf_session *s;
     const pf_batch_feed *feed;
+    pf_spec_batch *sb;
     api_seq *live; /* handed to the engine, done() not yet called */
     int running;
 } api_batch;
@@ -57,13 +62,8 @@ static int seq_token(void *user, int32_t id) {
 /* The request's prompt ids, or why it cannot join the batch. */
 static pf_status seq_open(api_batch *b, api_seq *q, char err[PF_ERR_LEN]) {
     const pf_batch_request *r = &q->req;
-    bool plain = false;
-    pf_status st = pf_api_plain(&r->params, &plain, err);
+    pf_status st = pf_api_choice(b->s, &r->params, &q->choice, err);
     if (st != PF_OK) return st;
-    if (!plain) {
-        snprintf(err, PF_ERR_LEN, "batched generation decodes plainly: this request speculates (use pf_generate)");
-        return PF_ERR_ARG;
-    }
     pf_detok_init(&q->dt, b->s->engine.model->tok, false);
     pf_decode_params p = pf_api_decode_params(&r->params);
     if (r->messages) {
@@ -122,6 +122,11 @@ static int seq_next(void *feed, pf_seq_request *r, char err[PF_ERR_LEN]) {
     }
 }
 
+static void seq_choice(void *user, const pf_seq_request *r, pf_spec_choice *c) {
+    (void)user;
+    *c = ((const api_seq *)r->user)->choice;
+}
+
 static void seq_done(void *feed, const pf_seq_request *r, pf_rc rc, const pf_decode_stats *ds, const char *err) {
     api_batch *b = feed;
     api_seq *q = r->user;
@@ -131,7 +136,7 @@ static void seq_done(void *feed, const pf_seq_request *r, pf_rc rc, const pf_dec
     pf_gen_stats st;
     memset(&st, 0, sizeof st);
     pf_api_copy_stats(ds, &st);
-    st.spec = "plain";
+    pf_api_spec_stats(pf_kind_name(q->choice.plan.kind), pf_spec_batch_request(b->sb, q), q->choice.plan.block, &st);
     pf_status status = pf_api_status(rc);
     char why[PF_ERR_LEN];
     if (q->cancel && rc == PF_RC_OK) {
@@ -155,7 +160,9 @@ pf_status pf_generate_batch(pf_session *s, int n_slots, const pf_batch_feed *fee
     }
     api_batch b = {.s = s, .feed = feed};
     pf_seq_feed f = {.next = seq_next, .done = seq_done, .feed = &b};
-    pf_status st = pf_api_status(pf_engine_generate_batch(&s->engine, n_slots, &f, err));
+    pf_status st = pf_api_status(pf_spec_batch_new_mixed(&s->engine, seq_choice, NULL, &b.sb, err));
+    if (st == PF_OK) st = pf_api_status(pf_spec_batch_generate(b.sb, n_slots, &f, err));
+    pf_spec_batch_free(b.sb);
     while (b.live) { /* the batch ended early: no done() for these */
         api_seq *q = b.live;
         unlink_seq(&b, q);

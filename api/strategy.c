@@ -78,11 +78,21 @@ pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char er
     return rc;
 }
 
-pf_status pf_api_plain(const pf_gen_params *p, bool *plain, char err[PF_ERR_LEN]) {
-    pf_strategy_plan plan;
-    pf_status rc = plan_of(p, &plan, err);
-    *plain = rc == PF_OK && plan.kind == PF_KIND_PLAIN;
-    return rc;
+/* The draft p names is one for the session's model. */
+static pf_status draft_fits(const pf_session *s, const pf_gen_params *p, char err[PF_ERR_LEN]) {
+    if (!p->draft || p->draft->target == s->engine.model) return PF_OK;
+    snprintf(err, PF_ERR_LEN, "the draft was loaded for another model");
+    return PF_ERR_ARG;
+}
+
+pf_status pf_api_choice(const pf_session *s, const pf_gen_params *p, pf_spec_choice *c, char err[PF_ERR_LEN]) {
+    memset(c, 0, sizeof *c);
+    pf_status rc = draft_fits(s, p, err);
+    if (rc == PF_OK) rc = plan_of(p, &c->plan, err);
+    if (rc != PF_OK || c->plan.kind == PF_KIND_PLAIN || c->plan.kind == PF_KIND_NGRAM) return rc;
+    c->w = p->draft->weights; /* every other kind needs the draft (the resolver checked) */
+    c->dec = p->draft->dec;
+    return PF_OK;
 }
 
 void pf_api_use_strategy(pf_session *s, pf_strategy *strategy) { s->strategy = strategy; }
@@ -90,12 +100,9 @@ void pf_api_use_strategy(pf_session *s, pf_strategy *strategy) { s->strategy = s
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]) {
     *c = (api_choice){.strategy = s->strategy};
     if (c->strategy) return PF_OK;
-    if (p->draft && p->draft->target != s->engine.model) {
-        snprintf(err, PF_ERR_LEN, "the draft was loaded for another model");
-        return PF_ERR_ARG;
-    }
     pf_strategy_plan plan;
-    pf_status rc = plan_of(p, &plan, err);
+    pf_status rc = draft_fits(s, p, err);
+    if (rc == PF_OK) rc = plan_of(p, &plan, err);
     if (rc == PF_OK) c->kind = pf_kind_name(plan.kind);
     if (rc != PF_OK || plan.kind == PF_KIND_PLAIN) return rc;
     if (!s->spec && !(s->spec = calloc(1, sizeof *s->spec))) {
@@ -120,11 +127,13 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, 
     return PF_OK;
 }
 
-void pf_api_round_stats(const api_choice *c, pf_gen_stats *st) {
-    st->spec = c->kind;
-    if (!c->spec) return;
-    const pf_spec_stats *r = pf_spec_stats_get(c->spec);
-    st->block = c->block;
+void pf_api_round_stats(const api_choice *c, pf_gen_stats *st) { pf_api_spec_stats(c->kind, c->spec, c->block, st); }
+
+void pf_api_spec_stats(const char *kind, const pf_spec *sp, int block, pf_gen_stats *st) {
+    st->spec = kind;
+    if (!sp) return;
+    const pf_spec_stats *r = pf_spec_stats_get(sp);
+    st->block = block;
     st->rounds = r->rounds;
     st->round_tokens = r->tokens;
     st->drafted = r->drafted;

@@ -7,6 +7,7 @@
 #include "engine/generate.h"
 #include "include/pocketflash.h"
 #include "verify/plan.h"
+#include "verify/spec_batch.h"
 
 typedef struct pf_spec pf_spec;
 
@@ -24,9 +25,10 @@ typedef struct {
  * pf_generate* with the same p, which then runs this very object. */
 pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, char err[PF_ERR_LEN]);
 
-/* Whether p resolves to plain decoding (*plain), without building anything; the resolver's
- * status and message for a request it refuses. */
-pf_status pf_api_plain(const pf_gen_params *p, bool *plain, char err[PF_ERR_LEN]);
+/* What p asks of a batch's request (pf_generate_batch): its plan through the same resolver, over
+ * p's draft (checked to be one for s's model) and its Dec head; the resolver's status and message
+ * for a request it refuses. */
+pf_status pf_api_choice(const pf_session *s, const pf_gen_params *p, pf_spec_choice *c, char err[PF_ERR_LEN]);
 /* What p resolves to, for a front end that runs the plan below the library (gen --batch with a
  * strategy, through verify/spec_batch.h): the same resolver pf_generate* use. */
 pf_status pf_api_plan(const pf_gen_params *p, pf_strategy_plan *plan, char err[PF_ERR_LEN]);
@@ -36,5 +38,7 @@ pf_status pf_api_plan(const pf_gen_params *p, pf_strategy_plan *plan, char err[P
 void pf_api_use_strategy(pf_session *s, pf_strategy *strategy);
 /* Copy the choice and the round statistics of the last generation into st. */
 void pf_api_round_stats(const api_choice *c, pf_gen_stats *st);
+/* The same from its parts: the strategy's name, the round loop that ran (NULL: none) and its block. */
+void pf_api_spec_stats(const char *kind, const pf_spec *sp, int block, pf_gen_stats *st);
 
 #endif

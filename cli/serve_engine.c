@@ -24,9 +24,9 @@ typedef struct {
     uint64_t last_used; /* e->clock when it last got a job */
 } sv_worker;
 
-/* With batching on, the requests that decode plainly run as rows of one batch on one session
- * with every thread (pf_generate_batch): the batch's thread takes them from `pending` between
- * steps. The others (a draft's speculation, structured output) keep the session pool. */
+/* With batching on, the requests run as rows of one batch on one session with every thread
+ * (pf_generate_batch: plain, speculating and structured rows in each forward): the batch's thread
+ * takes them from `pending` between steps. */
 typedef struct {
     pf_session *s;
     pthread_t thread;
@@ -226,17 +226,21 @@ static void job_params(const sv_engine *e, sv_job *j, pf_gen_params *gp) {
     gp->token_source_user = j;
 }
 
-/* Whether the job decodes plainly, so it can run as a row of the batch. */
-static bool job_batchable(const sv_engine *e, sv_job *j) {
-    /* a constrained request (a schema, a required or named tool call) is not a row of the batch */
+/* The job's output is held to a document (a schema, JSON mode, a required or named tool call). */
+static bool job_structured(const sv_job *j) {
     const sv_request *r = &j->req;
-    if (!e->cfg.batch || r->json_schema || r->json_object ||
-        (r->tools && (r->tool_choice == PF_TOOL_REQUIRED || r->tool_choice == PF_TOOL_NAMED)))
-        return false;
+    return r->json_schema || r->json_object ||
+           (r->tools && (r->tool_choice == PF_TOOL_REQUIRED || r->tool_choice == PF_TOOL_NAMED));
+}
+
+/* Whether the job can run as a row of the batch: plain, speculating (its own strategy and block)
+ * and structured requests all can, once their plan resolves. */
+static bool job_batchable(const sv_engine *e, sv_job *j) {
+    if (!e->cfg.batch) return false;
     pf_gen_params gp;
     job_params(e, j, &gp);
     char plan[96], err[PF_ERR_LEN];
-    return pf_gen_plan(&gp, plan, sizeof plan, err) == PF_OK && !strncmp(plan, "plain ", 6);
+    return pf_gen_plan(&gp, plan, sizeof plan, err) == PF_OK; /* a refused plan gets its error from a session */
 }
 
 /* A session (index: the pool's, n_sessions for the batch) takes the job: true when it is to be
@@ -320,7 +324,7 @@ static int pick_session(const sv_engine *e, const sv_job *j) {
     return best >= 0 ? best : lru;
 }
 
-/* Hand queued jobs, oldest first, to the batch (those that decode plainly, while it has room) or
+/* Hand queued jobs, oldest first, to the batch (those it can run, while it has room) or
  * to free sessions; a job that has to wait does not hold up the ones behind it. Under e->mu. */
 static void dispatch(sv_engine *e) {
     sv_job **p = &e->head, *prev = NULL;
@@ -444,6 +448,9 @@ static void batch_done(void *feed, const pf_batch_request *r, pf_status st, cons
     sv_engine *e = feed;
     sv_job *j = r->user;
     pthread_mutex_lock(&j->mu);
+    /* the schema compiled when the request was read and its plan resolved before it joined, so
+     * the batch refuses a structured request only for its budget (as run_job's check) */
+    j->budget_short = st == PF_ERR_ARG && job_structured(j);
     job_outcome(j, st, stats, err);
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_lock(&e->mu);

@@ -1,8 +1,8 @@
 /* pocketflash serve: N sessions over one loaded model (and draft), each driven by its own worker
- * thread, with batching one batch of N rows on its own session besides (the requests that decode
- * plainly), and a FIFO of requests waiting for a free place. Knows nothing of HTTP: a job is a parsed
- * request plus its output text, which grows as the session generates (the HTTP side streams or
- * waits for it), and a cancel flag (client gone, server stopping). */
+ * thread, with batching one batch of N rows on its own session besides (every request, plain,
+ * speculating or structured), and a FIFO of requests waiting for a free place. Knows nothing of
+ * HTTP: a job is a parsed request plus its output text, which grows as the session generates (the
+ * HTTP side streams or waits for it), and a cancel flag (client gone, server stopping). */
 #ifndef PF_CLI_SERVE_ENGINE_H
 #define PF_CLI_SERVE_ENGINE_H
 
@@ -51,7 +51,7 @@ typedef struct sv_job {
     double t_start, t_end; /* when a session took it, when it finished */
     int session;           /* which session ran it */
     bool never_ran;        /* it left the queue without generating (cancelled or out of time) */
-    bool batchable;        /* it decodes plainly: a row of the batch when batching is on */
+    bool batchable;        /* a row of the batch when batching is on (its plan resolves) */
     bool budget_short;     /* max_tokens cannot hold a document of the request's schema */
     /* the engine's */
     struct sv_job *next;   /* in the queue */
@@ -61,7 +61,7 @@ typedef struct sv_job {
 typedef struct {
     int n_sessions, queue_max;
     pf_session_params session;
-    bool batch;             /* the requests that decode plainly run as the rows of one batch of
+    bool batch;             /* the requests run as the rows of one batch of
                                n_sessions (pf_generate_batch) on batch_threads threads */
     int batch_threads;
     int default_max_tokens; /* 0: until the context is full */

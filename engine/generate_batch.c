@@ -9,6 +9,7 @@
 
 #include "engine/batch.h"
 #include "engine/clock.h"
+#include "engine/constraint.h"
 #include "engine/tokenizer.h"
 
 /* Prompt rows one step takes, over all the sequences still prefilling: a decoding sequence waits
@@ -60,6 +61,8 @@ static void finish(batch_run *b, seq_slot *sl, pf_rc rc, const char *err) {
     sl->st.decode_s = sl->t_first > 0 ? t_end - sl->t_first : 0;
     b->feed->done(b->feed->feed, &sl->req, rc, &sl->st, err ? err : "");
     sl->busy = 0;
+    pf_constraint_free(sl->seq.cons);
+    sl->seq.cons = NULL;
     free(sl->ptaps);
     sl->ptaps = NULL;
 }
@@ -81,9 +84,8 @@ static pf_rc check_request(const batch_run *b, const pf_seq_request *r, char err
         snprintf(err, PF_ERR_LEN, "max_tokens must be >= 0");
         return PF_RC_ARG;
     }
-    if (r->p.prompt_cache || r->p.json_schema || r->p.json_object ||
-        (r->p.tools && (r->p.tool_choice == PF_TOOLS_REQUIRED || r->p.tool_choice == PF_TOOLS_NAMED))) {
-        snprintf(err, PF_ERR_LEN, "batched decoding takes neither a prompt cache nor structured output");
+    if (r->p.prompt_cache) {
+        snprintf(err, PF_ERR_LEN, "batched decoding takes no prompt cache");
         return PF_RC_ARG;
     }
     for (int i = 0; i < r->n_prompt; i++)
@@ -95,10 +97,13 @@ static pf_rc check_request(const batch_run *b, const pf_seq_request *r, char err
     return PF_RC_OK;
 }
 
-/* Speculation: the slot's strategy (asked once) and a buffer for its prompt's taps. */
+/* Speculation: the request's strategy (NULL: it decodes plainly) and a buffer for its prompt's
+ * taps. */
 static pf_rc spec_slot(batch_run *b, int i, char err[PF_ERR_LEN]) {
     seq_slot *sl = &b->slots[i];
-    if (!sl->strat && !(sl->strat = b->spec->slot(b->spec->state, i, &sl->seq, err))) return PF_RC_OOM;
+    pf_rc rc = b->spec->slot(b->spec->state, i, &sl->req, &sl->seq, &sl->strat, err);
+    if (rc != PF_RC_OK || !sl->strat) return rc;
+    sl->st.strategy = sl->strat->name;
     size_t row = (size_t)sl->strat->n_taps * b->s->model->hp.n_embd;
     if (row && !(sl->ptaps = malloc((size_t)sl->req.n_prompt * row * sizeof(float)))) {
         snprintf(err, PF_ERR_LEN, "out of memory");
@@ -108,8 +113,8 @@ static pf_rc spec_slot(batch_run *b, int i, char err[PF_ERR_LEN]) {
 }
 
 /* Free slots take the feed's next requests. -1 (err set) when the feed fails; a strategy's
- * failure to start a slot ends the batch with its code in *start_rc. */
-static int admit(batch_run *b, pf_rc *start_rc, char err[PF_ERR_LEN]) {
+ * failure to start a request ends that request. */
+static int admit(batch_run *b, char err[PF_ERR_LEN]) {
     b->feed_later = 0;
     for (int i = 0; i < b->n_slots && !b->feed_dry && !b->feed_later; i++) {
         seq_slot *sl = &b->slots[i];
@@ -126,6 +131,7 @@ static int admit(batch_run *b, pf_rc *start_rc, char err[PF_ERR_LEN]) {
                 break;
             }
             sl->busy = 1;
+            sl->strat = NULL;
             sl->n_fed = 0;
             sl->t_first = 0;
             sl->t0 = pf_now_s();
@@ -135,18 +141,21 @@ static int admit(batch_run *b, pf_rc *start_rc, char err[PF_ERR_LEN]) {
             pf_kv_truncate(sl->kv, 0);
             char why[PF_ERR_LEN];
             pf_rc rc = check_request(b, &sl->req, why);
+            /* structured output: the slot's constraint over the batch session's token masker */
+            if (rc == PF_RC_OK) rc = pf_constraint_open(b->s, &sl->req.p, &sl->seq.cons, why);
+            if (rc == PF_RC_OK && sl->req.p.max_tokens > 0 && b->spec) rc = spec_slot(b, i, why);
             if (rc != PF_RC_OK) finish(b, sl, rc, why);
             else if (sl->req.p.max_tokens == 0) finish(b, sl, PF_RC_OK, NULL); /* decodes nothing */
-            else if (b->spec && (*start_rc = spec_slot(b, i, err)) != PF_RC_OK) return -1;
         }
     }
     return 0;
 }
 
-/* Speculation: the decoding slots' rows, as the strategy plans them, into their places. */
-static pf_rc spec_rows(batch_run *b, int n_dec, char err[PF_ERR_LEN]) {
+/* Speculation: the speculating slots' rows, as the strategy plans them, into their places;
+ * n_plain slots decode plainly beside them. */
+static pf_rc spec_rows(batch_run *b, int n_dec, int n_plain, char err[PF_ERR_LEN]) {
     if (n_dec == 0) return PF_RC_OK;
-    pf_rc rc = b->spec->plan(b->spec->state, n_dec, b->dec_slot, b->dec_last, b->dec_cap, b->dec_rows, err);
+    pf_rc rc = b->spec->plan(b->spec->state, n_dec, b->dec_slot, b->dec_last, b->dec_cap, n_plain, b->dec_rows, err);
     if (rc != PF_RC_OK) return rc;
     for (int j = 0; j < n_dec; j++) {
         seq_slot *sl = &b->slots[b->dec_slot[j]];
@@ -166,10 +175,11 @@ static int step_cap(const seq_slot *sl) {
 
 /* The step's rows into b->rows, one pf_batch per slot with rows: a decoding slot's last token (or
  * what the strategy plans for it), a prefilling slot's next prompt chunk; sequences whose context
- * is full end here (PF_END_CONTEXT, as alone). Returns how many, *n_dec of them decoding. */
-static int step_rows(batch_run *b, int *n_dec) {
+ * is full end here (PF_END_CONTEXT, as alone). Returns how many, *n_dec of them speculating and
+ * *n_plain decoding plainly. */
+static int step_rows(batch_run *b, int *n_dec, int *n_plain) {
     int n = 0, n_logits = 0, budget = PREFILL_ROWS_PER_STEP;
-    *n_dec = 0;
+    *n_dec = 0, *n_plain = 0;
     const int V = b->s->model->hp.n_vocab;
     for (int i = 0; i < b->n_slots; i++) {
         seq_slot *sl = &b->slots[i];
@@ -201,6 +211,7 @@ static int step_rows(batch_run *b, int *n_dec) {
                 sl->row = n++;
                 continue;
             }
+            ++*n_plain;
         }
         if (r->logits_mode == PF_LOGITS_LAST) r->logits = sl->logits = b->logits + (size_t)n_logits++ * V;
         sl->row = n++;
@@ -213,7 +224,14 @@ static int step_rows(batch_run *b, int *n_dec) {
 static void take_token(batch_run *b, seq_slot *sl, int32_t tok, bool drafted) {
     const pf_decode_params *p = &sl->req.p;
     if (sl->st.n_gen == 0) sl->t_first = pf_now_s();
-    if (p->stop_at_eot && is_stop(b->s->model->tok, tok)) {
+    int held = sl->seq.cons ? pf_constraint_advance(sl->seq.cons, tok) : 0;
+    if (held < 0) { /* a strategy proposed what the constraint refused: a bug */
+        char why[PF_ERR_LEN];
+        snprintf(why, sizeof why, "internal: token %d breaks the output's JSON schema", (int)tok);
+        finish(b, sl, PF_RC_INTERNAL, why);
+        return;
+    }
+    if (held > 0 || (p->stop_at_eot && is_stop(b->s->model->tok, tok))) {
         sl->st.stop = PF_END_EOT;
         finish(b, sl, PF_RC_OK, NULL);
         return;
@@ -223,6 +241,7 @@ static void take_token(batch_run *b, seq_slot *sl, int32_t tok, bool drafted) {
     if (p->on_token_source) p->on_token_source(p->token_source_user, tok, drafted);
     if (sl->req.on_token && sl->req.on_token(sl->req.user, tok)) sl->st.stop = PF_END_CALLBACK;
     else if (sl->st.n_gen >= p->max_tokens) sl->st.stop = PF_END_LENGTH;
+    else if (sl->seq.cons && pf_constraint_done(sl->seq.cons)) sl->st.stop = PF_END_EOT; /* the document is complete */
     else return;
     finish(b, sl, PF_RC_OK, NULL);
 }
@@ -246,20 +265,29 @@ static pf_rc spec_commit(batch_run *b, int i, char err[PF_ERR_LEN]) {
     return rc;
 }
 
+/* The slot's next token from its logits row, under its constraint when it has one (generate.c's
+ * pick: greedy takes the masked row's argmax). */
+static int32_t pick(batch_run *b, seq_slot *sl, int V) {
+    pf_constraint *c = sl->seq.cons;
+    if (c && sl->seq.sampling.temp <= 0) return pf_constraint_greedy(c, sl->logits);
+    if (c) pf_constraint_apply(c, sl->logits);
+    return pf_sample(&sl->seq.sampling, sl->logits, V, &b->s->dist, &sl->seq.rng);
+}
+
 /* One forward over every busy slot's rows, then each slot with logits samples its token (or its
  * strategy commits its tokens). */
 static pf_rc step(batch_run *b, char err[PF_ERR_LEN]) {
-    int n_dec = 0, n = step_rows(b, &n_dec);
+    int n_dec = 0, n_plain = 0, n = step_rows(b, &n_dec, &n_plain);
     if (n == 0) return PF_RC_OK;
-    pf_rc rc = b->spec ? spec_rows(b, n_dec, err) : PF_RC_OK;
+    pf_rc rc = b->spec ? spec_rows(b, n_dec, n_plain, err) : PF_RC_OK;
     if (rc != PF_RC_OK) return rc;
     double t0 = pf_now_s();
     rc = pf_forward_seqs(b->s->ctx, b->rows, n, err);
     if (rc != PF_RC_OK) return rc; /* the requests were checked: an internal failure */
     if (b->spec) {
-        int dec_rows = 0;
+        int dec_rows = n_plain;
         for (int j = 0; j < n_dec; j++) dec_rows += b->dec_rows[j].n;
-        b->spec->forward_done(b->spec->state, dec_rows, n > n_dec, pf_now_s() - t0);
+        b->spec->forward_done(b->spec->state, dec_rows, n > n_dec + n_plain, pf_now_s() - t0);
     }
     const int V = b->s->model->hp.n_vocab;
     for (int i = 0; i < b->n_slots && rc == PF_RC_OK; i++) {
@@ -275,14 +303,14 @@ static pf_rc step(batch_run *b, char err[PF_ERR_LEN]) {
             rc = spec_commit(b, i, err);
             continue;
         }
-        if (rc == PF_RC_OK && sl->logits)
-            take_token(b, sl, pf_sample(&sl->seq.sampling, sl->logits, V, &b->s->dist, &sl->seq.rng), false);
+        if (rc == PF_RC_OK && sl->logits) take_token(b, sl, pick(b, sl, V), false);
     }
     return rc;
 }
 
 static void batch_free(batch_run *b) {
     for (int i = 0; b->slots && i < b->n_slots; i++) {
+        pf_constraint_free(b->slots[i].seq.cons);
         pf_kv_free(b->slots[i].kv);
         free(b->slots[i].ptaps);
     }
@@ -333,9 +361,8 @@ pf_rc pf_engine_generate_batch_spec(pf_engine_session *s, int n_slots, const pf_
     slot_sessions(&b);
     pf_rc rc = PF_RC_OK;
     for (;;) {
-        pf_rc arc = PF_RC_ARG; /* next()'s failure */
-        if (admit(&b, &arc, err) < 0) {
-            rc = arc;
+        if (admit(&b, err) < 0) {
+            rc = PF_RC_ARG; /* next()'s failure */
             break;
         }
         int busy = 0;

@@ -11,8 +11,10 @@
 #include "engine/generate.h"
 
 /* One request: a prompt of token ids and its decode parameters. Of pf_decode_params this path
- * reads max_tokens, temp, top_k, top_p, seed, stop_at_eot and on_token_source; a prompt cache
- * and structured output are refused (PF_RC_ARG) -- they stay with the one-sequence path. */
+ * reads max_tokens, temp, top_k, top_p, seed, stop_at_eot, on_token_source and the structured
+ * output fields (json_schema, json_object, tools with a required or named call: the slot's own
+ * constraint, opened over the batch session's token masker, as generate.c opens it); a prompt
+ * cache is refused (PF_RC_ARG) -- it stays with the one-sequence path. */
 typedef struct {
     const int32_t *prompt;
     int n_prompt;
@@ -52,27 +54,31 @@ pf_rc pf_engine_generate_batch(pf_engine_session *s, int n_slots, const pf_seq_f
  * returns its pf_rc with err, which ends the batch. */
 typedef struct {
     void *state;
-    /* The strategy slot `slot` runs its requests with, over seq: the slot's own session (the
+    /* The strategy request r runs with in slot `slot`, over seq: the slot's own session (the
      * batch's model, threads and kernels; the slot's cache, sampling state and random stream),
-     * which lives as long as the batch. Asked once per slot, when its first request joins. The
-     * engine taps the prompt rows with its tap_layers and calls its begin on the whole prompt,
-     * then draws the first token from the prompt's logits with seq's sampling, as
-     * pf_engine_generate_tokens does. NULL (err set) ends the batch. */
-    pf_strategy *(*slot)(void *state, int slot, pf_engine_session *seq, char err[PF_ERR_LEN]);
-    /* The step's n decoding sequences: slot ids, the last committed token of each (not yet in its
-     * cache) and the most tokens each may commit (>= 1). Each one's rows of the forward into
-     * rows[i], its cache being seq's (one row: a plain step). */
-    pf_rc (*plan)(void *state, int n, const int *slot, const int32_t *last, const int *cap, pf_batch *rows,
+     * which lives as long as the batch. Asked when each request joins; *out NULL: the request
+     * decodes plainly (a row of the forward like a speculating one's). The engine taps the prompt
+     * rows with its tap_layers and calls its begin on the whole prompt, then draws the first token
+     * from the prompt's logits with seq's sampling, as pf_engine_generate_tokens does. A failure
+     * (err set) ends that request with its code; the others go on. */
+    pf_rc (*slot)(void *state, int slot, const pf_seq_request *r, pf_engine_session *seq, pf_strategy **out,
                   char err[PF_ERR_LEN]);
-    /* The forward ran: its rows of decoding sequences, whether prompt rows rode along, seconds. */
+    /* The step's n speculating sequences: slot ids, the last committed token of each (not yet in
+     * its cache) and the most tokens each may commit (>= 1). Each one's rows of the forward into
+     * rows[i], its cache being seq's (one row: a plain step). n_plain more sequences decode plainly
+     * in the same forward, a row each. */
+    pf_rc (*plan)(void *state, int n, const int *slot, const int32_t *last, const int *cap, int n_plain,
+                  pf_batch *rows, char err[PF_ERR_LEN]);
+    /* The forward ran: its rows of decoding sequences (speculating and plain), whether prompt rows
+     * rode along, seconds. */
     void (*forward_done)(void *state, int n_rows, int with_prompt, double seconds);
     /* Slot's committed tokens of this step into out (1..its cap; all but the last kept drafts). */
     pf_rc (*commit)(void *state, int slot, int32_t *out, int *n_out, char err[PF_ERR_LEN]);
 } pf_seq_strategy;
 
 /* pf_engine_generate_batch with speculation (strat NULL: plain decoding): every request's tokens
- * and stop reason are its solo run's with the slot's strategy (greedy; sampled when the strategy
- * keeps the random stream as alone). */
+ * and stop reason are its solo run's with its strategy (plain decoding's for the requests that
+ * get none; greedy, and sampled when the strategy keeps the random stream as alone). */
 pf_rc pf_engine_generate_batch_spec(pf_engine_session *s, int n_slots, const pf_seq_feed *feed,
                                     const pf_seq_strategy *strat, char err[PF_ERR_LEN]);
 

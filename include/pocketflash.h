@@ -289,9 +289,18 @@ pf_status pf_generate_chat(pf_session *s, const pf_message *messages, int n, con
  * session (greedy, and sampled with the same seed).
  *
  * A request is a text prompt (params.chat and params.system wrap it as pf_generate does) or,
- * with messages set, a conversation (pf_generate_chat's rules). It decodes plainly: a draft or a
- * speculative strategy in params, structured output (json_schema, json_object) and a prompt
- * cache end the request with PF_ERR_ARG (use pf_generate for those); the others go on. */
+ * with messages set, a conversation (pf_generate_chat's rules). Its strategy fields (draft, spec,
+ * block, draft_head, ngram_n, profile, task) resolve as pf_generate resolves them, and requests of
+ * different strategies (plain decoding among them) and drafts share each forward: a speculating
+ * request's draft rows are verified together with the other requests' rows (with several
+ * decoding, the adaptive strategies' drafts are budgeted for the whole step), the drafts of one
+ * pf_draft propose in one draft forward, and its statistics are its own rounds'. A request whose
+ * strategy fields pf_generate would refuse (a strategy that needs a draft, or a draft with a Dec
+ * head, without one; a draft loaded for another model) ends with that status and message.
+ * Structured output (json_schema, json_object, a required or named tool call) holds each request
+ * to its own document, plain or speculating, with pf_generate's messages for a schema outside the
+ * subset or a max_tokens too small for it. A prompt cache ends the request with PF_ERR_ARG (use
+ * pf_generate for it); the others go on. */
 typedef struct {
     const char *prompt; /* UTF-8, len bytes; ignored when messages is set */
     size_t len;
@@ -317,10 +326,13 @@ typedef struct {
 } pf_batch_feed;
 
 /* Runs the feed's requests, at most n_slots (1..256) at a time, on session s: its threads and
- * kernels; each slot has a KV cache of the session's type and length. The session's own cache
- * and multi-turn history stay as they were. Threading: s is busy for the whole call, which runs
- * every callback (next, done, on_text, on_token_source) on the calling thread; other threads hand
- * requests over through the feed's own synchronisation (next() may block while idle). PF_OK once
+ * kernels; each slot has a KV cache of the session's type and length, and a slot that
+ * speculates a drafter of its own (the draft's context over the same length; kept for the call
+ * while its requests' strategies keep the same draft and head). The session's own cache,
+ * multi-turn history and speculation stay as they were. Threading: s is busy for the whole call,
+ * which runs every callback (next, done, on_text, on_token_source) on the calling thread; other
+ * threads hand requests over through the feed's own synchronisation (next() may block while
+ * idle); the requests' drafts are only read, so other sessions may use them meanwhile. PF_OK once
  * next() returned 0 and every request ended; PF_ERR_ARG (a bad n_slots) or PF_ERR_OOM end the
  * call early, without done() for requests still running. */
 pf_status pf_generate_batch(pf_session *s, int n_slots, const pf_batch_feed *feed, char err[PF_ERR_LEN]);

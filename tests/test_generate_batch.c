@@ -89,8 +89,8 @@ static int feed_fails(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
     return -1;
 }
 
-/* The feed's error ends the batch with it; no slots is an argument error; a structured-output
- * request is refused alone. */
+/* The feed's error ends the batch with it; no slots is an argument error; a request with a prompt
+ * cache is refused alone. */
 TEST(generate_batch_errors) {
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
@@ -105,7 +105,7 @@ TEST(generate_batch_errors) {
     for (int i = 0; i < N_REQ; i++) {
         q.ids[i] = malloc(sizeof(int32_t));
         q.ids[i][0] = 100 + i, q.n_ids[i] = 1;
-        q.p[i] = (pf_decode_params){.max_tokens = 3, .json_object = i == 2};
+        q.p[i] = (pf_decode_params){.max_tokens = 3, .prompt_cache = i == 2 ? "unused.cache" : NULL};
     }
     pf_seq_feed feed = {bf_feed_next, bf_feed_done, &q};
     CHECK(pf_engine_generate_batch(&s->engine, 3, &feed, err) == PF_RC_OK);

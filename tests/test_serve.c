@@ -414,7 +414,7 @@ TEST(serve_concurrent_requests_get_their_own_answers) {
     const char *in = tmp("conc-in.json"), *out = tmp("conc-out.json");
     CHECK(write_file(in, req));
     server s;
-    START(s, "-m " TARGET " -d " DRAFT " --parallel 3 -t 1");
+    START(s, "-m " TARGET " -d " DRAFT " --parallel 3 --no-batch -t 1"); /* the pool's sessions */
     char err[PF_ERR_LEN];
     pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 6", in, out);
     SCHECK(s, d, "%s", err);
@@ -485,9 +485,56 @@ TEST(serve_next_turn_returns_to_its_session) {
 }
 
 /* Four different requests (chat and completion, greedy and seeded samples, streamed or not, a
- * stop string, max_tokens) with --parallel 4, all at once: each is a row of the one batch and
- * gets exactly its solo answer (one at a time on one session, without batching): text, finish
- * reason and token count. */
+ * stop string, max_tokens), all at once with --parallel 4, each its solo answer (one at a time on
+ * one session, without batching): text, finish reason and token count; every one is a row of the
+ * one batch. Without a draft all four decode plainly; with one they speculate, each with its own
+ * strategy and block (the default, a fixed block, prompt lookup) beside a plain one. */
+static void check_batch_equals_solo(const char *const *bodies, const char *draft_args, const char *tag) {
+    static char req[8192], args[256];
+    size_t n = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < 4; i++) n += (size_t)snprintf(req + n, sizeof req - n, "%s%s", i ? "," : "", bodies[i]);
+    snprintf(req + n, sizeof req - n, "]");
+    char in[64], solo_name[64], out_name[64];
+    snprintf(in, sizeof in, "batch-in-%s.json", tag);
+    snprintf(solo_name, sizeof solo_name, "batch-solo-%s.json", tag);
+    snprintf(out_name, sizeof out_name, "batch-out-%s.json", tag);
+    const char *in_copy = tmp(in), *solo_out = tmp(solo_name), *out = tmp(out_name);
+    CHECK(write_file(in_copy, req));
+    char err[PF_ERR_LEN];
+    server s;
+    snprintf(args, sizeof args, "-m " TARGET " %s -t 1", draft_args);
+    START(s, args);
+    pf_json_doc *want = client_json(&s, solo_out, err, "sdk %s %s 1", in_copy, solo_out);
+    SCHECK(s, want, "%s", err);
+    CHECK(server_stop(&s) == 0);
+    snprintf(args, sizeof args, "-m " TARGET " %s --parallel 4 -t 1", draft_args);
+    START(s, args);
+    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 4", in_copy, out);
+    SCHECK(s, d, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        const pf_json *g = item(d, (size_t)i), *w = item(want, (size_t)i);
+        const char *gt = str(g, "text"), *wt = str(w, "text"), *gf = str(g, "finish_reason"), *wf = str(w, "finish_reason");
+        SCHECK(s, gt && wt && !strcmp(gt, wt), "%s, request %d: batched '%s', solo '%s'", tag, i, gt ? gt : "(error)",
+               wt ? wt : "(error)");
+        SCHECK(s, gf && wf && !strcmp(gf, wf), "%s, request %d: finish_reason %s, solo %s", tag, i, gf ? gf : "-",
+               wf ? wf : "-");
+        SCHECK(s, num(pf_json_get(g, "usage"), "completion_tokens") == num(pf_json_get(w, "usage"), "completion_tokens"),
+               "%s, request %d: %g tokens, solo %g", tag, i, num(pf_json_get(g, "usage"), "completion_tokens"),
+               num(pf_json_get(w, "usage"), "completion_tokens"));
+        const pf_json *gp = pf_json_get(g, "pocketflash"), *wp = pf_json_get(w, "pocketflash");
+        const char *gs = str(gp, "spec"), *ws = str(wp, "spec");
+        SCHECK(s, gs && ws && !strcmp(gs, ws) && num(gp, "block") == num(wp, "block"),
+               "%s, request %d: %s block %g, solo %s block %g", tag, i, gs ? gs : "-", num(gp, "block"), ws ? ws : "-",
+               num(wp, "block"));
+        /* the batch reports itself as session --parallel (past the pool's 0..N-1) */
+        SCHECK(s, num(gp, "session") == 4, "%s, request %d ran on session %g, not the batch", tag, i, num(gp, "session"));
+    }
+    SCHECK(s, !strcmp(str(item(d, 2), "finish_reason"), "stop"), "%s: the stop string did not end request 2", tag);
+    pf_json_free(d);
+    pf_json_free(want);
+    CHECK(server_stop(&s) == 0);
+}
+
 TEST(serve_batch_four_at_once_equal_solo) {
     NEED_SDK();
     static const char *const bodies[4] = {
@@ -500,37 +547,22 @@ TEST(serve_batch_four_at_once_equal_solo) {
         "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief."
         "\"},{\"role\":\"user\",\"content\":\"" Q3 "\"}],\"max_tokens\":7,\"temperature\":0.7,\"seed\":3}}",
     };
-    static char req[8192];
-    size_t n = (size_t)snprintf(req, sizeof req, "[");
-    for (int i = 0; i < 4; i++) n += (size_t)snprintf(req + n, sizeof req - n, "%s%s", i ? "," : "", bodies[i]);
-    snprintf(req + n, sizeof req - n, "]");
-    const char *in = tmp("batch-in.json"), *solo_out = tmp("batch-solo.json"), *out = tmp("batch-out.json");
-    CHECK(write_file(in, req));
-    char err[PF_ERR_LEN];
-    server s;
-    START(s, "-m " TARGET " -t 1");
-    pf_json_doc *want = client_json(&s, solo_out, err, "sdk %s %s 1", in, solo_out);
-    SCHECK(s, want, "%s", err);
-    CHECK(server_stop(&s) == 0);
-    START(s, "-m " TARGET " --parallel 4 -t 1");
-    pf_json_doc *d = client_json(&s, out, err, "sdk %s %s 4", in, out);
-    SCHECK(s, d, "%s", err);
-    for (int i = 0; i < 4; i++) {
-        const pf_json *g = item(d, (size_t)i), *w = item(want, (size_t)i);
-        const char *gt = str(g, "text"), *wt = str(w, "text"), *gf = str(g, "finish_reason"), *wf = str(w, "finish_reason");
-        SCHECK(s, gt && wt && !strcmp(gt, wt), "request %d: batched '%s', solo '%s'", i, gt ? gt : "(error)", wt ? wt : "(error)");
-        SCHECK(s, gf && wf && !strcmp(gf, wf), "request %d: finish_reason %s, solo %s", i, gf ? gf : "-", wf ? wf : "-");
-        SCHECK(s, num(pf_json_get(g, "usage"), "completion_tokens") == num(pf_json_get(w, "usage"), "completion_tokens"),
-               "request %d: %g tokens, solo %g", i, num(pf_json_get(g, "usage"), "completion_tokens"),
-               num(pf_json_get(w, "usage"), "completion_tokens"));
-        /* the batch reports itself as session --parallel (past the pool's 0..N-1) */
-        SCHECK(s, num(pf_json_get(g, "pocketflash"), "session") == 4, "request %d ran on session %g, not the batch", i,
-               num(pf_json_get(g, "pocketflash"), "session"));
-    }
-    SCHECK(s, !strcmp(str(item(d, 2), "finish_reason"), "stop"), "the stop string did not end request 2");
-    pf_json_free(d);
-    pf_json_free(want);
-    CHECK(server_stop(&s) == 0);
+    check_batch_equals_solo(bodies, "", "plain");
+}
+
+TEST(serve_batch_speculating_four_at_once_equal_solo) {
+    NEED_SDK();
+    static const char *const bodies[4] = {
+        "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q1
+        "\"}],\"max_tokens\":40,\"temperature\":0,\"stream\":true}}",
+        "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\",\"content\":\"" Q2
+        "\"}],\"max_tokens\":36,\"temperature\":0.9,\"top_p\":0.9,\"seed\":11,\"spec\":\"dflash\",\"block\":3}}",
+        "{\"endpoint\":\"completions\",\"body\":{\"model\":\"pf\",\"prompt\":\"" P2
+        "\",\"max_tokens\":48,\"temperature\":0,\"stop\":[\".\"],\"stream\":true,\"spec\":\"plain\"}}",
+        "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief."
+        "\"},{\"role\":\"user\",\"content\":\"" Q3 "\"}],\"max_tokens\":12,\"temperature\":0,\"spec\":\"ngram\"}}",
+    };
+    check_batch_equals_solo(bodies, "-d " DRAFT, "spec");
 }
 
 /* Three of four batched streams vanish after their first chunks: their rows leave the batch (the
@@ -1252,6 +1284,28 @@ TEST(serve_response_format_through_the_sdk) {
            num(item(d, 4), "status"));
     SCHECK(s, msg && strstr(msg, "'not'") && param && !strcmp(param, "response_format"), "error: %s (param %s)",
            msg ? msg : "-", param ? param : "-");
+    CHECK(server_stop(&s) == 0);
+    /* the same requests at once as rows of one batch (speculating under their masks): the same answers */
+    const char *bin = tmp("rf-batch-in.json"), *bout = tmp("rf-batch-out.json");
+    CHECK(write_file(bin, "[" SF_CHAT(SF_OBJECT, "false") "," SF_CHAT(SF_OBJECT, "true") "," SF_CHAT(SF_SCHEMA_RF, "false")
+                          "," SF_CHAT(SF_SCHEMA_RF, "true") ","
+                          "{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                          "\"content\":\"hi\"}],\"max_tokens\":2,\"response_format\":{\"type\":\"json_schema\","
+                          "\"json_schema\":{\"name\":\"d\",\"schema\":{\"type\":\"object\",\"properties\":"
+                          "{\"description\":{\"type\":\"string\",\"minLength\":20}},\"required\":[\"description\"]}}}}}]"));
+    START(s, "-m " TARGET " -d " DRAFT " --parallel 4 -t 1");
+    pf_json_doc *b = client_json(&s, bout, err, "sdk %s %s 4", bin, bout);
+    SCHECK(s, b, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        const char *got = str(item(b, (size_t)i), "text"), *want = str(item(d, (size_t)i), "text");
+        SCHECK(s, got && !strcmp(got, want), "batched request %d: '%s', alone '%s'", i, got ? got : "(error)", want);
+        SCHECK(s, num(pf_json_get(item(b, (size_t)i), "pocketflash"), "session") == 4, "request %d not in the batch", i);
+    }
+    /* a budget that cannot hold the schema's shortest document: the batch's refusal names max_tokens */
+    const char *bparam = str(pf_json_get(item(b, 4), "error"), "param");
+    SCHECK(s, num(item(b, 4), "status") == 400 && bparam && !strcmp(bparam, "max_tokens"), "budget: status %g, param %s",
+           num(item(b, 4), "status"), bparam ? bparam : "-");
+    pf_json_free(b);
     pf_json_free(d);
     CHECK(server_stop(&s) == 0);
 #undef SF_SCHEMA

@@ -14,37 +14,77 @@
 #include "verify/strategies.h"
 
 typedef struct {
-    pf_spec *sp; /* NULL until the slot's first request */
+    pf_spec *sp;       /* NULL until the slot's first speculating request */
+    pf_spec_choice made; /* what sp was built for */
+    const void *user;  /* the speculating request the slot runs now (NULL: none) */
     pf_strategy strat; /* sp's, begin through slot_begin */
     pf_spec_batch *sb;
     pf_spec_round_state round;
     pf_draft_call call; /* this step's proposal (B < 2: none) */
 } slot_spec;
 
+/* What a drafter is made of (pf_drafter_for): a slot keeps its drafter while this stays. */
+typedef struct {
+    const pf_dflash *w;
+    pf_kind kind; /* PF_KIND_NGRAM, PF_KIND_HYBRID, else PF_KIND_DFLASH */
+    int draft_head, ngram_n;
+} drafter_key;
+
+/* A draft's batched proposals, and the first calibration of each choice, handed to the slots of
+ * the same choice that start after it. */
+typedef struct {
+    const pf_dflash *w;
+    pf_dflash_batch *bt;
+} draft_group;
+typedef struct {
+    pf_spec_choice c;
+    pf_cost_model cost;
+} calibration;
+
 struct pf_spec_batch {
     pf_engine_session *s;
-    pf_strategy_plan plan;
-    const pf_dflash *w;
-    const pf_dec *dec;
+    pf_spec_choose_fn choose;
+    void *choose_user;
+    pf_spec_choice fixed; /* pf_spec_batch_new's: every request's */
     slot_spec *slots;
     int n_slots;
     /* each slot's drafter, kept from call to call (making one sets up the draft's head vocabulary,
-     * which costs far more than a round): slot i of any call takes drafters[i] */
+     * which costs far more than a round): slot i of any call takes drafters[i] while its key holds */
     pf_drafter **drafters;
+    drafter_key *keys;
     int n_drafters;
-    /* one slot's calibration, handed to the slots that start after it */
-    pf_cost_model calib;
-    int have_calib;
-    /* seconds of an R-row forward over several sequences' rows, R = 1..PF_MAX_BLOCK */
+    calibration *calib;
+    int n_calib;
+    /* seconds of an R-row forward over several sequences' rows, R = 1..PF_MAX_BLOCK; its prior the
+     * first calibration */
     pf_cost_model rows;
+    int rows_prior;
     int own_forward; /* the last forward held one decoding sequence's rows alone */
     pf_share_seq *share;
     int *n_rows;
-    /* the slots' DFlash proposals of a step in one draft forward (NULL: no DFlash draft) */
-    pf_dflash_batch *draft_batch;
+    /* the slots' DFlash proposals of a step, one draft forward per draft */
+    draft_group *groups;
+    int n_groups;
     pf_draft_call **calls;
     pf_spec_stats st;
 };
+
+static void choose_fixed(void *user, const pf_seq_request *r, pf_spec_choice *c) {
+    (void)r;
+    *c = ((pf_spec_batch *)user)->fixed;
+}
+
+pf_rc pf_spec_batch_new_mixed(pf_engine_session *s, pf_spec_choose_fn choose, void *user, pf_spec_batch **out,
+                              char err[PF_ERR_LEN]) {
+    pf_spec_batch *sb = calloc(1, sizeof *sb);
+    if (!(*out = sb)) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_RC_OOM;
+    }
+    *sb = (pf_spec_batch){.s = s, .choose = choose, .choose_user = user};
+    pf_cost_init(&sb->rows, PF_MAX_BLOCK);
+    return PF_RC_OK;
+}
 
 pf_rc pf_spec_batch_new(pf_engine_session *s, const pf_strategy_plan *plan, const pf_dflash *w, const pf_dec *dec,
                         pf_spec_batch **out, char err[PF_ERR_LEN]) {
@@ -57,20 +97,12 @@ pf_rc pf_spec_batch_new(pf_engine_session *s, const pf_strategy_plan *plan, cons
         snprintf(err, PF_ERR_LEN, "strategy dec needs a draft with a Dec head (dec.* tensors)");
         return PF_RC_ARG;
     }
-    pf_spec_batch *sb = calloc(1, sizeof *sb);
-    if (!sb) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return PF_RC_OOM;
+    pf_rc rc = pf_spec_batch_new_mixed(s, choose_fixed, NULL, out, err);
+    if (rc == PF_RC_OK) {
+        (*out)->choose_user = *out;
+        (*out)->fixed = (pf_spec_choice){.plan = *plan, .w = plan->kind == PF_KIND_NGRAM ? NULL : w, .dec = dec};
     }
-    *sb = (pf_spec_batch){.s = s, .plan = *plan, .w = w, .dec = dec};
-    pf_cost_init(&sb->rows, PF_MAX_BLOCK);
-    if (w && plan->kind != PF_KIND_NGRAM && !(sb->draft_batch = pf_dflash_batch_new(w))) {
-        free(sb);
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return PF_RC_OOM;
-    }
-    *out = sb;
-    return PF_RC_OK;
+    return rc;
 }
 
 static void free_slots(pf_spec_batch *sb) {
@@ -84,56 +116,133 @@ void pf_spec_batch_free(pf_spec_batch *sb) {
     if (!sb) return;
     free_slots(sb);
     for (int i = 0; i < sb->n_drafters; i++) pf_drafter_free(sb->drafters[i]);
-    free(sb->drafters);
-    pf_dflash_batch_free(sb->draft_batch);
+    free(sb->drafters), free(sb->keys), free(sb->calib);
+    for (int i = 0; i < sb->n_groups; i++) pf_dflash_batch_free(sb->groups[i].bt);
+    free(sb->groups);
     free(sb);
 }
 
 const pf_spec_stats *pf_spec_batch_stats(const pf_spec_batch *sb) { return &sb->st; }
 
-/* The first calibration seen becomes every later slot's starting point, and the prior of the
- * forward's cost over R rows: the slot's c(n) up to its block, its last slope beyond. */
-static void take_calibration(pf_spec_batch *sb, const pf_spec *sp) {
-    if (sb->have_calib || !sp->ad || !sp->calibrated) return;
-    sb->calib = sp->ad->cost;
-    sb->have_calib = 1;
-    double t1 = pf_cost_verify(&sp->ad->cost, 1), c[PF_MAX_BLOCK + 1] = {0};
-    if (t1 <= 0) return;
-    for (int n = 1; n <= sp->block; n++) c[n] = pf_cost_verify(&sp->ad->cost, n) / t1;
-    pf_cost_set_prior(&sb->rows, c, NULL, sp->block + 1, t1);
+const pf_spec *pf_spec_batch_request(const pf_spec_batch *sb, const void *user) {
+    for (int i = 0; user && i < sb->n_slots; i++)
+        if (sb->slots[i].user == user) return sb->slots[i].sp;
+    return NULL;
 }
 
-/* The slot's strategy begins a request: calibrated once for the batch, the other slots start
- * from that measurement. */
+static int same_choice(const pf_spec_choice *a, const pf_spec_choice *b) {
+    return a->w == b->w && a->dec == b->dec && !memcmp(&a->plan, &b->plan, sizeof a->plan);
+}
+
+static calibration *calibration_of(pf_spec_batch *sb, const pf_spec_choice *c) {
+    for (int i = 0; i < sb->n_calib; i++)
+        if (same_choice(&sb->calib[i].c, c)) return &sb->calib[i];
+    return NULL;
+}
+
+/* The first calibration of a choice becomes the starting point of the later slots of that
+ * choice; the first of all, the prior of the forward's cost over R rows: the slot's c(n) up to
+ * its block, its last slope beyond. */
+static void take_calibration(pf_spec_batch *sb, const slot_spec *ss) {
+    const pf_spec *sp = ss->sp;
+    if (!sp->ad || !sp->calibrated || calibration_of(sb, &ss->made)) return;
+    calibration *k = realloc(sb->calib, (size_t)(sb->n_calib + 1) * sizeof *k);
+    if (!k) return; /* the next slot calibrates itself */
+    sb->calib = k;
+    k[sb->n_calib++] = (calibration){.c = ss->made, .cost = sp->ad->cost};
+    double t1 = pf_cost_verify(&sp->ad->cost, 1), c[PF_MAX_BLOCK + 1] = {0};
+    if (sb->rows_prior || t1 <= 0) return;
+    for (int n = 1; n <= sp->block; n++) c[n] = pf_cost_verify(&sp->ad->cost, n) / t1;
+    pf_cost_set_prior(&sb->rows, c, NULL, sp->block + 1, t1);
+    sb->rows_prior = 1;
+}
+
+/* The slot's strategy begins a request: calibrated once per choice for the batch, the other slots
+ * of that choice start from that measurement. */
 static pf_rc slot_begin(void *state, pf_engine_session *seq, const int32_t *prompt, int n_prompt, const float *taps,
                         char err[PF_ERR_LEN]) {
     slot_spec *ss = state;
     pf_spec *sp = ss->sp;
-    if (sp->ad && !sp->calibrated && ss->sb->have_calib) {
-        sp->ad->cost = ss->sb->calib;
+    const calibration *k = sp->ad && !sp->calibrated ? calibration_of(ss->sb, &ss->made) : NULL;
+    if (k) {
+        sp->ad->cost = k->cost;
         sp->calibrated = 1;
     }
     pf_strategy *own = pf_spec_strategy(sp);
     pf_rc rc = own->begin(own->state, seq, prompt, n_prompt, taps, err);
-    if (rc == PF_RC_OK) take_calibration(ss->sb, sp);
+    if (rc == PF_RC_OK) take_calibration(ss->sb, ss);
     return rc;
 }
 
-static pf_strategy *slot_strategy(void *state, int slot, pf_engine_session *seq, char err[PF_ERR_LEN]) {
-    pf_spec_batch *sb = state;
-    pf_spec *sp = NULL;
-    pf_rc rc = PF_RC_OK;
-    /* a drafter begins afresh on every prompt, so one made for the same session serves every call */
-    if (!sb->drafters[slot])
-        rc = pf_drafter_for(&sb->plan, sb->plan.kind == PF_KIND_NGRAM ? NULL : sb->w, 0, seq, &sb->drafters[slot], err);
-    if (rc == PF_RC_OK) rc = pf_strategy_build(seq, &sb->plan, sb->drafters[slot], sb->dec, &sp, err);
-    if (rc != PF_RC_OK) return NULL;
-    slot_spec *ss = &sb->slots[slot];
-    ss->sp = sp, ss->sb = sb;
-    ss->strat = *pf_spec_strategy(sp);
+static drafter_key key_of(const pf_spec_choice *c) {
+    pf_kind k = c->plan.kind;
+    return (drafter_key){.w = c->w, .kind = k == PF_KIND_NGRAM || k == PF_KIND_HYBRID ? k : PF_KIND_DFLASH,
+                         .draft_head = c->plan.draft_head, .ngram_n = c->plan.ngram_n};
+}
+
+/* Slot i's drafter for choice c: its last one when made of the same, else a new one. */
+static pf_rc slot_drafter(pf_spec_batch *sb, int i, const pf_spec_choice *c, pf_engine_session *seq,
+                          char err[PF_ERR_LEN]) {
+    drafter_key k = key_of(c), *h = &sb->keys[i];
+    if (sb->drafters[i] && h->w == k.w && h->kind == k.kind && h->draft_head == k.draft_head && h->ngram_n == k.ngram_n)
+        return PF_RC_OK;
+    pf_drafter_free(sb->drafters[i]);
+    sb->drafters[i] = NULL;
+    pf_rc rc = pf_drafter_for(&c->plan, c->w, 0, seq, &sb->drafters[i], err);
+    if (rc == PF_RC_OK) *h = k;
+    return rc;
+}
+
+/* The batched proposals over draft w, made on first use. */
+static pf_rc draft_group_for(pf_spec_batch *sb, const pf_dflash *w, char err[PF_ERR_LEN]) {
+    for (int g = 0; g < sb->n_groups; g++)
+        if (sb->groups[g].w == w) return PF_RC_OK;
+    draft_group *gs = realloc(sb->groups, (size_t)(sb->n_groups + 1) * sizeof *gs);
+    if (gs) sb->groups = gs;
+    pf_dflash_batch *bt = gs ? pf_dflash_batch_new(w) : NULL;
+    if (!bt) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_RC_OOM;
+    }
+    sb->groups[sb->n_groups++] = (draft_group){w, bt};
+    return PF_RC_OK;
+}
+
+/* The slot's speculation for its request's choice: kept while the choice stays, else built anew. */
+static pf_rc slot_spec_for(pf_spec_batch *sb, int i, const pf_spec_choice *c, pf_engine_session *seq,
+                           char err[PF_ERR_LEN]) {
+    slot_spec *ss = &sb->slots[i];
+    if (ss->sp && same_choice(&ss->made, c)) return PF_RC_OK;
+    pf_spec_free(ss->sp);
+    ss->sp = NULL;
+    pf_rc rc = slot_drafter(sb, i, c, seq, err);
+    if (rc == PF_RC_OK && c->w && c->plan.kind != PF_KIND_NGRAM) rc = draft_group_for(sb, c->w, err);
+    if (rc == PF_RC_OK) rc = pf_strategy_build(seq, &c->plan, sb->drafters[i], c->dec, &ss->sp, err);
+    if (rc != PF_RC_OK) return rc;
+    ss->made = *c;
+    ss->sb = sb;
+    ss->strat = *pf_spec_strategy(ss->sp);
     ss->strat.state = ss;
     ss->strat.begin = slot_begin;
-    return &ss->strat;
+    return PF_RC_OK;
+}
+
+static pf_rc slot_strategy(void *state, int slot, const pf_seq_request *r, pf_engine_session *seq, pf_strategy **out,
+                           char err[PF_ERR_LEN]) {
+    pf_spec_batch *sb = state;
+    slot_spec *ss = &sb->slots[slot];
+    pf_spec_choice c;
+    memset(&c, 0, sizeof c);
+    sb->choose(sb->choose_user, r, &c);
+    *out = NULL;
+    ss->user = NULL;
+    if (c.plan.kind == PF_KIND_PLAIN) return PF_RC_OK;
+    if (c.plan.kind == PF_KIND_NGRAM) c.w = NULL;
+    pf_rc rc = slot_spec_for(sb, slot, &c, seq, err);
+    if (rc != PF_RC_OK) return rc;
+    ss->user = r->user;
+    *out = &ss->strat;
+    return PF_RC_OK;
 }
 
 /* What row_share needs of a slot's adaptive strategy this step (its head's target half first). */
@@ -149,46 +258,63 @@ static void share_of(const pf_spec *sp, int cap, pf_share_seq *q) {
     q->over_plain = a->cost.over_plain + a->cost.flush_row;
 }
 
-/* The step's proposals: the DFlash drafters' in one batched draft forward, each charged its rows'
- * share of its time; any other drafter (a lookup, a hybrid) proposes alone. */
-static pf_rc propose(pf_spec_batch *sb, int n, const int *slot, char err[PF_ERR_LEN]) {
+/* The slot's proposal goes into draft group g's batched forward. */
+static int in_group(const pf_spec_batch *sb, const slot_spec *ss, int g) {
+    return ss->call.B >= 2 && pf_dflash_drafter_of(ss->call.d, sb->groups[g].w);
+}
+
+/* Draft group g's proposals of the step in one draft forward, each charged its rows' share. */
+static pf_rc propose_group(pf_spec_batch *sb, int g, int n, const int *slot, char err[PF_ERR_LEN]) {
     int m = 0, rows = 0;
     for (int j = 0; j < n; j++) {
         slot_spec *ss = &sb->slots[slot[j]];
-        if (ss->call.B < 2) continue;
-        if (sb->draft_batch && pf_dflash_drafter_of(ss->call.d, sb->w)) {
-            sb->calls[m++] = &ss->call;
-            rows += ss->call.B;
-            continue;
-        }
+        if (!in_group(sb, ss, g)) continue;
+        sb->calls[m++] = &ss->call;
+        rows += ss->call.B;
+    }
+    if (!m) return PF_RC_OK;
+    double t0 = pf_now_s();
+    pf_rc rc = pf_dflash_drafters_propose(sb->groups[g].bt, sb->calls, m, err);
+    if (rc != PF_RC_OK) return rc;
+    double t = pf_now_s() - t0;
+    for (int j = 0; j < n; j++) {
+        slot_spec *ss = &sb->slots[slot[j]];
+        if (in_group(sb, ss, g)) pf_spec_round_drafted(ss->sp, &ss->round, &ss->call, t * ss->call.B / rows);
+    }
+    return PF_RC_OK;
+}
+
+/* The step's proposals: the DFlash drafters' in one batched draft forward per draft; any other
+ * drafter (a lookup, a hybrid) proposes alone. */
+static pf_rc propose(pf_spec_batch *sb, int n, const int *slot, char err[PF_ERR_LEN]) {
+    for (int j = 0; j < n; j++) {
+        slot_spec *ss = &sb->slots[slot[j]];
+        int grouped = 0;
+        for (int g = 0; g < sb->n_groups && !grouped; g++) grouped = in_group(sb, ss, g);
+        if (ss->call.B < 2 || grouped) continue;
         double t0 = pf_now_s();
         pf_rc rc = pf_drafter_call(&ss->call, err);
         if (rc != PF_RC_OK) return rc;
         pf_spec_round_drafted(ss->sp, &ss->round, &ss->call, pf_now_s() - t0);
     }
-    if (!m) return PF_RC_OK;
-    double t0 = pf_now_s();
-    pf_rc rc = pf_dflash_drafters_propose(sb->draft_batch, sb->calls, m, err);
-    if (rc != PF_RC_OK) return rc;
-    double t = pf_now_s() - t0;
-    for (int j = 0; j < n; j++) {
-        slot_spec *ss = &sb->slots[slot[j]];
-        if (ss->call.B >= 2 && sb->draft_batch && pf_dflash_drafter_of(ss->call.d, sb->w))
-            pf_spec_round_drafted(ss->sp, &ss->round, &ss->call, t * ss->call.B / rows);
+    for (int g = 0; g < sb->n_groups; g++) {
+        pf_rc rc = propose_group(sb, g, n, slot, err);
+        if (rc != PF_RC_OK) return rc;
     }
     return PF_RC_OK;
 }
 
-static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last, const int *cap, pf_batch *rows,
-                       char err[PF_ERR_LEN]) {
+static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last, const int *cap, int n_plain,
+                       pf_batch *rows, char err[PF_ERR_LEN]) {
     pf_spec_batch *sb = state;
     int *B = sb->n_rows;
     for (int j = 0; j < n; j++) B[j] = 0; /* the strategy's own planner */
-    if (n > 1 && sb->rows.have_t) {
+    if (n + n_plain > 1 && sb->rows.have_t) {
         double v[PF_MAX_BLOCK + 1];
         for (int R = 1; R <= PF_MAX_BLOCK; R++) v[R] = pf_cost_verify(&sb->rows, R);
         for (int j = 0; j < n; j++) share_of(sb->slots[slot[j]].sp, cap[j], &sb->share[j]);
-        double rate = pf_share_rows(sb->share, n, v, PF_MAX_BLOCK, B);
+        for (int j = n; j < n + n_plain; j++) sb->share[j] = (pf_share_seq){.bmax = 1, .fixed = 1};
+        double rate = pf_share_rows(sb->share, n + n_plain, v, PF_MAX_BLOCK, B);
         for (int j = 0; j < n; j++) {
             pf_spec *sp = sb->slots[slot[j]].sp;
             if (sb->share[j].fixed) B[j] = 0;
@@ -206,7 +332,7 @@ static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last,
         slot_spec *ss = &sb->slots[slot[j]];
         pf_spec_round_rows(ss->sp, last[j], &ss->round, &rows[j]);
     }
-    sb->own_forward = n == 1;
+    sb->own_forward = n == 1 && n_plain == 0;
     return PF_RC_OK;
 }
 
@@ -234,9 +360,12 @@ pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *
         sb->calls = calloc((size_t)n_slots, sizeof *sb->calls);
         if (n_slots > sb->n_drafters) {
             pf_drafter **d = realloc(sb->drafters, (size_t)n_slots * sizeof *d);
-            if (d) {
+            if (d) sb->drafters = d;
+            drafter_key *k = d ? realloc(sb->keys, (size_t)n_slots * sizeof *k) : NULL;
+            if (k) {
+                sb->keys = k;
                 memset(d + sb->n_drafters, 0, (size_t)(n_slots - sb->n_drafters) * sizeof *d);
-                sb->drafters = d, sb->n_drafters = n_slots;
+                sb->n_drafters = n_slots;
             }
         }
         if (!sb->slots || !sb->share || !sb->n_rows || !sb->calls || n_slots > sb->n_drafters) {

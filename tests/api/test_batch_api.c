@@ -2,7 +2,9 @@
  * each its solo pf_generate / pf_generate_chat text, token count and stop reason (greedy, sampled
  * with a seed, a callback's stop and cancel), with fewer slots than requests; a feed filled by
  * other threads while the batch runs (next() blocking while idle; make tsan runs this under
- * ThreadSanitizer) gives the same; requests the batch cannot run end with their status while the
+ * ThreadSanitizer) gives the same; speculating requests (each its own strategy and block, with a
+ * draft or prompt lookup) mixed with plain ones give their solo texts too; requests the batch
+ * cannot run (a strategy without the draft it needs among them) end with their status while the
  * others go on. */
 #include <pocketflash.h>
 
@@ -237,9 +239,6 @@ TEST(api_batch_refusals) {
     pf_model *m = NULL;
     pf_load_model(TARGET, &m, err);
     CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
     pf_session *s = open_session(m, 1);
     CHECK(s);
     static result want;
@@ -247,8 +246,8 @@ TEST(api_batch_refusals) {
     static feed f;
     feed_init(&f);
     for (int i = 0; i < 5; i++) feed_add(&f, 0);
-    f.req[1].params.draft = d; /* speculates */
-    f.req[2].params.json_object = true;
+    f.req[1].params.spec = PF_SPEC_DFLASH; /* no draft to give it */
+    f.req[2].params.prompt_cache = "unused.cache";
     f.req[3].prompt = "", f.req[3].len = 0, f.req[3].params.chat = false;
     f.req[4].prompt = "\xff\xfe", f.req[4].len = 2;
     for (int i = 0; i < 5; i++) f.req[i].user = &f.res[i];
@@ -256,14 +255,134 @@ TEST(api_batch_refusals) {
     pf_batch_feed bf = {feed_next, feed_done, &f};
     CHECK(pf_generate_batch(s, 2, &bf, err) == PF_OK);
     CHECK(same(&f.res[0], &want, 0));
-    CHECKF(f.res[1].st == PF_ERR_ARG && strstr(f.res[1].err, "plainly"), "%s", f.res[1].err);
-    CHECKF(f.res[2].st == PF_ERR_ARG && strstr(f.res[2].err, "structured"), "%s", f.res[2].err);
+    CHECKF(f.res[1].st == PF_ERR_ARG && strstr(f.res[1].err, "strategy dflash needs a draft"), "%s", f.res[1].err);
+    CHECKF(f.res[2].st == PF_ERR_ARG && strstr(f.res[2].err, "prompt cache"), "%s", f.res[2].err);
     CHECKF(f.res[3].st == PF_ERR_ARG && strstr(f.res[3].err, "empty"), "%s", f.res[3].err);
     CHECKF(f.res[4].st == PF_ERR_UTF8, "%s", f.res[4].err);
     for (int i = 0; i < 5; i++) CHECK(f.res[i].done == 1);
     CHECK(pf_generate_batch(s, 0, &bf, err) == PF_ERR_ARG && strstr(err, "1 to"));
     CHECK(pf_generate_batch(s, 2, &(pf_batch_feed){NULL, feed_done, &f}, err) == PF_ERR_ARG);
     feed_destroy(&f);
+    pf_session_free(s);
+    pf_free_model(m);
+}
+
+/* Request i of the mixed batch: plain and speculating, greedy and sampled, each strategy its own. */
+static void mixed_request(int i, const pf_draft *d, pf_batch_request *r, pf_message *msg, result *res) {
+    request(i, r, msg, res);
+    r->params.max_tokens = 20 + 3 * i;
+    res->stop_after = 0;
+    static const pf_spec_kind kind[N_REQ] = {PF_SPEC_PLAIN,    PF_SPEC_DEFAULT, PF_SPEC_DFLASH,
+                                             PF_SPEC_ADAPTIVE, PF_SPEC_NGRAM,   PF_SPEC_DEC};
+    r->params.spec = kind[i];
+    r->params.draft = kind[i] == PF_SPEC_PLAIN || kind[i] == PF_SPEC_NGRAM ? NULL : d;
+    if (kind[i] == PF_SPEC_DFLASH) r->params.block = 3;
+    if (kind[i] == PF_SPEC_DEC) r->params.temp = 0.8f, r->params.seed = 7, r->params.top_p = 0.95f;
+}
+
+/* Plain and speculating requests in one batch: each its solo pf_generate's text, and its
+ * strategy's name and block in the statistics. */
+TEST(api_batch_mixed_spec_equals_solo) {
+    char err[PF_ERR_LEN];
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
+    CHECKF(d, "%s", err);
+    pf_session *s = open_session(m, 2);
+    CHECK(s);
+    static result want[N_REQ];
+    for (int i = 0; i < N_REQ; i++) {
+        pf_batch_request r;
+        pf_message msg[1];
+        memset(&want[i], 0, sizeof want[i]);
+        mixed_request(i, d, &r, msg, &want[i]);
+        pf_session_reset(s);
+        want[i].st = r.messages ? pf_generate_chat(s, r.messages, 1, &r.params, on_piece, &want[i], &want[i].stats,
+                                                   want[i].err)
+                                : pf_generate(s, r.prompt, r.len, &r.params, on_piece, &want[i], &want[i].stats,
+                                              want[i].err);
+        CHECKF(want[i].st == PF_OK, "request %d alone: %s", i, want[i].err);
+    }
+    CHECK(!strcmp(want[0].stats.spec, "plain") && !strcmp(want[2].stats.spec, "dflash") && want[2].stats.block == 3);
+    static const int slots[] = {2, N_REQ};
+    for (int k = 0; k < 2; k++) {
+        static feed f;
+        feed_init(&f);
+        for (int i = 0; i < N_REQ; i++) {
+            mixed_request(i, d, &f.req[i], f.msg[i], &f.res[i]);
+            f.n_added++;
+        }
+        feed_close(&f);
+        CHECKF(pf_generate_batch(s, slots[k], &(pf_batch_feed){feed_next, feed_done, &f}, err) == PF_OK, "%s", err);
+        for (int i = 0; i < N_REQ; i++) {
+            CHECKF(f.res[i].done == 1 && same(&f.res[i], &want[i], i), "%d slots, request %d", slots[k], i);
+            CHECKF(!strcmp(f.res[i].stats.spec, want[i].stats.spec) && f.res[i].stats.block == want[i].stats.block,
+                   "%d slots, request %d: %s block %d, alone %s block %d", slots[k], i, f.res[i].stats.spec,
+                   f.res[i].stats.block, want[i].stats.spec, want[i].stats.block);
+            CHECKF((f.res[i].stats.rounds > 0) == (i > 0), "%d slots, request %d: %lld rounds", slots[k], i,
+                   (long long)f.res[i].stats.rounds);
+        }
+        feed_destroy(&f);
+    }
+    pf_session_free(s);
+    pf_free_draft(d);
+    pf_free_model(m);
+}
+
+/* Structured output in the batch: JSON mode and a schema, plain, speculating and sampled, beside an
+ * unconstrained request; each its solo text (the document) and stop. */
+static void structured_request(int i, const pf_draft *d, pf_batch_request *r, pf_message *msg, result *res) {
+    static const char *const schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                                      "\"age\":{\"type\":\"integer\"}},\"required\":[\"name\",\"age\"]}";
+    request(i, r, msg, res);
+    r->params.max_tokens = 40;
+    res->stop_after = 0;
+    r->params.temp = 0, r->params.seed = 0;
+    if (i == 0) r->params.json_object = true;
+    if (i == 1) r->params.json_schema = schema, r->params.draft = d, r->params.spec = PF_SPEC_DFLASH;
+    if (i == 2) r->params.json_schema = schema, r->params.draft = d, r->params.temp = 0.8f, r->params.seed = 5;
+}
+
+TEST(api_batch_structured_equals_solo) {
+    char err[PF_ERR_LEN];
+    pf_model *m = NULL;
+    pf_load_model(TARGET, &m, err);
+    CHECKF(m, "%s", err);
+    pf_draft *d = NULL;
+    pf_load_draft(m, DRAFT2, &d, err);
+    CHECKF(d, "%s", err);
+    pf_session *s = open_session(m, 2);
+    CHECK(s);
+    enum { N = 4 };
+    static result want[N];
+    for (int i = 0; i < N; i++) {
+        pf_batch_request r;
+        pf_message msg[1];
+        memset(&want[i], 0, sizeof want[i]);
+        structured_request(i, d, &r, msg, &want[i]);
+        pf_session_reset(s);
+        want[i].st = pf_generate(s, r.prompt, r.len, &r.params, on_piece, &want[i], &want[i].stats, want[i].err);
+        CHECKF(want[i].st == PF_OK, "request %d alone: %s", i, want[i].err);
+    }
+    CHECKF(want[0].out.s[0] == '{' && strstr(want[1].out.s, "\"age\""), "'%s' / '%s'", want[0].out.s, want[1].out.s);
+    static const int slots[] = {2, N};
+    for (int k = 0; k < 2; k++) {
+        static feed f;
+        feed_init(&f);
+        for (int i = 0; i < N; i++) {
+            structured_request(i, d, &f.req[i], f.msg[i], &f.res[i]);
+            f.n_added++;
+        }
+        feed_close(&f);
+        CHECKF(pf_generate_batch(s, slots[k], &(pf_batch_feed){feed_next, feed_done, &f}, err) == PF_OK, "%s", err);
+        for (int i = 0; i < N; i++)
+            CHECKF(f.res[i].done == 1 && same(&f.res[i], &want[i], i), "%d slots, request %d: %s", slots[k], i,
+                   f.res[i].err);
+        CHECK(f.res[1].stats.rounds > 0 && !strcmp(f.res[1].stats.spec, "dflash")); /* speculated under its schema */
+        feed_destroy(&f);
+    }
     pf_session_free(s);
     pf_free_draft(d);
     pf_free_model(m);
