@@ -430,7 +430,7 @@ int cmd_gen(int argc, char **argv) {
     if (n_batch && gen_batched(&g, fi, limit, n_batch, &lineno)) {
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
-            cli_fail("%s: write failed: %s", out, strerror(af.err));
+            rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(af.err));
         }
         goto done;
     }
@@ -443,13 +443,13 @@ int cmd_gen(int argc, char **argv) {
         /* a full disk ends the run now, not after the remaining prompts */
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
-            cli_fail("%s: write failed: %s", out, strerror(af.err));
+            rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(af.err));
             goto done;
         }
         if (lineno % 50 == 0) fprintf(stderr, "\rgen: %d prompts", lineno);
     }
     if (atomic_file_commit(&af, out, 0) != 0) {
-        cli_fail("%s: write failed: %s", out, strerror(errno));
+        rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno));
         goto done;
     }
     fprintf(stderr, "\rgen: %d prompts done\n", lineno);

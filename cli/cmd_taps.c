@@ -211,8 +211,8 @@ int cmd_taps(int argc, char **argv) {
         goto done;
     }
     if (topk && !topk_open(&tk, topk_prefix, topk, (int)m->hp.n_vocab, total, (int)max_len)) goto done;
-    if (!(fo = atomic_file_open(&af, out, "wb"))) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
-    if (!write_npy_header(fo, "<f2", total, (int)width)) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+    if (!(fo = atomic_file_open(&af, out, "wb"))) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if (!write_npy_header(fo, "<f2", total, (int)width)) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
     const int32_t *t = toks;
     for (uint32_t i = 0; i < n_seq; i++) {
         pf_kv_truncate(c->kv, 0);
@@ -223,12 +223,12 @@ int cmd_taps(int argc, char **argv) {
         if (topk && !topk_write(&tk, c->k, logits, (int)lens[i], (int)m->hp.n_vocab)) goto done;
         size_t n = (size_t)lens[i] * width;
         c->k->f32_to_f16(taps, row16, (int64_t)n);
-        if (fwrite(row16, sizeof *row16, n, fo) != n) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+        if (fwrite(row16, sizeof *row16, n, fo) != n) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
         t += lens[i];
         if ((i + 1) % 500 == 0) fprintf(stderr, "\rtaps: %u / %u sequences", i + 1, n_seq);
     }
     fo = NULL;
-    if (atomic_file_commit(&af, out, 0) != 0) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+    if (atomic_file_commit(&af, out, 0) != 0) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
     if (!topk_commit(&tk)) goto done;
     fprintf(stderr, "\rtaps: %u sequences, %llu tokens, %d taps\n", n_seq, (unsigned long long)total, n_taps);
     rc = 0;
