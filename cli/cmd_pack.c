@@ -56,7 +56,7 @@ int cmd_pack(int argc, char **argv) {
                           .min_saving = (int)min_saving,
                           .on_section = print_section};
     printf("%s:\n  %-8s %-40s %-5s %12s    %12s\n", out, "owner", "section", "codec", "raw bytes", "stored bytes");
-    if (pfb_write(out, &pp, err) < 0) { cli_fail("%s", err); goto done; }
+    if ((orc = pfb_write(out, &pp, err)) != PF_RC_OK) { rc = cli_fail_status(pf_api_status(orc), err); goto done; }
     size_t src = t->size + (d ? d->size : 0) + prof_len;
     pfb_bundle *b = pfb_open(out, err); /* read back: the bundle just written must validate */
     if (!b) { cli_fail("%s", err); goto done; }

@@ -103,7 +103,9 @@ typedef struct {
 } pfb_pack_params;
 
 /* Write a bundle to "PATH.tmp.PID", renamed over path only when complete (an interrupted or
- * failed pack never leaves a partial bundle at path). 0, or -1 with err. */
-int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]);
+ * failed pack never leaves a partial bundle at path). PF_RC_OK, or with err PF_RC_ARG (no target,
+ * an empty profile), PF_RC_FORMAT (a tensor a bundle cannot hold), PF_RC_OOM, PF_RC_IO (it cannot
+ * be created or written). */
+pf_rc pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]);
 
 #endif

@@ -40,10 +40,10 @@ static const fixture *fix(void) {
     gguf_file *t, *d = NULL;
     if (gguf_open_file(f.target, &t, err) == PF_RC_OK) gguf_open_file(f.draft, &d, err);
     pfb_pack_params pp = {.target = t, .draft = d, .profile = k_profile, .profile_len = strlen(k_profile)};
-    int r = t && d ? pfb_write(f.bundle, &pp, err) : -1;
+    pf_rc r = t && d ? pfb_write(f.bundle, &pp, err) : PF_RC_IO;
     gguf_close(t);
     gguf_close(d);
-    if (r < 0) {
+    if (r != PF_RC_OK) {
         printf("    fixture: %s\n", err);
         return NULL;
     }
