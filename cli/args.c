@@ -81,12 +81,10 @@ bool cli_float(const char *flag, const char *s, double lo, double hi, double *ou
     return true;
 }
 
-char *cli_read_file(const char *path, size_t *len) {
+int cli_read_file(const char *path, char **text, size_t *len) {
+    *text = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        cli_fail("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    if (!f) return cli_fail_kind(PF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
     while (buf) {
@@ -100,14 +98,15 @@ char *cli_read_file(const char *path, size_t *len) {
     }
     int bad = ferror(f);
     fclose(f);
-    if (!buf || bad) {
+    if (!buf) return cli_fail_kind(PF_ERR_OOM, "%s: out of memory", path);
+    if (bad) {
         free(buf);
-        cli_fail("%s: read failed", path);
-        return NULL;
+        return cli_fail_kind(PF_ERR_IO, "%s: read failed", path);
     }
     buf[n] = 0;
     *len = n;
-    return buf;
+    *text = buf;
+    return 0;
 }
 
 bool cli_draft_head(const char *flag, const char *s, int *out) {

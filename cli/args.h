@@ -42,8 +42,9 @@ const char *cli_alias(const char *flag);
 bool cli_block(const char *flag, const char *s, int *block);
 /* --draft-max N (llama.cpp: tokens drafted per round): *block = N + 1 rows verified. */
 bool cli_draft_max(const char *flag, const char *s, int *block);
-/* Read a whole file; NULL (after printing an error) on failure. */
-char *cli_read_file(const char *path, size_t *len);
+/* Read a whole file into *text (NUL-terminated, *len bytes before the NUL): 0, or after a one-line
+ * error naming path the exit status of its kind (2 it cannot be opened or read, 4 out of memory). */
+int cli_read_file(const char *path, char **text, size_t *len);
 /* An output written whole or not at all (formats/atomic_file.h): cli_create opens the temporary
  * beside path, cli_finish flushes, closes and renames it over path (on failure the temporary is
  * removed). NULL / 1 after a one-line error naming path and the reason. */

@@ -43,29 +43,31 @@ int cmd_dec_attach(int argc, char **argv) {
     char err[PF_ERR_LEN];
     if (strip) {
         if (!draft || !out || dec) return cli_fail("dec-attach: --strip takes -d and -o (and no --dec)");
-        return pf_dec_strip(draft, out, err) < 0 ? cli_fail("%s", err) : 0;
+        pf_rc rc = pf_dec_strip(draft, out, err);
+        return rc != PF_RC_OK ? cli_fail_status(pf_api_status(rc), err) : 0;
     }
     if (!draft || !dec || !out) return cli_fail("dec-attach: -d, --dec and -o are required");
-    pf_json_doc *doc = pf_json_parse_file(dec, err);
-    if (!doc) return cli_fail("%s", err);
+    pf_json_doc *doc;
+    pf_rc jrc = pf_json_load(dec, &doc, err);
+    if (jrc != PF_RC_OK) return cli_fail_status(pf_api_status(jrc), err);
     const pf_json *root = pf_json_root(doc), *b = pf_json_get(root, "bias");
     int nw = 0, np = 0;
     float *w = numbers(pf_json_get(root, "weight"), &nw), *pb = numbers(pf_json_get(root, "pos_bias"), &np);
-    int rc = 1;
+    int rc = 0;
+    pf_rc arc;
     if (!w || !pb || nw % 2 || !b || b->type != PF_JSON_NUMBER) {
-        cli_fail("%s: needs \"weight\" (2H numbers), \"bias\" (number) and \"pos_bias\" (numbers)", dec);
-    } else if (pf_dec_attach(draft, w, nw / 2, (float)b->u.num.d, pb, np, out, err) < 0) {
-        cli_fail("%s", err);
+        rc = cli_fail_kind(PF_ERR_FORMAT, "%s: needs \"weight\" (2H numbers), \"bias\" (number) and \"pos_bias\" (numbers)",
+                           dec);
+    } else if ((arc = pf_dec_attach(draft, w, nw / 2, (float)b->u.num.d, pb, np, out, err)) != PF_RC_OK) {
+        rc = cli_fail_status(pf_api_status(arc), err);
     } else {
         /* the head must fit the draft's hidden size */
-        pf_dec *d = pf_dec_load_path(out, nw / 2, err);
-        if (!d) {
+        pf_dec *d;
+        if ((arc = pf_dec_load_path(out, nw / 2, &d, err)) != PF_RC_OK) {
             remove(out);
-            cli_fail("%s", err);
-        } else {
-            pf_dec_free(d);
-            rc = 0;
+            rc = cli_fail_status(pf_api_status(arc), err);
         }
+        pf_dec_free(d);
     }
     free(w);
     free(pb);

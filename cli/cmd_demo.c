@@ -32,13 +32,13 @@ static const char k_usage[] =
 /* "general.name (TYPE)" of a GGUF, e.g. "pf-target (Pocket-shape stand-in)", or the path. */
 static void describe(const char *path, char *out, size_t n) {
     char err[PF_ERR_LEN];
-    gguf_file *f = gguf_open(path, err);
+    gguf_file *f;
     gguf_str s;
-    if (f && gguf_get_str(f, "general.name", &s) == 0)
+    if (gguf_open_file(path, &f, err) == PF_RC_OK && gguf_get_str(f, "general.name", &s) == 0)
         snprintf(out, n, "%.*s", (int)(s.len < 200 ? s.len : 200), s.ptr);
     else
         snprintf(out, n, "%s", path);
-    if (f) gguf_close(f);
+    gguf_close(f);
 }
 
 int cmd_demo(int argc, char **argv) {

@@ -69,13 +69,13 @@ int cmd_synth_draft(int argc, char **argv) {
     int *taps = NULL, n_taps = 0;
     if (taps_s && !parse_taps(taps_s, &taps, &n_taps)) return 1;
     char err[PF_ERR_LEN];
-    int rc = pf_dflash_synth(target, (int)version, (int)layers, (int)block, taps, n_taps, (uint64_t)seed, identity,
-                             out, err);
+    pf_rc rc = pf_dflash_synth(target, (int)version, (int)layers, (int)block, taps, n_taps, (uint64_t)seed, identity,
+                               out, err);
     free(taps);
-    if (rc < 0) return cli_fail("%s", err);
-    gguf_file *tf = gguf_open(target, err);
+    if (rc != PF_RC_OK) return cli_fail_status(pf_api_status(rc), err);
+    gguf_file *tf;
     uint32_t n_target = 0;
-    if (tf && gguf_get_u32(tf, "qwen3.block_count", &n_target) == 0) {
+    if (gguf_open_file(target, &tf, err) == PF_RC_OK && gguf_get_u32(tf, "qwen3.block_count", &n_target) == 0) {
         int at = pf_dflash_file_taps_last(out, (int)n_target);
         if (at >= 0)
             fprintf(stderr, "pocketflash: warning: %s: --taps entry %d taps the target's last layer %u (dflash.target_layers "

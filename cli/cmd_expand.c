@@ -70,7 +70,8 @@ int cmd_expand(int argc, char **argv) {
 
     char err[PF_ERR_LEN];
     pf_expand_info info;
-    if (pf_expand_target(in, out, &o, &info, err) < 0) return cli_fail("%s", err);
+    pf_rc rc = pf_expand_target(in, out, &o, &info, err);
+    if (rc != PF_RC_OK) return cli_fail_status(pf_api_status(rc), err);
     const pf_synth_shape *d = &o.shape;
     fprintf(stderr,
             "expand: %s -> %s: %d layers, hidden %d, FFN %d, %d/%d heads of %d, vocabulary %d, %s\n"
@@ -86,7 +87,8 @@ int cmd_expand(int argc, char **argv) {
                 info.guard, info.guard_c, info.e_rms, info.norm_perturb, info.guard_w, info.guard_a, info.rho_min,
                 info.rho, info.logit_bound, info.guard_gap, PF_EXPAND_GUARD_MARGIN, info.shift_max);
     for (int k = 0; k < nd; k++) {
-        if (pf_expand_draft(din[k], in, dout[k], &o, &info, err) < 0) return cli_fail("%s", err);
+        if ((rc = pf_expand_draft(din[k], in, dout[k], &o, &info, err)) != PF_RC_OK)
+            return cli_fail_status(pf_api_status(rc), err);
         fprintf(stderr, "expand: draft %s -> %s\n", din[k], dout[k]);
         /* a tap of the small target's last layer keeps its index (the small layers come first): in a
          * deeper expanded target that is the input of an extra layer, the same residual, which llama.cpp

@@ -172,7 +172,7 @@ static void write_record(gen_run *g, const gen_line_in *l, const idbuf *resp, pf
 }
 
 /* Line lineno (len bytes, not empty) of the prompt file parsed and its prompt ChatML-wrapped into
- * *l; else the exit status of the failure (reported, l freed): 1 for a malformed line. */
+ * *l; else the exit status of the failure's kind (reported, l freed): 3 for a malformed line. */
 static int parse_line(const gen_run *g, const char *line, size_t len, int lineno, gen_line_in *l) {
     char err[PF_ERR_LEN];
     memset(l, 0, sizeof *l);
@@ -184,9 +184,10 @@ static int parse_line(const gen_run *g, const char *line, size_t len, int lineno
     int rc = 1;
     pf_rc trc;
     if (!l->prompt || l->prompt->type != PF_JSON_STRING)
-        cli_fail("%s:%d: %s", g->in, lineno, l->doc ? "no string field \"prompt\"" : err);
+        rc = cli_fail_kind(PF_ERR_FORMAT, "%s:%d: %s", g->in, lineno, l->doc ? "no string field \"prompt\"" : err);
     else if (sr == -1)
-        cli_fail("%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in, lineno);
+        rc = cli_fail_kind(PF_ERR_FORMAT, "%s:%d: \"schema\" must be a JSON Schema (an object or a boolean)", g->in,
+                           lineno);
     else if (sr < 0)
         rc = cli_fail_kind(PF_ERR_OOM, "%s:%d: out of memory", g->in, lineno);
     else if ((trc = pf_chat_tokenize(g->m->tok, NULL, l->prompt->u.str.s, !g->no_special, &l->ids, &l->n_ids, err)) !=
@@ -395,7 +396,9 @@ int cmd_gen(int argc, char **argv) {
         return cli_fail("gen: --batch takes no --log-rounds, --json-schema or --json");
     size_t schema_len = 0;
     char *schema_text = NULL;
-    if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) return 1;
+    int read_st = schema_path ? cli_read_file(schema_path, &schema_text, &schema_len) : 0;
+    if (read_st) return read_st;
+    gp.json_schema = schema_text;
     char err[PF_ERR_LEN];
     pf_model *m = NULL;
     pf_status st = pf_load_model_with(model, &lp, &m, err);
@@ -427,7 +430,7 @@ int cmd_gen(int argc, char **argv) {
     if (n_batch && gen_batched(&g, fi, limit, n_batch, &lineno)) {
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
-            cli_fail("%s: write failed: %s", out, strerror(af.err));
+            rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(af.err));
         }
         goto done;
     }
@@ -440,13 +443,13 @@ int cmd_gen(int argc, char **argv) {
         /* a full disk ends the run now, not after the remaining prompts */
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
-            cli_fail("%s: write failed: %s", out, strerror(af.err));
+            rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(af.err));
             goto done;
         }
         if (lineno % 50 == 0) fprintf(stderr, "\rgen: %d prompts", lineno);
     }
     if (atomic_file_commit(&af, out, 0) != 0) {
-        cli_fail("%s: write failed: %s", out, strerror(errno));
+        rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno));
         goto done;
     }
     fprintf(stderr, "\rgen: %d prompts done\n", lineno);

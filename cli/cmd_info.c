@@ -48,8 +48,9 @@ int cmd_info(int argc, char **argv) {
     if (parsed) return parsed < 0 ? 0 : 1;
     if (!path) return cli_fail("info: missing MODEL.gguf");
     char err[PF_ERR_LEN];
-    gguf_file *f = gguf_open(path, err);
-    if (!f) return cli_fail("%s", err);
+    gguf_file *f;
+    pf_rc rc = gguf_open_file(path, &f, err);
+    if (rc != PF_RC_OK) return cli_fail_status(pf_api_status(rc), err);
     printf("file: %s\nGGUF version %u, %zu bytes, alignment %llu, %llu metadata keys, %llu tensors\n\n", path,
            f->version, f->size, (unsigned long long)f->alignment, (unsigned long long)f->n_kv,
            (unsigned long long)f->n_tensors);

@@ -46,6 +46,7 @@ int cmd_quantize(int argc, char **argv) {
     if (t < 0) return cli_fail("quantize: unknown type '%s' (q8_0, q4_0, q4_1, f16, bf16, f32)", pos[2]);
     if (!strcmp(pos[0], pos[1])) return cli_fail("quantize: output must differ from input");
     char err[PF_ERR_LEN];
-    if (pf_requantize_file(pos[0], pos[1], (uint32_t)t, err) < 0) return cli_fail("%s", err);
+    pf_rc rc = pf_requantize_file(pos[0], pos[1], (uint32_t)t, err);
+    if (rc != PF_RC_OK) return cli_fail_status(pf_api_status(rc), err);
     return 0;
 }

@@ -23,7 +23,7 @@ static const char k_pack_usage[] =
 static const char k_verify_usage[] =
     "usage: pocketflash verify APP.pfb\n"
     "  checks the header, the section table, every section's xxh3-64 and every model's metadata;\n"
-    "  prints 'ok' with the section count, or the first bad section (exit 1)\n";
+    "  prints 'ok' with the section count, or the first bad section (exit 3; 2 when the file cannot be read)\n";
 
 static void print_section(void *user, const pfb_section *s) {
     (void)user;
@@ -46,15 +46,17 @@ int cmd_pack(int argc, char **argv) {
     gguf_file *t = NULL, *d = NULL;
     char *prof = NULL;
     size_t prof_len = 0;
-    if (!(t = gguf_open(target, err))) { cli_fail("%s", err); goto done; }
-    if (draft && !(d = gguf_open(draft, err))) { cli_fail("%s", err); goto done; }
-    if (profile && !(prof = cli_read_file(profile, &prof_len))) goto done;
-    if (profile && prof_len == 0) { cli_fail("%s: the profile is empty", profile); goto done; }
+    pf_rc orc = gguf_open_file(target, &t, err);
+    if (orc == PF_RC_OK && draft) orc = gguf_open_file(draft, &d, err);
+    if (orc != PF_RC_OK) { rc = cli_fail_status(pf_api_status(orc), err); goto done; }
+    if (profile && (rc = cli_read_file(profile, &prof, &prof_len))) goto done;
+    rc = 1;
+    if (profile && prof_len == 0) { rc = cli_fail_kind(PF_ERR_FORMAT, "%s: the profile is empty", profile); goto done; }
     pfb_pack_params pp = {.target = t, .draft = d, .profile = prof, .profile_len = prof_len, .level = (int)level,
                           .min_saving = (int)min_saving,
                           .on_section = print_section};
     printf("%s:\n  %-8s %-40s %-5s %12s    %12s\n", out, "owner", "section", "codec", "raw bytes", "stored bytes");
-    if (pfb_write(out, &pp, err) < 0) { cli_fail("%s", err); goto done; }
+    if ((orc = pfb_write(out, &pp, err)) != PF_RC_OK) { rc = cli_fail_status(pf_api_status(orc), err); goto done; }
     size_t src = t->size + (d ? d->size : 0) + prof_len;
     pfb_bundle *b = pfb_open(out, err); /* read back: the bundle just written must validate */
     if (!b) { cli_fail("%s", err); goto done; }
@@ -78,8 +80,9 @@ int cmd_verify(int argc, char **argv) {
     if (parsed) return parsed < 0 ? (fputs(k_verify_usage, stdout), 0) : 1;
     if (!path) return cli_fail("verify: missing APP.pfb");
     char err[PF_ERR_LEN];
-    int n = pfb_verify_file(path, err);
-    if (n < 0) return cli_fail("%s", err);
+    int n;
+    pf_rc rc = pfb_verify_file(path, &n, err);
+    if (rc != PF_RC_OK) return cli_fail_status(pf_api_status(rc), err);
     printf("%s: ok, %d sections\n", path, n);
     return 0;
 }

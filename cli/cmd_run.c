@@ -145,13 +145,16 @@ int cmd_run(int argc, char **argv) {
     if (fl.print_plan) prompt = "", prompt_file = NULL;
     size_t plen = 0;
     char *file_text = NULL;
-    if (prompt_file && !(prompt = file_text = cli_read_file(prompt_file, &plen))) return 1;
-    if (!prompt_file) plen = strlen(prompt);
+    int read_st = prompt_file ? cli_read_file(prompt_file, &file_text, &plen) : 0;
+    if (read_st) return read_st;
+    if (prompt_file) prompt = file_text;
+    else plen = strlen(prompt);
     size_t schema_len = 0;
-    if (schema_path && !(gp.json_schema = schema_text = cli_read_file(schema_path, &schema_len))) {
+    if (schema_path && (read_st = cli_read_file(schema_path, &schema_text, &schema_len))) {
         free(file_text);
-        return 1;
+        return read_st;
     }
+    gp.json_schema = schema_text;
     int rc = 1;
     pf_model *m = NULL;
     pf_session *s = NULL;

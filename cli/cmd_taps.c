@@ -48,29 +48,32 @@ static int parse_layers(const char *v, int n_layer, int *layers, int *n) {
     return *n > 0 ? 1 : (cli_fail("taps: --layers is empty"), 0);
 }
 
-/* Reads the whole SEQS.bin; lengths and tokens point into *buf. */
+/* Reads the whole SEQS.bin; lengths and tokens point into *buf. 0, or after a one-line error the
+ * exit status of its kind (2 it cannot be read, 3 not a sequence file, 4 out of memory). */
 static int read_seqs(const char *path, uint8_t **buf, uint32_t *n_seq, const uint32_t **lens, const int32_t **toks,
                      uint64_t *total) {
     FILE *f = fopen(path, "rb");
-    if (!f) return cli_fail("%s: cannot open", path), 0;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
+    if (!f) return cli_fail_kind(PF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) size = -1;
     *buf = size > 0 ? malloc((size_t)size) : NULL;
     int ok = *buf && fread(*buf, 1, (size_t)size, f) == (size_t)size;
     fclose(f);
-    if (!ok) return cli_fail("%s: cannot read", path), 0;
-    if (size < 8 || memcmp(*buf, "PFSQ", 4)) return cli_fail("%s: not a sequence file (magic PFSQ)", path), 0;
+    if (size < 0) return cli_fail_kind(PF_ERR_IO, "%s: cannot read", path);
+    if (size > 0 && !*buf) return cli_fail_kind(PF_ERR_OOM, "%s: out of memory", path);
+    if (size > 0 && !ok) return cli_fail_kind(PF_ERR_IO, "%s: cannot read", path);
+    if (size < 8 || memcmp(*buf, "PFSQ", 4))
+        return cli_fail_kind(PF_ERR_FORMAT, "%s: not a sequence file (magic PFSQ)", path);
     memcpy(n_seq, *buf + 4, 4);
-    if ((uint64_t)size < 8 + 4ull * *n_seq) return cli_fail("%s: truncated length table", path), 0;
+    if ((uint64_t)size < 8 + 4ull * *n_seq) return cli_fail_kind(PF_ERR_FORMAT, "%s: truncated length table", path);
     *lens = (const uint32_t *)(*buf + 8);
     *total = 0;
     for (uint32_t i = 0; i < *n_seq; i++) *total += (*lens)[i];
     if ((uint64_t)size != 8 + 4ull * *n_seq + 4ull * *total)
-        return cli_fail("%s: size %ld does not match %u sequences of %llu tokens", path, size, *n_seq,
-                        (unsigned long long)*total), 0;
+        return cli_fail_kind(PF_ERR_FORMAT, "%s: size %ld does not match %u sequences of %llu tokens", path, size, *n_seq,
+                             (unsigned long long)*total);
     *toks = (const int32_t *)(*buf + 8 + 4ull * *n_seq);
-    return 1;
+    return 0;
 }
 
 /* NumPy format 1.0 header (descr e.g. "<f2"), padded so the data starts at a multiple of 64. */
@@ -190,39 +193,42 @@ int cmd_taps(int argc, char **argv) {
     FILE *fo = NULL;
     atomic_file af = {0};
     int rc = 1, layers[MAX_TAPS], n_taps = 0;
-    if (!read_seqs(in, &buf, &n_seq, &lens, &toks, &total)) goto done;
-    if (!(m = pf_model_load(model, err))) { cli_fail("%s", err); goto done; }
+    if ((rc = read_seqs(in, &buf, &n_seq, &lens, &toks, &total))) goto done;
+    pf_rc mrc = pf_model_open(model, &m, err);
+    if (mrc != PF_RC_OK) { rc = cli_fail_status(pf_api_status(mrc), err); goto done; }
+    rc = 1;
     if (!parse_layers(layers_arg, m->hp.n_layer, layers, &n_taps)) goto done;
     uint32_t max_len = 1;
     for (uint32_t i = 0; i < n_seq; i++) max_len = lens[i] > max_len ? lens[i] : max_len;
-    if (!(c = pf_ctx_new(m, max_len, n_threads, NULL, err))) { cli_fail("%s", err); goto done; }
+    if (!(c = pf_ctx_new(m, max_len, n_threads, NULL, err))) { rc = cli_fail_status(PF_ERR_OOM, err); goto done; }
     size_t width = (size_t)n_taps * (size_t)m->hp.n_embd;
     taps = malloc((size_t)max_len * width * sizeof *taps);
     row16 = malloc((size_t)max_len * width * sizeof *row16);
-    if (!taps || !row16) { cli_fail("taps: out of memory for %u rows", max_len); goto done; }
+    if (!taps || !row16) { rc = cli_fail_kind(PF_ERR_OOM, "taps: out of memory for %u rows", max_len); goto done; }
     if (topk && topk > m->hp.n_vocab) { cli_fail("taps: --topk %d exceeds the vocabulary (%d)", topk, (int)m->hp.n_vocab); goto done; }
     if (topk && !(logits = malloc((size_t)max_len * (size_t)m->hp.n_vocab * sizeof *logits))) {
-        cli_fail("taps: out of memory for %u rows of logits", max_len);
+        rc = cli_fail_kind(PF_ERR_OOM, "taps: out of memory for %u rows of logits", max_len);
         goto done;
     }
     if (topk && !topk_open(&tk, topk_prefix, topk, (int)m->hp.n_vocab, total, (int)max_len)) goto done;
-    if (!(fo = atomic_file_open(&af, out, "wb"))) { cli_fail("%s: cannot create: %s", out, strerror(af.err)); goto done; }
-    if (!write_npy_header(fo, "<f2", total, (int)width)) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+    if (!(fo = atomic_file_open(&af, out, "wb"))) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if (!write_npy_header(fo, "<f2", total, (int)width)) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
     const int32_t *t = toks;
     for (uint32_t i = 0; i < n_seq; i++) {
         pf_kv_truncate(c->kv, 0);
         pf_batch b = {.tokens = t, .n = (int)lens[i], .logits_mode = topk ? PF_LOGITS_ALL : PF_LOGITS_NONE,
                       .logits = logits, .tap_layers = layers, .n_taps = n_taps, .taps = taps};
-        if (lens[i] && pf_forward(c, &b, err) != 0) { cli_fail("%s: sequence %u: %s", in, i, err); goto done; }
+        pf_rc frc = lens[i] ? pf_forward(c, &b, err) : PF_RC_OK;
+        if (frc != PF_RC_OK) { rc = cli_fail_kind(pf_api_status(frc), "%s: sequence %u: %s", in, i, err); goto done; }
         if (topk && !topk_write(&tk, c->k, logits, (int)lens[i], (int)m->hp.n_vocab)) goto done;
         size_t n = (size_t)lens[i] * width;
         c->k->f32_to_f16(taps, row16, (int64_t)n);
-        if (fwrite(row16, sizeof *row16, n, fo) != n) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+        if (fwrite(row16, sizeof *row16, n, fo) != n) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
         t += lens[i];
         if ((i + 1) % 500 == 0) fprintf(stderr, "\rtaps: %u / %u sequences", i + 1, n_seq);
     }
     fo = NULL;
-    if (atomic_file_commit(&af, out, 0) != 0) { cli_fail("%s: write failed: %s", out, strerror(errno)); goto done; }
+    if (atomic_file_commit(&af, out, 0) != 0) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
     if (!topk_commit(&tk)) goto done;
     fprintf(stderr, "\rtaps: %u sequences, %llu tokens, %d taps\n", n_seq, (unsigned long long)total, n_taps);
     rc = 0;

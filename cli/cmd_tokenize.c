@@ -38,7 +38,7 @@ static int print_ids(const int32_t *ids, size_t n) {
 static int decode_ids(const pf_tokenizer *t, const char *s, size_t len) {
     int32_t *ids = malloc((len / 2 + 1) * sizeof *ids);
     size_t n = 0, i = 0;
-    if (!ids) return cli_fail("tokenize --decode: out of memory");
+    if (!ids) return cli_fail_kind(PF_ERR_OOM, "tokenize --decode: out of memory");
     while (i < len) {
         if (memchr(" \t\n\r,", s[i], 5)) {
             i++;
@@ -82,7 +82,8 @@ int cmd_tokenize(int argc, char **argv) {
     char *buf = NULL;
     size_t len;
     if (file) {
-        if (!(buf = cli_read_file(file, &len))) return 1;
+        int read_st = cli_read_file(file, &buf, &len);
+        if (read_st) return read_st;
         text = buf;
     } else {
         len = strlen(text);
@@ -90,9 +91,10 @@ int cmd_tokenize(int argc, char **argv) {
 
     char err[PF_ERR_LEN];
     int status = 1;
-    pf_tokenizer *t = pf_tokenizer_load_file(model, err);
-    if (!t) {
-        cli_fail("%s", err);
+    pf_tokenizer *t;
+    pf_rc rc = pf_tokenizer_load_file(model, &t, err);
+    if (rc != PF_RC_OK) {
+        status = cli_fail_status(pf_api_status(rc), err);
         goto out;
     }
     if (decode) {
@@ -100,8 +102,8 @@ int cmd_tokenize(int argc, char **argv) {
     } else {
         int32_t *ids;
         size_t n;
-        if (pf_tokenize(t, text, len, special, &ids, &n, err) != 0) {
-            cli_fail("tokenize: %s: %s", file ? file : "-p TEXT", err);
+        if ((rc = pf_tokenize(t, text, len, special, &ids, &n, err)) != PF_RC_OK) {
+            status = cli_fail_kind(pf_api_status(rc), "tokenize: %s: %s", file ? file : "-p TEXT", err);
             goto out;
         }
         status = print_ids(ids, n);

@@ -102,23 +102,23 @@ static draft_dims dims_of(const pf_model *m, int version, int n_layers, int bloc
 }
 
 /* The tapped layers, 1-based as the file stores them: the given ones, or the default rule's. */
-static int resolve_taps(const pf_hparams *th, const int *target_layers, int n_taps, int32_t *layers_p1,
-                        char err[PF_ERR_LEN]) {
+static pf_rc resolve_taps(const pf_hparams *th, const int *target_layers, int n_taps, int32_t *layers_p1,
+                          char err[PF_ERR_LEN]) {
     int def[256];
     if (!target_layers && pf_dflash_default_taps(th->n_layer, n_taps, def) < 0) {
         snprintf(err, PF_ERR_LEN, "synth-draft: a target of %d layers has no layer to tap but its last", th->n_layer);
-        return -1;
+        return PF_RC_ARG;
     }
     for (int i = 0; i < n_taps; i++) {
         int L = target_layers ? target_layers[i] : def[i];
         if (L < 0 || L >= th->n_layer) {
             snprintf(err, PF_ERR_LEN, "synth-draft: tapped layer %d is outside the target's layers 0..%d", L,
                      th->n_layer - 1);
-            return -1;
+            return PF_RC_ARG;
         }
         layers_p1[i] = L + 1;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The draft's metadata; the tokenizer is the target's (tf), with the MASK token `mask`. */
@@ -210,28 +210,28 @@ static int64_t largest_matrix(const draft_dims *d) {
     return big;
 }
 
-int pf_dflash_synth(const char *target_path, int version, int n_layers, int block_size, const int *target_layers,
-                    int n_taps, uint64_t seed, bool identity_v2, const char *out, char err[PF_ERR_LEN]) {
+pf_rc pf_dflash_synth(const char *target_path, int version, int n_layers, int block_size, const int *target_layers,
+                      int n_taps, uint64_t seed, bool identity_v2, const char *out, char err[PF_ERR_LEN]) {
     if (version != 1 && version != 2) {
         snprintf(err, PF_ERR_LEN, "synth-draft: version %d (1 = DFlash, 2 = DFlash2)", version);
-        return -1;
+        return PF_RC_ARG;
     }
     if (n_layers < 1 || n_layers > 256 || block_size < 2 || block_size > 4096 || n_taps > 256 ||
         (n_taps < 1 && target_layers)) {
         snprintf(err, PF_ERR_LEN, "synth-draft: layers %d (1..256), block %d (2..4096) or taps %d (1..256) out of range",
                  n_layers, block_size, n_taps);
-        return -1;
+        return PF_RC_ARG;
     }
-    gguf_file *tf = gguf_open(target_path, err);
-    if (!tf) return -1;
+    gguf_file *tf;
+    pf_rc rc = gguf_open_file(target_path, &tf, err);
+    if (rc != PF_RC_OK) return rc;
     pf_model *m = NULL;
-    pf_model_from_gguf(tf, 0, &m, err);
-    if (!m) {
+    if ((rc = pf_model_from_gguf(tf, 0, &m, err)) != PF_RC_OK) {
         gguf_close(tf);
-        return -1;
+        return rc;
     }
     if (n_taps < 1) n_taps = n_layers; /* z-lab: one tap per draft layer */
-    int rc = -1;
+    rc = PF_RC_OOM;
     tensor_sink s = {0};
     int32_t *layers_p1 = malloc((size_t)n_taps * sizeof *layers_p1);
     s.w = gguf_writer_new();
@@ -239,15 +239,17 @@ int pf_dflash_synth(const char *target_path, int version, int n_layers, int bloc
         snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
     }
-    if (resolve_taps(&m->hp, target_layers, n_taps, layers_p1, err) < 0) goto done;
+    if ((rc = resolve_taps(&m->hp, target_layers, n_taps, layers_p1, err)) != PF_RC_OK) goto done;
     int32_t mask = pick_mask(m->tok);
     if (mask < 0) {
         snprintf(err, PF_ERR_LEN, "%s: no mask token candidate (no mask id, <|fim_pad|> or control token)", target_path);
+        rc = PF_RC_FORMAT;
         goto done;
     }
     const draft_dims d = dims_of(m, version, n_layers, block_size, n_taps);
     write_meta(s.w, &d, &m->hp, layers_p1, tf, mask);
     s.tmp = malloc((size_t)largest_matrix(&d) * sizeof(float));
+    rc = PF_RC_OOM;
     if (!s.tmp) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
@@ -260,7 +262,7 @@ int pf_dflash_synth(const char *target_path, int version, int n_layers, int bloc
         snprintf(err, PF_ERR_LEN, "out of memory");
         goto done;
     }
-    rc = gguf_w_write(s.w, out, err);
+    rc = gguf_w_save(s.w, out, err);
 done:
     free(s.tmp);
     free(layers_p1);

@@ -18,8 +18,10 @@
  * min(256, hidden/2), top-16); identity_v2 makes it start as plain DFlash (conv base = identity tap,
  * dyn proj = 0, selector successor = 0).
  * The same seed gives the same shared weights for version 1 and 2 (the DFlash2 tensors come from a
- * second stream), so a v1 file and an identity v2 file with one seed describe the same draft. */
-int pf_dflash_synth(const char *target_path, int version, int n_layers, int block_size, const int *target_layers,
-                    int n_taps, uint64_t seed, bool identity_v2, const char *out, char err[PF_ERR_LEN]);
+ * second stream), so a v1 file and an identity v2 file with one seed describe the same draft.
+ * PF_RC_OK, or with err PF_RC_ARG (a value out of range, a tap the target lacks), the reader's kinds
+ * for the target (PF_RC_FORMAT too when it has no mask token candidate), the writer's for out. */
+pf_rc pf_dflash_synth(const char *target_path, int version, int n_layers, int block_size, const int *target_layers,
+                      int n_taps, uint64_t seed, bool identity_v2, const char *out, char err[PF_ERR_LEN]);
 
 #endif

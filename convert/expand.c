@@ -141,32 +141,32 @@ int32_t *expand_map_new(int64_t n, int64_t n_src, int32_t extra) {
     return m;
 }
 
-/* A source tensor of exactly n values as floats (any type the dequantizer reads). */
-float *expand_read_f32(const gguf_file *f, const char *name, int64_t n, char *err) {
+pf_rc expand_read_f32(const gguf_file *f, const char *name, int64_t n, float **out, char *err) {
+    *out = NULL;
     const gguf_tensor *t = gguf_find_tensor(f, name);
     if (!t) {
         snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", f->path, name);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     if (t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] != n) {
         snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has %lld values, expected %lld", f->path, name,
                  (long long)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), (long long)n);
-        return NULL;
-    }
-    float *d = malloc((size_t)n * sizeof(float));
-    if (!d) {
-        snprintf(err, PF_ERR_LEN, "%s: out of memory for '%s'", f->path, name);
-        return NULL;
+        return PF_RC_FORMAT;
     }
     int64_t cols = t->ne[0];
     size_t rb = pf_row_bytes(t->type, cols);
     if (!rb) {
-        free(d);
         snprintf(err, PF_ERR_LEN, "%s: tensor '%s' has unsupported type %u", f->path, name, t->type);
-        return NULL;
+        return PF_RC_FORMAT;
+    }
+    float *d = malloc((size_t)n * sizeof(float));
+    if (!d) {
+        snprintf(err, PF_ERR_LEN, "%s: out of memory for '%s'", f->path, name);
+        return PF_RC_OOM;
     }
     for (int64_t r = 0; r < n / cols; r++) pf_dequantize_row(t->type, (const char *)t->data + (size_t)r * rb, d + r * cols, cols);
-    return d;
+    *out = d;
+    return PF_RC_OK;
 }
 
 bool expand_output_type_ok(uint32_t t) {
@@ -177,12 +177,12 @@ bool expand_output_type_ok(uint32_t t) {
 /* tokenizer.ggml.tokens / token_type / scores padded to n_vocab with unused (type 5) tokens
  * "[PAD<id>]": encoding never produces them (engine/tokenizer.c leaves type 5 out of its table).
  * A file without tokens gets none. */
-int expand_pad_tokenizer(gguf_writer *w, const gguf_file *f, int64_t n_vocab, char *err) {
+pf_rc expand_pad_tokenizer(gguf_writer *w, const gguf_file *f, int64_t n_vocab, char *err) {
     const gguf_kv *tok = gguf_find(f, "tokenizer.ggml.tokens");
-    if (!tok) return 0;
+    if (!tok) return PF_RC_OK;
     if (tok->type != GGUF_ARR || tok->v.arr.type != GGUF_STR || tok->v.arr.n > (uint64_t)n_vocab) {
         snprintf(err, PF_ERR_LEN, "%s: tokenizer.ggml.tokens: expected at most %lld strings", f->path, (long long)n_vocab);
-        return -1;
+        return PF_RC_FORMAT;
     }
     const uint64_t n0 = tok->v.arr.n, n = (uint64_t)n_vocab;
     const gguf_kv *tt = gguf_find(f, "tokenizer.ggml.token_type");
@@ -192,7 +192,7 @@ int expand_pad_tokenizer(gguf_writer *w, const gguf_file *f, int64_t n_vocab, ch
     char *pads = malloc((n - n0) * 16 + 1);
     int32_t *types = malloc(n * sizeof *types);
     float *scores = malloc(n * sizeof *scores);
-    int rc = -1;
+    pf_rc rc = PF_RC_OOM;
     if (!strs || !lens || !pads || !types || !scores) {
         snprintf(err, PF_ERR_LEN, "%s: out of memory for the tokenizer", f->path);
         goto done;
@@ -214,7 +214,7 @@ int expand_pad_tokenizer(gguf_writer *w, const gguf_file *f, int64_t n_vocab, ch
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", strs, lens, n);
     gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_I32, types, n);
     if (sc) gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_F32, scores, n);
-    rc = 0;
+    rc = PF_RC_OK;
 done:
     free(strs);
     free(lens);
@@ -305,9 +305,9 @@ float *expand_hidden_norm(const float *src, const layer_maps *m, float scale, pf
 }
 
 /* Layer l's norms in file order (attn_norm, q_norm, k_norm, ffn_norm): from f when given, else
- * drawn. 0, or -1 (err) when f lacks one. */
-static int expand_layer_norms(sink *s, const gguf_file *f, int l, const layer_maps *m, float norm_scale, pf_rng *rng,
-                              char *err) {
+ * drawn. expand_read_f32's kinds when f lacks one. */
+static pf_rc expand_layer_norms(sink *s, const gguf_file *f, int l, const layer_maps *m, float norm_scale, pf_rng *rng,
+                                char *err) {
     static const char *const norms[4] = {"attn_norm", "attn_q_norm", "attn_k_norm", "ffn_norm"};
     const int H = m->H, hd = m->hd;
     char name[96];
@@ -315,7 +315,8 @@ static int expand_layer_norms(sink *s, const gguf_file *f, int l, const layer_ma
         int hidden = k == 0 || k == 3;
         snprintf(name, sizeof name, "blk.%d.%s.weight", l, norms[k]);
         float *src = NULL;
-        if (f && !(src = expand_read_f32(f, name, hidden ? H : hd, err))) return -1;
+        pf_rc rc = f ? expand_read_f32(f, name, hidden ? H : hd, &src, err) : PF_RC_OK;
+        if (rc != PF_RC_OK) return rc;
         float *v;
         if (hidden) {
             v = expand_hidden_norm(src, m, norm_scale, rng);
@@ -326,7 +327,7 @@ static int expand_layer_norms(sink *s, const gguf_file *f, int l, const layer_ma
         int64_t ne = hidden ? m->Hd : hd;
         expand_emit_f32(s, name, v, 1, &ne);
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* One matrix of a layer: its big and source shapes, the row / column maps from the source (and
@@ -339,15 +340,17 @@ typedef struct {
     int zero_extra; /* an extra layer's attn_output / ffn_down */
 } layer_mat;
 
-/* Matrix mt of layer l: expanded from f when given, else zero (zero_extra) or drawn. 0, or -1 (err). */
-static int expand_layer_matrix(sink *s, const gguf_file *f, int l, const layer_mat *mt, uint32_t type, pf_rng *rng,
-                               char *err) {
+/* Matrix mt of layer l: expanded from f when given, else zero (zero_extra) or drawn. PF_RC_OK, or
+ * expand_read_f32's kinds. */
+static pf_rc expand_layer_matrix(sink *s, const gguf_file *f, int l, const layer_mat *mt, uint32_t type, pf_rng *rng,
+                                 char *err) {
     char out[96];
     snprintf(out, sizeof out, "blk.%d.%s.weight", l, mt->t);
     float *d;
     if (f) {
-        float *src = expand_read_f32(f, out, mt->src_rows * mt->src_cols, err);
-        if (!src) return -1;
+        float *src;
+        pf_rc rc = expand_read_f32(f, out, mt->src_rows * mt->src_cols, &src, err);
+        if (rc != PF_RC_OK) return rc;
         d = expand_build_matrix(mt->rmap, mt->rows, mt->cmap, mt->cols, src, mt->src_cols, mt->scale, mt->std, rng);
         free(src);
     } else if (mt->zero_extra) {
@@ -356,13 +359,13 @@ static int expand_layer_matrix(sink *s, const gguf_file *f, int l, const layer_m
         d = expand_build_matrix(mt->rrand, mt->rows, mt->crand, mt->cols, NULL, 0, 1.0f, mt->std, rng);
     }
     expand_emit_matrix(s, out, d, mt->rows, mt->cols, type);
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Layer l of the big model: from source layer l of `f` (prefix "blk.%d.") when f != NULL, else an
  * extra layer (random weights, zero attn_output and ffn_down). */
-int expand_write_layer(sink *s, const gguf_file *f, int l, const layer_maps *m, float norm_scale, float qk_scale,
-                       uint32_t type, pf_rng *rng, char *err) {
+pf_rc expand_write_layer(sink *s, const gguf_file *f, int l, const layer_maps *m, float norm_scale, float qk_scale,
+                         uint32_t type, pf_rng *rng, char *err) {
     const int H = m->H, hd = m->hd;
     const int64_t qd_s = (int64_t)m->nh * hd, kvd_s = (int64_t)m->nkv * hd;
     const int64_t qd = (int64_t)m->nh_d * hd, kvd = (int64_t)m->nkv_d * hd;
@@ -376,12 +379,12 @@ int expand_write_layer(sink *s, const gguf_file *f, int l, const layer_maps *m, 
         {"ffn_up", m->F_d, m->Hd, m->F, H, m->ff_rows, m->hid_in, m->ff_rand, m->hid_rand, 1.0f, sh, 0},
         {"ffn_down", m->Hd, m->F_d, H, m->F, m->hid_out, m->ff_cols, NULL, NULL, 1.0f, sf, 1},
     };
-    if (expand_layer_norms(s, f, l, m, norm_scale, rng, err) < 0) return -1;
-    for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++)
-        if (expand_layer_matrix(s, f, l, &mats[k], type, rng, err) < 0) return -1;
-    if (s->oom) {
+    pf_rc rc = expand_layer_norms(s, f, l, m, norm_scale, rng, err);
+    for (size_t k = 0; rc == PF_RC_OK && k < sizeof mats / sizeof mats[0]; k++)
+        rc = expand_layer_matrix(s, f, l, &mats[k], type, rng, err);
+    if (rc == PF_RC_OK && s->oom) {
         snprintf(err, PF_ERR_LEN, "expand: out of memory in layer %d", l);
-        return -1;
+        rc = PF_RC_OOM;
     }
-    return 0;
+    return rc;
 }

@@ -79,12 +79,14 @@ int pf_expand_head_slot(int h, int g, int g_dst);
  * `name` is not a tensor of a qwen3 target of that shape (output.weight only when untied). */
 int pf_expand_tensor_shape(const pf_synth_shape *dst, bool tied, const char *name, int64_t ne[4]);
 
-/* Expand the qwen3 GGUF at `in` into `out` (temporary file renamed into place). info may be NULL. */
-int pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, pf_expand_info *info,
-                     char err[PF_ERR_LEN]);
+/* Expand the qwen3 GGUF at `in` into `out` (temporary file renamed into place). info may be NULL.
+ * PF_RC_OK, or with err the reader's kinds for the input (PF_RC_IO, PF_RC_FORMAT, PF_RC_OOM),
+ * PF_RC_ARG (a shape or type the input cannot be expanded to), the writer's for out. */
+pf_rc pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, pf_expand_info *info,
+                       char err[PF_ERR_LEN]);
 /* Expand a dflash draft made for the small target at `small_target` (validated against it), with
- * the info its target's expansion returned and the same options. */
-int pf_expand_draft(const char *in, const char *small_target, const char *out, const pf_expand_opts *o,
-                    const pf_expand_info *info, char err[PF_ERR_LEN]);
+ * the info its target's expansion returned and the same options; pf_expand_target's kinds. */
+pf_rc pf_expand_draft(const char *in, const char *small_target, const char *out, const pf_expand_opts *o,
+                      const pf_expand_info *info, char err[PF_ERR_LEN]);
 
 #endif

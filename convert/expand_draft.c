@@ -11,7 +11,7 @@ static uint32_t meta_u32(const gguf_file *f, const char *key, uint32_t dflt) {
 
 /* Every tensor of the draft must be one this expansion understands (a new kind of tensor would
  * otherwise be dropped or copied at the wrong shape). */
-static int check_draft_tensors(const gguf_file *f, int n_layer, int v2, char *err) {
+static pf_rc check_draft_tensors(const gguf_file *f, int n_layer, int v2, char *err) {
     static const char *const globals[] = {"fc.weight", "enc.output_norm.weight", "output_norm.weight",
                                           "dec.weight", "dec.bias", "dec.pos_bias",
                                           "selector_hidden.weight", "selector_predecessor.weight",
@@ -31,12 +31,12 @@ static int check_draft_tensors(const gguf_file *f, int n_layer, int v2, char *er
         if (name && !ok && sscanf(name, "blk.%d.%63s%n", &l, rest, &n) == 2 && !name[n] && l >= 0 && l < n_layer)
             for (size_t k = 0; !ok && k < sizeof per_layer / sizeof per_layer[0]; k++)
                 ok = !strcmp(rest, per_layer[k]) && (v2 || k < 11);
-        if (!ok) snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is not part of the dflash layout expand knows", f->path,
-                          name ? name : "?");
+        if (!name) return snprintf(err, PF_ERR_LEN, "expand: out of memory"), PF_RC_OOM;
+        if (!ok) snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is not part of the dflash layout expand knows", f->path, name);
         free(name);
-        if (!ok) return -1;
+        if (!ok) return PF_RC_FORMAT;
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* What the steps of one draft expansion share: the draft file, its small target's shape and the
@@ -56,22 +56,23 @@ typedef struct {
     int32_t *vmap, *id_rows;
 } draft_job;
 
-static int oom(char *err) {
+static pf_rc oom(char *err) {
     snprintf(err, PF_ERR_LEN, "expand: out of memory");
-    return -1;
+    return PF_RC_OOM;
 }
 
 /* Reads the draft (valid for its small target tm), its attention and FFN shapes and the maps of its
  * layers (heads and FFN follow the target's expansion when the draft was built like the small target). */
-static int read_draft(draft_job *j, const pf_model *tm, char *err) {
+static pf_rc read_draft(draft_job *j, const pf_model *tm, char *err) {
     const pf_synth_shape *d = &j->o->shape;
-    pf_dflash *chk = pf_dflash_load(j->in, tm, err);
-    if (!chk) return -1;
+    pf_dflash *chk;
+    pf_rc rc = pf_dflash_open(j->in, tm, &chk, err);
+    if (rc != PF_RC_OK) return rc;
     j->version = pf_dflash_version(chk);
     j->n_layer = pf_dflash_n_layer(chk);
     pf_dflash_tap_layers(chk, &j->n_taps);
     pf_dflash_free(chk);
-    if (!(j->f = gguf_open(j->in, err))) return -1;
+    if ((rc = gguf_open_file(j->in, &j->f, err)) != PF_RC_OK) return rc;
     const gguf_file *f = j->f;
     const pf_hparams *th = &tm->hp;
     j->H = th->n_embd, j->Hd = d->n_embd, j->V = th->n_vocab, j->Vd = d->n_vocab;
@@ -80,7 +81,7 @@ static int read_draft(draft_job *j, const pf_model *tm, char *err) {
     const int hd = (int)meta_u32(f, "dflash.attention.key_length", (uint32_t)(j->H / nh));
     j->eps = th->rms_eps;
     gguf_get_f32(f, "dflash.attention.layer_norm_rms_epsilon", &j->eps);
-    if (check_draft_tensors(f, j->n_layer, j->version == 2, err) < 0) return -1;
+    if ((rc = check_draft_tensors(f, j->n_layer, j->version == 2, err)) != PF_RC_OK) return rc;
     const bool like_target = nh == th->n_head && nkv == th->n_head_kv && hd == th->head_dim;
     j->mp = (layer_maps){.H = j->H, .Hd = j->Hd, .hd = hd, .nh = nh, .nkv = nkv, .F = F,
                          .nh_d = like_target ? d->n_head : nh, .nkv_d = like_target ? d->n_head_kv : nkv,
@@ -90,15 +91,15 @@ static int read_draft(draft_job *j, const pf_model *tm, char *err) {
     if (j->version == 2 && j->Hd % (int)j->gs) {
         snprintf(err, PF_ERR_LEN, "%s: dflash.conv_group_size %u does not divide the target shape's hidden %d", j->in,
                  j->gs, j->Hd);
-        return -1;
+        return PF_RC_ARG;
     }
     j->norm_scale = j->info->norm_scale;
     j->qk_scale = expand_qk_scale_for(j->o, j->norm_scale);
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The draft's metadata at the big shape (its tokenizer padded to the big vocabulary). */
-static int write_draft_meta(draft_job *j, char *err) {
+static pf_rc write_draft_meta(draft_job *j, char *err) {
     const pf_synth_shape *d = &j->o->shape;
     gguf_writer *w = j->s.w;
     const float eps_d = j->o->keep_eps ? j->eps : (float)((double)j->eps * j->H / j->Hd);
@@ -108,14 +109,14 @@ static int write_draft_meta(draft_job *j, char *err) {
     pf_write_shape_keys(w, "dflash", &(pf_shape_keys){(uint32_t)d->n_ctx, (uint32_t)j->Hd, (uint32_t)j->mp.F_d,
                                                       (uint32_t)j->mp.nh_d, (uint32_t)j->mp.nkv_d, (uint32_t)j->mp.hd});
     gguf_w_f32(w, "dflash.attention.layer_norm_rms_epsilon", eps_d);
-    if (expand_pad_tokenizer(w, j->f, j->Vd, err) < 0) return -1;
+    pf_rc rc = expand_pad_tokenizer(w, j->f, j->Vd, err);
     gguf_w_u64(w, "pocketflash.expand.seed", j->o->seed);
-    return 0;
+    return rc;
 }
 
 /* fc: tap t's big residual has the small dims, the guard (which must not enter fc) and zero dims.
  * fc stays in its own float type (the recipe keeps it precise); a quantized one takes --type. */
-static int emit_fc(draft_job *j, char *err) {
+static pf_rc emit_fc(draft_job *j, char *err) {
     const int H = j->H, Hd = j->Hd, n_taps = j->n_taps;
     const int64_t fc_in = (int64_t)n_taps * Hd;
     int32_t *fc_cols = malloc((size_t)fc_in * sizeof *fc_cols);
@@ -124,10 +125,11 @@ static int emit_fc(draft_job *j, char *err) {
         for (int i = 0; i < Hd; i++)
             fc_cols[(int64_t)t * Hd + i] = i < H ? t * H + i : i == j->mp.guard ? MAP_ZERO : MAP_RANDOM;
     const gguf_tensor *fct = gguf_find_tensor(j->f, "fc.weight");
-    float *src = expand_read_f32(j->f, "fc.weight", (int64_t)H * n_taps * H, err);
-    if (!src) {
+    float *src;
+    pf_rc rc = expand_read_f32(j->f, "fc.weight", (int64_t)H * n_taps * H, &src, err);
+    if (rc != PF_RC_OK) {
         free(fc_cols);
-        return -1;
+        return rc;
     }
     const bool fc_float = fct->type == PF_TYPE_F32 || fct->type == PF_TYPE_F16 || fct->type == PF_TYPE_BF16;
     float *fc = expand_build_matrix(j->mp.hid_out, Hd, fc_cols, fc_in, src, (int64_t)n_taps * H, 1.0f,
@@ -135,16 +137,17 @@ static int emit_fc(draft_job *j, char *err) {
     expand_emit_matrix(&j->s, "fc.weight", fc, Hd, fc_in, fc_float ? fct->type : j->o->type);
     free(src);
     free(fc_cols);
-    return 0;
+    return PF_RC_OK;
 }
 
 /* enc.output_norm reads fc's output (zero beyond H); output_norm feeds the head and carries the guard. */
-static int emit_norms(draft_job *j, char *err) {
+static pf_rc emit_norms(draft_job *j, char *err) {
     const int64_t ne[3] = {j->Hd, 1, 1};
     for (int k = 0; k < 2; k++) {
         const char *nm = k ? "output_norm.weight" : "enc.output_norm.weight";
-        float *src = expand_read_f32(j->f, nm, j->H, err);
-        if (!src) return -1;
+        float *src;
+        pf_rc rc = expand_read_f32(j->f, nm, j->H, &src, err);
+        if (rc != PF_RC_OK) return rc;
         float *v = expand_hidden_norm(src, &j->mp, j->norm_scale, &j->rng);
         if (v && k == 1 && j->mp.guard >= 0) {
             double bound = sqrt((double)j->H) * expand_max_abs(src, j->H) * j->info->out_row_max;
@@ -153,15 +156,16 @@ static int emit_norms(draft_job *j, char *err) {
         free(src);
         expand_emit_f32(&j->s, nm, v, 1, ne);
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The Dec head (draft/dec.h), w_t . h_target + w_d . h_draft: zero on the extra dims, so both rows
  * carry the guard; its biases as they are. */
-static int emit_dec_head(draft_job *j, char *err) {
+static pf_rc emit_dec_head(draft_job *j, char *err) {
     const int H = j->H, Hd = j->Hd;
-    float *src = expand_read_f32(j->f, "dec.weight", 2 * (int64_t)H, err);
-    if (!src) return -1;
+    float *src;
+    pf_rc rc = expand_read_f32(j->f, "dec.weight", 2 * (int64_t)H, &src, err);
+    if (rc != PF_RC_OK) return rc;
     float *dw = calloc(2 * (size_t)Hd, sizeof(float));
     for (int i = 0; dw && i < H; i++) {
         dw[i] = src[i];
@@ -175,22 +179,23 @@ static int emit_dec_head(draft_job *j, char *err) {
         const gguf_tensor *t = gguf_find_tensor(j->f, nm);
         if (!t) {
             snprintf(err, PF_ERR_LEN, "%s: tensor '%s' is missing", j->in, nm);
-            return -1;
+            return PF_RC_FORMAT;
         }
-        if (!(src = expand_read_f32(j->f, nm, t->ne[0], err))) return -1;
+        if ((rc = expand_read_f32(j->f, nm, t->ne[0], &src, err)) != PF_RC_OK) return rc;
         expand_emit_f32(&j->s, nm, src, 1, t->ne);
     }
-    return 0;
+    return PF_RC_OK;
 }
 
 /* DFlash2's conv of one sublayer (sub "attn" or "ffn") of layer l: the base taps, with the identity
  * tap on the extra channels (their inputs are 0), and the dynamic projection whose rows proj_rows maps. */
-static int emit_conv(draft_job *j, int l, const char *sub, const int32_t *proj_rows, char *err) {
+static pf_rc emit_conv(draft_job *j, int l, const char *sub, const int32_t *proj_rows, char *err) {
     const int H = j->H, Hd = j->Hd, K = (int)j->conv_k, G = H / (int)j->gs, Gd = Hd / (int)j->gs;
     char name[96];
     snprintf(name, sizeof name, "blk.%d.%s_conv_base", l, sub);
-    float *src = expand_read_f32(j->f, name, (int64_t)2 * K * H, err);
-    if (!src) return -1;
+    float *src;
+    pf_rc rc = expand_read_f32(j->f, name, (int64_t)2 * K * H, &src, err);
+    if (rc != PF_RC_OK) return rc;
     float *b = malloc((size_t)2 * K * Hd * sizeof(float));
     for (int st = 0; b && st < 2 * K; st++)
         for (int c = 0; c < Hd; c++) b[st * Hd + c] = c < H ? src[st * H + c] : (st % K == 0 ? 1.0f : 0.0f);
@@ -198,37 +203,38 @@ static int emit_conv(draft_job *j, int l, const char *sub, const int32_t *proj_r
     const int64_t bne[3] = {Hd, K, 2};
     expand_emit_f32(&j->s, name, b, 3, bne);
     snprintf(name, sizeof name, "blk.%d.%s_conv_proj.weight", l, sub);
-    if (!(src = expand_read_f32(j->f, name, (int64_t)2 * K * G * H, err))) return -1;
+    if ((rc = expand_read_f32(j->f, name, (int64_t)2 * K * G * H, &src, err)) != PF_RC_OK) return rc;
     float *proj = expand_build_matrix(proj_rows, 2 * K * Gd, j->mp.hid_in, Hd, src, H, 1.0f, 0.2f / sqrtf((float)Hd),
                                       &j->rng);
     expand_emit_matrix(&j->s, name, proj, 2 * K * Gd, Hd, j->o->type);
     free(src);
-    return 0;
+    return PF_RC_OK;
 }
 
 /* Every layer's two convs. The dynamic rows are [side][tap][group]: an old group keeps its row, so
  * channel c < H keeps group c / gs. */
-static int emit_convs(draft_job *j, char *err) {
+static pf_rc emit_convs(draft_job *j, char *err) {
     const int K = (int)j->conv_k, G = j->H / (int)j->gs, Gd = j->Hd / (int)j->gs;
     int32_t *proj_rows = malloc((size_t)2 * K * Gd * sizeof *proj_rows);
     if (!proj_rows) return oom(err);
     for (int st = 0; st < 2 * K; st++)
         for (int g = 0; g < Gd; g++) proj_rows[st * Gd + g] = g < G ? st * G + g : MAP_RANDOM;
-    int rc = 0;
-    for (int l = 0; rc == 0 && l < j->n_layer; l++)
-        for (int k = 0; rc == 0 && k < 2; k++) rc = emit_conv(j, l, k ? "ffn" : "attn", proj_rows, err);
+    pf_rc rc = PF_RC_OK;
+    for (int l = 0; rc == PF_RC_OK && l < j->n_layer; l++)
+        for (int k = 0; rc == PF_RC_OK && k < 2; k++) rc = emit_conv(j, l, k ? "ffn" : "attn", proj_rows, err);
     free(proj_rows);
     return rc;
 }
 
 /* DFlash2's selector. The final-normed row carries u_G at the guard: the selector must not read it;
  * extra tokens are never candidates or predecessors (zero rows). */
-static int emit_selector(draft_job *j, char *err) {
+static pf_rc emit_selector(draft_job *j, char *err) {
     const int H = j->H, Hd = j->Hd, V = j->V, Vd = j->Vd;
     const gguf_tensor *sh = gguf_find_tensor(j->f, "selector_hidden.weight");
     const int R = (int)sh->ne[1];
-    float *src = expand_read_f32(j->f, "selector_hidden.weight", (int64_t)R * H, err);
-    if (!src) return -1;
+    float *src;
+    pf_rc rc = expand_read_f32(j->f, "selector_hidden.weight", (int64_t)R * H, &src, err);
+    if (rc != PF_RC_OK) return rc;
     expand_emit_matrix(&j->s, "selector_hidden.weight",
                        expand_build_matrix(j->id_rows, R, j->mp.hid_out, Hd, src, H, 1.0f, 0.0f, &j->rng), R, Hd,
                        j->o->type);
@@ -237,56 +243,58 @@ static int emit_selector(draft_job *j, char *err) {
     if (!rank_cols) return oom(err);
     for (int k = 0; k < 2; k++) {
         const char *nm = k ? "selector_successor.weight" : "selector_predecessor.weight";
-        if (!(src = expand_read_f32(j->f, nm, (int64_t)V * R, err))) {
+        if ((rc = expand_read_f32(j->f, nm, (int64_t)V * R, &src, err)) != PF_RC_OK) {
             free(rank_cols);
-            return -1;
+            return rc;
         }
         expand_emit_matrix(&j->s, nm, expand_build_matrix(j->vmap, Vd, rank_cols, R, src, R, 1.0f, 0.0f, &j->rng), Vd,
                            R, j->o->type);
         free(src);
     }
     free(rank_cols);
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The expanded draft's tensors, in the order of the file. */
-static int emit_draft(draft_job *j, char *err) {
-    if (emit_fc(j, err) < 0 || emit_norms(j, err) < 0) return -1;
-    if (gguf_find_tensor(j->f, "dec.weight") && emit_dec_head(j, err) < 0) return -1;
-    for (int l = 0; l < j->n_layer; l++)
-        if (expand_write_layer(&j->s, j->f, l, &j->mp, j->norm_scale, j->qk_scale, j->o->type, &j->rng, err) < 0)
-            return -1;
-    if (j->version == 2 && (emit_convs(j, err) < 0 || emit_selector(j, err) < 0)) return -1;
-    if (j->s.oom) return oom(err);
-    return 0;
+static pf_rc emit_draft(draft_job *j, char *err) {
+    pf_rc rc = emit_fc(j, err);
+    if (rc == PF_RC_OK) rc = emit_norms(j, err);
+    if (rc == PF_RC_OK && gguf_find_tensor(j->f, "dec.weight")) rc = emit_dec_head(j, err);
+    for (int l = 0; rc == PF_RC_OK && l < j->n_layer; l++)
+        rc = expand_write_layer(&j->s, j->f, l, &j->mp, j->norm_scale, j->qk_scale, j->o->type, &j->rng, err);
+    if (rc == PF_RC_OK && j->version == 2) rc = emit_convs(j, err);
+    if (rc == PF_RC_OK && j->version == 2) rc = emit_selector(j, err);
+    if (rc == PF_RC_OK && j->s.oom) rc = oom(err);
+    return rc;
 }
 
-int pf_expand_draft(const char *in, const char *small_target, const char *out, const pf_expand_opts *o,
-                    const pf_expand_info *info, char err[PF_ERR_LEN]) {
+pf_rc pf_expand_draft(const char *in, const char *small_target, const char *out, const pf_expand_opts *o,
+                      const pf_expand_info *info, char err[PF_ERR_LEN]) {
     if (!expand_output_type_ok(o->type)) {
         snprintf(err, PF_ERR_LEN, "expand: output type %u is not one of f32, f16, bf16, q8_0, q4_0, q4_1", o->type);
-        return -1;
+        return PF_RC_ARG;
     }
     draft_job j = {.o = o, .info = info, .in = in};
     pf_model *tm = NULL;
-    int rc = -1;
-    if (expand_open_target(small_target, &o->shape, &tm, err) < 0) goto done;
+    pf_rc rc = expand_open_target(small_target, &o->shape, &tm, err);
+    if (rc != PF_RC_OK) goto done;
     if (tm->hp.n_embd != info->src.n_embd || tm->hp.n_vocab != info->src.n_vocab || tm->hp.n_layer != info->src.n_layer) {
         snprintf(err, PF_ERR_LEN, "%s: not the target this expansion's info was made from", small_target);
+        rc = PF_RC_ARG;
         goto done;
     }
-    if (read_draft(&j, tm, err) < 0) goto done;
+    if ((rc = read_draft(&j, tm, err)) != PF_RC_OK) goto done;
     j.s.w = gguf_writer_new();
     j.vmap = expand_map_new(j.Vd, j.V, MAP_ZERO);
     j.id_rows = expand_map_new(j.Hd, j.Hd, MAP_ZERO);
-    if (!j.s.w || !j.vmap || !j.id_rows || expand_maps_init(&j.mp) < 0) {
-        oom(err);
+    if (!j.s.w || !j.vmap || !j.id_rows || expand_maps_init(&j.mp) < 0) { /* expand_maps_init fails only for memory */
+        rc = oom(err);
         goto done;
     }
-    if (write_draft_meta(&j, err) < 0) goto done;
+    if ((rc = write_draft_meta(&j, err)) != PF_RC_OK) goto done;
     pf_rng_seed(&j.rng, o->seed ^ 0x0d4af7ull);
-    if (emit_draft(&j, err) < 0) goto done;
-    rc = gguf_w_write(j.s.w, out, err);
+    if ((rc = emit_draft(&j, err)) != PF_RC_OK) goto done;
+    rc = gguf_w_save(j.s.w, out, err);
 done:
     free(j.vmap);
     free(j.id_rows);

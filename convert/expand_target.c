@@ -8,7 +8,7 @@
 
 /* Largest and smallest rms of the small target's final residual rows (before output_norm) over a
  * probe of ordinary tokens. */
-static int probe_residual(const pf_model *m, double *rho_max, double *rho_min, char *err) {
+static pf_rc probe_residual(const pf_model *m, double *rho_max, double *rho_min, char *err) {
     int32_t toks[PROBE_TOKENS];
     int n = 0;
     for (int64_t i = 0; n < PROBE_TOKENS && i < 64 * PROBE_TOKENS; i++) {
@@ -20,20 +20,20 @@ static int probe_residual(const pf_model *m, double *rho_max, double *rho_min, c
     float *x = malloc((size_t)n * H * sizeof(float));
     pf_ctx *c = x ? pf_ctx_new(m, n, 1, NULL, err) : NULL;
     pf_batch b = {.tokens = toks, .n = n, .tap_layers = &tap, .n_taps = 1, .taps = x};
-    int rc = c && pf_forward(c, &b, err) == 0 ? 0 : -1;
+    pf_rc rc = c ? pf_forward(c, &b, err) : PF_RC_OOM; /* pf_ctx_new fails only for memory */
     if (!x) snprintf(err, PF_ERR_LEN, "expand: out of memory for the probe");
     *rho_max = 0;
     *rho_min = INFINITY;
-    for (int r = 0; rc == 0 && r < n; r++) {
+    for (int r = 0; rc == PF_RC_OK && r < n; r++) {
         double ss = 0;
         for (int i = 0; i < H; i++) ss += (double)x[(size_t)r * H + i] * x[(size_t)r * H + i];
         double rho = sqrt(ss / H);
         if (rho > *rho_max) *rho_max = rho;
         if (rho < *rho_min) *rho_min = rho;
     }
-    if (rc == 0 && !(*rho_max > 0 && isfinite(*rho_max))) {
+    if (rc == PF_RC_OK && !(*rho_max > 0 && isfinite(*rho_max))) {
         snprintf(err, PF_ERR_LEN, "expand: the source's final residual is zero or not finite on the probe");
-        rc = -1;
+        rc = PF_RC_FORMAT;
     }
     pf_ctx_free(c);
     free(x);
@@ -90,14 +90,14 @@ float expand_qk_scale_for(const pf_expand_opts *o, float norm_scale) {
     return o->type == PF_TYPE_F32 || pow2 ? norm_scale : 1.0f;
 }
 
-int expand_open_target(const char *path, const pf_synth_shape *d, pf_model **m, char *err) {
-    *m = pf_model_load(path, err);
-    if (!*m) return -1;
+pf_rc expand_open_target(const char *path, const pf_synth_shape *d, pf_model **m, char *err) {
+    pf_rc rc = pf_model_open(path, m, err);
+    if (rc != PF_RC_OK) return rc;
     if ((*m)->bundle) {
         snprintf(err, PF_ERR_LEN, "%s: expand reads GGUF files, not bundles", path);
-        return -1;
+        return PF_RC_FORMAT;
     }
-    return pf_expand_check(&(*m)->hp, d, err);
+    return pf_expand_check(&(*m)->hp, d, err) < 0 ? PF_RC_ARG : PF_RC_OK;
 }
 
 /* Guard numbers. c is the smallest power of two >= 2^-20 of the embedding rms that the output
@@ -108,33 +108,33 @@ int expand_open_target(const char *path, const pf_synth_shape *d, pf_model **m, 
  * sqrt(H) * max|output_norm| * max||output row|| (||x/rms(x)|| = sqrt(H)), so an extra token
  * loses by A*u_G - 2*bound or more; u_G = c*w_G/rms(x) is sized for a residual
  * PF_EXPAND_GUARD_MARGIN times the largest the probe measured. */
-static int size_guard(const pf_model *m, const pf_expand_opts *o, pf_expand_info *info, char *err) {
+static pf_rc size_guard(const pf_model *m, const pf_expand_opts *o, pf_expand_info *info, char *err) {
     const int H = m->hp.n_embd;
     double min_sq = 0;
     row_stats(&m->tok_embd, &info->out_row_max, &info->e_rms, &min_sq);
     if (!m->tied) row_stats(&m->output, &info->out_row_max, NULL, NULL);
     info->logit_bound = sqrt((double)H) * expand_max_abs(m->output_norm, H) * info->out_row_max;
-    if (probe_residual(m, &info->rho, &info->rho_min, err) < 0) return -1;
-    if (info->guard < 0) return 0;
+    pf_rc rc = probe_residual(m, &info->rho, &info->rho_min, err);
+    if (rc != PF_RC_OK || info->guard < 0) return rc;
     float c = exp2f(floorf(log2f((float)(0x1p-20 * info->e_rms))));
     while (c < 1.0f && !(stored_guard(o->type, c) >= 0.5f * c)) c *= 2.0f;
     info->guard_c = stored_guard(o->type, c);
     if (!(info->guard_c > 0)) {
         snprintf(err, PF_ERR_LEN, "expand: the guard value %g does not survive type %s", c, pf_type_info(o->type)->name);
-        return -1;
+        return PF_RC_ARG;
     }
     info->guard_w = expand_guard_weight(info, info->logit_bound, &o->shape);
     double u_min = info->guard_c * info->guard_w / (info->rho * info->norm_scale);
     info->guard_gap = info->guard_a * u_min - info->logit_bound;
     info->shift_max = m->tied ? info->guard_c * info->guard_w / (info->rho_min * info->norm_scale) * info->guard_c : 0;
     info->norm_perturb = (double)info->guard_c * info->guard_c / (2 * min_sq);
-    return 0;
+    return PF_RC_OK;
 }
 
 /* The expanded target's metadata: the big shape, the tokenizer padded to its vocabulary, and what the
  * expansion did (the source shape, the guard). */
-static int write_target_meta(gguf_writer *w, const pf_model *m, const pf_expand_opts *o, const pf_expand_info *info,
-                             char *err) {
+static pf_rc write_target_meta(gguf_writer *w, const pf_model *m, const pf_expand_opts *o, const pf_expand_info *info,
+                               char *err) {
     const pf_synth_shape *d = &o->shape;
     const pf_hparams *hp = &m->hp;
     gguf_w_copy_kv(w, m->file, expand_skip_target_key);
@@ -144,7 +144,8 @@ static int write_target_meta(gguf_writer *w, const pf_model *m, const pf_expand_
     pf_write_shape_keys(w, "qwen3", &(pf_shape_keys){(uint32_t)d->n_ctx, (uint32_t)d->n_embd, (uint32_t)d->n_ff,
                                                      (uint32_t)d->n_head, (uint32_t)d->n_head_kv, (uint32_t)d->head_dim});
     gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", info->eps);
-    if (expand_pad_tokenizer(w, m->file, d->n_vocab, err) < 0) return -1;
+    pf_rc rc = expand_pad_tokenizer(w, m->file, d->n_vocab, err);
+    if (rc != PF_RC_OK) return rc;
     char desc[160];
     snprintf(desc, sizeof desc, "%d layers, hidden %d, FFN %d, %d/%d heads of %d, vocabulary %d%s", hp->n_layer,
              hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim, hp->n_vocab, m->tied ? ", tied" : "");
@@ -153,23 +154,24 @@ static int write_target_meta(gguf_writer *w, const pf_model *m, const pf_expand_
     gguf_w_f32(w, "pocketflash.expand.guard_value", info->guard_c);
     gguf_w_f32(w, "pocketflash.expand.guard_logit_weight", -info->guard_a);
     gguf_w_u64(w, "pocketflash.expand.seed", o->seed);
-    return 0;
+    return PF_RC_OK;
 }
 
 /* token_embd (real rows keep their values and carry c at the guard), the untied output (real rows
  * 0 at the guard, extra rows -A there and zero elsewhere) and output_norm (w_G at the guard). */
-static int emit_io(sink *s, const pf_model *m, const pf_expand_opts *o, const pf_expand_info *info,
-                   const layer_maps *mp, const int32_t *vmap, pf_rng *rng, char *err) {
+static pf_rc emit_io(sink *s, const pf_model *m, const pf_expand_opts *o, const pf_expand_info *info,
+                     const layer_maps *mp, const int32_t *vmap, pf_rng *rng, char *err) {
     const int H = m->hp.n_embd, V = m->hp.n_vocab, Hd = o->shape.n_embd, Vd = o->shape.n_vocab;
-    float *src = expand_read_f32(m->file, "token_embd.weight", (int64_t)V * H, err);
-    if (!src) return -1;
+    float *src;
+    pf_rc rc = expand_read_f32(m->file, "token_embd.weight", (int64_t)V * H, &src, err);
+    if (rc != PF_RC_OK) return rc;
     float *e = expand_build_matrix(vmap, Vd, mp->hid_out, Hd, src, H, 1.0f, 0.0f, rng);
     free(src);
     if (e && info->guard >= 0)
         for (int64_t r = 0; r < Vd; r++) e[r * Hd + info->guard] = r < V ? info->guard_c : (m->tied ? -info->guard_a : 0.0f);
     expand_emit_matrix(s, "token_embd.weight", e, Vd, Hd, o->type);
     if (!m->tied) {
-        if (!(src = expand_read_f32(m->file, "output.weight", (int64_t)V * H, err))) return -1;
+        if ((rc = expand_read_f32(m->file, "output.weight", (int64_t)V * H, &src, err)) != PF_RC_OK) return rc;
         float *ow = expand_build_matrix(vmap, Vd, mp->hid_out, Hd, src, H, 1.0f, 0.0f, rng);
         free(src);
         if (ow && info->guard >= 0)
@@ -180,50 +182,52 @@ static int emit_io(sink *s, const pf_model *m, const pf_expand_opts *o, const pf
     if (on && info->guard >= 0) on[info->guard] = info->guard_w;
     int64_t ne = Hd;
     expand_emit_f32(s, "output_norm.weight", on, 1, &ne);
-    return 0;
+    return PF_RC_OK;
 }
 
-int pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, pf_expand_info *info_out,
-                     char err[PF_ERR_LEN]) {
+pf_rc pf_expand_target(const char *in, const char *out, const pf_expand_opts *o, pf_expand_info *info_out,
+                       char err[PF_ERR_LEN]) {
     const pf_synth_shape *d = &o->shape;
     if (!expand_output_type_ok(o->type)) {
         snprintf(err, PF_ERR_LEN, "expand: output type %u is not one of f32, f16, bf16, q8_0, q4_0, q4_1", o->type);
-        return -1;
+        return PF_RC_ARG;
     }
     pf_model *m = NULL;
     sink s = {0};
     layer_maps mp = {0};
     int32_t *vmap = NULL;
-    int rc = -1;
-    if (expand_open_target(in, d, &m, err) < 0) goto done;
+    pf_rc rc = expand_open_target(in, d, &m, err);
+    if (rc != PF_RC_OK) goto done;
     const pf_hparams *hp = &m->hp;
     const int H = hp->n_embd, Hd = d->n_embd, V = hp->n_vocab, Vd = d->n_vocab;
     pf_expand_info info = {.src = *hp, .tied = m->tied, .guard = Vd > V ? H : -1, .guard_a = GUARD_A};
     info.norm_scale = sqrtf((float)H / Hd);
     info.eps = o->keep_eps ? hp->rms_eps : (float)((double)hp->rms_eps * H / Hd);
     const float qk_scale = expand_qk_scale_for(o, info.norm_scale);
-    if (size_guard(m, o, &info, err) < 0) goto done;
+    if ((rc = size_guard(m, o, &info, err)) != PF_RC_OK) goto done;
     s.w = gguf_writer_new();
     mp = (layer_maps){.H = H, .Hd = Hd, .hd = hp->head_dim, .nh = hp->n_head, .nkv = hp->n_head_kv, .F = hp->n_ff,
                       .nh_d = d->n_head, .nkv_d = d->n_head_kv, .F_d = d->n_ff, .guard = info.guard};
     vmap = expand_map_new(Vd, V, MAP_ZERO);
-    if (!s.w || !vmap || expand_maps_init(&mp) < 0) {
+    if (!s.w || !vmap || expand_maps_init(&mp) < 0) { /* expand_maps_init fails only for memory */
         snprintf(err, PF_ERR_LEN, "expand: out of memory");
+        rc = PF_RC_OOM;
         goto done;
     }
-    if (write_target_meta(s.w, m, o, &info, err) < 0) goto done;
+    if ((rc = write_target_meta(s.w, m, o, &info, err)) != PF_RC_OK) goto done;
     pf_rng rng;
     pf_rng_seed(&rng, o->seed);
-    if (emit_io(&s, m, o, &info, &mp, vmap, &rng, err) < 0) goto done;
-    for (int l = 0; l < d->n_layer; l++)
-        if (expand_write_layer(&s, l < hp->n_layer ? m->file : NULL, l, &mp, info.norm_scale, qk_scale, o->type, &rng, err) < 0)
-            goto done;
+    if ((rc = emit_io(&s, m, o, &info, &mp, vmap, &rng, err)) != PF_RC_OK) goto done;
+    for (int l = 0; rc == PF_RC_OK && l < d->n_layer; l++)
+        rc = expand_write_layer(&s, l < hp->n_layer ? m->file : NULL, l, &mp, info.norm_scale, qk_scale, o->type, &rng, err);
+    if (rc != PF_RC_OK) goto done;
     if (s.oom) {
         snprintf(err, PF_ERR_LEN, "expand: out of memory");
+        rc = PF_RC_OOM;
         goto done;
     }
-    rc = gguf_w_write(s.w, out, err);
-    if (rc == 0 && info_out) *info_out = info;
+    rc = gguf_w_save(s.w, out, err);
+    if (rc == PF_RC_OK && info_out) *info_out = info;
 done:
     free(vmap);
     expand_maps_free(&mp);

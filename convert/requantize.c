@@ -32,40 +32,50 @@ uint32_t pf_file_type_of(uint32_t type) {
 
 static bool skip_file_type(const char *key) { return strcmp(key, "general.file_type") == 0; }
 
-int pf_requantize_file(const char *in, const char *out, uint32_t type, char err[PF_ERR_LEN]) {
+/* Tensor t of f (named name) converted to type, handed to w; PF_RC_FORMAT when its type has no
+ * dequantizer, PF_RC_OOM when the copies do not fit. */
+static pf_rc convert_tensor(gguf_writer *w, const gguf_tensor *t, const char *name, uint32_t type, const char *in,
+                            char err[PF_ERR_LEN]) {
+    int64_t rows = t->ne[1] * t->ne[2] * t->ne[3], cols = t->ne[0];
+    float *tmp = malloc((size_t)(rows * cols) * sizeof(float));
+    if (!tmp) return snprintf(err, PF_ERR_LEN, "%s: tensor '%s': out of memory", in, name), PF_RC_OOM;
+    if (pf_dequantize_row(t->type, t->data, tmp, rows * cols) != 0) {
+        free(tmp);
+        snprintf(err, PF_ERR_LEN, "%s: tensor '%s': conversion failed", in, name);
+        return PF_RC_FORMAT;
+    }
+    size_t nb = 0;
+    void *conv = pf_convert_matrix(type, tmp, rows, cols, &nb); /* the writer keeps it (gguf_w_own) */
+    free(tmp);
+    if (!conv) return snprintf(err, PF_ERR_LEN, "%s: tensor '%s': out of memory", in, name), PF_RC_OOM;
+    gguf_w_tensor(w, name, type, t->n_dims, t->ne, gguf_w_own(w, conv), nb);
+    return PF_RC_OK;
+}
+
+pf_rc pf_requantize_file(const char *in, const char *out, uint32_t type, char err[PF_ERR_LEN]) {
     if (!pf_type_info(type)) {
         snprintf(err, PF_ERR_LEN, "unsupported output type %u", type);
-        return -1;
+        return PF_RC_ARG;
     }
     gguf_file *f;
-    gguf_writer *w = gguf_writer_from(in, skip_file_type, &f, err);
-    if (!w) return -1;
-    int rc = -1;
+    gguf_writer *w;
+    pf_rc rc = gguf_writer_from(in, skip_file_type, &f, &w, err);
+    if (rc != PF_RC_OK) return rc;
     gguf_w_u32(w, "general.file_type", pf_file_type_of(type));
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
+    for (uint64_t i = 0; i < f->n_tensors && rc == PF_RC_OK; i++) {
         const gguf_tensor *t = &f->tensors[i];
         char *name = gguf_str_dup(t->name);
-        int64_t rows = t->ne[1] * t->ne[2] * t->ne[3], cols = t->ne[0];
-        if (t->n_dims >= 2 && cols % PF_QK == 0 && t->type != type) {
-            float *tmp = malloc((size_t)(rows * cols) * sizeof(float));
-            size_t nb = 0;
-            void *conv = NULL; /* the writer keeps it (gguf_w_own) */
-            if (tmp && pf_dequantize_row(t->type, t->data, tmp, rows * cols) == 0)
-                conv = pf_convert_matrix(type, tmp, rows, cols, &nb);
-            free(tmp);
-            if (!conv) {
-                snprintf(err, PF_ERR_LEN, "%s: tensor '%s': conversion failed", in, name);
-                free(name);
-                goto done;
-            }
-            gguf_w_tensor(w, name, type, t->n_dims, t->ne, gguf_w_own(w, conv), nb);
+        if (!name) {
+            snprintf(err, PF_ERR_LEN, "%s: out of memory", in);
+            rc = PF_RC_OOM;
+        } else if (t->n_dims >= 2 && t->ne[0] % PF_QK == 0 && t->type != type) {
+            rc = convert_tensor(w, t, name, type, in, err);
         } else {
             gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
         }
         free(name);
     }
-    rc = gguf_w_write(w, out, err);
-done:
+    if (rc == PF_RC_OK) rc = gguf_w_save(w, out, err);
     gguf_writer_free(w);
     gguf_close(f);
     return rc;

@@ -55,13 +55,13 @@ oom:
     return PF_RC_OOM;
 }
 
-pf_dec *pf_dec_load_path(const char *path, int n_embd, char err[PF_ERR_LEN]) {
-    gguf_file *f = gguf_open(path, err);
-    if (!f) return NULL;
-    pf_dec *d = NULL;
-    pf_dec_load(f, n_embd, &d, err);
+pf_rc pf_dec_load_path(const char *path, int n_embd, pf_dec **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    gguf_file *f;
+    pf_rc rc = gguf_open_file(path, &f, err);
+    if (rc == PF_RC_OK) rc = pf_dec_load(f, n_embd, out, err);
     gguf_close(f);
-    return d;
+    return rc;
 }
 
 void pf_dec_free(pf_dec *d) {

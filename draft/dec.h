@@ -15,7 +15,8 @@ typedef struct pf_dec pf_dec;
 /* The Dec head of f into *out: PF_RC_OK, or with err PF_RC_FORMAT (no dec.* tensors, or they do
  * not fit n_embd) / PF_RC_OOM. */
 pf_rc pf_dec_load(const gguf_file *f, int n_embd, pf_dec **out, char err[PF_ERR_LEN]);
-pf_dec *pf_dec_load_path(const char *path, int n_embd, char err[PF_ERR_LEN]);
+/* pf_dec_load of the draft GGUF at path: gguf_open_file's kinds too. */
+pf_rc pf_dec_load_path(const char *path, int n_embd, pf_dec **out, char err[PF_ERR_LEN]);
 void pf_dec_free(pf_dec *d);
 /* s[k-1] for k = 1..n: draft rows are h_draft + k*n_embd (row 0 = bonus row, not scored). */
 void pf_dec_survival(const pf_dec *d, const float *h_target, const float *h_draft, int n, float *s);

@@ -20,7 +20,8 @@ int pf_dflash_default_taps(int n_target, int n_draft, int *out) {
 
 int pf_dflash_file_taps_last(const char *draft_path, int n_target) {
     char err[PF_ERR_LEN];
-    gguf_file *f = gguf_open(draft_path, err);
+    gguf_file *f;
+    gguf_open_file(draft_path, &f, err); /* a file that cannot be read taps nothing */
     const gguf_kv *kv = f ? gguf_get_arr(f, "dflash.target_layers", GGUF_I32) : NULL;
     int at = -1;
     for (uint64_t i = 0; kv && at < 0 && i < kv->v.arr.n; i++)

@@ -460,11 +460,11 @@ const char *pf_token_bytes(const pf_tokenizer *t, int32_t id, size_t *len) {
     return t->bytes + t->bytes_off[id];
 }
 
-pf_tokenizer *pf_tokenizer_load_file(const char *path, char err[PF_ERR_LEN]) {
-    gguf_file *f = gguf_open(path, err);
-    if (!f) return NULL;
-    pf_tokenizer *t = NULL;
-    pf_tokenizer_load(f, &t, err);
+pf_rc pf_tokenizer_load_file(const char *path, pf_tokenizer **out, char err[PF_ERR_LEN]) {
+    *out = NULL;
+    gguf_file *f;
+    pf_rc rc = gguf_open_file(path, &f, err);
+    if (rc == PF_RC_OK) rc = pf_tokenizer_load(f, out, err);
     gguf_close(f);
-    return t;
+    return rc;
 }

@@ -41,8 +41,8 @@ enum {
  * PF_RC_OOM with err. */
 pf_rc pf_tokenizer_load(const gguf_file *f, pf_tokenizer **out, char err[PF_ERR_LEN]);
 /* pf_tokenizer_load of the GGUF file at path, opened and closed here (the tokenizer keeps no
- * pointer into it). */
-pf_tokenizer *pf_tokenizer_load_file(const char *path, char err[PF_ERR_LEN]);
+ * pointer into it): PF_RC_OK, or gguf_open_file's kinds and pf_tokenizer_load's with err. */
+pf_rc pf_tokenizer_load_file(const char *path, pf_tokenizer **out, char err[PF_ERR_LEN]);
 void pf_tokenizer_free(pf_tokenizer *t);
 
 int pf_tokenizer_n_vocab(const pf_tokenizer *t);

@@ -66,8 +66,6 @@ typedef struct gguf_file {
 /* Map and parse a file into *out: PF_RC_OK, or with err PF_RC_IO (it cannot be opened or mapped),
  * PF_RC_FORMAT (truncated, malformed, not a GGUF), PF_RC_OOM (its tables do not fit in memory). */
 pf_rc gguf_open_file(const char *path, gguf_file **out, char err[PF_ERR_LEN]);
-/* gguf_open_file for callers that need no kind (tools, tests): NULL with err. */
-gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]);
 /* Parse a whole file mapped by pf_map_file (formats/map_file.h) into *out; the file then owns the
  * mapping (gguf_close unmaps it, and so does a failure here). PF_RC_OK, PF_RC_FORMAT or PF_RC_OOM. */
 pf_rc gguf_parse_map(const uint8_t *map, size_t size, const char *path, gguf_file **out, char err[PF_ERR_LEN]);
@@ -131,10 +129,11 @@ void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *strs, co
                     uint64_t n);
 /* Copy every key of `src` except those for which skip(key) returns true (skip may be NULL). */
 void gguf_w_copy_kv(gguf_writer *w, const gguf_file *src, bool (*skip)(const char *key));
-/* A writer seeded with the metadata of the file at path (gguf_w_copy_kv with skip); *src receives
- * the open file, for gguf_w_copy_tensors, to close after the write. NULL with err (nothing open). */
-gguf_writer *gguf_writer_from(const char *path, bool (*skip)(const char *key), gguf_file **src,
-                              char err[PF_ERR_LEN]);
+/* A writer seeded with the metadata of the file at path (gguf_w_copy_kv with skip) into *out; *src
+ * receives the open file, for gguf_w_copy_tensors, to close after the write. PF_RC_OK, or
+ * gguf_open_file's kinds and PF_RC_OOM with err (nothing open). */
+pf_rc gguf_writer_from(const char *path, bool (*skip)(const char *key), gguf_file **src, gguf_writer **out,
+                       char err[PF_ERR_LEN]);
 /* Hand the writer a malloc'd buffer (tensor data it will write) to free with the writer; returns p,
  * or NULL (p freed, the writer marked out of memory, so the write fails) when p is NULL or the
  * writer cannot record it. */

@@ -351,12 +351,6 @@ pf_rc gguf_open_file(const char *path, gguf_file **out, char err[PF_ERR_LEN]) {
     return rc != PF_RC_OK ? rc : gguf_parse_map(map, size, path, out, err);
 }
 
-gguf_file *gguf_open(const char *path, char err[PF_ERR_LEN]) {
-    gguf_file *f;
-    gguf_open_file(path, &f, err);
-    return f;
-}
-
 void pf_err_one_line(char *err) {
     for (unsigned char *p = (unsigned char *)err; *p; p++)
         if (*p < 0x20 || *p == 0x7f) *p = '?';

@@ -74,19 +74,22 @@ void gguf_writer_free(gguf_writer *w) {
 
 void gguf_w_alignment(gguf_writer *w, uint32_t alignment) { w->alignment = alignment; }
 
-gguf_writer *gguf_writer_from(const char *path, bool (*skip)(const char *key), gguf_file **src,
-                              char err[PF_ERR_LEN]) {
-    gguf_file *f = gguf_open(path, err);
-    if (!f) return NULL;
+pf_rc gguf_writer_from(const char *path, bool (*skip)(const char *key), gguf_file **src, gguf_writer **out,
+                       char err[PF_ERR_LEN]) {
+    *out = NULL;
+    gguf_file *f;
+    pf_rc rc = gguf_open_file(path, &f, err);
+    if (rc != PF_RC_OK) return rc;
     gguf_writer *w = gguf_writer_new();
     if (!w) {
         gguf_close(f);
         snprintf(err, PF_ERR_LEN, "out of memory");
-        return NULL;
+        return PF_RC_OOM;
     }
     gguf_w_copy_kv(w, f, skip);
     *src = f;
-    return w;
+    *out = w;
+    return PF_RC_OK;
 }
 
 void *gguf_w_own(gguf_writer *w, void *p) {

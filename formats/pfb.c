@@ -486,25 +486,29 @@ pf_rc pfb_gguf(const pfb_bundle *b, int owner, gguf_file **out, char err[PF_ERR_
     return PF_RC_OK;
 }
 
-int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]) {
-    pfb_bundle *b = pfb_parse(buf, size, name, err);
-    if (!b) return -1;
-    int n = b->n;
-    for (int owner = PFB_OWNER_TARGET; owner <= PFB_OWNER_DRAFT && n >= 0; owner++) {
+pf_rc pfb_verify(const void *buf, size_t size, const char *name, int *n_sections, char err[PF_ERR_LEN]) {
+    *n_sections = 0;
+    pfb_bundle *b;
+    pf_rc rc = parse(buf, size, name, &b, err);
+    if (rc != PF_RC_OK) return rc;
+    for (int owner = PFB_OWNER_TARGET; owner <= PFB_OWNER_DRAFT && rc == PF_RC_OK; owner++) {
         if (!pfb_has_model(b, owner)) continue;
         gguf_file *f = NULL;
-        if (pfb_gguf(b, owner, &f, err) != PF_RC_OK) n = -1;
+        rc = pfb_gguf(b, owner, &f, err);
         gguf_close(f);
     }
+    if (rc == PF_RC_OK) *n_sections = b->n;
     pfb_close(b);
-    return n;
+    return rc;
 }
 
-int pfb_verify_file(const char *path, char err[PF_ERR_LEN]) {
+pf_rc pfb_verify_file(const char *path, int *n_sections, char err[PF_ERR_LEN]) {
+    *n_sections = 0;
     const uint8_t *map;
     size_t size;
-    if (pf_map_file(path, 1, &map, &size, err) != PF_RC_OK) return -1;
-    int n = pfb_verify(map, size, path, err);
+    pf_rc rc = pf_map_file(path, 1, &map, &size, err);
+    if (rc != PF_RC_OK) return rc;
+    rc = pfb_verify(map, size, path, n_sections, err);
     pf_unmap_file(map, size);
-    return n;
+    return rc;
 }

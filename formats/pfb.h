@@ -58,10 +58,11 @@ pfb_bundle *pfb_parse(const void *buf, size_t size, const char *name, char err[P
 void pfb_close(pfb_bundle *b);
 
 /* Everything pfb_parse checks, plus each model's metadata parsed and matched against its tensor
- * sections (what pfb_gguf checks); nothing is kept. Returns the section count, or -1 with err. */
-int pfb_verify(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
-/* pfb_verify on a file (mapped). */
-int pfb_verify_file(const char *path, char err[PF_ERR_LEN]);
+ * sections (what pfb_gguf checks); nothing is kept. PF_RC_OK with the section count in *n_sections,
+ * or with err PF_RC_FORMAT (a bad header, table, hash or model) / PF_RC_OOM. */
+pf_rc pfb_verify(const void *buf, size_t size, const char *name, int *n_sections, char err[PF_ERR_LEN]);
+/* pfb_verify on a file (mapped): PF_RC_IO too, when it cannot be opened or mapped. */
+pf_rc pfb_verify_file(const char *path, int *n_sections, char err[PF_ERR_LEN]);
 
 /* THE way to open a model file, a GGUF or a .pfb bundle (told by its magic, not its name), mapped
  * once: a GGUF is returned itself (*bundle NULL); from a bundle, its model `owner`
@@ -102,7 +103,9 @@ typedef struct {
 } pfb_pack_params;
 
 /* Write a bundle to "PATH.tmp.PID", renamed over path only when complete (an interrupted or
- * failed pack never leaves a partial bundle at path). 0, or -1 with err. */
-int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]);
+ * failed pack never leaves a partial bundle at path). PF_RC_OK, or with err PF_RC_ARG (no target,
+ * an empty profile), PF_RC_FORMAT (a tensor a bundle cannot hold), PF_RC_OOM, PF_RC_IO (it cannot
+ * be created or written). */
+pf_rc pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]);
 
 #endif

@@ -135,12 +135,13 @@ static int write_section(FILE *fp, section_coder *coder, const plan_entry *e, pf
     return 0;
 }
 
-int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) {
+pf_rc pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) {
     err[0] = 0;
-    if (!p->target) return pfb_fail(err, path, "no target model to pack");
-    if (p->profile && p->profile_len == 0) return pfb_fail(err, path, "the profile is empty");
+    if (!p->target) return pfb_fail(err, path, "no target model to pack"), PF_RC_ARG;
+    if (p->profile && p->profile_len == 0) return pfb_fail(err, path, "the profile is empty"), PF_RC_ARG;
     uint64_t cap = 2 + p->target->n_tensors + (p->draft ? 1 + p->draft->n_tensors : 0);
-    if (cap > PFB_MAX_SECTIONS) return pfb_fail(err, path, "too many tensors for a bundle (%llu)", (unsigned long long)cap);
+    if (cap > PFB_MAX_SECTIONS)
+        return pfb_fail(err, path, "too many tensors for a bundle (%llu)", (unsigned long long)cap), PF_RC_FORMAT;
     plan_entry *pl = calloc((size_t)cap, sizeof *pl);
     pfb_section *sec = calloc((size_t)cap, sizeof *sec);
     uint8_t *table = NULL;
@@ -148,13 +149,16 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
                            .min_saving = p->min_saving > 0 ? p->min_saving : 5};
     FILE *fp = NULL;
     atomic_file af = {0};
-    int n = 0, rc = -1;
+    int n = 0;
+    pf_rc rc = PF_RC_OOM;
     if (!pl || !sec || !coder.cctx) {
         pfb_fail(err, path, "out of memory");
         goto done;
     }
+    rc = PF_RC_FORMAT; /* a tensor a bundle cannot hold */
     if (plan_model(pl, &n, p->target, PFB_OWNER_TARGET, path, err) < 0) goto done;
     if (p->draft && plan_model(pl, &n, p->draft, PFB_OWNER_DRAFT, path, err) < 0) goto done;
+    rc = PF_RC_OOM;
     if (p->profile) pl[n++] = (plan_entry){PFB_KIND_PROFILE, PFB_OWNER_PROFILE, 0, "profile", 7, p->profile, p->profile_len};
     size_t tsize = (size_t)n * PFB_ENTRY_SIZE;
     if (!(table = calloc(1, tsize))) {
@@ -163,6 +167,7 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     }
     if (!(fp = atomic_file_open(&af, path, "wb"))) {
         pfb_fail(err, path, "cannot create: %s", strerror(errno));
+        rc = PF_RC_IO;
         goto done;
     }
     size_t pos = align_up(PFB_HEADER_SIZE + tsize, PFB_ALIGN);
@@ -180,10 +185,11 @@ int pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) 
     if (write_header(fp, n, pos, table, tsize) < 0) goto io;
     fp = NULL;
     if (atomic_file_commit(&af, path, 1) != 0) goto io;
-    rc = 0;
+    rc = PF_RC_OK;
     goto done;
 io:
     pfb_fail(err, path, "write failed: %s", strerror(errno));
+    rc = PF_RC_IO;
 done:
     if (rc) atomic_file_abort(&af);
     ZSTD_freeCCtx(coder.cctx);

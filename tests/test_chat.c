@@ -43,8 +43,8 @@ TEST(chat_render_matches_templates) {
 
 TEST(chat_template_detection_and_errors) {
     char err[PF_ERR_LEN];
-    pf_tokenizer *t = pf_tokenizer_load_file(".cache/qwen3-vocab.gguf", err);
-    CHECKF(t, "%s (make .cache/qwen3-vocab.gguf)", err);
+    pf_tokenizer *t;
+    CHECKF(pf_tokenizer_load_file(".cache/qwen3-vocab.gguf", &t, err) == PF_RC_OK, "%s (make .cache/qwen3-vocab.gguf)", err);
     CHECK(pf_chat_template_qwen3(pf_tokenizer_chat_template(t)));
     pf_tokenizer_free(t);
     pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);

@@ -293,7 +293,8 @@ TEST(convert_target_tied_bf16_runs) {
     CHECKF(m, "%s", err);
     CHECK(m->hp.n_vocab == V && m->hp.n_layer == TL && m->hp.n_embd == H && m->hp.n_head_kv == NKV);
     pf_model_free(m);
-    gguf_file *g = gguf_open(out, err);
+    gguf_file *g;
+    gguf_open_file(out, &g, err);
     CHECK(g);
     const gguf_tensor *emb = gguf_find_tensor(g, "token_embd.weight"), *nrm = gguf_find_tensor(g, "blk.1.ffn_norm.weight");
     CHECK(emb && emb->type == PF_TYPE_F16 && emb->ne[0] == H && emb->ne[1] == V && !gguf_find_tensor(g, "output.weight"));
@@ -324,7 +325,8 @@ TEST(convert_target_untied_sharded_f16) {
     ckpt c = {0};
     char dir[300], out[320], err[PF_ERR_LEN];
     CHECKF(convert_target(&c, "untied", false, F16, 3, PF_TYPE_F16, dir, out, err) == 0, "%s", err);
-    gguf_file *g = gguf_open(out, err);
+    gguf_file *g;
+    gguf_open_file(out, &g, err);
     CHECK(g);
     CHECK(g->n_tensors == (uint64_t)c.n);
     /* same type: the bytes of every matrix are the checkpoint's, in ggml orientation (dims reversed) */
@@ -397,7 +399,8 @@ TEST(convert_drafts_load_and_speculate_losslessly) {
         if (kinds[i].k.reduced) CHECK(ids[0] == 0 && ids[1] == 2 && ids[99] == 198); /* d2t: row i scores id 2i */
         pf_dflash_state_free(s);
         pf_dflash_free(d);
-        gguf_file *g = gguf_open(out, err);
+        gguf_file *g;
+        gguf_open_file(out, &g, err);
         const gguf_kv *tl = gguf_get_arr(g, "dflash.target_layers", GGUF_I32);
         CHECK(tl && tl->v.arr.n == 2 && gguf_arr_int(tl, 0) == 1 && gguf_arr_int(tl, 1) == 3);
         CHECK(gguf_find(g, "tokenizer.ggml.tokens") && gguf_find(g, "tokenizer.ggml.merges")); /* self-contained */
@@ -617,7 +620,9 @@ TEST(convert_refuses_broken_drafts_and_warns_on_last_layer_taps) {
  * `got` with the same type, dims and bytes, and `got` has no other tensor. "" when so, else what differs. */
 static void compare_tensors(const char *ref, const char *got, const char *skip, char *msg, size_t n) {
     char err[PF_ERR_LEN];
-    gguf_file *a = gguf_open(ref, err), *b = gguf_open(got, err);
+    gguf_file *a, *b;
+    if (gguf_open_file(ref, &a, err) == PF_RC_OK) gguf_open_file(got, &b, err);
+    else b = NULL;
     msg[0] = 0;
     if (!a || !b) {
         snprintf(msg, n, "%s", err);
@@ -745,8 +750,8 @@ static int draft_logits(const char *path, const pf_model *m, float *out, int *n_
 static int add_to_gguf(const char *path, const char *out, const char *key, float fval, const char *tensor, uint32_t ttype,
                        const void *tdata, int64_t n, char *err) {
     gguf_file *f;
-    gguf_writer *w = gguf_writer_from(path, NULL, &f, err);
-    if (!w) return -1;
+    gguf_writer *w;
+    if (gguf_writer_from(path, NULL, &f, &w, err) != PF_RC_OK) return -1;
     if (key) gguf_w_f32(w, key, fval);
     gguf_w_copy_tensors(w, f, NULL);
     const int64_t ne[4] = {n, 1, 1, 1};
@@ -810,8 +815,8 @@ TEST(convert_draft_runtime_honours_scales_and_refuses_what_it_cannot) {
     CHECKF(convert(dir, base, PF_TYPE_F32, tout, err) == 0, "%s", err);
     {
         gguf_file *f;
-        gguf_writer *w = gguf_writer_from(base, NULL, &f, err);
-        CHECK(w);
+        gguf_writer *w;
+        CHECKF(gguf_writer_from(base, NULL, &f, &w, err) == PF_RC_OK, "%s", err);
         for (uint64_t i = 0; i < f->n_tensors; i++) {
             const gguf_tensor *t = &f->tensors[i];
             char *name = gguf_str_dup(t->name);

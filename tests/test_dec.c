@@ -31,7 +31,7 @@ static int setup(fixture *f) {
     snprintf(f->target, sizeof f->target, "%s/dec-target.gguf", pf_test_tmpdir());
     snprintf(f->draft, sizeof f->draft, "%s/dec-draft.gguf", pf_test_tmpdir());
     if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 31, f->target, err) < 0) return -1;
-    if (pf_dflash_synth(f->target, 1, 1, 8, NULL, 2, 9, false, f->draft, err) < 0) return -1;
+    if (pf_dflash_synth(f->target, 1, 1, 8, NULL, 2, 9, false, f->draft, err) != PF_RC_OK) return -1;
     f->m = pf_model_load(f->target, err);
     f->w = f->m ? pf_dflash_load(f->draft, f->m, err) : NULL;
     return f->w ? 0 : -1;
@@ -59,9 +59,11 @@ static pf_dec *make_head(const fixture *f, float scale, float bias, const char *
     for (int i = 0; i < 2 * H; i++) w[i] = scale * (float)(((i * 37) % 11) - 5) / 5.0f;
     for (int k = 0; k < 8; k++) pb[k] = -0.3f * (float)k;
     snprintf(path, sizeof path, "%s/%s.gguf", pf_test_tmpdir(), name);
-    int r = pf_dec_attach(f->draft, w, H, bias, pb, 8, path, err);
+    pf_rc r = pf_dec_attach(f->draft, w, H, bias, pb, 8, path, err);
     free(w);
-    return r < 0 ? NULL : pf_dec_load_path(path, H, err);
+    pf_dec *d = NULL;
+    if (r == PF_RC_OK) pf_dec_load_path(path, H, &d, err);
+    return d;
 }
 
 TEST(dec_attach_round_trip_and_formula) {
@@ -88,20 +90,23 @@ TEST(dec_attach_round_trip_and_formula) {
     pf_dflash *w2 = pf_dflash_load(path, f.m, err);
     CHECKF(w2, "%s", err);
     pf_dflash_free(w2);
-    CHECK(!pf_dec_load_path(f.draft, H, err) && strstr(err, "dec.weight"));
+    pf_dec *none;
+    CHECK(pf_dec_load_path(f.draft, H, &none, err) == PF_RC_FORMAT && !none && strstr(err, "dec.weight"));
     /* stripped again: no dec.* tensor or key left, the same tensor count as the bare draft, still a draft */
     char bare[400];
     snprintf(bare, sizeof bare, "%s/head-a-stripped.gguf", pf_test_tmpdir());
     CHECKF(pf_dec_strip(path, bare, err) == 0, "%s", err);
-    gguf_file *g0 = gguf_open(f.draft, err), *g1 = gguf_open(bare, err);
-    CHECKF(g0 && g1, "%s", err);
+    gguf_file *g0 = NULL, *g1 = NULL;
+    pf_rc orc = gguf_open_file(f.draft, &g0, err);
+    if (orc == PF_RC_OK) orc = gguf_open_file(bare, &g1, err);
+    CHECKF(orc == PF_RC_OK, "%s", err);
     CHECKF(g1->n_tensors == g0->n_tensors, "%lld tensors after strip, %lld in the bare draft", (long long)g1->n_tensors,
            (long long)g0->n_tensors);
     CHECK(!gguf_find_tensor(g1, "dec.weight") && !gguf_find_tensor(g1, "dec.bias"));
     CHECK(!gguf_find(g1, "dflash.dec.positions"));
     gguf_close(g0);
     gguf_close(g1);
-    CHECK(!pf_dec_load_path(bare, H, err) && strstr(err, "dec.weight"));
+    CHECK(pf_dec_load_path(bare, H, &none, err) == PF_RC_FORMAT && !none && strstr(err, "dec.weight"));
     w2 = pf_dflash_load(bare, f.m, err);
     CHECKF(w2, "%s", err);
     pf_dflash_free(w2);

@@ -33,7 +33,7 @@ static int make_draft(const char *target, int version, int layers, int block, co
                       uint64_t seed, bool identity, const char *name, char *path, size_t n) {
     char err[PF_ERR_LEN];
     test_tmp_path(path, n, name);
-    if (pf_dflash_synth(target, version, layers, block, taps, n_taps, seed, identity, path, err) < 0) {
+    if (pf_dflash_synth(target, version, layers, block, taps, n_taps, seed, identity, path, err) != PF_RC_OK) {
         printf("    synth-draft: %s\n", err);
         return -1;
     }
@@ -54,7 +54,8 @@ static bool skip_key(const char *key) { return g_drop_key && g_drop_key(key); }
 static int rewrite_gguf(const char *src, const char *dst, bool (*drop_key)(const char *), bool (*drop_tensor)(const char *),
                         void (*add)(gguf_writer *)) {
     char err[PF_ERR_LEN];
-    gguf_file *f = gguf_open(src, err);
+    gguf_file *f;
+    gguf_open_file(src, &f, err);
     if (!f) {
         printf("    open: %s\n", err);
         return -1;
@@ -152,7 +153,8 @@ static uint32_t meta_u32(const gguf_file *f, const char *key, uint32_t dflt) {
 static int ref_load(ref_draft *r, const char *path, const pf_model *target, const int64_t *windows, int causal,
                     int64_t n_ctx) {
     char err[PF_ERR_LEN], nm[96];
-    gguf_file *f = gguf_open(path, err);
+    gguf_file *f;
+    gguf_open_file(path, &f, err);
     if (!f) return -1;
     memset(r, 0, sizeof *r);
     r->target = target;

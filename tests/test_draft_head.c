@@ -32,7 +32,7 @@ static pf_model *setup(int version, char *dpath, size_t n, int32_t *ranked) {
     snprintf(raw, sizeof raw, "%s/dh-raw-v%d.gguf", pf_test_tmpdir(), version);
     snprintf(dpath, n, "%s/dh-draft-v%d.gguf", pf_test_tmpdir(), version);
     if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q4_1, true, 31, tpath, err) < 0 ||
-        pf_dflash_synth(tpath, version, 1, 8, NULL, 2, 11 + version, false, raw, err) < 0) {
+        pf_dflash_synth(tpath, version, 1, 8, NULL, 2, 11 + version, false, raw, err) != PF_RC_OK) {
         printf("    %s\n", err);
         return NULL;
     }
@@ -49,7 +49,7 @@ static pf_model *setup(int version, char *dpath, size_t n, int32_t *ranked) {
     }
     memcpy(ranked, perm, NRANK * sizeof *ranked);
     free(perm);
-    if (pf_draft_head_attach(raw, ranked, NRANK, NHEAD, V, dpath, err) < 0) {
+    if (pf_draft_head_attach(raw, ranked, NRANK, NHEAD, V, dpath, err) != PF_RC_OK) {
         printf("    attach: %s\n", err);
         pf_model_free(m);
         return NULL;
@@ -249,9 +249,9 @@ TEST(draft_head_bad_files_rejected) {
     const int V = m->hp.n_vocab;
     snprintf(bad, sizeof bad, "%s/dh-bad.gguf", pf_test_tmpdir());
     int32_t dup[3] = {5, 9, 5}, out[2] = {1, V};
-    CHECK(pf_draft_head_attach(dpath, dup, 3, 3, V, bad, err) < 0 && strstr(err, "twice"));
-    CHECK(pf_draft_head_attach(dpath, out, 2, 2, V, bad, err) < 0 && strstr(err, "outside"));
-    CHECK(pf_draft_head_attach(dpath, ranked, NRANK, NRANK + 1, V, bad, err) < 0 && strstr(err, "-n"));
+    CHECK(pf_draft_head_attach(dpath, dup, 3, 3, V, bad, err) == PF_RC_ARG && strstr(err, "twice"));
+    CHECK(pf_draft_head_attach(dpath, out, 2, 2, V, bad, err) == PF_RC_ARG && strstr(err, "outside"));
+    CHECK(pf_draft_head_attach(dpath, ranked, NRANK, NRANK + 1, V, bad, err) == PF_RC_ARG && strstr(err, "-n"));
     /* hand-written files the attach refuses to write: the loader names the key */
     struct { int32_t ids[3]; int n; int vocab; const char *expect; } cases[] = {
         {{4, 8, 4}, 3, 3, "listed twice"},
@@ -261,7 +261,8 @@ TEST(draft_head_bad_files_rejected) {
         {{0}, 0, 3, "dflash.head_tokens is missing"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        gguf_file *f = gguf_open(dpath, err);
+        gguf_file *f;
+        gguf_open_file(dpath, &f, err);
         CHECK(f);
         gguf_writer *w = gguf_writer_new();
         gguf_w_copy_kv(w, f, is_head_key);
@@ -276,7 +277,8 @@ TEST(draft_head_bad_files_rejected) {
     }
     /* a list of floats is not a list of token ids */
     {
-        gguf_file *f = gguf_open(dpath, err);
+        gguf_file *f;
+        gguf_open_file(dpath, &f, err);
         CHECK(f);
         gguf_writer *w = gguf_writer_new();
         gguf_w_copy_kv(w, f, is_head_key);

@@ -334,7 +334,8 @@ static void check_packed_equals_unpacked(uint32_t type) {
     pf_model *m = synth_model("tiny", type, true, "pack");
     CHECK(m);
     char err[PF_ERR_LEN];
-    gguf_file *f = gguf_open(m->file->path, err);
+    gguf_file *f;
+    gguf_open_file(m->file->path, &f, err);
     CHECK(f);
     pf_model *u = NULL;
     pf_model_from_gguf(f, 1, &u, err);

@@ -60,7 +60,8 @@ TEST(gguf_round_trip_all_types) {
     void *blobs[N_TYPES];
     CHECK(write_sample(path, blobs) == 0);
     char err[PF_ERR_LEN];
-    gguf_file *f = gguf_open(path, err);
+    gguf_file *f;
+    gguf_open_file(path, &f, err);
     CHECKF(f != NULL, "open failed: %s", err);
     uint32_t u32; int64_t i64; float f32; bool b; gguf_str s;
     CHECK(gguf_get_i64(f, "t.u8", &i64) == 0 && i64 == 200);
@@ -104,7 +105,8 @@ TEST(gguf_round_trip_all_types) {
     snprintf(path2, sizeof path2, "%s/copy.gguf", pf_test_tmpdir());
     CHECK(gguf_w_write(w, path2, err) == 0);
     gguf_writer_free(w);
-    gguf_file *g = gguf_open(path2, err);
+    gguf_file *g;
+    gguf_open_file(path2, &g, err);
     CHECK(g && g->n_kv == f->n_kv);
     for (uint64_t i = 0; i < f->n_kv; i++) {
         const gguf_kv *x = &f->kv[i];
@@ -288,6 +290,8 @@ TEST(gguf_random_corruption_no_crash) {
 
 TEST(gguf_open_errors) {
     char err[PF_ERR_LEN];
-    CHECK(!gguf_open("/nonexistent/file.gguf", err) && strstr(err, "/nonexistent/file.gguf: cannot open"));
-    CHECK(!gguf_open("/tmp", err) && strstr(err, "not a regular file"));
+    gguf_file *none;
+    CHECK(gguf_open_file("/nonexistent/file.gguf", &none, err) == PF_RC_IO && !none &&
+          strstr(err, "/nonexistent/file.gguf: cannot open"));
+    CHECK(gguf_open_file("/tmp", &none, err) == PF_RC_IO && !none && strstr(err, "not a regular file"));
 }

@@ -49,7 +49,7 @@ static pf_model *tiny_pair(int version, pf_dflash **w, char err[PF_ERR_LEN]) {
     snprintf(tpath, sizeof tpath, "%s/hybrid-target.gguf", pf_test_tmpdir());
     snprintf(dpath, sizeof dpath, "%s/hybrid-draft-v%d.gguf", pf_test_tmpdir(), version);
     if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 31, tpath, err) < 0) return NULL;
-    if (pf_dflash_synth(tpath, version, 2, 8, NULL, 2, 7, false, dpath, err) < 0) return NULL;
+    if (pf_dflash_synth(tpath, version, 2, 8, NULL, 2, 7, false, dpath, err) != PF_RC_OK) return NULL;
     pf_model *m = pf_model_load(tpath, err);
     if (m && !(*w = pf_dflash_load(dpath, m, err))) {
         pf_model_free(m);

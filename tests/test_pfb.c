@@ -37,12 +37,13 @@ static const fixture *fix(void) {
         printf("    fixture: %s\n", err);
         return NULL;
     }
-    gguf_file *t = gguf_open(f.target, err), *d = gguf_open(f.draft, err);
+    gguf_file *t, *d = NULL;
+    if (gguf_open_file(f.target, &t, err) == PF_RC_OK) gguf_open_file(f.draft, &d, err);
     pfb_pack_params pp = {.target = t, .draft = d, .profile = k_profile, .profile_len = strlen(k_profile)};
-    int r = t && d ? pfb_write(f.bundle, &pp, err) : -1;
+    pf_rc r = t && d ? pfb_write(f.bundle, &pp, err) : PF_RC_IO;
     gguf_close(t);
     gguf_close(d);
-    if (r < 0) {
+    if (r != PF_RC_OK) {
         printf("    fixture: %s\n", err);
         return NULL;
     }
@@ -162,10 +163,11 @@ TEST(pfb_every_bit_flip_detected) {
         if (who[i] >= 0) continue;
         for (int bit = 0; bit < 8; bit++) {
             buf[i] ^= (uint8_t)(1u << bit);
-            int v = pfb_verify(buf, n, "flip.pfb", err);
-            pfb_bundle *l = v < 0 ? pfb_parse(buf, n, "flip.pfb", err) : NULL;
+            int ns_flip;
+            pf_rc v = pfb_verify(buf, n, "flip.pfb", &ns_flip, err);
+            pfb_bundle *l = v == PF_RC_FORMAT ? pfb_parse(buf, n, "flip.pfb", err) : NULL;
             buf[i] ^= (uint8_t)(1u << bit);
-            CHECKF(v < 0 && !l, "flip of byte %zu bit %d not detected", i, bit);
+            CHECKF(v == PF_RC_FORMAT && !l, "flip of byte %zu bit %d not detected", i, bit);
             CHECKF(strstr(err, "flip.pfb: ") == err, "message '%s'", err);
             exhaustive++;
         }
@@ -177,8 +179,9 @@ TEST(pfb_every_bit_flip_detected) {
         if (who[i] < 0) continue;
         int bit = (int)(x >> 60) & 7;
         buf[i] ^= (uint8_t)(1u << bit);
-        int v = pfb_verify(buf, n, "flip.pfb", err);
-        CHECKF(v < 0 && strstr(err, names[who[i]]) && strstr(err, "hash mismatch"),
+        int ns_flip;
+        pf_rc v = pfb_verify(buf, n, "flip.pfb", &ns_flip, err);
+        CHECKF(v == PF_RC_FORMAT && strstr(err, names[who[i]]) && strstr(err, "hash mismatch"),
                "tensor flip at %zu: '%s' should name %s", i, err, names[who[i]]);
         pfb_bundle *l = pfb_parse(buf, n, "flip.pfb", err);
         buf[i] ^= (uint8_t)(1u << bit);
@@ -187,7 +190,8 @@ TEST(pfb_every_bit_flip_detected) {
     }
     printf("    %ld exhaustive flips (%zu bytes), %ld sampled flips in %zu tensor bytes\n", exhaustive,
            (size_t)exhaustive / 8, sampled, tensor_bytes);
-    CHECK(pfb_verify(buf, n, "flip.pfb", err) == ns);
+    int ns_ok;
+    CHECK(pfb_verify(buf, n, "flip.pfb", &ns_ok, err) == PF_RC_OK && ns_ok == ns);
     free(who);
     free(buf);
 }
@@ -272,13 +276,15 @@ TEST(pfb_structural_errors_named) {
             memcpy(e0 + 136, &u, 8);
         }
         reseal(buf);
-        int v = pfb_verify(buf, n, "bad.pfb", err);
-        CHECKF(v < 0 && strstr(err, "bad.pfb: ") == err && strstr(err, cases[c].expect), "%s: '%s' lacks '%s'", w,
-               v < 0 ? err : "(accepted)", cases[c].expect);
+        int ns_bad;
+        pf_rc v = pfb_verify(buf, n, "bad.pfb", &ns_bad, err);
+        CHECKF(v == PF_RC_FORMAT && strstr(err, "bad.pfb: ") == err && strstr(err, cases[c].expect), "%s: '%s' lacks '%s'",
+               w, v != PF_RC_OK ? err : "(accepted)", cases[c].expect);
     }
     /* the unmodified copy still verifies: every case above changed only its own field */
     memcpy(buf, orig, n);
-    CHECK(pfb_verify(buf, n, "ok.pfb", err) > 0);
+    int ns_ok;
+    CHECK(pfb_verify(buf, n, "ok.pfb", &ns_ok, err) == PF_RC_OK && ns_ok > 0);
     free(buf);
     free(orig);
 }
@@ -312,22 +318,22 @@ TEST(pfb_cli_pack_verify_run) {
     CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
     snprintf(cmd, sizeof cmd, "%s run -m %s/cli.pfb -p 'the bundle' -n 24 --ignore-eos 2>/dev/null", test_cli(), d);
     CHECK(test_run(cmd, got, sizeof got, NULL, 0) == 0 && !strcmp(ref, got));
-    /* a corrupted byte: verify names the section and exits 1; run refuses it as a bad file (3) */
+    /* a corrupted byte: verify names the section and, as run, refuses it as a bad file (3) */
     snprintf(cmd, sizeof cmd, "cp %s/cli.pfb %s/bad.pfb && printf '\\377' | dd of=%s/bad.pfb bs=1 seek=200000 conv=notrunc 2>/dev/null"
              " && %s verify %s/bad.pfb", d, d, d, test_cli(), d);
-    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "pocketflash: ") == o &&
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1 && strstr(o, "pocketflash: ") == o &&
            strstr(o, "bad.pfb: section 'target/") && strstr(o, "hash mismatch"), "verify bad: %s", o);
     snprintf(cmd, sizeof cmd, "%s run -m %s/bad.pfb -p hi", test_cli(), d);
     CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1 && strstr(o, "hash mismatch"), "run bad: %s", o);
     /* truncated */
     snprintf(cmd, sizeof cmd, "head -c 300000 %s/cli.pfb > %s/cut.pfb && %s verify %s/cut.pfb", d, d, test_cli(), d);
-    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1 && strstr(o, "cut.pfb: file size") && strstr(o, "truncated"),
+    CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1 && strstr(o, "cut.pfb: file size") && strstr(o, "truncated"),
            "verify cut: %s", o);
     snprintf(cmd, sizeof cmd, "%s run -m %s/cut.pfb -p hi", test_cli(), d);
     CHECKF(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1 && strstr(o, "truncated"), "run cut: %s", o);
-    /* a failed pack (bad draft) leaves neither the output nor a temporary file */
+    /* a failed pack (bad draft: 3) leaves neither the output nor a temporary file */
     snprintf(cmd, sizeof cmd, "%s pack -m %s -d %s/cut.pfb -o %s/never.pfb", test_cli(), f->target, d, d);
-    CHECK(test_run(cmd, o, sizeof o, NULL, 0) == 1 && test_count_lines(o) == 1);
+    CHECK(test_run(cmd, o, sizeof o, NULL, 0) == 3 && test_count_lines(o) == 1);
     snprintf(cmd, sizeof cmd, "ls %s | grep never", d);
     CHECK(test_run(cmd, o, sizeof o, NULL, 0) != 0);
     /* --spec dflash with a draft-less bundle is an error naming what is missing */

@@ -91,8 +91,8 @@ TEST(schema_bench_maskbench_sample) {
     CHECKF(pf_sb_list(".cache/maskbench/data", SAMPLE, SEED, &paths, &n, err) == 0, "%s (make test-data unpacks it)",
            err);
     CHECK(n == SAMPLE);
-    pf_tokenizer *tok = pf_tokenizer_load_file("models/pf-target-f16.gguf", err);
-    CHECKF(tok, "%s", err);
+    pf_tokenizer *tok;
+    CHECKF(pf_tokenizer_load_file("models/pf-target-f16.gguf", &tok, err) == PF_RC_OK, "%s", err);
     pf_token_masker *tm = pf_vocab_masker(tok, pf_tokenizer_n_vocab(tok), err);
     pf_sb_result r = {0};
     int rc = tm ? pf_sb_run(tok, tm, paths, n, &r) : -1;

@@ -117,6 +117,89 @@ TEST(status_other_commands_exit_status_per_kind) {
     }
 }
 
+/* The files of the table below: a prompt file, a Dec head, a ranked list, a sequence file (one
+ * sequence of one token), a checkpoint folder whose config.json is cut short and the first 100
+ * bytes of the tokenizer.json; NULL when one cannot be written. */
+static const char *kinds_fixtures(void) {
+    static char dir[400];
+    snprintf(dir, sizeof dir, "%s/kinds", pf_test_tmpdir());
+    static const uint8_t seq[16] = {'P', 'F', 'S', 'Q', 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+    char cmd[2600], path[500];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/hf && echo '{\"prompt\": \"hi\"}' > %s/in.jsonl && echo '1 2 3' > %s/ranked.txt && "
+             "printf '{\"architectures\": [' > %s/hf/config.json && head -c 100 models/pf-tokenizer.json > %s/tok.json",
+             dir, dir, dir, dir, dir);
+    snprintf(path, sizeof path, "%s/seq.bin", dir);
+    return system(cmd) == 0 && test_write_file(path, seq, sizeof seq) == 0 ? dir : NULL;
+}
+
+/* tmpl with @F replaced by file and @D by dir. */
+static void kinds_args(char *dst, size_t n, const char *tmpl, const char *file, const char *dir) {
+    size_t o = 0;
+    for (const char *p = tmpl; *p && o + 1 < n; p++) {
+        const char *with = p[0] == '@' && p[1] == 'F' ? file : p[0] == '@' && p[1] == 'D' ? dir : NULL;
+        if (with) p++;
+        o += (size_t)snprintf(dst + o, n - o, "%.*s", with ? (int)strlen(with) : 1, with ? with : p);
+    }
+    dst[o < n ? o : n - 1] = 0;
+}
+
+/* Every command that reads a file exits with the kind of what failed (docs/cli.md#exit-status), one
+ * line "pocketflash: ..." on stderr naming the file: per command a missing file (2), a truncated or
+ * malformed one (3: the first 100 bytes of a GGUF, or the fixture named) and an unknown flag (1).
+ * Each fails on the first file it opens: no model loads beyond the failing one. */
+TEST(status_every_file_command_exit_status_per_kind) {
+    const char *gguf_cut = truncated_target(100), *dir = kinds_fixtures();
+    CHECK(gguf_cut && dir);
+    static const struct {
+        const char *args; /* @F: the file under test; @D: the fixtures' folder */
+        const char *bad;  /* the bad file in @D; NULL: the cut GGUF; "": none */
+    } cmds[] = {
+        {"run -m @F -p hi -n 2", NULL},
+        {"run -m " TARGET " -f @F", ""},
+        {"gen -m @F -i @D/in.jsonl -o @D/out.jsonl", NULL},
+        {"bench -m @F --tasks eval/tasks --prompts 1 -n 2 --reps 1", NULL},
+        {"tune -m @F --tasks eval/tasks --prompts 1 -o @D/p.json", NULL},
+        {"serve -m @F --port 0", NULL},
+        {"demo -m @F -d " DRAFT " --prompts 1 -n 2 --reps 1", NULL},
+        {"bench-model -m @F --reps 1", NULL},
+        {"schema-bench -m @F @D", NULL},
+        {"info @F", NULL},
+        {"tokenize -m @F -p hi", NULL},
+        {"vocab-import @F -o @D/v.gguf", "tok.json"},
+        {"convert @F -o @D/c.gguf", "hf"},
+        {"pack -m @F -o @D/x.pfb", NULL},
+        {"pack -m " TARGET " --profile @F -o @D/x.pfb", ""},
+        {"verify @F", NULL},
+        {"synth-draft -m @F -o @D/sd.gguf", NULL},
+        {"expand -m @F -o @D/e.gguf", NULL},
+        {"quantize @F @D/q.gguf q8_0", NULL},
+        {"dec-attach -d @F --strip -o @D/da.gguf", NULL},
+        {"dec-attach -d " DRAFT " --dec @F -o @D/da.gguf", "tok.json"},
+        {"draft-head -d " DRAFT " -m @F --ranked @D/ranked.txt -o @D/dh.gguf", NULL},
+        {"taps -m @F --layers 0 -i @D/seq.bin -o @D/t.npy", NULL},
+        {"taps -m " TARGET " --layers 0 -i @F -o @D/t.npy", "ranked.txt"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char args[1200], bad[500], err[8192];
+        kinds_args(args, sizeof args, cmds[i].args, "/nonexistent/kinds.file", dir);
+        int rc = run_status("", args, err, sizeof err);
+        CHECKF(rc == 2 && one_line(err) && strstr(err, "/nonexistent/kinds.file"), "%s: exit %d (want 2), '%s'", args, rc, err);
+        if (!cmds[i].bad || cmds[i].bad[0]) {
+            snprintf(bad, sizeof bad, "%s/%s", dir, cmds[i].bad ? cmds[i].bad : "");
+            kinds_args(args, sizeof args, cmds[i].args, cmds[i].bad ? bad : gguf_cut, dir);
+            rc = run_status("", args, err, sizeof err);
+            CHECKF(rc == 3 && one_line(err) && strstr(err, cmds[i].bad ? bad : gguf_cut), "%s: exit %d (want 3), '%s'", args,
+                   rc, err);
+        }
+        size_t name_len = strcspn(cmds[i].args, " ");
+        if (i && !strncmp(cmds[i - 1].args, cmds[i].args, name_len + 1)) continue; /* the command's flags are known */
+        snprintf(args, sizeof args, "%.*s --bogus-flag", (int)name_len, cmds[i].args);
+        rc = run_status("", args, err, sizeof err);
+        CHECKF(rc == 1 && one_line(err) && strstr(err, "--bogus-flag"), "%s: exit %d (want 1), '%s'", args, rc, err);
+    }
+}
+
 TEST(status_run_out_of_memory_is_exit_4) {
     if (pf_fault_sanitized()) {
         pf_test_skip("a sanitizer's shadow memory cannot live under ulimit -v");

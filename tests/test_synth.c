@@ -18,7 +18,8 @@ TEST(synth_tokenizer_valid_at_every_shape) {
         snprintf(path, sizeof path, "%s/synth-tok-%s.gguf", pf_test_tmpdir(), sh->name);
         CHECK(gguf_w_write(w, path, err) == 0);
         gguf_writer_free(w);
-        gguf_file *f = gguf_open(path, err);
+        gguf_file *f;
+        gguf_open_file(path, &f, err);
         CHECK(f);
         pf_tokenizer *t = NULL;
         pf_tokenizer_load(f, &t, err);

@@ -80,7 +80,8 @@ TEST(taps_synth_draft_default_and_last_layer_warning) {
     CHECK(test_sh(cmd) == 0);
     CHECK(!strstr(slurp(errp), "warning"));
     char err[PF_ERR_LEN];
-    gguf_file *g = gguf_open(d0, err);
+    gguf_file *g;
+    gguf_open_file(d0, &g, err);
     CHECK(g);
     const gguf_kv *tl = gguf_get_arr(g, "dflash.target_layers", GGUF_I32);
     int want[3];

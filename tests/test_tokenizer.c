@@ -26,8 +26,7 @@ static pf_tokenizer *qwen3(void) {
     if (!tried) {
         tried = 1;
         char err[PF_ERR_LEN];
-        t = pf_tokenizer_load_file(QWEN3_VOCAB, err);
-        if (!t) printf("    %s\n", err);
+        if (pf_tokenizer_load_file(QWEN3_VOCAB, &t, err) != PF_RC_OK) printf("    %s\n", err);
     }
     return t;
 }
@@ -634,7 +633,8 @@ static int write_tiny_tokenizer(const char *path, const char *model_type, const 
 }
 
 static pf_tokenizer *load_path(const char *path, char err[PF_ERR_LEN], char *arch, size_t arch_len) {
-    gguf_file *f = gguf_open(path, err);
+    gguf_file *f;
+    gguf_open_file(path, &f, err);
     if (!f) return NULL;
     gguf_str s = {"", 0};
     if (arch) {
@@ -844,7 +844,7 @@ TEST(cli_tokenize_and_decode) {
         {"tokenize -m " QWEN3_VOCAB " -p hi --bogus", "--bogus", 1},
         {"tokenize -p hi", "-m", 1},
         {"tokenize -m " QWEN3_VOCAB, "-p", 1},
-        {"tokenize -m /nonexistent.gguf -p hi", "/nonexistent.gguf", 1},
+        {"tokenize -m /nonexistent.gguf -p hi", "/nonexistent.gguf", 2},
         {"tokenize -m " QWEN3_VOCAB " -p $(printf 'a\\377b')", "invalid UTF-8 at byte 1", 1},
         {"tokenize -m " QWEN3_VOCAB " --decode -p '1 x'", "not a token id", 1},
         {"tokenize -m " QWEN3_VOCAB " --decode -p 999999", "out of range", 1},

@@ -206,7 +206,7 @@ int test_synth_target_draft(const char *prefix, uint64_t target_seed, int draft_
     snprintf(target, n, "%s/%s-target.gguf", pf_test_tmpdir(), prefix);
     snprintf(draft, n, "%s/%s-draft.gguf", pf_test_tmpdir(), prefix);
     if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, target_seed, target, err) < 0) return -1;
-    return pf_dflash_synth(target, 1, draft_layers, 8, NULL, 0, 3, false, draft, err) < 0 ? -1 : 0;
+    return pf_dflash_synth(target, 1, draft_layers, 8, NULL, 0, 3, false, draft, err) != PF_RC_OK ? -1 : 0;
 }
 
 int test_chat_tokens(const pf_model *m, const char *user, int32_t **ids, size_t *n, char *err) {

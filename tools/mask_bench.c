@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
     char err[PF_ERR_LEN];
     size_t n_schema = 0, n_doc = 0;
     char *schema = slurp(argv[2], &n_schema), *doc = slurp(argv[3], &n_doc);
-    pf_tokenizer *t = pf_tokenizer_load_file(argv[1], err);
+    pf_tokenizer *t;
+    pf_tokenizer_load_file(argv[1], &t, err);
     if (!t || !schema || !doc) return fprintf(stderr, "%s\n", t ? "cannot read the schema or document" : err), 1;
     int32_t *ids = NULL;
     size_t n_ids = 0;

@@ -14,10 +14,9 @@
 #include <string.h>
 
 #include "../test.h"
+#include "api_fixture.h"
 #include "text_sink.h"
 
-#define TARGET "models/pf-target-f16.gguf"
-#define DRAFT2 "models/pf-draft-dflash2.gguf"
 
 enum { N_REQ = 6 };
 
@@ -146,19 +145,12 @@ static int same(const result *a, const result *b, int i) {
     return 0;
 }
 
-static pf_session *open_session(const pf_model *m, int threads) {
-    char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = threads, .n_ctx = 512};
-    pf_session *s = NULL;
-    if (pf_session_new(m, &sp, &s, err) != PF_OK) printf("    %s\n", err);
-    return s;
-}
+static pf_session *open_session(const pf_model *m, int threads) { return api_session(m, threads, 512); }
 
 TEST(api_batch_equals_solo) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
+    pf_model *m;
+    if (!api_load(NULL, &m, NULL)) return;
     pf_session *s = open_session(m, 2);
     CHECK(s);
     static result want[N_REQ];
@@ -205,10 +197,8 @@ static void *run_batch(void *arg) {
 }
 
 TEST(api_batch_fed_from_threads) {
-    char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
+    pf_model *m;
+    if (!api_load(NULL, &m, NULL)) return;
     pf_session *s = open_session(m, 2);
     CHECK(s);
     static result want[N_REQ];
@@ -236,9 +226,8 @@ TEST(api_batch_fed_from_threads) {
 /* Requests the batch cannot run end with their status; the others run on. */
 TEST(api_batch_refusals) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
+    pf_model *m;
+    if (!api_load(NULL, &m, NULL)) return;
     pf_session *s = open_session(m, 1);
     CHECK(s);
     static result want;
@@ -284,12 +273,9 @@ static void mixed_request(int i, const pf_draft *d, pf_batch_request *r, pf_mess
  * strategy's name and block in the statistics. */
 TEST(api_batch_mixed_spec_equals_solo) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     pf_session *s = open_session(m, 2);
     CHECK(s);
     static result want[N_REQ];
@@ -347,12 +333,9 @@ static void structured_request(int i, const pf_draft *d, pf_batch_request *r, pf
 
 TEST(api_batch_structured_equals_solo) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     pf_session *s = open_session(m, 2);
     CHECK(s);
     enum { N = 4 };

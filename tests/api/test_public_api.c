@@ -13,11 +13,9 @@
 #include <string.h>
 
 #include "../test.h"
+#include "api_fixture.h"
 #include "text_sink.h"
 
-#define TARGET "models/pf-target-f16.gguf"
-#define DRAFT2 "models/pf-draft-dflash2.gguf" /* DFlash2 with a Dec head */
-#define DRAFT1 "models/pf-draft-dflash.gguf"  /* DFlash, no Dec head */
 
 typedef struct { int32_t t[1024]; int n; } toks;
 
@@ -27,14 +25,7 @@ static int on_tok(void *u, int32_t id) {
     return 0;
 }
 
-static pf_session *session(const pf_model *m, int threads) {
-    char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = threads, .n_ctx = 1024};
-    pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
-    if (!s) printf("    %s\n", err);
-    return s;
-}
+static pf_session *session(const pf_model *m, int threads) { return api_session(m, threads, 1024); }
 
 static const char *const k_prompts[3] = {
     "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
@@ -51,12 +42,9 @@ TEST(api_version_matches_header) {
 
 TEST(api_speculative_text_equals_plain) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     CHECK(pf_draft_has_dec(d) && pf_draft_block_size(d) == 8);
     pf_session *s = session(m, 2);
     CHECK(s);
@@ -111,12 +99,9 @@ static void on_source(void *u, int32_t id, bool drafted) {
  * marks at most the kept drafts as drafted, and the text is unchanged by asking. */
 TEST(api_token_source_marks_kept_drafts) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     pf_session *s = session(m, 1);
     CHECK(s);
     text want = {0};
@@ -201,13 +186,9 @@ static void three_turns(pf_model *m, const pf_draft *d, pf_spec_kind kind, float
 }
 
 TEST(api_multi_turn_reuse_equals_cold_runs) {
-    char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     three_turns(m, NULL, PF_SPEC_PLAIN, 0);
     if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DFLASH, 0);
     if (!pf_test_failed()) three_turns(m, d, PF_SPEC_DEC, 0);
@@ -219,12 +200,9 @@ TEST(api_multi_turn_reuse_equals_cold_runs) {
 
 TEST(api_divergent_prompt_truncates_cache_and_draft_context) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     pf_session *s = session(m, 2), *cold = session(m, 2);
     CHECK(s && cold);
     pf_gen_params gp;
@@ -302,12 +280,9 @@ static pf_status chat_turns(pf_session *s, const pf_gen_params *gp, chat_log *c,
 
 TEST(api_chat_turns_reuse_and_equal_cold) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     pf_session *s = session(m, 2);
     CHECK(s);
     pf_gen_params gp;
@@ -384,13 +359,9 @@ static void *run_job(void *p) {
 
 TEST(api_concurrent_sessions_equal_sequential) {
     enum { N = 4 };
-    char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     job seq[N], par[N];
     for (int i = 0; i < N; i++) {
         seq[i] = (job){.m = m, .d = d, .id = i, .threads = 1 + i % 2};
@@ -472,9 +443,8 @@ TEST(api_failure_kinds_reach_the_caller) {
 
 TEST(api_bad_arguments_fail_with_a_message) {
     char err[PF_ERR_LEN];
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
+    pf_model *m;
+    if (!api_load(NULL, &m, NULL)) return;
     err[0] = 0;
     pf_draft *none = NULL;
     CHECK(pf_load_draft(m, "/nonexistent/draft.gguf", &none, err) == PF_ERR_IO && !none &&
@@ -551,12 +521,9 @@ TEST(api_profile_chooses_strategy) {
     fputs("{\"default\": {\"spec\": \"ngram\", \"block\": 5}, \"tasks\": {\"math\": {\"spec\": \"dflash\", \"block\": 3}}}",
           f);
     fclose(f);
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
-    pf_draft *d = NULL;
-    pf_load_draft(m, DRAFT2, &d, err);
-    CHECKF(d, "%s", err);
+    pf_model *m;
+    pf_draft *d;
+    if (!api_load(DRAFT2, &m, &d)) return;
     pf_session *s = session(m, 1);
     pf_gen_params gp;
     pf_gen_params_default(&gp);
@@ -639,9 +606,8 @@ TEST(api_draft_from_bundle) {
 TEST(api_prompt_cache_rows_reused_next_turn) {
     char err[PF_ERR_LEN], path[300];
     snprintf(path, sizeof path, "%s/api-prompt.cache", pf_test_tmpdir());
-    pf_model *m = NULL;
-    pf_load_model(TARGET, &m, err);
-    CHECKF(m, "%s", err);
+    pf_model *m;
+    if (!api_load(NULL, &m, NULL)) return;
     pf_session *s = session(m, 1), *cold = session(m, 1);
     pf_gen_params gp;
     pf_gen_params_default(&gp);

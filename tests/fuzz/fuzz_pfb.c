@@ -37,7 +37,8 @@ static void parse(uint8_t *buf, size_t size) {
         }
         pfb_close(b);
     }
-    (void)pfb_verify(buf, size, "fuzz", err);
+    int n_sections;
+    (void)pfb_verify(buf, size, "fuzz", &n_sections, err);
     (void)sink;
 }
 

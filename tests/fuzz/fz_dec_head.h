@@ -16,9 +16,9 @@ static int fz_attach_dec_head(const char *draft, int H, const char *out, char er
         return -1;
     }
     for (int i = 0; i < 2 * H; i++) w[i] = 0.01f * (float)((i % 7) - 3);
-    int r = pf_dec_attach(draft, w, H, 0.1f, pos, 4, out, err);
+    pf_rc r = pf_dec_attach(draft, w, H, 0.1f, pos, 4, out, err);
     free(w);
-    return r;
+    return r == PF_RC_OK ? 0 : -1;
 }
 
 #endif

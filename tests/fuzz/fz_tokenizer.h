@@ -18,7 +18,7 @@ static pf_tokenizer *g_tok;
 static void fz_tokenizer_init(const char *target) {
     const char *path = getenv("PF_FUZZ_MODEL") ? getenv("PF_FUZZ_MODEL") : "models/pf-target-f16.gguf";
     char err[PF_ERR_LEN];
-    if (!(g_file = gguf_open(path, err)) || pf_tokenizer_load(g_file, &g_tok, err) != PF_RC_OK) {
+    if (gguf_open_file(path, &g_file, err) != PF_RC_OK || pf_tokenizer_load(g_file, &g_tok, err) != PF_RC_OK) {
         fprintf(stderr, "%s: %s (run from the repository root)\n", target, err);
         abort();
     }

@@ -1,0 +1,37 @@
+/* What the public-API tests share (-Iinclude only; tests/test.h is the harness): the committed
+ * models, loaded, and a session over them. */
+#ifndef PF_TEST_API_FIXTURE_H
+#define PF_TEST_API_FIXTURE_H
+
+#include <pocketflash.h>
+#include <stdio.h>
+
+#include "../test.h"
+
+#define TARGET "models/pf-target-f16.gguf"
+#define DRAFT2 "models/pf-draft-dflash2.gguf" /* DFlash2 with a Dec head */
+#define DRAFT1 "models/pf-draft-dflash.gguf"  /* DFlash, no Dec head */
+
+/* TARGET into *m and, unless draft is NULL, that draft into *d: 1, or 0 with the library's message
+ * recorded as the current test's failure and nothing held. */
+static inline int api_load(const char *draft, pf_model **m, pf_draft **d) {
+    char err[PF_ERR_LEN];
+    *m = NULL;
+    if (d) *d = NULL;
+    if (pf_load_model(TARGET, m, err) == PF_OK && (!draft || pf_load_draft(*m, draft, d, err) == PF_OK)) return 1;
+    pf_test_failf(__FILE__, __LINE__, "%s", err);
+    pf_free_model(*m);
+    *m = NULL;
+    return 0;
+}
+
+/* A session of `threads` threads over n_ctx tokens; NULL after printing the library's message. */
+static inline pf_session *api_session(const pf_model *m, int threads, int64_t n_ctx) {
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
+    pf_session *s = NULL;
+    if (pf_session_new(m, &sp, &s, err) != PF_OK) printf("    %s\n", err);
+    return s;
+}
+
+#endif
