@@ -690,7 +690,7 @@ TEST(grammar_all_of_one_of) {
  * key one requires and the other forbids or gives disjoint values. */
 TEST(grammar_one_of_overlapping) {
     static const char req[] = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{}},"
-                              "\"additionalProperties\":{\"type\":\"integer\"},\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}";
+                              "\"additionalProperties\":{\"type\":\"integer\"},\"maxProperties\":2,\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}";
     static const doc_case req_docs[] = {
         {"{\"a\":1}", 1}, {"{\"b\":\"x\"}", 1}, {"{\"a\":1,\"b\":2}", 0}, {"{}", 0}, {"{\"c\":1,\"b\":null}", 1},
         {"{\"a\":\"x\"}", 0},
