@@ -49,6 +49,23 @@ static int types_ok(const pf_json *t, const pf_json *v) {
 
 static int valid_in(const pf_json *root, const pf_json *s, const pf_json *v, int depth);
 
+/* dependencies (a key's list of keys, or a schema), dependentRequired and dependentSchemas: each
+ * applies when its key is present. */
+static int deps_ok(const pf_json *root, const pf_json *s, const pf_json *v, int depth) {
+    static const char *const kws[] = {"dependencies", "dependentRequired", "dependentSchemas"};
+    for (int w = 0; w < 3; w++) {
+        const pf_json *d = pf_json_get(s, kws[w]);
+        for (size_t i = 0; d && d->type == PF_JSON_OBJECT && i < d->u.obj.n; i++) {
+            const pf_json_member *m = &d->u.obj.members[i];
+            if (!pf_json_get(v, m->key)) continue;
+            if (m->val.type != PF_JSON_ARRAY && !valid_in(root, &m->val, v, depth + 1)) return 0;
+            for (size_t k = 0; m->val.type == PF_JSON_ARRAY && k < m->val.u.arr.n; k++)
+                if (m->val.u.arr.items[k].type == PF_JSON_STRING && !pf_json_get(v, m->val.u.arr.items[k].u.str.s)) return 0;
+        }
+    }
+    return 1;
+}
+
 static int object_ok(const pf_json *root, const pf_json *s, const pf_json *v, int depth) {
     const pf_json *props = pf_json_get(s, "properties"), *req = pf_json_get(s, "required"),
                   *add = pf_json_get(s, "additionalProperties");
@@ -63,7 +80,7 @@ static int object_ok(const pf_json *root, const pf_json *s, const pf_json *v, in
     if ((lo && (double)v->u.obj.n < lo->u.num.d) || (hi && (double)v->u.obj.n > hi->u.num.d)) return 0;
     for (size_t i = 0; req && i < req->u.arr.n; i++)
         if (!pf_json_get(v, req->u.arr.items[i].u.str.s)) return 0;
-    return 1;
+    return deps_ok(root, s, v, depth);
 }
 
 static int array_ok(const pf_json *root, const pf_json *s, const pf_json *v, int depth) {

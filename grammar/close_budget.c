@@ -89,21 +89,21 @@ static int64_t other_cost(const pf_close *c, const pf_schema_node *nd) {
     return add(add(other_key_text(c, nd), 1), other_value_doc(c, nd));
 }
 
-/* One more key (req: a required one) fits with k keys so far: maxProperties leaves room for it
- * and every required key not given yet. */
-static int key_room(const pf_schema_node *nd, uint64_t used, int64_t k, int req) {
+/* One more key fits with k keys so far (used: the listed ones given, the new one among them when
+ * listed): maxProperties leaves room for it and every key needed and not given yet. */
+static int key_room(const pf_schema_node *nd, uint64_t used, int64_t k) {
     if (nd->max_props == INT64_MAX) return 1;
-    return k + 1 + __builtin_popcountll(nd->required & ~used) - req <= nd->max_props;
+    return k + 1 + __builtin_popcountll(pf_schema_keys_needed(nd, used) & ~used) <= nd->max_props;
 }
 
 static int listed_room(const pf_schema_node *nd, uint64_t used, int64_t k, int i) {
-    return key_room(nd, used, k, (int)(nd->required >> i & 1));
+    return key_room(nd, used | 1ull << i, k);
 }
 
 /* From between keys (first: none yet) to the closing brace: the required keys not given, the
  * cheapest others minProperties still asks for, their commas, and `}`. */
 static int64_t obj_close(const pf_close *c, const pf_schema_node *nd, uint64_t used, int64_t k, int first) {
-    uint64_t req = nd->free_keys ? 0 : nd->required & ~used;
+    uint64_t req = nd->free_keys ? 0 : pf_schema_keys_needed(nd, used) & ~used;
     int64_t cost = 0, n_add = __builtin_popcountll(req);
     for (int i = 0; i < nd->n_props; i++)
         if (req >> i & 1) cost = add(cost, key_cost(c, nd, i));
@@ -130,7 +130,7 @@ static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used
 /* After a comma: one key at least, then on to the closing brace. */
 static int64_t obj_after_comma(const pf_close *c, const pf_schema_node *nd, const pf_frame *o) {
     int64_t k = obj_keys(o), best = INF;
-    if (key_room(nd, o->used, k, 0)) best = add(other_cost(c, nd), obj_close(c, nd, o->used, k + 1, 0));
+    if (key_room(nd, o->used, k)) best = add(other_cost(c, nd), obj_close(c, nd, o->used, k + 1, 0));
     for (int i = 0; i < nd->n_props && !nd->free_keys; i++)
         if (!(o->used >> i & 1) && listed_room(nd, o->used, k, i))
             best = min2(best, add(key_cost(c, nd, i), obj_close(c, nd, o->used | 1ull << i, k + 1, 0)));
@@ -163,7 +163,7 @@ static int64_t key_rest(const pf_close *c, const pf_frame *t, const pf_frame *o)
                         obj_close(c, nd, o->used | 1ull << i, k + 1, 0));
         best = min2(best, r);
     }
-    if ((nd->extra >= 0 || nd->key_node >= 0) && key_room(nd, o->used, k, 0)) {
+    if ((nd->extra >= 0 || nd->key_node >= 0) && key_room(nd, o->used, k)) {
         int64_t r = add(add(quote_next ? 2 : 1, 1), other_value_doc(c, nd));
         best = min2(best, add(r, obj_close(c, nd, o->used, k + 1, 0)));
     }

@@ -405,16 +405,17 @@ static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
  * still matters: maxProperties, or minProperties when unbounded). */
 static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used) + o->off; }
 
-/* One more key fits under maxProperties and still leaves room for the required keys not given
- * yet (required: the key is one of them). */
-static int key_fits(const pf_schema_node *nd, const pf_frame *o, int required) {
+/* One more key (listed key i, or another when i < 0) fits under maxProperties and still leaves
+ * room for the keys needed and not given yet (required, or required by those given). */
+static int key_fits(const pf_schema_node *nd, const pf_frame *o, int32_t i) {
     if (nd->max_props == INT64_MAX) return 1;
-    return obj_keys(o) + 1 + __builtin_popcountll(nd->required & ~o->used) - required <= nd->max_props;
+    uint64_t used = i >= 0 ? o->used | 1ull << i : o->used;
+    return obj_keys(o) + 1 + __builtin_popcountll(pf_schema_keys_needed(nd, used) & ~used) <= nd->max_props;
 }
 
 /* Listed key i may be written now in object frame o (n frames with the key's). */
 static int key_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int32_t i, int n) {
-    return !(o->used >> i & 1) && key_fits(nd, o, (int)(nd->required >> i & 1)) && fits(m, nd->prop_node[i], n);
+    return !(o->used >> i & 1) && key_fits(nd, o, i) && fits(m, nd->prop_node[i], n);
 }
 
 /* The values of keys other than the listed ones fit with n frames (with patternProperties, every
@@ -431,7 +432,7 @@ static int other_fits(const pf_matcher *m, const pf_schema_node *nd, int n) {
 /* A key other than the listed ones may be written now (free keys, additionalProperties, or
  * patternProperties). */
 static int other_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int n) {
-    return (nd->extra >= 0 || nd->key_node >= 0) && key_fits(nd, o, 0) && other_fits(m, nd, n);
+    return (nd->extra >= 0 || nd->key_node >= 0) && key_fits(nd, o, -1) && other_fits(m, nd, n);
 }
 
 /* The string node of the other keys. */
@@ -518,7 +519,8 @@ static int32_t other_value(const pf_matcher *m, const pf_schema_node *nd, pf_fra
 static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1];
     const pf_schema_node *nd = node_of(m, t);
-    int can_close = (nd->free_keys || (t->used & nd->required) == nd->required) && obj_keys(t) >= nd->min_props;
+    uint64_t need = nd->free_keys ? 0 : pf_schema_keys_needed(nd, t->used);
+    int can_close = (t->used & need) == need && obj_keys(t) >= nd->min_props;
     int can_key = other_open(m, nd, t, *n + 1);
     for (int i = 0; i < nd->n_props && !can_key; i++) can_key = key_open(m, nd, t, i, *n + 1);
     switch (t->phase) {

@@ -165,7 +165,14 @@ int32_t sc_compile(cctx *c, const pf_json *v, int depth, const char *path) {
     if (pf_json_get(v, "oneOf")) return sc_compile_any_of(c, v, "oneOf", depth, path);
     int types = sc_type_set(c, v, path);
     if (types < 0) return FAIL;
-    return types ? compile_types(c, v, types, depth, path) : PF_SN_ID_ANY;
+    if (!types) return PF_SN_ID_ANY;
+    int32_t id = compile_types(c, v, types, depth, path);
+    if (id < PF_SN_N_FIXED || pf_json_get(v, "type")) return id;
+    pf_schema_node *n = &c->s->nodes[id];
+    n->implied_type = 1;
+    for (int i = 0; n->kind == PF_SN_UNION && i < n->n_alts; i++) /* each type's node: fresh, never a fixed one */
+        if (n->alts[i] >= PF_SN_N_FIXED) c->s->nodes[n->alts[i]].implied_type = 1;
+    return id;
 }
 
 static pf_schema *start(cctx *c, char err[PF_ERR_LEN]) {
@@ -268,6 +275,7 @@ void pf_schema_free(pf_schema *s) {
         pf_lit_set_free(&n->keys);
         pf_lit_set_free(&n->lits);
         free(n->prop_node);
+        free(n->deps);
         free(n->alts);
         free(n->key_vals);
         pf_regex_free(n->re);

@@ -1,6 +1,7 @@
 /* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
+ * `dependencies` / `dependentRequired` (a key requiring others),
  * `items`, `minItems`, `maxItems`, `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
  * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `allOf` (merged where exact),
@@ -61,11 +62,15 @@ typedef struct {
     pf_lit_set keys;
     int32_t *prop_node;
     uint64_t required;     /* bit i: key i must appear */
+    uint64_t *deps;        /* NULL, or per listed key the keys its presence requires (dependencies,
+                              dependentRequired; followed through) */
     /* ARRAY */
     int32_t items;
     int64_t min_items, max_items;
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
+    uint8_t implied_type; /* its type came from its keywords, not `type`: the schema itself also
+                             holds for every other type (oneOf's disjointness must know) */
     uint8_t raw;       /* LITERALS: text outside JSON (a wrap, pf_schema_wrap): no space after ',' or ':' */
     uint8_t no_escape; /* STRING: only the short escapes, no \u or \/ (an object's other keys: such
                           an escape could spell a listed key another way) */
@@ -135,6 +140,14 @@ pf_schema_status pf_schema_add_wrap(pf_schema *s, const char *prefix, int32_t no
                                     char err[PF_ERR_LEN]);
 /* The value node of listed property key of object node obj, -1 when it has none such. */
 int32_t pf_schema_property(const pf_schema *s, int32_t obj, const char *key);
+
+/* The listed keys object node nd needs once the keys in used are given: its required ones and
+ * those the given ones require (dependencies). */
+static inline uint64_t pf_schema_keys_needed(const pf_schema_node *nd, uint64_t used) {
+    uint64_t need = nd->required;
+    for (uint64_t u = nd->deps ? used : 0; u; u &= u - 1) need |= nd->deps[__builtin_ctzll(u)];
+    return need;
+}
 
 /* Index range [*lo, *hi) of set entries whose byte `off` is c, within [*lo, *hi) (entries there
  * share their first `off` bytes). */

@@ -72,6 +72,8 @@ int32_t sc_compile_any_of(cctx *c, const pf_json *v, const char *key, int depth,
 const pf_json *sc_merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path);
 const pf_json *sc_fold_all_of(cctx *c, const pf_json *v, int depth, const char *path);
 const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path);
+/* {key: val}, made for this compile. NULL when out of memory. */
+pf_json *sc_object1(cctx *c, const char *key, pf_json val);
 int32_t sc_compile_target(cctx *c, const pf_json *target, int depth, const char *path);
 const pf_json *sc_ref_target(cctx *c, const pf_json *v, const char *path);
 /* The schema $ref value r names (no keyword checks); NULL after a failure. */

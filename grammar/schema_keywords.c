@@ -11,7 +11,7 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
                                          "minItems", "maxItems", "enum", "const", "anyOf", "minLength", "maxLength",
                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                          "minProperties", "maxProperties", "allOf", "oneOf", "pattern", "format",
-                                         "patternProperties"};
+                                         "patternProperties", "dependencies", "dependentRequired"};
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
  * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
@@ -20,8 +20,8 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
  * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). */
 static const char *const k_unsupported[] = {
     "multipleOf", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
-    "additionalItems", "unevaluatedItems", "dependentRequired",
-    "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties",
+    "additionalItems", "unevaluatedItems",
+    "dependentSchemas", "propertyNames", "unevaluatedProperties",
     "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
     "disallow", "extends"};
 
@@ -116,7 +116,8 @@ int sc_type_set(cctx *c, const pf_json *v, const char *path) {
         if (!set) return sc_fail(c, path, "type: not one of object, array, string, number, integer, boolean, null");
     } else {
         if (asserts(v, "properties") || asserts(v, "required") || asserts(v, "additionalProperties") ||
-            asserts(v, "minProperties") || pf_json_get(v, "maxProperties") || asserts(v, "patternProperties"))
+            asserts(v, "minProperties") || pf_json_get(v, "maxProperties") || asserts(v, "patternProperties") ||
+            asserts(v, "dependencies") || asserts(v, "dependentRequired"))
             set |= T_OBJ;
         if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
         if (asserts(v, "minLength") || pf_json_get(v, "maxLength") || pf_json_get(v, "pattern") ||

@@ -98,6 +98,14 @@ static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_js
         return merge_union(c, x, y, 0, out, depth, path);
     if (!strcmp(key, "properties") && x->type == PF_JSON_OBJECT && y->type == PF_JSON_OBJECT)
         return merge_union(c, x, y, 1, out, depth, path);
+    if (!strcmp(key, "not")) { /* neither x nor y: not {"anyOf": [x, y]} */
+        pf_json *both = sc_scratch(c, 2 * sizeof *both);
+        if (!both) return sc_fail_oom(c, path);
+        both[0] = *x;
+        both[1] = *y;
+        const pf_json *any = sc_object1(c, "anyOf", (pf_json){.type = PF_JSON_ARRAY, .u.arr = {both, 2}});
+        return any ? (*out = *any, 0) : sc_fail_oom(c, path);
+    }
     if (!strcmp(key, "items") && x->type != PF_JSON_ARRAY && y->type != PF_JSON_ARRAY) {
         const pf_json *s = sc_merge_schemas(c, x, y, depth + 1, path);
         return s ? (*out = *s, 0) : FAIL;

@@ -6,7 +6,8 @@
 /* ---- not: the forms whose complement is a schema of the subset ----
  * not false: nothing; not true / not {}: no value; not {"type": T}: the other types (not
  * "integer" alone takes every number away, never letting one through); not {"required": [...]}
- * and an allOf of such: an object lacking one of the keys. (Beside enum or const, any form: the
+ * and an allOf of such: an object lacking one of the keys; not {"$ref": ...}: the complement of
+ * what it names; not {"anyOf": [...]}: the complements of its branches merged (allOf). (Beside enum or const, any form: the
  * values are checked one by one, grammar/schema_eval.c.) Any other form is an error. */
 
 /* The annotations-only schema s: it asserts nothing (only keywords neither compiled nor refused). */
@@ -30,7 +31,7 @@ static const pf_json_member *sole_keyword(const pf_json *s) {
     return k;
 }
 
-static pf_json *json_object1(cctx *c, const char *key, pf_json val) {
+pf_json *sc_object1(cctx *c, const char *key, pf_json val) {
     pf_json *o = sc_scratch(c, sizeof *o);
     pf_json_member *m = sc_scratch(c, sizeof *m);
     if (!o || !m) return NULL;
@@ -79,9 +80,9 @@ static const pf_json *without_keys(cctx *c, const pf_json_member *k, const char 
     pf_json *out = sc_scratch(c, sizeof *out);
     if (!alts || !top || !out) return sc_fail_oom(c, path), NULL;
     for (size_t i = 0; i < n; i++) {
-        pf_json *props = json_object1(c, keys[i]->u.str.s, k_false);
+        pf_json *props = sc_object1(c, keys[i]->u.str.s, k_false);
         if (props) props->u.obj.members[0].key_len = keys[i]->u.str.len;
-        const pf_json *one = props ? json_object1(c, "properties", *props) : NULL;
+        const pf_json *one = props ? sc_object1(c, "properties", *props) : NULL;
         if (!one) return sc_fail_oom(c, path), NULL;
         alts[i] = *one;
     }
@@ -92,8 +93,22 @@ static const pf_json *without_keys(cctx *c, const pf_json_member *k, const char 
     return out;
 }
 
+static const pf_json *complement(cctx *c, const pf_json *n, int depth, const char *path);
+
+/* not {"anyOf": [s1, ..., sn]}: a value meeting none of them, the merge of their complements. */
+static const pf_json *complement_any_of(cctx *c, const pf_json *list, int depth, const char *path) {
+    if (list->type != PF_JSON_ARRAY || !list->u.arr.n) return sc_fail(c, path, "anyOf: not a non-empty array of schemas"), NULL;
+    const pf_json *acc = complement(c, &list->u.arr.items[0], depth + 1, path);
+    for (size_t i = 1; acc && i < list->u.arr.n; i++) {
+        const pf_json *b = complement(c, &list->u.arr.items[i], depth + 1, path);
+        acc = b ? sc_merge_schemas(c, acc, b, depth + 1, path) : NULL;
+    }
+    return acc;
+}
+
 /* The schema `not` n stands for, as a schema of the subset; NULL after a failure. */
-static const pf_json *complement(cctx *c, const pf_json *n, const char *path) {
+static const pf_json *complement(cctx *c, const pf_json *n, int depth, const char *path) {
+    if (depth > PF_SCHEMA_MAX_DEPTH) return sc_fail(c, path, "nested deeper than %d levels", PF_SCHEMA_MAX_DEPTH), NULL;
     static const char *const names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
     static const pf_json k_true = {.type = PF_JSON_BOOL, .u.b = true}, k_false = {.type = PF_JSON_BOOL, .u.b = false};
     if (n->type == PF_JSON_BOOL) return n->u.b ? &k_false : &k_true;
@@ -113,19 +128,24 @@ static const pf_json *complement(cctx *c, const pf_json *n, const char *path) {
         for (int i = 0; i < 7; i++)
             if (left & (1 << i)) list[m].type = PF_JSON_STRING, list[m].u.str.s = names[i], list[m++].u.str.len = strlen(names[i]);
         pf_json arr = {.type = PF_JSON_ARRAY, .u.arr = {list, m}};
-        const pf_json *r = json_object1(c, "type", arr);
+        const pf_json *r = sc_object1(c, "type", arr);
         return r ? r : (sc_fail_oom(c, path), NULL);
     }
+    if (k && !strcmp(k->key, "$ref")) {
+        const pf_json *t = sc_ref_target(c, n, path);
+        return t ? complement(c, t, depth + 1, path) : NULL;
+    }
+    if (k && !strcmp(k->key, "anyOf")) return complement_any_of(c, &k->val, depth, path);
     if (k && (!strcmp(k->key, "required") || !strcmp(k->key, "allOf"))) {
         const pf_json *r = without_keys(c, k, path);
         if (r || c->oom) return r;
     }
-    return sc_fail(c, path, "keyword 'not' is not supported in this form (only {}, true, false, {type}, {required: [keys]})"), NULL;
+    return sc_fail(c, path, "keyword 'not' is not supported in this form (only {}, true, false, {type}, {required: [keys]}, their anyOf)"), NULL;
 }
 
 /* v with its `not` replaced by the schema it stands for, merged in (allOf semantics). */
 const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path) {
-    const pf_json *comp = complement(c, pf_json_get(v, "not"), path);
+    const pf_json *comp = complement(c, pf_json_get(v, "not"), depth, path);
     const pf_json *rest = comp ? sc_without(c, v, "not", path) : NULL;
     if (!rest) return NULL;
     if (comp->type == PF_JSON_BOOL) return comp->u.b ? rest : comp;

@@ -16,6 +16,8 @@ typedef struct {
     uint32_t len;
     int32_t node;
     int required;
+    int orig;      /* its place before sorting */
+    uint64_t deps; /* the keys (places before sorting) its presence requires */
 } prop;
 
 static int prop_cmp(const void *a, const void *b) {
@@ -44,7 +46,8 @@ static int add_prop(cctx *c, prop *p, int *n, const char *key, size_t len, int32
         free(b.p);
         return sc_fail_oom(c, path);
     }
-    p[(*n)++] = (prop){b.p, (uint32_t)b.n, node, 0};
+    p[*n] = (prop){b.p, (uint32_t)b.n, node, 0, *n, 0};
+    (*n)++;
     return 0;
 }
 
@@ -69,6 +72,94 @@ static int collect_props(cctx *c, const pf_json *props, const pf_json *req, int3
         if (k < 0 && add_prop(c, p, n, r->u.str.s, r->u.str.len, other, path) < 0) return FAIL;
         p[k < 0 ? *n - 1 : k].required = 1;
     }
+    return 0;
+}
+
+/* The keys one dependency asks for when its key is present: `dependencies`' array form or a schema
+ * of `required` alone (true or {}: none), dependentRequired's array; *never: `false`, the key may
+ * not appear. NULL with no keys; FAIL for another form. */
+static int dep_targets(const pf_json *d, const pf_json **list, int *never) {
+    *list = NULL;
+    *never = d->type == PF_JSON_BOOL && !d->u.b;
+    if (d->type == PF_JSON_ARRAY) *list = d;
+    else if (d->type == PF_JSON_OBJECT) {
+        for (size_t i = 0; i < d->u.obj.n; i++)
+            if (sc_validation_keyword(&d->u.obj.members[i]) && strcmp(d->u.obj.members[i].key, "required")) return FAIL;
+        *list = pf_json_get(d, "required");
+    } else if (d->type != PF_JSON_BOOL) return FAIL;
+    if (*list && (*list)->type != PF_JSON_ARRAY) return FAIL;
+    for (size_t i = 0; *list && i < (*list)->u.arr.n; i++)
+        if ((*list)->u.arr.items[i].type != PF_JSON_STRING) return FAIL;
+    return 0;
+}
+
+/* The listed place of key (listed now, with node other, when it was not); UNSAT when no such key
+ * may appear (other < 0), FAIL where patternProperties would decide its value. */
+static int dep_place(cctx *c, prop *p, int *n, const pf_json *key, int32_t other, int patterns, const char *path) {
+    int k = find_prop(p, *n, key->u.str.s, key->u.str.len);
+    if (k >= 0) return k;
+    if (other < 0) return UNSAT;
+    if (patterns) return sc_fail(c, path, "keyword 'dependencies' on a key outside properties beside patternProperties is not supported");
+    return add_prop(c, p, n, key->u.str.s, key->u.str.len, other, path) < 0 ? FAIL : *n - 1;
+}
+
+/* One dependency: key (present) requires list's keys (never: may not appear). */
+static int add_dep(cctx *c, prop *p, int *n, const pf_json *key, const pf_json *list, int never, int32_t other,
+                   int patterns, const char *path) {
+    int k = dep_place(c, p, n, key, other, patterns, path);
+    if (k < 0) return k == UNSAT ? 0 : FAIL; /* UNSAT: the key never appears, nothing to ask */
+    if (never) p[k].node = UNSAT;
+    for (size_t i = 0; list && i < list->u.arr.n; i++) {
+        int j = dep_place(c, p, n, &list->u.arr.items[i], other, patterns, path);
+        if (j == FAIL) return FAIL;
+        if (j == UNSAT) p[k].node = UNSAT; /* what it requires cannot appear */
+        else if (j != k) p[k].deps |= 1ull << j;
+    }
+    return 0;
+}
+
+/* dependencies / dependentRequired on p: each key's requirements, followed through (a needs b, b
+ * needs c: a needs c); a key needing one that admits no value admits none itself; a required key's
+ * needs are required. 0 or FAIL. */
+static int collect_deps(cctx *c, const pf_json *v, int32_t other, int patterns, const char *path, prop *p, int *n) {
+    static const char *const kws[] = {"dependencies", "dependentRequired"};
+    for (int w = 0; w < 2; w++) {
+        const pf_json *d = pf_json_get(v, kws[w]);
+        if (!d) continue;
+        if (d->type != PF_JSON_OBJECT) return sc_fail(c, path, "keyword '%s' is not supported in this form", kws[w]);
+        for (size_t i = 0; i < d->u.obj.n; i++) {
+            const pf_json_member *m = &d->u.obj.members[i];
+            const pf_json *list;
+            int never;
+            pf_json key = {.type = PF_JSON_STRING, .u.str = {m->key, m->key_len}};
+            if (dep_targets(&m->val, &list, &never) < 0) return sc_fail(c, path, "keyword '%s' is not supported in this form", kws[w]);
+            if (add_dep(c, p, n, &key, list, never, other, patterns, path) < 0) return FAIL;
+        }
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < *n; i++)
+            for (int j = 0; j < *n; j++)
+                if (p[i].deps >> j & 1 && (p[i].deps | p[j].deps) != p[i].deps) p[i].deps |= p[j].deps, changed = 1;
+    }
+    for (int i = 0; i < *n; i++)
+        for (int j = 0; j < *n; j++)
+            if (p[i].deps >> j & 1) {
+                if (p[j].node == UNSAT) p[i].node = UNSAT;
+                if (p[i].required) p[j].required = 1;
+            }
+    return 0;
+}
+
+/* The sorted props' dependency masks (places after sorting) into o->deps, when any; 0 or FAIL. */
+static int sorted_deps(cctx *c, pf_schema_node *o, const prop *p, int n) {
+    int at[PF_SCHEMA_MAX_PROPS], any = 0;
+    for (int i = 0; i < n; i++) at[p[i].orig] = i, any |= p[i].deps != 0;
+    if (!any) return 0;
+    if (!(o->deps = calloc((size_t)n, sizeof *o->deps))) return sc_fail_oom(c, "");
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (p[i].deps >> j & 1) o->deps[i] |= 1ull << at[j];
     return 0;
 }
 
@@ -106,6 +197,10 @@ static int32_t props_node(cctx *c, prop *p, int n) {
     }
     o->n_props = m;
     o->prop_node = node;
+    if (sorted_deps(c, o, p, m) < 0) {
+        for (int i = 0; i < m; i++) free(p[i].text);
+        return FAIL;
+    }
     int rc = pf_lit_set_take(&o->keys, s, len, m);
     free(s);
     free(len);
@@ -253,10 +348,11 @@ int32_t sc_compile_object(cctx *c, const pf_json *v, int depth, const char *path
         pf_regex_free(keys);
         return FAIL;
     }
-    if (!keys && !props && !req && other == PF_SN_ID_ANY && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_OBJECT;
+    int deps = pf_json_get(v, "dependencies") || pf_json_get(v, "dependentRequired");
+    if (!keys && !props && !req && !deps && other == PF_SN_ID_ANY && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_OBJECT;
     int32_t id;
     int n_open = 0;
-    if (!props && !req && (other >= 0 || keys)) { /* any keys, their values of `other` (or a pattern's) */
+    if (!props && !req && !deps && (other >= 0 || keys)) { /* any keys, their values of `other` (or a pattern's) */
         if ((id = sc_new_node(c, PF_SN_OBJECT)) < 0) {
             pf_regex_free(keys);
             return FAIL;
@@ -266,6 +362,7 @@ int32_t sc_compile_object(cctx *c, const pf_json *v, int depth, const char *path
         prop p[PF_SCHEMA_MAX_PROPS];
         int n = 0;
         int rc = collect_props(c, props, req, other, depth, path, p, &n);
+        if (rc == 0 && deps) rc = collect_deps(c, v, other, keys != NULL, path, p, &n);
         if (rc < 0) {
             for (int i = 0; i < n; i++) free(p[i].text);
             pf_regex_free(keys);

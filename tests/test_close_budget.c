@@ -34,6 +34,9 @@ static const char *const k_schemas[] = {
     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\",\"minimum\":-250,\"maximum\":-120}},"
     "\"required\":[\"x\"]}",
     "{\"type\":\"string\",\"pattern\":\"\\\"q\\\\\\\\\",\"minLength\":0}",
+    /* a key given requires others (dependencies): they count in the distance */
+    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"bb\":{\"type\":\"string\",\"minLength\":4},"
+    "\"c\":{\"type\":\"null\"}},\"additionalProperties\":false,\"dependencies\":{\"a\":[\"bb\"],\"bb\":[\"c\"]}}",
     NULL, /* JSON mode */
 };
 enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };

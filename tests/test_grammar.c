@@ -672,9 +672,9 @@ TEST(grammar_all_of_one_of) {
     };
     CHECK_DOCS(one, one_docs);
     expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"maxLength\":3}]}",
-                 "oneOf: branches 0 and 1 may both hold a value");
-    expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "oneOf: branches 0 and 1");
-    expect_error("{\"oneOf\":[{\"enum\":[1,\"a\"]},{\"enum\":[1.0]}]}", "oneOf: branches 0 and 1");
+                 "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
+    /* "not an integer" takes every number away (stricter than the spec), so nothing is left */
+    expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "admits no value");
     expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
                  "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
     expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "admits no value");
@@ -683,6 +683,80 @@ TEST(grammar_all_of_one_of) {
     expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
     expect_error("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern' in two merged schemas");
     expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");
+}
+
+/* oneOf whose branches may overlap: each branch with the others excluded (not {"anyOf": the
+ * others}, its complement merged in, or each literal checked), and object branches told apart by a
+ * key one requires and the other forbids or gives disjoint values. */
+TEST(grammar_one_of_overlapping) {
+    static const char req[] = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{}},"
+                              "\"additionalProperties\":{\"type\":\"integer\"},\"maxProperties\":2,\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}";
+    static const doc_case req_docs[] = {
+        {"{\"a\":1}", 1}, {"{\"b\":\"x\"}", 1}, {"{\"a\":1,\"b\":2}", 0}, {"{}", 0}, {"{\"c\":1,\"b\":null}", 1},
+        {"{\"a\":\"x\"}", 0},
+    };
+    CHECK_DOCS(req, req_docs);
+    static const char three[] = "{\"maxProperties\":2,\"oneOf\":[{\"required\":[\"x\"]},{\"required\":[\"y\"]},{\"type\":\"string\"}]}";
+    static const doc_case three_docs[] = {
+        {"{\"x\":1}", 1}, {"{\"y\":1,\"z\":2}", 1}, {"{\"x\":1,\"y\":1}", 0}, {"\"s\"", 0}, {"{}", 0}, {"1", 0},
+    };
+    CHECK_DOCS(three, three_docs);
+    static const char lits[] = "{\"oneOf\":[{\"enum\":[1,\"a\",\"b\"]},{\"enum\":[1.0,\"b\",\"c\"]}]}";
+    static const doc_case lit_docs[] = {{"\"a\"", 1}, {"\"c\"", 1}, {"\"b\"", 0}, {"1", 0}, {"1.0", 0}};
+    CHECK_DOCS(lits, lit_docs);
+    static const char ref[] = "{\"$defs\":{\"s\":{\"type\":\"string\"}},\"oneOf\":[{\"$ref\":\"#/$defs/s\"},"
+                              "{\"type\":[\"string\",\"null\"]}]}";
+    static const doc_case ref_docs[] = {{"null", 1}, {"\"x\"", 0}, {"1", 0}};
+    CHECK_DOCS(ref, ref_docs);
+    static const char closed[] = "{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"a\"],"
+                                 "\"additionalProperties\":false},{\"type\":\"object\",\"properties\":{\"b\":{},\"c\":{}},"
+                                 "\"required\":[\"b\"],\"additionalProperties\":{\"type\":\"integer\"}}]}";
+    static const doc_case closed_docs[] = {
+        {"{\"a\":1}", 1}, {"{\"b\":1,\"c\":2}", 1}, {"{\"b\":1,\"a\":2}", 1}, {"{\"a\":1,\"c\":2}", 0}, {"{\"c\":1}", 0},
+    };
+    CHECK_DOCS(closed, closed_docs);
+    static const char nots[] = "{\"allOf\":[{\"not\":{\"required\":[\"a\"]}},{\"not\":{\"type\":\"string\"}}],"
+                               "\"type\":[\"object\",\"string\"]}";
+    static const doc_case not_docs[] = {{"{\"b\":1}", 1}, {"{\"a\":1}", 0}, {"\"s\"", 0}};
+    CHECK_DOCS(nots, not_docs);
+    expect_error("{\"oneOf\":[{\"required\":[\"a\"]},{\"minProperties\":2}]}",
+                 "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
+}
+
+/* dependencies (the array form, a schema of required alone, false) and dependentRequired: a key
+ * present requires its keys, followed through, counted against maxProperties; other forms refused. */
+TEST(grammar_dependencies) {
+    static const char arr[] = "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{\"type\":\"integer\"}},"
+                              "\"dependencies\":{\"a\":[\"b\"],\"b\":{\"required\":[\"c\"]}},\"maxProperties\":3,"
+                              "\"additionalProperties\":{\"type\":\"integer\"}}";
+    static const doc_case arr_docs[] = {
+        {"{}", 1}, {"{\"c\":1}", 1}, {"{\"b\":1,\"c\":2}", 1}, {"{\"a\":1,\"b\":2,\"c\":3}", 1}, {"{\"c\":3,\"a\":1,\"b\":2}", 1},
+        {"{\"a\":1,\"b\":2}", 0}, {"{\"a\":1,\"c\":2}", 0}, {"{\"b\":1}", 0}, {"{\"d\":1,\"a\":1,\"b\":2,\"c\":3}", 0},
+        {"{\"a\":1,\"d\":1,\"b\":2,\"c\":3}", 0},
+    };
+    CHECK_DOCS(arr, arr_docs);
+    /* a key outside properties takes additionalProperties' values; one that may not appear forbids
+     * the key requiring it */
+    static const char add[] = "{\"properties\":{\"x\":{}},\"additionalProperties\":{\"type\":\"string\"},"
+                              "\"dependentRequired\":{\"x\":[\"y\"]},\"dependencies\":{\"z\":false}}";
+    static const doc_case add_docs[] = {
+        {"{\"x\":1,\"y\":\"s\"}", 1}, {"{\"x\":1}", 0}, {"{\"x\":1,\"y\":2}", 0}, {"{\"y\":\"s\"}", 1}, {"{\"z\":\"s\"}", 0},
+    };
+    CHECK_DOCS(add, add_docs);
+    static const char closed[] = "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
+                                 "\"dependencies\":{\"a\":[\"q\"]}}";
+    static const doc_case closed_docs[] = {{"{\"b\":1}", 1}, {"{\"a\":1}", 0}, {"{}", 1}};
+    CHECK_DOCS(closed, closed_docs);
+    static const char req[] = "{\"type\":\"object\",\"required\":[\"a\"],\"dependencies\":{\"a\":[\"b\"]},"
+                              "\"additionalProperties\":{\"type\":\"integer\"}}";
+    static const doc_case req_docs[] = {{"{\"a\":1,\"b\":2}", 1}, {"{\"a\":1}", 0}, {"{}", 0}};
+    CHECK_DOCS(req, req_docs);
+    expect_error("{\"type\":\"object\",\"dependencies\":{\"a\":{\"properties\":{\"b\":{\"type\":\"string\"}}}}}",
+                 "keyword 'dependencies' is not supported in this form");
+    expect_error("{\"type\":\"object\",\"required\":[\"a\"],\"additionalProperties\":false,\"properties\":{\"a\":{}},"
+                 "\"dependencies\":{\"a\":[\"b\"]}}",
+                 "admits no value");
+    expect_error("{\"patternProperties\":{\"^p\":{}},\"dependencies\":{\"pa\":[\"b\"]}}", "keyword 'dependencies' on a key");
 }
 
 TEST(grammar_property_random_schemas) {

@@ -1,7 +1,8 @@
 /* `pattern`, `format` and `patternProperties` through the schema compiler and the matcher:
  * documents accepted and refused (hand-written from the keywords' meaning), token masks inside a
  * pattern-constrained string, the errors, and random walks through the masks whose documents an
- * independent validator checks (Python's jsonschema with its format checker, where installed). */
+ * independent validator checks (Python's jsonschema with its format checker, where installed),
+ * oneOf with overlapping branches and dependencies among them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,15 @@ TEST(grammar_pattern_walks_validate) {
         "{\"type\":\"string\",\"pattern\":\"[^a-z]\",\"maxLength\":3}",
         "{\"patternProperties\":{\"^n\":{\"type\":\"integer\",\"maximum\":9},\"a\":{\"minimum\":0}},"
         "\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^\\\\S*$\"},\"maxProperties\":3}",
+        /* oneOf with overlapping branches (each excludes the others) */
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{}},\"maxProperties\":2,"
+        "\"oneOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}",
+        "{\"oneOf\":[{\"required\":[\"x\"]},{\"required\":[\"y\"]},{\"type\":\"string\"}]}",
+        "{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"a\"],\"additionalProperties\":false},"
+        "{\"type\":\"object\",\"properties\":{\"b\":{},\"c\":{}},\"required\":[\"b\"],\"maxProperties\":2}]}",
+        /* dependencies */
+        "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"}},\"maxProperties\":4,"
+        "\"dependencies\":{\"a\":[\"b\",\"c\"],\"c\":{\"required\":[\"d\"]}}}",
     };
     char docs_path[512], py_path[512];
     snprintf(docs_path, sizeof docs_path, "%s/pattern_docs.txt", pf_test_tmpdir());
