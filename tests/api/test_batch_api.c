@@ -256,6 +256,33 @@ TEST(api_batch_refusals) {
     pf_free_model(m);
 }
 
+/* How a test makes its request i (d: the draft speculating requests use). */
+typedef void (*request_maker)(int i, const pf_draft *d, pf_batch_request *r, pf_message *msg, result *res);
+
+/* Request i made by make, alone on s from an empty cache, into *want: whether it succeeded. */
+static int solo_made(pf_session *s, int i, request_maker make, const pf_draft *d, result *want) {
+    pf_batch_request r;
+    pf_message msg[1];
+    memset(want, 0, sizeof *want);
+    make(i, d, &r, msg, want);
+    pf_session_reset(s);
+    want->st = r.messages ? pf_generate_chat(s, r.messages, 1, &r.params, on_piece, want, &want->stats, want->err)
+                          : pf_generate(s, r.prompt, r.len, &r.params, on_piece, want, &want->stats, want->err);
+    return want->st == PF_OK;
+}
+
+/* Requests 0..n-1 made by make, run as one batch of n_slots slots on s with their results in f. */
+static pf_status batch_made(pf_session *s, int n_slots, int n, request_maker make, const pf_draft *d, feed *f,
+                            char err[PF_ERR_LEN]) {
+    feed_init(f);
+    for (int i = 0; i < n; i++) {
+        make(i, d, &f->req[i], f->msg[i], &f->res[i]);
+        f->n_added++;
+    }
+    feed_close(f);
+    return pf_generate_batch(s, n_slots, &(pf_batch_feed){feed_next, feed_done, f}, err);
+}
+
 /* Request i of the mixed batch: plain and speculating, greedy and sampled, each strategy its own. */
 static void mixed_request(int i, const pf_draft *d, pf_batch_request *r, pf_message *msg, result *res) {
     request(i, r, msg, res);
@@ -279,29 +306,13 @@ TEST(api_batch_mixed_spec_equals_solo) {
     pf_session *s = open_session(m, 2);
     CHECK(s);
     static result want[N_REQ];
-    for (int i = 0; i < N_REQ; i++) {
-        pf_batch_request r;
-        pf_message msg[1];
-        memset(&want[i], 0, sizeof want[i]);
-        mixed_request(i, d, &r, msg, &want[i]);
-        pf_session_reset(s);
-        want[i].st = r.messages ? pf_generate_chat(s, r.messages, 1, &r.params, on_piece, &want[i], &want[i].stats,
-                                                   want[i].err)
-                                : pf_generate(s, r.prompt, r.len, &r.params, on_piece, &want[i], &want[i].stats,
-                                              want[i].err);
-        CHECKF(want[i].st == PF_OK, "request %d alone: %s", i, want[i].err);
-    }
+    for (int i = 0; i < N_REQ; i++)
+        CHECKF(solo_made(s, i, mixed_request, d, &want[i]), "request %d alone: %s", i, want[i].err);
     CHECK(!strcmp(want[0].stats.spec, "plain") && !strcmp(want[2].stats.spec, "dflash") && want[2].stats.block == 3);
     static const int slots[] = {2, N_REQ};
     for (int k = 0; k < 2; k++) {
         static feed f;
-        feed_init(&f);
-        for (int i = 0; i < N_REQ; i++) {
-            mixed_request(i, d, &f.req[i], f.msg[i], &f.res[i]);
-            f.n_added++;
-        }
-        feed_close(&f);
-        CHECKF(pf_generate_batch(s, slots[k], &(pf_batch_feed){feed_next, feed_done, &f}, err) == PF_OK, "%s", err);
+        CHECKF(batch_made(s, slots[k], N_REQ, mixed_request, d, &f, err) == PF_OK, "%s", err);
         for (int i = 0; i < N_REQ; i++) {
             CHECKF(f.res[i].done == 1 && same(&f.res[i], &want[i], i), "%d slots, request %d", slots[k], i);
             CHECKF(!strcmp(f.res[i].stats.spec, want[i].stats.spec) && f.res[i].stats.block == want[i].stats.block,
@@ -340,26 +351,13 @@ TEST(api_batch_structured_equals_solo) {
     CHECK(s);
     enum { N = 4 };
     static result want[N];
-    for (int i = 0; i < N; i++) {
-        pf_batch_request r;
-        pf_message msg[1];
-        memset(&want[i], 0, sizeof want[i]);
-        structured_request(i, d, &r, msg, &want[i]);
-        pf_session_reset(s);
-        want[i].st = pf_generate(s, r.prompt, r.len, &r.params, on_piece, &want[i], &want[i].stats, want[i].err);
-        CHECKF(want[i].st == PF_OK, "request %d alone: %s", i, want[i].err);
-    }
+    for (int i = 0; i < N; i++)
+        CHECKF(solo_made(s, i, structured_request, d, &want[i]), "request %d alone: %s", i, want[i].err);
     CHECKF(want[0].out.s[0] == '{' && strstr(want[1].out.s, "\"age\""), "'%s' / '%s'", want[0].out.s, want[1].out.s);
     static const int slots[] = {2, N};
     for (int k = 0; k < 2; k++) {
         static feed f;
-        feed_init(&f);
-        for (int i = 0; i < N; i++) {
-            structured_request(i, d, &f.req[i], f.msg[i], &f.res[i]);
-            f.n_added++;
-        }
-        feed_close(&f);
-        CHECKF(pf_generate_batch(s, slots[k], &(pf_batch_feed){feed_next, feed_done, &f}, err) == PF_OK, "%s", err);
+        CHECKF(batch_made(s, slots[k], N, structured_request, d, &f, err) == PF_OK, "%s", err);
         for (int i = 0; i < N; i++)
             CHECKF(f.res[i].done == 1 && same(&f.res[i], &want[i], i), "%d slots, request %d: %s", slots[k], i,
                    f.res[i].err);
