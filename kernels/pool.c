@@ -6,8 +6,8 @@
  * inside. Waiting, on either side, spins for a short while (a forward pass opens a run every few
  * microseconds), then sleeps on a futex on the state word.
  *
- * Ordering: fn/arg/stop are plain fields written before the seq_cst store that opens a run and
- * read after the acquire compare-and-swap that joins it (the other workers' read-modify-writes
+ * Ordering: fn/arg are plain fields written before the seq_cst store that opens a run and read
+ * after the acquire compare-and-swap that joins it (the other workers' read-modify-writes
  * continue that release sequence); a worker's work happens-before the caller's return through its
  * leaving subtraction. Sleeping uses the Dekker pattern (announce, then re-check) so no wake-up is
  * lost: the futex only saves CPU, all happens-before edges come from the atomics (which keeps TSan
@@ -47,7 +47,7 @@ struct pf_pool {
     worker_arg *args;
     pf_pool_fn fn; /* published by the store that opens a run */
     void *arg;
-    int stop;
+    _Atomic int stop; /* atomic: a worker that missed the last run may read it while destroy sets it */
     alignas(64) _Atomic uint32_t state; /* generation | OPEN | workers inside; the futex word */
     _Atomic int sleepers;               /* workers asleep waiting for a run */
     _Atomic int caller_waiting;         /* the caller asleep waiting for the workers inside */
@@ -129,7 +129,7 @@ static void *worker_main(void *a) {
     for (;;) {
         uint32_t s = wait_for_run(p, seen);
         seen = gen_of(s);
-        if (p->stop) break;
+        if (atomic_load_explicit(&p->stop, memory_order_relaxed)) break;
         if (!join_run(p, s, seen)) continue; /* the caller did this run without us */
         p->fn(p->arg, wa->ith, p->n);
         s = atomic_fetch_sub(&p->state, 1) - 1;
@@ -145,6 +145,7 @@ pf_pool *pf_pool_create(int n_threads) {
     atomic_init(&p->state, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_waiting, 0);
+    atomic_init(&p->stop, 0);
     p->n = n_threads < 1 ? 1 : n_threads;
     if (p->n == 1) return p;
     p->threads = calloc((size_t)p->n, sizeof *p->threads);
@@ -206,7 +207,7 @@ void pf_pool_run(pf_pool *p, pf_pool_fn fn, void *arg) {
 void pf_pool_destroy(pf_pool *p) {
     if (!p) return;
     if (p->n > 1) {
-        p->stop = 1;
+        atomic_store_explicit(&p->stop, 1, memory_order_relaxed);
         open_run(p);
         futex_wake(&p->state, INT_MAX);
         for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
