@@ -236,9 +236,19 @@ static int64_t lit_rest(const pf_close *c, const pf_frame *t) {
     return best;
 }
 
+/* The most a key's text under way (t over object frame o) can still need after plain string
+ * content (no '"', '\\' or control byte): the text left a listed key's or stayed one, and the
+ * other keys' way is open from either (a quote next would spell a listed key: one character
+ * more). */
+static int64_t key_rest_after_plain(const pf_close *c, const pf_frame *o) {
+    const pf_schema_node *nd = &c->s->nodes[o->node];
+    return add(add(3, other_value_doc(c, nd)), obj_close(c, nd, o->used, obj_keys(o) + 1, 0));
+}
+
 typedef struct {
     const pf_close *c;
     const pf_frame *top; /* replaces the stack's top frame when set */
+    int after_plain;     /* a key's text on top: the most it needs after plain content */
 } walk_ctx;
 
 /* What stack f[0..n) still needs, top first: a key's text is settled with its object's frame. */
@@ -257,7 +267,7 @@ static int64_t stack_rest(const void *ctx, const pf_frame *f, int n) {
         case K_OBJ: total = add(total, obj_rest(c, t)); break;
         case K_KEY:
             if (i == 0) return INF;
-            total = add(total, key_rest(c, t, &f[i - 1]));
+            total = add(total, w->after_plain && i == n - 1 ? key_rest_after_plain(c, &f[i - 1]) : key_rest(c, t, &f[i - 1]));
             i--;
             break;
         default: return INF;
@@ -267,12 +277,17 @@ static int64_t stack_rest(const void *ctx, const pf_frame *f, int n) {
 }
 
 int64_t pf_close_dist(const pf_close *c, const pf_matcher *m) {
-    walk_ctx w = {c, NULL};
+    walk_ctx w = {c, NULL, 0};
+    return pf_matcher_min_stacks(m, stack_rest, &w);
+}
+
+int64_t pf_close_dist_after_plain(const pf_close *c, const pf_matcher *m) {
+    walk_ctx w = {c, NULL, 1};
     return pf_matcher_min_stacks(m, stack_rest, &w);
 }
 
 int64_t pf_close_dist_cursor(const pf_close *c, const pf_matcher *m, const pf_frame *cur) {
-    walk_ctx w = {c, cur};
+    walk_ctx w = {c, cur, 0};
     return pf_matcher_min_stacks(m, stack_rest, &w);
 }
 
@@ -285,7 +300,7 @@ static int64_t string_lacks(const void *ctx, const pf_frame *f, int n) {
 }
 
 int pf_close_string_needs(const pf_close *c, const pf_matcher *m) {
-    walk_ctx w = {c, NULL};
+    walk_ctx w = {c, NULL, 0};
     return pf_matcher_min_stacks(m, string_lacks, &w) == 1;
 }
 

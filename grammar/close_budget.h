@@ -29,6 +29,10 @@ void pf_close_free(pf_close *c);
 int64_t pf_close_doc(const pf_close *c);
 /* The fewest bytes that complete the document from m's state. */
 int64_t pf_close_dist(const pf_close *c, const pf_matcher *m);
+/* When every parse stack is in a string or a key pf_matcher_string_room counts: the most the
+ * distance can be after any plain string content that fits the room (inside strings it stays or
+ * shortens; in a key it may grow, the key's text deciding which way the object goes). */
+int64_t pf_close_dist_after_plain(const pf_close *c, const pf_matcher *m);
 /* The same with the top frame of m's one parse stack replaced by cur (a pattern string walked
  * without the matcher, pf_matcher_pattern_cursor). */
 int64_t pf_close_dist_cursor(const pf_close *c, const pf_matcher *m, const pf_frame *cur);

@@ -733,10 +733,39 @@ static int64_t string_room(const pf_matcher *m, const pf_frame *f, int n) {
     return nd->max_len == INT64_MAX ? INT64_MAX : nd->max_len - (int64_t)f[n - 1].used;
 }
 
+/* A listed key's text under way (top frame of f[0..n)) where other keys of any spelling are
+ * allowed: every plain byte string either goes on with a listed key or leaves them for another
+ * key, so the key takes it as a string without maxLength would. Not so between the bytes of a
+ * character or of an escape (the text so far must leave a string between characters). */
+static int64_t key_room(const pf_matcher *m, const pf_frame *f, int n) {
+    if (n < 2) return -1;
+    const pf_frame *t = &f[n - 1], *o = &f[n - 2];
+    const pf_schema_node *nd = node_of(m, o);
+    if (nd->key_node >= 0 || !nd->n_props || !other_open(m, nd, o, n)) return -1;
+    pf_frame s = frame(K_STR, S_OPEN, PF_SN_ID_KEY_STRING);
+    int k = n;
+    for (int32_t i = 0; i < t->off; i++)
+        if (step_string(m, &s, &k, (uint8_t)nd->keys.s[t->lo][i]) != CONSUMED || k != n) return -1;
+    return s.phase == S_BODY && !s.u8_need ? INT64_MAX : -1;
+}
+
+static int stack_in_key(const pf_matcher *m, const pf_frame *f, int n) { return (void)m, n > 0 && f[n - 1].kind == K_KEY; }
+
 int pf_matcher_can_end(const pf_matcher *m) { return any_stack(m, stack_can_end); }
+int pf_matcher_in_key(const pf_matcher *m) { return any_stack(m, stack_in_key); }
 int pf_matcher_closed(const pf_matcher *m) { return !any_stack(m, stack_open); }
-static int64_t stack_string_room(const void *m, const pf_frame *f, int n) { return string_room(m, f, n); }
+static int64_t stack_string_room(const void *m, const pf_frame *f, int n) {
+    return n > 0 && f[n - 1].kind == K_KEY ? key_room(m, f, n) : string_room(m, f, n);
+}
 int64_t pf_matcher_string_room(const pf_matcher *m) { return pf_matcher_min_stacks(m, stack_string_room, m); }
+static int64_t stack_string_room_neg(const void *m, const pf_frame *f, int n) {
+    int64_t r = stack_string_room(m, f, n);
+    return r == INT64_MAX ? INT64_MIN : -r;
+}
+int64_t pf_matcher_string_room_most(const pf_matcher *m) {
+    int64_t r = pf_matcher_min_stacks(m, stack_string_room_neg, m);
+    return r == INT64_MIN ? INT64_MAX : -r;
+}
 
 int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur) {
     const mstate st = m->st[m->n_st - 1];
@@ -746,6 +775,11 @@ int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur) {
     if (n < 1 || t->kind != K_STR || t->phase != S_BODY || t->u8_need || !node_of(m, t)->re) return 0;
     *cur = *t;
     return 1;
+}
+
+int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur) {
+    const pf_schema_node *nd = node_of(m, cur);
+    return nd->max_len == INT64_MAX && (int64_t)cur->used >= nd->min_len;
 }
 
 int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c) {

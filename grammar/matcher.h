@@ -47,9 +47,15 @@ int pf_matcher_can_end(const pf_matcher *m);
 int pf_matcher_closed(const pf_matcher *m);
 /* When every parse stack is inside a string between characters, the fewest characters any of
  * them may still take (INT64_MAX: no maxLength): a byte string without '"', '\\' or control bytes
- * that is whole UTF-8 characters, and no more characters than that, keeps them there. -1 when a
- * stack is elsewhere. */
+ * that is whole UTF-8 characters, and no more characters than that, keeps them there. A stack
+ * writing an object's key where keys of any spelling are allowed counts as such a string (its
+ * closing distance may change with the key's text: pf_matcher_in_key). -1 when a stack is
+ * elsewhere. */
 int64_t pf_matcher_string_room(const pf_matcher *m);
+/* The most characters any of them may still take (when pf_matcher_string_room is not -1). */
+int64_t pf_matcher_string_room_most(const pf_matcher *m);
+/* Some parse stack is writing one of an object's listed keys. */
+int pf_matcher_in_key(const pf_matcher *m);
 /* A pattern-constrained string's content walked without the matcher (token masks: most tokens
  * inside such a string are its characters alone). pf_matcher_pattern_cursor: 1 with *cur set when
  * the state is one parse stack inside a pattern or format string between characters, else 0.
@@ -57,6 +63,9 @@ int64_t pf_matcher_string_room(const pf_matcher *m);
  * would move the string: 1, or 0 when the matcher would refuse it. */
 int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur);
 int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c);
+/* The pattern string of cursor cur has no maxLength and its minLength is met: what its content
+ * may be from here depends on its automaton's state alone (cur->hi, for the string's cur->node). */
+int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur);
 /* For the closing distance (grammar/close_budget.h): the least of fn over the current state's
  * parse stacks (frames f[0..n), bottom first; INT64_MAX when fn says so for all), the schema, and
  * the fewest bytes that end a number frame within its bounds (0 when it may end). */

@@ -7,20 +7,17 @@
 #include <xxhash.h>
 
 #include "grammar/close_budget.h"
+#include "grammar/regex.h"
+#include "grammar/token_vocab.h"
 #include "grammar/vocab_trie.h"
 
-enum { CACHE_SLOTS = 256, PATTERN_PATH = 256 /* bytes of a token walked without the matcher */ };
-
-struct pf_token_masker {
-    int n_vocab, n_words;
-    uint8_t *store; /* every token's bytes */
-    const uint8_t **bytes;
-    uint32_t *lens;
-    uint32_t *end_bits, *plain_bits; /* end tokens; plain string content */
-    int64_t plain_chars;             /* the most characters a plain content token holds */
-    int32_t *parent;                 /* the token spelling the longest proper prefix, else -1 */
-    pf_vocab_trie all, unplain;      /* every spelled token; those that are not plain content */
+enum {
+    CACHE_SLOTS = 256,
+    PATTERN_PATH = 256, /* bytes of a token walked without the matcher */
+    PATTERN_SLOTS = 64,
+    PATTERN_ENDS = 32,
 };
+
 
 typedef struct {
     uint64_t hash;
@@ -40,145 +37,20 @@ typedef struct {
     int64_t limit, max_next, min_next;
 } walk_ctx;
 
+/* The plain content tokens a pattern string's automaton takes whole from one of its states, and
+ * the distinct states they leave it in (n_ends > PATTERN_ENDS: more than are kept). */
+typedef struct {
+    int32_t node, state; /* bits NULL: empty */
+    uint32_t *bits;
+    int n_ends;
+    int32_t ends[PATTERN_ENDS];
+} pattern_slot;
+
 struct pf_mask_cache {
     int n_words;
     slot s[CACHE_SLOTS];
+    pattern_slot p[PATTERN_SLOTS];
 };
-
-/* Whole UTF-8 characters without '"', '\\' or control bytes: a string stays a string. */
-static int plain_content(const uint8_t *p, uint32_t n) {
-    for (uint32_t i = 0; i < n;) {
-        uint8_t c = p[i];
-        if (c < 0x20 || c == '"' || c == '\\') return 0;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        uint32_t k = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
-        if (!k || i + k >= n) return 0; /* a partial character */
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-        if (p[i + 1] < lo || p[i + 1] > hi) return 0;
-        for (uint32_t j = 2; j <= k; j++)
-            if (p[i + j] < 0x80 || p[i + j] > 0xBF) return 0;
-        i += k + 1;
-    }
-    return 1;
-}
-
-static void set_bit(uint32_t *bits, int32_t id) { bits[id >> 5] |= 1u << (id & 31); }
-
-/* The spelled tokens (unplain_only: only those that are not plain string content) into a trie. */
-static int build_trie(pf_token_masker *tm, pf_vocab_trie *t, int unplain_only) {
-    int32_t *ids = malloc((size_t)tm->n_vocab * sizeof *ids);
-    int n = 0;
-    if (!ids) return -1;
-    for (int32_t id = 0; id < tm->n_vocab; id++)
-        if (tm->lens[id] && (!unplain_only || !pf_mask_has(tm->plain_bits, id))) ids[n++] = id;
-    int rc = pf_vocab_trie_build(t, ids, n, tm->bytes, tm->lens);
-    free(ids);
-    return rc;
-}
-
-static int copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const uint32_t *lens) {
-    size_t total = 0;
-    for (int i = 0; i < tm->n_vocab; i++) total += bytes[i] ? lens[i] : 0;
-    tm->store = malloc(total ? total : 1);
-    tm->bytes = calloc((size_t)tm->n_vocab, sizeof *tm->bytes);
-    tm->lens = calloc((size_t)tm->n_vocab, sizeof *tm->lens);
-    if (!tm->store || !tm->bytes || !tm->lens) return -1;
-    size_t off = 0;
-    for (int i = 0; i < tm->n_vocab; i++) {
-        if (!bytes[i] || !lens[i]) continue;
-        memcpy(tm->store + off, bytes[i], lens[i]);
-        tm->bytes[i] = tm->store + off;
-        tm->lens[i] = lens[i];
-        off += lens[i];
-        if (!plain_content(tm->bytes[i], lens[i])) continue;
-        set_bit(tm->plain_bits, i);
-        int64_t chars = 0;
-        for (uint32_t k = 0; k < lens[i]; k++) chars += (tm->bytes[i][k] & 0xC0) != 0x80;
-        if (chars > tm->plain_chars) tm->plain_chars = chars;
-    }
-    return 0;
-}
-
-/* parent[id] over the trie of every spelled token, in its depth-first order: a stack of the open
- * nodes' subtree ends, each with the nearest token on the path down to it (of tokens spelled alike,
- * the lowest id, which the trie lists first). */
-static int build_parents(pf_token_masker *tm) {
-    const pf_vocab_trie *t = &tm->all;
-    tm->parent = malloc((size_t)tm->n_vocab * sizeof *tm->parent);
-    int32_t *end = malloc((size_t)t->n_nodes * sizeof *end), *near = malloc((size_t)t->n_nodes * sizeof *near);
-    if (!tm->parent || !end || !near) {
-        free(end);
-        free(near);
-        return -1;
-    }
-    for (int id = 0; id < tm->n_vocab; id++) tm->parent[id] = -1;
-    int top = 0;
-    for (int32_t i = 1; i < t->n_nodes; i++) {
-        while (top && end[top - 1] <= i) top--;
-        int32_t above = top ? near[top - 1] : -1;
-        const pf_trie_node *nd = &t->nodes[i];
-        for (int32_t k = 0; k < nd->tok_n; k++) tm->parent[t->ids[nd->tok_lo + k]] = above;
-        end[top] = nd->end;
-        near[top++] = nd->tok_n ? t->ids[nd->tok_lo] : above;
-    }
-    free(end);
-    free(near);
-    return 0;
-}
-
-pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, const uint32_t *lens,
-                                     const int32_t *end_ids, int n_end, char err[PF_ERR_LEN]) {
-    pf_token_masker *tm = calloc(1, sizeof *tm);
-    if (!tm || n_vocab < 1) {
-        snprintf(err, PF_ERR_LEN, tm ? "token masks: empty vocabulary" : "out of memory");
-        free(tm);
-        return NULL;
-    }
-    tm->n_vocab = n_vocab;
-    tm->n_words = (n_vocab + 31) / 32;
-    tm->end_bits = calloc((size_t)tm->n_words, sizeof *tm->end_bits);
-    tm->plain_bits = calloc((size_t)tm->n_words, sizeof *tm->plain_bits);
-    if (!tm->end_bits || !tm->plain_bits || copy_vocab(tm, bytes, lens) < 0 || build_trie(tm, &tm->all, 0) < 0 ||
-        build_trie(tm, &tm->unplain, 1) < 0 || build_parents(tm) < 0) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        pf_token_masker_free(tm);
-        return NULL;
-    }
-    for (int i = 0; i < n_end; i++)
-        if (end_ids[i] >= 0 && end_ids[i] < n_vocab) set_bit(tm->end_bits, end_ids[i]);
-    return tm;
-}
-
-void pf_token_masker_free(pf_token_masker *tm) {
-    if (!tm) return;
-    pf_vocab_trie_free(&tm->all);
-    pf_vocab_trie_free(&tm->unplain);
-    free(tm->store);
-    free(tm->bytes);
-    free(tm->lens);
-    free(tm->end_bits);
-    free(tm->plain_bits);
-    free(tm->parent);
-    free(tm);
-}
-
-int pf_token_masker_words(const pf_token_masker *tm) { return tm->n_words; }
-
-const uint8_t *pf_token_masker_bytes(const pf_token_masker *tm, int32_t id, uint32_t *len) {
-    *len = id >= 0 && id < tm->n_vocab ? tm->lens[id] : 0;
-    return *len ? tm->bytes[id] : NULL;
-}
-
-int pf_token_masker_is_end(const pf_token_masker *tm, int32_t id) {
-    return id >= 0 && id < tm->n_vocab && pf_mask_has(tm->end_bits, id);
-}
 
 pf_mask_cache *pf_mask_cache_new(const pf_token_masker *tm) {
     pf_mask_cache *c = calloc(1, sizeof *c);
@@ -192,6 +64,7 @@ void pf_mask_cache_free(pf_mask_cache *c) {
         free(c->s[i].key);
         free(c->s[i].bits);
     }
+    for (int i = 0; i < PATTERN_SLOTS; i++) free(c->p[i].bits);
     free(c);
 }
 
@@ -205,7 +78,7 @@ static void take(walk_ctx *w, const pf_vocab_trie *t, int32_t c, const pf_matche
         if (d < w->min_next) w->min_next = d;
         if (d > w->limit) return;
     }
-    for (int32_t k = 0; k < t->nodes[c].tok_n; k++) set_bit(w->bits, t->ids[t->nodes[c].tok_lo + k]);
+    for (int32_t k = 0; k < t->nodes[c].tok_n; k++) pf_token_vocab_set(w->bits, t->ids[t->nodes[c].tok_lo + k]);
 }
 
 /* Every token below trie node i whose bytes the matcher accepts. */
@@ -250,19 +123,101 @@ static void walk_pattern(const pf_vocab_trie *t, int32_t i, pf_matcher *m, const
     }
 }
 
+/* The plain content tokens below trie node i that automaton re takes whole from state q (a string
+ * of `used` characters, its length no longer mattering), into p. Along a plain token's bytes the
+ * string steps the automaton alone (every byte is content, whole characters), so the walk does
+ * without the matcher; a path that is no plain token's prefix yields nothing. */
+static void walk_pattern_plain(const pf_token_masker *tm, int32_t i, const pf_regex *re, int32_t q, int64_t used,
+                               pattern_slot *p) {
+    const pf_vocab_trie *t = &tm->all;
+    for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
+        uint8_t b = t->nodes[c].byte;
+        if (b == '"' || b == '\\' || b < 0x20) continue;
+        int32_t r = pf_regex_step(re, q, b);
+        if (!pf_regex_ok(re, r, used)) continue;
+        int taken = 0;
+        for (int32_t k = 0; k < t->nodes[c].tok_n; k++) {
+            int32_t id = t->ids[t->nodes[c].tok_lo + k];
+            if (pf_mask_has(tm->plain_bits, id)) pf_token_vocab_set(p->bits, id), taken = 1;
+        }
+        int e = 0;
+        while (taken && e < p->n_ends && e < PATTERN_ENDS && p->ends[e] != r) e++;
+        if (taken && e == p->n_ends && p->n_ends <= PATTERN_ENDS) {
+            if (e < PATTERN_ENDS) p->ends[e] = r;
+            p->n_ends++;
+        }
+        if (t->nodes[c].end > c + 1) walk_pattern_plain(tm, c, re, r, used, p);
+    }
+}
+
+/* The cache's slot of cursor cur's string and automaton state, walked when not held; NULL when
+ * memory is short. */
+static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cache *cache, const pf_matcher *m,
+                                         const pf_frame *cur) {
+    uint64_t h = ((uint64_t)(uint32_t)cur->node * 0x9E3779B97F4A7C15ull) ^ (uint32_t)cur->hi;
+    pattern_slot *p = &cache->p[(h ^ h >> 29) % PATTERN_SLOTS];
+    if (p->bits && p->node == cur->node && p->state == cur->hi) return p;
+    if (!p->bits && !(p->bits = malloc((size_t)tm->n_words * sizeof *p->bits))) return NULL;
+    memset(p->bits, 0, (size_t)tm->n_words * sizeof *p->bits);
+    p->node = cur->node, p->state = cur->hi, p->n_ends = 0;
+    walk_pattern_plain(tm, 0, pf_matcher_schema(m)->nodes[cur->node].re, cur->hi, cur->used, p);
+    return p;
+}
+
+/* Inside a pattern string whose length no longer matters: the plain content tokens from the
+ * per-state cache when, under a closing distance, every state they leave fits the limit; the
+ * other tokens walked. 0 when the cache cannot say (the caller walks every token). */
+static int walk_pattern_cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const pf_frame *cur,
+                               uint8_t *path, walk_ctx *w) {
+    const pattern_slot *p = pattern_plain(tm, cache, m, cur);
+    if (!p) return 0;
+    int64_t most = -1, least = INT64_MAX;
+    if (w->cl) {
+        if (p->n_ends > PATTERN_ENDS) return 0;
+        for (int e = 0; e < p->n_ends; e++) {
+            pf_frame after = *cur;
+            after.hi = p->ends[e];
+            int64_t d = pf_close_dist_cursor(w->cl, m, &after);
+            most = d > most ? d : most;
+            least = d < least ? d : least;
+        }
+        if (most > w->limit) return 0;
+        if (most > w->max_next) w->max_next = most;
+        if (least < w->min_next) w->min_next = least;
+    }
+    memcpy(w->bits, p->bits, (size_t)tm->n_words * sizeof *w->bits);
+    walk_pattern(&tm->special, 0, m, cur, path, 0, w);
+    return 1;
+}
+
 static int count_bits(const uint32_t *bits, int n_words) {
     int n = 0;
     for (int i = 0; i < n_words; i++) n += __builtin_popcount(bits[i]);
     return n;
 }
 
-/* Inside strings without a pattern, plain content tokens leave each parse stack's closing
- * distance as it is, or shorten it by a character where every stack's minLength still wants one:
- * all of them are allowed, none (the other tokens walked), or, where they differ, every token
- * is walked. */
-static void walk_string(const pf_token_masker *tm, pf_matcher *m, walk_ctx *w) {
+/* Inside strings without a pattern, plain content tokens of at most `room` characters (what each
+ * stack's maxLength leaves) leave each parse stack's closing distance as it is, or shorten it by a
+ * character where every stack's minLength still wants one: all of them are allowed, none (the
+ * other tokens walked), or, where they differ, every token is walked. Inside a key where any key may be written, plain content is taken too, the distance
+ * after it bounded from above. */
+static void walk_string(const pf_token_masker *tm, pf_matcher *m, int64_t room, walk_ctx *w) {
     size_t words = (size_t)tm->n_words * sizeof *w->bits;
     int plain = 1, all = 0;
+    if (pf_matcher_in_key(m)) {
+        /* a key's text: plain content is taken, but the distance after it depends on the text;
+         * under a limit it may exceed, each token is walked (the least distance then exact too) */
+        int64_t up = w->cl ? pf_close_dist_after_plain(w->cl, m) : 0;
+        if (up > w->limit) {
+            memset(w->bits, 0, words);
+            walk(&tm->all, 0, m, w);
+            return;
+        }
+        if (up > w->max_next) w->max_next = up;
+        pf_token_vocab_plain_within(tm, room, w->bits);
+        walk(&tm->special, 0, m, w);
+        return;
+    }
     if (w->cl) {
         int64_t d = pf_close_dist(w->cl, m);
         int needs = pf_close_string_needs(w->cl, m);
@@ -276,21 +231,24 @@ static void walk_string(const pf_token_masker *tm, pf_matcher *m, walk_ctx *w) {
         walk(&tm->all, 0, m, w);
         return;
     }
-    if (plain) memcpy(w->bits, tm->plain_bits, words);
-    else memset(w->bits, 0, words);
-    walk(&tm->unplain, 0, m, w);
+    pf_token_vocab_plain_within(tm, plain ? room : -1, w->bits);
+    walk(&tm->special, 0, m, w);
 }
 
-static int compute(const pf_token_masker *tm, pf_matcher *m, walk_ctx *w) {
+static int compute(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, walk_ctx *w) {
     uint32_t *bits = w->bits;
     size_t words = (size_t)tm->n_words * sizeof *bits;
     pf_frame cur;
     uint8_t path[PATTERN_PATH];
+    int64_t room;
     if (pf_matcher_pattern_cursor(m, &cur)) {
-        memset(bits, 0, words);
-        walk_pattern(&tm->all, 0, m, &cur, path, 0, w);
-    } else if (pf_matcher_string_room(m) >= tm->plain_chars) {
-        walk_string(tm, m, w);
+        if (!cache || !pf_matcher_pattern_unbounded(m, &cur) || !walk_pattern_cached(tm, cache, m, &cur, path, w)) {
+            memset(bits, 0, words);
+            walk_pattern(&tm->all, 0, m, &cur, path, 0, w);
+        }
+    } else if ((room = pf_matcher_string_room(m)) >= tm->plain_chars ||
+               (room >= 0 && pf_matcher_string_room_most(m) == room)) {
+        walk_string(tm, m, room, w); /* a plain token of more characters than room fits no stack */
     } else {
         memset(bits, 0, words);
         walk(&tm->all, 0, m, w);
@@ -336,7 +294,7 @@ static int cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m
         w->max_next = s->max_next, w->min_next = s->min_next;
         return s->count;
     }
-    int n = compute(tm, m, w);
+    int n = compute(tm, cache, m, w);
     if (cache) store(cache, m, h, w, n);
     return n;
 }
@@ -353,9 +311,9 @@ int pf_token_mask_budget(const pf_token_masker *tm, pf_mask_cache *cache, pf_mat
     walk_ctx w = {bits, cl, INT64_MAX, -1, INT64_MAX};
     int n = cached(tm, cache, m, &w);
     if (w.max_next <= left - 1) return n; /* no token can leave more than the budget closes */
-    int64_t least = w.min_next;
     w = (walk_ctx){bits, cl, left - 1, -1, INT64_MAX};
     n = cached(tm, cache, m, &w);
+    int64_t least = w.min_next; /* this walk's: a key's plain content counted only under no limit */
     if (n > 0 || least == INT64_MAX) return n;
     *fits = 0;
     /* none fits (a distance that is only an estimate, docs/structured-output.md): the tokens that
@@ -380,11 +338,6 @@ void pf_mask_apply(const uint32_t *bits, int n, float *logits) {
         if (!pf_mask_has(bits, id)) logits[id] = -INFINITY;
 }
 
-int32_t pf_token_masker_allowed_prefix(const pf_token_masker *tm, const uint32_t *bits, int32_t id) {
-    int32_t a = id >= 0 && id < tm->n_vocab ? tm->parent[id] : -1;
-    while (a >= 0 && !pf_mask_has(bits, a)) a = tm->parent[a];
-    return a;
-}
 
 /* The highest of 32 logits, in four independent chains. */
 static float max32(const float *l) {

@@ -162,14 +162,15 @@ static int mask_is_scan(pf_matcher *m, const schema_vocab *v, const uint32_t *bi
 /* One random walk through the masks to a complete document (appended to out as a line), 0 when
  * it did not complete; -1 when a position allowed nothing (a prefix that cannot be completed) or
  * a mask differs from the scan of the vocabulary. */
-static int walk(const pf_token_masker *tm, pf_matcher *m, const schema_vocab *v, uint64_t *seed, FILE *out) {
+static int walk(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const schema_vocab *v, uint64_t *seed,
+                FILE *out) {
     char doc[4096];
     size_t len = 0;
     uint32_t bits[64];
     pf_matcher_reset(m);
     for (int step = 0; step < 600; step++) {
         int32_t pick[1024], n = 0;
-        pf_token_mask(tm, NULL, m, bits);
+        pf_token_mask(tm, cache, m, bits);
         if (!mask_is_scan(m, v, bits)) return fprintf(stderr, "after '%.*s'\n", (int)len, doc), -1;
         for (int32_t id = 0; id < v->n; id++) {
             if (!pf_mask_has(bits, id)) continue;
@@ -243,16 +244,19 @@ TEST(grammar_pattern_walks_validate) {
         pf_schema *s;
         CHECKF(pf_schema_compile(schemas[i], strlen(schemas[i]), &s, err) == PF_SCHEMA_OK, "%s", err);
         pf_matcher *m = pf_matcher_new(s);
+        pf_mask_cache *cache = pf_mask_cache_new(tm); /* the masks cached (odd walks) and walked */
+        CHECK(cache);
         for (int w = 0; w < 40; w++) {
             char *line = NULL;
             size_t cap = 0;
             FILE *mem = open_memstream(&line, &cap);
-            int r = walk(tm, m, &v, &seed, mem);
+            int r = walk(tm, w % 2 ? cache : NULL, m, &v, &seed, mem);
             fclose(mem);
             if (r < 0) pf_test_failf(__FILE__, __LINE__, "schema %s: a prefix with no way on, or a wrong mask", schemas[i]);
             if (r > 0) fprintf(out, "%s\x01%s", schemas[i], line), complete++;
             free(line);
         }
+        pf_mask_cache_free(cache);
         pf_matcher_free(m);
         pf_schema_free(s);
     }
