@@ -210,7 +210,7 @@ typedef struct {
     int32_t *fclos[PF_REGEX_MAX_PATTERNS]; /* each final state's closure */
     int n_fclos[PF_REGEX_MAX_PATTERNS];
     uint32_t *mark, stamp;
-    int32_t *stack, *buf;
+    int32_t *stack, *buf, *tmp;
     /* the DFA states' sets */
     int32_t *pool;
     size_t n_pool, cap_pool;
@@ -242,9 +242,28 @@ static int closure(builder *b, const int32_t *seeds, int n, int bol, int eol) {
     return out;
 }
 
-static int int_cmp(const void *x, const void *y) {
-    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
-    return (a > b) - (a < b);
+/* Sorts the state ids x[0..n) (non-negative), tmp[0..n) as room: insertion for a few, else a
+ * radix sort a byte at a time up to the largest id's (a closure is sorted for every state and
+ * byte class, so this is most of a large automaton's construction). */
+static void sort_ids(int32_t *x, int n, int32_t *tmp) {
+    if (n <= 24) {
+        for (int i = 1; i < n; i++) {
+            int32_t v = x[i];
+            int j = i;
+            for (; j > 0 && x[j - 1] > v; j--) x[j] = x[j - 1];
+            x[j] = v;
+        }
+        return;
+    }
+    uint32_t most = 0;
+    for (int i = 0; i < n; i++) most |= (uint32_t)x[i];
+    for (int shift = 0; shift < 32 && most >> shift; shift += 8) {
+        uint32_t count[257] = {0};
+        for (int i = 0; i < n; i++) count[((uint32_t)x[i] >> shift & 0xFF) + 1]++;
+        for (int k = 1; k <= 256; k++) count[k] += count[k - 1];
+        for (int i = 0; i < n; i++) tmp[count[(uint32_t)x[i] >> shift & 0xFF]++] = x[i];
+        memcpy(x, tmp, (size_t)n * sizeof *x);
+    }
 }
 
 /* A component whose final state is in the set matches every longer string: its part of the set
@@ -354,10 +373,11 @@ static int build_dfa(builder *b, pf_regex *re, char *err) {
     b->mark = calloc(a->n, sizeof *b->mark);
     b->stack = malloc(2 * a->n * sizeof *b->stack + 16);
     b->buf = malloc(a->n * sizeof *b->buf + 16);
+    b->tmp = malloc(a->n * sizeof *b->tmp + 16);
     b->cap_table = 1024;
     b->table = calloc(b->cap_table, sizeof *b->table);
     int32_t *seeds = malloc(a->n * sizeof *seeds + 16);
-    if (!b->mark || !b->stack || !b->buf || !b->table || !seeds) {
+    if (!b->mark || !b->stack || !b->buf || !b->tmp || !b->table || !seeds) {
         free(seeds);
         return b->oom = 1, rerr(err, "pattern: out of memory");
     }
@@ -373,7 +393,7 @@ static int build_dfa(builder *b, pf_regex *re, char *err) {
     }
     int n = closure(b, b->start, b->n_comp, 1, 0);
     n = collapse(b, n);
-    qsort(b->buf, (size_t)n, sizeof *b->buf, int_cmp);
+    sort_ids(b->buf, n, b->tmp);
     if (intern(b, re, n, 1) < 0) {
         free(seeds);
         return rerr(err, "pattern: out of memory");
@@ -392,7 +412,7 @@ static int build_dfa(builder *b, pf_regex *re, char *err) {
             }
             int m = k ? closure(b, seeds, k, 0, 0) : 0;
             m = collapse(b, m);
-            qsort(b->buf, (size_t)m, sizeof *b->buf, int_cmp);
+            sort_ids(b->buf, m, b->tmp);
             int32_t t = m ? intern(b, re, m, 0) : -1;
             if (m && t < 0) rc = b->oom ? rerr(err, "pattern: out of memory")
                                         : rerr(err, "pattern: more than %d automaton states", PF_REGEX_MAX_STATES);
@@ -408,6 +428,7 @@ static void builder_free(builder *b) {
     free(b->mark);
     free(b->stack);
     free(b->buf);
+    free(b->tmp);
     free(b->pool);
     free(b->set_off);
     free(b->set_n);
