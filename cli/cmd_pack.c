@@ -58,8 +58,12 @@ int cmd_pack(int argc, char **argv) {
     printf("%s:\n  %-8s %-40s %-5s %12s    %12s\n", out, "owner", "section", "codec", "raw bytes", "stored bytes");
     if ((orc = pfb_write(out, &pp, err)) != PF_RC_OK) { rc = cli_fail_status(pf_api_status(orc), err); goto done; }
     size_t src = t->size + (d ? d->size : 0) + prof_len;
-    pfb_bundle *b = pfb_open(out, err); /* read back: the bundle just written must validate */
-    if (!b) { cli_fail("%s", err); goto done; }
+    /* read back: the bundle just written must validate; one that does not is pack's own bug */
+    pfb_bundle *b;
+    if ((orc = pfb_open(out, &b, err)) != PF_RC_OK) {
+        rc = cli_fail_kind(pf_api_status(orc == PF_RC_FORMAT ? PF_RC_INTERNAL : orc), "pack: reading back %s", err);
+        goto done;
+    }
     size_t raw = 0;
     for (int i = 0; i < pfb_n_sections(b); i++) raw += (size_t)pfb_section_at(b, i)->raw_size;
     printf("%d sections, %zu bytes (sections %zu raw); source files %zu bytes; compression ratio %.3f\n",

@@ -2,12 +2,14 @@
 #include "eval/schema_bench.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "formats/errf.h"
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
 
@@ -163,14 +165,11 @@ void pf_sb_list_free(char **paths, int n) {
     free(paths);
 }
 
-int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]) {
+pf_rc pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]) {
     *paths = NULL;
     *n = 0;
     DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, PF_ERR_LEN, "%s: cannot open the folder", dir);
-        return -1;
-    }
+    if (!d) return pf_err_rc(err, errno == ENOMEM ? PF_RC_OOM : PF_RC_IO, "%s: cannot open the folder: %s", dir, strerror(errno));
     char **p = NULL;
     size_t cap = 0, k = 0;
     struct dirent *e;
@@ -192,8 +191,7 @@ int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***pat
     closedir(d);
     if (oom) {
         pf_sb_list_free(p, (int)k);
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
+        return pf_err_rc(err, PF_RC_OOM, "%s: out of memory listing the folder", dir);
     }
     qsort(p, k, sizeof *p, str_cmp);
     if (sample > 0 && (size_t)sample < k) {
@@ -210,7 +208,7 @@ int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***pat
     }
     *paths = p;
     *n = (int)k;
-    return 0;
+    return PF_RC_OK;
 }
 
 /* ---- the walk ---- */
