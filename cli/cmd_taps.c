@@ -114,7 +114,7 @@ typedef struct {
     FILE *f_ids, *f_lp;
     atomic_file af_ids, af_lp;
     char path_ids[4096], path_lp[4096];
-    int32_t *ids;
+    int32_t *ids; /* the four row buffers are one allocation, ids its start */
     float *lp;
     pf_half *lp16;
     void *ids_out;
@@ -127,11 +127,12 @@ static int topk_open(topk_out *o, const char *prefix, int k, int n_vocab, uint64
     if ((size_t)snprintf(o->path_ids, sizeof o->path_ids, "%s_ids.npy", prefix) >= sizeof o->path_ids ||
         (size_t)snprintf(o->path_lp, sizeof o->path_lp, "%s_logp.npy", prefix) >= sizeof o->path_lp)
         return cli_fail_kind(PF_ERR_IO, "taps: --topk-out '%s': path too long", prefix);
-    o->ids = malloc((size_t)max_len * k * sizeof *o->ids);
-    o->lp = malloc((size_t)max_len * k * sizeof *o->lp);
-    o->lp16 = malloc((size_t)max_len * k * sizeof *o->lp16);
-    o->ids_out = malloc((size_t)max_len * k * 4);
-    if (!o->ids || !o->lp || !o->lp16 || !o->ids_out) return cli_fail_kind(PF_ERR_OOM, "taps: out of memory for the top-k rows");
+    size_t m = (size_t)max_len * k; /* int32 ids, float log-probs, 4-byte ids out, then the f16 log-probs */
+    if (!(o->ids = malloc(m * (sizeof *o->ids + sizeof *o->lp + 4 + sizeof *o->lp16))))
+        return cli_fail_kind(PF_ERR_OOM, "taps: out of memory for the top-k rows");
+    o->lp = (float *)(o->ids + m);
+    o->ids_out = o->lp + m;
+    o->lp16 = (pf_half *)((char *)o->ids_out + m * 4);
     int rc = cli_create(o->path_ids, &o->af_ids);
     if (rc || (rc = cli_create(o->path_lp, &o->af_lp))) return rc;
     o->f_ids = o->af_ids.fp;
@@ -178,9 +179,6 @@ static void topk_free(topk_out *o) {
     atomic_file_abort(&o->af_ids);
     atomic_file_abort(&o->af_lp);
     free(o->ids);
-    free(o->lp);
-    free(o->lp16);
-    free(o->ids_out);
 }
 
 int cmd_taps(int argc, char **argv) {

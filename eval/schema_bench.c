@@ -10,31 +10,13 @@
 #include <time.h>
 
 #include "formats/errf.h"
+#include "grammar/lit_set.h" /* pf_json_quote: json.dumps's escapes */
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
 
 const double pf_sb_pct[PF_SB_N_PCT] = {25, 50, 75, 90, 95, 99, 99.9};
 
 /* ---- json.dumps(ensure_ascii=False) ---- */
-
-static void py_string(pf_sbuf *b, const char *s, size_t n) {
-    pf_sbuf_put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
-                          : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
-        char u[8];
-        if (esc) {
-            pf_sbuf_put(b, esc, 2);
-        } else if (c < 0x20) {
-            snprintf(u, sizeof u, "\\u%04x", c);
-            pf_sbuf_put(b, u, 6);
-        } else {
-            pf_sbuf_put(b, s + i, 1);
-        }
-    }
-    pf_sbuf_put(b, "\"", 1);
-}
 
 /* repr(float): the shortest digits that read back as d, fixed notation for a decimal exponent in
  * [-4, 16), else d.ddde+XX (CPython's float_repr_style 'short'). */
@@ -116,7 +98,7 @@ void pf_sb_py_dumps(pf_sbuf *b, const pf_json *v, const char *src, size_t src_le
     case PF_JSON_NULL: pf_sbuf_put(b, "null", 4); break;
     case PF_JSON_BOOL: v->u.b ? pf_sbuf_put(b, "true", 4) : pf_sbuf_put(b, "false", 5); break;
     case PF_JSON_NUMBER: py_number(b, v, src, src_len); break;
-    case PF_JSON_STRING: py_string(b, v->u.str.s, v->u.str.len); break;
+    case PF_JSON_STRING: pf_json_quote(b, v->u.str.s, v->u.str.len); break;
     case PF_JSON_ARRAY:
         pf_sbuf_put(b, "[", 1);
         for (size_t i = 0; i < v->u.arr.n; i++) {
@@ -139,7 +121,7 @@ void pf_sb_py_dumps(pf_sbuf *b, const pf_json *v, const char *src, size_t src_le
                 if (same_key(&v->u.obj.members[j], m)) last = &v->u.obj.members[j];
             if (!first) pf_sbuf_put(b, ", ", 2);
             first = 0;
-            py_string(b, m->key, m->key_len);
+            pf_json_quote(b, m->key, m->key_len);
             pf_sbuf_put(b, ": ", 2);
             pf_sb_py_dumps(b, &last->val, src, src_len);
         }

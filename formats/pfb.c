@@ -379,14 +379,6 @@ static pf_rc parse_map(const uint8_t *map, size_t size, const char *path, pfb_bu
     return PF_RC_OK;
 }
 
-pf_rc pfb_open(const char *path, pfb_bundle **out, char err[PF_ERR_LEN]) {
-    *out = NULL;
-    const uint8_t *map;
-    size_t size;
-    pf_rc rc = pf_map_file(path, 1, &map, &size, err);
-    return rc == PF_RC_OK ? parse_map(map, size, path, out, err) : rc;
-}
-
 pf_rc pfb_model_open(const char *path, int owner, pfb_bundle **bundle, gguf_file **file, char err[PF_ERR_LEN]) {
     *bundle = NULL;
     *file = NULL;

@@ -12,6 +12,7 @@
 #include "grammar/token_mask.h"
 #include "schema_check.h"
 #include "test.h"
+#include "util.h"
 
 /* doc is a complete document of schema: 1, 0, or -1 when the schema does not compile. */
 static int doc_ok(const char *schema, const char *doc) {
@@ -215,11 +216,10 @@ TEST(grammar_pattern_walks_validate) {
         "\"dependencies\":{\"a\":[\"b\",\"c\"],\"c\":{\"required\":[\"d\"]}}}",
     };
     char docs_path[512], py_path[512];
-    snprintf(docs_path, sizeof docs_path, "%s/pattern_docs.txt", pf_test_tmpdir());
-    snprintf(py_path, sizeof py_path, "%s/pattern_check.py", pf_test_tmpdir());
-    FILE *f = fopen(py_path, "w");
-    CHECK(f);
-    fputs("import json, sys, jsonschema\n"
+    test_tmp_path(docs_path, sizeof docs_path, "pattern_docs.txt");
+    test_tmp_path(py_path, sizeof py_path, "pattern_check.py");
+    CHECK(test_write_file(py_path,
+          "import json, sys, jsonschema\n"
           "bad = 0\n"
           "for line in open(sys.argv[1], encoding='utf-8'):\n"
           "    schema, doc = line.rstrip('\\n').split('\\x01')\n"
@@ -229,8 +229,7 @@ TEST(grammar_pattern_walks_validate) {
           "        bad += 1\n"
           "        print('invalid:', schema, doc, errs[0].message)\n"
           "sys.exit(1 if bad else 0)\n",
-          f);
-    fclose(f);
+          (size_t)-1) == 0);
     schema_vocab v;
     schema_vocab_make(&v);
     char err[PF_ERR_LEN];
