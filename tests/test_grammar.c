@@ -212,7 +212,7 @@ TEST(grammar_unsupported_validation_keywords) {
     schema_expect_error("{\"then\":{},\"if\":{}}", "keyword 'then' is not supported");
     /* draft 3's boolean required would be a constraint dropped */
     schema_expect_error("{\"properties\":{\"a\":{\"type\":\"string\",\"required\":true}}}",
-                 "/properties/a: required: not an array of strings");
+                        "/properties/a: required: not an array of strings");
     /* a keyword the compiler knows is still refused twice; an unknown one given twice is ignored */
     schema_expect_error("{\"type\":\"string\",\"type\":\"integer\"}", "keyword 'type' given twice");
     pf_schema *s = NULL;
@@ -351,11 +351,11 @@ TEST(grammar_ref_errors) {
     schema_expect_error("{\"definitions\":{\"a\":{}},\"$ref\":\"#/definitions/~2a\"}", "a '~' not followed by 0 or 1");
     schema_expect_error("{\"$ref\":1}", "$ref: not a string");
     schema_expect_error("{\"definitions\":{\"a\":{\"if\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
-                 "json schema: /definitions/a: keyword 'if' is not supported");
+                        "json schema: /definitions/a: keyword 'if' is not supported");
     schema_expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
     schema_expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
     schema_expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
-                 "declare their own $id or id");
+                        "declare their own $id or id");
 }
 
 /* Documents of a schema: each whole text either a complete document the matcher accepts, or not. */
@@ -515,7 +515,7 @@ TEST(grammar_object_other_keys) {
     static const mask_case counted_masks[] = {{"{\"a\":1,", "| |\"| "}, {"{\"a\":1,\"", "|c"}}; /* only the required key fits */
     CHECK_MASKS(counted, counted_masks);
     schema_expect_error("{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false,\"minProperties\":2}",
-                 "admits no value");
+                        "admits no value");
     schema_expect_error("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}", "admits no value");
     schema_expect_error("{\"type\":\"object\",\"maxProperties\":-1}", "maxProperties: not a non-negative integer");
 }
@@ -635,14 +635,14 @@ TEST(grammar_all_of_one_of) {
     };
     CHECK_DOCS(one, one_docs);
     schema_expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"maxLength\":3}]}",
-                 "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
+                        "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
     /* "not an integer" takes every number away (stricter than the spec), so nothing is left */
     schema_expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "admits no value");
     schema_expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
-                 "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
+                        "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
     schema_expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "admits no value");
     schema_expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}",
-                 "additionalProperties merged with properties it does not list");
+                        "additionalProperties merged with properties it does not list");
     schema_expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
     schema_expect_error("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern' in two merged schemas");
     schema_expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");
@@ -683,7 +683,7 @@ TEST(grammar_one_of_overlapping) {
     static const doc_case not_docs[] = {{"{\"b\":1}", 1}, {"{\"a\":1}", 0}, {"\"s\"", 0}};
     CHECK_DOCS(nots, not_docs);
     schema_expect_error("{\"oneOf\":[{\"required\":[\"a\"]},{\"minProperties\":2}]}",
-                 "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
+                        "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
 }
 
 /* dependencies (the array form, a schema of required alone, false) and dependentRequired: a key
@@ -715,10 +715,10 @@ TEST(grammar_dependencies) {
     static const doc_case req_docs[] = {{"{\"a\":1,\"b\":2}", 1}, {"{\"a\":1}", 0}, {"{}", 0}};
     CHECK_DOCS(req, req_docs);
     schema_expect_error("{\"type\":\"object\",\"dependencies\":{\"a\":{\"properties\":{\"b\":{\"type\":\"string\"}}}}}",
-                 "keyword 'dependencies' is not supported in this form");
+                        "keyword 'dependencies' is not supported in this form");
     schema_expect_error("{\"type\":\"object\",\"required\":[\"a\"],\"additionalProperties\":false,\"properties\":{\"a\":{}},"
-                 "\"dependencies\":{\"a\":[\"b\"]}}",
-                 "admits no value");
+                        "\"dependencies\":{\"a\":[\"b\"]}}",
+                        "admits no value");
     schema_expect_error("{\"patternProperties\":{\"^p\":{}},\"dependencies\":{\"pa\":[\"b\"]}}", "keyword 'dependencies' on a key");
 }
 

@@ -84,7 +84,7 @@ TEST(grammar_pattern_docs) {
 
 TEST(grammar_pattern_errors) {
     schema_expect_error("{\"properties\":{\"zip\":{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}}}",
-                 "json schema: /properties/zip: pattern: a backreference is not supported");
+                        "json schema: /properties/zip: pattern: a backreference is not supported");
     schema_expect_error("{\"type\":\"string\",\"pattern\":\"a(?=b)\"}", "pattern: lookaround");
     schema_expect_error("{\"type\":\"string\",\"pattern\":3}", "pattern: not a string");
     schema_expect_error("{\"type\":\"string\",\"format\":\"iri\"}", "format: 'iri' is not supported");
