@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "formats/errf.h"
-#include "grammar/lit_set.h" /* pf_json_quote: json.dumps's escapes */
+#include "grammar/lit_set.h" /* pf_json_write: json.dumps's escapes and separators */
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
 
@@ -89,46 +89,8 @@ static void py_number(pf_sbuf *b, const pf_json *v, const char *src, size_t src_
     }
 }
 
-static int same_key(const pf_json_member *a, const pf_json_member *b) {
-    return a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
-}
-
 void pf_sb_py_dumps(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
-    switch (v->type) {
-    case PF_JSON_NULL: pf_sbuf_put(b, "null", 4); break;
-    case PF_JSON_BOOL: v->u.b ? pf_sbuf_put(b, "true", 4) : pf_sbuf_put(b, "false", 5); break;
-    case PF_JSON_NUMBER: py_number(b, v, src, src_len); break;
-    case PF_JSON_STRING: pf_json_quote(b, v->u.str.s, v->u.str.len); break;
-    case PF_JSON_ARRAY:
-        pf_sbuf_put(b, "[", 1);
-        for (size_t i = 0; i < v->u.arr.n; i++) {
-            if (i) pf_sbuf_put(b, ", ", 2);
-            pf_sb_py_dumps(b, &v->u.arr.items[i], src, src_len);
-        }
-        pf_sbuf_put(b, "]", 1);
-        break;
-    case PF_JSON_OBJECT: {
-        /* a dict: a key given twice keeps its first place and its last value */
-        int first = 1;
-        pf_sbuf_put(b, "{", 1);
-        for (size_t i = 0; i < v->u.obj.n; i++) {
-            const pf_json_member *m = &v->u.obj.members[i];
-            int seen = 0;
-            for (size_t j = 0; j < i && !seen; j++) seen = same_key(&v->u.obj.members[j], m);
-            if (seen) continue;
-            const pf_json_member *last = m;
-            for (size_t j = i + 1; j < v->u.obj.n; j++)
-                if (same_key(&v->u.obj.members[j], m)) last = &v->u.obj.members[j];
-            if (!first) pf_sbuf_put(b, ", ", 2);
-            first = 0;
-            pf_json_quote(b, m->key, m->key_len);
-            pf_sbuf_put(b, ": ", 2);
-            pf_sb_py_dumps(b, &last->val, src, src_len);
-        }
-        pf_sbuf_put(b, "}", 1);
-        break;
-    }
-    }
+    pf_json_write(b, v, src, src_len, &(pf_json_style){", ", ": ", py_number, true});
 }
 
 /* ---- the file list ---- */
