@@ -193,15 +193,25 @@ bool cli_draft_max(const char *flag, const char *s, int *block) {
     return false;
 }
 
-FILE *cli_create(const char *path, atomic_file *af) {
-    FILE *f = atomic_file_open(af, path, "w");
-    if (!f) cli_fail("%s: cannot create: %s", path, strerror(af->err));
-    return f;
+/* errno of a failed create or write as its kind: memory, else the file. */
+static pf_status errno_status(int e) { return e == ENOMEM ? PF_ERR_OOM : PF_ERR_IO; }
+
+int cli_create(const char *path, atomic_file *af) {
+    if (atomic_file_open(af, path, "wb")) return 0;
+    return cli_fail_kind(errno_status(af->err), "%s: cannot create: %s", path, strerror(af->err));
 }
 
 int cli_finish(atomic_file *af, const char *path) {
-    if (atomic_file_commit(af, path, 0) != 0) return cli_fail("%s: write failed: %s", path, strerror(errno));
-    return 0;
+    if (atomic_file_commit(af, path, 0) == 0) return 0;
+    int e = errno;
+    return cli_fail_kind(errno_status(e), "%s: write failed: %s", path, strerror(e));
+}
+
+int cli_can_create(const char *path) {
+    atomic_file af;
+    int rc = cli_create(path, &af);
+    atomic_file_abort(&af);
+    return rc;
 }
 
 /* v into the first free slot of a NULL-initialised array of e->hi; false when it is full. */

@@ -46,10 +46,15 @@ bool cli_draft_max(const char *flag, const char *s, int *block);
  * error naming path the exit status of its kind (2 it cannot be opened or read, 4 out of memory). */
 int cli_read_file(const char *path, char **text, size_t *len);
 /* An output written whole or not at all (formats/atomic_file.h): cli_create opens the temporary
- * beside path, cli_finish flushes, closes and renames it over path (on failure the temporary is
- * removed). NULL / 1 after a one-line error naming path and the reason. */
-FILE *cli_create(const char *path, atomic_file *af);
+ * beside path (write through af->fp), cli_finish flushes, closes and renames it over path (on
+ * failure the temporary is removed). 0, or after a one-line error naming path and the reason the
+ * exit status of its kind (2 it cannot be created or written, 4 out of memory). */
+int cli_create(const char *path, atomic_file *af);
 int cli_finish(atomic_file *af, const char *path);
+/* cli_create's check alone, for an output written after a long measurement: the temporary is
+ * created and removed again, so an output that cannot be written fails before the run, not after
+ * it, and nothing is left behind if the run is stopped. 0, or cli_create's exit status. */
+int cli_can_create(const char *path);
 
 /* One command's flags as a table: each entry names a flag and where its value goes (the union
  * member is the destination's type, so the compiler checks it), and cli_parse walks argv once.

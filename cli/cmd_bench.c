@@ -65,14 +65,29 @@ static const char k_usage[] =
     "llama.cpp spellings accepted: --model, --predict/--n-predict, --ctx-size, --threads, -s (--seed),\n"
     "  -md/--model-draft, --draft/--draft-n (--draft-max)\n";
 
-/* Write through a temporary file so a failed run never leaves a partial output. */
+/* Write through a temporary file so a failed run never leaves a partial output; 0 or the exit status. */
 static int write_out(const char *path, void (*fn)(FILE *, const pf_bench_result *, const pf_bench_opts *),
                      const pf_bench_result *r, const pf_bench_opts *o) {
     atomic_file af;
-    FILE *f = cli_create(path, &af);
-    if (!f) return 1;
-    fn(f, r, o);
+    int rc = cli_create(path, &af);
+    if (rc) return rc;
+    fn(af.fp, r, o);
     return cli_finish(&af, path);
+}
+
+/* --json and --svg: both writable before anything is measured; 0 or the exit status. */
+static int check_outputs(const char *json, const char *svg) {
+    int rc = json ? cli_can_create(json) : 0;
+    return rc ? rc : svg ? cli_can_create(svg) : 0;
+}
+
+/* --json and --svg written (each tried); 0, or the exit status of the first that failed. */
+static int write_outputs(const char *json, const char *svg,
+                         void (*write_json)(FILE *, const pf_bench_result *, const pf_bench_opts *),
+                         const pf_bench_result *r, const pf_bench_opts *o) {
+    int rc = json ? write_out(json, write_json, r, o) : 0;
+    int rc_svg = svg ? write_out(svg, pf_bench_write_svg, r, o) : 0;
+    return rc ? rc : rc_svg;
 }
 
 
@@ -127,10 +142,7 @@ static int report_compare(const char *model, const pf_bench_opts *o, const pf_be
     pf_bench_print_compare(r);
     pf_bench_print_by_length(r);
     if (structured) pf_bench_print_structured(r);
-    int rc = 0;
-    if (json && write_out(json, pf_bench_write_compare_json, r, o)) rc = 1;
-    if (svg && write_out(svg, pf_bench_write_svg, r, o)) rc = 1;
-    return rc;
+    return write_outputs(json, svg, pf_bench_write_compare_json, r, o);
 }
 
 /* The speedup table per task and overall, then per task the acceptance and the time split. */
@@ -182,10 +194,7 @@ static int report_spec(const char *model, const char *profile_path, const pf_ben
         printf("\n");
         pf_bench_print_structured(r);
     }
-    int rc = 0;
-    if (json && write_out(json, pf_bench_write_json, r, o)) rc = 1;
-    if (svg && write_out(svg, pf_bench_write_svg, r, o)) rc = 1;
-    return rc;
+    return write_outputs(json, svg, pf_bench_write_json, r, o);
 }
 
 /* --concurrency's list into o->levels; 1 (reported) when malformed. */
@@ -222,7 +231,7 @@ static void write_concurrency_json(FILE *f, const char *model, const pf_conc_opt
     fprintf(f, "]}\n");
 }
 
-/* bench --concurrency: measured, the table printed (and the JSON written); 0, or 1 (reported). */
+/* bench --concurrency: measured, the table printed (and the JSON written); 0, or the exit status (reported). */
 static int run_concurrency(const char *model, const char *tasks, const char *list, const pf_bench_opts *b,
                            int max_prompts, const char *json) {
     pf_conc_opts o = {.threads = b->threads, .n_ctx = b->n_ctx, .kv_q8 = b->kv_q8, .load = b->load, .max_tokens = b->max_tokens,
@@ -236,6 +245,11 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
     pf_conc_result r;
     pf_rc trc = pf_tasks_load(tasks, max_prompts, &suite, err);
     if (trc != PF_RC_OK) return cli_fail_kind(pf_api_status(trc), "%s", err);
+    int orc = check_outputs(json, NULL);
+    if (orc) {
+        pf_tasks_free(&suite);
+        return orc;
+    }
     int failed = pf_bench_concurrency(model, &suite, &o, &r, err) < 0;
     pf_tasks_free(&suite);
     if (failed) return cli_fail("bench: %s", err);
@@ -253,14 +267,14 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
     }
     if (!json) return 0;
     atomic_file af;
-    FILE *f = cli_create(json, &af);
-    if (!f) return 1;
-    write_concurrency_json(f, model, &o, &r);
+    int rc = cli_create(json, &af);
+    if (rc) return rc;
+    write_concurrency_json(af.fp, model, &o, &r);
     return cli_finish(&af, json);
 }
 
 /* bench --concurrency's strategies: --compare's arms, or --spec's one (with --block); none without
- * either. 0, or 1 (reported). */
+ * either. 0, or the exit status (reported). */
 static int bench_concurrency(const char *model, const char *tasks, const char *list, pf_bench_opts *o,
                              const char *compare, int other_flags, int max_prompts, const char *json) {
     if (other_flags) return cli_fail("bench: --concurrency takes no --profile, --structured, --print-plan or --svg");
@@ -347,30 +361,33 @@ int cmd_bench(int argc, char **argv) {
     }
     pf_task_suite suite;
     pf_bench_result r;
-    pf_rc brc = PF_RC_OK;
-    brc = pf_tasks_load(tasks, max_prompts, &suite, err);
-    int failed = brc != PF_RC_OK ? 2 : 0; /* exits with the kind of what failed, as the run does */
-    if (!failed && structured && pf_tasks_add_constrained(&suite, err) < 0) {
+    /* each failure reported with the exit status of its kind, as the run does */
+    int rc = 0;
+    pf_rc brc = pf_tasks_load(tasks, max_prompts, &suite, err);
+    if (brc != PF_RC_OK) {
+        rc = cli_fail_kind(pf_api_status(brc), "bench: %s", err);
+    } else if ((rc = check_outputs(json, svg))) {
         pf_tasks_free(&suite);
-        failed = 1;
-    }
-    if (!failed && (brc = pf_bench_run(model, &suite, &o, &r, err)) != PF_RC_OK) {
+    } else if (structured && pf_tasks_add_constrained(&suite, err) < 0) {
         pf_tasks_free(&suite);
-        failed = 2;
+        rc = cli_fail("%s", err);
+    } else if ((brc = pf_bench_run(model, &suite, &o, &r, err)) != PF_RC_OK) {
+        pf_tasks_free(&suite);
+        rc = cli_fail_kind(pf_api_status(brc), "bench: %s", err);
     }
-    if (failed) {
+    if (rc) {
         if (o.profile) pf_profile_free(&prof);
         for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
-        return failed == 2 ? cli_fail_kind(pf_api_status(brc), "bench: %s", err) : cli_fail("%s", err);
+        return rc;
     }
     if (n_arms) {
-        int rc = report_compare(model, &o, &r, structured, json, svg);
+        rc = report_compare(model, &o, &r, structured, json, svg);
         pf_bench_result_free(&r);
         pf_tasks_free(&suite);
         for (int k = 0; k < n_prof; k++) pf_profile_free(&arm_prof[k]);
         return rc;
     }
-    int rc = report_spec(model, profile_path, &o, &r, structured, json, svg);
+    rc = report_spec(model, profile_path, &o, &r, structured, json, svg);
     pf_bench_result_free(&r);
     pf_tasks_free(&suite);
     if (o.profile) pf_profile_free(&prof);

@@ -94,8 +94,9 @@ static void print_ops(const pf_bench_model_opts *o, const pf_bench_model_result 
 static int write_json(const char *json, const char *path, const char *level, const pf_bench_model_opts *o,
                       const pf_bench_model_result *r) {
     atomic_file af;
-    FILE *f = cli_create(json, &af);
-    if (!f) return 1;
+    int rc = cli_create(json, &af);
+    if (rc) return rc;
+    FILE *f = af.fp;
     fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"kernels\": \"%s\", \"c\": {", path, o->threads, level);
     for (int i = 0; i < o->n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o->blocks[i], r->c[i].median);
     fprintf(f, "}, \"decode_tok_s\": {");
@@ -122,6 +123,8 @@ int cmd_bench_model(int argc, char **argv) {
     int parsed = cli_parse("bench-model", argc, argv, args, 0);
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!path) return cli_fail("bench-model: missing -m MODEL.gguf");
+    int orc = json ? cli_can_create(json) : 0; /* before the measurement, not after it */
+    if (orc) return orc;
     char err[PF_ERR_LEN];
     pf_model *m = NULL;
     pf_status st = pf_load_model_with(path, &lp, &m, err);

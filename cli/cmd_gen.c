@@ -350,15 +350,13 @@ static int gen_batched(gen_run *g, FILE *fi, long long limit, int n_batch, int *
 }
 
 /* --log-rounds: the rounds of the strategy the library's resolver makes of gp (built now; every
- * line's call runs it) appended to log_rounds; 1 (reported) on failure. */
+ * line's call runs it) appended to log_rounds; 0, or the exit status (reported). */
 static int open_round_log(pf_session *s, const pf_gen_params *gp, const char *log_rounds, FILE **log_file) {
     char err[PF_ERR_LEN];
     api_choice c;
-    if (pf_api_strategy(s, gp, &c, err) != PF_OK) return cli_fail("%s", err);
-    if (!c.spec) return 0;
-    if (!(*log_file = fopen(log_rounds, "ab"))) return cli_fail("%s: cannot open for appending", log_rounds);
-    if (pf_spec_set_log(c.spec, *log_file, err) != PF_RC_OK) return cli_fail("%s", err);
-    return 0;
+    pf_status st = pf_api_strategy(s, gp, &c, err);
+    if (st != PF_OK) return cli_fail_status(st, err);
+    return c.spec ? cli_round_log(c.spec, log_rounds, log_file) : 0;
 }
 
 int cmd_gen(int argc, char **argv) {
@@ -414,8 +412,7 @@ int cmd_gen(int argc, char **argv) {
     gen_run g = {.m = m, .gp = &gp, .seed0 = gp.seed, .no_special = no_special, .in = in};
     st = pf_session_new(m, &sp, &g.s, err);
     FILE *fi = fopen(in, "rb");
-    atomic_file af;
-    g.fo = atomic_file_open(&af, out, "w");
+    atomic_file af = {0};
     int rc = 1;
     char *line = NULL;
     size_t cap = 0;
@@ -424,9 +421,11 @@ int cmd_gen(int argc, char **argv) {
     if (!g.s) { rc = cli_fail_status(st, err); goto done; }
     if ((rc = cli_spec_params("gen", m, &fl, &gp, &draft)) != 0) goto done;
     rc = 1;
-    if (log_rounds && open_round_log(g.s, &gp, log_rounds, &log_file)) goto done;
+    if (log_rounds && (rc = open_round_log(g.s, &gp, log_rounds, &log_file))) goto done;
     if (!fi) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot open", in); goto done; }
-    if (!g.fo) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if ((rc = cli_create(out, &af))) goto done;
+    g.fo = af.fp;
+    rc = 1;
     if (n_batch && gen_batched(&g, fi, limit, n_batch, &lineno)) {
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
@@ -448,10 +447,7 @@ int cmd_gen(int argc, char **argv) {
         }
         if (lineno % 50 == 0) fprintf(stderr, "\rgen: %d prompts", lineno);
     }
-    if (atomic_file_commit(&af, out, 0) != 0) {
-        rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno));
-        goto done;
-    }
+    if ((rc = cli_finish(&af, out))) goto done;
     fprintf(stderr, "\rgen: %d prompts done\n", lineno);
     rc = 0;
 done:

@@ -29,8 +29,8 @@ int cmd_synth(int argc, char **argv) {
     int t = pf_type_from_name(type);
     if (t < 0) return cli_fail("synth: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1)", type);
     char err[PF_ERR_LEN];
-    if (pf_synth_write(sh, (uint32_t)t, untied, (uint64_t)seed, out, err) < 0) return cli_fail("%s", err);
-    return 0;
+    pf_rc rc = pf_synth_save(sh, (uint32_t)t, untied, (uint64_t)seed, out, err);
+    return rc == PF_RC_OK ? 0 : cli_fail_status(pf_api_status(rc), err);
 }
 
 int cmd_quantize(int argc, char **argv) {

@@ -87,14 +87,6 @@ static int on_text(void *user, const char *text, size_t len) {
     return g_interrupted ? -1 : 0;
 }
 
-/* --log-rounds: every round of spec appended to path; 1 (reported) when it cannot be. */
-static int open_round_log(pf_spec *spec, const char *path, FILE **f) {
-    char err[PF_ERR_LEN];
-    if (!(*f = fopen(path, "ab"))) return cli_fail("%s: cannot open for appending", path);
-    if (pf_spec_set_log(spec, *f, err) != PF_RC_OK) return cli_fail("%s", err);
-    return 0;
-}
-
 /* The prefill and decode times on stderr. */
 static void print_timing(const pf_gen_stats *st) {
     if (st->n_cached)
@@ -170,7 +162,7 @@ int cmd_run(int argc, char **argv) {
     api_choice choice;
     if ((r = pf_api_strategy(s, &gp, &choice, err)) != PF_OK) { rc = cli_fail_status(r, err); goto done; }
     pf_spec *spec = choice.spec;
-    if (spec && log_rounds && open_round_log(spec, log_rounds, &log_file)) goto done;
+    if (spec && log_rounds && (rc = cli_round_log(spec, log_rounds, &log_file))) goto done;
     pf_gen_stats st;
     signal(SIGINT, on_sigint);
     r = pf_generate(s, prompt, plen, &gp, on_text, NULL, &st, err);

@@ -69,8 +69,9 @@ static void json_reasons(FILE *f, const char *name, const pf_sb_reason *l, int n
 
 static int write_json(const char *path, pf_sb_result *r) {
     atomic_file af;
-    FILE *f = cli_create(path, &af);
-    if (!f) return 1;
+    int rc = cli_create(path, &af);
+    if (rc) return rc;
+    FILE *f = af.fp;
     static const char *const outcome[] = {"pass", "compile_error", "invalidation_error", "validation_error"};
     fprintf(f, "{\n  \"schemas\": %d, \"passing\": %d, \"compile_error\": %d, \"validation_error\": %d, "
                "\"invalidation_error\": %d,\n",
@@ -129,11 +130,13 @@ int cmd_schema_bench(int argc, char **argv) {
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!model) return cli_fail("schema-bench: missing -m MODEL.gguf");
     if (!pos[0]) return cli_fail("schema-bench: missing DIR (a folder of MaskBench schema files)");
+    int orc = json ? cli_can_create(json) : 0; /* before the walk, not after it */
+    if (orc) return orc;
     char err[PF_ERR_LEN];
     char **paths = NULL;
     int n = 0;
-    if (pf_sb_list(pos[0], sample, (unsigned long long)seed, &paths, &n, err) < 0)
-        return cli_fail("schema-bench: %s", err);
+    pf_rc lrc = pf_sb_list(pos[0], sample, (unsigned long long)seed, &paths, &n, err);
+    if (lrc != PF_RC_OK) return cli_fail_kind(pf_api_status(lrc), "schema-bench: %s", err);
     if (!n) {
         pf_sb_list_free(paths, n);
         return cli_fail("schema-bench: %s: no *.json files", pos[0]);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -113,27 +114,34 @@ typedef struct {
     FILE *f_ids, *f_lp;
     atomic_file af_ids, af_lp;
     char path_ids[4096], path_lp[4096];
-    int32_t *ids;
+    int32_t *ids; /* the four row buffers are one allocation, ids its start */
     float *lp;
     pf_half *lp16;
     void *ids_out;
 } topk_out;
 
+/* 0, or after a one-line error the exit status of its kind (as topk_write and topk_commit). */
 static int topk_open(topk_out *o, const char *prefix, int k, int n_vocab, uint64_t rows, int max_len) {
     o->k = k;
     o->wide = n_vocab > 65536;
     if ((size_t)snprintf(o->path_ids, sizeof o->path_ids, "%s_ids.npy", prefix) >= sizeof o->path_ids ||
         (size_t)snprintf(o->path_lp, sizeof o->path_lp, "%s_logp.npy", prefix) >= sizeof o->path_lp)
-        return cli_fail("taps: --topk-out '%s': path too long", prefix), 0;
-    o->ids = malloc((size_t)max_len * k * sizeof *o->ids);
-    o->lp = malloc((size_t)max_len * k * sizeof *o->lp);
-    o->lp16 = malloc((size_t)max_len * k * sizeof *o->lp16);
-    o->ids_out = malloc((size_t)max_len * k * 4);
-    if (!o->ids || !o->lp || !o->lp16 || !o->ids_out) return cli_fail("taps: out of memory for the top-k rows"), 0;
-    if (!(o->f_ids = cli_create(o->path_ids, &o->af_ids)) || !(o->f_lp = cli_create(o->path_lp, &o->af_lp))) return 0;
-    if (!write_npy_header(o->f_ids, o->wide ? "<i4" : "<u2", rows, k) || !write_npy_header(o->f_lp, "<f2", rows, k))
-        return cli_fail("%s: write failed: %s", o->path_ids, strerror(errno)), 0;
-    return 1;
+        return cli_fail_kind(PF_ERR_IO, "taps: --topk-out '%s': path too long", prefix);
+    size_t m = (size_t)max_len * k; /* int32 ids, float log-probs, 4-byte ids out, then the f16 log-probs */
+    if (!(o->ids = malloc(m * (sizeof *o->ids + sizeof *o->lp + 4 + sizeof *o->lp16))))
+        return cli_fail_kind(PF_ERR_OOM, "taps: out of memory for the top-k rows");
+    o->lp = (float *)(o->ids + m);
+    o->ids_out = o->lp + m;
+    o->lp16 = (pf_half *)((char *)o->ids_out + m * 4);
+    int rc = cli_create(o->path_ids, &o->af_ids);
+    if (rc || (rc = cli_create(o->path_lp, &o->af_lp))) return rc;
+    o->f_ids = o->af_ids.fp;
+    o->f_lp = o->af_lp.fp;
+    if (!write_npy_header(o->f_ids, o->wide ? "<i4" : "<u2", rows, k))
+        return cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", o->path_ids, strerror(errno));
+    if (!write_npy_header(o->f_lp, "<f2", rows, k))
+        return cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", o->path_lp, strerror(errno));
+    return 0;
 }
 
 /* Top-k of n rows of logits, appended to both files. */
@@ -149,24 +157,28 @@ static int topk_write(topk_out *o, const pf_kernels *kern, const float *logits, 
         w = 2;
     } else
         memcpy(o->ids_out, o->ids, m * 4);
-    if (fwrite(o->ids_out, w, m, o->f_ids) != m) return cli_fail("%s: write failed: %s", o->path_ids, strerror(errno)), 0;
-    if (fwrite(o->lp16, sizeof *o->lp16, m, o->f_lp) != m) return cli_fail("%s: write failed: %s", o->path_lp, strerror(errno)), 0;
-    return 1;
+    if (fwrite(o->ids_out, w, m, o->f_ids) != m)
+        return cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", o->path_ids, strerror(errno));
+    if (fwrite(o->lp16, sizeof *o->lp16, m, o->f_lp) != m)
+        return cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", o->path_lp, strerror(errno));
+    return 0;
 }
 
+/* Both files renamed into place; when the second fails the first is removed again, so a failed
+ * run leaves no ids without their log-probabilities (0 or the exit status, reported). */
 static int topk_commit(topk_out *o) {
-    if (!o->f_ids) return 1;
+    if (!o->f_ids) return 0;
     o->f_ids = o->f_lp = NULL;
-    return !cli_finish(&o->af_ids, o->path_ids) && !cli_finish(&o->af_lp, o->path_lp);
+    int rc = cli_finish(&o->af_ids, o->path_ids);
+    if (rc) return rc;
+    if ((rc = cli_finish(&o->af_lp, o->path_lp))) unlink(o->path_ids);
+    return rc;
 }
 
 static void topk_free(topk_out *o) {
     atomic_file_abort(&o->af_ids);
     atomic_file_abort(&o->af_lp);
     free(o->ids);
-    free(o->lp);
-    free(o->lp16);
-    free(o->ids_out);
 }
 
 int cmd_taps(int argc, char **argv) {
@@ -210,8 +222,9 @@ int cmd_taps(int argc, char **argv) {
         rc = cli_fail_kind(PF_ERR_OOM, "taps: out of memory for %u rows of logits", max_len);
         goto done;
     }
-    if (topk && !topk_open(&tk, topk_prefix, topk, (int)m->hp.n_vocab, total, (int)max_len)) goto done;
-    if (!(fo = atomic_file_open(&af, out, "wb"))) { rc = cli_fail_kind(PF_ERR_IO, "%s: cannot create: %s", out, strerror(af.err)); goto done; }
+    if (topk && (rc = topk_open(&tk, topk_prefix, topk, (int)m->hp.n_vocab, total, (int)max_len))) goto done;
+    if ((rc = cli_create(out, &af))) goto done;
+    fo = af.fp;
     if (!write_npy_header(fo, "<f2", total, (int)width)) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
     const int32_t *t = toks;
     for (uint32_t i = 0; i < n_seq; i++) {
@@ -220,7 +233,7 @@ int cmd_taps(int argc, char **argv) {
                       .logits = logits, .tap_layers = layers, .n_taps = n_taps, .taps = taps};
         pf_rc frc = lens[i] ? pf_forward(c, &b, err) : PF_RC_OK;
         if (frc != PF_RC_OK) { rc = cli_fail_kind(pf_api_status(frc), "%s: sequence %u: %s", in, i, err); goto done; }
-        if (topk && !topk_write(&tk, c->k, logits, (int)lens[i], (int)m->hp.n_vocab)) goto done;
+        if (topk && (rc = topk_write(&tk, c->k, logits, (int)lens[i], (int)m->hp.n_vocab))) goto done;
         size_t n = (size_t)lens[i] * width;
         c->k->f32_to_f16(taps, row16, (int64_t)n);
         if (fwrite(row16, sizeof *row16, n, fo) != n) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
@@ -228,8 +241,11 @@ int cmd_taps(int argc, char **argv) {
         if ((i + 1) % 500 == 0) fprintf(stderr, "\rtaps: %u / %u sequences", i + 1, n_seq);
     }
     fo = NULL;
-    if (atomic_file_commit(&af, out, 0) != 0) { rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(errno)); goto done; }
-    if (!topk_commit(&tk)) goto done;
+    if ((rc = cli_finish(&af, out))) goto done;
+    if ((rc = topk_commit(&tk))) {
+        unlink(out); /* all of the run's outputs or none */
+        goto done;
+    }
     fprintf(stderr, "\rtaps: %u sequences, %llu tokens, %d taps\n", n_seq, (unsigned long long)total, n_taps);
     rc = 0;
 done:

@@ -74,8 +74,9 @@ static void print_report(const char *model, const pf_tune_opts *o, const pf_tune
 /* The profile: the measured costs, the default and each task's choice, with the predictions. */
 static int write_profile(const char *out, const char *model, const pf_tune_opts *o, const pf_tune_result *r) {
     atomic_file af;
-    FILE *f = cli_create(out, &af);
-    if (!f) return 1;
+    int rc = cli_create(out, &af);
+    if (rc) return rc;
+    FILE *f = af.fp;
     fprintf(f, "{\"model\": \"%s\", \"draft\": \"%s\", \"threads\": %d, \"depth\": %d, \"t1_ms\": %.4f,\n \"c\": {", model,
             o->bench.draft_path ? o->bench.draft_path : "", o->bench.threads, o->depth, r->t1_ms);
     for (int i = 0; i < o->n_blocks; i++) fprintf(f, "%s\"%d\": %.4f", i ? ", " : "", o->blocks[i], r->c[i]);
@@ -119,6 +120,11 @@ int cmd_tune(int argc, char **argv) {
     pf_task_suite suite;
     pf_rc lrc = pf_tasks_load(tasks, max_prompts, &suite, err);
     if (lrc != PF_RC_OK) return cli_fail_kind(pf_api_status(lrc), "%s", err);
+    int orc = cli_can_create(out); /* before the measurement, not after it */
+    if (orc) {
+        pf_tasks_free(&suite);
+        return orc;
+    }
     pf_tune_result r;
     pf_rc trc = pf_tune_run(model, &suite, &o, &r, err);
     if (trc != PF_RC_OK) {

@@ -1,6 +1,8 @@
 #include "cli/spec_flags.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/args.h"
 #include "engine/model.h"
@@ -31,4 +33,12 @@ int cli_print_plan(const pf_gen_params *p) {
     if (st != PF_OK) return cli_fail_status(st, err);
     printf("plan: %s\n", line);
     return 0;
+}
+
+int cli_round_log(pf_spec *spec, const char *path, FILE **f) {
+    char err[PF_ERR_LEN];
+    if (!(*f = fopen(path, "ab")))
+        return cli_fail_kind(errno == ENOMEM ? PF_ERR_OOM : PF_ERR_IO, "%s: cannot open for appending: %s", path, strerror(errno));
+    pf_rc rc = pf_spec_set_log(spec, *f, err);
+    return rc == PF_RC_OK ? 0 : cli_fail_status(pf_api_status(rc), err);
 }

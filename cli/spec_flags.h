@@ -5,8 +5,10 @@
 #define PF_CLI_SPEC_FLAGS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "include/pocketflash.h"
+#include "verify/spec.h"
 
 typedef struct {
     const char *spec;    /* --spec NAME, or NULL: the default */
@@ -26,5 +28,10 @@ int cli_spec_params(const char *cmd, const pf_model *m, const cli_spec_flags *fl
 
 /* --print-plan: "plan: " and pf_gen_plan's line on stdout; 0, or 1 (reported). */
 int cli_print_plan(const pf_gen_params *p);
+
+/* --log-rounds: every round of spec appended to path (*f, to fclose after the run; appended to, so
+ * not written whole like the other outputs). 0, or after a one-line error the exit status of its
+ * kind (2 path cannot be opened). */
+int cli_round_log(pf_spec *spec, const char *path, FILE **f);
 
 #endif

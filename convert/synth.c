@@ -1,4 +1,5 @@
 #include "convert/synth.h"
+#include "formats/errf.h"
 #include "formats/grow.h"
 
 #include <math.h>
@@ -197,26 +198,31 @@ static int put_keys(gguf_writer *w, const pf_synth_shape *sh, uint32_t type) {
     return pf_synth_tokenizer(w, sh->n_vocab);
 }
 
-int pf_synth_write(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_t seed, const char *path,
-                   char err[PF_ERR_LEN]) {
+pf_rc pf_synth_save(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_t seed, const char *path,
+                    char err[PF_ERR_LEN]) {
     synth s = {.w = gguf_writer_new(), .type = type};
     pf_rng_seed(&s.rng, seed);
     /* one scratch buffer of floats large enough for the biggest matrix */
     int64_t big = (int64_t)sh->n_vocab * sh->n_embd;
     if ((int64_t)sh->n_ff * sh->n_embd > big) big = (int64_t)sh->n_ff * sh->n_embd;
-    int rc = -1;
+    pf_rc rc;
     if (!s.w || !(s.tmp = malloc((size_t)big * sizeof(float)))) {
-        snprintf(err, PF_ERR_LEN, "out of memory");
+        rc = pf_err_rc(err, PF_RC_OOM, "%s: out of memory", path);
     } else if (put_keys(s.w, sh, type) < 0) {
-        snprintf(err, PF_ERR_LEN, "tokenizer: vocabulary too small");
+        rc = pf_err_rc(err, PF_RC_ARG, "%s: tokenizer: vocabulary too small", path);
     } else {
         bool ok = put_mat(&s, "token_embd.weight", sh->n_vocab, sh->n_embd, 0.05f) == 0 &&
                   (!untied || put_mat(&s, "output.weight", sh->n_vocab, sh->n_embd, 0.05f) == 0) &&
                   put_vec(&s, "output_norm.weight", sh->n_embd) == 0;
         for (int l = 0; ok && l < sh->n_layer; l++) ok = put_layer(&s, sh, l) == 0;
-        rc = ok ? gguf_w_write(s.w, path, err) : (snprintf(err, PF_ERR_LEN, "out of memory"), -1);
+        rc = ok ? gguf_w_save(s.w, path, err) : pf_err_rc(err, PF_RC_OOM, "%s: out of memory", path);
     }
     free(s.tmp);
     gguf_writer_free(s.w);
     return rc;
+}
+
+int pf_synth_write(const pf_synth_shape *sh, uint32_t type, bool untied, uint64_t seed, const char *path,
+                   char err[PF_ERR_LEN]) {
+    return pf_synth_save(sh, type, untied, seed, path, err) == PF_RC_OK ? 0 : -1;
 }

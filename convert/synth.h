@@ -18,7 +18,11 @@ typedef struct {
 const pf_synth_shape *pf_synth_shape_find(const char *name);
 /* Names of all shapes, NULL-terminated. */
 const char *const *pf_synth_shape_names(void);
-/* Write a model: matrices in `type`, norms in F32; same seed, same file. */
+/* Write a model: matrices in `type`, norms in F32; same seed, same file. PF_RC_OK, or with err
+ * PF_RC_OOM, PF_RC_IO (the file cannot be written; nothing is left behind) or PF_RC_ARG. */
+pf_rc pf_synth_save(const pf_synth_shape *shape, uint32_t type, bool untied, uint64_t seed, const char *path,
+                    char err[PF_ERR_LEN]);
+/* pf_synth_save for callers that need no kind: 0 or -1 (err filled). */
 int pf_synth_write(const pf_synth_shape *shape, uint32_t type, bool untied, uint64_t seed, const char *path,
                    char err[PF_ERR_LEN]);
 /* Add the synthetic tokenizer of n_vocab tokens (256 bytes, merges, 26 Qwen3 specials at the end)

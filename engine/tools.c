@@ -1,22 +1,14 @@
 #include "engine/tools.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/errf.h"
 #include "formats/json.h"
 #include "grammar/lit_set.h"
 
-static pf_rc bad(char err[PF_ERR_LEN], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static pf_rc bad(char err[PF_ERR_LEN], const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, PF_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return PF_RC_ARG;
-}
 
 static pf_rc oom(char err[PF_ERR_LEN]) {
     snprintf(err, PF_ERR_LEN, "out of memory");
@@ -45,24 +37,26 @@ static const char k_no_params[] = "{\"type\":\"object\",\"properties\":{},\"addi
 
 static pf_rc one_tool(const pf_json *v, int i, const char *src, size_t len, pf_tools *t, char err[PF_ERR_LEN]) {
     const pf_json *type = pf_json_get(v, "type"), *fn = pf_json_get(v, "function");
-    if (v->type != PF_JSON_OBJECT) return bad(err, "tools[%d] must be an object", i);
-    if (!pf_json_str_eq(type, "function")) return bad(err, "tools[%d].type must be \"function\"", i);
-    if (!fn || fn->type != PF_JSON_OBJECT) return bad(err, "tools[%d].function must be an object", i);
+    if (v->type != PF_JSON_OBJECT) return pf_err_rc(err, PF_RC_ARG, "tools[%d] must be an object", i);
+    if (!pf_json_str_eq(type, "function")) return pf_err_rc(err, PF_RC_ARG, "tools[%d].type must be \"function\"", i);
+    if (!fn || fn->type != PF_JSON_OBJECT) return pf_err_rc(err, PF_RC_ARG, "tools[%d].function must be an object", i);
     const pf_json *name = pf_json_get(fn, "name"), *desc = pf_json_get(fn, "description"),
                   *params = pf_json_get(fn, "parameters");
-    if (!name) return bad(err, "tools[%d].function.name is required", i);
+    if (!name) return pf_err_rc(err, PF_RC_ARG, "tools[%d].function.name is required", i);
     if (!name_ok(name))
-        return bad(err, "tools[%d].function.name must be 1 to 64 letters, digits, '_' or '-'", i);
+        return pf_err_rc(err, PF_RC_ARG, "tools[%d].function.name must be 1 to 64 letters, digits, '_' or '-'", i);
     if (desc && desc->type != PF_JSON_STRING && desc->type != PF_JSON_NULL)
-        return bad(err, "tools[%d].function.description must be a string", i);
+        return pf_err_rc(err, PF_RC_ARG, "tools[%d].function.description must be a string", i);
     if (params && params->type == PF_JSON_NULL) params = NULL;
     if (params) {
         const pf_json *pt = pf_json_get(params, "type");
         if (params->type != PF_JSON_OBJECT || (pt && !pf_json_str_eq(pt, "object")))
-            return bad(err, "tools[%d].function.parameters must be a JSON Schema of an object ({\"type\": \"object\", ...})", i);
+            return pf_err_rc(err, PF_RC_ARG,
+                             "tools[%d].function.parameters must be a JSON Schema of an object ({\"type\": \"object\", ...})", i);
     }
     for (int k = 0; k < t->n; k++)
-        if (!strcmp(t->name[k], name->u.str.s)) return bad(err, "tools[%d]: a second function named '%s'", i, t->name[k]);
+        if (!strcmp(t->name[k], name->u.str.s))
+            return pf_err_rc(err, PF_RC_ARG, "tools[%d]: a second function named '%s'", i, t->name[k]);
     pf_sbuf text = {0}, ps = {0};
     pf_json_spaced(&text, v, src, len);
     if (params) pf_json_compact(&ps, params, src, len);
@@ -78,11 +72,11 @@ pf_rc pf_tools_parse(const char *json, size_t len, pf_tools *t, char err[PF_ERR_
     memset(t, 0, sizeof *t);
     char why[PF_ERR_LEN];
     pf_json_doc *d = pf_json_parse(json, len, why);
-    if (!d) return bad(err, "tools: %.200s", why);
+    if (!d) return pf_err_rc(err, PF_RC_ARG, "tools: %.200s", why);
     const pf_json *root = pf_json_root(d);
     pf_rc rc = PF_RC_OK;
     if (root->type != PF_JSON_ARRAY || !root->u.arr.n || root->u.arr.n > 128) {
-        rc = bad(err, "'tools' must be an array of 1 to 128 tools");
+        rc = pf_err_rc(err, PF_RC_ARG, "'tools' must be an array of 1 to 128 tools");
     } else {
         size_t n = root->u.arr.n;
         t->name = calloc(n, sizeof *t->name);
@@ -210,7 +204,7 @@ static pf_rc check_each(const pf_tools *t, int pick, char err[PF_ERR_LEN]) {
         pf_schema_status st = pf_schema_compile(t->params[i], strlen(t->params[i]), &s, why);
         pf_schema_free(s);
         if (st == PF_SCHEMA_NO_MEMORY) return oom(err);
-        if (st != PF_SCHEMA_OK) return bad(err, "tools[%d].function.parameters: %.200s", i, why);
+        if (st != PF_SCHEMA_OK) return pf_err_rc(err, PF_RC_ARG, "tools[%d].function.parameters: %.200s", i, why);
     }
     return PF_RC_OK;
 }
@@ -258,9 +252,9 @@ static pf_schema_status add_wraps(pf_schema *s, const pf_tools *t, int pick, cha
 pf_rc pf_tools_schema(const pf_tools *t, const char *only, pf_schema **out, char err[PF_ERR_LEN]) {
     *out = NULL;
     int pick = only ? pf_tools_find(t, only) : -1;
-    if (only && pick < 0) return bad(err, "tool_choice names '%.64s', which is not in tools", only);
+    if (only && pick < 0) return pf_err_rc(err, PF_RC_ARG, "tool_choice names '%.64s', which is not in tools", only);
     if (!only && t->n > PF_SCHEMA_MAX_WRAPS)
-        return bad(err, "tool_choice \"required\" takes at most %d tools (name one instead)", PF_SCHEMA_MAX_WRAPS);
+        return pf_err_rc(err, PF_RC_ARG, "tool_choice \"required\" takes at most %d tools (name one instead)", PF_SCHEMA_MAX_WRAPS);
     pf_rc rc = check_each(t, pick, err);
     if (rc != PF_RC_OK) return rc;
     pf_sbuf b = {0};
@@ -275,7 +269,7 @@ pf_rc pf_tools_schema(const pf_tools *t, const char *only, pf_schema **out, char
     if (st == PF_SCHEMA_OK) st = add_wraps(s, t, pick, why);
     if (st != PF_SCHEMA_OK) {
         pf_schema_free(s);
-        return st == PF_SCHEMA_NO_MEMORY ? oom(err) : bad(err, "tools: %.200s", why);
+        return st == PF_SCHEMA_NO_MEMORY ? oom(err) : pf_err_rc(err, PF_RC_ARG, "tools: %.200s", why);
     }
     *out = s;
     return PF_RC_OK;

@@ -2,37 +2,21 @@
 #include "eval/schema_bench.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "formats/errf.h"
+#include "grammar/lit_set.h" /* pf_json_write: json.dumps's escapes and separators */
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
 
 const double pf_sb_pct[PF_SB_N_PCT] = {25, 50, 75, 90, 95, 99, 99.9};
 
 /* ---- json.dumps(ensure_ascii=False) ---- */
-
-static void py_string(pf_sbuf *b, const char *s, size_t n) {
-    pf_sbuf_put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
-                          : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
-        char u[8];
-        if (esc) {
-            pf_sbuf_put(b, esc, 2);
-        } else if (c < 0x20) {
-            snprintf(u, sizeof u, "\\u%04x", c);
-            pf_sbuf_put(b, u, 6);
-        } else {
-            pf_sbuf_put(b, s + i, 1);
-        }
-    }
-    pf_sbuf_put(b, "\"", 1);
-}
 
 /* repr(float): the shortest digits that read back as d, fixed notation for a decimal exponent in
  * [-4, 16), else d.ddde+XX (CPython's float_repr_style 'short'). */
@@ -105,46 +89,8 @@ static void py_number(pf_sbuf *b, const pf_json *v, const char *src, size_t src_
     }
 }
 
-static int same_key(const pf_json_member *a, const pf_json_member *b) {
-    return a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
-}
-
 void pf_sb_py_dumps(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
-    switch (v->type) {
-    case PF_JSON_NULL: pf_sbuf_put(b, "null", 4); break;
-    case PF_JSON_BOOL: v->u.b ? pf_sbuf_put(b, "true", 4) : pf_sbuf_put(b, "false", 5); break;
-    case PF_JSON_NUMBER: py_number(b, v, src, src_len); break;
-    case PF_JSON_STRING: py_string(b, v->u.str.s, v->u.str.len); break;
-    case PF_JSON_ARRAY:
-        pf_sbuf_put(b, "[", 1);
-        for (size_t i = 0; i < v->u.arr.n; i++) {
-            if (i) pf_sbuf_put(b, ", ", 2);
-            pf_sb_py_dumps(b, &v->u.arr.items[i], src, src_len);
-        }
-        pf_sbuf_put(b, "]", 1);
-        break;
-    case PF_JSON_OBJECT: {
-        /* a dict: a key given twice keeps its first place and its last value */
-        int first = 1;
-        pf_sbuf_put(b, "{", 1);
-        for (size_t i = 0; i < v->u.obj.n; i++) {
-            const pf_json_member *m = &v->u.obj.members[i];
-            int seen = 0;
-            for (size_t j = 0; j < i && !seen; j++) seen = same_key(&v->u.obj.members[j], m);
-            if (seen) continue;
-            const pf_json_member *last = m;
-            for (size_t j = i + 1; j < v->u.obj.n; j++)
-                if (same_key(&v->u.obj.members[j], m)) last = &v->u.obj.members[j];
-            if (!first) pf_sbuf_put(b, ", ", 2);
-            first = 0;
-            py_string(b, m->key, m->key_len);
-            pf_sbuf_put(b, ": ", 2);
-            pf_sb_py_dumps(b, &last->val, src, src_len);
-        }
-        pf_sbuf_put(b, "}", 1);
-        break;
-    }
-    }
+    pf_json_write(b, v, src, src_len, &(pf_json_style){", ", ": ", py_number, true});
 }
 
 /* ---- the file list ---- */
@@ -163,14 +109,11 @@ void pf_sb_list_free(char **paths, int n) {
     free(paths);
 }
 
-int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]) {
+pf_rc pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]) {
     *paths = NULL;
     *n = 0;
     DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, PF_ERR_LEN, "%s: cannot open the folder", dir);
-        return -1;
-    }
+    if (!d) return pf_err_rc(err, errno == ENOMEM ? PF_RC_OOM : PF_RC_IO, "%s: cannot open the folder: %s", dir, strerror(errno));
     char **p = NULL;
     size_t cap = 0, k = 0;
     struct dirent *e;
@@ -192,8 +135,7 @@ int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***pat
     closedir(d);
     if (oom) {
         pf_sb_list_free(p, (int)k);
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return -1;
+        return pf_err_rc(err, PF_RC_OOM, "%s: out of memory listing the folder", dir);
     }
     qsort(p, k, sizeof *p, str_cmp);
     if (sample > 0 && (size_t)sample < k) {
@@ -210,7 +152,7 @@ int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***pat
     }
     *paths = p;
     *n = (int)k;
-    return 0;
+    return PF_RC_OK;
 }
 
 /* ---- the walk ---- */

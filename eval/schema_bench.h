@@ -57,8 +57,9 @@ typedef struct {
 void pf_sb_py_dumps(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len);
 
 /* The *.json files of dir sorted by name into *paths (*n of them, malloc'd); sample > 0 keeps a
- * fixed-seed sample of that many (the same files for the same seed). 0, or -1 with err. */
-int pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]);
+ * fixed-seed sample of that many (the same files for the same seed). PF_RC_OK, or with err
+ * PF_RC_IO (the folder cannot be read) / PF_RC_OOM. */
+pf_rc pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]);
 void pf_sb_list_free(char **paths, int n);
 
 /* Run the protocol over the files with tm (the vocabulary masker of tok's vocabulary). 0, or -1

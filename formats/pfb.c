@@ -379,14 +379,6 @@ static pf_rc parse_map(const uint8_t *map, size_t size, const char *path, pfb_bu
     return PF_RC_OK;
 }
 
-pfb_bundle *pfb_open(const char *path, char err[PF_ERR_LEN]) {
-    const uint8_t *map;
-    size_t size;
-    pfb_bundle *b = NULL;
-    if (pf_map_file(path, 1, &map, &size, err) == PF_RC_OK) parse_map(map, size, path, &b, err);
-    return b;
-}
-
 pf_rc pfb_model_open(const char *path, int owner, pfb_bundle **bundle, gguf_file **file, char err[PF_ERR_LEN]) {
     *bundle = NULL;
     *file = NULL;

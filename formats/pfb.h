@@ -50,10 +50,9 @@ typedef struct {
 
 typedef struct pfb_bundle pfb_bundle;
 
-/* Map and validate a bundle (every hash checked, compressed sections decompressed). NULL + err on
- * any problem. Models built from it (pfb_gguf) point into it: it must outlive them. */
-pfb_bundle *pfb_open(const char *path, char err[PF_ERR_LEN]);
-/* The same over a buffer the caller keeps alive for the bundle's lifetime. */
+/* Validate a bundle in a buffer the caller keeps alive for the bundle's lifetime (every hash
+ * checked, compressed sections decompressed). NULL + err on any problem. Models built from it
+ * (pfb_gguf) point into it: it must outlive them. A file: pfb_model_open. */
 pfb_bundle *pfb_parse(const void *buf, size_t size, const char *name, char err[PF_ERR_LEN]);
 void pfb_close(pfb_bundle *b);
 

@@ -31,41 +31,59 @@ static void number_text(pf_sbuf *b, const pf_json *v, const char *src, size_t sr
     pf_sbuf_put(b, src + v->offset, i - v->offset);
 }
 
-static void write_json(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len, const char *comma,
-                       const char *colon) {
+static bool same_key(const pf_json_member *a, const pf_json_member *b) {
+    return a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
+}
+
+/* Member i of object v as a dict spells it: NULL when its key came before, else the member whose
+ * value it keeps (the last with the key). */
+static const pf_json_member *dict_member(const pf_json *v, size_t i) {
+    const pf_json_member *m = &v->u.obj.members[i], *last = m;
+    for (size_t j = 0; j < i; j++)
+        if (same_key(&v->u.obj.members[j], m)) return NULL;
+    for (size_t j = i + 1; j < v->u.obj.n; j++)
+        if (same_key(&v->u.obj.members[j], m)) last = &v->u.obj.members[j];
+    return last;
+}
+
+void pf_json_write(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len, const pf_json_style *st) {
     switch (v->type) {
     case PF_JSON_NULL: pf_sbuf_put(b, "null", 4); break;
     case PF_JSON_BOOL: v->u.b ? pf_sbuf_put(b, "true", 4) : pf_sbuf_put(b, "false", 5); break;
-    case PF_JSON_NUMBER: number_text(b, v, src, src_len); break;
+    case PF_JSON_NUMBER: (st->number ? st->number : number_text)(b, v, src, src_len); break;
     case PF_JSON_STRING: pf_json_quote(b, v->u.str.s, v->u.str.len); break;
     case PF_JSON_ARRAY:
         pf_sbuf_put(b, "[", 1);
         for (size_t i = 0; i < v->u.arr.n; i++) {
-            if (i) pf_sbuf_put(b, comma, strlen(comma));
-            write_json(b, &v->u.arr.items[i], src, src_len, comma, colon);
+            if (i) pf_sbuf_put(b, st->comma, strlen(st->comma));
+            pf_json_write(b, &v->u.arr.items[i], src, src_len, st);
         }
         pf_sbuf_put(b, "]", 1);
         break;
-    case PF_JSON_OBJECT:
+    case PF_JSON_OBJECT: {
+        bool first = true;
         pf_sbuf_put(b, "{", 1);
         for (size_t i = 0; i < v->u.obj.n; i++) {
-            const pf_json_member *m = &v->u.obj.members[i];
-            if (i) pf_sbuf_put(b, comma, strlen(comma));
+            const pf_json_member *m = &v->u.obj.members[i], *val = st->dict_keys ? dict_member(v, i) : m;
+            if (!val) continue;
+            if (!first) pf_sbuf_put(b, st->comma, strlen(st->comma));
+            first = false;
             pf_json_quote(b, m->key, m->key_len);
-            pf_sbuf_put(b, colon, strlen(colon));
-            write_json(b, &m->val, src, src_len, comma, colon);
+            pf_sbuf_put(b, st->colon, strlen(st->colon));
+            pf_json_write(b, &val->val, src, src_len, st);
         }
         pf_sbuf_put(b, "}", 1);
         break;
     }
+    }
 }
 
 void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
-    write_json(b, v, src, src_len, ",", ":");
+    pf_json_write(b, v, src, src_len, &(pf_json_style){",", ":", NULL, false});
 }
 
 void pf_json_spaced(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len) {
-    write_json(b, v, src, src_len, ", ", ": ");
+    pf_json_write(b, v, src, src_len, &(pf_json_style){", ", ": ", NULL, false});
 }
 
 typedef struct {

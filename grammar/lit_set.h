@@ -7,6 +7,15 @@
 #include "formats/json.h"
 #include "grammar/schema.h"
 
+/* How pf_json_write spells a value: the separators, the numbers (NULL: as written in src) and
+ * whether an object's repeated key keeps its first place and its last value (a Python dict). */
+typedef struct {
+    const char *comma, *colon;
+    void (*number)(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len);
+    bool dict_keys;
+} pf_json_style;
+/* v (parsed from src[0..src_len)) in that style, strings escaped minimally. */
+void pf_json_write(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len, const pf_json_style *st);
 /* v in compact JSON: strings escaped minimally, numbers as written in src (the schema text). */
 void pf_json_compact(pf_sbuf *b, const pf_json *v, const char *src, size_t src_len);
 /* The same with a space after each ',' and ':' (Python's json.dumps, the chat templates' tojson). */

@@ -4,9 +4,9 @@
  * subset construction gives the DFA, with `^` followed only at the start and `$` only at the end. */
 #include "grammar/regex.h"
 #include "grammar/regex_parse.h"
+#include "formats/errf.h"
 #include "formats/grow.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +43,6 @@ struct pf_regex {
     uint64_t *ok_bits;
     int64_t *longest;
 };
-
-static int rerr(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, PF_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ---- NFA ---- */
 
@@ -379,14 +371,14 @@ static int build_dfa(builder *b, pf_regex *re, char *err) {
     int32_t *seeds = malloc(a->n * sizeof *seeds + 16);
     if (!b->mark || !b->stack || !b->buf || !b->tmp || !b->table || !seeds) {
         free(seeds);
-        return b->oom = 1, rerr(err, "pattern: out of memory");
+        return b->oom = 1, pf_errf(err, "pattern: out of memory");
     }
     for (int c = 0; c < b->n_comp; c++) {
         int n = closure(b, &b->final[c], 1, 0, 0);
         b->fclos[c] = malloc((size_t)n * sizeof **b->fclos + 4);
         if (!b->fclos[c]) {
             free(seeds);
-            return b->oom = 1, rerr(err, "pattern: out of memory");
+            return b->oom = 1, pf_errf(err, "pattern: out of memory");
         }
         memcpy(b->fclos[c], b->buf, (size_t)n * sizeof *b->buf);
         b->n_fclos[c] = n;
@@ -396,7 +388,7 @@ static int build_dfa(builder *b, pf_regex *re, char *err) {
     sort_ids(b->buf, n, b->tmp);
     if (intern(b, re, n, 1) < 0) {
         free(seeds);
-        return rerr(err, "pattern: out of memory");
+        return pf_errf(err, "pattern: out of memory");
     }
     int rc = 0;
     for (int32_t q = 0; q < re->n_states && !rc; q++) {
@@ -414,11 +406,11 @@ static int build_dfa(builder *b, pf_regex *re, char *err) {
             m = collapse(b, m);
             sort_ids(b->buf, m, b->tmp);
             int32_t t = m ? intern(b, re, m, 0) : -1;
-            if (m && t < 0) rc = b->oom ? rerr(err, "pattern: out of memory")
-                                        : rerr(err, "pattern: more than %d automaton states", PF_REGEX_MAX_STATES);
+            if (m && t < 0) rc = b->oom ? pf_errf(err, "pattern: out of memory")
+                                        : pf_errf(err, "pattern: more than %d automaton states", PF_REGEX_MAX_STATES);
             re->next[(size_t)q * (size_t)re->n_classes + (size_t)cls] = t;
         }
-        if (b->oom && !rc) rc = rerr(err, "pattern: out of memory");
+        if (b->oom && !rc) rc = pf_errf(err, "pattern: out of memory");
     }
     free(seeds);
     return rc;
@@ -457,26 +449,26 @@ pf_regex *pf_regex_compile(const char *const *pats, const size_t *lens, int n, c
     int dummy;
     if (!oom) oom = &dummy;
     *oom = 0;
-    if (n < 1 || n > PF_REGEX_MAX_PATTERNS) return rerr(err, "pattern: %d patterns in one automaton", n), NULL;
+    if (n < 1 || n > PF_REGEX_MAX_PATTERNS) return pf_errf(err, "pattern: %d patterns in one automaton", n), NULL;
     nfa a = {0};
     builder b = {.a = &a, .n_comp = n};
     rx_tree t = {0};
     pf_regex *re = calloc(1, sizeof *re);
-    int rc = re ? 0 : rerr(err, "pattern: out of memory");
+    int rc = re ? 0 : pf_errf(err, "pattern: out of memory");
     for (int i = 0; i < n && !rc; i++) {
         memset(&t, 0, sizeof t);
         int32_t root = rx_parse(&t, pats[i], lens[i], err);
         a.comp = i;
         if (root < 0) rc = -1, *oom = t.oom;
         else if (gen_component(&a, &t, root, &b.start[i], &b.final[i]) < 0)
-            rc = a.oom ? rerr(err, "pattern: out of memory") : rerr(err, "pattern: more than %d automaton parts", MAX_NFA);
+            rc = a.oom ? pf_errf(err, "pattern: out of memory") : pf_errf(err, "pattern: more than %d automaton parts", MAX_NFA);
         rx_tree_free(&t);
     }
     if (!rc) {
         re->n_comp = n;
         byte_classes(&a, re);
         rc = build_dfa(&b, re, err);
-        if (!rc && distinct_masks(re) < 0) b.oom = 1, rc = rerr(err, "pattern: out of memory");
+        if (!rc && distinct_masks(re) < 0) b.oom = 1, rc = pf_errf(err, "pattern: out of memory");
     }
     *oom |= a.oom || b.oom;
     builder_free(&b);
@@ -605,13 +597,13 @@ static int get_bit64(const uint64_t *b, size_t i) { return (int)(b[i >> 6] >> (i
 static int bounded_lengths(pf_regex *re, const redges *r, char *err) {
     size_t S = (size_t)re->n_states, L = (size_t)re->L, W = (S + 63) / 64;
     if ((L + 1) * S > (1u << 24) || (L + 1) * (size_t)(r->off[S] + (int32_t)S) > 200000000u)
-        return rerr(err, "pattern with maxLength %zu: too large a table of lengths", L);
+        return pf_errf(err, "pattern with maxLength %zu: too large a table of lengths", L);
     uint64_t *F = calloc((L + 1) * W, sizeof *F);
     int32_t *work = malloc(S * sizeof *work + 4), *cnt = malloc((L + 2) * sizeof *cnt);
     re->ok_bits = calloc(((L + 1) * S + 63) / 64, sizeof *re->ok_bits);
     if (!F || !work || !cnt || !re->ok_bits) {
         free(F), free(work), free(cnt);
-        return rerr(err, "pattern: out of memory");
+        return pf_errf(err, "pattern: out of memory");
     }
     for (size_t k = 0; k <= L; k++) {
         uint64_t *fk = F + k * W;
@@ -682,7 +674,7 @@ static int longest_lengths(pf_regex *re, const redges *r) {
 
 int pf_regex_accept(pf_regex *re, const uint8_t *ok, int64_t min_chars, int64_t max_chars, char err[PF_ERR_LEN]) {
     re->final = calloc((size_t)re->n_states, 1);
-    if (!re->final) return rerr(err, "pattern: out of memory");
+    if (!re->final) return pf_errf(err, "pattern: out of memory");
     for (int32_t q = 0; q < re->n_states; q++)
         for (int i = 0; i < re->n_masks; i++)
             if (re->masks[i] == re->mask[q]) re->final[q] = ok[i];
@@ -692,14 +684,14 @@ int pf_regex_accept(pf_regex *re, const uint8_t *ok, int64_t min_chars, int64_t 
     redges r = {0};
     if (reverse_edges(re, &r) < 0 || prune_dead(re, &r) < 0) {
         redges_free(&r);
-        return rerr(err, "pattern: out of memory");
+        return pf_errf(err, "pattern: out of memory");
     }
     redges_free(&r);
     if (reverse_edges(re, &r) < 0) { /* again, without the dead edges */
         redges_free(&r);
-        return rerr(err, "pattern: out of memory");
+        return pf_errf(err, "pattern: out of memory");
     }
-    int rc = max_chars == INT64_MAX ? (longest_lengths(re, &r) < 0 ? rerr(err, "pattern: out of memory") : 0)
+    int rc = max_chars == INT64_MAX ? (longest_lengths(re, &r) < 0 ? pf_errf(err, "pattern: out of memory") : 0)
                                     : bounded_lengths(re, &r, err);
     redges_free(&r);
     return rc;

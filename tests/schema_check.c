@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test.h"
+
 uint64_t schema_rand(uint64_t *seed) {
     *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
     uint64_t x = *seed;
@@ -125,4 +127,34 @@ int32_t schema_vocab_find(const schema_vocab *v, const char *s) {
     for (int i = 0; i < v->n; i++)
         if (v->lens[i] == n && !memcmp(v->bytes[i], s, n)) return i;
     return -1;
+}
+
+int schema_fx_open(schema_fx *f, bool close, const char *schema) {
+    char err[PF_ERR_LEN];
+    memset(f, 0, sizeof *f);
+    schema_vocab_make(&f->v);
+    f->tm = pf_token_masker_new(f->v.n, f->v.bytes, f->v.lens, &f->v.end, 1, err);
+    if (schema) pf_schema_compile(schema, strlen(schema), &f->s, err);
+    else pf_schema_json_object(&f->s, err);
+    if (!f->s) fprintf(stderr, "%s\n", err);
+    f->m = f->s ? pf_matcher_new(f->s) : NULL;
+    f->cl = f->s && close ? pf_close_new(f->s) : NULL;
+    f->cache = f->tm ? pf_mask_cache_new(f->tm) : NULL;
+    return f->tm && f->m && (f->cl || !close) && f->cache && pf_token_masker_words(f->tm) <= 64 ? 0 : -1;
+}
+
+void schema_fx_close(schema_fx *f) {
+    pf_mask_cache_free(f->cache);
+    pf_close_free(f->cl);
+    pf_matcher_free(f->m);
+    pf_schema_free(f->s);
+    pf_token_masker_free(f->tm);
+    schema_vocab_free(&f->v);
+}
+
+void schema_expect_error(const char *schema, const char *needle) {
+    char err[PF_ERR_LEN] = "";
+    pf_schema *s;
+    CHECKF(pf_schema_compile(schema, strlen(schema), &s, err) == PF_SCHEMA_INVALID && !s, "compiled: %s", schema);
+    CHECKF(strstr(err, needle) && !strchr(err, '\n'), "'%s': error '%s' lacks '%s'", schema, err, needle);
 }

@@ -3,10 +3,15 @@
 #ifndef PF_TEST_SCHEMA_CHECK_H
 #define PF_TEST_SCHEMA_CHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "eval/schema_valid.h"
+#include "grammar/close_budget.h"
+#include "grammar/matcher.h"
+#include "grammar/schema.h"
+#include "grammar/token_mask.h"
 
 /* A random schema of the subset (malloc'd text), from the state *seed. */
 char *schema_random(uint64_t *seed, int depth);
@@ -24,5 +29,24 @@ void schema_vocab_make(schema_vocab *v);
 void schema_vocab_free(schema_vocab *v);
 /* The id of the token spelled s (NUL-terminated), -1 when absent. */
 int32_t schema_vocab_find(const schema_vocab *v, const char *s);
+
+/* A schema compiled over the test vocabulary with its masker, matcher, mask cache and, when asked
+ * for, its closing tables (cl); bits has room for one mask. */
+typedef struct {
+    schema_vocab v;
+    pf_token_masker *tm;
+    pf_schema *s;
+    pf_matcher *m;
+    pf_close *cl;
+    pf_mask_cache *cache;
+    uint32_t bits[64];
+} schema_fx;
+/* schema (NULL: JSON mode), with the closing tables when close: 0, or -1 (a schema that does not
+ * compile says why on stderr). schema_fx_close it either way. */
+int schema_fx_open(schema_fx *f, bool close, const char *schema);
+void schema_fx_close(schema_fx *f);
+
+/* A test check: schema does not compile, with a one-line error that contains needle. */
+void schema_expect_error(const char *schema, const char *needle);
 
 #endif

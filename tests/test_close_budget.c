@@ -41,41 +41,9 @@ static const char *const k_schemas[] = {
 };
 enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };
 
-typedef struct {
-    schema_vocab v;
-    pf_token_masker *tm;
-    pf_schema *s;
-    pf_matcher *m;
-    pf_close *cl;
-    pf_mask_cache *cache;
-    uint32_t bits[64];
-} fx;
-
-static int fx_open(fx *f, const char *schema) {
-    char err[PF_ERR_LEN];
-    memset(f, 0, sizeof *f);
-    schema_vocab_make(&f->v);
-    f->tm = pf_token_masker_new(f->v.n, f->v.bytes, f->v.lens, &f->v.end, 1, err);
-    if (schema) pf_schema_compile(schema, strlen(schema), &f->s, err);
-    else pf_schema_json_object(&f->s, err);
-    f->m = f->s ? pf_matcher_new(f->s) : NULL;
-    f->cl = f->s ? pf_close_new(f->s) : NULL;
-    f->cache = f->tm ? pf_mask_cache_new(f->tm) : NULL;
-    return f->tm && f->m && f->cl && f->cache && pf_token_masker_words(f->tm) <= 64 ? 0 : -1;
-}
-
-static void fx_close(fx *f) {
-    pf_mask_cache_free(f->cache);
-    pf_close_free(f->cl);
-    pf_matcher_free(f->m);
-    pf_schema_free(f->s);
-    pf_token_masker_free(f->tm);
-    schema_vocab_free(&f->v);
-}
-
 /* The distance at the current state is exact by one step: 0 exactly where the document may end;
  * otherwise some byte leads to distance - 1 and none to less. 1, or 0 (printed). */
-static int one_step_exact(fx *f, const char *schema, const char *doc, size_t len) {
+static int one_step_exact(schema_fx *f, const char *schema, const char *doc, size_t len) {
     int64_t d = pf_close_dist(f->cl, f->m);
     if ((d == 0) != (pf_matcher_can_end(f->m) != 0))
         return fprintf(stderr, "%s after '%.*s': distance %lld, can end %d\n", schema, (int)len, doc, (long long)d,
@@ -96,7 +64,7 @@ static int one_step_exact(fx *f, const char *schema, const char *doc, size_t len
 
 /* Random byte walks, each distance checked; the walk leans to bytes that keep the distance short
  * so documents of every depth are reached. */
-static int walk_bytes(fx *f, const char *schema, uint64_t *seed) {
+static int walk_bytes(schema_fx *f, const char *schema, uint64_t *seed) {
     char doc[2048];
     size_t len = 0;
     pf_matcher_reset(f->m);
@@ -124,10 +92,10 @@ static int walk_bytes(fx *f, const char *schema, uint64_t *seed) {
 TEST(close_budget_distance_exact_hand_schemas) {
     uint64_t seed = 7;
     for (int k = 0; k < N_SCHEMAS; k++) {
-        fx f;
-        CHECKF(fx_open(&f, k_schemas[k]) == 0, "schema %d", k);
+        schema_fx f;
+        CHECKF(schema_fx_open(&f, true, k_schemas[k]) == 0, "schema %d", k);
         for (int w = 0; w < 20; w++) CHECK(walk_bytes(&f, k_schemas[k] ? k_schemas[k] : "json", &seed));
-        fx_close(&f);
+        schema_fx_close(&f);
     }
 }
 
@@ -135,21 +103,21 @@ TEST(close_budget_distance_exact_random_schemas) {
     uint64_t seed = 4242;
     for (int k = 0; k < 150; k++) {
         char *schema = schema_random(&seed, 0);
-        fx f;
-        if (fx_open(&f, schema) == 0)
+        schema_fx f;
+        if (schema_fx_open(&f, true, schema) == 0)
             for (int w = 0; w < 3; w++)
                 if (!walk_bytes(&f, schema, &seed)) {
-                    fx_close(&f);
+                    schema_fx_close(&f);
                     free(schema);
                     CHECK(0);
                 }
-        fx_close(&f);
+        schema_fx_close(&f);
         free(schema);
     }
 }
 
 /* The least budget whose first mask has a token that fits (pf_token_mask_budget's *fits). */
-static int64_t least_budget(fx *f) {
+static int64_t least_budget(schema_fx *f) {
     for (int64_t left = 0;; left++) {
         int fits;
         pf_matcher_reset(f->m);
@@ -161,7 +129,7 @@ static int64_t least_budget(fx *f) {
 /* One random walk under the budgeted masks with `budget` tokens: 1 when it ends complete, valid and
  * within the budget, with every mask the unbudgeted one less the tokens whose distance after them
  * exceeds what is left; 0 otherwise (printed). */
-static int budget_walk(fx *f, const char *schema, int64_t budget, uint64_t *seed) {
+static int budget_walk(schema_fx *f, const char *schema, int64_t budget, uint64_t *seed) {
     char doc[4096];
     size_t len = 0;
     uint32_t full[64];
@@ -206,14 +174,14 @@ static int budget_walk(fx *f, const char *schema, int64_t budget, uint64_t *seed
 TEST(close_budget_walks_close_within_every_budget) {
     uint64_t seed = 99;
     for (int k = 0; k < N_SCHEMAS; k++) {
-        fx f;
-        CHECKF(fx_open(&f, k_schemas[k]) == 0, "schema %d", k);
+        schema_fx f;
+        CHECKF(schema_fx_open(&f, true, k_schemas[k]) == 0, "schema %d", k);
         int64_t least = least_budget(&f);
         CHECKF(least >= 1 && least <= pf_close_doc(f.cl), "schema %d: least %lld, doc %lld", k, (long long)least,
                (long long)pf_close_doc(f.cl));
         for (int64_t b = least; b < least + 12; b++)
             for (int w = 0; w < 6; w++) CHECKF(budget_walk(&f, k_schemas[k], b, &seed), "schema %d budget %lld", k, (long long)b);
-        fx_close(&f);
+        schema_fx_close(&f);
     }
 }
 
@@ -221,17 +189,17 @@ TEST(close_budget_random_schemas_close_within_budget) {
     uint64_t seed = 2027;
     for (int k = 0; k < 120; k++) {
         char *schema = schema_random(&seed, 0);
-        fx f;
-        if (fx_open(&f, schema) == 0) {
+        schema_fx f;
+        if (schema_fx_open(&f, true, schema) == 0) {
             int64_t least = least_budget(&f);
             for (int64_t b = least; b < least + 6; b++)
                 if (!budget_walk(&f, schema, b + (int64_t)(schema_rand(&seed) % 3) * 10, &seed)) {
-                    fx_close(&f);
+                    schema_fx_close(&f);
                     free(schema);
                     CHECK(0);
                 }
         }
-        fx_close(&f);
+        schema_fx_close(&f);
         free(schema);
     }
 }
@@ -252,10 +220,10 @@ TEST(close_budget_shortest_documents) {
         {"{\"type\":\"object\",\"minProperties\":1}", 6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        fx f;
-        CHECKF(fx_open(&f, cases[i].schema) == 0, "%s", cases[i].schema);
+        schema_fx f;
+        CHECKF(schema_fx_open(&f, true, cases[i].schema) == 0, "%s", cases[i].schema);
         CHECKF(pf_close_doc(f.cl) == cases[i].doc && pf_close_dist(f.cl, f.m) == cases[i].doc, "%s: %lld, want %lld",
                cases[i].schema, (long long)pf_close_doc(f.cl), (long long)cases[i].doc);
-        fx_close(&f);
+        schema_fx_close(&f);
     }
 }

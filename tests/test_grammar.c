@@ -13,38 +13,8 @@
 #include "schema_check.h"
 #include "test.h"
 
-typedef struct {
-    schema_vocab v;
-    pf_token_masker *tm;
-    pf_schema *s;
-    pf_matcher *m;
-    pf_mask_cache *cache;
-    uint32_t bits[64];
-} fx;
-
-static int fx_open(fx *f, const char *schema) {
-    char err[PF_ERR_LEN];
-    memset(f, 0, sizeof *f);
-    schema_vocab_make(&f->v);
-    f->tm = pf_token_masker_new(f->v.n, f->v.bytes, f->v.lens, &f->v.end, 1, err);
-    if (schema) pf_schema_compile(schema, strlen(schema), &f->s, err);
-    else pf_schema_json_object(&f->s, err);
-    if (!f->s) fprintf(stderr, "%s\n", err);
-    f->m = f->s ? pf_matcher_new(f->s) : NULL;
-    f->cache = f->tm ? pf_mask_cache_new(f->tm) : NULL;
-    return f->tm && f->m && f->cache && pf_token_masker_words(f->tm) <= 64 ? 0 : -1;
-}
-
-static void fx_close(fx *f) {
-    pf_mask_cache_free(f->cache);
-    pf_matcher_free(f->m);
-    pf_schema_free(f->s);
-    pf_token_masker_free(f->tm);
-    schema_vocab_free(&f->v);
-}
-
 /* The allowed tokens after prefix, as "|spelling|..." ("<end>" for the end token) in id order. */
-static void allowed_after(fx *f, const char *prefix, char *out, size_t n) {
+static void allowed_after(schema_fx *f, const char *prefix, char *out, size_t n) {
     pf_matcher_reset(f->m);
     out[0] = 0;
     if (pf_matcher_push_bytes(f->m, (const uint8_t *)prefix, strlen(prefix)) != 1) {
@@ -78,8 +48,8 @@ typedef struct {
 
 /* Every case of one schema; 0, or -1 after a failure was recorded. */
 static int check_masks(const char *schema, const mask_case *cases, int n) {
-    fx f;
-    if (fx_open(&f, schema) < 0) {
+    schema_fx f;
+    if (schema_fx_open(&f, false, schema) < 0) {
         pf_test_failf(__FILE__, __LINE__, "schema %s does not compile", schema);
         return -1;
     }
@@ -91,7 +61,7 @@ static int check_masks(const char *schema, const mask_case *cases, int n) {
             break;
         }
     }
-    fx_close(&f);
+    schema_fx_close(&f);
     return pf_test_failed() ? -1 : 0;
 }
 
@@ -137,8 +107,8 @@ TEST(grammar_masks_enum_array) {
 
 /* A character split across tokens: only its continuation bytes may follow. */
 TEST(grammar_masks_utf8) {
-    fx f;
-    CHECK(fx_open(&f, "{\"type\":\"string\"}") == 0);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, "{\"type\":\"string\"}") == 0);
     pf_matcher_reset(f.m);
     CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"\xc3", 2) == 1);
     CHECK(pf_token_mask(f.tm, f.cache, f.m, f.bits) == 65);
@@ -149,12 +119,12 @@ TEST(grammar_masks_utf8) {
     pf_matcher_reset(f.m); /* a surrogate escape is refused, another \u escape is not */
     CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"\\ud8", 5) == 0);
     CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"\\u00e9\"", 8) == 1);
-    fx_close(&f);
+    schema_fx_close(&f);
 }
 
 TEST(grammar_rollback) {
-    fx f;
-    CHECK(fx_open(&f, k_person) == 0);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, k_person) == 0);
     uint32_t before[64];
     pf_matcher_reset(f.m);
     CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"{\"name\":\"a", 10) == 1);
@@ -167,31 +137,24 @@ TEST(grammar_rollback) {
     pf_matcher_rollback(f.m, pos);
     CHECK(pf_token_mask(f.tm, NULL, f.m, f.bits) == n);
     CHECK(!memcmp(before, f.bits, (size_t)pf_token_masker_words(f.tm) * 4));
-    fx_close(&f);
-}
-
-static void expect_error(const char *schema, const char *needle) {
-    char err[PF_ERR_LEN] = "";
-    pf_schema *s;
-    CHECKF(pf_schema_compile(schema, strlen(schema), &s, err) == PF_SCHEMA_INVALID && !s, "compiled: %s", schema);
-    CHECKF(strstr(err, needle) && !strchr(err, '\n'), "'%s': error '%s' lacks '%s'", schema, err, needle);
+    schema_fx_close(&f);
 }
 
 TEST(grammar_schema_errors) {
-    expect_error("{\"type\":\"array\",\"contains\":{}}", "keyword 'contains' is not supported");
-    expect_error("{\"properties\":{\"x\":{\"if\":{}}}}", "/properties/x: keyword 'if'");
-    expect_error("{\"type\":\"object\",", "json schema: byte");
-    expect_error("{\"type\":\"strin\"}", "type: not one of");
-    expect_error("{\"enum\":[]}", "admits no value");
-    expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "admits no value");
-    expect_error("{\"additionalProperties\":{\"if\":{}}}", "/additionalProperties: keyword 'if'");
-    expect_error("{\"anyOf\":[]}", "anyOf: not a non-empty array");
-    expect_error("{\"items\":[{}]}", "tuple form");
-    expect_error("{\"minItems\":-1}", "minItems: not a non-negative integer");
-    expect_error("{\"required\":[\"a\"],\"additionalProperties\":false}", "admits no value");
-    expect_error("3", "a schema must be an object or a boolean");
-    expect_error("{\"enum\":[1,{\"a\":{\"b\":1,\"c\":2,\"b\":1}}]}", "enum: an object in it has the key 'b' twice");
-    expect_error("{\"const\":[{\"k\":1,\"k\":2}]}", "const: an object in it has the key 'k' twice");
+    schema_expect_error("{\"type\":\"array\",\"contains\":{}}", "keyword 'contains' is not supported");
+    schema_expect_error("{\"properties\":{\"x\":{\"if\":{}}}}", "/properties/x: keyword 'if'");
+    schema_expect_error("{\"type\":\"object\",", "json schema: byte");
+    schema_expect_error("{\"type\":\"strin\"}", "type: not one of");
+    schema_expect_error("{\"enum\":[]}", "admits no value");
+    schema_expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "admits no value");
+    schema_expect_error("{\"additionalProperties\":{\"if\":{}}}", "/additionalProperties: keyword 'if'");
+    schema_expect_error("{\"anyOf\":[]}", "anyOf: not a non-empty array");
+    schema_expect_error("{\"items\":[{}]}", "tuple form");
+    schema_expect_error("{\"minItems\":-1}", "minItems: not a non-negative integer");
+    schema_expect_error("{\"required\":[\"a\"],\"additionalProperties\":false}", "admits no value");
+    schema_expect_error("3", "a schema must be an object or a boolean");
+    schema_expect_error("{\"enum\":[1,{\"a\":{\"b\":1,\"c\":2,\"b\":1}}]}", "enum: an object in it has the key 'b' twice");
+    schema_expect_error("{\"const\":[{\"k\":1,\"k\":2}]}", "const: an object in it has the key 'k' twice");
     /* keys that share a prefix, or differ after a NUL, are different keys */
     pf_schema *s = NULL;
     char err[PF_ERR_LEN];
@@ -202,7 +165,7 @@ TEST(grammar_schema_errors) {
     for (int i = 0; i < 40; i++) strcat(deep, "{\"items\":");
     strcat(deep, "{}");
     for (int i = 0; i < 40; i++) strcat(deep, "}");
-    expect_error(deep, "nested deeper than 32 levels");
+    schema_expect_error(deep, "nested deeper than 32 levels");
 }
 
 /* Annotations and keywords JSON Schema does not define are ignored (the spec's rule for a keyword
@@ -241,17 +204,17 @@ TEST(grammar_unsupported_validation_keywords) {
         snprintf(schema, sizeof schema,
                  "{\"title\":\"t\",\"properties\":{\"a\":{\"items\":{\"description\":\"d\",\"%s\":1}}}}", kw[i]);
         snprintf(want, sizeof want, "json schema: /properties/a/items: keyword '%s' is not supported", kw[i]);
-        expect_error(schema, want);
+        schema_expect_error(schema, want);
         if (pf_test_failed()) return;
     }
     /* then and else assert something only beside if */
-    expect_error("{\"if\":{},\"then\":{}}", "keyword 'if' is not supported");
-    expect_error("{\"then\":{},\"if\":{}}", "keyword 'then' is not supported");
+    schema_expect_error("{\"if\":{},\"then\":{}}", "keyword 'if' is not supported");
+    schema_expect_error("{\"then\":{},\"if\":{}}", "keyword 'then' is not supported");
     /* draft 3's boolean required would be a constraint dropped */
-    expect_error("{\"properties\":{\"a\":{\"type\":\"string\",\"required\":true}}}",
-                 "/properties/a: required: not an array of strings");
+    schema_expect_error("{\"properties\":{\"a\":{\"type\":\"string\",\"required\":true}}}",
+                        "/properties/a: required: not an array of strings");
     /* a keyword the compiler knows is still refused twice; an unknown one given twice is ignored */
-    expect_error("{\"type\":\"string\",\"type\":\"integer\"}", "keyword 'type' given twice");
+    schema_expect_error("{\"type\":\"string\",\"type\":\"integer\"}", "keyword 'type' given twice");
     pf_schema *s = NULL;
     char err[PF_ERR_LEN];
     const char *twice = "{\"x-a\":1,\"x-a\":2,\"type\":\"string\"}";
@@ -260,7 +223,7 @@ TEST(grammar_unsupported_validation_keywords) {
 }
 
 /* Every mask the trie walk gives (through the cache) equals a scan of the whole vocabulary. */
-static int mask_matches_scan(fx *f) {
+static int mask_matches_scan(schema_fx *f) {
     int n = pf_token_mask(f->tm, f->cache, f->m, f->bits);
     int count = 0;
     for (int32_t id = 0; id < f->v.n; id++) {
@@ -277,7 +240,7 @@ static int mask_matches_scan(fx *f) {
 }
 
 /* One random walk: returns 1 complete and valid, 0 incomplete, -1 a failure (printed). */
-static int walk_once(fx *f, const char *schema, uint64_t *seed) {
+static int walk_once(schema_fx *f, const char *schema, uint64_t *seed) {
     char doc[8192];
     size_t len = 0;
     pf_matcher_reset(f->m);
@@ -337,8 +300,8 @@ TEST(grammar_ref_pointers) {
  * shortest document no longer fits under the matcher's depth bound, and every prefix accepted up
  * to there can still be completed. */
 static int nest_and_close(const char *schema, const char *open, const char *leaf, const char *close, int *levels) {
-    fx f;
-    if (fx_open(&f, schema) < 0) return fx_close(&f), -1;
+    schema_fx f;
+    if (schema_fx_open(&f, false, schema) < 0) return schema_fx_close(&f), -1;
     int ok = 1;
     *levels = 0;
     while (pf_matcher_push_bytes(f.m, (const uint8_t *)open, strlen(open)) == 1) (*levels)++;
@@ -347,7 +310,7 @@ static int nest_and_close(const char *schema, const char *open, const char *leaf
     ok &= pf_matcher_push_bytes(f.m, (const uint8_t *)leaf, strlen(leaf)) == 1;
     for (int i = 0; ok && i < *levels; i++) ok &= pf_matcher_push_bytes(f.m, (const uint8_t *)close, strlen(close)) == 1;
     ok &= pf_matcher_can_end(f.m);
-    fx_close(&f);
+    schema_fx_close(&f);
     return ok ? 0 : -1;
 }
 
@@ -371,28 +334,28 @@ TEST(grammar_ref_recursive) {
     const char *const schemas[] = {tree, list};
     uint64_t seed = 777;
     for (int k = 0; k < 2; k++) {
-        fx f;
-        CHECK(fx_open(&f, schemas[k]) == 0);
+        schema_fx f;
+        CHECK(schema_fx_open(&f, false, schemas[k]) == 0);
         int bad = 0;
         for (int w = 0; w < 40 && !bad; w++) bad = walk_once(&f, schemas[k], &seed) < 0;
-        fx_close(&f);
+        schema_fx_close(&f);
         CHECK(!bad);
     }
 }
 
 TEST(grammar_ref_errors) {
-    expect_error("{\"$ref\":\"other.json#/definitions/a\"}", "$ref 'other.json#/definitions/a' outside the document is not supported");
-    expect_error("{\"properties\":{\"a\":{\"$ref\":\"https://x/y.json\"}}}", "/properties/a: $ref 'https://x/y.json' outside");
-    expect_error("{\"properties\":{\"a\":{\"$ref\":\"#/definitions/b\"}}}", "$ref '#/definitions/b': names nothing");
-    expect_error("{\"$ref\":\"#node\",\"$defs\":{\"n\":{\"$anchor\":\"node\"}}}", "not a JSON pointer");
-    expect_error("{\"definitions\":{\"a\":{}},\"$ref\":\"#/definitions/~2a\"}", "a '~' not followed by 0 or 1");
-    expect_error("{\"$ref\":1}", "$ref: not a string");
-    expect_error("{\"definitions\":{\"a\":{\"if\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
-                 "json schema: /definitions/a: keyword 'if' is not supported");
-    expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
-    expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
-    expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
-                 "declare their own $id or id");
+    schema_expect_error("{\"$ref\":\"other.json#/definitions/a\"}", "$ref 'other.json#/definitions/a' outside the document is not supported");
+    schema_expect_error("{\"properties\":{\"a\":{\"$ref\":\"https://x/y.json\"}}}", "/properties/a: $ref 'https://x/y.json' outside");
+    schema_expect_error("{\"properties\":{\"a\":{\"$ref\":\"#/definitions/b\"}}}", "$ref '#/definitions/b': names nothing");
+    schema_expect_error("{\"$ref\":\"#node\",\"$defs\":{\"n\":{\"$anchor\":\"node\"}}}", "not a JSON pointer");
+    schema_expect_error("{\"definitions\":{\"a\":{}},\"$ref\":\"#/definitions/~2a\"}", "a '~' not followed by 0 or 1");
+    schema_expect_error("{\"$ref\":1}", "$ref: not a string");
+    schema_expect_error("{\"definitions\":{\"a\":{\"if\":{}}},\"properties\":{\"x\":{\"$ref\":\"#/definitions/a\"}}}",
+                        "json schema: /definitions/a: keyword 'if' is not supported");
+    schema_expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
+    schema_expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
+    schema_expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
+                        "declare their own $id or id");
 }
 
 /* Documents of a schema: each whole text either a complete document the matcher accepts, or not. */
@@ -402,10 +365,10 @@ typedef struct {
 } doc_case;
 
 static int check_docs(const char *schema, const doc_case *cases, int n) {
-    fx f;
-    if (fx_open(&f, schema) < 0) {
+    schema_fx f;
+    if (schema_fx_open(&f, false, schema) < 0) {
         pf_test_failf(__FILE__, __LINE__, "schema %s does not compile", schema);
-        return fx_close(&f), -1;
+        return schema_fx_close(&f), -1;
     }
     for (int i = 0; i < n && !pf_test_failed(); i++) {
         pf_matcher_reset(f.m);
@@ -419,7 +382,7 @@ static int check_docs(const char *schema, const doc_case *cases, int n) {
     uint64_t seed = 31;
     for (int w = 0; w < 30 && !pf_test_failed(); w++)
         if (walk_once(&f, schema, &seed) < 0) pf_test_failf(__FILE__, __LINE__, "schema %s: a random walk failed", schema);
-    fx_close(&f);
+    schema_fx_close(&f);
     return pf_test_failed() ? -1 : 0;
 }
 
@@ -457,14 +420,14 @@ TEST(grammar_string_lengths) {
     CHECK_MASKS(two_three, masks);
     /* one character left: a one-character token (an escape of six bytes, a UTF-8 character) fits,
      * a two-character one does not */
-    fx f;
-    CHECK(fx_open(&f, two_three) == 0);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, two_three) == 0);
     char got[4096];
     allowed_after(&f, "\"\xe4\xb8\xad\\n", got, sizeof got);
     CHECKF(strstr(got, "|a|") && strstr(got, "|\\u00e9|") && strstr(got, "|\xc3\xa9|") && strstr(got, "|\"|") &&
                !strstr(got, "|ab|") && !strstr(got, "|red|") && !strstr(got, "|\xa9x|"),
            "%s", got);
-    fx_close(&f);
+    schema_fx_close(&f);
     static const char in_object[] =
         "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\",\"maxLength\":1},\"n\":{\"minLength\":1}},"
         "\"required\":[\"id\"],\"additionalProperties\":false}";
@@ -475,9 +438,9 @@ TEST(grammar_string_lengths) {
     CHECK_DOCS(in_object, obj_docs);
     static const mask_case obj_masks[] = {{"{\"id\":\"x", "|\"|\"}|\","}};
     CHECK_MASKS(in_object, obj_masks);
-    expect_error("{\"type\":\"string\",\"minLength\":1.5}", "minLength: not a non-negative integer");
-    expect_error("{\"type\":\"string\",\"minLength\":4,\"maxLength\":3}", "admits no value");
-    expect_error("{\"enum\":[\"abcd\"],\"maxLength\":3}", "admits no value"); /* the value checked */
+    schema_expect_error("{\"type\":\"string\",\"minLength\":1.5}", "minLength: not a non-negative integer");
+    schema_expect_error("{\"type\":\"string\",\"minLength\":4,\"maxLength\":3}", "admits no value");
+    schema_expect_error("{\"enum\":[\"abcd\"],\"maxLength\":3}", "admits no value"); /* the value checked */
 }
 
 /* minimum / maximum and both forms of exclusiveMinimum / exclusiveMaximum, on integers and on
@@ -506,19 +469,19 @@ TEST(grammar_number_bounds) {
     static const doc_case below[] = {{"-1", 0}, {"-1.5", 1}, {"-1.0", 0}, {"-100", 1}, {"0", 0}};
     CHECK_DOCS("{\"type\":\"number\",\"maximum\":-1,\"exclusiveMaximum\":true}", below);
     /* the bound's text decides, not its nearest double (1.00000000000000000001 rounds to 1.0) */
-    fx f;
-    CHECK(fx_open(&f, "{\"type\":\"integer\",\"minimum\":1.00000000000000000001}") == 0);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, "{\"type\":\"integer\",\"minimum\":1.00000000000000000001}") == 0);
     CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"1", 1) == 1 && !pf_matcher_can_end(f.m));
     pf_matcher_reset(f.m);
     CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"2", 1) == 1 && pf_matcher_can_end(f.m));
-    fx_close(&f);
+    schema_fx_close(&f);
     static const doc_case huge[] = {{"9999999999999999", 1}, {"-9999999999999999", 1}};
     CHECK_DOCS("{\"type\":\"integer\",\"maximum\":1e300,\"minimum\":-1e300}", huge);
-    expect_error("{\"type\":\"integer\",\"minimum\":1e300}", "admits no value");
-    expect_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":3}", "admits no value");
-    expect_error("{\"type\":\"number\",\"minimum\":1,\"exclusiveMaximum\":1}", "admits no value");
-    expect_error("{\"type\":\"number\",\"maximum\":0.5}", "maximum: a bound with a fraction on a number is not supported");
-    expect_error("{\"type\":\"integer\",\"minimum\":\"1\"}", "minimum: not a number");
+    schema_expect_error("{\"type\":\"integer\",\"minimum\":1e300}", "admits no value");
+    schema_expect_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":3}", "admits no value");
+    schema_expect_error("{\"type\":\"number\",\"minimum\":1,\"exclusiveMaximum\":1}", "admits no value");
+    schema_expect_error("{\"type\":\"number\",\"maximum\":0.5}", "maximum: a bound with a fraction on a number is not supported");
+    schema_expect_error("{\"type\":\"integer\",\"minimum\":\"1\"}", "minimum: not a number");
 }
 
 /* additionalProperties as a schema: the listed keys with their own schemas, any other key (never
@@ -551,10 +514,10 @@ TEST(grammar_object_other_keys) {
     CHECK_DOCS(counted, counted_docs);
     static const mask_case counted_masks[] = {{"{\"a\":1,", "| |\"| "}, {"{\"a\":1,\"", "|c"}}; /* only the required key fits */
     CHECK_MASKS(counted, counted_masks);
-    expect_error("{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false,\"minProperties\":2}",
-                 "admits no value");
-    expect_error("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}", "admits no value");
-    expect_error("{\"type\":\"object\",\"maxProperties\":-1}", "maxProperties: not a non-negative integer");
+    schema_expect_error("{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false,\"minProperties\":2}",
+                        "admits no value");
+    schema_expect_error("{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"maxProperties\":1}", "admits no value");
+    schema_expect_error("{\"type\":\"object\",\"maxProperties\":-1}", "maxProperties: not a non-negative integer");
 }
 
 /* Keys `properties` does not list are allowed with any value when additionalProperties is absent
@@ -599,27 +562,27 @@ TEST(grammar_not) {
     CHECK_DOCS("{\"type\":\"object\",\"properties\":{\"a\":{}},\"not\":{\"required\":[\"b\"]}}", not_req);
     static const doc_case not_false[] = {{"\"a\"", 1}, {"\"\"", 0}};
     CHECK_DOCS("{\"type\":\"string\",\"minLength\":1,\"not\":false}", not_false);
-    expect_error("{\"type\":\"string\",\"not\":{}}", "admits no value");
-    expect_error("{\"not\":true}", "admits no value");
-    expect_error("{\"type\":\"object\",\"required\":[\"b\"],\"not\":{\"required\":[\"b\"]}}", "admits no value");
-    expect_error("{\"properties\":{\"a\":{\"not\":{\"minimum\":3}}}}", "/properties/a: keyword 'not' is not supported");
+    schema_expect_error("{\"type\":\"string\",\"not\":{}}", "admits no value");
+    schema_expect_error("{\"not\":true}", "admits no value");
+    schema_expect_error("{\"type\":\"object\",\"required\":[\"b\"],\"not\":{\"required\":[\"b\"]}}", "admits no value");
+    schema_expect_error("{\"properties\":{\"a\":{\"not\":{\"minimum\":3}}}}", "/properties/a: keyword 'not' is not supported");
     /* not required: an object lacking a key (a non-object meets `required`, so never its `not`) */
     static const doc_case not_req_typed[] = {{"\"s\"", 0}, {"{}", 1}, {"{\"b\":1}", 0}, {"{\"a\":1}", 1}};
     CHECK_DOCS("{\"type\":[\"object\",\"string\"],\"not\":{\"required\":[\"b\"]}}", not_req_typed);
     static const doc_case not_both[] = {{"{\"a\":1}", 1}, {"{\"a\":1,\"b\":2}", 0}, {"{\"b\":1}", 1}, {"{}", 1}, {"3", 0}};
     CHECK_DOCS("{\"not\":{\"required\":[\"a\",\"b\"]}}", not_both);
     CHECK_DOCS("{\"not\":{\"allOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}}", not_both);
-    expect_error("{\"not\":{\"required\":[\"a\",1]}}", "keyword 'not' is not supported in this form");
+    schema_expect_error("{\"not\":{\"required\":[\"a\",1]}}", "keyword 'not' is not supported in this form");
 }
 
 /* additionalItems asserts something only after items in the tuple form, uniqueItems only when true. */
 TEST(grammar_array_keywords_ignored) {
-    expect_error("{\"items\":[{}],\"additionalItems\":false}", "keyword 'additionalItems' is not supported");
+    schema_expect_error("{\"items\":[{}],\"additionalItems\":false}", "keyword 'additionalItems' is not supported");
     static const doc_case add_items[] = {{"[\"a\",\"b\"]", 1}, {"[1]", 0}, {"[]", 1}};
     CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"additionalItems\":false}", add_items);
     CHECK_DOCS("{\"items\":{\"type\":\"string\"},\"additionalItems\":{\"type\":\"integer\"}}", add_items);
     CHECK_DOCS("{\"items\":{\"type\":\"string\"},\"uniqueItems\":false}", add_items);
-    expect_error("{\"items\":{},\"uniqueItems\":true}", "keyword 'uniqueItems' is not supported");
+    schema_expect_error("{\"items\":{},\"uniqueItems\":true}", "keyword 'uniqueItems' is not supported");
 }
 
 /* enum / const beside any keyword: each value kept or dropped by the whole schema, checked exactly
@@ -634,10 +597,10 @@ TEST(grammar_enum_filtered) {
     static const doc_case bound[] = {{"1.5", 0}, {"2", 1}, {"2.0", 1}, {"\"x\"", 0}};
     CHECK_DOCS("{\"allOf\":[{\"enum\":[1.5,2,\"x\"]},{\"not\":{\"maximum\":1.9}}]}", bound);
     /* decimals, not doubles: 2^53 + 1 is above 2^53 though both read as the same double */
-    expect_error("{\"enum\":[9007199254740993],\"maximum\":9007199254740992}", "admits no value");
-    expect_error("{\"const\":0.3,\"multipleOf\":0.1,\"exclusiveMaximum\":0.3}", "admits no value");
-    expect_error("{\"enum\":[{}],\"unevaluatedProperties\":false}", "cannot be checked against 'unevaluatedProperties'");
-    expect_error("{\"enum\":[\"a\"],\"format\":\"regex\"}", "cannot be checked against 'format'");
+    schema_expect_error("{\"enum\":[9007199254740993],\"maximum\":9007199254740992}", "admits no value");
+    schema_expect_error("{\"const\":0.3,\"multipleOf\":0.1,\"exclusiveMaximum\":0.3}", "admits no value");
+    schema_expect_error("{\"enum\":[{}],\"unevaluatedProperties\":false}", "cannot be checked against 'unevaluatedProperties'");
+    schema_expect_error("{\"enum\":[\"a\"],\"format\":\"regex\"}", "cannot be checked against 'format'");
     pf_schema *s = NULL;
     char err[PF_ERR_LEN];
     const char *dec = "{\"const\":0.3,\"multipleOf\":0.1}"; /* 0.3 / 0.1 is not 3 in doubles */
@@ -671,18 +634,18 @@ TEST(grammar_all_of_one_of) {
         {"5.5", 0},
     };
     CHECK_DOCS(one, one_docs);
-    expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"maxLength\":3}]}",
-                 "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
+    schema_expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"maxLength\":3}]}",
+                        "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
     /* "not an integer" takes every number away (stricter than the spec), so nothing is left */
-    expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "admits no value");
-    expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
-                 "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
-    expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "admits no value");
-    expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}",
-                 "additionalProperties merged with properties it does not list");
-    expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
-    expect_error("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern' in two merged schemas");
-    expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");
+    schema_expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "admits no value");
+    schema_expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
+                        "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
+    schema_expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "admits no value");
+    schema_expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}",
+                        "additionalProperties merged with properties it does not list");
+    schema_expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
+    schema_expect_error("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern' in two merged schemas");
+    schema_expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");
 }
 
 /* oneOf whose branches may overlap: each branch with the others excluded (not {"anyOf": the
@@ -719,8 +682,8 @@ TEST(grammar_one_of_overlapping) {
                                "\"type\":[\"object\",\"string\"]}";
     static const doc_case not_docs[] = {{"{\"b\":1}", 1}, {"{\"a\":1}", 0}, {"\"s\"", 0}};
     CHECK_DOCS(nots, not_docs);
-    expect_error("{\"oneOf\":[{\"required\":[\"a\"]},{\"minProperties\":2}]}",
-                 "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
+    schema_expect_error("{\"oneOf\":[{\"required\":[\"a\"]},{\"minProperties\":2}]}",
+                        "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not'");
 }
 
 /* dependencies (the array form, a schema of required alone, false) and dependentRequired: a key
@@ -751,12 +714,12 @@ TEST(grammar_dependencies) {
                               "\"additionalProperties\":{\"type\":\"integer\"}}";
     static const doc_case req_docs[] = {{"{\"a\":1,\"b\":2}", 1}, {"{\"a\":1}", 0}, {"{}", 0}};
     CHECK_DOCS(req, req_docs);
-    expect_error("{\"type\":\"object\",\"dependencies\":{\"a\":{\"properties\":{\"b\":{\"type\":\"string\"}}}}}",
-                 "keyword 'dependencies' is not supported in this form");
-    expect_error("{\"type\":\"object\",\"required\":[\"a\"],\"additionalProperties\":false,\"properties\":{\"a\":{}},"
-                 "\"dependencies\":{\"a\":[\"b\"]}}",
-                 "admits no value");
-    expect_error("{\"patternProperties\":{\"^p\":{}},\"dependencies\":{\"pa\":[\"b\"]}}", "keyword 'dependencies' on a key");
+    schema_expect_error("{\"type\":\"object\",\"dependencies\":{\"a\":{\"properties\":{\"b\":{\"type\":\"string\"}}}}}",
+                        "keyword 'dependencies' is not supported in this form");
+    schema_expect_error("{\"type\":\"object\",\"required\":[\"a\"],\"additionalProperties\":false,\"properties\":{\"a\":{}},"
+                        "\"dependencies\":{\"a\":[\"b\"]}}",
+                        "admits no value");
+    schema_expect_error("{\"patternProperties\":{\"^p\":{}},\"dependencies\":{\"pa\":[\"b\"]}}", "keyword 'dependencies' on a key");
 }
 
 TEST(grammar_property_random_schemas) {
@@ -764,34 +727,34 @@ TEST(grammar_property_random_schemas) {
     int complete = 0, walks = 0;
     for (int k = 0; k < 400; k++) {
         char *schema = schema_random(&seed, 0);
-        fx f;
-        if (fx_open(&f, schema) < 0) {
-            fx_close(&f);
+        schema_fx f;
+        if (schema_fx_open(&f, false, schema) < 0) {
+            schema_fx_close(&f);
             free(schema);
-            continue; /* a random schema that admits no value (fx_open printed why) */
+            continue; /* a random schema that admits no value (schema_fx_open printed why) */
         }
         for (int w = 0; w < 5; w++, walks++) {
             int r = walk_once(&f, schema, &seed);
             if (r < 0) {
-                fx_close(&f);
+                schema_fx_close(&f);
                 free(schema);
                 CHECK(0);
             }
             complete += r;
         }
-        fx_close(&f);
+        schema_fx_close(&f);
         free(schema);
     }
     CHECKF(complete * 10 >= walks * 9, "%d of %d walks completed", complete, walks);
 }
 
 TEST(grammar_json_mode) {
-    fx f;
-    CHECK(fx_open(&f, NULL) == 0);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, NULL) == 0);
     CHECK_MASK(&f, "", "|{|{\"|{}");
     uint64_t seed = 99;
     for (int i = 0; i < 20; i++) CHECK(walk_once(&f, "{\"type\":\"object\"}", &seed) >= 0);
-    fx_close(&f);
+    schema_fx_close(&f);
 }
 
 /* Adversarial sizes stay fast: a 20,000-value enum, 32 levels of arrays, 16-way anyOf chains. */
@@ -802,18 +765,18 @@ TEST(grammar_bounded) {
     for (int i = 0; i < 20000; i++) n += (size_t)snprintf(s + n, cap - n, "%s\"v%d\"", i ? "," : "", i * 7);
     snprintf(s + n, cap - n, "]}");
     clock_t t0 = clock();
-    fx f;
-    CHECK(fx_open(&f, s) == 0);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, s) == 0);
     CHECK_MASK(&f, "\"v1400", "|\"|0|7");
-    fx_close(&f);
+    schema_fx_close(&f);
     n = 0;
     for (int i = 0; i < 16; i++) n += (size_t)snprintf(s + n, cap - n, "{\"anyOf\":[{\"type\":\"array\",\"items\":");
     n += (size_t)snprintf(s + n, cap - n, "{}");
     for (int i = 0; i < 16; i++) n += (size_t)snprintf(s + n, cap - n, "},{\"type\":\"array\"}]}");
-    CHECK(fx_open(&f, s) == 0);
+    CHECK(schema_fx_open(&f, false, s) == 0);
     uint64_t seed = 5;
     for (int i = 0; i < 10; i++) CHECK(walk_once(&f, s, &seed) >= 0);
-    fx_close(&f);
+    schema_fx_close(&f);
     free(s);
     CHECKF((double)(clock() - t0) / CLOCKS_PER_SEC < 20, "took %.1f s", (double)(clock() - t0) / CLOCKS_PER_SEC);
 }
@@ -834,7 +797,7 @@ TEST(grammar_mask_apply) {
 }
 
 /* id's longest allowed proper-prefix token by a scan of the vocabulary: its length, -1 if none. */
-static int scan_prefix_len(const fx *f, int32_t id) {
+static int scan_prefix_len(const schema_fx *f, int32_t id) {
     int best = -1;
     for (int32_t a = 0; a < f->v.n; a++) {
         uint32_t la = f->v.lens[a];
@@ -852,8 +815,8 @@ TEST(grammar_mask_aligned) {
         "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}},"
         "\"required\":[\"name\",\"age\"],\"additionalProperties\":false}";
     static const char *const prefixes[] = {"", "{", "{\"name\":\"Al", "{\"name\":\"Al\",", "{\"name\":\"Al\",\"age\":1"};
-    fx f;
-    CHECK(fx_open(&f, k_both) == 0);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, k_both) == 0);
     for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++) {
         pf_matcher_reset(f.m);
         CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)prefixes[p], strlen(prefixes[p])) == 1);
@@ -887,16 +850,16 @@ TEST(grammar_mask_aligned) {
     pf_mask_apply_aligned(f.tm, f.bits, f.v.n, l);
     CHECKF(l[quote] == 0.0f && l[ab] == 6.0f && isinf(l[close]), "the top allowed: \" %g", l[quote]);
     free(l);
-    fx_close(&f);
+    schema_fx_close(&f);
 }
 
 /* Wrapped documents (pf_schema_add_wrap), two forms: the prefix byte for byte (no space after its ':' or ','),
  * then the document, then the suffix; complete only after the suffix, closed there; masks stay a
  * scan of the vocabulary across the seams. */
 TEST(grammar_wrap_prefix_suffix) {
-    fx f;
+    schema_fx f;
     char err[PF_ERR_LEN];
-    CHECK(fx_open(&f, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"],"
+    CHECK(schema_fx_open(&f, false, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"],"
                       "\"additionalProperties\":false}") == 0);
     pf_matcher_free(f.m);
     CHECK(pf_schema_add_wrap(f.s, "<t>\n{\"x\":", f.s->root, "}\n</t>", err) == PF_SCHEMA_OK);
@@ -929,5 +892,5 @@ TEST(grammar_wrap_prefix_suffix) {
         CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)walk[i], strlen(walk[i])) == 1);
         CHECKF(mask_matches_scan(&f), "after '%s'", walk[i]);
     }
-    fx_close(&f);
+    schema_fx_close(&f);
 }

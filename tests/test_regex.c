@@ -225,23 +225,21 @@ TEST(regex_against_python_re) {
                                         "\xe2\x80\xa8", "\xf0\x9f\x98\x80", "\x1c"};
     const int n_alpha = (int)(sizeof alpha / sizeof *alpha);
     char in_path[512], out_path[512], py_path[512];
-    snprintf(in_path, sizeof in_path, "%s/rx_in.txt", pf_test_tmpdir());
-    snprintf(out_path, sizeof out_path, "%s/rx_out.txt", pf_test_tmpdir());
-    snprintf(py_path, sizeof py_path, "%s/rx.py", pf_test_tmpdir());
-    FILE *f = fopen(py_path, "w");
-    CHECK(f);
-    fputs("import re, sys\n"
+    test_tmp_path(in_path, sizeof in_path, "rx_in.txt");
+    test_tmp_path(out_path, sizeof out_path, "rx_out.txt");
+    test_tmp_path(py_path, sizeof py_path, "rx.py");
+    CHECK(test_write_file(py_path,
+          "import re, sys\n"
           "lines = open(sys.argv[1], encoding='utf-8').read().split('\\n')[:-1]\n"
           "out = open(sys.argv[2], 'w')\n"
           "for ln in lines:\n"
           "    p, s = ln.split('\\x01')\n"
           "    out.write('1\\n' if re.search(p, s) else '0\\n')\n",
-          f);
-    fclose(f);
+          (size_t)-1) == 0);
     enum { PER = 300 };
     static char strs[sizeof pats / sizeof *pats][PER][64];
     uint64_t seed = 7;
-    f = fopen(in_path, "w");
+    FILE *f = fopen(in_path, "w");
     CHECK(f);
     for (size_t p = 0; p < sizeof pats / sizeof *pats; p++)
         for (int k = 0; k < PER; k++) {

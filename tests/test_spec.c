@@ -22,11 +22,20 @@
 #include "verify/spec.h"
 #include "engine/batch.h"
 
-static pf_model *load_tiny(uint32_t type, uint64_t seed) {
+/* A random tiny model of the type (its seed) into *m and a session over it; NULL when either
+ * cannot be made (*m then NULL or to free). tiny_free frees both. */
+static pf_session *tiny_session(uint32_t type, uint64_t seed, const pf_session_params *sp, pf_model **m) {
     char path[300], err[PF_ERR_LEN];
     snprintf(path, sizeof path, "%s/spec-tiny-%u-%llu.gguf", pf_test_tmpdir(), type, (unsigned long long)seed);
-    if (pf_synth_write(pf_synth_shape_find("tiny"), type, false, seed, path, err) < 0) return NULL;
-    return pf_model_load(path, err);
+    *m = pf_synth_write(pf_synth_shape_find("tiny"), type, false, seed, path, err) == 0 ? pf_model_load(path, err) : NULL;
+    pf_session *s = NULL;
+    if (*m) pf_session_new(*m, sp, &s, err);
+    return s;
+}
+
+static void tiny_free(pf_session *s, pf_model *m) {
+    pf_session_free(s);
+    pf_model_free(m);
 }
 
 static void make_prompt(int i, int32_t *p, int *n, int V) {
@@ -125,14 +134,34 @@ static pf_gen_params params(int n, float temp, uint64_t seed) {
     return gp;
 }
 
+static void spec_done(pf_session *s, pf_spec *spec) {
+    pf_api_use_strategy(s, NULL); /* before the strategy goes */
+    pf_spec_free(spec);
+}
+
+/* A strategy over drafter d at block B made the session's, and its output for prompt into *got
+ * (stats into *st unless NULL); spec_done takes it off again. NULL (the failure recorded) when it
+ * cannot be made or run. */
+static pf_spec *spec_generate(pf_session *s, pf_drafter *d, int B, const int32_t *prompt, int np, const pf_gen_params *gp,
+                              test_seq *got, pf_gen_stats *st) {
+    char err[PF_ERR_LEN];
+    pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
+    if (spec) {
+        pf_api_use_strategy(s, pf_spec_strategy(spec));
+        if (pf_generate_tokens(s, prompt, np, gp, test_seq_push, got, st, err) == PF_OK) return spec;
+        spec_done(s, spec);
+    }
+    pf_test_failf(__FILE__, __LINE__, "block %d: %s", B, err);
+    return NULL;
+}
+
 /* 51 prompts x blocks 2..16 with the lookup draft; output equals plain decoding. */
 TEST(spec_greedy_lossless_ngram_many_prompts_all_blocks) {
-    pf_model *m = load_tiny(PF_TYPE_Q8_0, 11);
-    CHECK(m);
-    char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
+    pf_model *m;
+    pf_session *s = tiny_session(PF_TYPE_Q8_0, 11, &sp, &m);
+    CHECK(s);
+    char err[PF_ERR_LEN];
     int64_t accepted = 0;
     for (int i = 0; i < 51; i++) {
         int32_t prompt[32];
@@ -144,31 +173,27 @@ TEST(spec_greedy_lossless_ngram_many_prompts_all_blocks) {
         for (int B = 2; B <= 16; B++) {
             if ((i + B) % 3) continue; /* every block size, a third of the prompts each */
             pf_drafter *d = pf_ngram_drafter_new(1, 3);
-            pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
-            pf_api_use_strategy(s, pf_spec_strategy(spec));
             test_seq got = {.n = 0};
-            CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK);
+            pf_spec *spec = spec_generate(s, d, B, prompt, np, &gp, &got, NULL);
+            CHECK(spec);
             CHECKF(test_seq_same(&got, &plain),
                    "prompt %d block %d: speculative output differs", i, B);
             accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
-            pf_api_use_strategy(s, NULL); /* before the strategy goes */
-            pf_spec_free(spec);
+            spec_done(s, spec);
             pf_drafter_free(d);
         }
     }
     CHECKF(accepted > 100, "the lookup draft never got accepted (%lld): test exercises nothing", (long long)accepted);
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_free(s, m);
 }
 
 /* Oracle drafts: every round accepts B-1, or exactly corrupt-1 with a corrupted position. */
 TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
-    pf_model *m = load_tiny(PF_TYPE_Q4_1, 12);
-    CHECK(m);
-    char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 512};
-    pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
+    pf_model *m;
+    pf_session *s = tiny_session(PF_TYPE_Q4_1, 12, &sp, &m);
+    CHECK(s);
+    char err[PF_ERR_LEN];
     int32_t prompt[6] = {4, 8, 15, 16, 23, 42};
     pf_gen_params gp = params(61, 0, 0);
     test_seq plain = {.n = 0};
@@ -176,10 +201,9 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
     for (int B = 2; B <= 16; B += 3) {
         for (int corrupt = 0; corrupt < B; corrupt += (B > 4 ? 3 : 1)) {
             pf_drafter *d = oracle_new(m, corrupt, 0);
-            pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
-            pf_api_use_strategy(s, pf_spec_strategy(spec));
             test_seq got = {.n = 0};
-            CHECK(pf_generate_tokens(s, prompt, 6, &gp, test_seq_push, &got, NULL, err) == PF_OK);
+            pf_spec *spec = spec_generate(s, d, B, prompt, 6, &gp, &got, NULL);
+            CHECK(spec);
             CHECKF(test_seq_same(&got, &plain),
                    "block %d corrupt %d: output differs", B, corrupt);
             const pf_spec_stats *st = pf_spec_stats_get(spec);
@@ -190,32 +214,28 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
             CHECK(st->tokens == 60); /* the first token comes from the prefill */
             /* the target cache holds exactly the committed rows: prompt + all but the last token */
             CHECK(s->engine.ctx->kv->len == 6 + 60);
-            pf_api_use_strategy(s, NULL); /* before the strategy goes */
-            pf_spec_free(spec);
+            spec_done(s, spec);
             oracle_free(d);
         }
     }
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_free(s, m);
 }
 
 /* After a partially rejected round, the cache and the next logits equal plain decoding's. */
 TEST(spec_rollback_cache_equals_plain) {
-    pf_model *m = load_tiny(PF_TYPE_F16, 13);
-    CHECK(m);
-    char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 2, .n_ctx = 128};
-    pf_session *s = NULL, *s2 = NULL;
-    pf_session_new(m, &sp, &s, err);
+    pf_model *m;
+    pf_session *s = tiny_session(PF_TYPE_F16, 13, &sp, &m), *s2 = NULL;
+    CHECK(s);
+    char err[PF_ERR_LEN];
     pf_session_new(m, &sp, &s2, err);
     int32_t prompt[5] = {100, 200, 300, 400, 500};
     pf_gen_params gp = params(20, 0, 0);
     test_seq plain = {.n = 0}, got = {.n = 0};
     CHECK(pf_generate_tokens(s2, prompt, 5, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
     pf_drafter *d = oracle_new(m, 3, 0); /* rejects at position 3 every round */
-    pf_spec *spec = pf_spec_new(&s->engine, d, 6, err);
-    pf_api_use_strategy(s, pf_spec_strategy(spec));
-    CHECK(pf_generate_tokens(s, prompt, 5, &gp, test_seq_push, &got, NULL, err) == PF_OK);
+    pf_spec *spec = spec_generate(s, d, 6, prompt, 5, &gp, &got, NULL);
+    CHECK(spec);
     CHECK(test_seq_same(&got, &plain));
     CHECK(s->engine.ctx->kv->len == s2->engine.ctx->kv->len);
     const pf_kv_cache *a = s->engine.ctx->kv, *b = s2->engine.ctx->kv;
@@ -231,22 +251,19 @@ TEST(spec_rollback_cache_equals_plain) {
     CHECK(pf_forward(s->engine.ctx, &b1, err) == 0 && pf_forward(s2->engine.ctx, &b2, err) == 0);
     CHECK(!memcmp(l1, l2, (size_t)m->hp.n_vocab * 4));
     free(l1); free(l2);
-    pf_api_use_strategy(s, NULL); /* before the strategy goes */
-    pf_spec_free(spec);
+    spec_done(s, spec);
     oracle_free(d);
-    pf_session_free(s);
     pf_session_free(s2);
-    pf_model_free(m);
+    tiny_free(s, m);
 }
 
 /* A point-mass draft with a fixed seed gives plain sampling's tokens exactly. */
 TEST(spec_sampled_point_mass_same_tokens_as_plain) {
-    pf_model *m = load_tiny(PF_TYPE_Q8_0, 14);
-    CHECK(m);
-    char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 256};
-    pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
+    pf_model *m;
+    pf_session *s = tiny_session(PF_TYPE_Q8_0, 14, &sp, &m);
+    CHECK(s);
+    char err[PF_ERR_LEN];
     for (int seed = 1; seed <= 12; seed++) {
         int32_t prompt[32];
         int np;
@@ -257,21 +274,17 @@ TEST(spec_sampled_point_mass_same_tokens_as_plain) {
         test_seq plain = {.n = 0}, got = {.n = 0}, got2 = {.n = 0};
         CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
         pf_drafter *d = oracle_new(m, 0, 0), *ng = pf_ngram_drafter_new(1, 3);
-        pf_spec *spec = pf_spec_new(&s->engine, d, 5, err), *spec2 = pf_spec_new(&s->engine, ng, 7, err);
-        pf_api_use_strategy(s, pf_spec_strategy(spec));
-        CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK);
-        pf_api_use_strategy(s, pf_spec_strategy(spec2));
-        CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got2, NULL, err) == PF_OK);
+        pf_spec *spec = spec_generate(s, d, 5, prompt, np, &gp, &got, NULL);
+        CHECK(spec);
+        spec_done(s, spec);
+        CHECK((spec = spec_generate(s, ng, 7, prompt, np, &gp, &got2, NULL)));
+        spec_done(s, spec);
         CHECKF(test_seq_same(&got, &plain), "seed %d oracle", seed);
         CHECKF(test_seq_same(&got2, &plain), "seed %d ngram", seed);
-        pf_api_use_strategy(s, NULL); /* before the strategy goes */
-        pf_spec_free(spec);
-        pf_spec_free(spec2);
         oracle_free(d);
         pf_drafter_free(ng);
     }
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_free(s, m);
 }
 
 typedef struct {
@@ -290,12 +303,11 @@ static void tally_spec(void *u) {
  * stochastic draft (the target itself at a higher temperature). Categories with few counts are
  * pooled; threshold: the 0.999 quantile for the degrees of freedom (Wilson-Hilferty). */
 TEST(spec_sampled_stochastic_draft_same_distribution) {
-    pf_model *m = load_tiny(PF_TYPE_Q8_0, 15);
-    CHECK(m);
-    char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
+    pf_model *m;
+    pf_session *s = tiny_session(PF_TYPE_Q8_0, 15, &sp, &m);
+    CHECK(s);
+    char err[PF_ERR_LEN];
     int32_t prompt[4] = {7, 77, 177, 277};
     enum { RUNS = 3000, POS = 3 };
     int V = m->hp.n_vocab;
@@ -314,34 +326,29 @@ TEST(spec_sampled_stochastic_draft_same_distribution) {
     free(cnt);
     pf_spec_free(spec);
     oracle_free(d);
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_free(s, m);
 }
 
 /* Near the context limit blocks shrink; generation ends exactly where plain decoding ends. */
 TEST(spec_shrinks_blocks_at_context_limit) {
-    pf_model *m = load_tiny(PF_TYPE_Q8_0, 16);
-    CHECK(m);
-    char err[PF_ERR_LEN];
     pf_session_params sp = {.n_threads = 1, .n_ctx = 40};
-    pf_session *s = NULL;
-    pf_session_new(m, &sp, &s, err);
+    pf_model *m;
+    pf_session *s = tiny_session(PF_TYPE_Q8_0, 16, &sp, &m);
+    CHECK(s);
+    char err[PF_ERR_LEN];
     int32_t prompt[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     pf_gen_params gp = params(100, 0, 0);
     test_seq plain = {.n = 0}, got = {.n = 0};
     pf_gen_stats a, b;
     CHECK(pf_generate_tokens(s, prompt, 10, &gp, test_seq_push, &plain, &a, err) == PF_OK);
     pf_drafter *d = oracle_new(m, 0, 0);
-    pf_spec *spec = pf_spec_new(&s->engine, d, 16, err);
-    pf_api_use_strategy(s, pf_spec_strategy(spec));
-    CHECK(pf_generate_tokens(s, prompt, 10, &gp, test_seq_push, &got, &b, err) == PF_OK);
+    pf_spec *spec = spec_generate(s, d, 16, prompt, 10, &gp, &got, &b);
+    CHECK(spec);
     CHECK(a.stop == PF_STOP_CONTEXT && b.stop == PF_STOP_CONTEXT && a.n_gen == b.n_gen);
     CHECK(test_seq_same(&got, &plain));
-    pf_api_use_strategy(s, NULL); /* before the strategy goes */
-    pf_spec_free(spec);
+    spec_done(s, spec);
     oracle_free(d);
-    pf_session_free(s);
-    pf_model_free(m);
+    tiny_free(s, m);
 }
 
 /* The acceptance rule on hand-made logits. */
@@ -425,9 +432,8 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
             pf_drafter *d = NULL;
             pf_dflash_drafter_new(w, &s->engine, &d, err);
             CHECK(d);
-            pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
-            pf_api_use_strategy(s, pf_spec_strategy(spec));
-            CHECKF(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &got, NULL, err) == PF_OK, "%s", err);
+            pf_spec *spec = spec_generate(s, d, B, prompt, np, &gp, &got, NULL);
+            CHECK(spec);
             CHECKF(test_seq_same(&got, &plain),
                    "v%d prompt %d block %d: output differs", version, i, B);
             CHECK(pf_spec_stats_get(spec)->drafted > 0);
@@ -439,8 +445,7 @@ TEST(spec_greedy_lossless_random_dflash_drafts) {
                 CHECK(pf_generate_tokens(s, prompt, np, &g2, test_seq_push, &b, NULL, err) == PF_OK);
                 CHECK(a.n == 20 && test_seq_same(&a, &b));
             }
-            pf_api_use_strategy(s, NULL); /* before the strategy goes */
-            pf_spec_free(spec);
+            spec_done(s, spec);
             pf_drafter_free(d);
         }
         pf_dflash_free(w);
@@ -468,17 +473,14 @@ static void check_lossless_prompt(pf_session *s, pf_dflash *w, const char *promp
     for (int B = B0; B <= 16; B += 3) {
         pf_drafter *d = NULL;
         pf_dflash_drafter_new(w, &s->engine, &d, err);
-        pf_spec *spec = pf_spec_new(&s->engine, d, B, err);
-        pf_api_use_strategy(s, pf_spec_strategy(spec));
         test_seq got = {.n = 0};
-        CHECK(pf_generate_tokens(s, ids, (int)n, &gp, test_seq_push, &got, NULL, err) == PF_OK);
+        pf_spec *spec = spec_generate(s, d, B, ids, (int)n, &gp, &got, NULL);
+        CHECK(spec);
         CHECKF(test_seq_same(&got, &plain),
                "%s, block %d: speculative output differs from plain decoding", what, B);
         *accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
-        pf_api_use_strategy(s, NULL); /* before the strategy goes */
-        pf_spec_free(spec);
+        spec_done(s, spec);
         pf_drafter_free(d);
-        pf_api_use_strategy(s, NULL);
     }
     free(ids);
 }

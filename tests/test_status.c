@@ -198,6 +198,46 @@ TEST(status_every_file_command_exit_status_per_kind) {
         rc = run_status("", args, err, sizeof err);
         CHECKF(rc == 1 && one_line(err) && strstr(err, "--bogus-flag"), "%s: exit %d (want 1), '%s'", args, rc, err);
     }
+    /* An output that cannot be created is 2 too, in every command that writes one; those that
+     * write after a measurement check it before measuring, so each case fails at once. */
+    static const char *const outs[] = {
+        "bench -m " TARGET " --tasks eval/tasks --prompts 1 -n 2 --reps 1 --json @F",
+        "bench -m " TARGET " --tasks eval/tasks --prompts 1 -n 2 --reps 1 --svg @F",
+        "bench -m " TARGET " --tasks eval/tasks --prompts 1 -n 2 --reps 1 --concurrency 1 --json @F",
+        "bench-model -m " TARGET " --reps 1 --json @F",
+        "schema-bench -m " TARGET " @D/hf --json @F",
+        "tune -m " TARGET " --tasks eval/tasks --prompts 1 -o @F",
+        "synth --shape tiny -o @F",
+        "taps -m " TARGET " --layers 0 -i @D/seq.bin -o @F",
+        "taps -m " TARGET " --layers 0 -i @D/seq.bin -o @D/t.npy --topk 2 --topk-out @F",
+        "gen -m " TARGET " -i @D/in.jsonl -o @F -n 2",
+        "run -m " TARGET " -d " DRAFT " -p hi -n 2 --log-rounds @F",
+        "pack -m " TARGET " -o @F",
+    };
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) {
+        char args[1200], err[8192];
+        kinds_args(args, sizeof args, outs[i], "/nonexistent/kinds.out", dir);
+        int rc = run_status("", args, err, sizeof err);
+        CHECKF(rc == 2 && one_line(err) && strstr(err, "/nonexistent/kinds.out"), "%s: exit %d (want 2), '%s'", args, rc, err);
+    }
+    /* A write that fails at the end (the rename onto a folder) is 2 and leaves none of the run's
+     * outputs: neither a temporary nor, for taps, the features or the ids written before it. */
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/late_logp.npy && rm -f %s/late.npy %s/late_ids.npy", dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    static const char *const late[] = {
+        "synth --shape tiny -o @D/hf",
+        "taps -m " TARGET " --layers 0 -i @D/seq.bin -o @D/late.npy --topk 2 --topk-out @D/late",
+    };
+    for (size_t i = 0; i < sizeof late / sizeof *late; i++) {
+        char args[1200], err[8192];
+        kinds_args(args, sizeof args, late[i], "", dir);
+        int rc = run_status("", args, err, sizeof err);
+        CHECKF(rc == 2 && one_line(err) && strstr(err, "write failed: Is a directory"), "%s: exit %d (want 2), '%s'", args,
+               rc, err);
+    }
+    snprintf(cmd, sizeof cmd, "ls %s %s/hf | grep -q -e '\\.tmp\\.' -e '^late\\.npy$' -e '^late_ids\\.npy$'", dir, dir);
+    CHECKF(system(cmd) != 0, "an output of a failed write is left in %s", dir);
 }
 
 TEST(status_run_out_of_memory_is_exit_4) {

@@ -39,32 +39,8 @@ static const char *const k_prompts[] = {
 };
 enum { N_PROMPTS = sizeof k_prompts / sizeof *k_prompts };
 
-typedef struct {
-    pf_model *m;
-    pf_session *s;
-    pf_draft *draft; /* the DFlash2 draft, loaded by the library */
-} pair;
-
-static int open_pair(pair *p) {
-    char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 1024};
-    p->m = pf_model_load("models/pf-target-f16.gguf", err);
-    p->s = NULL;
-    if (p->m) pf_session_new(p->m, &sp, &p->s, err);
-    p->draft = NULL;
-    if (p->s) pf_load_draft(p->m, "models/pf-draft-dflash2.gguf", &p->draft, err);
-    if (!p->draft) fprintf(stderr, "%s\n", err);
-    return p->draft ? 0 : -1;
-}
-
-static void close_pair(pair *p) {
-    pf_session_free(p->s);
-    pf_free_draft(p->draft);
-    pf_model_free(p->m);
-}
-
 /* Generate under schema k (greedy when temp is 0); the tokens to seq. */
-static pf_status run_schema(pair *p, pf_strategy *strat, int k, int prompt, float temp, uint64_t seed, test_seq *seq,
+static pf_status run_schema(test_pair *p, pf_strategy *strat, int k, int prompt, float temp, uint64_t seed, test_seq *seq,
                             pf_gen_stats *st, char err[PF_ERR_LEN]) {
     pf_gen_params gp;
     pf_gen_params_default(&gp);
@@ -87,7 +63,7 @@ static pf_status run_schema(pair *p, pf_strategy *strat, int k, int prompt, floa
 }
 
 /* A complete document (stop at its end) parses and validates; one cut by the length is left. */
-static int document_ok(pair *p, int k, const test_seq *seq, const pf_gen_stats *st, int *complete) {
+static int document_ok(test_pair *p, int k, const test_seq *seq, const pf_gen_stats *st, int *complete) {
     char text[8192];
     size_t n = 0;
     for (int i = 0; i < seq->n; i++) {
@@ -105,8 +81,8 @@ static int document_ok(pair *p, int k, const test_seq *seq, const pf_gen_stats *
 }
 
 TEST(structured_plain_greedy_and_sampled_validate) {
-    pair p;
-    CHECK(open_pair(&p) == 0);
+    test_pair p;
+    CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     int complete = 0, runs = 0;
     for (int k = 0; k < N_SCHEMAS; k++)
@@ -119,12 +95,12 @@ TEST(structured_plain_greedy_and_sampled_validate) {
             }
     fprintf(stderr, "%d of %d documents complete within 160 tokens\n", complete, runs);
     CHECKF(complete * 2 >= runs, "only %d of %d documents complete", complete, runs);
-    close_pair(&p);
+    test_pair_close(&p);
 }
 
 TEST(structured_bad_schema_generates_nothing) {
-    pair p;
-    CHECK(open_pair(&p) == 0);
+    test_pair p;
+    CHECK(test_pair_open(&p) == 0);
     pf_gen_params gp;
     pf_gen_params_default(&gp);
     gp.json_schema = "{\"type\":\"object\",\"properties\":{\"when\":{\"type\":\"string\",\"format\":\"idn-email\"}}}";
@@ -137,7 +113,7 @@ TEST(structured_bad_schema_generates_nothing) {
     gp.json_schema = "{\"type\":\"object\",";
     CHECK(pf_generate_tokens(p.s, prompt, 2, &gp, test_seq_push, &seq, NULL, err) == PF_ERR_ARG && seq.n == 0);
     CHECKF(strstr(err, "json schema: byte") && !strchr(err, '\n'), "%s", err);
-    close_pair(&p);
+    test_pair_close(&p);
 }
 
 TEST(structured_cli_flags) {
@@ -188,8 +164,8 @@ enum { N_KINDS = sizeof k_kinds / sizeof *k_kinds };
 /* Greedy: every strategy over the committed DFlash2 draft gives constrained plain decoding's
  * tokens on every schema and prompt; the schema's forced tokens are appended and accepted. */
 TEST(structured_spec_greedy_equals_plain_every_strategy) {
-    pair p;
-    CHECK(open_pair(&p) == 0);
+    test_pair p;
+    CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     static test_seq plain[N_SCHEMAS][N_PROMPTS];
     int complete = 0;
@@ -219,14 +195,14 @@ TEST(structured_spec_greedy_equals_plain_every_strategy) {
                 (long long)tokens, (long long)forced);
         CHECK(forced > 0 || k_kinds[ki] == PF_KIND_NGRAM || k_kinds[ki] == PF_KIND_DEC || k_kinds[ki] == PF_KIND_ADAPTIVE);
     }
-    close_pair(&p);
+    test_pair_close(&p);
 }
 
 /* Sampled: every strategy's documents validate; the adaptive strategies draft point masses and
  * accept with plain sampling's random numbers, so with a seed they give plain sampling's tokens. */
 TEST(structured_spec_sampled_validates) {
-    pair p;
-    CHECK(open_pair(&p) == 0);
+    test_pair p;
+    CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     int complete = 0;
     for (int ki = 0; ki < N_KINDS; ki++) {
@@ -243,7 +219,7 @@ TEST(structured_spec_sampled_validates) {
             CHECKF(test_seq_same(&seq, &ref), "%s schema %d: sampled tokens differ from plain", pf_kind_name(k_kinds[ki]), k);
         }
     }
-    close_pair(&p);
+    test_pair_close(&p);
 }
 
 typedef struct {
@@ -264,8 +240,8 @@ static void tally_round(void *u) {
  * two-sample chi-square per position of the tokens after the first, as for free sampling
  * (tests/chi2.c). Drafts must be both kept (a few dozen times at least) and rejected. */
 TEST(structured_spec_sampled_same_distribution) {
-    pair p;
-    CHECK(open_pair(&p) == 0);
+    test_pair p;
+    CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     const char *prompt = "<|im_start|>user\nGive three package priorities.<|im_end|>\n<|im_start|>assistant\n";
     int32_t *ids = NULL;
@@ -288,7 +264,7 @@ TEST(structured_spec_sampled_same_distribution) {
     CHECKF(pf_chi2_positions_differ(cnt, POS, p.m->hp.n_vocab, why, sizeof why) < 0, "%s", why);
     free(cnt);
     free(ids);
-    close_pair(&p);
+    test_pair_close(&p);
 }
 
 /* The greedy shortcut (pf_constraint_greedy_bits: the row's own argmax when allowed, else the
@@ -296,8 +272,8 @@ TEST(structured_spec_sampled_same_distribution) {
  * rows of few distinct values (ties) and of spread ones, at states along a document where the top
  * token is often refused (then the aligned mask moves its score to an allowed prefix). */
 TEST(structured_greedy_shortcut_is_the_masked_argmax) {
-    pair p;
-    CHECK(open_pair(&p) == 0);
+    test_pair p;
+    CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     pf_decode_params dp = {.json_schema = k_schemas[0], .max_tokens = 160};
     pf_constraint *c = NULL;
@@ -336,5 +312,5 @@ TEST(structured_greedy_shortcut_is_the_masked_argmax) {
     free(b);
     free(bits);
     pf_constraint_free(c);
-    close_pair(&p);
+    test_pair_close(&p);
 }

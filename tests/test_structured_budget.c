@@ -27,29 +27,6 @@ static const char *const k_hand[] = {
 };
 enum { N_HAND = sizeof k_hand / sizeof *k_hand, N_SUITE = 3, N_BUDGETS = 3 };
 
-typedef struct {
-    pf_model *m;
-    pf_session *s;
-    pf_draft *draft;
-} pair;
-
-static int open_pair(pair *p) {
-    char err[PF_ERR_LEN];
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 1024};
-    memset(p, 0, sizeof *p);
-    p->m = pf_model_load("models/pf-target-f16.gguf", err);
-    if (p->m) pf_session_new(p->m, &sp, &p->s, err);
-    if (p->s) pf_load_draft(p->m, "models/pf-draft-dflash2.gguf", &p->draft, err);
-    if (!p->draft) fprintf(stderr, "%s\n", err);
-    return p->draft ? 0 : -1;
-}
-
-static void close_pair(pair *p) {
-    pf_session_free(p->s);
-    pf_free_draft(p->draft);
-    pf_model_free(p->m);
-}
-
 static pf_gen_params params(const char *schema, int max_tokens) {
     pf_gen_params gp;
     pf_gen_params_default(&gp);
@@ -59,7 +36,7 @@ static pf_gen_params params(const char *schema, int max_tokens) {
 }
 
 /* The least max_tokens the schema's check accepts. */
-static int least_budget(pair *p, const char *schema) {
+static int least_budget(test_pair *p, const char *schema) {
     char err[PF_ERR_LEN];
     for (int n = 1; n < 400; n++) {
         pf_gen_params gp = params(schema, n);
@@ -69,7 +46,7 @@ static int least_budget(pair *p, const char *schema) {
 }
 
 /* Greedy under schema with budget n (strat NULL: plain); tokens to seq, the text into text. */
-static pf_status run(pair *p, pf_strategy *strat, const char *prompt, const char *schema, int n, test_seq *seq,
+static pf_status run(test_pair *p, pf_strategy *strat, const char *prompt, const char *schema, int n, test_seq *seq,
                      pf_gen_stats *st, char err[PF_ERR_LEN]) {
     pf_gen_params gp = params(schema, n);
     pf_api_use_strategy(p->s, strat);
@@ -85,7 +62,7 @@ static pf_status run(pair *p, pf_strategy *strat, const char *prompt, const char
 
 /* seq's text is a document of schema, as long as the budget allows and stopped for the right
  * reason: "length" where the budget was reached, otherwise the document closed by itself. */
-static int whole_document(pair *p, const char *schema, int budget, const test_seq *seq, const pf_gen_stats *st) {
+static int whole_document(test_pair *p, const char *schema, int budget, const test_seq *seq, const pf_gen_stats *st) {
     char text[8192];
     size_t n = 0;
     for (int i = 0; i < seq->n; i++) {
@@ -106,8 +83,8 @@ static const pf_kind k_kinds[] = {PF_KIND_DFLASH, PF_KIND_DEC, PF_KIND_ADAPTIVE,
 enum { N_KINDS = sizeof k_kinds / sizeof *k_kinds };
 
 TEST(structured_budget_documents_close_and_spec_equals_plain) {
-    pair p;
-    CHECK(open_pair(&p) == 0);
+    test_pair p;
+    CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     pf_task_suite suite;
     CHECKF(pf_tasks_load("eval/tasks/structured", 0, &suite, err) == 0, "%s", err);
@@ -148,7 +125,7 @@ TEST(structured_budget_documents_close_and_spec_equals_plain) {
      * close the document before it; greedy, so the count is fixed: some runs still end at it */
     CHECK(cut >= 1);
     pf_tasks_free(&suite);
-    close_pair(&p);
+    test_pair_close(&p);
 }
 
 /* The CLI: a budget below the schema's least is one line and exit status 1, nothing printed. */

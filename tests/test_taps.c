@@ -27,11 +27,10 @@ static char *slurp(const char *path) {
 TEST(taps_default_rule_is_zlabs) {
     /* z-lab's formula, as its Python writes it, for every target depth 4..80 and draft depth 1..10 */
     char py[300], out[300], cmd[1200];
-    snprintf(py, sizeof py, "%s/zlab_taps.py", pf_test_tmpdir());
-    snprintf(out, sizeof out, "%s/zlab_taps.txt", pf_test_tmpdir());
-    FILE *f = fopen(py, "w");
-    CHECK(f);
-    fputs("def build_target_layer_ids(num_target_layers, num_draft_layers):\n"
+    test_tmp_path(py, sizeof py, "zlab_taps.py");
+    test_tmp_path(out, sizeof out, "zlab_taps.txt");
+    CHECK(test_write_file(py,
+          "def build_target_layer_ids(num_target_layers, num_draft_layers):\n"
           "    if num_draft_layers == 1:\n"
           "        return [(num_target_layers // 2)]\n"
           "    start = 1\n"
@@ -41,11 +40,10 @@ TEST(taps_default_rule_is_zlabs) {
           "for n in range(4, 81):\n"
           "    for d in range(1, 11):\n"
           "        print(n, d, *build_target_layer_ids(n, d))\n",
-          f);
-    fclose(f);
+          (size_t)-1) == 0);
     snprintf(cmd, sizeof cmd, "%s %s > %s", getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3", py, out);
     CHECK(test_sh(cmd) == 0);
-    f = fopen(out, "r");
+    FILE *f = fopen(out, "r");
     CHECK(f);
     int lines = 0, n, d;
     while (fscanf(f, "%d %d", &n, &d) == 2) {

@@ -298,3 +298,20 @@ void ref_rope(double *x, int nh, int hd, int64_t pos, double theta) {
 }
 
 double ref_f16(double x) { return pf_fp16_to_fp32(pf_fp32_to_fp16((float)x)); }
+
+int test_pair_open(test_pair *p) {
+    char err[PF_ERR_LEN];
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 1024};
+    memset(p, 0, sizeof *p);
+    p->m = pf_model_load("models/pf-target-f16.gguf", err);
+    if (p->m) pf_session_new(p->m, &sp, &p->s, err);
+    if (p->s) pf_load_draft(p->m, "models/pf-draft-dflash2.gguf", &p->draft, err);
+    if (!p->draft) fprintf(stderr, "%s\n", err);
+    return p->draft ? 0 : -1;
+}
+
+void test_pair_close(test_pair *p) {
+    pf_session_free(p->s);
+    pf_free_draft(p->draft);
+    pf_model_free(p->m);
+}

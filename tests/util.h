@@ -88,6 +88,17 @@ pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool unti
  * n_embd floats, malloc'd); NULL, with the error printed, when it fails. */
 float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n);
 
+/* The committed target (models/pf-target-f16.gguf), a session over it (2 threads, 1024 positions)
+ * and its DFlash2 draft loaded by the library. 0, or -1 (why on stderr; test_pair_close it either
+ * way). */
+typedef struct {
+    pf_model *m;
+    pf_session *s;
+    pf_draft *draft;
+} test_pair;
+int test_pair_open(test_pair *p);
+void test_pair_close(test_pair *p);
+
 /* A tiny q8_0 target (seed target_seed) and a version-1 DFlash draft of it with draft_layers layers (block 8,
  * default taps, seed 3), written to <tmp>/<prefix>-target.gguf and <prefix>-draft.gguf, whose paths go to
  * target and draft (n bytes each); 0, or -1 with err. */
