@@ -229,7 +229,7 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
 typedef struct gen_item {
     gen_line_in line;
     idbuf resp;
-    int oom;          /* a response id could not be kept */
+    int oom;            /* a response id could not be kept */
     const int *stopped; /* the feed's: nonzero once a line was reported or a write failed */
     pf_stop_reason stop;
     int ended;
