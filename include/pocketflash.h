@@ -327,9 +327,10 @@ typedef struct {
 
 /* Runs the feed's requests, at most n_slots (1..256) at a time, on session s: its threads and
  * kernels; each slot has a KV cache of the session's type and length, and a slot that
- * speculates a drafter of its own (the draft's context over the same length; kept while its
- * requests' strategies keep the same draft and head, from call to call until pf_session_free, as
- * is the machine's measured cost of a forward: only a session's first batch calibrates). The
+ * speculates a drafter of its own (the draft's context over the same length) and its strategy's
+ * state (running acceptance, cost model), kept while its requests' strategies stay the same, from
+ * call to call until pf_session_free, as pf_generate keeps a session's (only a session's first
+ * batch calibrates, and the adaptive strategies go on learning over later calls). The
  * session's own cache, multi-turn history and speculation stay as they were. Threading: s is busy
  * for the whole call, which runs every callback (next, done, on_text, on_token_source) on the
  * calling thread; other threads hand requests over through the feed's own synchronisation (next()
