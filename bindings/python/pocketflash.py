@@ -339,7 +339,7 @@ class Session(_Handle):
 
     def generate(self, prompt, max_tokens=128, draft=None, strategy="default", block=0, temp=0.0, top_k=0,
                  top_p=1.0, seed=0, chat=False, system=None, stop_at_eot=True, profile=None, task=None,
-                 json_schema=None, json_object=False, on_text=None):
+                 on_text=None, json_schema=None, json_object=False):
         """The text generated after `prompt` (as `pocketflash run -p`); on_text(piece) gets each UTF-8
         piece as it is generated and stops the generation by returning True. With a draft the default
         strategy is the CLI's (dflash with a block, else dec with a Dec head, else adaptive); the text is plain decoding's.
