@@ -9,11 +9,15 @@
 #include "include/pocketflash.h"
 
 typedef struct api_spec api_spec;
+typedef struct pf_spec_batch pf_spec_batch;
 
 struct pf_session {
     pf_engine_session engine;
     api_spec *spec;        /* NULL until a generation speculates from pf_gen_params */
     pf_strategy *strategy; /* pf_api_use_strategy's, or NULL */
+    /* pf_generate_batch's speculation, kept from call to call as a session keeps its own: the
+     * slots' drafters and the cost model's calibration are made once, not per call */
+    pf_spec_batch *batch;
 };
 
 /* Frees what api/strategy.c built for a session (NULL allowed). */

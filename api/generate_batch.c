@@ -160,9 +160,10 @@ pf_status pf_generate_batch(pf_session *s, int n_slots, const pf_batch_feed *fee
     }
     api_batch b = {.s = s, .feed = feed};
     pf_seq_feed f = {.next = seq_next, .done = seq_done, .feed = &b};
-    pf_status st = pf_api_status(pf_spec_batch_new_mixed(&s->engine, seq_choice, NULL, &b.sb, err));
+    pf_status st = PF_OK;
+    if (!s->batch) st = pf_api_status(pf_spec_batch_new_mixed(&s->engine, seq_choice, NULL, &s->batch, err));
+    b.sb = s->batch;
     if (st == PF_OK) st = pf_api_status(pf_spec_batch_generate(b.sb, n_slots, &f, err));
-    pf_spec_batch_free(b.sb);
     while (b.live) { /* the batch ended early: no done() for these */
         api_seq *q = b.live;
         unlink_seq(&b, q);

@@ -101,6 +101,7 @@ void pf_session_free(pf_session *ps) {
     if (!ps) return;
     pf_engine_session *s = &ps->engine;
     pf_api_spec_free(ps->spec);
+    pf_spec_batch_free(ps->batch);
     pf_engine_masker_free(s);
     free(s->hist);
     pf_ctx_free(s->ctx);

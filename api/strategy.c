@@ -67,10 +67,6 @@ static pf_status build(api_spec *a, pf_engine_session *s, char err[PF_ERR_LEN]) 
     return pf_api_status(rc);
 }
 
-pf_status pf_api_plan(const pf_gen_params *p, pf_strategy_plan *plan, char err[PF_ERR_LEN]) {
-    return plan_of(p, plan, err);
-}
-
 pf_status pf_gen_plan(const pf_gen_params *p, char *out, size_t out_len, char err[PF_ERR_LEN]) {
     pf_strategy_plan plan;
     pf_status rc = plan_of(p, &plan, err);

@@ -29,9 +29,6 @@ pf_status pf_api_strategy(pf_session *s, const pf_gen_params *p, api_choice *c, 
  * p's draft (checked to be one for s's model) and its Dec head; the resolver's status and message
  * for a request it refuses. */
 pf_status pf_api_choice(const pf_session *s, const pf_gen_params *p, pf_spec_choice *c, char err[PF_ERR_LEN]);
-/* What p resolves to, for a front end that runs the plan below the library (gen --batch with a
- * strategy, through verify/spec_batch.h): the same resolver pf_generate* use. */
-pf_status pf_api_plan(const pf_gen_params *p, pf_strategy_plan *plan, char err[PF_ERR_LEN]);
 
 /* Tests and tools: the session's calls run strategy (not owned) instead of what pf_gen_params
  * asks for, until called again with NULL. No front end uses it: they all go through the resolver. */

@@ -13,15 +13,12 @@
 #include "cli/spec_flags.h"
 #include "engine/chat_tokens.h"
 #include "engine/generate.h"
-#include "engine/generate_batch.h"
 #include "engine/tokenizer.h"
 #include "eval/tasks.h"
 #include "formats/atomic_file.h"
 #include "formats/json.h"
 #include "kernels/topology.h"
 #include "verify/spec.h"
-#include "verify/spec_batch.h"
-#include "api/draft.h"
 #include "include/pocketflash.h"
 
 static const char k_usage[] =
@@ -40,8 +37,8 @@ static const char k_usage[] =
     "  --batch N      decode N prompts at a time in one forward (continuous: a finished prompt's place\n"
     "                 goes to the next); the same output file; with a strategy (-d, --spec, as without\n"
     "                 --batch) every prompt's drafts are verified in that one forward, draft rows going\n"
-    "                 where they are expected to pay most; no --json-schema, --json, line schemas or\n"
-    "                 --log-rounds\n"
+    "                 where they are expected to pay most; each line's response is the one it gets\n"
+    "                 without --batch, structured output included; no --log-rounds\n"
     "  --json-schema FILE  every response is JSON valid against the JSON Schema in FILE\n"
     "                 (docs/structured-output.md); --json: any JSON object; a line's own \"schema\"\n"
     "                 (a JSON Schema object or boolean) constrains that line's response instead\n"
@@ -226,12 +223,14 @@ static int gen_line(gen_run *g, const char *line, size_t len, int lineno) {
     return rc;
 }
 
-/* ---- --batch N: the prompt file as a feed of the engine's batched decoding ---- */
+/* ---- --batch N: the prompt file as the feed of the library's batched generation ---- */
 
 /* A line in flight: parsed, then decoded; written once it and every line before it ended. */
 typedef struct gen_item {
     gen_line_in line;
     idbuf resp;
+    int oom;            /* a response id could not be kept */
+    const int *stopped; /* the feed's: nonzero once a line was reported or a write failed */
     pf_stop_reason stop;
     int ended;
     struct gen_item *next;
@@ -243,8 +242,9 @@ typedef struct {
     char *buf;
     size_t cap;
     long long limit;
-    int lineno, written, failed; /* failed: a line was reported; the feed ends */
-    gen_item *head, *tail;       /* the lines in flight, in file order */
+    int lineno, written;
+    int failed;            /* the exit status of the line reported (0: none yet); the feed ends */
+    gen_item *head, *tail; /* the lines in flight, in file order */
 } gen_feed;
 
 /* The lines at the head that ended, written and freed. */
@@ -252,6 +252,7 @@ static void flush_ended(gen_feed *f) {
     while (f->head && f->head->ended) {
         gen_item *it = f->head;
         write_record(f->g, &it->line, &it->resp, it->stop);
+        if (ferror(f->g->fo) && !f->failed) f->failed = 1; /* reported by cmd_gen */
         if (++f->written % 50 == 0) fprintf(stderr, "\rgen: %d prompts", f->written);
         f->head = it->next;
         if (!f->head) f->tail = NULL;
@@ -261,82 +262,81 @@ static void flush_ended(gen_feed *f) {
     }
 }
 
-static int push_item(void *u, int32_t t) { return push_id(&((gen_item *)u)->resp, t); }
+/* Each generated token into the line's response ids (what the one-at-a-time path collects). */
+static void item_token(void *u, int32_t t, bool drafted) {
+    (void)drafted;
+    gen_item *it = u;
+    if (push_id(&it->resp, t)) it->oom = 1;
+}
 
-static int feed_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
+/* The line's text is not needed (the response is written from its ids); the lines still
+ * decoding are cancelled once a line was reported or a write failed. */
+static int item_text(void *u, const char *text, size_t len) {
+    (void)text, (void)len;
+    return *((const gen_item *)u)->stopped ? -1 : 0;
+}
+
+static int feed_next(void *u, pf_batch_request *r, bool idle) {
+    (void)idle;
     gen_feed *f = u;
     ssize_t len;
-    /* a reported line or a failed write ends the batch now, not after the remaining prompts */
-    while (!f->failed && !ferror(f->g->fo) && (f->limit < 0 || f->lineno < f->limit) &&
-           (len = getline(&f->buf, &f->cap, f->fi)) > 0) {
+    while (!f->failed && (f->limit < 0 || f->lineno < f->limit) && (len = getline(&f->buf, &f->cap, f->fi)) > 0) {
         f->lineno++;
         while (len > 0 && (f->buf[len - 1] == '\n' || f->buf[len - 1] == '\r')) len--;
         if (!len) continue;
         gen_item *it = calloc(1, sizeof *it);
-        if (!it || parse_line(f->g, f->buf, (size_t)len, f->lineno, &it->line)) {
-            if (!it) cli_fail("%s:%d: out of memory", f->g->in, f->lineno);
+        int rc = it ? parse_line(f->g, f->buf, (size_t)len, f->lineno, &it->line)
+                    : cli_fail_kind(PF_ERR_OOM, "%s:%d: out of memory", f->g->in, f->lineno);
+        if (rc) {
             free(it);
-            f->failed = 1;
+            f->failed = rc;
             break;
         }
-        if (it->line.schema) {
-            cli_fail("%s:%d: --batch decodes without structured output, and this line has a \"schema\"", f->g->in,
-                     f->lineno);
-            line_free(&it->line);
-            free(it);
-            f->failed = 1;
-            break;
-        }
+        it->stopped = &f->failed;
         *(f->tail ? &f->tail->next : &f->head) = it;
         f->tail = it;
-        const pf_gen_params *gp = f->g->gp;
-        *r = (pf_seq_request){.prompt = it->line.ids, .n_prompt = (int)it->line.n_ids, .on_token = push_item,
-                              .user = it,
-                              .p = {.max_tokens = gp->max_tokens, .temp = gp->temp, .top_k = gp->top_k,
-                                    .top_p = gp->top_p, .seed = f->g->seed0 + (uint64_t)(f->lineno - 1),
-                                    .stop_at_eot = gp->stop_at_eot}};
+        /* the one-at-a-time call's parameters (gen_line), with the ChatML wrapping left to the
+         * library: the same ids parse_line made */
+        pf_gen_params p = *f->g->gp;
+        p.seed = f->g->seed0 + (uint64_t)(f->lineno - 1);
+        if (it->line.schema) {
+            p.json_schema = it->line.schema;
+            p.json_object = false;
+        }
+        p.chat = true;
+        p.system = NULL;
+        p.no_special = f->g->no_special;
+        p.on_token_source = item_token;
+        p.token_source_user = it;
+        *r = (pf_batch_request){.prompt = it->line.prompt->u.str.s, .len = it->line.prompt->u.str.len, .params = p,
+                                .on_text = item_text, .user = it};
         return 1;
-    }
-    if (f->failed || ferror(f->g->fo)) {
-        snprintf(err, PF_ERR_LEN, "gen: stopped");
-        return -1;
     }
     return 0;
 }
 
-static void feed_done(void *u, const pf_seq_request *r, pf_rc rc, const pf_decode_stats *st, const char *err) {
+static void feed_done(void *u, const pf_batch_request *r, pf_status st, const pf_gen_stats *stats, const char *err) {
     gen_feed *f = u;
     gen_item *it = r->user;
-    if (rc != PF_RC_OK) {
-        cli_fail("%s:%d: %s", f->g->in, it->line.lineno, err);
-        f->failed = 1;
-        return;
-    }
-    it->stop = (pf_stop_reason)st->stop; /* the engine's end reasons are the public stop reasons (api/status.h) */
+    if (st == PF_OK && it->oom) st = PF_ERR_OOM, err = "out of memory";
+    if (st != PF_OK && !f->failed) /* a line cancelled after another's failure is not reported again */
+        f->failed = cli_fail_kind(st, "%s:%d: %s", f->g->in, it->line.lineno, err);
+    if (st != PF_OK) return; /* left in flight: the output file is not written */
+    it->stop = stats->stop;
     it->ended = 1;
     flush_ended(f);
 }
 
-/* Every line of fi decoded n_batch at a time and written in file order, plainly or with the
- * strategy gp resolves to across the sequences; 0, or 1 (reported). */
+/* Every line of fi decoded n_batch at a time (pf_generate_batch: each line with gen_line's
+ * parameters, its strategy and its structured output) and written in file order; 0, or the exit
+ * status of the failure (reported). */
 static int gen_batched(gen_run *g, FILE *fi, long long limit, int n_batch, int *lines) {
     gen_feed f = {.g = g, .fi = fi, .limit = limit};
     char err[PF_ERR_LEN];
-    pf_seq_feed feed = {feed_next, feed_done, &f};
-    pf_strategy_plan plan;
-    pf_status pst = pf_api_plan(g->gp, &plan, err);
-    if (pst != PF_OK) return cli_fail_status(pst, err);
-    pf_spec_batch *sb = NULL;
-    pf_rc rc = PF_RC_OK;
-    if (plan.kind != PF_KIND_PLAIN) {
-        const pf_draft *d = plan.kind == PF_KIND_NGRAM ? NULL : g->gp->draft;
-        rc = pf_spec_batch_new(&g->s->engine, &plan, d ? d->weights : NULL, d ? d->dec : NULL, &sb, err);
-        if (rc != PF_RC_OK) return cli_fail_kind(pf_api_status(rc), "%s", err);
-    }
-    rc = sb ? pf_spec_batch_generate(sb, n_batch, &feed, err) : pf_engine_generate_batch(&g->s->engine, n_batch, &feed, err);
-    pf_spec_batch_free(sb);
-    if (rc != PF_RC_OK && !f.failed && !ferror(g->fo)) cli_fail("%s", err);
-    int ok = rc == PF_RC_OK && !f.failed;
+    pf_batch_feed feed = {feed_next, feed_done, &f};
+    pf_status st = pf_generate_batch(g->s, n_batch, &feed, err);
+    int rc = f.failed;
+    if (st != PF_OK && !rc) rc = cli_fail_status(st, err);
     while (f.head) { /* what a failure left in flight */
         gen_item *it = f.head;
         f.head = it->next;
@@ -346,7 +346,7 @@ static int gen_batched(gen_run *g, FILE *fi, long long limit, int n_batch, int *
     }
     free(f.buf);
     *lines = f.lineno;
-    return ok ? 0 : 1;
+    return rc;
 }
 
 /* --log-rounds: the rounds of the strategy the library's resolver makes of gp (built now; every
@@ -390,8 +390,7 @@ int cmd_gen(int argc, char **argv) {
     if (!model || (!fl.print_plan && (!in || !out))) return cli_fail("gen: -m, -i and -o are required");
     if (log_rounds && !fl.draft) return cli_fail("gen: --log-rounds needs -d DRAFT.gguf");
     if (schema_path && gp.json_object) return cli_fail("gen: give one of --json-schema FILE or --json");
-    if (n_batch && (log_rounds || schema_path || gp.json_object))
-        return cli_fail("gen: --batch takes no --log-rounds, --json-schema or --json");
+    if (n_batch && log_rounds) return cli_fail("gen: --batch takes no --log-rounds");
     size_t schema_len = 0;
     char *schema_text = NULL;
     int read_st = schema_path ? cli_read_file(schema_path, &schema_text, &schema_len) : 0;
@@ -426,7 +425,7 @@ int cmd_gen(int argc, char **argv) {
     if ((rc = cli_create(out, &af))) goto done;
     g.fo = af.fp;
     rc = 1;
-    if (n_batch && gen_batched(&g, fi, limit, n_batch, &lineno)) {
+    if (n_batch && (rc = gen_batched(&g, fi, limit, n_batch, &lineno)) != 0) {
         if (ferror(g.fo)) {
             atomic_file_failed(&af);
             rc = cli_fail_kind(PF_ERR_IO, "%s: write failed: %s", out, strerror(af.err));

@@ -327,12 +327,15 @@ typedef struct {
 
 /* Runs the feed's requests, at most n_slots (1..256) at a time, on session s: its threads and
  * kernels; each slot has a KV cache of the session's type and length, and a slot that
- * speculates a drafter of its own (the draft's context over the same length; kept for the call
- * while its requests' strategies keep the same draft and head). The session's own cache,
- * multi-turn history and speculation stay as they were. Threading: s is busy for the whole call,
- * which runs every callback (next, done, on_text, on_token_source) on the calling thread; other
- * threads hand requests over through the feed's own synchronisation (next() may block while
- * idle); the requests' drafts are only read, so other sessions may use them meanwhile. PF_OK once
+ * speculates a drafter of its own (the draft's context over the same length) and its strategy's
+ * state (running acceptance, cost model), kept while its requests' strategies stay the same, from
+ * call to call until pf_session_free, as pf_generate keeps a session's (only a session's first
+ * batch calibrates, and the adaptive strategies go on learning over later calls). The
+ * session's own cache, multi-turn history and speculation stay as they were. Threading: s is busy
+ * for the whole call, which runs every callback (next, done, on_text, on_token_source) on the
+ * calling thread; other threads hand requests over through the feed's own synchronisation (next()
+ * may block while idle); the requests' drafts are only read, so other sessions may use them
+ * meanwhile. PF_OK once
  * next() returned 0 and every request ended; PF_ERR_ARG (a bad n_slots) or PF_ERR_OOM end the
  * call early, without done() for requests still running. */
 pf_status pf_generate_batch(pf_session *s, int n_slots, const pf_batch_feed *feed, char err[PF_ERR_LEN]);

@@ -1,7 +1,8 @@
 /* The CLI's batched decoding. gen --batch N: the output file of a batched run is byte for byte the
  * one-prompt-at-a-time run's, greedy and sampled (prompt i's seed S+i), whatever N, plain and
- * speculative (Dec with the draft, prompt lookup sampled); what --batch does not take is refused
- * in one line without an output file. bench --concurrency: a row per strategy and concurrency,
+ * speculative (Dec with the draft, prompt lookup sampled), and with structured output (lines with
+ * their own schema beside plain ones, --json); what --batch does not take is refused in one line
+ * without an output file. bench --concurrency: a row per strategy and concurrency,
  * every output identical, its JSON. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,18 +59,48 @@ TEST(cli_gen_batch_equals_one_at_a_time) {
     }
 }
 
+/* Lines with their own "schema" among plain lines, plainly and speculating, and --json over every
+ * line: each line's response is the one-at-a-time run's. */
+TEST(cli_gen_batch_structured_equals_one_at_a_time) {
+    static const char lines[] =
+        "{\"id\": \"wet\", \"prompt\": \"Is water wet?\", \"schema\": {\"enum\": [\"yes\", \"no\"]}}\n"
+        "{\"prompt\": \"Name three colours.\"}\n"
+        "{\"prompt\": \"Give a person as JSON.\", \"schema\": {\"type\": \"object\", \"properties\": "
+        "{\"age\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 99}}, \"required\": [\"age\"]}}\n"
+        "{\"prompt\": \"hi\"}\n";
+    char in[300], out[400];
+    test_tmp_path(in, sizeof in, "gen-batch-schema.jsonl");
+    test_tmp_path(out, sizeof out, "gen-batch-schema-out.jsonl");
+    CHECK(test_write_file(in, lines, (size_t)-1) == 0);
+    const char *modes[] = {"", "-d models/pf-draft-dflash2.gguf", "--json"};
+    for (int m = 0; m < 3; m++) {
+        char *solo = gen(in, out, modes[m]);
+        CHECK(solo && test_count_lines(solo) == 4);
+        CHECKF(solo && (strstr(solo, "\"response\": \"\\\"yes\\\"\"") || strstr(solo, "\"response\": \"\\\"no\\\"\"")),
+               "the enum line's response: %s", solo ? solo : "");
+        char flags[200];
+        snprintf(flags, sizeof flags, "%s --batch 3", modes[m]);
+        char *got = gen(in, out, flags);
+        CHECKF(got && solo && !strcmp(got, solo), "gen %s differs from the one-at-a-time output:\n%s\n%s", flags,
+               got ? got : "", solo ? solo : "");
+        free(got);
+        free(solo);
+    }
+}
+
 TEST(cli_gen_batch_refusals) {
     char in[300], out[400], args[1500], o[4096], e[4096];
     test_tmp_path(in, sizeof in, "gen-batch-bad.jsonl");
     test_tmp_path(out, sizeof out, "gen-batch-bad-out.jsonl");
     CHECK(test_write_file(in, "{\"prompt\": \"a\"}\n{\"prompt\": \"b\", \"schema\": {\"type\": \"object\"}}\n",
                           (size_t)-1) == 0);
-    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 2", in, out);
-    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, ":2: --batch decodes without structured output") &&
-          test_count_lines(e) == 1);
+    /* a schema's budget too small for -n: that line's message, as without --batch, and no file */
+    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 1 --batch 2", in, out);
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, ":2: ") && strstr(e, "max_tokens") && test_count_lines(e) == 1);
     CHECK(!test_exists(out));
-    snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 2 --spec ngram --json", in, out);
-    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--batch takes no") && test_count_lines(e) == 1);
+    snprintf(args, sizeof args, "gen -m " TARGET " -d models/pf-draft-dflash2.gguf -i %s -o %s -n 4 --batch 2 "
+             "--log-rounds x.log", in, out);
+    CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--batch takes no --log-rounds") && test_count_lines(e) == 1);
     snprintf(args, sizeof args, "gen -m " TARGET " -i %s -o %s -n 4 --batch 0", in, out);
     CHECK(RUN_CLI(args, o, e) != 0 && test_count_lines(e) == 1);
     CHECK(!test_exists(out));

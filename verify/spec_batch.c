@@ -212,7 +212,13 @@ static pf_rc draft_group_for(pf_spec_batch *sb, const pf_dflash *w, char err[PF_
 static pf_rc slot_spec_for(pf_spec_batch *sb, int i, const pf_spec_choice *c, pf_engine_session *seq,
                            char err[PF_ERR_LEN]) {
     slot_spec *ss = &sb->slots[i];
-    if (ss->sp && same_choice(&ss->made, c)) return PF_RC_OK;
+    if (ss->sp && same_choice(&ss->made, c)) {
+        /* kept from an earlier request, maybe of an earlier call: its running acceptance and cost
+         * model go on (as a session's own speculation does), in this call's session of the slot */
+        ss->sp->s = seq;
+        ss->strat.state = ss;
+        return PF_RC_OK;
+    }
     pf_spec_free(ss->sp);
     ss->sp = NULL;
     pf_rc rc = slot_drafter(sb, i, c, seq, err);
@@ -220,7 +226,6 @@ static pf_rc slot_spec_for(pf_spec_batch *sb, int i, const pf_spec_choice *c, pf
     if (rc == PF_RC_OK) rc = pf_strategy_build(seq, &c->plan, sb->drafters[i], c->dec, &ss->sp, err);
     if (rc != PF_RC_OK) return rc;
     ss->made = *c;
-    ss->sb = sb;
     ss->strat = *pf_spec_strategy(ss->sp);
     ss->strat.state = ss;
     ss->strat.begin = slot_begin;
@@ -231,6 +236,7 @@ static pf_rc slot_strategy(void *state, int slot, const pf_seq_request *r, pf_en
                            char err[PF_ERR_LEN]) {
     pf_spec_batch *sb = state;
     slot_spec *ss = &sb->slots[slot];
+    ss->sb = sb;
     pf_spec_choice c;
     memset(&c, 0, sizeof c);
     sb->choose(sb->choose_user, r, &c);
@@ -350,34 +356,44 @@ static pf_rc commit(void *state, int slot, int32_t *out, int *n_out, char err[PF
     return rc;
 }
 
-pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *feed, char err[PF_ERR_LEN]) {
-    free_slots(sb);
-    memset(&sb->st, 0, sizeof sb->st);
-    if (n_slots >= 1) {
-        sb->slots = calloc((size_t)n_slots, sizeof *sb->slots);
+/* Room for n_slots slots: the kept ones (with their speculation) and new empty ones; 0, or -1
+ * out of memory (everything freed). */
+static int slots_for(pf_spec_batch *sb, int n_slots) {
+    if (n_slots > sb->n_slots) {
+        slot_spec *sl = realloc(sb->slots, (size_t)n_slots * sizeof *sl);
+        if (sl) {
+            memset(sl + sb->n_slots, 0, (size_t)(n_slots - sb->n_slots) * sizeof *sl);
+            sb->slots = sl, sb->n_slots = n_slots;
+        }
+        free(sb->share), free(sb->n_rows), free(sb->calls); /* a step's scratch */
         sb->share = calloc((size_t)n_slots, sizeof *sb->share);
         sb->n_rows = calloc((size_t)n_slots, sizeof *sb->n_rows);
         sb->calls = calloc((size_t)n_slots, sizeof *sb->calls);
-        if (n_slots > sb->n_drafters) {
-            pf_drafter **d = realloc(sb->drafters, (size_t)n_slots * sizeof *d);
-            if (d) sb->drafters = d;
-            drafter_key *k = d ? realloc(sb->keys, (size_t)n_slots * sizeof *k) : NULL;
-            if (k) {
-                sb->keys = k;
-                memset(d + sb->n_drafters, 0, (size_t)(n_slots - sb->n_drafters) * sizeof *d);
-                sb->n_drafters = n_slots;
-            }
-        }
-        if (!sb->slots || !sb->share || !sb->n_rows || !sb->calls || n_slots > sb->n_drafters) {
+        if (!sl || !sb->share || !sb->n_rows || !sb->calls) {
             free_slots(sb);
-            snprintf(err, PF_ERR_LEN, "out of memory");
-            return PF_RC_OOM;
+            return -1;
         }
-        sb->n_slots = n_slots;
+    }
+    if (n_slots > sb->n_drafters) {
+        pf_drafter **d = realloc(sb->drafters, (size_t)n_slots * sizeof *d);
+        if (d) sb->drafters = d;
+        drafter_key *k = d ? realloc(sb->keys, (size_t)n_slots * sizeof *k) : NULL;
+        if (!k) return -1;
+        sb->keys = k;
+        memset(d + sb->n_drafters, 0, (size_t)(n_slots - sb->n_drafters) * sizeof *d);
+        sb->n_drafters = n_slots;
+    }
+    for (int i = 0; i < sb->n_slots; i++) sb->slots[i].user = NULL; /* the last call's requests ended */
+    return 0;
+}
+
+pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *feed, char err[PF_ERR_LEN]) {
+    memset(&sb->st, 0, sizeof sb->st);
+    if (n_slots >= 1 && slots_for(sb, n_slots) < 0) {
+        snprintf(err, PF_ERR_LEN, "out of memory");
+        return PF_RC_OOM;
     }
     pf_seq_strategy st = {.state = sb, .slot = slot_strategy, .plan = plan_rows, .forward_done = forward_done,
                           .commit = commit};
-    pf_rc rc = pf_engine_generate_batch_spec(sb->s, n_slots, feed, &st, err);
-    free_slots(sb); /* the slots' sessions ended with the call */
-    return rc;
+    return pf_engine_generate_batch_spec(sb->s, n_slots, feed, &st, err);
 }

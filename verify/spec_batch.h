@@ -49,8 +49,9 @@ pf_rc pf_spec_batch_new_mixed(pf_engine_session *s, pf_spec_choose_fn choose, vo
                               char err[PF_ERR_LEN]);
 void pf_spec_batch_free(pf_spec_batch *sb);
 /* pf_engine_generate_batch with this speculation. The cost model measured in the first call
- * (one slot's calibration, then every step's forward) and each slot's drafter carry over to
- * later calls. */
+ * (one slot's calibration, then every step's forward), each slot's drafter and each slot's
+ * speculation (its running acceptance and cost model, while its requests' choice stays) carry
+ * over to later calls, as a session's own speculation carries over from call to call. */
 pf_rc pf_spec_batch_generate(pf_spec_batch *sb, int n_slots, const pf_seq_feed *feed, char err[PF_ERR_LEN]);
 /* Rounds of the last call, summed over its requests (each request's own rounds are its slot's). */
 const pf_spec_stats *pf_spec_batch_stats(const pf_spec_batch *sb);

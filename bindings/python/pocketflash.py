@@ -293,15 +293,17 @@ class Session(_Handle):
         load_library().pf_session_reset(self._handle())
 
     def _params(self, draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot, chat=False,
-                system=None, profile=None, task=None):
+                system=None, profile=None, task=None, json_schema=None, json_object=False):
         if strategy not in STRATEGIES:
             raise PocketFlashError("unknown strategy %r (one of %s)" % (strategy, ", ".join(STRATEGIES)), "arg")
         p = _GenParams()
         load_library().pf_gen_params_default(ctypes.byref(p))
         p.max_tokens, p.temp, p.top_k, p.top_p, p.seed = max_tokens, temp, top_k, top_p, seed
-        p.stop_at_eot, p.chat = stop_at_eot, chat
+        p.stop_at_eot, p.chat, p.json_object = stop_at_eot, chat, json_object
+        if json_schema is not None and not isinstance(json_schema, str):
+            json_schema = json.dumps(json_schema)  # a schema as Python objects (a dict, a boolean)
         keep = []  # bytes the params point at, alive until the call returns
-        for field, value in (("system", system), ("profile", profile), ("task", task)):
+        for field, value in (("system", system), ("profile", profile), ("task", task), ("json_schema", json_schema)):
             if value is not None:
                 keep.append(value.encode())
                 setattr(p, field, keep[-1])
@@ -337,14 +339,16 @@ class Session(_Handle):
 
     def generate(self, prompt, max_tokens=128, draft=None, strategy="default", block=0, temp=0.0, top_k=0,
                  top_p=1.0, seed=0, chat=False, system=None, stop_at_eot=True, profile=None, task=None,
-                 on_text=None):
+                 on_text=None, json_schema=None, json_object=False):
         """The text generated after `prompt` (as `pocketflash run -p`); on_text(piece) gets each UTF-8
         piece as it is generated and stops the generation by returning True. With a draft the default
-        strategy is the CLI's (dflash with a block, else dec with a Dec head, else adaptive); the text is plain decoding's."""
+        strategy is the CLI's (dflash with a block, else dec with a Dec head, else adaptive); the text is plain decoding's.
+        Structured output (docs/structured-output.md): json_schema (JSON Schema text, or a dict / bool)
+        makes the text a JSON document valid against it, json_object=True any JSON object."""
         h = self._handle()
         data = prompt.encode("utf-8")
         p, keep = self._params(draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot, chat,
-                               system, profile, task)
+                               system, profile, task, json_schema, json_object)
         L = load_library()
         return self._run(lambda cb, st, err: L.pf_generate(h, data, len(data), ctypes.byref(p), cb, None, st, err),
                          on_text)
@@ -360,7 +364,8 @@ class Session(_Handle):
         return out.value.decode()
 
     def chat(self, messages, max_tokens=128, draft=None, strategy="default", block=0, temp=0.0, top_k=0,
-             top_p=1.0, seed=0, stop_at_eot=True, on_text=None, tools=None, tool_choice="auto"):
+             top_p=1.0, seed=0, stop_at_eot=True, on_text=None, tools=None, tool_choice="auto", profile=None,
+             task=None, json_schema=None, json_object=False):
         """The assistant's reply to messages [{"role": ..., "content": ...}, ...] (the model's chat
         template); append it and the next user message for the next turn.
 
@@ -369,43 +374,43 @@ class Session(_Handle):
         "function", "function": {"name": ...}} (the last two hold the reply to one call of a listed
         tool with valid arguments). Messages may have role "tool" (a result, as content) and an
         assistant message may carry "tool_calls" (content may then be None). The reply is the
-        model's text; parse_tool_calls(reply) reads its calls."""
+        model's text; parse_tool_calls(reply) reads its calls. json_schema and json_object: as generate."""
         h = self._handle()
-        enc = [(m["role"].encode(), _message_text(m).encode("utf-8")) for m in messages]
-        arr = (_Message * max(1, len(enc)))(*[_Message(r, c) for r, c in enc])
-        p, keep = self._params(draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot)
-        if tools is not None:
-            keep.append(json.dumps(tools).encode())
-            p.tools = keep[-1]
-            p.tool_choice, name = _tool_choice(tool_choice)
-            if name is not None:
-                keep.append(name.encode())
-                p.tool_name = keep[-1]
+        arr, keep = _messages(messages)
+        p, k = self._params(draft, strategy, block, max_tokens, temp, top_k, top_p, seed, stop_at_eot,
+                            profile=profile, task=task, json_schema=json_schema, json_object=json_object)
+        keep += k + _set_tools(p, tools, tool_choice)
         L = load_library()
-        return self._run(lambda cb, st, err: L.pf_generate_chat(h, arr, len(enc), ctypes.byref(p), cb, None, st, err),
-                         on_text)
+        return self._run(lambda cb, st, err: L.pf_generate_chat(h, arr, len(messages), ctypes.byref(p), cb, None, st,
+                                                                err), on_text)
 
     def generate_batch(self, requests, slots=4, on_text=None):
-        """Decodes the requests together, at most `slots` at a time, in one forward per step (plain
-        decoding; `pocketflash serve --parallel`'s batch): a list of their texts, each exactly what
-        generate / chat gives it alone. A request is a dict: "prompt" (as generate) or "messages"
-        (as chat), and any of max_tokens, temp, top_k, top_p, seed, chat, system, stop_at_eot.
-        on_text(i, piece) gets request i's pieces as they come and ends that request by returning
-        True. self.batch_stats: each request's Stats. A request that fails (a draft is not
-        batched, nor is structured output) raises PocketFlashError after all have run."""
+        """Decodes the requests together, at most `slots` at a time, one forward per step for all of
+        them (`pocketflash serve --parallel`'s batch): a list of their texts, each exactly what
+        generate / chat gives it alone (greedy, and sampled with the same seed). A request is a
+        dict: "prompt" (as generate) or "messages" (as chat), and any of the keyword arguments of
+        generate (with "messages", chat's: tools and tool_choice too) but on_text: max_tokens,
+        sampling (temp, top_k, top_p, seed), chat, system, stop_at_eot, the strategy (draft,
+        strategy, block, profile, task: a speculating request's drafts are verified in the same
+        forward as the other requests' rows) and structured output (json_schema, json_object: each
+        request held to its own document). on_text(i, piece) gets request i's pieces as they come
+        and ends that request by returning True. self.batch_stats: each request's Stats (its own
+        rounds, tau and acceptance when it speculated). A request that fails (a schema outside the
+        supported subset, a strategy that needs a draft without one) raises PocketFlashError after
+        all have run, naming the request."""
         h = self._handle()
         L = load_library()
         n = len(requests)
         reqs, keep = [], []
         for r in requests:
-            extra = set(r) - {"prompt", "messages", "max_tokens", "temp", "top_k", "top_p", "seed", "chat", "system",
-                              "stop_at_eot"}
+            extra = set(r) - _BATCH_KEYS - ({"tools", "tool_choice"} if "messages" in r else set())
             if extra or ("prompt" in r) == ("messages" in r):
                 raise PocketFlashError("a batch request needs a prompt or messages (unknown: %s)"
                                        % ", ".join(sorted(extra)), "arg")
-            p, k = self._params(None, "plain", 0, r.get("max_tokens", 128), r.get("temp", 0.0), r.get("top_k", 0),
-                                r.get("top_p", 1.0), r.get("seed", 0), r.get("stop_at_eot", True),
-                                r.get("chat", False), r.get("system"))
+            p, k = self._params(r.get("draft"), r.get("strategy", "default"), r.get("block", 0),
+                                r.get("max_tokens", 128), r.get("temp", 0.0), r.get("top_k", 0), r.get("top_p", 1.0),
+                                r.get("seed", 0), r.get("stop_at_eot", True), r.get("chat", False), r.get("system"),
+                                r.get("profile"), r.get("task"), r.get("json_schema"), r.get("json_object", False))
             keep.append(k)
             q = _BatchRequest(params=p)
             if "prompt" in r:
@@ -413,10 +418,9 @@ class Session(_Handle):
                 keep.append(data)
                 q.prompt, q.len = ctypes.addressof(data), len(data) - 1
             else:
-                enc = [(m["role"].encode(), m["content"].encode("utf-8")) for m in r["messages"]]
-                arr = (_Message * max(1, len(enc)))(*[_Message(a, c) for a, c in enc])
-                keep += [enc, arr]
-                q.messages, q.n_messages = arr, len(enc)
+                arr, k = _messages(r["messages"])
+                keep += [arr, k, _set_tools(q.params, r.get("tools"), r.get("tool_choice", "auto"))]
+                q.messages, q.n_messages = arr, len(r["messages"])
             reqs.append(q)
         pieces = [[] for _ in range(n)]
         outcome = [None] * n
@@ -463,6 +467,30 @@ class Session(_Handle):
                 name = STATUS[st] if 0 <= st < len(STATUS) else "internal"
                 raise PocketFlashError("request %d: %s" % (i, msg or name), name)
         return ["".join(p) for p in pieces]
+
+
+# What a generate_batch request may hold besides "prompt" / "messages": generate's keyword arguments.
+_BATCH_KEYS = {"prompt", "messages", "max_tokens", "temp", "top_k", "top_p", "seed", "chat", "system", "stop_at_eot",
+               "draft", "strategy", "block", "profile", "task", "json_schema", "json_object"}
+
+
+def _messages(messages):
+    """pf_message array of chat messages, and the bytes it points at (kept alive by the caller)."""
+    enc = [(m["role"].encode(), _message_text(m).encode("utf-8")) for m in messages]
+    return (_Message * max(1, len(enc)))(*[_Message(r, c) for r, c in enc]), enc
+
+
+def _set_tools(p, tools, tool_choice):
+    """The tools fields of params p from an OpenAI tools list and tool_choice; the bytes they point at."""
+    if tools is None:
+        return []
+    keep = [json.dumps(tools).encode()]
+    p.tools = keep[-1]
+    p.tool_choice, name = _tool_choice(tool_choice)
+    if name is not None:
+        keep.append(name.encode())
+        p.tool_name = keep[-1]
+    return keep
 
 
 def _message_text(m):

@@ -7,8 +7,9 @@ compiler's sizeof); freed: closed objects refuse calls, and sessions opened and 
 not grow the process as the same sessions kept open do; plan: each line of ARGS[0] ("strategy block
 profile task draft", '-' for none) resolved by Session.plan, its plan line or "error: MESSAGE"
 written to OUTFILE, one per line (the C plan table test compares them with every other front end);
-batch: Session.generate_batch gives each request generate's / chat's text and token count, and a
-callback's stop ends only its request; load: Model's load parameters (scalar kernels, no packing,
+batch: Session.generate_batch gives each request generate's / chat's text and token count (plain,
+structured, speculating, both), a speculating request its own rounds, and a callback's stop ends
+only its request; load: Model's load parameters (scalar kernels, no packing,
 no huge pages) give the default load's text, and a bad one raises. Exits 1 with one line on a
 failed check."""
 import os
@@ -203,6 +204,27 @@ elif mode == "batch":
             check(False, "an unknown field did not raise")
         except pf.PocketFlashError as e:
             check("bogus" in str(e), str(e))
+    total = {"type": "object", "properties": {"total": {"type": "integer"}}, "required": ["total"]}
+    mixed = [{"prompt": CHAT, "chat": True, "max_tokens": 40, "json_schema": total},
+             {"prompt": PROMPT, "max_tokens": 32, "draft": None, "stop_at_eot": False},
+             {"messages": [{"role": "user", "content": CHAT}], "max_tokens": 40, "draft": None, "strategy": "dflash",
+              "block": 3, "json_object": True}]
+    with pf.Model(target) as m, m.load_draft(draft_path) as d, m.session(threads=1) as s:
+        for q in mixed[1:]:
+            q["draft"] = d
+        want, want_st = [], []
+        for q in mixed:
+            opts = {k: v for k, v in q.items() if k not in ("prompt", "messages")}
+            want.append(s.chat(q["messages"], **opts) if "messages" in q else s.generate(q["prompt"], **opts))
+            want_st.append(s.stats)
+            s.reset()
+        got = s.generate_batch(mixed, slots=3)
+        check(got == want, "structured and speculating batch %r != solo %r" % (got, want))
+        got_st = s.batch_stats
+        check([(a.n_gen, a.spec, a.block) for a in got_st] == [(a.n_gen, a.spec, a.block) for a in want_st],
+              "batch stats %r != solo %r" % (got_st, want_st))
+        check(got[0].startswith("{") and got[2].startswith("{") and got_st[1].rounds > 0 and got_st[2].rounds > 0,
+              "structured %r, speculating %r" % (got, got_st))
     with open(out, "w", encoding="utf-8") as f:
         f.write("\x00".join(got) + "\n")
 elif mode == "plan":
