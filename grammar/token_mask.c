@@ -287,7 +287,7 @@ static void store(pf_mask_cache *cache, const pf_matcher *m, uint64_t h, const w
 
 /* The mask of m's state under w's limit, from the cache or walked (and remembered). */
 static int cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, walk_ctx *w) {
-    uint64_t h;
+    uint64_t h = 0;
     const slot *s = cache ? lookup(cache, m, w->limit, &h) : NULL;
     if (s && (!w->cl || s->max_next >= 0)) {
         memcpy(w->bits, s->bits, (size_t)tm->n_words * sizeof *w->bits);
