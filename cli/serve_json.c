@@ -13,7 +13,7 @@
 #include "engine/tools.h"
 #include "engine/unicode.h"
 #include "formats/gguf.h"
-#include "grammar/lit_set.h"
+#include "formats/json_write.h"
 #include "grammar/schema.h"
 #include "verify/kind.h"
 

@@ -7,7 +7,7 @@
 
 #include "formats/errf.h"
 #include "formats/json.h"
-#include "grammar/lit_set.h"
+#include "formats/json_write.h"
 
 
 static pf_rc oom(char err[PF_ERR_LEN]) {

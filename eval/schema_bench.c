@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "formats/errf.h"
-#include "grammar/lit_set.h" /* pf_json_write: json.dumps's escapes and separators */
+#include "formats/json_write.h" /* pf_json_write: json.dumps's escapes and separators */
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
 

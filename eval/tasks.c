@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "formats/json.h"
-#include "grammar/lit_set.h"
+#include "formats/json_write.h"
 
 static char *dup_json_str(const pf_json *v, const char *fallback) {
     if (v && v->type == PF_JSON_STRING) {

@@ -23,7 +23,7 @@
 
 #include "eval/schema_valid.h"
 #include "formats/json.h"
-#include "grammar/lit_set.h"
+#include "formats/json_write.h"
 #include "test.h"
 #include "util.h"
 
