@@ -339,6 +339,12 @@ void pf_mask_apply(const uint32_t *bits, int n, float *logits) {
 }
 
 
+int32_t pf_token_masker_allowed_prefix(const pf_token_masker *tm, const uint32_t *bits, int32_t id) {
+    int32_t a = id >= 0 && id < tm->n_vocab ? tm->parent[id] : -1;
+    while (a >= 0 && !pf_mask_has(bits, a)) a = tm->parent[a];
+    return a;
+}
+
 /* The highest of 32 logits, in four independent chains. */
 static float max32(const float *l) {
     float m[4] = {l[0], l[1], l[2], l[3]};

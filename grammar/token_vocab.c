@@ -58,15 +58,15 @@ static int64_t token_chars(const pf_token_masker *tm, int id) {
 static int copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const uint32_t *lens) {
     size_t total = 0;
     for (int i = 0; i < tm->n_vocab; i++) total += bytes[i] ? lens[i] : 0;
-    tm->store = malloc(total ? total : 1);
+    tm->spelling = malloc(total ? total : 1);
     tm->bytes = calloc((size_t)tm->n_vocab, sizeof *tm->bytes);
     tm->lens = calloc((size_t)tm->n_vocab, sizeof *tm->lens);
-    if (!tm->store || !tm->bytes || !tm->lens) return -1;
+    if (!tm->spelling || !tm->bytes || !tm->lens) return -1;
     size_t off = 0;
     for (int i = 0; i < tm->n_vocab; i++) {
         if (!bytes[i] || !lens[i]) continue;
-        memcpy(tm->store + off, bytes[i], lens[i]);
-        tm->bytes[i] = tm->store + off;
+        memcpy(tm->spelling + off, bytes[i], lens[i]);
+        tm->bytes[i] = tm->spelling + off;
         tm->lens[i] = lens[i];
         off += lens[i];
         if (string_class(tm->bytes[i], lens[i]) != T_PLAIN) continue;
@@ -83,11 +83,11 @@ static int order_plain(pf_token_masker *tm) {
     tm->plain_upto = calloc((size_t)tm->plain_chars + 2, sizeof *tm->plain_upto);
     if (!tm->plain_order || !tm->plain_upto) return -1;
     for (int i = 0; i < tm->n_vocab; i++)
-        if (pf_mask_has(tm->plain_bits, i)) tm->plain_upto[token_chars(tm, i) + 1]++;
+        if (pf_token_vocab_has(tm->plain_bits, i)) tm->plain_upto[token_chars(tm, i) + 1]++;
     for (int64_t k = 1; k <= tm->plain_chars + 1; k++) tm->plain_upto[k] += tm->plain_upto[k - 1];
     /* plain_upto[k] is now the first place of the tokens with k characters */
     for (int i = 0; i < tm->n_vocab; i++)
-        if (pf_mask_has(tm->plain_bits, i)) tm->plain_order[tm->plain_upto[token_chars(tm, i)]++] = i;
+        if (pf_token_vocab_has(tm->plain_bits, i)) tm->plain_order[tm->plain_upto[token_chars(tm, i)]++] = i;
     return 0; /* and each plain_upto[k] one past the tokens with k characters */
 }
 
@@ -163,7 +163,7 @@ void pf_token_masker_free(pf_token_masker *tm) {
     if (!tm) return;
     pf_vocab_trie_free(&tm->all);
     pf_vocab_trie_free(&tm->special);
-    free(tm->store);
+    free(tm->spelling);
     free(tm->bytes);
     free(tm->lens);
     free(tm->end_bits);
@@ -182,11 +182,5 @@ const uint8_t *pf_token_masker_bytes(const pf_token_masker *tm, int32_t id, uint
 }
 
 int pf_token_masker_is_end(const pf_token_masker *tm, int32_t id) {
-    return id >= 0 && id < tm->n_vocab && pf_mask_has(tm->end_bits, id);
-}
-
-int32_t pf_token_masker_allowed_prefix(const pf_token_masker *tm, const uint32_t *bits, int32_t id) {
-    int32_t a = id >= 0 && id < tm->n_vocab ? tm->parent[id] : -1;
-    while (a >= 0 && !pf_mask_has(bits, a)) a = tm->parent[a];
-    return a;
+    return id >= 0 && id < tm->n_vocab && pf_token_vocab_has(tm->end_bits, id);
 }

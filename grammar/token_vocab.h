@@ -12,7 +12,7 @@
 
 struct pf_token_masker {
     int n_vocab, n_words;
-    uint8_t *store; /* every token's bytes */
+    uint8_t *spelling; /* every token's bytes */
     const uint8_t **bytes;
     uint32_t *lens;
     uint32_t *end_bits, *plain_bits; /* end tokens; plain string content */
@@ -23,6 +23,7 @@ struct pf_token_masker {
     pf_vocab_trie all, special;      /* every spelled token; those a string may take that are not plain */
 };
 
+static inline int pf_token_vocab_has(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
 static inline void pf_token_vocab_set(uint32_t *bits, int32_t id) { bits[id >> 5] |= 1u << (id & 31); }
 
 /* The plain content tokens of at most `room` characters into bits (the others cleared); room < 0:
