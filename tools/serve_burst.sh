@@ -53,6 +53,17 @@ same = [a["text"] for a in seq["results"]] == [b["text"] for b in conc["results"
 print("one after another: %.1f tok/s (%.2f s)" % (seq_tps, seq["wall_ms"] / 1000))
 print("all at once:       %.1f tok/s (%.2f s), %.2fx, answers identical: %s"
       % (conc_tps, conc["wall_ms"] / 1000, conc_tps / seq_tps, "yes" if same else "NO"))
+# the decoding alone: the tokens after each first one over the time after it (one after another:
+# each request's own; all at once: from the last first token to the end), which leaves out the
+# prompts' prefill that batching does not make cheaper
+def after_first(r):
+    return sum(x["usage"]["completion_tokens"] - 1 for x in r["results"])
+seq_dec = after_first(seq) / (sum(x["ms"] - x["ttft_ms"] for x in seq["results"]) / 1000)
+conc_dec = after_first(conc) / ((conc["wall_ms"] - max(x["ttft_ms"] for x in conc["results"])) / 1000)
+print("decoding after the first tokens: %.1f tok/s one after another, %.1f at once, %.2fx;"
+      " prefill (first token) %.0f ms per request one after another, %.0f ms until the last at once"
+      % (seq_dec, conc_dec, conc_dec / seq_dec, sum(x["ttft_ms"] for x in seq["results"]) / len(seq["results"]),
+         max(x["ttft_ms"] for x in conc["results"])))
 load, load_tps = run("load")
 ttft = sorted(x["ttft_ms"] for x in load["results"] if x["ttft_ms"] is not None)
 pct = lambda p: ttft[min(len(ttft) - 1, int(p * len(ttft)))]
