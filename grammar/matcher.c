@@ -215,41 +215,89 @@ static int num_accepting(int phase) { return phase == N_ZERO || phase == N_INT |
 
 /* ---- bounded numbers: minimum / maximum ----
  * A bounded number is written without exponent; its frame keeps the sign (lo), the integer part
- * (used) and whether a nonzero fraction digit was written (hi). For a sign, the bounds are a range
- * of the magnitude M = |value|: a <= M <= b, either end open, a and b integers. Every test below
- * is a comparison of integers, so every CPU gives the same masks. */
+ * (used) and, in the fraction, how the digits so far compare with the bounds' (hi, below). For a
+ * sign, the bounds are a range of the magnitude M = |value|: a <= M <= b, either end open, each
+ * end a point of the grid of 16 fraction digits numbers are written with (grammar/schema.h). Every
+ * test below is a comparison of integers, so every CPU gives the same masks. */
+#define ONE PF_SCHEMA_FRAC_ONE
 typedef struct {
-    int64_t a, b;
+    int64_t i, f; /* i + f / ONE, 0 <= f < ONE */
+} mag;
+typedef struct {
+    mag a, b;
     int a_open, b_open;
 } mag_range;
 
+/* In the fraction (hi): the digits so far are the first ones of a's fraction (the integer part
+ * being a's), or of b's; otherwise they are already above a, or below b, whatever follows. */
+enum { EQ_A = 1, EQ_B = 2 };
+
 static int bounded(const pf_schema_node *nd) { return nd->num_lo != INT64_MIN || nd->num_hi != INT64_MAX; }
 
+static int mag_cmp(mag x, mag y) { return x.i != y.i ? (x.i < y.i ? -1 : 1) : x.f != y.f ? (x.f < y.f ? -1 : 1) : 0; }
+static mag mag_neg(mag x) { return x.f ? (mag){-x.i - 1, ONE - x.f} : (mag){-x.i, 0}; }
+static mag mag_next(mag x) { return x.f == ONE - 1 ? (mag){x.i + 1, 0} : (mag){x.i, x.f + 1}; }
+static mag mag_prev(mag x) { return x.f ? (mag){x.i, x.f - 1} : (mag){x.i - 1, ONE - 1}; }
+
 static mag_range mag_of(const pf_schema_node *nd, int neg) {
-    mag_range r = {0, INT64_MAX, 0, 0};
-    int64_t lo = neg ? (nd->num_hi == INT64_MAX ? INT64_MIN : -nd->num_hi) : nd->num_lo;
-    int64_t hi = neg ? (nd->num_lo == INT64_MIN ? INT64_MAX : -nd->num_lo) : nd->num_hi;
-    int lo_open = neg ? nd->hi_open : nd->lo_open, hi_open = neg ? nd->lo_open : nd->hi_open;
-    if (lo >= 0) r.a = lo, r.a_open = lo_open;
-    if (hi < 0) r.b = -1, r.b_open = 0; /* no magnitude fits */
-    else r.b = hi, r.b_open = hi_open;
+    mag_range r = {{0, 0}, {INT64_MAX, 0}, 0, 0};
+    int has_lo = nd->num_lo != INT64_MIN, has_hi = nd->num_hi != INT64_MAX;
+    mag lo = {nd->num_lo, nd->lo_frac}, hi = {nd->num_hi, nd->hi_frac}, zero = {0, 0};
+    if (!neg) {
+        if (has_lo && lo.i >= 0) r.a = lo, r.a_open = nd->lo_open;
+        if (has_hi) r.b = hi, r.b_open = nd->hi_open;
+    } else { /* M = -value: value >= lo is M <= -lo */
+        if (has_hi && mag_cmp(hi, zero) <= 0) r.a = mag_neg(hi), r.a_open = nd->hi_open;
+        if (has_lo) r.b = mag_neg(lo), r.b_open = nd->lo_open;
+    }
+    if (r.b.i < 0) r.b = (mag){-1, 0}, r.b_open = 0; /* no magnitude fits */
     return r;
 }
+
+/* The least and the greatest magnitude of the grid within r. */
+static mag mag_least(mag_range r) { return r.a_open ? mag_next(r.a) : r.a; }
+static mag mag_most(mag_range r) { return r.b_open ? mag_prev(r.b) : r.b; }
 
 /* Some magnitude whose integer part lies in [lo, hi] fits r; frac: a fraction may follow it. */
 static int mag_feasible(mag_range r, int64_t lo, int64_t hi, int frac) {
     if (!frac) {
-        int64_t a = r.a + r.a_open, b = r.b - r.b_open;
+        int64_t a = r.a.i + (r.a.f || r.a_open), b = r.b.i - (!r.b.f && r.b_open);
         return (lo > a ? lo : a) <= (hi < b ? hi : b);
     }
-    int64_t l = lo > r.a ? lo : r.a; /* the least magnitude there, a itself excluded when a is open */
-    if (hi < r.a) return 0;
-    return l < r.b || (l == r.b && !r.b_open && !(r.a_open && l == r.a));
+    mag l = mag_least(r), u = mag_most(r), x = {lo, 0}, y = {hi, ONE - 1};
+    if (mag_cmp(x, l) > 0) l = x;
+    if (mag_cmp(y, u) < 0) u = y;
+    return mag_cmp(l, u) <= 0;
 }
 
 static const int64_t k_pow10[17] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
                                     10000000000, 100000000000, 1000000000000, 10000000000000,
                                     100000000000000, 1000000000000000, 10000000000000000};
+
+/* A bound's fraction digit n (1: the first), and its digits after n as a number. */
+static int frac_digit(int64_t f, int n) { return (int)(f / k_pow10[16 - n] % 10); }
+static int64_t frac_after(int64_t f, int n) { return f % k_pow10[16 - n]; }
+
+/* Fraction digit c, the n-th, keeps a magnitude within r reachable (t->hi: EQ_A, EQ_B). A prefix
+ * equal to a's so far reaches a's side while a's own digits do (some completion is at least a,
+ * above it when open: not when a's digits after n are all 9); one equal to b's reaches b's side
+ * while b's do (the prefix itself is at most b, below it when open: not when b's are all 0).
+ * Where both hold, a <= b makes one completion meet both. */
+static int frac_step(mag_range r, pf_frame *t, int n, int c) {
+    if (t->hi & EQ_A) {
+        int d = frac_digit(r.a.f, n);
+        if (c < d) return 0;
+        if (c > d) t->hi &= ~EQ_A;
+        else if (r.a_open && frac_after(r.a.f, n) == k_pow10[16 - n] - 1) return 0;
+    }
+    if (t->hi & EQ_B) {
+        int d = frac_digit(r.b.f, n);
+        if (c > d) return 0;
+        if (c < d) t->hi &= ~EQ_B;
+        else if (r.b_open && frac_after(r.b.f, n) == 0) return 0;
+    }
+    return 1;
+}
 
 /* The byte that moved frame t to phase `next` keeps a value within the bounds reachable. */
 static int bound_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c) {
@@ -265,33 +313,68 @@ static int bound_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c
             if (mag_feasible(r, p * k_pow10[j], p * k_pow10[j] + k_pow10[j] - 1, frac)) return 1;
         return 0;
     }
-    case N_FRAC0: return mag_feasible(r, (int64_t)t->used, (int64_t)t->used, 1);
-    case N_FRAC:
-        if (c != '0') t->hi = 1;
-        return c == '0' || (int64_t)t->used != r.b; /* at b the fraction must be zero */
+    case N_FRAC0:
+        t->hi = ((int64_t)t->used == r.a.i ? EQ_A : 0) | ((int64_t)t->used == r.b.i ? EQ_B : 0);
+        return mag_feasible(r, (int64_t)t->used, (int64_t)t->used, 1);
+    case N_FRAC: return frac_step(r, t, t->off, c - '0');
     default: return 0; /* an exponent */
     }
 }
 
-/* A number may end here: accepting, and within its bounds. */
+/* A number may end here: accepting, and within its bounds. In the fraction, a prefix equal to a's
+ * so far is a itself when a's other digits are 0 (below a otherwise); one equal to b's is b
+ * itself when b's other digits are 0. */
 static int num_can_end(const pf_schema_node *nd, const pf_frame *t) {
     if (!num_accepting(t->phase)) return 0;
     if (!bounded(nd)) return 1;
     mag_range r = mag_of(nd, t->lo);
     int64_t i = (int64_t)t->used;
     if (t->phase != N_FRAC) return mag_feasible(r, i, i, 0);
-    return !(i == r.a && r.a_open && !t->hi); /* past the '.' check, only "a.000" could fail */
+    if ((t->hi & EQ_A) && (r.a_open || frac_after(r.a.f, t->off))) return 0;
+    return !((t->hi & EQ_B) && r.b_open && !frac_after(r.b.f, t->off));
+}
+
+/* The fewest fraction digits k >= 1 after which some magnitude from l to u (one integer part)
+ * ends: l rounded up to k digits is at most u. INT64_MAX when none. */
+static int64_t frac_need(mag l, mag u, int written) {
+    if (mag_cmp(l, u) > 0) return INT64_MAX;
+    for (int k = 1; k + written <= PF_MATCHER_MAX_DIGITS; k++) {
+        int64_t q = k_pow10[16 - written - k];
+        mag c = {l.i, (l.f + q - 1) / q * q};
+        if (c.f == ONE) c.i++, c.f = 0;
+        if (mag_cmp(c, u) <= 0) return k;
+    }
+    return INT64_MAX;
+}
+
+/* The fewest fraction digits that end a magnitude within r with its integer part in [lo, hi]. */
+static int64_t frac_fresh(mag_range r, int64_t lo, int64_t hi) {
+    mag l = mag_least(r), u = mag_most(r), x = {lo, 0}, y = {hi, ONE - 1};
+    if (mag_cmp(x, l) > 0) l = x;
+    if (mag_cmp(y, u) < 0) u = y;
+    return frac_need(l, u, 0);
+}
+
+/* In the fraction (n digits written, none of them ending it within r): the fewest more. The
+ * digits so far equal a's or b's (otherwise it could end), which says what they are. */
+static int64_t frac_more(mag_range r, const pf_frame *t) {
+    int n = t->off;
+    mag e = (t->hi & EQ_A) ? r.a : r.b, p = {e.i, e.f - frac_after(e.f, n)}; /* p: the digits written */
+    mag l = (t->hi & EQ_A) ? mag_least(r) : p;
+    mag u = (t->hi & EQ_B) ? mag_most(r) : (mag){p.i, p.f + k_pow10[16 - n] - 1};
+    return frac_need(l, u, n);
 }
 
 /* The fewest bytes after an integer part p (off digits written; digits: more may follow) that end
- * a magnitude within r: j more digits, and a fraction's ".d" where only a fraction fits. */
+ * a magnitude within r: j more digits, and where only a fraction fits, '.' and its fewest digits. */
 static int64_t mag_rest(mag_range r, int64_t p, int off, int digits, int frac) {
     int64_t best = INT64_MAX;
-    for (int j = 0; j + off <= PF_MATCHER_MAX_DIGITS && j < 17 && (j == 0 || digits); j++) {
-        if (p > (INT64_MAX - k_pow10[j]) / k_pow10[j] || p * k_pow10[j] > r.b) break;
+    for (int j = 0; j + off <= PF_MATCHER_MAX_DIGITS && j < 17 && (j == 0 || digits) && j < best; j++) {
+        if (p > (INT64_MAX - k_pow10[j]) / k_pow10[j] || p * k_pow10[j] > r.b.i) break;
         int64_t lo = p * k_pow10[j], hi = lo + k_pow10[j] - 1;
-        if (mag_feasible(r, lo, hi, 0)) return j < best ? j : best;
-        if (frac && mag_feasible(r, lo, hi, 1) && j + 2 < best) best = j + 2;
+        if (mag_feasible(r, lo, hi, 0)) return j;
+        int64_t k = frac ? frac_fresh(r, lo, hi) : INT64_MAX;
+        if (k != INT64_MAX && j + 1 + k < best) best = j + 1 + k;
     }
     return best;
 }
@@ -311,16 +394,17 @@ int64_t pf_matcher_num_rest(const pf_schema_node *nd, const pf_frame *t) {
     static const uint8_t k_plain[N_EXP + 1] = {[N_START] = 1, [N_MINUS] = 1, [N_FRAC0] = 1, [N_EXP0] = 1, [N_EXPS] = 1};
     if (!bounded(nd)) return k_plain[t->phase];
     int frac = nd->kind == PF_SN_NUMBER;
+    mag_range r = mag_of(nd, t->lo);
     switch (t->phase) {
     case N_START: {
         int64_t pos = mag_fresh(mag_of(nd, 0), frac), neg = mag_fresh(mag_of(nd, 1), frac);
         return pos < (neg == INT64_MAX ? neg : neg + 1) ? pos : neg + 1;
     }
-    case N_MINUS: return mag_fresh(mag_of(nd, 1), frac);
-    case N_ZERO: return num_can_end(nd, t) ? 0 : 2;
-    case N_INT: return mag_rest(mag_of(nd, t->lo), (int64_t)t->used, t->off, 1, frac);
-    case N_FRAC0: return 1;
-    case N_FRAC: return num_can_end(nd, t) ? 0 : 1;
+    case N_MINUS: return mag_fresh(r, frac);
+    case N_ZERO: return mag_rest(r, 0, 1, 0, frac);
+    case N_INT: return mag_rest(r, (int64_t)t->used, t->off, 1, frac);
+    case N_FRAC0: return frac_fresh(r, (int64_t)t->used, (int64_t)t->used);
+    case N_FRAC: return num_can_end(nd, t) ? 0 : frac_more(r, t);
     default: return 0; /* a bounded number has no exponent */
     }
 }

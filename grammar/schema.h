@@ -83,9 +83,10 @@ typedef struct {
      * values of node key_vals[i] for the automaton's i-th mask (pf_regex_masks) */
     int32_t key_node;
     int32_t *key_vals;
-    /* NUMBER, INTEGER: integer bounds on the value (num_lo INT64_MIN, num_hi INT64_MAX when
-     * none); lo_open / hi_open: exclusive (an INTEGER's are closed) */
-    int64_t num_lo, num_hi;
+    /* NUMBER, INTEGER: bounds on the value, each num_lo + lo_frac / PF_SCHEMA_FRAC_ONE (num_lo its
+     * floor, 0 <= lo_frac < PF_SCHEMA_FRAC_ONE; num_lo INT64_MIN, num_hi INT64_MAX when none);
+     * lo_open / hi_open: exclusive (an INTEGER's are closed integers) */
+    int64_t num_lo, num_hi, lo_frac, hi_frac;
     uint8_t lo_open, hi_open;
     /* LITERALS */
     pf_lit_set lits;
@@ -99,6 +100,9 @@ typedef struct {
 } pf_schema_node;
 
 #define PF_SCHEMA_NO_DOC (INT32_MAX / 2)
+/* A bound's fraction in units of 1e-16: the 16 fraction digits a number may be written with
+ * (PF_MATCHER_MAX_DIGITS), so a bound rounded inward to them is exact for every number written. */
+#define PF_SCHEMA_FRAC_ONE 10000000000000000LL
 
 /* Fixed nodes of every schema. */
 enum { PF_SN_ID_ANY = 0, PF_SN_ID_ANY_ARRAY, PF_SN_ID_ANY_OBJECT, PF_SN_ID_ANY_WORD, PF_SN_ID_ANY_STRING,

@@ -62,6 +62,10 @@ char *schema_random(uint64_t *seed, int depth) {
         "{\"type\":\"integer\",\"minimum\":-3,\"exclusiveMaximum\":40}", "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}",
         "{\"type\":[\"number\",\"string\"],\"exclusiveMinimum\":-2,\"minLength\":2}",
         "{\"allOf\":[{\"type\":\"integer\",\"minimum\":0},{\"maximum\":7}]}",
+        /* bounds with a fraction, where a double tells every 16-digit fraction from them (the
+         * walks' validator compares doubles) */
+        "{\"type\":\"number\",\"minimum\":-0.45,\"exclusiveMaximum\":0.25}",
+        "{\"type\":\"number\",\"exclusiveMinimum\":0.125,\"maximum\":0.13}",
         "{\"type\":\"string\",\"anyOf\":[{\"maxLength\":1},{\"const\":\"abc\"}]}",
         "{\"oneOf\":[{\"type\":\"string\",\"minLength\":1},{\"type\":\"null\"},{\"enum\":[true]}]}"};
     char *s = NULL;

@@ -37,6 +37,10 @@ static const char *const k_schemas[] = {
     /* a key given requires others (dependencies): they count in the distance */
     "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"bb\":{\"type\":\"string\",\"minLength\":4},"
     "\"c\":{\"type\":\"null\"}},\"additionalProperties\":false,\"dependencies\":{\"a\":[\"bb\"],\"bb\":[\"c\"]}}",
+    /* bounds with a fraction: the fraction's digits needed count */
+    "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"exclusiveMinimum\":0.125,\"maximum\":0.13},\"minItems\":1}",
+    "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\",\"minimum\":-2.0625,\"exclusiveMaximum\":-2.06}},"
+    "\"required\":[\"x\"]}",
     NULL, /* JSON mode */
 };
 enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };
@@ -218,6 +222,10 @@ TEST(close_budget_shortest_documents) {
         {"{\"type\":\"integer\",\"minimum\":-5,\"maximum\":-3}", 2},
         {"{\"type\":\"number\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":1}", 3},
         {"{\"type\":\"object\",\"minProperties\":1}", 6},
+        {"{\"type\":\"number\",\"minimum\":0.125,\"maximum\":0.13}", 4},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":0.5,\"exclusiveMaximum\":0.51}", 5},
+        {"{\"type\":\"number\",\"minimum\":-0.0625,\"exclusiveMaximum\":-0.06}", 6},
+        {"{\"type\":\"number\",\"minimum\":99.99,\"maximum\":100.5}", 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         schema_fx f;

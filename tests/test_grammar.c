@@ -480,8 +480,139 @@ TEST(grammar_number_bounds) {
     schema_expect_error("{\"type\":\"integer\",\"minimum\":1e300}", "admits no value");
     schema_expect_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":3}", "admits no value");
     schema_expect_error("{\"type\":\"number\",\"minimum\":1,\"exclusiveMaximum\":1}", "admits no value");
-    schema_expect_error("{\"type\":\"number\",\"maximum\":0.5}", "maximum: a bound with a fraction on a number is not supported");
     schema_expect_error("{\"type\":\"integer\",\"minimum\":\"1\"}", "minimum: not a number");
+}
+
+/* Bounds with a fraction on a number: exact from their decimal text, inclusive and exclusive in
+ * both drafts, negative, both ends at once; a digit only where some completion lands in range. */
+TEST(grammar_number_fraction_bounds) {
+    static const doc_case unit[] = {
+        {"0.01", 1}, {"0.5", 1}, {"0.50", 1}, {"0.5000001", 0}, {"0.009", 0}, {"0.0100", 1}, {"0.25", 1},
+        {"0", 0}, {"1", 0}, {"-0.1", 0}, {"0.499999", 1}, {"0.51", 0}, {"0.0099999999999999", 0},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":0.01,\"maximum\":0.5}", unit);
+    static const doc_case above[] = {
+        {"2.5", 0}, {"2.50", 0}, {"2.5001", 1}, {"3", 1}, {"2", 0}, {"2.49", 0}, {"-3", 0}, {"2.6", 1}, {"12", 1},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"exclusiveMinimum\":2.5}", above);
+    static const doc_case around0[] = {
+        {"-0.5", 1}, {"-0.50", 1}, {"-0.51", 0}, {"-0.5000000000000001", 0}, {"-0", 1}, {"0", 1}, {"0.25", 1},
+        {"0.2500", 1}, {"0.251", 0}, {"-1", 0}, {"1", 0}, {"-0.4999", 1}, {"0.1", 1},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":-0.5,\"maximum\":0.25}", around0);
+    static const doc_case draft4[] = {
+        {"-1.25", 0}, {"-1.2499", 1}, {"-1", 1}, {"-0.75", 0}, {"-0.7500001", 1}, {"-0.75000", 0}, {"-0.7", 0},
+        {"-1.3", 0}, {"0", 0}, {"-1.250", 0},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":-1.25,\"exclusiveMinimum\":true,\"maximum\":-0.75,\"exclusiveMaximum\":true}",
+               draft4);
+    static const doc_case draft6[] = {{"0.125", 0}, {"0.1251", 1}, {"0.13", 1}, {"0.13001", 0}, {"0.12999", 1}};
+    CHECK_DOCS("{\"type\":\"number\",\"exclusiveMinimum\":0.125,\"maximum\":0.13}", draft6);
+    static const doc_case expo[] = {{"0.001", 1}, {"0.0009", 0}, {"25", 1}, {"25.0001", 0}, {"0.01", 1}};
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":1e-3,\"maximum\":2.5E1}", expo);
+    static const mask_case masks[] = {
+        {"", "|0"}, {"0", "|."}, {"0.", "|2|3|4|5"}, {"0.2", "|5|6|7|8|9"}, {"0.5", "|0|<end>"},
+        {"0.4", "|0|1|2|3|4|5|6|7|8|9|12|<end>"},
+    };
+    CHECK_MASKS("{\"type\":\"number\",\"minimum\":0.25,\"maximum\":0.5}", masks);
+    /* past 16 fraction digits a bound is rounded inward, from its text: exact for every number written */
+    static const struct {
+        const char *schema, *doc;
+        int ok;
+    } grid[] = {
+        {"{\"type\":\"number\",\"maximum\":0.12345678901234567}", "0.1234567890123456", 1},
+        {"{\"type\":\"number\",\"maximum\":0.12345678901234567}", "0.1234567890123457", 0},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":0.99999999999999999}", "0.9999999999999999", 0},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":0.99999999999999999}", "1", 1},
+        {"{\"type\":\"number\",\"minimum\":-0.00000000000000000001,\"maximum\":0}", "-0.0000000000000001", 0},
+        {"{\"type\":\"number\",\"minimum\":-0.00000000000000000001,\"maximum\":0}", "-0.0", 1},
+        {"{\"type\":\"number\",\"maximum\":-0.00000000000000000001}", "-0.0000000000000001", 1},
+        {"{\"type\":\"number\",\"maximum\":-0.00000000000000000001}", "0", 0},
+    };
+    for (size_t i = 0; i < sizeof grid / sizeof *grid; i++) {
+        schema_fx f;
+        CHECK(schema_fx_open(&f, false, grid[i].schema) == 0);
+        int got = pf_matcher_push_bytes(f.m, (const uint8_t *)grid[i].doc, strlen(grid[i].doc)) == 1 && pf_matcher_can_end(f.m);
+        CHECKF(got == grid[i].ok, "%s: %s %s", grid[i].schema, grid[i].doc, got ? "accepted" : "refused");
+        schema_fx_close(&f);
+    }
+    schema_expect_error("{\"type\":\"number\",\"exclusiveMinimum\":0.1,\"exclusiveMaximum\":0.1000000000000001}", "admits no value");
+    schema_expect_error("{\"type\":\"number\",\"minimum\":0.3,\"maximum\":0.2}", "admits no value");
+}
+
+/* The exact value of a JSON number text compared with another's: sign, then integer digits (no
+ * leading zeros), then fraction digits (no trailing zeros). */
+static int dec_cmp(const char *x, const char *y) {
+    char ix[40], fx[40], iy[40], fy[40];
+    int nx = 0, ny = 0;
+    const char *t[2] = {x, y};
+    char *ip[2] = {ix, iy}, *fp[2] = {fx, fy};
+    int *neg[2] = {&nx, &ny};
+    for (int k = 0; k < 2; k++) {
+        const char *p = t[k];
+        if (*p == '-') *neg[k] = 1, p++;
+        while (*p == '0' && p[1] >= '0' && p[1] <= '9') p++;
+        size_t n = strcspn(p, ".");
+        snprintf(ip[k], 40, "%.*s", (int)n, p);
+        snprintf(fp[k], 40, "%s", p[n] == '.' ? p + n + 1 : "");
+        for (size_t m = strlen(fp[k]); m && fp[k][m - 1] == '0'; m--) fp[k][m - 1] = 0;
+        if (!strcmp(ip[k], "0") && !fp[k][0]) *neg[k] = 0;
+    }
+    int mag = strlen(ix) != strlen(iy) ? (strlen(ix) < strlen(iy) ? -1 : 1) : strcmp(ix, iy);
+    if (!mag) mag = strcmp(fx, fy);
+    mag = mag < 0 ? -1 : mag > 0;
+    if (nx != ny) return nx ? -1 : 1;
+    return nx ? -mag : mag;
+}
+
+/* -?(0|[1-9][0-9]*)(.[0-9]+)? */
+static int is_plain_number(const char *p) {
+    p += *p == '-';
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') p += strspn(p, "0123456789");
+    else return 0;
+    if (*p == '.') {
+        size_t n = strspn(p + 1, "0123456789");
+        if (!n) return 0;
+        p += 1 + n;
+    }
+    return !*p;
+}
+
+/* Every number text of up to 6 bytes over a few digits against the bounds compared exactly. */
+TEST(grammar_number_fraction_bounds_exhaustive) {
+    static const struct {
+        const char *lo, *hi; /* NULL: none */
+        int lo_open, hi_open;
+    } b[] = {
+        {"0.25", "0.5", 0, 0}, {"0.25", "0.5", 1, 1}, {"-0.5", "0.25", 0, 1}, {"-1.25", "-0.05", 1, 0},
+        {"0.205", NULL, 1, 0}, {NULL, "-0.1", 0, 1}, {"1.9", "2.1", 0, 0}, {"0.4", "0.41", 1, 1},
+    };
+    static const char alpha[] = "-.01259";
+    for (size_t k = 0; k < sizeof b / sizeof *b && !pf_test_failed(); k++) {
+        char schema[200];
+        int n = snprintf(schema, sizeof schema, "{\"type\":\"number\"");
+        if (b[k].lo) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"%s\":%s", b[k].lo_open ? "exclusiveMinimum" : "minimum", b[k].lo);
+        if (b[k].hi) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"%s\":%s", b[k].hi_open ? "exclusiveMaximum" : "maximum", b[k].hi);
+        snprintf(schema + n, sizeof schema - (size_t)n, "}");
+        schema_fx f;
+        CHECK(schema_fx_open(&f, false, schema) == 0);
+        char doc[8];
+        for (long code = 0; code < 8L * 8 * 8 * 8 * 8 * 8 && !pf_test_failed(); code++) {
+            int len = 0;
+            long c = code;
+            for (; c % 8 && len < 6; c /= 8) doc[len++] = alpha[c % 8 - 1];
+            if (c) continue; /* one text per length: no digit 0 inside the code */
+            doc[len] = 0;
+            int number = is_plain_number(doc);
+            int want = number && (!b[k].lo || dec_cmp(doc, b[k].lo) > -!b[k].lo_open) &&
+                       (!b[k].hi || dec_cmp(doc, b[k].hi) < !b[k].hi_open);
+            pf_matcher_reset(f.m);
+            int got = pf_matcher_push_bytes(f.m, (const uint8_t *)doc, (size_t)len) == 1 && pf_matcher_can_end(f.m);
+            CHECKF(got == want, "%s: '%s' %s", schema, doc, got ? "accepted" : "refused");
+        }
+        schema_fx_close(&f);
+    }
 }
 
 /* additionalProperties as a schema: the listed keys with their own schemas, any other key (never

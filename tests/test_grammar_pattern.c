@@ -185,6 +185,66 @@ static int walk(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, 
     return 1;
 }
 
+/* 40 random walks through the masks per schema, the documents completed checked by Python's
+ * jsonschema (the draft its $schema names, 2020-12 otherwise; with its format checker; numbers
+ * read as decimals, so bounds compare exactly); at least min_complete of them complete. */
+static void walks_validate(const char *py, const char *const *schemas, int n, const char *name, int min_complete) {
+    char docs_path[512], py_path[512], file[64];
+    snprintf(file, sizeof file, "%s_docs.txt", name);
+    test_tmp_path(docs_path, sizeof docs_path, file);
+    snprintf(file, sizeof file, "%s_check.py", name);
+    test_tmp_path(py_path, sizeof py_path, file);
+    CHECK(test_write_file(py_path,
+          "import decimal, json, sys, jsonschema\n"
+          "bad = 0\n"
+          "for line in open(sys.argv[1], encoding='utf-8'):\n"
+          "    schema, doc = line.rstrip('\\n').split('\\x01')\n"
+          "    s = json.loads(schema, parse_float=decimal.Decimal)\n"
+          "    cls = jsonschema.validators.validator_for(s, default=jsonschema.Draft202012Validator)\n"
+          "    v = cls(s, format_checker=jsonschema.FormatChecker())\n"
+          "    errs = list(v.iter_errors(json.loads(doc, parse_float=decimal.Decimal)))\n"
+          "    if errs:\n"
+          "        bad += 1\n"
+          "        print('invalid:', schema, doc, errs[0].message)\n"
+          "sys.exit(1 if bad else 0)\n",
+          (size_t)-1) == 0);
+    schema_vocab v;
+    schema_vocab_make(&v);
+    char err[PF_ERR_LEN];
+    pf_token_masker *tm = pf_token_masker_new(v.n, v.bytes, v.lens, &v.end, 1, err);
+    FILE *out = fopen(docs_path, "w");
+    CHECK(tm && out);
+    uint64_t seed = 99;
+    int complete = 0;
+    for (int i = 0; i < n && !pf_test_failed(); i++) {
+        pf_schema *s;
+        CHECKF(pf_schema_compile(schemas[i], strlen(schemas[i]), &s, err) == PF_SCHEMA_OK, "%s", err);
+        pf_matcher *m = pf_matcher_new(s);
+        pf_mask_cache *cache = pf_mask_cache_new(tm); /* the masks cached (odd walks) and walked */
+        CHECK(cache);
+        for (int w = 0; w < 40; w++) {
+            char *line = NULL;
+            size_t cap = 0;
+            FILE *mem = open_memstream(&line, &cap);
+            int r = walk(tm, w % 2 ? cache : NULL, m, &v, &seed, mem);
+            fclose(mem);
+            if (r < 0) pf_test_failf(__FILE__, __LINE__, "schema %s: a prefix with no way on, or a wrong mask", schemas[i]);
+            if (r > 0) fprintf(out, "%s\x01%s", schemas[i], line), complete++;
+            free(line);
+        }
+        pf_mask_cache_free(cache);
+        pf_matcher_free(m);
+        pf_schema_free(s);
+    }
+    fclose(out);
+    pf_token_masker_free(tm);
+    schema_vocab_free(&v);
+    CHECKF(complete >= min_complete, "%d walks completed", complete);
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "%s %s %s 1>&2", py, py_path, docs_path);
+    CHECKF(system(cmd) == 0, "documents the validator refuses (above)");
+}
+
 TEST(grammar_pattern_walks_validate) {
     const char *py = jsonschema_python();
     if (!py) {
@@ -209,54 +269,24 @@ TEST(grammar_pattern_walks_validate) {
         "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"}},\"maxProperties\":4,"
         "\"dependencies\":{\"a\":[\"b\",\"c\"],\"c\":{\"required\":[\"d\"]}}}",
     };
-    char docs_path[512], py_path[512];
-    test_tmp_path(docs_path, sizeof docs_path, "pattern_docs.txt");
-    test_tmp_path(py_path, sizeof py_path, "pattern_check.py");
-    CHECK(test_write_file(py_path,
-          "import json, sys, jsonschema\n"
-          "bad = 0\n"
-          "for line in open(sys.argv[1], encoding='utf-8'):\n"
-          "    schema, doc = line.rstrip('\\n').split('\\x01')\n"
-          "    v = jsonschema.Draft202012Validator(json.loads(schema), format_checker=jsonschema.FormatChecker())\n"
-          "    errs = list(v.iter_errors(json.loads(doc)))\n"
-          "    if errs:\n"
-          "        bad += 1\n"
-          "        print('invalid:', schema, doc, errs[0].message)\n"
-          "sys.exit(1 if bad else 0)\n",
-          (size_t)-1) == 0);
-    schema_vocab v;
-    schema_vocab_make(&v);
-    char err[PF_ERR_LEN];
-    pf_token_masker *tm = pf_token_masker_new(v.n, v.bytes, v.lens, &v.end, 1, err);
-    FILE *out = fopen(docs_path, "w");
-    CHECK(tm && out);
-    uint64_t seed = 99;
-    int complete = 0;
-    for (size_t i = 0; i < sizeof schemas / sizeof *schemas && !pf_test_failed(); i++) {
-        pf_schema *s;
-        CHECKF(pf_schema_compile(schemas[i], strlen(schemas[i]), &s, err) == PF_SCHEMA_OK, "%s", err);
-        pf_matcher *m = pf_matcher_new(s);
-        pf_mask_cache *cache = pf_mask_cache_new(tm); /* the masks cached (odd walks) and walked */
-        CHECK(cache);
-        for (int w = 0; w < 40; w++) {
-            char *line = NULL;
-            size_t cap = 0;
-            FILE *mem = open_memstream(&line, &cap);
-            int r = walk(tm, w % 2 ? cache : NULL, m, &v, &seed, mem);
-            fclose(mem);
-            if (r < 0) pf_test_failf(__FILE__, __LINE__, "schema %s: a prefix with no way on, or a wrong mask", schemas[i]);
-            if (r > 0) fprintf(out, "%s\x01%s", schemas[i], line), complete++;
-            free(line);
-        }
-        pf_mask_cache_free(cache);
-        pf_matcher_free(m);
-        pf_schema_free(s);
+    walks_validate(py, schemas, (int)(sizeof schemas / sizeof *schemas), "pattern", 100);
+}
+
+/* Bounds with a fraction on numbers: walks end in range, checked with exact decimals. */
+TEST(grammar_number_bounds_walks_validate) {
+    const char *py = jsonschema_python();
+    if (!py) {
+        pf_test_skip("needs python3 with jsonschema (Debian: python3-jsonschema; or $PF_JSONSCHEMA_PYTHON)");
+        return;
     }
-    fclose(out);
-    pf_token_masker_free(tm);
-    schema_vocab_free(&v);
-    CHECKF(complete >= 100, "%d walks completed", complete);
-    char cmd[1600];
-    snprintf(cmd, sizeof cmd, "%s %s %s 1>&2", py, py_path, docs_path);
-    CHECKF(system(cmd) == 0, "documents the validator refuses (above)");
+    static const char *const schemas[] = {
+        "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":0.5},\"minItems\":2}",
+        "{\"type\":\"number\",\"exclusiveMinimum\":2.5,\"exclusiveMaximum\":2.5000001}",
+        "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"minimum\":-0.5,\"maximum\":0.25}}",
+        "{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"array\",\"items\":{\"type\":\"number\","
+        "\"minimum\":-1.25,\"exclusiveMinimum\":true,\"maximum\":-0.75,\"exclusiveMaximum\":true}}",
+        "{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1.05},"
+        "\"q\":{\"type\":[\"number\",\"null\"],\"minimum\":100.001}},\"required\":[\"p\",\"q\"]}",
+    };
+    walks_validate(py, schemas, (int)(sizeof schemas / sizeof *schemas), "number_bounds", 150);
 }
