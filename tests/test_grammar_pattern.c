@@ -188,7 +188,12 @@ static int walk(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, 
 /* 40 random walks through the masks per schema, the documents completed checked by Python's
  * jsonschema (the draft its $schema names, 2020-12 otherwise; with its format checker; numbers
  * read as decimals, so bounds compare exactly); at least min_complete of them complete. */
-static void walks_validate(const char *py, const char *const *schemas, int n, const char *name, int min_complete) {
+static void walks_validate(const char *const *schemas, int n, const char *name, int min_complete) {
+    const char *py = jsonschema_python();
+    if (!py) {
+        pf_test_skip("needs python3 with jsonschema (Debian: python3-jsonschema; or $PF_JSONSCHEMA_PYTHON)");
+        return;
+    }
     char docs_path[512], py_path[512], file[64];
     snprintf(file, sizeof file, "%s_docs.txt", name);
     test_tmp_path(docs_path, sizeof docs_path, file);
@@ -246,11 +251,6 @@ static void walks_validate(const char *py, const char *const *schemas, int n, co
 }
 
 TEST(grammar_pattern_walks_validate) {
-    const char *py = jsonschema_python();
-    if (!py) {
-        pf_test_skip("needs python3 with jsonschema (Debian: python3-jsonschema; or $PF_JSONSCHEMA_PYTHON)");
-        return;
-    }
     static const char *const schemas[] = {
         S_ZIP, S_LINES, S_PP, S_MAP,
         "{\"type\":\"object\",\"properties\":{\"d\":{\"format\":\"date\"},\"e\":{\"format\":\"email\"},"
@@ -269,16 +269,11 @@ TEST(grammar_pattern_walks_validate) {
         "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"}},\"maxProperties\":4,"
         "\"dependencies\":{\"a\":[\"b\",\"c\"],\"c\":{\"required\":[\"d\"]}}}",
     };
-    walks_validate(py, schemas, (int)(sizeof schemas / sizeof *schemas), "pattern", 100);
+    walks_validate(schemas, (int)(sizeof schemas / sizeof *schemas), "pattern", 100);
 }
 
 /* Bounds with a fraction on numbers: walks end in range, checked with exact decimals. */
 TEST(grammar_number_bounds_walks_validate) {
-    const char *py = jsonschema_python();
-    if (!py) {
-        pf_test_skip("needs python3 with jsonschema (Debian: python3-jsonschema; or $PF_JSONSCHEMA_PYTHON)");
-        return;
-    }
     static const char *const schemas[] = {
         "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":0.5},\"minItems\":2}",
         "{\"type\":\"number\",\"exclusiveMinimum\":2.5,\"exclusiveMaximum\":2.5000001}",
@@ -288,5 +283,5 @@ TEST(grammar_number_bounds_walks_validate) {
         "{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1.05},"
         "\"q\":{\"type\":[\"number\",\"null\"],\"minimum\":100.001}},\"required\":[\"p\",\"q\"]}",
     };
-    walks_validate(py, schemas, (int)(sizeof schemas / sizeof *schemas), "number_bounds", 150);
+    walks_validate(schemas, (int)(sizeof schemas / sizeof *schemas), "number_bounds", 150);
 }
