@@ -8,7 +8,7 @@
 
 #include "draft/dflash_taps.h"
 #include "engine/model.h"
-#include "engine/sampler.h"
+#include "engine/rng.h"
 #include "engine/tokenizer.h"
 #include "formats/ggml_types.h"
 #include "convert/requantize.h"
