@@ -8,7 +8,7 @@
 
 #include "draft/dflash_taps.h"
 #include "engine/model.h"
-#include "engine/sampler.h"
+#include "engine/rng.h"
 #include "engine/tokenizer.h"
 #include "formats/ggml_types.h"
 #include "convert/requantize.h"
@@ -210,8 +210,9 @@ static int64_t largest_matrix(const draft_dims *d) {
     return big;
 }
 
-pf_rc pf_dflash_synth(const char *target_path, int version, int n_layers, int block_size, const int *target_layers,
-                      int n_taps, uint64_t seed, bool identity_v2, const char *out, char err[PF_ERR_LEN]) {
+/* The draft's shape as asked: PF_RC_ARG with err for a value out of range. */
+static pf_rc check_shape(int version, int n_layers, int block_size, const int *target_layers, int n_taps,
+                         char err[PF_ERR_LEN]) {
     if (version != 1 && version != 2) {
         snprintf(err, PF_ERR_LEN, "synth-draft: version %d (1 = DFlash, 2 = DFlash2)", version);
         return PF_RC_ARG;
@@ -222,8 +223,15 @@ pf_rc pf_dflash_synth(const char *target_path, int version, int n_layers, int bl
                  n_layers, block_size, n_taps);
         return PF_RC_ARG;
     }
+    return PF_RC_OK;
+}
+
+pf_rc pf_dflash_synth(const char *target_path, int version, int n_layers, int block_size, const int *target_layers,
+                      int n_taps, uint64_t seed, bool identity_v2, const char *out, char err[PF_ERR_LEN]) {
+    pf_rc rc = check_shape(version, n_layers, block_size, target_layers, n_taps, err);
+    if (rc != PF_RC_OK) return rc;
     gguf_file *tf;
-    pf_rc rc = gguf_open_file(target_path, &tf, err);
+    rc = gguf_open_file(target_path, &tf, err);
     if (rc != PF_RC_OK) return rc;
     pf_model *m = NULL;
     if ((rc = pf_model_from_gguf(tf, 0, &m, err)) != PF_RC_OK) {

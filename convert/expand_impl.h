@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "draft/dflash.h"
-#include "engine/sampler.h"
+#include "engine/rng.h"
 #include "engine/tokenizer.h"
 #include "formats/ggml_types.h"
 #include "formats/quant.h"

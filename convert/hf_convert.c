@@ -53,30 +53,18 @@ typedef struct {
     int64_t conv_k, conv_g, sel_rank, sel_topk, n_taps, vocab_draft;
 } conv;
 
-static int vfail(conv *c, pf_rc rc, const char *fmt, va_list ap) {
+/* A failure of kind rc (memory, a bad option, a missing file): -1 with err filled. */
+static int fail_kind(conv *c, pf_rc rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(c->err, PF_ERR_LEN, fmt, ap);
+    va_end(ap);
     pf_err_one_line(c->err); /* it quotes config.json's strings, which may hold a newline */
     c->rc = rc;
     return -1;
 }
-
-/* A checkpoint that does not fit (PF_RC_FORMAT): -1 with err filled. */
-static int fail(conv *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(c, PF_RC_FORMAT, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-/* A failure of another kind (memory, a bad option, a missing file): -1 with err filled. */
-static int fail_kind(conv *c, pf_rc rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(c, rc, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+/* A checkpoint that does not fit. */
+#define fail(c, ...) fail_kind((c), PF_RC_FORMAT, __VA_ARGS__)
 
 /* A reader's failure (its message already in err): -1 unless rc is PF_RC_OK. */
 static int kept(conv *c, pf_rc rc) {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/sampler.h"
+#include "engine/rng.h"
 #include "formats/ggml_types.h"
 #include "convert/requantize.h"
 #include "convert/shape_keys.h"

@@ -5,30 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* xoshiro256** seeded through splitmix64. */
-static uint64_t splitmix(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-void pf_rng_seed(pf_rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t pf_rng_next(pf_rng *r) {
-    uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return out;
-}
-
-double pf_rng_uniform(pf_rng *r) { return (double)(pf_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
-
 int32_t pf_argmax(const float *logits, int n) { return pf_kernels_best()->argmax(logits, n); }
 
 int pf_dist_init(pf_dist *d, int cap) {

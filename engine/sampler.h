@@ -1,4 +1,4 @@
-/* Token selection: greedy, temperature, top-k, top-p with a seeded, reproducible RNG.
+/* Token selection: greedy, temperature, top-k, top-p with a seeded, reproducible RNG (engine/rng.h).
  * pf_sampling_probs exposes the exact distribution a sample is drawn from, which the lossless
  * speculative acceptance needs. */
 #ifndef PF_SAMPLER_H
@@ -6,18 +6,13 @@
 
 #include <stdint.h>
 
+#include "engine/rng.h"
+
 typedef struct {
     float temp;  /* <= 0: greedy */
     int top_k;   /* <= 0: off */
     float top_p; /* >= 1: off */
 } pf_sampling;
-
-typedef struct { uint64_t s[4]; } pf_rng;
-
-void pf_rng_seed(pf_rng *r, uint64_t seed);
-uint64_t pf_rng_next(pf_rng *r);
-/* Uniform double in [0, 1) with 53 random bits. */
-double pf_rng_uniform(pf_rng *r);
 
 /* Lowest id among the maxima. */
 int32_t pf_argmax(const float *logits, int n);

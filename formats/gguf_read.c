@@ -22,32 +22,23 @@ typedef struct {
     pf_rc rc; /* the first failure's kind: PF_RC_FORMAT, or PF_RC_OOM from fail_oom */
 } cursor;
 
-static void vfail(cursor *c, pf_rc rc, const char *fmt, va_list ap) {
-    if (c->failed) return;
+/* The first failure's message (later ones keep it) and its kind; -1, for `return fail(...)`. */
+static int fail_as(cursor *c, pf_rc rc, const char *fmt, ...) {
+    if (c->failed) return -1;
     c->failed = 1;
     c->rc = rc;
     int n = snprintf(c->err, PF_ERR_LEN, "%s: ", c->name);
-    if (n < 0 || n >= PF_ERR_LEN - 1) return;
+    if (n < 0 || n >= PF_ERR_LEN - 1) return -1;
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(c->err + n, (size_t)(PF_ERR_LEN - n), fmt, ap);
-}
-
-/* The first failure's message (later ones keep it), a bad file; -1, for `return fail(...)`. */
-static int fail(cursor *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(c, PF_RC_FORMAT, fmt, ap);
     va_end(ap);
     return -1;
 }
-
-/* The same for an allocation that failed: the file may be fine. */
-static int fail_oom(cursor *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(c, PF_RC_OOM, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+/* A bad file. */
+#define fail(c, ...) fail_as((c), PF_RC_FORMAT, __VA_ARGS__)
+/* An allocation that failed: the file may be fine. */
+#define fail_oom(c, ...) fail_as((c), PF_RC_OOM, __VA_ARGS__)
 
 static int take(cursor *c, void *out, size_t n, const char *field) {
     if (c->failed) return -1;

@@ -135,6 +135,43 @@ static int write_section(FILE *fp, section_coder *coder, const plan_entry *e, pf
     return 0;
 }
 
+/* The n planned sections and their table written to path (a whole file or none), sec[] filled. */
+static pf_rc write_planned(const char *path, const pfb_pack_params *p, const plan_entry *pl, int n, pfb_section *sec,
+                           section_coder *coder, char err[PF_ERR_LEN]) {
+    size_t tsize = (size_t)n * PFB_ENTRY_SIZE;
+    uint8_t *table = calloc(1, tsize);
+    if (!table) return pfb_fail(err, path, "out of memory"), PF_RC_OOM;
+    atomic_file af = {0};
+    pf_rc rc = PF_RC_IO;
+    FILE *fp = atomic_file_open(&af, path, "wb");
+    if (!fp) {
+        pfb_fail(err, path, "cannot create: %s", strerror(errno));
+        goto done;
+    }
+    size_t pos = align_up(PFB_HEADER_SIZE + tsize, PFB_ALIGN);
+    if (write_zeros(fp, pos) < 0) goto io;
+    for (int i = 0; i < n; i++) {
+        int w = write_section(fp, coder, &pl[i], &sec[i], &pos);
+        if (w == -2) {
+            pfb_fail(err, path, "out of memory");
+            rc = PF_RC_OOM;
+            goto done;
+        }
+        if (w < 0) goto io;
+        encode_entry(table + (size_t)i * PFB_ENTRY_SIZE, &sec[i]);
+        if (p->on_section) p->on_section(p->user, &sec[i]);
+    }
+    if (write_header(fp, n, pos, table, tsize) < 0 || atomic_file_commit(&af, path, 1) != 0) goto io;
+    rc = PF_RC_OK;
+    goto done;
+io:
+    pfb_fail(err, path, "write failed: %s", strerror(errno));
+done:
+    if (rc) atomic_file_abort(&af);
+    free(table);
+    return rc;
+}
+
 pf_rc pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]) {
     err[0] = 0;
     if (!p->target) return pfb_fail(err, path, "no target model to pack"), PF_RC_ARG;
@@ -144,11 +181,8 @@ pf_rc pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]
         return pfb_fail(err, path, "too many tensors for a bundle (%llu)", (unsigned long long)cap), PF_RC_FORMAT;
     plan_entry *pl = calloc((size_t)cap, sizeof *pl);
     pfb_section *sec = calloc((size_t)cap, sizeof *sec);
-    uint8_t *table = NULL;
     section_coder coder = {.cctx = ZSTD_createCCtx(), .level = p->level > 0 ? p->level : 3,
                            .min_saving = p->min_saving > 0 ? p->min_saving : 5};
-    FILE *fp = NULL;
-    atomic_file af = {0};
     int n = 0;
     pf_rc rc = PF_RC_OOM;
     if (!pl || !sec || !coder.cctx) {
@@ -158,43 +192,11 @@ pf_rc pfb_write(const char *path, const pfb_pack_params *p, char err[PF_ERR_LEN]
     rc = PF_RC_FORMAT; /* a tensor a bundle cannot hold */
     if (plan_model(pl, &n, p->target, PFB_OWNER_TARGET, path, err) < 0) goto done;
     if (p->draft && plan_model(pl, &n, p->draft, PFB_OWNER_DRAFT, path, err) < 0) goto done;
-    rc = PF_RC_OOM;
     if (p->profile) pl[n++] = (plan_entry){PFB_KIND_PROFILE, PFB_OWNER_PROFILE, 0, "profile", 7, p->profile, p->profile_len};
-    size_t tsize = (size_t)n * PFB_ENTRY_SIZE;
-    if (!(table = calloc(1, tsize))) {
-        pfb_fail(err, path, "out of memory");
-        goto done;
-    }
-    if (!(fp = atomic_file_open(&af, path, "wb"))) {
-        pfb_fail(err, path, "cannot create: %s", strerror(errno));
-        rc = PF_RC_IO;
-        goto done;
-    }
-    size_t pos = align_up(PFB_HEADER_SIZE + tsize, PFB_ALIGN);
-    if (write_zeros(fp, pos) < 0) goto io;
-    for (int i = 0; i < n; i++) {
-        int w = write_section(fp, &coder, &pl[i], &sec[i], &pos);
-        if (w == -2) {
-            pfb_fail(err, path, "out of memory");
-            goto done;
-        }
-        if (w < 0) goto io;
-        encode_entry(table + (size_t)i * PFB_ENTRY_SIZE, &sec[i]);
-        if (p->on_section) p->on_section(p->user, &sec[i]);
-    }
-    if (write_header(fp, n, pos, table, tsize) < 0) goto io;
-    fp = NULL;
-    if (atomic_file_commit(&af, path, 1) != 0) goto io;
-    rc = PF_RC_OK;
-    goto done;
-io:
-    pfb_fail(err, path, "write failed: %s", strerror(errno));
-    rc = PF_RC_IO;
+    rc = write_planned(path, p, pl, n, sec, &coder, err);
 done:
-    if (rc) atomic_file_abort(&af);
     ZSTD_freeCCtx(coder.cctx);
     free(coder.dst);
-    free(table);
     free(sec);
     free(pl);
     return rc;

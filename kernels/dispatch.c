@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kernels/kernels_impl.h"
+#include "kernels/matmul_prof.h"
 
 pf_matmul_prof *pf_matmul_prof_on;
 

@@ -90,28 +90,6 @@ void pf_matmul(const pf_kernels *k, pf_pool *pool, const pf_weight *W, const voi
 void pf_matmul_n(const pf_kernels *k, pf_pool *pool, int n, const pf_weight *const *W, const void *act, int B,
                  float *const *y, const int64_t *ldy);
 
-/* Matmul profile (tools/forward_prof.c): while pf_matmul_prof_on points at one, every pf_act_prepare
- * and pf_matmul_n adds its wall time there, by the shape of its first weight (slot: the first
- * PF_PROF_SHAPES distinct (rows, cols, parts); later shapes are not recorded), and each pool
- * thread its time inside gemm calls. NULL (the default) records nothing. One context at a time. */
-#define PF_PROF_SHAPES 8
-#define PF_PROF_THREADS 4
-typedef struct {
-    int64_t rows, cols, parts;           /* the first weight's shape, the weights in the call */
-    int64_t calls;
-    double prepare_s;                    /* activation quantization (the caller, before the run) */
-    double matmul_s;                     /* pf_matmul_n, wall */
-    double busy_s[PF_PROF_THREADS];      /* per thread: inside gemm calls */
-    double blocks;                       /* output blocks: weight rows x activation rows x cols/32 */
-} pf_prof_shape;
-typedef struct {
-    int n;
-    pf_prof_shape s[PF_PROF_SHAPES];
-    int64_t last_cols;                   /* the width of the last prepare (attributes it to a shape) */
-    double last_prepare_s;
-} pf_matmul_prof;
-extern pf_matmul_prof *pf_matmul_prof_on;
-
 /* Packed weights (kernels/repack.c). The x86 quantized gemms (AVX2, AVX-VNNI, AVX-512) work on
  * groups of 16 consecutive rows, one row per 32-bit lane (256-bit levels: two halves of 8 lanes);
  * in the GGUF layout every block of a group needs a register transpose and a gather of its scales.

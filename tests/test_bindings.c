@@ -75,6 +75,15 @@ static int run_python(const char *py, const char *mode, const char *lib, const c
     return test_run(cmd, log, n_log, NULL, 0);
 }
 
+/* test_python.py MODE as a whole test, its output to <tmp>/out_name (NULL: none): a failure with its log. */
+static void python_mode(const char *mode, const char *out_name) {
+    const char *py, *lib;
+    if (!python_ready(&py, &lib)) return;
+    char out[512] = "/dev/null", log[4096];
+    if (out_name) test_tmp_path(out, sizeof out, out_name);
+    CHECKF(run_python(py, mode, lib, out, NULL, log, sizeof log) == 0, "test_python.py %s: %s", mode, log);
+}
+
 TEST(bindings_python_text_equals_run) {
     const char *py, *lib;
     if (!python_ready(&py, &lib)) return;
@@ -131,38 +140,17 @@ TEST(bindings_python_struct_sizes_equal_c) {
 /* Model(path, kernels=..., repack=..., hugepages=...) is pf_load_model_with: the scalar kernels
  * without packing or huge pages give the default load's greedy text, and a level this build lacks
  * raises with status "arg" (tests/bindings/test_python.py load). */
-TEST(bindings_python_load_params) {
-    const char *py, *lib;
-    if (!python_ready(&py, &lib)) return;
-    char log[2048];
-    CHECKF(run_python(py, "load", lib, "/dev/null", NULL, log, sizeof log) == 0, "test_python.py load: %s", log);
-}
+TEST(bindings_python_load_params) { python_mode("load", NULL); }
 
 /* Tool calls through Session.chat (tools, tool_choice required and named) and parse_tool_calls:
  * one call of a listed tool with arguments its parameters accept, speculative equal to plain, a
  * history with the call and its result goes on, an unknown name raises (tests/bindings/test_python.py). */
-TEST(bindings_python_tool_calls) {
-    const char *py, *lib;
-    if (!python_ready(&py, &lib)) return;
-    char out[512], log[4096];
-    test_tmp_path(out, sizeof out, "python-tools.out");
-    CHECKF(run_python(py, "tools", lib, out, NULL, log, sizeof log) == 0, "test_python.py tools: %s", log);
-}
+TEST(bindings_python_tool_calls) { python_mode("tools", "python-tools.out"); }
 
-TEST(bindings_python_sessions_freed) {
-    const char *py, *lib;
-    if (!python_ready(&py, &lib)) return;
-    char log[2048];
-    CHECKF(run_python(py, "freed", lib, "/dev/null", NULL, log, sizeof log) == 0, "%s", log);
-}
+TEST(bindings_python_sessions_freed) { python_mode("freed", NULL); }
 
 /* Session.generate_batch: each request's text and token count are its solo call's. */
-TEST(bindings_python_batch_equals_solo) {
-    const char *py, *lib;
-    if (!python_ready(&py, &lib)) return;
-    char log[4096];
-    CHECKF(run_python(py, "batch", lib, "/dev/null", NULL, log, sizeof log) == 0, "test_python.py batch: %s", log);
-}
+TEST(bindings_python_batch_equals_solo) { python_mode("batch", NULL); }
 
 /* The plan table (tests/plan_table.h) through Session.plan: every row's plan or message as the
  * library, the CLI and the server give it (tests/test_plan_table.c). */

@@ -57,6 +57,29 @@ static pf_model *setup(int version, char *dpath, size_t n, int32_t *ranked) {
     return m;
 }
 
+/* setup's target and its draft, loaded. */
+typedef struct {
+    pf_model *m;
+    pf_dflash *d;
+    int32_t ranked[NRANK];
+} head_pair;
+
+static void head_pair_close(head_pair *p) {
+    pf_dflash_free(p->d);
+    pf_model_free(p->m);
+}
+
+/* 0, or -1 with the error printed and nothing held. */
+static int head_pair_open(head_pair *p, int version) {
+    char dpath[300], err[PF_ERR_LEN];
+    p->d = NULL;
+    if (!(p->m = setup(version, dpath, sizeof dpath, p->ranked))) return -1;
+    if ((p->d = pf_dflash_load(dpath, p->m, err))) return 0;
+    printf("    %s\n", err);
+    head_pair_close(p);
+    return -1;
+}
+
 static float *context_taps(const pf_model *m, const pf_dflash *d, int n) {
     char err[PF_ERR_LEN];
     int n_taps;
@@ -77,30 +100,27 @@ static float *context_taps(const pf_model *m, const pf_dflash *d, int n) {
 }
 
 static void check_greedy(int version) {
-    char dpath[300], err[PF_ERR_LEN];
-    int32_t ranked[NRANK];
-    pf_model *m = setup(version, dpath, sizeof dpath, ranked);
-    CHECK(m);
-    pf_dflash *d = pf_dflash_load(dpath, m, err);
-    CHECKF(d, "%s", err);
-    CHECK(pf_dflash_head_default(d) == NHEAD && pf_dflash_head_ranked(d) == NRANK);
-    const int V = m->hp.n_vocab, B = 8, N = 12;
-    float *taps = context_taps(m, d, N);
+    char err[PF_ERR_LEN];
+    head_pair fx;
+    CHECK(head_pair_open(&fx, version) == 0);
+    CHECK(pf_dflash_head_default(fx.d) == NHEAD && pf_dflash_head_ranked(fx.d) == NRANK);
+    const int V = fx.m->hp.n_vocab, B = 8, N = 12;
+    float *taps = context_taps(fx.m, fx.d, N);
     CHECK(taps);
-    pf_dflash_state *full = pf_dflash_state_new(d, 64, NULL, NULL, err), *sub = pf_dflash_state_new(d, 64, NULL, NULL, err);
+    pf_dflash_state *full = pf_dflash_state_new(fx.d, 64, NULL, NULL, err), *sub = pf_dflash_state_new(fx.d, 64, NULL, NULL, err);
     CHECK(full && sub);
     CHECK(pf_dflash_head(full, NULL) == 0); /* a new state scores the whole vocabulary */
     CHECKF(pf_dflash_set_head(sub, -1, err) == 0, "%s", err);
     const int32_t *ids;
     CHECK(pf_dflash_head(sub, &ids) == NHEAD);
     int32_t want[NHEAD];
-    memcpy(want, ranked, sizeof want);
+    memcpy(want, fx.ranked, sizeof want);
     for (int i = 1; i < NHEAD; i++) /* ascending ids of the first NHEAD ranked */
         for (int j = i; j > 0 && want[j - 1] > want[j]; j--) { int32_t t = want[j]; want[j] = want[j - 1]; want[j - 1] = t; }
     CHECK(!memcmp(ids, want, sizeof want));
     /* the default list is gathered once per draft and shared; another size is a state's own, and
      * freeing that state leaves the shared one to the others (sub goes on using ids below) */
-    pf_dflash_state *other = pf_dflash_state_new(d, 64, NULL, NULL, err);
+    pf_dflash_state *other = pf_dflash_state_new(fx.d, 64, NULL, NULL, err);
     const int32_t *ids2 = NULL;
     CHECK(other && pf_dflash_set_head(other, -1, err) == 0 && pf_dflash_head(other, &ids2) == NHEAD && ids2 == ids);
     CHECK(pf_dflash_set_head(other, NRANK, err) == 0 && pf_dflash_head(other, &ids2) == NRANK && ids2 != ids);
@@ -143,13 +163,12 @@ static void check_greedy(int version) {
     /* sizes: 0 is the whole head again; more than ranked, or (v2) under the selector's top-k, fail */
     CHECK(pf_dflash_set_head(sub, 0, err) == 0 && pf_dflash_head(sub, NULL) == 0);
     CHECK(pf_dflash_set_head(sub, NRANK + 1, err) == PF_RC_ARG && strstr(err, "ranks"));
-    if (version == 2) CHECK(pf_dflash_set_head(sub, pf_dflash_selector_top_k(d) - 1, err) == PF_RC_ARG && strstr(err, "selector"));
+    if (version == 2) CHECK(pf_dflash_set_head(sub, pf_dflash_selector_top_k(fx.d) - 1, err) == PF_RC_ARG && strstr(err, "selector"));
     CHECK(pf_dflash_set_head(sub, NRANK, err) == 0 && pf_dflash_head(sub, NULL) == NRANK);
     free(taps);
     pf_dflash_state_free(full);
     pf_dflash_state_free(sub);
-    pf_dflash_free(d);
-    pf_model_free(m);
+    head_pair_close(&fx);
 }
 
 TEST(draft_head_v1_logits_and_greedy) { check_greedy(1); }
@@ -159,15 +178,12 @@ TEST(draft_head_v2_logits_and_candidates) { check_greedy(2); }
  * subset's logits at the temperature, and the first drafted token is drawn from q[0] (chi-square
  * over many draws). */
 static void check_sampled(int version) {
-    char dpath[300], err[PF_ERR_LEN];
-    int32_t ranked[NRANK];
-    pf_model *m = setup(version, dpath, sizeof dpath, ranked);
-    CHECK(m);
-    pf_dflash *d = pf_dflash_load(dpath, m, err);
-    CHECK(d);
-    const int B = 4, N = 10, V = m->hp.n_vocab;
-    float *taps = context_taps(m, d, N);
-    pf_dflash_state *s = pf_dflash_state_new(d, 64, NULL, NULL, err);
+    char err[PF_ERR_LEN];
+    head_pair fx;
+    CHECK(head_pair_open(&fx, version) == 0);
+    const int B = 4, N = 10, V = fx.m->hp.n_vocab;
+    float *taps = context_taps(fx.m, fx.d, N);
+    pf_dflash_state *s = pf_dflash_state_new(fx.d, 64, NULL, NULL, err);
     CHECK(taps && s && pf_dflash_set_head(s, -1, err) == 0 && pf_dflash_append_context(s, taps, N, err) == 0);
     const int32_t *ids;
     int nh = pf_dflash_head(s, &ids);
@@ -232,8 +248,7 @@ static void check_sampled(int version) {
     pf_dist_free(&q0);
     free(taps);
     pf_dflash_state_free(s);
-    pf_dflash_free(d);
-    pf_model_free(m);
+    head_pair_close(&fx);
 }
 
 TEST(draft_head_v1_sampled_from_reported_q) { check_sampled(1); }

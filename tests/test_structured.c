@@ -50,29 +50,14 @@ static pf_status run_schema(test_pair *p, pf_strategy *strat, int k, int prompt,
     gp.seed = seed;
     gp.json_schema = k_schemas[k];
     gp.json_object = !k_schemas[k];
-    pf_api_use_strategy(p->s, strat);
-    seq->n = 0;
-    pf_session_reset(p->s);
-    const char *pr = k_prompts[prompt];
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    if (pf_tokenize(p->m->tok, pr, strlen(pr), true, &ids, &n_ids, err) != PF_RC_OK) return PF_ERR_ARG;
-    pf_status rc = pf_generate_tokens(p->s, ids, (int)n_ids, &gp, test_seq_push, seq, st, err);
-    free(ids);
-    return rc;
+    return test_pair_generate(p, strat, k_prompts[prompt], &gp, seq, st, err);
 }
 
 /* A complete document (stop at its end) parses and validates; one cut by the length is left. */
 static int document_ok(test_pair *p, int k, const test_seq *seq, const pf_gen_stats *st, int *complete) {
     char text[8192];
-    size_t n = 0;
-    for (int i = 0; i < seq->n; i++) {
-        size_t len = 0;
-        const char *b = pf_token_bytes(p->m->tok, seq->toks[i], &len);
-        if (!b || n + len >= sizeof text) return 0;
-        memcpy(text + n, b, len);
-        n += len;
-    }
+    size_t n = test_seq_text(p->m, seq, text, sizeof text);
+    if (n == (size_t)-1) return 0;
     if (st->stop != PF_STOP_EOT) return st->stop == PF_STOP_LENGTH;
     (*complete)++;
     int ok = pf_schema_valid_text(k_schemas[k] ? k_schemas[k] : "{\"type\":\"object\"}", text, n);
@@ -158,9 +143,6 @@ TEST(structured_gen_schema_per_line) {
     CHECK(!test_exists(cmd));
 }
 
-static const pf_kind k_kinds[] = {PF_KIND_DFLASH, PF_KIND_DEC, PF_KIND_ADAPTIVE, PF_KIND_NGRAM, PF_KIND_HYBRID};
-enum { N_KINDS = sizeof k_kinds / sizeof *k_kinds };
-
 /* Greedy: every strategy over the committed DFlash2 draft gives constrained plain decoding's
  * tokens on every schema and prompt; the schema's forced tokens are appended and accepted. */
 TEST(structured_spec_greedy_equals_plain_every_strategy) {
@@ -175,8 +157,8 @@ TEST(structured_spec_greedy_equals_plain_every_strategy) {
             CHECKF(run_schema(&p, NULL, k, pi, 0, 0, &plain[k][pi], &st, err) == PF_OK, "%s", err);
             CHECK(document_ok(&p, k, &plain[k][pi], &st, &complete));
         }
-    for (int ki = 0; ki < N_KINDS; ki++) {
-        pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)k_kinds[ki], 0, err);
+    for (int ki = 0; ki < TEST_N_SPEC_KINDS; ki++) {
+        pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)test_spec_kinds[ki], 0, err);
         CHECKF(spec, "%s", err);
         int64_t forced = 0, tokens = 0, rounds = 0;
         for (int k = 0; k < N_SCHEMAS; k++)
@@ -185,15 +167,15 @@ TEST(structured_spec_greedy_equals_plain_every_strategy) {
                 pf_gen_stats st;
                 CHECKF(run_schema(&p, pf_spec_strategy(spec), k, pi, 0, 0, &seq, &st, err) == PF_OK, "%s", err);
                 CHECKF(test_seq_same(&seq, &plain[k][pi]), "%s: schema %d prompt %d differs from plain (%d vs %d tokens)",
-                       pf_kind_name(k_kinds[ki]), k, pi, seq.n, plain[k][pi].n);
+                       pf_kind_name(test_spec_kinds[ki]), k, pi, seq.n, plain[k][pi].n);
                 const pf_spec_stats *ss = pf_spec_stats_get(spec);
                 forced += ss->forced;
                 tokens += ss->tokens;
                 rounds += ss->rounds;
             }
-        fprintf(stderr, "%s: %lld rounds, %lld tokens, %lld forced\n", pf_kind_name(k_kinds[ki]), (long long)rounds,
+        fprintf(stderr, "%s: %lld rounds, %lld tokens, %lld forced\n", pf_kind_name(test_spec_kinds[ki]), (long long)rounds,
                 (long long)tokens, (long long)forced);
-        CHECK(forced > 0 || k_kinds[ki] == PF_KIND_NGRAM || k_kinds[ki] == PF_KIND_DEC || k_kinds[ki] == PF_KIND_ADAPTIVE);
+        CHECK(forced > 0 || test_spec_kinds[ki] == PF_KIND_NGRAM || test_spec_kinds[ki] == PF_KIND_DEC || test_spec_kinds[ki] == PF_KIND_ADAPTIVE);
     }
     test_pair_close(&p);
 }
@@ -205,18 +187,18 @@ TEST(structured_spec_sampled_validates) {
     CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     int complete = 0;
-    for (int ki = 0; ki < N_KINDS; ki++) {
-        pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)k_kinds[ki], 0, err);
+    for (int ki = 0; ki < TEST_N_SPEC_KINDS; ki++) {
+        pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)test_spec_kinds[ki], 0, err);
         CHECKF(spec, "%s", err);
         for (int k = 0; k < N_SCHEMAS; k++) {
             test_seq seq, ref;
             pf_gen_stats st;
             int pi = (k + ki) % N_PROMPTS;
             CHECKF(run_schema(&p, pf_spec_strategy(spec), k, pi, 0.9f, 7 + (uint64_t)k, &seq, &st, err) == PF_OK, "%s", err);
-            CHECKF(document_ok(&p, k, &seq, &st, &complete), "%s schema %d", pf_kind_name(k_kinds[ki]), k);
-            if (k_kinds[ki] != PF_KIND_ADAPTIVE && k_kinds[ki] != PF_KIND_DEC) continue;
+            CHECKF(document_ok(&p, k, &seq, &st, &complete), "%s schema %d", pf_kind_name(test_spec_kinds[ki]), k);
+            if (test_spec_kinds[ki] != PF_KIND_ADAPTIVE && test_spec_kinds[ki] != PF_KIND_DEC) continue;
             CHECK(run_schema(&p, NULL, k, pi, 0.9f, 7 + (uint64_t)k, &ref, &st, err) == PF_OK);
-            CHECKF(test_seq_same(&seq, &ref), "%s schema %d: sampled tokens differ from plain", pf_kind_name(k_kinds[ki]), k);
+            CHECKF(test_seq_same(&seq, &ref), "%s schema %d: sampled tokens differ from plain", pf_kind_name(test_spec_kinds[ki]), k);
         }
     }
     test_pair_close(&p);

@@ -45,42 +45,25 @@ static int least_budget(test_pair *p, const char *schema) {
     return -1;
 }
 
-/* Greedy under schema with budget n (strat NULL: plain); tokens to seq, the text into text. */
+/* Greedy under schema with budget n (strat NULL: plain); tokens to seq. */
 static pf_status run(test_pair *p, pf_strategy *strat, const char *prompt, const char *schema, int n, test_seq *seq,
                      pf_gen_stats *st, char err[PF_ERR_LEN]) {
     pf_gen_params gp = params(schema, n);
-    pf_api_use_strategy(p->s, strat);
-    pf_session_reset(p->s);
-    seq->n = 0;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    if (pf_tokenize(p->m->tok, prompt, strlen(prompt), true, &ids, &n_ids, err) != PF_RC_OK) return PF_ERR_ARG;
-    pf_status rc = pf_generate_tokens(p->s, ids, (int)n_ids, &gp, test_seq_push, seq, st, err);
-    free(ids);
-    return rc;
+    return test_pair_generate(p, strat, prompt, &gp, seq, st, err);
 }
 
 /* seq's text is a document of schema, as long as the budget allows and stopped for the right
  * reason: "length" where the budget was reached, otherwise the document closed by itself. */
 static int whole_document(test_pair *p, const char *schema, int budget, const test_seq *seq, const pf_gen_stats *st) {
     char text[8192];
-    size_t n = 0;
-    for (int i = 0; i < seq->n; i++) {
-        size_t len = 0;
-        const char *b = pf_token_bytes(p->m->tok, seq->toks[i], &len);
-        if (!b || n + len >= sizeof text) return 0;
-        memcpy(text + n, b, len);
-        n += len;
-    }
+    size_t n = test_seq_text(p->m, seq, text, sizeof text);
+    if (n == (size_t)-1) return 0;
     if (seq->n > budget || st->stop != (seq->n == budget ? PF_STOP_LENGTH : PF_STOP_EOT))
         return fprintf(stderr, "%d tokens of %d, stop %d\n", seq->n, budget, (int)st->stop), 0;
     if (pf_schema_valid_text(schema, text, n)) return 1;
     fprintf(stderr, "budget %d: invalid document '%.*s'\n", budget, (int)n, text);
     return 0;
 }
-
-static const pf_kind k_kinds[] = {PF_KIND_DFLASH, PF_KIND_DEC, PF_KIND_ADAPTIVE, PF_KIND_NGRAM, PF_KIND_HYBRID};
-enum { N_KINDS = sizeof k_kinds / sizeof *k_kinds };
 
 TEST(structured_budget_documents_close_and_spec_equals_plain) {
     test_pair p;
@@ -110,13 +93,13 @@ TEST(structured_budget_documents_close_and_spec_equals_plain) {
             CHECKF(run(&p, NULL, prompts[k], schemas[k], budgets[b], &plain, &st, err) == PF_OK, "%s", err);
             CHECKF(whole_document(&p, schemas[k], budgets[b], &plain, &st), "schema %d budget %d plain", k, budgets[b]);
             cut += st.stop == PF_STOP_LENGTH;
-            for (int ki = 0; ki < N_KINDS; ki++) {
-                pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)k_kinds[ki], 0, err);
+            for (int ki = 0; ki < TEST_N_SPEC_KINDS; ki++) {
+                pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)test_spec_kinds[ki], 0, err);
                 CHECKF(spec, "%s", err);
                 CHECKF(run(&p, pf_spec_strategy(spec), prompts[k], schemas[k], budgets[b], &seq, &st, err) == PF_OK, "%s",
                        err);
                 CHECKF(test_seq_same(&seq, &plain), "%s: schema %d budget %d differs from plain (%d vs %d tokens)",
-                       pf_kind_name(k_kinds[ki]), k, budgets[b], seq.n, plain.n);
+                       pf_kind_name(test_spec_kinds[ki]), k, budgets[b], seq.n, plain.n);
             }
         }
     }

@@ -315,3 +315,31 @@ void test_pair_close(test_pair *p) {
     pf_free_draft(p->draft);
     pf_model_free(p->m);
 }
+
+pf_status test_pair_generate(test_pair *p, pf_strategy *strat, const char *prompt, const pf_gen_params *gp,
+                             test_seq *seq, pf_gen_stats *st, char err[PF_ERR_LEN]) {
+    pf_api_use_strategy(p->s, strat);
+    pf_session_reset(p->s);
+    seq->n = 0;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (pf_tokenize(p->m->tok, prompt, strlen(prompt), true, &ids, &n_ids, err) != PF_RC_OK) return PF_ERR_ARG;
+    pf_status rc = pf_generate_tokens(p->s, ids, (int)n_ids, gp, test_seq_push, seq, st, err);
+    free(ids);
+    return rc;
+}
+
+size_t test_seq_text(const pf_model *m, const test_seq *seq, char *text, size_t cap) {
+    size_t n = 0;
+    for (int i = 0; i < seq->n; i++) {
+        size_t len = 0;
+        const char *b = pf_token_bytes(m->tok, seq->toks[i], &len);
+        if (!b || n + len >= cap) return (size_t)-1;
+        memcpy(text + n, b, len);
+        n += len;
+    }
+    return n;
+}
+
+const pf_kind test_spec_kinds[TEST_N_SPEC_KINDS] = {PF_KIND_DFLASH, PF_KIND_DEC, PF_KIND_ADAPTIVE, PF_KIND_NGRAM,
+                                                    PF_KIND_HYBRID};

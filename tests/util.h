@@ -15,6 +15,7 @@
 #include "engine/model.h"
 #include "include/pocketflash.h"
 #include "kernels/kernels.h"
+#include "verify/kind.h"
 
 /* ---- kernel levels ---- */
 
@@ -98,6 +99,17 @@ typedef struct {
 } test_pair;
 int test_pair_open(test_pair *p);
 void test_pair_close(test_pair *p);
+/* Generates from `prompt` (tokenized with its special tokens) on p's session, reset first, under gp
+ * with strategy strat (NULL: plain decoding); the tokens to seq. PF_ERR_ARG when the prompt does
+ * not tokenize, else pf_generate_tokens's status. */
+pf_status test_pair_generate(test_pair *p, pf_strategy *strat, const char *prompt, const pf_gen_params *gp,
+                             test_seq *seq, pf_gen_stats *st, char err[PF_ERR_LEN]);
+/* seq's text (the tokens' bytes, no NUL added) into text[cap]: its length, or (size_t)-1 when a
+ * token has no bytes or the text does not fit. */
+size_t test_seq_text(const pf_model *m, const test_seq *seq, char *text, size_t cap);
+/* The speculative kinds the library builds over the pair's DFlash2 draft. */
+enum { TEST_N_SPEC_KINDS = 5 };
+extern const pf_kind test_spec_kinds[TEST_N_SPEC_KINDS];
 
 /* A tiny q8_0 target (seed target_seed) and a version-1 DFlash draft of it with draft_layers layers (block 8,
  * default taps, seed 3), written to <tmp>/<prefix>-target.gguf and <prefix>-draft.gguf, whose paths go to

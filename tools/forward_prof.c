@@ -16,6 +16,7 @@
 #include "engine/batch.h"
 #include "engine/forward.h"
 #include "engine/op_timing.h"
+#include "kernels/matmul_prof.h"
 
 enum { THREADS = 2, NB = 4 };
 static const int Bs[NB] = {1, 4, 8, 16};

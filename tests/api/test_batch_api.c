@@ -145,16 +145,12 @@ static int same(const result *a, const result *b, int i) {
     return 0;
 }
 
-static pf_session *open_session(const pf_model *m, int threads) { return api_session(m, threads, 512); }
-
 TEST(api_batch_equals_solo) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    if (!api_load(NULL, &m, NULL)) return;
-    pf_session *s = open_session(m, 2);
-    CHECK(s);
+    api_fixture fx;
+    if (!api_open(&fx, NULL, 2, 512)) return;
     static result want[N_REQ];
-    for (int i = 0; i < N_REQ; i++) solo(s, i, &want[i]);
+    for (int i = 0; i < N_REQ; i++) solo(fx.s, i, &want[i]);
     CHECK(want[2].stats.stop == PF_STOP_CALLBACK && want[2].st == PF_OK);
     CHECK(want[3].st == PF_ERR_CANCELLED);
     static const int slots[] = {1, 3, N_REQ};
@@ -163,7 +159,7 @@ TEST(api_batch_equals_solo) {
         feed_init(&f);
         for (int i = 0; i < N_REQ; i++) feed_add(&f, i);
         feed_close(&f);
-        CHECKF(pf_generate_batch(s, slots[k], &(pf_batch_feed){feed_next, feed_done, &f}, err) == PF_OK, "%s", err);
+        CHECKF(pf_generate_batch(fx.s, slots[k], &(pf_batch_feed){feed_next, feed_done, &f}, err) == PF_OK, "%s", err);
         for (int i = 0; i < N_REQ; i++) {
             CHECKF(f.res[i].done == 1, "%d slots: request %d done %d times", slots[k], i, f.res[i].done);
             CHECKF(same(&f.res[i], &want[i], i), "%d slots", slots[k]);
@@ -172,8 +168,7 @@ TEST(api_batch_equals_solo) {
         CHECK(!strcmp(f.res[0].stats.spec, "plain"));
         feed_destroy(&f);
     }
-    pf_session_free(s);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 typedef struct {
@@ -197,16 +192,14 @@ static void *run_batch(void *arg) {
 }
 
 TEST(api_batch_fed_from_threads) {
-    pf_model *m;
-    if (!api_load(NULL, &m, NULL)) return;
-    pf_session *s = open_session(m, 2);
-    CHECK(s);
+    api_fixture fx;
+    if (!api_open(&fx, NULL, 2, 512)) return;
     static result want[N_REQ];
-    for (int i = 0; i < N_REQ; i++) solo(s, i, &want[i]);
+    for (int i = 0; i < N_REQ; i++) solo(fx.s, i, &want[i]);
     static feed f;
     feed_init(&f);
     pf_batch_feed bf = {feed_next, feed_done, &f};
-    void *args[2] = {s, &bf};
+    void *args[2] = {fx.s, &bf};
     pthread_t batch, prod[2];
     producer pa[2] = {{&f, 0}, {&f, 1}};
     CHECK(pthread_create(&batch, NULL, run_batch, args) == 0);
@@ -219,19 +212,16 @@ TEST(api_batch_fed_from_threads) {
     CHECK(f.n_done == N_REQ);
     for (int i = 0; i < N_REQ; i++) CHECK(same(&f.res[i], &want[i], i));
     feed_destroy(&f);
-    pf_session_free(s);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 /* Requests the batch cannot run end with their status; the others run on. */
 TEST(api_batch_refusals) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    if (!api_load(NULL, &m, NULL)) return;
-    pf_session *s = open_session(m, 1);
-    CHECK(s);
+    api_fixture fx;
+    if (!api_open(&fx, NULL, 1, 512)) return;
     static result want;
-    solo(s, 0, &want);
+    solo(fx.s, 0, &want);
     static feed f;
     feed_init(&f);
     for (int i = 0; i < 5; i++) feed_add(&f, 0);
@@ -242,18 +232,17 @@ TEST(api_batch_refusals) {
     for (int i = 0; i < 5; i++) f.req[i].user = &f.res[i];
     feed_close(&f);
     pf_batch_feed bf = {feed_next, feed_done, &f};
-    CHECK(pf_generate_batch(s, 2, &bf, err) == PF_OK);
+    CHECK(pf_generate_batch(fx.s, 2, &bf, err) == PF_OK);
     CHECK(same(&f.res[0], &want, 0));
     CHECKF(f.res[1].st == PF_ERR_ARG && strstr(f.res[1].err, "strategy dflash needs a draft"), "%s", f.res[1].err);
     CHECKF(f.res[2].st == PF_ERR_ARG && strstr(f.res[2].err, "prompt cache"), "%s", f.res[2].err);
     CHECKF(f.res[3].st == PF_ERR_ARG && strstr(f.res[3].err, "empty"), "%s", f.res[3].err);
     CHECKF(f.res[4].st == PF_ERR_UTF8, "%s", f.res[4].err);
     for (int i = 0; i < 5; i++) CHECK(f.res[i].done == 1);
-    CHECK(pf_generate_batch(s, 0, &bf, err) == PF_ERR_ARG && strstr(err, "1 to"));
-    CHECK(pf_generate_batch(s, 2, &(pf_batch_feed){NULL, feed_done, &f}, err) == PF_ERR_ARG);
+    CHECK(pf_generate_batch(fx.s, 0, &bf, err) == PF_ERR_ARG && strstr(err, "1 to"));
+    CHECK(pf_generate_batch(fx.s, 2, &(pf_batch_feed){NULL, feed_done, &f}, err) == PF_ERR_ARG);
     feed_destroy(&f);
-    pf_session_free(s);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 /* How a test makes its request i (d: the draft speculating requests use). */
@@ -300,19 +289,16 @@ static void mixed_request(int i, const pf_draft *d, pf_batch_request *r, pf_mess
  * strategy's name and block in the statistics. */
 TEST(api_batch_mixed_spec_equals_solo) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    pf_draft *d;
-    if (!api_load(DRAFT2, &m, &d)) return;
-    pf_session *s = open_session(m, 2);
-    CHECK(s);
+    api_fixture fx;
+    if (!api_open(&fx, DRAFT2, 2, 512)) return;
     static result want[N_REQ];
     for (int i = 0; i < N_REQ; i++)
-        CHECKF(solo_made(s, i, mixed_request, d, &want[i]), "request %d alone: %s", i, want[i].err);
+        CHECKF(solo_made(fx.s, i, mixed_request, fx.d, &want[i]), "request %d alone: %s", i, want[i].err);
     CHECK(!strcmp(want[0].stats.spec, "plain") && !strcmp(want[2].stats.spec, "dflash") && want[2].stats.block == 3);
     static const int slots[] = {2, N_REQ};
     for (int k = 0; k < 2; k++) {
         static feed f;
-        CHECKF(batch_made(s, slots[k], N_REQ, mixed_request, d, &f, err) == PF_OK, "%s", err);
+        CHECKF(batch_made(fx.s, slots[k], N_REQ, mixed_request, fx.d, &f, err) == PF_OK, "%s", err);
         for (int i = 0; i < N_REQ; i++) {
             CHECKF(f.res[i].done == 1 && same(&f.res[i], &want[i], i), "%d slots, request %d", slots[k], i);
             CHECKF(!strcmp(f.res[i].stats.spec, want[i].stats.spec) && f.res[i].stats.block == want[i].stats.block,
@@ -323,9 +309,7 @@ TEST(api_batch_mixed_spec_equals_solo) {
         }
         feed_destroy(&f);
     }
-    pf_session_free(s);
-    pf_free_draft(d);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 /* Structured output in the batch: JSON mode and a schema, plain, speculating and sampled, beside an
@@ -344,27 +328,22 @@ static void structured_request(int i, const pf_draft *d, pf_batch_request *r, pf
 
 TEST(api_batch_structured_equals_solo) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    pf_draft *d;
-    if (!api_load(DRAFT2, &m, &d)) return;
-    pf_session *s = open_session(m, 2);
-    CHECK(s);
+    api_fixture fx;
+    if (!api_open(&fx, DRAFT2, 2, 512)) return;
     enum { N = 4 };
     static result want[N];
     for (int i = 0; i < N; i++)
-        CHECKF(solo_made(s, i, structured_request, d, &want[i]), "request %d alone: %s", i, want[i].err);
+        CHECKF(solo_made(fx.s, i, structured_request, fx.d, &want[i]), "request %d alone: %s", i, want[i].err);
     CHECKF(want[0].out.s[0] == '{' && strstr(want[1].out.s, "\"age\""), "'%s' / '%s'", want[0].out.s, want[1].out.s);
     static const int slots[] = {2, N};
     for (int k = 0; k < 2; k++) {
         static feed f;
-        CHECKF(batch_made(s, slots[k], N, structured_request, d, &f, err) == PF_OK, "%s", err);
+        CHECKF(batch_made(fx.s, slots[k], N, structured_request, fx.d, &f, err) == PF_OK, "%s", err);
         for (int i = 0; i < N; i++)
             CHECKF(f.res[i].done == 1 && same(&f.res[i], &want[i], i), "%d slots, request %d: %s", slots[k], i,
                    f.res[i].err);
         CHECK(f.res[1].stats.rounds > 0 && !strcmp(f.res[1].stats.spec, "dflash")); /* speculated under its schema */
         feed_destroy(&f);
     }
-    pf_session_free(s);
-    pf_free_draft(d);
-    pf_free_model(m);
+    api_close(&fx);
 }

@@ -27,6 +27,15 @@ static int on_tok(void *u, int32_t id) {
 
 static pf_session *session(const pf_model *m, int threads) { return api_session(m, threads, 1024); }
 
+/* The default parameters for at most max_tokens tokens over draft d (NULL: none). */
+static pf_gen_params params(int max_tokens, const pf_draft *d) {
+    pf_gen_params gp;
+    pf_gen_params_default(&gp);
+    gp.max_tokens = max_tokens;
+    gp.draft = d;
+    return gp;
+}
+
 static const char *const k_prompts[3] = {
     "A shop sells 12 apples for 3 dollars each. How much do the apples cost?",
     "Extract the name and the version as JSON: package zlib1g, version 1.2.13, a compression library.",
@@ -42,34 +51,29 @@ TEST(api_version_matches_header) {
 
 TEST(api_speculative_text_equals_plain) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    pf_draft *d;
-    if (!api_load(DRAFT2, &m, &d)) return;
-    CHECK(pf_draft_has_dec(d) && pf_draft_block_size(d) == 8);
-    pf_session *s = session(m, 2);
-    CHECK(s);
+    api_fixture fx;
+    if (!api_open(&fx, DRAFT2, 2, 1024)) return;
+    CHECK(pf_draft_has_dec(fx.d) && pf_draft_block_size(fx.d) == 8);
     /* the drafter, the strategy that ran (the default with a Dec head is dec) and the block */
     static const struct { pf_spec_kind kind; const char *name, *ran; int block; } k_specs[] = {
         {PF_SPEC_DEFAULT, "dflash2", "dec", 8}, {PF_SPEC_DFLASH, "dflash2", "dflash", 6},
         {PF_SPEC_DEC, "dflash2", "dec", 8}, {PF_SPEC_NGRAM, "ngram", "ngram", 8}};
     for (int i = 0; i < 2; i++) {
-        pf_gen_params gp;
-        pf_gen_params_default(&gp);
-        gp.max_tokens = 32;
+        pf_gen_params gp = params(32, NULL);
         gp.chat = true;
         text plain = {0};
         pf_gen_stats st;
-        pf_session_reset(s);
-        CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &plain, &st, err) == PF_OK, "%s", err);
+        pf_session_reset(fx.s);
+        CHECKF(pf_generate(fx.s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &plain, &st, err) == PF_OK, "%s", err);
         CHECK(st.n_gen > 0 && plain.n > 0 && st.rounds == 0 && !strcmp(st.drafter, "plain") &&
               st.spec && !strcmp(st.spec, "plain"));
         for (int k = 0; k < 4; k++) {
-            gp.draft = k_specs[k].kind == PF_SPEC_NGRAM ? NULL : d;
+            gp.draft = k_specs[k].kind == PF_SPEC_NGRAM ? NULL : fx.d;
             gp.spec = k_specs[k].kind;
             gp.block = k_specs[k].kind == PF_SPEC_DFLASH ? 6 : 0;
             text got = {0};
-            pf_session_reset(s);
-            CHECKF(pf_generate(s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &got, &st, err) == PF_OK, "%s", err);
+            pf_session_reset(fx.s);
+            CHECKF(pf_generate(fx.s, k_prompts[i], strlen(k_prompts[i]), &gp, text_sink, &got, &st, err) == PF_OK, "%s", err);
             CHECKF(got.n == plain.n && !memcmp(got.s, plain.s, plain.n), "prompt %d spec %d:\n%s\nvs plain\n%s", i, k,
                    got.s, plain.s);
             CHECKF(!strcmp(st.drafter, k_specs[k].name) && st.spec && !strcmp(st.spec, k_specs[k].ran) &&
@@ -81,9 +85,7 @@ TEST(api_speculative_text_equals_plain) {
             CHECK(st.verify_s > 0 && st.draft_s >= 0 && st.other_s >= 0);
         }
     }
-    pf_session_free(s);
-    pf_free_draft(d);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 typedef struct { int drafted, target; } sources;
@@ -99,18 +101,12 @@ static void on_source(void *u, int32_t id, bool drafted) {
  * marks at most the kept drafts as drafted, and the text is unchanged by asking. */
 TEST(api_token_source_marks_kept_drafts) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    pf_draft *d;
-    if (!api_load(DRAFT2, &m, &d)) return;
-    pf_session *s = session(m, 1);
-    CHECK(s);
+    api_fixture fx;
+    if (!api_open(&fx, DRAFT2, 1, 1024)) return;
     text want = {0};
     for (int spec = 0; spec < 2; spec++) {
-        pf_gen_params gp;
-        pf_gen_params_default(&gp);
-        gp.max_tokens = 40;
+        pf_gen_params gp = params(40, spec ? fx.d : NULL);
         gp.chat = true;
-        gp.draft = spec ? d : NULL;
         /* a fixed block: the default (Dec) decides from measured costs, and on a slow machine (a
          * sanitizer build under load) may verify no draft at all in 40 tokens */
         gp.spec = spec ? PF_SPEC_DFLASH : PF_SPEC_DEFAULT;
@@ -120,8 +116,8 @@ TEST(api_token_source_marks_kept_drafts) {
         gp.token_source_user = &c;
         text got = {0};
         pf_gen_stats st;
-        pf_session_reset(s);
-        CHECKF(pf_generate(s, k_prompts[1], strlen(k_prompts[1]), &gp, text_sink, &got, &st, err) == PF_OK, "%s", err);
+        pf_session_reset(fx.s);
+        CHECKF(pf_generate(fx.s, k_prompts[1], strlen(k_prompts[1]), &gp, text_sink, &got, &st, err) == PF_OK, "%s", err);
         CHECKF(c.drafted + c.target == st.n_gen, "%d + %d marks for %d tokens", c.drafted, c.target, st.n_gen);
         if (!spec) {
             CHECK(c.drafted == 0 && c.target == st.n_gen && st.n_gen > 0);
@@ -131,9 +127,7 @@ TEST(api_token_source_marks_kept_drafts) {
             CHECK(got.n == want.n && !memcmp(got.s, want.s, want.n));
         }
     }
-    pf_session_free(s);
-    pf_free_draft(d);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 /* A token history: the previous turn's prompt and reply, then new "user" tokens. */
@@ -149,11 +143,8 @@ static void three_turns(pf_model *m, const pf_draft *d, pf_spec_kind kind, float
     char err[PF_ERR_LEN];
     pf_session *s = session(m, 1), *cold = session(m, 1);
     CHECK(s && cold);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 24;
+    pf_gen_params gp = params(24, d);
     gp.stop_at_eot = false;
-    gp.draft = d;
     gp.spec = kind;
     gp.temp = temp; /* sampled: the same seed gives the same tokens, reused cache or not */
     gp.top_p = 0.95f;
@@ -205,11 +196,8 @@ TEST(api_divergent_prompt_truncates_cache_and_draft_context) {
     if (!api_load(DRAFT2, &m, &d)) return;
     pf_session *s = session(m, 2), *cold = session(m, 2);
     CHECK(s && cold);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 20;
+    pf_gen_params gp = params(20, d);
     gp.stop_at_eot = false;
-    gp.draft = d;
     gp.spec = PF_SPEC_DFLASH; /* a fixed block: its rounds do not depend on measured timings */
     int32_t p[64];
     for (int i = 0; i < 40; i++) p[i] = 100 + (i * 97) % 5000;
@@ -280,19 +268,13 @@ static pf_status chat_turns(pf_session *s, const pf_gen_params *gp, chat_log *c,
 
 TEST(api_chat_turns_reuse_and_equal_cold) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    pf_draft *d;
-    if (!api_load(DRAFT2, &m, &d)) return;
-    pf_session *s = session(m, 2);
-    CHECK(s);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 24;
-    gp.draft = d;
+    api_fixture fx;
+    if (!api_open(&fx, DRAFT2, 2, 1024)) return;
+    pf_gen_params gp = params(24, fx.d);
     chat_log warm, cold;
     pf_gen_stats sw[3], sc[3];
-    CHECKF(chat_turns(s, &gp, &warm, sw, 0, err) == PF_OK, "%s", err);
-    CHECKF(chat_turns(s, &gp, &cold, sc, 1, err) == PF_OK, "%s", err);
+    CHECKF(chat_turns(fx.s, &gp, &warm, sw, 0, err) == PF_OK, "%s", err);
+    CHECKF(chat_turns(fx.s, &gp, &cold, sc, 1, err) == PF_OK, "%s", err);
     for (int t = 0; t < 3; t++) {
         CHECKF(!strcmp(warm.reply[t].s, cold.reply[t].s), "turn %d:\n%s\nvs cold\n%s", t, warm.reply[t].s,
                cold.reply[t].s);
@@ -309,17 +291,15 @@ TEST(api_chat_turns_reuse_and_equal_cold) {
     gp.system = "Be brief.";
     gp.chat = true;
     pf_gen_stats st;
-    pf_session_reset(s);
-    CHECK(pf_generate(s, k_users[0], strlen(k_users[0]), &gp, text_sink, &a, &st, err) == PF_OK);
+    pf_session_reset(fx.s);
+    CHECK(pf_generate(fx.s, k_users[0], strlen(k_users[0]), &gp, text_sink, &a, &st, err) == PF_OK);
     int n_prompt = st.n_prompt;
-    pf_session_reset(s);
+    pf_session_reset(fx.s);
     gp.chat = false;
     gp.system = NULL;
-    CHECK(pf_generate_chat(s, one, 2, &gp, text_sink, &b, &st, err) == PF_OK);
+    CHECK(pf_generate_chat(fx.s, one, 2, &gp, text_sink, &b, &st, err) == PF_OK);
     CHECK(st.n_prompt == n_prompt && !strcmp(a.s, b.s));
-    pf_session_free(s);
-    pf_free_draft(d);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 typedef struct {
@@ -338,11 +318,8 @@ static void *run_job(void *p) {
     pf_session *s = NULL;
     pf_session_new(j->m, &sp, &s, err);
     j->rc = s ? PF_OK : PF_ERR_OOM;
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 12;
+    pf_gen_params gp = params(12, j->d);
     gp.stop_at_eot = false;
-    gp.draft = j->d;
     gp.spec = j->id % 2 ? PF_SPEC_DEC : PF_SPEC_DFLASH;
     gp.block = 4; /* also bounds Dec's cost calibration (slow under ThreadSanitizer) */
     int32_t h[256];
@@ -410,10 +387,7 @@ TEST(api_failure_kinds_reach_the_caller) {
     CHECK(truncated_copy("eval/results/profile-pocket.json", trunc, 300) == 0);
     FILE *f = fopen(notprof, "w");
     CHECK(f && fputs("{\"tasks\": {}}", f) >= 0 && fclose(f) == 0);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 2;
-    gp.draft = d;
+    pf_gen_params gp = params(2, d);
     text t = {0};
     static const struct { const char *profile; pf_status want; const char *msg; } cases[] = {
         {"/nonexistent/profile.json", PF_ERR_IO, "/nonexistent/profile.json: No such file"},
@@ -443,54 +417,50 @@ TEST(api_failure_kinds_reach_the_caller) {
 
 TEST(api_bad_arguments_fail_with_a_message) {
     char err[PF_ERR_LEN];
-    pf_model *m;
-    if (!api_load(NULL, &m, NULL)) return;
+    api_fixture fx;
+    if (!api_open(&fx, NULL, 1, 1024)) return;
     err[0] = 0;
     pf_draft *none = NULL;
-    CHECK(pf_load_draft(m, "/nonexistent/draft.gguf", &none, err) == PF_ERR_IO && !none &&
+    CHECK(pf_load_draft(fx.m, "/nonexistent/draft.gguf", &none, err) == PF_ERR_IO && !none &&
           strstr(err, "/nonexistent/draft.gguf"));
-    CHECK(pf_load_draft(m, TARGET, &none, err) == PF_ERR_FORMAT && !none && err[0]); /* a target is no draft */
-    CHECK(pf_load_draft(m, NULL, &none, err) == PF_ERR_ARG && !none && strstr(err, "bundle"));
+    CHECK(pf_load_draft(fx.m, TARGET, &none, err) == PF_ERR_FORMAT && !none && err[0]); /* a target is no draft */
+    CHECK(pf_load_draft(fx.m, NULL, &none, err) == PF_ERR_ARG && !none && strstr(err, "bundle"));
     pf_draft *d1 = NULL;
-    pf_load_draft(m, DRAFT1, &d1, err);
+    pf_load_draft(fx.m, DRAFT1, &d1, err);
     CHECKF(d1, "%s", err);
     CHECK(!pf_draft_has_dec(d1));
-    pf_session *s = session(m, 1);
-    CHECK(s);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 4;
+    pf_gen_params gp = params(4, NULL);
     text t = {0};
     pf_message bad_role[1] = {{"robot", "hi"}}, last_assistant[2] = {{"user", "hi"}, {"assistant", "hello"}},
                bad_utf8[1] = {{"user", "ab\xff"}};
-    CHECK(pf_generate_chat(s, bad_role, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "robot"));
-    CHECK(pf_generate_chat(s, last_assistant, 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "assistant"));
-    CHECK(pf_generate_chat(s, bad_utf8, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_UTF8);
-    CHECK(pf_generate_chat(s, bad_role, 0, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
+    CHECK(pf_generate_chat(fx.s, bad_role, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "robot"));
+    CHECK(pf_generate_chat(fx.s, last_assistant, 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "assistant"));
+    CHECK(pf_generate_chat(fx.s, bad_utf8, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_UTF8);
+    CHECK(pf_generate_chat(fx.s, bad_role, 0, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
     /* statuses travel up as the compiler gave them, not read from the message: a schema whose
      * error names a property "out of memory" is still a bad argument */
     gp.json_schema = "{\"type\": \"object\", \"properties\": {\"out of memory\": 5}}";
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "out of memory"));
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "out of memory"));
     pf_message nothing_to_answer[1] = {{"assistant", "out of memory"}};
-    CHECK(pf_generate_chat(s, nothing_to_answer, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
+    CHECK(pf_generate_chat(fx.s, nothing_to_answer, 1, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
     gp.json_schema = NULL;
     gp.spec = PF_SPEC_DFLASH;
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft"));
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft"));
     gp.spec = PF_SPEC_DEC;
     gp.draft = d1;
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "Dec"));
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "Dec"));
     gp.spec = PF_SPEC_DFLASH;
     gp.block = 65;
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block 65 is outside 2..64"));
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "block 65 is outside 2..64"));
     gp.block = 0;
     gp.draft_head = 1 << 20; /* more tokens than the draft ranks: the drafter's bad value, not memory */
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft head"));
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "draft head"));
     gp.draft_head = 0;
     gp.spec = (pf_spec_kind)42;
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG);
     gp.spec = PF_SPEC_DEFAULT;
     gp.task = "math";
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "profile"));
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "profile"));
     gp.task = NULL;
     /* a draft loaded for another model */
     pf_model *m2 = NULL;
@@ -500,16 +470,15 @@ TEST(api_bad_arguments_fail_with_a_message) {
     pf_load_draft(m2, DRAFT1, &d2, err);
     CHECK(d2);
     gp.draft = d2;
-    CHECK(pf_generate(s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "another model"));
+    CHECK(pf_generate(fx.s, "hi", 2, &gp, text_sink, &t, NULL, err) == PF_ERR_ARG && strstr(err, "another model"));
     /* after the failures the session still works and equals a fresh one */
     gp.draft = d1;
     t.n = 0;
-    CHECKF(pf_generate(s, "hello", 5, &gp, text_sink, &t, NULL, err) == PF_OK, "%s", err);
-    pf_session_free(s);
+    CHECKF(pf_generate(fx.s, "hello", 5, &gp, text_sink, &t, NULL, err) == PF_OK, "%s", err);
     pf_free_draft(d2);
     pf_free_model(m2);
     pf_free_draft(d1);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 /* A tuned profile chooses strategy and block per task; explicit fields win. */
@@ -521,43 +490,36 @@ TEST(api_profile_chooses_strategy) {
     fputs("{\"default\": {\"spec\": \"ngram\", \"block\": 5}, \"tasks\": {\"math\": {\"spec\": \"dflash\", \"block\": 3}}}",
           f);
     fclose(f);
-    pf_model *m;
-    pf_draft *d;
-    if (!api_load(DRAFT2, &m, &d)) return;
-    pf_session *s = session(m, 1);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 12;
-    gp.draft = d;
+    api_fixture fx;
+    if (!api_open(&fx, DRAFT2, 1, 1024)) return;
+    pf_gen_params gp = params(12, fx.d);
     gp.profile = path;
     pf_gen_stats st;
     text a = {0}, b = {0}, c = {0};
-    CHECKF(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &a, &st, err) == PF_OK, "%s", err);
+    CHECKF(pf_generate(fx.s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &a, &st, err) == PF_OK, "%s", err);
     CHECK(!strcmp(st.drafter, "ngram") && !strcmp(st.spec, "ngram") && st.block == 5);
     /* spec and block open, entry dflash: adaptive from the profile's prior, up to the trained block
      * (the block a default run without a profile has) */
     gp.profile = NULL;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
+    CHECK(pf_generate(fx.s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
     int trained = st.block;
     gp.profile = path;
     gp.task = "math";
     b.n = 0, b.s[0] = 0;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
+    CHECK(pf_generate(fx.s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
     CHECK(!strcmp(st.drafter, "dflash2") && st.block == trained && trained != 3 && !strcmp(a.s, b.s));
     gp.spec = PF_SPEC_DFLASH; /* the strategy named, the block open: the profile's block */
     b.n = 0, b.s[0] = 0;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
+    CHECK(pf_generate(fx.s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &b, &st, err) == PF_OK);
     CHECK(!strcmp(st.drafter, "dflash2") && !strcmp(st.spec, "dflash") && st.block == 3 && !strcmp(a.s, b.s));
     gp.spec = PF_SPEC_DEFAULT;
     gp.block = 7;
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &c, &st, err) == PF_OK);
+    CHECK(pf_generate(fx.s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &c, &st, err) == PF_OK);
     CHECK(st.block == 7 && !strcmp(a.s, c.s));
     gp.task = "poetry";
-    CHECK(pf_generate(s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &c, &st, err) == PF_ERR_ARG &&
+    CHECK(pf_generate(fx.s, k_prompts[0], strlen(k_prompts[0]), &gp, text_sink, &c, &st, err) == PF_ERR_ARG &&
           strstr(err, "poetry"));
-    pf_session_free(s);
-    pf_free_draft(d);
-    pf_free_model(m);
+    api_close(&fx);
 }
 
 /* pf_load_draft from a .pfb: the target's own bundle (path NULL) and another bundle's file. */
@@ -579,9 +541,7 @@ TEST(api_draft_from_bundle) {
     CHECKF(dg, "%s", err);
     CHECK(pf_draft_has_dec(db) && pf_draft_has_dec(dg));
     pf_session *sb = session(mb, 1), *sg = session(mg, 1);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 24;
+    pf_gen_params gp = params(24, NULL);
     gp.chat = true;
     text plain = {0}, a = {0}, b = {0};
     pf_gen_stats st;
@@ -609,9 +569,7 @@ TEST(api_prompt_cache_rows_reused_next_turn) {
     pf_model *m;
     if (!api_load(NULL, &m, NULL)) return;
     pf_session *s = session(m, 1), *cold = session(m, 1);
-    pf_gen_params gp;
-    pf_gen_params_default(&gp);
-    gp.max_tokens = 8;
+    pf_gen_params gp = params(8, NULL);
     gp.stop_at_eot = false;
     gp.prompt_cache = path;
     int32_t h[128];
