@@ -44,7 +44,8 @@ static const char k_usage[] =
     "  --concurrency LIST  the prompts (--prompts in all, the task types in turn) decoded one after\n"
     "                 another, and N at a time in one forward for every N > 1 of the comma-separated LIST\n"
     "                 (e.g. 1,2,4,8), plain and, with -d and --spec S or --compare LIST, speculatively\n"
-    "                 across the sequences (one target forward verifies every sequence's drafts);\n"
+    "                 across the sequences (one target forward verifies every sequence's drafts); 1\n"
+    "                 also runs through the batch scheduler with one slot (a server's lone request);\n"
     "                 aggregate tok/s (prefill included), per-request tok/s, the ratio to plain one at a\n"
     "                 time, and whether every output is the one-at-a-time output; each prompt makes\n"
     "                 exactly -n tokens (end of turn ignored)\n"
@@ -224,9 +225,10 @@ static void write_concurrency_json(FILE *f, const char *model, const pf_conc_opt
         for (const char *c = w->strategy; *c && n + 1 < sizeof name; c++)
             if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) name[n++] = *c;
         name[n] = 0;
-        fprintf(f, "%s{\"strategy\": \"%s\", \"sequences\": %d, \"aggregate_tok_s\": %.2f, \"per_request_tok_s\": %.2f, "
-                   "\"vs_one\": %.3f, \"identical\": %s}", k ? ", " : "", name, w->n_seq, w->agg_tok_s.median,
-                w->per_req_tok_s.median, w->speedup.median, w->identical ? "true" : "false");
+        fprintf(f, "%s{\"strategy\": \"%s\", \"sequences\": %d, \"batched\": %s, \"aggregate_tok_s\": %.2f, "
+                   "\"per_request_tok_s\": %.2f, \"vs_one\": %.3f, \"identical\": %s}", k ? ", " : "", name, w->n_seq,
+                w->batched ? "true" : "false", w->agg_tok_s.median, w->per_req_tok_s.median, w->speedup.median,
+                w->identical ? "true" : "false");
     }
     fprintf(f, "]}\n");
 }
@@ -262,7 +264,7 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
     for (int k = 0; k < r.n_rows; k++) {
         const pf_conc_row *w = &r.rows[k];
         printf("| %s | %d%s | %.1f (%.1f-%.1f) | %.2fx (%.2f-%.2f) | %.1f | %s |\n", w->strategy, w->n_seq,
-               w->n_seq == 1 ? " (one at a time)" : "", w->agg_tok_s.median, w->agg_tok_s.lo, w->agg_tok_s.hi,
+               w->n_seq > 1 ? "" : w->batched ? " (batch scheduler)" : " (one at a time)", w->agg_tok_s.median, w->agg_tok_s.lo, w->agg_tok_s.hi,
                w->speedup.median, w->speedup.lo, w->speedup.hi, w->per_req_tok_s.median, w->identical ? "yes" : "NO");
     }
     if (!json) return 0;

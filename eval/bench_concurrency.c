@@ -1,6 +1,7 @@
 /* bench --concurrency (bench_concurrency.h): one untimed one-sequence pass gives the reference
  * outputs (and warms the caches; sampled, one per strategy), then every repetition runs every
- * strategy at every level, in a rotating order. Each strategy keeps one speculation object for
+ * strategy at every level (level 1 twice: the one-sequence path and the batch scheduler with one
+ * slot), in a rotating order. Each strategy keeps one speculation object for
  * the one-at-a-time runs and one for the batched runs through the whole measurement, so each
  * calibrates its cost model once, as a long-running process would. */
 #include "eval/bench_concurrency.h"
@@ -77,13 +78,13 @@ static void feed_done(void *u, const pf_seq_request *r, pf_rc rc, const pf_decod
     snprintf(o->why, sizeof o->why, "%.200s", err);
 }
 
-/* Every prompt decoded at `level` sequences at a time with arm a into out; the run's wall time, or
- * -1 with err. */
-static double run_level(conc_run *c, const conc_arm *a, int level, conc_out *out, char err[PF_ERR_LEN]) {
+/* Every prompt decoded at `level` sequences at a time with arm a into out, through the batch
+ * scheduler when `batched` (always past one sequence); the run's wall time, or -1 with err. */
+static double run_level(conc_run *c, const conc_arm *a, int level, int batched, conc_out *out, char err[PF_ERR_LEN]) {
     for (int i = 0; i < c->n; i++) out[i].n = 0, out[i].rc = PF_RC_OK;
     c->out = out, c->next = 0;
     double t0 = pf_now_s();
-    if (level == 1) {
+    if (level == 1 && !batched) {
         for (int i = 0; i < c->n; i++) {
             pf_decode_params p = params(c, i);
             pf_session_reset(c->s); /* no prompt reuses the last one's rows: each prefills in full, as batched */
@@ -137,24 +138,37 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The levels measured into lv and bt (batched): the list's, with one sequence through the batch
+ * scheduler right after one sequence alone. Returns how many. */
+static int level_list(const pf_conc_opts *o, int *lv, int *bt) {
+    int L = 0;
+    for (int k = 0; k < o->n_levels; k++) {
+        lv[L] = o->levels[k], bt[L++] = o->levels[k] > 1;
+        if (o->levels[k] == 1) lv[L] = 1, bt[L++] = 1;
+    }
+    return L;
+}
+
 /* The runs of every strategy, level and repetition after the references (ref[a]: arm a's); -1 with
- * err. Row a * L + k is arm a at level k. */
+ * err. Row a * L + k is arm a at level k of level_list. */
 static int measure(conc_run *c, conc_out *const *ref, conc_out *out, pf_conc_result *r, char err[PF_ERR_LEN]) {
     const pf_conc_opts *o = c->o;
-    int L = o->n_levels, R = o->reps, A = c->n_arms, N = A * L;
+    int lv[PF_BENCH_MAX + 1], bt[PF_BENCH_MAX + 1];
+    int L = level_list(o, lv, bt), R = o->reps, A = c->n_arms, N = A * L;
     double *agg = calloc((size_t)N * R, sizeof(double)), *per = calloc((size_t)N * R, sizeof(double));
     double *req = calloc((size_t)c->n, sizeof(double));
     int rc = agg && per && req ? 0 : -1;
     if (rc) snprintf(err, PF_ERR_LEN, "out of memory");
     for (int a = 0; a < A; a++)
         for (int k = 0; k < L; k++) {
-            r->rows[a * L + k] = (pf_conc_row){.n_seq = o->levels[k], .identical = 1};
+            r->rows[a * L + k] = (pf_conc_row){.n_seq = lv[k], .batched = bt[k], .identical = 1};
             snprintf(r->rows[a * L + k].strategy, sizeof r->rows[0].strategy, "%s", c->arms[a].name);
         }
+    r->n_rows = N;
     for (int rep = 0; rc == 0 && rep < R; rep++)
         for (int j = 0; rc == 0 && j < N; j++) {
             int row = (j + rep) % N, a = row / L, k = row % L; /* a rotating order: none always runs first */
-            double wall = run_level(c, &c->arms[a], o->levels[k], out, err);
+            double wall = run_level(c, &c->arms[a], lv[k], bt[k], out, err);
             if (wall < 0) {
                 rc = -1;
                 break;
@@ -172,12 +186,12 @@ static int measure(conc_run *c, conc_out *const *ref, conc_out *out, pf_conc_res
             per[row * R + rep] = req[c->n / 2];
             r->tokens = toks;
             if (o->progress) fprintf(stderr, "\rbench --concurrency: repetition %d/%d, %s, %d sequences   ", rep + 1, R,
-                                     c->arms[a].name, o->levels[k]);
+                                     c->arms[a].name, lv[k]);
         }
     if (o->progress && rc == 0) fputc('\n', stderr);
     int one = -1; /* plain decoding, one at a time */
     for (int k = 0; k < L; k++)
-        if (o->levels[k] == 1) one = k;
+        if (lv[k] == 1 && !bt[k]) one = k;
     for (int row = 0; rc == 0 && row < N; row++) {
         double spd[255];
         for (int rep = 0; rep < R; rep++) spd[rep] = one >= 0 ? agg[row * R + rep] / agg[one * R + rep] : 0;
@@ -278,10 +292,9 @@ int pf_bench_concurrency(const char *model_path, const pf_task_suite *suite, con
     double la[1];
     r->load_start = getloadavg(la, 1) == 1 ? la[0] : -1;
     for (int a = 0; rc == 0 && a < n_refs; a++)
-        if (run_level(&c, &c.arms[a], 1, refs[a], err) < 0) rc = -1;
+        if (run_level(&c, &c.arms[a], 1, 0, refs[a], err) < 0) rc = -1;
     if (rc == 0) rc = measure(&c, refs, out, r, err);
     r->load_end = getloadavg(la, 1) == 1 ? la[0] : -1;
-    r->n_rows = o->n_levels * c.n_arms;
     r->n_prompts = c.n;
     for (int a = 0; a < n_refs; a++) outs_free(refs[a], c.n);
     outs_free(out, c.n);

@@ -1,6 +1,7 @@
 /* Aggregate decoding at several concurrencies (`bench --concurrency`), plain and per speculative
  * strategy: the same prompts decoded one after another through the one-sequence path, and n at a
- * time in one forward (engine/generate_batch.h; with a strategy verify/spec_batch.h), measured
+ * time in one forward (engine/generate_batch.h; with a strategy verify/spec_batch.h; level 1 also
+ * through the batch scheduler with one slot, what a server's lone request runs), measured
  * interleaved in one process; tokens per second of the whole run (prefill included) and per
  * request, and a check that every output equals the one-at-a-time output (greedy: plain
  * decoding's; sampled: the strategy's own one-at-a-time run with the same seeds). */
@@ -12,7 +13,7 @@
 #include "eval/tasks.h"
 #include "include/pocketflash.h"
 
-#define PF_CONC_MAX_ROWS (PF_BENCH_MAX * (PF_BENCH_MAX_ARMS + 1))
+#define PF_CONC_MAX_ROWS ((PF_BENCH_MAX + 1) * (PF_BENCH_MAX_ARMS + 1))
 
 typedef struct {
     int levels[PF_BENCH_MAX], n_levels; /* sequences at a time; 1 is the one-sequence path */
@@ -40,6 +41,7 @@ typedef struct {
 typedef struct {
     char strategy[64]; /* "plain", or the arm's name */
     int n_seq;
+    int batched;           /* through the batch scheduler (always past one sequence; at one, the row beside the one-sequence path's) */
     pf_stat agg_tok_s;     /* generated tokens of all prompts / wall time of the run */
     pf_stat per_req_tok_s; /* median over the prompts of generated tokens / the request's time in the run */
     pf_stat speedup;       /* agg_tok_s / the same repetition's plain one-sequence agg_tok_s */

@@ -2,8 +2,8 @@
  * one-prompt-at-a-time run's, greedy and sampled (prompt i's seed S+i), whatever N, plain and
  * speculative (Dec with the draft, prompt lookup sampled), and with structured output (lines with
  * their own schema beside plain ones, --json); what --batch does not take is refused in one line
- * without an output file. bench --concurrency: a row per strategy and concurrency,
- * every output identical, its JSON. */
+ * without an output file. bench --concurrency: a row per strategy and concurrency (and one sequence
+ * through the batch scheduler), every output identical, its JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,8 +126,9 @@ TEST(cli_bench_concurrency) {
              "--compare dec,ngram -n 6 --prompts 3 --reps 1 -t 2 --json %s", json);
     CHECKF(RUN_CLI(args, o, e) == 0, "bench --concurrency --compare: %s", e);
     CHECKF(strstr(o, "| plain | 2 |") && strstr(o, "| dec | 2 |") && strstr(o, "| ngram | 1 (one at a time) |") &&
-           !strstr(o, "| NO |"), "%.1200s", o);
+           strstr(o, "| dec | 1 (batch scheduler) |") && !strstr(o, "| NO |"), "%.1200s", o);
     j = test_slurp(json, NULL);
-    CHECK(j && strstr(j, "\"strategy\": \"dec\"") && !strstr(j, "\"identical\": false"));
+    CHECK(j && strstr(j, "\"strategy\": \"dec\"") && strstr(j, "\"sequences\": 1, \"batched\": true") &&
+          !strstr(j, "\"identical\": false"));
     free(j);
 }

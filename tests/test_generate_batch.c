@@ -117,3 +117,69 @@ TEST(generate_batch_errors) {
     pf_session_free(s);
     pf_model_free(m);
 }
+
+/* The join test's log: which request each token went to, in order, and where request 2 joined. */
+enum { JOIN_LOG = 256, JOIN_LONG = 150 };
+static int g_join_log[JOIN_LOG], g_join_n;
+static bf_requests *g_join_q;
+
+static int join_collect(void *u, int32_t t) {
+    if (g_join_n < JOIN_LOG) g_join_log[g_join_n++] = (int)((bf_outcome *)u - g_join_q->out);
+    return bf_collect(u, t);
+}
+
+static int join_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
+    int got = bf_feed_next(u, r, err);
+    if (got == 1) r->on_token = join_collect;
+    if (got == 1 && g_join_n < JOIN_LOG && r->user == &g_join_q->out[2]) g_join_log[g_join_n++] = -1;
+    return got;
+}
+
+/* A request whose prompt takes several steps' prompt rows joins while another decodes: the
+ * decoding request keeps getting a token every step of that prefill (the prompt's chunks share its
+ * forwards) and every request's tokens are its solo ones. */
+TEST(generate_batch_long_prompt_joins_mid_batch) {
+    char err[PF_ERR_LEN];
+    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
+    CHECKF(m, "%s", err);
+    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
+    pf_session *s = NULL;
+    CHECK(pf_session_new(m, &sp, &s, err) == PF_OK);
+    CHECK(s);
+    bf_requests q = {.n = 3};
+    const int max[3] = {3, 40, 6};
+    for (int i = 0; i < 3; i++) {
+        size_t n = 0;
+        CHECK(test_chat_tokens(m, k_prompts[i], &q.ids[i], &n, err) == 0);
+        q.n_ids[i] = (int)n;
+        q.p[i] = (pf_decode_params){.max_tokens = max[i]};
+    }
+    int32_t *longp = malloc(JOIN_LONG * sizeof(int32_t)); /* more prompt rows than one step takes */
+    for (int j = 0; j < JOIN_LONG; j++) longp[j] = q.ids[2][j % q.n_ids[2]];
+    free(q.ids[2]);
+    q.ids[2] = longp, q.n_ids[2] = JOIN_LONG;
+    bf_outcome solo[3];
+    for (int i = 0; i < 3; i++) {
+        solo[i] = (bf_outcome){0};
+        solo[i].rc = pf_engine_generate_tokens(&s->engine, q.ids[i], q.n_ids[i], &q.p[i], NULL, bf_collect, &solo[i],
+                                               &solo[i].st, err);
+        CHECK(solo[i].rc == PF_RC_OK && solo[i].n == max[i]);
+    }
+    g_join_q = &q, g_join_n = 0;
+    pf_seq_feed feed = {join_next, bf_feed_done, &q};
+    CHECKF(pf_engine_generate_batch(&s->engine, 2, &feed, err) == PF_RC_OK, "%s", err);
+    for (int i = 0; i < 3; i++) check_same(&solo[i], &q.out[i], i, 2, "long prompt joining");
+    int joined = -1, first = -1, decoded = 0; /* request 1's tokens from request 2's joining to its first token */
+    for (int k = 0; k < g_join_n && first < 0; k++) {
+        if (g_join_log[k] == -1) joined = k;
+        else if (joined >= 0 && g_join_log[k] == 2) first = k;
+        else if (joined >= 0 && g_join_log[k] == 1) decoded++;
+    }
+    CHECKF(joined >= 0 && first > joined, "request 2 joined at %d, first token at %d", joined, first);
+    CHECKF(q.out[0].n == max[0] && joined > 0 && decoded >= 1,
+           "request 1 got %d tokens while request 2's %d-token prompt was prefilled", decoded, JOIN_LONG);
+    printf("    request 1 got %d tokens while request 2's %d-token prompt was prefilled\n", decoded, JOIN_LONG);
+    for (int i = 0; i < 3; i++) free(q.ids[i]);
+    pf_session_free(s);
+    pf_model_free(m);
+}
