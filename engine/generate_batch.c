@@ -21,6 +21,10 @@
 typedef struct {
     pf_seq_request req;
     pf_kv_cache *kv;
+    /* the tokens of the cache's first rows, as far as n_hist: what the slot's last request ran
+     * (n_ctx + 1 capacity) */
+    int32_t *hist;
+    int n_hist;
     int busy;
     int n_fed;        /* prompt rows in the cache */
     int32_t last;     /* the token the next step runs (decoding) */
@@ -112,6 +116,29 @@ static pf_rc spec_slot(batch_run *b, int i, char err[PF_ERR_LEN]) {
     return PF_RC_OK;
 }
 
+/* Rows of the slot's cache its new prompt shares with what the slot ran last, as a session's
+ * multi-turn reuse keeps them (a row is bitwise the same whichever forward computed it): all but
+ * the prompt's last token at most, which runs for the first logits; none for a strategy that taps
+ * the prompt's rows (its begin takes every row's taps). */
+static int reusable_rows(const seq_slot *sl) {
+    if (sl->strat && sl->strat->n_taps) return 0;
+    int64_t lim = sl->n_hist < sl->kv->len ? sl->n_hist : sl->kv->len;
+    if (lim > sl->req.n_prompt - 1) lim = sl->req.n_prompt - 1;
+    int n = 0;
+    while (n < lim && sl->hist[n] == sl->req.prompt[n]) n++;
+    return n;
+}
+
+/* The slot's cache for its new request: the rows it reuses kept, the prompt its history. */
+static void start_cache(seq_slot *sl) {
+    int keep = reusable_rows(sl);
+    pf_kv_truncate(sl->kv, keep);
+    sl->n_fed = keep;
+    sl->st.n_reused = keep;
+    memcpy(sl->hist, sl->req.prompt, (size_t)sl->req.n_prompt * sizeof *sl->hist);
+    sl->n_hist = sl->req.n_prompt;
+}
+
 /* Free slots take the feed's next requests. -1 (err set) when the feed fails; a strategy's
  * failure to start a request ends that request. */
 static int admit(batch_run *b, char err[PF_ERR_LEN]) {
@@ -138,14 +165,19 @@ static int admit(batch_run *b, char err[PF_ERR_LEN]) {
             sl->st = (pf_decode_stats){.n_prompt = sl->req.n_prompt, .stop = PF_END_LENGTH, .strategy = "plain"};
             sl->seq.sampling = (pf_sampling){sl->req.p.temp, sl->req.p.top_k, sl->req.p.top_p};
             pf_rng_seed(&sl->seq.rng, sl->req.p.seed);
-            pf_kv_truncate(sl->kv, 0);
             char why[PF_ERR_LEN];
             pf_rc rc = check_request(b, &sl->req, why);
             /* structured output: the slot's constraint over the batch session's token masker */
             if (rc == PF_RC_OK) rc = pf_constraint_open(b->s, &sl->req.p, &sl->seq.cons, why);
             if (rc == PF_RC_OK && sl->req.p.max_tokens > 0 && b->spec) rc = spec_slot(b, i, why);
+            if (rc == PF_RC_OK && sl->req.p.max_tokens > 0) {
+                start_cache(sl);
+                continue;
+            }
+            pf_kv_truncate(sl->kv, 0);
+            sl->n_hist = 0;
             if (rc != PF_RC_OK) finish(b, sl, rc, why);
-            else if (sl->req.p.max_tokens == 0) finish(b, sl, PF_RC_OK, NULL); /* decodes nothing */
+            else finish(b, sl, PF_RC_OK, NULL); /* decodes nothing */
         }
     }
     return 0;
@@ -238,6 +270,7 @@ static void take_token(batch_run *b, seq_slot *sl, int32_t tok, bool drafted) {
     }
     sl->st.n_gen++;
     sl->last = tok;
+    if (sl->n_hist <= sl->kv->n_ctx) sl->hist[sl->n_hist++] = tok;
     if (p->on_token_source) p->on_token_source(p->token_source_user, tok, drafted);
     if (sl->req.on_token && sl->req.on_token(sl->req.user, tok)) sl->st.stop = PF_END_CALLBACK;
     else if (sl->st.n_gen >= p->max_tokens) sl->st.stop = PF_END_LENGTH;
@@ -312,6 +345,7 @@ static void batch_free(batch_run *b) {
     for (int i = 0; b->slots && i < b->n_slots; i++) {
         pf_constraint_free(b->slots[i].seq.cons);
         pf_kv_free(b->slots[i].kv);
+        free(b->slots[i].hist);
         free(b->slots[i].ptaps);
     }
     free(b->slots);
@@ -352,7 +386,9 @@ pf_rc pf_engine_generate_batch_spec(pf_engine_session *s, int n_slots, const pf_
         b.dec_rows = malloc((size_t)n_slots * sizeof(pf_batch));
         ok = ok && b.dec_slot && b.dec_cap && b.dec_last && b.out && b.dec_rows;
     }
-    for (int i = 0; ok && i < n_slots; i++) ok = (b.slots[i].kv = pf_kv_new(&s->model->hp, own->n_ctx, own->type)) != NULL;
+    for (int i = 0; ok && i < n_slots; i++)
+        ok = (b.slots[i].kv = pf_kv_new(&s->model->hp, own->n_ctx, own->type)) &&
+             (b.slots[i].hist = malloc((size_t)(own->n_ctx + 1) * sizeof(int32_t)));
     if (!ok) {
         batch_free(&b);
         snprintf(err, PF_ERR_LEN, "out of memory for %d sequences of %lld tokens", n_slots, (long long)own->n_ctx);

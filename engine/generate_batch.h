@@ -42,7 +42,9 @@ typedef struct {
 
 /* Decodes the feed's requests, at most n_slots (>= 1) at a time, in the session's context (its
  * threads and kernels; each slot gets a KV cache of the session's type and length, and the
- * session's own cache and multi-turn history are left as they were). Requests join in the order
+ * session's own cache and multi-turn history are left as they were). A request keeps the rows of
+ * its slot's cache that its prompt shares with the slot's last request of this call (as a
+ * session's multi-turn reuse; stats n_reused), unless its strategy taps the prompt's rows. Requests join in the order
  * next() gives them. PF_RC_OK when the feed ran dry and every request ended; next()'s error
  * (PF_RC_ARG) or PF_RC_OOM, with err, end the batch early (requests still decoding then get no
  * done() call). */

@@ -87,7 +87,6 @@ static double run_level(conc_run *c, const conc_arm *a, int level, int batched, 
     if (level == 1 && !batched) {
         for (int i = 0; i < c->n; i++) {
             pf_decode_params p = params(c, i);
-            pf_session_reset(c->s); /* no prompt reuses the last one's rows: each prefills in full, as batched */
             pf_decode_stats st;
             if (pf_engine_generate_tokens(&c->s->engine, c->ids[i], c->n_ids[i], &p,
                                           a->solo ? pf_spec_strategy(a->solo) : NULL, collect, &out[i], &st,

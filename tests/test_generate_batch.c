@@ -137,7 +137,8 @@ static int join_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
 
 /* A request whose prompt takes several steps' prompt rows joins while another decodes: the
  * decoding request keeps getting a token every step of that prefill (the prompt's chunks share its
- * forwards) and every request's tokens are its solo ones. */
+ * forwards), the joining request keeps the rows its prompt shares with its slot's last request,
+ * and every request's tokens are its solo ones. */
 TEST(generate_batch_long_prompt_joins_mid_batch) {
     char err[PF_ERR_LEN];
     pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
@@ -178,6 +179,9 @@ TEST(generate_batch_long_prompt_joins_mid_batch) {
     CHECKF(joined >= 0 && first > joined, "request 2 joined at %d, first token at %d", joined, first);
     CHECKF(q.out[0].n == max[0] && joined > 0 && decoded >= 1,
            "request 1 got %d tokens while request 2's %d-token prompt was prefilled", decoded, JOIN_LONG);
+    /* request 2 took request 0's slot and kept the rows of their shared chat template */
+    CHECKF(q.out[2].st.n_reused > 0 && q.out[1].st.n_reused == 0, "rows reused: %d, %d", q.out[2].st.n_reused,
+           q.out[1].st.n_reused);
     printf("    request 1 got %d tokens while request 2's %d-token prompt was prefilled\n", decoded, JOIN_LONG);
     for (int i = 0; i < 3; i++) free(q.ids[i]);
     pf_session_free(s);
