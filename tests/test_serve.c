@@ -465,7 +465,7 @@ TEST(serve_seed_flag_fixes_unseeded_samples) {
 TEST(serve_next_turn_returns_to_its_session) {
     NEED_SDK();
     server s;
-    START(s, "-m " TARGET " --parallel 2 --no-batch -t 1"); /* the batch keeps no conversation's rows */
+    START(s, "-m " TARGET " --parallel 2 --no-batch -t 1"); /* a batch row keeps a turn only when the next lands in it */
     const char *out = tmp("turns.json");
     char err[PF_ERR_LEN];
     pf_json_doc *d = client_json(&s, out, err, "turns %s", out);
