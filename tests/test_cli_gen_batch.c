@@ -109,7 +109,7 @@ TEST(cli_gen_batch_refusals) {
 TEST(cli_bench_concurrency) {
     char json[300], args[1500], o[8192], e[8192];
     test_tmp_path(json, sizeof json, "bench-concurrency.json");
-    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,3 -n 6 --prompts 4 --reps 1 "
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,3 -n 6 --prompts 3 --reps 1 "
              "-t 2 --temp 0.8 --seed 3 --json %s", json);
     CHECKF(RUN_CLI(args, o, e) == 0, "bench --concurrency: %s", e);
     CHECKF(strstr(o, "| 1 (one at a time) |") && strstr(o, "| 3 |") && !strstr(o, "| NO |") && strstr(o, "sampled"),
@@ -123,7 +123,7 @@ TEST(cli_bench_concurrency) {
     CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "takes no") && test_count_lines(e) == 1);
     /* speculative across sequences: a row per strategy and level, every output plain decoding's */
     snprintf(args, sizeof args, "bench -m " TARGET " -d models/pf-draft-dflash2.gguf --tasks eval/tasks --concurrency 1,2 "
-             "--compare dec,ngram -n 6 --prompts 3 --reps 1 -t 2 --json %s", json);
+             "--compare dec,ngram -n 6 --prompts 2 --reps 1 -t 2 --json %s", json);
     CHECKF(RUN_CLI(args, o, e) == 0, "bench --concurrency --compare: %s", e);
     CHECKF(strstr(o, "| plain | 2 |") && strstr(o, "| dec | 2 |") && strstr(o, "| ngram | 1 (one at a time) |") &&
            strstr(o, "| dec | 1 (batch scheduler) |") && !strstr(o, "| NO |"), "%.1200s", o);
