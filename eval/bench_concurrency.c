@@ -191,6 +191,7 @@ static int measure(conc_run *c, conc_out *const *ref, conc_out *out, pf_conc_res
     int one = -1; /* plain decoding, one at a time */
     for (int k = 0; k < L; k++)
         if (lv[k] == 1 && !bt[k]) one = k;
+    r->has_one = one >= 0;
     for (int row = 0; rc == 0 && row < N; row++) {
         double spd[255];
         for (int rep = 0; rep < R; rep++) spd[rep] = one >= 0 ? agg[row * R + rep] / agg[one * R + rep] : 0;

@@ -44,13 +44,14 @@ typedef struct {
     int batched;           /* through the batch scheduler (always past one sequence; at one, the row beside the one-sequence path's) */
     pf_stat agg_tok_s;     /* generated tokens of all prompts / wall time of the run */
     pf_stat per_req_tok_s; /* median over the prompts of generated tokens / the request's time in the run */
-    pf_stat speedup;       /* agg_tok_s / the same repetition's plain one-sequence agg_tok_s */
+    pf_stat speedup;       /* agg_tok_s / the same repetition's plain one-sequence agg_tok_s (all 0 without has_one) */
     int identical;         /* every output the one-sequence path's (1), or not (0) */
 } pf_conc_row;
 
 typedef struct {
     pf_conc_row rows[PF_CONC_MAX_ROWS]; /* plain's levels, then each strategy's */
     int n_rows, n_prompts;
+    int has_one;    /* the levels held 1, so plain one at a time was measured and speedup holds ratios */
     int64_t tokens; /* generated per run */
     double load_start, load_end;
 } pf_conc_result;

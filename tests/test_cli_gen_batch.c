@@ -117,6 +117,14 @@ TEST(cli_bench_concurrency) {
     char *j = test_slurp(json, NULL);
     CHECK(j && strstr(j, "\"sequences\": 3") && strstr(j, "\"sampled\": true") && !strstr(j, "\"identical\": false"));
     free(j);
+    /* without 1 in the list there is no plain one-at-a-time run: no ratio, not a 0.00x */
+    snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 2 -n 4 --prompts 2 --reps 1 -t 2 "
+             "--json %s", json);
+    CHECKF(RUN_CLI(args, o, e) == 0, "bench --concurrency 2: %s", e);
+    CHECKF(strstr(o, "no 1 in the list") && !strstr(o, "0.00x"), "%.800s", o);
+    j = test_slurp(json, NULL);
+    CHECK(j && strstr(j, "\"vs_one\": null"));
+    free(j);
     snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,0");
     CHECK(RUN_CLI(args, o, e) != 0 && strstr(e, "--concurrency") && test_count_lines(e) == 1);
     snprintf(args, sizeof args, "bench -m " TARGET " --tasks eval/tasks --concurrency 1,2 --spec ngram --svg x.svg");
