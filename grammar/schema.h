@@ -88,6 +88,9 @@ typedef struct {
      * lo_open / hi_open: exclusive (an INTEGER's are closed integers) */
     int64_t num_lo, num_hi, lo_frac, hi_frac;
     uint8_t lo_open, hi_open;
+    /* NUMBER, INTEGER: multipleOf mult * 10^-mult_k (mult 0: none; an INTEGER's mult_k is 0) */
+    uint64_t mult;
+    uint8_t mult_k;
     /* LITERALS */
     pf_lit_set lits;
     /* UNION (also a $ref's node, whose one alternative is the referenced schema) */

@@ -11,7 +11,7 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
                                          "minItems", "maxItems", "enum", "const", "anyOf", "minLength", "maxLength",
                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                          "minProperties", "maxProperties", "allOf", "oneOf", "pattern", "format",
-                                         "patternProperties", "dependencies", "dependentRequired"};
+                                         "patternProperties", "dependencies", "dependentRequired", "multipleOf"};
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
  * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
@@ -19,7 +19,7 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
  * container (definitions, $defs) or unknown (x-..., id, self, name, ...): ignored, as the spec
  * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). */
 static const char *const k_unsupported[] = {
-    "multipleOf", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+    "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
     "additionalItems", "unevaluatedItems",
     "dependentSchemas", "propertyNames", "unevaluatedProperties",
     "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
@@ -125,6 +125,7 @@ int sc_type_set(cctx *c, const pf_json *v, const char *path) {
             set |= T_STR;
         for (int i = 0; i < 4; i++)
             if (pf_json_get(v, sc_keywords[K_MINIMUM + i])) set |= T_NUM;
+        if (pf_json_get(v, "multipleOf")) set |= T_NUM;
     }
     if ((set & T_NUM) && (set & T_INT)) set &= ~T_INT;
     return set;

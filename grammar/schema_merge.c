@@ -12,6 +12,7 @@
 /* ---- allOf, and keywords beside anyOf / oneOf: schemas merged into one where that is exact ---- */
 
 static const pf_json k_false_schema = {.type = PF_JSON_BOOL, .u.b = false};
+static const pf_json k_true_schema = {.type = PF_JSON_BOOL, .u.b = true};
 
 /* Merging follows references without the compiled-once cache, so a schema whose branches refer
  * back to it would merge without end: a bound on merges per compile. */
@@ -106,7 +107,8 @@ static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_js
         const pf_json *any = sc_object1(c, "anyOf", (pf_json){.type = PF_JSON_ARRAY, .u.arr = {both, 2}});
         return any ? (*out = *any, 0) : sc_fail_oom(c, path);
     }
-    if (!strcmp(key, "items") && x->type != PF_JSON_ARRAY && y->type != PF_JSON_ARRAY) {
+    if ((!strcmp(key, "items") && x->type != PF_JSON_ARRAY && y->type != PF_JSON_ARRAY) ||
+        !strcmp(key, "additionalProperties")) { /* both hold: the keys neither lists take both */
         const pf_json *s = sc_merge_schemas(c, x, y, depth + 1, path);
         return s ? (*out = *s, 0) : FAIL;
     }
@@ -128,6 +130,34 @@ static int additional_exact(const pf_json *a, const pf_json *b) {
     int ha = pf_json_get(a, "additionalProperties") != NULL, hb = pf_json_get(b, "additionalProperties") != NULL;
     if (pf_json_get(a, "patternProperties") || pf_json_get(b, "patternProperties")) return !ha && !hb;
     return (!ha || keys_within(pb, pa)) && (!hb || keys_within(pa, pb));
+}
+
+/* a with the keys of other's properties that it does not list listed, each with a's
+ * additionalProperties (absent: any value): the same schema (without patternProperties, a key
+ * not listed takes additionalProperties), now naming every key other does, so the two merge key by
+ * key. NULL when out of memory. */
+static const pf_json *list_keys_of(cctx *c, const pf_json *a, const pf_json *other) {
+    const pf_json *po = pf_json_get(other, "properties"), *pa = pf_json_get(a, "properties"),
+                  *add = pf_json_get(a, "additionalProperties");
+    if (!po || po->type != PF_JSON_OBJECT || (pa && pa->type != PF_JSON_OBJECT)) return a;
+    size_t na = pa ? pa->u.obj.n : 0, n = na;
+    pf_json_member *m = sc_scratch(c, (na + po->u.obj.n) * sizeof *m), *am = sc_scratch(c, (a->u.obj.n + 1) * sizeof *am);
+    pf_json *props = sc_scratch(c, sizeof *props), *out = sc_scratch(c, sizeof *out);
+    if (!m || !am || !props || !out) return NULL;
+    for (size_t i = 0; i < na; i++) m[i] = pa->u.obj.members[i];
+    for (size_t j = 0; j < po->u.obj.n; j++)
+        if (!pa || !pf_json_get(pa, po->u.obj.members[j].key))
+            m[n] = po->u.obj.members[j], m[n++].val = add ? *add : k_true_schema;
+    *props = (pf_json){.type = PF_JSON_OBJECT, .offset = po->offset, .u.obj = {m, n}};
+    size_t k = 0;
+    for (size_t i = 0; i < a->u.obj.n; i++, k++) {
+        am[k] = a->u.obj.members[i];
+        if (!strcmp(am[k].key, "properties")) am[k].val = *props;
+    }
+    if (!pa) am[k++] = (pf_json_member){"properties", 10, *props};
+    *out = *a;
+    out->u.obj.members = am, out->u.obj.n = k;
+    return out;
 }
 
 /* v with its $ref followed (keywords beside it merged in) and its allOf folded in: a schema with neither at its top. */
@@ -153,8 +183,14 @@ const pf_json *sc_merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int
     if (b->type == PF_JSON_BOOL) return b->u.b ? a : b;
     if (a->type != PF_JSON_OBJECT || b->type != PF_JSON_OBJECT)
         return sc_fail(c, path, "a schema must be an object or a boolean"), NULL;
-    if (!additional_exact(a, b))
-        return sc_fail(c, path, "additionalProperties merged with properties it does not list is not supported"), NULL;
+    if (!additional_exact(a, b)) {
+        if (pf_json_get(a, "patternProperties") || pf_json_get(b, "patternProperties"))
+            return sc_fail(c, path, "additionalProperties merged with properties it does not list is not supported"), NULL;
+        const pf_json *a0 = a;
+        a = list_keys_of(c, a, b);
+        b = a ? list_keys_of(c, b, a0) : NULL;
+        if (!a || !b) return sc_fail_oom(c, path), NULL;
+    }
     pf_json_member *m = sc_scratch(c, (a->u.obj.n + b->u.obj.n) * sizeof *m);
     pf_json *out = sc_scratch(c, sizeof *out);
     if (!m || !out) return sc_fail_oom(c, path), NULL;
