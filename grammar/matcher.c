@@ -615,9 +615,34 @@ enum { L_IN_STRING = 1, L_ESCAPE = 2, L_SPACED = 4 };
 /* enum / const texts and true/false/null: the candidates narrow byte by byte. An array or object
  * value may take one space after each ',' and ':' of its text outside strings, as documents are
  * written (`{"a": 1, "b": 2}`); the space is no byte of the text, so the texts stay compact. */
+/* The frame of the array whose items must be unique that literal frame t (n frames with it) is an
+ * item of; NULL when none. */
+static pf_frame *unique_array(const pf_matcher *m, pf_frame *t, int n) {
+    if (n < 2 || t[-1].kind != K_ARR) return NULL;
+    const pf_schema_node *a = node_of(m, t - 1);
+    return a->n_uniq && a->uniq_lit == t->node ? t - 1 : NULL;
+}
+
+/* Some text in [lo, hi) has a value the array has not taken yet. */
+static int some_untaken(const pf_schema_node *a, const pf_frame *arr, int32_t lo, int32_t hi) {
+    for (int32_t i = lo; i < hi; i++)
+        if (!(arr->used >> a->uniq_class[i] & 1)) return 1;
+    return 0;
+}
+
+/* Text i completes an item: its value not taken before, and taken now. */
+static int take_value(const pf_matcher *m, pf_frame *arr, int32_t i) {
+    if (!arr) return 1;
+    uint64_t bit = 1ull << node_of(m, arr)->uniq_class[i];
+    if (arr->used & bit) return 0;
+    arr->used |= bit;
+    return 1;
+}
+
 static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     const pf_lit_set *set = &node_of(m, t)->lits;
     int32_t lo = t->lo, hi = t->hi;
+    pf_frame *arr = unique_array(m, t, *n);
     if (c == ' ' && !node_of(m, t)->raw && t->off > 0 && !(t->phase & (L_IN_STRING | L_SPACED)) &&
         (set->s[lo][t->off - 1] == ',' || set->s[lo][t->off - 1] == ':') && set->len[lo] > (uint32_t)t->off)
         return t->phase |= L_SPACED, CONSUMED;
@@ -630,12 +655,13 @@ static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
         t->phase = (uint8_t)p;
     }
     if (lo == hi) {
-        if (set->len[t->lo] != (uint32_t)t->off) return REJECT;
+        if (set->len[t->lo] != (uint32_t)t->off || !take_value(m, arr, t->lo)) return REJECT;
         (*n)--; /* complete: c belongs to the enclosing value */
         return AGAIN;
     }
+    if (arr && !some_untaken(node_of(m, arr), arr, lo, hi)) return REJECT;
     t->lo = lo, t->hi = hi, t->off++;
-    if (hi - lo == 1 && set->len[lo] == (uint32_t)t->off) (*n)--;
+    if (hi - lo == 1 && set->len[lo] == (uint32_t)t->off) (*n)--, take_value(m, arr, lo);
     return CONSUMED;
 }
 
@@ -804,7 +830,8 @@ static int step_array(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
         t->lo = 1;
         break;
     case A_NEXT:
-        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX && fits(m, nd->items, *n + 1))
+        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX && fits(m, nd->items, *n + 1) &&
+            (!nd->n_uniq || __builtin_popcountll(t->used) < nd->n_uniq))
             return t->phase = A_ITEM, CONSUMED;
         if (c == ']' && t->lo >= nd->min_items) return (*n)--, CONSUMED;
         return REJECT;

@@ -67,6 +67,13 @@ typedef struct {
     /* ARRAY */
     int32_t items;
     int64_t min_items, max_items;
+    /* ARRAY with uniqueItems over items of literal node uniq_lit: n_uniq classes of equal values
+     * (at most 64; 0: no uniqueItems), uniq_class[i] the class of its text i, uniq_len[k] the
+     * k-th shortest class's shortest text and uniq_order[k] that class */
+    int32_t uniq_lit;
+    int n_uniq;
+    uint8_t *uniq_class, *uniq_order;
+    uint32_t *uniq_len;
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
     uint8_t implied_type; /* its type came from its keywords, not `type`: the schema itself also
@@ -155,6 +162,10 @@ static inline uint64_t pf_schema_keys_needed(const pf_schema_node *nd, uint64_t 
     for (uint64_t u = nd->deps ? used : 0; u; u &= u - 1) need |= nd->deps[__builtin_ctzll(u)];
     return need;
 }
+
+/* The fewest bytes k more items of unique array node nd take (their texts, no commas), none of
+ * the classes in used: the k shortest classes left; INT64_MAX when fewer are left. */
+int64_t pf_schema_unique_least(const pf_schema_node *nd, uint64_t used, int64_t k);
 
 /* Index range [*lo, *hi) of set entries whose byte `off` is c, within [*lo, *hi) (entries there
  * share their first `off` bytes). */

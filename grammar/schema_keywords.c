@@ -44,10 +44,10 @@ int sc_validation_keyword(const pf_json_member *m) {
 
 /* A validation keyword that is not compiled here (then and else count only beside if, and
  * additionalItems only beside items in the tuple form: otherwise every draft ignores them;
- * `"uniqueItems": false` asserts nothing). */
+ * uniqueItems is compiled with an array, refused there where it cannot be enforced). */
 int sc_unsupported(const pf_json *v, const pf_json_member *m) {
     if (in_list(m, k_unsupported, (int)(sizeof k_unsupported / sizeof *k_unsupported)) < 0) return 0;
-    if (!strcmp(m->key, "uniqueItems")) return !(m->val.type == PF_JSON_BOOL && !m->val.u.b); /* false: nothing */
+    if (!strcmp(m->key, "uniqueItems")) return m->val.type != PF_JSON_BOOL; /* an array's (grammar/schema_unique.c) */
     if (!strcmp(m->key, "additionalItems")) {
         const pf_json *it = pf_json_get(v, "items");
         return it && it->type == PF_JSON_ARRAY;
@@ -100,6 +100,12 @@ static int asserts(const pf_json *v, const char *key) {
     }
 }
 
+/* `"uniqueItems": true`, which holds for every value that is not an array. */
+static int asserts_unique(const pf_json *v) {
+    const pf_json *u = pf_json_get(v, "uniqueItems");
+    return u && u->type == PF_JSON_BOOL && u->u.b;
+}
+
 /* The types the schema allows: `type`, else what its keywords imply (any value when none). */
 int sc_type_set(cctx *c, const pf_json *v, const char *path) {
     const pf_json *t = pf_json_get(v, "type");
@@ -119,7 +125,7 @@ int sc_type_set(cctx *c, const pf_json *v, const char *path) {
             asserts(v, "minProperties") || pf_json_get(v, "maxProperties") || asserts(v, "patternProperties") ||
             asserts(v, "dependencies") || asserts(v, "dependentRequired"))
             set |= T_OBJ;
-        if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
+        if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems") || asserts_unique(v)) set |= T_ARR;
         if (asserts(v, "minLength") || pf_json_get(v, "maxLength") || pf_json_get(v, "pattern") ||
             format_asserts(pf_json_get(v, "format")))
             set |= T_STR;

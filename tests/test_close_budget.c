@@ -47,6 +47,8 @@ static const char *const k_schemas[] = {
     "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"multipleOf\":0.25,\"minimum\":10.3,\"maximum\":12},\"minItems\":1}",
     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\",\"multipleOf\":25,\"minimum\":-180}},"
     "\"required\":[\"x\"]}",
+    /* uniqueItems: the items still needed take the shortest values not taken yet */
+    "{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"abcd\",\"abc\",7]},\"uniqueItems\":true,\"minItems\":3}",
     NULL, /* JSON mode */
 };
 enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };

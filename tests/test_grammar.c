@@ -776,6 +776,31 @@ TEST(grammar_multiple_of) {
     schema_expect_error("{\"type\":\"number\",\"multipleOf\":-2}", "multipleOf: not a positive number");
 }
 
+/* uniqueItems over items that are a few literals (each value taken once, equal values one: 1 and
+ * 1.0, objects whatever their keys' order), or an array of at most one item. */
+TEST(grammar_unique_items) {
+    static const doc_case letters[] = {
+        {"[\"a\",\"b\"]", 1}, {"[\"a\",\"a\"]", 0}, {"[\"a\",\"b\",\"c\"]", 1}, {"[\"c\", \"b\", \"a\"]", 1},
+        {"[\"a\",\"b\",\"a\"]", 0}, {"[]", 1}, {"[\"b\",\"b\"]", 0},
+    };
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",\"c\"]},\"uniqueItems\":true}", letters);
+    static const doc_case nums[] = {{"[1,1.0]", 0}, {"[1,2]", 1}, {"[1.0,2]", 1}, {"[2,1]", 1}, {"[2,2.0]", 0}};
+    CHECK_DOCS("{\"items\":{\"enum\":[1,2]},\"uniqueItems\":true}", nums);
+    static const doc_case flags[] = {{"[true,false]", 1}, {"[true,true]", 0}, {"[false]", 1}, {"[true,false,true]", 0}};
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true}", flags);
+    static const doc_case prefix[] = {{"[\"ab\",\"abc\"]", 1}, {"[\"abc\",\"ab\"]", 1}, {"[\"ab\",\"ab\"]", 0}, {"[\"abc\",\"abc\"]", 0}};
+    CHECK_DOCS("{\"items\":{\"enum\":[\"ab\",\"abc\"]},\"uniqueItems\":true,\"minItems\":1}", prefix);
+    static const doc_case objs[] = {
+        {"[{\"a\":1,\"b\":2},{\"b\":2,\"a\":1}]", 0}, {"[{\"a\":1,\"b\":2},{\"a\":2}]", 1}, {"[{\"a\":2},{\"a\":2}]", 0},
+    };
+    CHECK_DOCS("{\"items\":{\"enum\":[{\"a\":1,\"b\":2},{\"b\":2,\"a\":1},{\"a\":2}]},\"uniqueItems\":true}", objs);
+    static const doc_case one[] = {{"[\"x\"]", 1}, {"[\"x\",\"y\"]", 0}, {"[]", 1}};
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"maxItems\":1}", one);
+    schema_expect_error("{\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true,\"minItems\":3}", "admits no value");
+    schema_expect_error("{\"items\":{\"type\":\"string\"},\"uniqueItems\":true}", "keyword 'uniqueItems' is not supported");
+    schema_expect_error("{\"items\":{\"enum\":[1,2]},\"uniqueItems\":1}", "keyword 'uniqueItems' is not supported");
+}
+
 /* additionalProperties as a schema: the listed keys with their own schemas, any other key (never
  * one spelling a listed key, given or not) with its schema; minProperties / maxProperties count
  * every key and leave room for the required ones. */

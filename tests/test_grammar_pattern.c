@@ -288,6 +288,8 @@ TEST(grammar_number_bounds_walks_validate) {
         "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"multipleOf\":0.05,\"minimum\":-1,\"exclusiveMaximum\":1.2}}",
         "{\"type\":\"array\",\"items\":{\"multipleOf\":0.1},\"minItems\":2}",
         "{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"multipleOf\":7,\"maximum\":100}}",
+        /* uniqueItems over literal items */
+        "{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",1,1.5,true,{\"k\":[1]}]},\"uniqueItems\":true,\"minItems\":2}",
     };
     walks_validate(schemas, (int)(sizeof schemas / sizeof *schemas), "number_bounds", 150);
 }
