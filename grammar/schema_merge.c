@@ -82,6 +82,44 @@ static int merge_union(cctx *c, const pf_json *x, const pf_json *y, int keyed, p
     return 0;
 }
 
+/* enum in both: the values of x that y lists too, compared as written (1 and 1.0 apart: a value
+ * dropped, never one let through); UNSAT when none. */
+static int merge_enum(cctx *c, const pf_json *x, const pf_json *y, pf_json *out, const char *path) {
+    pf_json *it = sc_scratch(c, (x->u.arr.n ? x->u.arr.n : 1) * sizeof *it);
+    if (!it) return sc_fail_oom(c, path);
+    size_t n = 0;
+    for (size_t i = 0; i < x->u.arr.n; i++)
+        for (size_t j = 0; j < y->u.arr.n; j++)
+            if (same_text(c, &x->u.arr.items[i], &y->u.arr.items[j])) {
+                it[n++] = x->u.arr.items[i];
+                break;
+            }
+    *out = *x;
+    out->u.arr.items = it, out->u.arr.n = n;
+    return n ? 0 : UNSAT;
+}
+
+#define MAX_ANY_OF_PAIRS 64
+
+/* anyOf in both: one of x's branches and one of y's, the anyOf of every pair merged. */
+static int merge_any_of(cctx *c, const pf_json *x, const pf_json *y, pf_json *out, int depth, const char *path) {
+    size_t nx = x->u.arr.n, ny = y->u.arr.n;
+    if (!nx || !ny || nx * ny > MAX_ANY_OF_PAIRS)
+        return sc_fail(c, path, "'anyOf' in two merged schemas with more than %d pairs of branches is not supported",
+                       MAX_ANY_OF_PAIRS);
+    pf_json *it = sc_scratch(c, nx * ny * sizeof *it);
+    if (!it) return sc_fail_oom(c, path);
+    for (size_t i = 0; i < nx; i++)
+        for (size_t j = 0; j < ny; j++) {
+            const pf_json *s = sc_merge_schemas(c, &x->u.arr.items[i], &y->u.arr.items[j], depth + 1, path);
+            if (!s) return FAIL;
+            it[i * ny + j] = *s;
+        }
+    *out = *x;
+    out->u.arr.items = it, out->u.arr.n = nx * ny;
+    return 0;
+}
+
 /* Every key of x's properties is one of y's. */
 static int keys_within(const pf_json *x, const pf_json *y) {
     for (size_t i = 0; x && i < x->u.obj.n; i++)
@@ -99,6 +137,9 @@ static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_js
         return merge_union(c, x, y, 0, out, depth, path);
     if (!strcmp(key, "properties") && x->type == PF_JSON_OBJECT && y->type == PF_JSON_OBJECT)
         return merge_union(c, x, y, 1, out, depth, path);
+    if (!strcmp(key, "enum") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY) return merge_enum(c, x, y, out, path);
+    if (!strcmp(key, "anyOf") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY)
+        return merge_any_of(c, x, y, out, depth, path);
     if (!strcmp(key, "not")) { /* neither x nor y: not {"anyOf": [x, y]} */
         pf_json *both = sc_scratch(c, 2 * sizeof *both);
         if (!both) return sc_fail_oom(c, path);

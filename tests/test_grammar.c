@@ -977,6 +977,13 @@ TEST(grammar_all_of_one_of) {
                         "\"required\":[\"b\"]}]}", "admits no value");
     schema_expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"patternProperties\":"
                         "{\"^b\":{}}}]}", "additionalProperties merged with properties it does not list");
+    /* two enums: the values both list; two anyOfs: every pair of branches merged */
+    static const doc_case enums[] = {{"\"b\"", 1}, {"1", 1}, {"\"a\"", 0}, {"\"c\"", 0}};
+    CHECK_DOCS("{\"allOf\":[{\"enum\":[\"a\",\"b\",1]},{\"enum\":[\"b\",1,\"c\"]}]}", enums);
+    schema_expect_error("{\"allOf\":[{\"enum\":[\"a\"]},{\"enum\":[\"b\"]}]}", "admits no value");
+    static const doc_case pairs[] = {{"\"a\"", 1}, {"\"\"", 0}, {"\"ab\"", 0}, {"7", 1}, {"3", 0}, {"true", 0}};
+    CHECK_DOCS("{\"allOf\":[{\"anyOf\":[{\"type\":\"string\",\"maxLength\":1},{\"type\":\"integer\"}]},{\"anyOf\":"
+               "[{\"type\":\"string\",\"minLength\":1},{\"type\":\"integer\",\"minimum\":5}]}]}", pairs);
     schema_expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
     schema_expect_error("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern' in two merged schemas");
     schema_expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");
