@@ -2,9 +2,9 @@
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
  * `dependencies` / `dependentRequired` (a key requiring others),
- * `items`, `minItems`, `maxItems`, `minLength`,
+ * `items`, `minItems`, `maxItems`, `uniqueItems` (over literal items, or at most one), `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
- * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `allOf` (merged where exact),
+ * draft forms, exact from the decimal text), `multipleOf`, `enum`, `const`, `anyOf`, `allOf` (merged where exact),
  * `oneOf` (disjoint branches), `pattern`, `format` and `patternProperties` (grammar/regex.h,
  * grammar/string_format.h), `$ref` to a JSON pointer into
  * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included; keywords beside
@@ -12,7 +12,7 @@
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
  * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; beside
  * `enum` / `const` any keyword holds (each value checked exactly, grammar/schema_eval.c); any
- * other validation keyword (not in most forms, multipleOf, ...) is an error naming it and its path:
+ * other validation keyword (not in most forms, contains, ...) is an error naming it and its path:
  * a schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
