@@ -768,6 +768,49 @@ TEST(grammar_multiple_of) {
     /* the masks: after "1." under 0.25 steps in [1, 1.5], only 0, 2, 5 go on */
     static const mask_case masks[] = {{"1.", "|0|2|5"}, {"1.2", "|5"}, {"1.5", "|0|<end>"}};
     CHECK_MASKS("{\"type\":\"number\",\"multipleOf\":0.25,\"minimum\":1,\"maximum\":1.5}", masks);
+    /* every text of up to 6 bytes over a few characters, against exact decimals: accepted exactly
+     * when it is a number without exponent, a multiple, and within the bounds */
+    static const struct {
+        const char *mult, *lo, *hi; /* lo, hi: inclusive; NULL none */
+        uint64_t m;
+        int k;
+    } mb[] = {
+        {"0.25", "-1", "2", 25, 2}, {"5", NULL, "60", 5, 0}, {"0.05", "0.1", NULL, 5, 2}, {"1.5", "-3", "3", 15, 1},
+    };
+    static const char malpha[] = "-.0125";
+    for (size_t k = 0; k < sizeof mb / sizeof *mb && !pf_test_failed(); k++) {
+        char schema[200];
+        int n = snprintf(schema, sizeof schema, "{\"type\":\"number\",\"multipleOf\":%s", mb[k].mult);
+        if (mb[k].lo) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"minimum\":%s", mb[k].lo);
+        if (mb[k].hi) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"maximum\":%s", mb[k].hi);
+        snprintf(schema + n, sizeof schema - (size_t)n, "}");
+        test_dec lo, hi;
+        CHECK((!mb[k].lo || test_dec_of(mb[k].lo, &lo)) && (!mb[k].hi || test_dec_of(mb[k].hi, &hi)));
+        schema_fx f;
+        CHECK(schema_fx_open(&f, false, schema) == 0);
+        char doc[8];
+        for (long code = 0; code < 7L * 7 * 7 * 7 * 7 * 7 && !pf_test_failed(); code++) {
+            int len = 0;
+            long c = code;
+            for (; c % 7 && len < 6; c /= 7) doc[len++] = malpha[c % 7 - 1];
+            if (c) continue;
+            doc[len] = 0;
+            test_dec x;
+            int want = test_dec_of(doc, &x) && (!mb[k].lo || test_dec_cmp(&x, &lo) >= 0) &&
+                       (!mb[k].hi || test_dec_cmp(&x, &hi) <= 0);
+            if (want && x.nd) { /* x * 10^k an integer divisible by m */
+                long e = x.lead - x.nd + 1 + mb[k].k;
+                uint64_t r = 0;
+                for (int i = 0; i < x.nd; i++) r = (r * 10 + (uint64_t)(x.d[i] - '0')) % mb[k].m;
+                for (long i = 0; i < e; i++) r = r * 10 % mb[k].m;
+                want = e >= 0 && r == 0;
+            }
+            pf_matcher_reset(f.m);
+            int got = pf_matcher_push_bytes(f.m, (const uint8_t *)doc, (size_t)len) == 1 && pf_matcher_can_end(f.m);
+            CHECKF(got == want, "%s: '%s' %s", schema, doc, got ? "accepted" : "refused");
+        }
+        schema_fx_close(&f);
+    }
     schema_expect_error("{\"type\":\"number\",\"multipleOf\":0.25,\"exclusiveMinimum\":0.3,\"exclusiveMaximum\":0.45}",
                         "admits no value");
     schema_expect_error("{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":1,\"maximum\":6}", "admits no value");
