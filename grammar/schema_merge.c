@@ -138,6 +138,8 @@ static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_js
     if (!strcmp(key, "properties") && x->type == PF_JSON_OBJECT && y->type == PF_JSON_OBJECT)
         return merge_union(c, x, y, 1, out, depth, path);
     if (!strcmp(key, "enum") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY) return merge_enum(c, x, y, out, path);
+    if (!strcmp(key, "uniqueItems") && x->type == PF_JSON_BOOL && y->type == PF_JSON_BOOL)
+        return *out = x->u.b ? *x : *y, 0; /* both hold: unique when either asks */
     if (!strcmp(key, "anyOf") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY)
         return merge_any_of(c, x, y, out, depth, path);
     if (!strcmp(key, "not")) { /* neither x nor y: not {"anyOf": [x, y]} */

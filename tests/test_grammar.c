@@ -195,7 +195,7 @@ TEST(grammar_annotations_ignored) {
  * it is and whatever sits beside it: never a schema compiled looser than it reads. */
 TEST(grammar_unsupported_validation_keywords) {
     static const char *const kw[] = {
-        "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+        "contains", "maxContains", "minContains", "prefixItems",
         "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties",
         "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
@@ -841,7 +841,13 @@ TEST(grammar_unique_items) {
     CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"maxItems\":1}", one);
     schema_expect_error("{\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true,\"minItems\":3}", "admits no value");
     schema_expect_error("{\"items\":{\"type\":\"string\"},\"uniqueItems\":true}", "keyword 'uniqueItems' is not supported");
-    schema_expect_error("{\"items\":{\"enum\":[1,2]},\"uniqueItems\":1}", "keyword 'uniqueItems' is not supported");
+    schema_expect_error("{\"items\":{\"enum\":[1,2]},\"uniqueItems\":1}", "uniqueItems: not a boolean");
+    /* beside a $ref (2019-09 on), merged in allOf (unique when either asks), under not (an error) */
+    static const doc_case ref[] = {{"[\"a\",\"b\"]", 1}, {"[\"a\",\"a\"]", 0}};
+    CHECK_DOCS("{\"$defs\":{\"l\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\"]}}},\"$ref\":\"#/$defs/l\","
+               "\"uniqueItems\":true}", ref);
+    CHECK_DOCS("{\"allOf\":[{\"items\":{\"enum\":[\"a\",\"b\"]},\"uniqueItems\":false},{\"uniqueItems\":true}]}", ref);
+    schema_expect_error("{\"type\":\"array\",\"not\":{\"uniqueItems\":true}}", "keyword 'not' is not supported");
 }
 
 /* additionalProperties as a schema: the listed keys with their own schemas, any other key (never
