@@ -177,8 +177,19 @@ static int64_t items_rest(const pf_close *c, const pf_schema_node *nd, int64_t h
     return add(mul(add(1, c->doc[nd->items]), need), 1);
 }
 
+/* k more items of a unique array and what closes it: their shortest distinct values, k - 1 commas
+ * before them when none is written yet (first), k otherwise, and `]`. */
+static int64_t unique_items_rest(const pf_schema_node *nd, uint64_t used, int64_t k, int first) {
+    return add(add(pf_schema_unique_least(nd, used, k), first && k ? k - 1 : k), 1);
+}
+
 static int64_t arr_rest(const pf_close *c, const pf_frame *t) {
     const pf_schema_node *nd = &c->s->nodes[t->node];
+    if (nd->n_uniq && t->phase != A_OPEN) {
+        int64_t have = t->phase == A_ITEM ? t->lo + 1 : t->phase == A_NEXT ? t->lo : 0;
+        int64_t need = nd->min_items > have ? nd->min_items - have : 0;
+        return t->phase == A_ITEM ? unique_items_rest(nd, t->used, need + 1, 1) : unique_items_rest(nd, t->used, need, t->phase == A_FIRST);
+    }
     switch (t->phase) {
     case A_FIRST:
         if (nd->min_items == 0) return 1;
@@ -228,6 +239,20 @@ static int64_t str_rest(const pf_close *c, const pf_frame *t) {
     return add(r > need ? r : need, 1);
 }
 
+/* An item's literal text under way (t) and the rest of its unique array (frame a): for each value
+ * it can still become, its shortest text left and the shortest distinct values after it. */
+static int64_t unique_lit_rest(const pf_close *c, const pf_frame *t, const pf_frame *a) {
+    const pf_schema_node *nd = &c->s->nodes[a->node];
+    const pf_lit_set *set = &c->s->nodes[t->node].lits;
+    int64_t need = nd->min_items > a->lo ? nd->min_items - a->lo : 0, best = INF;
+    for (int32_t i = t->lo; i < t->hi; i++) {
+        uint64_t bit = 1ull << nd->uniq_class[i];
+        if (!(a->used & bit))
+            best = min2(best, add((int64_t)set->len[i] - t->off, unique_items_rest(nd, a->used | bit, need, 0)));
+    }
+    return best;
+}
+
 static int64_t lit_rest(const pf_close *c, const pf_frame *t) {
     const pf_lit_set *set = &c->s->nodes[t->node].lits;
     if (t->lo == 0 && t->hi == set->n) return c->doc[t->node] - t->off;
@@ -258,6 +283,15 @@ static int64_t stack_rest(const void *ctx, const pf_frame *f, int n) {
     int64_t total = 0;
     for (int i = n - 1; i >= 0 && total < INF; i--) {
         const pf_frame *t = i == n - 1 && w->top ? w->top : &f[i];
+        const pf_schema_node *below = i > 0 && f[i - 1].kind == K_ARR ? &c->s->nodes[f[i - 1].node] : NULL;
+        if (below && below->n_uniq && (t->kind == K_VALUE || (t->kind == K_LIT && t->node == below->uniq_lit))) {
+            /* an item of a unique array: it and the items after it take distinct values */
+            int64_t need = below->min_items > f[i - 1].lo ? below->min_items - f[i - 1].lo : 0;
+            total = add(total, t->kind == K_LIT ? unique_lit_rest(c, t, &f[i - 1])
+                                                : unique_items_rest(below, f[i - 1].used, need + 1, 1));
+            i--;
+            continue;
+        }
         switch (t->kind) {
         case K_VALUE: total = add(total, c->doc[t->node]); break;
         case K_STR: total = add(total, str_rest(c, t)); break;
@@ -310,7 +344,9 @@ static int64_t node_doc(const pf_close *c, const pf_schema_node *nd) {
     switch (nd->kind) {
     case PF_SN_ANY: return 1; /* `0` */
     case PF_SN_OBJECT: return add(1, obj_close(c, nd, 0, 0, 1));
-    case PF_SN_ARRAY: return 1 + (nd->min_items == 0 ? 1 : mul(add(1, c->doc[nd->items]), nd->min_items));
+    case PF_SN_ARRAY:
+        if (nd->n_uniq) return add(1, unique_items_rest(nd, 0, nd->min_items, 1));
+        return 1 + (nd->min_items == 0 ? 1 : mul(add(1, c->doc[nd->items]), nd->min_items));
     case PF_SN_STRING: {
         if (!nd->re) return add(2, nd->min_len);
         const int64_t *d = c->re_dist[nd - c->s->nodes];

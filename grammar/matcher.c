@@ -4,6 +4,8 @@
 #include "grammar/matcher.h"
 #include "formats/grow.h"
 #include "grammar/matcher_frames.h"
+#include "grammar/num_exp.h"
+#include "grammar/num_multiple.h"
 #include "grammar/regex.h"
 
 #include <stdlib.h>
@@ -214,23 +216,28 @@ static int step_string(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
 static int num_accepting(int phase) { return phase == N_ZERO || phase == N_INT || phase == N_FRAC || phase == N_EXP; }
 
 /* ---- bounded numbers: minimum / maximum ----
- * A bounded number is written without exponent; its frame keeps the sign (lo), the integer part
- * (used) and, in the fraction, how the digits so far compare with the bounds' (hi, below). For a
- * sign, the bounds are a range of the magnitude M = |value|: a <= M <= b, either end open, each
+ * A bounded number's frame keeps the sign (lo), the integer part (used) and, in the fraction, how
+ * the digits so far compare with the bounds' (hi, below). An exponent may follow a mantissa of one
+ * digit 1-9 and its fraction digits, as writers put a float (1e-06, 2.5e+20): used then holds all
+ * its digits, D, and each byte is allowed where the mantissa as it stands, with some exponent of
+ * up to PF_NUM_EXP_DIGITS digits, lands in range (grammar/num_exp.c), or the number without
+ * exponent still can. For a sign, the bounds are a range of the magnitude M = |value|: a <= M <= b, either end open, each
  * end a point of the grid of 16 fraction digits numbers are written with (grammar/schema.h). Every
  * test below is a comparison of integers, so every CPU gives the same masks. */
 #define ONE PF_SCHEMA_FRAC_ONE
-typedef struct {
-    int64_t i, f; /* i + f / ONE, 0 <= f < ONE */
-} mag;
-typedef struct {
-    mag a, b;
-    int a_open, b_open;
-} mag_range;
+typedef pf_mag mag;
+typedef pf_mag_range mag_range;
 
 /* In the fraction (hi): the digits so far are the first ones of a's fraction (the integer part
- * being a's), or of b's; otherwise they are already above a, or below b, whatever follows. */
-enum { EQ_A = 1, EQ_B = 2 };
+ * being a's), or of b's; otherwise they are already above a, or below b, whatever follows.
+ * F_NORM: the mantissa so far can take an exponent, D in used; F_NOPLAIN: only an exponent ends it
+ * within the bounds. In the exponent hi holds F_NORM, the fraction digits fd, the exponent's sign
+ * and its value so far. */
+enum { EQ_A = 1, EQ_B = 2, F_NORM = 4, F_NOPLAIN = 8 };
+#define EXP_MAX 999 /* PF_NUM_EXP_DIGITS digits */
+#define EXP_FD(h) ((h) >> 4 & 31)
+#define EXP_NEG(h) ((h) >> 9 & 1)
+#define EXP_VAL(h) ((int64_t)(h) >> 10)
 
 static int bounded(const pf_schema_node *nd) { return nd->num_lo != INT64_MIN || nd->num_hi != INT64_MAX; }
 
@@ -299,26 +306,118 @@ static int frac_step(mag_range r, pf_frame *t, int n, int c) {
     return 1;
 }
 
+/* Mantissa d with fd fraction digits, as it stands, takes some exponent that lands in r. */
+static int exp_any(const mag_range *r, uint64_t d, int fd) { return pf_num_exp_some(r, d, fd, -EXP_MAX, EXP_MAX); }
+
+/* After the point of mantissa d: some first fraction digit takes an exponent. */
+static int exp_after_point(const mag_range *r, uint64_t d) {
+    for (uint64_t c = 0; c <= 9; c++)
+        if (exp_any(r, d * 10 + c, 1)) return 1;
+    return 0;
+}
+
+/* Some first digit 1-9 takes an exponent. */
+static int exp_fresh(const mag_range *r) {
+    for (uint64_t c = 1; c <= 9; c++)
+        if (exp_any(r, c, 0)) return 1;
+    return 0;
+}
+
+/* An integer part p of off digits (more may follow) keeps a value without exponent reachable. */
+static int plain_int(mag_range r, int64_t p, int off, int frac) {
+    for (int j = 0; j + off <= PF_MATCHER_MAX_DIGITS; j++)
+        if (mag_feasible(r, p * k_pow10[j], p * k_pow10[j] + k_pow10[j] - 1, frac)) return 1;
+    return 0;
+}
+
+/* The mantissa byte that moved frame t to `next` left no number without exponent reachable: it
+ * stands where an exponent can still follow. */
+static int only_exp(pf_frame *t, int ok) {
+    if (!ok) return 0;
+    t->hi = F_NORM | F_NOPLAIN;
+    return 1;
+}
+
 /* The byte that moved frame t to phase `next` keeps a value within the bounds reachable. */
 static int bound_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c) {
-    int frac = nd->kind == PF_SN_NUMBER;
+    int frac = nd->kind == PF_SN_NUMBER, norm = t->hi & F_NORM;
     mag_range r = mag_of(nd, t->lo);
     switch (next) {
-    case N_MINUS: t->lo = 1; return mag_feasible(mag_of(nd, 1), 0, k_pow10[16] - 1, frac);
+    case N_MINUS: t->lo = 1, r = mag_of(nd, 1); return mag_feasible(r, 0, k_pow10[16] - 1, frac) || (frac && exp_fresh(&r));
     case N_ZERO: return mag_feasible(r, 0, 0, frac);
     case N_INT: {
+        if (t->hi & F_NOPLAIN) return 0; /* a second digit before the point: no exponent form */
         int64_t p = (int64_t)t->used * 10 + (c - '0');
         t->used = (uint64_t)p;
-        for (int j = 0; j + t->off <= PF_MATCHER_MAX_DIGITS; j++)
-            if (mag_feasible(r, p * k_pow10[j], p * k_pow10[j] + k_pow10[j] - 1, frac)) return 1;
-        return 0;
+        t->hi = frac && t->off == 1 ? F_NORM : 0;
+        if (plain_int(r, p, t->off, frac)) return 1;
+        return only_exp(t, (t->hi & F_NORM) && exp_any(&r, (uint64_t)p, 0));
     }
     case N_FRAC0:
-        t->hi = ((int64_t)t->used == r.a.i ? EQ_A : 0) | ((int64_t)t->used == r.b.i ? EQ_B : 0);
-        return mag_feasible(r, (int64_t)t->used, (int64_t)t->used, 1);
-    case N_FRAC: return frac_step(r, t, t->off, c - '0');
+        if (!(t->hi & F_NOPLAIN)) {
+            t->hi = norm | ((int64_t)t->used == r.a.i ? EQ_A : 0) | ((int64_t)t->used == r.b.i ? EQ_B : 0);
+            if (mag_feasible(r, (int64_t)t->used, (int64_t)t->used, 1)) return 1;
+        }
+        return only_exp(t, norm && exp_after_point(&r, t->used));
+    case N_FRAC: {
+        int plain = !(t->hi & F_NOPLAIN) && frac_step(r, t, t->off, c - '0');
+        if (norm) t->used = t->used * 10 + (c - '0');
+        if (plain) return 1;
+        return only_exp(t, norm && exp_any(&r, t->used, t->off));
+    }
+    case N_EXP0: {
+        int fd = t->phase == N_FRAC ? t->off : 0;
+        if (!norm || !exp_any(&r, t->used, fd)) return 0;
+        t->hi = F_NORM | fd << 4;
+        return 1;
+    }
+    case N_EXPS:
+        t->hi |= (c == '-') << 9;
+        return c == '-' ? pf_num_exp_some(&r, t->used, EXP_FD(t->hi), -EXP_MAX, 0)
+                        : pf_num_exp_some(&r, t->used, EXP_FD(t->hi), 0, EXP_MAX);
+    default: { /* N_EXP: t->off exponent digits */
+        if (t->off > PF_NUM_EXP_DIGITS) return 0;
+        int64_t e = EXP_VAL(t->hi) * 10 + (c - '0');
+        t->hi = (t->hi & 1023) | (int32_t)(e << 10);
+        return pf_num_exp_rest(&r, t->used, EXP_FD(t->hi), EXP_NEG(t->hi), e, t->off) != INT64_MAX;
+    }
+    }
+}
+
+/* ---- multipleOf: the digits so far scaled by 10^mult_k in used, written without exponent ---- */
+
+static int64_t mult_rest(const pf_schema_node *nd, const pf_frame *t) {
+    if (t->phase == N_START) {
+        mag_range pos = mag_of(nd, 0), neg = mag_of(nd, 1);
+        int64_t a = pf_num_mult_rest(&pos, nd->mult, nd->mult_k, N_MINUS, 0, 0),
+                b = pf_num_mult_rest(&neg, nd->mult, nd->mult_k, N_MINUS, 0, 0);
+        return a <= b ? a : b == INT64_MAX ? b : b + 1;
+    }
+    mag_range r = mag_of(nd, t->lo);
+    return pf_num_mult_rest(&r, nd->mult, nd->mult_k, t->phase, t->used, t->off);
+}
+
+/* The byte that moved frame t to `next` leaves some multiple within the bounds reachable: a
+ * fraction digit past mult_k only a 0, no exponent. */
+static int mult_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c) {
+    int k = nd->mult_k;
+    switch (next) {
+    case N_MINUS: t->lo = 1; break;
+    case N_INT:
+        if (t->off + k > PF_NUM_MULT_DIGITS) return 0;
+        t->used = t->used * 10 + (c - '0');
+        break;
+    case N_FRAC:
+        if (t->off <= k) t->used = t->used * 10 + (c - '0');
+        else if (c != '0') return 0;
+        break;
+    case N_ZERO:
+    case N_FRAC0: break;
     default: return 0; /* an exponent */
     }
+    pf_frame after = *t;
+    after.phase = (uint8_t)next;
+    return mult_rest(nd, &after) != INT64_MAX;
 }
 
 /* A number may end here: accepting, and within its bounds. In the fraction, a prefix equal to a's
@@ -326,8 +425,11 @@ static int bound_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c
  * itself when b's other digits are 0. */
 static int num_can_end(const pf_schema_node *nd, const pf_frame *t) {
     if (!num_accepting(t->phase)) return 0;
+    if (nd->mult) return mult_rest(nd, t) == 0;
     if (!bounded(nd)) return 1;
     mag_range r = mag_of(nd, t->lo);
+    if (t->phase == N_EXP) return pf_num_exp_rest(&r, t->used, EXP_FD(t->hi), EXP_NEG(t->hi), EXP_VAL(t->hi), t->off) == 0;
+    if (t->hi & F_NOPLAIN) return 0;
     int64_t i = (int64_t)t->used;
     if (t->phase != N_FRAC) return mag_feasible(r, i, i, 0);
     if ((t->hi & EQ_A) && (r.a_open || frac_after(r.a.f, t->off))) return 0;
@@ -390,9 +492,62 @@ static int64_t mag_fresh(mag_range r, int frac) {
     return best;
 }
 
+static int64_t plus(int64_t k, int64_t n) { return k == INT64_MAX ? k : k + n; }
+
+/* The fewest bytes that end a number whose only way into range is an exponent, or that is in one. */
+static int64_t exp_rest(const mag_range *r, const pf_frame *t) {
+    int64_t best = INT64_MAX;
+    switch (t->phase) {
+    case N_FRAC0:
+        for (uint64_t c = 0; c <= 9; c++) {
+            int64_t k = plus(pf_num_exp_rest(r, t->used * 10 + c, 1, 2, 0, 0), 2);
+            best = k < best ? k : best;
+        }
+        return best;
+    case N_INT: return plus(pf_num_exp_rest(r, t->used, 0, 2, 0, 0), 1);
+    case N_FRAC: return plus(pf_num_exp_rest(r, t->used, t->off, 2, 0, 0), 1);
+    case N_EXP0: return pf_num_exp_rest(r, t->used, EXP_FD(t->hi), 2, 0, 0);
+    case N_EXPS: return pf_num_exp_rest(r, t->used, EXP_FD(t->hi), EXP_NEG(t->hi), 0, 0);
+    default: return pf_num_exp_rest(r, t->used, EXP_FD(t->hi), EXP_NEG(t->hi), EXP_VAL(t->hi), t->off);
+    }
+}
+
+/* A fresh mantissa's digit 1-9, 'e' and an exponent. */
+static int64_t exp_fresh_rest(const mag_range *r) {
+    int64_t best = INT64_MAX;
+    for (uint64_t c = 1; c <= 9; c++) {
+        int64_t k = plus(pf_num_exp_rest(r, c, 0, 2, 0, 0), 2);
+        best = k < best ? k : best;
+    }
+    return best;
+}
+
+static int64_t plain_rest(const pf_schema_node *nd, const pf_frame *t);
+
 int64_t pf_matcher_num_rest(const pf_schema_node *nd, const pf_frame *t) {
     static const uint8_t k_plain[N_EXP + 1] = {[N_START] = 1, [N_MINUS] = 1, [N_FRAC0] = 1, [N_EXP0] = 1, [N_EXPS] = 1};
+    if (nd->mult) return mult_rest(nd, t);
     if (!bounded(nd)) return k_plain[t->phase];
+    mag_range r = mag_of(nd, t->lo);
+    if (t->phase >= N_EXP0 || (t->hi & F_NOPLAIN)) return exp_rest(&r, t);
+    int64_t plain = plain_rest(nd, t), e = INT64_MAX;
+    if (nd->kind != PF_SN_NUMBER) return plain;
+    if (t->phase == N_START) {
+        mag_range neg = mag_of(nd, 1);
+        e = plus(exp_fresh_rest(&neg), 1);
+        r = mag_of(nd, 0);
+        int64_t pos = exp_fresh_rest(&r);
+        e = pos < e ? pos : e;
+    } else if (t->phase == N_MINUS) {
+        e = exp_fresh_rest(&r);
+    } else if (t->hi & F_NORM) {
+        e = exp_rest(&r, t);
+    }
+    return e < plain ? e : plain;
+}
+
+/* The fewest bytes that end a number written without exponent. */
+static int64_t plain_rest(const pf_schema_node *nd, const pf_frame *t) {
     int frac = nd->kind == PF_SN_NUMBER;
     mag_range r = mag_of(nd, t->lo);
     switch (t->phase) {
@@ -404,8 +559,7 @@ int64_t pf_matcher_num_rest(const pf_schema_node *nd, const pf_frame *t) {
     case N_ZERO: return mag_rest(r, 0, 1, 0, frac);
     case N_INT: return mag_rest(r, (int64_t)t->used, t->off, 1, frac);
     case N_FRAC0: return frac_fresh(r, (int64_t)t->used, (int64_t)t->used);
-    case N_FRAC: return num_can_end(nd, t) ? 0 : frac_more(r, t);
-    default: return 0; /* a bounded number has no exponent */
+    default: return num_can_end(nd, t) ? 0 : frac_more(r, t); /* N_FRAC */
     }
 }
 
@@ -448,7 +602,7 @@ static int step_number(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
         else if (t->off < PF_MATCHER_MAX_DIGITS) t->off++;
         else next = -1;
     }
-    if (next >= 0 && bounded(nd) && !bound_step(nd, t, next, c)) return REJECT;
+    if (next >= 0 && (nd->mult ? !mult_step(nd, t, next, c) : bounded(nd) && !bound_step(nd, t, next, c))) return REJECT;
     if (next >= 0) return t->phase = (uint8_t)next, CONSUMED;
     if (!num_can_end(nd, t)) return REJECT;
     (*n)--;
@@ -461,9 +615,34 @@ enum { L_IN_STRING = 1, L_ESCAPE = 2, L_SPACED = 4 };
 /* enum / const texts and true/false/null: the candidates narrow byte by byte. An array or object
  * value may take one space after each ',' and ':' of its text outside strings, as documents are
  * written (`{"a": 1, "b": 2}`); the space is no byte of the text, so the texts stay compact. */
+/* The frame of the array whose items must be unique that literal frame t (n frames with it) is an
+ * item of; NULL when none. */
+static pf_frame *unique_array(const pf_matcher *m, pf_frame *t, int n) {
+    if (n < 2 || t[-1].kind != K_ARR) return NULL;
+    const pf_schema_node *a = node_of(m, t - 1);
+    return a->n_uniq && a->uniq_lit == t->node ? t - 1 : NULL;
+}
+
+/* Some text in [lo, hi) has a value the array has not taken yet. */
+static int some_untaken(const pf_schema_node *a, const pf_frame *arr, int32_t lo, int32_t hi) {
+    for (int32_t i = lo; i < hi; i++)
+        if (!(arr->used >> a->uniq_class[i] & 1)) return 1;
+    return 0;
+}
+
+/* Text i completes an item: its value not taken before, and taken now. */
+static int take_value(const pf_matcher *m, pf_frame *arr, int32_t i) {
+    if (!arr) return 1;
+    uint64_t bit = 1ull << node_of(m, arr)->uniq_class[i];
+    if (arr->used & bit) return 0;
+    arr->used |= bit;
+    return 1;
+}
+
 static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
     const pf_lit_set *set = &node_of(m, t)->lits;
     int32_t lo = t->lo, hi = t->hi;
+    pf_frame *arr = unique_array(m, t, *n);
     if (c == ' ' && !node_of(m, t)->raw && t->off > 0 && !(t->phase & (L_IN_STRING | L_SPACED)) &&
         (set->s[lo][t->off - 1] == ',' || set->s[lo][t->off - 1] == ':') && set->len[lo] > (uint32_t)t->off)
         return t->phase |= L_SPACED, CONSUMED;
@@ -476,12 +655,13 @@ static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
         t->phase = (uint8_t)p;
     }
     if (lo == hi) {
-        if (set->len[t->lo] != (uint32_t)t->off) return REJECT;
+        if (set->len[t->lo] != (uint32_t)t->off || !take_value(m, arr, t->lo)) return REJECT;
         (*n)--; /* complete: c belongs to the enclosing value */
         return AGAIN;
     }
+    if (arr && !some_untaken(node_of(m, arr), arr, lo, hi)) return REJECT;
     t->lo = lo, t->hi = hi, t->off++;
-    if (hi - lo == 1 && set->len[lo] == (uint32_t)t->off) (*n)--;
+    if (hi - lo == 1 && set->len[lo] == (uint32_t)t->off) (*n)--, take_value(m, arr, lo);
     return CONSUMED;
 }
 
@@ -650,7 +830,8 @@ static int step_array(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
         t->lo = 1;
         break;
     case A_NEXT:
-        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX && fits(m, nd->items, *n + 1))
+        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX && fits(m, nd->items, *n + 1) &&
+            (!nd->n_uniq || __builtin_popcountll(t->used) < nd->n_uniq))
             return t->phase = A_ITEM, CONSUMED;
         if (c == ']' && t->lo >= nd->min_items) return (*n)--, CONSUMED;
         return REJECT;

@@ -276,6 +276,9 @@ void pf_schema_free(pf_schema *s) {
         pf_lit_set_free(&n->lits);
         free(n->prop_node);
         free(n->deps);
+        free(n->uniq_class);
+        free(n->uniq_order);
+        free(n->uniq_len);
         free(n->alts);
         free(n->key_vals);
         pf_regex_free(n->re);

@@ -2,9 +2,9 @@
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
  * `dependencies` / `dependentRequired` (a key requiring others),
- * `items`, `minItems`, `maxItems`, `minLength`,
+ * `items`, `minItems`, `maxItems`, `uniqueItems` (over literal items, or at most one), `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
- * draft forms; integer bounds on a number), `enum`, `const`, `anyOf`, `allOf` (merged where exact),
+ * draft forms, exact from the decimal text), `multipleOf`, `enum`, `const`, `anyOf`, `allOf` (merged where exact),
  * `oneOf` (disjoint branches), `pattern`, `format` and `patternProperties` (grammar/regex.h,
  * grammar/string_format.h), `$ref` to a JSON pointer into
  * the same document (`#/$defs/x`, `#/definitions/x`, `#`, ...; recursion included; keywords beside
@@ -12,7 +12,7 @@
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
  * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; beside
  * `enum` / `const` any keyword holds (each value checked exactly, grammar/schema_eval.c); any
- * other validation keyword (not in most forms, multipleOf, ...) is an error naming it and its path:
+ * other validation keyword (not in most forms, contains, ...) is an error naming it and its path:
  * a schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
@@ -67,6 +67,13 @@ typedef struct {
     /* ARRAY */
     int32_t items;
     int64_t min_items, max_items;
+    /* ARRAY with uniqueItems over items of literal node uniq_lit: n_uniq classes of equal values
+     * (at most 64; 0: no uniqueItems), uniq_class[i] the class of its text i, uniq_len[k] the
+     * k-th shortest class's shortest text and uniq_order[k] that class */
+    int32_t uniq_lit;
+    int n_uniq;
+    uint8_t *uniq_class, *uniq_order;
+    uint32_t *uniq_len;
     /* STRING: characters (code points of the decoded string), max_len INT64_MAX when unbounded */
     int64_t min_len, max_len;
     uint8_t implied_type; /* its type came from its keywords, not `type`: the schema itself also
@@ -88,6 +95,9 @@ typedef struct {
      * lo_open / hi_open: exclusive (an INTEGER's are closed integers) */
     int64_t num_lo, num_hi, lo_frac, hi_frac;
     uint8_t lo_open, hi_open;
+    /* NUMBER, INTEGER: multipleOf mult * 10^-mult_k (mult 0: none; an INTEGER's mult_k is 0) */
+    uint64_t mult;
+    uint8_t mult_k;
     /* LITERALS */
     pf_lit_set lits;
     /* UNION (also a $ref's node, whose one alternative is the referenced schema) */
@@ -152,6 +162,10 @@ static inline uint64_t pf_schema_keys_needed(const pf_schema_node *nd, uint64_t 
     for (uint64_t u = nd->deps ? used : 0; u; u &= u - 1) need |= nd->deps[__builtin_ctzll(u)];
     return need;
 }
+
+/* The fewest bytes k more items of unique array node nd take (their texts, no commas), none of
+ * the classes in used: the k shortest classes left; INT64_MAX when fewer are left. */
+int64_t pf_schema_unique_least(const pf_schema_node *nd, uint64_t used, int64_t k);
 
 /* Index range [*lo, *hi) of set entries whose byte `off` is c, within [*lo, *hi) (entries there
  * share their first `off` bytes). */

@@ -1,4 +1,4 @@
-/* Arrays (grammar/schema_cc.h): items, minItems and maxItems. */
+/* Arrays (grammar/schema_cc.h): items, minItems, maxItems and uniqueItems. */
 #include "grammar/schema_cc.h"
 
 #include <stdio.h>
@@ -14,11 +14,13 @@ int32_t sc_compile_array(cctx *c, const pf_json *v, int depth, const char *path)
     if (items == FAIL) return FAIL;
     if (items == UNSAT) hi = 0;
     if (lo > hi) return UNSAT;
-    if (!it && lo == 0 && hi == INT64_MAX) return PF_SN_ID_ANY_ARRAY;
+    const pf_json *u = pf_json_get(v, "uniqueItems");
+    int unique = u && u->type == PF_JSON_BOOL && u->u.b;
+    if (!it && lo == 0 && hi == INT64_MAX && !unique) return PF_SN_ID_ANY_ARRAY;
     int32_t id = sc_new_node(c, PF_SN_ARRAY);
     if (id < 0) return FAIL;
     c->s->nodes[id].items = items == UNSAT ? PF_SN_ID_ANY : items;
     c->s->nodes[id].min_items = lo;
     c->s->nodes[id].max_items = hi;
-    return id;
+    return unique ? sc_unique_items(c, id, path) : id;
 }

@@ -67,6 +67,8 @@ int32_t sc_compile_object(cctx *c, const pf_json *v, int depth, const char *path
 int32_t sc_compile_string(cctx *c, const pf_json *v, const char *path);
 int32_t sc_compile_number(cctx *c, const pf_json *v, pf_schema_kind kind, const char *path);
 int32_t sc_compile_array(cctx *c, const pf_json *v, int depth, const char *path);
+/* uniqueItems: true on array node id (grammar/schema_unique.c): id, UNSAT or FAIL. */
+int32_t sc_unique_items(cctx *c, int32_t id, const char *path);
 int32_t sc_compile_any_of(cctx *c, const pf_json *v, const char *key, int depth, const char *path);
 /* combinators and references */
 const pf_json *sc_merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path);

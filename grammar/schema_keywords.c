@@ -11,7 +11,8 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
                                          "minItems", "maxItems", "enum", "const", "anyOf", "minLength", "maxLength",
                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                          "minProperties", "maxProperties", "allOf", "oneOf", "pattern", "format",
-                                         "patternProperties", "dependencies", "dependentRequired"};
+                                         "patternProperties", "dependencies", "dependentRequired", "multipleOf",
+                                         "uniqueItems"};
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
  * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
@@ -19,7 +20,7 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
  * container (definitions, $defs) or unknown (x-..., id, self, name, ...): ignored, as the spec
  * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). */
 static const char *const k_unsupported[] = {
-    "multipleOf", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+    "contains", "maxContains", "minContains", "prefixItems",
     "additionalItems", "unevaluatedItems",
     "dependentSchemas", "propertyNames", "unevaluatedProperties",
     "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
@@ -43,11 +44,9 @@ int sc_validation_keyword(const pf_json_member *m) {
 }
 
 /* A validation keyword that is not compiled here (then and else count only beside if, and
- * additionalItems only beside items in the tuple form: otherwise every draft ignores them;
- * `"uniqueItems": false` asserts nothing). */
+ * additionalItems only beside items in the tuple form: otherwise every draft ignores them). */
 int sc_unsupported(const pf_json *v, const pf_json_member *m) {
     if (in_list(m, k_unsupported, (int)(sizeof k_unsupported / sizeof *k_unsupported)) < 0) return 0;
-    if (!strcmp(m->key, "uniqueItems")) return !(m->val.type == PF_JSON_BOOL && !m->val.u.b); /* false: nothing */
     if (!strcmp(m->key, "additionalItems")) {
         const pf_json *it = pf_json_get(v, "items");
         return it && it->type == PF_JSON_ARRAY;
@@ -63,6 +62,8 @@ int sc_check_keywords(cctx *c, const pf_json *v, const char *path) {
         /* draft 3's `"required": true` in a property would be a constraint ignored */
         if (known && !strcmp(m->key, "required") && m->val.type != PF_JSON_ARRAY)
             return sc_fail(c, path, "required: not an array of strings");
+        if (known && !strcmp(m->key, "uniqueItems") && m->val.type != PF_JSON_BOOL)
+            return sc_fail(c, path, "uniqueItems: not a boolean");
         for (size_t j = 0; known && j < i; j++)
             if (!strcmp(v->u.obj.members[j].key, m->key) && v->u.obj.members[j].key_len == m->key_len)
                 return sc_fail(c, path, "keyword '%s' given twice", m->key);
@@ -100,6 +101,12 @@ static int asserts(const pf_json *v, const char *key) {
     }
 }
 
+/* `"uniqueItems": true`, which holds for every value that is not an array. */
+static int asserts_unique(const pf_json *v) {
+    const pf_json *u = pf_json_get(v, "uniqueItems");
+    return u && u->type == PF_JSON_BOOL && u->u.b;
+}
+
 /* The types the schema allows: `type`, else what its keywords imply (any value when none). */
 int sc_type_set(cctx *c, const pf_json *v, const char *path) {
     const pf_json *t = pf_json_get(v, "type");
@@ -119,12 +126,13 @@ int sc_type_set(cctx *c, const pf_json *v, const char *path) {
             asserts(v, "minProperties") || pf_json_get(v, "maxProperties") || asserts(v, "patternProperties") ||
             asserts(v, "dependencies") || asserts(v, "dependentRequired"))
             set |= T_OBJ;
-        if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems")) set |= T_ARR;
+        if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems") || asserts_unique(v)) set |= T_ARR;
         if (asserts(v, "minLength") || pf_json_get(v, "maxLength") || pf_json_get(v, "pattern") ||
             format_asserts(pf_json_get(v, "format")))
             set |= T_STR;
         for (int i = 0; i < 4; i++)
             if (pf_json_get(v, sc_keywords[K_MINIMUM + i])) set |= T_NUM;
+        if (pf_json_get(v, "multipleOf")) set |= T_NUM;
     }
     if ((set & T_NUM) && (set & T_INT)) set &= ~T_INT;
     return set;

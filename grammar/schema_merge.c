@@ -12,6 +12,7 @@
 /* ---- allOf, and keywords beside anyOf / oneOf: schemas merged into one where that is exact ---- */
 
 static const pf_json k_false_schema = {.type = PF_JSON_BOOL, .u.b = false};
+static const pf_json k_true_schema = {.type = PF_JSON_BOOL, .u.b = true};
 
 /* Merging follows references without the compiled-once cache, so a schema whose branches refer
  * back to it would merge without end: a bound on merges per compile. */
@@ -81,6 +82,44 @@ static int merge_union(cctx *c, const pf_json *x, const pf_json *y, int keyed, p
     return 0;
 }
 
+/* enum in both: the values of x that y lists too, compared as written (1 and 1.0 apart: a value
+ * dropped, never one let through); UNSAT when none. */
+static int merge_enum(cctx *c, const pf_json *x, const pf_json *y, pf_json *out, const char *path) {
+    pf_json *it = sc_scratch(c, (x->u.arr.n ? x->u.arr.n : 1) * sizeof *it);
+    if (!it) return sc_fail_oom(c, path);
+    size_t n = 0;
+    for (size_t i = 0; i < x->u.arr.n; i++)
+        for (size_t j = 0; j < y->u.arr.n; j++)
+            if (same_text(c, &x->u.arr.items[i], &y->u.arr.items[j])) {
+                it[n++] = x->u.arr.items[i];
+                break;
+            }
+    *out = *x;
+    out->u.arr.items = it, out->u.arr.n = n;
+    return n ? 0 : UNSAT;
+}
+
+#define MAX_ANY_OF_PAIRS 64
+
+/* anyOf in both: one of x's branches and one of y's, the anyOf of every pair merged. */
+static int merge_any_of(cctx *c, const pf_json *x, const pf_json *y, pf_json *out, int depth, const char *path) {
+    size_t nx = x->u.arr.n, ny = y->u.arr.n;
+    if (!nx || !ny || nx * ny > MAX_ANY_OF_PAIRS)
+        return sc_fail(c, path, "'anyOf' in two merged schemas with more than %d pairs of branches is not supported",
+                       MAX_ANY_OF_PAIRS);
+    pf_json *it = sc_scratch(c, nx * ny * sizeof *it);
+    if (!it) return sc_fail_oom(c, path);
+    for (size_t i = 0; i < nx; i++)
+        for (size_t j = 0; j < ny; j++) {
+            const pf_json *s = sc_merge_schemas(c, &x->u.arr.items[i], &y->u.arr.items[j], depth + 1, path);
+            if (!s) return FAIL;
+            it[i * ny + j] = *s;
+        }
+    *out = *x;
+    out->u.arr.items = it, out->u.arr.n = nx * ny;
+    return 0;
+}
+
 /* Every key of x's properties is one of y's. */
 static int keys_within(const pf_json *x, const pf_json *y) {
     for (size_t i = 0; x && i < x->u.obj.n; i++)
@@ -98,6 +137,11 @@ static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_js
         return merge_union(c, x, y, 0, out, depth, path);
     if (!strcmp(key, "properties") && x->type == PF_JSON_OBJECT && y->type == PF_JSON_OBJECT)
         return merge_union(c, x, y, 1, out, depth, path);
+    if (!strcmp(key, "enum") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY) return merge_enum(c, x, y, out, path);
+    if (!strcmp(key, "uniqueItems") && x->type == PF_JSON_BOOL && y->type == PF_JSON_BOOL)
+        return *out = x->u.b ? *x : *y, 0; /* both hold: unique when either asks */
+    if (!strcmp(key, "anyOf") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY)
+        return merge_any_of(c, x, y, out, depth, path);
     if (!strcmp(key, "not")) { /* neither x nor y: not {"anyOf": [x, y]} */
         pf_json *both = sc_scratch(c, 2 * sizeof *both);
         if (!both) return sc_fail_oom(c, path);
@@ -106,7 +150,8 @@ static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_js
         const pf_json *any = sc_object1(c, "anyOf", (pf_json){.type = PF_JSON_ARRAY, .u.arr = {both, 2}});
         return any ? (*out = *any, 0) : sc_fail_oom(c, path);
     }
-    if (!strcmp(key, "items") && x->type != PF_JSON_ARRAY && y->type != PF_JSON_ARRAY) {
+    if ((!strcmp(key, "items") && x->type != PF_JSON_ARRAY && y->type != PF_JSON_ARRAY) ||
+        !strcmp(key, "additionalProperties")) { /* both hold: the keys neither lists take both */
         const pf_json *s = sc_merge_schemas(c, x, y, depth + 1, path);
         return s ? (*out = *s, 0) : FAIL;
     }
@@ -128,6 +173,34 @@ static int additional_exact(const pf_json *a, const pf_json *b) {
     int ha = pf_json_get(a, "additionalProperties") != NULL, hb = pf_json_get(b, "additionalProperties") != NULL;
     if (pf_json_get(a, "patternProperties") || pf_json_get(b, "patternProperties")) return !ha && !hb;
     return (!ha || keys_within(pb, pa)) && (!hb || keys_within(pa, pb));
+}
+
+/* a with the keys of other's properties that it does not list listed, each with a's
+ * additionalProperties (absent: any value): the same schema (without patternProperties, a key
+ * not listed takes additionalProperties), now naming every key other does, so the two merge key by
+ * key. NULL when out of memory. */
+static const pf_json *list_keys_of(cctx *c, const pf_json *a, const pf_json *other) {
+    const pf_json *po = pf_json_get(other, "properties"), *pa = pf_json_get(a, "properties"),
+                  *add = pf_json_get(a, "additionalProperties");
+    if (!po || po->type != PF_JSON_OBJECT || (pa && pa->type != PF_JSON_OBJECT)) return a;
+    size_t na = pa ? pa->u.obj.n : 0, n = na;
+    pf_json_member *m = sc_scratch(c, (na + po->u.obj.n) * sizeof *m), *am = sc_scratch(c, (a->u.obj.n + 1) * sizeof *am);
+    pf_json *props = sc_scratch(c, sizeof *props), *out = sc_scratch(c, sizeof *out);
+    if (!m || !am || !props || !out) return NULL;
+    for (size_t i = 0; i < na; i++) m[i] = pa->u.obj.members[i];
+    for (size_t j = 0; j < po->u.obj.n; j++)
+        if (!pa || !pf_json_get(pa, po->u.obj.members[j].key))
+            m[n] = po->u.obj.members[j], m[n++].val = add ? *add : k_true_schema;
+    *props = (pf_json){.type = PF_JSON_OBJECT, .offset = po->offset, .u.obj = {m, n}};
+    size_t k = 0;
+    for (size_t i = 0; i < a->u.obj.n; i++, k++) {
+        am[k] = a->u.obj.members[i];
+        if (!strcmp(am[k].key, "properties")) am[k].val = *props;
+    }
+    if (!pa) am[k++] = (pf_json_member){"properties", 10, *props};
+    *out = *a;
+    out->u.obj.members = am, out->u.obj.n = k;
+    return out;
 }
 
 /* v with its $ref followed (keywords beside it merged in) and its allOf folded in: a schema with neither at its top. */
@@ -153,8 +226,14 @@ const pf_json *sc_merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int
     if (b->type == PF_JSON_BOOL) return b->u.b ? a : b;
     if (a->type != PF_JSON_OBJECT || b->type != PF_JSON_OBJECT)
         return sc_fail(c, path, "a schema must be an object or a boolean"), NULL;
-    if (!additional_exact(a, b))
-        return sc_fail(c, path, "additionalProperties merged with properties it does not list is not supported"), NULL;
+    if (!additional_exact(a, b)) {
+        if (pf_json_get(a, "patternProperties") || pf_json_get(b, "patternProperties"))
+            return sc_fail(c, path, "additionalProperties merged with properties it does not list is not supported"), NULL;
+        const pf_json *a0 = a;
+        a = list_keys_of(c, a, b);
+        b = a ? list_keys_of(c, b, a0) : NULL;
+        if (!a || !b) return sc_fail_oom(c, path), NULL;
+    }
     pf_json_member *m = sc_scratch(c, (a->u.obj.n + b->u.obj.n) * sizeof *m);
     pf_json *out = sc_scratch(c, sizeof *out);
     if (!m || !out) return sc_fail_oom(c, path), NULL;

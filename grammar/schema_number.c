@@ -1,6 +1,9 @@
-/* Numbers and integers (grammar/schema_cc.h): minimum, maximum and the exclusive bounds, read
- * exactly from the schema's text. */
+/* Numbers and integers (grammar/schema_cc.h): minimum, maximum and the exclusive bounds, and
+ * multipleOf, read exactly from the schema's text. */
 #include "grammar/schema_cc.h"
+
+#include "grammar/matcher.h"
+#include "grammar/matcher_frames.h"
 
 /* A JSON number's exact decimal value as a point of the 1e-16 grid numbers are written on, read
  * from its source text, so no rounding to a double decides a bound: its floor on the grid, whole +
@@ -96,6 +99,46 @@ static int bounds_empty(const pf_schema_node *nd) {
     return grid_cmp(lo.whole, lo.frac, nd->num_hi, nd->hi_frac) > 0;
 }
 
+/* multipleOf from its decimal text: digits d times 10^-k, at most 17 digits and 16 fraction
+ * digits (numbers are written with no more); on an integer, the integers it divides: those divisible
+ * by d / gcd(d, 10^k). 0, or FAIL. */
+static int add_multiple(cctx *c, pf_schema_node *nd, const pf_json *x, const char *path) {
+    if (x->type != PF_JSON_NUMBER || !(x->u.num.d > 0)) return sc_fail(c, path, "multipleOf: not a positive number");
+    const char *p = c->src + x->offset, *end = c->src + c->src_len;
+    uint64_t d = 0;
+    int digits = 0;
+    long exp10 = 0;
+    for (int point = 0; p < end && ((*p >= '0' && *p <= '9') || *p == '.'); p++) {
+        if (*p == '.') point = 1;
+        else if (d || *p != '0') {
+            if (++digits > 17) return sc_fail(c, path, "multipleOf: more than 17 digits is not supported");
+            d = d * 10 + (uint64_t)(*p - '0'), exp10 -= point;
+        } else exp10 -= point;
+    }
+    long e = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        int eneg = ++p < end && *p == '-';
+        if (p < end && (*p == '-' || *p == '+')) p++;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) e = e < 100000 ? e * 10 + (*p - '0') : e;
+        exp10 += eneg ? -e : e;
+    }
+    for (; d % 10 == 0; d /= 10) exp10++;
+    for (; exp10 > 0; exp10--) {
+        if (d > BOUND_BIG / 10) return sc_fail(c, path, "multipleOf: above 10^17 is not supported");
+        d *= 10;
+    }
+    if (exp10 < -16) return sc_fail(c, path, "multipleOf: more than 16 fraction digits is not supported");
+    int k = (int)-exp10;
+    if (nd->kind == PF_SN_INTEGER) { /* gcd(d, 10^k) = 2^min(twos, k) 5^min(fives, k) */
+        for (int i = 0; i < k && d % 2 == 0; i++) d /= 2;
+        for (int i = 0; i < k && d % 5 == 0; i++) d /= 5;
+        k = 0;
+        if (d == 1) return 0; /* every integer */
+    }
+    nd->mult = d, nd->mult_k = (uint8_t)k;
+    return 0;
+}
+
 /* minimum / maximum with draft 4's boolean exclusiveMinimum / exclusiveMaximum, or draft 6's
  * numeric ones, on a number or an integer node. */
 int32_t sc_compile_number(cctx *c, const pf_json *v, pf_schema_kind kind, const char *path) {
@@ -111,9 +154,13 @@ int32_t sc_compile_number(cctx *c, const pf_json *v, pf_schema_kind kind, const 
         if (b && add_bound(c, &c->s->nodes[id], b, upper, 0, kb, path) < 0) return FAIL;
         if (e && add_bound(c, &c->s->nodes[id], e, upper, 1, ke, path) < 0) return FAIL;
     }
+    const pf_json *m = pf_json_get(v, "multipleOf");
+    if (m && add_multiple(c, &c->s->nodes[id], m, path) < 0) return FAIL;
     const pf_schema_node *nd = &c->s->nodes[id];
     if (bounds_empty(nd)) return UNSAT;
     if (nd->num_lo > BOUND_WRITTEN || nd->num_hi < -BOUND_WRITTEN) return UNSAT; /* past any number written */
-    if (kind == PF_SN_NUMBER && nd->num_lo == INT64_MIN && nd->num_hi == INT64_MAX) return PF_SN_ID_ANY_NUMBER;
+    if (nd->mult && pf_matcher_num_rest(nd, &(pf_frame){.kind = K_NUM, .phase = N_START, .node = id}) == INT64_MAX)
+        return UNSAT; /* no multiple within the bounds */
+    if (kind == PF_SN_NUMBER && !nd->mult && nd->num_lo == INT64_MIN && nd->num_hi == INT64_MAX) return PF_SN_ID_ANY_NUMBER;
     return id;
 }

@@ -41,6 +41,14 @@ static const char *const k_schemas[] = {
     "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"exclusiveMinimum\":0.125,\"maximum\":0.13},\"minItems\":1}",
     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\",\"minimum\":-2.0625,\"exclusiveMaximum\":-2.06}},"
     "\"required\":[\"x\"]}",
+    /* exponent forms: 5e-4 is shorter than 0.0005 */
+    "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"minimum\":0.0001,\"maximum\":0.001},\"minItems\":1}",
+    /* multipleOf: the digits a multiple within the bounds needs */
+    "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"multipleOf\":0.25,\"minimum\":10.3,\"maximum\":12},\"minItems\":1}",
+    "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\",\"multipleOf\":25,\"minimum\":-180}},"
+    "\"required\":[\"x\"]}",
+    /* uniqueItems: the items still needed take the shortest values not taken yet */
+    "{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"abcd\",\"abc\",7]},\"uniqueItems\":true,\"minItems\":3}",
     NULL, /* JSON mode */
 };
 enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };

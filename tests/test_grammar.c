@@ -195,7 +195,7 @@ TEST(grammar_annotations_ignored) {
  * it is and whatever sits beside it: never a schema compiled looser than it reads. */
 TEST(grammar_unsupported_validation_keywords) {
     static const char *const kw[] = {
-        "multipleOf", "uniqueItems", "contains", "maxContains", "minContains", "prefixItems",
+        "contains", "maxContains", "minContains", "prefixItems",
         "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties",
         "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
@@ -511,7 +511,7 @@ TEST(grammar_number_fraction_bounds) {
     static const doc_case expo[] = {{"0.001", 1}, {"0.0009", 0}, {"25", 1}, {"25.0001", 0}, {"0.01", 1}};
     CHECK_DOCS("{\"type\":\"number\",\"minimum\":1e-3,\"maximum\":2.5E1}", expo);
     static const mask_case masks[] = {
-        {"", "|0"}, {"0", "|."}, {"0.", "|2|3|4|5"}, {"0.2", "|5|6|7|8|9"}, {"0.5", "|0|<end>"},
+        {"", "|0|3|4|5|3.5"}, {"0", "|."}, {"0.", "|2|3|4|5"}, {"0.2", "|5|6|7|8|9"}, {"0.5", "|0|<end>"},
         {"0.4", "|0|1|2|3|4|5|6|7|8|9|12|<end>"},
     };
     CHECK_MASKS("{\"type\":\"number\",\"minimum\":0.25,\"maximum\":0.5}", masks);
@@ -613,6 +613,241 @@ TEST(grammar_number_fraction_bounds_exhaustive) {
         }
         schema_fx_close(&f);
     }
+}
+
+/* A JSON number text as sign, significant digits (no leading or trailing zero) and the power of
+ * ten of its first digit; 0 on a text that is no JSON number. */
+typedef struct {
+    int neg, nd;
+    long lead;
+    char d[64];
+} test_dec;
+
+static int test_dec_of(const char *p, test_dec *x) {
+    memset(x, 0, sizeof *x);
+    if (*p == '-') x->neg = 1, p++;
+    if (!(*p >= '0' && *p <= '9') || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return 0;
+    long ints = 0, skipped = 0;
+    int point = 0;
+    for (; (*p >= '0' && *p <= '9') || (*p == '.' && !point); p++) {
+        if (*p == '.') {
+            if (!(p[1] >= '0' && p[1] <= '9')) return 0;
+            point = 1;
+            continue;
+        }
+        ints += !point;
+        if (!x->nd && *p == '0') skipped++;
+        else if (x->nd < 63) x->d[x->nd++] = *p;
+    }
+    long e = 0;
+    if (*p == 'e' || *p == 'E') {
+        int eneg = *++p == '-';
+        p += *p == '-' || *p == '+';
+        if (!(*p >= '0' && *p <= '9')) return 0;
+        for (; *p >= '0' && *p <= '9'; p++) e = e * 10 + (*p - '0');
+        e = eneg ? -e : e;
+    }
+    if (*p) return 0;
+    while (x->nd && x->d[x->nd - 1] == '0') x->nd--;
+    if (!x->nd) x->neg = 0;
+    x->lead = ints - 1 - skipped + e;
+    return 1;
+}
+
+static int test_dec_cmp(const test_dec *a, const test_dec *b) {
+    if (a->neg != b->neg) return a->neg ? -1 : 1;
+    int s = a->neg ? -1 : 1, m;
+    if (!a->nd || !b->nd) m = a->nd ? 1 : b->nd ? -1 : 0;
+    else if (a->lead != b->lead) m = a->lead < b->lead ? -1 : 1;
+    else {
+        m = 0;
+        for (int i = 0; !m && (i < a->nd || i < b->nd); i++) {
+            char x = i < a->nd ? a->d[i] : '0', y = i < b->nd ? b->d[i] : '0';
+            m = x < y ? -1 : x > y;
+        }
+    }
+    return s * m;
+}
+
+/* Bounded numbers with an exponent, as writers put floats (Python's 1e-06, 2.5e+20): a mantissa
+ * of one digit 1-9 and its fraction, up to 3 exponent digits, where the mantissa as it stands
+ * still lands in range with some exponent, or the number without one still can. */
+TEST(grammar_number_bounds_exponent) {
+    static const doc_case nonneg[] = {
+        {"1e-06", 1}, {"1E-06", 1}, {"1.5e-07", 1}, {"-1e-06", 0}, {"1e+16", 1}, {"1e16", 1}, {"9.75e300", 1},
+        {"1e-999", 1}, {"1.e5", 0}, {"1e", 0}, {"1e+", 0}, {"-0.5e-3", 0},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":0}", nonneg);
+    /* valid, but not as writers put a float: refused (a mantissa of one digit 1-9, 3 exponent digits) */
+    static const char *const refused[] = {"0e5", "10e5", "0.5e-3", "1e1000", "1e0001"};
+    schema_fx g;
+    CHECK(schema_fx_open(&g, false, "{\"type\":\"integer\",\"minimum\":0}") == 0); /* an integer: digits only */
+    CHECK(pf_matcher_push_bytes(g.m, (const uint8_t *)"1e2", 3) != 1);
+    schema_fx_close(&g);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, "{\"type\":\"number\",\"minimum\":0}") == 0);
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        pf_matcher_reset(f.m);
+        CHECKF(pf_matcher_push_bytes(f.m, (const uint8_t *)refused[i], strlen(refused[i])) != 1 || !pf_matcher_can_end(f.m),
+               "'%s' accepted", refused[i]);
+    }
+    schema_fx_close(&f);
+    static const doc_case unit[] = {
+        {"5e-05", 1}, {"5e-01", 1}, {"5e0", 0}, {"1e0", 1}, {"1e+0", 1}, {"1.0e0", 1}, {"1.5e0", 0}, {"2e-1", 1},
+        {"9.99e-1", 1}, {"1e1", 0}, {"-1e-5", 0}, {"1e-999", 1}, {"1.0000000000000001e0", 0}, {"-0", 1},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", unit);
+    static const doc_case open[] = {{"5e-1", 1}, {"5.1e-1", 0}, {"5e-17", 1}, {"5e-999", 1}, {"0", 0}};
+    CHECK_DOCS("{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":0.5}", open);
+    static const doc_case neg[] = {
+        {"-1e-3", 1}, {"-1e-4", 0}, {"-5e-1", 1}, {"-1e0", 1}, {"-1.5e0", 0}, {"-1.0e-3", 1}, {"1e-3", 0},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":-1,\"maximum\":-0.001}", neg);
+    static const doc_case big[] = {{"2e5", 1}, {"2.5e5", 1}, {"3e5", 1}, {"3.01e5", 0}, {"1.9e5", 0}, {"200000", 1}};
+    CHECK_DOCS("{\"type\":\"number\",\"minimum\":2e5,\"maximum\":300000}", big);
+    /* every text of up to 6 bytes over a few characters: none out of range accepted */
+    static const struct {
+        const char *lo, *hi; /* NULL: none */
+        int lo_open, hi_open;
+    } b[] = {
+        {"0", "1", 0, 0}, {"0", "0.5", 1, 0}, {"-1", "-0.001", 0, 0}, {"0.001", NULL, 0, 0}, {NULL, "-50", 0, 1},
+        {"5e-5", "0.05", 0, 0}, {"-0.5", "5e-3", 1, 1},
+    };
+    static const char alpha[] = "-.015e";
+    for (size_t k = 0; k < sizeof b / sizeof *b && !pf_test_failed(); k++) {
+        char schema[200];
+        int n = snprintf(schema, sizeof schema, "{\"type\":\"number\"");
+        if (b[k].lo) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"%s\":%s", b[k].lo_open ? "exclusiveMinimum" : "minimum", b[k].lo);
+        if (b[k].hi) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"%s\":%s", b[k].hi_open ? "exclusiveMaximum" : "maximum", b[k].hi);
+        snprintf(schema + n, sizeof schema - (size_t)n, "}");
+        test_dec lo, hi;
+        CHECK((!b[k].lo || test_dec_of(b[k].lo, &lo)) && (!b[k].hi || test_dec_of(b[k].hi, &hi)));
+        CHECK(schema_fx_open(&f, false, schema) == 0);
+        char doc[8];
+        for (long code = 0; code < 7L * 7 * 7 * 7 * 7 * 7 && !pf_test_failed(); code++) {
+            int len = 0;
+            long c = code;
+            for (; c % 7 && len < 6; c /= 7) doc[len++] = alpha[c % 7 - 1];
+            if (c) continue;
+            doc[len] = 0;
+            pf_matcher_reset(f.m);
+            if (pf_matcher_push_bytes(f.m, (const uint8_t *)doc, (size_t)len) != 1 || !pf_matcher_can_end(f.m)) continue;
+            test_dec x;
+            int ok = test_dec_of(doc, &x) && (!b[k].lo || test_dec_cmp(&x, &lo) > -!b[k].lo_open) &&
+                     (!b[k].hi || test_dec_cmp(&x, &hi) < !b[k].hi_open);
+            CHECKF(ok, "%s: '%s' accepted", schema, doc);
+        }
+        schema_fx_close(&f);
+    }
+}
+
+/* multipleOf on numbers and integers, exact from its decimal text (0.3 is a multiple of 0.1), with
+ * the bounds: a digit only where some multiple within them can still be written. */
+TEST(grammar_multiple_of) {
+    static const doc_case cents[] = {
+        {"1.25", 1}, {"1.255", 0}, {"0.1", 1}, {"3", 1}, {"-2.5", 1}, {"1.250", 1}, {"1.2500", 1}, {"0.001", 0},
+        {"0.3", 1}, {"-0.07", 1}, {"1.2501", 0}, {"12345678901234.56", 1},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"multipleOf\":0.01}", cents);
+    static const doc_case halves[] = {
+        {"0.5", 1}, {"1", 1}, {"1.5", 1}, {"2", 1}, {"2.0", 1}, {"2.5", 0}, {"0", 0}, {"0.3", 0}, {"0.75", 0}, {"-0.5", 0},
+    };
+    CHECK_DOCS("{\"type\":\"number\",\"multipleOf\":0.5,\"minimum\":0.3,\"maximum\":2}", halves);
+    static const doc_case fives[] = {{"-10", 1}, {"-12", 0}, {"0", 1}, {"30", 1}, {"35", 0}, {"7", 0}, {"-0", 1}};
+    CHECK_DOCS("{\"type\":\"integer\",\"multipleOf\":5,\"minimum\":-12,\"maximum\":30}", fives);
+    static const doc_case every[] = {{"3", 1}, {"-7", 1}, {"0.5", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"multipleOf\":0.5}", every);
+    static const doc_case by25[] = {{"5", 1}, {"10", 1}, {"3", 0}, {"2", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"multipleOf\":2.5}", by25);
+    static const doc_case threes[] = {{"9", 1}, {"9.0", 1}, {"9.00", 1}, {"9.5", 0}, {"-3", 1}, {"10", 0}, {"0.0", 1}};
+    CHECK_DOCS("{\"type\":\"number\",\"multipleOf\":3}", threes);
+    static const doc_case tenth[] = {{"0.3", 1}, {"0.30", 1}, {"0.31", 0}, {"0.4", 0}, {"-1.2", 1}};
+    CHECK_DOCS("{\"multipleOf\":0.1,\"maximum\":0.3}", tenth);
+    static const doc_case hundreds[] = {{"1700", 1}, {"1750", 0}, {"100", 0}, {"2000", 1}, {"2100", 0}};
+    CHECK_DOCS("{\"type\":\"integer\",\"multipleOf\":1e2,\"exclusiveMinimum\":150,\"maximum\":2050}", hundreds);
+    /* the masks: after "1." under 0.25 steps in [1, 1.5], only 0, 2, 5 go on */
+    static const mask_case masks[] = {{"1.", "|0|2|5"}, {"1.2", "|5"}, {"1.5", "|0|<end>"}};
+    CHECK_MASKS("{\"type\":\"number\",\"multipleOf\":0.25,\"minimum\":1,\"maximum\":1.5}", masks);
+    /* every text of up to 6 bytes over a few characters, against exact decimals: accepted exactly
+     * when it is a number without exponent, a multiple, and within the bounds */
+    static const struct {
+        const char *mult, *lo, *hi; /* lo, hi: inclusive; NULL none */
+        uint64_t m;
+        int k;
+    } mb[] = {
+        {"0.25", "-1", "2", 25, 2}, {"5", NULL, "60", 5, 0}, {"0.05", "0.1", NULL, 5, 2}, {"1.5", "-3", "3", 15, 1},
+    };
+    static const char malpha[] = "-.0125";
+    for (size_t k = 0; k < sizeof mb / sizeof *mb && !pf_test_failed(); k++) {
+        char schema[200];
+        int n = snprintf(schema, sizeof schema, "{\"type\":\"number\",\"multipleOf\":%s", mb[k].mult);
+        if (mb[k].lo) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"minimum\":%s", mb[k].lo);
+        if (mb[k].hi) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"maximum\":%s", mb[k].hi);
+        snprintf(schema + n, sizeof schema - (size_t)n, "}");
+        test_dec lo, hi;
+        CHECK((!mb[k].lo || test_dec_of(mb[k].lo, &lo)) && (!mb[k].hi || test_dec_of(mb[k].hi, &hi)));
+        schema_fx f;
+        CHECK(schema_fx_open(&f, false, schema) == 0);
+        char doc[8];
+        for (long code = 0; code < 7L * 7 * 7 * 7 * 7 * 7 && !pf_test_failed(); code++) {
+            int len = 0;
+            long c = code;
+            for (; c % 7 && len < 6; c /= 7) doc[len++] = malpha[c % 7 - 1];
+            if (c) continue;
+            doc[len] = 0;
+            test_dec x;
+            int want = test_dec_of(doc, &x) && (!mb[k].lo || test_dec_cmp(&x, &lo) >= 0) &&
+                       (!mb[k].hi || test_dec_cmp(&x, &hi) <= 0);
+            if (want && x.nd) { /* x * 10^k an integer divisible by m */
+                long e = x.lead - x.nd + 1 + mb[k].k;
+                uint64_t r = 0;
+                for (int i = 0; i < x.nd; i++) r = (r * 10 + (uint64_t)(x.d[i] - '0')) % mb[k].m;
+                for (long i = 0; i < e; i++) r = r * 10 % mb[k].m;
+                want = e >= 0 && r == 0;
+            }
+            pf_matcher_reset(f.m);
+            int got = pf_matcher_push_bytes(f.m, (const uint8_t *)doc, (size_t)len) == 1 && pf_matcher_can_end(f.m);
+            CHECKF(got == want, "%s: '%s' %s", schema, doc, got ? "accepted" : "refused");
+        }
+        schema_fx_close(&f);
+    }
+    schema_expect_error("{\"type\":\"number\",\"multipleOf\":0.25,\"exclusiveMinimum\":0.3,\"exclusiveMaximum\":0.45}",
+                        "admits no value");
+    schema_expect_error("{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":1,\"maximum\":6}", "admits no value");
+    schema_expect_error("{\"type\":\"number\",\"multipleOf\":1e-20}", "multipleOf: more than 16 fraction digits");
+    schema_expect_error("{\"type\":\"number\",\"multipleOf\":0}", "multipleOf: not a positive number");
+    schema_expect_error("{\"type\":\"number\",\"multipleOf\":-2}", "multipleOf: not a positive number");
+}
+
+/* uniqueItems over items that are a few literals (each value taken once, equal values one: 1 and
+ * 1.0, objects whatever their keys' order), or an array of at most one item. */
+TEST(grammar_unique_items) {
+    static const doc_case letters[] = {
+        {"[\"a\",\"b\"]", 1}, {"[\"a\",\"a\"]", 0}, {"[\"a\",\"b\",\"c\"]", 1}, {"[\"c\", \"b\", \"a\"]", 1},
+        {"[\"a\",\"b\",\"a\"]", 0}, {"[]", 1}, {"[\"b\",\"b\"]", 0},
+    };
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",\"c\"]},\"uniqueItems\":true}", letters);
+    static const doc_case nums[] = {{"[1,1.0]", 0}, {"[1,2]", 1}, {"[1.0,2]", 1}, {"[2,1]", 1}, {"[2,2.0]", 0}};
+    CHECK_DOCS("{\"items\":{\"enum\":[1,2]},\"uniqueItems\":true}", nums);
+    static const doc_case flags[] = {{"[true,false]", 1}, {"[true,true]", 0}, {"[false]", 1}, {"[true,false,true]", 0}};
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true}", flags);
+    static const doc_case prefix[] = {{"[\"ab\",\"abc\"]", 1}, {"[\"abc\",\"ab\"]", 1}, {"[\"ab\",\"ab\"]", 0}, {"[\"abc\",\"abc\"]", 0}};
+    CHECK_DOCS("{\"items\":{\"enum\":[\"ab\",\"abc\"]},\"uniqueItems\":true,\"minItems\":1}", prefix);
+    static const doc_case objs[] = {
+        {"[{\"a\":1,\"b\":2},{\"b\":2,\"a\":1}]", 0}, {"[{\"a\":1,\"b\":2},{\"a\":2}]", 1}, {"[{\"a\":2},{\"a\":2}]", 0},
+    };
+    CHECK_DOCS("{\"items\":{\"enum\":[{\"a\":1,\"b\":2},{\"b\":2,\"a\":1},{\"a\":2}]},\"uniqueItems\":true}", objs);
+    static const doc_case one[] = {{"[\"x\"]", 1}, {"[\"x\",\"y\"]", 0}, {"[]", 1}};
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"maxItems\":1}", one);
+    schema_expect_error("{\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true,\"minItems\":3}", "admits no value");
+    schema_expect_error("{\"items\":{\"type\":\"string\"},\"uniqueItems\":true}", "keyword 'uniqueItems' is not supported");
+    schema_expect_error("{\"items\":{\"enum\":[1,2]},\"uniqueItems\":1}", "uniqueItems: not a boolean");
+    /* beside a $ref (2019-09 on), merged in allOf (unique when either asks), under not (an error) */
+    static const doc_case ref[] = {{"[\"a\",\"b\"]", 1}, {"[\"a\",\"a\"]", 0}};
+    CHECK_DOCS("{\"$defs\":{\"l\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\"]}}},\"$ref\":\"#/$defs/l\","
+               "\"uniqueItems\":true}", ref);
+    CHECK_DOCS("{\"allOf\":[{\"items\":{\"enum\":[\"a\",\"b\"]},\"uniqueItems\":false},{\"uniqueItems\":true}]}", ref);
+    schema_expect_error("{\"type\":\"array\",\"not\":{\"uniqueItems\":true}}", "keyword 'not' is not supported");
 }
 
 /* additionalProperties as a schema: the listed keys with their own schemas, any other key (never
@@ -772,8 +1007,32 @@ TEST(grammar_all_of_one_of) {
     schema_expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
                         "/allOf/1: 'minimum' in two merged schemas with different values is not supported");
     schema_expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "admits no value");
-    schema_expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}",
-                        "additionalProperties merged with properties it does not list");
+    /* additionalProperties beside properties the other branch does not list: each branch lists the
+     * other's keys with its own additionalProperties, then they merge key by key */
+    static const char closed[] =
+        "{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}";
+    static const doc_case closed_docs[] = {{"{\"a\":1}", 1}, {"{\"b\":1}", 0}, {"{\"c\":1}", 0}, {"{}", 1}};
+    CHECK_DOCS(closed, closed_docs);
+    static const char typed[] =
+        "{\"type\":\"object\",\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":"
+        "{\"type\":\"string\"}},{\"properties\":{\"b\":{\"maxLength\":2},\"a\":{\"minimum\":0}},"
+        "\"additionalProperties\":{\"minLength\":1}}]}";
+    static const doc_case typed_docs[] = {
+        {"{\"a\":1,\"b\":\"xy\"}", 1}, {"{\"b\":\"xyz\"}", 0}, {"{\"b\":1}", 0}, {"{\"c\":\"\"}", 0},
+        {"{\"c\":\"z\"}", 1}, {"{\"a\":-1}", 0}, {"{\"a\":\"s\"}", 0},
+    };
+    CHECK_DOCS(typed, typed_docs);
+    schema_expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}},"
+                        "\"required\":[\"b\"]}]}", "admits no value");
+    schema_expect_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"patternProperties\":"
+                        "{\"^b\":{}}}]}", "additionalProperties merged with properties it does not list");
+    /* two enums: the values both list; two anyOfs: every pair of branches merged */
+    static const doc_case enums[] = {{"\"b\"", 1}, {"1", 1}, {"\"a\"", 0}, {"\"c\"", 0}};
+    CHECK_DOCS("{\"allOf\":[{\"enum\":[\"a\",\"b\",1]},{\"enum\":[\"b\",1,\"c\"]}]}", enums);
+    schema_expect_error("{\"allOf\":[{\"enum\":[\"a\"]},{\"enum\":[\"b\"]}]}", "admits no value");
+    static const doc_case pairs[] = {{"\"a\"", 1}, {"\"\"", 0}, {"\"ab\"", 0}, {"7", 1}, {"3", 0}, {"true", 0}};
+    CHECK_DOCS("{\"allOf\":[{\"anyOf\":[{\"type\":\"string\",\"maxLength\":1},{\"type\":\"integer\"}]},{\"anyOf\":"
+               "[{\"type\":\"string\",\"minLength\":1},{\"type\":\"integer\",\"minimum\":5}]}]}", pairs);
     schema_expect_error("{\"allOf\":[]}", "allOf: not a non-empty array");
     schema_expect_error("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern' in two merged schemas");
     schema_expect_error("{\"type\":\"object\",\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", "json schema: ");

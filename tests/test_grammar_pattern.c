@@ -282,6 +282,14 @@ TEST(grammar_number_bounds_walks_validate) {
         "\"minimum\":-1.25,\"exclusiveMinimum\":true,\"maximum\":-0.75,\"exclusiveMaximum\":true}}",
         "{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1.05},"
         "\"q\":{\"type\":[\"number\",\"null\"],\"minimum\":100.001}},\"required\":[\"p\",\"q\"]}",
+        /* exponent forms (5e-05) where the bounds allow them, and multipleOf with and without bounds */
+        "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"minimum\":0,\"maximum\":0.001},\"minItems\":2}",
+        "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"exclusiveMinimum\":-5e3,\"maximum\":2.5e4}}",
+        "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"multipleOf\":0.05,\"minimum\":-1,\"exclusiveMaximum\":1.2}}",
+        "{\"type\":\"array\",\"items\":{\"multipleOf\":0.1},\"minItems\":2}",
+        "{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"multipleOf\":7,\"maximum\":100}}",
+        /* uniqueItems over literal items */
+        "{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"ab\",1,1.5,true,{\"k\":[1]}]},\"uniqueItems\":true,\"minItems\":2}",
     };
     walks_validate(schemas, (int)(sizeof schemas / sizeof *schemas), "number_bounds", 150);
 }
