@@ -654,6 +654,17 @@ static int test_dec_of(const char *p, test_dec *x) {
     return 1;
 }
 
+/* The code-th text over a 6-character alphabet (code < 7^6: every text of up to 6 bytes once), in
+ * doc; its length, or -1 where code spells no text (a 0 digit before a later one). */
+static int text_of_code(long code, const char alpha[6], char doc[8]) {
+    int len = 0;
+    long c = code;
+    for (; c % 7 && len < 6; c /= 7) doc[len++] = alpha[c % 7 - 1];
+    if (c) return -1;
+    doc[len] = 0;
+    return len;
+}
+
 static int test_dec_cmp(const test_dec *a, const test_dec *b) {
     if (a->neg != b->neg) return a->neg ? -1 : 1;
     int s = a->neg ? -1 : 1, m;
@@ -725,11 +736,8 @@ TEST(grammar_number_bounds_exponent) {
         CHECK(schema_fx_open(&f, false, schema) == 0);
         char doc[8];
         for (long code = 0; code < 7L * 7 * 7 * 7 * 7 * 7 && !pf_test_failed(); code++) {
-            int len = 0;
-            long c = code;
-            for (; c % 7 && len < 6; c /= 7) doc[len++] = alpha[c % 7 - 1];
-            if (c) continue;
-            doc[len] = 0;
+            int len = text_of_code(code, alpha, doc);
+            if (len < 0) continue;
             pf_matcher_reset(f.m);
             if (pf_matcher_push_bytes(f.m, (const uint8_t *)doc, (size_t)len) != 1 || !pf_matcher_can_end(f.m)) continue;
             test_dec x;
@@ -790,11 +798,8 @@ TEST(grammar_multiple_of) {
         CHECK(schema_fx_open(&f, false, schema) == 0);
         char doc[8];
         for (long code = 0; code < 7L * 7 * 7 * 7 * 7 * 7 && !pf_test_failed(); code++) {
-            int len = 0;
-            long c = code;
-            for (; c % 7 && len < 6; c /= 7) doc[len++] = malpha[c % 7 - 1];
-            if (c) continue;
-            doc[len] = 0;
+            int len = text_of_code(code, malpha, doc);
+            if (len < 0) continue;
             test_dec x;
             int want = test_dec_of(doc, &x) && (!mb[k].lo || test_dec_cmp(&x, &lo) >= 0) &&
                        (!mb[k].hi || test_dec_cmp(&x, &hi) <= 0);
