@@ -508,6 +508,8 @@ int32_t pf_regex_step(const pf_regex *re, int32_t state, uint8_t c) {
     return state < 0 ? -1 : re->next[(size_t)state * (size_t)re->n_classes + re->class_of[c]];
 }
 
+int pf_regex_class(const pf_regex *re, uint8_t c) { return re->class_of[c]; }
+
 int pf_regex_final(const pf_regex *re, int32_t state) { return state >= 0 && re->final && re->final[state]; }
 uint32_t pf_regex_state_mask(const pf_regex *re, int32_t state) { return re->mask[state]; }
 int pf_regex_states(const pf_regex *re) { return re->n_states; }
