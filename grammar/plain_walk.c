@@ -211,6 +211,18 @@ static int take_below(walker *k, int32_t c, const pf_frame *f, int64_t depth) {
     return 1;
 }
 
+/* pf_matcher_pattern_feed where the length no longer counts, with the automaton's table alone.
+ * Between characters the frame is the matcher's; inside one only the state and the bytes still
+ * wanted are kept (no plain token ends there, and a path that is no valid UTF-8 has none below). */
+static int step_saturated(const walker *k, pf_frame *x, uint8_t b) {
+    int32_t r = pf_regex_step(k->re, x->hi, b);
+    if (r < 0 || !pf_regex_ok(k->re, r, (int64_t)x->used)) return 0;
+    x->hi = r;
+    if (b >= 0xC0) x->u8_need = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1, x->u8_lo = 0x80, x->u8_hi = 0xBF;
+    else if (b >= 0x80 && x->u8_need && !--x->u8_need) x->u8_lo = x->u8_hi = 0;
+    return 1;
+}
+
 /* The plain tokens below node i (at depth bytes, the string at frame f). */
 static void walk_node(walker *k, int32_t i, const pf_frame *f, int64_t depth) {
     const pf_vocab_trie *t = k->t;
@@ -218,7 +230,7 @@ static void walk_node(walker *k, int32_t i, const pf_frame *f, int64_t depth) {
         uint8_t b = t->nodes[c].byte;
         if (b == '"' || b == '\\' || b < 0x20) continue;
         pf_frame x = *f;
-        if (!pf_matcher_pattern_feed(k->m, &x, b)) continue;
+        if (!(k->saturated ? step_saturated(k, &x, b) : pf_matcher_pattern_feed(k->m, &x, b))) continue;
         take_node(k, c, &x);
         const pf_plain_below *g = &k->tm->below[c];
         if (!g->lo && !g->hi) continue;
