@@ -177,22 +177,49 @@ static const pf_frame *chain_at(walker *k, chain *ch, int64_t l, int64_t **d) {
     return &ch->f[at];
 }
 
+/* Token id's bytes from depth on are all of byte class cls. */
+static int one_class(const walker *k, int32_t id, int64_t depth, int cls) {
+    const uint8_t *p = k->tm->bytes[id];
+    for (uint32_t i = (uint32_t)depth; i < k->tm->lens[id]; i++)
+        if (!((p[i] < 64 ? k->class_lo[cls] >> p[i] : k->class_hi[cls] >> (p[i] - 64)) & 1)) return 0;
+    return 1;
+}
+
 /* The plain tokens strictly below node c (at depth bytes, frame f after it, between characters)
  * when they can be told without walking; 1 when done. */
 static int take_below(walker *k, int32_t c, const pf_frame *f, int64_t depth) {
     const pf_plain_below *g = &k->tm->below[c];
     if (!g->lo && !g->hi) return 1;
     chain *ch = NULL;
+    int cls = 0;
+    uint64_t other_lo = 0, other_hi = 0;
     int loop = k->saturated && all_loop(k, f, g);
     if (!loop) {
         uint64_t ascii = g->lo & ~(uint64_t)UTF8_BITS;
         if (g->lo & UTF8_BITS) return 0;
-        uint8_t b = (uint8_t)(ascii ? __builtin_ctzll(ascii) : 64 + __builtin_ctzll(g->hi));
-        int cls = pf_regex_class(k->re, b);
-        if ((ascii & ~k->class_lo[cls]) || (g->hi & ~k->class_hi[cls]) || !(ch = chain_of(k, f, b))) return 0;
-        int64_t *d;
-        if (!chain_at(k, ch, k->tm->below_len[c] < 255 ? k->tm->below_len[c] : k->chain_cap - 2, &d))
-            return 0; /* some tokens below refused: the walk skips them faster */
+        int b = -1;
+        for (uint64_t lo = ascii, hi = g->hi; b < 0 && (lo || hi);) { /* a byte taken here names the class */
+            int x = lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll(hi);
+            pf_frame y = *f;
+            if (pf_matcher_pattern_feed(k->m, &y, (uint8_t)x)) b = x;
+            if (lo) lo &= lo - 1;
+            else hi &= hi - 1;
+        }
+        if (b < 0) return 1; /* every token below starts with a refused byte */
+        cls = pf_regex_class(k->re, (uint8_t)b);
+        other_lo = ascii & ~k->class_lo[cls], other_hi = g->hi & ~k->class_hi[cls];
+        if (!(ch = chain_of(k, f, (uint8_t)b))) return 0;
+        /* a byte of another class must be refused wherever a run of this class can reach below c */
+        int64_t most = k->tm->below_len[c] < 255 ? k->tm->below_len[c] : k->chain_cap - 2, *d;
+        for (int64_t j = 0; j < most && (other_lo || other_hi); j++) {
+            const pf_frame *fj = chain_at(k, ch, j, &d);
+            if (!fj) break;
+            for (int x = 0x20; x < 0x80; x++) {
+                if (!((x < 64 ? other_lo >> x : other_hi >> (x - 64)) & 1)) continue;
+                pf_frame y = *fj;
+                if (pf_matcher_pattern_feed(k->m, &y, (uint8_t)x)) return 0;
+            }
+        }
     }
     int64_t d_loop = -1;
     int fit_loop = loop ? fits(k, f, &d_loop) : 0;
@@ -204,6 +231,7 @@ static int take_below(walker *k, int32_t c, const pf_frame *f, int64_t depth) {
             if (fit_loop) pf_token_vocab_set(k->w->bits, id);
             continue;
         }
+        if ((other_lo || other_hi) && !one_class(k, id, depth, cls)) continue; /* a byte of another class: refused */
         int64_t *d;
         const pf_frame *x = chain_at(k, ch, (int64_t)k->tm->lens[id] - depth, &d);
         if (x && fits(k, x, d)) pf_token_vocab_set(k->w->bits, id);
