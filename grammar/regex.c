@@ -31,6 +31,7 @@ struct pf_regex {
     int n_states, n_classes;
     uint8_t class_of[256];
     uint8_t class_weight[256]; /* 1 when the class's bytes start a character */
+    uint8_t same[256];         /* per class: the first class whose column of next is the same */
     int32_t *next;             /* n_states x n_classes, -1 dead */
     uint32_t *mask;            /* per state */
     uint32_t *masks;           /* distinct masks */
@@ -356,6 +357,7 @@ static void byte_classes(const nfa *a, pf_regex *re) {
         if (cut[x]) c++;
         re->class_of[x] = (uint8_t)c;
         re->class_weight[c] = (x & 0xC0) != 0x80;
+        re->same[c] = (uint8_t)c;
     }
     re->n_classes = c + 1;
 }
@@ -506,6 +508,26 @@ int32_t pf_regex_start(const pf_regex *re) { return re->start; }
 
 int32_t pf_regex_step(const pf_regex *re, int32_t state, uint8_t c) {
     return state < 0 ? -1 : re->next[(size_t)state * (size_t)re->n_classes + re->class_of[c]];
+}
+
+int pf_regex_class(const pf_regex *re, uint8_t c) { return re->same[re->class_of[c]]; }
+
+/* Classes whose columns of the final table are equal move every state alike: same[] maps each to
+ * the first such (columns hashed, equal hashes compared). */
+static void same_classes(pf_regex *re) {
+    int S = re->n_states, C = re->n_classes;
+    uint64_t h[256];
+    for (int c = 0; c < C; c++) {
+        h[c] = 0x9E3779B97F4A7C15ull;
+        for (int32_t q = 0; q < S; q++) h[c] = (h[c] ^ (uint64_t)(uint32_t)re->next[(size_t)q * (size_t)C + (size_t)c]) * 0x100000001B3ull;
+        re->same[c] = (uint8_t)c;
+        for (int d = 0; d < c && re->same[c] == c; d++) {
+            if (re->same[d] != d || h[d] != h[c]) continue;
+            int32_t q = 0;
+            while (q < S && re->next[(size_t)q * (size_t)C + (size_t)c] == re->next[(size_t)q * (size_t)C + (size_t)d]) q++;
+            if (q == S) re->same[c] = (uint8_t)d;
+        }
+    }
 }
 
 int pf_regex_final(const pf_regex *re, int32_t state) { return state >= 0 && re->final && re->final[state]; }
@@ -691,6 +713,7 @@ int pf_regex_accept(pf_regex *re, const uint8_t *ok, int64_t min_chars, int64_t 
         redges_free(&r);
         return pf_errf(err, "pattern: out of memory");
     }
+    same_classes(re);
     int rc = max_chars == INT64_MAX ? (longest_lengths(re, &r) < 0 ? pf_errf(err, "pattern: out of memory") : 0)
                                     : bounded_lengths(re, &r, err);
     redges_free(&r);

@@ -49,6 +49,8 @@ int32_t pf_regex_step(const pf_regex *re, int32_t state, uint8_t c);
 /* State (with `used` characters so far, counted up to the most that matters: max_chars, or
  * min_chars when unbounded) can still reach an accepting state within the lengths. */
 int pf_regex_ok(const pf_regex *re, int32_t state, int64_t used);
+/* The byte class of c: bytes of one class move every state alike. */
+int pf_regex_class(const pf_regex *re, uint8_t c);
 /* The string may end at this state. */
 int pf_regex_final(const pf_regex *re, int32_t state);
 /* The mask of state (pf_regex_masks). */

@@ -7,7 +7,7 @@
 #include <xxhash.h>
 
 #include "grammar/close_budget.h"
-#include "grammar/regex.h"
+#include "grammar/plain_walk.h"
 #include "grammar/token_vocab.h"
 #include "grammar/vocab_trie.h"
 
@@ -15,7 +15,6 @@ enum {
     CACHE_SLOTS = 256,
     PATTERN_PATH = 256, /* bytes of a token walked without the matcher */
     PATTERN_SLOTS = 64,
-    PATTERN_ENDS = 32,
 };
 
 
@@ -29,21 +28,14 @@ typedef struct {
     int64_t max_next, min_next; /* closing distances after the accepted tokens; -1: not measured */
 } slot;
 
-/* One walk: the bits it sets and, with closing distances (cl), the tokens' limit and the range
- * of distances after the tokens the matcher accepts. */
-typedef struct {
-    uint32_t *bits;
-    const pf_close *cl;
-    int64_t limit, max_next, min_next;
-} walk_ctx;
+typedef pf_walk_ctx walk_ctx;
 
 /* The plain content tokens a pattern string's automaton takes whole from one of its states, and
- * the distinct states they leave it in (n_ends > PATTERN_ENDS: more than are kept). */
+ * the distinct states they leave it in. */
 typedef struct {
     int32_t node, state; /* bits NULL: empty */
     uint32_t *bits;
-    int n_ends;
-    int32_t ends[PATTERN_ENDS];
+    pf_plain_ends ends;
 } pattern_slot;
 
 struct pf_mask_cache {
@@ -123,33 +115,6 @@ static void walk_pattern(const pf_vocab_trie *t, int32_t i, pf_matcher *m, const
     }
 }
 
-/* The plain content tokens below trie node i that automaton re takes whole from state q (a string
- * of `used` characters, its length no longer mattering), into p. Along a plain token's bytes the
- * string steps the automaton alone (every byte is content, whole characters), so the walk does
- * without the matcher; a path that is no plain token's prefix yields nothing. */
-static void walk_pattern_plain(const pf_token_masker *tm, int32_t i, const pf_regex *re, int32_t q, int64_t used,
-                               pattern_slot *p) {
-    const pf_vocab_trie *t = &tm->all;
-    for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
-        uint8_t b = t->nodes[c].byte;
-        if (b == '"' || b == '\\' || b < 0x20) continue;
-        int32_t r = pf_regex_step(re, q, b);
-        if (!pf_regex_ok(re, r, used)) continue;
-        int taken = 0;
-        for (int32_t k = 0; k < t->nodes[c].tok_n; k++) {
-            int32_t id = t->ids[t->nodes[c].tok_lo + k];
-            if (pf_mask_has(tm->plain_bits, id)) pf_token_vocab_set(p->bits, id), taken = 1;
-        }
-        int e = 0;
-        while (taken && e < p->n_ends && e < PATTERN_ENDS && p->ends[e] != r) e++;
-        if (taken && e == p->n_ends && p->n_ends <= PATTERN_ENDS) {
-            if (e < PATTERN_ENDS) p->ends[e] = r;
-            p->n_ends++;
-        }
-        if (t->nodes[c].end > c + 1) walk_pattern_plain(tm, c, re, r, used, p);
-    }
-}
-
 /* The cache's slot of cursor cur's string and automaton state, walked when not held; NULL when
  * memory is short. */
 static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cache *cache, const pf_matcher *m,
@@ -159,8 +124,9 @@ static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cach
     if (p->bits && p->node == cur->node && p->state == cur->hi) return p;
     if (!p->bits && !(p->bits = malloc((size_t)tm->n_words * sizeof *p->bits))) return NULL;
     memset(p->bits, 0, (size_t)tm->n_words * sizeof *p->bits);
-    p->node = cur->node, p->state = cur->hi, p->n_ends = 0;
-    walk_pattern_plain(tm, 0, pf_matcher_schema(m)->nodes[cur->node].re, cur->hi, cur->used, p);
+    p->node = cur->node, p->state = cur->hi, p->ends.n = 0;
+    walk_ctx w = {p->bits, NULL, INT64_MAX, -1, INT64_MAX};
+    pf_plain_walk(tm, m, cur, &w, &p->ends);
     return p;
 }
 
@@ -173,10 +139,10 @@ static int walk_pattern_cached(const pf_token_masker *tm, pf_mask_cache *cache, 
     if (!p) return 0;
     int64_t most = -1, least = INT64_MAX;
     if (w->cl) {
-        if (p->n_ends > PATTERN_ENDS) return 0;
-        for (int e = 0; e < p->n_ends; e++) {
+        if (p->ends.n > PF_PLAIN_ENDS) return 0;
+        for (int e = 0; e < p->ends.n; e++) {
             pf_frame after = *cur;
-            after.hi = p->ends[e];
+            after.hi = p->ends.s[e];
             int64_t d = pf_close_dist_cursor(w->cl, m, &after);
             most = d > most ? d : most;
             least = d < least ? d : least;
@@ -190,9 +156,14 @@ static int walk_pattern_cached(const pf_token_masker *tm, pf_mask_cache *cache, 
     return 1;
 }
 
+/* Bits set, counted in registers: without -mpopcnt __builtin_popcount is a library call per word. */
 static int count_bits(const uint32_t *bits, int n_words) {
     int n = 0;
-    for (int i = 0; i < n_words; i++) n += __builtin_popcount(bits[i]);
+    for (int i = 0; i < n_words; i++) {
+        uint32_t x = bits[i] - (bits[i] >> 1 & 0x55555555u);
+        x = (x & 0x33333333u) + (x >> 2 & 0x33333333u);
+        n += (int)(((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u >> 24);
+    }
     return n;
 }
 
@@ -244,7 +215,8 @@ static int compute(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *
     if (pf_matcher_pattern_cursor(m, &cur)) {
         if (!cache || !pf_matcher_pattern_unbounded(m, &cur) || !walk_pattern_cached(tm, cache, m, &cur, path, w)) {
             memset(bits, 0, words);
-            walk_pattern(&tm->all, 0, m, &cur, path, 0, w);
+            pf_plain_walk(tm, m, &cur, w, NULL);
+            walk_pattern(&tm->special, 0, m, &cur, path, 0, w);
         }
     } else if ((room = pf_matcher_string_room(m)) >= tm->plain_chars ||
                (room >= 0 && pf_matcher_string_room_most(m) == room)) {

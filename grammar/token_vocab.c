@@ -136,6 +136,41 @@ static int build_parents(pf_token_masker *tm) {
     return 0;
 }
 
+/* pf_plain_below's bit for byte b. */
+static void below_set(pf_plain_below *s, uint8_t b) {
+    unsigned bit = b < 0x80 ? b : b < 0xC0 ? 0 : (unsigned)(b - 0xC0) / 2;
+    if (bit < 64) s->lo |= 1ull << bit;
+    else s->hi |= 1ull << (bit - 64);
+}
+
+/* below[] and first_tok[] of the `all` trie, children before parents (each node's children lie
+ * after it: i + 1, then each child's end). */
+static int build_below(pf_token_masker *tm) {
+    const pf_vocab_trie *t = &tm->all;
+    int32_t n = t->n_nodes;
+    tm->below = calloc((size_t)n, sizeof *tm->below);
+    tm->below_len = calloc((size_t)n, 1);
+    tm->first_tok = malloc(((size_t)n + 1) * sizeof *tm->first_tok);
+    if (!tm->below || !tm->below_len || !tm->first_tok) return -1;
+    int32_t n_ids = 0;
+    for (int32_t i = 0; i < n; i++) n_ids += t->nodes[i].tok_n;
+    tm->first_tok[n] = n_ids;
+    for (int32_t i = n - 1; i >= 0; i--) {
+        const pf_trie_node *nd = &t->nodes[i];
+        tm->first_tok[i] = nd->tok_n ? nd->tok_lo : tm->first_tok[i + 1];
+        for (int32_t c = i + 1; c < nd->end; c = t->nodes[c].end) {
+            int plain = tm->below[c].lo || tm->below[c].hi;
+            for (int32_t k = 0; k < t->nodes[c].tok_n && !plain; k++) plain = pf_token_vocab_has(tm->plain_bits, t->ids[t->nodes[c].tok_lo + k]);
+            if (!plain) continue;
+            tm->below[i].lo |= tm->below[c].lo;
+            tm->below[i].hi |= tm->below[c].hi;
+            below_set(&tm->below[i], t->nodes[c].byte);
+            if (tm->below_len[c] + 1 > tm->below_len[i]) tm->below_len[i] = tm->below_len[c] < 255 ? tm->below_len[c] + 1 : 255;
+        }
+    }
+    return 0;
+}
+
 pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, const uint32_t *lens,
                                      const int32_t *end_ids, int n_end, char err[PF_ERR_LEN]) {
     pf_token_masker *tm = calloc(1, sizeof *tm);
@@ -149,7 +184,7 @@ pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, c
     tm->end_bits = calloc((size_t)tm->n_words, sizeof *tm->end_bits);
     tm->plain_bits = calloc((size_t)tm->n_words, sizeof *tm->plain_bits);
     if (!tm->end_bits || !tm->plain_bits || copy_vocab(tm, bytes, lens) < 0 || order_plain(tm) < 0 || build_trie(tm, &tm->all, 0) < 0 ||
-        build_trie(tm, &tm->special, 1) < 0 || build_parents(tm) < 0) {
+        build_trie(tm, &tm->special, 1) < 0 || build_parents(tm) < 0 || build_below(tm) < 0) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         pf_token_masker_free(tm);
         return NULL;
@@ -171,6 +206,9 @@ void pf_token_masker_free(pf_token_masker *tm) {
     free(tm->plain_order);
     free(tm->plain_upto);
     free(tm->parent);
+    free(tm->below);
+    free(tm->below_len);
+    free(tm->first_tok);
     free(tm);
 }
 

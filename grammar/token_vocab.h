@@ -10,6 +10,14 @@
 #include "grammar/token_mask.h"
 #include "grammar/vocab_trie.h"
 
+/* What the plain content tokens strictly below a node of the `all` trie hold, for walks that take a
+ * whole subtree at once: bit b (0x20..0x7F) of the 128 for each ASCII byte; bit 0 for a UTF-8
+ * continuation byte and bit (L - 0xC0) / 2 for a lead byte L (a control byte, never in plain
+ * content, frees bits 0..31). All zero: no plain token below. */
+typedef struct {
+    uint64_t lo, hi;
+} pf_plain_below;
+
 struct pf_token_masker {
     int n_vocab, n_words;
     uint8_t *spelling; /* every token's bytes */
@@ -21,6 +29,10 @@ struct pf_token_masker {
     int32_t *plain_upto;             /* [k]: how many of them hold at most k characters */
     int32_t *parent;                 /* the token spelling the longest proper prefix, else -1 */
     pf_vocab_trie all, special;      /* every spelled token; those a string may take that are not plain */
+    pf_plain_below *below;           /* per node of `all` */
+    uint8_t *below_len;              /* per node of `all`: the most bytes of a plain token below it (at most 255) */
+    int32_t *first_tok;              /* per node of `all` and one past: its first token at or after it in
+                                        all.ids (a subtree [i, end) holds ids[first_tok[i]..first_tok[end])) */
 };
 
 static inline int pf_token_vocab_has(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
