@@ -15,36 +15,35 @@ pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx, pf_kv_type type) {
     kv->head_stride = pf_kv_head_stride(n_ctx, hp->head_dim);
     kv->layer_stride = kv->head_stride * hp->n_head_kv;
     kv->type = type;
-    size_t n = (size_t)hp->n_layer * (size_t)kv->layer_stride;
-    /* zeroed: attention reads whole key tiles, also the not yet written positions of the last
-     * one (their scores are never used, but they are read) */
+    size_t n = (size_t)hp->n_layer * (size_t)kv->layer_stride, ns = 0;
     if (type == PF_KV_Q8) {
         kv->scale_stride = kv->head_stride / hp->head_dim;
-        size_t ns = (size_t)hp->n_layer * (size_t)hp->n_head_kv * (size_t)kv->scale_stride;
-        kv->k8 = calloc(n, 1);
-        kv->v8 = calloc(n, 1);
-        kv->ks = calloc(ns, sizeof(float));
-        kv->vs = calloc(ns, sizeof(float));
-    } else {
-        kv->k = calloc(n, sizeof(pf_half));
-        kv->v = calloc(n, sizeof(pf_half));
+        ns = (size_t)hp->n_layer * (size_t)hp->n_head_kv * (size_t)kv->scale_stride;
     }
-    bool ok = type == PF_KV_Q8 ? kv->k8 && kv->v8 && kv->ks && kv->vs : kv->k && kv->v;
-    if (!ok) {
-        pf_kv_free(kv);
+    /* one zeroed block: attention reads whole key tiles, also the not yet written positions of the
+     * last one (their scores are never used, but they are read); n is a whole number of tiles, so
+     * each part starts as aligned as the block */
+    size_t elem = type == PF_KV_Q8 ? 1 : sizeof(pf_half);
+    kv->mem = calloc(2 * n * elem + 2 * ns * sizeof(float), 1);
+    if (!kv->mem) {
+        free(kv);
         return NULL;
+    }
+    if (type == PF_KV_Q8) {
+        kv->k8 = kv->mem;
+        kv->v8 = (int8_t *)(kv->k8 + n);
+        kv->ks = (float *)(kv->k8 + 2 * n);
+        kv->vs = kv->ks + ns;
+    } else {
+        kv->k = kv->mem;
+        kv->v = kv->k + n;
     }
     return kv;
 }
 
 void pf_kv_free(pf_kv_cache *kv) {
     if (!kv) return;
-    free(kv->k);
-    free(kv->v);
-    free(kv->k8);
-    free(kv->v8);
-    free(kv->ks);
-    free(kv->vs);
+    free(kv->mem);
     free(kv);
 }
 

@@ -21,6 +21,7 @@ typedef struct {
     int8_t *v8;
     float *ks, *vs;      /* layer l, head h, position p: ks[(l * n_kv_head + h) * scale_stride + p] */
     int64_t scale_stride;
+    void *mem; /* the one block the arrays above point into */
 } pf_kv_cache;
 
 pf_kv_cache *pf_kv_new(const pf_hparams *hp, int64_t n_ctx, pf_kv_type type);

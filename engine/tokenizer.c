@@ -117,12 +117,7 @@ static bool merge_insert(pf_tokenizer *t, int32_t a, int32_t b, int32_t rank, in
 
 void pf_tokenizer_free(pf_tokenizer *t) {
     if (!t) return;
-    free(t->text);
-    free(t->text_off);
-    free(t->bytes);
-    free(t->bytes_off);
-    free(t->type);
-    free(t->piece_slots);
+    free(t->tables);
     free(t->merge_slots);
     free(t->specials);
     free(t->chat_template);
@@ -312,16 +307,17 @@ static pf_rc load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok
         }
         total += tok->v.arr.strs[i].len + 1;
     }
-    t->text = malloc(total);
-    t->text_off = malloc((n + 1) * sizeof *t->text_off);
-    t->bytes = malloc(total);
-    t->bytes_off = malloc((n + 1) * sizeof *t->bytes_off);
-    t->type = malloc(n);
     t->piece_mask = pow2_at_least(n * 2) - 1;
-    t->piece_slots = malloc((t->piece_mask + 1) * sizeof *t->piece_slots);
-    if (!t->text || !t->text_off || !t->bytes || !t->bytes_off || !t->type || !t->piece_slots) {
-        return tok_oom(f, err);
-    }
+    /* the six tables share one block, the widest elements first so each part is aligned */
+    size_t offs = (n + 1) * sizeof(size_t), slots = (t->piece_mask + 1) * sizeof *t->piece_slots;
+    char *mem = total < SIZE_MAX / 4 ? malloc(2 * offs + slots + 2 * total + n) : NULL;
+    if (!(t->tables = mem)) return tok_oom(f, err);
+    t->text_off = (size_t *)mem;
+    t->bytes_off = (size_t *)(mem + offs);
+    t->piece_slots = (int32_t *)(mem + 2 * offs);
+    t->text = mem + 2 * offs + slots;
+    t->bytes = t->text + total;
+    t->type = (uint8_t *)t->bytes + total;
     memset(t->piece_slots, 0xFF, (t->piece_mask + 1) * sizeof *t->piece_slots);
     size_t off = 0, boff = 0;
     for (uint64_t i = 0; i < n; i++) {

@@ -21,6 +21,7 @@ typedef struct {
 
 struct pf_tokenizer {
     int32_t n_vocab;
+    void *tables;         /* one block: the six piece tables below (text .. piece_slots) */
     char *text;           /* all pieces, each NUL-terminated */
     size_t *text_off;     /* n_vocab + 1 */
     char *bytes;          /* all decoded token bytes */
