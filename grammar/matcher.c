@@ -6,6 +6,7 @@
 #include "grammar/matcher_frames.h"
 #include "grammar/num_exp.h"
 #include "grammar/num_multiple.h"
+#include "grammar/num_range.h"
 #include "grammar/regex.h"
 
 #include <stdlib.h>
@@ -241,25 +242,8 @@ enum { EQ_A = 1, EQ_B = 2, F_NORM = 4, F_NOPLAIN = 8 };
 
 static int bounded(const pf_schema_node *nd) { return nd->num_lo != INT64_MIN || nd->num_hi != INT64_MAX; }
 
-static int mag_cmp(mag x, mag y) { return x.i != y.i ? (x.i < y.i ? -1 : 1) : x.f != y.f ? (x.f < y.f ? -1 : 1) : 0; }
-static mag mag_neg(mag x) { return x.f ? (mag){-x.i - 1, ONE - x.f} : (mag){-x.i, 0}; }
 static mag mag_next(mag x) { return x.f == ONE - 1 ? (mag){x.i + 1, 0} : (mag){x.i, x.f + 1}; }
 static mag mag_prev(mag x) { return x.f ? (mag){x.i, x.f - 1} : (mag){x.i - 1, ONE - 1}; }
-
-static mag_range mag_of(const pf_schema_node *nd, int neg) {
-    mag_range r = {{0, 0}, {INT64_MAX, 0}, 0, 0};
-    int has_lo = nd->num_lo != INT64_MIN, has_hi = nd->num_hi != INT64_MAX;
-    mag lo = {nd->num_lo, nd->lo_frac}, hi = {nd->num_hi, nd->hi_frac}, zero = {0, 0};
-    if (!neg) {
-        if (has_lo && lo.i >= 0) r.a = lo, r.a_open = nd->lo_open;
-        if (has_hi) r.b = hi, r.b_open = nd->hi_open;
-    } else { /* M = -value: value >= lo is M <= -lo */
-        if (has_hi && mag_cmp(hi, zero) <= 0) r.a = mag_neg(hi), r.a_open = nd->hi_open;
-        if (has_lo) r.b = mag_neg(lo), r.b_open = nd->lo_open;
-    }
-    if (r.b.i < 0) r.b = (mag){-1, 0}, r.b_open = 0; /* no magnitude fits */
-    return r;
-}
 
 /* The least and the greatest magnitude of the grid within r. */
 static mag mag_least(mag_range r) { return r.a_open ? mag_next(r.a) : r.a; }
@@ -272,9 +256,9 @@ static int mag_feasible(mag_range r, int64_t lo, int64_t hi, int frac) {
         return (lo > a ? lo : a) <= (hi < b ? hi : b);
     }
     mag l = mag_least(r), u = mag_most(r), x = {lo, 0}, y = {hi, ONE - 1};
-    if (mag_cmp(x, l) > 0) l = x;
-    if (mag_cmp(y, u) < 0) u = y;
-    return mag_cmp(l, u) <= 0;
+    if (pf_mag_cmp(x, l) > 0) l = x;
+    if (pf_mag_cmp(y, u) < 0) u = y;
+    return pf_mag_cmp(l, u) <= 0;
 }
 
 static const int64_t k_pow10[17] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
@@ -341,9 +325,9 @@ static int only_exp(pf_frame *t, int ok) {
 /* The byte that moved frame t to phase `next` keeps a value within the bounds reachable. */
 static int bound_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c) {
     int frac = nd->kind == PF_SN_NUMBER, norm = t->hi & F_NORM;
-    mag_range r = mag_of(nd, t->lo);
+    mag_range r = pf_num_range(nd, t->lo);
     switch (next) {
-    case N_MINUS: t->lo = 1, r = mag_of(nd, 1); return mag_feasible(r, 0, k_pow10[16] - 1, frac) || (frac && exp_fresh(&r));
+    case N_MINUS: t->lo = 1, r = pf_num_range(nd, 1); return mag_feasible(r, 0, k_pow10[16] - 1, frac) || (frac && exp_fresh(&r));
     case N_ZERO: return mag_feasible(r, 0, 0, frac);
     case N_INT: {
         if (t->hi & F_NOPLAIN) return 0; /* a second digit before the point: no exponent form */
@@ -386,17 +370,6 @@ static int bound_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c
 
 /* ---- multipleOf: the digits so far scaled by 10^mult_k in used, written without exponent ---- */
 
-static int64_t mult_rest(const pf_schema_node *nd, const pf_frame *t) {
-    if (t->phase == N_START) {
-        mag_range pos = mag_of(nd, 0), neg = mag_of(nd, 1);
-        int64_t a = pf_num_mult_rest(&pos, nd->mult, nd->mult_k, N_MINUS, 0, 0),
-                b = pf_num_mult_rest(&neg, nd->mult, nd->mult_k, N_MINUS, 0, 0);
-        return a <= b ? a : b == INT64_MAX ? b : b + 1;
-    }
-    mag_range r = mag_of(nd, t->lo);
-    return pf_num_mult_rest(&r, nd->mult, nd->mult_k, t->phase, t->used, t->off);
-}
-
 /* The byte that moved frame t to `next` leaves some multiple within the bounds reachable: a
  * fraction digit past mult_k only a 0, no exponent. */
 static int mult_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c) {
@@ -417,7 +390,7 @@ static int mult_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c)
     }
     pf_frame after = *t;
     after.phase = (uint8_t)next;
-    return mult_rest(nd, &after) != INT64_MAX;
+    return pf_num_mult_frame_rest(nd, &after) != INT64_MAX;
 }
 
 /* A number may end here: accepting, and within its bounds. In the fraction, a prefix equal to a's
@@ -425,9 +398,9 @@ static int mult_step(const pf_schema_node *nd, pf_frame *t, int next, uint8_t c)
  * itself when b's other digits are 0. */
 static int num_can_end(const pf_schema_node *nd, const pf_frame *t) {
     if (!num_accepting(t->phase)) return 0;
-    if (nd->mult) return mult_rest(nd, t) == 0;
+    if (nd->mult) return pf_num_mult_frame_rest(nd, t) == 0;
     if (!bounded(nd)) return 1;
-    mag_range r = mag_of(nd, t->lo);
+    mag_range r = pf_num_range(nd, t->lo);
     if (t->phase == N_EXP) return pf_num_exp_rest(&r, t->used, EXP_FD(t->hi), EXP_NEG(t->hi), EXP_VAL(t->hi), t->off) == 0;
     if (t->hi & F_NOPLAIN) return 0;
     int64_t i = (int64_t)t->used;
@@ -439,12 +412,12 @@ static int num_can_end(const pf_schema_node *nd, const pf_frame *t) {
 /* The fewest fraction digits k >= 1 after which some magnitude from l to u (one integer part)
  * ends: l rounded up to k digits is at most u. INT64_MAX when none. */
 static int64_t frac_need(mag l, mag u, int written) {
-    if (mag_cmp(l, u) > 0) return INT64_MAX;
+    if (pf_mag_cmp(l, u) > 0) return INT64_MAX;
     for (int k = 1; k + written <= PF_MATCHER_MAX_DIGITS; k++) {
         int64_t q = k_pow10[16 - written - k];
         mag c = {l.i, (l.f + q - 1) / q * q};
         if (c.f == ONE) c.i++, c.f = 0;
-        if (mag_cmp(c, u) <= 0) return k;
+        if (pf_mag_cmp(c, u) <= 0) return k;
     }
     return INT64_MAX;
 }
@@ -452,8 +425,8 @@ static int64_t frac_need(mag l, mag u, int written) {
 /* The fewest fraction digits that end a magnitude within r with its integer part in [lo, hi]. */
 static int64_t frac_fresh(mag_range r, int64_t lo, int64_t hi) {
     mag l = mag_least(r), u = mag_most(r), x = {lo, 0}, y = {hi, ONE - 1};
-    if (mag_cmp(x, l) > 0) l = x;
-    if (mag_cmp(y, u) < 0) u = y;
+    if (pf_mag_cmp(x, l) > 0) l = x;
+    if (pf_mag_cmp(y, u) < 0) u = y;
     return frac_need(l, u, 0);
 }
 
@@ -526,16 +499,16 @@ static int64_t plain_rest(const pf_schema_node *nd, const pf_frame *t);
 
 int64_t pf_matcher_num_rest(const pf_schema_node *nd, const pf_frame *t) {
     static const uint8_t k_plain[N_EXP + 1] = {[N_START] = 1, [N_MINUS] = 1, [N_FRAC0] = 1, [N_EXP0] = 1, [N_EXPS] = 1};
-    if (nd->mult) return mult_rest(nd, t);
+    if (nd->mult) return pf_num_mult_frame_rest(nd, t);
     if (!bounded(nd)) return k_plain[t->phase];
-    mag_range r = mag_of(nd, t->lo);
+    mag_range r = pf_num_range(nd, t->lo);
     if (t->phase >= N_EXP0 || (t->hi & F_NOPLAIN)) return exp_rest(&r, t);
     int64_t plain = plain_rest(nd, t), e = INT64_MAX;
     if (nd->kind != PF_SN_NUMBER) return plain;
     if (t->phase == N_START) {
-        mag_range neg = mag_of(nd, 1);
+        mag_range neg = pf_num_range(nd, 1);
         e = plus(exp_fresh_rest(&neg), 1);
-        r = mag_of(nd, 0);
+        r = pf_num_range(nd, 0);
         int64_t pos = exp_fresh_rest(&r);
         e = pos < e ? pos : e;
     } else if (t->phase == N_MINUS) {
@@ -549,10 +522,10 @@ int64_t pf_matcher_num_rest(const pf_schema_node *nd, const pf_frame *t) {
 /* The fewest bytes that end a number written without exponent. */
 static int64_t plain_rest(const pf_schema_node *nd, const pf_frame *t) {
     int frac = nd->kind == PF_SN_NUMBER;
-    mag_range r = mag_of(nd, t->lo);
+    mag_range r = pf_num_range(nd, t->lo);
     switch (t->phase) {
     case N_START: {
-        int64_t pos = mag_fresh(mag_of(nd, 0), frac), neg = mag_fresh(mag_of(nd, 1), frac);
+        int64_t pos = mag_fresh(pf_num_range(nd, 0), frac), neg = mag_fresh(pf_num_range(nd, 1), frac);
         return pos < (neg == INT64_MAX ? neg : neg + 1) ? pos : neg + 1;
     }
     case N_MINUS: return mag_fresh(r, frac);

@@ -3,9 +3,8 @@
  * least multiple of its step at or above its start is within its end. */
 #include "grammar/num_multiple.h"
 
-#include "grammar/matcher.h"
 #include "grammar/matcher_frames.h"
-#include "grammar/schema.h"
+#include "grammar/num_range.h"
 
 typedef __int128 i128;
 
@@ -88,4 +87,15 @@ int64_t pf_num_mult_rest(const pf_mag_range *r, uint64_t m, int k, int phase, ui
         return best == INT64_MAX ? best : best + 1;
     }
     }
+}
+
+int64_t pf_num_mult_frame_rest(const pf_schema_node *nd, const pf_frame *t) {
+    if (t->phase == N_START) {
+        pf_mag_range pos = pf_num_range(nd, 0), neg = pf_num_range(nd, 1);
+        int64_t a = pf_num_mult_rest(&pos, nd->mult, nd->mult_k, N_MINUS, 0, 0),
+                b = pf_num_mult_rest(&neg, nd->mult, nd->mult_k, N_MINUS, 0, 0);
+        return a <= b ? a : b == INT64_MAX ? b : b + 1;
+    }
+    pf_mag_range r = pf_num_range(nd, t->lo);
+    return pf_num_mult_rest(&r, nd->mult, nd->mult_k, t->phase, t->used, t->off);
 }

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "grammar/matcher.h"
 #include "grammar/num_exp.h"
 
 /* The digits a number may have before and after its point together, so its digits scaled by 10^k
@@ -17,5 +18,9 @@
  * N_FRAC0, N_FRAC) with digits x so far (the integer part, then at most k fraction digits) and n
  * digits in the current part. 0: it may end here; INT64_MAX: no way on. */
 int64_t pf_num_mult_rest(const pf_mag_range *r, uint64_t m, int k, int phase, uint64_t x, int n);
+/* The same for number frame t of node nd (nd->mult set), its sign in t->lo; at N_START either sign
+ * (a '-' one byte more). The schema compiler asks it of a fresh frame: INT64_MAX, no multiple
+ * within the bounds. */
+int64_t pf_num_mult_frame_rest(const pf_schema_node *nd, const pf_frame *t);
 
 #endif

@@ -2,8 +2,8 @@
  * multipleOf, read exactly from the schema's text. */
 #include "grammar/schema_cc.h"
 
-#include "grammar/matcher.h"
 #include "grammar/matcher_frames.h"
+#include "grammar/num_multiple.h"
 
 /* A JSON number's exact decimal value as a point of the 1e-16 grid numbers are written on, read
  * from its source text, so no rounding to a double decides a bound: its floor on the grid, whole +
@@ -159,7 +159,7 @@ int32_t sc_compile_number(cctx *c, const pf_json *v, pf_schema_kind kind, const 
     const pf_schema_node *nd = &c->s->nodes[id];
     if (bounds_empty(nd)) return UNSAT;
     if (nd->num_lo > BOUND_WRITTEN || nd->num_hi < -BOUND_WRITTEN) return UNSAT; /* past any number written */
-    if (nd->mult && pf_matcher_num_rest(nd, &(pf_frame){.kind = K_NUM, .phase = N_START, .node = id}) == INT64_MAX)
+    if (nd->mult && pf_num_mult_frame_rest(nd, &(pf_frame){.kind = K_NUM, .phase = N_START, .node = id}) == INT64_MAX)
         return UNSAT; /* no multiple within the bounds */
     if (kind == PF_SN_NUMBER && !nd->mult && nd->num_lo == INT64_MIN && nd->num_hi == INT64_MAX) return PF_SN_ID_ANY_NUMBER;
     return id;
