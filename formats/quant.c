@@ -64,62 +64,78 @@ void pf_quantize_row_q8_act(const float *x, pf_block_q8_act *y, int64_t n) {
     }
 }
 
+/* ---- each type's row converters, n values (a whole number of blocks) ---- */
+
+static void f32_from(const float *x, void *y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
+static void f32_to(const void *x, float *y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
+
+static void f16_from(const float *x, void *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) ((pf_half *)y)[i] = pf_fp32_to_fp16(x[i]);
+}
+static void f16_to(const void *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = pf_fp16_to_fp32(((const pf_half *)x)[i]);
+}
+
+static void bf16_from(const float *x, void *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = pf_fp32_to_bf16(x[i]);
+}
+static void bf16_to(const void *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = pf_bf16_to_fp32(((const uint16_t *)x)[i]);
+}
+
+static void q8_0_from(const float *x, void *y, int64_t n) { quantize_q8_0(x, y, n / PF_QK); }
+static void q8_0_to(const void *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n / PF_QK; i++) {
+        const pf_block_q8_0 *b = (const pf_block_q8_0 *)x + i;
+        float d = pf_fp16_to_fp32(b->d);
+        for (int j = 0; j < PF_QK; j++) y[i * PF_QK + j] = d * b->qs[j];
+    }
+}
+
+static void q4_0_from(const float *x, void *y, int64_t n) { quantize_q4_0(x, y, n / PF_QK); }
+static void q4_0_to(const void *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n / PF_QK; i++) {
+        const pf_block_q4_0 *b = (const pf_block_q4_0 *)x + i;
+        float d = pf_fp16_to_fp32(b->d);
+        for (int j = 0; j < PF_QK / 2; j++) {
+            y[i * PF_QK + j] = d * ((b->qs[j] & 15) - 8);
+            y[i * PF_QK + j + PF_QK / 2] = d * ((b->qs[j] >> 4) - 8);
+        }
+    }
+}
+
+static void q4_1_from(const float *x, void *y, int64_t n) { quantize_q4_1(x, y, n / PF_QK); }
+static void q4_1_to(const void *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n / PF_QK; i++) {
+        const pf_block_q4_1 *b = (const pf_block_q4_1 *)x + i;
+        float d = pf_fp16_to_fp32(b->d), m = pf_fp16_to_fp32(b->m);
+        for (int j = 0; j < PF_QK / 2; j++) {
+            y[i * PF_QK + j] = d * (b->qs[j] & 15) + m;
+            y[i * PF_QK + j + PF_QK / 2] = d * (b->qs[j] >> 4) + m;
+        }
+    }
+}
+
+/* One row per weight type, as its traits in ggml_types.c: one place to add a type. */
+static const struct {
+    void (*from_f32)(const float *x, void *y, int64_t n);
+    void (*to_f32)(const void *x, float *y, int64_t n);
+} k_rows[PF_TYPE_MAX] = {
+    [PF_TYPE_F32] = {f32_from, f32_to},    [PF_TYPE_F16] = {f16_from, f16_to},
+    [PF_TYPE_BF16] = {bf16_from, bf16_to}, [PF_TYPE_Q8_0] = {q8_0_from, q8_0_to},
+    [PF_TYPE_Q4_0] = {q4_0_from, q4_0_to}, [PF_TYPE_Q4_1] = {q4_1_from, q4_1_to},
+};
+
 int pf_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     const pf_type_traits *t = pf_type_info(type);
-    if (!t || n % t->block) return -1;
-    switch (type) {
-    case PF_TYPE_F32: memcpy(dst, src, (size_t)n * 4); return 0;
-    case PF_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) ((pf_half *)dst)[i] = pf_fp32_to_fp16(src[i]);
-        return 0;
-    case PF_TYPE_BF16:
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = pf_fp32_to_bf16(src[i]);
-        return 0;
-    case PF_TYPE_Q8_0: quantize_q8_0(src, dst, n / PF_QK); return 0;
-    case PF_TYPE_Q4_0: quantize_q4_0(src, dst, n / PF_QK); return 0;
-    case PF_TYPE_Q4_1: quantize_q4_1(src, dst, n / PF_QK); return 0;
-    }
-    return -1;
+    if (!t || n % t->block || !k_rows[type].from_f32) return -1;
+    k_rows[type].from_f32(src, dst, n);
+    return 0;
 }
 
 int pf_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     const pf_type_traits *t = pf_type_info(type);
-    if (!t || n % t->block) return -1;
-    switch (type) {
-    case PF_TYPE_F32: memcpy(dst, src, (size_t)n * 4); return 0;
-    case PF_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pf_fp16_to_fp32(((const pf_half *)src)[i]);
-        return 0;
-    case PF_TYPE_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pf_bf16_to_fp32(((const uint16_t *)src)[i]);
-        return 0;
-    case PF_TYPE_Q8_0:
-        for (int64_t i = 0; i < n / PF_QK; i++) {
-            const pf_block_q8_0 *b = (const pf_block_q8_0 *)src + i;
-            float d = pf_fp16_to_fp32(b->d);
-            for (int j = 0; j < PF_QK; j++) dst[i * PF_QK + j] = d * b->qs[j];
-        }
-        return 0;
-    case PF_TYPE_Q4_0:
-        for (int64_t i = 0; i < n / PF_QK; i++) {
-            const pf_block_q4_0 *b = (const pf_block_q4_0 *)src + i;
-            float d = pf_fp16_to_fp32(b->d);
-            for (int j = 0; j < PF_QK / 2; j++) {
-                dst[i * PF_QK + j] = d * ((b->qs[j] & 15) - 8);
-                dst[i * PF_QK + j + PF_QK / 2] = d * ((b->qs[j] >> 4) - 8);
-            }
-        }
-        return 0;
-    case PF_TYPE_Q4_1:
-        for (int64_t i = 0; i < n / PF_QK; i++) {
-            const pf_block_q4_1 *b = (const pf_block_q4_1 *)src + i;
-            float d = pf_fp16_to_fp32(b->d), m = pf_fp16_to_fp32(b->m);
-            for (int j = 0; j < PF_QK / 2; j++) {
-                dst[i * PF_QK + j] = d * (b->qs[j] & 15) + m;
-                dst[i * PF_QK + j + PF_QK / 2] = d * (b->qs[j] >> 4) + m;
-            }
-        }
-        return 0;
-    }
-    return -1;
+    if (!t || n % t->block || !k_rows[type].to_f32) return -1;
+    k_rows[type].to_f32(src, dst, n);
+    return 0;
 }
