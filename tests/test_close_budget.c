@@ -101,32 +101,47 @@ static int walk_bytes(schema_fx *f, const char *schema, uint64_t *seed) {
     return 1;
 }
 
-TEST(close_budget_distance_exact_hand_schemas) {
-    uint64_t seed = 7;
+/* check over every hand-written schema (each must compile; NULL: any JSON value), one seed stream
+ * for all: 1, or 0 at the first that fails (printed). */
+static int over_hand_schemas(uint64_t seed, int (*check)(schema_fx *f, const char *schema, uint64_t *seed)) {
     for (int k = 0; k < N_SCHEMAS; k++) {
         schema_fx f;
-        CHECKF(schema_fx_open(&f, true, k_schemas[k]) == 0, "schema %d", k);
-        for (int w = 0; w < 20; w++) CHECK(walk_bytes(&f, k_schemas[k] ? k_schemas[k] : "json", &seed));
+        if (schema_fx_open(&f, true, k_schemas[k]) != 0) return fprintf(stderr, "schema %d does not compile\n", k), 0;
+        int ok = check(&f, k_schemas[k], &seed);
         schema_fx_close(&f);
+        if (!ok) return fprintf(stderr, "at hand-written schema %d\n", k), 0;
     }
+    return 1;
 }
 
-TEST(close_budget_distance_exact_random_schemas) {
-    uint64_t seed = 4242;
-    for (int k = 0; k < 150; k++) {
+/* check over n random schemas drawn from seed (one stream for the schemas and the checks; a schema
+ * that does not compile is passed over): 1, or 0 at the first check that fails (it prints why). */
+static int over_random_schemas(uint64_t seed, int n, int (*check)(schema_fx *f, const char *schema, uint64_t *seed)) {
+    for (int k = 0; k < n; k++) {
         char *schema = schema_random(&seed, 0);
         schema_fx f;
-        if (schema_fx_open(&f, true, schema) == 0)
-            for (int w = 0; w < 3; w++)
-                if (!walk_bytes(&f, schema, &seed)) {
-                    schema_fx_close(&f);
-                    free(schema);
-                    CHECK(0);
-                }
+        int ok = schema_fx_open(&f, true, schema) != 0 || check(&f, schema, &seed);
         schema_fx_close(&f);
         free(schema);
+        if (!ok) return 0;
     }
+    return 1;
 }
+
+static int twenty_walks(schema_fx *f, const char *schema, uint64_t *seed) {
+    for (int w = 0; w < 20; w++)
+        if (!walk_bytes(f, schema ? schema : "json", seed)) return 0;
+    return 1;
+}
+
+static int three_walks(schema_fx *f, const char *schema, uint64_t *seed) {
+    for (int w = 0; w < 3; w++)
+        if (!walk_bytes(f, schema, seed)) return 0;
+    return 1;
+}
+
+TEST(close_budget_distance_exact_hand_schemas) { CHECK(over_hand_schemas(7, twenty_walks)); }
+TEST(close_budget_distance_exact_random_schemas) { CHECK(over_random_schemas(4242, 150, three_walks)); }
 
 /* The least budget whose first mask has a token that fits (pf_token_mask_budget's *fits). */
 static int64_t least_budget(schema_fx *f) {
@@ -183,38 +198,29 @@ static int budget_walk(schema_fx *f, const char *schema, int64_t budget, uint64_
     return 1;
 }
 
-TEST(close_budget_walks_close_within_every_budget) {
-    uint64_t seed = 99;
-    for (int k = 0; k < N_SCHEMAS; k++) {
-        schema_fx f;
-        CHECKF(schema_fx_open(&f, true, k_schemas[k]) == 0, "schema %d", k);
-        int64_t least = least_budget(&f);
-        CHECKF(least >= 1 && least <= pf_close_doc(f.cl), "schema %d: least %lld, doc %lld", k, (long long)least,
-               (long long)pf_close_doc(f.cl));
-        for (int64_t b = least; b < least + 12; b++)
-            for (int w = 0; w < 6; w++) CHECKF(budget_walk(&f, k_schemas[k], b, &seed), "schema %d budget %lld", k, (long long)b);
-        schema_fx_close(&f);
-    }
+/* The least budget lies in [1, the shortest document's tokens]; six walks under each of the twelve
+ * budgets from it up. */
+static int every_budget(schema_fx *f, const char *schema, uint64_t *seed) {
+    int64_t least = least_budget(f);
+    if (least < 1 || least > pf_close_doc(f->cl))
+        return fprintf(stderr, "least budget %lld, doc %lld\n", (long long)least, (long long)pf_close_doc(f->cl)), 0;
+    for (int64_t b = least; b < least + 12; b++)
+        for (int w = 0; w < 6; w++)
+            if (!budget_walk(f, schema, b, seed)) return fprintf(stderr, "budget %lld\n", (long long)b), 0;
+    return 1;
 }
 
-TEST(close_budget_random_schemas_close_within_budget) {
-    uint64_t seed = 2027;
-    for (int k = 0; k < 120; k++) {
-        char *schema = schema_random(&seed, 0);
-        schema_fx f;
-        if (schema_fx_open(&f, true, schema) == 0) {
-            int64_t least = least_budget(&f);
-            for (int64_t b = least; b < least + 6; b++)
-                if (!budget_walk(&f, schema, b + (int64_t)(schema_rand(&seed) % 3) * 10, &seed)) {
-                    schema_fx_close(&f);
-                    free(schema);
-                    CHECK(0);
-                }
-        }
-        schema_fx_close(&f);
-        free(schema);
-    }
+TEST(close_budget_walks_close_within_every_budget) { CHECK(over_hand_schemas(99, every_budget)); }
+
+/* Six budgets from the least up, each raised by 0, 10 or 20 at random. */
+static int budget_walks(schema_fx *f, const char *schema, uint64_t *seed) {
+    int64_t least = least_budget(f);
+    for (int64_t b = least; b < least + 6; b++)
+        if (!budget_walk(f, schema, b + (int64_t)(schema_rand(seed) % 3) * 10, seed)) return 0;
+    return 1;
 }
+
+TEST(close_budget_random_schemas_close_within_budget) { CHECK(over_random_schemas(2027, 120, budget_walks)); }
 
 /* The shortest documents: the distance at the start is the byte length of the shortest document. */
 TEST(close_budget_shortest_documents) {

@@ -23,6 +23,13 @@ static const char *const k_prompts[N_REQ] = {
 static const int k_max[N_REQ] = {40, 24, 8, 48, 0, 33, 30};
 static const int k_stop_after[N_REQ] = {0, 0, 0, 0, 0, 6, 0};
 
+/* The f16 target and a session on it (sp NULL: the defaults): 0, or -1 with why in err. */
+static int open_target(const pf_session_params *sp, pf_model **m, pf_session **s, char err[PF_ERR_LEN]) {
+    *s = NULL;
+    if (!(*m = pf_model_load("models/pf-target-f16.gguf", err))) return -1;
+    return pf_session_new(*m, sp, s, err) == PF_OK && *s ? 0 : -1;
+}
+
 static void check_same(const bf_outcome *solo, const bf_outcome *got, int i, int slots, const char *mode) {
     CHECKF(got->ended == 1, "%s, %d slots, request %d: ended %d times", mode, slots, i, got->ended);
     CHECKF(got->rc == solo->rc, "%s, %d slots, request %d: rc %d, alone %d", mode, slots, i, got->rc, solo->rc);
@@ -37,12 +44,9 @@ static void check_same(const bf_outcome *solo, const bf_outcome *got, int i, int
 /* n_ctx: the session's context (small enough that the longest request runs into it). */
 static void check_batch_equals_solo(float temp, const char *mode) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
-    CHECKF(m, "%s", err);
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 64};
-    pf_session *s = NULL;
-    CHECK(pf_session_new(m, &sp, &s, err) == PF_OK);
-    CHECK(s);
+    pf_model *m;
+    pf_session *s;
+    CHECKF(open_target(&(pf_session_params){.n_threads = 2, .n_ctx = 64}, &m, &s, err) == 0, "%s", err);
     bf_requests q = {.n = N_REQ, .stop_after = k_stop_after};
     for (int i = 0; i < N_REQ; i++) {
         size_t n = 0;
@@ -93,11 +97,9 @@ static int feed_fails(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
  * cache is refused alone. */
 TEST(generate_batch_errors) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
-    CHECKF(m, "%s", err);
-    pf_session *s = NULL;
-    CHECK(pf_session_new(m, NULL, &s, err) == PF_OK);
-    CHECK(s);
+    pf_model *m;
+    pf_session *s;
+    CHECKF(open_target(NULL, &m, &s, err) == 0, "%s", err);
     pf_seq_feed bad = {feed_fails, bf_feed_done, NULL};
     CHECK(pf_engine_generate_batch(&s->engine, 2, &bad, err) == PF_RC_ARG && strstr(err, "own error"));
     CHECK(pf_engine_generate_batch(&s->engine, 0, &bad, err) == PF_RC_ARG);
@@ -141,12 +143,9 @@ static int join_next(void *u, pf_seq_request *r, char err[PF_ERR_LEN]) {
  * and every request's tokens are its solo ones. */
 TEST(generate_batch_long_prompt_joins_mid_batch) {
     char err[PF_ERR_LEN];
-    pf_model *m = pf_model_load("models/pf-target-f16.gguf", err);
-    CHECKF(m, "%s", err);
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    pf_session *s = NULL;
-    CHECK(pf_session_new(m, &sp, &s, err) == PF_OK);
-    CHECK(s);
+    pf_model *m;
+    pf_session *s;
+    CHECKF(open_target(&(pf_session_params){.n_threads = 2, .n_ctx = 256}, &m, &s, err) == 0, "%s", err);
     bf_requests q = {.n = 3};
     const int max[3] = {3, 40, 6};
     for (int i = 0; i < 3; i++) {
