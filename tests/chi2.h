@@ -14,5 +14,11 @@ double pf_chi2_crit999(int df);
  * the second's), cells under 20 pooled: the first position (0-based) whose statistic reaches the
  * 0.999 critical value, described in why; -1 when none does. */
 int pf_chi2_positions_differ(const int *cnt, int n_pos, int n, char *why, size_t why_n);
+/* Per position, the counts cnt[n_pos][n] of `runs` draws against exact probabilities p[n_pos][n]:
+ * the first position (0-based) where a token of probability 0 was drawn, or whose goodness-of-fit
+ * statistic (cells of expected count under 5 pooled) reaches the 0.999 critical value, described
+ * in why; -1 when none. Against the exact distribution, `runs` draws give the test the power of
+ * the two-sample test with 2 * runs draws on each side (docs/testing.md). */
+int pf_chi2_positions_fit(const int *cnt, const double *p, int n_pos, int n, int runs, char *why, size_t why_n);
 
 #endif

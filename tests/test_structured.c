@@ -7,7 +7,9 @@
 
 #include "api/api_session.h"
 #include "api/strategy.h"
+#include "engine/batch.h"
 #include "engine/constraint.h"
+#include "engine/forward.h"
 #include "engine/generate.h"
 #include "engine/sampler.h"
 #include "grammar/token_mask.h"
@@ -65,19 +67,20 @@ static int document_ok(test_pair *p, int k, const test_seq *seq, const pf_gen_st
     return ok;
 }
 
-TEST(structured_plain_greedy_and_sampled_validate) {
+/* Sampled plain decoding under every schema and prompt gives documents that validate (greedy's:
+ * structured_spec_greedy_equals_plain_every_strategy, which validates its plain runs first). */
+TEST(structured_plain_sampled_validates) {
     test_pair p;
     CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     int complete = 0, runs = 0;
     for (int k = 0; k < N_SCHEMAS; k++)
-        for (int pi = 0; pi < N_PROMPTS; pi++)
-            for (int sampled = 0; sampled < 2; sampled++, runs++) {
-                test_seq seq;
-                pf_gen_stats st;
-                CHECKF(run_schema(&p, NULL, k, pi, sampled ? 0.9f : 0, 11 + (uint64_t)pi, &seq, &st, err) == PF_OK, "%s", err);
-                CHECKF(document_ok(&p, k, &seq, &st, &complete), "schema %d prompt %d sampled %d", k, pi, sampled);
-            }
+        for (int pi = 0; pi < N_PROMPTS; pi++, runs++) {
+            test_seq seq;
+            pf_gen_stats st;
+            CHECKF(run_schema(&p, NULL, k, pi, 0.9f, 11 + (uint64_t)pi, &seq, &st, err) == PF_OK, "%s", err);
+            CHECKF(document_ok(&p, k, &seq, &st, &complete), "schema %d prompt %d sampled", k, pi);
+        }
     fprintf(stderr, "%d of %d documents complete within 160 tokens\n", complete, runs);
     CHECKF(complete * 2 >= runs, "only %d of %d documents complete", complete, runs);
     test_pair_close(&p);
@@ -143,8 +146,11 @@ TEST(structured_gen_schema_per_line) {
     CHECK(!test_exists(cmd));
 }
 
-/* Greedy: every strategy over the committed DFlash2 draft gives constrained plain decoding's
- * tokens on every schema and prompt; the schema's forced tokens are appended and accepted. */
+/* Greedy: plain decoding's documents under every schema and prompt validate (at least half of
+ * them complete within 160 tokens), and every strategy over the committed DFlash2 draft gives
+ * constrained plain decoding's tokens on every schema, with two of the four prompts each (turn
+ * about, so every schema and prompt pair is decoded by two or three of the five strategies); the
+ * schema's forced tokens are appended and accepted. */
 TEST(structured_spec_greedy_equals_plain_every_strategy) {
     test_pair p;
     CHECK(test_pair_open(&p) == 0);
@@ -155,14 +161,18 @@ TEST(structured_spec_greedy_equals_plain_every_strategy) {
         for (int pi = 0; pi < N_PROMPTS; pi++) {
             pf_gen_stats st;
             CHECKF(run_schema(&p, NULL, k, pi, 0, 0, &plain[k][pi], &st, err) == PF_OK, "%s", err);
-            CHECK(document_ok(&p, k, &plain[k][pi], &st, &complete));
+            CHECKF(document_ok(&p, k, &plain[k][pi], &st, &complete), "schema %d prompt %d greedy", k, pi);
         }
+    fprintf(stderr, "%d of %d greedy documents complete within 160 tokens\n", complete, N_SCHEMAS * N_PROMPTS);
+    CHECKF(complete * 2 >= N_SCHEMAS * N_PROMPTS, "only %d of %d greedy documents complete", complete,
+           N_SCHEMAS * N_PROMPTS);
     for (int ki = 0; ki < TEST_N_SPEC_KINDS; ki++) {
         pf_spec *spec = test_library_spec(p.s, p.draft, (pf_spec_kind)test_spec_kinds[ki], 0, err);
         CHECKF(spec, "%s", err);
         int64_t forced = 0, tokens = 0, rounds = 0;
         for (int k = 0; k < N_SCHEMAS; k++)
-            for (int pi = 0; pi < N_PROMPTS; pi++) {
+            for (int j = 0; j < 2; j++) {
+                int pi = (k + ki + 2 * j) % N_PROMPTS;
                 test_seq seq;
                 pf_gen_stats st;
                 CHECKF(run_schema(&p, pf_spec_strategy(spec), k, pi, 0, 0, &seq, &st, err) == PF_OK, "%s", err);
@@ -217,34 +227,105 @@ static void tally_round(void *u) {
     t->forced += st->forced;
 }
 
+/* Constrained plain decoding's exact distribution of the tokens at positions 1..n_pos of a
+ * generation (0 is the prefill's sample): every path of its first n_pos + 1 tokens walked depth
+ * first on the session's context, each node's distribution the one plain decoding samples from
+ * (the constraint's mask on the target's row, then temperature and top-k: pick() in
+ * engine/generate.c); the marginals added into exact[n_pos][V]. */
+typedef struct {
+    pf_engine_session *s;
+    pf_constraint *c;
+    pf_sampling smp;
+    int n_prompt, n_pos, V, nodes;
+    double *exact;
+} exact_walk;
+
+static int walk(exact_walk *w, int depth, double prob, char err[PF_ERR_LEN]) {
+    pf_dist d;
+    if (pf_dist_init(&d, w->V) != 0) return snprintf(err, PF_ERR_LEN, "out of memory"), -1;
+    pf_constraint_apply(w->c, w->s->logits);
+    pf_sampling_probs(&w->smp, w->s->logits, w->V, &d);
+    w->nodes++;
+    int rc = 0;
+    for (int i = 0; i < d.n && rc == 0; i++) {
+        double q = prob * d.p[i];
+        if (depth >= 1) w->exact[(size_t)(depth - 1) * w->V + d.ids[i]] += q;
+        if (depth == w->n_pos || q <= 0) continue;
+        size_t pos = pf_constraint_pos(w->c);
+        if (pf_constraint_advance(w->c, d.ids[i]) != 0) {
+            snprintf(err, PF_ERR_LEN, "token %d at depth %d: not a step inside the document", d.ids[i], depth);
+            rc = -1;
+            break;
+        }
+        pf_kv_truncate(w->s->ctx->kv, w->n_prompt + depth);
+        pf_batch b = {.tokens = &d.ids[i], .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = w->s->logits};
+        rc = pf_forward(w->s->ctx, &b, err) == PF_RC_OK ? walk(w, depth + 1, q, err) : -1;
+        pf_constraint_rollback(w->c, pos);
+    }
+    pf_dist_free(&d);
+    return rc;
+}
+
+/* exact[n_pos][V] for prompt ids under dp (top-k 4, temperature 1, as test_sample_counts draws). */
+static double *exact_marginals(test_pair *p, const int32_t *ids, int n_ids, const pf_decode_params *dp, int n_pos,
+                               int *nodes, char err[PF_ERR_LEN]) {
+    exact_walk w = {.s = &p->s->engine, .smp = {dp->temp, dp->top_k, dp->top_p}, .n_prompt = n_ids, .n_pos = n_pos,
+                    .V = p->m->hp.n_vocab};
+    w.exact = calloc((size_t)n_pos * w.V, sizeof *w.exact);
+    pf_session_reset(p->s);
+    pf_batch b = {.tokens = ids, .n = n_ids, .logits_mode = PF_LOGITS_LAST, .logits = w.s->logits};
+    int rc = w.exact && pf_constraint_open(w.s, dp, &w.c, err) == PF_RC_OK && w.c && pf_forward(w.s->ctx, &b, err) == PF_RC_OK
+                 ? walk(&w, 0, 1.0, err)
+                 : -1;
+    pf_constraint_free(w.c);
+    pf_session_reset(p->s);
+    *nodes = w.nodes;
+    if (rc == 0) return w.exact;
+    free(w.exact);
+    return NULL;
+}
+
 /* Sampled under a schema, speculative decoding with a stochastic draft (DFlash's own proposal
  * distributions, masked along the drafted path) has constrained plain decoding's distribution:
- * two-sample chi-square per position of the tokens after the first, as for free sampling
- * (tests/chi2.c). Drafts must be both kept (a few dozen times at least) and rejected. */
+ * per position of the tokens after the first, a chi-square goodness of fit of the speculative
+ * runs against plain decoding's exact distribution (exact_marginals), where a token plain decoding
+ * cannot give fails at once. 750 runs against the exact distribution have the power of the
+ * two-sample test of 1,500 runs a side (docs/testing.md). Drafts must be both kept (a few dozen
+ * times at least) and rejected. */
 TEST(structured_spec_sampled_same_distribution) {
     test_pair p;
     CHECK(test_pair_open(&p) == 0);
     char err[PF_ERR_LEN];
     const char *prompt = "<|im_start|>user\nGive three package priorities.<|im_end|>\n<|im_start|>assistant\n";
+    const char *schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"required\",\"important\",\"standard\","
+                         "\"optional\",\"extra\"]},\"minItems\":3,\"maxItems\":3}";
     int32_t *ids = NULL;
     size_t n_ids = 0;
     CHECK(pf_tokenize(p.m->tok, prompt, strlen(prompt), true, &ids, &n_ids, err) == 0);
+    enum { RUNS = 750, POS = 4 };
+    /* what test_sample_counts asks of every run */
+    pf_decode_params dp = {.json_schema = schema, .max_tokens = 64, .temp = 1.0f, .top_k = 4, .top_p = 1.0f};
+    int nodes = 0;
+    double *exact = exact_marginals(&p, ids, (int)n_ids, &dp, POS, &nodes, err);
+    CHECKF(exact, "%s", err);
     pf_spec *spec = test_library_spec(p.s, p.draft, PF_SPEC_DFLASH, 4, err);
     CHECKF(spec, "%s", err);
-    enum { RUNS = 1500, POS = 4 };
     sample_tally tally = {spec, 0, 0, 0};
     test_sampling ts = {.s = p.s, .prompt = ids, .n_prompt = (int)n_ids, .runs = RUNS, .n_pos = POS,
                         .n_vocab = p.m->hp.n_vocab, .seed_mul = 7919, .seed_add = 3, .strategy = pf_spec_strategy(spec),
-                        .after = tally_round, .u = &tally,
-                        .json_schema = "{\"type\":\"array\",\"items\":{\"enum\":[\"required\",\"important\",\"standard\","
-                                       "\"optional\",\"extra\"]},\"minItems\":3,\"maxItems\":3}"};
+                        .after = tally_round, .u = &tally, .json_schema = schema, .strategy_only = 1};
     int *cnt = test_sample_counts(&ts, err);
     CHECKF(cnt, "%s", err);
+    printf("    exact distribution from %d nodes; kept %lld of %lld drafts (%lld forced)\n", nodes, (long long)tally.acc,
+           (long long)tally.drafted, (long long)tally.forced);
     CHECKF(tally.acc >= 30 && tally.acc < tally.drafted, "kept %lld of %lld drafts (%lld forced)",
            (long long)tally.acc, (long long)tally.drafted, (long long)tally.forced);
     char why[128];
-    CHECKF(pf_chi2_positions_differ(cnt, POS, p.m->hp.n_vocab, why, sizeof why) < 0, "%s", why);
+    /* the speculative half of the counts (test_sample_counts's [1]) */
+    CHECKF(pf_chi2_positions_fit(cnt + (size_t)POS * p.m->hp.n_vocab, exact, POS, p.m->hp.n_vocab, RUNS, why, sizeof why) < 0,
+           "%s", why);
     free(cnt);
+    free(exact);
     free(ids);
     test_pair_close(&p);
 }

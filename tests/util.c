@@ -246,7 +246,7 @@ int *test_sample_counts(const test_sampling *t, char *err) {
     int *cnt = calloc((size_t)2 * t->n_pos * t->n_vocab, sizeof(int));
     if (!cnt) return NULL;
     for (int run = 0; run < t->runs; run++)
-        for (int w = 0; w < 2; w++) {
+        for (int w = t->strategy_only; w < 2; w++) {
             pf_gen_params gp;
             pf_gen_params_default(&gp);
             gp.max_tokens = t->json_schema ? 64 : t->n_pos + 1;

@@ -135,6 +135,7 @@ typedef struct {
     void (*after)(void *u);
     void *u;
     const char *json_schema; /* both decode under it when set (structured output) */
+    int strategy_only;       /* only the runs with `strategy` (w = 1); the plain half stays 0 */
 } test_sampling;
 int *test_sample_counts(const test_sampling *t, char *err);
 

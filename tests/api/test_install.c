@@ -5,7 +5,8 @@
  * cmake --install into a scratch prefix, then a consumer project (tests/api/cmake_consumer) that
  * says find_package(pocketflash CONFIG REQUIRED) builds the same program against it, static and
  * shared, and both runs print the same reply. Under CTest the build being tested is installed
- * ($PF_CMAKE_BUILD); under `make test` a library-only CMake build is configured first. */
+ * ($PF_CMAKE_BUILD); under `make test` a library-only CMake build beside the runner, kept between
+ * runs (build/tests/cmake-lib). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,13 +79,19 @@ TEST(install_cmake_package_find_package) {
     char cmd[4096], path[1024], cwd[1024];
     CHECK(getcwd(cwd, sizeof cwd));
     const char *build = getenv("PF_CMAKE_BUILD");
-    char own[600];
+    char own[300], conf[500];
     if (!build || !*build) {
-        snprintf(own, sizeof own, "%s/cmake-lib", dir);
+        /* beside the runner (build/tests/cmake-lib), kept from run to run like the Makefile's
+         * objects: a later run rebuilds what changed; a folder configured for another source
+         * tree (a copied build/) is made afresh */
+        const char *self = pf_test_self(), *slash = strrchr(self, '/');
+        if (slash) snprintf(own, sizeof own, "%.*scmake-lib", (int)(slash - self + 1), self);
+        else snprintf(own, sizeof own, "%s/cmake-lib", dir);
+        snprintf(conf, sizeof conf, "cmake -S . -B %s -DCMAKE_BUILD_TYPE=Debug -DPF_BUILD_CLI=OFF -DPF_BUILD_TESTS=OFF", own);
         snprintf(cmd, sizeof cmd,
-                 "cmake -S . -B %s -DCMAKE_BUILD_TYPE=Debug -DPF_BUILD_CLI=OFF -DPF_BUILD_TESTS=OFF >%s/cmake.log 2>&1 && "
+                 "{ %s >%s/cmake.log 2>&1 || { rm -rf %s && %s >>%s/cmake.log 2>&1; }; } && "
                  "cmake --build %s -j2 >>%s/cmake.log 2>&1",
-                 own, dir, own, dir);
+                 conf, dir, own, conf, dir, own, dir);
         CHECKF(system(cmd) == 0, "%s (see %s/cmake.log)", cmd, dir);
         build = own;
     }
