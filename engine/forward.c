@@ -290,21 +290,40 @@ static float *logits_dest(const chunk *ch, int r) {
     return NULL;
 }
 
+/* Room for n logits rows in the scratch's head buffer (0: none could be had). */
+static int head_room(pf_layer_scratch *sc, int n, int V) {
+    size_t need = (size_t)n * V;
+    if (need <= sc->head_cap) return 1;
+    float *h = realloc(sc->head, need * sizeof *h);
+    if (!h) return 0;
+    sc->head = h, sc->head_cap = need;
+    return 1;
+}
+
 /* logits = rmsnorm(x) * output_norm @ output, for the rows the sequences want: their normed rows
- * side by side, then one matmul for each run of them whose logits are consecutive in memory (one
- * sequence's rows; several sequences' last rows when their logits buffers follow each other). */
+ * side by side, then one matmul over all of them (the head's weights, the largest matrix of a
+ * small model, read once), straight into the logits when they are consecutive in memory, else
+ * through the scratch into each row's buffer (several sequences' verify rows); without room for
+ * that, one matmul for each run of consecutive ones. */
 static void output_head(chunk *ch) {
     pf_ctx *c = ch->c;
     const pf_model *m = c->model;
     const int H = m->hp.n_embd, V = m->hp.n_vocab;
     float *dest[PF_CHUNK_ROWS];
-    int n = 0;
+    int n = 0, runs = 0;
     for (int r = 0; r < ch->B; r++) {
         if (!(dest[n] = logits_dest(ch, r))) continue;
         c->k->rmsnorm(row_of(c->sc->x, r, H), m->output_norm, H, m->hp.rms_eps, row_of(c->sc->xn, n, H));
+        runs += n == 0 || dest[n] != dest[n - 1] + V;
         n++;
     }
     if (!n) return;
+    if (runs > 1 && head_room(c->sc, n, V)) {
+        pf_linear(c->k, c->pool, c->sc->act, &m->output, c->sc->xn, H, n, c->sc->head, V, 0);
+        for (int i = 0; i < n; i++) memcpy(dest[i], c->sc->head + (size_t)i * V, (size_t)V * sizeof(float));
+        pf_op_mark(&ch->clk, PF_OP_HEAD);
+        return;
+    }
     for (int i0 = 0, i1; i0 < n; i0 = i1) {
         for (i1 = i0 + 1; i1 < n && dest[i1] == dest[i1 - 1] + V; i1++) {}
         pf_linear(c->k, c->pool, c->sc->act, &m->output, row_of(c->sc->xn, i0, H), H, i1 - i0, dest[i0], V, 0);

@@ -6,7 +6,7 @@
 void pf_layer_scratch_free(pf_layer_scratch *s) {
     if (!s) return;
     free(s->x); free(s->xn); free(s->q); free(s->kbuf); free(s->vbuf); free(s->att); free(s->tmp);
-    free(s->gate); free(s->up); free(s->rope); free(s->act);
+    free(s->gate); free(s->up); free(s->rope); free(s->act); free(s->head);
     free(s);
 }
 

@@ -22,6 +22,10 @@ struct pf_layer_scratch {
     int rows;
     float *x, *xn, *q, *kbuf, *vbuf, *att, *tmp, *gate, *up, *rope;
     void *act;
+    /* logits rows of several sequences made by one matmul before they go to their buffers (the
+     * target's output head; grown on first use, head_cap floats) */
+    float *head;
+    size_t head_cap;
 };
 
 /* Scratch for rows rows of a model of hp, act_row bytes a prepared activation row; NULL when out

@@ -248,6 +248,36 @@ TEST(dec_calibration_follows_kept_drafts) {
     teardown(&f);
 }
 
+/* What the batch's row budget plans with (pf_adapt_survival_kept): an optimist head's drafts that
+ * are never kept read as seldom kept after three rounds, while the head's own estimate still
+ * promises most of them; without a head it is the running acceptance, pf_adapt_survival's. */
+TEST(dec_survival_kept_reads_the_kept_drafts) {
+    fixture f;
+    CHECK(setup(&f) == 0);
+    int H = f.m->hp.n_embd;
+    pf_dec *hi = make_head(&f, 0.0f, 3.0f, "head-optimist-kept");
+    CHECK(hi);
+    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
+    pf_adapt a, plain;
+    head_adapt(&a, hi);
+    head_adapt(&plain, NULL);
+    for (int r = 0; r < 3; r++) {
+        pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 7);
+        pf_adapt_observe(&a, 7, 0);
+        pf_adapt_observe(&plain, 3, 1);
+    }
+    pf_adapt_target(&a, ht);
+    double head = pf_adapt_survival(&a, 1), kept = pf_adapt_survival_kept(&a, 1);
+    CHECKF(head > 0.8 && kept < 0.35, "position 1: the head says %.3f, the kept drafts %.3f", head, kept);
+    for (int k = 1; k <= 4; k++)
+        CHECKF(pf_adapt_survival_kept(&plain, k) == pf_adapt_survival(&plain, k), "headless position %d: %.3f, %.3f", k,
+               pf_adapt_survival_kept(&plain, k), pf_adapt_survival(&plain, k));
+    CHECK(pf_adapt_survival_kept(&plain, 1) > 0.8 && pf_adapt_survival_kept(&plain, 2) < 0.4);
+    free(ht), free(hd);
+    pf_dec_free(hi);
+    teardown(&f);
+}
+
 /* The calibration's slope: a head whose logit spreads wide while the drafts are kept about half the
  * time whatever it says (overconfident) has its slope shrunk toward 0 and its extreme predictions
  * pulled to the middle; a head whose logit is right (outcomes drawn from its own sigmoid) keeps a

@@ -31,8 +31,8 @@ static const part k_steps[][MAX_PARTS] = {
 enum { N_STEPS = sizeof k_steps / sizeof k_steps[0] };
 
 /* Where every part's logits and taps go: one zeroed arena per run, parts in step order, with a
- * row's gap after every part of the odd steps (so the head runs once per part there, and once for
- * consecutive parts elsewhere). */
+ * row's gap after every part of the odd steps (so the head's rows go through the scratch there,
+ * and straight into the consecutive parts' logits elsewhere). */
 typedef struct {
     size_t logit_at[N_STEPS][MAX_PARTS], tap_at[N_STEPS][MAX_PARTS], n_logits, n_taps;
     int32_t *toks[N_SEQ];

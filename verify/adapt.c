@@ -28,6 +28,14 @@ double pf_adapt_survival(const pf_adapt *a, int k) {
     return (a->acc[k - 1] + PF_ADAPT_PRIOR_W * a->prior[k - 1]) / (a->tried[k - 1] + PF_ADAPT_PRIOR_W);
 }
 
+double pf_adapt_survival_kept(const pf_adapt *a, int k) {
+    if (k < 1 || k > PF_MAX_BLOCK) return 0;
+    double m = (a->acc[k - 1] + PF_ADAPT_PRIOR_W * a->prior[k - 1]) / (a->tried[k - 1] + PF_ADAPT_PRIOR_W);
+    if (!a->dec || !a->zt_n) return m;
+    m = clamp(m, 1e-6, 1 - 1e-6);
+    return sigmoid(log(m / (1 - m)) + a->cal_slope * (a->z_target - a->zt_mean));
+}
+
 /* Seconds of a round that drafts `rows` and verifies n drafts (n = 0 and rows = 1: a plain step). */
 static double round_s(const pf_adapt *a, int rows, int n) {
     if (rows <= 1) return pf_cost_verify(&a->cost, 1) + a->cost.over_plain + a->cost.flush_row;

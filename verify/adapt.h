@@ -82,5 +82,10 @@ int pf_adapt_choose(pf_adapt *a, const float *h_target, const float *h_draft, in
 void pf_adapt_observe(pf_adapt *a, int n, int kept);
 /* Current survival estimate of position k before drafting (1-based). */
 double pf_adapt_survival(const pf_adapt *a, int k);
+/* Position k's survival as the verified rounds kept it (the running acceptance), moved by how this
+ * step's target half differs from its mean when there is a head: what a planner that verifies
+ * every draft it makes can expect (the head's own mean reads its predictions, which on a draft
+ * it was not fitted to can sit far above what is kept). */
+double pf_adapt_survival_kept(const pf_adapt *a, int k);
 
 #endif

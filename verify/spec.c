@@ -138,11 +138,14 @@ static int plan_rows(pf_spec *sp, int cap) {
     return B;
 }
 
-/* Dec: how many of the *nd drafts are worth verifying. */
-static void dec_choose(pf_spec *sp, int *nd) {
+/* Dec: how many of the *nd drafts are worth verifying; planned (the caller chose the rows before
+ * drafting, its draft forward shared): all of them, the head still reading them to learn. */
+static void dec_choose(pf_spec *sp, int *nd, int planned) {
     int n_rows = 0, dim = 0;
     const float *h = sp->dec && sp->d->hidden ? sp->d->hidden(sp->d->state, &n_rows, &dim) : NULL;
-    if (h && n_rows >= *nd + 1) *nd = pf_adapt_choose(sp->ad, sp->h_target, h, *nd);
+    if (!h || n_rows < *nd + 1) return;
+    int keep = pf_adapt_choose(sp->ad, sp->h_target, h, *nd);
+    if (!planned) *nd = keep;
 }
 
 /* Pending plain-step rows reach the drafter before it drafts (it needs its whole context), on
@@ -170,14 +173,15 @@ static pf_draft_call draft_call(pf_spec *sp, pf_engine_session *s, int32_t last,
                            .q = point_mass || sp->d->deterministic ? NULL : sp->q};
 }
 
-/* After the propose (draft_s seconds): *nd drafts to verify (Dec may keep fewer than were *proposed). */
-static void draft_done(pf_spec *sp, pf_engine_session *s, const pf_draft_call *c, double draft_s, int *nd,
-                       int *proposed) {
+/* After the propose (draft_s seconds): *nd drafts to verify (Dec may keep fewer than were *proposed,
+ * unless the rows were planned by the caller). */
+static void draft_done(pf_spec *sp, pf_engine_session *s, const pf_draft_call *c, double draft_s, int planned,
+                       int *nd, int *proposed) {
     *nd = *proposed = c->n_drafted > c->B - 1 ? c->B - 1 : c->n_drafted;
     sp->st.draft_rounds++;
     if (sp->ad && *nd > 0) {
         pf_cost_observe_draft(&sp->ad->cost, c->B, draft_s);
-        if (!s->cons) dec_choose(sp, nd); /* under a constraint, once its forced drafts are marked */
+        if (!s->cons) dec_choose(sp, nd, planned); /* under a constraint, once its forced drafts are marked */
     }
 }
 
@@ -188,7 +192,7 @@ static pf_rc draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t star
     if (rc != PF_RC_OK) return rc;
     pf_draft_call c = draft_call(sp, s, last, start, B);
     if ((rc = pf_drafter_call(&c, err)) != PF_RC_OK) return rc;
-    draft_done(sp, s, &c, pf_now_s() - t->t0, nd, proposed);
+    draft_done(sp, s, &c, pf_now_s() - t->t0, 0, nd, proposed);
     return PF_RC_OK;
 }
 
@@ -235,7 +239,7 @@ static pf_rc constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, 
         if (rc != PF_RC_OK) return rc;
         if (sp->ad && *nd > 0) { /* forced drafts are sure to be kept once reached: Dec counts them so */
             pf_spec_mark_forced(s->cons, sp->rows + 1, *nd, sp->ad->forced);
-            dec_choose(sp, nd);
+            dec_choose(sp, nd, 0);
         }
     }
     *nd = pf_spec_constrain_path(sp, s->cons, *nd, rows_cap, stochastic, &n_forced, n_masked);
@@ -253,6 +257,7 @@ pf_rc pf_spec_round_begin(pf_spec *sp, int32_t last, int cap, int B, pf_spec_rou
     pf_engine_session *s = sp->s;
     *r = (pf_spec_round_state){.t = {.t0 = pf_now_s()}, .start = s->ctx->kv->len};
     call->B = 0;
+    r->planned = B != 0;
     if (B == 0) B = plan_rows(sp, cap);
     if (s->cons) return constrained_draft(sp, s, last, r->start, B, cap, &r->nd, &r->proposed, &r->n_masked, &r->t, err);
     if (B < 2) return PF_RC_OK;
@@ -262,7 +267,7 @@ pf_rc pf_spec_round_begin(pf_spec *sp, int32_t last, int cap, int B, pf_spec_rou
 }
 
 void pf_spec_round_drafted(pf_spec *sp, pf_spec_round_state *r, const pf_draft_call *call, double draft_s) {
-    draft_done(sp, sp->s, call, draft_s, &r->nd, &r->proposed);
+    draft_done(sp, sp->s, call, draft_s, r->planned, &r->nd, &r->proposed);
 }
 
 void pf_spec_round_rows(pf_spec *sp, int32_t last, pf_spec_round_state *r, pf_batch *b) {

@@ -21,6 +21,8 @@ typedef struct {
     pf_spec_batch *sb;
     pf_spec_round_state round;
     pf_draft_call call; /* this step's proposal (B < 2: none) */
+    double s_plan[PF_MAX_BLOCK]; /* the survivals the row budget planned this step's drafts with */
+    int shared;                  /* this step's rows came from the row budget */
 } slot_spec;
 
 /* What a drafter is made of (pf_drafter_for): a slot keeps its drafter while this stays. */
@@ -60,6 +62,11 @@ struct pf_spec_batch {
     pf_cost_model rows;
     int rows_prior;
     int own_forward; /* the last forward held one decoding sequence's rows alone */
+    /* the drafts the row budget's rounds kept against what their planned survivals expected
+     * (decayed sums): the budget scales every sequence's expected drafts by their ratio, so an
+     * estimate that promises more than the verified rows keep (a head fitted to another draft,
+     * the best of many noisy estimates being the one picked) stops buying rows */
+    double kept_sum, expect_sum;
     pf_share_seq *share;
     int *n_rows;
     /* the slots' DFlash proposals of a step, one draft forward per draft */
@@ -142,7 +149,9 @@ static calibration *calibration_of(pf_spec_batch *sb, const pf_spec_choice *c) {
 
 /* The first calibration of a choice becomes the starting point of the later slots of that
  * choice; the first of all, the prior of the forward's cost over R rows: the slot's c(n) up to
- * its block, its last slope beyond. */
+ * its block, beyond it c(block) grown in proportion to the rows (past a few rows the forward is
+ * bound by its arithmetic, and its last slope, flattened by the weights' reads it shares, would
+ * make rows no one has measured look nearly free). */
 static void take_calibration(pf_spec_batch *sb, const slot_spec *ss) {
     const pf_spec *sp = ss->sp;
     if (!sp->ad || !sp->calibrated || calibration_of(sb, &ss->made)) return;
@@ -153,7 +162,8 @@ static void take_calibration(pf_spec_batch *sb, const slot_spec *ss) {
     double t1 = pf_cost_verify(&sp->ad->cost, 1), c[PF_MAX_BLOCK + 1] = {0};
     if (sb->rows_prior || t1 <= 0) return;
     for (int n = 1; n <= sp->block; n++) c[n] = pf_cost_verify(&sp->ad->cost, n) / t1;
-    pf_cost_set_prior(&sb->rows, c, NULL, sp->block + 1, t1);
+    for (int n = sp->block + 1; n <= PF_MAX_BLOCK; n++) c[n] = c[sp->block] * n / sp->block;
+    pf_cost_set_prior(&sb->rows, c, NULL, PF_MAX_BLOCK + 1, t1);
     sb->rows_prior = 1;
 }
 
@@ -251,14 +261,34 @@ static pf_rc slot_strategy(void *state, int slot, const pf_seq_request *r, pf_en
     return PF_RC_OK;
 }
 
-/* What row_share needs of a slot's adaptive strategy this step (its head's target half first). */
-static void share_of(const pf_spec *sp, int cap, pf_share_seq *q) {
+/* Kept drafts per expected one over the row budget's rounds, a prior of PF_SHARE_KEPT_W expected
+ * tokens at 1; the sums decay every step, so after a stretch without drafts the ratio drifts back
+ * toward 1 and the budget tries drafts again. */
+#define PF_SHARE_KEPT_W 2.0
+#define PF_SHARE_KEPT_DECAY 0.97
+static double kept_ratio(const pf_spec_batch *sb) {
+    return (sb->kept_sum + PF_SHARE_KEPT_W) / (sb->expect_sum + PF_SHARE_KEPT_W);
+}
+
+/* Expected kept drafts of nd verified ones under survivals s. */
+static double expected_kept(const double *s, int nd) {
+    double e = 0, surv = 1;
+    for (int k = 1; k <= nd && k <= PF_MAX_BLOCK; k++) e += surv *= s[k - 1];
+    return e;
+}
+
+/* What row_share needs of a slot's adaptive strategy this step (its head's target half first):
+ * the survivals as its verified rounds kept them, the first scaled by the batch's kept ratio (it
+ * is a factor of every draft's survival, so every draft's expected tokens scale alike). */
+static void share_of(slot_spec *ss, double ratio, int cap, pf_share_seq *q) {
+    const pf_spec *sp = ss->sp;
     pf_adapt *a = sp->ad;
     q->bmax = sp->block < cap ? sp->block : cap;
     q->fixed = !a || q->bmax < 2;
     if (q->fixed) return;
     pf_adapt_target(a, sp->dec ? sp->h_target : NULL);
-    for (int k = 1; k < q->bmax; k++) q->s[k - 1] = pf_adapt_survival(a, k);
+    for (int k = 1; k < q->bmax; k++) q->s[k - 1] = ss->s_plan[k - 1] = pf_adapt_survival_kept(a, k);
+    q->s[0] = q->s[0] * ratio < 1 ? q->s[0] * ratio : 1;
     for (int B = 2; B <= q->bmax; B++) q->draft_s[B] = pf_cost_draft(&a->cost, B);
     q->over_spec = a->cost.over_spec;
     q->over_plain = a->cost.over_plain + a->cost.flush_row;
@@ -314,17 +344,19 @@ static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last,
                        pf_batch *rows, char err[PF_ERR_LEN]) {
     pf_spec_batch *sb = state;
     int *B = sb->n_rows;
-    for (int j = 0; j < n; j++) B[j] = 0; /* the strategy's own planner */
+    for (int j = 0; j < n; j++) B[j] = 0, sb->slots[slot[j]].shared = 0; /* the strategy's own planner */
     if (n + n_plain > 1 && sb->rows.have_t) {
-        double v[PF_MAX_BLOCK + 1];
+        double v[PF_MAX_BLOCK + 1], ratio = kept_ratio(sb);
+        sb->kept_sum *= PF_SHARE_KEPT_DECAY, sb->expect_sum *= PF_SHARE_KEPT_DECAY;
         for (int R = 1; R <= PF_MAX_BLOCK; R++) v[R] = pf_cost_verify(&sb->rows, R);
-        for (int j = 0; j < n; j++) share_of(sb->slots[slot[j]].sp, cap[j], &sb->share[j]);
+        for (int j = 0; j < n; j++) share_of(&sb->slots[slot[j]], ratio, cap[j], &sb->share[j]);
         for (int j = n; j < n + n_plain; j++) sb->share[j] = (pf_share_seq){.bmax = 1, .fixed = 1};
         double rate = pf_share_rows(sb->share, n + n_plain, v, PF_MAX_BLOCK, B);
         for (int j = 0; j < n; j++) {
             pf_spec *sp = sb->slots[slot[j]].sp;
             if (sb->share[j].fixed) B[j] = 0;
             else if (sp->ad) sp->ad->rate = rate; /* what a second of verifying is worth: the batch's rate */
+            sb->slots[slot[j]].shared = B[j] >= 2;
         }
     }
     for (int j = 0; j < n; j++) {
@@ -352,6 +384,10 @@ static pf_rc commit(void *state, int slot, int32_t *out, int *n_out, char err[PF
     pf_spec_batch *sb = state;
     slot_spec *ss = &sb->slots[slot];
     pf_rc rc = pf_spec_round_finish(ss->sp, &ss->round, sb->own_forward, out, n_out, err);
+    if (rc == PF_RC_OK && ss->shared && ss->round.nd > 0 && !ss->sp->s->cons) { /* forced drafts say nothing */
+        sb->kept_sum += *n_out - 1;
+        sb->expect_sum += expected_kept(ss->s_plan, ss->round.nd);
+    }
     if (rc == PF_RC_OK) pf_spec_stats_round(&sb->st, ss->round.nd, *n_out - 1);
     return rc;
 }

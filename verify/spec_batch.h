@@ -5,7 +5,11 @@
  * sequence has its plain row; with one sequence decoding a round is the strategy's own, and with
  * several the adaptive strategies' draft rows go where they add the most expected tokens per
  * second of the step (verify/row_share.h) under a running estimate of what R rows of one forward
- * cost on this machine, so when rows are dear no drafts are verified. The DFlash drafters of a
+ * cost on this machine, so when rows are dear no drafts are verified. The budget decides before
+ * anything is drafted, from each sequence's survival as its verified rounds kept it (with a Dec
+ * head, moved by the step's target half) scaled by what the budget's drafts kept against what it
+ * expected of them, and every draft it buys is verified (Dec's head does not cut them after the
+ * shared draft forward was paid). The DFlash drafters of a
  * draft propose in one batched draft forward per step (pf_dflash_propose_batch: the draft's
  * weights read once for every drafting sequence, each sequence's drafts its solo ones, each
  * charged its rows' share of the time); a lookup or hybrid drafter proposes alone, and the

@@ -53,12 +53,14 @@ typedef struct {
     round_clock t;
     int64_t start; /* the target cache's length before the round */
     int nd, proposed, n_masked;
+    int planned; /* the caller gave the rows: every draft made is verified */
 } pf_spec_round_state;
 
 /* A round in two halves around the verify forward, for a caller that runs that forward together
  * with other sequences' rows (verify/spec_batch.c); spec_step is the two with pf_forward between.
- * B: the rows to draft (0: the strategy's own planner within cap; 1: a plain step). The verify
- * rows go to *b (its kv the session's cache). */
+ * B: the rows to draft (0: the strategy's own planner within cap; 1: a plain step; >= 2: that
+ * many, all verified, Dec's head not cutting them after drafting). The verify rows go to *b (its
+ * kv the session's cache). */
 struct pf_batch;
 pf_rc pf_spec_round_draft(pf_spec *sp, int32_t last, int cap, int B, pf_spec_round_state *r, struct pf_batch *b,
                           char err[PF_ERR_LEN]);
