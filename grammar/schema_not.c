@@ -1,14 +1,21 @@
-/* not (grammar/schema_cc.h): the forms whose complement is a schema of the subset, merged in. */
+/* not (grammar/schema_cc.h): the complement of a schema, keyword by keyword, merged in. */
 #include "grammar/schema_cc.h"
 
 #include <string.h>
 
-/* ---- not: the forms whose complement is a schema of the subset ----
- * not false: nothing; not true / not {}: no value; not {"type": T}: the other types (not
- * "integer" alone takes every number away, never letting one through); not {"required": [...]}
- * and an allOf of such: an object lacking one of the keys; not {"$ref": ...}: the complement of
- * what it names; not {"anyOf": [...]}: the complements of its branches merged (allOf). (Beside enum or const, any form: the
- * values are checked one by one, grammar/schema_eval.c.) Any other form is an error. */
+/* ---- not: the complement of a schema, as a schema of the subset ----
+ * not false: nothing; not true / not {}: no value; otherwise not (A and B and ...) is (not A) or
+ * (not B) or ..., one term per keyword, each holding only values of the type the keyword constrains
+ * (a value of another type meets it): not {"type": T} the other types (not "integer" takes every
+ * number away, never letting one through), not required an object lacking a key, not properties an
+ * object with a key whose value its schema refuses (with the key required too: absent or refused),
+ * the counts and bounds reversed, not enum over true / false / null the others, not anyOf the
+ * complements merged, not allOf their anyOf, not not the schema itself, not $ref what it names.
+ * Where the complement is merged with a context (the keywords beside `not`, a oneOf branch), a
+ * term none of its values can meet is dropped, one all of them meet takes it whole (an enum none of
+ * whose values it admits, additionalProperties or items that it settles). Beside enum or const any
+ * form (the values are checked one by one, grammar/schema_eval.c). Any other keyword (pattern,
+ * format, an enum of strings, oneOf, ...) is an error naming it. */
 
 /* The annotations-only schema s: it asserts nothing (only keywords neither compiled nor refused). */
 static int asserts_nothing(const pf_json *s) {

@@ -105,6 +105,13 @@ TEST(schema_one_of_overlapping_keywords) {
     CHECK_DOCS("{\"type\":\"string\",\"oneOf\":[{\"enum\":[\"red\",\"tan\"]},{\"minLength\":4}]}", longer);
     static const doc props[] = {{"{\"a\":1}", 1}, {"{\"a\":1,\"b\":2}", 0}, {"{\"b\":1,\"c\":2}", 1}, {"{\"b\":1}", 0}};
     CHECK_DOCS("{\"oneOf\":[{\"required\":[\"a\"]},{\"minProperties\":2}]}", props);
+    /* closed objects over different keys share only {}; arrays of disjoint items only [] */
+    static const doc closed[] = {{"{}", 0}, {"{\"foo\":\"a\"}", 1}, {"{\"bar\":\"b\"}", 1}, {"{\"foo\":1}", 0}};
+    CHECK_DOCS("{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{\"foo\":{\"type\":"
+               "\"string\"}}},{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{\"bar\":{}}}]}", closed);
+    static const doc items[] = {{"[]", 0}, {"[1]", 1}, {"[\"a\"]", 1}, {"[1,\"a\"]", 0}};
+    CHECK_DOCS("{\"oneOf\":[{\"type\":\"array\",\"items\":{\"type\":\"number\"}},{\"type\":\"array\",\"items\":"
+               "{\"type\":\"string\"}}]}", items);
     schema_expect_error("{\"oneOf\":[{\"enum\":[\"a\",\"b\"]},{\"type\":\"string\",\"pattern\":\"^a\"}]}",
                         "excluded: keyword 'not' is not supported over 'enum' of strings");
 }
