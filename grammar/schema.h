@@ -1,7 +1,7 @@
 /* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
- * `dependencies` / `dependentRequired` (a key requiring others),
+ * `dependencies` / `dependentRequired` / `dependentSchemas` (a key requiring others or a schema),
  * `items`, `minItems`, `maxItems`, `uniqueItems` (over literal items, or at most one), `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
  * draft forms, exact from the decimal text), `multipleOf`, `enum`, `const`, `anyOf`, `allOf` (merged where exact),

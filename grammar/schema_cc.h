@@ -80,6 +80,9 @@ int32_t sc_compile_any_of(cctx *c, const pf_json *v, const char *key, int depth,
 const pf_json *sc_merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path);
 const pf_json *sc_fold_all_of(cctx *c, const pf_json *v, int depth, const char *path);
 const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path);
+/* v with the schema form of dependencies and dependentSchemas as allOf branches (v itself when it
+ * has none); NULL after a failure. */
+const pf_json *sc_fold_dependencies(cctx *c, const pf_json *v, const char *path);
 /* {key: val}, made for this compile. NULL when out of memory. */
 pf_json *sc_object1(cctx *c, const char *key, pf_json val);
 int32_t sc_compile_target(cctx *c, const pf_json *target, int depth, const char *path);

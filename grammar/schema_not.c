@@ -194,9 +194,15 @@ static int plain_ascii(const pf_json *v) {
 }
 
 /* No value of enum / const list vals[0..n) meets the context ctx (each checked, grammar/schema_eval.c):
- * scalars only (strings of printable ASCII), and no `format` in ctx (its automaton is a subset). */
+ * scalars only; strings of printable ASCII, checked only against a ctx with no `format` (its
+ * automaton is a subset of the specification) and nothing that could hold one. */
 static int values_outside(cctx *c, const pf_json *vals, size_t n, const pf_json *ctx) {
-    if (!ctx || ctx->type != PF_JSON_OBJECT || pf_json_get(ctx, "format")) return 0;
+    static const char *const hide[] = {"format", "$ref", "anyOf", "allOf", "oneOf", "not", "if"};
+    if (!ctx || ctx->type != PF_JSON_OBJECT) return 0;
+    int strings = 0; /* a format (a subset of its specification) may sit where ctx's top does not show */
+    for (size_t i = 0; i < n; i++) strings |= vals[i].type == PF_JSON_STRING;
+    for (size_t i = 0; strings && i < sizeof hide / sizeof *hide; i++)
+        if (pf_json_get(ctx, hide[i])) return 0;
     for (size_t i = 0; i < n; i++) {
         const pf_json *v = &vals[i];
         if (v->type == PF_JSON_ARRAY || v->type == PF_JSON_OBJECT || (v->type == PF_JSON_STRING && !plain_ascii(v))) return 0;

@@ -115,3 +115,14 @@ TEST(schema_one_of_overlapping_keywords) {
     schema_expect_error("{\"oneOf\":[{\"enum\":[\"a\",\"b\"]},{\"type\":\"string\",\"pattern\":\"^a\"}]}",
                         "excluded: keyword 'not' is not supported over 'enum' of strings");
 }
+
+/* dependencies' schema form (and dependentSchemas): the key absent, or present and the schema met. */
+TEST(schema_dependencies_schema_form) {
+    static const doc dep[] = {{"{}", 1}, {"{\"a\":1}", 0}, {"{\"a\":1,\"b\":2}", 0}, {"{\"a\":1,\"b\":3}", 1}, {"{\"b\":1}", 1},
+                              {"{\"c\":1,\"a\":1,\"b\":5}", 1}, {"{\"c\":1}", 0}};
+    CHECK_DOCS("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"},\"c\":{}},\"dependencies\":"
+               "{\"a\":{\"properties\":{\"b\":{\"minimum\":3}},\"required\":[\"b\"]},\"c\":[\"a\"]}}", dep);
+    static const doc typed[] = {{"\"s\"", 1}, {"{\"a\":1,\"b\":2}", 1}, {"{\"a\":1,\"b\":2,\"c\":3}", 0}, {"{\"a\":1}", 0}};
+    CHECK_DOCS("{\"type\":[\"object\",\"string\"],\"dependentSchemas\":{\"a\":{\"required\":[\"b\"],\"maxProperties\":2}}}", typed);
+    schema_expect_error("{\"dependentSchemas\":[]}", "keyword 'dependentSchemas' is not supported in this form");
+}
