@@ -151,6 +151,8 @@ int32_t sc_compile(cctx *c, const pf_json *v, int depth, const char *path) {
         const pf_json *f = sc_fold_not(c, v, depth, path);
         return f ? sc_compile(c, f, depth + 1, path) : FAIL;
     }
+    const pf_json *dv = sc_fold_dependencies(c, v, path);
+    if (dv != v) return dv ? sc_compile(c, dv, depth + 1, path) : FAIL;
     if (sc_check_keywords(c, v, path) < 0) return FAIL;
     if (pf_json_get(v, "$ref") && sc_ref_siblings(c, v)) {
         const pf_json *f = sc_ref_with_siblings(c, v, depth, path);

@@ -1,7 +1,7 @@
 /* JSON Schema compiled for constrained generation (docs/structured-output.md). The subset: `type`
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
- * `dependencies` / `dependentRequired` (a key requiring others),
+ * `dependencies` / `dependentRequired` / `dependentSchemas` (a key requiring others or a schema),
  * `items`, `minItems`, `maxItems`, `uniqueItems` (over literal items, or at most one), `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
  * draft forms, exact from the decimal text), `multipleOf`, `enum`, `const`, `anyOf`, `allOf` (merged where exact),
@@ -12,7 +12,7 @@
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
  * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; beside
  * `enum` / `const` any keyword holds (each value checked exactly, grammar/schema_eval.c); any
- * other validation keyword (not in most forms, contains, ...) is an error naming it and its path:
+ * other validation keyword (not over a pattern, contains, ...) is an error naming it and its path:
  * a schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:

@@ -35,6 +35,8 @@ typedef struct {
     size_t n_made, cap_made;
     int n_merges;
     int ref_draft; /* -1 not looked for yet; 1: $schema names a draft that ignores $ref's siblings */
+    char *src_own; /* src copied with numbers made while compiling appended (sc_count), or NULL */
+    size_t src_cap;
 } cctx;
 
 /* The keywords compiled (schema_keywords.c); K_ names the ones looked up by place. */
@@ -51,6 +53,10 @@ int32_t sc_union_node(cctx *c, const int32_t *alts_in, int n);
 void *sc_scratch(cctx *c, size_t n);
 int sc_read_count(cctx *c, const pf_json *v, const char *key, int64_t *out, const char *path);
 const pf_json *sc_without(cctx *c, const pf_json *v, const char *key, const char *path);
+/* The number n as a JSON value whose text is in src (numbers are read from it); NULL when out of memory. */
+pf_json *sc_count(cctx *c, int64_t n);
+/* x and y spell the same JSON text (numbers as written). */
+int sc_same_text(cctx *c, const pf_json *x, const pf_json *y);
 /* keywords and types */
 int sc_keyword_index(const pf_json_member *m);
 int sc_validation_keyword(const pf_json_member *m);
@@ -74,6 +80,9 @@ int32_t sc_compile_any_of(cctx *c, const pf_json *v, const char *key, int depth,
 const pf_json *sc_merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path);
 const pf_json *sc_fold_all_of(cctx *c, const pf_json *v, int depth, const char *path);
 const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path);
+/* v with the schema form of dependencies and dependentSchemas as allOf branches (v itself when it
+ * has none); NULL after a failure. */
+const pf_json *sc_fold_dependencies(cctx *c, const pf_json *v, const char *path);
 /* {key: val}, made for this compile. NULL when out of memory. */
 pf_json *sc_object1(cctx *c, const char *key, pf_json val);
 int32_t sc_compile_target(cctx *c, const pf_json *target, int depth, const char *path);

@@ -18,8 +18,7 @@ static const pf_json k_true_schema = {.type = PF_JSON_BOOL, .u.b = true};
  * back to it would merge without end: a bound on merges per compile. */
 #define MAX_MERGES 4096
 
-/* x and y spell the same JSON text (numbers as written). */
-static int same_text(cctx *c, const pf_json *x, const pf_json *y) {
+int sc_same_text(cctx *c, const pf_json *x, const pf_json *y) {
     pf_sbuf a = {0}, b = {0};
     pf_json_compact(&a, x, c->src, c->src_len);
     pf_json_compact(&b, y, c->src, c->src_len);
@@ -71,7 +70,7 @@ static int merge_union(cctx *c, const pf_json *x, const pf_json *y, int keyed, p
         const pf_json *v = keyed ? &y->u.obj.members[j].val : &y->u.arr.items[j];
         int dup = 0;
         for (size_t i = 0; i < nx && !dup; i++)
-            dup = keyed ? !strcmp(x->u.obj.members[i].key, y->u.obj.members[j].key) : same_text(c, &x->u.arr.items[i], v);
+            dup = keyed ? !strcmp(x->u.obj.members[i].key, y->u.obj.members[j].key) : sc_same_text(c, &x->u.arr.items[i], v);
         if (dup) continue;
         if (keyed) m[n++] = y->u.obj.members[j];
         else it[n++] = *v;
@@ -90,7 +89,7 @@ static int merge_enum(cctx *c, const pf_json *x, const pf_json *y, pf_json *out,
     size_t n = 0;
     for (size_t i = 0; i < x->u.arr.n; i++)
         for (size_t j = 0; j < y->u.arr.n; j++)
-            if (same_text(c, &x->u.arr.items[i], &y->u.arr.items[j])) {
+            if (sc_same_text(c, &x->u.arr.items[i], &y->u.arr.items[j])) {
                 it[n++] = x->u.arr.items[i];
                 break;
             }
@@ -131,7 +130,7 @@ static int keys_within(const pf_json *x, const pf_json *y) {
 static int merge_keyword(cctx *c, const char *key, const pf_json *a, const pf_json *b, pf_json *out, int depth, const char *path) {
     const pf_json *x = pf_json_get(a, key), *y = pf_json_get(b, key);
     *out = *x;
-    if (same_text(c, x, y)) return 0;
+    if (sc_same_text(c, x, y)) return 0;
     if (!strcmp(key, "type")) return merge_type(c, x, y, out, path);
     if (!strcmp(key, "required") && x->type == PF_JSON_ARRAY && y->type == PF_JSON_ARRAY)
         return merge_union(c, x, y, 0, out, depth, path);

@@ -162,3 +162,23 @@ const pf_json *sc_without(cctx *c, const pf_json *v, const char *key, const char
     out->u.obj.n = n;
     return out;
 }
+
+pf_json *sc_count(cctx *c, int64_t n) {
+    char num[24];
+    int len = snprintf(num, sizeof num, " %lld", (long long)n);
+    pf_json *v = sc_scratch(c, sizeof *v);
+    if (!v) return NULL;
+    if (!c->src_own || c->src_len + (size_t)len + 1 > c->src_cap) {
+        /* the old text stays (pointers into it may be held), freed with the context */
+        size_t cap = 2 * (c->src_len + (size_t)len) + 256;
+        char *p = sc_scratch(c, cap);
+        if (!p) return NULL;
+        memcpy(p, c->src, c->src_len);
+        c->src = c->src_own = p;
+        c->src_cap = cap;
+    }
+    memcpy(c->src_own + c->src_len, num, (size_t)len + 1);
+    *v = (pf_json){.type = PF_JSON_NUMBER, .offset = c->src_len + 1, .u.num = {(double)n, n, true}};
+    c->src_len += (size_t)len;
+    return v;
+}
