@@ -11,7 +11,7 @@
 #include "formats/gguf.h"
 
 static const char k_usage[] =
-    "usage: pocketflash schema-bench -m MODEL.gguf DIR [--json FILE] [--sample N] [--seed S]\n"
+    "usage: pocketflash schema-bench -m MODEL.gguf DIR [--json FILE] [--sample N] [--seed S] [--slowest N]\n"
     "  MaskBench's protocol (JSONSchemaBench) over every *.json schema file in DIR, each\n"
     "  {\"schema\": ..., \"tests\": [{\"valid\": ..., \"data\": ...}]}: each test's data serialized as\n"
     "  Python's json.dumps(data, ensure_ascii=False) writes it, tokenized with MODEL's tokenizer and\n"
@@ -22,7 +22,9 @@ static const char k_usage[] =
     "  -m MODEL.gguf  any GGUF with a tokenizer (a model or a vocab-import output)\n"
     "  --json FILE    also write the results (the counts, percentiles, reasons and each failure)\n"
     "  --sample N     a fixed-seed sample of N of the files (default: all)\n"
-    "  --seed S       the sample's seed (default 1)\n";
+    "  --seed S       the sample's seed (default 1)\n"
+    "  --slowest N    also print the N slowest masks after a token (file, instance, the bytes\n"
+    "                 before the mask), slowest first, to see what the TBM tail is\n";
 
 static void print_reasons(const char *title, pf_sb_reason *l, int n, int top) {
     if (!n) return;
@@ -118,14 +120,22 @@ static void print_table(pf_sb_result *r) {
     print_reasons("compile errors by keyword:", r->compile_why, r->n_compile_why, 25);
     print_reasons("validation errors by MaskBench feature:", r->validation_why, r->n_validation_why, 15);
     print_reasons("invalidation errors by MaskBench feature:", r->invalidation_why, r->n_invalidation_why, 15);
+    if (r->n_slow) printf("slowest masks (us, file, instance, bytes before it, ...their end):\n");
+    for (int i = 0; i < r->n_slow; i++) {
+        const pf_sb_slow *e = &r->slow[i];
+        printf("  %9.1f  %s  test %d  at %zu  ...", e->us, e->file, e->test, e->at);
+        for (const char *c = e->ctx; *c; c++) putchar((unsigned char)*c < 0x20 ? '?' : *c);
+        putchar('\n');
+    }
 }
 
 int cmd_schema_bench(int argc, char **argv) {
     const char *model = NULL, *json = NULL, *pos[1] = {NULL};
-    int sample = 0;
+    int sample = 0, slowest = 0;
     long long seed = 1;
     const cli_arg args[] = {CLI_STR("-m", &model), CLI_STR("--json", &json), CLI_INT("--sample", &sample, 1, 1 << 30),
-                            CLI_LL("--seed", &seed, 0, (1ll << 62)), CLI_POS(pos, 1), CLI_END};
+                            CLI_LL("--seed", &seed, 0, (1ll << 62)), CLI_INT("--slowest", &slowest, 1, 100000),
+                            CLI_POS(pos, 1), CLI_END};
     int parsed = cli_parse("schema-bench", argc, argv, args, 0);
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
     if (!model) return cli_fail("schema-bench: missing -m MODEL.gguf");
@@ -149,7 +159,7 @@ int cmd_schema_bench(int argc, char **argv) {
     gguf_close(f);
     pf_token_masker *tm = tok ? pf_vocab_masker(tok, pf_tokenizer_n_vocab(tok), err) : NULL;
     int status = 1;
-    pf_sb_result r = {0};
+    pf_sb_result r = {.want_slow = slowest};
     if (rc != PF_RC_OK) status = cli_fail_kind(pf_api_status(rc), "schema-bench: %s", err);
     else if (!tm) status = cli_fail_kind(PF_ERR_OOM, "schema-bench: %s", err);
     else if (pf_sb_run(tok, tm, paths, n, &r) < 0) status = cli_fail_kind(PF_ERR_OOM, "schema-bench: out of memory");

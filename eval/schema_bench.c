@@ -260,7 +260,30 @@ typedef struct {
     int32_t end[2];
     uint32_t *bits;
     pf_sb_result *r;
+    const char *file; /* the file and instance being walked (for the slowest masks) */
+    int test;
 } walker;
+
+/* A mask of us microseconds taken after text[0..at) kept among the slowest when it is one. */
+static void note_slow(walker *w, double us, const char *text, size_t at) {
+    pf_sb_result *r = w->r;
+    if (r->want_slow <= 0 || (r->n_slow == r->want_slow && us <= r->slow[r->n_slow - 1].us)) return;
+    if (!r->slow && !(r->slow = calloc((size_t)r->want_slow, sizeof *r->slow))) {
+        r->oom = 1;
+        return;
+    }
+    int i = r->n_slow < r->want_slow ? r->n_slow++ : r->n_slow - 1;
+    for (; i > 0 && r->slow[i - 1].us < us; i--) r->slow[i] = r->slow[i - 1];
+    pf_sb_slow *e = &r->slow[i];
+    const char *base = strrchr(w->file, '/');
+    size_t from = at > sizeof e->ctx - 1 ? at - (sizeof e->ctx - 1) : 0;
+    e->us = (float)us;
+    snprintf(e->file, sizeof e->file, "%s", base ? base + 1 : w->file);
+    e->test = w->test;
+    e->at = at;
+    memcpy(e->ctx, text + from, at - from);
+    e->ctx[at - from] = 0;
+}
 
 static int end_allowed(const walker *w) {
     for (int i = 0; i < 2; i++)
@@ -302,7 +325,9 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
         w->r->tokens++;
         t0 = now_us();
         pf_token_mask(w->tm, cache, m, w->bits);
-        add_sample(w->r, &w->r->tbm_us, &w->r->n_tbm, &w->r->cap_tbm, now_us() - t0);
+        double us = now_us() - t0;
+        add_sample(w->r, &w->r->tbm_us, &w->r->n_tbm, &w->r->cap_tbm, us);
+        note_slow(w, us, text, *at);
     }
     if (ok) ok = end_allowed(w);
     pf_mask_cache_free(cache);
@@ -373,6 +398,7 @@ static void run_tests(walker *w, pf_matcher *m, const pf_json *tests, const char
         pf_sbuf doc = {0};
         pf_sb_py_dumps(&doc, data, src, len);
         size_t at = 0;
+        w->test = (int)i;
         int ok = doc.oom ? -1 : walk(w, m, doc.p ? doc.p : "", doc.n, i == 0 ? &t->first_us : NULL, &at);
         if (!t->first_bad[0] && ok >= 0 && ok != valid->u.b) describe_bad(t, i, &doc, ok, at);
         free(doc.p);
@@ -458,10 +484,10 @@ static void run_file(walker *w, const char *path) {
 }
 
 int pf_sb_run(const pf_tokenizer *tok, const pf_token_masker *tm, char *const *paths, int n, pf_sb_result *r) {
-    walker w = {tok, tm, {pf_tokenizer_eos(tok), pf_tokenizer_eot(tok)}, NULL, r};
+    walker w = {tok, tm, {pf_tokenizer_eos(tok), pf_tokenizer_eot(tok)}, NULL, r, "", 0};
     w.bits = malloc((size_t)pf_token_masker_words(tm) * sizeof *w.bits);
     if (!w.bits) return r->oom = 1, -1;
-    for (int i = 0; i < n && !r->oom; i++) run_file(&w, paths[i]);
+    for (int i = 0; i < n && !r->oom; i++) w.file = paths[i], run_file(&w, paths[i]);
     free(w.bits);
     return r->oom ? -1 : 0;
 }
@@ -494,5 +520,6 @@ void pf_sb_result_free(pf_sb_result *r) {
         free(r->failures[i].why);
     }
     free(r->failures);
+    free(r->slow);
     memset(r, 0, sizeof *r);
 }

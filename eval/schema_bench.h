@@ -37,6 +37,15 @@ typedef struct {
     pf_sb_outcome outcome;
 } pf_sb_failure;
 
+/* One of the slowest masks: where it was taken (the text before it, its last bytes in ctx). */
+typedef struct {
+    float us;
+    char file[96];
+    int test;        /* the instance's index in the file's tests */
+    size_t at;       /* bytes of the instance accepted before this mask */
+    char ctx[48];    /* the instance's bytes just before that point */
+} pf_sb_slow;
+
 typedef struct {
     int schemas, passing, compile_error, validation_error, invalidation_error;
     int no_tests;                   /* compiled schemas without tests (passing, as MaskBench counts them) */
@@ -49,6 +58,8 @@ typedef struct {
     int n_compile_why, n_validation_why, n_invalidation_why;
     pf_sb_failure *failures;
     size_t n_failures, cap_failures;
+    pf_sb_slow *slow; /* the n_slow slowest masks after a token, slowest first (want_slow asked) */
+    int n_slow, want_slow;
     int oom;
 } pf_sb_result;
 
@@ -62,7 +73,8 @@ void pf_sb_py_dumps(pf_sbuf *b, const pf_json *v, const char *src, size_t src_le
 pf_rc pf_sb_list(const char *dir, int sample, unsigned long long seed, char ***paths, int *n, char err[PF_ERR_LEN]);
 void pf_sb_list_free(char **paths, int n);
 
-/* Run the protocol over the files with tm (the vocabulary masker of tok's vocabulary). 0, or -1
+/* Run the protocol over the files with tm (the vocabulary masker of tok's vocabulary); with
+ * r->want_slow > 0 (set before) the slowest that many masks are kept in r->slow. 0, or -1
  * when out of memory. A file that does not parse counts as a compile error. */
 int pf_sb_run(const pf_tokenizer *tok, const pf_token_masker *tm, char *const *paths, int n, pf_sb_result *r);
 /* Percentile p (0..100) of samples (sorted in place). */

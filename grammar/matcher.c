@@ -1015,6 +1015,25 @@ int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur) {
     return 1;
 }
 
+int pf_matcher_pattern_key(const pf_matcher *m, pf_frame *cur) {
+    const mstate st = m->st[m->n_st - 1];
+    if (st.threads != 1) return 0;
+    int n = m->arena[st.off].lo;
+    const pf_frame *f = m->arena + st.off + 1, *t = f + n - 1;
+    if (n < 2 || t->kind != K_KEY) return 0;
+    const pf_schema_node *nd = node_of(m, t - 1);
+    if (nd->key_node < 0 || !other_open(m, nd, t - 1, n)) return 0;
+    /* the text so far as the other key's string frame would have it (step_key's other_prefix_ok) */
+    pf_frame s = frame(K_STR, S_OPEN, nd->key_node);
+    int k = n;
+    const char *pre = nd->n_props ? nd->keys.s[t->lo] : "";
+    for (int32_t i = 0; i < t->off; i++)
+        if (step_string(m, &s, &k, (uint8_t)pre[i]) != CONSUMED || k != n) return 0;
+    if (s.phase != S_BODY || s.u8_need) return 0;
+    *cur = s;
+    return 1;
+}
+
 int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur) {
     const pf_schema_node *nd = node_of(m, cur);
     return nd->max_len == INT64_MAX && (int64_t)cur->used >= nd->min_len;

@@ -156,6 +156,36 @@ static int walk_pattern_cached(const pf_token_masker *tm, pf_mask_cache *cache, 
     return 1;
 }
 
+/* Below trie node i, the tokens whose bytes go on with a listed key's text (the matcher still in
+ * the key after each byte); a subtree that leaves the listed texts is left to the callers' other
+ * walks (plain content by the key's pattern, the rest by the special trie). */
+static void walk_listed(const pf_vocab_trie *t, int32_t i, pf_matcher *m, walk_ctx *w) {
+    size_t pos = pf_matcher_pos(m);
+    for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
+        if (pf_matcher_push(m, t->nodes[c].byte) == 1 && pf_matcher_in_key(m)) {
+            take(w, t, c, m, NULL);
+            if (t->nodes[c].end > c + 1) walk_listed(t, c, m, w);
+        }
+        pf_matcher_rollback(m, pos);
+    }
+}
+
+/* A listed key's text in an object whose other keys are patternProperties' (pf_matcher_pattern_key,
+ * the other key's string frame past its length bounds): the plain content tokens its pattern takes
+ * from that state (the per-state cache), those that go on with a listed key, and the other tokens
+ * walked. 0 where that does not apply or memory is short (the caller walks). Without a budget
+ * only: the closing distance after a key's text is not the pattern string's. */
+static int walk_pattern_key(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, walk_ctx *w) {
+    pf_frame cur;
+    if (w->cl || !cache || !pf_matcher_pattern_key(m, &cur) || !pf_matcher_pattern_unbounded(m, &cur)) return 0;
+    const pattern_slot *p = pattern_plain(tm, cache, m, &cur);
+    if (!p) return 0;
+    memcpy(w->bits, p->bits, (size_t)tm->n_words * sizeof *w->bits);
+    walk(&tm->special, 0, m, w);
+    walk_listed(&tm->all, 0, m, w);
+    return 1;
+}
+
 /* Bits set, counted in registers: without -mpopcnt __builtin_popcount is a library call per word. */
 static int count_bits(const uint32_t *bits, int n_words) {
     int n = 0;
@@ -218,12 +248,14 @@ static int compute(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *
             pf_plain_walk(tm, m, &cur, w, NULL);
             walk_pattern(&tm->special, 0, m, &cur, path, 0, w);
         }
-    } else if ((room = pf_matcher_string_room(m)) >= tm->plain_chars ||
-               (room >= 0 && pf_matcher_string_room_most(m) == room)) {
-        walk_string(tm, m, room, w); /* a plain token of more characters than room fits no stack */
-    } else {
-        memset(bits, 0, words);
-        walk(&tm->all, 0, m, w);
+    } else if (!walk_pattern_key(tm, cache, m, w)) {
+        if ((room = pf_matcher_string_room(m)) >= tm->plain_chars ||
+            (room >= 0 && pf_matcher_string_room_most(m) == room)) {
+            walk_string(tm, m, room, w); /* a plain token of more characters than room fits no stack */
+        } else {
+            memset(bits, 0, words);
+            walk(&tm->all, 0, m, w);
+        }
     }
     if (pf_matcher_can_end(m))
         for (int i = 0; i < tm->n_words; i++) bits[i] |= tm->end_bits[i];
