@@ -47,12 +47,24 @@ static int types_ok(const pf_json *t, const pf_json *v) {
     return 0;
 }
 
-/* The schema's root ($ref's pointers start there) and the texts the schema and the document were
- * parsed from (NULL: not at hand, numbers compared as doubles). */
+/* The schema's root, the schema resource "#..." references are relative to (the innermost
+ * subschema with its own $id, or draft 4's id, around the one being checked; else the root), and
+ * the texts the schema and the document were parsed from (NULL: not at hand, numbers compared as
+ * doubles). */
 typedef struct {
-    const pf_json *root;
+    const pf_json *root, *base;
     const char *ssrc, *send, *dsrc, *dend;
 } vctx;
+
+/* Schema s sets a new base URI: its id (`id` where $schema names draft 3 or 4, else `$id`) is a
+ * URI, not a fragment alone. */
+static int own_base(const vctx *c, const pf_json *s) {
+    if (s == c->root || s->type != PF_JSON_OBJECT) return 0;
+    const pf_json *d = c->root->type == PF_JSON_OBJECT ? pf_json_get(c->root, "$schema") : NULL;
+    int old = d && d->type == PF_JSON_STRING && (strstr(d->u.str.s, "draft-03") || strstr(d->u.str.s, "draft-04"));
+    const pf_json *id = pf_json_get(s, old ? "id" : "$id");
+    return id && id->type == PF_JSON_STRING && id->u.str.len && id->u.str.s[0] != '#';
+}
 
 static int valid_in(const vctx *c, const pf_json *s, const pf_json *v, int depth);
 
@@ -200,12 +212,15 @@ static int number_ok(const vctx *c, const pf_json *s, const pf_json *v) {
     return !(m && m->type == PF_JSON_NUMBER && m->u.num.d > 0 && !num_multiple(c, v, m));
 }
 
-/* The schema a "#/a/b~1c" reference names in root (RFC 6901: ~1 is '/', ~0 is '~'), NULL when none. */
-static const pf_json *deref(const pf_json *root, const char *ref) {
+/* The schema a "#/a/b~1c" reference names in c's base (RFC 6901: ~1 is '/', ~0 is '~'), NULL when
+ * none; *base gets the resource it lies in (a subschema with its own id passed on the way). */
+static const pf_json *deref(const vctx *c, const char *ref, const pf_json **base) {
     if (ref[0] != '#') return NULL;
-    const pf_json *v = root;
+    const pf_json *v = c->base;
     const char *p = ref + 1;
+    *base = c->base;
     while (v && *p == '/') {
+        if (v != c->base && own_base(c, v)) *base = v;
         char seg[256];
         size_t n = 0;
         for (p++; *p && *p != '/' && n < sizeof seg - 1; p++) {
@@ -227,10 +242,17 @@ static const pf_json *deref(const pf_json *root, const char *ref) {
 static int valid_in(const vctx *c, const pf_json *s, const pf_json *v, int depth) {
     if (depth > 256) return 0;
     if (s->type == PF_JSON_BOOL) return s->u.b;
+    vctx inner;
+    if (own_base(c, s) && s != c->base) {
+        inner = *c;
+        inner.base = s;
+        c = &inner;
+    }
     const pf_json *ref = pf_json_get(s, "$ref");
     if (ref) { /* the keywords beside it apply too, except under a draft before 2019-09 */
-        const pf_json *t = ref->type == PF_JSON_STRING ? deref(c->root, ref->u.str.s) : NULL;
-        if (!t || !valid_in(c, t, v, depth + 1)) return 0;
+        vctx at = *c;
+        const pf_json *t = ref->type == PF_JSON_STRING ? deref(c, ref->u.str.s, &at.base) : NULL;
+        if (!t || !valid_in(&at, t, v, depth + 1)) return 0;
         const pf_json *d = c->root->type == PF_JSON_OBJECT ? pf_json_get(c->root, "$schema") : NULL;
         if (d && d->type == PF_JSON_STRING && strstr(d->u.str.s, "draft-0")) return 1;
     }
@@ -263,14 +285,15 @@ static int valid_in(const vctx *c, const pf_json *s, const pf_json *v, int depth
 }
 
 int pf_schema_valid(const pf_json *s, const pf_json *v) {
-    vctx c = {s, NULL, NULL, NULL, NULL};
+    vctx c = {s, s, NULL, NULL, NULL, NULL};
     return valid_in(&c, s, v, 0);
 }
 
 int pf_schema_valid_text(const char *schema, const char *text, size_t n) {
     char err[PF_ERR_LEN];
     pf_json_doc *s = pf_json_parse(schema, strlen(schema), err), *d = pf_json_parse(text, n, err);
-    vctx c = {s ? pf_json_root(s) : NULL, schema, schema + strlen(schema), text, text + n};
+    const pf_json *root = s ? pf_json_root(s) : NULL;
+    vctx c = {root, root, schema, schema + strlen(schema), text, text + n};
     int ok = s && d && valid_in(&c, c.root, pf_json_root(d), 0);
     pf_json_free(s);
     pf_json_free(d);

@@ -131,7 +131,6 @@ static const pf_json_member *finite_values(cctx *c, const pf_json *v) {
             char err[PF_ERR_LEN];
             probe.err = err;
             const pf_json *t = sc_ref_resolve(&probe, ref, "");
-            c->inner_id = probe.inner_id;
             if (t && t->type == PF_JSON_OBJECT && !pf_json_get(t, "$ref")) b = t;
         }
         for (size_t k = 0; k < b->u.obj.n; k++)
@@ -200,7 +199,7 @@ pf_schema_status pf_schema_compile(const char *text, size_t len, pf_schema **out
         snprintf(err, PF_ERR_LEN, "json schema: %.230s", why);
         return PF_SCHEMA_INVALID;
     }
-    cctx c = {.src = text, .src_len = len, .root = pf_json_root(d), .inner_id = -1, .ref_draft = -1};
+    cctx c = {.src = text, .src_len = len, .root = pf_json_root(d), .ref_draft = -1};
     pf_schema *s = start(&c, err);
     int32_t root = s ? sc_compile_target(&c, c.root, 0, "") : FAIL;
     if (root >= 0 && finish(&c) < 0) root = FAIL;

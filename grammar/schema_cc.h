@@ -30,7 +30,6 @@ typedef struct {
     const pf_json *root;
     ref_entry *refs;
     size_t n_refs, cap_refs;
-    int inner_id; /* -1 not looked for yet; 1: a subschema below the root has its own $id / id */
     void **made;  /* what merged schemas are made of, freed when compiling ends */
     size_t n_made, cap_made;
     int n_merges;

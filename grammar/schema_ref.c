@@ -10,27 +10,59 @@
 
 /* ---- $ref: JSON pointers into the same document ---- */
 
-/* A subschema below the root declares its own $id (or draft 4's id): a "#..." reference inside it
- * would then be relative to that subschema, not to the document. Looked for in every object of
- * the document but the values of enum, const, default and examples (data, not schemas); a string
- * id anywhere else counts, so a schema it cannot tell is refused, never resolved wrongly. */
-static int has_inner_id(const pf_json *v, int is_root) {
-    if (v->type == PF_JSON_ARRAY) {
-        for (size_t i = 0; i < v->u.arr.n; i++)
-            if (has_inner_id(&v->u.arr.items[i], 0)) return 1;
-        return 0;
+/* Which key sets a subschema's base URI: draft 3 and 4 read `id`, draft 6 on `$id`. A document
+ * whose $schema names neither is read as the current drafts read it (`$id`), and a reference must
+ * then resolve alike where `id` counts too (as an older reader would take it). */
+enum { ID_OLD = 1, ID_NEW = 2, ID_ANY = 4 };
+
+static int id_readings(const pf_json *root) {
+    const pf_json *d = root->type == PF_JSON_OBJECT ? pf_json_get(root, "$schema") : NULL;
+    const char *s = d && d->type == PF_JSON_STRING ? d->u.str.s : "";
+    if (strstr(s, "draft-03") || strstr(s, "draft-04")) return ID_OLD;
+    if (strstr(s, "draft-06") || strstr(s, "draft-07") || strstr(s, "2019-09") || strstr(s, "2020-12")) return ID_NEW;
+    return ID_NEW | ID_ANY;
+}
+
+/* Object v's id key k: 1 when it sets a new base URI (a URI, not a fragment alone: `#a` is an
+ * anchor), 0 when it has none or an anchor, -1 for an empty one (no reader agrees on it). */
+static int key_sets_base(const pf_json *v, const char *k) {
+    const pf_json *id = pf_json_get(v, k);
+    if (!id || id->type != PF_JSON_STRING || id->u.str.s[0] == '#') return 0;
+    return id->u.str.len ? 1 : -1;
+}
+
+/* The same under reading r. */
+static int sets_base(const pf_json *v, int r) {
+    int a = r & (ID_OLD | ID_ANY) ? key_sets_base(v, "id") : 0, b = r & (ID_NEW | ID_ANY) ? key_sets_base(v, "$id") : 0;
+    return a < 0 || b < 0 ? -1 : a || b;
+}
+
+/* The schema resource a "#..." reference at source offset `at` is relative to, under reading r:
+ * the innermost object around it (the one holding the $ref included) whose id sets a new base,
+ * else the document. The path down is found by offsets (the values of a container in source
+ * order), so a $ref copied into a merged schema keeps its place. NULL with *why where the base
+ * cannot be told: an empty id, or an id beside the $ref in a draft that ignores $ref's siblings
+ * (readers disagree there). */
+static const pf_json *resource_at(const pf_json *root, size_t at, int r, int siblings_ignored, const char **why) {
+    const pf_json *res = root, *v = root;
+    while (v && (v->type == PF_JSON_OBJECT || v->type == PF_JSON_ARRAY) && v->offset < at) {
+        const pf_json *next = NULL;
+        int holds_ref = 0;
+        if (v->type == PF_JSON_OBJECT) {
+            for (size_t i = 0; i < v->u.obj.n && v->u.obj.members[i].val.offset <= at; i++) {
+                next = &v->u.obj.members[i].val;
+                holds_ref = next->offset == at && !strcmp(v->u.obj.members[i].key, "$ref");
+            }
+            int b = v == root ? 0 : sets_base(v, r);
+            if (b < 0) return *why = "an empty id on the way to it", NULL;
+            if (b && holds_ref && siblings_ignored) return *why = "an id beside it, in a draft that ignores what stands beside a $ref", NULL;
+            if (b) res = v;
+        } else {
+            for (size_t i = 0; i < v->u.arr.n && v->u.arr.items[i].offset <= at; i++) next = &v->u.arr.items[i];
+        }
+        v = next;
     }
-    if (v->type != PF_JSON_OBJECT) return 0;
-    static const char *const data[] = {"enum", "const", "default", "examples", "example"};
-    for (size_t i = 0; i < v->u.obj.n; i++) {
-        const pf_json_member *m = &v->u.obj.members[i];
-        int skip = 0;
-        for (size_t k = 0; k < sizeof data / sizeof *data && !skip; k++) skip = !strcmp(m->key, data[k]);
-        if (skip) continue;
-        if (!is_root && (!strcmp(m->key, "$id") || !strcmp(m->key, "id")) && m->val.type == PF_JSON_STRING) return 1;
-        if (has_inner_id(&m->val, 0)) return 1;
-    }
-    return 0;
+    return res;
 }
 
 static int hex_val(char h) {
@@ -177,13 +209,28 @@ const pf_json *sc_ref_resolve(cctx *c, const pf_json *r, const char *path) {
     if (r->type != PF_JSON_STRING) return sc_fail(c, path, "$ref: not a string"), NULL;
     if (r->u.str.len == 0 || r->u.str.s[0] != '#')
         return sc_fail(c, path, "$ref '%.80s' outside the document is not supported", r->u.str.s), NULL;
-    if (c->inner_id < 0) c->inner_id = has_inner_id(c->root, 1);
-    if (c->inner_id)
-        return sc_fail(c, path, "$ref in a schema whose subschemas declare their own $id or id is not supported"), NULL;
-    const char *why;
-    const pf_json *t = resolve_pointer(c->root, r->u.str.s + 1, r->u.str.len - 1, &why);
-    if (!t && !strcmp(why, "out of memory")) return sc_fail_oom(c, path), NULL;
-    if (!t) return sc_fail(c, path, "$ref '%.80s': %s", r->u.str.s, why), NULL;
+    /* relative to the subschema whose $id / id sets the base around it (the document when none);
+     * where the draft leaves the id key open, both readings must name the same schema */
+    const char *why = NULL;
+    const pf_json *t = NULL;
+    int readings = id_readings(c->root), ignored = sc_ref_siblings_ignored(c);
+    for (int rd = ID_OLD; rd <= ID_ANY; rd <<= 1) {
+        if (!(readings & rd)) continue;
+        const pf_json *res = resource_at(c->root, r->offset, rd, ignored, &why);
+        if (!res) return sc_fail(c, path, "$ref '%.80s': the base URI is unclear: %s", r->u.str.s, why), NULL;
+        const pf_json *x = resolve_pointer(res, r->u.str.s + 1, r->u.str.len - 1, &why);
+        if (!x && !strcmp(why, "out of memory")) return sc_fail_oom(c, path), NULL;
+        if (!x)
+            return sc_fail(c, path, "$ref '%.80s': %s%s", r->u.str.s, why,
+                           res != c->root && !strcmp(why, "names nothing in the document")
+                               ? " (its base: the subschema whose id sets it)"
+                               : ""),
+                   NULL;
+        if (t && x != t)
+            return sc_fail(c, path, "$ref '%.80s': names another schema where 'id' sets the base URI "
+                                    "than where only '$id' does (no $schema says which)", r->u.str.s), NULL;
+        t = x;
+    }
     return t;
 }
 

@@ -354,9 +354,20 @@ TEST(grammar_ref_errors) {
                         "json schema: /definitions/a: keyword 'if' is not supported");
     schema_expect_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", "a reference loop with no object or array");
     schema_expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}", "admits no value");
-    schema_expect_error("{\"properties\":{\"a\":{\"$id\":\"a.json\",\"type\":\"string\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
-                        "declare their own $id or id");
+    schema_expect_error("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"definitions\":{\"a\":{}},"
+                        "\"properties\":{\"p\":{\"$id\":\"p.json\",\"$ref\":\"#/definitions/a\"}}}",
+                        "the base URI is unclear: an id beside it");
+    schema_expect_error("{\"definitions\":{\"a\":{}},\"properties\":{\"p\":{\"$id\":\"\",\"items\":{\"$ref\":\"#/definitions/a\"}}}}",
+                        "an empty id on the way to it");
+    schema_expect_error("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"definitions\":{\"a\":{\"id\":\"a\","
+                        "\"definitions\":{\"b\":{}},\"items\":{\"$ref\":\"#/definitions/a/definitions/b\"}}},\"$ref\":\"#/definitions/a\"}",
+                        "names nothing in the document (its base: the subschema whose id sets it)");
+    /* no $schema: `id` and `$id` read alike, or an error */
+    schema_expect_error("{\"definitions\":{\"a\":{}},\"properties\":{\"p\":{\"id\":\"p.json\",\"definitions\":{\"a\":{}},"
+                        "\"items\":{\"$ref\":\"#/definitions/a\"}}}}",
+                        "names another schema where 'id' sets the base URI");
 }
+
 
 /* Documents of a schema: each whole text either a complete document the matcher accepts, or not. */
 typedef struct {
@@ -1288,4 +1299,36 @@ TEST(grammar_wrap_prefix_suffix) {
         CHECKF(mask_matches_scan(&f), "after '%s'", walk[i]);
     }
     schema_fx_close(&f);
+}
+
+/* A "#..." $ref inside a subschema with its own $id (or draft 4's id) is relative to that
+ * subschema, one outside it to the document; an anchor-only id changes nothing. */
+TEST(grammar_ref_inner_id) {
+    static const char *const inner =
+        "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"definitions\":{\"x\":{\"type\":\"integer\"}},"
+        "\"properties\":{\"p\":{\"$id\":\"http://e.org/p.json\",\"definitions\":{\"x\":{\"type\":\"string\"}},"
+        "\"properties\":{\"q\":{\"$ref\":\"#/definitions/x\"},\"r\":{\"$ref\":\"#\"}}},"
+        "\"s\":{\"$ref\":\"#/definitions/x\"},\"t\":{\"$ref\":\"#/properties/p/definitions/x\"}},"
+        "\"additionalProperties\":false}";
+    static const doc_case inner_docs[] = {
+        {"{\"p\":{\"q\":\"a\"},\"s\":1,\"t\":\"b\"}", 1}, {"{\"p\":{\"q\":1}}", 0}, {"{\"s\":\"a\"}", 0},
+        {"{\"t\":1}", 0}, {"{\"p\":{\"r\":{\"q\":\"a\",\"r\":{}}}}", 1}, {"{\"p\":{\"r\":{\"q\":2}}}", 0},
+    };
+    CHECK_DOCS(inner, inner_docs);
+    static const char *const old =
+        "{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"definitions\":{\"x\":{\"type\":\"integer\"}},"
+        "\"items\":{\"id\":\"item.json\",\"definitions\":{\"x\":{\"type\":\"boolean\"}},"
+        "\"properties\":{\"v\":{\"$ref\":\"#/definitions/x\"}}}}";
+    static const doc_case old_docs[] = {{"[{\"v\":true}]", 1}, {"[{\"v\":1}]", 0}};
+    CHECK_DOCS(old, old_docs);
+    static const char *const anchor =
+        "{\"definitions\":{\"x\":{\"type\":\"integer\"}},\"items\":{\"$id\":\"#item\",\"definitions\":{\"x\":{\"type\":\"null\"}},"
+        "\"properties\":{\"v\":{\"$ref\":\"#/definitions/x\"}}}}";
+    static const doc_case anchor_docs[] = {{"[{\"v\":1}]", 1}, {"[{\"v\":null}]", 0}};
+    CHECK_DOCS(anchor, anchor_docs);
+    static const char *const no_draft =
+        "{\"definitions\":{\"x\":{\"type\":\"integer\"}},\"items\":{\"$id\":\"item.json\",\"definitions\":{\"x\":{\"type\":\"null\"}},"
+        "\"properties\":{\"v\":{\"$ref\":\"#/definitions/x\"}}}}";
+    static const doc_case no_draft_docs[] = {{"[{\"v\":null}]", 1}, {"[{\"v\":1}]", 0}};
+    CHECK_DOCS(no_draft, no_draft_docs);
 }
