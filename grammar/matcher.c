@@ -1015,15 +1015,14 @@ int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur) {
     return 1;
 }
 
-int pf_matcher_pattern_key(const pf_matcher *m, pf_frame *cur) {
-    const mstate st = m->st[m->n_st - 1];
-    if (st.threads != 1) return 0;
-    int n = m->arena[st.off].lo;
-    const pf_frame *f = m->arena + st.off + 1, *t = f + n - 1;
+/* Stack f[0..n) writes a listed key's text in an object whose other keys are those its
+ * patternProperties match, and another key may be written now: *cur the other key's string frame
+ * after the text so far, between characters (step_key's other_prefix_ok). */
+static int stack_pattern_key(const pf_matcher *m, const pf_frame *f, int n, pf_frame *cur) {
+    const pf_frame *t = f + n - 1;
     if (n < 2 || t->kind != K_KEY) return 0;
     const pf_schema_node *nd = node_of(m, t - 1);
     if (nd->key_node < 0 || !other_open(m, nd, t - 1, n)) return 0;
-    /* the text so far as the other key's string frame would have it (step_key's other_prefix_ok) */
     pf_frame s = frame(K_STR, S_OPEN, nd->key_node);
     int k = n;
     const char *pre = nd->n_props ? nd->keys.s[t->lo] : "";
@@ -1032,6 +1031,21 @@ int pf_matcher_pattern_key(const pf_matcher *m, pf_frame *cur) {
     if (s.phase != S_BODY || s.u8_need) return 0;
     *cur = s;
     return 1;
+}
+
+int pf_matcher_n_stacks(const pf_matcher *m) { return (int)m->st[m->n_st - 1].threads; }
+
+int pf_matcher_stack_plain(const pf_matcher *m, int i, pf_frame *cur, int64_t *room) {
+    const mstate st = m->st[m->n_st - 1];
+    size_t j = st.off;
+    for (; i > 0 && j < st.off + st.frames; i--) j += 1 + (size_t)m->arena[j].lo;
+    if (i || j >= st.off + st.frames) return 0;
+    int n = m->arena[j].lo;
+    const pf_frame *f = m->arena + j + 1, *t = f + n - 1;
+    if (n < 1) return 0;
+    if (t->kind == K_STR && t->phase == S_BODY && !t->u8_need && node_of(m, t)->re) return *cur = *t, PF_PLAIN_PATTERN;
+    if ((*room = stack_string_room(m, f, n)) >= 0) return PF_PLAIN_ROOM;
+    return stack_pattern_key(m, f, n, cur) ? PF_PLAIN_PATTERN_KEY : 0;
 }
 
 int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur) {

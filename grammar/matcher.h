@@ -63,12 +63,18 @@ int pf_matcher_in_key(const pf_matcher *m);
  * would move the string: 1, or 0 when the matcher would refuse it. */
 int pf_matcher_pattern_cursor(const pf_matcher *m, pf_frame *cur);
 int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c);
-/* The state is one parse stack writing a listed key's text in an object whose other keys are
- * those its patternProperties match, and another key may be written now: 1 with *cur set to the
- * other key's string frame after the text so far, between characters. A plain content token
- * (grammar/token_vocab.h) is then taken exactly when its bytes go on with a listed key that may
- * still be given, or when they step *cur (pf_matcher_pattern_feed) to the end; else 0. */
-int pf_matcher_pattern_key(const pf_matcher *m, pf_frame *cur);
+/* The current state's parse stacks, and what plain content tokens (grammar/token_vocab.h) stack i
+ * takes, each stack apart (a plain token keeps a string a string, so the state takes one exactly
+ * when some stack does): PF_PLAIN_ROOM, inside a string between characters (or a key where any
+ * key may be written), those of at most *room characters; PF_PLAIN_PATTERN, inside a pattern
+ * string between characters, those pf_matcher_pattern_feed takes from *cur; PF_PLAIN_PATTERN_KEY,
+ * inside a listed key's text in an object whose other keys are those its patternProperties match
+ * (another key may be written now), those that go on with a listed key still open and those
+ * pf_matcher_pattern_feed takes from *cur, the other key's string frame after the text so far;
+ * 0 elsewhere. */
+enum { PF_PLAIN_ROOM = 1, PF_PLAIN_PATTERN, PF_PLAIN_PATTERN_KEY };
+int pf_matcher_n_stacks(const pf_matcher *m);
+int pf_matcher_stack_plain(const pf_matcher *m, int i, pf_frame *cur, int64_t *room);
 /* The pattern string of cursor cur has no maxLength and its minLength is met: what its content
  * may be from here depends on its automaton's state alone (cur->hi, for the string's cur->node). */
 int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur);

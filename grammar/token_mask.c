@@ -40,6 +40,7 @@ typedef struct {
 
 struct pf_mask_cache {
     int n_words;
+    uint32_t *scratch; /* one mask's words, for a parse stack's plain tokens */
     slot s[CACHE_SLOTS];
     pattern_slot p[PATTERN_SLOTS];
 };
@@ -57,6 +58,7 @@ void pf_mask_cache_free(pf_mask_cache *c) {
         free(c->s[i].bits);
     }
     for (int i = 0; i < PATTERN_SLOTS; i++) free(c->p[i].bits);
+    free(c->scratch);
     free(c);
 }
 
@@ -170,19 +172,38 @@ static void walk_listed(const pf_vocab_trie *t, int32_t i, pf_matcher *m, walk_c
     }
 }
 
-/* A listed key's text in an object whose other keys are patternProperties' (pf_matcher_pattern_key,
- * the other key's string frame past its length bounds): the plain content tokens its pattern takes
- * from that state (the per-state cache), those that go on with a listed key, and the other tokens
- * walked. 0 where that does not apply or memory is short (the caller walks). Without a budget
- * only: the closing distance after a key's text is not the pattern string's. */
-static int walk_pattern_key(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, walk_ctx *w) {
-    pf_frame cur;
-    if (w->cl || !cache || !pf_matcher_pattern_key(m, &cur) || !pf_matcher_pattern_unbounded(m, &cur)) return 0;
-    const pattern_slot *p = pattern_plain(tm, cache, m, &cur);
-    if (!p) return 0;
-    memcpy(w->bits, p->bits, (size_t)tm->n_words * sizeof *w->bits);
+/* Without a budget, where every parse stack is inside a string or a key between characters
+ * (pf_matcher_stack_plain): the plain content tokens some stack takes, each stack's set apart
+ * (a pattern's from the per-state cache, a plain string's by its room), those that go on with a
+ * listed key's text walked down the listed texts alone, and the other tokens walked. 0 where that
+ * does not apply or memory is short (the caller walks). Under a budget the closing distance after
+ * a key's text is not the pattern string's, so these states are walked there. */
+static int walk_stacks_plain(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, walk_ctx *w) {
+    int n = pf_matcher_n_stacks(m), keys = 0;
+    if (w->cl || !cache || n < 1) return 0;
+    size_t words = (size_t)tm->n_words * sizeof *w->bits;
+    if (!cache->scratch && !(cache->scratch = malloc(words))) return 0;
+    memset(w->bits, 0, words);
+    for (int i = 0; i < n; i++) {
+        pf_frame cur;
+        int64_t room;
+        int kind = pf_matcher_stack_plain(m, i, &cur, &room);
+        if (n == 1 && kind == PF_PLAIN_ROOM) return 0; /* walk_string's, without the copies */
+        const uint32_t *add = cache->scratch;
+        if (kind == PF_PLAIN_ROOM) {
+            pf_token_vocab_plain_within(tm, room, cache->scratch);
+        } else if (kind && pf_matcher_pattern_unbounded(m, &cur)) {
+            const pattern_slot *p = pattern_plain(tm, cache, m, &cur);
+            if (!p) return 0;
+            add = p->bits;
+            keys |= kind == PF_PLAIN_PATTERN_KEY;
+        } else {
+            return 0;
+        }
+        for (int k = 0; k < tm->n_words; k++) w->bits[k] |= add[k];
+    }
     walk(&tm->special, 0, m, w);
-    walk_listed(&tm->all, 0, m, w);
+    if (keys) walk_listed(&tm->all, 0, m, w);
     return 1;
 }
 
@@ -248,7 +269,7 @@ static int compute(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *
             pf_plain_walk(tm, m, &cur, w, NULL);
             walk_pattern(&tm->special, 0, m, &cur, path, 0, w);
         }
-    } else if (!walk_pattern_key(tm, cache, m, w)) {
+    } else if (!walk_stacks_plain(tm, cache, m, w)) {
         if ((room = pf_matcher_string_room(m)) >= tm->plain_chars ||
             (room >= 0 && pf_matcher_string_room_most(m) == room)) {
             walk_string(tm, m, room, w); /* a plain token of more characters than room fits no stack */

@@ -152,6 +152,14 @@ TEST(grammar_pattern_shortcuts_are_the_scan) {
         {"{\"type\":\"object\",\"properties\":{\"abc\":{},\"ab.d\":{},\"xyz\":{}},\"patternProperties\":{\"^x[0-9]+$\":{\"type\":\"null\"}},"
          "\"additionalProperties\":false}",
          "{\"x1\":null,\"abc\":1,\"x"},
+        /* several parse stacks: each stack's plain tokens apart, their union taken */
+        {"{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"},{\"type\":\"string\",\"pattern\":\"^[0-9a]+$\"},"
+         "{\"type\":\"string\",\"maxLength\":2}]}",
+         "\"a0"},
+        {"{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"abc\":{\"type\":\"integer\"}},\"patternProperties\":{\"^x[0-9]+$\":{}},"
+         "\"additionalProperties\":false},{\"type\":\"object\",\"patternProperties\":{\"^[a-z]+$\":{\"type\":\"null\"}},"
+         "\"additionalProperties\":false},{\"type\":\"object\",\"properties\":{\"ab.e\":{\"type\":\"string\"}}}]}",
+         "{\"ab"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases && tm; i++)
         CHECKF(doc_masks_exact(tm, &v, cases[i].schema, cases[i].doc), "case %zu", i);
