@@ -120,13 +120,16 @@ bool cli_draft_head(const char *flag, const char *s, int *out) {
     return true;
 }
 
+/* Which of the two words s is: 0, 1, or -1 for neither. */
+static int word_of_two(const char *s, const char *w0, const char *w1) {
+    return !strcmp(s, w0) ? 0 : !strcmp(s, w1) ? 1 : -1;
+}
+
 bool cli_on_off(const char *flag, const char *s, int *out) {
-    if (!strcmp(s, "on") || !strcmp(s, "off")) {
-        *out = s[1] == 'n' ? 1 : -1;
-        return true;
-    }
-    cli_fail("%s: '%s' is not on or off", flag, s);
-    return false;
+    int w = word_of_two(s, "on", "off");
+    if (w >= 0) *out = w == 0 ? 1 : -1;
+    else cli_fail("%s: '%s' is not on or off", flag, s);
+    return w >= 0;
 }
 
 bool cli_kernels(const char *flag, const char *s, const char **out) {
@@ -141,12 +144,10 @@ bool cli_kernels(const char *flag, const char *s, const char **out) {
 }
 
 bool cli_kv(const char *flag, const char *s, int *q8) {
-    if (!strcmp(s, "f16") || !strcmp(s, "q8")) {
-        *q8 = s[0] == 'q';
-        return true;
-    }
-    cli_fail("%s: unknown KV cache type '%s' (f16 or q8)", flag, s);
-    return false;
+    int w = word_of_two(s, "f16", "q8");
+    if (w >= 0) *q8 = w;
+    else cli_fail("%s: unknown KV cache type '%s' (f16 or q8)", flag, s);
+    return w >= 0;
 }
 
 const char *cli_alias(const char *flag) {

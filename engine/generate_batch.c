@@ -33,6 +33,9 @@ typedef struct {
     pf_engine_session seq;
     pf_ctx ctx;
     pf_strategy *strat; /* speculation: the slot's strategy (NULL: plain) */
+    /* the strategy whose context covers the cache's rows after the slot's last request (it ran
+     * that request to its end), or NULL: what a tapping strategy's keep needs (generate.c's prev) */
+    pf_strategy *prev;
     float *ptaps;       /* speculation: the prompt's tapped rows until begin */
     pf_decode_stats st;
     double t0, t_first;
@@ -65,6 +68,7 @@ static void finish(batch_run *b, seq_slot *sl, pf_rc rc, const char *err) {
     sl->st.decode_s = sl->t_first > 0 ? t_end - sl->t_first : 0;
     b->feed->done(b->feed->feed, &sl->req, rc, &sl->st, err ? err : "");
     sl->busy = 0;
+    sl->prev = rc == PF_RC_OK && sl->n_fed == sl->req.n_prompt ? sl->strat : NULL;
     pf_constraint_free(sl->seq.cons);
     sl->seq.cons = NULL;
     free(sl->ptaps);
@@ -118,10 +122,8 @@ static pf_rc spec_slot(batch_run *b, int i, char err[PF_ERR_LEN]) {
 
 /* Rows of the slot's cache its new prompt shares with what the slot ran last, as a session's
  * multi-turn reuse keeps them (a row is bitwise the same whichever forward computed it): all but
- * the prompt's last token at most, which runs for the first logits; none for a strategy that taps
- * the prompt's rows (its begin takes every row's taps). */
+ * the prompt's last token at most, which runs for the first logits. */
 static int reusable_rows(const seq_slot *sl) {
-    if (sl->strat && sl->strat->n_taps) return 0;
     int64_t lim = sl->n_hist < sl->kv->len ? sl->n_hist : sl->kv->len;
     if (lim > sl->req.n_prompt - 1) lim = sl->req.n_prompt - 1;
     int n = 0;
@@ -129,9 +131,17 @@ static int reusable_rows(const seq_slot *sl) {
     return n;
 }
 
-/* The slot's cache for its new request: the rows it reuses kept, the prompt its history. */
+/* The slot's cache for its new request: the rows it reuses kept, the prompt its history. A
+ * strategy that taps the prompt's rows keeps them only when it ran the slot's last request and
+ * cuts its own context to them (generate.c's keep_reusable); otherwise it begins on the whole
+ * prompt. */
 static void start_cache(seq_slot *sl) {
     int keep = reusable_rows(sl);
+    pf_strategy *st = sl->strat;
+    if (keep > 0 && st && st->n_taps &&
+        !(sl->prev == st && st->keep && st->resume && st->keep(st->state, &sl->seq, keep) == 0))
+        keep = 0;
+    sl->prev = NULL; /* what stays valid if this request fails */
     pf_kv_truncate(sl->kv, keep);
     sl->n_fed = keep;
     sl->st.n_reused = keep;
@@ -279,13 +289,20 @@ static void take_token(batch_run *b, seq_slot *sl, int32_t tok, bool drafted) {
     finish(b, sl, PF_RC_OK, NULL);
 }
 
-/* Speculation: a prefilled slot begins its strategy on the prompt (as generate.c's prefill). */
+/* Speculation: a prefilled slot begins its strategy on the prompt, or resumes it after the rows
+ * it kept (as generate.c's prefill). */
 static pf_rc spec_begin(batch_run *b, seq_slot *sl, char err[PF_ERR_LEN]) {
     pf_strategy *st = sl->strat;
-    pf_rc rc = st->begin ? st->begin(st->state, &sl->seq, sl->req.prompt, sl->req.n_prompt, sl->ptaps, err) : PF_RC_OK;
+    const int32_t *prompt = sl->req.prompt;
+    int n = sl->req.n_prompt, kept = sl->st.n_reused;
+    pf_rc rc = PF_RC_OK;
+    if (kept > 0 && st->n_taps)
+        rc = st->resume(st->state, &sl->seq, prompt, n, kept,
+                        sl->ptaps + (size_t)kept * st->n_taps * b->s->model->hp.n_embd, err);
+    else if (st->begin)
+        rc = st->begin(st->state, &sl->seq, prompt, n, sl->ptaps, err);
     free(sl->ptaps);
     sl->ptaps = NULL;
-    (void)b;
     return rc;
 }
 

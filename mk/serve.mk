@@ -32,9 +32,14 @@ $(OPENAI_DIR)/node_modules/openai/package.json:
 test test-data: $(OPENAI_DIR)/node_modules/openai/package.json
 test: export PF_OPENAI_DIR := $(abspath $(OPENAI_DIR))
 
-# The page's browser test drives Debian's chromium (.ci/run installs it: apt-get install chromium)
-# with playwright-core, installed here into .cache/playwright-node; without either the test is
-# skipped by name.
+# The page's browser test drives Debian's chromium with playwright-core, installed here into
+# .cache/playwright-node. `make test` installs chromium too where it runs as root with apt-get (as
+# the other test tools); elsewhere, without either, the test is skipped by name.
+.PHONY: browser-deps
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || [ "$(DEPS_UID)" != 0 ] || ! command -v $(APT_GET) >/dev/null 2>&1 || \
+	    { $(call pf_ensure,test dependencies,$(call pf_need,command -v chromium,chromium)); }
+test: browser-deps
 PLAYWRIGHT_NPM ?= playwright-core@1.65.1
 PLAYWRIGHT_DIR ?= .cache/playwright-node
 $(PLAYWRIGHT_DIR)/node_modules/playwright-core/package.json:

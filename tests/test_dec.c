@@ -213,19 +213,42 @@ static void head_adapt(pf_adapt *a, const pf_dec *head) {
     pf_cost_set_prior(&a->cost, c, d, 10, 0.01);
 }
 
+/* A head (make_head's scale and bias) on the fixture, its planner (head_adapt) and zero target and
+ * draft rows: what the calibration tests drive round by round. */
+typedef struct {
+    fixture f;
+    pf_dec *head;
+    float *ht, *hd;
+    pf_adapt a;
+} head_rounds;
+
+static int head_rounds_open(head_rounds *r, float scale, float bias, const char *name) {
+    r->head = NULL, r->ht = r->hd = NULL;
+    if (setup(&r->f) < 0 || !(r->head = make_head(&r->f, scale, bias, name))) return -1;
+    int H = r->f.m->hp.n_embd;
+    r->ht = calloc((size_t)H, sizeof(float));
+    r->hd = calloc((size_t)8 * H, sizeof(float));
+    head_adapt(&r->a, r->head);
+    return r->ht && r->hd ? 0 : -1;
+}
+
+static void head_rounds_close(head_rounds *r) {
+    free(r->ht), free(r->hd);
+    pf_dec_free(r->head);
+    teardown(&r->f);
+}
+
 /* The head's online calibration: a head that predicts almost nothing survives (bias -3) while
  * every verified draft is kept learns to verify more; one that predicts everything survives
  * (bias +3) while only the first draft is ever kept learns to verify less; the offsets stay
  * bounded and move only at the positions seen. */
 TEST(dec_calibration_follows_kept_drafts) {
-    fixture f;
-    CHECK(setup(&f) == 0);
-    int H = f.m->hp.n_embd;
-    pf_dec *lo = make_head(&f, 0.0f, -2.0f, "head-pessimist"), *hi = make_head(&f, 0.0f, 3.0f, "head-optimist");
-    CHECK(lo && hi);
-    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
-    pf_adapt a, b;
-    head_adapt(&a, lo);
+    head_rounds hr;
+    CHECK(head_rounds_open(&hr, 0.0f, -2.0f, "head-pessimist") == 0);
+    pf_dec *hi = make_head(&hr.f, 0.0f, 3.0f, "head-optimist");
+    CHECK(hi);
+    float *ht = hr.ht, *hd = hr.hd;
+    pf_adapt a = hr.a, b;
     head_adapt(&b, hi);
     /* each round as the engine runs it: plan (the head's target half), then choose after drafting */
     pf_adapt_plan(&a, ht, 8), pf_adapt_plan(&b, ht, 8);
@@ -243,23 +266,18 @@ TEST(dec_calibration_follows_kept_drafts) {
     for (int k = 0; k < PF_MAX_BLOCK; k++)
         CHECK(fabs(a.cal[k]) <= PF_ADAPT_CAL_MAX && fabs(b.cal[k]) <= PF_ADAPT_CAL_MAX);
     CHECK(a.cal[0] > 2.5 && b.cal[1] < -2.5 && b.cal[2] == 0); /* position 3 was never seen by b */
-    free(ht), free(hd);
-    pf_dec_free(lo), pf_dec_free(hi);
-    teardown(&f);
+    pf_dec_free(hi);
+    head_rounds_close(&hr);
 }
 
 /* What the batch's row budget plans with (pf_adapt_survival_kept): an optimist head's drafts that
  * are never kept read as seldom kept after three rounds, while the head's own estimate still
  * promises most of them; without a head it is the running acceptance, pf_adapt_survival's. */
 TEST(dec_survival_kept_reads_the_kept_drafts) {
-    fixture f;
-    CHECK(setup(&f) == 0);
-    int H = f.m->hp.n_embd;
-    pf_dec *hi = make_head(&f, 0.0f, 3.0f, "head-optimist-kept");
-    CHECK(hi);
-    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
-    pf_adapt a, plain;
-    head_adapt(&a, hi);
+    head_rounds hr;
+    CHECK(head_rounds_open(&hr, 0.0f, 3.0f, "head-optimist-kept") == 0);
+    float *ht = hr.ht, *hd = hr.hd;
+    pf_adapt a = hr.a, plain;
     head_adapt(&plain, NULL);
     for (int r = 0; r < 3; r++) {
         pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 7);
@@ -273,9 +291,7 @@ TEST(dec_survival_kept_reads_the_kept_drafts) {
         CHECKF(pf_adapt_survival_kept(&plain, k) == pf_adapt_survival(&plain, k), "headless position %d: %.3f, %.3f", k,
                pf_adapt_survival_kept(&plain, k), pf_adapt_survival(&plain, k));
     CHECK(pf_adapt_survival_kept(&plain, 1) > 0.8 && pf_adapt_survival_kept(&plain, 2) < 0.4);
-    free(ht), free(hd);
-    pf_dec_free(hi);
-    teardown(&f);
+    head_rounds_close(&hr);
 }
 
 /* The calibration's slope: a head whose logit spreads wide while the drafts are kept about half the
@@ -283,15 +299,12 @@ TEST(dec_survival_kept_reads_the_kept_drafts) {
  * pulled to the middle; a head whose logit is right (outcomes drawn from its own sigmoid) keeps a
  * slope near 1. */
 TEST(dec_calibration_slope_shrinks_an_overconfident_head) {
-    fixture f;
-    CHECK(setup(&f) == 0);
-    int H = f.m->hp.n_embd;
-    pf_dec *head = make_head(&f, 1.0f, 0.0f, "head-spread");
-    CHECK(head);
-    float *ht = calloc((size_t)H, sizeof(float)), *hd = calloc((size_t)8 * H, sizeof(float));
+    head_rounds hr;
+    CHECK(head_rounds_open(&hr, 1.0f, 0.0f, "head-spread") == 0);
+    int H = hr.f.m->hp.n_embd;
+    float *ht = hr.ht, *hd = hr.hd;
     for (int honest = 0; honest < 2; honest++) {
-        pf_adapt a;
-        head_adapt(&a, head);
+        pf_adapt a = hr.a; /* a fresh planner for each kind of outcome */
         unsigned x = 777;
         double zabs = 0, p_ext = 0;
         int n_ext = 0;
@@ -317,58 +330,31 @@ TEST(dec_calibration_slope_shrinks_an_overconfident_head) {
             CHECKF(n_ext > 20 && p_ext / n_ext < 0.3, "extreme logits still predict %g from 0.5", p_ext / (n_ext ? n_ext : 1));
         }
     }
-    free(ht), free(hd);
-    pf_dec_free(head);
-    teardown(&f);
+    head_rounds_close(&hr);
 }
 
 /* The offsets' first steps are large (1/(4 + observations)): ten rounds in which every draft is
  * kept move a head that predicts 0.12 to above 0.5, its position-1 offset by more than 0.6 (at the
  * floor rate, 0.05, by 0.32, and the survival to 0.46); once a position has been seen for hundreds
  * of rounds one observation moves its offset by the floor rate at most. */
-/* One pessimistic head (bias -2) on the fixture, its planner (head_adapt) and zero target and draft
- * rows: what the calibration tests drive round by round. */
-typedef struct {
-    fixture f;
-    pf_dec *head;
-    float *ht, *hd;
-    pf_adapt a;
-} head_rounds;
-
-static int head_rounds_open(head_rounds *r, const char *name) {
-    if (setup(&r->f) < 0 || !(r->head = make_head(&r->f, 0.0f, -2.0f, name))) return -1;
-    int H = r->f.m->hp.n_embd;
-    r->ht = calloc((size_t)H, sizeof(float));
-    r->hd = calloc((size_t)8 * H, sizeof(float));
-    head_adapt(&r->a, r->head);
-    return r->ht && r->hd ? 0 : -1;
-}
-
-static void head_rounds_close(head_rounds *r) {
-    free(r->ht), free(r->hd);
-    pf_dec_free(r->head);
-    teardown(&r->f);
-}
-
 TEST(dec_calibration_starts_fast) {
     head_rounds hr;
-    CHECK(head_rounds_open(&hr, "head-slowstart") == 0);
+    CHECK(head_rounds_open(&hr, 0.0f, -2.0f, "head-slowstart") == 0);
     pf_adapt a = hr.a;
-    float *ht = hr.ht, *hd = hr.hd;
-    pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+    pf_adapt_plan(&a, hr.ht, 8), pf_adapt_choose(&a, hr.ht, hr.hd, 3);
     double s0 = a.last_sk[0];
     for (int r = 0; r < 10; r++) {
-        pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+        pf_adapt_plan(&a, hr.ht, 8), pf_adapt_choose(&a, hr.ht, hr.hd, 3);
         pf_adapt_observe(&a, 3, 3);
     }
-    pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+    pf_adapt_plan(&a, hr.ht, 8), pf_adapt_choose(&a, hr.ht, hr.hd, 3);
     CHECKF(s0 < 0.15 && a.last_sk[0] > 0.5 && a.cal[0] > 0.6, "survival %g -> %g (offset %g) after ten kept rounds", s0,
            a.last_sk[0], a.cal[0]);
     for (int r = 0; r < 400; r++) {
-        pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+        pf_adapt_plan(&a, hr.ht, 8), pf_adapt_choose(&a, hr.ht, hr.hd, 3);
         pf_adapt_observe(&a, 3, r % 2 ? 3 : 0);
     }
-    pf_adapt_plan(&a, ht, 8), pf_adapt_choose(&a, ht, hd, 3);
+    pf_adapt_plan(&a, hr.ht, 8), pf_adapt_choose(&a, hr.ht, hr.hd, 3);
     double before = a.cal[0], sl = a.cal_slope;
     pf_adapt_observe(&a, 3, 0);
     CHECKF(fabs(a.cal[0] - before) <= PF_ADAPT_CAL_RATE + 1e-12, "a late step moved the offset by %g", a.cal[0] - before);
@@ -423,15 +409,14 @@ TEST(dec_profile_costs_refit_at_the_start) {
  * the marks last one round. */
 TEST(dec_forced_drafts_count_as_kept) {
     head_rounds hr;
-    CHECK(head_rounds_open(&hr, "head-forced") == 0);
+    CHECK(head_rounds_open(&hr, 0.0f, -2.0f, "head-forced") == 0);
     pf_adapt a = hr.a;
-    float *ht = hr.ht, *hd = hr.hd;
-    pf_adapt_plan(&a, ht, 8);
-    int free_n = pf_adapt_choose(&a, ht, hd, 7);
+    pf_adapt_plan(&a, hr.ht, 8);
+    int free_n = pf_adapt_choose(&a, hr.ht, hr.hd, 7);
     pf_adapt_observe(&a, free_n, 0);
-    pf_adapt_plan(&a, ht, 8);
+    pf_adapt_plan(&a, hr.ht, 8);
     memset(a.forced, 1, 6); /* drafts 1..6 forced, draft 7 the model's choice */
-    int forced_n = pf_adapt_choose(&a, ht, hd, 7);
+    int forced_n = pf_adapt_choose(&a, hr.ht, hr.hd, 7);
     CHECKF(free_n <= 1 && forced_n >= 6, "free drafts: %d verified, forced run: %d", free_n, forced_n);
     double cal[PF_MAX_BLOCK];
     memcpy(cal, a.cal, sizeof cal);

@@ -265,6 +265,39 @@ static bool is_true(const pf_json *v, const char *key) {
 #define Q4 "List three colors."
 #define P2 "Once upon a time, there was"
 
+/* The client's input for six chat requests at once, each Q2 for 1000 tokens without end of turn:
+ * seconds each, so the requests sent together are all in before the first ends. */
+static bool write_six_long_chats(const char *path) {
+    static char req[8192];
+    size_t n = (size_t)snprintf(req, sizeof req, "[");
+    for (int i = 0; i < 6; i++)
+        n += (size_t)snprintf(req + n, sizeof req - n,
+                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"" Q2 "\"}],\"max_tokens\":1000,\"temperature\":0,\"ignore_eos\":true}}",
+                              i ? "," : "");
+    snprintf(req + n, sizeof req - n, "]");
+    return write_file(path, req);
+}
+
+/* An answer refused with 503 server_busy. */
+static bool is_server_busy(const pf_json *r) {
+    const char *code = str(pf_json_get(r, "error"), "code");
+    return num(r, "status") == 503 && code && !strcmp(code, "server_busy");
+}
+
+/* The server's health once its clients have left: `dropped` generations stopped, no session busy,
+ * nothing queued; else false and why. */
+static bool idle_after_drops(const pf_json *health, double dropped, char *why, size_t n) {
+    if (num(health, "dropped") != dropped)
+        snprintf(why, n, "%g generations dropped, %g expected", num(health, "dropped"), dropped);
+    else if (num(health, "sessions_busy") != 0 || num(health, "queued") != 0)
+        snprintf(why, n, "busy %g, queued %g", num(health, "sessions_busy"), num(health, "queued"));
+    else
+        return true;
+    return false;
+}
+
+
 /* Chat and completion requests for Q1, Q2 (plain and streamed) against `run`, the second turn of
  * the first conversation (its cache rows reused), and a seeded sample twice. */
 static void check_against_run(const char *serve_args, const char *run_args) {
@@ -581,9 +614,8 @@ TEST(serve_batch_clients_vanish_mid_batch) {
     SCHECK(s, !strcmp(str(pf_json_get(r, "during"), "text"), str(pf_json_get(r, "after"), "text")),
            "the same request in and after the batch: '%s' / '%s'", str(pf_json_get(r, "during"), "text"),
            str(pf_json_get(r, "after"), "text"));
-    SCHECK(s, num(health, "dropped") == 3, "health: %g generations dropped, 3 expected", num(health, "dropped"));
-    SCHECK(s, num(health, "sessions_busy") == 0 && num(health, "queued") == 0, "health: busy %g, queued %g",
-           num(health, "sessions_busy"), num(health, "queued"));
+    char why[160];
+    SCHECK(s, idle_after_drops(health, 3, why, sizeof why), "health: %s", why);
     pf_json_free(d);
     CHECK(server_stop(&s) == 0);
 }
@@ -592,16 +624,8 @@ TEST(serve_batch_clients_vanish_mid_batch) {
  * others get 503 server_busy; every answer equals the first (the same request). */
 TEST(serve_batch_full_queue) {
     NEED_SDK();
-    static char req[8192];
-    size_t n = (size_t)snprintf(req, sizeof req, "[");
-    for (int i = 0; i < 6; i++)
-        n += (size_t)snprintf(req + n, sizeof req - n,
-                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
-                              "\"content\":\"" Q2 "\"}],\"max_tokens\":1000,\"temperature\":0,\"ignore_eos\":true}}",
-                              i ? "," : "");
-    snprintf(req + n, sizeof req - n, "]");
     const char *in = tmp("bqueue-in.json"), *out = tmp("bqueue-out.json");
-    CHECK(write_file(in, req));
+    CHECK(write_six_long_chats(in));
     server s;
     START(s, "-m " TARGET " --parallel 2 --queue 1 -t 1 -c 2048");
     char err[PF_ERR_LEN];
@@ -615,8 +639,7 @@ TEST(serve_batch_full_queue) {
             ok++;
             if (!first) first = str(r, "text");
             SCHECK(s, !strcmp(first, str(r, "text")), "request %zu: another answer", i);
-        } else if (num(r, "status") == 503 && str(pf_json_get(r, "error"), "code") &&
-                   !strcmp(str(pf_json_get(r, "error"), "code"), "server_busy")) {
+        } else if (is_server_busy(r)) {
             busy++;
         }
     }
@@ -640,9 +663,8 @@ TEST(serve_dropped_stream_frees_its_session) {
     /* the server's count, not the client's clock: the next request got the only session, and the
      * stream was stopped because its client left, not because it ran to its end */
     SCHECK(s, is_true(after, "ok"), "the next request failed: %s", str(after, "message"));
-    SCHECK(s, num(health, "dropped") == 1, "health: %g generations dropped, 1 expected", num(health, "dropped"));
-    SCHECK(s, num(health, "sessions_busy") == 0 && num(health, "queued") == 0, "health: busy %g, queued %g",
-           num(health, "sessions_busy"), num(health, "queued"));
+    char why[160];
+    SCHECK(s, idle_after_drops(health, 1, why, sizeof why), "health: %s", why);
     pf_json_free(d);
     CHECK(server_stop(&s) == 0);
 }
@@ -653,16 +675,9 @@ TEST(serve_dropped_stream_frees_its_session) {
  * --timeout stops with finish_reason "length". */
 TEST(serve_queue_limit_and_time_limit) {
     NEED_SDK();
-    static char req[8192], args[700];
-    size_t n = (size_t)snprintf(req, sizeof req, "[");
-    for (int i = 0; i < 6; i++)
-        n += (size_t)snprintf(req + n, sizeof req - n,
-                              "%s{\"endpoint\":\"chat\",\"body\":{\"model\":\"pf\",\"messages\":[{\"role\":\"user\","
-                              "\"content\":\"" Q2 "\"}],\"max_tokens\":1000,\"temperature\":0,\"ignore_eos\":true}}",
-                              i ? "," : "");
-    n += (size_t)snprintf(req + n, sizeof req - n, "]");
+    static char args[700];
     const char *in = tmp("queue-in.json"), *out = tmp("queue-out.json");
-    CHECK(write_file(in, req));
+    CHECK(write_six_long_chats(in));
     server s;
     START(s, "-m " TARGET " --parallel 1 --queue 1 -t 1 -c 2048");
     char err[PF_ERR_LEN];
@@ -672,8 +687,7 @@ TEST(serve_queue_limit_and_time_limit) {
     for (size_t i = 0; i < 6; i++) {
         const pf_json *r = item(d, i);
         if (is_true(r, "ok") && num(pf_json_get(r, "usage"), "completion_tokens") > 0) ok++;
-        else if (num(r, "status") == 503 && str(pf_json_get(r, "error"), "code") &&
-                 !strcmp(str(pf_json_get(r, "error"), "code"), "server_busy")) busy++;
+        else if (is_server_busy(r)) busy++;
     }
     pf_json_free(d);
     SCHECK(s, ok >= 2 && busy >= 1 && ok + busy == 6, "%d answered, %d busy of 6", ok, busy);

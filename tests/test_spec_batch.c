@@ -3,7 +3,8 @@
  * DFlash block and prompt lookup, at 1, 3 and 8 sequences at a time at the best kernel level
  * and at 3 on every other level; sampled (1, 3 and 8 at a time), the same tokens as the request's
  * solo speculative run with its seed (and, for the strategies that draft point masses, plain
- * sampling's). The row budget's arithmetic (verify/row_share.h) on its own. */
+ * sampling's). At one slot, requests keep the rows their prompt shares with the slot's last one.
+ * The row budget's arithmetic (verify/row_share.h) on its own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,11 @@ static void run_batch(fixture *f, const pf_strategy_plan *plan, int slots, const
     }
     const pf_spec_stats *st = pf_spec_batch_stats(sb);
     CHECK(st->rounds > 0);
+    /* one slot runs every request in turn: each later prompt keeps the chat template's rows of the
+     * one before, the tapping strategies' drafters cut to them too */
+    int reused = 0;
+    for (int i = 1; slots == 1 && i < N_REQ; i++) reused += f->q.out[i].st.n_reused > 0;
+    CHECKF(slots > 1 || reused > 0, "%s, one slot: no request reused its slot's rows", what);
     pf_spec_batch_free(sb);
 }
 

@@ -1,8 +1,9 @@
 """The pretraining token stream: the tokenizer pruned for pretraining text + task data, then every
 document of work/pre/docs.jsonl encoded and laid end to end.
 
-  prepare_pretrain.py vocab     count Qwen3 tokens over a sample of the documents and all task
-                                examples, prune to 8,192 -> work/pre/tokenizer.json
+  prepare_pretrain.py vocab     the pinned tokenizer (pretrain_tokenizer.json) -> work/pre/tokenizer.json;
+                                without it (or with --rebuild): count Qwen3 tokens over a sample of the
+                                documents and all task examples, prune to 8,192
   prepare_pretrain.py manifest  train/pretrain_manifest.json: sha256 of every downloaded input,
                                 the tokenizer and the stream; the mix (mix.json, stream.json)
   prepare_pretrain.py encode    encode every document (2 processes) -> work/pre/stream.u16 (uint16
@@ -15,6 +16,7 @@ import collections
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -26,6 +28,10 @@ import prepare_data as D  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRE = os.path.join(HERE, "work", "pre")
 TOKENIZER = os.path.join(PRE, "tokenizer.json")
+# The tokenizer the pretraining's weights were trained with, committed: a rebuild counts over Debian's
+# live package descriptions, which change from day to day, and a vocabulary pruned from other counts
+# moves token ids under the committed snapshot.
+PINNED = os.path.join(HERE, "pretrain_tokenizer.json")
 VOCAB = 8192
 # How many times each source's documents enter the stream (1 = once). Sources of one kind of text
 # that would otherwise dominate it are taken in part: a weight w < 1 keeps the first w of its
@@ -44,6 +50,10 @@ def docs():
 
 
 def vocab():
+    if os.path.exists(PINNED) and "--rebuild" not in sys.argv:
+        shutil.copyfile(PINNED, TOKENIZER)
+        print(f"tokenizer: the pinned {os.path.basename(PINNED)}", flush=True)
+        return
     full = QwenBPE.from_tokenizer_json(D.FULL_TOKENIZER)
     counts = collections.Counter()
     for k, d in enumerate(docs()):

@@ -185,14 +185,13 @@ static void draft_done(pf_spec *sp, pf_engine_session *s, const pf_draft_call *c
     }
 }
 
-/* Draft up to B-1 tokens after `last` into rows[1..]: *nd to verify, *proposed made. */
-static pf_rc draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int *nd, int *proposed,
-                   round_clock *t, char err[PF_ERR_LEN]) {
-    pf_rc rc = draft_flush(sp, t, err);
+/* Draft up to B-1 tokens after `last` into rows[1..]: r->nd to verify, r->proposed made. */
+static pf_rc draft(pf_spec *sp, int32_t last, int B, pf_spec_round_state *r, char err[PF_ERR_LEN]) {
+    pf_rc rc = draft_flush(sp, &r->t, err);
     if (rc != PF_RC_OK) return rc;
-    pf_draft_call c = draft_call(sp, s, last, start, B);
+    pf_draft_call c = draft_call(sp, sp->s, last, r->start, B);
     if ((rc = pf_drafter_call(&c, err)) != PF_RC_OK) return rc;
-    draft_done(sp, s, &c, pf_now_s() - t->t0, 0, nd, proposed);
+    draft_done(sp, sp->s, &c, pf_now_s() - r->t.t0, 0, &r->nd, &r->proposed);
     return PF_RC_OK;
 }
 
@@ -223,9 +222,10 @@ static void observe(pf_spec *sp, int nd, int a, const round_clock *t, int own_fo
 
 /* Structured output: the drafts cut to what the constraint allows, forced tokens appended (a
  * forced position at the start skips the drafter); forced positions go to the planner as sure to
- * be kept, outside what it learns of the draft. *n_masked: the rows to mask after verifying. */
-static pf_rc constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, int64_t start, int B, int cap, int *nd,
-                             int *proposed, int *n_masked, round_clock *t, char err[PF_ERR_LEN]) {
+ * be kept, outside what it learns of the draft. r->nd: the rows to verify, r->n_masked: the rows
+ * to mask after verifying. */
+static pf_rc constrained_draft(pf_spec *sp, int32_t last, int B, int cap, pf_spec_round_state *r, char err[PF_ERR_LEN]) {
+    pf_engine_session *s = sp->s;
     int rows_cap = sp->block < cap ? sp->block : cap, n_forced = 0;
     int stochastic = s->sampling.temp > 0 && !sp->ad && !sp->d->deterministic;
     if (B >= 2 && pf_constraint_forced(s->cons) < 0) {
@@ -233,21 +233,21 @@ static pf_rc constrained_draft(pf_spec *sp, pf_engine_session *s, int32_t last, 
         pf_draft_filter f = pf_spec_draft_filter(s->cons);
         size_t pos0 = pf_constraint_pos(s->cons);
         if (sp->d->set_filter) sp->d->set_filter(sp->d->state, &f);
-        pf_rc rc = draft(sp, s, last, start, B, nd, proposed, t, err);
+        pf_rc rc = draft(sp, last, B, r, err);
         if (sp->d->set_filter) sp->d->set_filter(sp->d->state, NULL);
         pf_constraint_rollback(s->cons, pos0);
         if (rc != PF_RC_OK) return rc;
-        if (sp->ad && *nd > 0) { /* forced drafts are sure to be kept once reached: Dec counts them so */
-            pf_spec_mark_forced(s->cons, sp->rows + 1, *nd, sp->ad->forced);
-            dec_choose(sp, nd, 0);
+        if (sp->ad && r->nd > 0) { /* forced drafts are sure to be kept once reached: Dec counts them so */
+            pf_spec_mark_forced(s->cons, sp->rows + 1, r->nd, sp->ad->forced);
+            dec_choose(sp, &r->nd, 0);
         }
     }
-    *nd = pf_spec_constrain_path(sp, s->cons, *nd, rows_cap, stochastic, &n_forced, n_masked);
-    if (*nd < 0) { /* its only failure */
+    r->nd = pf_spec_constrain_path(sp, s->cons, r->nd, rows_cap, stochastic, &n_forced, &r->n_masked);
+    if (r->nd < 0) { /* its only failure */
         snprintf(err, PF_ERR_LEN, "out of memory");
         return PF_RC_OOM;
     }
-    if (sp->ad) memset(sp->ad->forced + *nd - n_forced, 1, (size_t)n_forced); /* the run appended */
+    if (sp->ad) memset(sp->ad->forced + r->nd - n_forced, 1, (size_t)n_forced); /* the run appended */
     sp->st.forced += n_forced;
     return PF_RC_OK;
 }
@@ -259,7 +259,7 @@ pf_rc pf_spec_round_begin(pf_spec *sp, int32_t last, int cap, int B, pf_spec_rou
     call->B = 0;
     r->planned = B != 0;
     if (B == 0) B = plan_rows(sp, cap);
-    if (s->cons) return constrained_draft(sp, s, last, r->start, B, cap, &r->nd, &r->proposed, &r->n_masked, &r->t, err);
+    if (s->cons) return constrained_draft(sp, last, B, cap, r, err);
     if (B < 2) return PF_RC_OK;
     pf_rc rc = draft_flush(sp, &r->t, err);
     if (rc == PF_RC_OK) *call = draft_call(sp, s, last, r->start, B);

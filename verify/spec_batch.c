@@ -23,6 +23,7 @@ typedef struct {
     pf_draft_call call; /* this step's proposal (B < 2: none) */
     double s_plan[PF_MAX_BLOCK]; /* the survivals the row budget planned this step's drafts with */
     int shared;                  /* this step's rows came from the row budget */
+    int fresh;                   /* sp was built since the slot's last request: it has no context to keep */
 } slot_spec;
 
 /* What a drafter is made of (pf_drafter_for): a slot keeps its drafter while this stays. */
@@ -167,19 +168,43 @@ static void take_calibration(pf_spec_batch *sb, const slot_spec *ss) {
     sb->rows_prior = 1;
 }
 
-/* The slot's strategy begins a request: calibrated once per choice for the batch, the other slots
- * of that choice start from that measurement. */
-static pf_rc slot_begin(void *state, pf_engine_session *seq, const int32_t *prompt, int n_prompt, const float *taps,
-                        char err[PF_ERR_LEN]) {
-    slot_spec *ss = state;
+/* An uncalibrated slot starts from its choice's calibration in this batch, when there is one. */
+static void inherit_calibration(slot_spec *ss) {
     pf_spec *sp = ss->sp;
     const calibration *k = sp->ad && !sp->calibrated ? calibration_of(ss->sb, &ss->made) : NULL;
     if (k) {
         sp->ad->cost = k->cost;
         sp->calibrated = 1;
     }
-    pf_strategy *own = pf_spec_strategy(sp);
+}
+
+/* The slot's strategy begins a request: calibrated once per choice for the batch, the other slots
+ * of that choice start from that measurement. */
+static pf_rc slot_begin(void *state, pf_engine_session *seq, const int32_t *prompt, int n_prompt, const float *taps,
+                        char err[PF_ERR_LEN]) {
+    slot_spec *ss = state;
+    inherit_calibration(ss);
+    pf_strategy *own = pf_spec_strategy(ss->sp);
     pf_rc rc = own->begin(own->state, seq, prompt, n_prompt, taps, err);
+    if (rc == PF_RC_OK) take_calibration(ss->sb, ss), ss->fresh = 0;
+    return rc;
+}
+
+/* Multi-turn reuse in a slot (pf_strategy.keep / resume): the slot's speculation cuts its
+ * drafter's context to the rows the slot's cache keeps, unless it was built after the slot's last
+ * request. */
+static int slot_keep(void *state, pf_engine_session *seq, int n_keep) {
+    slot_spec *ss = state;
+    pf_strategy *own = pf_spec_strategy(ss->sp);
+    return ss->fresh || !own->keep ? -1 : own->keep(own->state, seq, n_keep);
+}
+
+static pf_rc slot_resume(void *state, pf_engine_session *seq, const int32_t *prompt, int n_prompt, int n_keep,
+                         const float *taps, char err[PF_ERR_LEN]) {
+    slot_spec *ss = state;
+    inherit_calibration(ss);
+    pf_strategy *own = pf_spec_strategy(ss->sp);
+    pf_rc rc = own->resume(own->state, seq, prompt, n_prompt, n_keep, taps, err);
     if (rc == PF_RC_OK) take_calibration(ss->sb, ss);
     return rc;
 }
@@ -239,6 +264,9 @@ static pf_rc slot_spec_for(pf_spec_batch *sb, int i, const pf_spec_choice *c, pf
     ss->strat = *pf_spec_strategy(ss->sp);
     ss->strat.state = ss;
     ss->strat.begin = slot_begin;
+    ss->strat.keep = slot_keep;
+    ss->strat.resume = slot_resume;
+    ss->fresh = 1;
     return PF_RC_OK;
 }
 
