@@ -403,6 +403,59 @@ static int implied_by_context(cctx *c, const pf_json *n, const pf_json_member *k
     return 0;
 }
 
+/* Adds the term t (NULL: a failure already reported) to ts. 0, or FAIL. */
+static int add_made_term(cctx *c, terms *ts, const pf_json *t, const char *path) {
+    if (!t) return FAIL;
+    return add_term(c, ts, t) < 0 ? sc_fail_oom(c, path) : 0;
+}
+
+/* not {"type": ...}: the other types; nothing where ctx admits none of the named ones but them. */
+static int type_terms(cctx *c, terms *ts, const pf_json *n, const pf_json *ctx, const char *path) {
+    cctx probe = *c; /* type_set only reads */
+    int set = sc_type_set(&probe, n, path);
+    if (set < 0) return FAIL;
+    if (set & T_INT) set |= T_NUM; /* "not an integer" still holds for 0.5: all numbers go, never too many */
+    int left = ALL_TYPES & ~set;
+    if (ctx && pf_json_get(ctx, "type") && !(named_types(c, ctx) & ~left)) { /* every value ctx admits */
+        ts->all = 1;
+        return 0;
+    }
+    return add_made_term(c, ts, left ? typed(c, left, NULL, 0) : &k_false, path);
+}
+
+/* not {"required": ...} (a listed key missing) and not {"allOf": ...} (some member's complement). */
+static int required_terms(cctx *c, terms *ts, const pf_json *n, const pf_json_member *k, const pf_json *ctx, int depth,
+                          const char *path) {
+    const pf_json_member *own = !strcmp(k->key, "required") ? unlisted_keys(c, n, k) : k;
+    if (!own) return sc_fail_oom(c, path);
+    const pf_json *t = without_keys(c, own, path);
+    if (!t && !c->oom && !strcmp(k->key, "allOf")) { /* not (A and B): not A, or not B */
+        if (k->val.type != PF_JSON_ARRAY || !k->val.u.arr.n) return sc_fail(c, path, "allOf: not a non-empty array of schemas");
+        for (size_t i = 0; i < k->val.u.arr.n; i++) {
+            const pf_json *b = complement(c, &k->val.u.arr.items[i], ctx, depth + 1, path);
+            if (!b || add_term(c, ts, b) < 0) return b ? sc_fail_oom(c, path) : FAIL;
+        }
+        return 0;
+    }
+    if (!t && !c->oom) return sc_fail(c, path, "required: not an array of strings");
+    return add_made_term(c, ts, t, path);
+}
+
+/* not {"enum": ...} / not {"const": ...}: the values outside a finite set. */
+static int enum_terms(cctx *c, terms *ts, const pf_json_member *k, const pf_json *ctx, const char *path) {
+    int one = !strcmp(k->key, "const");
+    if (!one && k->val.type != PF_JSON_ARRAY) return sc_fail(c, path, "enum: not an array");
+    const pf_json *vals = one ? &k->val : k->val.u.arr.items;
+    size_t nv = one ? 1 : k->val.u.arr.n;
+    if (values_outside(c, vals, nv, ctx)) {
+        ts->all = 1;
+        return 0;
+    }
+    const pf_json *t = finite_complement(c, vals, nv, path);
+    if (!t && !c->oom) return sc_fail(c, path, "keyword 'not' is not supported over '%s' of strings, numbers, arrays or objects", k->key);
+    return add_made_term(c, ts, t, path);
+}
+
 /* The complement of one keyword k of schema n into ts, within the context ctx (the schema the
  * complement is merged with; NULL: none). 0, or FAIL with the reason. */
 static int keyword_terms(cctx *c, terms *ts, const pf_json *n, const pf_json_member *k, const pf_json *ctx, int depth,
@@ -411,46 +464,14 @@ static int keyword_terms(cctx *c, terms *ts, const pf_json *n, const pf_json_mem
     int kt = keyword_type(k->key);
     if (implied_by_context(c, n, k, ctx)) return 0;
     if (kt && !(named_types(c, ctx) & kt)) return 0; /* it holds for every value ctx admits */
-    if (!strcmp(k->key, "type")) {
-        cctx probe = *c; /* type_set only reads */
-        int set = sc_type_set(&probe, n, path);
-        if (set < 0) return FAIL;
-        if (set & T_INT) set |= T_NUM; /* "not an integer" still holds for 0.5: all numbers go, never too many */
-        int left = ALL_TYPES & ~set;
-        if (ctx && pf_json_get(ctx, "type") && !(named_types(c, ctx) & ~left)) { /* every value ctx admits */
-            ts->all = 1;
-            return 0;
-        }
-        t = left ? typed(c, left, NULL, 0) : &k_false;
-    } else if (!strcmp(k->key, "required") || !strcmp(k->key, "allOf")) {
-        const pf_json_member *own = !strcmp(k->key, "required") ? unlisted_keys(c, n, k) : k;
-        if (!own) return sc_fail_oom(c, path);
-        t = without_keys(c, own, path);
-        if (!t && !c->oom && !strcmp(k->key, "allOf")) { /* not (A and B): not A, or not B */
-            if (k->val.type != PF_JSON_ARRAY || !k->val.u.arr.n) return sc_fail(c, path, "allOf: not a non-empty array of schemas");
-            for (size_t i = 0; i < k->val.u.arr.n; i++) {
-                const pf_json *b = complement(c, &k->val.u.arr.items[i], ctx, depth + 1, path);
-                if (!b || add_term(c, ts, b) < 0) return b ? sc_fail_oom(c, path) : FAIL;
-            }
-            return 0;
-        }
-        if (!t && !c->oom) return sc_fail(c, path, "required: not an array of strings");
-    } else if (!strcmp(k->key, "anyOf")) {
+    if (!strcmp(k->key, "type")) return type_terms(c, ts, n, ctx, path);
+    if (!strcmp(k->key, "required") || !strcmp(k->key, "allOf")) return required_terms(c, ts, n, k, ctx, depth, path);
+    if (!strcmp(k->key, "properties")) return properties_terms(c, ts, n, &k->val, ctx, depth, path);
+    if (!strcmp(k->key, "enum") || !strcmp(k->key, "const")) return enum_terms(c, ts, k, ctx, path);
+    if (!strcmp(k->key, "anyOf")) {
         t = complement_any_of(c, &k->val, ctx, depth, path);
     } else if (!strcmp(k->key, "not")) {
         t = &k->val; /* not (not S) is S */
-    } else if (!strcmp(k->key, "properties")) {
-        return properties_terms(c, ts, n, &k->val, ctx, depth, path);
-    } else if (!strcmp(k->key, "enum") || !strcmp(k->key, "const")) {
-        const pf_json *vals = !strcmp(k->key, "const") ? &k->val : k->val.u.arr.items;
-        size_t nv = !strcmp(k->key, "const") ? 1 : k->val.u.arr.n;
-        if (!strcmp(k->key, "enum") && k->val.type != PF_JSON_ARRAY) return sc_fail(c, path, "enum: not an array");
-        if (values_outside(c, vals, nv, ctx)) {
-            ts->all = 1;
-            return 0;
-        }
-        t = finite_complement(c, vals, nv, path);
-        if (!t && !c->oom) return sc_fail(c, path, "keyword 'not' is not supported over '%s' of strings, numbers, arrays or objects", k->key);
     } else if (kt == T_NUM && strcmp(k->key, "multipleOf")) {
         t = bound_complement(c, n, k, path);
     } else if (!strncmp(k->key, "min", 3) || !strncmp(k->key, "max", 3)) {
@@ -466,8 +487,7 @@ static int keyword_terms(cctx *c, terms *ts, const pf_json *n, const pf_json_mem
     } else {
         return sc_fail(c, path, "keyword 'not' is not supported over '%s'", k->key);
     }
-    if (!t) return FAIL;
-    return add_term(c, ts, t) < 0 ? sc_fail_oom(c, path) : 0;
+    return add_made_term(c, ts, t, path);
 }
 
 /* not {"anyOf": [s1, ..., sn]}: a value meeting none of them, the merge of their complements. */
