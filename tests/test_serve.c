@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,9 +126,18 @@ static bool server_start(server *s, const char *args) {
     unlink(s->log);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "exec %s serve --port 0 %s 2>%s >/dev/null </dev/null", cli(), args, s->log);
+#ifdef __linux__
+    pid_t parent = getpid();
+#endif
     s->pid = fork();
     if (s->pid < 0) return false;
     if (s->pid == 0) {
+#ifdef __linux__
+        /* a test process killed mid-run (a timeout, ^C) takes its server with it: a server left
+         * behind would keep the port, the runner's descriptors and any lock they hold */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+#endif
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
