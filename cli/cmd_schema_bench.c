@@ -12,6 +12,7 @@
 
 static const char k_usage[] =
     "usage: pocketflash schema-bench -m MODEL.gguf DIR [--json FILE] [--sample N] [--seed S] [--slowest N]\n"
+    "       [--max-tokens N]\n"
     "  MaskBench's protocol (JSONSchemaBench) over every *.json schema file in DIR, each\n"
     "  {\"schema\": ..., \"tests\": [{\"valid\": ..., \"data\": ...}]}: each test's data serialized as\n"
     "  Python's json.dumps(data, ensure_ascii=False) writes it, tokenized with MODEL's tokenizer and\n"
@@ -24,7 +25,11 @@ static const char k_usage[] =
     "  --sample N     a fixed-seed sample of N of the files (default: all)\n"
     "  --seed S       the sample's seed (default 1)\n"
     "  --slowest N    also print the N slowest masks after a token (file, instance, the bytes\n"
-    "                 before the mask), slowest first, to see what the TBM tail is\n";
+    "                 before the mask), slowest first, to see what the TBM tail is\n"
+    "  --max-tokens N every mask within a budget of N tokens, as generation takes it: the\n"
+    "                 budget counts down by one per token of the instance, and only tokens after\n"
+    "                 which the document can still close within what is left are allowed\n"
+    "                 (TTFM then includes building the schema's closing distances)\n";
 
 static void print_reasons(const char *title, pf_sb_reason *l, int n, int top) {
     if (!n) return;
@@ -78,6 +83,7 @@ static int write_json(const char *path, pf_sb_result *r) {
     fprintf(f, "{\n  \"schemas\": %d, \"passing\": %d, \"compile_error\": %d, \"validation_error\": %d, "
                "\"invalidation_error\": %d,\n",
             r->schemas, r->passing, r->compile_error, r->validation_error, r->invalidation_error);
+    if (r->max_tokens > 0) fprintf(f, "  \"max_tokens\": %lld,\n", r->max_tokens);
     fprintf(f, "  \"no_tests\": %d, \"valid_tests\": %ld, \"invalid_tests\": %ld, \"valid_refused\": %ld, "
                "\"invalid_accepted\": %ld, \"tokens\": %ld,\n",
             r->no_tests, r->valid_tests, r->invalid_tests, r->valid_refused, r->invalid_accepted, r->tokens);
@@ -106,6 +112,7 @@ static void print_table(pf_sb_result *r) {
     printf("instances: %ld valid (%ld refused), %ld invalid (%ld accepted); %d compiled schemas without tests; "
            "%ld tokens walked\n",
            r->valid_tests, r->valid_refused, r->invalid_tests, r->invalid_accepted, r->no_tests, r->tokens);
+    if (r->max_tokens > 0) printf("masks within max_tokens %lld (the budget counting down per token)\n", r->max_tokens);
     printf("%-8s", "us");
     for (int i = 0; i < PF_SB_N_PCT; i++) {
         char h[16];
@@ -132,9 +139,10 @@ static void print_table(pf_sb_result *r) {
 int cmd_schema_bench(int argc, char **argv) {
     const char *model = NULL, *json = NULL, *pos[1] = {NULL};
     int sample = 0, slowest = 0;
-    long long seed = 1;
+    long long seed = 1, max_tokens = 0;
     const cli_arg args[] = {CLI_STR("-m", &model), CLI_STR("--json", &json), CLI_INT("--sample", &sample, 1, 1 << 30),
                             CLI_LL("--seed", &seed, 0, (1ll << 62)), CLI_INT("--slowest", &slowest, 1, 100000),
+                            CLI_LL("--max-tokens", &max_tokens, 1, (1ll << 40)),
                             CLI_POS(pos, 1), CLI_END};
     int parsed = cli_parse("schema-bench", argc, argv, args, 0);
     if (parsed) return parsed < 0 ? (fputs(k_usage, stdout), 0) : 1;
@@ -159,7 +167,7 @@ int cmd_schema_bench(int argc, char **argv) {
     gguf_close(f);
     pf_token_masker *tm = tok ? pf_vocab_masker(tok, pf_tokenizer_n_vocab(tok), err) : NULL;
     int status = 1;
-    pf_sb_result r = {.want_slow = slowest};
+    pf_sb_result r = {.want_slow = slowest, .max_tokens = max_tokens};
     if (rc != PF_RC_OK) status = cli_fail_kind(pf_api_status(rc), "schema-bench: %s", err);
     else if (!tm) status = cli_fail_kind(PF_ERR_OOM, "schema-bench: %s", err);
     else if (pf_sb_run(tok, tm, paths, n, &r) < 0) status = cli_fail_kind(PF_ERR_OOM, "schema-bench: out of memory");

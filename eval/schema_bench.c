@@ -11,6 +11,7 @@
 
 #include "formats/errf.h"
 #include "formats/json_write.h" /* pf_json_write: json.dumps's escapes and separators */
+#include "grammar/close_budget.h"
 #include "grammar/matcher.h"
 #include "grammar/schema.h"
 
@@ -262,6 +263,7 @@ typedef struct {
     pf_sb_result *r;
     const char *file; /* the file and instance being walked (for the slowest masks) */
     int test;
+    pf_close *cl;        /* the schema's closing distances under a budget (r->max_tokens > 0), else NULL */
 } walker;
 
 /* A mask of us microseconds taken after text[0..at) kept among the slowest when it is one. */
@@ -285,6 +287,14 @@ static void note_slow(walker *w, double us, const char *text, size_t at) {
     e->ctx[at - from] = 0;
 }
 
+/* The mask after `done` tokens of an instance: within the budget's tokens left, as generation
+ * takes it (engine/constraint.c), or without a budget. */
+static void mask_at(walker *w, pf_mask_cache *cache, pf_matcher *m, size_t done) {
+    int fits;
+    if (w->cl) pf_token_mask_budget(w->tm, cache, m, w->cl, w->r->max_tokens - (int64_t)done, w->bits, &fits);
+    else pf_token_mask(w->tm, cache, m, w->bits);
+}
+
 static int end_allowed(const walker *w) {
     for (int i = 0; i < 2; i++)
         if (w->end[i] >= 0 && pf_mask_has(w->bits, w->end[i])) return 1;
@@ -306,7 +316,7 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
     }
     pf_matcher_reset(m);
     double t0 = now_us();
-    pf_token_mask(w->tm, cache, m, w->bits);
+    mask_at(w, cache, m, 0);
     if (first_us) *first_us = now_us() - t0;
     int ok = 1;
     *at = 0;
@@ -324,7 +334,7 @@ static int walk(walker *w, pf_matcher *m, const char *text, size_t n, double *fi
         *at += len;
         w->r->tokens++;
         t0 = now_us();
-        pf_token_mask(w->tm, cache, m, w->bits);
+        mask_at(w, cache, m, i + 1);
         double us = now_us() - t0;
         add_sample(w->r, &w->r->tbm_us, &w->r->n_tbm, &w->r->cap_tbm, us);
         note_slow(w, us, text, *at);
@@ -351,8 +361,9 @@ static char *read_whole(const char *path, long *len) {
     return src;
 }
 
-/* The schema compiled (as Python's json.dumps spells it) and its matcher into *s / *m, the compile
- * time into *us; false (the failure recorded) when it does not compile. */
+/* The schema compiled (as Python's json.dumps spells it), its matcher and, under a budget, its
+ * closing distances (w->cl, built as a generation builds them) into *s / *m, the time into *us;
+ * false (the failure recorded) when it does not compile. */
 static bool compile_schema(walker *w, const char *path, const pf_json *schema, const char *src, size_t len,
                            pf_schema **s, pf_matcher **m, double *us) {
     pf_sb_result *r = w->r;
@@ -361,10 +372,11 @@ static bool compile_schema(walker *w, const char *path, const pf_json *schema, c
     pf_sb_py_dumps(&text, schema, src, len);
     double t0 = now_us();
     pf_schema_status st = text.oom ? PF_SCHEMA_NO_MEMORY : pf_schema_compile(text.p, text.n, s, err);
+    w->cl = *s && r->max_tokens > 0 ? pf_close_new(*s) : NULL;
     *us = now_us() - t0;
     free(text.p);
     *m = *s ? pf_matcher_new(*s) : NULL;
-    if (st == PF_SCHEMA_NO_MEMORY || (*s && !*m)) r->oom = 1;
+    if (st == PF_SCHEMA_NO_MEMORY || (*s && !*m) || (*s && r->max_tokens > 0 && !w->cl)) r->oom = 1;
     if (*m) return true;
     r->compile_error++;
     compile_reason(err, why, sizeof why);
@@ -421,7 +433,7 @@ static double first_mask_us(walker *w, pf_matcher *m) {
     pf_mask_cache *c = pf_mask_cache_new(w->tm);
     pf_matcher_reset(m);
     double t0 = now_us();
-    if (c) pf_token_mask(w->tm, c, m, w->bits);
+    if (c) mask_at(w, c, m, 0);
     double us = now_us() - t0;
     pf_mask_cache_free(c);
     return us;
@@ -477,6 +489,8 @@ static void run_file(walker *w, const char *path) {
         add_sample(r, &r->ttfm_us, &r->n_ttfm, &r->cap_ttfm, t_compile + t.first_us);
         record_outcome(r, path, root, &t);
     }
+    pf_close_free(w->cl);
+    w->cl = NULL;
     pf_matcher_free(m);
     pf_schema_free(s);
     pf_json_free(d);
@@ -484,7 +498,7 @@ static void run_file(walker *w, const char *path) {
 }
 
 int pf_sb_run(const pf_tokenizer *tok, const pf_token_masker *tm, char *const *paths, int n, pf_sb_result *r) {
-    walker w = {tok, tm, {pf_tokenizer_eos(tok), pf_tokenizer_eot(tok)}, NULL, r, "", 0};
+    walker w = {tok, tm, {pf_tokenizer_eos(tok), pf_tokenizer_eot(tok)}, NULL, r, "", 0, NULL};
     w.bits = malloc((size_t)pf_token_masker_words(tm) * sizeof *w.bits);
     if (!w.bits) return r->oom = 1, -1;
     for (int i = 0; i < n && !r->oom; i++) w.file = paths[i], run_file(&w, paths[i]);

@@ -60,6 +60,8 @@ typedef struct {
     size_t n_failures, cap_failures;
     pf_sb_slow *slow; /* the n_slow slowest masks after a token, slowest first (want_slow asked) */
     int n_slow, want_slow;
+    long long max_tokens; /* > 0 (set before): every mask within that token budget, as generation
+                           * takes it (pf_token_mask_budget, the budget counting down per token) */
     int oom;
 } pf_sb_result;
 
