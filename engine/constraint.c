@@ -17,7 +17,6 @@ struct pf_constraint {
     pf_matcher *m;
     pf_mask_cache *cache;
     int n_vocab;
-    uint32_t *bits;
     size_t bits_pos; /* the position bits hold, 0: none */
     int n_allowed;
     /* the token budget (docs/structured-output.md): max_tokens, the closing distances, and the
@@ -26,6 +25,7 @@ struct pf_constraint {
     pf_close *close;
     size_t *tok_end;
     size_t n_tok, cap_tok;
+    uint32_t bits[]; /* the mask: one word per 32 tokens, allocated with the struct */
 };
 
 pf_token_masker *pf_vocab_masker(const pf_tokenizer *t, int n, char err[PF_ERR_LEN]) {
@@ -95,7 +95,7 @@ pf_rc pf_constraint_open(pf_engine_session *s, const pf_decode_params *p, pf_con
     if (!p->json_schema && !p->json_object && !tool_constraint(p)) return PF_RC_OK;
     /* a loaded model's vocabulary is never empty: building its masker fails only for memory */
     if (!s->masker && !(s->masker = build_masker(s->model, err))) return PF_RC_OOM;
-    pf_constraint *c = calloc(1, sizeof *c);
+    pf_constraint *c = calloc(1, sizeof *c + (size_t)pf_token_masker_words(s->masker) * sizeof *c->bits);
     if (!c) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         return PF_RC_OOM;
@@ -106,10 +106,9 @@ pf_rc pf_constraint_open(pf_engine_session *s, const pf_decode_params *p, pf_con
     if (rc == PF_RC_OK) {
         c->m = pf_matcher_new(c->schema);
         c->cache = pf_mask_cache_new(c->tm);
-        c->bits = malloc((size_t)pf_token_masker_words(c->tm) * sizeof *c->bits);
         c->close = pf_close_new(c->schema);
         c->budget = p->max_tokens;
-        if (!c->m || !c->cache || !c->bits || !c->close) {
+        if (!c->m || !c->cache || !c->close) {
             snprintf(err, PF_ERR_LEN, "out of memory");
             rc = PF_RC_OOM;
         }
@@ -127,7 +126,6 @@ void pf_constraint_free(pf_constraint *c) {
     pf_mask_cache_free(c->cache);
     pf_matcher_free(c->m);
     pf_schema_free(c->schema);
-    free(c->bits);
     free(c);
 }
 

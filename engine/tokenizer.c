@@ -119,7 +119,6 @@ void pf_tokenizer_free(pf_tokenizer *t) {
     if (!t) return;
     free(t->tables);
     free(t->merge_slots);
-    free(t->specials);
     free(t->chat_template);
     free(t);
 }
@@ -308,14 +307,16 @@ static pf_rc load_pieces(pf_tokenizer *t, const gguf_file *f, const gguf_kv *tok
         total += tok->v.arr.strs[i].len + 1;
     }
     t->piece_mask = pow2_at_least(n * 2) - 1;
-    /* the six tables share one block, the widest elements first so each part is aligned */
+    /* the seven tables share one block, the widest elements first so each part is aligned */
     size_t offs = (n + 1) * sizeof(size_t), slots = (t->piece_mask + 1) * sizeof *t->piece_slots;
-    char *mem = total < SIZE_MAX / 4 ? malloc(2 * offs + slots + 2 * total + n) : NULL;
+    size_t specials = n * sizeof *t->specials;
+    char *mem = total < SIZE_MAX / 4 ? malloc(2 * offs + slots + specials + 2 * total + n) : NULL;
     if (!(t->tables = mem)) return tok_oom(f, err);
     t->text_off = (size_t *)mem;
     t->bytes_off = (size_t *)(mem + offs);
     t->piece_slots = (int32_t *)(mem + 2 * offs);
-    t->text = mem + 2 * offs + slots;
+    t->specials = (int32_t *)(mem + 2 * offs + slots);
+    t->text = mem + 2 * offs + slots + specials;
     t->bytes = t->text + total;
     t->type = (uint8_t *)t->bytes + total;
     memset(t->piece_slots, 0xFF, (t->piece_mask + 1) * sizeof *t->piece_slots);
@@ -375,11 +376,7 @@ static pf_rc load_specials_meta(pf_tokenizer *t, const gguf_file *f, char err[PF
 static pf_rc index_specials(pf_tokenizer *t, const gguf_file *f, char err[PF_ERR_LEN]) {
     const uint64_t n = (uint64_t)t->n_vocab;
     special_key *keys = malloc(n * sizeof *keys);
-    t->specials = malloc(n * sizeof *t->specials);
-    if (!keys || !t->specials) {
-        free(keys);
-        return tok_oom(f, err);
-    }
+    if (!keys) return tok_oom(f, err);
     for (uint64_t i = 0; i < n; i++) {
         if (t->type[i] != PF_TOKEN_CONTROL && t->type[i] != PF_TOKEN_USER_DEFINED) continue;
         size_t l = tok_piece_len(t, (int32_t)i);

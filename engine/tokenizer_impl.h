@@ -21,7 +21,7 @@ typedef struct {
 
 struct pf_tokenizer {
     int32_t n_vocab;
-    void *tables;         /* one block: the six piece tables below (text .. piece_slots) */
+    void *tables;         /* one block: the six piece tables below (text .. piece_slots) and specials */
     char *text;           /* all pieces, each NUL-terminated */
     size_t *text_off;     /* n_vocab + 1 */
     char *bytes;          /* all decoded token bytes */

@@ -1,5 +1,6 @@
 #include "grammar/token_vocab.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +56,7 @@ static int64_t token_chars(const pf_token_masker *tm, int id) {
     return chars;
 }
 
-static int copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const uint32_t *lens) {
-    size_t total = 0;
-    for (int i = 0; i < tm->n_vocab; i++) total += bytes[i] ? lens[i] : 0;
-    tm->spelling = malloc(total ? total : 1);
-    tm->bytes = calloc((size_t)tm->n_vocab, sizeof *tm->bytes);
-    tm->lens = calloc((size_t)tm->n_vocab, sizeof *tm->lens);
-    if (!tm->spelling || !tm->bytes || !tm->lens) return -1;
+static void copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const uint32_t *lens) {
     size_t off = 0;
     for (int i = 0; i < tm->n_vocab; i++) {
         if (!bytes[i] || !lens[i]) continue;
@@ -74,21 +69,47 @@ static int copy_vocab(pf_token_masker *tm, const uint8_t *const *bytes, const ui
         tm->n_plain++;
         if (token_chars(tm, i) > tm->plain_chars) tm->plain_chars = token_chars(tm, i);
     }
-    return 0;
 }
 
 /* The plain content tokens ordered by their characters (a counting sort). */
-static int order_plain(pf_token_masker *tm) {
-    tm->plain_order = malloc(((size_t)tm->n_plain + 1) * sizeof *tm->plain_order);
-    tm->plain_upto = calloc((size_t)tm->plain_chars + 2, sizeof *tm->plain_upto);
-    if (!tm->plain_order || !tm->plain_upto) return -1;
+static void order_plain(pf_token_masker *tm) {
     for (int i = 0; i < tm->n_vocab; i++)
         if (pf_token_vocab_has(tm->plain_bits, i)) tm->plain_upto[token_chars(tm, i) + 1]++;
     for (int64_t k = 1; k <= tm->plain_chars + 1; k++) tm->plain_upto[k] += tm->plain_upto[k - 1];
     /* plain_upto[k] is now the first place of the tokens with k characters */
     for (int i = 0; i < tm->n_vocab; i++)
         if (pf_token_vocab_has(tm->plain_bits, i)) tm->plain_order[tm->plain_upto[token_chars(tm, i)]++] = i;
-    return 0; /* and each plain_upto[k] one past the tokens with k characters */
+    /* and each plain_upto[k] one past the tokens with k characters */
+}
+
+/* The per-token arrays in one zeroed block, the widest elements first so each part is aligned:
+ * bytes; lens, the end and plain bits, plain_order (room for every token), plain_upto (a token
+ * holds at most as many characters as bytes), parent; then the spelling. Filled but for parent.
+ * -1: out of memory (or a size past what size_t counts, where it is 32 bits). */
+static int take_tokens(pf_token_masker *tm, const uint8_t *const *bytes, const uint32_t *lens) {
+    size_t n = (size_t)tm->n_vocab, total = 0, longest = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = bytes[i] ? lens[i] : 0;
+        if (len > SIZE_MAX / 16 - total) return -1;
+        total += len;
+        if (len > longest) longest = len;
+    }
+    if (n > SIZE_MAX / 64) return -1;
+    size_t ptrs = n * sizeof *tm->bytes, words = (size_t)tm->n_words * sizeof(uint32_t), ids = n * sizeof(int32_t);
+    size_t upto = (longest + 2) * sizeof *tm->plain_upto, order = ids + sizeof *tm->plain_order;
+    char *mem = calloc(1, ptrs + ids + 2 * words + order + upto + ids + total);
+    if (!(tm->tokens = mem)) return -1;
+    tm->bytes = (const uint8_t **)mem;
+    tm->lens = (uint32_t *)(mem += ptrs);
+    tm->end_bits = (uint32_t *)(mem += ids);
+    tm->plain_bits = (uint32_t *)(mem += words);
+    tm->plain_order = (int32_t *)(mem += words);
+    tm->plain_upto = (int32_t *)(mem += order);
+    tm->parent = (int32_t *)(mem += upto);
+    tm->spelling = (uint8_t *)(mem += ids);
+    copy_vocab(tm, bytes, lens);
+    order_plain(tm);
+    return 0;
 }
 
 /* The plain content tokens of at most `room` characters into bits (the others cleared), setting
@@ -114,9 +135,8 @@ void pf_token_vocab_plain_within(const pf_token_masker *tm, int64_t room, uint32
  * the lowest id, which the trie lists first). */
 static int build_parents(pf_token_masker *tm) {
     const pf_vocab_trie *t = &tm->all;
-    tm->parent = malloc((size_t)tm->n_vocab * sizeof *tm->parent);
     int32_t *end = malloc((size_t)t->n_nodes * sizeof *end), *near = malloc((size_t)t->n_nodes * sizeof *near);
-    if (!tm->parent || !end || !near) {
+    if (!end || !near) {
         free(end);
         free(near);
         return -1;
@@ -143,15 +163,18 @@ static void below_set(pf_plain_below *s, uint8_t b) {
     else s->hi |= 1ull << (bit - 64);
 }
 
-/* below[] and first_tok[] of the `all` trie, children before parents (each node's children lie
- * after it: i + 1, then each child's end). */
+/* below[], below_len[] and first_tok[] of the `all` trie (one zeroed block, the widest elements
+ * first), children before parents (each node's children lie after it: i + 1, then each child's
+ * end). */
 static int build_below(pf_token_masker *tm) {
     const pf_vocab_trie *t = &tm->all;
     int32_t n = t->n_nodes;
-    tm->below = calloc((size_t)n, sizeof *tm->below);
-    tm->below_len = calloc((size_t)n, 1);
-    tm->first_tok = malloc(((size_t)n + 1) * sizeof *tm->first_tok);
-    if (!tm->below || !tm->below_len || !tm->first_tok) return -1;
+    size_t below = (size_t)n * sizeof *tm->below, first = ((size_t)n + 1) * sizeof *tm->first_tok;
+    char *mem = calloc(1, below + first + (size_t)n);
+    if (!(tm->nodes = mem)) return -1;
+    tm->below = (pf_plain_below *)mem;
+    tm->first_tok = (int32_t *)(mem + below);
+    tm->below_len = (uint8_t *)(mem + below + first);
     int32_t n_ids = 0;
     for (int32_t i = 0; i < n; i++) n_ids += t->nodes[i].tok_n;
     tm->first_tok[n] = n_ids;
@@ -181,10 +204,8 @@ pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, c
     }
     tm->n_vocab = n_vocab;
     tm->n_words = (n_vocab + 31) / 32;
-    tm->end_bits = calloc((size_t)tm->n_words, sizeof *tm->end_bits);
-    tm->plain_bits = calloc((size_t)tm->n_words, sizeof *tm->plain_bits);
-    if (!tm->end_bits || !tm->plain_bits || copy_vocab(tm, bytes, lens) < 0 || order_plain(tm) < 0 || build_trie(tm, &tm->all, 0) < 0 ||
-        build_trie(tm, &tm->special, 1) < 0 || build_parents(tm) < 0 || build_below(tm) < 0) {
+    if (take_tokens(tm, bytes, lens) < 0 || build_trie(tm, &tm->all, 0) < 0 || build_trie(tm, &tm->special, 1) < 0 ||
+        build_parents(tm) < 0 || build_below(tm) < 0) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         pf_token_masker_free(tm);
         return NULL;
@@ -198,17 +219,8 @@ void pf_token_masker_free(pf_token_masker *tm) {
     if (!tm) return;
     pf_vocab_trie_free(&tm->all);
     pf_vocab_trie_free(&tm->special);
-    free(tm->spelling);
-    free(tm->bytes);
-    free(tm->lens);
-    free(tm->end_bits);
-    free(tm->plain_bits);
-    free(tm->plain_order);
-    free(tm->plain_upto);
-    free(tm->parent);
-    free(tm->below);
-    free(tm->below_len);
-    free(tm->first_tok);
+    free(tm->tokens);
+    free(tm->nodes);
     free(tm);
 }
 

@@ -20,6 +20,7 @@ typedef struct {
 
 struct pf_token_masker {
     int n_vocab, n_words;
+    void *tokens;      /* one block: the per-token arrays, bytes .. spelling */
     uint8_t *spelling; /* every token's bytes */
     const uint8_t **bytes;
     uint32_t *lens;
@@ -29,6 +30,7 @@ struct pf_token_masker {
     int32_t *plain_upto;             /* [k]: how many of them hold at most k characters */
     int32_t *parent;                 /* the token spelling the longest proper prefix, else -1 */
     pf_vocab_trie all, special;      /* every spelled token; those a string may take that are not plain */
+    void *nodes;                     /* one block: below, below_len and first_tok */
     pf_plain_below *below;           /* per node of `all` */
     uint8_t *below_len;              /* per node of `all`: the most bytes of a plain token below it (at most 255) */
     int32_t *first_tok;              /* per node of `all` and one past: its first token at or after it in

@@ -92,7 +92,7 @@ static pf_rc flush_pending(pf_spec *sp, char err[PF_ERR_LEN]) {
 static pf_rc commit_rows(pf_spec *sp, int n, const float *taps, int plain, char err[PF_ERR_LEN]) {
     if (!sp->d->commit) return PF_RC_OK;
     pf_rc rc = PF_RC_OK;
-    if (!plain || !sp->pend_taps) {
+    if (!plain || !sp->ad || !sp->d->n_taps) { /* only an adaptive strategy's plain rows wait */
         if ((rc = flush_pending(sp, err)) != PF_RC_OK) return rc;
         return sp->d->commit(sp->d->state, sp->rows, n, taps, err);
     }
@@ -243,10 +243,6 @@ static pf_rc constrained_draft(pf_spec *sp, int32_t last, int B, int cap, pf_spe
         }
     }
     r->nd = pf_spec_constrain_path(sp, s->cons, r->nd, rows_cap, stochastic, &n_forced, &r->n_masked);
-    if (r->nd < 0) { /* its only failure */
-        snprintf(err, PF_ERR_LEN, "out of memory");
-        return PF_RC_OOM;
-    }
     if (sp->ad) memset(sp->ad->forced + r->nd - n_forced, 1, (size_t)n_forced); /* the run appended */
     sp->st.forced += n_forced;
     return PF_RC_OK;

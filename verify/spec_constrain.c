@@ -1,6 +1,6 @@
 #include "verify/spec_constrain.h"
 
-#include <stdlib.h>
+#include <assert.h>
 #include <string.h>
 
 #include "draft/block.h"
@@ -13,15 +13,6 @@ static const uint32_t *keep_mask(pf_spec *sp, pf_constraint *c, int k) {
     const uint32_t *bits = pf_constraint_mask(c, NULL);
     memcpy(sp->cmask + (size_t)k * words, bits, words * sizeof *bits);
     return sp->cmask + (size_t)k * words;
-}
-
-static int ensure_masks(pf_spec *sp, const pf_constraint *c) {
-    size_t words = (size_t)pf_constraint_words(c);
-    if (sp->cmask && sp->cmask_words == words) return 0;
-    free(sp->cmask);
-    sp->cmask = malloc((size_t)PF_MAX_BLOCK * words * sizeof *sp->cmask);
-    sp->cmask_words = sp->cmask ? words : 0;
-    return sp->cmask ? 0 : -1;
 }
 
 /* The drafts' allowed prefix; *open: the path may go on (no forbidden or end token in it). */
@@ -63,7 +54,7 @@ pf_draft_filter pf_spec_draft_filter(pf_constraint *c) {
 int pf_spec_constrain_path(pf_spec *sp, pf_constraint *c, int nd, int cap, int stochastic, int *n_forced,
                            int *n_masked) {
     *n_forced = *n_masked = 0;
-    if (ensure_masks(sp, c) < 0) return -1;
+    assert((size_t)pf_constraint_words(c) == sp->cmask_words); /* the session's vocabulary */
     size_t pos0 = pf_constraint_pos(c);
     int open;
     nd = allowed_prefix(sp, c, nd, stochastic, &open, n_masked);

@@ -13,7 +13,7 @@
  * prefix (stochastic proposals also keep the first forbidden draft, which the acceptance test then
  * rejects with its residual), then forced tokens while the rows stay within cap (q gets a point
  * mass at each when stochastic). *n_forced: the forced tokens appended; *n_masked: rows 0.. whose
- * masks are kept. The constraint is left at its entry position. -1 when out of memory. */
+ * masks are kept. The constraint is left at its entry position. */
 int pf_spec_constrain_path(pf_spec *sp, pf_constraint *c, int nd, int cap, int stochastic, int *n_forced,
                            int *n_masked);
 /* forced[k] = 1 where drafts[k] is the only token its position allows along the drafted path (0

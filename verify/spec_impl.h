@@ -10,6 +10,7 @@
 #include "verify/adapt.h"
 #include "verify/spec.h"
 
+/* One block (spec_setup.c): the struct, then its arrays whose sizes the block and the drafter fix. */
 struct pf_spec {
     pf_engine_session *s;
     pf_drafter *d;
@@ -18,12 +19,15 @@ struct pf_spec {
     pf_spec_stats st;
     int32_t *rows;  /* [bonus, d1..] */
     float *logits;  /* block * n_vocab */
-    float *taps;    /* block * n_taps * n_embd (the drafter's taps, plus the final layer with Dec/logging) */
+    float *taps;    /* block * n_taps * n_embd (the drafter's taps, plus the final layer with Dec/logging);
+                       tap_room while something is tapped, else NULL */
+    float *tap_room; /* block * (the drafter's taps + 1) * n_embd */
     float *dtaps;   /* the drafter's taps alone, repacked, when the final layer is added */
     pf_dist *q;     /* block proposal distributions */
     pf_dist p, resid;
     /* adaptive planning (Dec gating or the adaptive block) and round logging (NULL when off) */
-    pf_adapt *ad;
+    pf_adapt *ad; /* &adapt while on */
+    pf_adapt adapt;
     const pf_dec *dec;
     int calibrated;       /* the cost model's starting point was measured (first generation) */
     double prior_c[PF_MAX_BLOCK + 1], prior_d[PF_MAX_BLOCK + 1]; /* relative costs from a profile */
@@ -35,7 +39,7 @@ struct pf_spec {
     /* rows committed by plain steps of an adaptive strategy, handed to the drafter in one batch
      * when it drafts next (one n-row context injection is cheaper than n one-row ones) */
     int32_t pend_tok[PF_MAX_BLOCK];
-    float *pend_taps; /* PF_MAX_BLOCK rows of the drafter's taps */
+    float *pend_taps; /* PF_MAX_BLOCK rows of the drafter's taps (used by an adaptive strategy) */
     int n_pend;
     float *h_target;       /* final residual row of the last committed position */
     /* structured output: the masks of a round's verified rows (PF_MAX_BLOCK of cmask_words words) */
