@@ -15,7 +15,6 @@ the same steps on a GPU.
 """
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -32,26 +31,6 @@ import train_lib as L  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRE = os.path.join(HERE, "work", "pre")
 RUN = os.path.join(HERE, "work", "pretrain")
-# The weights-only snapshot committed to the repository, so that a new machine resumes the run
-# (from its step, with fresh optimizer moments and a short re-warmup) instead of starting it over.
-COMMITTED = os.path.join(HERE, "snapshots", "pretrain.pt")
-REWARM_STEPS = 50
-# The snapshot stays out of the tree (the committed model files are kept small): this file names the
-# commit that holds it, and the resume reads it from git's history.
-COMMITTED_AT = os.path.join(HERE, "snapshots", "pretrain.commit")
-
-
-def committed_snapshot():
-    """The committed snapshot's path, written out of git's history when only its commit is named."""
-    if not os.path.exists(COMMITTED):
-        rev = open(COMMITTED_AT).read().strip()
-        blob = subprocess.run(["git", "show", f"{rev}:train/snapshots/pretrain.pt"], cwd=HERE, check=True,
-                              capture_output=True).stdout
-        with open(COMMITTED + ".tmp", "wb") as f:
-            f.write(blob)
-        os.replace(COMMITTED + ".tmp", COMMITTED)
-    return COMMITTED
-
 SHAPES = {
     "h384_l6": dict(hidden=384, n_layers=6, n_heads=6, n_kv_heads=2, head_dim=64, ffn=1024),
     "h320_l8": dict(hidden=320, n_layers=8, n_heads=5, n_kv_heads=1, head_dim=64, ffn=896),
@@ -195,12 +174,10 @@ def train():
     if os.path.exists(ck):
         step, extra = L.load_ckpt(ck, model, opt)
         log(f"resumed at step {step}")
-    elif os.path.exists(COMMITTED) or os.path.exists(COMMITTED_AT):
-        snap = torch.load(committed_snapshot(), map_location="cpu")
-        model.load_state_dict({k: v.float() for k, v in snap["model"].items()})
-        step, extra = snap["step"], {"wall": snap.get("wall", 0.0), "tokens": snap["tokens"], "rewarm_from": snap["step"]}
+    elif L.committed_snapshot("pretrain") is not None:
+        step = L.resume_from_snapshot(torch.load(L.committed_snapshot("pretrain"), map_location="cpu"), model, extra)
         log(f"resumed from the committed snapshot at step {step} (weights only: optimizer moments anew, "
-            f"{REWARM_STEPS} steps of re-warmup)")
+            f"{L.REWARM_STEPS} steps of re-warmup)")
     log(f"params {count_params(model)} ({count_params(model) / 1e6:.2f}M); {total} steps "
         f"{[(p[1], p[2], p[3]) for p in phases]} (steps, ctx, batch); stream {len(stream.ids)} tokens; "
         f"device {dev} bf16 {bf16}")
@@ -211,13 +188,8 @@ def train():
             logits = model(ids)
         return lm_loss(logits, ids), ids.shape[0] * (ids.shape[1] - 1), f"ctx {ctx} "
 
-    def rewarm(step):
-        return min(1.0, (step - extra["rewarm_from"] + 1) / REWARM_STEPS) if "rewarm_from" in extra else 1.0
-
     def snapshot(step):
-        torch.save({"model": {k: v.half() for k, v in model.state_dict().items()}, "config": c.to_dict(),
-                    "step": step, "tokens": extra["tokens"], "wall": extra["wall"]},
-                   os.path.join(RUN, "snapshot.pt"))
+        L.save_snapshot(os.path.join(RUN, "snapshot.pt"), model, c.to_dict(), step, extra)
 
     def evaluate(step, final):
         t0 = time.time()
@@ -229,7 +201,7 @@ def train():
             f" ({time.time() - t0:.0f}s)")
 
     step = L.train_loop(model, opt, cfg, total, step, extra, batch_loss, log, ck, evaluate,
-                        lr_scale=rewarm, on_ckpt=snapshot)
+                        lr_scale=L.rewarm_scale(extra), on_ckpt=snapshot)
     torch.save({"model": model.state_dict(), "config": c.to_dict(), "steps": step,
                 "tokens": extra["tokens"], "wall": extra["wall"]}, os.path.join(RUN, "final.pt"))
     log("DONE")

@@ -6,6 +6,7 @@ Budget in TOKENS (window tokens processed), fixed seeds, deterministic data orde
 import json
 import math
 import os
+import subprocess
 import time
 
 import numpy as np
@@ -191,3 +192,48 @@ def make_optimizer(model, lr, wd=0.1, betas=(0.9, 0.95)):
 def dump_json(path, obj):
     with open(path, "w") as f:
         json.dump(obj, f, indent=1)
+
+
+# Weights-only snapshots committed to the repository, so that a run resumes on a new machine (from
+# its step, with fresh optimizer moments and a short re-warmup) instead of starting over. The file
+# stays out of the tree (the committed model files are kept small): snapshots/NAME.commit names the
+# commit that holds snapshots/NAME.pt, and the resume reads it from git's history.
+SNAPSHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "snapshots")
+REWARM_STEPS = 50
+
+
+def committed_snapshot(name):
+    """The committed snapshot NAME's path (written out of git's history when only its commit is
+    named), or None when there is none."""
+    path, at = os.path.join(SNAPSHOTS, name + ".pt"), os.path.join(SNAPSHOTS, name + ".commit")
+    if not os.path.exists(path):
+        if not os.path.exists(at):
+            return None
+        rev = open(at).read().strip()
+        blob = subprocess.run(["git", "show", f"{rev}:train/snapshots/{name}.pt"], cwd=SNAPSHOTS, check=True,
+                              capture_output=True).stdout
+        with open(path + ".tmp", "wb") as f:
+            f.write(blob)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def save_snapshot(path, model, config, step, extra, **more):
+    """A weights-only F16 snapshot of the run at step (what committed_snapshot gives back)."""
+    torch.save(dict({"model": {k: v.half() for k, v in model.state_dict().items()}, "config": config,
+                     "step": step, "tokens": extra["tokens"], "wall": extra["wall"]}, **more), path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def resume_from_snapshot(snap, model, extra):
+    """Loads a snapshot's weights into model and its step into extra (with the re-warmup's start);
+    returns the step."""
+    model.load_state_dict({k: v.float() for k, v in snap["model"].items()})
+    extra.update(wall=snap.get("wall", 0.0), tokens=snap["tokens"], rewarm_from=snap["step"])
+    return snap["step"]
+
+
+def rewarm_scale(extra):
+    """lr_scale for train_loop: a linear re-warmup over REWARM_STEPS after a snapshot resume."""
+    return lambda step: (min(1.0, (step - extra["rewarm_from"] + 1) / REWARM_STEPS)
+                         if "rewarm_from" in extra else 1.0)

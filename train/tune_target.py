@@ -5,7 +5,8 @@
 Each step takes a batch of 512-token windows or one of 2,048-token windows (prepare_tune.py), the
 long ones at every step s with s * long_share crossing an integer, long_share being the long windows'
 share of the set's tokens, so both kinds are spread evenly over the run. The loop is the pretraining's (bf16 autocast where the CPU has it, PF_DEVICE=cuda on a GPU,
-checkpoints every ckpt_minutes, exact resume); the loss is weighted (responses 1, prompts 0.1) and the
+checkpoints every ckpt_minutes, exact resume; a weights-only snapshot beside each, which
+committed as snapshots/tune.pt resumes the run on another machine); the loss is weighted (responses 1, prompts 0.1) and the
 eval reports the response loss of every eval type, the long inputs included.
 """
 import json
@@ -69,6 +70,14 @@ def train():
     if os.path.exists(ck):
         step, extra = L.load_ckpt(ck, model, opt)
         log(f"resumed at step {step}")
+    elif L.committed_snapshot("tune") is not None:
+        snap = torch.load(L.committed_snapshot("tune"), map_location="cpu")
+        if snap.get("seed") != cfg["seed"] or snap.get("total") != total:
+            sys.exit(f"snapshots/tune: taken from another run (seed {snap.get('seed')}, {snap.get('total')} steps; "
+                     f"this run: seed {cfg['seed']}, {total} steps)")
+        step = L.resume_from_snapshot(snap, model, extra)
+        log(f"resumed from the committed snapshot at step {step} (weights only: optimizer moments anew, "
+            f"{L.REWARM_STEPS} steps of re-warmup)")
     log(f"init {cfg['init']} ({init.get('tokens')} pretraining tokens); params {count_params(model)}; "
         f"{total} steps x {tok_per_step} tokens; windows {data['short'].n} x 512 + {data['long'].n} x 2048 "
         f"(long share {share:.3f}); device {dev} bf16 {bf16}")
@@ -85,8 +94,11 @@ def train():
                             max_items=None if final else 8)
         log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
 
+    def snapshot(step):
+        L.save_snapshot(os.path.join(RUN, "snapshot.pt"), model, c.to_dict(), step, extra, seed=cfg["seed"], total=total)
+
     step = L.train_loop(model, opt, cfg, total, step, extra, batch_loss, log, ck, evaluate,
-                        log_every=10, ema_decay=0.95)
+                        lr_scale=L.rewarm_scale(extra), on_ckpt=snapshot, log_every=10, ema_decay=0.95)
     torch.save({"model": model.state_dict(), "config": c.to_dict(), "steps": step,
                 "tokens": extra["tokens"], "wall": extra["wall"], "init": cfg["init"]},
                os.path.join(RUN, "final.pt"))
