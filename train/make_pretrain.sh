@@ -13,6 +13,11 @@ grep -q avx512 /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Sk
 bash corpus.sh
 bash pretrain_fetch.sh
 redo() { [ "$FORCE" = 1 ] || [ ! -f "$1" ]; }
+if [ "$FORCE" != 1 ] && { [ -f work/pretrain/final.pt ] || $PY pretrain_target.py finish; }; then
+    # the run has ended (here or in the committed snapshot): the tuning needs only the tokenizer
+    nice -n 10 $PY prepare_pretrain.py vocab
+    exit 0
+fi
 if redo work/pre/docs.jsonl; then nice -n 10 $PY pretrain_corpus.py; fi
 if redo work/pre/tokenizer.json; then nice -n 10 $PY prepare_pretrain.py vocab; fi
 if redo work/pre/stream.u16; then nice -n 10 $PY prepare_pretrain.py encode; fi

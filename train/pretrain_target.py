@@ -207,5 +207,23 @@ def train():
     log("DONE")
 
 
+def finish():
+    """work/pretrain/final.pt from the committed snapshot when that is the run's last step, so a new
+    machine goes on to the tuning without rebuilding the token stream; exit status 1 otherwise."""
+    snap_path = L.committed_snapshot("pretrain")
+    cfg_path = os.path.join(RUN, "run_config.json")
+    cfg = json.load(open(cfg_path)) if os.path.exists(cfg_path) else PRETRAIN_RUN
+    snap = torch.load(snap_path, map_location="cpu") if snap_path else None
+    if snap is None or snap["step"] != schedule(cfg)[1]:
+        print("pretraining: no committed snapshot of the run's last step; the run goes on", flush=True)
+        sys.exit(1)
+    os.makedirs(RUN, exist_ok=True)
+    torch.save({"model": {k: v.float() for k, v in snap["model"].items()}, "config": snap["config"],
+                "steps": snap["step"], "tokens": snap["tokens"], "wall": snap.get("wall", 0.0)},
+               os.path.join(RUN, "final.pt.tmp"))
+    os.replace(os.path.join(RUN, "final.pt.tmp"), os.path.join(RUN, "final.pt"))
+    print(f"pretraining: final.pt from the committed snapshot (step {snap['step']}, {snap['tokens']} tokens)", flush=True)
+
+
 if __name__ == "__main__":
-    {"probe": probe, "train": train}[sys.argv[1]]()
+    {"probe": probe, "train": train, "finish": finish}[sys.argv[1]]()
