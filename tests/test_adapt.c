@@ -88,6 +88,43 @@ TEST(cost_model_follows_drift_and_resists_outliers) {
     CHECKF(cm.over_spec <= 0.001 * (1 + 2 * PF_COST_RATE) + 1e-12, "overhead %g", cm.over_spec);
 }
 
+/* A batch's forwards see the row counts its sequences use: at 8 sequences 8 rows and more, never
+ * the counts below. A prior with one count measured high (a preempted calibration forward at 6
+ * rows) must not stay under the counts the batch does see: the non-decreasing read would carry it
+ * up to 8 rows and past them, a plateau on which the rows after the 8th look free. */
+TEST(cost_model_rows_observations_bound_unseen_counts) {
+    pf_cost_model cm, plain;
+    pf_cost_init(&cm, PF_MAX_BLOCK);
+    double c[PF_MAX_BLOCK + 1] = {0, 1, 1.05, 1.1, 1.12, 1.18, 1.9, 1.29, 1.39};
+    for (int n = 9; n <= PF_MAX_BLOCK; n++) c[n] = c[8] * n / 8;
+    pf_cost_set_prior(&cm, c, NULL, PF_MAX_BLOCK + 1, 0.004);
+    plain = cm;
+    double t8 = 0.004 * 1.45; /* what 8 rows over 8 sequences take */
+    for (int i = 0; i < 40; i++) {
+        pf_cost_observe_rows(&cm, 8, t8);
+        pf_cost_observe_verify(&plain, 8, t8);
+    }
+    CHECKF(fabs(pf_cost_verify(&cm, 8) / t8 - 1) < 0.05, "t(8) %g vs %g measured", pf_cost_verify(&cm, 8), t8);
+    CHECKF(pf_cost_verify(&cm, 9) > 1.02 * pf_cost_verify(&cm, 8), "t(9) %g: no slope after t(8) %g",
+           pf_cost_verify(&cm, 9), pf_cost_verify(&cm, 8));
+    /* what the unbounded observations leave: the stale 6-row value read at 8 and 9 rows */
+    CHECKF(pf_cost_verify(&plain, 9) < 1.001 * pf_cost_verify(&plain, 8) && pf_cost_verify(&plain, 8) > 1.2 * t8,
+           "the plain observations' t(8) %g, t(9) %g", pf_cost_verify(&plain, 8), pf_cost_verify(&plain, 9));
+    /* any sequence of observations keeps the stored curve ordered, so it reads as stored */
+    uint64_t x = 12345;
+    for (int i = 0; i < 2000; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        int n = 1 + (int)((x >> 33) % PF_MAX_BLOCK);
+        double t = 0.004 * (1 + 0.05 * n) * (0.5 + (double)((x >> 20) % 1000) / 1000);
+        pf_cost_observe_rows(&cm, n, t);
+        for (int k = 2; k <= PF_MAX_BLOCK; k++)
+            if (cm.log_t[k] < cm.log_t[k - 1]) {
+                CHECKF(0, "after %d observations t(%d) < t(%d)", i + 1, k, k - 1);
+                return;
+            }
+    }
+}
+
 /* A machine where t(n) = t1 * (1 + slope * (n - 1)) and drafting costs 0.05 t1 per row. */
 static void machine(pf_adapt *a, double slope, int observe_rows) {
     double c[65] = {0}, d[65] = {0};

@@ -100,6 +100,16 @@ void pf_cost_observe_verify(pf_cost_model *cm, int n, double seconds) {
     if (n >= 1 && n <= cm->block) cm->n_obs_t[n]++;
 }
 
+void pf_cost_observe_rows(pf_cost_model *cm, int n, double seconds) {
+    if (cm->frozen || seconds <= 0 || n < 1 || n > cm->block) return;
+    pf_cost_observe_verify(cm, n, seconds);
+    double *v = cm->log_t;
+    for (int i = n - 1; i >= 1; i--)
+        if (v[i] > v[i + 1]) v[i] = v[i + 1];
+    for (int i = n + 1; i <= cm->block; i++)
+        if (v[i] < v[i - 1]) v[i] = v[i - 1];
+}
+
 void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds) {
     if (cm->frozen) return;
     observe(cm->log_d, &cm->have_d, cm->block, rows, seconds);

@@ -49,6 +49,13 @@ void pf_cost_set_prior(pf_cost_model *cm, const double *c, const double *draft, 
  * up to nref or c_meas < 1. */
 void pf_cost_refit(pf_cost_model *cm, int nref, double c_meas);
 void pf_cost_observe_verify(pf_cost_model *cm, int n, double seconds);
+/* pf_cost_observe_verify for a curve whose row counts are seen unevenly (a batch's forwards: the
+ * counts its sequences use, seldom the ones below), which is then stored non-decreasing from n
+ * out: the counts below n lowered to the count after them, the counts above raised to the one
+ * before. So a count no forward uses keeps no stale high value that the non-decreasing read
+ * would carry up to n and past it (a plateau on which the rows after n look free), and the
+ * stored curve is the one read. */
+void pf_cost_observe_rows(pf_cost_model *cm, int n, double seconds);
 void pf_cost_observe_draft(pf_cost_model *cm, int rows, double seconds);
 void pf_cost_observe_overhead(pf_cost_model *cm, int plain, double seconds);
 /* A drafting round first handed the drafter `rows` rows of plain steps in `seconds`. */

@@ -64,7 +64,8 @@ static pf_rc spec_begin(void *state, pf_engine_session *s, const int32_t *prompt
     start_generation(sp);
     double t0 = pf_now_s();
     split_taps(sp, taps, n_prompt - 1, 0);
-    pf_rc rc = feed_prompt(sp, prompt, n_prompt, taps, 1, err);
+    sp->lazy = 0;
+    pf_rc rc = pf_spec_lazy_begin(sp, prompt, n_prompt, taps) ? PF_RC_OK : feed_prompt(sp, prompt, n_prompt, taps, 1, err);
     sp->st.t_prompt_ctx += pf_now_s() - t0;
     if (rc == PF_RC_OK && sp->ad && !sp->calibrated && n_prompt > 0) rc = calibrate(sp, prompt, n_prompt, err);
     return rc;
@@ -90,8 +91,9 @@ static pf_rc flush_pending(pf_spec *sp, char err[PF_ERR_LEN]) {
 
 /* Commit a round's rows to the drafter: a plain step's row waits for the next drafting round. */
 static pf_rc commit_rows(pf_spec *sp, int n, const float *taps, int plain, char err[PF_ERR_LEN]) {
-    if (!sp->d->commit) return PF_RC_OK;
-    pf_rc rc = PF_RC_OK;
+    if (pf_spec_lazy_add(sp, sp->rows, n, taps, (size_t)sp->d->n_taps * sp->s->model->hp.n_embd)) return PF_RC_OK;
+    pf_rc rc = pf_spec_lazy_flush(sp, err);
+    if (rc != PF_RC_OK || !sp->d->commit) return rc;
     if (!plain || !sp->ad || !sp->d->n_taps) { /* only an adaptive strategy's plain rows wait */
         if ((rc = flush_pending(sp, err)) != PF_RC_OK) return rc;
         return sp->d->commit(sp->d->state, sp->rows, n, taps, err);
@@ -112,6 +114,7 @@ static int spec_keep(void *state, pf_engine_session *s, int n_keep) {
     pf_spec *sp = state;
     (void)s;
     char err[PF_ERR_LEN];
+    if (sp->lazy) return pf_spec_lazy_truncate(sp, n_keep);
     if (!sp->d->truncate || flush_pending(sp, err) != PF_RC_OK) return -1; /* then the whole prompt is begun again */
     return sp->d->truncate(sp->d->state, n_keep);
 }
@@ -123,7 +126,10 @@ static pf_rc spec_resume(void *state, pf_engine_session *s, const int32_t *promp
     start_generation(sp);
     double t0 = pf_now_s();
     split_taps(sp, taps, n_prompt - n_keep - 1, 0);
-    pf_rc rc = feed_prompt(sp, prompt + n_keep, n_prompt - n_keep, taps, 0, err);
+    pf_rc rc = PF_RC_OK;
+    if (!pf_spec_lazy_add(sp, prompt + n_keep, n_prompt - n_keep, taps, (size_t)sp->n_taps * sp->s->model->hp.n_embd) &&
+        (rc = pf_spec_lazy_flush(sp, err)) == PF_RC_OK)
+        rc = feed_prompt(sp, prompt + n_keep, n_prompt - n_keep, taps, 0, err);
     if (rc != PF_RC_OK) return rc;
     sp->st.t_prompt_ctx += pf_now_s() - t0;
     if (sp->ad && !sp->calibrated && n_prompt > 0) rc = calibrate(sp, prompt, n_prompt, err);
@@ -151,6 +157,12 @@ static void dec_choose(pf_spec *sp, int *nd, int planned) {
 /* Pending plain-step rows reach the drafter before it drafts (it needs its whole context), on
  * the clock of the context. */
 static pf_rc draft_flush(pf_spec *sp, round_clock *t, char err[PF_ERR_LEN]) {
+    if (sp->lazy) { /* the deferred context first, off the round's clock (its own, t_prompt_ctx) */
+        pf_rc rc = pf_spec_lazy_flush(sp, err);
+        if (rc != PF_RC_OK) return rc;
+        sp->st.t_prompt_ctx += sp->lz_s;
+        t->t0 = pf_now_s();
+    }
     if (!sp->n_pend) return PF_RC_OK;
     int n_pend = sp->n_pend;
     pf_rc rc = flush_pending(sp, err);

@@ -68,6 +68,9 @@ struct pf_spec_batch {
      * estimate that promises more than the verified rows keep (a head fitted to another draft,
      * the best of many noisy estimates being the one picked) stops buying rows */
     double kept_sum, expect_sum;
+    /* seconds per row of building a slot's deferred drafter context (spec_lazy.c; 0: not known
+     * yet): what a slot whose context waits pays for its first draft, on top of the draft */
+    double ctx_row_s;
     pf_share_seq *share;
     int *n_rows;
     /* the slots' DFlash proposals of a step, one draft forward per draft */
@@ -186,6 +189,8 @@ static pf_rc slot_begin(void *state, pf_engine_session *seq, const int32_t *prom
     inherit_calibration(ss);
     pf_strategy *own = pf_spec_strategy(ss->sp);
     pf_rc rc = own->begin(own->state, seq, prompt, n_prompt, taps, err);
+    if (rc == PF_RC_OK && !ss->sp->lazy && ss->sb->ctx_row_s <= 0 && n_prompt > 0)
+        ss->sb->ctx_row_s = ss->sp->st.t_prompt_ctx / n_prompt; /* the first context built, eagerly */
     if (rc == PF_RC_OK) take_calibration(ss->sb, ss), ss->fresh = 0;
     return rc;
 }
@@ -260,6 +265,7 @@ static pf_rc slot_spec_for(pf_spec_batch *sb, int i, const pf_spec_choice *c, pf
     if (rc == PF_RC_OK && c->w && c->plan.kind != PF_KIND_NGRAM) rc = draft_group_for(sb, c->w, err);
     if (rc == PF_RC_OK) rc = pf_strategy_build(seq, &c->plan, sb->drafters[i], c->dec, &ss->sp, err);
     if (rc != PF_RC_OK) return rc;
+    ss->sp->lazy_ok = 1; /* a calibrated slot's drafter context waits for its first draft */
     ss->made = *c;
     ss->strat = *pf_spec_strategy(ss->sp);
     ss->strat.state = ss;
@@ -308,7 +314,7 @@ static double expected_kept(const double *s, int nd) {
 /* What row_share needs of a slot's adaptive strategy this step (its head's target half first):
  * the survivals as its verified rounds kept them, the first scaled by the batch's kept ratio (it
  * is a factor of every draft's survival, so every draft's expected tokens scale alike). */
-static void share_of(slot_spec *ss, double ratio, int cap, pf_share_seq *q) {
+static void share_of(slot_spec *ss, double ratio, double ctx_row_s, int cap, pf_share_seq *q) {
     const pf_spec *sp = ss->sp;
     pf_adapt *a = sp->ad;
     q->bmax = sp->block < cap ? sp->block : cap;
@@ -318,8 +324,16 @@ static void share_of(slot_spec *ss, double ratio, int cap, pf_share_seq *q) {
     for (int k = 1; k < q->bmax; k++) q->s[k - 1] = ss->s_plan[k - 1] = pf_adapt_survival_kept(a, k);
     q->s[0] = q->s[0] * ratio < 1 ? q->s[0] * ratio : 1;
     for (int B = 2; B <= q->bmax; B++) q->draft_s[B] = pf_cost_draft(&a->cost, B);
-    q->over_spec = a->cost.over_spec;
-    q->over_plain = a->cost.over_plain + a->cost.flush_row;
+    q->over_spec = a->cost.over_spec + (sp->lazy ? sp->n_lz * ctx_row_s : 0); /* its deferred context */
+    q->over_plain = a->cost.over_plain + (sp->lazy ? 0 : a->cost.flush_row);
+}
+
+/* A deferred drafter context was just built: its seconds per row move the batch's estimate. */
+static void learn_ctx_cost(pf_spec_batch *sb, pf_spec *sp) {
+    if (sp->lz_rows <= 0) return;
+    double r = sp->lz_s / sp->lz_rows;
+    sb->ctx_row_s = sb->ctx_row_s > 0 ? 0.7 * sb->ctx_row_s + 0.3 * r : r;
+    sp->lz_rows = 0;
 }
 
 /* The slot's proposal goes into draft group g's batched forward. */
@@ -377,7 +391,7 @@ static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last,
         double v[PF_MAX_BLOCK + 1], ratio = kept_ratio(sb);
         sb->kept_sum *= PF_SHARE_KEPT_DECAY, sb->expect_sum *= PF_SHARE_KEPT_DECAY;
         for (int R = 1; R <= PF_MAX_BLOCK; R++) v[R] = pf_cost_verify(&sb->rows, R);
-        for (int j = 0; j < n; j++) share_of(&sb->slots[slot[j]], ratio, cap[j], &sb->share[j]);
+        for (int j = 0; j < n; j++) share_of(&sb->slots[slot[j]], ratio, sb->ctx_row_s, cap[j], &sb->share[j]);
         for (int j = n; j < n + n_plain; j++) sb->share[j] = (pf_share_seq){.bmax = 1, .fixed = 1};
         double rate = pf_share_rows(sb->share, n + n_plain, v, PF_MAX_BLOCK, B);
         for (int j = 0; j < n; j++) {
@@ -391,6 +405,7 @@ static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last,
         slot_spec *ss = &sb->slots[slot[j]];
         pf_rc rc = pf_spec_round_begin(ss->sp, last[j], cap[j], B[j], &ss->round, &ss->call, err);
         if (rc != PF_RC_OK) return rc;
+        learn_ctx_cost(sb, ss->sp);
     }
     pf_rc rc = propose(sb, n, slot, err);
     if (rc != PF_RC_OK) return rc;
@@ -405,7 +420,7 @@ static pf_rc plan_rows(void *state, int n, const int *slot, const int32_t *last,
 static void forward_done(void *state, int n_rows, int with_prompt, double seconds) {
     pf_spec_batch *sb = state;
     sb->own_forward = sb->own_forward && !with_prompt;
-    if (!with_prompt && n_rows <= PF_MAX_BLOCK) pf_cost_observe_verify(&sb->rows, n_rows, seconds);
+    if (!with_prompt && n_rows <= PF_MAX_BLOCK) pf_cost_observe_rows(&sb->rows, n_rows, seconds);
 }
 
 static pf_rc commit(void *state, int slot, int32_t *out, int *n_out, char err[PF_ERR_LEN]) {

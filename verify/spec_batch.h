@@ -13,7 +13,13 @@
  * draft propose in one batched draft forward per step (pf_dflash_propose_batch: the draft's
  * weights read once for every drafting sequence, each sequence's drafts its solo ones, each
  * charged its rows' share of the time); a lookup or hybrid drafter proposes alone, and the
- * drafters' context appends stay per sequence. A fixed block is verified whole in every sequence.
+ * drafters' context appends stay per sequence. A slot whose adaptive strategy starts from the
+ * batch's calibration builds no drafter context until the budget first gives it drafts
+ * (verify/spec_lazy.c: its prompt's and plain steps' rows wait), and the budget charges that
+ * build, at its running seconds per row, to that first draft: a sequence that never drafts costs
+ * what plain decoding costs but its taps. The cost of R rows follows every decoding forward with
+ * the curve kept non-decreasing (pf_cost_observe_rows), so row counts no forward uses cannot
+ * keep stale values from the first calibration. A fixed block is verified whole in every sequence.
  * Every sequence's output is its solo speculative run's: plain decoding's when greedy, and under
  * sampling the same tokens for the same seed as its solo run (the adaptive strategies draft point
  * masses, whose acceptance draws the target's own samples from plain sampling's stream; a fixed

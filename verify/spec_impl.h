@@ -45,6 +45,15 @@ struct pf_spec {
     /* structured output: the masks of a round's verified rows (PF_MAX_BLOCK of cmask_words words) */
     uint32_t *cmask;
     size_t cmask_words;
+    /* a batch slot's deferred drafter context (spec_lazy.c): lazy_ok is the batch's leave; while
+     * lazy the drafter holds none of this sequence's rows, which wait in lz_tok / lz_taps (the
+     * drafter's taps of each) until the first draft builds the context from them */
+    int lazy_ok, lazy;
+    int32_t *lz_tok;
+    float *lz_taps;
+    int n_lz, cap_lz;
+    double lz_s; /* the last deferred build: seconds, and its rows (0 once read) */
+    int lz_rows;
 };
 
 /* The clock of one round: start, drafted, verified, accepted, committed. */
@@ -80,6 +89,19 @@ void pf_spec_round_drafted(pf_spec *sp, pf_spec_round_state *r, const pf_draft_c
 void pf_spec_round_rows(pf_spec *sp, int32_t last, pf_spec_round_state *r, struct pf_batch *b);
 pf_rc pf_spec_round_finish(pf_spec *sp, pf_spec_round_state *r, int own_forward, int32_t *out, int *n_out,
                            char err[PF_ERR_LEN]);
+
+/* The deferred drafter context (spec_lazy.c). _begin: a new sequence's prompt (taps as the verify
+ * forward taps them) waits instead of reaching the drafter, when the batch allows it and the
+ * strategy is adaptive, calibrated and its drafter taps the target; 1 when so, else 0 (begin the
+ * drafter now). _add: while lazy, more rows (`stride` floats of taps a row, the drafter's taps
+ * first) wait too: 1, or 0 (not lazy, or past the most rows kept: the caller flushes and hands
+ * them over itself). _flush: the drafter begins on every waiting row (nothing while not lazy).
+ * _truncate: multi-turn reuse keeps the first n_keep waiting rows (-1: more than wait). */
+int pf_spec_lazy_begin(pf_spec *sp, const int32_t *prompt, int n, const float *taps);
+int pf_spec_lazy_add(pf_spec *sp, const int32_t *tok, int n, const float *taps, size_t stride);
+pf_rc pf_spec_lazy_flush(pf_spec *sp, char err[PF_ERR_LEN]);
+int pf_spec_lazy_truncate(pf_spec *sp, int n_keep);
+void pf_spec_lazy_free(pf_spec *sp);
 
 /* The round loop as the engine's strategy interface (spec.c), over sp's drafter's taps. */
 pf_strategy pf_spec_round(pf_spec *sp);

@@ -58,6 +58,7 @@ void pf_spec_free(pf_spec *sp) {
     pf_dist_free(&sp->resid);
     pf_dec_free(sp->own_dec);
     pf_drafter_free(sp->own_d);
+    pf_spec_lazy_free(sp);
     free(sp);
 }
 
