@@ -311,6 +311,12 @@ PF_FORCE_INLINE void group_passes(uint32_t wt, int packed, const uint8_t *g, siz
     }
 }
 
+/* y's rows [r0, r1) of B activation rows set to 0. */
+PF_FORCE_INLINE void zero_rows(int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    for (int b = 0; b < B; b++)
+        for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
+}
+
 /* Rows [r0, r1) in groups of 16 rows. Packed (or packed on the fly) groups start at multiples of
  * 16 rows; lanes outside [r0, r1) are computed (zero rows past the matrix) but never stored. GGUF
  * groups read in place start at r0 + 16 k, a partial one shifted back to end at W's last row
@@ -323,8 +329,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     const size_t ts = qtype_size(wt), rb = W->row_bytes;
     const int64_t nblk = W->cols / PF_QK;
     if (nblk == 0) { /* no columns: empty sums */
-        for (int b = 0; b < B; b++)
-            for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
+        zero_rows(B, y, ldy, r0, r1);
         return;
     }
     _Alignas(64) int32_t asum[QASUM(wt) ? ASUM_INTS : 1];
