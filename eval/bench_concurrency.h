@@ -8,7 +8,7 @@
 #ifndef PF_BENCH_CONCURRENCY_H
 #define PF_BENCH_CONCURRENCY_H
 
-#include "eval/bench.h"
+#include "eval/bench_arm.h"
 #include "eval/bench_model.h"
 #include "eval/tasks.h"
 #include "include/pocketflash.h"

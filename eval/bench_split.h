@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "eval/bench.h"
+#include "eval/bench_result.h"
 #include "eval/tasks.h"
 
 typedef struct {

@@ -61,16 +61,15 @@
 #if QGROUP_INPLACE
 /* 16 bytes at byte offset off of each of 16 rows: row i at p[i / 4] + (i % 4) * rb. Returns
  * t[g] with lane i = dword g of row i. */
-PF_FORCE_INLINE void load_transposed(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2,
-                                     const uint8_t *p3, size_t rb, size_t off, __m512i t[4]) {
+PF_FORCE_INLINE void load_transposed(const uint8_t *const p[4], size_t rb, size_t off, __m512i t[4]) {
     __m512i z[4];
 #pragma GCC unroll 4
     for (int m = 0; m < 4; m++) { /* 128-bit lane l of z[m] = row 4l + m */
         size_t o = off + (size_t)m * rb;
-        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p0 + o)));
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p1 + o)), 1);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p2 + o)), 2);
-        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p3 + o)), 3);
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p[0] + o)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[1] + o)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[2] + o)), 2);
+        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[3] + o)), 3);
     }
     __m512i a = _mm512_unpacklo_epi32(z[0], z[1]), b = _mm512_unpackhi_epi32(z[0], z[1]);
     __m512i c = _mm512_unpacklo_epi32(z[2], z[3]), d = _mm512_unpackhi_epi32(z[2], z[3]);
@@ -125,6 +124,78 @@ PF_FORCE_INLINE vi block_isum(uint32_t wt, const vi *w, const uint8_t *xb, const
 #endif
 }
 
+/* Q4 weights from one vector of packed bytes: byte j of a block holds weights j (low nibble) and
+ * j + 16 (high). */
+PF_FORCE_INLINE void q4_nibbles(vi v, vi lo4, vi *lo, vi *hi) {
+    *lo = vi_and(v, lo4);
+    *hi = vi_and(vi_srli16(v, 4), lo4);
+}
+
+/* Block k of slice h of a packed group (blk: the block, q: the slice's quants in it): the weights
+ * w as the dot steps take them and the scales d (and m for Q4_1; mv is left as it is otherwise). */
+PF_FORCE_INLINE void decode_packed(uint32_t wt, const uint8_t *blk, const uint8_t *q, int h, vi lo4, vi w[8],
+                                   vf *dv, vf *mv) {
+    *dv = vf_load_h((const pf_half *)(blk + 2 * VL * h));
+    if (wt == PF_TYPE_Q4_1) *mv = vf_load_h((const pf_half *)(blk + 32 + 2 * VL * h));
+    if (wt == PF_TYPE_Q8_0) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) w[j] = q8_weights(vi_load(q + 64 * j));
+    } else {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) q4_nibbles(vi_load(q + 64 * j), lo4, &w[j], &w[4 + j]);
+    }
+}
+
+#if QGROUP_INPLACE
+/* The block at byte offset ko of 16 GGUF rows read in place (p: rows 0 .. 3's quants, rows rb bytes
+ * apart, as load_transposed takes them; g: row 0's block start; gidx: the rows' byte offsets): the
+ * weights w as the dot steps take them (16 bytes per row transposed in registers) and the scales d
+ * (and m for Q4_1) gathered, the same bytes as the packed layout's, bit for bit. */
+PF_FORCE_INLINE void decode_inplace(uint32_t wt, const uint8_t *const p[4], size_t rb, const uint8_t *g,
+                                    __m512i gidx, size_t ko, vi lo4, vi w[8], vf *dv, vf *mv) {
+    __m512i t[4];
+    if (wt == PF_TYPE_Q8_0) {
+        load_transposed(p, rb, ko, t);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) w[j] = q8_weights(t[j]);
+        load_transposed(p, rb, ko + 16, t);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) w[4 + j] = q8_weights(t[j]);
+    } else {
+        load_transposed(p, rb, ko, t);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) q4_nibbles(t[j], lo4, &w[j], &w[4 + j]);
+    }
+    /* scales: lane i = the first dword of row i's block (d | m << 16 for Q4_1) */
+    __m512i dm = _mm512_i32gather_epi32(gidx, g + ko, 1);
+    *dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+    if (wt == PF_TYPE_Q4_1) *mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+}
+#endif
+
+/* Lines [o, e) of p, step bytes apart, into L2. */
+PF_FORCE_INLINE void prefetch_l2(const uint8_t *p, size_t o, size_t e, size_t step) {
+    for (; o < e; o += step) _mm_prefetch((const char *)p + o, _MM_HINT_T1);
+}
+
+/* Block k of NB activation rows (row b at act + b*stride; asum[b * ald + k] its block sum) against
+ * one slice's decoded block (w, its quants q, scales dv and mv): acc[b] += the reference's float ops
+ * for the block, in its order (see the top). */
+PF_FORCE_INLINE void accumulate_rows(uint32_t wt, const vi w[8], const uint8_t *q, vf dv, vf mv, int64_t k,
+                                     const uint8_t *act, size_t stride, const int32_t *asum, int64_t ald,
+                                     vf *acc, int NB) {
+    if (wt == PF_TYPE_Q4_0) mv = vf_mul(vf_set1(-8.0f), dv); /* nibble - 8: -8 d per x.s */
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; b++) {
+        const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
+        vi s = block_isum(wt, w, xb, q, QASUM(wt) ? asum[b * ald + k] : 0);
+        vf sc = vf_mul(dv, vf_set1(load_f32(xb)));
+        vf t = vf_mul(sc, vf_from_vi(s));
+        if (wt != PF_TYPE_Q8_0) t = vf_add(t, vf_mul(mv, vf_set1(load_f32(xb + 4))));
+        acc[b] = vf_add(acc[b], t);
+    }
+}
+
 /* Slices h0 .. h0 + NH - 1 (slice h: rows VL h .. VL h + VL-1 of the group, one per lane; NH > 1
  * only for packed groups: each block decoded and summed slice after slice, so the group's lines are
  * read in one pass) against NB activation rows (row b at act + b*stride, at its block k0) over nk
@@ -132,7 +203,7 @@ PF_FORCE_INLINE vi block_isum(uint32_t wt, const vi *w, const uint8_t *xb, const
  * (QGROUP_INPLACE) g is row 0's block k0 of 16 GGUF rows rb bytes apart. acc starts at 0 if first,
  * else from y (parked by the previous k super-chunk); lanes outside mask[slice] are not stored. y
  * is at slice h0's first row. pf: the same slices of a group ahead, prefetched into L2 a block
- * column per block (the slices take alternate lines). */
+ * column per block. */
 PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb, int h0, int64_t nk,
                             const uint8_t *act, size_t stride, const int32_t *asum, int64_t ald, int first,
                             const vmask *mask, float *y, int64_t ldy, const uint8_t *pf, int NB, int NH) {
@@ -145,7 +216,8 @@ PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb
             acc[hh][b] = first ? vf_zero() : vf_maskz_load(mask[hh], y + b * ldy + VL * hh);
     const vi lo4 = vi_set1_i8(0x0f);
 #if QGROUP_INPLACE
-    const uint8_t *p0 = g + (wt == PF_TYPE_Q4_1 ? 4 : 2), *p1 = p0 + 4 * rb, *p2 = p0 + 8 * rb, *p3 = p0 + 12 * rb;
+    const uint8_t *p0 = g + (wt == PF_TYPE_Q4_1 ? 4 : 2);
+    const uint8_t *const p[4] = {p0, p0 + 4 * rb, p0 + 8 * rb, p0 + 12 * rb}; /* rows 0, 4, 8, 12 */
     /* gather offsets of the 16 rows (15 * rb < 2^31: see gemm_quant) */
     const __m512i gidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)rb));
@@ -154,7 +226,7 @@ PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb
 #endif
     for (int64_t k = 0; k < nk; k++) {
 #pragma GCC unroll 2
-      for (int hh = 0; hh < NH; hh++) {
+      for (int hh = 0; hh < NH; hh++) { /* decode slice h's block k once, then take it to every row */
         const int h = h0 + hh;
         vi w[8];
         vf dv, mv = vf_zero();
@@ -162,60 +234,20 @@ PF_FORCE_INLINE void qslice(uint32_t wt, int packed, const uint8_t *g, size_t rb
         if (packed) {
             const uint8_t *blk = g + (size_t)k * gb;
             q = blk + (wt == PF_TYPE_Q4_1 ? 64 : 32) + 4 * VL * (size_t)h;
-            if (pf)
-                for (size_t o = 64 * (size_t)h; o < gb; o += 64 * NS) _mm_prefetch((const char *)pf + (size_t)k * gb + o, _MM_HINT_T1);
-            dv = vf_load_h((const pf_half *)(blk + 2 * VL * h));
-            if (wt == PF_TYPE_Q4_1) mv = vf_load_h((const pf_half *)(blk + 32 + 2 * VL * h));
-            if (wt == PF_TYPE_Q8_0) {
-#pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) w[j] = q8_weights(vi_load(q + 64 * j));
-            } else { /* byte j of the block: weights j (low nibble) and j + 16 (high) */
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    vi v = vi_load(q + 64 * j);
-                    w[j] = vi_and(v, lo4);
-                    w[4 + j] = vi_and(vi_srli16(v, 4), lo4);
-                }
-            }
-        } else {
+            if (pf) /* the same slice of a group ahead (the slices take alternate lines) */
+                prefetch_l2(pf + (size_t)k * gb, 64 * (size_t)h, gb, 64 * NS);
+            decode_packed(wt, blk, q, h, lo4, w, &dv, &mv);
+        } else { /* GGUF rows in place */
 #if QGROUP_INPLACE
             size_t ko = (size_t)k * ts;
-            __m512i t[4];
             if (pf) /* the group QPF_AHEAD ahead, a block column of it per block: into L2 */
-                for (size_t o = 0; o < gb; o += 64) _mm_prefetch((const char *)pf + QRG * ko + o, _MM_HINT_T1);
-            if (wt == PF_TYPE_Q8_0) {
-                load_transposed(p0, p1, p2, p3, rb, ko, t);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) w[j] = q8_weights(t[j]);
-                load_transposed(p0, p1, p2, p3, rb, ko + 16, t);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) w[4 + j] = q8_weights(t[j]);
-            } else {
-                load_transposed(p0, p1, p2, p3, rb, ko, t);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    w[j] = vi_and(t[j], lo4);
-                    w[4 + j] = vi_and(vi_srli16(t[j], 4), lo4);
-                }
-            }
-            /* scales: lane i = the first dword of row i's block (d | m << 16 for Q4_1) */
-            __m512i dm = _mm512_i32gather_epi32(gidx, g + ko, 1);
-            dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
-            if (wt == PF_TYPE_Q4_1) mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+                prefetch_l2(pf + QRG * ko, 0, gb, 64);
+            decode_inplace(wt, p, rb, g, gidx, ko, lo4, w, &dv, &mv);
 #else
             dv = vf_zero(); /* not reached: the 256-bit levels pack GGUF groups first */
 #endif
         }
-        if (wt == PF_TYPE_Q4_0) mv = vf_mul(vf_set1(-8.0f), dv); /* nibble - 8: -8 d per x.s */
-#pragma GCC unroll 16
-        for (int b = 0; b < NB; b++) {
-            const uint8_t *xb = act + (size_t)b * stride + (size_t)k * XB;
-            vi s = block_isum(wt, w, xb, q, QASUM(wt) ? asum[b * ald + k] : 0);
-            vf sc = vf_mul(dv, vf_set1(load_f32(xb)));
-            vf t = vf_mul(sc, vf_from_vi(s));
-            if (wt != PF_TYPE_Q8_0) t = vf_add(t, vf_mul(mv, vf_set1(load_f32(xb + 4))));
-            acc[hh][b] = vf_add(acc[hh][b], t);
-        }
+        accumulate_rows(wt, w, q, dv, mv, k, act, stride, asum, ald, acc[hh], NB);
       }
     }
 #pragma GCC unroll 2
@@ -279,6 +311,12 @@ PF_FORCE_INLINE void group_passes(uint32_t wt, int packed, const uint8_t *g, siz
     }
 }
 
+/* y's rows [r0, r1) of B activation rows set to 0. */
+PF_FORCE_INLINE void zero_rows(int B, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    for (int b = 0; b < B; b++)
+        for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
+}
+
 /* Rows [r0, r1) in groups of 16 rows. Packed (or packed on the fly) groups start at multiples of
  * 16 rows; lanes outside [r0, r1) are computed (zero rows past the matrix) but never stored. GGUF
  * groups read in place start at r0 + 16 k, a partial one shifted back to end at W's last row
@@ -291,8 +329,7 @@ PF_FORCE_INLINE void gemm_quant(uint32_t wt, const pf_weight *W, const void *act
     const size_t ts = qtype_size(wt), rb = W->row_bytes;
     const int64_t nblk = W->cols / PF_QK;
     if (nblk == 0) { /* no columns: empty sums */
-        for (int b = 0; b < B; b++)
-            for (int64_t r = r0; r < r1; r++) y[b * ldy + r] = 0.0f;
+        zero_rows(B, y, ldy, r0, r1);
         return;
     }
     _Alignas(64) int32_t asum[QASUM(wt) ? ASUM_INTS : 1];
