@@ -6,19 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/close_tables.h"
 #include "grammar/matcher_frames.h"
 #include "grammar/regex.h"
 
 #define INF PF_CLOSE_INF
+#define add close_add
+#define mul close_mul
 
-struct pf_close {
-    const pf_schema *s;
-    int64_t *doc;     /* per node: its shortest document */
-    int64_t **re_dist; /* per string node with a pattern: bytes from each automaton state to its end */
-};
-
-static int64_t add(int64_t a, int64_t b) { return a >= INF || b >= INF || a + b >= INF ? INF : a + b; }
-static int64_t mul(int64_t a, int64_t k) { return k == 0 ? 0 : a >= INF || k >= INF || a > INF / k ? INF : a * k; }
 static int64_t min2(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Bytes byte b takes inside a pattern string: the escapes JSON requires ("\"", "\\", "\n", ...,
@@ -61,7 +56,7 @@ static int64_t key_cost(const pf_close *c, const pf_schema_node *nd, int i) {
 }
 
 /* The value node of another key, the cheapest where patterns choose it. */
-static int64_t other_value_doc(const pf_close *c, const pf_schema_node *nd) {
+int64_t pf_close_other_value_doc(const pf_close *c, const pf_schema_node *nd) {
     if (nd->key_node < 0) return nd->extra >= 0 ? c->doc[nd->extra] : INF;
     const uint32_t *masks;
     int k = pf_regex_masks(c->s->nodes[nd->key_node].re, &masks);
@@ -84,9 +79,9 @@ static int64_t other_key_text(const pf_close *c, const pf_schema_node *nd) {
 }
 
 /* Another key with its value: `"":` and the value's shortest document. */
-static int64_t other_cost(const pf_close *c, const pf_schema_node *nd) {
+int64_t pf_close_other_cost(const pf_close *c, const pf_schema_node *nd) {
     if (nd->extra < 0 && nd->key_node < 0) return INF;
-    return add(add(other_key_text(c, nd), 1), other_value_doc(c, nd));
+    return add(add(other_key_text(c, nd), 1), pf_close_other_value_doc(c, nd));
 }
 
 /* One more key fits with k keys so far (used: the listed ones given, the new one among them when
@@ -107,7 +102,7 @@ static int64_t obj_close(const pf_close *c, const pf_schema_node *nd, uint64_t u
     int64_t cost = 0, n_add = __builtin_popcountll(req);
     for (int i = 0; i < nd->n_props; i++)
         if (req >> i & 1) cost = add(cost, key_cost(c, nd, i));
-    int64_t need = nd->min_props - k - n_add, other = other_cost(c, nd);
+    int64_t need = nd->min_props - k - n_add, other = pf_close_other_cost(c, nd);
     uint64_t taken = used | req;
     for (; need > 0 && cost < INF; need--, n_add++) {
         int best = -1;
@@ -130,7 +125,7 @@ static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used
 /* After a comma: one key at least, then on to the closing brace. */
 static int64_t obj_after_comma(const pf_close *c, const pf_schema_node *nd, const pf_frame *o) {
     int64_t k = obj_keys(o), best = INF;
-    if (key_room(nd, o->used, k)) best = add(other_cost(c, nd), obj_close(c, nd, o->used, k + 1, 0));
+    if (key_room(nd, o->used, k)) best = add(pf_close_other_cost(c, nd), obj_close(c, nd, o->used, k + 1, 0));
     for (int i = 0; i < nd->n_props && !nd->free_keys; i++)
         if (!(o->used >> i & 1) && listed_room(nd, o->used, k, i))
             best = min2(best, add(key_cost(c, nd, i), obj_close(c, nd, o->used | 1ull << i, k + 1, 0)));
@@ -145,7 +140,7 @@ static int64_t obj_rest(const pf_close *c, const pf_frame *t) {
     case O_KEY:
     case O_KEY_SPACED: return obj_after_comma(c, nd, t);
     case O_COLON: /* another key's string under way or closed: its colon, value, the rest */
-        return add(add(1, other_value_doc(c, nd)), obj_close(c, nd, t->used, obj_keys(t) + 1, 0));
+        return add(add(1, pf_close_other_value_doc(c, nd)), obj_close(c, nd, t->used, obj_keys(t) + 1, 0));
     default: return c->doc[t->node];
     }
 }
@@ -164,7 +159,7 @@ static int64_t key_rest(const pf_close *c, const pf_frame *t, const pf_frame *o)
         best = min2(best, r);
     }
     if ((nd->extra >= 0 || nd->key_node >= 0) && key_room(nd, o->used, k)) {
-        int64_t r = add(add(quote_next ? 2 : 1, 1), other_value_doc(c, nd));
+        int64_t r = add(add(quote_next ? 2 : 1, 1), pf_close_other_value_doc(c, nd));
         best = min2(best, add(r, obj_close(c, nd, o->used, k + 1, 0)));
     }
     return best;
@@ -267,7 +262,7 @@ static int64_t lit_rest(const pf_close *c, const pf_frame *t) {
  * more). */
 static int64_t key_rest_after_plain(const pf_close *c, const pf_frame *o) {
     const pf_schema_node *nd = &c->s->nodes[o->node];
-    return add(add(3, other_value_doc(c, nd)), obj_close(c, nd, o->used, obj_keys(o) + 1, 0));
+    return add(add(3, pf_close_other_value_doc(c, nd)), obj_close(c, nd, o->used, obj_keys(o) + 1, 0));
 }
 
 typedef struct {
@@ -401,6 +396,7 @@ pf_close *pf_close_new(const pf_schema *s) {
             if (d < c->doc[i]) c->doc[i] = d, changed = 1;
         }
     }
+    c->reach = pf_close_reach_bound(c);
     return c;
 }
 
@@ -413,3 +409,5 @@ void pf_close_free(pf_close *c) {
 }
 
 int64_t pf_close_doc(const pf_close *c) { return c->doc[c->s->root]; }
+
+int64_t pf_close_reach(const pf_close *c) { return c->reach; }

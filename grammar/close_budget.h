@@ -27,6 +27,10 @@ pf_close *pf_close_new(const pf_schema *s);
 void pf_close_free(pf_close *c);
 /* The schema's shortest document in bytes. */
 int64_t pf_close_doc(const pf_close *c);
+/* A bound, per schema, on the distance of every state the matcher can reach (PF_CLOSE_INF where
+ * none is known): with more tokens left than it, the budget refuses no token (pf_token_mask_budget
+ * then takes the unbudgeted mask). */
+int64_t pf_close_reach(const pf_close *c);
 /* The fewest bytes that complete the document from m's state. */
 int64_t pf_close_dist(const pf_close *c, const pf_matcher *m);
 /* When every parse stack is in a string or a key pf_matcher_string_room counts: the most the

@@ -332,7 +332,9 @@ int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m
 int pf_token_mask_budget(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const pf_close *cl,
                          int64_t left, uint32_t *bits, int *fits) {
     *fits = 1;
-    if (!cl) return pf_token_mask(tm, cache, m, bits);
+    /* far from the limit (every state's distance within what the budget closes) the budget
+     * refuses nothing: the unbudgeted mask, with every shortcut */
+    if (!cl || left - 1 >= pf_close_reach(cl)) return pf_token_mask(tm, cache, m, bits);
     walk_ctx w = {bits, cl, INT64_MAX, -1, INT64_MAX};
     int n = cached(tm, cache, m, &w);
     if (w.max_next <= left - 1) return n; /* no token can leave more than the budget closes */

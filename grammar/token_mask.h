@@ -38,7 +38,8 @@ struct pf_close;
 /* The same within a token budget: left tokens may still be generated, this one included. A token
  * is allowed when, besides its bytes keeping the document a valid prefix, the closing distance
  * after it (grammar/close_budget.h) is at most left - 1, so the document can always be completed
- * within the budget. A state's mask is walked once with the distances after its tokens measured;
+ * within the budget. Where left - 1 is at least the schema's bound on every state's distance
+ * (pf_close_reach) that refuses nothing, and the mask is pf_token_mask's. Else a state's mask is walked once with the distances after its tokens measured;
  * only where one of them exceeds left - 1 is the mask walked again for this budget. cl NULL: no
  * budget (pf_token_mask). *fits 0 when no token fits the budget: then bits holds the tokens after
  * which the distance is least (the budget is too small, or the distance only an estimate). */
