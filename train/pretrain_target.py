@@ -170,14 +170,7 @@ def train():
     tval = task_val(os.path.join(PRE, "tokenizer.json"))
     phases, total = schedule(cfg)
     ck = os.path.join(RUN, "ckpt.pt")
-    step, extra = 0, {"wall": 0.0, "tokens": 0}
-    if os.path.exists(ck):
-        step, extra = L.load_ckpt(ck, model, opt)
-        log(f"resumed at step {step}")
-    elif L.committed_snapshot("pretrain") is not None:
-        step = L.resume_from_snapshot(torch.load(L.committed_snapshot("pretrain"), map_location="cpu"), model, extra)
-        log(f"resumed from the committed snapshot at step {step} (weights only: optimizer moments anew, "
-            f"{L.REWARM_STEPS} steps of re-warmup)")
+    step, extra = L.resume_run(ck, "pretrain", model, opt, log)
     log(f"params {count_params(model)} ({count_params(model) / 1e6:.2f}M); {total} steps "
         f"{[(p[1], p[2], p[3]) for p in phases]} (steps, ctx, batch); stream {len(stream.ids)} tokens; "
         f"device {dev} bf16 {bf16}")

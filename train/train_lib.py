@@ -7,6 +7,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -231,6 +232,28 @@ def resume_from_snapshot(snap, model, extra):
     model.load_state_dict({k: v.float() for k, v in snap["model"].items()})
     extra.update(wall=snap.get("wall", 0.0), tokens=snap["tokens"], rewarm_from=snap["step"])
     return snap["step"]
+
+
+def resume_run(ck, name, model, opt, log, expect=None):
+    """(step, extra) a run starts from: its own checkpoint ck (exact), else the committed snapshot
+    NAME (weights only; expect: the run's identity, e.g. seed and steps, which the snapshot must
+    carry), else step 0."""
+    extra = {"wall": 0.0, "tokens": 0}
+    if os.path.exists(ck):
+        step, extra = load_ckpt(ck, model, opt)
+        log(f"resumed at step {step}")
+        return step, extra
+    path = committed_snapshot(name)
+    if path is None:
+        return 0, extra
+    snap = torch.load(path, map_location="cpu")
+    for k, v in (expect or {}).items():
+        if snap.get(k) != v:
+            sys.exit(f"snapshots/{name}: taken from another run ({k} {snap.get(k)}; this run: {v})")
+    step = resume_from_snapshot(snap, model, extra)
+    log(f"resumed from the committed snapshot at step {step} (weights only: optimizer moments anew, "
+        f"{REWARM_STEPS} steps of re-warmup)")
+    return step, extra
 
 
 def rewarm_scale(extra):

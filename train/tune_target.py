@@ -66,18 +66,7 @@ def train():
         n_long = int((s + 1) * share) - int(s * share)
         return ("long", int(s * share)) if n_long else ("short", s - int(s * share))
     ck = os.path.join(RUN, "ckpt.pt")
-    step, extra = 0, {"wall": 0.0, "tokens": 0}
-    if os.path.exists(ck):
-        step, extra = L.load_ckpt(ck, model, opt)
-        log(f"resumed at step {step}")
-    elif L.committed_snapshot("tune") is not None:
-        snap = torch.load(L.committed_snapshot("tune"), map_location="cpu")
-        if snap.get("seed") != cfg["seed"] or snap.get("total") != total:
-            sys.exit(f"snapshots/tune: taken from another run (seed {snap.get('seed')}, {snap.get('total')} steps; "
-                     f"this run: seed {cfg['seed']}, {total} steps)")
-        step = L.resume_from_snapshot(snap, model, extra)
-        log(f"resumed from the committed snapshot at step {step} (weights only: optimizer moments anew, "
-            f"{L.REWARM_STEPS} steps of re-warmup)")
+    step, extra = L.resume_run(ck, "tune", model, opt, log, expect={"seed": cfg["seed"], "total": total})
     log(f"init {cfg['init']} ({init.get('tokens')} pretraining tokens); params {count_params(model)}; "
         f"{total} steps x {tok_per_step} tokens; windows {data['short'].n} x 512 + {data['long'].n} x 2048 "
         f"(long share {share:.3f}); device {dev} bf16 {bf16}")
