@@ -526,7 +526,8 @@ static int64_t plain_rest(const pf_schema_node *nd, const pf_frame *t) {
     switch (t->phase) {
     case N_START: {
         int64_t pos = mag_fresh(pf_num_range(nd, 0), frac), neg = mag_fresh(pf_num_range(nd, 1), frac);
-        return pos < (neg == INT64_MAX ? neg : neg + 1) ? pos : neg + 1;
+        int64_t neg1 = neg == INT64_MAX ? neg : neg + 1; /* the sign's byte; no value either way stays INT64_MAX */
+        return pos < neg1 ? pos : neg1;
     }
     case N_MINUS: return mag_fresh(r, frac);
     case N_ZERO: return mag_rest(r, 0, 1, 0, frac);
