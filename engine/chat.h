@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "engine/chat_msg.h"
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 
 /* True when a tokenizer.chat_template is Qwen3's (it has the enable_thinking switch): prompts then
  * take its non-thinking form (below). NULL (no template) is plain ChatML. */

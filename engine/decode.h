@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "engine/tool_choice.h"
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 #include "formats/status.h" /* pf_rc: what a call below api/ reports */
 
 /* Why decoding ended; the public pf_stop_reason has the same values. */
