@@ -1,9 +1,10 @@
-/* The engine's codes and stop reasons (engine/decode.h) are the public ones (include/pocketflash.h)
- * value for value: a status travels up unchanged. */
+/* The engine's codes, stop reasons (engine/decode.h) and tool choices (engine/tool_choice.h) are
+ * the public ones (include/pocketflash.h) value for value: a status travels up unchanged. */
 #ifndef PF_API_STATUS_H
 #define PF_API_STATUS_H
 
 #include "engine/decode.h"
+#include "engine/tool_choice.h"
 #include "include/pocketflash.h"
 
 _Static_assert(PF_RC_OK == (int)PF_OK && PF_RC_IO == (int)PF_ERR_IO && PF_RC_FORMAT == (int)PF_ERR_FORMAT &&

@@ -5,7 +5,8 @@
 
 #include <stdbool.h>
 
-#include "engine/decode.h"
+#include "engine/chat_msg.h"
+#include "formats/errf.h" /* PF_ERR_LEN */
 
 /* True when a tokenizer.chat_template is Qwen3's (it has the enable_thinking switch): prompts then
  * take its non-thinking form (below). NULL (no template) is plain ChatML. */

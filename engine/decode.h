@@ -1,7 +1,7 @@
-/* The engine's side of a generation: its status codes, decode parameters, statistics, callbacks
- * and chat messages. The public header (include/pocketflash.h) is api/'s: api/ turns pf_gen_params
- * into these and passes the codes and stop reasons back one to one (api/status.h asserts that
- * their values agree). */
+/* The engine's side of a generation: its stop reasons, decode parameters, statistics and
+ * callbacks (a chat's messages are engine/chat_msg.h's). The public header (include/pocketflash.h)
+ * is api/'s: api/ turns pf_gen_params into these and passes the codes and stop reasons back one to
+ * one (api/status.h asserts that their values agree). */
 #ifndef PF_DECODE_H
 #define PF_DECODE_H
 
@@ -9,14 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "engine/tool_choice.h"
+#include "formats/errf.h" /* PF_ERR_LEN */
 #include "formats/status.h" /* pf_rc: what a call below api/ reports */
-
 
 /* Why decoding ended; the public pf_stop_reason has the same values. */
 typedef enum { PF_END_EOT = 0, PF_END_LENGTH, PF_END_CONTEXT, PF_END_CALLBACK } pf_end;
-
-typedef enum { PF_TOOLS_AUTO = 0, PF_TOOLS_NONE, PF_TOOLS_REQUIRED, PF_TOOLS_NAMED } pf_tools_choice;
 
 typedef struct {
     int max_tokens;
@@ -54,11 +52,5 @@ typedef struct {
  * cancels (PF_RC_CANCELLED). */
 typedef int (*pf_decode_token_fn)(void *user, int32_t token);
 typedef int (*pf_decode_text_fn)(void *user, const char *text, size_t len);
-
-/* One chat message; role "system", "user", "assistant" or "tool" (a tool's result). */
-typedef struct {
-    const char *role;
-    const char *content;
-} pf_chat_msg;
 
 #endif

@@ -4,6 +4,7 @@
 #ifndef PF_GENERATE_H
 #define PF_GENERATE_H
 
+#include "engine/chat_msg.h"
 #include "engine/decode.h"
 #include "engine/forward.h"
 #include "engine/sampler.h"

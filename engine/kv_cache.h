@@ -9,6 +9,7 @@
 #include "engine/hparams.h"
 #include "formats/gguf.h"
 #include "kernels/kernels.h"
+#include "kernels/kv_layout.h"
 
 typedef struct {
     int n_layer, kv_dim, n_kv_head, head_dim;

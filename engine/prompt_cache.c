@@ -4,6 +4,7 @@
 
 #include "formats/atomic_file.h"
 #include "formats/errf.h"
+#include "kernels/kv_layout.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 #include "formats/status.h"
 
 typedef struct pf_engine_session pf_engine_session;

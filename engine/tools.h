@@ -7,8 +7,9 @@
 
 #include <stddef.h>
 
-#include "engine/decode.h"
+#include "engine/chat_msg.h"
 #include "formats/grow.h"
+#include "formats/status.h"
 #include "grammar/schema.h"
 
 typedef struct {

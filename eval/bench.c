@@ -11,6 +11,7 @@
 #include "engine/generate.h"
 #include "engine/tokenizer.h"
 #include "eval/bench_split.h"
+#include "eval/stat.h"
 #include "eval/probe.h"
 #include "eval/schema_valid.h"
 #include "grammar/lit_set.h"

@@ -9,7 +9,8 @@
 #define PF_BENCH_CONCURRENCY_H
 
 #include "eval/bench_arm.h"
-#include "eval/bench_model.h"
+#include "eval/bench_model.h" /* PF_BENCH_MAX */
+#include "eval/stat.h"
 #include "eval/tasks.h"
 #include "include/pocketflash.h"
 

@@ -17,18 +17,6 @@
 #include "engine/clock.h"
 #include "eval/probe.h"
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-void pf_stat_summarize(double *v, int n, pf_stat *out) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    out->lo = v[0];
-    out->hi = v[n - 1];
-}
-
 /* Put the cache at context depth d (<= the filled depth). pf_kv_truncate only shrinks, and a timed
  * forward at a shallower depth shortens the cache, so the length is set back here: rows below the
  * filled depth still hold the fill, since every timed forward rewrites rows d.. with the tokens

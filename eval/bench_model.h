@@ -4,13 +4,9 @@
 
 #include "engine/model.h"
 #include "engine/op_timing.h"
+#include "eval/stat.h"
 
 #define PF_BENCH_MAX 16
-
-typedef struct { double median, lo, hi; } pf_stat;
-
-/* Median and range of n values (sorts v in place). */
-void pf_stat_summarize(double *v, int n, pf_stat *out);
 
 typedef struct {
     int threads;

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "eval/bench_arm.h"
-#include "eval/bench_model.h"
+#include "eval/stat.h"
 #include "kernels/cpu.h"
 #include "verify/spec.h"
 

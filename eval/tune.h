@@ -6,6 +6,7 @@
 
 #include "draft/block.h"
 #include "eval/bench.h"
+#include "eval/bench_model.h" /* PF_BENCH_MAX */
 
 typedef struct {
     pf_bench_opts bench; /* threads, context, tokens, reps (for the final measurement), draft path */

@@ -8,9 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/errf.h" /* PF_ERR_LEN */
 #include "formats/status.h"
-
-#define PF_ERR_LEN 256
 
 enum gguf_vtype {
     GGUF_U8 = 0, GGUF_I8 = 1, GGUF_U16 = 2, GGUF_I16 = 3, GGUF_U32 = 4, GGUF_I32 = 5,

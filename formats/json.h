@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 #include "formats/status.h"
 
 #define PF_JSON_MAX_DEPTH 128

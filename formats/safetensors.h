@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 #include "formats/status.h"
 
 #define PF_ST_MAX_DIMS 8

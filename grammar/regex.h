@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 
 #define PF_REGEX_MAX_STATES 4096 /* DFA states of one automaton */
 #define PF_REGEX_MAX_PATTERNS 32 /* components of one automaton (one mask bit each) */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 
 typedef enum { RX_SET, RX_CAT, RX_ALT, RX_REP, RX_BOL, RX_EOL } rx_kind;
 

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 
 struct pf_regex;
 

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "formats/gguf.h" /* PF_ERR_LEN */
+#include "formats/errf.h" /* PF_ERR_LEN */
 #include "grammar/matcher.h"
 
 typedef struct pf_token_masker pf_token_masker;

@@ -1,5 +1,7 @@
-/* Writing and reading rows of the KV cache layout pf_attention reads (kernels.h): keys in
+/* Writing and reading rows of the KV cache layout pf_attention reads (kv_layout.h): keys in
  * dimension-major tiles of PF_KV_TILE positions, values position-major, one region per KV head. */
+#include "kernels/kv_layout.h"
+
 #include <math.h>
 
 #include "kernels/kernels.h"

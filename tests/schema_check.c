@@ -156,6 +156,27 @@ void schema_fx_close(schema_fx *f) {
     schema_vocab_free(&f->v);
 }
 
+void schema_draws_start(schema_draws *d, uint64_t *seed, int n, bool close, char *(*draw)(uint64_t *seed, int depth)) {
+    *d = (schema_draws){.k = -1, .seed = seed, .n = n, .close = close, .draw = draw};
+}
+
+bool schema_draws_next(schema_draws *d) {
+    schema_draws_stop(d);
+    while (++d->k < d->n) {
+        d->schema = d->draw(d->seed, 0);
+        if (schema_fx_open(&d->f, d->close, d->schema) == 0) return d->compiled++, true;
+        schema_draws_stop(d);
+    }
+    return false;
+}
+
+void schema_draws_stop(schema_draws *d) {
+    if (!d->schema) return;
+    schema_fx_close(&d->f);
+    free(d->schema);
+    d->schema = NULL;
+}
+
 void schema_expect_error(const char *schema, const char *needle) {
     char err[PF_ERR_LEN] = "";
     pf_schema *s;

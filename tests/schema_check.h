@@ -46,6 +46,26 @@ typedef struct {
 int schema_fx_open(schema_fx *f, bool close, const char *schema);
 void schema_fx_close(schema_fx *f);
 
+/* Compiled random schemas one after another: n drawn by draw from *seed (one stream for the
+ * schemas and what the caller draws between them), each compiled over the test vocabulary (with
+ * the closing tables when close); one that does not compile is passed over. */
+typedef struct {
+    schema_fx f;    /* the current schema, compiled */
+    char *schema;   /* its text */
+    int k;          /* its draw, 0 .. n-1 */
+    int compiled;   /* how many have compiled, the current one counted */
+    uint64_t *seed;
+    int n;
+    bool close;
+    char *(*draw)(uint64_t *seed, int depth);
+} schema_draws;
+void schema_draws_start(schema_draws *d, uint64_t *seed, int n, bool close, char *(*draw)(uint64_t *seed, int depth));
+/* Closes the current schema and moves to the next that compiles: true, or false after the n-th
+ * draw (nothing is left open then). */
+bool schema_draws_next(schema_draws *d);
+/* Closes the current schema, for a loop that leaves before schema_draws_next returns false. */
+void schema_draws_stop(schema_draws *d);
+
 /* A test check: schema does not compile, with a one-line error that contains needle. */
 void schema_expect_error(const char *schema, const char *needle);
 

@@ -117,14 +117,10 @@ static int over_hand_schemas(uint64_t seed, int (*check)(schema_fx *f, const cha
 /* check over n random schemas drawn from seed (one stream for the schemas and the checks; a schema
  * that does not compile is passed over): 1, or 0 at the first check that fails (it prints why). */
 static int over_random_schemas(uint64_t seed, int n, int (*check)(schema_fx *f, const char *schema, uint64_t *seed)) {
-    for (int k = 0; k < n; k++) {
-        char *schema = schema_random(&seed, 0);
-        schema_fx f;
-        int ok = schema_fx_open(&f, true, schema) != 0 || check(&f, schema, &seed);
-        schema_fx_close(&f);
-        free(schema);
-        if (!ok) return 0;
-    }
+    schema_draws d;
+    schema_draws_start(&d, &seed, n, true, schema_random);
+    while (schema_draws_next(&d))
+        if (!check(&d.f, d.schema, &seed)) return schema_draws_stop(&d), 0;
     return 1;
 }
 

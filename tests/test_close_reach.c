@@ -227,19 +227,14 @@ static char *rich_schema(uint64_t *seed, int depth) {
 
 TEST(close_reach_bounds_random_schemas) {
     uint64_t seed = 20261207;
-    int bounded = 0, compiled = 0;
-    for (int k = 0; k < 300; k++) {
-        char *schema = rich_schema(&seed, 0);
-        schema_fx f;
-        if (schema_fx_open(&f, true, schema) == 0) {
-            compiled++;
-            bounded += pf_close_reach(f.cl) < PF_CLOSE_INF;
-            CHECKF(walks(&f, schema, &seed, 4), "random schema %d", k);
-        }
-        schema_fx_close(&f);
-        free(schema);
+    int bounded = 0;
+    schema_draws d;
+    schema_draws_start(&d, &seed, 300, true, rich_schema);
+    while (schema_draws_next(&d)) {
+        bounded += pf_close_reach(d.f.cl) < PF_CLOSE_INF;
+        CHECKF(walks(&d.f, d.schema, &seed, 4), "random schema %d", d.k);
     }
     /* a schema without a bound has a state whose distance is infinite (a key that requires one
      * that has no value): there the budget does refuse tokens, however large */
-    CHECKF(compiled >= 100 && bounded * 10 >= compiled * 9, "%d compiled, %d with a bound", compiled, bounded);
+    CHECKF(d.compiled >= 100 && bounded * 10 >= d.compiled * 9, "%d compiled, %d with a bound", d.compiled, bounded);
 }
