@@ -36,11 +36,15 @@ struct pf_regex;
 
 /* A set of an object's listed keys, bit i for key i (its place among the sorted key texts). */
 typedef unsigned __int128 pf_keys;
-static inline pf_keys pf_key_bit(int i) { return (pf_keys)1 << i; }
+static inline pf_keys pf_key_bit(int i) {
+    return (pf_keys)1 << i;
+}
 static inline int pf_keys_count(pf_keys k) {
     return __builtin_popcountll((uint64_t)k) + __builtin_popcountll((uint64_t)(k >> 64));
 }
-static inline int pf_keys_has(pf_keys k, int i) { return (int)(k >> i & 1); }
+static inline int pf_keys_has(pf_keys k, int i) {
+    return (int)(k >> i & 1);
+}
 
 typedef enum {
     PF_SN_ANY,      /* any JSON value */
