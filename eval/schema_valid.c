@@ -112,7 +112,12 @@ static int array_ok(const vctx *c, const pf_json *s, const pf_json *v, int depth
     for (size_t i = 0; uniq && uniq->type == PF_JSON_BOOL && uniq->u.b && i < v->u.arr.n; i++)
         for (size_t j = i + 1; j < v->u.arr.n; j++)
             if (json_equal(&v->u.arr.items[i], &v->u.arr.items[j])) return 0;
-    return 1;
+    /* contains: at least minContains items (1 when absent; 0 asks nothing), at most maxContains */
+    const pf_json *has = pf_json_get(s, "contains"), *cmin = pf_json_get(s, "minContains"), *cmax = pf_json_get(s, "maxContains");
+    if (!has) return 1;
+    double k = 0;
+    for (size_t i = 0; i < v->u.arr.n; i++) k += valid_in(c, has, &v->u.arr.items[i], depth + 1);
+    return k >= (cmin ? cmin->u.num.d : 1) && (!cmax || k <= cmax->u.num.d);
 }
 
 /* minLength / maxLength: characters (code points) of the decoded string. */

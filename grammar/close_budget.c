@@ -86,31 +86,31 @@ int64_t pf_close_other_cost(const pf_close *c, const pf_schema_node *nd) {
 
 /* One more key fits with k keys so far (used: the listed ones given, the new one among them when
  * listed): maxProperties leaves room for it and every key needed and not given yet. */
-static int key_room(const pf_schema_node *nd, uint64_t used, int64_t k) {
+static int key_room(const pf_schema_node *nd, pf_keys used, int64_t k) {
     if (nd->max_props == INT64_MAX) return 1;
-    return k + 1 + __builtin_popcountll(pf_schema_keys_needed(nd, used) & ~used) <= nd->max_props;
+    return k + 1 + pf_keys_count(pf_schema_keys_needed(nd, used) & ~used) <= nd->max_props;
 }
 
-static int listed_room(const pf_schema_node *nd, uint64_t used, int64_t k, int i) {
-    return key_room(nd, used | 1ull << i, k);
+static int listed_room(const pf_schema_node *nd, pf_keys used, int64_t k, int i) {
+    return key_room(nd, used | pf_key_bit(i), k);
 }
 
 /* From between keys (first: none yet) to the closing brace: the required keys not given, the
  * cheapest others minProperties still asks for, their commas, and `}`. */
-static int64_t obj_close(const pf_close *c, const pf_schema_node *nd, uint64_t used, int64_t k, int first) {
-    uint64_t req = nd->free_keys ? 0 : pf_schema_keys_needed(nd, used) & ~used;
-    int64_t cost = 0, n_add = __builtin_popcountll(req);
+static int64_t obj_close(const pf_close *c, const pf_schema_node *nd, pf_keys used, int64_t k, int first) {
+    pf_keys req = nd->free_keys ? 0 : pf_schema_keys_needed(nd, used) & ~used;
+    int64_t cost = 0, n_add = pf_keys_count(req);
     for (int i = 0; i < nd->n_props; i++)
-        if (req >> i & 1) cost = add(cost, key_cost(c, nd, i));
+        if (pf_keys_has(req, i)) cost = add(cost, key_cost(c, nd, i));
     int64_t need = nd->min_props - k - n_add, other = pf_close_other_cost(c, nd);
-    uint64_t taken = used | req;
+    pf_keys taken = used | req;
     for (; need > 0 && cost < INF; need--, n_add++) {
         int best = -1;
         for (int i = 0; i < nd->n_props && !nd->free_keys; i++)
-            if (!(taken >> i & 1) && (best < 0 || key_cost(c, nd, i) < key_cost(c, nd, best))) best = i;
+            if (!pf_keys_has(taken, i) && (best < 0 || key_cost(c, nd, i) < key_cost(c, nd, best))) best = i;
         if (best >= 0 && key_cost(c, nd, best) <= other) {
             cost = add(cost, key_cost(c, nd, best));
-            taken |= 1ull << best;
+            taken |= pf_key_bit(best);
         } else {
             cost = add(cost, other);
         }
@@ -120,27 +120,28 @@ static int64_t obj_close(const pf_close *c, const pf_schema_node *nd, uint64_t u
 }
 
 /* Keys so far (the object frame's count, as the matcher keeps it). */
-static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used) + o->off; }
+static int64_t obj_keys(const pf_frame *o) { return pf_keys_count(pf_frame_keys(o)) + o->off; }
 
 /* After a comma: one key at least, then on to the closing brace. */
 static int64_t obj_after_comma(const pf_close *c, const pf_schema_node *nd, const pf_frame *o) {
     int64_t k = obj_keys(o), best = INF;
-    if (key_room(nd, o->used, k)) best = add(pf_close_other_cost(c, nd), obj_close(c, nd, o->used, k + 1, 0));
+    pf_keys used = pf_frame_keys(o);
+    if (key_room(nd, used, k)) best = add(pf_close_other_cost(c, nd), obj_close(c, nd, used, k + 1, 0));
     for (int i = 0; i < nd->n_props && !nd->free_keys; i++)
-        if (!(o->used >> i & 1) && listed_room(nd, o->used, k, i))
-            best = min2(best, add(key_cost(c, nd, i), obj_close(c, nd, o->used | 1ull << i, k + 1, 0)));
+        if (!pf_keys_has(used, i) && listed_room(nd, used, k, i))
+            best = min2(best, add(key_cost(c, nd, i), obj_close(c, nd, used | pf_key_bit(i), k + 1, 0)));
     return best;
 }
 
 static int64_t obj_rest(const pf_close *c, const pf_frame *t) {
     const pf_schema_node *nd = &c->s->nodes[t->node];
     switch (t->phase) {
-    case O_FIRST: return obj_close(c, nd, t->used, obj_keys(t), 1);
-    case O_NEXT: return obj_close(c, nd, t->used, obj_keys(t), 0);
+    case O_FIRST: return obj_close(c, nd, pf_frame_keys(t), obj_keys(t), 1);
+    case O_NEXT: return obj_close(c, nd, pf_frame_keys(t), obj_keys(t), 0);
     case O_KEY:
     case O_KEY_SPACED: return obj_after_comma(c, nd, t);
     case O_COLON: /* another key's string under way or closed: its colon, value, the rest */
-        return add(add(1, pf_close_other_value_doc(c, nd)), obj_close(c, nd, t->used, obj_keys(t) + 1, 0));
+        return add(add(1, pf_close_other_value_doc(c, nd)), obj_close(c, nd, pf_frame_keys(t), obj_keys(t) + 1, 0));
     default: return c->doc[t->node];
     }
 }
@@ -150,26 +151,48 @@ static int64_t obj_rest(const pf_close *c, const pf_frame *t) {
 static int64_t key_rest(const pf_close *c, const pf_frame *t, const pf_frame *o) {
     const pf_schema_node *nd = &c->s->nodes[o->node];
     int64_t k = obj_keys(o), best = INF;
+    pf_keys used = pf_frame_keys(o);
     int quote_next = 0;
     for (int32_t i = t->lo; i < t->hi; i++) {
         if ((uint32_t)t->off < nd->keys.len[i] && nd->keys.s[i][t->off] == '"') quote_next = 1;
-        if (o->used >> i & 1 || !listed_room(nd, o->used, k, i)) continue;
+        if (pf_keys_has(used, i) || !listed_room(nd, used, k, i)) continue;
         int64_t r = add(add(nd->keys.len[i] - t->off, c->doc[nd->prop_node[i]]),
-                        obj_close(c, nd, o->used | 1ull << i, k + 1, 0));
+                        obj_close(c, nd, used | pf_key_bit(i), k + 1, 0));
         best = min2(best, r);
     }
-    if ((nd->extra >= 0 || nd->key_node >= 0) && key_room(nd, o->used, k)) {
+    if ((nd->extra >= 0 || nd->key_node >= 0) && key_room(nd, used, k)) {
         int64_t r = add(add(quote_next ? 2 : 1, 1), pf_close_other_value_doc(c, nd));
-        best = min2(best, add(r, obj_close(c, nd, o->used, k + 1, 0)));
+        best = min2(best, add(r, obj_close(c, nd, used, k + 1, 0)));
     }
     return best;
 }
 
 /* ---- the other frames ---- */
 
-static int64_t items_rest(const pf_close *c, const pf_schema_node *nd, int64_t have) {
+/* After `have` items (cnt of them counting for contains), to the closing bracket: the items
+ * minItems and minContains still ask, the ones that count of the contains node, a comma before
+ * each, and `]`. */
+static int64_t items_rest(const pf_close *c, const pf_schema_node *nd, int64_t have, int64_t cnt) {
+    int64_t need_c = nd->contains >= 0 && nd->min_contains > cnt ? nd->min_contains - cnt : 0;
     int64_t need = nd->min_items > have ? nd->min_items - have : 0;
-    return add(mul(add(1, c->doc[nd->items]), need), 1);
+    if (need < need_c) need = need_c;
+    int64_t r = need_c ? mul(add(1, c->doc[nd->contains]), need_c) : 0;
+    return add(add(r, mul(add(1, c->doc[nd->items]), need - need_c)), 1);
+}
+
+/* From before the first item (cnt counting) to the closing bracket: no comma before the first. */
+static int64_t first_items_rest(const pf_close *c, const pf_schema_node *nd, int64_t cnt) {
+    int64_t r = items_rest(c, nd, 0, cnt);
+    return r > 1 && r < INF ? r - 1 : r;
+}
+
+/* An item to come after `have` items (cnt counting) and the rest: one that counts, or (while the
+ * items left can still hold the ones that must) one that does not. */
+static int64_t item_and_rest(const pf_close *c, const pf_schema_node *nd, int64_t have, int64_t cnt) {
+    int64_t best = add(c->doc[nd->items], items_rest(c, nd, have + 1, cnt));
+    if (nd->contains < 0) return best;
+    int64_t r = add(c->doc[nd->contains], items_rest(c, nd, have + 1, cnt + 1));
+    return nd->max_items - (have + 1) >= nd->min_contains - cnt ? min2(best, r) : r;
 }
 
 /* k more items of a unique array and what closes it: their shortest distinct values, k - 1 commas
@@ -186,11 +209,9 @@ static int64_t arr_rest(const pf_close *c, const pf_frame *t) {
         return t->phase == A_ITEM ? unique_items_rest(nd, t->used, need + 1, 1) : unique_items_rest(nd, t->used, need, t->phase == A_FIRST);
     }
     switch (t->phase) {
-    case A_FIRST:
-        if (nd->min_items == 0) return 1;
-        return add(mul(add(1, c->doc[nd->items]), nd->min_items), 0); /* items, commas, `]` */
-    case A_NEXT: return items_rest(c, nd, t->lo);
-    case A_ITEM: return add(c->doc[nd->items], items_rest(c, nd, t->lo + 1));
+    case A_FIRST: return first_items_rest(c, nd, t->off);
+    case A_NEXT: return items_rest(c, nd, t->lo, t->off);
+    case A_ITEM: return item_and_rest(c, nd, t->lo, t->off);
     default: return c->doc[t->node];
     }
 }
@@ -262,7 +283,7 @@ static int64_t lit_rest(const pf_close *c, const pf_frame *t) {
  * more). */
 static int64_t key_rest_after_plain(const pf_close *c, const pf_frame *o) {
     const pf_schema_node *nd = &c->s->nodes[o->node];
-    return add(add(3, pf_close_other_value_doc(c, nd)), obj_close(c, nd, o->used, obj_keys(o) + 1, 0));
+    return add(add(3, pf_close_other_value_doc(c, nd)), obj_close(c, nd, pf_frame_keys(o), obj_keys(o) + 1, 0));
 }
 
 typedef struct {
@@ -328,9 +349,18 @@ static int64_t string_lacks(const void *ctx, const pf_frame *f, int n) {
     return t->kind == K_STR && t->phase == S_BODY && !t->u8_need && !nd->re && (int64_t)t->used < nd->min_len;
 }
 
+/* A stack's distance after one more plain character: one less where its string lacks characters. */
+static int64_t rest_after_char(const void *ctx, const pf_frame *f, int n) {
+    int64_t r = stack_rest(ctx, f, n);
+    return r >= INF ? r : r - string_lacks(ctx, f, n);
+}
+
+/* Every plain character shortens the state's distance by one: some stack whose distance is the
+ * least (or one short of it) lacks characters (stacks of one string under a union may differ). */
 int pf_close_string_needs(const pf_close *c, const pf_matcher *m) {
     walk_ctx w = {c, NULL, 0};
-    return pf_matcher_min_stacks(m, string_lacks, &w) == 1;
+    int64_t d = pf_matcher_min_stacks(m, stack_rest, &w);
+    return d < INF && pf_matcher_min_stacks(m, rest_after_char, &w) < d;
 }
 
 /* ---- the schema's tables ---- */
@@ -341,7 +371,7 @@ static int64_t node_doc(const pf_close *c, const pf_schema_node *nd) {
     case PF_SN_OBJECT: return add(1, obj_close(c, nd, 0, 0, 1));
     case PF_SN_ARRAY:
         if (nd->n_uniq) return add(1, unique_items_rest(nd, 0, nd->min_items, 1));
-        return 1 + (nd->min_items == 0 ? 1 : mul(add(1, c->doc[nd->items]), nd->min_items));
+        return add(1, first_items_rest(c, nd, 0));
     case PF_SN_STRING: {
         if (!nd->re) return add(2, nd->min_len);
         const int64_t *d = c->re_dist[nd - c->s->nodes];

@@ -40,8 +40,9 @@ int64_t pf_close_dist_after_plain(const pf_close *c, const pf_matcher *m);
 /* The same with the top frame of m's one parse stack replaced by cur (a pattern string walked
  * without the matcher, pf_matcher_pattern_cursor). */
 int64_t pf_close_dist_cursor(const pf_close *c, const pf_matcher *m, const pf_frame *cur);
-/* Every parse stack is inside a string without a pattern, between characters, that still needs
- * a character for its minLength: plain string content then shortens the distance. */
+/* Plain string content shortens the distance by one at least: a parse stack whose distance one
+ * character less is below the state's is inside a string without a pattern, between characters,
+ * that still needs a character for its minLength. */
 int pf_close_string_needs(const pf_close *c, const pf_matcher *m);
 
 #endif

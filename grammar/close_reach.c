@@ -33,10 +33,10 @@ static int never(const pf_close *c, int32_t id) { return c->s->nodes[id].min_dep
  * the commas at most one per key added, and `}`. */
 static int64_t obj_close_most(const pf_close *c, const pf_schema_node *nd) {
     int64_t other = pf_close_other_cost(c, nd), keys = 0, dearest = 0, live = 0;
-    uint64_t needable = nd->free_keys ? 0 : nd->required;
+    pf_keys needable = nd->free_keys ? 0 : nd->required;
     for (int i = 0; nd->deps && !nd->free_keys && i < nd->n_props; i++) needable |= nd->deps[i];
     for (int i = 0; i < nd->n_props; i++) {
-        if (needable >> i & 1) keys = close_add(keys, key_cost(c, nd, i));
+        if (pf_keys_has(needable, i)) keys = close_add(keys, key_cost(c, nd, i));
         if (!nd->free_keys && !never(c, nd->prop_node[i])) dearest = close_max(dearest, key_cost(c, nd, i)), live++;
     }
     /* another key is picked when it is cheaper than every listed key left, or none is left; with
@@ -83,7 +83,8 @@ static int64_t child(const pf_close *c, int32_t id, const int64_t *prev) { retur
 
 /* The most of the child bounds prev[] over a container's value nodes. */
 static int64_t children_most(const pf_close *c, const pf_schema_node *nd, const int64_t *prev) {
-    if (nd->kind == PF_SN_ARRAY) return child(c, nd->items, prev);
+    if (nd->kind == PF_SN_ARRAY)
+        return nd->contains < 0 ? child(c, nd->items, prev) : close_max(child(c, nd->items, prev), child(c, nd->contains, prev));
     int64_t most = nd->extra >= 0 ? child(c, nd->extra, prev) : 0;
     for (int i = 0; i < nd->n_props; i++) most = close_max(most, child(c, nd->prop_node[i], prev));
     if (nd->key_node >= 0) {
@@ -111,7 +112,8 @@ static int64_t obj_own(const pf_close *c, int32_t id, int64_t *below) {
     return most;
 }
 
-/* An array's frame alone, and (*below) what it adds to an item above it. A unique array's items
+/* An array's frame alone, and (*below) what it adds to an item above it (with contains, the items
+ * minContains asks count as the dearer kind). A unique array's items
  * are counted with it: at most every class's shortest value, a comma each and `]` (the matcher
  * keeps as many classes left as the items still need), beside the item under way. */
 static int64_t arr_own(const pf_close *c, int32_t id, int64_t *below) {
@@ -123,6 +125,10 @@ static int64_t arr_own(const pf_close *c, int32_t id, int64_t *below) {
         for (int k = 0; k < nd->n_uniq; k++) all = close_add(all, nd->uniq_len[k]);
         *below = close_add(all, nd->n_uniq + 2);
         return close_max(c->doc[id], close_add(*below, lits_most(&c->s->nodes[nd->uniq_lit].lits)));
+    }
+    if (nd->contains >= 0) { /* an item that counts is never shorter than the others (it narrows them) */
+        item = close_max(item, c->doc[nd->contains]);
+        if (nd->min_contains > mi) mi = nd->min_contains;
     }
     *below = close_add(close_mul(close_add(1, item), mi), 1); /* the items minItems asks, `]` */
     if (never(c, nd->items) && mi == 0) return close_max(c->doc[id], 1); /* only `[]` */

@@ -641,19 +641,23 @@ static int step_literal(const pf_matcher *m, pf_frame *t, int *n, uint8_t c) {
 
 /* Keys so far: the listed ones given (used) and the others (off, counted up to the most that
  * still matters: maxProperties, or minProperties when unbounded). */
-static int64_t obj_keys(const pf_frame *o) { return __builtin_popcountll(o->used) + o->off; }
+static int64_t obj_keys(const pf_frame *o) { return pf_keys_count(pf_frame_keys(o)) + o->off; }
 
 /* One more key (listed key i, or another when i < 0) fits under maxProperties and still leaves
  * room for the keys needed and not given yet (required, or required by those given). */
 static int key_fits(const pf_schema_node *nd, const pf_frame *o, int32_t i) {
     if (nd->max_props == INT64_MAX) return 1;
-    uint64_t used = i >= 0 ? o->used | 1ull << i : o->used;
-    return obj_keys(o) + 1 + __builtin_popcountll(pf_schema_keys_needed(nd, used) & ~used) <= nd->max_props;
+    pf_keys used = i >= 0 ? pf_frame_keys(o) | pf_key_bit(i) : pf_frame_keys(o);
+    return obj_keys(o) + 1 + pf_keys_count(pf_schema_keys_needed(nd, used) & ~used) <= nd->max_props;
 }
 
-/* Listed key i may be written now in object frame o (n frames with the key's). */
+/* Listed key i may be written now in object frame o (n frames with the key's; used: its keys). */
+static int key_open_in(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, pf_keys used, int32_t i, int n) {
+    return !pf_keys_has(used, i) && key_fits(nd, o, i) && fits(m, nd->prop_node[i], n);
+}
+
 static int key_open(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *o, int32_t i, int n) {
-    return !(o->used >> i & 1) && key_fits(nd, o, i) && fits(m, nd->prop_node[i], n);
+    return key_open_in(m, nd, o, pf_frame_keys(o), i, n);
 }
 
 /* The values of keys other than the listed ones fit with n frames (with patternProperties, every
@@ -712,7 +716,8 @@ static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     int32_t lo = t->lo, hi = t->hi, open = 0;
     pf_lit_narrow(&nd->keys, &lo, &hi, t->off, c);
     if (lo == hi && (nd->extra >= 0 || nd->key_node >= 0)) return other_key(m, f, n);
-    for (int32_t i = lo; i < hi && !open; i++) open = key_open(m, nd, o, i, *n);
+    pf_keys given = pf_frame_keys(o);
+    for (int32_t i = lo; i < hi && !open; i++) open = key_open_in(m, nd, o, given, i, *n);
     /* else only a key that leaves the listed texts later: not closed yet; with patternProperties
      * its prefix must stay a key some pattern or additionalProperties takes */
     if (!open && (!other_open(m, nd, o, *n) || (c == '"' && t->off > 0) ||
@@ -722,7 +727,7 @@ static int step_key(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     if (nd->keys.len[lo] != (uint32_t)t->off) return CONSUMED;
     if (!key_open(m, nd, o, lo, *n)) return REJECT; /* a listed key given twice */
     /* no key text is a prefix of another (each ends with the closing quote and a colon) */
-    o->used |= 1ull << lo;
+    pf_frame_set_keys(o, pf_frame_keys(o) | pf_key_bit(lo));
     o->phase = O_NEXT;
     *t = frame(K_VALUE, V_SPACE, nd->prop_node[lo]);
     return CONSUMED;
@@ -757,10 +762,10 @@ static int32_t other_value(const pf_matcher *m, const pf_schema_node *nd, pf_fra
 static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1];
     const pf_schema_node *nd = node_of(m, t);
-    uint64_t need = nd->free_keys ? 0 : pf_schema_keys_needed(nd, t->used);
-    int can_close = (t->used & need) == need && obj_keys(t) >= nd->min_props;
+    pf_keys used = pf_frame_keys(t), need = nd->free_keys ? 0 : pf_schema_keys_needed(nd, used);
+    int can_close = (used & need) == need && obj_keys(t) >= nd->min_props;
     int can_key = other_open(m, nd, t, *n + 1);
-    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = key_open(m, nd, t, i, *n + 1);
+    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = key_open_in(m, nd, t, used, i, *n + 1);
     switch (t->phase) {
     case O_OPEN:
         if (c != '{') return REJECT;
@@ -790,24 +795,42 @@ static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     }
 }
 
+/* The node each item of array node nd is a value of, and the one whose room a new item needs (with
+ * contains, an item that counts: never shallower than the others, which it narrows). */
+static int32_t item_node(const pf_schema_node *nd) { return nd->contains >= 0 ? nd->contains_items : nd->items; }
+static int32_t item_room_node(const pf_schema_node *nd) { return nd->contains >= 0 ? nd->contains : nd->items; }
+
+/* The item of array frame a just started takes the union's alternative alt (0: it counts for
+ * contains, counted at once in a->off: the array cannot go on until it is complete; 1: it does
+ * not, allowed only while the items left under maxItems can still hold the ones that count). */
+static int contains_item(const pf_matcher *m, pf_frame *a, int alt) {
+    const pf_schema_node *nd = node_of(m, a);
+    if (alt == 0) {
+        if (a->off < nd->min_contains) a->off++;
+        return 1;
+    }
+    return nd->max_items - a->lo >= nd->min_contains - a->off;
+}
+
 static int step_array(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1];
     const pf_schema_node *nd = node_of(m, t);
+    int counted = nd->contains < 0 || t->off >= nd->min_contains;
     switch (t->phase) {
     case A_OPEN:
         if (c != '[') return REJECT;
         t->phase = A_FIRST;
         return CONSUMED;
     case A_FIRST:
-        if (c == ']' && nd->min_items == 0) return (*n)--, CONSUMED;
-        if (nd->max_items == 0 || !fits(m, nd->items, *n + 1)) return REJECT;
+        if (c == ']' && nd->min_items == 0 && counted) return (*n)--, CONSUMED;
+        if (nd->max_items == 0 || !fits(m, item_room_node(nd), *n + 1)) return REJECT;
         t->lo = 1;
         break;
     case A_NEXT:
-        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX && fits(m, nd->items, *n + 1) &&
+        if (c == ',' && t->lo < nd->max_items && t->lo < INT32_MAX && fits(m, item_room_node(nd), *n + 1) &&
             (!nd->n_uniq || __builtin_popcountll(t->used) < nd->n_uniq))
             return t->phase = A_ITEM, CONSUMED;
-        if (c == ']' && t->lo >= nd->min_items) return (*n)--, CONSUMED;
+        if (c == ']' && t->lo >= nd->min_items && counted) return (*n)--, CONSUMED;
         return REJECT;
     default: /* A_ITEM */
         t->lo++;
@@ -815,7 +838,7 @@ static int step_array(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     }
     int after_comma = t->phase == A_ITEM;
     t->phase = A_NEXT;
-    f[(*n)++] = frame(K_VALUE, after_comma ? V_SPACE : V_TIGHT, nd->items);
+    f[(*n)++] = frame(K_VALUE, after_comma ? V_SPACE : V_TIGHT, item_node(nd));
     return AGAIN;
 }
 
@@ -826,11 +849,12 @@ static void feed(pf_matcher *m, size_t start, uint32_t *threads, pf_frame *f, in
         pf_frame *t = &f[n - 1];
         const pf_schema_node *nd = node_of(m, t);
         if (t->kind == K_VALUE && nd->kind == PF_SN_UNION) {
+            int item = n >= 2 && f[n - 2].kind == K_ARR && node_of(m, &f[n - 2])->contains_items == t->node;
             for (int i = 0; i < nd->n_alts; i++) {
                 pf_frame g[PF_MATCHER_MAX_FRAMES];
                 memcpy(g, f, (size_t)n * sizeof *f);
                 g[n - 1].node = nd->alts[i];
-                feed(m, start, threads, g, n, c);
+                if (!item || contains_item(m, &g[n - 2], i)) feed(m, start, threads, g, n, c);
             }
             return;
         }

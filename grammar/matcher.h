@@ -18,12 +18,28 @@
 #define PF_MATCHER_MAX_THREADS 16 /* parse stacks kept per position (more: the latest are dropped,
                                      which narrows what may follow but never admits an invalid byte) */
 
-/* One frame of a parse stack; every field is written, so frames compare with memcmp. */
+/* One frame of a parse stack; every field is written, so frames compare with memcmp. An object's
+ * frame keeps the listed keys given (pf_frame_keys): keys 0-63 in used, 64-127 in fields no
+ * object frame has another use for (lo, and the bytes of a string's UTF-8 state), so a frame stays
+ * 32 bytes. */
 typedef struct {
     uint8_t kind, phase, u8_need, u8_lo, u8_hi, pad[3];
     int32_t node, lo, hi, off;
     uint64_t used;
 } pf_frame;
+
+static inline pf_keys pf_frame_keys(const pf_frame *f) {
+    uint64_t hi = (uint32_t)f->lo | (uint64_t)f->u8_need << 32 | (uint64_t)f->u8_lo << 40 | (uint64_t)f->u8_hi << 48 |
+                  (uint64_t)f->pad[0] << 56;
+    return (pf_keys)hi << 64 | f->used;
+}
+static inline void pf_frame_set_keys(pf_frame *f, pf_keys k) {
+    uint64_t hi = (uint64_t)(k >> 64);
+    f->used = (uint64_t)k;
+    f->lo = (int32_t)(uint32_t)hi;
+    f->u8_need = (uint8_t)(hi >> 32), f->u8_lo = (uint8_t)(hi >> 40), f->u8_hi = (uint8_t)(hi >> 48);
+    f->pad[0] = (uint8_t)(hi >> 56);
+}
 
 typedef struct pf_matcher pf_matcher;
 

@@ -66,15 +66,18 @@ static void min_depths(pf_schema *s) {
             case PF_SN_OBJECT:
                 d = 1;
                 for (int k = 0; k < n->n_props && !n->free_keys; k++)
-                    if ((n->required >> k & 1 || (n->min_props > __builtin_popcountll(n->required) &&
+                    if ((pf_keys_has(n->required, k) || (n->min_props > pf_keys_count(n->required) &&
                                                   s->nodes[n->prop_node[k]].min_depth < PF_SCHEMA_NO_DOC)) &&
                         s->nodes[n->prop_node[k]].min_depth + 1 > d)
                         d = s->nodes[n->prop_node[k]].min_depth + 1;
-                if (n->min_props > __builtin_popcountll(n->required) && other_depth(s, n) >= 0 &&
+                if (n->min_props > pf_keys_count(n->required) && other_depth(s, n) >= 0 &&
                     other_depth(s, n) + 1 > d)
                     d = other_depth(s, n) + 1;
                 break;
-            case PF_SN_ARRAY: d = n->min_items > 0 ? s->nodes[n->items].min_depth + 1 : 1; break;
+            case PF_SN_ARRAY:
+                d = n->contains >= 0 ? s->nodes[n->contains].min_depth + 1
+                    : n->min_items > 0 ? s->nodes[n->items].min_depth + 1 : 1;
+                break;
             case PF_SN_UNION:
                 d = PF_SCHEMA_NO_DOC;
                 for (int k = 0; k < n->n_alts; k++)
@@ -146,7 +149,7 @@ int32_t sc_compile(cctx *c, const pf_json *v, int depth, const char *path) {
     if (v->type != PF_JSON_OBJECT) return sc_fail(c, path, "a schema must be an object or a boolean");
     const pf_json_member *lits = finite_values(c, v);
     if (lits) return sc_compile_literals(c, v, lits, path);
-    if (pf_json_get(v, "not")) {
+    if (pf_json_get(v, "not") && !sc_not_pattern_string(c, v)) {
         const pf_json *f = sc_fold_not(c, v, depth, path);
         return f ? sc_compile(c, f, depth + 1, path) : FAIL;
     }

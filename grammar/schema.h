@@ -2,7 +2,8 @@
  * (object, array, string, number, integer, boolean, null, or a list of them), `properties`,
  * `required`, `additionalProperties` (true, false or a schema), `minProperties`, `maxProperties`,
  * `dependencies` / `dependentRequired` / `dependentSchemas` (a key requiring others or a schema),
- * `items`, `minItems`, `maxItems`, `uniqueItems` (over literal items, or at most one), `minLength`,
+ * `items`, `minItems`, `maxItems`, `uniqueItems` (over literal items, or at most one), `contains` and
+ * `minContains` (where items and the contains schema merge), `minLength`,
  * `maxLength` (characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (both
  * draft forms, exact from the decimal text), `multipleOf`, `enum`, `const`, `anyOf`, `allOf` (merged where exact),
  * `oneOf` (disjoint branches), `pattern`, `format` and `patternProperties` (grammar/regex.h,
@@ -12,7 +13,7 @@
  * PF_SCHEMA_MAX_DEPTH. Annotations (title, description, default, examples, readOnly, ...) and
  * keywords JSON Schema does not define (x-..., id, self, ...) are ignored, as the spec says; beside
  * `enum` / `const` any keyword holds (each value checked exactly, grammar/schema_eval.c); any
- * other validation keyword (not over a pattern, contains, ...) is an error naming it and its path:
+ * other validation keyword (not over a pattern, maxContains, ...) is an error naming it and its path:
  * a schema is never compiled looser than it reads.
  *
  * The compiled schema describes the documents the matcher (grammar/matcher.h) lets a model write:
@@ -31,7 +32,19 @@
 struct pf_regex;
 
 #define PF_SCHEMA_MAX_DEPTH 32 /* nested schemas (properties, items, anyOf) */
-#define PF_SCHEMA_MAX_PROPS 64 /* properties of one object */
+#define PF_SCHEMA_MAX_PROPS 128 /* properties of one object: the bits of a key set */
+
+/* A set of an object's listed keys, bit i for key i (its place among the sorted key texts). */
+typedef unsigned __int128 pf_keys;
+static inline pf_keys pf_key_bit(int i) {
+    return (pf_keys)1 << i;
+}
+static inline int pf_keys_count(pf_keys k) {
+    return __builtin_popcountll((uint64_t)k) + __builtin_popcountll((uint64_t)(k >> 64));
+}
+static inline int pf_keys_has(pf_keys k, int i) {
+    return (int)(k >> i & 1);
+}
 
 typedef enum {
     PF_SN_ANY,      /* any JSON value */
@@ -61,12 +74,17 @@ typedef struct {
     int64_t min_props, max_props;
     pf_lit_set keys;
     int32_t *prop_node;
-    uint64_t required;     /* bit i: key i must appear */
-    uint64_t *deps;        /* NULL, or per listed key the keys its presence requires (dependencies,
+    pf_keys required;      /* bit i: key i must appear */
+    pf_keys *deps;         /* NULL, or per listed key the keys its presence requires (dependencies,
                               dependentRequired; followed through) */
     /* ARRAY */
     int32_t items;
     int64_t min_items, max_items;
+    /* ARRAY with contains: at least min_contains items (> 0) of node contains (items merged with
+     * the contains schema); each item is a value of contains_items, the union of contains (its
+     * first alternative: the item counts) and items (-1, -1: no contains) */
+    int32_t contains, contains_items;
+    int64_t min_contains;
     /* ARRAY with uniqueItems over items of literal node uniq_lit: n_uniq classes of equal values
      * (at most 64; 0: no uniqueItems), uniq_class[i] the class of its text i, uniq_len[k] the
      * k-th shortest class's shortest text and uniq_order[k] that class */
@@ -157,9 +175,11 @@ int32_t pf_schema_property(const pf_schema *s, int32_t obj, const char *key);
 
 /* The listed keys object node nd needs once the keys in used are given: its required ones and
  * those the given ones require (dependencies). */
-static inline uint64_t pf_schema_keys_needed(const pf_schema_node *nd, uint64_t used) {
-    uint64_t need = nd->required;
-    for (uint64_t u = nd->deps ? used : 0; u; u &= u - 1) need |= nd->deps[__builtin_ctzll(u)];
+static inline pf_keys pf_schema_keys_needed(const pf_schema_node *nd, pf_keys used) {
+    pf_keys need = nd->required;
+    if (!nd->deps) return need;
+    for (uint64_t u = (uint64_t)used; u; u &= u - 1) need |= nd->deps[__builtin_ctzll(u)];
+    for (uint64_t u = (uint64_t)(used >> 64); u; u &= u - 1) need |= nd->deps[64 + __builtin_ctzll(u)];
     return need;
 }
 

@@ -74,7 +74,7 @@ static int32_t key_value_node(const pf_schema_node *b, const char *k, uint32_t l
  * its values there are disjoint from a's (a discriminator such as "kind": {"const": "a"}). */
 static int discriminated(const pf_schema *s, const pf_schema_node *a, const pf_schema_node *b, int depth) {
     for (int i = 0; i < a->n_props && !a->free_keys; i++) {
-        if (!(a->required >> i & 1)) continue;
+        if (!pf_keys_has(a->required, i)) continue;
         int32_t vb = key_value_node(b, a->keys.s[i], a->keys.len[i]);
         if (vb == UNSAT || (vb >= 0 && disjoint(s, a->prop_node[i], vb, depth + 1))) return 1;
     }

@@ -79,6 +79,12 @@ int32_t sc_compile_any_of(cctx *c, const pf_json *v, const char *key, int depth,
 const pf_json *sc_merge_schemas(cctx *c, const pf_json *a, const pf_json *b, int depth, const char *path);
 const pf_json *sc_fold_all_of(cctx *c, const pf_json *v, int depth, const char *path);
 const pf_json *sc_fold_not(cctx *c, const pf_json *v, int depth, const char *path);
+/* v's `not` is over patterns alone (`{"pattern": P}`, or an anyOf of such: a string matching none
+ * of them), which a string's automaton takes: 1 with the patterns in pats/lens (up to cap; *n counts
+ * them all), else 0. */
+int sc_not_patterns(const pf_json *v, const char **pats, size_t *lens, int *n, int cap);
+/* v is a string schema whose `not` is over patterns alone: compiled as it stands, never folded. */
+int sc_not_pattern_string(cctx *c, const pf_json *v);
 /* v with the schema form of dependencies and dependentSchemas as allOf branches (v itself when it
  * has none); NULL after a failure. */
 const pf_json *sc_fold_dependencies(cctx *c, const pf_json *v, const char *path);

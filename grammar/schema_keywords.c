@@ -12,7 +12,7 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                          "minProperties", "maxProperties", "allOf", "oneOf", "pattern", "format",
                                          "patternProperties", "dependencies", "dependentRequired", "multipleOf",
-                                         "uniqueItems"};
+                                         "uniqueItems", "contains", "minContains"};
 
 /* The validation keywords of JSON Schema (drafts 3 to 2020-12, and the applicators) that are not
  * compiled here: a schema with one is refused, never compiled looser than it reads. Every other
@@ -20,7 +20,7 @@ const char *const sc_keywords[] = {"type", "properties", "required", "additional
  * container (definitions, $defs) or unknown (x-..., id, self, name, ...): ignored, as the spec
  * says an implementation treats a keyword it does not know (2020-12 core, 4.3.1). */
 static const char *const k_unsupported[] = {
-    "contains", "maxContains", "minContains", "prefixItems",
+    "maxContains", "prefixItems",
     "additionalItems", "unevaluatedItems",
     "dependentSchemas", "propertyNames", "unevaluatedProperties",
     "not", "if", "then", "else", "$dynamicRef", "$recursiveRef", "divisibleBy",
@@ -58,7 +58,8 @@ int sc_check_keywords(cctx *c, const pf_json *v, const char *path) {
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const pf_json_member *m = &v->u.obj.members[i];
         int known = sc_keyword_index(m) >= 0;
-        if (sc_unsupported(v, m)) return sc_fail(c, path, "keyword '%s' is not supported", m->key);
+        if (sc_unsupported(v, m) && !(!strcmp(m->key, "not") && sc_not_pattern_string(c, v)))
+            return sc_fail(c, path, "keyword '%s' is not supported", m->key);
         /* draft 3's `"required": true` in a property would be a constraint ignored */
         if (known && !strcmp(m->key, "required") && m->val.type != PF_JSON_ARRAY)
             return sc_fail(c, path, "required: not an array of strings");
@@ -107,6 +108,17 @@ static int asserts_unique(const pf_json *v) {
     return u && u->type == PF_JSON_BOOL && u->u.b;
 }
 
+int sc_not_pattern_string(cctx *c, const pf_json *v) {
+    const char *pats[1];
+    size_t lens[1];
+    int n;
+    if (!sc_not_patterns(v, pats, lens, &n, 1)) return 0;
+    cctx probe = *c; /* type_set only reads */
+    char err[PF_ERR_LEN];
+    probe.err = err;
+    return sc_type_set(&probe, v, "") == T_STR;
+}
+
 /* The types the schema allows: `type`, else what its keywords imply (any value when none). */
 int sc_type_set(cctx *c, const pf_json *v, const char *path) {
     const pf_json *t = pf_json_get(v, "type");
@@ -126,7 +138,9 @@ int sc_type_set(cctx *c, const pf_json *v, const char *path) {
             asserts(v, "minProperties") || pf_json_get(v, "maxProperties") || asserts(v, "patternProperties") ||
             asserts(v, "dependencies") || asserts(v, "dependentRequired"))
             set |= T_OBJ;
-        if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems") || asserts_unique(v)) set |= T_ARR;
+        if (asserts(v, "items") || asserts(v, "minItems") || pf_json_get(v, "maxItems") || asserts_unique(v) ||
+            pf_json_get(v, "contains"))
+            set |= T_ARR;
         if (asserts(v, "minLength") || pf_json_get(v, "maxLength") || pf_json_get(v, "pattern") ||
             format_asserts(pf_json_get(v, "format")))
             set |= T_STR;

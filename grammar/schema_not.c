@@ -1,7 +1,10 @@
 /* not (grammar/schema_cc.h): the complement of a schema, keyword by keyword, merged in. */
 #include "grammar/schema_cc.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "formats/grow.h"
 
 /* ---- not: the complement of a schema, as a schema of the subset ----
  * not false: nothing; not true / not {}: no value; otherwise not (A and B and ...) is (not A) or
@@ -14,8 +17,9 @@
  * Where the complement is merged with a context (the keywords beside `not`, a oneOf branch), a
  * term none of its values can meet is dropped, one all of them meet takes it whole (an enum none of
  * whose values it admits, additionalProperties or items that it settles). Beside enum or const any
- * form (the values are checked one by one, grammar/schema_eval.c). Any other keyword (pattern,
- * format, an enum of strings, oneOf, ...) is an error naming it. */
+ * form (the values are checked one by one, grammar/schema_eval.c). not pattern is a string of type
+ * "string" with `not` over the pattern left in it, for its automaton (grammar/schema_string.c). Any
+ * other keyword (format, an enum of strings, oneOf, ...) is an error naming it. */
 
 /* The annotations-only schema s: it asserts nothing (only keywords neither compiled nor refused). */
 static int asserts_nothing(const pf_json *s) {
@@ -240,6 +244,40 @@ static const pf_json *finite_complement(cctx *c, const pf_json *vals, size_t n, 
     return any ? any : (sc_fail_oom(c, path), NULL);
 }
 
+/* not {"enum": [...]} of strings alone: the other types, or a string of printable ASCII that none
+ * of them spells (a `not` over one pattern matching exactly them, which the string's automaton
+ * takes: grammar/schema_string.c; a value outside printable ASCII is no such string anyway). NULL
+ * for another list (or values none of which is printable ASCII); after a failure too. */
+static const pf_json *strings_complement(cctx *c, const pf_json *vals, size_t n, const char *path) {
+    pf_sbuf b = {0};
+    int k = 0;
+    pf_sbuf_put(&b, "^(?:", 4);
+    for (size_t i = 0; i < n; i++) {
+        if (vals[i].type != PF_JSON_STRING) return free(b.p), NULL;
+        if (!plain_ascii(&vals[i])) continue;
+        if (k++) pf_sbuf_put(&b, "|", 1);
+        for (size_t j = 0; j < vals[i].u.str.len; j++) {
+            char ch = vals[i].u.str.s[j];
+            int word = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+            if (!word) pf_sbuf_put(&b, "\\", 1); /* punctuation escaped: the character itself */
+            pf_sbuf_put(&b, &ch, 1);
+        }
+    }
+    pf_sbuf_put(&b, ")$", 2);
+    char *text = b.oom || !k ? NULL : sc_scratch(c, b.n + 1);
+    if (text) memcpy(text, b.p, b.n), text[b.n] = 0;
+    free(b.p);
+    if (!k) return NULL;
+    pf_json *alts = text ? sc_scratch(c, 2 * sizeof *alts) : NULL;
+    const pf_json *pat = alts ? sc_object1(c, "pattern", (pf_json){.type = PF_JSON_STRING, .u.str = {text, b.n}}) : NULL;
+    pf_json_member more = {"not", 3, pat ? *pat : k_true};
+    const pf_json *str = pat ? typed(c, T_STR, &more, 1) : NULL, *other = str ? typed(c, ALL_TYPES & ~T_STR, NULL, 0) : NULL;
+    if (!other) return sc_fail_oom(c, path), NULL;
+    alts[0] = *other, alts[1] = *str;
+    const pf_json *any = sc_object1(c, "anyOf", (pf_json){.type = PF_JSON_ARRAY, .u.arr = {alts, 2}});
+    return any ? any : (sc_fail_oom(c, path), NULL);
+}
+
 /* The schema ctx gives key k's value: its listed schema, false where its additionalProperties: false
  * leaves no room for k, NULL where it says nothing. */
 static const pf_json *context_property(const pf_json *ctx, const char *k) {
@@ -452,6 +490,7 @@ static int enum_terms(cctx *c, terms *ts, const pf_json_member *k, const pf_json
         return 0;
     }
     const pf_json *t = finite_complement(c, vals, nv, path);
+    if (!t && !c->oom) t = strings_complement(c, vals, nv, path);
     if (!t && !c->oom) return sc_fail(c, path, "keyword 'not' is not supported over '%s' of strings, numbers, arrays or objects", k->key);
     return add_made_term(c, ts, t, path);
 }
@@ -484,6 +523,12 @@ static int keyword_terms(cctx *c, terms *ts, const pf_json *n, const pf_json_mem
         return sc_fail(c, path, "keyword 'not' is not supported over '%s'", k->key);
     } else if (!strcmp(k->key, "uniqueItems") && k->val.type == PF_JSON_BOOL && !k->val.u.b) {
         return 0;
+    } else if (!strcmp(k->key, "pattern") && k->val.type == PF_JSON_STRING) {
+        /* a string the pattern does not match: kept as `not` over the pattern, which the string's
+         * automaton takes (sc_not_patterns) */
+        const pf_json *inner = sc_object1(c, "pattern", k->val);
+        pf_json_member more = {"not", 3, inner ? *inner : k_true};
+        if (!inner || !(t = typed(c, T_STR, &more, 1))) return sc_fail_oom(c, path);
     } else {
         return sc_fail(c, path, "keyword 'not' is not supported over '%s'", k->key);
     }
@@ -541,6 +586,27 @@ static const pf_json *complement(cctx *c, const pf_json *n, const pf_json *ctx, 
     if (ts.n == 1) return &ts.t[0];
     const pf_json *any = sc_object1(c, "anyOf", (pf_json){.type = PF_JSON_ARRAY, .u.arr = {ts.t, ts.n}});
     return any ? any : (sc_fail_oom(c, path), NULL);
+}
+
+/* s is a schema of one keyword, a `pattern`, or an anyOf of such (what the complements of patterns
+ * merge to); its patterns into pats/lens (up to cap; *n counts them all). */
+static int pattern_only(const pf_json *s, const char **pats, size_t *lens, int *n, int cap) {
+    const pf_json_member *k = s->type == PF_JSON_OBJECT ? sole_keyword(s) : NULL;
+    if (!k) return 0;
+    if (!strcmp(k->key, "pattern") && k->val.type == PF_JSON_STRING) {
+        if (*n < cap) pats[*n] = k->val.u.str.s, lens[*n] = k->val.u.str.len;
+        return ++*n, 1;
+    }
+    if (strcmp(k->key, "anyOf") || k->val.type != PF_JSON_ARRAY || !k->val.u.arr.n) return 0;
+    for (size_t i = 0; i < k->val.u.arr.n; i++)
+        if (!pattern_only(&k->val.u.arr.items[i], pats, lens, n, cap)) return 0;
+    return 1;
+}
+
+int sc_not_patterns(const pf_json *v, const char **pats, size_t *lens, int *n, int cap) {
+    const pf_json *x = pf_json_get(v, "not");
+    *n = 0;
+    return x && pattern_only(x, pats, lens, n, cap);
 }
 
 /* v with its `not` replaced by the schema it stands for, merged in (allOf semantics). */

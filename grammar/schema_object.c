@@ -17,7 +17,7 @@ typedef struct {
     int32_t node;
     int required;
     int orig;      /* its place before sorting */
-    uint64_t deps; /* the keys (places before sorting) its presence requires */
+    pf_keys deps;  /* the keys (places before sorting) its presence requires */
 } prop;
 
 static int prop_cmp(const void *a, const void *b) {
@@ -113,7 +113,7 @@ static int add_dep(cctx *c, prop *p, int *n, const pf_json *key, const pf_json *
         int j = dep_place(c, p, n, &list->u.arr.items[i], other, patterns, path);
         if (j == FAIL) return FAIL;
         if (j == UNSAT) p[k].node = UNSAT; /* what it requires cannot appear */
-        else if (j != k) p[k].deps |= 1ull << j;
+        else if (j != k) p[k].deps |= pf_key_bit(j);
     }
     return 0;
 }
@@ -140,11 +140,11 @@ static int collect_deps(cctx *c, const pf_json *v, int32_t other, int patterns, 
         changed = 0;
         for (int i = 0; i < *n; i++)
             for (int j = 0; j < *n; j++)
-                if (p[i].deps >> j & 1 && (p[i].deps | p[j].deps) != p[i].deps) p[i].deps |= p[j].deps, changed = 1;
+                if (pf_keys_has(p[i].deps, j) && (p[i].deps | p[j].deps) != p[i].deps) p[i].deps |= p[j].deps, changed = 1;
     }
     for (int i = 0; i < *n; i++)
         for (int j = 0; j < *n; j++)
-            if (p[i].deps >> j & 1) {
+            if (pf_keys_has(p[i].deps, j)) {
                 if (p[j].node == UNSAT) p[i].node = UNSAT;
                 if (p[i].required) p[j].required = 1;
             }
@@ -159,7 +159,7 @@ static int sorted_deps(cctx *c, pf_schema_node *o, const prop *p, int n) {
     if (!(o->deps = calloc((size_t)n, sizeof *o->deps))) return sc_fail_oom(c, "");
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
-            if (p[i].deps >> j & 1) o->deps[i] |= 1ull << at[j];
+            if (pf_keys_has(p[i].deps, j)) o->deps[i] |= pf_key_bit(at[j]);
     return 0;
 }
 
@@ -193,7 +193,7 @@ static int32_t props_node(cctx *c, prop *p, int n) {
         s[i] = p[i].text;
         len[i] = p[i].len;
         node[i] = p[i].node;
-        if (p[i].required) o->required |= 1ull << i;
+        if (p[i].required) o->required |= pf_key_bit(i);
     }
     o->n_props = m;
     o->prop_node = node;
@@ -226,7 +226,7 @@ static int32_t object_counts(cctx *c, int32_t id, int32_t other, int64_t lo, int
     o->max_props = hi;
     /* absent or true: any other key, with any value (the spec's default) */
     o->extra = other;
-    int64_t req = __builtin_popcountll(o->required);
+    int64_t req = pf_keys_count(o->required);
     if (lo > hi || req > hi || (o->extra < 0 && !more && lo > n_open)) return UNSAT;
     return id;
 }

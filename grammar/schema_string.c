@@ -1,4 +1,4 @@
-/* Strings (grammar/schema_cc.h): minLength, maxLength, pattern and format. */
+/* Strings (grammar/schema_cc.h): minLength, maxLength, pattern, format and not over patterns. */
 #include "grammar/schema_cc.h"
 
 #include <string.h>
@@ -6,13 +6,19 @@
 #include "grammar/regex.h"
 #include "grammar/string_format.h"
 
-/* pattern and format as one automaton (both must match; grammar/regex.h) into *out, NULL when
- * neither asserts anything; *hi tightened by the format's cap. 0, FAIL or UNSAT. */
+/* A string `not` over patterns takes only printable ASCII, where every engine reads a pattern
+ * alike (Python's `\d`, `\w`, `\s` and `$` reach past ASCII and before a final newline): one it
+ * does not match there is matched by none. */
+static const char k_printable[] = "^[ -~]*$";
+
+/* pattern, format and the patterns `not` is over (sc_not_patterns) as one automaton (the first
+ * two must match, none of the others; grammar/regex.h) into *out, NULL when none asserts anything;
+ * *hi tightened by the format's cap. 0, FAIL or UNSAT. */
 static int32_t string_regex(cctx *c, const pf_json *v, int64_t lo, int64_t *hi, const char *path, pf_regex **out) {
     const pf_json *pat = pf_json_get(v, "pattern"), *fmt = pf_json_get(v, "format");
-    const char *pats[2];
-    size_t lens[2];
-    int n = 0;
+    const char *pats[PF_REGEX_MAX_PATTERNS];
+    size_t lens[PF_REGEX_MAX_PATTERNS];
+    int n = 0, n_not = 0;
     *out = NULL;
     if (pat && pat->type != PF_JSON_STRING) return sc_fail(c, path, "pattern: not a string");
     if (fmt && fmt->type != PF_JSON_STRING) return sc_fail(c, path, "format: not a string");
@@ -27,6 +33,10 @@ static int32_t string_regex(cctx *c, const pf_json *v, int64_t lo, int64_t *hi, 
             if (cap < *hi) *hi = cap;
         }
     }
+    int must = n, room = PF_REGEX_MAX_PATTERNS - 1 - must;
+    if (sc_not_patterns(v, pats + must + 1, lens + must + 1, &n_not, room) && n_not > room)
+        return sc_fail(c, path, "keyword 'not' is not supported over more than %d patterns", room);
+    if (n_not) pats[n] = k_printable, lens[n] = strlen(k_printable), n += 1 + n_not, must++;
     if (!n) return 0;
     if (lo > *hi) return UNSAT;
     char err[PF_ERR_LEN];
@@ -36,7 +46,8 @@ static int32_t string_regex(cctx *c, const pf_json *v, int64_t lo, int64_t *hi, 
     const uint32_t *masks;
     uint8_t ok[PF_REGEX_MAX_STATES];
     int m = pf_regex_masks(re, &masks);
-    for (int i = 0; i < m; i++) ok[i] = masks[i] == (1u << n) - 1;
+    uint32_t all = (1u << must) - 1;
+    for (int i = 0; i < m; i++) ok[i] = (masks[i] & all) == all && !(masks[i] >> must);
     if (pf_regex_accept(re, ok, lo, *hi, err) < 0) {
         pf_regex_free(re);
         return sc_fail(c, path, "%s", err);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "test.h"
+#include "util.h"
 
 uint64_t schema_rand(uint64_t *seed) {
     *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -182,4 +183,138 @@ void schema_expect_error(const char *schema, const char *needle) {
     pf_schema *s;
     CHECKF(pf_schema_compile(schema, strlen(schema), &s, err) == PF_SCHEMA_INVALID && !s, "compiled: %s", schema);
     CHECKF(strstr(err, needle) && !strchr(err, '\n'), "'%s': error '%s' lacks '%s'", schema, err, needle);
+}
+
+/* A python3 with jsonschema: $PF_JSONSCHEMA_PYTHON, $PYTHON, python3 or /usr/bin/python3. */
+static const char *jsonschema_python(void) {
+    static const char *cands[4];
+    cands[0] = getenv("PF_JSONSCHEMA_PYTHON");
+    cands[1] = getenv("PYTHON");
+    cands[2] = "python3";
+    cands[3] = "/usr/bin/python3";
+    for (int i = 0; i < 4; i++) {
+        char cmd[512];
+        if (!cands[i]) continue;
+        snprintf(cmd, sizeof cmd, "%s -c 'import jsonschema' >/dev/null 2>&1", cands[i]);
+        if (system(cmd) == 0) return cands[i];
+    }
+    return NULL;
+}
+
+/* The mask at m's position is what pushing each token's bytes says. */
+static int mask_is_scan(pf_matcher *m, const schema_vocab *v, const uint32_t *bits) {
+    for (int32_t id = 0; id < v->n; id++) {
+        int ok = id == v->end ? pf_matcher_can_end(m) : pf_matcher_push_bytes(m, v->bytes[id], v->lens[id]) == 1;
+        if (ok && id != v->end) pf_matcher_rollback(m, pf_matcher_pos(m) - v->lens[id]);
+        if (ok != pf_mask_has(bits, id)) return fprintf(stderr, "token %d: scan %d, mask %d\n", id, ok, !ok), 0;
+    }
+    return 1;
+}
+
+/* One random walk through the masks to a complete document (appended to out as a line), 0 when
+ * it did not complete; -1 when a position allowed nothing (a prefix that cannot be completed) or
+ * a mask differs from the scan of the vocabulary. */
+static int walk(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const schema_vocab *v, uint64_t *seed,
+                FILE *out) {
+    char doc[4096];
+    size_t len = 0;
+    uint32_t bits[64];
+    pf_matcher_reset(m);
+    for (int step = 0; step < 600; step++) {
+        int32_t pick[1024], n = 0;
+        pf_token_mask(tm, cache, m, bits);
+        if (!mask_is_scan(m, v, bits)) return fprintf(stderr, "after '%.*s'\n", (int)len, doc), -1;
+        for (int32_t id = 0; id < v->n; id++) {
+            if (!pf_mask_has(bits, id)) continue;
+            int w = id == v->end ? (step > 20 ? 64 : 2) : step > 20 && v->bytes[id][0] == '"' ? 24 : 1;
+            for (int k = 0; k < w && n < 1024; k++) pick[n++] = id;
+        }
+        if (!n) return fprintf(stderr, "nothing allowed after '%.*s'\n", (int)len, doc), -1;
+        int32_t id = pick[schema_rand(seed) % (uint64_t)n];
+        if (id == v->end || pf_matcher_closed(m)) break;
+        if (len + v->lens[id] >= sizeof doc || pf_matcher_push_bytes(m, v->bytes[id], v->lens[id]) != 1) return 0;
+        memcpy(doc + len, v->bytes[id], v->lens[id]);
+        len += v->lens[id];
+    }
+    if (!pf_matcher_can_end(m)) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (doc[i] == '\n') return 0; /* never written raw (JSON escapes it); the line format needs it */
+    fprintf(out, "%.*s\n", (int)len, doc);
+    return 1;
+}
+
+/* 40 random walks through the masks per schema, the documents completed checked by Python's
+ * jsonschema (the draft its $schema names, 2020-12 otherwise; with its format checker; numbers
+ * read as decimals, so bounds compare exactly); at least min_complete of them complete. */
+void schema_walks_validate(const char *const *schemas, int n, const char *name, int min_complete) {
+    const char *py = jsonschema_python();
+    if (!py) {
+        pf_test_skip("needs python3 with jsonschema (Debian: python3-jsonschema; or $PF_JSONSCHEMA_PYTHON)");
+        return;
+    }
+    char docs_path[512], py_path[512], file[64];
+    snprintf(file, sizeof file, "%s_docs.txt", name);
+    test_tmp_path(docs_path, sizeof docs_path, file);
+    snprintf(file, sizeof file, "%s_check.py", name);
+    test_tmp_path(py_path, sizeof py_path, file);
+    CHECK(test_write_file(py_path,
+          "import decimal, json, sys, jsonschema\n"
+          "bad = 0\n"
+          "for line in open(sys.argv[1], encoding='utf-8'):\n"
+          "    schema, doc = line.rstrip('\\n').split('\\x01')\n"
+          "    s = json.loads(schema, parse_float=decimal.Decimal)\n"
+          "    cls = jsonschema.validators.validator_for(s, default=jsonschema.Draft202012Validator)\n"
+          "    v = cls(s, format_checker=jsonschema.FormatChecker())\n"
+          "    errs = list(v.iter_errors(json.loads(doc, parse_float=decimal.Decimal)))\n"
+          "    if errs:\n"
+          "        bad += 1\n"
+          "        print('invalid:', schema, doc, errs[0].message)\n"
+          "sys.exit(1 if bad else 0)\n",
+          (size_t)-1) == 0);
+    schema_vocab v;
+    schema_vocab_make(&v);
+    char err[PF_ERR_LEN];
+    pf_token_masker *tm = pf_token_masker_new(v.n, v.bytes, v.lens, &v.end, 1, err);
+    FILE *out = fopen(docs_path, "w");
+    CHECK(tm && out);
+    uint64_t seed = 99;
+    int complete = 0;
+    for (int i = 0; i < n && !pf_test_failed(); i++) {
+        pf_schema *s;
+        CHECKF(pf_schema_compile(schemas[i], strlen(schemas[i]), &s, err) == PF_SCHEMA_OK, "%s", err);
+        pf_matcher *m = pf_matcher_new(s);
+        pf_mask_cache *cache = pf_mask_cache_new(tm); /* the masks cached (odd walks) and walked */
+        CHECK(cache);
+        for (int w = 0; w < 40; w++) {
+            char *line = NULL;
+            size_t cap = 0;
+            FILE *mem = open_memstream(&line, &cap);
+            int r = walk(tm, w % 2 ? cache : NULL, m, &v, &seed, mem);
+            fclose(mem);
+            if (r < 0) pf_test_failf(__FILE__, __LINE__, "schema %s: a prefix with no way on, or a wrong mask", schemas[i]);
+            if (r > 0) fprintf(out, "%s\x01%s", schemas[i], line), complete++;
+            free(line);
+        }
+        pf_mask_cache_free(cache);
+        pf_matcher_free(m);
+        pf_schema_free(s);
+    }
+    fclose(out);
+    pf_token_masker_free(tm);
+    schema_vocab_free(&v);
+    CHECKF(complete >= min_complete, "%d walks completed", complete);
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "%s %s %s 1>&2", py, py_path, docs_path);
+    CHECKF(system(cmd) == 0, "documents the validator refuses (above)");
+}
+
+/* An object of n properties "p0".."p{n-1}" (integers; sorted as texts, so "p70" is the 69th and
+ * "p99" the last), with what follows inside the braces after them. */
+char *schema_wide_object(int n, const char *more) {
+    size_t cap = 64 + (size_t)n * 32 + strlen(more);
+    char *s = malloc(cap), *p = s;
+    p += sprintf(p, "{\"type\":\"object\",\"properties\":{");
+    for (int i = 0; i < n; i++) p += sprintf(p, "%s\"p%d\":{\"type\":\"integer\"}", i ? "," : "", i);
+    sprintf(p, "}%s}", more);
+    return s;
 }

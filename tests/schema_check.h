@@ -69,4 +69,14 @@ void schema_draws_stop(schema_draws *d);
 /* A test check: schema does not compile, with a one-line error that contains needle. */
 void schema_expect_error(const char *schema, const char *needle);
 
+/* An object schema of n integer properties "p0".."p{n-1}" (sorted as texts: "p70" is the 69th,
+ * "p99" the last of 100), `more` inside its braces after them (malloc'd text). */
+char *schema_wide_object(int n, const char *more);
+
+/* 40 random walks through the masks per schema (each mask checked against the scan of the
+ * vocabulary), the documents completed checked by Python's jsonschema (the draft its $schema names,
+ * 2020-12 otherwise; with its format checker; numbers read as decimals); at least min_complete
+ * complete. name names the temporary files. A test check; skipped without python3-jsonschema. */
+void schema_walks_validate(const char *const *schemas, int n, const char *name, int min_complete);
+
 #endif

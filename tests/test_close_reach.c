@@ -4,7 +4,7 @@
  * around it (and around the distances themselves) pf_token_mask_budget is exactly the unbudgeted
  * mask less the tokens whose distance after them exceeds what is left. Over hand-written schemas
  * (patterns, patternProperties beside a bounded number, key counts, dependencies, unique items,
- * recursion, free JSON) and random ones of those keywords. */
+ * contains, more than 64 keys, recursion, free JSON) and random ones of those keywords. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +43,11 @@ static const char *const k_schemas[] = {
     "{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}-[0-9]{2}$\"}",
     "{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"yyy\",7,true]},\"uniqueItems\":true,\"minItems\":3}",
     "{\"type\":\"object\",\"minProperties\":2,\"additionalProperties\":{\"type\":\"integer\"}}",
+    /* contains: the items that count dearer than the others, maxItems leaving no room for others */
+    "{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":1000},\"minContains\":2,"
+    "\"maxItems\":3}",
+    "{\"type\":\"array\",\"items\":{\"type\":\"array\",\"contains\":{\"type\":\"string\",\"minLength\":3}},"
+    "\"minItems\":1}",
     NULL, /* JSON mode */
 };
 enum { N_SCHEMAS = sizeof k_schemas / sizeof *k_schemas };
@@ -187,7 +192,7 @@ static char *rich_schema(uint64_t *seed, int depth) {
         "{\"type\":\"object\"}",
     };
     int n_leaf = (int)(sizeof leaf / sizeof *leaf);
-    uint64_t r = schema_rand(seed) % (depth >= 3 ? 1 : 6); /* a leaf alone too: no slack around it */
+    uint64_t r = schema_rand(seed) % (depth >= 3 ? 1 : 7); /* a leaf alone too: no slack around it */
     char buf[512], *a, *b;
     char *out = malloc(16384);
     if (r == 0) return strcpy(out, leaf[schema_rand(seed) % (uint64_t)n_leaf]);
@@ -215,6 +220,10 @@ static char *rich_schema(uint64_t *seed, int depth) {
     case 4:
         snprintf(out, 16384, "{\"anyOf\":[%s,%s]}", a, b);
         break;
+    case 5:
+        snprintf(out, 16384, "{\"type\":\"array\",\"items\":%s,\"contains\":%s,\"minContains\":%d,\"maxItems\":%d}", a,
+                 leaf[schema_rand(seed) % (uint64_t)n_leaf], 1 + (int)(schema_rand(seed) % 2), 2 + (int)(schema_rand(seed) % 3));
+        break;
     default:
         snprintf(out, 16384, "{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"yyy\",7,true]},\"uniqueItems\":true,"
                             "\"minItems\":%d}",
@@ -237,4 +246,20 @@ TEST(close_reach_bounds_random_schemas) {
     /* a schema without a bound has a state whose distance is infinite (a key that requires one
      * that has no value): there the budget does refuse tokens, however large */
     CHECKF(d.compiled >= 100 && bounded * 10 >= d.compiled * 9, "%d compiled, %d with a bound", d.compiled, bounded);
+}
+
+/* More than 64 listed keys: required and depended-on keys past the 64th, maxProperties. */
+TEST(close_reach_bounds_many_properties) {
+    uint64_t seed = 71;
+    char *s = schema_wide_object(100, ",\"required\":[\"p3\",\"p99\"],\"dependentRequired\":{\"p90\":[\"p5\",\"p70\"]},"
+                                      "\"minProperties\":3,\"maxProperties\":5");
+    schema_fx f;
+    CHECK(schema_fx_open(&f, true, s) == 0);
+    CHECK(pf_close_reach(f.cl) < PF_CLOSE_INF);
+    CHECK(walks(&f, s, &seed, 25));
+    size_t taken;
+    static const char doc[] = "{\"p99\":1,\"p90\":2,\"p70\":3,\"p5\":4,\"p3\":5}";
+    CHECK(along(&f, s, doc, &seed, &taken) && taken == strlen(doc) && pf_matcher_can_end(f.m));
+    schema_fx_close(&f);
+    free(s);
 }

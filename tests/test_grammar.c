@@ -3,6 +3,7 @@
  * random token walks; every trie mask equals a scan of the whole vocabulary and every completed
  * document parses and validates (eval/schema_valid.c, written from the keywords' meaning). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -141,7 +142,7 @@ TEST(grammar_rollback) {
 }
 
 TEST(grammar_schema_errors) {
-    schema_expect_error("{\"type\":\"array\",\"contains\":{}}", "keyword 'contains' is not supported");
+    schema_expect_error("{\"type\":\"array\",\"prefixItems\":[{}]}", "keyword 'prefixItems' is not supported");
     schema_expect_error("{\"properties\":{\"x\":{\"if\":{}}}}", "/properties/x: keyword 'if'");
     schema_expect_error("{\"type\":\"object\",", "json schema: byte");
     schema_expect_error("{\"type\":\"strin\"}", "type: not one of");
@@ -195,7 +196,7 @@ TEST(grammar_annotations_ignored) {
  * it is and whatever sits beside it: never a schema compiled looser than it reads. */
 TEST(grammar_unsupported_validation_keywords) {
     static const char *const kw[] = {
-        "contains", "maxContains", "minContains", "prefixItems",
+        "maxContains", "prefixItems",
         "unevaluatedItems", "dependentRequired",
         "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties",
         "if", "$dynamicRef", "$recursiveRef", "divisibleBy", "disallow", "extends"};
@@ -947,7 +948,7 @@ TEST(grammar_not) {
     schema_expect_error("{\"type\":\"string\",\"not\":{}}", "admits no value");
     schema_expect_error("{\"not\":true}", "admits no value");
     schema_expect_error("{\"type\":\"object\",\"required\":[\"b\"],\"not\":{\"required\":[\"b\"]}}", "admits no value");
-    schema_expect_error("{\"properties\":{\"a\":{\"not\":{\"pattern\":\"x\"}}}}", "/properties/a: keyword 'not' is not supported over 'pattern'");
+    schema_expect_error("{\"properties\":{\"a\":{\"not\":{\"format\":\"email\"}}}}", "/properties/a: keyword 'not' is not supported over 'format'");
     /* not required: an object lacking a key (a non-object meets `required`, so never its `not`) */
     static const doc_case not_req_typed[] = {{"\"s\"", 0}, {"{}", 1}, {"{\"b\":1}", 0}, {"{\"a\":1}", 1}};
     CHECK_DOCS("{\"type\":[\"object\",\"string\"],\"not\":{\"required\":[\"b\"]}}", not_req_typed);
@@ -1016,8 +1017,8 @@ TEST(grammar_all_of_one_of) {
         {"5.5", 0},
     };
     CHECK_DOCS(one, one_docs);
-    schema_expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"pattern\":\"^a\"}]}",
-                        "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not' is not supported over 'pattern'");
+    schema_expect_error("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"format\":\"email\"}]}",
+                        "keyword 'oneOf' (branches 0 and 1 may both hold a value; excluded: keyword 'not' is not supported over 'format'");
     /* "not an integer" takes every number away (stricter than the spec), so nothing is left */
     schema_expect_error("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "admits no value");
     schema_expect_error("{\"allOf\":[{\"type\":\"integer\",\"minimum\":1},{\"minimum\":2}]}",
@@ -1120,8 +1121,8 @@ TEST(grammar_dependencies) {
                               "\"additionalProperties\":{\"type\":\"integer\"}}";
     static const doc_case req_docs[] = {{"{\"a\":1,\"b\":2}", 1}, {"{\"a\":1}", 0}, {"{}", 0}};
     CHECK_DOCS(req, req_docs);
-    schema_expect_error("{\"type\":\"object\",\"dependencies\":{\"a\":{\"contains\":{\"type\":\"string\"}}}}",
-                        "keyword 'contains' is not supported");
+    schema_expect_error("{\"type\":\"object\",\"dependencies\":{\"a\":{\"propertyNames\":{\"maxLength\":3}}}}",
+                        "keyword 'propertyNames' is not supported");
     schema_expect_error("{\"type\":\"object\",\"required\":[\"a\"],\"additionalProperties\":false,\"properties\":{\"a\":{}},"
                         "\"dependencies\":{\"a\":[\"b\"]}}",
                         "admits no value");
@@ -1322,4 +1323,105 @@ TEST(grammar_ref_inner_id) {
         "\"properties\":{\"v\":{\"$ref\":\"#/definitions/x\"}}}}";
     static const doc_case no_draft_docs[] = {{"[{\"v\":null}]", 1}, {"[{\"v\":1}]", 0}};
     CHECK_DOCS(no_draft, no_draft_docs);
+}
+
+/* More than 64 listed keys (up to 128): each key once, the required ones and those a given one
+ * requires (a key past the 64th among them), maxProperties leaving room for them. */
+TEST(grammar_object_many_properties) {
+    char *s = schema_wide_object(100, ",\"required\":[\"p3\",\"p70\",\"p99\"],\"dependentRequired\":{\"p90\":[\"p5\"],"
+                               "\"p6\":[\"p80\"]},\"maxProperties\":6,\"additionalProperties\":false");
+    static const doc_case docs[] = {
+        {"{\"p3\":1,\"p70\":2,\"p99\":3}", 1},
+        {"{\"p99\":3,\"p70\":2,\"p3\":1}", 1},
+        {"{\"p3\":1,\"p99\":3}", 0},
+        {"{\"p3\":1,\"p70\":2,\"p99\":3,\"p90\":4}", 0},
+        {"{\"p3\":1,\"p70\":2,\"p99\":3,\"p90\":4,\"p5\":0}", 1},
+        {"{\"p3\":1,\"p70\":2,\"p99\":3,\"p6\":4}", 0},
+        {"{\"p3\":1,\"p6\":4,\"p70\":2,\"p80\":0,\"p99\":3}", 1},
+        {"{\"p3\":1,\"p70\":2,\"p99\":3,\"p90\":4,\"p5\":0,\"p6\":1}", 0}, /* p80 would be a 7th key */
+        {"{\"p3\":1,\"p70\":2,\"p99\":3,\"p64\":1,\"p65\":1,\"p66\":1}", 1},
+        {"{\"p3\":1,\"p70\":2,\"p99\":3,\"p64\":1,\"p65\":1,\"p66\":1,\"p67\":1}", 0},
+        {"{\"p3\":1,\"p70\":2,\"p99\":3,\"p100\":1}", 0},
+    };
+    CHECK_DOCS(s, docs);
+    schema_fx f;
+    CHECK(schema_fx_open(&f, false, s) == 0);
+    static const char given[] = "{\"p3\":1,\"p99\":3,";
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)given, strlen(given)) == 1);
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"p99\"", 5) == 0); /* a key past the 64th, twice */
+    CHECK(pf_matcher_push_bytes(f.m, (const uint8_t *)"\"p70\"", 5) == 1);
+    schema_fx_close(&f);
+    free(s);
+    /* 128 keys, the last ones required, other keys allowed (a listed key given twice is refused too,
+     * as every key text: grammar_masks_object) */
+    s = schema_wide_object(128, ",\"required\":[\"p127\",\"p99\"],\"minProperties\":3");
+    static const doc_case all[] = {
+        {"{\"p127\":1,\"p99\":2}", 0}, {"{\"p127\":1,\"p99\":2,\"q\":3}", 1}, 
+        {"{\"p127\":1,\"p98\":0,\"p99\":2}", 1}
+    };
+    CHECK_DOCS(s, all);
+    free(s);
+    s = schema_wide_object(129, "");
+    schema_expect_error(s, "more than 128 properties in one object");
+    free(s);
+}
+
+/* Random walks through wide objects' masks, validated by Python's jsonschema. */
+TEST(grammar_object_many_properties_walks_validate) {
+    char *a = schema_wide_object(90, ",\"required\":[\"p1\",\"p88\"],\"dependentRequired\":{\"p77\":[\"p66\",\"p7\"]},"
+                              "\"maxProperties\":5,\"additionalProperties\":false");
+    char *b = schema_wide_object(128, ",\"required\":[\"p127\"],\"minProperties\":2,\"maxProperties\":4");
+    const char *const schemas[] = {a, b};
+    schema_walks_validate(schemas, 2, "many_properties", 40);
+    free(a);
+    free(b);
+}
+
+/* contains (with minContains): at least that many items of the items schema merged with the
+ * contains schema; `]` refused until then, and an item that does not count refused once the items
+ * maxItems leaves are all needed for ones that do. */
+TEST(grammar_contains) {
+    static const doc_case ten[] = {
+        {"[10]", 1}, {"[1,2]", 0}, {"[1,2,30]", 1}, {"[1,2,3]", 0}, {"[]", 0}, {"[11,1]", 1}, {"[1, 12, 2]", 1},
+        {"[1,2,3,40]", 0}, {"[\"x\",10]", 0},
+    };
+    CHECK_DOCS("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":10},\"maxItems\":3}", ten);
+    static const doc_case two[] = {
+        {"[\"x\",\"x\"]", 1}, {"[\"x\",\"y\",\"x\"]", 1}, {"[\"x\",\"y\",\"z\"]", 0}, {"[\"x\"]", 0}, {"[\"y\",\"x\",\"x\",\"y\"]", 1},
+    };
+    CHECK_DOCS("{\"items\":{\"type\":\"string\"},\"contains\":{\"const\":\"x\"},\"minContains\":2}", two);
+    static const doc_case any[] = {{"[\"ab\"]", 1}, {"[1,\"ab\"]", 1}, {"[1]", 0}, {"[\"a\"]", 0}, {"[[\"ab\"]]", 0}, {"[]", 0}};
+    CHECK_DOCS("{\"contains\":{\"type\":\"string\",\"minLength\":2}}", any);
+    static const doc_case none[] = {{"[]", 1}, {"[1]", 1}};
+    CHECK_DOCS("{\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":0}", none);
+    /* nested, and beside minItems */
+    static const doc_case nest[] = {
+        {"[[true],[false,true]]", 1}, {"[[true],[false]]", 0}, {"[[true]]", 0}, {"[[true],[true],[]]", 0},
+    };
+    CHECK_DOCS("{\"type\":\"array\",\"minItems\":2,\"items\":{\"type\":\"array\",\"contains\":{\"const\":true}}}", nest);
+    schema_expect_error("{\"type\":\"array\",\"contains\":false}", "admits no value");
+    schema_expect_error("{\"type\":\"array\",\"contains\":{},\"maxItems\":0}", "admits no value");
+    schema_expect_error("{\"type\":\"array\",\"contains\":{},\"minContains\":3,\"maxItems\":2}", "admits no value");
+    schema_expect_error("{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"contains\":{\"type\":\"integer\"}}",
+                        "admits no value");
+    schema_expect_error("{\"type\":\"array\",\"contains\":{},\"maxContains\":2}", "keyword 'maxContains' is not supported");
+    schema_expect_error("{\"type\":\"array\",\"items\":{\"enum\":[1,2]},\"contains\":{\"const\":1},\"uniqueItems\":true}",
+                        "keyword 'contains' is not supported beside uniqueItems");
+    schema_expect_error("{\"type\":\"array\",\"items\":{\"minimum\":1},\"contains\":{\"minimum\":2}}",
+                        "keyword 'contains' is not supported with these items");
+    schema_expect_error("{\"type\":\"array\",\"not\":{\"contains\":{}}}", "keyword 'not' is not supported");
+}
+
+/* Random walks under contains, validated by Python's jsonschema. */
+TEST(grammar_contains_walks_validate) {
+    static const char *const schemas[] = {
+        "{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":10},\"maxItems\":3}",
+        "{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",\"c\"]},\"contains\":{\"const\":\"c\"},\"minContains\":2,"
+        "\"maxItems\":4}",
+        "{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"array\",\"contains\":{\"type\":\"string\",\"pattern\":\"^x\"}}},"
+        "\"required\":[\"t\"],\"additionalProperties\":false}",
+        "{\"type\":\"array\",\"minItems\":2,\"maxItems\":3,\"items\":{\"type\":\"array\",\"contains\":{\"const\":true},"
+        "\"maxItems\":2}}",
+    };
+    schema_walks_validate(schemas, (int)(sizeof schemas / sizeof *schemas), "contains", 60);
 }

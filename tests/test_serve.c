@@ -1532,7 +1532,7 @@ TEST(serve_tool_calls_through_the_sdk) {
         {10, "tools", "tools[0].function.name is required"},
         {11, "tools", "tools[0].function.parameters must be"},
         {12, "tool_choice", "'missing'"},
-        {13, "tools", "contains"},
+        {13, "tools", "prefixItems"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         const pf_json *r = item(d, (size_t)bad[k].i), *e = pf_json_get(r, "error");

@@ -171,10 +171,10 @@ TEST(tools_constraint_required_and_named) {
     /* parameters the matcher cannot enforce: a 400 naming the tool and the keyword's path */
     static const char bad[] = "[{\"type\":\"function\",\"function\":{\"name\":\"a\"}},{\"type\":\"function\",\"function\":"
                               "{\"name\":\"b\",\"parameters\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
-                              "\"array\",\"contains\":{\"const\":3}}}}}}]";
+                              "\"array\",\"prefixItems\":[{\"const\":3}]}}}}}]";
     CHECK(pf_tools_parse(bad, strlen(bad), &t, err) == PF_RC_OK);
     CHECK(pf_tools_schema(&t, NULL, &any, err) == PF_RC_ARG && strstr(err, "tools[1].function.parameters") &&
-          strstr(err, "contains") && strstr(err, "/properties/n"));
+          strstr(err, "prefixItems") && strstr(err, "/properties/n"));
     CHECK(pf_tools_schema(&t, "a", &any, err) == PF_RC_OK); /* only the named tool's parameters count */
     pf_schema_free(any);
     pf_tools_free(&t);
