@@ -9,6 +9,7 @@
 #include "eval/bench.h"
 #include "eval/bench_concurrency.h"
 #include "eval/bench_report.h"
+#include "eval/md_table.h"
 #include "formats/atomic_file.h"
 #include "kernels/topology.h"
 
@@ -148,8 +149,7 @@ static int report_compare(const char *model, const pf_bench_opts *o, const pf_be
 
 /* The speedup table per task and overall, then per task the acceptance and the time split. */
 static void print_tables(const pf_bench_result *r) {
-    printf("| task | strategy/block | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+    pf_md_head_line("task | strategy/block | prompts | plain tok/s | spec tok/s | speedup (min-max) | tau | accepted | identical");
     for (int i = 0; i < r->n; i++) {
         const pf_bench_task *t = &r->tasks[i];
         printf("| %s | %s/%d | %d | %.1f | %.1f | %.2fx (%.2f-%.2f) | %.2f | %.0f%% | %s |\n", t->type, t->spec, t->block, t->n_prompts,
@@ -159,9 +159,13 @@ static void print_tables(const pf_bench_result *r) {
     }
     printf("| **overall** (geomean) | | | | | **%.2fx** | %.2f | | %s |\n\n", r->speedup_geomean, r->tau,
            r->identical < 0 ? "n/a (sampled)" : r->identical ? "yes" : "NO");
-    printf("| task | accepted drafts per round (0..%d) | acceptance by position | time split draft/ctx/verify/accept/other | prefill tok/s | TTFT plain / spec |\n",
-           r->block - 1);
-    printf("|---|---|---|---|---|---|\n");
+    pf_md_head h = {0};
+    pf_md_cell(&h, "task");
+    pf_md_cell(&h, "accepted drafts per round (0..%d)", r->block - 1);
+    static const char *const rest[] = {"acceptance by position", "time split draft/ctx/verify/accept/other", "prefill tok/s",
+                                       "TTFT plain / spec"};
+    for (int i = 0; i < 4; i++) pf_md_cell(&h, "%s", rest[i]);
+    pf_md_rule(&h);
     for (int i = 0; i < r->n; i++) {
         const pf_bench_task *t = &r->tasks[i];
         printf("| %s |", t->type);
@@ -261,8 +265,7 @@ static int run_concurrency(const char *model, const char *tasks, const char *lis
            model, o.threads, o.kv_q8 ? " 8-bit KV cache," : "", o.temp > 0 ? "sampled" : "greedy", r.n_prompts,
            o.max_tokens, o.reps);
     printf("machine: load average %.2f at the start, %.2f at the end\n\n", r.load_start, r.load_end);
-    printf("| strategy | sequences | aggregate tok/s (min-max) | x plain one at a time (min-max) | per-request tok/s | identical |\n");
-    printf("|---|---|---|---|---|---|\n");
+    pf_md_head_line("strategy | sequences | aggregate tok/s (min-max) | x plain one at a time (min-max) | per-request tok/s | identical");
     for (int k = 0; k < r.n_rows; k++) {
         const pf_conc_row *w = &r.rows[k];
         char ratio[64] = "- (no 1 in the list)";

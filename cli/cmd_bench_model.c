@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench_model.h"
+#include "eval/md_table.h"
 #include "kernels/cpu.h"
 #include "formats/atomic_file.h"
 #include "engine/op_timing.h"
@@ -44,7 +45,7 @@ static void print_measures(const char *path, const char *level, const pf_bench_m
     char cell[160];
     printf("## bench-model: %s, %d threads, kernels %s, %s KV cache, %d interleaved repetitions (median, min-max)\n\n",
            path, o->threads, level, o->kv_q8 ? "8-bit" : "f16", o->reps);
-    printf("| measure | value |\n|---|---|\n");
+    pf_md_head_line("measure | value");
     stat_cell(cell, sizeof cell, &r->prefill_tok_s, 1, "");
     printf("| prefill tok/s (%d-token prompt) | %s |\n", o->prefill_tokens, cell);
     for (int i = 0; i < o->n_depths; i++) {
@@ -71,11 +72,11 @@ static void print_measures(const char *path, const char *level, const pf_bench_m
 
 /* --ops: the time of each operation per block size. */
 static void print_ops(const pf_bench_model_opts *o, const pf_bench_model_result *r) {
-    printf("\n### time per operation at depth %d (ms, the fastest forward of each B)\n\n| operation |", o->cb_depth);
-    for (int i = 0; i < o->n_blocks; i++) printf(" B=%d |", o->blocks[i]);
-    printf("\n|---|");
-    for (int i = 0; i < o->n_blocks; i++) printf("---|");
-    printf("\n");
+    printf("\n### time per operation at depth %d (ms, the fastest forward of each B)\n\n", o->cb_depth);
+    pf_md_head h = {0};
+    pf_md_cell(&h, "operation");
+    for (int i = 0; i < o->n_blocks; i++) pf_md_cell(&h, "B=%d", o->blocks[i]);
+    pf_md_rule(&h);
     double tot[PF_BENCH_MAX] = {0};
     for (int p = 0; p < PF_OP_COUNT; p++) {
         printf("| %s |", pf_op_names[p]);

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
+#include "eval/md_table.h"
 #include "formats/gguf.h"
 #include "kernels/cpu.h"
 #include "kernels/topology.h"
@@ -73,8 +74,7 @@ int cmd_demo(int argc, char **argv) {
     printf("%d threads, %s kernels, greedy, %d tokens per prompt, %d prompts per task, %d interleaved repetitions, "
            "strategy %s/%d\n\n",
            o.threads, pf_level_name(r.level), o.max_tokens, max_prompts, o.reps, r.tasks[0].spec, r.block);
-    printf("| task | plain tok/s | speculative tok/s | speedup | tau | identical |\n");
-    printf("|---|---|---|---|---|---|\n");
+    pf_md_head_line("task | plain tok/s | speculative tok/s | speedup | tau | identical");
     for (int i = 0; i < r.n; i++) {
         const pf_bench_task *t = &r.tasks[i];
         printf("| %s | %.1f | %.1f | %.2fx | %.2f | %s |\n", t->type, t->plain_tok_s.median, t->spec_tok_s.median,

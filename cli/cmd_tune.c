@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "eval/tune.h"
+#include "eval/md_table.h"
 #include "verify/kind.h"
 #include "formats/atomic_file.h"
 
@@ -48,11 +49,11 @@ static int parse_blocks(const char *blocks, pf_tune_opts *o, char *err) {
 static void print_report(const char *model, const pf_tune_opts *o, const pf_tune_result *r) {
     printf("## tune: %s%s%s, %d threads, depth %d, 1-row forward %.3f ms\n\n", model, o->bench.draft_path ? " + " : "",
            o->bench.draft_path ? o->bench.draft_path : "", o->bench.threads, o->depth, r->t1_ms);
-    printf("| B |");
-    for (int i = 0; i < o->n_blocks; i++) printf(" %d |", o->blocks[i]);
-    printf("\n|---|");
-    for (int i = 0; i < o->n_blocks; i++) printf("---|");
-    printf("\n| c(B) |");
+    pf_md_head h = {0};
+    pf_md_cell(&h, "B");
+    for (int i = 0; i < o->n_blocks; i++) pf_md_cell(&h, "%d", o->blocks[i]);
+    pf_md_rule(&h);
+    printf("| c(B) |");
     for (int i = 0; i < o->n_blocks; i++) printf(" %.2f |", r->c[i]);
     for (int s = 0; s < r->n_strategies; s++) {
         printf("\n| %s draft cost |", r->strategies[s]);

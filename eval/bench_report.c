@@ -1,5 +1,6 @@
 /* The bench command's reports: SVG chart, JSON records and the --compare table (eval/bench_report.h). */
 #include "eval/bench_report.h"
+#include "eval/md_table.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -165,11 +166,11 @@ static void by_length_json(FILE *f, const pf_bench_arm_result *ar) {
 }
 
 void pf_bench_print_by_length(const pf_bench_result *r) {
-    printf("| input tokens | prompts |");
-    for (int k = 0; k < r->n_arms; k++) printf(" %s: speedup (tau) |", r->arms[k].name);
-    printf("\n|---|---|");
-    for (int k = 0; k < r->n_arms; k++) printf("---|");
-    printf("\n");
+    pf_md_head h = {0};
+    pf_md_cell(&h, "input tokens");
+    pf_md_cell(&h, "prompts");
+    for (int k = 0; k < r->n_arms; k++) pf_md_cell(&h, "%s: speedup (tau)", r->arms[k].name);
+    pf_md_rule(&h);
     for (int g = 0; g < PF_BENCH_LEN_GROUPS; g++) {
         int n = r->arms[0].by_len[g].n;
         if (!n) continue;
@@ -271,11 +272,13 @@ void pf_bench_write_compare_json(FILE *f, const pf_bench_result *r, const pf_ben
 
 /* One table: a row per strategy, a column per task type, speedups over the same run's plain decoding. */
 void pf_bench_print_compare(const pf_bench_result *r) {
-    printf("| strategy |");
-    for (int i = 0; i < r->n; i++) printf(" %s |", r->tasks[i].type);
-    printf(" **overall** (geomean) | tau | rows verified (mean) | plain steps | identical |\n|---|");
-    for (int i = 0; i < r->n; i++) printf("---|");
-    printf("---|---|---|---|---|\n| plain tok/s |");
+    pf_md_head h = {0};
+    pf_md_cell(&h, "strategy");
+    for (int i = 0; i < r->n; i++) pf_md_cell(&h, "%s", r->tasks[i].type);
+    static const char *const tail[] = {"**overall** (geomean)", "tau", "rows verified (mean)", "plain steps", "identical"};
+    for (int i = 0; i < 5; i++) pf_md_cell(&h, "%s", tail[i]);
+    pf_md_rule(&h);
+    printf("| plain tok/s |");
     for (int i = 0; i < r->n; i++) printf(" %.1f |", r->tasks[i].plain_tok_s.median);
     printf(" | | | | |\n");
     for (int k = 0; k < r->n_arms; k++) {
@@ -300,8 +303,7 @@ static void print_docs(const pf_bench_docs *d) {
 }
 
 void pf_bench_print_structured(const pf_bench_result *r) {
-    printf("| strategy | task | plain tok/s | spec tok/s | speedup (min-max) | tau | forced (appended) | valid plain | valid spec |\n"
-           "|---|---|---|---|---|---|---|---|---|\n");
+    pf_md_head_line("strategy | task | plain tok/s | spec tok/s | speedup (min-max) | tau | forced (appended) | valid plain | valid spec");
     for (int k = 0; k < r->n_arms; k++)
         for (int i = 0; i < r->n; i++) {
             const pf_bench_task *t = &r->arms[k].tasks[i];

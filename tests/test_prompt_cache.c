@@ -40,29 +40,6 @@ static const pc_fixture *fix(void) {
     return &f;
 }
 
-/* stderr of the library (the warnings) captured into a buffer */
-static int g_saved = -1;
-static void capture_begin(void) {
-    char path[300];
-    snprintf(path, sizeof path, "%s/pc-stderr.txt", pf_test_tmpdir());
-    fflush(stderr);
-    g_saved = dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 2);
-    close(fd);
-}
-static void capture_end(char *buf, size_t n) {
-    char path[300];
-    snprintf(path, sizeof path, "%s/pc-stderr.txt", pf_test_tmpdir());
-    fflush(stderr);
-    dup2(g_saved, 2);
-    close(g_saved);
-    FILE *f = fopen(path, "rb");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = 0;
-    if (f) fclose(f);
-}
-
 typedef struct {
     pf_model *m;
     pf_session *s;
@@ -210,9 +187,10 @@ static void expect_refused(runner *r, const int32_t *p, int n, const char *path,
     char err[PF_ERR_LEN], msg[4096], expect[400];
     test_seq got;
     pf_gen_stats st;
-    capture_begin();
+    test_capture cap;
+    test_capture_begin(&cap, 2);
     pf_status rc = run_tokens(r, p, n, 0, 0, path, &got, &st, err);
-    capture_end(msg, sizeof msg);
+    test_capture_end(&cap, msg, sizeof msg);
     snprintf(expect, sizeof expect, "pocketflash: warning: prompt cache %s: ", path);
     CHECKF(rc == PF_OK && st.n_cached == 0 && test_seq_same(&got, cold), "%s: used or output differs", why);
     CHECKF(strstr(msg, expect) == msg && strstr(msg, why) && strstr(msg, "ignored\n") &&

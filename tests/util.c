@@ -2,12 +2,14 @@
 #include "api/strategy.h"
 #include "util.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "convert/dflash_synth.h"
 #include "engine/chat.h"
@@ -114,6 +116,26 @@ int test_run_cli(const char *args, char *out, size_t n_out, char *err, size_t n_
 /* ---- files ---- */
 
 void test_tmp_path(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", pf_test_tmpdir(), name); }
+
+void test_capture_begin(test_capture *c, int fd) {
+    test_tmp_path(c->path, sizeof c->path, fd == 1 ? "capture-stdout.txt" : "capture-stderr.txt");
+    fflush(fd == 1 ? stdout : stderr);
+    c->fd = fd;
+    c->saved = dup(fd);
+    int to = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(to, fd);
+    close(to);
+}
+
+void test_capture_end(test_capture *c, char *buf, size_t n) {
+    fflush(c->fd == 1 ? stdout : stderr);
+    dup2(c->saved, c->fd);
+    close(c->saved);
+    FILE *f = fopen(c->path, "rb");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+}
 
 char *test_slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");

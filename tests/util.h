@@ -51,6 +51,12 @@ int test_run_cli(const char *args, char *out, size_t n_out, char *err, size_t n_
 /* test_run_cli into two char arrays. */
 #define RUN_CLI(args, out, err) test_run_cli((args), (out), sizeof(out), (err), sizeof(err))
 
+/* What the process writes to fd (1 or 2) between the two calls, kept in a scratch file and read
+ * into buf (n bytes with the NUL). */
+typedef struct { int fd, saved; char path[300]; } test_capture;
+void test_capture_begin(test_capture *c, int fd);
+void test_capture_end(test_capture *c, char *buf, size_t n);
+
 /* ---- files ---- */
 
 /* pf_test_tmpdir()/name into out. */
