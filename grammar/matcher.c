@@ -1078,6 +1078,12 @@ int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur) {
     return nd->max_len == INT64_MAX && (int64_t)cur->used >= nd->min_len;
 }
 
+int pf_matcher_pattern_far(const pf_matcher *m, const pf_frame *cur, int64_t chars) {
+    const pf_schema_node *nd = node_of(m, cur);
+    int64_t from, to = pf_regex_flat(nd->re, &from), used = (int64_t)cur->used;
+    return nd->max_len != INT64_MAX && used + 1 >= from && chars <= to - used && chars <= nd->max_len - used;
+}
+
 int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c) {
     if (c == '"' || c == '\\' || c < 0x20) return 0;
     int n = 1; /* step_string pops only at a quote */

@@ -132,8 +132,8 @@ static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cach
     return p;
 }
 
-/* Inside a pattern string whose length no longer matters: the plain content tokens from the
- * per-state cache when, under a closing distance, every state they leave fits the limit; the
+/* Inside a pattern string whose length no longer matters (or, without a budget, does not for the
+ * longest plain token: pf_matcher_pattern_far): the plain content tokens from the per-state cache when, under a closing distance, every state they leave fits the limit; the
  * other tokens walked. 0 when the cache cannot say (the caller walks every token). */
 static int walk_pattern_cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const pf_frame *cur,
                                uint8_t *path, walk_ctx *w) {
@@ -192,7 +192,7 @@ static int walk_stacks_plain(const pf_token_masker *tm, pf_mask_cache *cache, pf
         const uint32_t *add = cache->scratch;
         if (kind == PF_PLAIN_ROOM) {
             pf_token_vocab_plain_within(tm, room, cache->scratch);
-        } else if (kind && pf_matcher_pattern_unbounded(m, &cur)) {
+        } else if (kind && (pf_matcher_pattern_unbounded(m, &cur) || pf_matcher_pattern_far(m, &cur, tm->plain_chars))) {
             const pattern_slot *p = pattern_plain(tm, cache, m, &cur);
             if (!p) return 0;
             add = p->bits;
@@ -264,7 +264,10 @@ static int compute(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *
     uint8_t path[PATTERN_PATH];
     int64_t room;
     if (pf_matcher_pattern_cursor(m, &cur)) {
-        if (!cache || !pf_matcher_pattern_unbounded(m, &cur) || !walk_pattern_cached(tm, cache, m, &cur, path, w)) {
+        /* far from a maxLength the state alone tells the plain tokens too, but the closing
+         * distance after them is not the cursor's, so only without a budget */
+        int alone = pf_matcher_pattern_unbounded(m, &cur) || (!w->cl && pf_matcher_pattern_far(m, &cur, tm->plain_chars));
+        if (!cache || !alone || !walk_pattern_cached(tm, cache, m, &cur, path, w)) {
             memset(bits, 0, words);
             pf_plain_walk(tm, m, &cur, w, NULL);
             walk_pattern(&tm->special, 0, m, &cur, path, 0, w);

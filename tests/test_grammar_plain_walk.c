@@ -3,7 +3,7 @@
  * that loop the automaton, characters of several UTF-8 lengths, some a pattern's class refuses),
  * every mask along a document, cached and walked, without a budget and under budgets near the
  * closing distance, is what pushing each token's bytes says; so also inside keys beside
- * patternProperties. */
+ * patternProperties, and inside strings far from their maxLength and then near it. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +152,14 @@ TEST(grammar_pattern_shortcuts_are_the_scan) {
         {"{\"type\":\"object\",\"properties\":{\"abc\":{},\"ab.d\":{},\"xyz\":{}},\"patternProperties\":{\"^x[0-9]+$\":{\"type\":\"null\"}},"
          "\"additionalProperties\":false}",
          "{\"x1\":null,\"abc\":1,\"x"},
+        /* a maxLength far ahead (pf_matcher_pattern_far: the per-state cache), then near, with a
+         * minLength, a pattern whose states end at different lengths, and a stack of each kind */
+        {"{\"type\":\"string\",\"pattern\":\"^[a-z.@]+$\",\"maxLength\":22}", "\"ab.e@zz.abab.e@zz.abzz"},
+        {"{\"type\":\"string\",\"format\":\"email\",\"maxLength\":30}", "\"ab.eab.eab.eab@zz.ab.zz.ab.zza"},
+        {"{\"type\":\"string\",\"pattern\":\"^[a-z]{3,6}(-[0-9]{2})?(\\\\.[a-z]+)*$\",\"minLength\":5,\"maxLength\":26}",
+         "\"abzea-07.abzeab.zeab.ab.e"},
+        {"{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"maxLength\":24},{\"type\":\"string\",\"pattern\":\"^[0-9a]+$\"}]}",
+         "\"aaaaaaaaaaaaaaaaaaaaaaa"},
         /* several parse stacks: each stack's plain tokens apart, their union taken */
         {"{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"},{\"type\":\"string\",\"pattern\":\"^[0-9a]+$\"},"
          "{\"type\":\"string\",\"maxLength\":2}]}",
