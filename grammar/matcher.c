@@ -1084,6 +1084,10 @@ int pf_matcher_pattern_far(const pf_matcher *m, const pf_frame *cur, int64_t cha
     return nd->max_len != INT64_MAX && used + 1 >= from && chars <= to - used && chars <= nd->max_len - used;
 }
 
+int64_t pf_matcher_pattern_used(const pf_matcher *m, const pf_frame *cur) {
+    return (int64_t)cur->used + !pf_matcher_pattern_unbounded(m, cur); /* count_char's count */
+}
+
 int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c) {
     if (c == '"' || c == '\\' || c < 0x20) return 0;
     int n = 1; /* step_string pops only at a quote */

@@ -60,9 +60,7 @@ typedef struct {
 
 static int frame_eq(const pf_frame *a, const pf_frame *b) { return !memcmp(a, b, sizeof *a); }
 
-/* State s among the ends (seen: the states added so far, one bit each, so a state met again is
- * told at once). */
-static void add_end(pf_plain_ends *e, uint64_t *seen, int32_t s) {
+void pf_plain_ends_add(pf_plain_ends *e, uint64_t *seen, int32_t s) {
     if (!e || (seen[s >> 6] >> (s & 63) & 1)) return;
     seen[s >> 6] |= 1ull << (s & 63);
     if (e->n < PF_PLAIN_ENDS) e->s[e->n] = s;
@@ -74,7 +72,7 @@ static void add_end(pf_plain_ends *e, uint64_t *seen, int32_t s) {
 static int fits(walker *k, const pf_frame *f, int64_t *d) {
     pf_walk_ctx *w = k->w;
     if (d && *d >= 0) return !w->cl || *d <= w->limit;
-    add_end(k->ends, k->seen, f->hi);
+    pf_plain_ends_add(k->ends, k->seen, f->hi);
     int64_t x = w->cl ? pf_close_dist_cursor(w->cl, k->m, f) : 0;
     if (d) *d = x;
     if (!w->cl) return 1;
@@ -254,6 +252,7 @@ static int take_below(walker *k, int32_t c, const pf_frame *f, int64_t depth) {
     const uint8_t *spelling = k->tm->ord_spelling;
     uint32_t *bits = k->w->bits;
     int32_t lo = k->tm->first_tok[c + 1], hi = k->tm->first_tok[k->t->nodes[c].end];
+    k->w->steps += hi - lo;
     if (loop) {
         for (int32_t j = lo; fit_loop && j < hi; j++)
             if (pf_token_vocab_has(plain, ids[j])) pf_token_vocab_set(bits, ids[j]);
@@ -290,6 +289,7 @@ static void walk_node(walker *k, int32_t i, const pf_frame *f, int64_t depth) {
     const pf_trie_node *nodes = k->t->nodes;
     for (int32_t c = i + 1, end = nodes[i].end; c < end; c = nodes[c].end) {
         uint8_t b = nodes[c].byte;
+        k->w->steps++;
         if (b == '"' || b == '\\' || b < 0x20) continue;
         pf_frame x = *f;
         if (!(k->saturated ? step_saturated(k, &x, b) : pf_matcher_pattern_feed(k->m, &x, b))) continue;
