@@ -65,6 +65,15 @@ static void deep_vocab_make(deep_vocab *v) {
     v->n = n;
 }
 
+/* The deep vocabulary made into v and its token masker (NULL, said, when it cannot be built). */
+static pf_token_masker *deep_masker(deep_vocab *v) {
+    char err[PF_ERR_LEN];
+    deep_vocab_make(v);
+    pf_token_masker *tm = pf_token_masker_new(v->n, (const uint8_t *const *)v->bytes, v->lens, &v->end, 1, err);
+    if (!tm) fprintf(stderr, "%s\n", err);
+    return tm;
+}
+
 static void deep_vocab_free(deep_vocab *v) {
     for (int i = 0; i < v->n; i++) free(v->bytes[i]);
 }
@@ -122,12 +131,44 @@ static int doc_masks_exact(const pf_token_masker *tm, const deep_vocab *v, const
     return ok;
 }
 
+/* From every state of schema's pattern (its string opened), the class trie's plain tokens and end
+ * states are the byte walk's. */
+static int class_trie_is_walk(const pf_token_masker *tm, const char *schema) {
+    char err[PF_ERR_LEN];
+    pf_schema *s;
+    if (pf_schema_compile(schema, strlen(schema), &s, err) != PF_SCHEMA_OK) return fprintf(stderr, "%s\n", err), 0;
+    pf_matcher *m = pf_matcher_new(s);
+    pf_frame cur;
+    int ok = m && pf_matcher_push(m, '"') == 1 && pf_matcher_pattern_cursor(m, &cur);
+    const pf_regex *re = ok ? s->nodes[cur.node].re : NULL;
+    pf_class_trie *ct = re ? pf_class_trie_new(tm, re) : NULL;
+    uint32_t walked[(N_TOK + 32) / 32], classed[(N_TOK + 32) / 32];
+    for (int32_t q = 0; ct && ok && q < pf_regex_states(re); q++) {
+        pf_plain_ends a = {0}, b = {0};
+        cur.hi = q;
+        memset(walked, 0, sizeof walked), memset(classed, 0, sizeof classed);
+        pf_walk_ctx w = {walked, NULL, INT64_MAX, -1, INT64_MAX, 0};
+        pf_plain_walk(tm, m, &cur, &w, &a);
+        pf_class_trie_walk(ct, q, pf_matcher_pattern_used(m, &cur), classed, &b);
+        ok = !memcmp(walked, classed, sizeof walked) && a.n == b.n;
+        for (int i = 0; ok && a.n <= PF_PLAIN_ENDS && i < a.n; i++) { /* past PF_PLAIN_ENDS: which are kept is open */
+            int found = 0;
+            for (int j = 0; j < b.n; j++) found |= a.s[i] == b.s[j];
+            ok = found;
+        }
+        if (!ok) fprintf(stderr, "%s: state %d: the class trie's tokens or ends are not the walk's\n", schema, q);
+    }
+    ok = ok && ct;
+    pf_class_trie_free(ct);
+    pf_matcher_free(m);
+    pf_schema_free(s);
+    return ok;
+}
+
 TEST(grammar_pattern_shortcuts_are_the_scan) {
     static deep_vocab v;
-    deep_vocab_make(&v);
-    char err[PF_ERR_LEN];
-    pf_token_masker *tm = pf_token_masker_new(v.n, (const uint8_t *const *)v.bytes, v.lens, &v.end, 1, err);
-    CHECKF(tm, "%s", err);
+    pf_token_masker *tm = deep_masker(&v);
+    CHECK(tm);
     static const struct {
         const char *schema, *doc;
     } cases[] = {
@@ -178,46 +219,10 @@ TEST(grammar_pattern_shortcuts_are_the_scan) {
     deep_vocab_free(&v);
 }
 
-/* From every state of schema's pattern (its string opened), the class trie's plain tokens and end
- * states are the byte walk's. */
-static int class_trie_is_walk(const pf_token_masker *tm, const char *schema) {
-    char err[PF_ERR_LEN];
-    pf_schema *s;
-    if (pf_schema_compile(schema, strlen(schema), &s, err) != PF_SCHEMA_OK) return fprintf(stderr, "%s\n", err), 0;
-    pf_matcher *m = pf_matcher_new(s);
-    pf_frame cur;
-    int ok = m && pf_matcher_push(m, '"') == 1 && pf_matcher_pattern_cursor(m, &cur);
-    const pf_regex *re = ok ? s->nodes[cur.node].re : NULL;
-    pf_class_trie *ct = re ? pf_class_trie_new(tm, re) : NULL;
-    uint32_t walked[(N_TOK + 32) / 32], classed[(N_TOK + 32) / 32];
-    for (int32_t q = 0; ct && ok && q < pf_regex_states(re); q++) {
-        pf_plain_ends a = {0}, b = {0};
-        cur.hi = q;
-        memset(walked, 0, sizeof walked), memset(classed, 0, sizeof classed);
-        pf_walk_ctx w = {walked, NULL, INT64_MAX, -1, INT64_MAX, 0};
-        pf_plain_walk(tm, m, &cur, &w, &a);
-        pf_class_trie_walk(ct, q, pf_matcher_pattern_used(m, &cur), classed, &b);
-        ok = !memcmp(walked, classed, sizeof walked) && a.n == b.n;
-        for (int i = 0; ok && a.n <= PF_PLAIN_ENDS && i < a.n; i++) { /* past PF_PLAIN_ENDS: which are kept is open */
-            int found = 0;
-            for (int j = 0; j < b.n; j++) found |= a.s[i] == b.s[j];
-            ok = found;
-        }
-        if (!ok) fprintf(stderr, "%s: state %d: the class trie's tokens or ends are not the walk's\n", schema, q);
-    }
-    ok = ok && ct;
-    pf_class_trie_free(ct);
-    pf_matcher_free(m);
-    pf_schema_free(s);
-    return ok;
-}
-
 TEST(grammar_class_trie_is_the_walk) {
     static deep_vocab v;
-    deep_vocab_make(&v);
-    char err[PF_ERR_LEN];
-    pf_token_masker *tm = pf_token_masker_new(v.n, (const uint8_t *const *)v.bytes, v.lens, &v.end, 1, err);
-    CHECKF(tm, "%s", err);
+    pf_token_masker *tm = deep_masker(&v);
+    CHECK(tm);
     static const char *const schemas[] = {
         "{\"type\":\"string\",\"pattern\":\"^[0-9A-Za-z]{8}-[0-9A-Za-z]{4}$\"}",
         "{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,3}\\\\S+$\"}",
