@@ -759,13 +759,25 @@ static int32_t other_value(const pf_matcher *m, const pf_schema_node *nd, pf_fra
     return -1;
 }
 
+/* Object frame t may close now: its needed keys given, minProperties met. */
+static int obj_can_close(const pf_schema_node *nd, const pf_frame *t) {
+    pf_keys used = pf_frame_keys(t), need = nd->free_keys ? 0 : pf_schema_keys_needed(nd, used);
+    return (used & need) == need && obj_keys(t) >= nd->min_props;
+}
+
+/* Object frame t (n frames on its stack) may take one more key. */
+static int obj_can_key(const pf_matcher *m, const pf_schema_node *nd, const pf_frame *t, int n) {
+    pf_keys used = pf_frame_keys(t);
+    int can_key = other_open(m, nd, t, n + 1);
+    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = key_open_in(m, nd, t, used, i, n + 1);
+    return can_key;
+}
+
+/* Whether the object may close or take a key is asked only of the byte that would do it: a mask
+ * feeds every byte of the vocabulary's first level here. */
 static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
     pf_frame *t = &f[*n - 1];
     const pf_schema_node *nd = node_of(m, t);
-    pf_keys used = pf_frame_keys(t), need = nd->free_keys ? 0 : pf_schema_keys_needed(nd, used);
-    int can_close = (used & need) == need && obj_keys(t) >= nd->min_props;
-    int can_key = other_open(m, nd, t, *n + 1);
-    for (int i = 0; i < nd->n_props && !can_key; i++) can_key = key_open_in(m, nd, t, used, i, *n + 1);
     switch (t->phase) {
     case O_OPEN:
         if (c != '{') return REJECT;
@@ -773,13 +785,13 @@ static int step_object(const pf_matcher *m, pf_frame *f, int *n, uint8_t c) {
         return CONSUMED;
     case O_FIRST:
     case O_NEXT:
-        if (c == '}' && can_close) return (*n)--, CONSUMED;
+        if (c == '}') return obj_can_close(nd, t) ? ((*n)--, CONSUMED) : REJECT;
         if (t->phase == O_NEXT) {
-            if (c != ',' || !can_key) return REJECT;
+            if (c != ',' || !obj_can_key(m, nd, t, *n)) return REJECT;
             t->phase = O_KEY;
             return CONSUMED;
         }
-        return c == '"' && can_key ? start_key(nd, f, n) : REJECT;
+        return c == '"' && obj_can_key(m, nd, t, *n) ? start_key(nd, f, n) : REJECT;
     case O_KEY:
         if (c == ' ') return t->phase = O_KEY_SPACED, CONSUMED;
         return c == '"' ? start_key(nd, f, n) : REJECT;
@@ -1076,6 +1088,16 @@ int pf_matcher_stack_plain(const pf_matcher *m, int i, pf_frame *cur, int64_t *r
 int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur) {
     const pf_schema_node *nd = node_of(m, cur);
     return nd->max_len == INT64_MAX && (int64_t)cur->used >= nd->min_len;
+}
+
+int pf_matcher_pattern_far(const pf_matcher *m, const pf_frame *cur, int64_t chars) {
+    const pf_schema_node *nd = node_of(m, cur);
+    int64_t from, to = pf_regex_flat(nd->re, &from), used = (int64_t)cur->used;
+    return nd->max_len != INT64_MAX && used + 1 >= from && chars <= to - used && chars <= nd->max_len - used;
+}
+
+int64_t pf_matcher_pattern_used(const pf_matcher *m, const pf_frame *cur) {
+    return (int64_t)cur->used + !pf_matcher_pattern_unbounded(m, cur); /* count_char's count */
 }
 
 int pf_matcher_pattern_feed(const pf_matcher *m, pf_frame *cur, uint8_t c) {

@@ -94,6 +94,13 @@ int pf_matcher_stack_plain(const pf_matcher *m, int i, pf_frame *cur, int64_t *r
 /* The pattern string of cursor cur has no maxLength and its minLength is met: what its content
  * may be from here depends on its automaton's state alone (cur->hi, for the string's cur->node). */
 int pf_matcher_pattern_unbounded(const pf_matcher *m, const pf_frame *cur);
+/* The pattern string of cursor cur has a maxLength, and its next `chars` characters stay clear of
+ * both lengths: whether their bytes are taken, and the automaton state they leave, depend on the
+ * state alone, as where unbounded (pf_regex_flat). */
+int pf_matcher_pattern_far(const pf_matcher *m, const pf_frame *cur, int64_t chars);
+/* Where one of those two holds, the characters at which the automaton's pf_regex_ok answers for
+ * every byte of such plain content (the count the string's steps reach, the same for all). */
+int64_t pf_matcher_pattern_used(const pf_matcher *m, const pf_frame *cur);
 /* For the closing distance (grammar/close_budget.h): the least of fn over the current state's
  * parse stacks (frames f[0..n), bottom first; INT64_MAX when fn says so for all), the schema, and
  * the fewest bytes that end a number frame within its bounds (0 when it may end). */

@@ -9,6 +9,7 @@
 enum {
     LOOP_MEMO = 8,
     CHAIN_MEMO = 16,
+    ACC_MEMO = 64,
     SMALL_SUBTREE = 16, /* nodes: walked as fast as a shortcut is tried */
     UTF8_BITS = 0xFFFFFFFFu, /* pf_plain_below.lo's bits below 0x20: UTF-8 bytes */
 };
@@ -32,6 +33,14 @@ typedef struct {
     int64_t *dist;
 } chain;
 
+/* The ASCII bytes pf_matcher_pattern_feed takes from frame f (bit b of lo for b < 64, of hi for
+ * b - 64). */
+typedef struct {
+    pf_frame f;
+    int known;
+    uint64_t lo, hi;
+} acc_set;
+
 typedef struct {
     const pf_token_masker *tm;
     const pf_vocab_trie *t;
@@ -43,16 +52,17 @@ typedef struct {
     loop_set loops[LOOP_MEMO];
     int next_loop;
     chain chains[CHAIN_MEMO];
+    acc_set accs[ACC_MEMO];
     int next_chain, chain_cap;
     uint64_t class_lo[256], class_hi[256]; /* the ASCII bytes of each byte class */
+    uint64_t seen[PF_REGEX_MAX_STATES / 64];  /* the states added to ends */
 } walker;
 
 static int frame_eq(const pf_frame *a, const pf_frame *b) { return !memcmp(a, b, sizeof *a); }
 
-static void add_end(pf_plain_ends *e, int32_t s) {
-    if (!e) return;
-    for (int i = 0; i < e->n && i < PF_PLAIN_ENDS; i++)
-        if (e->s[i] == s) return;
+void pf_plain_ends_add(pf_plain_ends *e, uint64_t *seen, int32_t s) {
+    if (!e || (seen[s >> 6] >> (s & 63) & 1)) return;
+    seen[s >> 6] |= 1ull << (s & 63);
     if (e->n < PF_PLAIN_ENDS) e->s[e->n] = s;
     if (e->n <= PF_PLAIN_ENDS) e->n++;
 }
@@ -62,7 +72,7 @@ static void add_end(pf_plain_ends *e, int32_t s) {
 static int fits(walker *k, const pf_frame *f, int64_t *d) {
     pf_walk_ctx *w = k->w;
     if (d && *d >= 0) return !w->cl || *d <= w->limit;
-    add_end(k->ends, f->hi);
+    pf_plain_ends_add(k->ends, k->seen, f->hi);
     int64_t x = w->cl ? pf_close_dist_cursor(w->cl, k->m, f) : 0;
     if (d) *d = x;
     if (!w->cl) return 1;
@@ -71,18 +81,18 @@ static int fits(walker *k, const pf_frame *f, int64_t *d) {
     return x <= w->limit;
 }
 
-static int is_plain(const pf_token_masker *tm, int32_t id) { return pf_token_vocab_has(tm->plain_bits, id); }
 
 /* The plain tokens spelled by node c, the string at frame f after them. */
 static void take_node(walker *k, int32_t c, const pf_frame *f) {
     const pf_trie_node *nd = &k->t->nodes[c];
-    int any = 0;
-    for (int32_t j = 0; j < nd->tok_n && !any; j++) any = is_plain(k->tm, k->t->ids[nd->tok_lo + j]);
+    const int32_t *ids = k->t->ids + nd->tok_lo;
+    const uint32_t *plain = k->tm->plain_bits;
+    int32_t n = nd->tok_n, any = 0;
+    for (int32_t j = 0; j < n && !any; j++) any = pf_token_vocab_has(plain, ids[j]);
     if (!any || !fits(k, f, NULL)) return;
-    for (int32_t j = 0; j < nd->tok_n; j++) {
-        int32_t id = k->t->ids[nd->tok_lo + j];
-        if (is_plain(k->tm, id)) pf_token_vocab_set(k->w->bits, id);
-    }
+    uint32_t *bits = k->w->bits;
+    for (int32_t j = 0; j < n; j++)
+        if (pf_token_vocab_has(plain, ids[j])) pf_token_vocab_set(bits, ids[j]);
 }
 
 /* Every character with lead byte b, from frame x (after b) on, leads back to frame home. */
@@ -177,11 +187,26 @@ static const pf_frame *chain_at(walker *k, chain *ch, int64_t l, int64_t **d) {
     return &ch->f[at];
 }
 
-/* Token id's bytes from depth on are all of byte class cls. */
-static int one_class(const walker *k, int32_t id, int64_t depth, int cls) {
-    const uint8_t *p = k->tm->bytes[id];
-    for (uint32_t i = (uint32_t)depth; i < k->tm->lens[id]; i++)
-        if (!((p[i] < 64 ? k->class_lo[cls] >> p[i] : k->class_hi[cls] >> (p[i] - 64)) & 1)) return 0;
+/* The ASCII bytes frame f takes (remembered by frame: a chain's runs meet the same frames again). */
+static const acc_set *acc_of(walker *k, const pf_frame *f) {
+    uint64_t h = ((uint64_t)(uint32_t)f->hi * 0x9E3779B97F4A7C15ull) ^ f->used;
+    acc_set *a = &k->accs[(h ^ h >> 32) % ACC_MEMO];
+    if (a->known && frame_eq(&a->f, f)) return a;
+    *a = (acc_set){*f, 1, 0, 0};
+    for (int x = 0x20; x < 0x80; x++) {
+        pf_frame y = *f;
+        if (!pf_matcher_pattern_feed(k->m, &y, (uint8_t)x)) continue;
+        if (x < 64) a->lo |= 1ull << x;
+        else a->hi |= 1ull << (x - 64);
+    }
+    return a;
+}
+
+/* Bytes p[depth..len) are all of the byte class whose ASCII bytes are lo, hi (pf_plain_below's
+ * bits). */
+static int one_class(const uint8_t *p, uint32_t len, int64_t depth, uint64_t lo, uint64_t hi) {
+    for (uint32_t i = (uint32_t)depth; i < len; i++)
+        if (!((p[i] < 64 ? lo >> p[i] : p[i] < 128 ? hi >> (p[i] - 64) : 0) & 1)) return 0;
     return 1;
 }
 
@@ -214,27 +239,35 @@ static int take_below(walker *k, int32_t c, const pf_frame *f, int64_t depth) {
         for (int64_t j = 0; j < most && (other_lo || other_hi); j++) {
             const pf_frame *fj = chain_at(k, ch, j, &d);
             if (!fj) break;
-            for (int x = 0x20; x < 0x80; x++) {
-                if (!((x < 64 ? other_lo >> x : other_hi >> (x - 64)) & 1)) continue;
-                pf_frame y = *fj;
-                if (pf_matcher_pattern_feed(k->m, &y, (uint8_t)x)) return 0;
-            }
+            const acc_set *a = acc_of(k, fj);
+            if ((a->lo & other_lo) || (a->hi & other_hi)) return 0;
         }
     }
     int64_t d_loop = -1;
     int fit_loop = loop ? fits(k, f, &d_loop) : 0;
+    /* the tables in locals (the mask's stores could alias them), the bytes read in the trie's
+     * order: a subtree's tokens lie together */
     const int32_t *ids = k->t->ids;
-    for (int32_t j = k->tm->first_tok[c + 1]; j < k->tm->first_tok[k->t->nodes[c].end]; j++) {
+    const uint32_t *plain = k->tm->plain_bits, *off = k->tm->ord_off;
+    const uint8_t *spelling = k->tm->ord_spelling;
+    uint32_t *bits = k->w->bits;
+    int32_t lo = k->tm->first_tok[c + 1], hi = k->tm->first_tok[k->t->nodes[c].end];
+    k->w->steps += hi - lo;
+    if (loop) {
+        for (int32_t j = lo; fit_loop && j < hi; j++)
+            if (pf_token_vocab_has(plain, ids[j])) pf_token_vocab_set(bits, ids[j]);
+        return 1;
+    }
+    int others = other_lo || other_hi;
+    uint64_t in_lo = k->class_lo[cls], in_hi = k->class_hi[cls];
+    for (int32_t j = lo; j < hi; j++) {
         int32_t id = ids[j];
-        if (!is_plain(k->tm, id)) continue;
-        if (loop) {
-            if (fit_loop) pf_token_vocab_set(k->w->bits, id);
-            continue;
-        }
-        if ((other_lo || other_hi) && !one_class(k, id, depth, cls)) continue; /* a byte of another class: refused */
+        if (!pf_token_vocab_has(plain, id)) continue;
+        uint32_t len = off[j + 1] - off[j];
+        if (others && !one_class(spelling + off[j], len, depth, in_lo, in_hi)) continue; /* a byte of another class: refused */
         int64_t *d;
-        const pf_frame *x = chain_at(k, ch, (int64_t)k->tm->lens[id] - depth, &d);
-        if (x && fits(k, x, d)) pf_token_vocab_set(k->w->bits, id);
+        const pf_frame *x = chain_at(k, ch, (int64_t)len - depth, &d);
+        if (x && fits(k, x, d)) pf_token_vocab_set(bits, id);
     }
     return 1;
 }
@@ -253,16 +286,17 @@ static int step_saturated(const walker *k, pf_frame *x, uint8_t b) {
 
 /* The plain tokens below node i (at depth bytes, the string at frame f). */
 static void walk_node(walker *k, int32_t i, const pf_frame *f, int64_t depth) {
-    const pf_vocab_trie *t = k->t;
-    for (int32_t c = i + 1; c < t->nodes[i].end; c = t->nodes[c].end) {
-        uint8_t b = t->nodes[c].byte;
+    const pf_trie_node *nodes = k->t->nodes;
+    for (int32_t c = i + 1, end = nodes[i].end; c < end; c = nodes[c].end) {
+        uint8_t b = nodes[c].byte;
+        k->w->steps++;
         if (b == '"' || b == '\\' || b < 0x20) continue;
         pf_frame x = *f;
         if (!(k->saturated ? step_saturated(k, &x, b) : pf_matcher_pattern_feed(k->m, &x, b))) continue;
         take_node(k, c, &x);
         const pf_plain_below *g = &k->tm->below[c];
         if (!g->lo && !g->hi) continue;
-        if (!x.u8_need && t->nodes[c].end - c > SMALL_SUBTREE && take_below(k, c, &x, depth + 1)) continue;
+        if (!x.u8_need && nodes[c].end - c > SMALL_SUBTREE && take_below(k, c, &x, depth + 1)) continue;
         walk_node(k, c, &x, depth + 1);
     }
 }

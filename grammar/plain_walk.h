@@ -20,6 +20,7 @@ typedef struct {
     uint32_t *bits;
     const struct pf_close *cl;
     int64_t limit, max_next, min_next;
+    int64_t steps; /* trie nodes and tokens the walk looked at (its cost) */
 } pf_walk_ctx;
 
 #define PF_PLAIN_ENDS 32
@@ -30,6 +31,10 @@ typedef struct {
     int n;
     int32_t s[PF_PLAIN_ENDS];
 } pf_plain_ends;
+
+/* State s among the ends e (may be NULL); seen (PF_REGEX_MAX_STATES bits, zeroed before the
+ * first) marks the states added, so a state met again is told at once. */
+void pf_plain_ends_add(pf_plain_ends *e, uint64_t *seen, int32_t s);
 
 /* Sets in w->bits the plain content tokens the pattern string at cursor cur
  * (pf_matcher_pattern_cursor) takes whole, under w->cl those whose closing distance after them is

@@ -41,6 +41,7 @@ struct pf_regex {
     /* lengths: bounded (max_chars finite): ok bits [state][0..L]; unbounded: longest[state] (the
      * most characters to an accepting state, capped at min_chars + 1) */
     int64_t min_chars, max_chars, L;
+    int64_t flat_from, flat_to; /* bounded: pf_regex_flat's lengths (flat_to < flat_from: none) */
     uint64_t *ok_bits;
     int64_t *longest;
 };
@@ -660,6 +661,22 @@ static int bounded_lengths(pf_regex *re, const redges *r, char *err) {
     return 0;
 }
 
+/* Bounded: from max(min_chars, 1) on, the longest run of lengths where every state's ok bit stays
+ * what it is at the first. */
+static void flat_lengths(pf_regex *re) {
+    size_t S = (size_t)re->n_states, L = (size_t)re->L;
+    int64_t from = re->min_chars > 1 ? re->min_chars : 1, to = from;
+    re->flat_from = from, re->flat_to = from - 1;
+    if (from > re->L) return;
+    for (; to < re->L; to++) {
+        size_t q = 0;
+        while (q < S && get_bit64(re->ok_bits, q * (L + 1) + (size_t)to + 1) == get_bit64(re->ok_bits, q * (L + 1) + (size_t)from))
+            q++;
+        if (q < S) break;
+    }
+    re->flat_to = to;
+}
+
 /* Unbounded: the most characters from each state to a final one, capped at min + 1 (a state that
  * reaches a loop gets the cap), by peeling states whose successors are all done. */
 static int longest_lengths(pf_regex *re, const redges *r) {
@@ -717,7 +734,14 @@ int pf_regex_accept(pf_regex *re, const uint8_t *ok, int64_t min_chars, int64_t 
     int rc = max_chars == INT64_MAX ? (longest_lengths(re, &r) < 0 ? pf_errf(err, "pattern: out of memory") : 0)
                                     : bounded_lengths(re, &r, err);
     redges_free(&r);
+    re->flat_from = 1, re->flat_to = 0;
+    if (rc == 0 && max_chars != INT64_MAX) flat_lengths(re);
     return rc;
+}
+
+int64_t pf_regex_flat(const pf_regex *re, int64_t *from) {
+    *from = re->flat_from;
+    return re->flat_to;
 }
 
 int pf_regex_ok(const pf_regex *re, int32_t state, int64_t used) {

@@ -49,6 +49,10 @@ int32_t pf_regex_step(const pf_regex *re, int32_t state, uint8_t c);
 /* State (with `used` characters so far, counted up to the most that matters: max_chars, or
  * min_chars when unbounded) can still reach an accepting state within the lengths. */
 int pf_regex_ok(const pf_regex *re, int32_t state, int64_t used);
+/* Bounded lengths (max_chars finite): every state's pf_regex_ok is the same for each used in
+ * [*from, returned], so there the state alone tells what may follow; returns less than *from when
+ * no such run (and when unbounded). */
+int64_t pf_regex_flat(const pf_regex *re, int64_t *from);
 /* The byte class of c: bytes of one class move every state alike. */
 int pf_regex_class(const pf_regex *re, uint8_t c);
 /* The string may end at this state. */

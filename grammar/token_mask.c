@@ -6,6 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "grammar/class_trie.h"
 #include "grammar/close_budget.h"
 #include "grammar/plain_walk.h"
 #include "grammar/token_vocab.h"
@@ -15,6 +16,7 @@ enum {
     CACHE_SLOTS = 256,
     PATTERN_PATH = 256, /* bytes of a token walked without the matcher */
     PATTERN_SLOTS = 64,
+    CLASS_SLOTS = 4,
 };
 
 
@@ -38,16 +40,29 @@ typedef struct {
     pf_plain_ends ends;
 } pattern_slot;
 
+/* A pattern string's plain tokens by class string (grammar/class_trie.h), built once the byte
+ * walks of the string's node's states have cost as much as building it would (so a string met in
+ * few states keeps the walk, and one met in many pays at most twice what the trie alone would). */
+typedef struct {
+    int32_t node; /* -1: empty */
+    int64_t spent, cost; /* the walks' steps so far; the trie's */
+    pf_class_trie *ct;
+} class_slot;
+
 struct pf_mask_cache {
     int n_words;
     uint32_t *scratch; /* one mask's words, for a parse stack's plain tokens */
     slot s[CACHE_SLOTS];
     pattern_slot p[PATTERN_SLOTS];
+    class_slot c[CLASS_SLOTS];
+    int next_class;
 };
 
 pf_mask_cache *pf_mask_cache_new(const pf_token_masker *tm) {
     pf_mask_cache *c = calloc(1, sizeof *c);
-    if (c) c->n_words = tm->n_words;
+    if (!c) return NULL;
+    c->n_words = tm->n_words;
+    for (int i = 0; i < CLASS_SLOTS; i++) c->c[i].node = -1;
     return c;
 }
 
@@ -58,6 +73,7 @@ void pf_mask_cache_free(pf_mask_cache *c) {
         free(c->s[i].bits);
     }
     for (int i = 0; i < PATTERN_SLOTS; i++) free(c->p[i].bits);
+    for (int i = 0; i < CLASS_SLOTS; i++) pf_class_trie_free(c->c[i].ct);
     free(c->scratch);
     free(c);
 }
@@ -117,6 +133,18 @@ static void walk_pattern(const pf_vocab_trie *t, int32_t i, pf_matcher *m, const
     }
 }
 
+/* The class slot of cursor cur's node (taken over when absent). */
+static class_slot *class_slot_of(const pf_token_masker *tm, pf_mask_cache *cache, const pf_matcher *m,
+                                 const pf_frame *cur) {
+    for (int i = 0; i < CLASS_SLOTS; i++)
+        if (cache->c[i].node == cur->node) return &cache->c[i];
+    class_slot *c = &cache->c[cache->next_class];
+    cache->next_class = (cache->next_class + 1) % CLASS_SLOTS;
+    pf_class_trie_free(c->ct);
+    *c = (class_slot){cur->node, 0, pf_class_trie_cost(tm, pf_matcher_schema(m)->nodes[cur->node].re), NULL};
+    return c;
+}
+
 /* The cache's slot of cursor cur's string and automaton state, walked when not held; NULL when
  * memory is short. */
 static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cache *cache, const pf_matcher *m,
@@ -127,13 +155,17 @@ static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cach
     if (!p->bits && !(p->bits = malloc((size_t)tm->n_words * sizeof *p->bits))) return NULL;
     memset(p->bits, 0, (size_t)tm->n_words * sizeof *p->bits);
     p->node = cur->node, p->state = cur->hi, p->ends.n = 0;
-    walk_ctx w = {p->bits, NULL, INT64_MAX, -1, INT64_MAX};
-    pf_plain_walk(tm, m, cur, &w, &p->ends);
+    class_slot *c = class_slot_of(tm, cache, m, cur);
+    if (!c->ct && c->spent >= c->cost) c->ct = pf_class_trie_new(tm, pf_matcher_schema(m)->nodes[cur->node].re);
+    walk_ctx w = {p->bits, NULL, INT64_MAX, -1, INT64_MAX, 0};
+    if (c->ct) pf_class_trie_walk(c->ct, cur->hi, pf_matcher_pattern_used(m, cur), p->bits, &p->ends);
+    else pf_plain_walk(tm, m, cur, &w, &p->ends);
+    c->spent += w.steps;
     return p;
 }
 
-/* Inside a pattern string whose length no longer matters: the plain content tokens from the
- * per-state cache when, under a closing distance, every state they leave fits the limit; the
+/* Inside a pattern string whose length no longer matters (or, without a budget, does not for the
+ * longest plain token: pf_matcher_pattern_far): the plain content tokens from the per-state cache when, under a closing distance, every state they leave fits the limit; the
  * other tokens walked. 0 when the cache cannot say (the caller walks every token). */
 static int walk_pattern_cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const pf_frame *cur,
                                uint8_t *path, walk_ctx *w) {
@@ -192,7 +224,7 @@ static int walk_stacks_plain(const pf_token_masker *tm, pf_mask_cache *cache, pf
         const uint32_t *add = cache->scratch;
         if (kind == PF_PLAIN_ROOM) {
             pf_token_vocab_plain_within(tm, room, cache->scratch);
-        } else if (kind && pf_matcher_pattern_unbounded(m, &cur)) {
+        } else if (kind && (pf_matcher_pattern_unbounded(m, &cur) || pf_matcher_pattern_far(m, &cur, tm->plain_chars))) {
             const pattern_slot *p = pattern_plain(tm, cache, m, &cur);
             if (!p) return 0;
             add = p->bits;
@@ -264,7 +296,10 @@ static int compute(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *
     uint8_t path[PATTERN_PATH];
     int64_t room;
     if (pf_matcher_pattern_cursor(m, &cur)) {
-        if (!cache || !pf_matcher_pattern_unbounded(m, &cur) || !walk_pattern_cached(tm, cache, m, &cur, path, w)) {
+        /* far from a maxLength the state alone tells the plain tokens too, but the closing
+         * distance after them is not the cursor's, so only without a budget */
+        int alone = pf_matcher_pattern_unbounded(m, &cur) || (!w->cl && pf_matcher_pattern_far(m, &cur, tm->plain_chars));
+        if (!cache || !alone || !walk_pattern_cached(tm, cache, m, &cur, path, w)) {
             memset(bits, 0, words);
             pf_plain_walk(tm, m, &cur, w, NULL);
             walk_pattern(&tm->special, 0, m, &cur, path, 0, w);
@@ -325,7 +360,7 @@ static int cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m
 }
 
 int pf_token_mask(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, uint32_t *bits) {
-    walk_ctx w = {bits, NULL, INT64_MAX, -1, -1};
+    walk_ctx w = {bits, NULL, INT64_MAX, -1, -1, 0};
     return cached(tm, cache, m, &w);
 }
 
@@ -335,17 +370,17 @@ int pf_token_mask_budget(const pf_token_masker *tm, pf_mask_cache *cache, pf_mat
     /* far from the limit (every state's distance within what the budget closes) the budget
      * refuses nothing: the unbudgeted mask, with every shortcut */
     if (!cl || left - 1 >= pf_close_reach(cl)) return pf_token_mask(tm, cache, m, bits);
-    walk_ctx w = {bits, cl, INT64_MAX, -1, INT64_MAX};
+    walk_ctx w = {bits, cl, INT64_MAX, -1, INT64_MAX, 0};
     int n = cached(tm, cache, m, &w);
     if (w.max_next <= left - 1) return n; /* no token can leave more than the budget closes */
-    w = (walk_ctx){bits, cl, left - 1, -1, INT64_MAX};
+    w = (walk_ctx){bits, cl, left - 1, -1, INT64_MAX, 0};
     n = cached(tm, cache, m, &w);
     int64_t least = w.min_next; /* this walk's: a key's plain content counted only under no limit */
     if (n > 0 || least == INT64_MAX) return n;
     *fits = 0;
     /* none fits (a distance that is only an estimate, docs/structured-output.md): the tokens that
      * close soonest */
-    w = (walk_ctx){bits, cl, least, -1, INT64_MAX};
+    w = (walk_ctx){bits, cl, least, -1, INT64_MAX, 0};
     return cached(tm, cache, m, &w);
 }
 

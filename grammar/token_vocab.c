@@ -194,6 +194,27 @@ static int build_below(pf_token_masker *tm) {
     return 0;
 }
 
+/* ord_spelling and ord_off: the `all` trie's tokens' bytes in its order. */
+static int build_order(pf_token_masker *tm) {
+    const pf_vocab_trie *t = &tm->all;
+    int32_t n = tm->first_tok[t->n_nodes];
+    size_t total = 0;
+    for (int32_t j = 0; j < n; j++) total += tm->lens[t->ids[j]];
+    if (total > UINT32_MAX) return -1;
+    tm->ord_off = malloc(((size_t)n + 1) * sizeof *tm->ord_off);
+    tm->ord_spelling = malloc(total ? total : 1);
+    if (!tm->ord_off || !tm->ord_spelling) return -1;
+    uint32_t off = 0;
+    for (int32_t j = 0; j < n; j++) {
+        int32_t id = t->ids[j];
+        tm->ord_off[j] = off;
+        memcpy(tm->ord_spelling + off, tm->bytes[id], tm->lens[id]);
+        off += tm->lens[id];
+    }
+    tm->ord_off[n] = off;
+    return 0;
+}
+
 pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, const uint32_t *lens,
                                      const int32_t *end_ids, int n_end, char err[PF_ERR_LEN]) {
     pf_token_masker *tm = calloc(1, sizeof *tm);
@@ -205,7 +226,7 @@ pf_token_masker *pf_token_masker_new(int n_vocab, const uint8_t *const *bytes, c
     tm->n_vocab = n_vocab;
     tm->n_words = (n_vocab + 31) / 32;
     if (take_tokens(tm, bytes, lens) < 0 || build_trie(tm, &tm->all, 0) < 0 || build_trie(tm, &tm->special, 1) < 0 ||
-        build_parents(tm) < 0 || build_below(tm) < 0) {
+        build_parents(tm) < 0 || build_below(tm) < 0 || build_order(tm) < 0) {
         snprintf(err, PF_ERR_LEN, "out of memory");
         pf_token_masker_free(tm);
         return NULL;
@@ -221,6 +242,8 @@ void pf_token_masker_free(pf_token_masker *tm) {
     pf_vocab_trie_free(&tm->special);
     free(tm->tokens);
     free(tm->nodes);
+    free(tm->ord_spelling);
+    free(tm->ord_off);
     free(tm);
 }
 

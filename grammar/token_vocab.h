@@ -35,6 +35,9 @@ struct pf_token_masker {
     uint8_t *below_len;              /* per node of `all`: the most bytes of a plain token below it (at most 255) */
     int32_t *first_tok;              /* per node of `all` and one past: its first token at or after it in
                                         all.ids (a subtree [i, end) holds ids[first_tok[i]..first_tok[end])) */
+    uint8_t *ord_spelling;           /* the tokens' bytes again, in all.ids' order: a subtree's tokens lie
+                                        together, so a walk over them reads memory in sequence */
+    uint32_t *ord_off;               /* per place in all.ids and one past: where its bytes start there */
 };
 
 static inline int pf_token_vocab_has(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }

@@ -3,14 +3,17 @@
  * that loop the automaton, characters of several UTF-8 lengths, some a pattern's class refuses),
  * every mask along a document, cached and walked, without a budget and under budgets near the
  * closing distance, is what pushing each token's bytes says; so also inside keys beside
- * patternProperties. */
+ * patternProperties, and inside strings far from their maxLength and then near it; and from every
+ * state of a pattern, the class trie's plain tokens (grammar/class_trie.h) are the byte walk's. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/class_trie.h"
 #include "grammar/close_budget.h"
 #include "grammar/matcher.h"
+#include "grammar/plain_walk.h"
 #include "grammar/schema.h"
 #include "grammar/token_mask.h"
 #include "test.h"
@@ -60,6 +63,15 @@ static void deep_vocab_make(deep_vocab *v) {
     }
     v->bytes[n] = NULL, v->lens[n] = 0, v->end = n++;
     v->n = n;
+}
+
+/* The deep vocabulary made into v and its token masker (NULL, said, when it cannot be built). */
+static pf_token_masker *deep_masker(deep_vocab *v) {
+    char err[PF_ERR_LEN];
+    deep_vocab_make(v);
+    pf_token_masker *tm = pf_token_masker_new(v->n, (const uint8_t *const *)v->bytes, v->lens, &v->end, 1, err);
+    if (!tm) fprintf(stderr, "%s\n", err);
+    return tm;
 }
 
 static void deep_vocab_free(deep_vocab *v) {
@@ -119,12 +131,44 @@ static int doc_masks_exact(const pf_token_masker *tm, const deep_vocab *v, const
     return ok;
 }
 
+/* From every state of schema's pattern (its string opened), the class trie's plain tokens and end
+ * states are the byte walk's. */
+static int class_trie_is_walk(const pf_token_masker *tm, const char *schema) {
+    char err[PF_ERR_LEN];
+    pf_schema *s;
+    if (pf_schema_compile(schema, strlen(schema), &s, err) != PF_SCHEMA_OK) return fprintf(stderr, "%s\n", err), 0;
+    pf_matcher *m = pf_matcher_new(s);
+    pf_frame cur;
+    int ok = m && pf_matcher_push(m, '"') == 1 && pf_matcher_pattern_cursor(m, &cur);
+    const pf_regex *re = ok ? s->nodes[cur.node].re : NULL;
+    pf_class_trie *ct = re ? pf_class_trie_new(tm, re) : NULL;
+    uint32_t walked[(N_TOK + 32) / 32], classed[(N_TOK + 32) / 32];
+    for (int32_t q = 0; ct && ok && q < pf_regex_states(re); q++) {
+        pf_plain_ends a = {0}, b = {0};
+        cur.hi = q;
+        memset(walked, 0, sizeof walked), memset(classed, 0, sizeof classed);
+        pf_walk_ctx w = {walked, NULL, INT64_MAX, -1, INT64_MAX, 0};
+        pf_plain_walk(tm, m, &cur, &w, &a);
+        pf_class_trie_walk(ct, q, pf_matcher_pattern_used(m, &cur), classed, &b);
+        ok = !memcmp(walked, classed, sizeof walked) && a.n == b.n;
+        for (int i = 0; ok && a.n <= PF_PLAIN_ENDS && i < a.n; i++) { /* past PF_PLAIN_ENDS: which are kept is open */
+            int found = 0;
+            for (int j = 0; j < b.n; j++) found |= a.s[i] == b.s[j];
+            ok = found;
+        }
+        if (!ok) fprintf(stderr, "%s: state %d: the class trie's tokens or ends are not the walk's\n", schema, q);
+    }
+    ok = ok && ct;
+    pf_class_trie_free(ct);
+    pf_matcher_free(m);
+    pf_schema_free(s);
+    return ok;
+}
+
 TEST(grammar_pattern_shortcuts_are_the_scan) {
     static deep_vocab v;
-    deep_vocab_make(&v);
-    char err[PF_ERR_LEN];
-    pf_token_masker *tm = pf_token_masker_new(v.n, (const uint8_t *const *)v.bytes, v.lens, &v.end, 1, err);
-    CHECKF(tm, "%s", err);
+    pf_token_masker *tm = deep_masker(&v);
+    CHECK(tm);
     static const struct {
         const char *schema, *doc;
     } cases[] = {
@@ -152,6 +196,14 @@ TEST(grammar_pattern_shortcuts_are_the_scan) {
         {"{\"type\":\"object\",\"properties\":{\"abc\":{},\"ab.d\":{},\"xyz\":{}},\"patternProperties\":{\"^x[0-9]+$\":{\"type\":\"null\"}},"
          "\"additionalProperties\":false}",
          "{\"x1\":null,\"abc\":1,\"x"},
+        /* a maxLength far ahead (pf_matcher_pattern_far: the per-state cache), then near, with a
+         * minLength, a pattern whose states end at different lengths, and a stack of each kind */
+        {"{\"type\":\"string\",\"pattern\":\"^[a-z.@]+$\",\"maxLength\":22}", "\"ab.e@zz.abab.e@zz.abzz"},
+        {"{\"type\":\"string\",\"format\":\"email\",\"maxLength\":30}", "\"ab.eab.eab.eab@zz.ab.zz.ab.zza"},
+        {"{\"type\":\"string\",\"pattern\":\"^[a-z]{3,6}(-[0-9]{2})?(\\\\.[a-z]+)*$\",\"minLength\":5,\"maxLength\":26}",
+         "\"abzea-07.abzeab.zeab.ab.e"},
+        {"{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"maxLength\":24},{\"type\":\"string\",\"pattern\":\"^[0-9a]+$\"}]}",
+         "\"aaaaaaaaaaaaaaaaaaaaaaa"},
         /* several parse stacks: each stack's plain tokens apart, their union taken */
         {"{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"},{\"type\":\"string\",\"pattern\":\"^[0-9a]+$\"},"
          "{\"type\":\"string\",\"maxLength\":2}]}",
@@ -163,6 +215,23 @@ TEST(grammar_pattern_shortcuts_are_the_scan) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases && tm; i++)
         CHECKF(doc_masks_exact(tm, &v, cases[i].schema, cases[i].doc), "case %zu", i);
+    pf_token_masker_free(tm);
+    deep_vocab_free(&v);
+}
+
+TEST(grammar_class_trie_is_the_walk) {
+    static deep_vocab v;
+    pf_token_masker *tm = deep_masker(&v);
+    CHECK(tm);
+    static const char *const schemas[] = {
+        "{\"type\":\"string\",\"pattern\":\"^[0-9A-Za-z]{8}-[0-9A-Za-z]{4}$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^(?:\\\\S+\\\\s+){0,3}\\\\S+$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^http(s?)://.*$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^[a-z\\u00e9 ]+[.@-]?$\"}",
+        "{\"type\":\"string\",\"format\":\"email\"}", /* bounded, far from its maxLength */
+        "{\"type\":\"string\",\"pattern\":\"^[a-z]{3,6}(-[0-9]{2})?(\\\\.[a-z]+)*$\",\"maxLength\":60}",
+    };
+    for (size_t i = 0; i < sizeof schemas / sizeof *schemas && tm; i++) CHECKF(class_trie_is_walk(tm, schemas[i]), "schema %zu", i);
     pf_token_masker_free(tm);
     deep_vocab_free(&v);
 }
