@@ -165,8 +165,9 @@ static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cach
 }
 
 /* Inside a pattern string whose length no longer matters (or, without a budget, does not for the
- * longest plain token: pf_matcher_pattern_far): the plain content tokens from the per-state cache when, under a closing distance, every state they leave fits the limit; the
- * other tokens walked. 0 when the cache cannot say (the caller walks every token). */
+ * longest plain token: pf_matcher_pattern_far): the plain content tokens from the per-state cache
+ * when, under a closing distance, every state they leave fits the limit; the other tokens walked.
+ * 0 when the cache cannot say (the caller walks every token). */
 static int walk_pattern_cached(const pf_token_masker *tm, pf_mask_cache *cache, pf_matcher *m, const pf_frame *cur,
                                uint8_t *path, walk_ctx *w) {
     const pattern_slot *p = pattern_plain(tm, cache, m, cur);
