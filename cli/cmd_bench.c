@@ -164,7 +164,7 @@ static void print_tables(const pf_bench_result *r) {
     pf_md_cell(&h, "accepted drafts per round (0..%d)", r->block - 1);
     static const char *const rest[] = {"acceptance by position", "time split draft/ctx/verify/accept/other", "prefill tok/s",
                                        "TTFT plain / spec"};
-    for (int i = 0; i < 4; i++) pf_md_cell(&h, "%s", rest[i]);
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++) pf_md_cell(&h, "%s", rest[i]);
     pf_md_rule(&h);
     for (int i = 0; i < r->n; i++) {
         const pf_bench_task *t = &r->tasks[i];

@@ -276,7 +276,7 @@ void pf_bench_print_compare(const pf_bench_result *r) {
     pf_md_cell(&h, "strategy");
     for (int i = 0; i < r->n; i++) pf_md_cell(&h, "%s", r->tasks[i].type);
     static const char *const tail[] = {"**overall** (geomean)", "tau", "rows verified (mean)", "plain steps", "identical"};
-    for (int i = 0; i < 5; i++) pf_md_cell(&h, "%s", tail[i]);
+    for (size_t i = 0; i < sizeof tail / sizeof *tail; i++) pf_md_cell(&h, "%s", tail[i]);
     pf_md_rule(&h);
     printf("| plain tok/s |");
     for (int i = 0; i < r->n; i++) printf(" %.1f |", r->tasks[i].plain_tok_s.median);
