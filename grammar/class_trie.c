@@ -15,7 +15,7 @@ struct pf_class_trie {
     uint8_t rep[256]; /* per class, one of its bytes */
     cnode *nodes;
     int32_t n_nodes, cap_nodes;
-    int32_t *ids;
+    int32_t *ids; /* after the nodes, in their block (gather) */
 };
 
 typedef struct {
@@ -83,10 +83,15 @@ static void build_below(builder *b, int32_t i, int32_t cn) {
     }
 }
 
-/* Each node's tokens together in ids (a counting sort of the placed tokens by node). */
+/* Each node's tokens together in ids (a counting sort of the placed tokens by node), held in the
+ * nodes' block, trimmed to the nodes built: one block for the trie. */
 static int gather(builder *b) {
     pf_class_trie *ct = b->ct;
-    if (!(ct->ids = malloc(((size_t)b->n_tok + 1) * sizeof *ct->ids))) return -1;
+    size_t nodes = (size_t)ct->n_nodes * sizeof *ct->nodes;
+    cnode *n = realloc(ct->nodes, nodes + ((size_t)b->n_tok + 1) * sizeof *ct->ids);
+    if (!n) return -1;
+    ct->nodes = n, ct->cap_nodes = ct->n_nodes;
+    ct->ids = (int32_t *)((char *)n + nodes);
     int32_t at = 0;
     for (int32_t x = 0; x < ct->n_nodes; x++) ct->nodes[x].tok_lo = at, at += ct->nodes[x].tok_n, ct->nodes[x].tok_n = 0;
     for (int32_t k = 0; k < b->n_tok; k++) {
@@ -141,8 +146,7 @@ pf_class_trie *pf_class_trie_new(const pf_token_masker *tm, const pf_regex *re) 
 
 void pf_class_trie_free(pf_class_trie *ct) {
     if (!ct) return;
-    free(ct->nodes);
-    free(ct->ids);
+    free(ct->nodes); /* ids lie in the same block */
     free(ct);
 }
 

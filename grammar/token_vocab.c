@@ -194,16 +194,15 @@ static int build_below(pf_token_masker *tm) {
     return 0;
 }
 
-/* ord_spelling and ord_off: the `all` trie's tokens' bytes in its order. */
+/* ord_off and ord_spelling: the `all` trie's tokens' bytes in its order, in one block (the offsets,
+ * then the bytes). */
 static int build_order(pf_token_masker *tm) {
     const pf_vocab_trie *t = &tm->all;
     int32_t n = tm->first_tok[t->n_nodes];
-    size_t total = 0;
+    size_t total = 0, offs = ((size_t)n + 1) * sizeof *tm->ord_off;
     for (int32_t j = 0; j < n; j++) total += tm->lens[t->ids[j]];
-    if (total > UINT32_MAX) return -1;
-    tm->ord_off = malloc(((size_t)n + 1) * sizeof *tm->ord_off);
-    tm->ord_spelling = malloc(total ? total : 1);
-    if (!tm->ord_off || !tm->ord_spelling) return -1;
+    if (total > UINT32_MAX || !(tm->ord_off = malloc(offs + total))) return -1;
+    tm->ord_spelling = (uint8_t *)tm->ord_off + offs;
     uint32_t off = 0;
     for (int32_t j = 0; j < n; j++) {
         int32_t id = t->ids[j];
@@ -242,8 +241,7 @@ void pf_token_masker_free(pf_token_masker *tm) {
     pf_vocab_trie_free(&tm->special);
     free(tm->tokens);
     free(tm->nodes);
-    free(tm->ord_spelling);
-    free(tm->ord_off);
+    free(tm->ord_off); /* ord_spelling lies in the same block */
     free(tm);
 }
 

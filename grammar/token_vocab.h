@@ -37,7 +37,8 @@ struct pf_token_masker {
                                         all.ids (a subtree [i, end) holds ids[first_tok[i]..first_tok[end])) */
     uint8_t *ord_spelling;           /* the tokens' bytes again, in all.ids' order: a subtree's tokens lie
                                         together, so a walk over them reads memory in sequence */
-    uint32_t *ord_off;               /* per place in all.ids and one past: where its bytes start there */
+    uint32_t *ord_off;               /* per place in all.ids and one past: where its bytes start there
+                                        (ord_spelling follows it in its block) */
 };
 
 static inline int pf_token_vocab_has(const uint32_t *bits, int32_t id) { return bits[id >> 5] >> (id & 31) & 1; }
