@@ -13,29 +13,6 @@
 #include "include/pocketflash.h"
 #include "engine/batch.h"
 
-/* A tiny q8_0 model and a session on it. */
-typedef struct {
-    pf_model *m;
-    pf_session *s;
-} tiny_session;
-
-/* The session has `threads` threads and n_ctx positions; threads 0: the default parameters.
- * 0, or -1 when a step fails. */
-static int tiny_open(tiny_session *t, int threads, int n_ctx) {
-    char path[300], err[PF_ERR_LEN];
-    snprintf(path, sizeof path, "%s/gen-tiny.gguf", pf_test_tmpdir());
-    if (pf_synth_write(pf_synth_shape_find("tiny"), PF_TYPE_Q8_0, false, 3, path, err) < 0) return -1;
-    if (!(t->m = pf_model_load(path, err))) return -1;
-    pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
-    pf_session_new(t->m, threads ? &sp : NULL, &t->s, err);
-    return t->s ? 0 : -1;
-}
-
-static void tiny_close(tiny_session *t) {
-    pf_session_free(t->s);
-    pf_model_free(t->m);
-}
-
 typedef struct { int32_t toks[512]; int n, stop_after; } collect;
 
 static int on_tok(void *u, int32_t t) {
@@ -45,8 +22,8 @@ static int on_tok(void *u, int32_t t) {
 }
 
 TEST(generate_ar_equals_manual_greedy_loop) {
-    tiny_session ts;
-    CHECK(tiny_open(&ts, 2, 256) == 0);
+    test_tiny ts;
+    CHECK(test_tiny_open(&ts, PF_TYPE_Q8_0, 3, 2, 256) == 0);
     char err[PF_ERR_LEN];
     int32_t prompt[7] = {10, 200, 33, 45, 300, 7, 99};
     pf_gen_params gp = test_gen_fixed(30);
@@ -70,7 +47,7 @@ TEST(generate_ar_equals_manual_greedy_loop) {
     CHECK(c2.n == 5 && st.stop == PF_STOP_CALLBACK && !memcmp(c2.toks, c.toks, 5 * sizeof(int32_t)));
     free(lg);
     pf_ctx_free(ctx);
-    tiny_close(&ts);
+    test_tiny_close(&ts);
 }
 
 /* A strategy that commits 4 scripted tokens per step. */
@@ -87,8 +64,8 @@ static pf_rc scripted_step(void *state, pf_engine_session *s, int32_t last, int3
 }
 
 TEST(generate_stops_inside_multi_token_step) {
-    tiny_session ts;
-    CHECK(tiny_open(&ts, 1, 64) == 0);
+    test_tiny ts;
+    CHECK(test_tiny_open(&ts, PF_TYPE_Q8_0, 3, 1, 64) == 0);
     char err[PF_ERR_LEN];
     int32_t eot = pf_tokenizer_eot(ts.m->tok);
     CHECK(eot >= 0);
@@ -112,12 +89,12 @@ TEST(generate_stops_inside_multi_token_step) {
     c.n = 0;
     CHECK(pf_generate_tokens(ts.s, prompt, 3, &gp, on_tok, &c, &st, err) == PF_OK);
     CHECK(c.n == 3 && st.stop == PF_STOP_LENGTH && c.toks[2] == 6);
-    tiny_close(&ts);
+    test_tiny_close(&ts);
 }
 
 TEST(generate_context_full_and_prompt_too_long) {
-    tiny_session ts;
-    CHECK(tiny_open(&ts, 1, 16) == 0);
+    test_tiny ts;
+    CHECK(test_tiny_open(&ts, PF_TYPE_Q8_0, 3, 1, 16) == 0);
     char err[PF_ERR_LEN];
     int32_t prompt[16] = {0};
     pf_gen_params gp = test_gen_fixed(100);
@@ -128,7 +105,7 @@ TEST(generate_context_full_and_prompt_too_long) {
     CHECK(pf_generate_tokens(ts.s, prompt, 10, &gp, on_tok, &c, &st, err) == PF_OK);
     /* 10 prompt rows + 6 generated rows fill 16; the 7th generated token needs no row */
     CHECKF(st.stop == PF_STOP_CONTEXT && st.n_gen == 7, "stop %d n_gen %d", st.stop, st.n_gen);
-    tiny_close(&ts);
+    test_tiny_close(&ts);
 }
 
 static int on_text(void *u, const char *t, size_t n) {
@@ -138,8 +115,8 @@ static int on_text(void *u, const char *t, size_t n) {
 }
 
 TEST(generate_text_api_rejects_bad_utf8) {
-    tiny_session ts;
-    CHECK(tiny_open(&ts, 0, 0) == 0);
+    test_tiny ts;
+    CHECK(test_tiny_open(&ts, PF_TYPE_Q8_0, 3, 0, 0) == 0);
     char err[PF_ERR_LEN], out[4096] = "";
     pf_gen_params gp;
     pf_gen_params_default(&gp);
@@ -151,5 +128,5 @@ TEST(generate_text_api_rejects_bad_utf8) {
     gp.system = "sys";
     CHECK(pf_generate(ts.s, "hello", 5, &gp, on_text, out, &st, err) == PF_OK);
     CHECK(st.n_prompt > 10); /* the ChatML frame was added */
-    tiny_close(&ts);
+    test_tiny_close(&ts);
 }

@@ -22,22 +22,6 @@
 #include "verify/spec.h"
 #include "engine/batch.h"
 
-/* A random tiny model of the type (its seed) into *m and a session over it; NULL when either
- * cannot be made (*m then NULL or to free). tiny_free frees both. */
-static pf_session *tiny_session(uint32_t type, uint64_t seed, const pf_session_params *sp, pf_model **m) {
-    char path[300], err[PF_ERR_LEN];
-    snprintf(path, sizeof path, "%s/spec-tiny-%u-%llu.gguf", pf_test_tmpdir(), type, (unsigned long long)seed);
-    *m = pf_synth_write(pf_synth_shape_find("tiny"), type, false, seed, path, err) == 0 ? pf_model_load(path, err) : NULL;
-    pf_session *s = NULL;
-    if (*m) pf_session_new(*m, sp, &s, err);
-    return s;
-}
-
-static void tiny_free(pf_session *s, pf_model *m) {
-    pf_session_free(s);
-    pf_model_free(m);
-}
-
 static void make_prompt(int i, int32_t *p, int *n, int V) {
     *n = 3 + i % 17;
     uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
@@ -157,52 +141,48 @@ static pf_spec *spec_generate(pf_session *s, pf_drafter *d, int B, const int32_t
 
 /* 51 prompts x blocks 2..16 with the lookup draft; output equals plain decoding. */
 TEST(spec_greedy_lossless_ngram_many_prompts_all_blocks) {
-    pf_session_params sp = {.n_threads = 2, .n_ctx = 256};
-    pf_model *m;
-    pf_session *s = tiny_session(PF_TYPE_Q8_0, 11, &sp, &m);
-    CHECK(s);
+    test_tiny t;
+    CHECK(test_tiny_open(&t, PF_TYPE_Q8_0, 11, 2, 256) == 0);
     char err[PF_ERR_LEN];
     int64_t accepted = 0;
     for (int i = 0; i < 51; i++) {
         int32_t prompt[32];
         int np;
-        make_prompt(i, prompt, &np, m->hp.n_vocab);
+        make_prompt(i, prompt, &np, t.m->hp.n_vocab);
         pf_gen_params gp = params(40, 0, 0);
         test_seq plain = {.n = 0};
-        CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
+        CHECK(pf_generate_tokens(t.s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
         for (int B = 2; B <= 16; B++) {
             if ((i + B) % 3) continue; /* every block size, a third of the prompts each */
             pf_drafter *d = pf_ngram_drafter_new(1, 3);
             test_seq got = {.n = 0};
-            pf_spec *spec = spec_generate(s, d, B, prompt, np, &gp, &got, NULL);
+            pf_spec *spec = spec_generate(t.s, d, B, prompt, np, &gp, &got, NULL);
             CHECK(spec);
             CHECKF(test_seq_same(&got, &plain),
                    "prompt %d block %d: speculative output differs", i, B);
             accepted += pf_spec_stats_get(spec)->tokens - pf_spec_stats_get(spec)->rounds;
-            spec_done(s, spec);
+            spec_done(t.s, spec);
             pf_drafter_free(d);
         }
     }
     CHECKF(accepted > 100, "the lookup draft never got accepted (%lld): test exercises nothing", (long long)accepted);
-    tiny_free(s, m);
+    test_tiny_close(&t);
 }
 
 /* Oracle drafts: every round accepts B-1, or exactly corrupt-1 with a corrupted position. */
 TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 512};
-    pf_model *m;
-    pf_session *s = tiny_session(PF_TYPE_Q4_1, 12, &sp, &m);
-    CHECK(s);
+    test_tiny t;
+    CHECK(test_tiny_open(&t, PF_TYPE_Q4_1, 12, 1, 512) == 0);
     char err[PF_ERR_LEN];
     int32_t prompt[6] = {4, 8, 15, 16, 23, 42};
     pf_gen_params gp = params(61, 0, 0);
     test_seq plain = {.n = 0};
-    CHECK(pf_generate_tokens(s, prompt, 6, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
+    CHECK(pf_generate_tokens(t.s, prompt, 6, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
     for (int B = 2; B <= 16; B += 3) {
         for (int corrupt = 0; corrupt < B; corrupt += (B > 4 ? 3 : 1)) {
-            pf_drafter *d = oracle_new(m, corrupt, 0);
+            pf_drafter *d = oracle_new(t.m, corrupt, 0);
             test_seq got = {.n = 0};
-            pf_spec *spec = spec_generate(s, d, B, prompt, 6, &gp, &got, NULL);
+            pf_spec *spec = spec_generate(t.s, d, B, prompt, 6, &gp, &got, NULL);
             CHECK(spec);
             CHECKF(test_seq_same(&got, &plain),
                    "block %d corrupt %d: output differs", B, corrupt);
@@ -213,78 +193,76 @@ TEST(spec_oracle_acceptance_and_rollback_arithmetic) {
                    corrupt, want, (long long)st->hist[want], (long long)st->rounds);
             CHECK(st->tokens == 60); /* the first token comes from the prefill */
             /* the target cache holds exactly the committed rows: prompt + all but the last token */
-            CHECK(s->engine.ctx->kv->len == 6 + 60);
-            spec_done(s, spec);
+            CHECK(t.s->engine.ctx->kv->len == 6 + 60);
+            spec_done(t.s, spec);
             oracle_free(d);
         }
     }
-    tiny_free(s, m);
+    test_tiny_close(&t);
 }
 
 /* After a partially rejected round, the cache and the next logits equal plain decoding's. */
 TEST(spec_rollback_cache_equals_plain) {
     pf_session_params sp = {.n_threads = 2, .n_ctx = 128};
-    pf_model *m;
-    pf_session *s = tiny_session(PF_TYPE_F16, 13, &sp, &m), *s2 = NULL;
-    CHECK(s);
+    test_tiny t;
+    CHECK(test_tiny_open(&t, PF_TYPE_F16, 13, 2, 128) == 0);
+    pf_session *s2 = NULL;
     char err[PF_ERR_LEN];
-    pf_session_new(m, &sp, &s2, err);
+    pf_session_new(t.m, &sp, &s2, err);
     int32_t prompt[5] = {100, 200, 300, 400, 500};
     pf_gen_params gp = params(20, 0, 0);
     test_seq plain = {.n = 0}, got = {.n = 0};
     CHECK(pf_generate_tokens(s2, prompt, 5, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
-    pf_drafter *d = oracle_new(m, 3, 0); /* rejects at position 3 every round */
-    pf_spec *spec = spec_generate(s, d, 6, prompt, 5, &gp, &got, NULL);
+    pf_drafter *d = oracle_new(t.m, 3, 0); /* rejects at position 3 every round */
+    pf_spec *spec = spec_generate(t.s, d, 6, prompt, 5, &gp, &got, NULL);
     CHECK(spec);
     CHECK(test_seq_same(&got, &plain));
-    CHECK(s->engine.ctx->kv->len == s2->engine.ctx->kv->len);
-    const pf_kv_cache *a = s->engine.ctx->kv, *b = s2->engine.ctx->kv;
-    for (int l = 0; l < m->hp.n_layer; l++) {
+    CHECK(t.s->engine.ctx->kv->len == s2->engine.ctx->kv->len);
+    const pf_kv_cache *a = t.s->engine.ctx->kv, *b = s2->engine.ctx->kv;
+    for (int l = 0; l < t.m->hp.n_layer; l++) {
         size_t off = (size_t)l * a->n_ctx * a->kv_dim, n = (size_t)a->len * a->kv_dim * sizeof(pf_half);
         CHECK(!memcmp(a->k + off, b->k + off, n) && !memcmp(a->v + off, b->v + off, n));
     }
     /* next logits after the same last token */
     int32_t last = got.toks[got.n - 1];
-    float *l1 = malloc((size_t)m->hp.n_vocab * 4), *l2 = malloc((size_t)m->hp.n_vocab * 4);
+    float *l1 = malloc((size_t)t.m->hp.n_vocab * 4), *l2 = malloc((size_t)t.m->hp.n_vocab * 4);
     pf_batch b1 = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = l1};
     pf_batch b2 = {.tokens = &last, .n = 1, .logits_mode = PF_LOGITS_LAST, .logits = l2};
-    CHECK(pf_forward(s->engine.ctx, &b1, err) == 0 && pf_forward(s2->engine.ctx, &b2, err) == 0);
-    CHECK(!memcmp(l1, l2, (size_t)m->hp.n_vocab * 4));
+    CHECK(pf_forward(t.s->engine.ctx, &b1, err) == 0 && pf_forward(s2->engine.ctx, &b2, err) == 0);
+    CHECK(!memcmp(l1, l2, (size_t)t.m->hp.n_vocab * 4));
     free(l1); free(l2);
-    spec_done(s, spec);
+    spec_done(t.s, spec);
     oracle_free(d);
     pf_session_free(s2);
-    tiny_free(s, m);
+    test_tiny_close(&t);
 }
 
 /* A point-mass draft with a fixed seed gives plain sampling's tokens exactly. */
 TEST(spec_sampled_point_mass_same_tokens_as_plain) {
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 256};
-    pf_model *m;
-    pf_session *s = tiny_session(PF_TYPE_Q8_0, 14, &sp, &m);
-    CHECK(s);
+    test_tiny t;
+    CHECK(test_tiny_open(&t, PF_TYPE_Q8_0, 14, 1, 256) == 0);
     char err[PF_ERR_LEN];
     for (int seed = 1; seed <= 12; seed++) {
         int32_t prompt[32];
         int np;
-        make_prompt(seed, prompt, &np, m->hp.n_vocab);
+        make_prompt(seed, prompt, &np, t.m->hp.n_vocab);
         pf_gen_params gp = params(30, 0.8f, (uint64_t)seed);
         gp.top_k = 0;
         gp.top_p = 0.95f;
         test_seq plain = {.n = 0}, got = {.n = 0}, got2 = {.n = 0};
-        CHECK(pf_generate_tokens(s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
-        pf_drafter *d = oracle_new(m, 0, 0), *ng = pf_ngram_drafter_new(1, 3);
-        pf_spec *spec = spec_generate(s, d, 5, prompt, np, &gp, &got, NULL);
+        CHECK(pf_generate_tokens(t.s, prompt, np, &gp, test_seq_push, &plain, NULL, err) == PF_OK);
+        pf_drafter *d = oracle_new(t.m, 0, 0), *ng = pf_ngram_drafter_new(1, 3);
+        pf_spec *spec = spec_generate(t.s, d, 5, prompt, np, &gp, &got, NULL);
         CHECK(spec);
-        spec_done(s, spec);
-        CHECK((spec = spec_generate(s, ng, 7, prompt, np, &gp, &got2, NULL)));
-        spec_done(s, spec);
+        spec_done(t.s, spec);
+        CHECK((spec = spec_generate(t.s, ng, 7, prompt, np, &gp, &got2, NULL)));
+        spec_done(t.s, spec);
         CHECKF(test_seq_same(&got, &plain), "seed %d oracle", seed);
         CHECKF(test_seq_same(&got2, &plain), "seed %d ngram", seed);
         oracle_free(d);
         pf_drafter_free(ng);
     }
-    tiny_free(s, m);
+    test_tiny_close(&t);
 }
 
 typedef struct {
@@ -303,52 +281,48 @@ static void tally_spec(void *u) {
  * stochastic draft (the target itself at a higher temperature). Categories with few counts are
  * pooled; threshold: the 0.999 quantile for the degrees of freedom (Wilson-Hilferty). */
 TEST(spec_sampled_stochastic_draft_same_distribution) {
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 64};
-    pf_model *m;
-    pf_session *s = tiny_session(PF_TYPE_Q8_0, 15, &sp, &m);
-    CHECK(s);
+    test_tiny t;
+    CHECK(test_tiny_open(&t, PF_TYPE_Q8_0, 15, 1, 64) == 0);
     char err[PF_ERR_LEN];
     int32_t prompt[4] = {7, 77, 177, 277};
     enum { RUNS = 3000, POS = 3 };
-    int V = m->hp.n_vocab;
-    pf_drafter *d = oracle_new(m, 0, 0.35f);
-    pf_spec *spec = pf_spec_new(&s->engine, d, 4, err);
+    int V = t.m->hp.n_vocab;
+    pf_drafter *d = oracle_new(t.m, 0, 0.35f);
+    pf_spec *spec = pf_spec_new(&t.s->engine, d, 4, err);
     spec_tally tally = {spec, 0, 0};
-    test_sampling ts = {.s = s, .prompt = prompt, .n_prompt = 4, .runs = RUNS, .n_pos = POS, .n_vocab = V,
+    test_sampling ts = {.s = t.s, .prompt = prompt, .n_prompt = 4, .runs = RUNS, .n_pos = POS, .n_vocab = V,
                         .seed_mul = 7919, .seed_add = 1, .strategy = pf_spec_strategy(spec), .after = tally_spec, .u = &tally};
     /* per position, counts over token ids for plain (0) and spec (1) */
     int *cnt = test_sample_counts(&ts, err);
-    CHECKF(cnt, "%s", err);
+    CHECKF(cnt, "%t.s", err);
     int64_t acc = tally.acc, drafted = tally.drafted;
     CHECKF(acc > drafted / 10 && acc < drafted, "acceptance %lld of %lld: both paths must be exercised", (long long)acc, (long long)drafted);
     char why[128];
-    CHECKF(pf_chi2_positions_differ(cnt, POS, V, why, sizeof why) < 0, "%s", why);
+    CHECKF(pf_chi2_positions_differ(cnt, POS, V, why, sizeof why) < 0, "%t.s", why);
     free(cnt);
     pf_spec_free(spec);
     oracle_free(d);
-    tiny_free(s, m);
+    test_tiny_close(&t);
 }
 
 /* Near the context limit blocks shrink; generation ends exactly where plain decoding ends. */
 TEST(spec_shrinks_blocks_at_context_limit) {
-    pf_session_params sp = {.n_threads = 1, .n_ctx = 40};
-    pf_model *m;
-    pf_session *s = tiny_session(PF_TYPE_Q8_0, 16, &sp, &m);
-    CHECK(s);
+    test_tiny t;
+    CHECK(test_tiny_open(&t, PF_TYPE_Q8_0, 16, 1, 40) == 0);
     char err[PF_ERR_LEN];
     int32_t prompt[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     pf_gen_params gp = params(100, 0, 0);
     test_seq plain = {.n = 0}, got = {.n = 0};
     pf_gen_stats a, b;
-    CHECK(pf_generate_tokens(s, prompt, 10, &gp, test_seq_push, &plain, &a, err) == PF_OK);
-    pf_drafter *d = oracle_new(m, 0, 0);
-    pf_spec *spec = spec_generate(s, d, 16, prompt, 10, &gp, &got, &b);
+    CHECK(pf_generate_tokens(t.s, prompt, 10, &gp, test_seq_push, &plain, &a, err) == PF_OK);
+    pf_drafter *d = oracle_new(t.m, 0, 0);
+    pf_spec *spec = spec_generate(t.s, d, 16, prompt, 10, &gp, &got, &b);
     CHECK(spec);
     CHECK(a.stop == PF_STOP_CONTEXT && b.stop == PF_STOP_CONTEXT && a.n_gen == b.n_gen);
     CHECK(test_seq_same(&got, &plain));
-    spec_done(s, spec);
+    spec_done(t.s, spec);
     oracle_free(d);
-    tiny_free(s, m);
+    test_tiny_close(&t);
 }
 
 /* The acceptance rule on hand-made logits. */

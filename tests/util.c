@@ -207,6 +207,32 @@ pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool unti
     return m;
 }
 
+int test_tiny_open(test_tiny *t, uint32_t type, uint64_t seed, int threads, int n_ctx) {
+    char path[300], err[PF_ERR_LEN];
+    snprintf(path, sizeof path, "%s/tiny-%s-%llu.gguf", pf_test_tmpdir(), pf_type_info(type)->name,
+             (unsigned long long)seed);
+    t->m = NULL;
+    t->s = NULL;
+    if (pf_synth_write(pf_synth_shape_find("tiny"), type, false, seed, path, err) < 0 ||
+        !(t->m = pf_model_load(path, err))) {
+        printf("    tiny target: %s\n", err);
+        return -1;
+    }
+    pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
+    if (pf_session_new(t->m, threads ? &sp : NULL, &t->s, err) != PF_OK) {
+        printf("    tiny session: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+void test_tiny_close(test_tiny *t) {
+    pf_session_free(t->s);
+    pf_model_free(t->m);
+    t->s = NULL;
+    t->m = NULL;
+}
+
 float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n) {
     char err[PF_ERR_LEN];
     int n_taps;

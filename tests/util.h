@@ -91,6 +91,16 @@ int test_cli_synth_tiny(const char *type, const char *name, char *path, size_t n
  * when either step fails. */
 pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path);
 
+/* A tiny synthetic target (shape "tiny", its type and seed; written to pf_test_tmpdir()) and a
+ * session over it with `threads` threads and n_ctx positions (threads 0: the default parameters).
+ * 0, or -1 with the failing step printed; test_tiny_close it either way. */
+typedef struct {
+    pf_model *m;
+    pf_session *s;
+} test_tiny;
+int test_tiny_open(test_tiny *t, uint32_t type, uint64_t seed, int threads, int n_ctx);
+void test_tiny_close(test_tiny *t);
+
 /* The target's forward over n tokens (one thread), returning the rows the draft taps (n * n_taps *
  * n_embd floats, malloc'd); NULL, with the error printed, when it fails. */
 float *test_target_taps(const pf_model *m, const pf_dflash *d, const int32_t *toks, int n);
