@@ -294,11 +294,11 @@ TEST(spec_sampled_stochastic_draft_same_distribution) {
                         .seed_mul = 7919, .seed_add = 1, .strategy = pf_spec_strategy(spec), .after = tally_spec, .u = &tally};
     /* per position, counts over token ids for plain (0) and spec (1) */
     int *cnt = test_sample_counts(&ts, err);
-    CHECKF(cnt, "%t.s", err);
+    CHECKF(cnt, "%s", err);
     int64_t acc = tally.acc, drafted = tally.drafted;
     CHECKF(acc > drafted / 10 && acc < drafted, "acceptance %lld of %lld: both paths must be exercised", (long long)acc, (long long)drafted);
     char why[128];
-    CHECKF(pf_chi2_positions_differ(cnt, POS, V, why, sizeof why) < 0, "%t.s", why);
+    CHECKF(pf_chi2_positions_differ(cnt, POS, V, why, sizeof why) < 0, "%s", why);
     free(cnt);
     pf_spec_free(spec);
     oracle_free(d);
