@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 enum { N_EPS, N_BYTE, N_BOL, N_EOL };
 #define MAX_NFA 200000 /* NFA states of one automaton */
@@ -749,4 +750,25 @@ int pf_regex_ok(const pf_regex *re, int32_t state, int64_t used) {
     if (re->max_chars == INT64_MAX) return re->longest[state] >= 0 && re->longest[state] + used >= re->min_chars;
     if (used < 0 || used > re->L) return 0;
     return get_bit64(re->ok_bits, (size_t)state * (size_t)(re->L + 1) + (size_t)used);
+}
+
+uint64_t pf_regex_hash(const pf_regex *re) {
+    size_t cells = (size_t)re->n_states * (size_t)re->n_classes;
+    uint64_t h = XXH3_64bits_withSeed(re->class_of, sizeof re->class_of, (uint64_t)re->n_states);
+    h = XXH3_64bits_withSeed(re->next, cells * sizeof *re->next, h);
+    h = XXH3_64bits_withSeed(re->mask, (size_t)re->n_states * sizeof *re->mask, h);
+    if (re->final) h = XXH3_64bits_withSeed(re->final, (size_t)re->n_states, h);
+    int64_t lens[2] = {re->min_chars, re->max_chars};
+    return XXH3_64bits_withSeed(lens, sizeof lens, h ^ (uint64_t)(uint32_t)re->start);
+}
+
+int pf_regex_same(const pf_regex *a, const pf_regex *b) {
+    if (a->n_states != b->n_states || a->n_classes != b->n_classes || a->start != b->start ||
+        a->min_chars != b->min_chars || a->max_chars != b->max_chars || !a->final != !b->final)
+        return 0;
+    size_t S = (size_t)a->n_states, cells = S * (size_t)a->n_classes;
+    return !memcmp(a->class_of, b->class_of, sizeof a->class_of) &&
+           !memcmp(a->class_weight, b->class_weight, sizeof a->class_weight) &&
+           !memcmp(a->next, b->next, cells * sizeof *a->next) && !memcmp(a->mask, b->mask, S * sizeof *a->mask) &&
+           (!a->final || !memcmp(a->final, b->final, S));
 }

@@ -60,5 +60,10 @@ int pf_regex_final(const pf_regex *re, int32_t state);
 /* The mask of state (pf_regex_masks). */
 uint32_t pf_regex_state_mask(const pf_regex *re, int32_t state);
 int pf_regex_states(const pf_regex *re);
+/* A hash of what decides how re steps, accepts and marks its states (equal automata hash alike), and
+ * whether a and b do all of it alike (the same tables, lengths and state masks): two schema
+ * strings with the same pattern and lengths compile to such a pair. */
+uint64_t pf_regex_hash(const pf_regex *re);
+int pf_regex_same(const pf_regex *a, const pf_regex *b);
 
 #endif

@@ -103,6 +103,41 @@ static int union_loop(const pf_schema *s, int32_t id, uint8_t *mark) {
     return 0;
 }
 
+typedef struct {
+    uint64_t hash;
+    int32_t node;
+} hashed_node;
+
+static int hashed_cmp(const void *a, const void *b) {
+    const hashed_node *x = a, *y = b;
+    return x->hash != y->hash ? (x->hash < y->hash ? -1 : 1) : (x->node > y->node) - (x->node < y->node);
+}
+
+static int steps_alike(const pf_schema_node *a, const pf_schema_node *b) {
+    return a->min_len == b->min_len && a->max_len == b->max_len && a->no_escape == b->no_escape &&
+           pf_regex_same(a->re, b->re);
+}
+
+/* Each pattern string's pattern_id: the lowest node that steps alike (the strings of a schema
+ * that repeat a `format` or `pattern` share one). 0 or FAIL. */
+static int32_t pattern_ids(cctx *c) {
+    pf_schema *s = c->s;
+    hashed_node *v = malloc((size_t)s->n_nodes * sizeof *v + 1);
+    if (!v) return sc_fail_oom(c, "");
+    int n = 0;
+    for (int32_t i = 0; i < s->n_nodes; i++)
+        if (s->nodes[i].re) v[n++] = (hashed_node){pf_regex_hash(s->nodes[i].re), i};
+    qsort(v, (size_t)n, sizeof *v, hashed_cmp);
+    for (int k = 0; k < n; k++) {
+        pf_schema_node *nd = &s->nodes[v[k].node];
+        nd->pattern_id = v[k].node;
+        for (int j = k - 1; j >= 0 && v[j].hash == v[k].hash && nd->pattern_id == v[k].node; j--)
+            if (steps_alike(&s->nodes[v[j].node], nd)) nd->pattern_id = s->nodes[v[j].node].pattern_id;
+    }
+    free(v);
+    return 0;
+}
+
 /* After compiling: the depth bounds, and no union loop. 0 or FAIL. */
 static int32_t finish(cctx *c) {
     pf_schema *s = c->s;
@@ -113,7 +148,7 @@ static int32_t finish(cctx *c) {
     free(mark);
     if (loop) return sc_fail(c, "", "$ref: a reference loop with no object or array in it");
     min_depths(s);
-    return 0;
+    return pattern_ids(c);
 }
 
 /* The member holding the values a schema with `enum` or `const` may take: its own, else one an

@@ -103,6 +103,9 @@ typedef struct {
      * decoded characters; such a string takes only the escapes JSON requires (of '"', '\\' and
      * control characters) */
     struct pf_regex *re;
+    /* STRING with re: strings of one pattern id step alike (the same automaton, lengths and
+     * escapes; the lowest such node's index), so the token masks' caches key on it; -1 otherwise */
+    int32_t pattern_id;
     /* OBJECT with patternProperties: the keys other than the listed ones are strings of node
      * key_node (-1: none such), whose automaton's mask says which patterns a key matches; their
      * values of node key_vals[i] for the automaton's i-th mask (pf_regex_masks) */

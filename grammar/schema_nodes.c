@@ -45,6 +45,7 @@ int32_t sc_new_node(cctx *c, pf_schema_kind kind) {
     s->nodes[s->n_nodes].extra = -1;
     s->nodes[s->n_nodes].max_props = INT64_MAX;
     s->nodes[s->n_nodes].key_node = -1;
+    s->nodes[s->n_nodes].pattern_id = -1;
     s->nodes[s->n_nodes].contains = -1;
     s->nodes[s->n_nodes].contains_items = -1;
     return s->n_nodes++;

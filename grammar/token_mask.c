@@ -15,7 +15,7 @@
 enum {
     CACHE_SLOTS = 256,
     PATTERN_PATH = 256, /* bytes of a token walked without the matcher */
-    PATTERN_SLOTS = 64,
+    PATTERN_SLOTS = 512,
     CLASS_SLOTS = 4,
 };
 
@@ -35,7 +35,7 @@ typedef pf_walk_ctx walk_ctx;
 /* The plain content tokens a pattern string's automaton takes whole from one of its states, and
  * the distinct states they leave it in. */
 typedef struct {
-    int32_t node, state; /* bits NULL: empty */
+    int32_t node, state; /* node: the string's pattern_id (grammar/schema.h); bits NULL: empty */
     uint32_t *bits;
     pf_plain_ends ends;
 } pattern_slot;
@@ -44,7 +44,7 @@ typedef struct {
  * walks of the string's node's states have cost as much as building it would (so a string met in
  * few states keeps the walk, and one met in many pays at most twice what the trie alone would). */
 typedef struct {
-    int32_t node; /* -1: empty */
+    int32_t node; /* the string's pattern_id; -1: empty */
     int64_t spent, cost; /* the walks' steps so far; the trie's */
     pf_class_trie *ct;
 } class_slot;
@@ -134,14 +134,13 @@ static void walk_pattern(const pf_vocab_trie *t, int32_t i, pf_matcher *m, const
 }
 
 /* The class slot of cursor cur's node (taken over when absent). */
-static class_slot *class_slot_of(const pf_token_masker *tm, pf_mask_cache *cache, const pf_matcher *m,
-                                 const pf_frame *cur) {
+static class_slot *class_slot_of(const pf_token_masker *tm, pf_mask_cache *cache, const pf_schema_node *nd) {
     for (int i = 0; i < CLASS_SLOTS; i++)
-        if (cache->c[i].node == cur->node) return &cache->c[i];
+        if (cache->c[i].node == nd->pattern_id) return &cache->c[i];
     class_slot *c = &cache->c[cache->next_class];
     cache->next_class = (cache->next_class + 1) % CLASS_SLOTS;
     pf_class_trie_free(c->ct);
-    *c = (class_slot){cur->node, 0, pf_class_trie_cost(tm, pf_matcher_schema(m)->nodes[cur->node].re), NULL};
+    *c = (class_slot){nd->pattern_id, 0, pf_class_trie_cost(tm, nd->re), NULL};
     return c;
 }
 
@@ -149,14 +148,15 @@ static class_slot *class_slot_of(const pf_token_masker *tm, pf_mask_cache *cache
  * memory is short. */
 static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cache *cache, const pf_matcher *m,
                                          const pf_frame *cur) {
-    uint64_t h = ((uint64_t)(uint32_t)cur->node * 0x9E3779B97F4A7C15ull) ^ (uint32_t)cur->hi;
+    const pf_schema_node *nd = &pf_matcher_schema(m)->nodes[cur->node];
+    uint64_t h = ((uint64_t)(uint32_t)nd->pattern_id * 0x9E3779B97F4A7C15ull) ^ (uint32_t)cur->hi;
     pattern_slot *p = &cache->p[(h ^ h >> 29) % PATTERN_SLOTS];
-    if (p->bits && p->node == cur->node && p->state == cur->hi) return p;
+    if (p->bits && p->node == nd->pattern_id && p->state == cur->hi) return p;
     if (!p->bits && !(p->bits = malloc((size_t)tm->n_words * sizeof *p->bits))) return NULL;
     memset(p->bits, 0, (size_t)tm->n_words * sizeof *p->bits);
-    p->node = cur->node, p->state = cur->hi, p->ends.n = 0;
-    class_slot *c = class_slot_of(tm, cache, m, cur);
-    if (!c->ct && c->spent >= c->cost) c->ct = pf_class_trie_new(tm, pf_matcher_schema(m)->nodes[cur->node].re);
+    p->node = nd->pattern_id, p->state = cur->hi, p->ends.n = 0;
+    class_slot *c = class_slot_of(tm, cache, nd);
+    if (!c->ct && c->spent >= c->cost) c->ct = pf_class_trie_new(tm, nd->re);
     walk_ctx w = {p->bits, NULL, INT64_MAX, -1, INT64_MAX, 0};
     if (c->ct) pf_class_trie_walk(c->ct, cur->hi, pf_matcher_pattern_used(m, cur), p->bits, &p->ends);
     else pf_plain_walk(tm, m, cur, &w, &p->ends);

@@ -3,7 +3,8 @@
  * that loop the automaton, characters of several UTF-8 lengths, some a pattern's class refuses),
  * every mask along a document, cached and walked, without a budget and under budgets near the
  * closing distance, is what pushing each token's bytes says; so also inside keys beside
- * patternProperties, and inside strings far from their maxLength and then near it; and from every
+ * patternProperties, inside strings far from their maxLength and then near it, and across strings that
+ * share the per-state cache (their pattern_id); and from every
  * state of a pattern, the class trie's plain tokens (grammar/class_trie.h) are the byte walk's. */
 #include <stdint.h>
 #include <stdio.h>
@@ -212,6 +213,15 @@ TEST(grammar_pattern_shortcuts_are_the_scan) {
          "\"additionalProperties\":false},{\"type\":\"object\",\"patternProperties\":{\"^[a-z]+$\":{\"type\":\"null\"}},"
          "\"additionalProperties\":false},{\"type\":\"object\",\"properties\":{\"ab.e\":{\"type\":\"string\"}}}]}",
          "{\"ab"},
+        /* strings that step alike share the per-state cache (their pattern_id); a maxLength, or a
+         * key's escapes, sets one apart */
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"format\":\"email\"},"
+         "\"b\":{\"type\":\"string\",\"format\":\"email\",\"maxLength\":12},\"c\":{\"type\":\"string\",\"format\":\"email\"}},"
+         "\"required\":[\"a\",\"b\",\"c\"]}",
+         "{\"a\":\"ab.e@zz.ab\",\"b\":\"ab@zz.abab\",\"c\":\"ab.e@zz.a"},
+        {"{\"type\":\"object\",\"patternProperties\":{\"^[a-z]+$\":{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"}},"
+         "\"additionalProperties\":false}",
+         "{\"ab\":\"abz\",\"zz\":\"a"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases && tm; i++)
         CHECKF(doc_masks_exact(tm, &v, cases[i].schema, cases[i].doc), "case %zu", i);
@@ -234,4 +244,27 @@ TEST(grammar_class_trie_is_the_walk) {
     for (size_t i = 0; i < sizeof schemas / sizeof *schemas && tm; i++) CHECKF(class_trie_is_walk(tm, schemas[i]), "schema %zu", i);
     pf_token_masker_free(tm);
     deep_vocab_free(&v);
+}
+
+/* The distinct pattern ids among a schema's pattern strings. */
+static int pattern_id_count(const char *schema) {
+    char err[PF_ERR_LEN];
+    pf_schema *s;
+    if (pf_schema_compile(schema, strlen(schema), &s, err) != PF_SCHEMA_OK) return fprintf(stderr, "%s\n", err), -1;
+    int n = 0;
+    for (int32_t i = 0; i < s->n_nodes; i++)
+        if (s->nodes[i].re && s->nodes[i].pattern_id == i) n++;
+        else if (s->nodes[i].re && (s->nodes[i].pattern_id > i || !s->nodes[s->nodes[i].pattern_id].re)) n = -100;
+    pf_schema_free(s);
+    return n;
+}
+
+TEST(grammar_pattern_ids_join_strings_that_step_alike) {
+    /* three date-times and a uuid: two automata */
+    CHECK(pattern_id_count("{\"properties\":{\"a\":{\"format\":\"date-time\"},\"b\":{\"format\":\"uuid\"},"
+                           "\"c\":{\"items\":{\"format\":\"date-time\"}},\"d\":{\"format\":\"date-time\"}}}") == 2);
+    /* the same pattern under other lengths, or as an object's other keys (no \\u escapes): apart */
+    CHECK(pattern_id_count("{\"properties\":{\"a\":{\"pattern\":\"^[a-z]+$\"},\"b\":{\"pattern\":\"^[a-z]+$\",\"maxLength\":4},"
+                           "\"c\":{\"pattern\":\"^[a-z]+$\",\"minLength\":2},\"d\":{\"pattern\":\"^[a-z]+$\"},"
+                           "\"e\":{\"type\":\"object\",\"patternProperties\":{\"^[a-z]+$\":{}},\"additionalProperties\":false}}}") == 4);
 }
