@@ -35,16 +35,16 @@ typedef pf_walk_ctx walk_ctx;
 /* The plain content tokens a pattern string's automaton takes whole from one of its states, and
  * the distinct states they leave it in. */
 typedef struct {
-    int32_t node, state; /* node: the string's pattern_id (grammar/schema.h); bits NULL: empty */
+    int32_t pattern, state; /* the string's pattern_id (grammar/schema.h); bits NULL: empty */
     uint32_t *bits;
     pf_plain_ends ends;
 } pattern_slot;
 
 /* A pattern string's plain tokens by class string (grammar/class_trie.h), built once the byte
- * walks of the string's node's states have cost as much as building it would (so a string met in
+ * walks of its pattern's states have cost as much as building it would (so a string met in
  * few states keeps the walk, and one met in many pays at most twice what the trie alone would). */
 typedef struct {
-    int32_t node; /* the string's pattern_id; -1: empty */
+    int32_t pattern; /* the string's pattern_id; -1: empty */
     int64_t spent, cost; /* the walks' steps so far; the trie's */
     pf_class_trie *ct;
 } class_slot;
@@ -62,7 +62,7 @@ pf_mask_cache *pf_mask_cache_new(const pf_token_masker *tm) {
     pf_mask_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->n_words = tm->n_words;
-    for (int i = 0; i < CLASS_SLOTS; i++) c->c[i].node = -1;
+    for (int i = 0; i < CLASS_SLOTS; i++) c->c[i].pattern = -1;
     return c;
 }
 
@@ -133,10 +133,10 @@ static void walk_pattern(const pf_vocab_trie *t, int32_t i, pf_matcher *m, const
     }
 }
 
-/* The class slot of cursor cur's node (taken over when absent). */
+/* The class slot of string node nd's pattern (taken over when absent). */
 static class_slot *class_slot_of(const pf_token_masker *tm, pf_mask_cache *cache, const pf_schema_node *nd) {
     for (int i = 0; i < CLASS_SLOTS; i++)
-        if (cache->c[i].node == nd->pattern_id) return &cache->c[i];
+        if (cache->c[i].pattern == nd->pattern_id) return &cache->c[i];
     class_slot *c = &cache->c[cache->next_class];
     cache->next_class = (cache->next_class + 1) % CLASS_SLOTS;
     pf_class_trie_free(c->ct);
@@ -151,10 +151,10 @@ static const pattern_slot *pattern_plain(const pf_token_masker *tm, pf_mask_cach
     const pf_schema_node *nd = &pf_matcher_schema(m)->nodes[cur->node];
     uint64_t h = ((uint64_t)(uint32_t)nd->pattern_id * 0x9E3779B97F4A7C15ull) ^ (uint32_t)cur->hi;
     pattern_slot *p = &cache->p[(h ^ h >> 29) % PATTERN_SLOTS];
-    if (p->bits && p->node == nd->pattern_id && p->state == cur->hi) return p;
+    if (p->bits && p->pattern == nd->pattern_id && p->state == cur->hi) return p;
     if (!p->bits && !(p->bits = malloc((size_t)tm->n_words * sizeof *p->bits))) return NULL;
     memset(p->bits, 0, (size_t)tm->n_words * sizeof *p->bits);
-    p->node = nd->pattern_id, p->state = cur->hi, p->ends.n = 0;
+    p->pattern = nd->pattern_id, p->state = cur->hi, p->ends.n = 0;
     class_slot *c = class_slot_of(tm, cache, nd);
     if (!c->ct && c->spent >= c->cost) c->ct = pf_class_trie_new(tm, nd->re);
     walk_ctx w = {p->bits, NULL, INT64_MAX, -1, INT64_MAX, 0};

@@ -3,7 +3,6 @@
  * system block is what a chat run saves; a cache from another model, for another prefix, without
  * the taps a drafter needs, or corrupt / truncated / foreign, is refused with the one-line warning,
  * never used, and rewritten. */
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

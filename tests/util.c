@@ -196,9 +196,10 @@ pf_gen_params test_gen_fixed(int max_tokens) {
 
 /* ---- models ---- */
 
-pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path) {
+/* A synthetic target of shape (its seed) written to path and loaded; NULL, the failing step printed. */
+static pf_model *synth_load(const pf_synth_shape *shape, uint32_t type, bool untied, uint64_t seed, const char *path) {
     char err[PF_ERR_LEN];
-    if (pf_synth_write(shape, type, untied, 7, path, err) < 0) {
+    if (pf_synth_write(shape, type, untied, seed, path, err) < 0) {
         printf("    synth: %s\n", err);
         return NULL;
     }
@@ -207,17 +208,16 @@ pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool unti
     return m;
 }
 
+pf_model *test_synth_model(const pf_synth_shape *shape, uint32_t type, bool untied, const char *path) {
+    return synth_load(shape, type, untied, 7, path);
+}
+
 int test_tiny_open(test_tiny *t, uint32_t type, uint64_t seed, int threads, int n_ctx) {
     char path[300], err[PF_ERR_LEN];
     snprintf(path, sizeof path, "%s/tiny-%s-%llu.gguf", pf_test_tmpdir(), pf_type_info(type)->name,
              (unsigned long long)seed);
-    t->m = NULL;
     t->s = NULL;
-    if (pf_synth_write(pf_synth_shape_find("tiny"), type, false, seed, path, err) < 0 ||
-        !(t->m = pf_model_load(path, err))) {
-        printf("    tiny target: %s\n", err);
-        return -1;
-    }
+    if (!(t->m = synth_load(pf_synth_shape_find("tiny"), type, false, seed, path))) return -1;
     pf_session_params sp = {.n_threads = threads, .n_ctx = n_ctx};
     if (pf_session_new(t->m, threads ? &sp : NULL, &t->s, err) != PF_OK) {
         printf("    tiny session: %s\n", err);
