@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The pretrained-then-tuned stand-in target, end to end: pretraining (make_pretrain.sh), the tuning
-# set (tune_long.py, prepare_tune.py; tune_math.py is its math source), the tuning run
+# sets (tune_long.py, prepare_tune.py: one for each phase of the run, the math in place-value then
+# column form, tune_math.py and column_math.py), the tuning run
 # (tune_target.py), then the GGUF with the pretraining tokenizer. Each stage is skipped when its
 # output exists (FORCE=1 redoes the data stages); both runs resume from their checkpoints. The
 # export goes to models/ only with PF_SHIP=1; otherwise to work/tune/export/ for a look first
@@ -13,7 +14,8 @@ export OMP_WAIT_POLICY=passive
 bash make_pretrain.sh
 redo() { [ "$FORCE" = 1 ] || [ ! -f "$1" ]; }
 if redo work/tune/long_train.jsonl; then nice -n 10 $PY tune_long.py; fi
-if redo work/tune/data/val.json; then nice -n 10 $PY prepare_tune.py; fi
+if redo work/tune/data/val.json; then nice -n 10 $PY prepare_tune.py place; fi
+if redo work/tune/data_column/val.json; then nice -n 10 $PY prepare_tune.py column; fi
 if [ ! -f work/tune/run/final.pt ]; then nice -n 19 $PY tune_target.py train; fi
 OUT=work/tune/export
 if [ "${PF_SHIP:-0}" = 1 ]; then OUT=../models; cp work/pre/tokenizer.json ../models/pf-tokenizer.json; fi

@@ -1,8 +1,9 @@
 """How well a target does the held-out tasks, read from its greedy answers by the C engine.
 
   task_quality.py MODEL.gguf [--tasks DIR] [--json OUT]
-runs `pocketflash gen` (greedy, 256 tokens) over the math and extraction eval prompts (and long, where
-DIR has it) and scores:
+runs `pocketflash gen` (greedy; 512 tokens for math, whose column-form working runs to ~430 tokens
+for a percentage, 256 for the rest) over the math and extraction eval prompts (and long, where DIR
+has it) and scores:
 - math: the numbers of the answer's final line ("The answer is ..." / "答案是...") equal the
   reference's, in order;
 - extraction: the answer parses as a JSON object equal to the reference (every field right), and
@@ -64,7 +65,7 @@ def main():
         if not os.path.exists(path):
             continue
         items = [json.loads(x) for x in open(path, encoding="utf-8")]
-        got = generate(model, path)
+        got = generate(model, path, 512 if typ == "math" else 256)
         if typ == "math":
             ok = [final_numbers(got[e["id"]]) == final_numbers(e["reference"]) for e in items]
             res["math"] = {"right": sum(ok), "of": len(ok)}

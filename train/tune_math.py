@@ -1,17 +1,24 @@
-"""Math tuning examples whose every multi-digit operation is worked out by place value.
+"""Math tuning examples whose every multi-digit operation is worked out step by step, in one of two forms.
 
-A small model does not learn `238 - 49 = 189` as one step from a few thousand examples; it learns
-steps that each change one place: `238 - 49 = 238 - 40 - 9 = 198 - 9 = 189`. Every operation in these
-answers is written that way (multiplication as a sum of place-value products, division as long
-division), so what the model must recall is a one-digit fact and where the zeros go. The questions
-are the eval's 12 problem kinds in new wordings and numbers, 10 further kinds, and bare calculations;
-each answer ends with the line the eval reads ("The answer is ..." / "答案是...").
+- `place` (the tuning's first form): each step changes one place, `238 - 49 = 238 - 40 - 9 = 198 - 9
+  = 189`; multiplication as a sum of place-value products, division as long division. The tuned
+  target learned the form but not the links (`95 + 62 = 95 + 60 + 2 = 155 + 2 = 155`): each still
+  asks for a multi-digit sum.
+- `column` (column_math.py, the form the tuning switched to): one digit a step, the digits found so
+  far written after each, `238 - 49: 18 - 9 = 9 (9), 13 - 4 - 1 = 8 (89), 2 - 0 - 1 = 1 (189)`.
+The questions are the eval's 12 problem kinds in new wordings and numbers, 10 further kinds, and
+bare calculations; each answer ends with the line the eval reads ("The answer is ..." / "答案是...").
 
-  tune_math.py check    generate a sample and verify every "a op b = c" it writes
+  tune_math.py check    generate a sample and verify every "a op b = c" it writes, in both forms
 """
+import os
 import random
 import re
 import sys
+from fractions import Fraction
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import column_math as C  # noqa: E402
 
 EN_NAMES = ["Alice", "Bob", "Carmen", "David", "Emma", "Farid", "Grace", "Hiro", "Ivan", "Julia", "Kofi",
             "Lena", "Mateo", "Nina", "Omar", "Priya", "Quinn", "Rosa", "Sam", "Tara", "Uma", "Victor",
@@ -128,15 +135,39 @@ def _pick(rng, lang):
     return n, m, it, u
 
 
-def problem(rng, lang):
-    """(question, worked answer) of one of 22 kinds (the eval's 12 first) with random numbers."""
+class Place:
+    """The place-value forms above, in the interface of column_math.Column."""
+
+    def __init__(self, lang):
+        self.lang = lang
+        self.add, self.sub, self.mul = add, sub, mul
+
+    def div(self, a, b):
+        return div(a, b, self.lang)
+
+    def sub_any(self, a, b):
+        return sub(a, b) if isinstance(b, int) else (f"{a} - {fmt(b)} = {fmt(a - b)}", a - b)
+
+
+class ColumnOps(C.Column):
+    def sub_any(self, a, b):
+        return self.sub(a, Fraction(fmt(b)))
+
+
+FORMS = {"place": Place, "column": ColumnOps}
+
+
+def problem(rng, lang, form="column"):
+    """(question, worked answer) of one of 22 kinds (the eval's 12 first) with random numbers, the
+    arithmetic in FORMS[form]."""
+    o = FORMS[form](lang)
     kind = rng.randrange(22)
     n, m, it, u = _pick(rng, lang)
     en = lang == "en"
     A = lambda: rng.randint(2, 99)  # noqa: E731
     if kind == 0:
         a, b = A(), rng.randint(2, 60)
-        w, s = add(a, b)
+        w, s = o.add(a, b)
         q = rng.choice([f"{n} has {a} {it} and buys {b} more. How many {it} does {n} have now?",
                         f"{n} had {a} {it}. {m} gave {n} {b} more. How many {it} does {n} have?",
                         f"There are {a} {it} in a basket and {n} puts in {b} more. How many are in the basket?"]) if en else \
@@ -147,20 +178,20 @@ def problem(rng, lang):
     if kind == 1:
         b = rng.randint(2, 60)
         a = A() + b
-        w, d = sub(a, b)
+        w, d = o.sub(a, b)
         q = rng.choice([f"{n} had {a} {it} and gave {b} to {m}. How many {it} are left?",
                         f"{n} has {a} {it} and uses {b} of them. How many {it} remain?"]) if en else \
             rng.choice([f"{n}有{a}{u}{it}，送给{m}{b}{u}后，还剩多少{u}？", f"{n}有{a}{u}{it}，用掉了{b}{u}，还剩多少{u}？"])
         return q, (f"Take {b} away from {a}: {w}.\nThe answer is {d}." if en else f"从{a}{u}中去掉{b}{u}：{w}。\n答案是{d}{u}。")
     if kind == 2:
         c, b = rng.randint(2, 12), rng.randint(2, 60)
-        w, p = mul(b, c)
+        w, p = o.mul(b, c)
         q = (f"A box holds {c} {it}. How many {it} are in {b} boxes?" if en else f"每个盒子装{c}{u}{it}，{b}个盒子一共装多少{u}？")
         return q, (f"{b} boxes of {c} each: {w}.\nThe answer is {p}." if en else f"{b}盒，每盒{c}{u}：{w}。\n答案是{p}{u}。")
     if kind == 3:
         c, b = rng.randint(2, 12), rng.randint(2, 60)
         tot = b * c
-        w, v = div(tot, c, lang)
+        w, v = o.div(tot, c)
         q = (f"{n} shares {tot} {it} equally among {c} friends. How many does each friend get?" if en
              else f"{n}把{tot}{u}{it}平均分给{c}个朋友，每人分到多少{u}？")
         return q, (f"Divide {tot} by {c}. {w}.\nThe answer is {v}." if en else f"用{tot}除以{c}。{w}。\n答案是{v}{u}。")
@@ -168,8 +199,8 @@ def problem(rng, lang):
         p, c = rng.randint(2, 40), rng.randint(2, 12)
         cost = p * c
         bill = (cost // 50 + 1) * 50
-        w1, _ = mul(c, p)
-        w2, ch = sub(bill, cost)
+        w1, _ = o.mul(c, p)
+        w2, ch = o.sub(bill, cost)
         if en:
             return (f"A notebook costs ${p}. {n} buys {c} notebooks and pays with a ${bill} bill. How much change does {n} get?",
                     f"The notebooks cost {w1} dollars.\nThe change is {w2} dollars.\nThe answer is {ch}.")
@@ -177,9 +208,9 @@ def problem(rng, lang):
                 f"笔记本共花费 {w1} 元。\n找回 {w2} 元。\n答案是{ch}元。")
     if kind == 5:
         ln, wd = rng.randint(3, 40), rng.randint(2, 30)
-        w1, area = mul(ln, wd)
-        w2, lw = add(ln, wd)
-        w3, per = mul(2, lw)
+        w1, area = o.mul(ln, wd)
+        w2, lw = o.add(ln, wd)
+        w3, per = o.mul(2, lw)
         if en:
             return (f"A rectangle is {ln} m long and {wd} m wide. What are its area and perimeter?",
                     f"Area = {w1} square meters.\nPerimeter = 2 × ({ln} + {wd}): {w2}, {w3} meters.\n"
@@ -188,7 +219,7 @@ def problem(rng, lang):
                 f"面积 = {w1} 平方米。\n周长 = 2 × ({ln} + {wd})：{w2}，{w3} 米。\n答案是面积{area}平方米，周长{per}米。")
     if kind == 6:
         s, h = rng.randint(20, 120), rng.randint(2, 9)
-        w, d = mul(s, h)
+        w, d = o.mul(s, h)
         if en:
             return (rng.choice([f"A train travels at {s} km/h for {h} hours. How far does it go?",
                                 f"A car drives {h} hours at {s} km/h. How many kilometers does it cover?"]),
@@ -199,23 +230,23 @@ def problem(rng, lang):
         if en:
             pct = rng.choice([10, 20, 25, 30, 40, 50, 75])
             price = rng.randint(2, 60) * 4
-            w1, t = mul(price, pct)
-            w2, off = div(t, 100, lang)
-            w3, sale = sub(price, off) if isinstance(off, int) else (f"{price} - {fmt(off)} = {fmt(price - off)}", price - off)
+            w1, t = o.mul(price, pct)
+            w2, off = o.div(t, 100)
+            w3, sale = o.sub_any(price, off)
             return (f"A jacket costs ${price}. It is on sale for {pct}% off. What is the sale price?",
                     f"The discount is {pct}% of {price}: {w1}, {w2} dollars.\nThe sale price is {w3} dollars.\n"
                     f"The answer is {fmt(sale)}.")
         zhe = rng.choice([9, 8, 7, 6, 5])
         price = rng.randint(2, 60) * 10
-        w1, t = mul(price, zhe)
-        w2, sale = div(t, 10, lang)
+        w1, t = o.mul(price, zhe)
+        w2, sale = o.div(t, 10)
         return (f"一件外套原价{price}元，现在打{zhe}折，现价是多少元？",
                 f"打{zhe}折就是原价的{zhe * 10}%：{w1}，{w2}。\n答案是{fmt(sale)}元。")
     if kind == 8:
         c, b, x = rng.randint(2, 12), rng.randint(2, 60), rng.randint(1, 30)
         rhs = c * x + b
-        w1, cx = sub(rhs, b)
-        w2, xv = div(cx, c, lang)
+        w1, cx = o.sub(rhs, b)
+        w2, xv = o.div(cx, c)
         if en:
             return (f"Solve for x: {c}x + {b} = {rhs}.",
                     f"Subtract {b} from both sides: {c}x = {w1}.\nDivide by {c}: {w2}.\nThe answer is x = {xv}.")
@@ -223,8 +254,8 @@ def problem(rng, lang):
                 f"两边同时减去{b}：{c}x = {w1}。\n两边同时除以{c}：{w2}。\n答案是 x = {xv}。")
     if kind == 9:
         ages, c, y = rng.randint(5, 44), rng.randint(2, 12), rng.randint(1, 20)
-        w1, now = add(ages, c)
-        w2, later = add(now, y)
+        w1, now = o.add(ages, c)
+        w2, later = o.add(now, y)
         if en:
             return (f"{n} is {ages} years old. {m} is {c} years older than {n}. How old will {m} be in {y} years?",
                     f"{m} is {w1} years old now.\nIn {y} years {m} will be {w2}.\nThe answer is {later}.")
@@ -234,29 +265,31 @@ def problem(rng, lang):
         k = [rng.randint(1, 99) for _ in range(4 if kind == 11 else rng.randint(3, 5))]
         lines, acc = [], k[0]
         for x in k[1:]:
-            w, acc = add(acc, x)
+            w, acc = o.add(acc, x)
             lines.append(w)
         if kind == 10:
             if en:
                 return (f"What is the sum of {', '.join(map(str, k[:-1]))} and {k[-1]}?",
                         "Add them one at a time:\n" + "\n".join(lines) + f"\nThe answer is {acc}.")
             return (f"计算 {'、'.join(map(str, k))} 的和。", "逐个相加：\n" + "\n".join(lines) + f"\n答案是{acc}。")
-        w, avg = div(acc, 4, lang)
+        w, avg = o.div(acc, 4)
         if en:
             return (f"{n}'s test scores are {k[0]}, {k[1]}, {k[2]} and {k[3]}. What is the average score?",
                     "The total:\n" + "\n".join(lines) + f"\nThe average is the total divided by 4: {w}.\nThe answer is {fmt(avg)}.")
         return (f"{n}四次考试的成绩分别是{k[0]}、{k[1]}、{k[2]}和{k[3]}分，平均分是多少？",
                 "总分：\n" + "\n".join(lines) + f"\n平均分是总分除以4：{w}。\n答案是{fmt(avg)}分。")
-    return extra_problem(rng, lang, kind - 12, n, m, it, u)
+    return extra_problem(o, rng, lang, kind - 12, n, m, it, u)
 
 
-def extra_problem(rng, lang, kind, n, m, it, u):
+def extra_problem(o, rng, lang, kind, n, m, it, u):
     """Ten more kinds: two-step stories, unit price, time, comparison, fractions, perimeters."""
     en = lang == "en"
     if kind == 0:  # buy then give away
         a, b, c = rng.randint(10, 90), rng.randint(2, 40), rng.randint(2, 30)
-        w1, s = add(a, b)
-        w2, r = sub(s, c)
+        w1, s = o.add(a, b)
+        if isinstance(o, ColumnOps):  # the place form let c pass s (a negative answer); kept as it was
+            c = min(c, s)
+        w2, r = o.sub(s, c)
         if en:
             return (f"{n} has {a} {it}, buys {b} more and then gives {c} to {m}. How many {it} does {n} have now?",
                     f"After buying: {w1}.\nAfter giving {c} away: {w2}.\nThe answer is {r}.")
@@ -265,15 +298,15 @@ def extra_problem(rng, lang, kind, n, m, it, u):
     if kind == 1:  # unit price
         c, p = rng.randint(2, 12), rng.randint(2, 50)
         tot = c * p
-        w, v = div(tot, c, lang)
+        w, v = o.div(tot, c)
         if en:
             return (f"{c} {it} cost ${tot} in all. How much does one cost?",
                     f"Divide the total by the number of {it}: {w}.\nThe answer is {v} dollars.")
         return (f"{c}{u}{it}一共{tot}元，一{u}多少元？", f"用总价除以数量：{w}。\n答案是{v}元。")
     if kind == 2:  # minutes
         h, mm = rng.randint(1, 9), rng.randint(1, 59)
-        w1, t = mul(h, 60)
-        w2, s = add(t, mm)
+        w1, t = o.mul(h, 60)
+        w2, s = o.add(t, mm)
         if en:
             return (f"How many minutes are in {h} hours and {mm} minutes?",
                     f"{h} hours are {w1} minutes.\nAdd {mm}: {w2}.\nThe answer is {s} minutes.")
@@ -281,7 +314,7 @@ def extra_problem(rng, lang, kind, n, m, it, u):
     if kind == 3:  # how many more
         a, b = rng.randint(20, 99), rng.randint(2, 60)
         a = max(a, b + 1)
-        w, d = sub(a, b)
+        w, d = o.sub(a, b)
         if en:
             return (f"{n} has {a} {it} and {m} has {b}. How many more {it} does {n} have than {m}?",
                     f"Subtract the smaller amount: {w}.\nThe answer is {d}.")
@@ -290,8 +323,8 @@ def extra_problem(rng, lang, kind, n, m, it, u):
         den = rng.choice([2, 3, 4, 5, 10])
         num = rng.randint(1, den - 1)
         tot = den * rng.randint(2, 20)
-        w1, part = div(tot, den, lang)
-        w2, v = mul(part, num)
+        w1, part = o.div(tot, den)
+        w2, v = o.mul(part, num)
         if en:
             return (f"{n} has {tot} {it} and gives away {num}/{den} of them. How many {it} is that?",
                     f"One part is {w1}.\n{num} parts are {w2}.\nThe answer is {v}.")
@@ -299,15 +332,15 @@ def extra_problem(rng, lang, kind, n, m, it, u):
                 f"每一份是 {w1}。\n{num}份是 {w2}。\n答案是{v}{u}。")
     if kind == 5:  # square perimeter
         s = rng.randint(2, 60)
-        w, p = mul(s, 4)
+        w, p = o.mul(s, 4)
         if en:
             return (f"A square has sides of {s} cm. What is its perimeter?", f"Perimeter = 4 × side: {w} cm.\nThe answer is {p} cm.")
         return (f"一个正方形的边长是{s}厘米，它的周长是多少厘米？", f"周长 = 4 × 边长：{w} 厘米。\n答案是{p}厘米。")
     if kind == 6:  # rows of seats
         r, c = rng.randint(2, 30), rng.randint(2, 12)
         extra = rng.randint(1, 20)
-        w1, p = mul(r, c)
-        w2, s = add(p, extra)
+        w1, p = o.mul(r, c)
+        w2, s = o.add(p, extra)
         if en:
             return (f"A hall has {r} rows of {c} seats and {extra} extra chairs. How many seats are there in all?",
                     f"The rows hold {w1} seats.\nWith the extra chairs: {w2}.\nThe answer is {s}.")
@@ -316,8 +349,8 @@ def extra_problem(rng, lang, kind, n, m, it, u):
     if kind == 7:  # saving per week
         per, wk = rng.randint(2, 40), rng.randint(2, 12)
         start = rng.randint(0, 50)
-        w1, p = mul(per, wk)
-        w2, s = add(start, p) if start else (f"0 + {p} = {p}", p)
+        w1, p = o.mul(per, wk)
+        w2, s = o.add(start, p) if start else (f"0 + {p} = {p}", p)
         if en:
             return (f"{n} has ${start} and saves ${per} every week. How much will {n} have after {wk} weeks?",
                     f"Savings: {w1} dollars.\nTotal: {w2} dollars.\nThe answer is {s}.")
@@ -325,10 +358,10 @@ def extra_problem(rng, lang, kind, n, m, it, u):
                 f"存下的钱：{w1} 元。\n一共：{w2} 元。\n答案是{s}元。")
     if kind == 8:  # difference of products
         a, b, c = rng.randint(2, 12), rng.randint(10, 50), rng.randint(2, 9)
-        w1, p1 = mul(a, b)
-        w2, p2 = mul(c, b)
+        w1, p1 = o.mul(a, b)
+        w2, p2 = o.mul(c, b)
         hi, lo = max(p1, p2), min(p1, p2)
-        w3, d = sub(hi, lo)
+        w3, d = o.sub(hi, lo)
         if en:
             return (f"Pens cost ${b} a box. {n} buys {a} boxes and {m} buys {c} boxes. How much more does one of them spend?",
                     f"{n} spends {w1} dollars.\n{m} spends {w2} dollars.\nThe difference is {w3} dollars.\nThe answer is {d}.")
@@ -338,17 +371,17 @@ def extra_problem(rng, lang, kind, n, m, it, u):
     op = rng.randrange(4)
     if op == 0:
         a, b = rng.randint(10, 999), rng.randint(10, 999)
-        w, v = add(a, b)
+        w, v = o.add(a, b)
     elif op == 1:
         a, b = sorted([rng.randint(10, 999), rng.randint(10, 999)], reverse=True)
-        w, v = sub(a, b)
+        w, v = o.sub(a, b)
     elif op == 2:
         a, b = rng.randint(10, 200), rng.randint(2, 12)
-        w, v = mul(a, b)
+        w, v = o.mul(a, b)
     else:
         b = rng.randint(2, 12)
         a = b * rng.randint(2, 99)
-        w, v = div(a, b, lang)
+        w, v = o.div(a, b)
     sym = "+-×÷"[op]
     if en:
         return (rng.choice(["Calculate", "Compute", "What is"]) + f" {a} {sym} {b}" + ("?" if rng.random() < 0.5 else "."),
@@ -356,16 +389,15 @@ def extra_problem(rng, lang, kind, n, m, it, u):
     return (rng.choice(["计算", "求"]) + f" {a} {sym} {b}" + rng.choice(["。", " 的结果。"]), f"{w}。\n答案是{fmt(v)}。")
 
 
-_EQ = re.compile(r"(\d+(?:\.\d+)?) ([-+×÷]) (\d+(?:\.\d+)?) = (\d+(?:\.\d+)?)")
-
-
 def check(n=20000, seed=1):
-    """Every 'a op b = c' the generator writes is true (chains are checked link by link)."""
+    """Every 'a op b = c' the generator writes is true, in both forms (chains are checked link by
+    link; a column's digits so far, in brackets, are left out)."""
     rng = random.Random(seed)
     bad = 0
     for i in range(n):
-        q, a = problem(rng, "en" if i % 2 else "zh")
+        q, a = problem(rng, "en" if i % 2 else "zh", ("place", "column")[i // 2 % 2])
         text = a.replace("，", ", ").replace("：", ": ").replace("；", "; ")
+        text = re.sub(r" \([\d.]+\)", "", text)
         for line in re.split(r"[\n;,]", text):
             for chain in re.findall(r"[\d .+×÷()-]+(?: = [\d .+×÷()-]+)+", line):
                 vals = [s.strip() for s in chain.split(" = ") if s.strip()]
@@ -382,6 +414,6 @@ def check(n=20000, seed=1):
 
 if __name__ == "__main__" and sys.argv[1:] == ["check"]:
     rng = random.Random(3)
-    for i in range(6):
-        print(*problem(rng, "en" if i % 2 else "zh"), sep="\n", end="\n\n")
+    for i in range(8):
+        print(*problem(rng, "en" if i % 2 else "zh", ("place", "column")[i // 2 % 2]), sep="\n", end="\n\n")
     sys.exit(0 if check() else 1)

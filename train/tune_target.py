@@ -4,7 +4,10 @@
                            work/tune/run/final.pt; budget in window tokens (TUNE_RUN)
 Each step takes a batch of 512-token windows or one of 2,048-token windows (prepare_tune.py), the
 long ones at every step s with s * long_share crossing an integer, long_share being the long windows'
-share of the set's tokens, so both kinds are spread evenly over the run. The loop is the pretraining's (bf16 autocast where the CPU has it, PF_DEVICE=cuda on a GPU,
+share of the set's tokens, so both kinds are spread evenly over the run. The run has phases, each a
+tuning set from its first step on (s counted from there): the math in place-value form first, then
+in column form (tune_math.py says why); the switch is at the step the shipped target's run switched,
+so the recipe repeats it. The loop is the pretraining's (bf16 autocast where the CPU has it, PF_DEVICE=cuda on a GPU,
 checkpoints every ckpt_minutes, exact resume; a weights-only snapshot beside each, which
 committed as snapshots/tune.pt resumes the run on another machine); the loss is weighted (responses 1, prompts 0.1) and the
 eval reports the response loss of every eval type, the long inputs included.
@@ -21,7 +24,7 @@ import pretrain_target as PT  # noqa: E402
 import train_lib as L  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "work", "tune", "data")
+TUNE = os.path.join(HERE, "work", "tune")
 RUN = os.path.join(HERE, "work", "tune", "run")
 
 TUNE_RUN = {
@@ -36,6 +39,8 @@ TUNE_RUN = {
     "grad_clip": 1.0,
     "eval_every": 250,
     "ckpt_minutes": 10,
+    # [first step, tuning set under work/tune/]: the shipped run switched its math at its checkpoint of step 794
+    "phases": [[0, "data"], [794, "data_column"]],
 }
 
 
@@ -46,6 +51,7 @@ def train():
     os.makedirs(RUN, exist_ok=True)
     cfg_path = os.path.join(RUN, "run_config.json")
     cfg = json.load(open(cfg_path)) if os.path.exists(cfg_path) else dict(TUNE_RUN, init=os.environ.get("PF_INIT", TUNE_RUN["init"]))
+    cfg.setdefault("phases", TUNE_RUN["phases"])   # a run begun before the phases had one set
     L.dump_json(cfg_path, cfg)
     log = L.Logger(os.path.join(RUN, "train.log"))
     torch.manual_seed(cfg["seed"])
@@ -55,24 +61,32 @@ def train():
     model.load_state_dict({k: v.float() for k, v in init["model"].items()})
     model.to(dev)
     opt = L.make_optimizer(model, cfg["peak_lr"], cfg["weight_decay"])
-    data = {k: L.WindowData(os.path.join(DATA, k), cfg["seed"]) for k in ("short", "long")}
-    val = json.load(open(os.path.join(DATA, "val.json")))
-    tok_per_step = cfg["batch"]["short"] * data["short"].T
+    phases = [(start, {k: L.WindowData(os.path.join(TUNE, d, k), cfg["seed"]) for k in ("short", "long")})
+              for start, d in cfg["phases"]]
+    val = json.load(open(os.path.join(TUNE, cfg["phases"][0][1], "val.json")))
+    form_val = os.path.join(TUNE, cfg["phases"][-1][1], "val_form.json")   # the last phase's math form
+    form_val = json.load(open(form_val)) if os.path.exists(form_val) else []
+    tok_per_step = cfg["batch"]["short"] * phases[0][1]["short"].T
     total = cfg["token_budget"] // tok_per_step
-    share = data["long"].n * data["long"].T / (data["long"].n * data["long"].T + data["short"].n * data["short"].T)
 
     def batch(s):
-        """(kind, the step's index within its kind) of step s."""
-        n_long = int((s + 1) * share) - int(s * share)
-        return ("long", int(s * share)) if n_long else ("short", s - int(s * share))
+        """(windows, kind, the step's index within its kind and phase) of step s."""
+        start, data = [p for p in phases if p[0] <= s][-1]
+        tokens = {k: data[k].n * data[k].T for k in data}
+        share = tokens["long"] / (tokens["long"] + tokens["short"])
+        j = s - start
+        kind, k = ("long", int(j * share)) if int((j + 1) * share) - int(j * share) else ("short", j - int(j * share))
+        return data[kind], kind, k
     ck = os.path.join(RUN, "ckpt.pt")
     step, extra = L.resume_run(ck, "tune", model, opt, log, expect={"seed": cfg["seed"], "total": total})
     log(f"init {cfg['init']} ({init.get('tokens')} pretraining tokens); params {count_params(model)}; "
-        f"{total} steps x {tok_per_step} tokens; windows {data['short'].n} x 512 + {data['long'].n} x 2048 "
-        f"(long share {share:.3f}); device {dev} bf16 {bf16}")
+        f"{total} steps x {tok_per_step} tokens; device {dev} bf16 {bf16}; phases " +
+        "; ".join(f"from step {s}: {d} ({p['short'].n} x 512 + {p['long'].n} x 2048 windows)"
+                  for (s, d), (_, p) in zip(cfg["phases"], phases)))
+
     def batch_loss(step):
-        kind, k = batch(step)
-        ids, w = data[kind].batch(k, cfg["batch"][kind])
+        windows, kind, k = batch(step)
+        ids, w = windows.batch(k, cfg["batch"][kind])
         ids, w = ids.to(dev), w.to(dev)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(ids)
@@ -82,6 +96,11 @@ def train():
         v = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), val, bf16=bf16,
                             max_items=None if final else 8)
         log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
+        if form_val:
+            v = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), form_val, bf16=bf16,
+                                max_items=None if final else 16)
+            log(f"val step {step}, held-out math in its trained form: " +
+                " ".join(f"{k}={x:.3f}" for k, x in v.items() if k != "all"))
 
     def snapshot(step):
         L.save_snapshot(os.path.join(RUN, "snapshot.pt"), model, c.to_dict(), step, extra, seed=cfg["seed"], total=total)
