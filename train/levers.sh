@@ -12,7 +12,8 @@ set -euo pipefail
 renice -n 19 $$ >/dev/null   # the machine's long job: the whole script at nice 19, not only its runs
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
-export OMP_WAIT_POLICY=passive PF_TORCH_THREADS=2 OPENBLAS_CORETYPE=SkylakeX
+export OMP_WAIT_POLICY=passive PF_TORCH_THREADS=2
+source train/openblas_env.sh
 W=train/work/drafts
 OUT=${PF_LEVERS_OUT:-train/work/levers}
 STEPS=${PF_LEVER_STEPS:-300}

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
-export OPENBLAS_CORETYPE=SkylakeX
+source train/openblas_env.sh
 # the target and draft make_drafts.sh trained (make drafts TARGET=...), else the stand-in pair
 T=${PF_TARGET:-models/pf-target-f16.gguf}
 DW=train/work/drafts

@@ -34,7 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
-export OPENBLAS_CORETYPE=SkylakeX
+source train/openblas_env.sh
 STANDIN=models/pf-target-f16.gguf
 T=${PF_TARGET:-$STANDIN}
 PROMPTS=${PF_PROMPTS:-}

@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 HERE=$PWD
 WORK=$HERE/work
 PY=/usr/bin/python3
-export OPENBLAS_CORETYPE=SkylakeX
+source openblas_env.sh
 FORCE=${FORCE:-0}
 # ---- toolchain, pinned inputs, tokenizer check, corpus + eval sets
 bash corpus.sh

@@ -8,8 +8,7 @@ cd "$(dirname "$0")"
 PY=/usr/bin/python3
 FORCE=${FORCE:-0}
 export OMP_WAIT_POLICY=passive
-grep -q avx512 /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} \
-    || export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
+source openblas_env.sh
 bash corpus.sh
 bash pretrain_fetch.sh
 redo() { [ "$FORCE" = 1 ] || [ ! -f "$1" ]; }

@@ -11,6 +11,7 @@ cd "$(dirname "$0")"
 PY=/usr/bin/python3
 FORCE=${FORCE:-0}
 export OMP_WAIT_POLICY=passive
+source openblas_env.sh
 bash make_pretrain.sh
 redo() { [ "$FORCE" = 1 ] || [ ! -f "$1" ]; }
 if redo work/tune/long_train.jsonl; then nice -n 10 $PY tune_long.py; fi

@@ -55,7 +55,8 @@ def main():
         m["toolchain"]["npm"] = subprocess.run(["npm", "--version"], capture_output=True, text=True).stdout.strip()
     except Exception:
         m["toolchain"]["npm"] = None
-    m["toolchain"]["env"] = {"OPENBLAS_CORETYPE": "SkylakeX", "torch_threads": 2, "flush_denormal": True}
+    m["toolchain"]["env"] = {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"), "torch_threads": 2,
+                            "flush_denormal": True}
     inputs = []
     for f in sorted(glob.glob(os.path.join(WORK, "debs", "*.deb"))):
         inputs.append(entry(f, source="apt-get download (Debian bookworm)"))
