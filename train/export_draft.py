@@ -3,7 +3,10 @@
   export_draft.py gguf <final.pt> <out.gguf> [name]
       F16 matrices (fc, attention, FFN, conv proj, selector), F32 norms and conv bases; the target's
       tokenizer.* keys copied, tokenizer.ggml.mask_token_id set, dflash.block_size, dflash.target_layers
-      (= tapped layer index + 1), DFlash2 conv / selector keys.
+      (= tapped layer index + 1), DFlash2 conv / selector keys, dflash.context_length (the target's),
+      pocketflash.target_sha256 (the target file it was trained on).
+  export_draft.py target-sha <draft.gguf>
+      the pocketflash.target_sha256 of a draft (nothing for a draft exported before it was written).
   export_draft.py ref <dflash.gguf> <dflash2.gguf> <out.json>
       for fixed held-out prompts: target prefill (float64, weights READ BACK from models/pf-target-f16.gguf)
       -> tapped rows -> context; bonus = the target's greedy next token; one block of the drafts' size through each
@@ -31,6 +34,10 @@ REF_TOPK = 8
 N_CASES = 3
 MIN_MARGIN = 0.03
 MAX_TRIES = 40
+
+
+def sha256_file(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
 
 
 def read_kv_typed(path):
@@ -75,7 +82,10 @@ def write_gguf(ck_path, out, name=None):
           f"pocketflash DFlash{'2' if v2 else ''} draft for {os.path.basename(TARGET)}; {ck['steps']} steps, "
           f"{ck['rows']} supervised block rows on the target's own responses to training prompts; "
           f"init {os.path.basename(run.get('init') or 'random')}")
-    for k, t, v in [("block_count", G.T_U32, c.n_layers), ("context_length", G.T_U32, 512),
+    w.add("pocketflash.target_sha256", G.T_STRING, sha256_file(TARGET))
+    # the draft reads the target's tapped rows over the whole context, so it has the target's length
+    target_ctx = next((v for k, _, v in read_kv_typed(TARGET) if k.endswith(".context_length")), 512)
+    for k, t, v in [("block_count", G.T_U32, c.n_layers), ("context_length", G.T_U32, target_ctx),
                     ("embedding_length", G.T_U32, c.hidden), ("feed_forward_length", G.T_U32, c.ffn),
                     ("attention.head_count", G.T_U32, c.n_heads), ("attention.head_count_kv", G.T_U32, c.n_kv_heads),
                     ("attention.key_length", G.T_U32, c.head_dim), ("attention.value_length", G.T_U32, c.head_dim),
@@ -227,7 +237,7 @@ def write_ref(p1, p2, out):
             print(f"  skipped {pid}: smallest margin {m:.4f} < {MIN_MARGIN}", flush=True)
     spare.sort(key=lambda x: -x[0])
     cases += [c for _, c in spare[:N_CASES - len(cases)]]
-    sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()  # noqa: E731
+    sha = sha256_file
     ref = {"target": "models/pf-target-f16.gguf", "target_sha256": sha(TARGET),
            "drafts": {"dflash": {"file": os.path.relpath(p1, ROOT), "sha256": sha(p1)},
                       "dflash2": {"file": os.path.relpath(p2, ROOT), "sha256": sha(p2)}},
@@ -248,3 +258,5 @@ if __name__ == "__main__":
         write_gguf(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     elif sys.argv[1] == "ref":
         write_ref(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "target-sha":
+        print(next((v for k, _, v in read_kv_typed(sys.argv[2]) if k == "pocketflash.target_sha256"), ""))

@@ -17,8 +17,9 @@
 #   PF_DRAFT_ROWS     supervised block rows of the training (20,000,000): the run goes on, across
 #                     stops, until it has trained them (warm-up, constant rate, a final decay)
 #   PF_DRAFT_INIT     a draft GGUF the run starts from when it has no checkpoint (default for the
-#                     stand-in: the committed draft, so a new machine continues the shipped one
-#                     instead of starting over; PF_DRAFT_INIT= (empty) trains from scratch)
+#                     stand-in: the committed draft when it was trained on this target, so a new
+#                     machine continues the shipped one instead of starting over; PF_DRAFT_INIT=
+#                     (empty) trains from scratch)
 #   PF_DRAFT_DECAY    the final decay's share of the budget (0.1)
 #   PF_DRAFT_CURVE    millions of rows at which the learning curve is measured (0.25,0.5,1,2,4,...)
 #   PF_DRAFT_EXPORT=1 export the current checkpoint (its EMA weights) before the budget is reached
@@ -49,6 +50,12 @@ if [ "$T" = "$STANDIN" ]; then
     W=train/work/drafts
     OUTD=models
     INIT=${PF_DRAFT_INIT-models/pf-draft-dflash2.gguf}
+    # the committed draft is a start only for the target it was trained on: a new target's draft
+    # trains from scratch (a draft exported before it named its target counts as another target's)
+    if [ -z "${PF_DRAFT_INIT+set}" ] && [ -f "$INIT" ] &&
+       [ "$($PY train/export_draft.py target-sha "$INIT")" != "$(sha256sum "$T" | cut -d' ' -f1)" ]; then
+        INIT=""
+    fi
     TAPS=1,2,3,4          # the features after target layers 1-4; the draft reads [1,2,3] (z-lab's rule)
     DTAPS=1,2,3
 else
