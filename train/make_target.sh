@@ -15,8 +15,12 @@ source openblas_env.sh
 bash make_pretrain.sh
 redo() { [ "$FORCE" = 1 ] || [ ! -f "$1" ]; }
 if redo work/tune/long_train.jsonl; then nice -n 10 $PY tune_long.py; fi
-if redo work/tune/data/val.json; then nice -n 10 $PY prepare_tune.py place; fi
-if redo work/tune/data_column/val.json; then nice -n 10 $PY prepare_tune.py column; fi
+mathcheck() {   # the generators' own checks: every operation and equation chain they write is true
+    [ -f work/tune/math_check.ok ] || { $PY column_math.py check && $PY tune_math.py check; } > work/tune/math_check.log
+    touch work/tune/math_check.ok
+}
+if redo work/tune/data/val.json; then mathcheck; nice -n 10 $PY prepare_tune.py place; fi
+if redo work/tune/data_column/val.json; then mathcheck; nice -n 10 $PY prepare_tune.py column; fi
 if [ ! -f work/tune/run/final.pt ]; then nice -n 19 $PY tune_target.py train; fi
 OUT=work/tune/export
 if [ "${PF_SHIP:-0}" = 1 ]; then OUT=../models; cp work/pre/tokenizer.json ../models/pf-tokenizer.json; fi
