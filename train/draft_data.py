@@ -1,9 +1,10 @@
 """Draft training data: the target's OWN responses to TRAINING prompts, and its tapped features.
 
-  draft_data.py prompts [--n N] [--sampled-frac F] [--max-prompt-tokens T] [--shards S]
+  draft_data.py prompts [--n N] [--sampled-frac F] [--max-prompt-tokens T] [--shards S] [--long L]
       picks N training prompts (work/corpus/<type>.jsonl, equal share per task type, seeded), never
       an eval prompt (eval/tasks/*.jsonl are held out by source item when the corpus is built; the
-      exact prompt texts are also checked here), and writes pocketflash-gen input shards
+      exact prompt texts are also checked here), and L long inputs (work/tune/long_train.jsonl, those
+      that fit the target's context), and writes pocketflash-gen input shards
       work/drafts/prompts_{greedy,sampled}_<k>.jsonl
   draft_data.py userprompts FILE [--sampled-frac F] [--shards S]
       the same shards from a user's own prompt file (JSON lines with "prompt", optional "type")
@@ -30,7 +31,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qwen_bpe import QwenBPE  # noqa: E402
 from dflash_model import DRAFT_LAYERS, build_target_layer_ids  # noqa: E402
-from prepare_data import load_eval as eval_prompts  # noqa: E402
+from prepare_data import ROOT as _ROOT, load_eval  # noqa: E402
 from train_lib import target_gguf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +39,14 @@ ROOT = os.path.abspath(os.path.join(HERE, ".."))
 WORK = os.path.join(HERE, "work")
 OUT = os.environ.get("PF_DRAFT_WORK") or os.path.join(WORK, "drafts")   # make_drafts.sh sets it
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
-MAX_SEQ = 512            # the target's training context
+SEQ_TYPES = TYPES + ["long"]   # a sequence's type index: the corpus types, then the long inputs
+LONG_TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "tune", "long_train.jsonl")
+
+
+def eval_prompts():
+    """The eval's prompts, the long inputs' (eval/tasks/long.jsonl) where the eval has them."""
+    long = os.path.join(_ROOT, "eval", "tasks", "long.jsonl")
+    return load_eval() + ([json.loads(x) for x in open(long, encoding="utf-8")] if os.path.exists(long) else [])
 
 
 def chatml(prompt):
@@ -124,10 +132,25 @@ def cmd_prompts(a):
             got += 1
             if got == n:
                 break
+    n_long = 0
+    if a.long and os.path.exists(LONG_TRAIN):
+        # inputs of 300-1,500 tokens (tune_long.py's training items; its eval sources are held out),
+        # as many as fit the target's context with a response after them
+        from gguf_writer import read_gguf
+        room = min(a.max_long_tokens, read_gguf(target_gguf())[0]["qwen3.context_length"] - 160)
+        items = [json.loads(x) for x in open(LONG_TRAIN, encoding="utf-8")]
+        for j in rs.permutation(len(items)):
+            e = items[j]
+            if e["prompt"] in held or len(tok.encode(chatml(e["prompt"]))) > room:
+                continue
+            chosen.append({"id": e["id"], "prompt": e["prompt"]})
+            n_long += 1
+            if n_long == a.long:
+                break
     order = rs.permutation(len(chosen))
     chosen = [chosen[i] for i in order]
     write_shards(chosen, a.sampled_frac, a.shards)
-    print(f"per type {per}", flush=True)
+    print(f"per type {per}, long {n_long}", flush=True)
 
 
 def cmd_evalprompts(a):
@@ -190,7 +213,7 @@ def target_taps(model, seqs, layers, batch_tokens=8192, bf16=False):
     return out
 
 
-def read_generations(files, limit, eos):
+def read_generations(files, limit, eos, max_seq):
     """(sequences, response starts, task types, ids) of gen outputs, as the drafts train on them: the
     end-of-turn token appended where a response stopped on it, responses under 2 tokens dropped,
     sequences cut to the target's training context."""
@@ -205,10 +228,10 @@ def read_generations(files, limit, eos):
                 r = r + [eos]   # gen leaves the end-of-turn token out; the draft should learn to predict it
             if len(r) < 2:
                 continue
-            seqs.append((p + r)[:MAX_SEQ])
+            seqs.append((p + r)[:max_seq])
             rstart.append(len(p))
             ty = str(e["id"]).split("-")[0]
-            types.append(TYPES.index(ty) if ty in TYPES else TYPES.index("chat"))   # a user's prompt: chat
+            types.append(SEQ_TYPES.index(ty) if ty in SEQ_TYPES else SEQ_TYPES.index("chat"))   # a user's prompt: chat
             ids_.append(e["id"])
     return seqs, rstart, types, ids_
 
@@ -233,7 +256,7 @@ def cmd_seqs(a):
     # columns); default z-lab's rule for --layers draft layers
     taps = ([int(x) for x in a.taps.split(",")] if a.taps else
             build_target_layer_ids(meta["qwen3.block_count"], a.layers))
-    seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"])
+    seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"], meta["qwen3.context_length"])
     lens, _ = write_index(a.name, seqs, rstart, types, ids_, taps)
     # --parts K: K consecutive slices (<name>_p<k>_seqs.bin) for K single-thread taps processes, whose
     # outputs joinfeats concatenates (one taps process with -t 2 keeps only ~1 core busy on sequences
@@ -294,7 +317,7 @@ def cmd_features(a):
     model, meta = load_target()
     # 0-based target layers whose OUTPUT the draft reads (dflash.target_layers = L+1): z-lab's rule
     taps = build_target_layer_ids(meta["qwen3.block_count"], a.layers)
-    seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"])
+    seqs, rstart, types, ids_ = read_generations(a.files, a.limit, meta["tokenizer.ggml.eos_token_id"], meta["qwen3.context_length"])
     feats = target_taps(model, seqs, taps, bf16=a.bf16)
     lens, off = write_index(a.name, seqs, rstart, types, ids_, taps)
     F = feats[0].shape[1]
@@ -346,6 +369,8 @@ def main():
     p.add_argument("--seed", type=int, default=20261130)
     p.add_argument("--weights", default="", help="per-type shares, in the order " + ",".join(TYPES))
     p.add_argument("--zh-first", action="store_true", help="take every Chinese prompt of a type before English ones")
+    p.add_argument("--long", type=int, default=0, help="add N long inputs (work/tune/long_train.jsonl, where built)")
+    p.add_argument("--max-long-tokens", type=int, default=1536, help="a long input's longest prompt")
     p = sub.add_parser("userprompts")
     p.add_argument("file")
     p.add_argument("--sampled-frac", type=float, default=0.3)

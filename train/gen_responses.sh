@@ -32,7 +32,7 @@ run_file() {  # name sampling-args...
         t0=$(date +%s.%N)
         # a chunk's seed base: the shard's base + the chunk's first line, so seeds do not depend on CHUNK
         if [ $# -gt 0 ]; then s=(--seed $(( $1 + c * CHUNK )) --temp "$2"); else s=(); fi
-        ./pocketflash gen -m "$T" -i "$in" -o "$out" -n "$NEW" -t 1 -c 1024 "${s[@]}" "${DARGS[@]}" 2>>"$W/gen.log"
+        ./pocketflash gen -m "$T" -i "$in" -o "$out" -n "$NEW" -t 1 -c 2048 "${s[@]}" "${DARGS[@]}" 2>>"$W/gen.log"
         rm -f "$in"
         tokens=$(python3 -c "import json,sys; print(sum(len(json.loads(l)['response_ids']) for l in open(sys.argv[1])))" "$out")
         log "gen $name chunk $c: $(wc -l < "$out") responses, $tokens response tokens, $(python3 -c "import sys; print(f'{float(sys.argv[1]) / (float(sys.argv[3]) - float(sys.argv[2])):.0f}')" "$tokens" "$t0" "$(date +%s.%N)") tok/s"

@@ -13,6 +13,8 @@
 #   PF_DRAFT_OUT             where a user target's draft goes (default train/work/drafts-NAME/)
 #   PF_DRAFT_PROMPTS  corpus prompts for the stand-in (default 60000; 30% sampled at T 0.7 / 1.0,
 #                     per-type weights favour rewrite, summary, qa and chat, Chinese prompts first)
+#   PF_DRAFT_LONG     long inputs among the stand-in's prompts (2000; train/work/tune/long_train.jsonl,
+#                     those that fit the target's context: none for a 512-token target)
 #   PF_DRAFT_NEW      max response tokens (128)
 #   PF_DRAFT_ROWS     supervised block rows of the training (20,000,000): the run goes on, across
 #                     stops, until it has trained them (warm-up, constant rate, a final decay)
@@ -40,6 +42,7 @@ STANDIN=models/pf-target-f16.gguf
 T=${PF_TARGET:-$STANDIN}
 PROMPTS=${PF_PROMPTS:-}
 N_PROMPTS=${PF_DRAFT_PROMPTS:-60000}
+N_LONG=${PF_DRAFT_LONG:-2000}
 NEW=${PF_DRAFT_NEW:-128}
 ROWS=${PF_DRAFT_ROWS:-20000000}
 NICE="nice -n 19"
@@ -83,13 +86,13 @@ echo "$TSUM" > "$W/target.sha"
 
 # 1. training prompts, two shards each of greedy and sampled (the stand-in's never an eval prompt:
 #    checked by draft_data.py against eval/tasks)
-PKEY=$( [ -n "$PROMPTS" ] && sha256sum "$PROMPTS" | cut -c1-16 || echo "$N_PROMPTS")
+PKEY=$( [ -n "$PROMPTS" ] && sha256sum "$PROMPTS" | cut -c1-16 || echo "$N_PROMPTS+$N_LONG")
 if [ ! -f "$W/prompts_greedy_0.jsonl" ] || [ "$(cat "$W/prompts.n" 2>/dev/null)" != "$PKEY" ]; then
     if [ -n "$PROMPTS" ]; then
         $PY train/draft_data.py userprompts "$PROMPTS" --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
     else
         $NICE $PY train/draft_data.py prompts --n "$N_PROMPTS" --weights 1,1,0.8,1.6,1.4,1.4,1.6 --zh-first \
-            --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
+            --long "$N_LONG" --sampled-frac 0.3 --shards 2 | tee -a "$W/pipeline.log"
     fi
     echo "$PKEY" > "$W/prompts.n"
     rm -rf "$W"/gen "$W"/gen_*.jsonl "$W"/train_*
@@ -107,7 +110,7 @@ source train/taps_set.sh
 taps_set train 2 "$W"/gen_greedy_0.jsonl "$W"/gen_greedy_1.jsonl "$W"/gen_sampled_0.jsonl "$W"/gen_sampled_1.jsonl
 # the held-out eval prompts, answered greedily: the learning curve's teacher-forced acceptance
 $PY train/draft_data.py evalprompts
-[ -f "$W/gen_eval.jsonl" ] || $NICE ./pocketflash gen -m "$T" -i "$W/eval_prompts.jsonl" -o "$W/gen_eval.jsonl" -n "$NEW" -t 1 -c 1024
+[ -f "$W/gen_eval.jsonl" ] || $NICE ./pocketflash gen -m "$T" -i "$W/eval_prompts.jsonl" -o "$W/gen_eval.jsonl" -n "$NEW" -t 1 -c 2048
 taps_set eval 1 "$W/gen_eval.jsonl"
 
 # 4. DFlash2: 3 layers, block 8, hard-label CE + the target's top-32 distribution (distillation), lr

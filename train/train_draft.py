@@ -35,7 +35,7 @@ DR = os.environ.get("PF_DRAFT_WORK") or os.path.join(HERE, "work", "drafts")   #
 # torch threads per process: PF_TORCH_THREADS, default 2 (one niced process takes both cores when they
 # are idle; run it with OMP_WAIT_POLICY=passive so a waiting thread yields instead of spinning).
 THREADS = int(os.environ.get("PF_TORCH_THREADS", "2"))
-TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
+TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat", "long"]   # draft_data.SEQ_TYPES
 
 
 class SeqData:
