@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Draft models for pocketflash: a DFlash2 draft trained on the target's OWN responses to training
 # prompts, exported as a dflash GGUF file (with its head vocabulary; make_dec.sh then adds the Dec
-# head). `make drafts` calls it, then make_dec.sh.
+# head), and for the stand-in also a DFlash (v1) draft, the kind llama.cpp loads. `make drafts` calls
+# it, then make_dec.sh.
 #
 #   make drafts                                   the shipped stand-in pair (models/)
 #   make drafts TARGET=my.gguf PROMPTS=my.jsonl   a draft for any Qwen3 GGUF target, from a file of
@@ -22,6 +23,8 @@
 #                     stand-in: the committed draft when it was trained on this target, so a new
 #                     machine continues the shipped one instead of starting over; PF_DRAFT_INIT=
 #                     (empty) trains from scratch)
+#   PF_DRAFT_ROWS_V1  the same for the stand-in's DFlash (v1) draft, trained after the DFlash2 one
+#                     (2,000,000)
 #   PF_DRAFT_DECAY    the final decay's share of the budget (0.1)
 #   PF_DRAFT_CURVE    millions of rows at which the learning curve is measured (0.25,0.5,1,2,4,...)
 #   PF_DRAFT_EXPORT=1 export the current checkpoint (its EMA weights) before the budget is reached
@@ -167,6 +170,37 @@ if [ -f "$CK" ] && { [ ! -f "$D2" ] || [ "$CK" -nt "$D2" ]; }; then
     ./pocketflash draft-head -d "$D2" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D2.head.tmp" | tee -a "$W/pipeline.log"
     mv "$D2.head.tmp" "$D2"
 fi
+
+# 6. the stand-in's DFlash (v1) draft, the kind llama.cpp loads: the same features and recipe, its own
+#    budget (PF_DRAFT_ROWS_V1), started from the committed one only when that was trained on this
+#    target; exported with the same head vocabulary, then the reference redone with both files
+D1=models/pf-draft-dflash.gguf
+if [ "$T" = "$STANDIN" ] && [ -z "${PF_DRAFT_ANNEAL:-}" ]; then
+    R1=$W/run-dflash
+    START1=()
+    if [ ! -f "$R1/ckpt.pt" ] && [ -f "$D1" ] &&
+       [ "$($PY train/export_draft.py target-sha "$D1")" = "$(sha256sum "$T" | cut -d' ' -f1)" ]; then
+        START1=(--init-gguf "$D1")
+    fi
+    if [ ! -f "$R1/final.pt" ]; then
+        $NICE $PY train/train_draft.py train --version 1 --run "$R1" --data train --eval-data eval \
+            --rows "${PF_DRAFT_ROWS_V1:-2000000}" --lr 6e-4 --distill 1.0 --schedule wsd --warmup-frac 0.01 \
+            --decay-frac "${PF_DRAFT_DECAY:-0.1}" --ema 0.999 ${DTAPS:+--taps "$DTAPS"} "${START1[@]}" \
+            --ckpt-minutes 10 --resume >> "$R1.out" 2>&1 &
+        echo $! > "$W/train.pid"
+        wait $!
+    fi
+    log "DFlash: $(tail -1 "$R1/train.log")"
+    if [ -f "$R1/final.pt" ] && { [ ! -f "$D1" ] || [ "$R1/final.pt" -nt "$D1" ]; }; then
+        $PY train/export_draft.py gguf "$R1/final.pt" "$D1.tmp" | tee -a "$W/pipeline.log"
+        mv "$D1.tmp" "$D1"
+        HEAD_N=$($PY train/head_tokens.py "$W/head_tokens.txt" 0.999)
+        ./pocketflash draft-head -d "$D1" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D1.head.tmp" | tee -a "$W/pipeline.log"
+        mv "$D1.head.tmp" "$D1"
+        [ ! -f "$D2" ] || $PY train/export_draft.py ref "$D1" "$D2" models/pf-draft-ref.json | tee -a "$W/pipeline.log"
+    fi
+fi
+
 echo "$D2" > "$W/draft.path"
 du -ch "$OUTD"/*.gguf | tail -1 | tee -a "$W/pipeline.log"
 log "drafts done: $D2"
