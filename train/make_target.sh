@@ -4,8 +4,8 @@
 # column form, tune_math.py and column_math.py), the tuning run
 # (tune_target.py), then the GGUF with the pretraining tokenizer. Each stage is skipped when its
 # output exists (FORCE=1 redoes the data stages); both runs resume from their checkpoints. The
-# export goes to models/ only with PF_SHIP=1; otherwise to work/tune/export/ for a look first
-# (export_target.py --models).
+# export goes to models/ only with PF_SHIP=1 (with the tokenizer and eval/tasks/long.jsonl, the long
+# inputs' held-out items); otherwise to work/tune/export/ for a look first (export_target.py --models).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=/usr/bin/python3
@@ -23,7 +23,17 @@ if redo work/tune/data/val.json; then mathcheck; nice -n 10 $PY prepare_tune.py 
 if redo work/tune/data_column/val.json; then mathcheck; nice -n 10 $PY prepare_tune.py column; fi
 if [ ! -f work/tune/run/final.pt ]; then nice -n 19 $PY tune_target.py train; fi
 OUT=work/tune/export
-if [ "${PF_SHIP:-0}" = 1 ]; then OUT=../models; cp work/pre/tokenizer.json ../models/pf-tokenizer.json; fi
+if [ "${PF_SHIP:-0}" = 1 ]; then
+    OUT=../models
+    cp work/pre/tokenizer.json ../models/pf-tokenizer.json
+    # the long inputs' held-out items join the eval with the target that reads them (2,048 tokens)
+    $PY -c 'import json, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    e = json.loads(line)
+    print(json.dumps({k: e[k] for k in ("id", "type", "lang", "prompt", "reference")}, ensure_ascii=False))' \
+        work/tune/long_eval.jsonl > ../eval/tasks/long.jsonl.tmp
+    mv ../eval/tasks/long.jsonl.tmp ../eval/tasks/long.jsonl
+fi
 $PY export_target.py work/tune/run/final.pt --tokenizer work/pre/tokenizer.json \
     --val work/tune/data/val.json --models "$OUT" \
     --what "the pretraining stream (train/pretrain_manifest.json), then the tuning set (prepare_tune.py)"
