@@ -6,7 +6,7 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 W = os.path.join(HERE, "work", "drafts")
-TYPES = ["math", "code", "extraction", "summary", "rewrite", "qa", "chat"]
+TYPES = ["math", "code", "extraction", "summary", "rewrite", "qa", "chat", "long"]   # long: targets that read 2,048 tokens
 
 
 def load(p):

@@ -66,6 +66,8 @@ def train():
     val = json.load(open(os.path.join(TUNE, cfg["phases"][0][1], "val.json")))
     form_val = os.path.join(TUNE, cfg["phases"][-1][1], "val_form.json")   # the last phase's math form
     form_val = json.load(open(form_val)) if os.path.exists(form_val) else []
+    tok = json.load(open(os.path.join(HERE, "work", "pre", "tokenizer.json"), encoding="utf-8"))["tokens"]
+    digit_ids = {i for i, t in enumerate(tok) if t.isdigit()}
     tok_per_step = cfg["batch"]["short"] * phases[0][1]["short"].T
     total = cfg["token_budget"] // tok_per_step
 
@@ -97,10 +99,25 @@ def train():
                             max_items=None if final else 8)
         log(f"val step {step}: " + " ".join(f"{k}={x:.3f}" for k, x in v.items()))
         if form_val:
-            v = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), form_val, bf16=bf16,
-                                max_items=None if final else 16)
+            items = form_val if final else form_val[:16]
+            v = L.eval_per_task(lambda x: model(x.to(dev)).float().cpu(), items, bf16=bf16)
+            right, n = digits_right(items)
             log(f"val step {step}, held-out math in its trained form: " +
-                " ".join(f"{k}={x:.3f}" for k, x in v.items() if k != "all"))
+                " ".join(f"{k}={x:.3f}" for k, x in v.items() if k != "all") +
+                f"; digits right (teacher-forced) {right}/{n} = {right / max(1, n):.3f}")
+
+    @torch.no_grad()
+    def digits_right(items):
+        """Of the answers' digit tokens, how many the model's argmax gets right given the text before."""
+        right = n = 0
+        for e in items:
+            ids = torch.tensor([e["ids"]])
+            pred = model(ids.to(dev)).float().cpu()[0, :-1].argmax(-1)
+            for p, t, w in zip(pred.tolist(), e["ids"][1:], e["w"][1:]):
+                if w >= 1.0 and t in digit_ids:
+                    n += 1
+                    right += p == t
+        return right, n
 
     def snapshot(step):
         L.save_snapshot(os.path.join(RUN, "snapshot.pt"), model, c.to_dict(), step, extra, seed=cfg["seed"], total=total)
