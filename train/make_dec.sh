@@ -38,7 +38,10 @@ for B in $Q $H $BLK; do
     ./pocketflash gen -m "$T" -d "$D" --block $B -i "$W/prompts_b$B.jsonl" -o "$W/gen_b$B.jsonl" -n 96 -t 2 \
         --log-rounds "$W/rounds.bin"
 done
-$PY train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration train/dec_calibration.md \
+# the calibration table: the stand-in's is committed beside the recipe, another target's stays in its work folder
+CAL=train/dec_calibration.md
+[ "$T" = models/pf-target-f16.gguf ] || CAL=$W/dec_calibration.md
+$PY train/train_dec.py "$W/rounds.bin" "$W/dec.json" --calibration "$CAL" \
     --positions $(( BLK - 1 ))
 ./pocketflash dec-attach -d "$D" --dec "$W/dec.json" -o "$W/draft-with-dec.gguf"
 mv "$W/draft-with-dec.gguf" "$D"
