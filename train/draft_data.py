@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qwen_bpe import QwenBPE  # noqa: E402
 from dflash_model import DRAFT_LAYERS, build_target_layer_ids  # noqa: E402
-from prepare_data import ROOT as _ROOT, load_eval  # noqa: E402
+from prepare_data import load_eval  # noqa: E402
 from train_lib import target_gguf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,12 +40,12 @@ WORK = os.path.join(HERE, "work")
 OUT = os.environ.get("PF_DRAFT_WORK") or os.path.join(WORK, "drafts")   # make_drafts.sh sets it
 TYPES = ["extraction", "math", "code", "rewrite", "summary", "qa", "chat"]
 SEQ_TYPES = TYPES + ["long"]   # a sequence's type index: the corpus types, then the long inputs
-LONG_TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "work", "tune", "long_train.jsonl")
+LONG_TRAIN = os.path.join(WORK, "tune", "long_train.jsonl")
 
 
 def eval_prompts():
     """The eval's prompts, the long inputs' (eval/tasks/long.jsonl) where the eval has them."""
-    long = os.path.join(_ROOT, "eval", "tasks", "long.jsonl")
+    long = os.path.join(ROOT, "eval", "tasks", "long.jsonl")
     return load_eval() + ([json.loads(x) for x in open(long, encoding="utf-8")] if os.path.exists(long) else [])
 
 

@@ -83,8 +83,9 @@ def write_gguf(ck_path, out, name=None):
           f"{ck['rows']} supervised block rows on the target's own responses to training prompts; "
           f"init {os.path.basename(run.get('init') or 'random')}")
     w.add("pocketflash.target_sha256", G.T_STRING, sha256_file(TARGET))
+    target_kv = read_kv_typed(TARGET)
     # the draft reads the target's tapped rows over the whole context, so it has the target's length
-    target_ctx = next((v for k, _, v in read_kv_typed(TARGET) if k.endswith(".context_length")), 512)
+    target_ctx = next((v for k, _, v in target_kv if k.endswith(".context_length")), 512)
     for k, t, v in [("block_count", G.T_U32, c.n_layers), ("context_length", G.T_U32, target_ctx),
                     ("embedding_length", G.T_U32, c.hidden), ("feed_forward_length", G.T_U32, c.ffn),
                     ("attention.head_count", G.T_U32, c.n_heads), ("attention.head_count_kv", G.T_U32, c.n_kv_heads),
@@ -101,7 +102,7 @@ def write_gguf(ck_path, out, name=None):
         w.add("dflash.selector_rank", G.T_U32, c.sel_rank)
         w.add("dflash.selector_top_k", G.T_U32, c.sel_top_k)
     toks = None
-    for k, t, v in read_kv_typed(TARGET):
+    for k, t, v in target_kv:
         if k.startswith("tokenizer.") and k != "tokenizer.ggml.mask_token_id":
             if t == G.T_ARRAY:
                 w.add_array(k, v[0], v[1])
@@ -237,10 +238,9 @@ def write_ref(p1, p2, out):
             print(f"  skipped {pid}: smallest margin {m:.4f} < {MIN_MARGIN}", flush=True)
     spare.sort(key=lambda x: -x[0])
     cases += [c for _, c in spare[:N_CASES - len(cases)]]
-    sha = sha256_file
-    ref = {"target": "models/pf-target-f16.gguf", "target_sha256": sha(TARGET),
-           "drafts": {"dflash": {"file": os.path.relpath(p1, ROOT), "sha256": sha(p1)},
-                      "dflash2": {"file": os.path.relpath(p2, ROOT), "sha256": sha(p2)}},
+    ref = {"target": "models/pf-target-f16.gguf", "target_sha256": sha256_file(TARGET),
+           "drafts": {"dflash": {"file": os.path.relpath(p1, ROOT), "sha256": sha256_file(p1)},
+                      "dflash2": {"file": os.path.relpath(p2, ROOT), "sha256": sha256_file(p2)}},
            "block": B, "topk": REF_TOPK,
            "note": ("float64 PyTorch (train/dflash_model.py) over the weights READ BACK from the GGUF files; "
                     "context = the target's tapped residual rows over the ChatML prompt (positions 0..P-1), bonus = "

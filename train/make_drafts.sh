@@ -42,6 +42,16 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
 source train/openblas_env.sh
 STANDIN=models/pf-target-f16.gguf
+# whether draft file $1 was trained on the target $T (export_draft.py writes the target's SHA-256 in it)
+trained_on_target() { [ "$($PY train/export_draft.py target-sha "$1")" = "$(sha256sum "$T" | cut -d' ' -f1)" ]; }
+# the draft-head vocabulary of draft file $1: the target's response tokens ranked by frequency; the
+# head scores the top ones covering 99.9% by default (run/bench --draft-head overrides)
+attach_head() {
+    local n
+    n=$($PY train/head_tokens.py "$W/head_tokens.txt" 0.999)
+    ./pocketflash draft-head -d "$1" -m "$T" --ranked "$W/head_tokens.txt" -n "$n" -o "$1.head.tmp" | tee -a "$W/pipeline.log"
+    mv "$1.head.tmp" "$1"
+}
 T=${PF_TARGET:-$STANDIN}
 PROMPTS=${PF_PROMPTS:-}
 N_PROMPTS=${PF_DRAFT_PROMPTS:-60000}
@@ -58,8 +68,7 @@ if [ "$T" = "$STANDIN" ]; then
     INIT=${PF_DRAFT_INIT-models/pf-draft-dflash2.gguf}
     # the committed draft is a start only for the target it was trained on: a new target's draft
     # trains from scratch (a draft exported before it named its target counts as another target's)
-    if [ -z "${PF_DRAFT_INIT+set}" ] && [ -f "$INIT" ] &&
-       [ "$($PY train/export_draft.py target-sha "$INIT")" != "$(sha256sum "$T" | cut -d' ' -f1)" ]; then
+    if [ -z "${PF_DRAFT_INIT+set}" ] && [ -f "$INIT" ] && ! trained_on_target "$INIT"; then
         INIT=""
     fi
     TAPS=1,2,3,4          # the features after target layers 1-4; the draft reads [1,2,3] (z-lab's rule)
@@ -164,11 +173,7 @@ if [ -f "$CK" ] && { [ ! -f "$D2" ] || [ "$CK" -nt "$D2" ]; }; then
     mv "$D2.tmp" "$D2"
     [ "$T" = "$STANDIN" ] && $PY train/export_draft.py ref models/pf-draft-dflash.gguf "$D2" models/pf-draft-ref.json \
         | tee -a "$W/pipeline.log"
-    # draft-head vocabulary: the target's response tokens ranked by frequency; the head scores the top
-    # ones covering 99.9% by default (run/bench --draft-head overrides)
-    HEAD_N=$($PY train/head_tokens.py "$W/head_tokens.txt" 0.999)
-    ./pocketflash draft-head -d "$D2" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D2.head.tmp" | tee -a "$W/pipeline.log"
-    mv "$D2.head.tmp" "$D2"
+    attach_head "$D2"
 fi
 
 # 6. the stand-in's DFlash (v1) draft, the kind llama.cpp loads: the same features and recipe, its own
@@ -178,8 +183,7 @@ D1=models/pf-draft-dflash.gguf
 if [ "$T" = "$STANDIN" ] && [ -z "${PF_DRAFT_ANNEAL:-}" ]; then
     R1=$W/run-dflash
     START1=()
-    if [ ! -f "$R1/ckpt.pt" ] && [ -f "$D1" ] &&
-       [ "$($PY train/export_draft.py target-sha "$D1")" = "$(sha256sum "$T" | cut -d' ' -f1)" ]; then
+    if [ ! -f "$R1/ckpt.pt" ] && [ -f "$D1" ] && trained_on_target "$D1"; then
         START1=(--init-gguf "$D1")
     fi
     if [ ! -f "$R1/final.pt" ]; then
@@ -194,9 +198,7 @@ if [ "$T" = "$STANDIN" ] && [ -z "${PF_DRAFT_ANNEAL:-}" ]; then
     if [ -f "$R1/final.pt" ] && { [ ! -f "$D1" ] || [ "$R1/final.pt" -nt "$D1" ]; }; then
         $PY train/export_draft.py gguf "$R1/final.pt" "$D1.tmp" | tee -a "$W/pipeline.log"
         mv "$D1.tmp" "$D1"
-        HEAD_N=$($PY train/head_tokens.py "$W/head_tokens.txt" 0.999)
-        ./pocketflash draft-head -d "$D1" -m "$T" --ranked "$W/head_tokens.txt" -n "$HEAD_N" -o "$D1.head.tmp" | tee -a "$W/pipeline.log"
-        mv "$D1.head.tmp" "$D1"
+        attach_head "$D1"
         [ ! -f "$D2" ] || $PY train/export_draft.py ref "$D1" "$D2" models/pf-draft-ref.json | tee -a "$W/pipeline.log"
     fi
 fi
